@@ -1,0 +1,174 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrCheckpointNotFound is returned by a Checkpointer when the thread has no
+// checkpoint, or none with the requested id.
+var ErrCheckpointNotFound = errors.New("graph: checkpoint not found")
+
+// Source says what produced a checkpoint.
+type Source string
+
+const (
+	// SourceInput is the checkpoint written before the first step of a run,
+	// holding the run's input, so a crash before step 1 loses nothing.
+	SourceInput Source = "input"
+	// SourceLoop is written after every completed superstep.
+	SourceLoop Source = "loop"
+	// SourceUpdate is written by UpdateState.
+	SourceUpdate Source = "update"
+	// SourceFork is written by UpdateState on a checkpoint that is not the
+	// newest of its thread: history keeps the old branch.
+	SourceFork Source = "fork"
+)
+
+// Reserved pending-write channels. State fields are written under their Go
+// field names, which cannot start with an underscore.
+const (
+	ChannelInterrupt = "__interrupt__" // a pending interrupt raised by the task
+	ChannelResume    = "__resume__"    // a value that answers one of the task's interrupts
+	ChannelError     = "__error__"     // the task failed; the value is its message
+	ChannelGoto      = "__goto__"      // a Command's goto targets
+	ChannelSend      = "__send__"      // a Command's Sends
+	ChannelDone      = "__done__"      // the task finished; present even when it wrote nothing
+)
+
+// Ref names a checkpoint. An empty ID means the newest checkpoint of the
+// thread's namespace.
+type Ref struct {
+	ThreadID  string
+	Namespace string // "" for the root graph; subgraphs get "node:task" paths
+	ID        string
+}
+
+// Checkpoint is the state of one thread after a superstep. Field values are
+// not inside it: Versions names, per state field, the version whose Blob
+// holds the value, so a field that did not change is never written again.
+type Checkpoint struct {
+	ThreadID  string    `json:"thread_id"`
+	Namespace string    `json:"ns,omitempty"`
+	ID        string    `json:"id"`
+	ParentID  string    `json:"parent_id,omitempty"`
+	Step      int       `json:"step"`
+	Source    Source    `json:"source"`
+	CreatedAt time.Time `json:"created_at"`
+	// Versions maps each state field to the version of its current value.
+	Versions map[string]string `json:"versions,omitempty"`
+	// Tasks are the tasks planned for the next superstep, in run order. An
+	// empty list means the run had finished.
+	Tasks []TaskSpec `json:"tasks,omitempty"`
+	// Barriers holds, per join target, the sources that have already
+	// finished since the join last fired.
+	Barriers map[string][]string `json:"barriers,omitempty"`
+	// InterruptedBefore marks Tasks as stopped by a static interrupt before
+	// them, so continuing the thread runs them instead of stopping again.
+	InterruptedBefore bool `json:"interrupted_before,omitempty"`
+	// InterruptedAfter lists the nodes of the step just finished that hit a
+	// static interrupt after them.
+	InterruptedAfter []string `json:"interrupted_after,omitempty"`
+}
+
+// TaskSpec is one planned task.
+type TaskSpec struct {
+	ID   string `json:"id"`
+	Node string `json:"node"`
+	// Input is the JSON state given by a Send; empty for tasks that read the
+	// graph state.
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+// Blob is the stored value of one state field at one version.
+type Blob struct {
+	Field   string
+	Version string
+	// Delta marks a value that holds only what an append reducer added
+	// since Base, so an ever-growing list costs what it grows by, not what
+	// it holds. Readers concatenate the chain from the oldest full blob.
+	Delta bool
+	Base  string
+	Data  []byte
+}
+
+// Write is one entry a task wrote before its superstep finished: a state
+// field's update or a reserved channel such as ChannelInterrupt.
+type Write struct {
+	TaskID  string
+	Index   int // position within the task; writing the same index again replaces it
+	Channel string
+	Value   []byte
+}
+
+// Saved is a checkpoint as loaded back.
+type Saved struct {
+	Checkpoint Checkpoint
+	// Blobs holds the blob of every field in Checkpoint.Versions and, for
+	// delta blobs, every blob down their Base chain to a full one.
+	Blobs []Blob
+	// Writes are the pending writes of tasks that started from this
+	// checkpoint, ordered by task id and index.
+	Writes []Write
+}
+
+// ListOptions selects checkpoints of one thread namespace, newest first.
+type ListOptions struct {
+	ThreadID  string
+	Namespace string
+	// Before, when set, returns only checkpoints older than this id.
+	Before string
+	// Limit caps the number returned; 0 means no limit.
+	Limit int
+}
+
+// Checkpointer persists checkpoints. Implementations must be safe for
+// concurrent use, and all of them pass checkpointtest.Run.
+//
+// Checkpoint ids sort in creation order as strings within a thread.
+type Checkpointer interface {
+	// Put stores a checkpoint with the blobs of the fields whose version it
+	// introduces. Storing a blob that exists already is not an error.
+	Put(ctx context.Context, cp Checkpoint, blobs []Blob) error
+	// PutWrites stores pending writes against the checkpoint their task
+	// started from. A write with the same task and index replaces the old.
+	PutWrites(ctx context.Context, ref Ref, writes []Write) error
+	// Get loads a checkpoint, its blobs and its pending writes. It returns
+	// an error matching ErrCheckpointNotFound when there is none.
+	Get(ctx context.Context, ref Ref) (*Saved, error)
+	// List returns checkpoints, newest first, without blobs.
+	List(ctx context.Context, opts ListOptions) ([]Checkpoint, error)
+	// DeleteThread removes every checkpoint, blob and write of a thread, in
+	// every namespace.
+	DeleteThread(ctx context.Context, threadID string) error
+}
+
+// EncodeCheckpoint is the JSON form backends store a Checkpoint in.
+func EncodeCheckpoint(cp Checkpoint) ([]byte, error) {
+	b, err := json.Marshal(cp)
+	if err != nil {
+		return nil, fmt.Errorf("graph: encode checkpoint %s: %w", cp.ID, err)
+	}
+	return b, nil
+}
+
+// DecodeCheckpoint parses what EncodeCheckpoint produced. Stored bytes are
+// outside input: anything malformed is an error, never a panic.
+func DecodeCheckpoint(data []byte) (Checkpoint, error) {
+	var cp Checkpoint
+	if err := json.Unmarshal(data, &cp); err != nil {
+		return Checkpoint{}, fmt.Errorf("graph: decode checkpoint: %w", err)
+	}
+	if cp.ID == "" || cp.ThreadID == "" {
+		return Checkpoint{}, fmt.Errorf("graph: decode checkpoint: missing id or thread id")
+	}
+	for _, t := range cp.Tasks {
+		if t.ID == "" || t.Node == "" {
+			return Checkpoint{}, fmt.Errorf("graph: decode checkpoint %s: task without id or node", cp.ID)
+		}
+	}
+	return cp, nil
+}

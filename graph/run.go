@@ -1,0 +1,538 @@
+package graph
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// RunConfig configures one run. The zero value runs once, without
+// persistence, yielding no events.
+type RunConfig struct {
+	// ThreadID names the conversation the run belongs to; with a
+	// checkpointer, runs on one thread continue from each other.
+	ThreadID string
+	// CheckpointID runs from this checkpoint instead of the thread's newest:
+	// a fork. New checkpoints branch from it; old history stays.
+	CheckpointID string
+	// Resume answers the one pending interrupt of the thread.
+	Resume any
+	// ResumeByID answers pending interrupts by id, when several are pending.
+	ResumeByID map[string]any
+	// Modes selects what Stream yields.
+	Modes Mode
+	// InterruptBefore and InterruptAfter add static interrupts to those
+	// given at compile time, for this run.
+	InterruptBefore []string
+	InterruptAfter  []string
+	// RecursionLimit caps this run's supersteps; 0 means the graph's limit.
+	RecursionLimit int
+	// StreamBuffer is how many events nodes may emit ahead of the consumer
+	// before Emit blocks; 0 means 64.
+	StreamBuffer int
+}
+
+// saveTimeout bounds checkpoint writes, which run even after the run's
+// context is cancelled so that a finished step is never half saved.
+const saveTimeout = 30 * time.Second
+
+var errStreamClosed = errors.New("graph: stream consumer stopped")
+
+// Stream runs the graph and yields its events as they happen.
+//
+// A nil input continues the thread from its checkpoint (after a crash, or
+// with RunConfig.Resume after an interrupt); it fails, never starting
+// afresh, when the checkpoint cannot be loaded. A non-nil input is merged
+// into the thread's state, if any, and the run starts from START.
+//
+// The iterator is single-use. When the run fails or pauses, the last pair
+// carries the error (an *InterruptError for a pause) and nothing follows
+// it. Breaking out of the loop cancels the run and returns once every node
+// has stopped; the checkpoint of the last finished step remains.
+func (c *Compiled[S]) Stream(ctx context.Context, input *S, cfg RunConfig) iter.Seq2[Event[S], error] {
+	return func(yield func(Event[S], error) bool) {
+		r := c.newRun(ctx, cfg, yield)
+		defer r.cancel(nil)
+		if _, err := r.execute(input); err != nil && !r.stopped {
+			yield(Event[S]{}, err)
+		}
+	}
+}
+
+// Invoke runs the graph to its end, or to an interrupt, and returns the
+// final state. A pause returns the state so far and an *InterruptError.
+// See Stream for what a nil input means.
+func (c *Compiled[S]) Invoke(ctx context.Context, input *S, cfg RunConfig) (S, error) {
+	cfg.Modes = 0
+	r := c.newRun(ctx, cfg, nil)
+	defer r.cancel(nil)
+	return r.execute(input)
+}
+
+// run is the state of one run: everything a superstep reads and writes.
+type run[S any] struct {
+	g      *Compiled[S]
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	cfg    RunConfig
+	limit  int
+	before []bool
+	after  []bool
+
+	modes   Mode
+	yield   func(Event[S], error) bool
+	link    *parentLink // set when this run is a subgraph of a node
+	stopped bool
+	// emitMu serialises delivery for nodes that run subgraphs from
+	// goroutines of their own; yield must never be called concurrently.
+	emitMu sync.Mutex
+	events chan Event[S]
+	done   chan *task[S]
+
+	state     S
+	step      int
+	stepsRun  int
+	tasks     []*task[S]
+	free      []*task[S]
+	triggered []bool
+	pushes    []*task[S]
+	barriers  [][]bool
+
+	// Persistence; saver is nil when the run has no thread.
+	saver       Checkpointer
+	thread      string
+	ns          []string
+	nsKey       string
+	parentID    string
+	versions    map[string]string
+	resume      map[string]json.RawMessage
+	deltaFrom   []int
+	overwritten fieldMask
+}
+
+func (c *Compiled[S]) newRun(ctx context.Context, cfg RunConfig, yield func(Event[S], error) bool) *run[S] {
+	r := &run[S]{g: c, cfg: cfg, yield: yield, modes: cfg.Modes, before: c.before, after: c.after}
+	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	if cfg.ThreadID == "" {
+		if t := taskFrom(ctx); t != nil {
+			r.link = t.childLink()
+			r.modes = r.link.modes
+			r.saver, r.thread, r.ns = r.link.saver, r.link.thread, r.link.ns
+			r.nsKey = strings.Join(r.ns, "|")
+		}
+	} else if c.opts.Checkpointer != nil {
+		r.saver, r.thread = c.opts.Checkpointer, cfg.ThreadID
+	}
+	r.limit = cmp(cfg.RecursionLimit, c.opts.RecursionLimit, DefaultRecursionLimit)
+	if len(cfg.InterruptBefore)+len(cfg.InterruptAfter) > 0 {
+		r.before = c.mergeFlags(c.before, cfg.InterruptBefore)
+		r.after = c.mergeFlags(c.after, cfg.InterruptAfter)
+	}
+	r.triggered = make([]bool, len(c.nodes))
+	if len(c.joins) > 0 {
+		r.barriers = make([][]bool, len(c.joins))
+		for i, j := range c.joins {
+			r.barriers[i] = make([]bool, len(j.from))
+		}
+	}
+	return r
+}
+
+func cmp(vals ...int) int {
+	for _, v := range vals {
+		if v > 0 {
+			return v
+		}
+	}
+	return 0
+}
+
+func (c *Compiled[S]) mergeFlags(base []bool, names []string) []bool {
+	f := make([]bool, len(c.nodes))
+	copy(f, base)
+	for _, n := range names {
+		if i, ok := c.byName[n]; ok {
+			f[i] = true
+		}
+	}
+	return f
+}
+
+// execute runs supersteps until no task is left, a node fails, or the run
+// pauses or is stopped.
+func (r *run[S]) execute(input *S) (S, error) {
+	if r.cfg.ThreadID != "" && r.g.opts.Checkpointer == nil && (input == nil || r.cfg.Resume != nil || r.cfg.ResumeByID != nil) {
+		return r.state, fmt.Errorf("graph: continue thread %s: %w", r.cfg.ThreadID, ErrNoCheckpointer)
+	}
+	var err error
+	if input != nil {
+		err = r.start(input)
+	} else {
+		err = r.continueThread()
+	}
+	for err == nil && len(r.tasks) > 0 {
+		err = r.superstep()
+	}
+	if r.stopped {
+		return r.state, errStreamClosed
+	}
+	return r.state, err
+}
+
+// start merges the input into the thread's state and plans START's edges.
+func (r *run[S]) start(input *S) error {
+	if r.saver != nil {
+		saved, err := r.saver.Get(r.ctx, Ref{ThreadID: r.thread, Namespace: r.nsKey, ID: r.cfg.CheckpointID})
+		switch {
+		case err == nil:
+			if err := r.restore(saved); err != nil {
+				return err
+			}
+			if r.link != nil && len(saved.Checkpoint.Tasks) > 0 {
+				// A subgraph whose parent task runs again after a pause or a
+				// crash picks up where it stopped.
+				return r.resumeTasks(saved, true)
+			}
+			if r.link != nil {
+				// It had finished; its state is the result.
+				return nil
+			}
+		case errors.Is(err, ErrCheckpointNotFound) && r.cfg.CheckpointID == "":
+		default:
+			return fmt.Errorf("graph: load thread %s: %w", r.thread, err)
+		}
+	}
+	r.step++
+	mask := r.g.schema.setFields(input)
+	r.markDeltas()
+	r.g.schema.apply(&r.state, input, mask)
+	if err := r.deliver(Event[S]{Mode: ModeValues, Namespace: r.ns, Step: r.step, State: r.state}); err != nil {
+		return err
+	}
+	startTask := &task[S]{r: r, node: &r.g.start}
+	next, err := r.plan([]*task[S]{startTask})
+	if err != nil {
+		return err
+	}
+	return r.commit(SourceInput, mask, next, nil)
+}
+
+// continueThread loads the thread's checkpoint and plans its pending tasks,
+// answering interrupts with the run's resume values.
+func (r *run[S]) continueThread() error {
+	if r.saver == nil {
+		return fmt.Errorf("graph: a nil input continues a thread: %w", ErrNoCheckpointer)
+	}
+	ref := Ref{ThreadID: r.thread, Namespace: r.nsKey, ID: r.cfg.CheckpointID}
+	saved, err := r.saver.Get(r.ctx, ref)
+	if err != nil {
+		return fmt.Errorf("graph: continue thread %s: %w", r.thread, err)
+	}
+	if err := r.restore(saved); err != nil {
+		return err
+	}
+	latest := true
+	if r.cfg.CheckpointID != "" {
+		newest, err := r.saver.List(r.ctx, ListOptions{ThreadID: r.thread, Namespace: r.nsKey, Limit: 1})
+		if err != nil {
+			return fmt.Errorf("graph: continue thread %s: %w", r.thread, err)
+		}
+		latest = len(newest) == 1 && newest[0].ID == saved.Checkpoint.ID
+	}
+	return r.resumeTasks(saved, latest)
+}
+
+// restore sets the run's state and versions from a checkpoint.
+func (r *run[S]) restore(saved *Saved) error {
+	state, err := r.g.decodeState(saved)
+	if err != nil {
+		return err
+	}
+	cp := &saved.Checkpoint
+	r.state, r.versions, r.parentID, r.step = state, cp.Versions, cp.ID, cp.Step
+	for i, j := range r.g.joins {
+		for k, from := range j.from {
+			r.barriers[i][k] = slices.Contains(cp.Barriers[j.key], r.g.nodes[from].spec.name)
+		}
+	}
+	return nil
+}
+
+// resumeTasks turns a checkpoint's planned tasks into this run's tasks.
+// From the newest checkpoint, tasks that finished before the run stopped
+// keep their saved writes instead of running again.
+func (r *run[S]) resumeTasks(saved *Saved, latest bool) error {
+	cp := &saved.Checkpoint
+	for _, spec := range cp.Tasks {
+		i, ok := r.g.byName[spec.Node]
+		if !ok {
+			return fmt.Errorf("graph: checkpoint %s plans node %q, which this graph lacks", cp.ID, spec.Node)
+		}
+		t := r.newTask(r.g.nodes[i])
+		t.id = spec.ID
+		if len(spec.Input) > 0 {
+			t.hasInput = true
+			if err := json.Unmarshal(spec.Input, &t.input); err != nil {
+				return fmt.Errorf("graph: checkpoint %s: decode Send input of %s: %w", cp.ID, spec.Node, err)
+			}
+		}
+		r.tasks = append(r.tasks, t)
+	}
+	r.name(r.tasks)
+	var pending []PendingInterrupt
+	r.resume = map[string]json.RawMessage{}
+	if r.link != nil {
+		r.resume = r.link.resume
+	}
+	if latest {
+		var err error
+		if pending, err = r.applyWrites(saved.Writes); err != nil {
+			return err
+		}
+	}
+	return r.answer(pending)
+}
+
+// answer records the run's resume values against the pending interrupts,
+// durably, before anything runs again.
+func (r *run[S]) answer(pending []PendingInterrupt) error {
+	if r.link != nil || (r.cfg.Resume == nil && r.cfg.ResumeByID == nil) {
+		return nil
+	}
+	values := map[string]any{}
+	switch {
+	case r.cfg.Resume != nil && len(pending) == 1:
+		values[pending[0].ID] = r.cfg.Resume
+	case r.cfg.Resume != nil && len(pending) == 0:
+		return fmt.Errorf("graph: resume thread %s: %w: nothing is pending", r.thread, ErrUnknownInterrupt)
+	case r.cfg.Resume != nil:
+		return fmt.Errorf("graph: resume thread %s: %d interrupts are pending; answer them by id with ResumeByID", r.thread, len(pending))
+	}
+	for id, v := range r.cfg.ResumeByID {
+		values[id] = v
+	}
+	byTask := map[string][]Write{}
+	for _, id := range slices.Sorted(mapsKeys(values)) {
+		k := slices.IndexFunc(pending, func(p PendingInterrupt) bool { return p.ID == id })
+		if k < 0 {
+			return fmt.Errorf("graph: resume thread %s: %w: %s", r.thread, ErrUnknownInterrupt, id)
+		}
+		raw, err := json.Marshal(resumeWrite{ID: id, Value: values[id]})
+		if err != nil {
+			return fmt.Errorf("graph: encode resume value for %s: %w", id, err)
+		}
+		task := pending[k].TaskID
+		byTask[task] = append(byTask[task], Write{TaskID: task, Index: idxResume - len(byTask[task]) - r.resumeCount(task), Channel: ChannelResume, Value: raw})
+		var rv resumeValue
+		_ = json.Unmarshal(raw, &rv)
+		r.resume[id] = rv.Value
+	}
+	var all []Write
+	for _, t := range slices.Sorted(mapsKeys(byTask)) {
+		all = append(all, byTask[t]...)
+	}
+	return r.putWrites(all)
+}
+
+// resumeCount is how many resume writes a task already has, so new ones
+// get fresh indexes.
+func (r *run[S]) resumeCount(taskID string) int {
+	n := 0
+	for _, t := range r.tasks {
+		if t.id == taskID {
+			n = t.resumes
+		}
+	}
+	return n
+}
+
+func mapsKeys[K comparable, V any](m map[K]V) iter.Seq[K] {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// deliver passes an event to the consumer, from the run's own goroutine.
+func (r *run[S]) deliver(ev Event[S]) error {
+	if r.modes&ev.Mode == 0 {
+		return nil
+	}
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	if r.stopped {
+		return nil
+	}
+	if r.link != nil {
+		return r.link.forward(ev)
+	}
+	if r.yield == nil {
+		return nil
+	}
+	if !r.yield(ev, nil) {
+		r.stopped = true
+		r.cancel(errStreamClosed)
+		return errStreamClosed
+	}
+	return nil
+}
+
+// commit saves a checkpoint for the plan of the next step and makes it the
+// run's tasks. Without a saver it only sets the tasks.
+func (r *run[S]) commit(source Source, changed fieldMask, next []*task[S], ran []*task[S]) error {
+	var after []string
+	for _, t := range ran {
+		if r.after != nil && r.after[t.node.idx] && !slices.Contains(after, t.node.spec.name) {
+			after = append(after, t.node.spec.name)
+		}
+	}
+	stopBefore := false
+	for _, t := range next {
+		if r.before != nil && r.before[t.node.idx] {
+			stopBefore = true
+		}
+	}
+	cpID := ""
+	if r.saver != nil {
+		var err error
+		if cpID, err = r.save(source, changed, next, stopBefore, after); err != nil {
+			return err
+		}
+	}
+	r.tasks = next
+	r.overwritten = 0
+	if len(after) == 0 && !stopBefore {
+		return nil
+	}
+	ie := &InterruptError{}
+	for _, n := range after {
+		ie.Interrupts = append(ie.Interrupts, PendingInterrupt{ID: hashID(r.nsKey, cpID, "after", n), Node: n, Namespace: r.nsKey, When: "after"})
+	}
+	if stopBefore {
+		for _, t := range next {
+			if r.before[t.node.idx] {
+				ie.Interrupts = append(ie.Interrupts, PendingInterrupt{ID: hashID(r.nsKey, cpID, "before", t.id), Node: t.node.spec.name, TaskID: t.id, Namespace: r.nsKey, When: "before"})
+			}
+		}
+	}
+	r.tasks = nil
+	return ie
+}
+
+// save writes a checkpoint: the blobs of changed fields (append fields as
+// deltas) and the plan of the next step.
+func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before bool, after []string) (string, error) {
+	id := newID()
+	sc := r.g.schema
+	versions := make(map[string]string, len(r.versions)+1)
+	for k, v := range r.versions {
+		versions[k] = v
+	}
+	var blobs []Blob
+	for i, f := range sc.fields {
+		if !changed.has(i) {
+			continue
+		}
+		prev := r.versions[f.name]
+		b := Blob{Field: f.name, Version: id}
+		from := 0
+		if f.kind == kindAppend && prev != "" && !r.overwritten.has(i) && r.deltaFrom != nil {
+			from, b.Delta, b.Base = r.deltaFrom[i], true, prev
+		}
+		data, err := sc.encodeField(&r.state, i, from)
+		if err != nil {
+			return "", err
+		}
+		b.Data = data
+		blobs = append(blobs, b)
+		versions[f.name] = id
+	}
+	cp := Checkpoint{
+		ThreadID: r.thread, Namespace: r.nsKey, ID: id, ParentID: r.parentID,
+		Step: r.step, Source: source, CreatedAt: time.Now().UTC(), Versions: versions,
+		InterruptedBefore: before, InterruptedAfter: after,
+	}
+	for k, t := range next {
+		t.id = hashID(id, t.node.spec.name, fmt.Sprint(k))
+		spec := TaskSpec{ID: t.id, Node: t.node.spec.name}
+		if t.hasInput {
+			in, err := encodeState(&t.input)
+			if err != nil {
+				return "", err
+			}
+			spec.Input = in
+		}
+		cp.Tasks = append(cp.Tasks, spec)
+	}
+	for i, j := range r.g.joins {
+		for k, arrived := range r.barriers[i] {
+			if arrived {
+				if cp.Barriers == nil {
+					cp.Barriers = map[string][]string{}
+				}
+				cp.Barriers[j.key] = append(cp.Barriers[j.key], r.g.nodes[j.from[k]].spec.name)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), saveTimeout)
+	defer cancel()
+	if err := r.saver.Put(ctx, cp, blobs); err != nil {
+		return "", fmt.Errorf("graph: checkpoint thread %s step %d: %w", r.thread, r.step, err)
+	}
+	r.versions, r.parentID = versions, id
+	return id, r.deliver(Event[S]{Mode: ModeDebug, Namespace: r.ns, Step: r.step, Data: DebugEvent{Kind: DebugCheckpoint, CheckpointID: id}})
+}
+
+func (r *run[S]) putWrites(ws []Write) error {
+	if r.saver == nil || len(ws) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), saveTimeout)
+	defer cancel()
+	if err := r.saver.PutWrites(ctx, Ref{ThreadID: r.thread, Namespace: r.nsKey, ID: r.parentID}, ws); err != nil {
+		return fmt.Errorf("graph: save writes of thread %s step %d: %w", r.thread, r.step+1, err)
+	}
+	return nil
+}
+
+// markDeltas records the length of append fields before a step merges, so
+// the checkpoint can store only what the step appended.
+func (r *run[S]) markDeltas() {
+	if r.saver == nil {
+		return
+	}
+	sc := r.g.schema
+	if r.deltaFrom == nil {
+		r.deltaFrom = make([]int, len(sc.fields))
+	}
+	v := reflectState(&r.state)
+	for i, f := range sc.fields {
+		if f.kind == kindAppend {
+			r.deltaFrom[i] = v.Field(f.index).Len()
+		}
+	}
+}
+
+func newID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// hashID derives a stable id from its parts, so a task or interrupt gets
+// the same id every time its step is planned from the same checkpoint.
+func hashID(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(h[:16])
+}

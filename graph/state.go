@@ -1,0 +1,316 @@
+package graph
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"strings"
+)
+
+// Number is what Sum can add.
+type Number interface {
+	~int | ~int8 | ~int16 | ~int32 | ~int64 |
+		~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 |
+		~float32 | ~float64
+}
+
+// Field declares how one field of the state S merges updates. Fields that
+// are not declared are replaced by the newest non-zero value.
+//
+// Declare each field once, with Append, Sum, Merge or Reduce:
+//
+//	g := graph.New[State](
+//		graph.Append(func(s *State) *[]string { return &s.Items }),
+//		graph.Sum(func(s *State) *int { return &s.Tokens }),
+//	)
+type Field[S any] struct {
+	ptr    func(*S) any
+	kind   reducerKind
+	reduce func(dst, src *S)
+}
+
+type reducerKind uint8
+
+const (
+	kindReplace reducerKind = iota
+	kindAppend
+	kindSum
+	kindMerge
+	kindCustom
+)
+
+func (k reducerKind) String() string {
+	return [...]string{"replace", "append", "sum", "merge", "custom"}[k]
+}
+
+// Append declares a slice field whose updates are appended. Its checkpoints
+// store only what each step appended.
+func Append[S, E any](field func(*S) *[]E) Field[S] {
+	return Field[S]{
+		ptr:  func(s *S) any { return field(s) },
+		kind: kindAppend,
+		reduce: func(dst, src *S) {
+			p := field(dst)
+			*p = append(*p, *field(src)...)
+		},
+	}
+}
+
+// Sum declares a numeric field whose updates are added.
+func Sum[S any, N Number](field func(*S) *N) Field[S] {
+	return Field[S]{
+		ptr:    func(s *S) any { return field(s) },
+		kind:   kindSum,
+		reduce: func(dst, src *S) { *field(dst) += *field(src) },
+	}
+}
+
+// Merge declares a map field whose updates are merged key by key, newer
+// values winning. The merged map is a new map: states handed out earlier
+// never change under their holders.
+func Merge[S any, K comparable, V any](field func(*S) *map[K]V) Field[S] {
+	return Field[S]{
+		ptr:  func(s *S) any { return field(s) },
+		kind: kindMerge,
+		reduce: func(dst, src *S) {
+			p := field(dst)
+			m := make(map[K]V, len(*p)+len(*field(src)))
+			maps.Copy(m, *p)
+			maps.Copy(m, *field(src))
+			*p = m
+		},
+	}
+}
+
+// Reduce declares a field merged by fn, called with the current value and
+// a node's non-zero update.
+func Reduce[S, T any](field func(*S) *T, fn func(current, update T) T) Field[S] {
+	return Field[S]{
+		ptr:  func(s *S) any { return field(s) },
+		kind: kindCustom,
+		reduce: func(dst, src *S) {
+			p := field(dst)
+			*p = fn(*p, *field(src))
+		},
+	}
+}
+
+// fieldMask is a set of state fields by index. States have at most 64
+// exported fields, checked by newSchema.
+type fieldMask uint64
+
+func (m fieldMask) has(i int) bool { return m&(1<<uint(i)) != 0 }
+
+// field is one exported field of the state struct.
+type field[S any] struct {
+	name   string
+	index  int // in the struct, for reflect
+	kind   reducerKind
+	reduce func(dst, src *S) // nil for replace
+}
+
+// schema is what New learns about S by reflection, once; running a step
+// never reflects over the type again.
+type schema[S any] struct {
+	fields []field[S]
+	byName map[string]int
+}
+
+func newSchema[S any](decls []Field[S]) (*schema[S], error) {
+	t := reflect.TypeFor[S]()
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("graph: state type %v is not a struct", t)
+	}
+	sc := &schema[S]{byName: map[string]int{}}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		sc.byName[f.Name] = len(sc.fields)
+		sc.fields = append(sc.fields, field[S]{name: f.Name, index: i})
+	}
+	if len(sc.fields) > 64 {
+		return nil, fmt.Errorf("graph: state type %v has %d exported fields; at most 64 are supported", t, len(sc.fields))
+	}
+	var errs []error
+	for _, d := range decls {
+		var probe S
+		p := reflect.ValueOf(d.ptr(&probe))
+		idx := -1
+		sv := reflect.ValueOf(&probe).Elem()
+		for j, f := range sc.fields {
+			fv := sv.Field(f.index)
+			if fv.Addr().Pointer() == p.Pointer() && fv.Type() == p.Type().Elem() {
+				idx = j
+				break
+			}
+		}
+		if idx < 0 {
+			errs = append(errs, fmt.Errorf("graph: a %s reducer's accessor does not return the address of an exported field of %v", d.kind, t))
+			continue
+		}
+		f := &sc.fields[idx]
+		if f.reduce != nil {
+			errs = append(errs, fmt.Errorf("graph: field %s has two reducers (%s and %s); declare it once", f.name, f.kind, d.kind))
+			continue
+		}
+		f.kind, f.reduce = d.kind, d.reduce
+	}
+	return sc, errors.Join(errs...)
+}
+
+// setFields returns the fields of u that hold a non-zero value: the fields
+// a node's update sets.
+func (sc *schema[S]) setFields(u *S) fieldMask {
+	v := reflect.ValueOf(u).Elem()
+	var m fieldMask
+	for i, f := range sc.fields {
+		if !v.Field(f.index).IsZero() {
+			m |= 1 << uint(i)
+		}
+	}
+	return m
+}
+
+// apply merges the fields in mask from u into dst through their reducers.
+func (sc *schema[S]) apply(dst, u *S, mask fieldMask) {
+	if mask == 0 {
+		return
+	}
+	var dv, uv reflect.Value
+	for i, f := range sc.fields {
+		if !mask.has(i) {
+			continue
+		}
+		if f.reduce != nil {
+			f.reduce(dst, u)
+			continue
+		}
+		if !dv.IsValid() {
+			dv, uv = reflect.ValueOf(dst).Elem(), reflect.ValueOf(u).Elem()
+		}
+		dv.Field(f.index).Set(uv.Field(f.index))
+	}
+}
+
+// overwrite sets the fields in mask of dst to those of src, bypassing
+// reducers.
+func (sc *schema[S]) overwrite(dst, src *S, mask fieldMask) {
+	if mask == 0 {
+		return
+	}
+	dv, sv := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
+	for i, f := range sc.fields {
+		if mask.has(i) {
+			dv.Field(f.index).Set(sv.Field(f.index))
+		}
+	}
+}
+
+// changed returns the fields whose values differ between a and b. Slices
+// and maps compare by identity and length, which is what a node that
+// replaced or extended them produces, and costs nothing per element.
+func (sc *schema[S]) changed(a, b *S) fieldMask {
+	av, bv := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	var m fieldMask
+	for i, f := range sc.fields {
+		if !sameValue(av.Field(f.index), bv.Field(f.index)) {
+			m |= 1 << uint(i)
+		}
+	}
+	return m
+}
+
+func sameValue(a, b reflect.Value) bool {
+	switch a.Kind() {
+	case reflect.Slice:
+		return a.Len() == b.Len() && (a.Len() == 0 || a.Pointer() == b.Pointer()) && a.IsNil() == b.IsNil()
+	case reflect.Map:
+		return a.Len() == b.Len() && a.Pointer() == b.Pointer()
+	case reflect.Func, reflect.Chan, reflect.Pointer, reflect.UnsafePointer:
+		return a.Pointer() == b.Pointer()
+	default:
+		return reflect.DeepEqual(a.Interface(), b.Interface())
+	}
+}
+
+// clipSlices caps the capacity of s's slice fields at their length, so
+// nodes running in parallel that append to their copy of the state each
+// get a new array instead of writing into a shared one.
+func (sc *schema[S]) clipSlices(s *S) {
+	v := reflect.ValueOf(s).Elem()
+	for _, f := range sc.fields {
+		fv := v.Field(f.index)
+		if fv.Kind() == reflect.Slice && fv.Cap() > fv.Len() {
+			fv.SetCap(fv.Len())
+		}
+	}
+}
+
+// names returns the names of the fields in mask, in declaration order.
+func (sc *schema[S]) names(mask fieldMask) []string {
+	var out []string
+	for i, f := range sc.fields {
+		if mask.has(i) {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// encodeField returns the JSON of field i of s, or of its elements from
+// index from on when it is an append field stored as a delta.
+func (sc *schema[S]) encodeField(s *S, i, from int) ([]byte, error) {
+	fv := reflect.ValueOf(s).Elem().Field(sc.fields[i].index)
+	if from > 0 {
+		fv = fv.Slice(from, fv.Len())
+	}
+	b, err := json.Marshal(fv.Interface())
+	if err != nil {
+		return nil, fmt.Errorf("graph: encode field %s: %w", sc.fields[i].name, err)
+	}
+	return b, nil
+}
+
+// decodeField sets field i of s from data; with appendTo it appends the
+// decoded elements to the field's current value instead.
+func (sc *schema[S]) decodeField(s *S, i int, data []byte, appendTo bool) error {
+	fv := reflect.ValueOf(s).Elem().Field(sc.fields[i].index)
+	if !appendTo {
+		fv.SetZero()
+		if err := json.Unmarshal(data, fv.Addr().Interface()); err != nil {
+			return fmt.Errorf("graph: decode field %s: %w", sc.fields[i].name, err)
+		}
+		return nil
+	}
+	tmp := reflect.New(fv.Type())
+	if err := json.Unmarshal(data, tmp.Interface()); err != nil {
+		return fmt.Errorf("graph: decode field %s delta: %w", sc.fields[i].name, err)
+	}
+	fv.Set(reflect.AppendSlice(fv, tmp.Elem()))
+	return nil
+}
+
+// encodeState returns the JSON of a whole state, for Send inputs.
+func encodeState[S any](s *S) (json.RawMessage, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("graph: encode state: %w", err)
+	}
+	return b, nil
+}
+
+func validName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty node name")
+	case name == START || name == END:
+		return fmt.Errorf("node name %q is reserved", name)
+	case strings.ContainsAny(name, ":|"):
+		return fmt.Errorf("node name %q contains ':' or '|', which namespaces use", name)
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// AddSubgraph adds a compiled graph over the same state type as a node.
+// It runs on a copy of the parent's state; the fields it changes replace
+// the parent's, reducers bypassed, since the subgraph already merged them.
+// Its events reach the parent's stream under the namespace "name:task",
+// its checkpoints share the parent's checkpointer and thread under that
+// namespace, and its interrupts pause the parent until answered.
+//
+// A node may also run a graph over another state type by calling its
+// Invoke or Stream with an empty RunConfig: the same linking applies, and
+// its values and updates reach the parent's stream in Event.Data.
+func (g *StateGraph[S]) AddSubgraph(name string, sub *Compiled[S], opts ...NodeOption) {
+	g.add(name, func(ctx context.Context, s S) (Command[S], error) {
+		final, err := sub.Invoke(ctx, &s, RunConfig{})
+		if err != nil {
+			return Command[S]{}, err
+		}
+		return Command[S]{Overwrite: func(p *S) {
+			sub.schema.overwrite(p, &final, sub.schema.changed(&s, &final))
+		}}, nil
+	}, true, nil, opts)
+	if n, ok := g.nodes[name]; ok {
+		n.sub = sub
+	}
+}
+
+// subgraphRef lets drawing reach a subgraph without knowing its type.
+type subgraphRef interface {
+	mermaidBody(prefix string) string
+}
+
+// parentLink is what a graph run inside a node inherits from the run of
+// that node: persistence, namespace, resume values and the event stream.
+type parentLink struct {
+	saver  Checkpointer
+	thread string
+	ns     []string
+	resume map[string]json.RawMessage
+	modes  Mode
+	// forward passes one of the child's events (an Event of the child's
+	// state type) to the parent's stream.
+	forward func(ev foreignEvent) error
+}
+
+// foreignEvent is an Event of any state type.
+type foreignEvent interface {
+	parts() (mode Mode, ns []string, node string, step int, data any)
+}
+
+func (e Event[S]) parts() (Mode, []string, string, int, any) {
+	if e.Mode == ModeValues || e.Mode == ModeUpdates {
+		return e.Mode, e.Namespace, e.Node, e.Step, e.State
+	}
+	return e.Mode, e.Namespace, e.Node, e.Step, e.Data
+}

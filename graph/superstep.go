@@ -1,0 +1,750 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/failsafe-go/failsafe-go"
+)
+
+// Write indexes of the reserved channels; state fields use 0 and up.
+const (
+	idxDone      = -1
+	idxOverwrite = -3
+	idxGoto      = -4
+	idxSend      = -5
+	idxInterrupt = -100  // minus the interrupt's order in its task
+	idxResume    = -1000 // minus the answer's order in its task
+)
+
+// ChannelOverwrite holds a task's Overwrite result: a JSON object from
+// field name to value.
+const ChannelOverwrite = "__overwrite__"
+
+// task is one node execution within a superstep.
+type task[S any] struct {
+	r        *run[S]
+	node     *cnode[S]
+	id       string
+	sendIdx  int
+	hasInput bool // input came from a Send
+	input    S
+	ctx      taskCtx
+	spawned  bool
+
+	upd      S
+	set      fieldMask
+	ovr      S
+	ovrMask  fieldMask
+	gotos    []string
+	sends    []Send[S]
+	err      error
+	restored bool // result loaded from the checkpoint's pending writes
+	resumes  int
+	started  time.Time
+	took     time.Duration
+
+	mu         sync.Mutex // interrupt bookkeeping, if a node calls from goroutines
+	nInterrupt int
+	interrupts []PendingInterrupt
+}
+
+func (t *task[S]) label() string {
+	if t.node.spec == nil {
+		return START
+	}
+	if t.hasInput {
+		return fmt.Sprintf("%s#%d", t.node.spec.name, t.sendIdx)
+	}
+	return t.node.spec.name
+}
+
+func (r *run[S]) newTask(n *cnode[S]) *task[S] {
+	var t *task[S]
+	if k := len(r.free); k > 0 {
+		t, r.free = r.free[k-1], r.free[:k-1]
+		*t = task[S]{}
+	} else {
+		t = &task[S]{}
+	}
+	t.r, t.node = r, n
+	return t
+}
+
+// name numbers the Send tasks of each node, for their labels.
+func (r *run[S]) name(tasks []*task[S]) {
+	for i, t := range tasks {
+		if !t.hasInput {
+			continue
+		}
+		for _, u := range tasks[:i] {
+			if u.hasInput && u.node == t.node {
+				t.sendIdx++
+			}
+		}
+	}
+}
+
+// superstep runs the planned tasks concurrently, merges their updates in
+// task order, plans the next step and checkpoints it.
+func (r *run[S]) superstep() error {
+	tasks := r.tasks
+	if err := r.ctx.Err(); err != nil {
+		return fmt.Errorf("graph: run stopped before step %d: %w", r.step+1, context.Cause(r.ctx))
+	}
+	if r.stepsRun >= r.limit {
+		names := make([]string, len(tasks))
+		for i, t := range tasks {
+			names[i] = t.label()
+		}
+		return &RecursionError{Limit: r.limit, Nodes: names}
+	}
+	r.stepsRun++
+	r.step++
+	r.markDeltas()
+	parallel := len(tasks) > 1
+	for _, t := range tasks {
+		if t.restored {
+			continue
+		}
+		if !t.hasInput {
+			t.input = r.state
+		}
+		if parallel {
+			r.g.schema.clipSlices(&t.input)
+		}
+	}
+	if parallel || r.modes&(ModeCustom|ModeMessages) != 0 {
+		r.runSpawned(tasks)
+	} else if !tasks[0].restored {
+		r.debugStart(tasks[0])
+		tasks[0].run()
+		r.debugEnd(tasks[0])
+	}
+	if r.stopped {
+		return errStreamClosed
+	}
+	if err := r.settle(tasks); err != nil {
+		return err
+	}
+	changed, err := r.merge(tasks)
+	if err != nil {
+		return err
+	}
+	next, err := r.plan(tasks)
+	if err != nil {
+		return err
+	}
+	cerr := r.commit(SourceLoop, changed, next, tasks)
+	r.free = append(r.free, tasks...)
+	if cerr != nil && !errors.Is(cerr, ErrInterrupted) {
+		return cerr
+	}
+	if err := r.deliver(Event[S]{Mode: ModeValues, Namespace: r.ns, Step: r.step, State: r.state}); err != nil {
+		return err
+	}
+	return cerr
+}
+
+// runSpawned runs each task in its own goroutine and, meanwhile, passes
+// their events to the consumer from this goroutine.
+func (r *run[S]) runSpawned(tasks []*task[S]) {
+	if r.done == nil {
+		r.done = make(chan *task[S])
+		if r.modes&(ModeCustom|ModeMessages) != 0 {
+			r.events = make(chan Event[S], cmp(r.cfg.StreamBuffer, 64))
+		}
+	}
+	n := 0
+	for _, t := range tasks {
+		if t.restored {
+			continue
+		}
+		t.spawned = true
+		r.debugStart(t)
+		n++
+		go func() {
+			t.run()
+			r.done <- t
+		}()
+	}
+	for n > 0 {
+		select {
+		case t := <-r.done:
+			n--
+			// The task sent its events before it was done: deliver them
+			// first, so they come before its end.
+			r.drainEvents()
+			r.debugEnd(t)
+		case ev := <-r.events:
+			_ = r.deliver(ev)
+		}
+	}
+}
+
+func (r *run[S]) drainEvents() {
+	for {
+		select {
+		case ev := <-r.events:
+			_ = r.deliver(ev)
+		default:
+			return
+		}
+	}
+}
+
+func (r *run[S]) debugStart(t *task[S]) {
+	if r.modes&ModeDebug != 0 {
+		t.started = time.Now()
+		_ = r.deliver(Event[S]{Mode: ModeDebug, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, Data: DebugEvent{Kind: DebugTaskStart, TaskID: t.id}})
+	}
+}
+
+func (r *run[S]) debugEnd(t *task[S]) {
+	if r.modes&ModeDebug != 0 {
+		d := DebugEvent{Kind: DebugTaskEnd, TaskID: t.id, Duration: time.Since(t.started)}
+		if t.err != nil {
+			d.Err = t.err.Error()
+		}
+		_ = r.deliver(Event[S]{Mode: ModeDebug, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, Data: d})
+	}
+}
+
+// run executes the task's node with its policies and records the result.
+func (t *task[S]) run() {
+	t.ctx = taskCtx{Context: t.r.ctx, t: t}
+	cmd, err := t.call()
+	var ie *InterruptError
+	if err != nil && len(t.interrupts) == 0 && errors.As(err, &ie) {
+		// A subgraph paused inside this node: its interrupts are this
+		// task's, answered through this task.
+		for _, in := range ie.Interrupts {
+			in.TaskID = t.id
+			t.interrupts = append(t.interrupts, in)
+		}
+	}
+	if len(t.interrupts) > 0 {
+		t.err = nil
+		return
+	}
+	t.err = err
+	if err != nil {
+		return
+	}
+	sc := t.r.g.schema
+	t.upd = cmd.Update
+	t.set = sc.setFields(&t.upd)
+	if cmd.Overwrite != nil {
+		t.ovr = t.input
+		cmd.Overwrite(&t.ovr)
+		t.ovrMask = sc.changed(&t.input, &t.ovr)
+	}
+	t.gotos, t.sends = cmd.Goto, cmd.Send
+}
+
+func (t *task[S]) call() (Command[S], error) {
+	c := t.node.cache
+	if c == nil {
+		return t.attempts()
+	}
+	key, err := cacheKey(&t.input)
+	if err != nil {
+		return Command[S]{}, err
+	}
+	if cmd, ok := c.get(key, time.Now()); ok {
+		return cmd, nil
+	}
+	cmd, err := t.attempts()
+	if err == nil && len(t.interrupts) == 0 {
+		c.put(key, cmd, time.Now())
+	}
+	return cmd, err
+}
+
+func (t *task[S]) attempts() (Command[S], error) {
+	p := t.node.spec.opts.retry
+	if p == nil {
+		return t.attempt(&t.ctx)
+	}
+	var cmd Command[S]
+	_, err := failsafe.With[any](p).WithContext(&t.ctx).GetWithExecution(func(e failsafe.Execution[any]) (any, error) {
+		c, err := t.attempt(e.Context())
+		if len(t.interrupts) > 0 {
+			return nil, nil // a pause is not a failure to retry
+		}
+		cmd = c
+		return nil, err
+	})
+	return cmd, err
+}
+
+func (t *task[S]) attempt(ctx context.Context) (cmd Command[S], err error) {
+	t.mu.Lock()
+	t.nInterrupt, t.interrupts = 0, nil
+	t.mu.Unlock()
+	if d := t.node.spec.opts.timeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return t.node.spec.fn(ctx, t.input)
+}
+
+// settle ends a step that did not fully succeed: the writes of tasks that
+// finished are saved, so continuing the thread neither loses nor repeats
+// them, and the failure or pause is returned.
+func (r *run[S]) settle(tasks []*task[S]) error {
+	var failed *task[S]
+	var pending []PendingInterrupt
+	for _, t := range tasks {
+		pending = append(pending, t.interrupts...)
+		if t.err != nil && failed == nil {
+			failed = t
+		}
+	}
+	if failed == nil && pending == nil {
+		return nil
+	}
+	var ws []Write
+	for _, t := range tasks {
+		switch {
+		case t.restored:
+		case len(t.interrupts) > 0:
+			for k, in := range t.interrupts {
+				raw, err := json.Marshal(in)
+				if err != nil {
+					return fmt.Errorf("graph: encode interrupt of %s: %w", t.label(), err)
+				}
+				ws = append(ws, Write{TaskID: t.id, Index: idxInterrupt - k, Channel: ChannelInterrupt, Value: raw})
+			}
+		case t.err == nil:
+			tw, err := r.taskWrites(t)
+			if err != nil {
+				return err
+			}
+			ws = append(ws, tw...)
+		}
+	}
+	if err := r.putWrites(ws); err != nil {
+		return err
+	}
+	if r.ctx.Err() != nil {
+		return fmt.Errorf("graph: run stopped in step %d: %w", r.step, context.Cause(r.ctx))
+	}
+	if failed != nil {
+		return &NodeError{Node: failed.label(), Step: r.step, Err: failed.err}
+	}
+	return &InterruptError{Interrupts: pending}
+}
+
+// merge applies the tasks' updates to the state in task order, which is
+// node-name order: the result never depends on which task finished first.
+func (r *run[S]) merge(tasks []*task[S]) (fieldMask, error) {
+	sc := r.g.schema
+	if len(tasks) > 1 {
+		var written fieldMask
+		var writer [64]*task[S]
+		for _, t := range tasks {
+			for i, f := range sc.fields {
+				if f.kind != kindReplace || !t.set.has(i) {
+					continue
+				}
+				if written.has(i) {
+					return 0, fmt.Errorf("%w: step %d: nodes %s and %s both wrote %s; declare a reducer for it or write it from one node",
+						ErrConcurrentUpdate, r.step, writer[i].label(), t.label(), f.name)
+				}
+				written |= 1 << uint(i)
+				writer[i] = t
+			}
+		}
+	}
+	var changed fieldMask
+	for _, t := range tasks {
+		sc.apply(&r.state, &t.upd, t.set)
+		if t.ovrMask != 0 {
+			sc.overwrite(&r.state, &t.ovr, t.ovrMask)
+			r.overwritten |= t.ovrMask
+		}
+		changed |= t.set | t.ovrMask
+	}
+	if r.modes&ModeUpdates != 0 {
+		for _, t := range tasks {
+			u := t.upd
+			sc.overwrite(&u, &t.ovr, t.ovrMask)
+			if err := r.deliver(Event[S]{Mode: ModeUpdates, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, State: u}); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return changed, nil
+}
+
+// plan returns the tasks of the next step: nodes triggered by the edges,
+// routers, joins and Gotos of the finished tasks, once each, then Send
+// tasks, all in node-name order.
+func (r *run[S]) plan(done []*task[S]) ([]*task[S], error) {
+	clear(r.triggered)
+	r.pushes = r.pushes[:0]
+	for _, t := range done {
+		n := t.node
+		for _, j := range n.next {
+			r.triggered[j] = true
+		}
+		for _, j := range n.joins {
+			r.arrive(j, n.idx)
+		}
+		for _, b := range n.branches {
+			if err := r.branch(t, b); err != nil {
+				return nil, err
+			}
+		}
+		for _, to := range t.gotos {
+			if err := r.trigger(to, "Goto of "+t.label()); err != nil {
+				return nil, err
+			}
+		}
+		for _, s := range t.sends {
+			if err := r.push(s, "Send of "+t.label()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var next []*task[S]
+	slices.SortStableFunc(r.pushes, func(a, b *task[S]) int { return a.node.idx - b.node.idx })
+	p := 0
+	for i, on := range r.triggered {
+		if on {
+			next = append(next, r.newTask(r.g.nodes[i]))
+		}
+		for ; p < len(r.pushes) && r.pushes[p].node.idx == i; p++ {
+			next = append(next, r.pushes[p])
+		}
+	}
+	r.name(next)
+	return next, nil
+}
+
+func (r *run[S]) trigger(name, what string) error {
+	if name == END {
+		return nil
+	}
+	i, ok := r.g.byName[name]
+	if !ok {
+		return fmt.Errorf("%w %q in %s (step %d)", ErrUnknownNode, name, what, r.step)
+	}
+	r.triggered[i] = true
+	return nil
+}
+
+func (r *run[S]) push(s Send[S], what string) error {
+	i, ok := r.g.byName[s.Node]
+	if !ok {
+		return fmt.Errorf("%w %q in %s (step %d)", ErrUnknownNode, s.Node, what, r.step)
+	}
+	t := r.newTask(r.g.nodes[i])
+	t.hasInput, t.input = true, s.State
+	r.pushes = append(r.pushes, t)
+	return nil
+}
+
+func (r *run[S]) arrive(j, from int) {
+	b := r.barriers[j]
+	for k, f := range r.g.joins[j].from {
+		if f == from {
+			b[k] = true
+		}
+	}
+	if !slices.Contains(b, false) {
+		r.triggered[r.g.joins[j].to] = true
+		clear(b)
+	}
+}
+
+// branch evaluates one router of a finished task on the merged state.
+func (r *run[S]) branch(t *task[S], b *branchSpec[S]) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+		if err != nil {
+			err = fmt.Errorf("graph: route after %s (step %d): %w", t.label(), r.step, err)
+		}
+	}()
+	what := "router after " + t.label()
+	if b.route != nil {
+		names, err := b.route(r.ctx, r.state)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			if b.pathMap != nil {
+				to, ok := b.pathMap[name]
+				if !ok {
+					return fmt.Errorf("%w: router answered %q, which its path map lacks", ErrUnknownNode, name)
+				}
+				name = to
+			}
+			if err := r.trigger(name, what); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	sends, err := b.sends(r.ctx, r.state)
+	if err != nil {
+		return err
+	}
+	for _, s := range sends {
+		if err := r.push(s, what); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emit and the methods below are what nodes reach through their context.
+func (t *task[S]) emit(mode Mode, data any) error {
+	r := t.r
+	if r.modes&mode == 0 {
+		return nil
+	}
+	return t.send(Event[S]{Mode: mode, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, Data: data})
+}
+
+func (t *task[S]) send(ev Event[S]) error {
+	if !t.spawned {
+		return t.r.deliver(ev)
+	}
+	select {
+	case t.r.events <- ev:
+		return nil
+	case <-t.r.ctx.Done():
+		return context.Cause(t.r.ctx)
+	}
+}
+
+func (t *task[S]) interrupt(payload any) (json.RawMessage, error) {
+	r := t.r
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := t.nInterrupt
+	t.nInterrupt++
+	id := hashID(r.nsKey, t.id, fmt.Sprint(k))
+	if v, ok := r.resume[id]; ok {
+		return v, nil
+	}
+	if r.saver == nil {
+		return nil, fmt.Errorf("graph: Interrupt in node %s: %w", t.label(), ErrNoCheckpointer)
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("graph: encode interrupt payload of %s: %w", t.label(), err)
+	}
+	in := PendingInterrupt{ID: id, Node: t.node.spec.name, TaskID: t.id, Namespace: r.nsKey, Payload: raw}
+	t.interrupts = append(t.interrupts, in)
+	return nil, &InterruptError{Interrupts: []PendingInterrupt{in}}
+}
+
+func (t *task[S]) childLink() *parentLink {
+	r := t.r
+	id := t.id
+	if id == "" {
+		id = fmt.Sprintf("%d.%s", r.step, t.label())
+	}
+	return &parentLink{
+		saver: r.saver, thread: r.thread, resume: r.resume, modes: r.modes,
+		ns:      append(slices.Clip(r.ns), t.node.spec.name+":"+id),
+		forward: t.forwardChild,
+	}
+}
+
+func (t *task[S]) forwardChild(fe foreignEvent) error {
+	if ev, ok := fe.(Event[S]); ok {
+		return t.send(ev)
+	}
+	mode, ns, node, step, data := fe.parts()
+	return t.send(Event[S]{Mode: mode, Namespace: ns, Node: node, Step: step, Data: data})
+}
+
+// taskWrites encodes a finished task's result as pending writes.
+func (r *run[S]) taskWrites(t *task[S]) ([]Write, error) {
+	sc := r.g.schema
+	ws := []Write{{TaskID: t.id, Index: idxDone, Channel: ChannelDone, Value: []byte("null")}}
+	for i, f := range sc.fields {
+		if t.set.has(i) {
+			data, err := sc.encodeField(&t.upd, i, 0)
+			if err != nil {
+				return nil, err
+			}
+			ws = append(ws, Write{TaskID: t.id, Index: len(ws) - 1, Channel: f.name, Value: data})
+		}
+	}
+	add := func(idx int, channel string, v any) error {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("graph: encode %s of %s: %w", channel, t.label(), err)
+		}
+		ws = append(ws, Write{TaskID: t.id, Index: idx, Channel: channel, Value: raw})
+		return nil
+	}
+	if t.ovrMask != 0 {
+		obj := map[string]json.RawMessage{}
+		for i, f := range sc.fields {
+			if t.ovrMask.has(i) {
+				data, err := sc.encodeField(&t.ovr, i, 0)
+				if err != nil {
+					return nil, err
+				}
+				obj[f.name] = data
+			}
+		}
+		if err := add(idxOverwrite, ChannelOverwrite, obj); err != nil {
+			return nil, err
+		}
+	}
+	if len(t.gotos) > 0 {
+		if err := add(idxGoto, ChannelGoto, t.gotos); err != nil {
+			return nil, err
+		}
+	}
+	if len(t.sends) > 0 {
+		if err := add(idxSend, ChannelSend, t.sends); err != nil {
+			return nil, err
+		}
+	}
+	return ws, nil
+}
+
+type resumeWrite struct {
+	ID    string `json:"id"`
+	Value any    `json:"value"`
+}
+
+type resumeValue struct {
+	ID    string          `json:"id"`
+	Value json.RawMessage `json:"value"`
+}
+
+// applyWrites restores the results of tasks that finished before the run
+// stopped, and returns the interrupts still waiting for an answer.
+func (r *run[S]) applyWrites(ws []Write) ([]PendingInterrupt, error) {
+	sc := r.g.schema
+	var raised []PendingInterrupt
+	for _, w := range ws {
+		k := slices.IndexFunc(r.tasks, func(t *task[S]) bool { return t.id == w.TaskID })
+		if k < 0 {
+			continue
+		}
+		t := r.tasks[k]
+		bad := func(err error) error {
+			return fmt.Errorf("graph: thread %s: saved %s write of task %s: %w", r.thread, w.Channel, t.label(), err)
+		}
+		switch w.Channel {
+		case ChannelDone:
+			t.restored = true
+		case ChannelInterrupt:
+			var in PendingInterrupt
+			if err := json.Unmarshal(w.Value, &in); err != nil {
+				return nil, bad(err)
+			}
+			raised = append(raised, in)
+		case ChannelResume:
+			var rv resumeValue
+			if err := json.Unmarshal(w.Value, &rv); err != nil {
+				return nil, bad(err)
+			}
+			r.resume[rv.ID] = rv.Value
+			t.resumes++
+		case ChannelGoto:
+			if err := json.Unmarshal(w.Value, &t.gotos); err != nil {
+				return nil, bad(err)
+			}
+		case ChannelSend:
+			if err := json.Unmarshal(w.Value, &t.sends); err != nil {
+				return nil, bad(err)
+			}
+		case ChannelOverwrite:
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(w.Value, &obj); err != nil {
+				return nil, bad(err)
+			}
+			t.ovr = r.state
+			for name, data := range obj {
+				if i, ok := sc.byName[name]; ok {
+					if err := sc.decodeField(&t.ovr, i, data, false); err != nil {
+						return nil, bad(err)
+					}
+					t.ovrMask |= 1 << uint(i)
+				}
+			}
+		default:
+			if i, ok := sc.byName[w.Channel]; ok {
+				if err := sc.decodeField(&t.upd, i, w.Value, false); err != nil {
+					return nil, bad(err)
+				}
+				t.set |= 1 << uint(i)
+			}
+		}
+	}
+	var pending []PendingInterrupt
+	for _, in := range raised {
+		if _, answered := r.resume[in.ID]; !answered {
+			pending = append(pending, in)
+		}
+	}
+	return pending, nil
+}
+
+// decodeState rebuilds a state from a checkpoint's blobs, following delta
+// chains back to their full value.
+func (c *Compiled[S]) decodeState(saved *Saved) (S, error) {
+	var s S
+	type key struct{ field, version string }
+	blobs := make(map[key]*Blob, len(saved.Blobs))
+	for i := range saved.Blobs {
+		b := &saved.Blobs[i]
+		blobs[key{b.Field, b.Version}] = b
+	}
+	cp := &saved.Checkpoint
+	for _, name := range slices.Sorted(mapsKeys(cp.Versions)) {
+		i, ok := c.schema.byName[name]
+		if !ok {
+			continue // a field the state type no longer has
+		}
+		var chain []*Blob
+		for v := cp.Versions[name]; ; {
+			b := blobs[key{name, v}]
+			if b == nil {
+				return s, fmt.Errorf("graph: checkpoint %s: no stored value for field %s version %s", cp.ID, name, v)
+			}
+			if len(chain) > len(saved.Blobs) {
+				return s, fmt.Errorf("graph: checkpoint %s: field %s: delta chain loops", cp.ID, name)
+			}
+			chain = append(chain, b)
+			if !b.Delta || b.Base == "" {
+				break
+			}
+			v = b.Base
+		}
+		for k := len(chain) - 1; k >= 0; k-- {
+			if err := c.schema.decodeField(&s, i, chain[k].Data, chain[k].Delta); err != nil {
+				return s, fmt.Errorf("graph: checkpoint %s: %w", cp.ID, err)
+			}
+		}
+	}
+	return s, nil
+}
+
+func reflectState[S any](s *S) reflect.Value { return reflect.ValueOf(s).Elem() }
