@@ -1,0 +1,206 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"github.com/failsafe-go/failsafe-go/timeout"
+)
+
+// Sentinel errors. Match them with errors.Is.
+var (
+	// ErrUnknownModel: no model has that id or alias.
+	ErrUnknownModel = errors.New("llm: unknown model")
+	// ErrMissingAPIKey: the provider needs an API key and its env var is empty.
+	ErrMissingAPIKey = errors.New("llm: missing API key")
+	// ErrUnknownProvider: a ModelConfig names a provider this package cannot build.
+	ErrUnknownProvider = errors.New("llm: unknown provider")
+	// ErrCircuitOpen: the provider's circuit breaker is open; the call was not made.
+	ErrCircuitOpen = errors.New("llm: circuit breaker open")
+	// ErrNoScriptMatch: a scripted model got a call that no remaining step matches.
+	ErrNoScriptMatch = errors.New("llm: no script step matches")
+	// ErrInvalidScript: a script file does not parse or fails validation.
+	ErrInvalidScript = errors.New("llm: invalid script")
+)
+
+// Kind says what a caller may do about a failed model call.
+type Kind int
+
+const (
+	// KindPermanent: retrying will not help (4xx, invalid request, cancelled
+	// context, unknown failure).
+	KindPermanent Kind = iota
+	// KindTransient: 5xx, timeouts, connection errors; worth retrying.
+	KindTransient
+	// KindRateLimited: 429; retry after Error.RetryAfter when it is set.
+	KindRateLimited
+)
+
+// String returns "permanent", "transient" or "rate_limited".
+func (k Kind) String() string {
+	switch k {
+	case KindTransient:
+		return "transient"
+	case KindRateLimited:
+		return "rate_limited"
+	default:
+		return "permanent"
+	}
+}
+
+// ParseKind is the inverse of Kind.String.
+func ParseKind(s string) (Kind, error) {
+	switch s {
+	case "transient":
+		return KindTransient, nil
+	case "rate_limited":
+		return KindRateLimited, nil
+	case "permanent":
+		return KindPermanent, nil
+	}
+	return KindPermanent, fmt.Errorf("llm: unknown error kind %q (want transient, rate_limited or permanent)", s)
+}
+
+// Error is a classified model-call failure. Every error returned by a
+// resilient model (see WithResilience) is, or wraps, an *Error.
+type Error struct {
+	Kind     Kind
+	Provider string // the name given to WithResilience, or "" when unknown
+	// StatusCode is the HTTP status the provider answered with, 0 if none.
+	StatusCode int
+	// RetryAfter is the provider's Retry-After, 0 if it sent none.
+	RetryAfter time.Duration
+	Err        error
+}
+
+// Error describes the failure with its provider, kind and status.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("llm")
+	if e.Provider != "" {
+		b.WriteString(" ")
+		b.WriteString(e.Provider)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Kind.String())
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, " (HTTP %d)", e.StatusCode)
+	}
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, " retry after %s", e.RetryAfter)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the provider's original error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable reports whether the call may succeed if made again.
+func (e *Error) Retryable() bool { return e.Kind != KindPermanent }
+
+// KindOf classifies err the way the resilience wrapper does. It returns
+// KindPermanent for nil.
+func KindOf(err error) Kind {
+	if err == nil {
+		return KindPermanent
+	}
+	return classify(err, nil).Kind
+}
+
+var statusInMessage = regexp.MustCompile(`status code:? (\d{3})`)
+
+// classify turns any error from a model call into an *Error. rec, when not
+// nil, holds what the HTTP transport saw for this attempt; it is the most
+// reliable source because langchaingo reports HTTP failures as plain strings.
+func classify(err error, rec *httpRecord) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	out := &Error{Kind: KindPermanent, Err: err}
+	if rec != nil {
+		if status, after := rec.get(); status != 0 {
+			out.StatusCode, out.RetryAfter = status, after
+			out.Kind = kindForStatus(status)
+			return out
+		}
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return out
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, timeout.ErrExceeded):
+		out.Kind = KindTransient
+		return out
+	case errors.Is(err, circuitbreaker.ErrOpen):
+		out.Kind = KindTransient
+		return out
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		out.Kind = KindTransient
+		return out
+	}
+	msg := err.Error()
+	if m := statusInMessage.FindStringSubmatch(msg); m != nil {
+		status, _ := strconv.Atoi(m[1])
+		out.StatusCode = status
+		out.Kind = kindForStatus(status)
+		return out
+	}
+	// langchaingo's openai client replaces transport errors with fixed strings
+	// (sanitizeHTTPError), so the last resort is to recognise those.
+	lower := strings.ToLower(msg)
+	for _, s := range []string{"request timeout", "network error", "connection refused", "connection reset",
+		"unexpected eof", "error reading streaming response", "broken pipe", "no such host", "tls handshake timeout"} {
+		if strings.Contains(lower, s) {
+			out.Kind = KindTransient
+			return out
+		}
+	}
+	return out
+}
+
+func kindForStatus(status int) Kind {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return KindRateLimited
+	case status == http.StatusRequestTimeout, status == 529: // 529: Anthropic "overloaded"
+		return KindTransient
+	case status >= 500 && status != http.StatusNotImplemented:
+		return KindTransient
+	default:
+		return KindPermanent
+	}
+}
+
+// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		return time.Duration(secs * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}

@@ -1,0 +1,413 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// OfflineID is the id of the offline model in every registry.
+const OfflineID = "offline"
+
+// OfflineConfig is the registry entry of the offline model.
+func OfflineConfig() ModelConfig {
+	return ModelConfig{
+		ID:            OfflineID,
+		Provider:      ProviderOffline,
+		Aliases:       []string{"offline-model"},
+		ToolCalling:   true,
+		ContextWindow: 32768,
+	}
+}
+
+// OfflineNotice is the offline model's answer to anything it cannot do.
+const OfflineNotice = "I'm Trellis' offline model: no language model is configured, so I can only do arithmetic " +
+	"(with the calculator tool), tell the time (current_time) and describe my tools. " +
+	"To talk to a real model, set ANTHROPIC_API_KEY, OPENAI_API_KEY (with OPENAI_BASE_URL and OPENAI_MODEL for an " +
+	"OpenAI-compatible server such as vLLM or llama.cpp) or OLLAMA_HOST (and OLLAMA_MODEL), optionally TRELLIS_MODEL " +
+	"to pick the default, and restart trellis."
+
+// Offline is the embedded default model: deterministic rules, no network,
+// honest about being offline. It is safe for concurrent use; the zero value
+// is ready.
+//
+// It reads the last human message of the conversation and the tools offered
+// with llms.WithTools, and replies as follows, first rule first:
+//
+//  1. Tool results present. When tool messages follow the last human message,
+//     it answers in text from them, one line per result: calculator →
+//     "2+2*3 = 8"; current_time → "The current time in Asia/Tokyo is …";
+//     list_tools → "Here are the tools I can use:" and a bullet per tool
+//     (a JSON list of {name, description}, or {"tools": […]}, is formatted);
+//     self_info → "About me: …"; any other tool → "<tool> returned: …". A JSON
+//     object result shows its "result", "value", "time", "datetime",
+//     "formatted", "text" or "error" field when it has one.
+//  2. Tool calls. Otherwise, for each intent it finds whose tool is offered,
+//     it returns one tool call (several when a question has several intents,
+//     e.g. time and arithmetic, so they can run in parallel), with empty
+//     text and StopReason "tool_calls":
+//     - arithmetic ("what is 2+2*3?", "calculate sqrt(16)", "15% of 80",
+//     "3 times 4") → calculator {"expression": "2+2*3"};
+//     - time or date ("what time is it in Tokyo?") → current_time, with
+//     {"timezone": "Asia/Tokyo"} when an IANA zone or one of ~50 cities and
+//     countries is named, else {};
+//     - "what can you do", "what tools …" → list_tools {}; "who are you",
+//     "which model …" → self_info {}; each falls back to the other when only
+//     one is offered.
+//     Argument names follow the offered tool's JSON Schema: when it has no
+//     "expression" (or "timezone") property, its first required string
+//     property is used. Call ids are "offline_call_<n>", n counting the
+//     conversation's tool calls.
+//  3. Text. Otherwise it answers OfflineNotice, preceded by a sentence saying
+//     which tool it would need when it recognised an intent whose tool was not
+//     offered. It never answers general questions.
+//
+// Text is streamed word by word to llms.WithStreamingFunc. Options other than
+// tools and the streaming func (JSON mode, temperature, …) are ignored, so a
+// node that needs a structured decision should offer tools and treat "no tool
+// call" as "answer with the text". Usage counts words, not tokens; the
+// response's GenerationInfo has EstimatedKey set to true.
+type Offline struct{}
+
+var _ llms.Model = (*Offline)(nil)
+
+// NewOffline returns the offline model.
+func NewOffline() *Offline { return &Offline{} }
+
+// Call generates from a single human prompt.
+func (m *Offline) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, options...)
+}
+
+// GenerateContent applies the rules in the type's documentation.
+func (m *Offline) GenerateContent(ctx context.Context, msgs []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
+	var o llms.CallOptions
+	for _, opt := range options {
+		opt(&o)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("llm offline: %w", err)
+	}
+	text, calls := offlineReply(msgs, offeredTools(&o))
+	if text != "" && o.StreamingFunc != nil {
+		for _, chunk := range strings.SplitAfter(text, " ") {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("llm offline: %w", err)
+			}
+			if err := o.StreamingFunc(ctx, []byte(chunk)); err != nil {
+				return nil, fmt.Errorf("llm offline: streaming func: %w", err)
+			}
+		}
+	}
+	return buildResponse(text, "", calls, estimateUsage(msgs, text, calls), true), nil
+}
+
+func offeredTools(o *llms.CallOptions) []llms.Tool {
+	tools := slices.Clone(o.Tools)
+	for _, f := range o.Functions {
+		tools = append(tools, llms.Tool{Type: "function", Function: &f})
+	}
+	return tools
+}
+
+func findTool(tools []llms.Tool, name string) (llms.Tool, bool) {
+	for _, t := range tools {
+		if t.Function != nil && t.Function.Name == name {
+			return t, true
+		}
+	}
+	return llms.Tool{}, false
+}
+
+// offlineReply decides the offline model's text or tool calls.
+func offlineReply(msgs []llms.MessageContent, tools []llms.Tool) (string, []llms.ToolCall) {
+	q, hi := lastHuman(msgs)
+	if results := toolResultsAfter(msgs, hi); len(results) > 0 {
+		lines := make([]string, 0, len(results))
+		for _, r := range results {
+			lines = append(lines, describeResult(r))
+		}
+		return strings.Join(lines, "\n"), nil
+	}
+
+	var calls []llms.ToolCall
+	var missing []string
+	prior := countToolCalls(msgs)
+	call := func(name string, args map[string]string) {
+		tool, _ := findTool(tools, name)
+		named := map[string]string{}
+		for k, v := range args {
+			named[argName(tool, k)] = v
+		}
+		b, _ := json.Marshal(named)
+		calls = append(calls, llms.ToolCall{
+			ID:           fmt.Sprintf("offline_call_%d", prior+len(calls)+1),
+			Type:         "function",
+			FunctionCall: &llms.FunctionCall{Name: name, Arguments: string(b)},
+		})
+	}
+	if expr := arithmeticExpr(q); expr != "" {
+		if _, ok := findTool(tools, "calculator"); ok {
+			call("calculator", map[string]string{"expression": expr})
+		} else {
+			missing = append(missing, fmt.Sprintf("to work out %s I need the calculator tool, which this call does not offer", expr))
+		}
+	}
+	if asks, zone := timeQuestion(q); asks {
+		if _, ok := findTool(tools, "current_time"); ok {
+			args := map[string]string{}
+			if zone != "" {
+				args["timezone"] = zone
+			}
+			call("current_time", args)
+		} else {
+			missing = append(missing, "to tell the time I need the current_time tool, which this call does not offer")
+		}
+	}
+	if want := capabilityQuestion(q); want != "" {
+		other := map[string]string{"list_tools": "self_info", "self_info": "list_tools"}[want]
+		switch {
+		case hasTool(tools, want):
+			call(want, nil)
+		case hasTool(tools, other):
+			call(other, nil)
+		}
+	}
+	if len(calls) > 0 {
+		return "", calls
+	}
+	if len(missing) > 0 {
+		return "I'm offline, and " + strings.Join(missing, "; ") + ".\n\n" + OfflineNotice, nil
+	}
+	return OfflineNotice, nil
+}
+
+func hasTool(tools []llms.Tool, name string) bool {
+	_, ok := findTool(tools, name)
+	return ok
+}
+
+func countToolCalls(msgs []llms.MessageContent) int {
+	n := 0
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if _, ok := p.(llms.ToolCall); ok {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// argName maps a preferred argument name onto the tool's schema.
+func argName(tool llms.Tool, preferred string) string {
+	if tool.Function == nil || tool.Function.Parameters == nil {
+		return preferred
+	}
+	raw, err := json.Marshal(tool.Function.Parameters)
+	if err != nil {
+		return preferred
+	}
+	var schema struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(raw, &schema) != nil || len(schema.Properties) == 0 {
+		return preferred
+	}
+	if _, ok := schema.Properties[preferred]; ok {
+		return preferred
+	}
+	for _, r := range schema.Required {
+		if p, ok := schema.Properties[r]; ok && (p.Type == "string" || p.Type == nil) {
+			return r
+		}
+	}
+	return preferred
+}
+
+// toolResult is one tool result with the call that asked for it.
+type toolResult struct {
+	name    string
+	args    map[string]any
+	content string
+}
+
+// toolResultsAfter returns the tool results that follow message index hi.
+func toolResultsAfter(msgs []llms.MessageContent, hi int) []toolResult {
+	callsByID := map[string]llms.ToolCall{}
+	var out []toolResult
+	for i := hi + 1; i < len(msgs); i++ {
+		for _, p := range msgs[i].Parts {
+			switch p := p.(type) {
+			case llms.ToolCall:
+				callsByID[p.ID] = p
+			case llms.ToolCallResponse:
+				r := toolResult{name: p.Name, content: p.Content}
+				if c, ok := callsByID[p.ToolCallID]; ok && c.FunctionCall != nil {
+					if r.name == "" {
+						r.name = c.FunctionCall.Name
+					}
+					_ = json.Unmarshal([]byte(c.FunctionCall.Arguments), &r.args)
+				}
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+func describeResult(r toolResult) string {
+	arg := func(keys ...string) string {
+		for _, k := range keys {
+			if s, ok := r.args[k].(string); ok && s != "" {
+				return s
+			}
+		}
+		for _, v := range r.args { // a schema-renamed single argument
+			if s, ok := v.(string); ok && len(r.args) == 1 {
+				return s
+			}
+		}
+		return ""
+	}
+	value, isErr := resultValue(r.content)
+	switch r.name {
+	case "calculator":
+		expr := arg("expression", "expr")
+		if isErr {
+			return fmt.Sprintf("I couldn't calculate %s: %s", expr, value)
+		}
+		if expr == "" {
+			return "The result is " + value
+		}
+		return expr + " = " + value
+	case "current_time":
+		if isErr {
+			return "I couldn't get the time: " + value
+		}
+		if zone := arg("timezone", "tz", "zone"); zone != "" {
+			return fmt.Sprintf("The current time in %s is %s.", zone, value)
+		}
+		return fmt.Sprintf("The current time is %s.", value)
+	case "list_tools":
+		return "Here are the tools I can use:\n" + toolList(r.content)
+	case "self_info":
+		return "About me: " + value
+	}
+	name := r.name
+	if name == "" {
+		name = "The tool"
+	}
+	return name + " returned: " + value
+}
+
+// resultValue picks the interesting field of a JSON object result.
+func resultValue(content string) (string, bool) {
+	content = strings.TrimSpace(content)
+	var obj map[string]any
+	if json.Unmarshal([]byte(content), &obj) != nil {
+		return content, false
+	}
+	if e, ok := obj["error"]; ok && e != nil && e != "" {
+		return fmt.Sprint(e), true
+	}
+	for _, k := range []string{"result", "value", "formatted", "datetime", "time", "text"} {
+		if v, ok := obj[k]; ok {
+			if s, ok := v.(string); ok {
+				return s, false
+			}
+			b, _ := json.Marshal(v)
+			return string(b), false
+		}
+	}
+	return content, false
+}
+
+func toolList(content string) string {
+	type entry struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+	}
+	var list []entry
+	if json.Unmarshal([]byte(content), &list) != nil {
+		var wrapped struct {
+			Tools []entry `json:"tools"`
+		}
+		if json.Unmarshal([]byte(content), &wrapped) != nil || len(wrapped.Tools) == 0 {
+			return content
+		}
+		list = wrapped.Tools
+	}
+	var b strings.Builder
+	for i, e := range list {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("- " + e.Name)
+		if e.Description != "" {
+			b.WriteString(": " + e.Description)
+		}
+	}
+	return b.String()
+}
+
+// estimateUsage counts words as tokens.
+func estimateUsage(msgs []llms.MessageContent, text string, calls []llms.ToolCall) TokenUsage {
+	in := 0
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			switch p := p.(type) {
+			case llms.TextContent:
+				in += len(strings.Fields(p.Text))
+			case llms.ToolCall:
+				if p.FunctionCall != nil {
+					in += 1 + len(strings.Fields(p.FunctionCall.Arguments))
+				}
+			case llms.ToolCallResponse:
+				in += len(strings.Fields(p.Content))
+			}
+		}
+	}
+	out := len(strings.Fields(text))
+	for _, c := range calls {
+		out += 1 + len(strings.Fields(c.FunctionCall.Arguments))
+	}
+	return TokenUsage{InputTokens: in, OutputTokens: out}.withTotal()
+}
+
+// buildResponse makes the one-choice response of the offline and scripted
+// models.
+func buildResponse(text, thinking string, calls []llms.ToolCall, usage TokenUsage, estimated bool) *llms.ContentResponse {
+	stop := "stop"
+	if len(calls) > 0 {
+		stop = "tool_calls"
+	}
+	choice := &llms.ContentChoice{
+		Content:          text,
+		ReasoningContent: thinking,
+		StopReason:       stop,
+		ToolCalls:        calls,
+		GenerationInfo: map[string]any{
+			UsageKey:           usage,
+			EstimatedKey:       estimated,
+			"PromptTokens":     usage.InputTokens,
+			"CompletionTokens": usage.OutputTokens + usage.ThinkingTokens,
+			"ThinkingTokens":   usage.ThinkingTokens,
+			"TotalTokens":      usage.TotalTokens,
+		},
+	}
+	if thinking != "" {
+		choice.GenerationInfo["ThinkingContent"] = thinking
+	}
+	if len(calls) > 0 {
+		choice.FuncCall = calls[0].FunctionCall
+	}
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{choice}}
+}

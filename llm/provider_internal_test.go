@@ -1,0 +1,67 @@
+package llm
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+func TestSplitForAnthropicKeepsEveryPart(t *testing.T) {
+	call := func(id string) llms.ToolCall {
+		return llms.ToolCall{ID: id, Type: "function", FunctionCall: &llms.FunctionCall{Name: "t" + id, Arguments: "{}"}}
+	}
+	result := func(id string) llms.ToolCallResponse {
+		return llms.ToolCallResponse{ToolCallID: id, Name: "t" + id, Content: "r" + id}
+	}
+	msgs := []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeHuman, "q"),
+		{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.TextContent{Text: "checking"}, call("1"), call("2")}},
+		{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{result("2")}},
+		{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{result("1")}},
+	}
+	got := splitForAnthropic(msgs)
+	var desc []string
+	for _, m := range got {
+		if len(m.Parts) != 1 {
+			t.Fatalf("message %+v has %d parts; Anthropic's adapter reads only the first", m, len(m.Parts))
+		}
+		switch p := m.Parts[0].(type) {
+		case llms.TextContent:
+			desc = append(desc, string(m.Role)+":"+p.Text)
+		case llms.ToolCall:
+			desc = append(desc, "call:"+p.ID)
+		case llms.ToolCallResponse:
+			desc = append(desc, "result:"+p.ToolCallID)
+		}
+	}
+	want := "human:q ai:checking call:1 result:1 call:2 result:2"
+	if s := strings.Join(desc, " "); s != want {
+		t.Errorf("split = %s\nwant    %s", s, want)
+	}
+	simple := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "q")}
+	if got := splitForAnthropic(simple); &got[0] != &simple[0] {
+		t.Error("messages needing no split should be passed through untouched")
+	}
+}
+
+func TestClassifyLangchaingoErrorStrings(t *testing.T) {
+	for msg, want := range map[string]Kind{
+		"API returned unexpected status code: 429: Rate limit": KindRateLimited,
+		"API returned unexpected status code: 503":             KindTransient,
+		"API returned unexpected status code: 529: Overloaded": KindTransient,
+		"API returned unexpected status code: 404: no model":   KindPermanent,
+		"request timeout: API call exceeded deadline":          KindTransient,
+		"network error: failed to reach API server":            KindTransient,
+		"error reading streaming response: unexpected EOF":     KindTransient,
+		"expected exactly one part for role tool, got 2":       KindPermanent,
+	} {
+		if got := KindOf(errorString(msg)); got != want {
+			t.Errorf("KindOf(%q) = %s, want %s", msg, got, want)
+		}
+	}
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }

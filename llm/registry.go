@@ -1,0 +1,308 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// Provider names the API a model is reached through.
+type Provider string
+
+// Providers this package can build.
+const (
+	// ProviderOpenAI is OpenAI's chat-completions API, and any server that
+	// speaks it (vLLM, llama.cpp server, Ollama's /v1, LM Studio) when
+	// ModelConfig.BaseURL is set.
+	ProviderOpenAI Provider = "openai"
+	// ProviderAnthropic is Anthropic's messages API.
+	ProviderAnthropic Provider = "anthropic"
+	// ProviderOllama is Ollama's native API. langchaingo's native Ollama
+	// client cannot call tools; for tools use ProviderOpenAI with
+	// BaseURL "http://host:11434/v1" (ConfigFromEnv does).
+	ProviderOllama Provider = "ollama"
+	// ProviderOffline is the embedded offline model (NewOffline).
+	ProviderOffline Provider = "offline"
+	// ProviderScripted replays ModelConfig.ScriptPath (NewScripted).
+	ProviderScripted Provider = "scripted"
+)
+
+// ModelConfig describes one model the registry can hand out.
+type ModelConfig struct {
+	// ID is the model's name in Trellis, unique in a registry; requests may
+	// name it. Required.
+	ID string `json:"id"`
+	// Provider is the API to reach it through. Required.
+	Provider Provider `json:"provider"`
+	// Model is the provider's model name; "" means ID.
+	Model string `json:"model,omitempty"`
+	// BaseURL overrides the provider's endpoint. For OpenAI-compatible servers
+	// it must include /v1 ("http://localhost:8000/v1").
+	BaseURL string `json:"base_url,omitempty"`
+	// APIKeyEnv names the env var holding the API key; "" means the
+	// provider's usual one (OPENAI_API_KEY, ANTHROPIC_API_KEY). An
+	// OpenAI-compatible BaseURL needs no key (a placeholder is sent).
+	APIKeyEnv string `json:"api_key_env,omitempty"`
+	// Aliases are other names the model answers to ("sonnet", "fast",
+	// "thinking"), matched case-insensitively. When two models share an
+	// alias, the first in Config.Models wins.
+	Aliases []string `json:"aliases,omitempty"`
+	// ToolCalling reports that the model can call tools (llms.WithTools).
+	ToolCalling bool `json:"tool_calling"`
+	// Thinking reports that the model supports extended thinking; see
+	// ThinkingOptions.
+	Thinking bool `json:"thinking"`
+	// ContextWindow is the model's context size in tokens; 0 = unknown.
+	ContextWindow int `json:"context_window,omitempty"`
+	// ThinkingBudget is the default thinking budget in tokens; 0 = 10000.
+	ThinkingBudget int `json:"thinking_budget,omitempty"`
+	// MaxTokens caps each reply; 0 = the provider's default. Callers may
+	// override it per call with llms.WithMaxTokens.
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// Temperature is sent with every call unless the caller sets one; nil
+	// means 0.7. (langchaingo sends 0 when none is set, not the provider's
+	// default, so a value is always sent.)
+	Temperature *float64 `json:"temperature,omitempty"`
+	// LegacyMaxTokens sends max_tokens instead of max_completion_tokens to
+	// OpenAI-compatible servers that ignore the newer field (Ollama's /v1,
+	// older llama.cpp servers).
+	LegacyMaxTokens bool `json:"legacy_max_tokens,omitempty"`
+	// ScriptPath is the script file of a ProviderScripted model.
+	ScriptPath string `json:"script_path,omitempty"`
+	// Instance, when set, is used as the model instead of building one from
+	// Provider (tests inject a scripted model here). It is still wrapped in
+	// the registry's resilience.
+	Instance llms.Model `json:"-"`
+}
+
+// DefaultThinkingBudget is the thinking budget when ModelConfig.ThinkingBudget is 0.
+const DefaultThinkingBudget = 10000
+
+// DefaultTemperature is sent when ModelConfig.Temperature is nil.
+const DefaultTemperature = 0.7
+
+// providerModel is the provider's model name.
+func (c ModelConfig) providerModel() string {
+	if c.Model != "" {
+		return c.Model
+	}
+	return c.ID
+}
+
+func (c ModelConfig) thinkingBudget() int {
+	if c.ThinkingBudget > 0 {
+		return c.ThinkingBudget
+	}
+	return DefaultThinkingBudget
+}
+
+func (c ModelConfig) temperature() float64 {
+	if c.Temperature != nil {
+		return *c.Temperature
+	}
+	return DefaultTemperature
+}
+
+// Config builds a Registry. The zero value is a registry holding only the
+// offline model.
+type Config struct {
+	// Models, in precedence order for shared aliases. The offline model is
+	// added at the end when no model has ID "offline".
+	Models []ModelConfig `json:"models"`
+	// Default is the id or alias of the default model; "" means the first
+	// model of Models (the offline model when Models is empty).
+	Default string `json:"default,omitempty"`
+	// Resilience configures retry, breaker and timeout around every model but
+	// the offline one. The zero value means the documented defaults.
+	Resilience ResilienceConfig `json:"-"`
+	// HTTPClient is the base client for provider HTTP calls; nil means a
+	// client with http.DefaultTransport and no timeout (calls are bounded by
+	// their context and the resilience timeout).
+	HTTPClient *http.Client `json:"-"`
+	// Getenv reads API keys; nil means os.Getenv.
+	Getenv func(string) string `json:"-"`
+}
+
+// roleAliases resolve to the default model when no configured model claims
+// them, so nodes asking for "thinking" or "fast" still work offline.
+var roleAliases = []string{"default", "fast", "smart", "thinking"}
+
+// Registry resolves model names and aliases and builds each model once, on
+// first use. It is safe for concurrent use.
+type Registry struct {
+	models  []ModelConfig
+	byName  map[string]int // lower-cased id or alias → index in models
+	def     int
+	getenv  func(string) string
+	http    *http.Client
+	resCfg  ResilienceConfig
+	mu      sync.Mutex
+	built   map[string]llms.Model  // by model ID
+	breaker map[string]*Resilience // by provider endpoint
+	scripts map[string]*Scripted   // by script path, so models sharing a script share its steps
+}
+
+// NewRegistry validates cfg and returns a registry. It builds no provider:
+// that happens on the first Model call for each model.
+func NewRegistry(cfg Config) (*Registry, error) {
+	r := &Registry{
+		byName:  map[string]int{},
+		getenv:  cfg.Getenv,
+		http:    cfg.HTTPClient,
+		resCfg:  cfg.Resilience,
+		built:   map[string]llms.Model{},
+		breaker: map[string]*Resilience{},
+		scripts: map[string]*Scripted{},
+	}
+	if r.getenv == nil {
+		r.getenv = os.Getenv
+	}
+	if r.http == nil {
+		r.http = newHTTPClient()
+	}
+	models := slices.Clone(cfg.Models)
+	if !slices.ContainsFunc(models, func(m ModelConfig) bool { return strings.EqualFold(m.ID, OfflineID) }) {
+		models = append(models, OfflineConfig())
+	}
+	for i, m := range models {
+		if m.ID == "" {
+			return nil, fmt.Errorf("llm: model %d: empty id", i)
+		}
+		switch m.Provider {
+		case ProviderOpenAI, ProviderAnthropic, ProviderOllama, ProviderOffline:
+		case ProviderScripted:
+			if m.ScriptPath == "" && m.Instance == nil {
+				return nil, fmt.Errorf("llm: model %q: scripted model needs script_path", m.ID)
+			}
+		default:
+			if m.Instance == nil {
+				return nil, fmt.Errorf("llm: model %q: %w %q", m.ID, ErrUnknownProvider, m.Provider)
+			}
+		}
+		id := strings.ToLower(m.ID)
+		if j, dup := r.byName[id]; dup && strings.EqualFold(models[j].ID, m.ID) {
+			return nil, fmt.Errorf("llm: duplicate model id %q", m.ID)
+		}
+		r.byName[id] = i // an id beats an earlier alias
+		for _, a := range m.Aliases {
+			a = strings.ToLower(strings.TrimSpace(a))
+			if _, taken := r.byName[a]; a != "" && !taken {
+				r.byName[a] = i
+			}
+		}
+	}
+	r.models = models
+	if cfg.Default != "" {
+		i, ok := r.byName[strings.ToLower(cfg.Default)]
+		if !ok {
+			return nil, fmt.Errorf("llm: default model %q: %w", cfg.Default, ErrUnknownModel)
+		}
+		r.def = i
+	}
+	for _, a := range roleAliases {
+		if _, taken := r.byName[a]; !taken {
+			r.byName[a] = r.def
+		}
+	}
+	return r, nil
+}
+
+// Resolve returns the config of the model with that id or alias
+// (case-insensitive); "" means the default model. It returns an error
+// matching ErrUnknownModel when nothing has that name. The role aliases
+// "default", "fast", "smart" and "thinking" always resolve: to the model
+// that claims them, else to the default model.
+func (r *Registry) Resolve(name string) (ModelConfig, error) {
+	if strings.TrimSpace(name) == "" {
+		return r.models[r.def], nil
+	}
+	i, ok := r.byName[strings.ToLower(strings.TrimSpace(name))]
+	if !ok {
+		return ModelConfig{}, fmt.Errorf("llm: resolve %q: %w", name, ErrUnknownModel)
+	}
+	return r.models[i], nil
+}
+
+// Default returns the default model's config.
+func (r *Registry) Default() ModelConfig { return r.models[r.def] }
+
+// Models returns every configured model, in precedence order.
+func (r *Registry) Models() []ModelConfig { return slices.Clone(r.models) }
+
+// Model returns the model with that id or alias ("" = default), building
+// its provider on first use and caching it. Every model but the offline one
+// comes wrapped in resilience (retry, circuit breaker per provider endpoint,
+// timeout). Errors: ErrUnknownModel, ErrMissingAPIKey, ErrUnknownProvider,
+// ErrInvalidScript, or the provider constructor's error.
+func (r *Registry) Model(ctx context.Context, name string) (llms.Model, error) {
+	cfg, err := r.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m, ok := r.built[cfg.ID]; ok {
+		return m, nil
+	}
+	m, err := r.build(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("llm: build model %q: %w", cfg.ID, err)
+	}
+	r.built[cfg.ID] = m
+	return m, nil
+}
+
+// build makes the model for cfg. r.mu is held.
+func (r *Registry) build(ctx context.Context, cfg ModelConfig) (llms.Model, error) {
+	var m llms.Model
+	switch {
+	case cfg.Instance != nil:
+		m = cfg.Instance
+	case cfg.Provider == ProviderOffline:
+		return NewOffline(), nil
+	case cfg.Provider == ProviderScripted:
+		s, ok := r.scripts[cfg.ScriptPath]
+		if !ok {
+			script, err := LoadScript(cfg.ScriptPath)
+			if err != nil {
+				return nil, err
+			}
+			s = NewScripted(script)
+			r.scripts[cfg.ScriptPath] = s
+		}
+		m = s
+	default:
+		p, err := NewProvider(cfg, ProviderOptions{HTTPClient: r.http, Getenv: r.getenv})
+		if err != nil {
+			return nil, err
+		}
+		m = p
+	}
+	if r.resCfg.Disabled {
+		return m, nil
+	}
+	key := string(cfg.Provider) + " " + cfg.BaseURL
+	if cfg.Instance != nil || cfg.Provider == ProviderScripted {
+		key = string(cfg.Provider) + " " + cfg.ID
+	}
+	res, ok := r.breaker[key]
+	if !ok {
+		name := string(cfg.Provider)
+		if cfg.BaseURL != "" {
+			name += " " + cfg.BaseURL
+		}
+		res = NewResilience(r.resCfg, name)
+		r.breaker[key] = res
+	}
+	return res.Wrap(m), nil
+}
+
+// CloseIdleConnections closes idle HTTP connections of the registry's
+// client, for a clean shutdown.
+func (r *Registry) CloseIdleConnections() { r.http.CloseIdleConnections() }
