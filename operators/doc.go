@@ -1,0 +1,52 @@
+// Package operators owns everything the agent acts through: the tool contract
+// ([Spec], [Result], [Tool]), the local tool [Registry], the [OperatorRegistry],
+// the [Messenger] contract that lets a tool talk to the user while it runs, the
+// built-in tools and operators, per-source resilience ([Guard], built on
+// failsafe-go), argument validation against JSON Schema, the [ApprovalPolicy],
+// and the [Provider] that merges every tool source behind one Execute.
+//
+// It imports nothing from nodes, api, mcp or graph. Model access is
+// langchaingo's llms.Model; remote tool sources (MCP servers) plug in through
+// the small [Source] interface, which package mcp implements.
+//
+// # Adding a tool
+//
+// A typed Go function plus an input struct becomes a tool; the input schema is
+// generated from the struct with github.com/google/jsonschema-go, and the
+// arguments are validated against it before the function runs:
+//
+//	type greetIn struct {
+//		Name string `json:"name" jsonschema:"who to greet"`
+//	}
+//	greet := operators.NewTool("greet", "Greets someone by name.",
+//		func(ctx context.Context, call operators.Call, in greetIn) (operators.Result, error) {
+//			return operators.TextResult("Hello, " + in.Name + "!"), nil
+//		}, operators.ReadOnly())
+//	reg := operators.NewRegistry()
+//	reg.MustAdd(greet)
+//
+// # Failures are results
+//
+// [Provider.Execute] never returns a Go error and never panics: an unknown
+// tool, invalid arguments, a tool error, a panic, a timeout or an open circuit
+// breaker all come back as a [Result] with [StatusError] and a message the
+// model can read; [Result.Err] keeps the Go error for callers that branch on
+// it with errors.Is ([ErrUnknownTool], [ErrInvalidArguments], [ErrUnavailable]).
+//
+// # Resilience
+//
+// Every remote [Source] gets its own [Guard]: Fallback(Retry(CircuitBreaker(
+// Bulkhead(Timeout(call))))). Errors are classified with [Classify]: transient
+// and rate-limited errors are retried with exponential backoff and jitter
+// (honouring Retry-After), permanent ones are not. Breaker changes reach the
+// [BreakerListener] in [ProviderConfig] and show as available=false in
+// [Provider.Tools].
+//
+// # Messaging
+//
+// A tool reaches the user through its [Call]: Progress, SendText, SendWidget,
+// Stream, Confirm, Choose and Elicit. Each becomes an event named as in
+// API.md (tool.progress, direct.response, response.chunk,
+// elicitation.request). The service implements [Messenger]; [NopMessenger]
+// serves runs with no user attached and [Recorder] serves tests.
+package operators

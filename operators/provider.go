@@ -1,0 +1,442 @@
+package operators
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/failsafe-go/failsafe-go/retrypolicy"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// SourceKind says where a tool comes from (API.md's "source" field).
+type SourceKind string
+
+const (
+	SourceLocal    SourceKind = "local"
+	SourceOperator SourceKind = "operator"
+	SourceMCP      SourceKind = "mcp"
+)
+
+// Source is a remote tool source, such as one MCP server; package mcp
+// implements it. Calls through a Source are guarded (retry, breaker,
+// timeout, bulkhead).
+type Source interface {
+	// Name identifies the source; it qualifies colliding tool names
+	// (name.tool). Letters, digits, '_' and '-'.
+	Name() string
+	// ListTools returns the source's tools.
+	ListTools(ctx context.Context) ([]Spec, error)
+	// CallTool runs a tool by its name within the source. A tool that ran
+	// and failed is an error Result with a nil error; a Go error means the
+	// call itself failed (classify it with [Transient], [RateLimited] or
+	// [Permanent]; see [Classify]). It must honour ctx.
+	CallTool(ctx context.Context, name string, args json.RawMessage, call Call) (Result, error)
+	// Health reports whether the source is reachable.
+	Health(ctx context.Context) error
+}
+
+// ProviderConfig configures a [Provider]. The zero value is a provider with
+// no tools.
+type ProviderConfig struct {
+	// Local holds local tools; nil means none.
+	Local *Registry
+	// Operators holds operators; nil means none.
+	Operators *OperatorRegistry
+	// Resilience guards each remote source; zero fields take
+	// [RemoteToolDefaults].
+	Resilience ResilienceConfig
+	// SourceResilience overrides Resilience for the named sources.
+	SourceResilience map[string]ResilienceConfig
+	// Approval decides which tools need approval.
+	Approval ApprovalPolicy
+	// OnBreakerChange hears every remote source's breaker changes (for
+	// metrics); nil means nobody listens. See [BreakerListener].
+	OnBreakerChange BreakerListener
+	// Logger receives tool failures; nil discards.
+	Logger *slog.Logger
+}
+
+// ToolInfo is one tool as GET /api/v1/tools lists it.
+type ToolInfo struct {
+	// Name is what the model calls the tool by: plain, or server.tool
+	// when two sources offer the same name.
+	Name             string             `json:"name"`
+	Description      string             `json:"description"`
+	Source           SourceKind         `json:"source"`
+	Server           string             `json:"server,omitempty"`
+	InputSchema      *jsonschema.Schema `json:"input_schema"`
+	RequiresApproval bool               `json:"requires_approval"`
+	Available        bool               `json:"available"`
+	Annotations      Annotations        `json:"annotations"`
+	OutputTypes      []OutputType       `json:"output_types,omitempty"`
+}
+
+// Provider is the one place the agent runs tools from: local tools,
+// operators and remote sources, merged. Safe for concurrent use.
+//
+// # Names
+//
+// A local tool's name wins over an operator's, which wins over a remote
+// tool's. A remote tool is listed and callable by its plain name when no
+// other source has that name, and always by its qualified name
+// "server.tool".
+type Provider struct {
+	cfg ProviderConfig
+	log *slog.Logger
+
+	mu      sync.RWMutex
+	remotes map[string]*remote
+	plain   map[string]int // plain remote tool name → number of sources offering it
+}
+
+type remote struct {
+	src   Source
+	guard *Guard[Result]
+
+	mu      sync.RWMutex
+	tools   map[string]remoteTool
+	listErr error
+	listed  bool
+}
+
+type remoteTool struct {
+	spec Spec
+	v    *validator
+}
+
+// NewProvider returns a provider over cfg's registries. Add remote sources
+// with AddSource.
+func NewProvider(cfg ProviderConfig) *Provider {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Provider{cfg: cfg, log: log, remotes: make(map[string]*remote), plain: make(map[string]int)}
+}
+
+// AddSource adds a remote source and lists its tools. A listing error is
+// returned but the source stays added (unavailable until a Refresh
+// succeeds). A taken name returns [ErrDuplicateSource].
+func (p *Provider) AddSource(ctx context.Context, src Source) error {
+	name := src.Name()
+	if err := checkName(name); err != nil {
+		return fmt.Errorf("operators: add source: %w", err)
+	}
+	cfg, ok := p.cfg.SourceResilience[name]
+	if !ok {
+		cfg = p.cfg.Resilience
+	}
+	r := &remote{src: src, tools: map[string]remoteTool{}}
+	r.guard = NewGuard[Result](name, cfg, p.breakerChanged)
+	r.guard.withFallback(func(err error) Result {
+		if ee := retrypolicy.AsExceededError(err); ee != nil {
+			return ErrorResult(fmt.Errorf("%s: gave up after %d attempts: %w", name, r.guard.cfg.MaxAttempts, ee.LastError))
+		}
+		return ErrorResult(fmt.Errorf("%s: %w", name, err))
+	})
+	p.mu.Lock()
+	if _, dup := p.remotes[name]; dup {
+		p.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrDuplicateSource, name)
+	}
+	p.remotes[name] = r
+	p.mu.Unlock()
+	return p.refresh(ctx, r)
+}
+
+// RemoveSource drops a remote source; it reports whether one was there.
+func (p *Provider) RemoveSource(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.remotes[name]; !ok {
+		return false
+	}
+	delete(p.remotes, name)
+	p.reindexLocked()
+	return true
+}
+
+func (p *Provider) breakerChanged(source string, state BreakerState) {
+	p.log.LogAttrs(context.Background(), slog.LevelWarn, "tool source breaker changed",
+		slog.String("source", source), slog.String("state", string(state)))
+	if p.cfg.OnBreakerChange != nil {
+		p.cfg.OnBreakerChange(source, state)
+	}
+}
+
+// Refresh re-lists every remote source's tools, concurrently. Sources that
+// fail keep their previous tools but are marked unavailable; the errors
+// are joined.
+func (p *Provider) Refresh(ctx context.Context) error {
+	p.mu.RLock()
+	rs := slices.Collect(maps.Values(p.remotes))
+	p.mu.RUnlock()
+	errs := make([]error, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Go(func() { errs[i] = p.refresh(ctx, r) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (p *Provider) refresh(ctx context.Context, r *remote) error {
+	name := r.src.Name()
+	if t := r.guard.cfg.Timeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	specs, err := r.src.ListTools(ctx)
+	if err != nil {
+		err = fmt.Errorf("operators: list tools of %s: %w", name, err)
+		r.mu.Lock()
+		r.listErr = err
+		r.mu.Unlock()
+		return err
+	}
+	tools := make(map[string]remoteTool, len(specs))
+	for _, s := range specs {
+		v, verr := newValidator(s.InputSchema)
+		if verr != nil { // validate nothing rather than lose the tool
+			p.log.LogAttrs(ctx, slog.LevelWarn, "remote tool schema does not resolve; arguments will not be validated",
+				slog.String("source", name), slog.String("tool", s.Name), slog.Any("error", verr))
+		}
+		tools[s.Name] = remoteTool{spec: s, v: v}
+	}
+	r.mu.Lock()
+	r.tools, r.listErr, r.listed = tools, nil, true
+	r.mu.Unlock()
+	p.mu.Lock()
+	p.reindexLocked()
+	p.mu.Unlock()
+	return nil
+}
+
+// reindexLocked recounts plain remote names; p.mu must be held.
+func (p *Provider) reindexLocked() {
+	clear(p.plain)
+	for _, r := range p.remotes {
+		r.mu.RLock()
+		for n := range r.tools {
+			p.plain[n]++
+		}
+		r.mu.RUnlock()
+	}
+}
+
+// target is a resolved tool name.
+type target struct {
+	kind   SourceKind
+	local  localTool
+	op     operatorEntry
+	remote *remote
+	rtool  remoteTool
+	name   string // exposed name
+}
+
+func (t target) spec() Spec {
+	switch t.kind {
+	case SourceLocal:
+		return t.local.spec
+	case SourceOperator:
+		return t.op.info.Spec
+	default:
+		return t.rtool.spec
+	}
+}
+
+func (t target) validator() *validator {
+	switch t.kind {
+	case SourceLocal:
+		return t.local.v
+	case SourceOperator:
+		return t.op.v
+	default:
+		return t.rtool.v
+	}
+}
+
+func (p *Provider) resolve(name string) (target, bool) {
+	if lt, ok := p.cfg.Local.lookup(name); ok {
+		return target{kind: SourceLocal, local: lt, name: name}, true
+	}
+	if op, ok := p.cfg.Operators.lookup(name); ok {
+		return target{kind: SourceOperator, op: op, name: name}, true
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if server, tool, ok := strings.Cut(name, "."); ok {
+		if r := p.remotes[server]; r != nil {
+			if rt, ok := r.tool(tool); ok {
+				return target{kind: SourceMCP, remote: r, rtool: rt, name: name}, true
+			}
+		}
+		return target{}, false
+	}
+	if p.plain[name] != 1 {
+		return target{}, false
+	}
+	for _, r := range p.remotes {
+		if rt, ok := r.tool(name); ok {
+			return target{kind: SourceMCP, remote: r, rtool: rt, name: name}, true
+		}
+	}
+	return target{}, false
+}
+
+func (r *remote) tool(name string) (remoteTool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	rt, ok := r.tools[name]
+	return rt, ok
+}
+
+func (r *remote) available() bool {
+	r.mu.RLock()
+	ok := r.listed && r.listErr == nil
+	r.mu.RUnlock()
+	return ok && r.guard.State() != BreakerOpen
+}
+
+// IsLocal reports whether name is a local tool (in-process, no network).
+func (p *Provider) IsLocal(name string) bool {
+	_, ok := p.cfg.Local.lookup(name)
+	return ok
+}
+
+// NeedsApproval reports whether a call to name needs a human's yes under
+// the configured [ApprovalPolicy]. Unknown names need none (they will not
+// run).
+func (p *Provider) NeedsApproval(name string) bool {
+	t, ok := p.resolve(name)
+	if !ok {
+		return false
+	}
+	names := []string{name}
+	if t.kind == SourceMCP {
+		names = append(names, t.remote.src.Name()+"."+t.rtool.spec.Name)
+	}
+	return p.cfg.Approval.Requires(t.spec(), names...)
+}
+
+// Execute validates args against name's input schema and runs the tool.
+// It never returns a Go error and never panics: every failure is an error
+// [Result] whose Error the model reads and whose Err matches
+// [ErrUnknownTool], [ErrInvalidArguments], [ErrUnavailable],
+// [ErrToolPanic] or the tool's own error. Empty or null args mean {}.
+func (p *Provider) Execute(ctx context.Context, name string, args json.RawMessage, call Call) (res Result) {
+	t, ok := p.resolve(name)
+	if !ok {
+		return p.fail(ctx, name, "", p.unknown(name))
+	}
+	args = normalizeArgs(args)
+	if err := t.validator().validate(name, args); err != nil {
+		return p.fail(ctx, name, t.kind, err)
+	}
+	call.Tool = name
+	var direct *directTracker
+	if call.Messenger != nil {
+		direct = &directTracker{Messenger: call.Messenger}
+		call.Messenger = direct
+	}
+	switch t.kind {
+	case SourceMCP:
+		var err error
+		res, err = t.remote.guard.Do(ctx, func(ctx context.Context) (Result, error) {
+			return p.safeCall(ctx, name, func() (Result, error) {
+				return t.remote.src.CallTool(ctx, t.rtool.spec.Name, args, call)
+			})
+		})
+		if err != nil { // unreachable: the fallback turns every failure into a result
+			res = ErrorResult(err)
+		}
+	case SourceOperator:
+		res = p.finish(p.safeCall(ctx, name, func() (Result, error) {
+			return t.op.run(ctx, p.cfg.Operators.model, args, call, p)
+		}))
+	default:
+		res = p.finish(p.safeCall(ctx, name, func() (Result, error) { return t.local.tool.Execute(ctx, call, args) }))
+	}
+	if res.Status == "" {
+		res.Status = StatusSuccess
+	}
+	if direct != nil && direct.sent.Load() {
+		res.DirectResponse = true
+	}
+	if res.IsError() {
+		p.logFailure(ctx, name, t.kind, res)
+	}
+	return res
+}
+
+func (p *Provider) unknown(name string) error {
+	names := make([]string, 0, 32)
+	for _, ti := range p.Tools() {
+		if ti.Available {
+			names = append(names, ti.Name)
+		}
+	}
+	if len(names) > 30 {
+		return fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	return fmt.Errorf("%w %q; available tools: %s", ErrUnknownTool, name, strings.Join(names, ", "))
+}
+
+// finish turns a tool's (Result, error) into one Result.
+func (p *Provider) finish(res Result, err error) Result {
+	if err != nil {
+		return ErrorResult(err)
+	}
+	return res
+}
+
+func (p *Provider) fail(ctx context.Context, name string, kind SourceKind, err error) Result {
+	res := ErrorResult(err)
+	p.logFailure(ctx, name, kind, res)
+	return res
+}
+
+func (p *Provider) logFailure(ctx context.Context, name string, kind SourceKind, res Result) {
+	p.log.LogAttrs(ctx, slog.LevelWarn, "tool call failed",
+		slog.String("tool", name), slog.String("source", string(kind)), slog.String("error", res.Error))
+}
+
+// safeCall runs fn and turns a panic into an [ErrToolPanic] error, so a
+// panicking tool neither crashes the run nor leaks a bulkhead permit. The
+// stack goes to the log, not to the model.
+func (p *Provider) safeCall(ctx context.Context, name string, fn func() (Result, error)) (res Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.LogAttrs(ctx, slog.LevelError, "tool panicked",
+				slog.String("tool", name), slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+			err = Permanent(fmt.Errorf("%w: %s: %v", ErrToolPanic, name, r))
+		}
+	}()
+	return fn()
+}
+
+// directTracker notices whether a tool sent content straight to the user.
+type directTracker struct {
+	Messenger
+	sent atomic.Bool
+}
+
+func (d *directTracker) Direct(ctx context.Context, e DirectEvent) error {
+	d.sent.Store(true)
+	return d.Messenger.Direct(ctx, e)
+}
+
+func (d *directTracker) Stream(ctx context.Context, c StreamChunk) error {
+	d.sent.Store(true)
+	return d.Messenger.Stream(ctx, c)
+}

@@ -1,0 +1,249 @@
+package operators_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/trellis-ai/trellis/operators"
+)
+
+type echoIn struct {
+	Text  string `json:"text" jsonschema:"what to echo"`
+	Times int    `json:"times,omitempty"`
+}
+
+func echoTool(opts ...operators.ToolOption) operators.Tool {
+	return operators.NewTool("echo", "Echoes text.", func(_ context.Context, call operators.Call, in echoIn) (operators.Result, error) {
+		return operators.TextResult(strings.Repeat(in.Text, max(in.Times, 1))), nil
+	}, opts...)
+}
+
+func newTestProvider(t *testing.T, cfg operators.ProviderConfig, sources ...operators.Source) *operators.Provider {
+	t.Helper()
+	if cfg.Local == nil {
+		cfg.Local = operators.NewRegistry()
+		cfg.Local.MustAdd(echoTool())
+	}
+	p := operators.NewProvider(cfg)
+	for _, s := range sources {
+		if err := p.AddSource(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+func TestSchemaGeneratedFromStruct(t *testing.T) {
+	spec := echoTool().Spec()
+	got, err := json.Marshal(spec.InputSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"object","properties":{"text":{"type":"string","description":"what to echo"},"times":{"type":"integer"}},"required":["text"],"additionalProperties":false}`
+	if string(got) != want {
+		t.Errorf("schema\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestArgumentsAreValidatedBeforeTheToolRuns(t *testing.T) {
+	ran := false
+	local := operators.NewRegistry()
+	local.MustAdd(operators.NewTool("echo", "Echoes.", func(_ context.Context, _ operators.Call, in echoIn) (operators.Result, error) {
+		ran = true
+		return operators.TextResult(in.Text), nil
+	}))
+	p := newTestProvider(t, operators.ProviderConfig{Local: local})
+	tests := []struct {
+		name, args, wantInError string
+	}{
+		{"missing required", `{}`, `missing properties: ["text"]`},
+		{"wrong type", `{"text": 3}`, `text`},
+		{"unknown property", `{"text":"a","colour":"red"}`, `"colour"`},
+		{"not an object", `["a"]`, `must be a JSON object`},
+		{"not JSON", `{"text":`, `not valid JSON`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := p.Execute(t.Context(), "echo", json.RawMessage(tc.args), operators.Call{})
+			if !errors.Is(res.Err, operators.ErrInvalidArguments) {
+				t.Fatalf("Err = %v, want ErrInvalidArguments", res.Err)
+			}
+			if !strings.Contains(res.Error, tc.wantInError) || !strings.Contains(res.Error, "expected text (string, required), times (integer)") {
+				t.Errorf("error %q should name %s and what the tool expects", res.Error, tc.wantInError)
+			}
+		})
+	}
+	if ran {
+		t.Error("the tool ran with invalid arguments")
+	}
+	if res := p.Execute(t.Context(), "echo", json.RawMessage(`{"text":"ok"}`), operators.Call{}); res.IsError() || res.Text() != "ok" {
+		t.Errorf("valid call = %+v", res)
+	}
+}
+
+func TestUnknownToolAndPanicsAreErrorResults(t *testing.T) {
+	local := operators.NewRegistry()
+	local.MustAdd(operators.NewTool("bad", "Panics.", func(context.Context, operators.Call, struct{}) (operators.Result, error) {
+		var m map[string]int
+		m["x"]++
+		return operators.Result{}, nil
+	}))
+	p := newTestProvider(t, operators.ProviderConfig{Local: local})
+	res := p.Execute(t.Context(), "nope", nil, operators.Call{})
+	if !errors.Is(res.Err, operators.ErrUnknownTool) || !strings.Contains(res.Error, "available tools: bad") {
+		t.Errorf("unknown tool = %q", res.Error)
+	}
+	res = p.Execute(t.Context(), "bad", nil, operators.Call{})
+	if !errors.Is(res.Err, operators.ErrToolPanic) || !strings.Contains(res.Error, "assignment to entry in nil map") {
+		t.Errorf("panic = %q", res.Error)
+	}
+}
+
+func TestToolErrorBecomesResult(t *testing.T) {
+	local := operators.NewRegistry()
+	local.MustAdd(operators.NewTool("fails", "Fails.", func(context.Context, operators.Call, struct{}) (operators.Result, error) {
+		return operators.Result{}, errors.New("disk full")
+	}))
+	p := newTestProvider(t, operators.ProviderConfig{Local: local})
+	res := p.Execute(t.Context(), "fails", nil, operators.Call{})
+	if res.Status != operators.StatusError || res.Text() != "error: disk full" {
+		t.Errorf("result = %+v", res)
+	}
+}
+
+func TestNamesQualifiedOnCollision(t *testing.T) {
+	a := &fakeSource{name: "alpha", specs: []operators.Spec{querySpec("search"), querySpec("echo"), querySpec("fetch")}}
+	b := &fakeSource{name: "beta", specs: []operators.Spec{querySpec("search")}}
+	p := newTestProvider(t, operators.ProviderConfig{}, a, b)
+
+	var names []string
+	for _, ti := range p.Tools() {
+		names = append(names, ti.Name+"/"+string(ti.Source)+"/"+ti.Server)
+	}
+	want := "echo/local/ alpha.echo/mcp/alpha fetch/mcp/alpha alpha.search/mcp/alpha beta.search/mcp/beta"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("tools\n got %s\nwant %s", got, want)
+	}
+	q := json.RawMessage(`{"query":"x"}`)
+	if got := p.Execute(t.Context(), "beta.search", q, operators.Call{}).Text(); got != "ok from beta.search" {
+		t.Errorf("beta.search → %q", got)
+	}
+	if got := p.Execute(t.Context(), "fetch", q, operators.Call{}).Text(); got != "ok from alpha.fetch" {
+		t.Errorf("fetch → %q", got)
+	}
+	if res := p.Execute(t.Context(), "search", q, operators.Call{}); !errors.Is(res.Err, operators.ErrUnknownTool) {
+		t.Errorf("ambiguous plain name ran: %+v", res)
+	}
+	if got := p.Execute(t.Context(), "echo", json.RawMessage(`{"text":"l"}`), operators.Call{}).Text(); got != "l" {
+		t.Errorf("local echo must win, got %q", got)
+	}
+	if !p.IsLocal("echo") || p.IsLocal("fetch") || p.IsLocal("alpha.echo") {
+		t.Error("IsLocal wrong")
+	}
+	// a remote tool's arguments are validated too
+	if res := p.Execute(t.Context(), "fetch", json.RawMessage(`{}`), operators.Call{}); !errors.Is(res.Err, operators.ErrInvalidArguments) {
+		t.Errorf("remote args not validated: %+v", res)
+	}
+	if !p.RemoveSource("beta") {
+		t.Fatal("RemoveSource")
+	}
+	if got := p.Execute(t.Context(), "search", q, operators.Call{}).Text(); got != "ok from alpha.search" {
+		t.Errorf("after removing beta, search → %q", got)
+	}
+	if err := p.AddSource(t.Context(), &fakeSource{name: "alpha"}); !errors.Is(err, operators.ErrDuplicateSource) {
+		t.Errorf("duplicate source: %v", err)
+	}
+}
+
+func TestRefreshMarksFailingSourceUnavailable(t *testing.T) {
+	src := &fakeSource{name: "srv", specs: []operators.Spec{querySpec("search")}}
+	p := newTestProvider(t, operators.ProviderConfig{}, src)
+	src.listErr = errors.New("connection refused")
+	if err := p.Refresh(t.Context()); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("Refresh = %v", err)
+	}
+	tools := p.Tools()
+	if tools[1].Name != "search" || tools[1].Available {
+		t.Errorf("after a failed refresh: %+v", tools[1])
+	}
+	if h := p.Health(t.Context()); len(h) != 1 || h[0].Err == nil || h[0].Breaker != operators.BreakerClosed {
+		t.Errorf("Health = %+v", h)
+	}
+	src.listErr = nil
+	if err := p.Refresh(t.Context()); err != nil || !p.Tools()[1].Available {
+		t.Errorf("Refresh = %v, available = %v", err, p.Tools()[1].Available)
+	}
+}
+
+func TestApprovalPolicy(t *testing.T) {
+	local := operators.NewRegistry()
+	local.MustAdd(
+		echoTool(),
+		operators.NewTool("rm", "Deletes.", func(context.Context, operators.Call, struct{}) (operators.Result, error) {
+			return operators.TextResult("gone"), nil
+		}, operators.Destructive()),
+		operators.NewTool("pay", "Pays.", func(context.Context, operators.Call, struct{}) (operators.Result, error) {
+			return operators.TextResult("paid"), nil
+		}, operators.RequiresApproval()),
+	)
+	src := &fakeSource{name: "mail", specs: []operators.Spec{querySpec("send")}}
+	tests := []struct {
+		policy operators.ApprovalPolicy
+		want   map[string]bool
+	}{
+		{operators.ApprovalPolicy{}, map[string]bool{"echo": false, "rm": false, "pay": true, "send": false}},
+		{operators.ApprovalPolicy{Destructive: true}, map[string]bool{"echo": false, "rm": true, "pay": true, "send": false}},
+		{operators.ApprovalPolicy{Tools: []string{"mail.send", "echo"}}, map[string]bool{"echo": true, "rm": false, "pay": true, "send": true, "mail.send": true}},
+	}
+	for _, tc := range tests {
+		p := newTestProvider(t, operators.ProviderConfig{Local: local, Approval: tc.policy}, src)
+		for name, want := range tc.want {
+			if got := p.NeedsApproval(name); got != want {
+				t.Errorf("policy %+v: NeedsApproval(%s) = %v, want %v", tc.policy, name, got, want)
+			}
+		}
+		for _, ti := range p.Tools() {
+			if ti.RequiresApproval != tc.want[ti.Name] {
+				t.Errorf("policy %+v: listing says %s requires_approval=%v", tc.policy, ti.Name, ti.RequiresApproval)
+			}
+		}
+		src = &fakeSource{name: "mail", specs: src.specs}
+	}
+}
+
+func TestSummariesAndLLMTools(t *testing.T) {
+	p := newTestProvider(t, operators.ProviderConfig{Approval: operators.ApprovalPolicy{Tools: []string{"search"}}},
+		&fakeSource{name: "srv", specs: []operators.Spec{querySpec("search")}})
+	want := "- echo [local]: Echoes text.\n- search [mcp]: search tool (needs approval)\n"
+	if got := p.Summaries(); got != want {
+		t.Errorf("Summaries\n got %q\nwant %q", got, want)
+	}
+	tools := p.LLMTools()
+	if len(tools) != 2 || tools[0].Type != "function" || tools[0].Function.Name != "echo" {
+		t.Fatalf("LLMTools = %+v", tools)
+	}
+	params, ok := tools[0].Function.Parameters.(map[string]any)
+	if !ok || params["type"] != "object" {
+		t.Errorf("Parameters = %#v, want a map[string]any schema", tools[0].Function.Parameters)
+	}
+}
+
+func TestToolsListingJSONMatchesAPI(t *testing.T) {
+	p := newTestProvider(t, operators.ProviderConfig{})
+	b, err := json.Marshal(p.Tools()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"name", "description", "source", "input_schema", "requires_approval", "available"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("listing lacks %q: %s", k, b)
+		}
+	}
+}

@@ -1,0 +1,382 @@
+package operators_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/trellis-ai/trellis/operators"
+)
+
+var errBoom = errors.New("boom")
+
+// states records breaker changes in order.
+type states struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (s *states) listen(source string, st operators.BreakerState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, source+":"+string(st))
+}
+
+func (s *states) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.got...)
+}
+
+// flaky builds a provider with one remote source "srv" offering "search".
+func flaky(t *testing.T, cfg operators.ResilienceConfig, call func(ctx context.Context, n int) (operators.Result, error)) (*operators.Provider, *fakeSource, *states) {
+	t.Helper()
+	src := &fakeSource{name: "srv", specs: []operators.Spec{querySpec("search")},
+		call: func(ctx context.Context, n int, _ string, _ json.RawMessage) (operators.Result, error) {
+			return call(ctx, n)
+		}}
+	st := &states{}
+	p := operators.NewProvider(operators.ProviderConfig{Resilience: cfg, OnBreakerChange: st.listen})
+	if err := p.AddSource(t.Context(), src); err != nil {
+		t.Fatal(err)
+	}
+	return p, src, st
+}
+
+var args = json.RawMessage(`{"query":"go"}`)
+
+func noJitter() operators.ResilienceConfig {
+	return operators.ResilienceConfig{JitterFactor: -1}
+}
+
+func TestRetryTransientWithExponentialBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, src, _ := flaky(t, noJitter(), func(_ context.Context, n int) (operators.Result, error) {
+			if n < 3 {
+				return operators.Result{}, operators.Transient(errBoom)
+			}
+			return operators.TextResult("found"), nil
+		})
+		start := time.Now()
+		res := p.Execute(t.Context(), "search", args, operators.Call{})
+		if res.IsError() || res.Text() != "found" {
+			t.Fatalf("result = %+v, want found", res)
+		}
+		if got := src.calls.Load(); got != 3 {
+			t.Errorf("attempts = %d, want 3", got)
+		}
+		// 1 s after the first failure, 2 s after the second (default base 1 s).
+		if got := time.Since(start); got != 3*time.Second {
+			t.Errorf("waited %v, want 3s", got)
+		}
+	})
+}
+
+func TestJitterKeepsDelaysNearBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, _, _ := flaky(t, operators.ResilienceConfig{}, func(_ context.Context, n int) (operators.Result, error) {
+			if n < 2 {
+				return operators.Result{}, operators.Transient(errBoom)
+			}
+			return operators.TextResult("found"), nil
+		})
+		start := time.Now()
+		p.Execute(t.Context(), "search", args, operators.Call{})
+		if got := time.Since(start); got < 800*time.Millisecond || got > 1200*time.Millisecond {
+			t.Errorf("waited %v, want 1s ± 20%%", got)
+		}
+	})
+}
+
+func TestRetriesExhaustedBecomeErrorResult(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, src, _ := flaky(t, noJitter(), func(context.Context, int) (operators.Result, error) {
+			return operators.Result{}, errBoom // unclassified: assumed transient
+		})
+		res := p.Execute(t.Context(), "search", args, operators.Call{})
+		if got := src.calls.Load(); got != 3 {
+			t.Errorf("attempts = %d, want 3", got)
+		}
+		if !res.IsError() || res.Error != "srv: gave up after 3 attempts: boom" {
+			t.Errorf("result error = %q", res.Error)
+		}
+		if !errors.Is(res.Err, errBoom) {
+			t.Errorf("Err = %v, want errBoom in chain", res.Err)
+		}
+	})
+}
+
+func TestPermanentErrorIsNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := noJitter()
+		cfg.FailureThreshold = 1
+		p, src, st := flaky(t, cfg, func(context.Context, int) (operators.Result, error) {
+			return operators.Result{}, operators.Permanent(errors.New("401 unauthorized"))
+		})
+		res := p.Execute(t.Context(), "search", args, operators.Call{})
+		if got := src.calls.Load(); got != 1 {
+			t.Errorf("attempts = %d, want 1", got)
+		}
+		if res.Error != "srv: 401 unauthorized" {
+			t.Errorf("error = %q", res.Error)
+		}
+		if got := st.list(); len(got) != 0 {
+			t.Errorf("breaker changed on a permanent error: %v", got)
+		}
+	})
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, src, _ := flaky(t, operators.ResilienceConfig{}, func(_ context.Context, n int) (operators.Result, error) {
+			if n == 1 {
+				return operators.Result{}, operators.RateLimited(errors.New("429"), 7*time.Second)
+			}
+			return operators.TextResult("ok"), nil
+		})
+		start := time.Now()
+		res := p.Execute(t.Context(), "search", args, operators.Call{})
+		if res.IsError() || src.calls.Load() != 2 {
+			t.Fatalf("result %+v after %d calls", res, src.calls.Load())
+		}
+		if got := time.Since(start); got != 7*time.Second {
+			t.Errorf("waited %v, want exactly the Retry-After 7s (no jitter)", got)
+		}
+	})
+}
+
+func TestRetryAfterBeyondMaxBackoffGivesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, src, _ := flaky(t, operators.ResilienceConfig{}, func(context.Context, int) (operators.Result, error) {
+			return operators.Result{}, operators.RateLimited(errors.New("429 too many requests"), 10*time.Minute)
+		})
+		res := p.Execute(t.Context(), "search", args, operators.Call{})
+		if src.calls.Load() != 1 {
+			t.Errorf("attempts = %d, want 1", src.calls.Load())
+		}
+		if !strings.Contains(res.Error, "retry after 10m0s") {
+			t.Errorf("error = %q, want the Retry-After in it", res.Error)
+		}
+	})
+}
+
+func TestBreakerOpensHalfOpensAndCloses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var failing sync.Mutex // held: fail; free: succeed
+		fail := true
+		cfg := operators.ResilienceConfig{MaxAttempts: 1, FailureThreshold: 3}
+		p, src, st := flaky(t, cfg, func(context.Context, int) (operators.Result, error) {
+			failing.Lock()
+			defer failing.Unlock()
+			if fail {
+				return operators.Result{}, operators.Transient(errBoom)
+			}
+			return operators.TextResult("ok"), nil
+		})
+		ctx := t.Context()
+		for range 3 {
+			p.Execute(ctx, "search", args, operators.Call{})
+		}
+		if got := st.list(); len(got) != 1 || got[0] != "srv:open" {
+			t.Fatalf("states = %v, want [srv:open]", got)
+		}
+		if tools := p.Tools(); tools[0].Available {
+			t.Error("tool listed available with its breaker open")
+		}
+		if strings.Contains(p.Summaries(), "search") {
+			t.Error("supervisor summary offers a tool whose breaker is open")
+		}
+
+		time.Sleep(10 * time.Second)
+		res := p.Execute(ctx, "search", args, operators.Call{})
+		if src.calls.Load() != 3 {
+			t.Errorf("open breaker let a call through (%d calls)", src.calls.Load())
+		}
+		if !errors.Is(res.Err, operators.ErrUnavailable) ||
+			res.Error != "srv: service srv unavailable (circuit breaker open), retry after 20s" {
+			t.Errorf("fallback result = %q (%v)", res.Error, res.Err)
+		}
+
+		// After the 30 s default delay a trial call goes through; it fails, so
+		// the breaker opens again.
+		time.Sleep(20 * time.Second)
+		p.Execute(ctx, "search", args, operators.Call{})
+		if src.calls.Load() != 4 {
+			t.Fatalf("half-open breaker did not let a trial call through")
+		}
+		time.Sleep(30 * time.Second)
+		failing.Lock()
+		fail = false
+		failing.Unlock()
+		if res := p.Execute(ctx, "search", args, operators.Call{}); res.IsError() {
+			t.Fatalf("trial call failed: %s", res.Error)
+		}
+		want := []string{"srv:open", "srv:half-open", "srv:open", "srv:half-open", "srv:closed"}
+		if got := st.list(); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("states = %v, want %v", got, want)
+		}
+		if !p.Tools()[0].Available {
+			t.Error("tool still unavailable after the breaker closed")
+		}
+	})
+}
+
+func TestTimeoutCancelsTheCallContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var sawCancel error
+		cfg := operators.ResilienceConfig{MaxAttempts: 1, Timeout: 2 * time.Second}
+		p, _, _ := flaky(t, cfg, func(ctx context.Context, _ int) (operators.Result, error) {
+			<-ctx.Done() // a hung server that honours cancellation
+			sawCancel = ctx.Err()
+			return operators.Result{}, ctx.Err()
+		})
+		start := time.Now()
+		res := p.Execute(t.Context(), "search", args, operators.Call{})
+		if sawCancel == nil {
+			t.Fatal("the call's context was not cancelled")
+		}
+		if got := time.Since(start); got != 2*time.Second {
+			t.Errorf("call took %v, want the 2s timeout", got)
+		}
+		if !res.IsError() || !strings.Contains(res.Error, "timeout exceeded") {
+			t.Errorf("result error = %q", res.Error)
+		}
+	})
+}
+
+func TestBulkheadRejectsBeyondItsLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		cfg := operators.ResilienceConfig{MaxConcurrent: 2}
+		p, src, _ := flaky(t, cfg, func(context.Context, int) (operators.Result, error) {
+			<-release
+			return operators.TextResult("ok"), nil
+		})
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() { p.Execute(t.Context(), "search", args, operators.Call{}) })
+		}
+		synctest.Wait() // both calls hold a slot
+		res := p.Execute(t.Context(), "search", args, operators.Call{})
+		if !errors.Is(res.Err, operators.ErrUnavailable) || !strings.Contains(res.Error, "too many concurrent calls") {
+			t.Errorf("third call = %q (%v), want a bulkhead rejection", res.Error, res.Err)
+		}
+		if src.calls.Load() != 2 {
+			t.Errorf("calls = %d, want 2", src.calls.Load())
+		}
+		close(release)
+		wg.Wait()
+		if res := p.Execute(t.Context(), "search", args, operators.Call{}); res.IsError() {
+			t.Errorf("call after release failed: %s", res.Error)
+		}
+	})
+}
+
+func TestCallerCancellationIsNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		p, src, st := flaky(t, operators.ResilienceConfig{FailureThreshold: 1}, func(ctx context.Context, _ int) (operators.Result, error) {
+			cancel()
+			return operators.Result{}, ctx.Err()
+		})
+		res := p.Execute(ctx, "search", args, operators.Call{})
+		if src.calls.Load() != 1 || !errors.Is(res.Err, context.Canceled) {
+			t.Errorf("calls = %d, err = %v; want 1 call ending in context.Canceled", src.calls.Load(), res.Err)
+		}
+		if got := st.list(); len(got) != 0 {
+			t.Errorf("caller cancellation tripped the breaker: %v", got)
+		}
+	})
+}
+
+func TestPanickingSourceReleasesItsBulkheadSlot(t *testing.T) {
+	p, src, _ := flaky(t, operators.ResilienceConfig{MaxConcurrent: 1}, func(context.Context, int) (operators.Result, error) {
+		panic("nil map")
+	})
+	for range 2 {
+		res := p.Execute(t.Context(), "search", args, operators.Call{})
+		if !errors.Is(res.Err, operators.ErrToolPanic) {
+			t.Fatalf("result = %q (%v), want ErrToolPanic", res.Error, res.Err)
+		}
+	}
+	if src.calls.Load() != 2 {
+		t.Errorf("calls = %d, want 2 (a leaked slot would reject the second)", src.calls.Load())
+	}
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		err  error
+		want operators.ErrorClass
+	}{
+		{operators.Transient(errBoom), operators.ClassTransient},
+		{operators.Permanent(errBoom), operators.ClassPermanent},
+		{operators.RateLimited(errBoom, time.Second), operators.ClassRateLimited},
+		{context.DeadlineExceeded, operators.ClassTransient},
+		{context.Canceled, operators.ClassCanceled},
+		{operators.ErrInvalidArguments, operators.ClassPermanent},
+		{errBoom, operators.ClassTransient},
+	}
+	for _, tc := range tests {
+		if got := operators.Classify(tc.err); got != tc.want {
+			t.Errorf("Classify(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// fakeModel answers from a script; reasoning says whether it thinks.
+type fakeModel struct {
+	mu        sync.Mutex
+	calls     int
+	reasoning bool
+	fail      int // fail this many calls first, transiently
+	lastOpts  llms.CallOptions
+	lastMsgs  []llms.MessageContent
+	reply     string
+}
+
+func (m *fakeModel) GenerateContent(_ context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
+	if m.calls <= m.fail {
+		return nil, operators.Transient(errors.New("502 bad gateway"))
+	}
+	m.lastOpts = llms.CallOptions{}
+	for _, o := range opts {
+		o(&m.lastOpts)
+	}
+	m.lastMsgs = msgs
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: m.reply}}}, nil
+}
+
+func (m *fakeModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+}
+
+func (m *fakeModel) SupportsReasoning() bool { return m.reasoning }
+
+func TestGuardModelRetriesWithLLMDefaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &fakeModel{fail: 2, reply: "hi", reasoning: true}
+		g := operators.GuardModel("llm", m, operators.ResilienceConfig{JitterFactor: -1}, nil)
+		start := time.Now()
+		out, err := g.Call(t.Context(), "hello")
+		if err != nil || out != "hi" {
+			t.Fatalf("Call = %q, %v", out, err)
+		}
+		if m.calls != 3 || time.Since(start) != 6*time.Second { // 2 s + 4 s
+			t.Errorf("calls = %d after %v, want 3 after 6s", m.calls, time.Since(start))
+		}
+		if rm, ok := g.(llms.ReasoningModel); !ok || !rm.SupportsReasoning() {
+			t.Error("GuardModel hid SupportsReasoning")
+		}
+	})
+}
