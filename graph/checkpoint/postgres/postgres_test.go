@@ -1,0 +1,100 @@
+package postgres_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/graph/checkpoint/checkpointtest"
+	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
+	"github.com/trellis-ai/trellis/internal/pgtest"
+)
+
+func newSaver(t testing.TB) *postgres.Saver {
+	t.Helper()
+	s, err := postgres.New(t.Context(), pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	checkpointtest.Run(t, func(t *testing.T) graph.Checkpointer { return newSaver(t) })
+}
+
+// New runs on every process start, often several at once; migrating an
+// up-to-date schema must be a no-op, also concurrently.
+func TestMigrateIdempotent(t *testing.T) {
+	pool := pgtest.New(t)
+	errs := make(chan error, 3)
+	for range cap(errs) {
+		go func() {
+			_, err := postgres.New(t.Context(), pool)
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent New: %v", err)
+		}
+	}
+	s, err := postgres.New(t.Context(), pool)
+	if err != nil {
+		t.Fatalf("New on a migrated schema: %v", err)
+	}
+	var n int
+	if err := pool.QueryRow(t.Context(), "SELECT count(*) FROM checkpoint_migrations").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("checkpoint_migrations has %d rows, want 1", n)
+	}
+	if err := s.Put(t.Context(), graph.Checkpoint{ThreadID: "t", ID: "01"}, nil); err != nil {
+		t.Errorf("Put after repeated New: %v", err)
+	}
+}
+
+func benchCheckpoint(id string) (graph.Checkpoint, []graph.Blob) {
+	cp := graph.Checkpoint{
+		ThreadID:  "bench",
+		ID:        id,
+		Step:      1,
+		Source:    graph.SourceLoop,
+		CreatedAt: time.Now(),
+		Versions:  map[string]string{"Messages": id, "Count": "1", "Done": "1"},
+		Tasks:     []graph.TaskSpec{{ID: "task-1", Node: "agent"}},
+	}
+	return cp, []graph.Blob{{Field: "Messages", Version: id, Data: []byte(`[{"role":"user","content":"hello"}]`)}}
+}
+
+func BenchmarkPut(b *testing.B) {
+	s := newSaver(b)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		cp, blobs := benchCheckpoint(fmt.Sprintf("%09d", i))
+		if err := s.Put(b.Context(), cp, blobs); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	s := newSaver(b)
+	for i := range 100 {
+		cp, blobs := benchCheckpoint(fmt.Sprintf("%09d", i))
+		if err := s.Put(b.Context(), cp, blobs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ref := graph.Ref{ThreadID: "bench"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Get(b.Context(), ref); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,432 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/internal/sqlmigrate"
+)
+
+var _ graph.Checkpointer = (*Saver)(nil)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migrationTable records applied versions. It is named for this package so
+// other stores can keep their own migrations in the same database file.
+const migrationTable = "checkpoint_migrations"
+
+// params are appended to every connection's DSN. busy_timeout comes first
+// (the driver orders it so) and covers the others; _txlock=immediate makes
+// a writing transaction take the write lock at BEGIN, where waiting for it
+// is safe, instead of failing with SQLITE_BUSY on its first write.
+const params = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+
+// Saver is a graph.Checkpointer backed by one SQLite database. It is safe
+// for concurrent use, also by several processes sharing the file.
+type Saver struct {
+	db *sql.DB
+	// prepared holds a statement for each query below, keyed by its SQL,
+	// because parsing the recursive blob query costs more than running it.
+	// Written only by Open.
+	prepared map[string]*sql.Stmt
+}
+
+// Open opens, or creates, the database at path and brings its schema up to
+// date. path is a file name, a "file:" URI, or ":memory:" for a private
+// in-memory database that lives until Close. A plain file name must not
+// contain '?'.
+func Open(ctx context.Context, path string) (*Saver, error) {
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	db, err := sql.Open("sqlite", path+sep+params)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if strings.Contains(path, ":memory:") || strings.Contains(path, "mode=memory") {
+		// Each connection to ":memory:" is a database of its own, so
+		// the pool must hold exactly one, forever.
+		db.SetMaxOpenConns(1)
+		db.SetConnMaxIdleTime(0)
+		db.SetConnMaxLifetime(0)
+	}
+	s := &Saver{db: db, prepared: make(map[string]*sql.Stmt)}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	for _, q := range []string{upsertCheckpoint, insertBlob, upsertWrite, selectByID, selectLatest,
+		selectBlobs, selectWrites, listAll, listBefore} {
+		stmt, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite: open %s: prepare: %w", path, err)
+		}
+		s.prepared[q] = stmt
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Saver) Close() error {
+	for _, stmt := range s.prepared {
+		stmt.Close()
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("sqlite: close: %w", err)
+	}
+	return nil
+}
+
+func (s *Saver) migrate(ctx context.Context) error {
+	sub, err := fs.Sub(migrationFS, "migrations")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	ms, err := sqlmigrate.Load(sub)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	// BEGIN IMMEDIATE (see params) serialises processes opening the same
+	// file at once: the second sees what the first applied.
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := sqlmigrate.Apply(ctx, migrator{tx}, migrationTable, ms); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate: commit: %w", err)
+	}
+	return nil
+}
+
+// migrator adapts a transaction to sqlmigrate.Tx.
+type migrator struct{ tx *sql.Tx }
+
+func (m migrator) Exec(ctx context.Context, query string) error {
+	_, err := m.tx.ExecContext(ctx, query)
+	return err
+}
+
+func (m migrator) Ints(ctx context.Context, query string) ([]int, error) {
+	rows, err := m.tx.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+const (
+	upsertCheckpoint = `
+INSERT INTO checkpoints (thread_id, ns, checkpoint_id, parent_id, step, source, created_at, body)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (thread_id, ns, checkpoint_id) DO UPDATE SET
+    parent_id = excluded.parent_id, step = excluded.step, source = excluded.source,
+    created_at = excluded.created_at, body = excluded.body`
+
+	// A version names one value forever, so a blob stored already is kept.
+	insertBlob = `
+INSERT INTO checkpoint_blobs (thread_id, ns, field, version, delta, base, data)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO NOTHING`
+
+	upsertWrite = `
+INSERT INTO checkpoint_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, value)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) DO UPDATE SET
+    channel = excluded.channel, value = excluded.value`
+
+	selectByID = `
+SELECT body FROM checkpoints WHERE thread_id = ? AND ns = ? AND checkpoint_id = ?`
+
+	selectLatest = `
+SELECT body FROM checkpoints WHERE thread_id = ? AND ns = ?
+ORDER BY checkpoint_id DESC LIMIT 1`
+
+	// selectBlobs starts from the checkpoint's versions, a JSON object of
+	// field to version, and follows each delta blob's base. UNION, not
+	// UNION ALL, drops pairs already seen, which also ends a corrupt cycle.
+	selectBlobs = `
+WITH RECURSIVE chain (field, version) AS (
+    SELECT key, value FROM json_each(?3)
+    UNION
+    SELECT b.field, b.base
+    FROM chain
+    JOIN checkpoint_blobs b
+      ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = chain.field AND b.version = chain.version
+    WHERE b.delta AND b.base <> ''
+)
+SELECT b.field, b.version, b.delta, b.base, b.data
+FROM chain
+JOIN checkpoint_blobs b
+  ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = chain.field AND b.version = chain.version
+ORDER BY b.field, b.version`
+
+	selectWrites = `
+SELECT task_id, idx, channel, value FROM checkpoint_writes
+WHERE thread_id = ? AND ns = ? AND checkpoint_id = ?
+ORDER BY task_id, idx`
+
+	// A limit of -1 is SQLite's "no limit".
+	listAll = `
+SELECT body FROM checkpoints WHERE thread_id = ? AND ns = ?
+ORDER BY checkpoint_id DESC LIMIT ?`
+	listBefore = `
+SELECT body FROM checkpoints WHERE thread_id = ? AND ns = ? AND checkpoint_id < ?
+ORDER BY checkpoint_id DESC LIMIT ?`
+)
+
+// stmt returns the prepared statement for query, bound to tx.
+func (s *Saver) stmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+	return tx.StmtContext(ctx, s.prepared[query])
+}
+
+// Put implements graph.Checkpointer. The checkpoint and its blobs commit
+// together. Putting a checkpoint id again replaces the checkpoint but keeps
+// its pending writes.
+func (s *Saver) Put(ctx context.Context, cp graph.Checkpoint, blobs []graph.Blob) error {
+	if cp.ThreadID == "" || cp.ID == "" {
+		return fmt.Errorf("sqlite: put checkpoint %q/%q: thread id and id are required", cp.ThreadID, cp.ID)
+	}
+	cp.CreatedAt = cp.CreatedAt.UTC()
+	body, err := graph.EncodeCheckpoint(cp)
+	if err != nil {
+		return fmt.Errorf("sqlite: put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	err = s.inTx(ctx, false, func(tx *sql.Tx) error {
+		if _, err := s.stmt(ctx, tx, upsertCheckpoint).ExecContext(ctx, cp.ThreadID, cp.Namespace, cp.ID, cp.ParentID,
+			cp.Step, string(cp.Source), cp.CreatedAt.Format(timeFormat), body); err != nil {
+			return err
+		}
+		insert := s.stmt(ctx, tx, insertBlob)
+		for _, b := range blobs {
+			if _, err := insert.ExecContext(ctx, cp.ThreadID, cp.Namespace, b.Field, b.Version,
+				b.Delta, b.Base, nonNil(b.Data)); err != nil {
+				return fmt.Errorf("blob %s@%s: %w", b.Field, b.Version, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	return nil
+}
+
+// timeFormat is fixed width, so created_at sorts as text.
+const timeFormat = "2006-01-02T15:04:05.000000000Z07:00"
+
+// PutWrites implements graph.Checkpointer. It returns an error matching
+// graph.ErrCheckpointNotFound when ref names no stored checkpoint.
+func (s *Saver) PutWrites(ctx context.Context, ref graph.Ref, writes []graph.Write) error {
+	if len(writes) == 0 {
+		return nil
+	}
+	if ref.ID == "" {
+		return fmt.Errorf("sqlite: put writes %s/%s: checkpoint id is required: %w", ref.ThreadID, ref.ID, graph.ErrCheckpointNotFound)
+	}
+	err := s.inTx(ctx, false, func(tx *sql.Tx) error {
+		upsert := s.stmt(ctx, tx, upsertWrite)
+		for _, w := range writes {
+			if _, err := upsert.ExecContext(ctx, ref.ThreadID, ref.Namespace, ref.ID,
+				w.TaskID, w.Index, w.Channel, nonNil(w.Value)); err != nil {
+				if sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+					return graph.ErrCheckpointNotFound
+				}
+				return fmt.Errorf("task %s index %d: %w", w.TaskID, w.Index, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: put writes %s/%s: %w", ref.ThreadID, ref.ID, err)
+	}
+	return nil
+}
+
+// Get implements graph.Checkpointer. Blobs come sorted by field and
+// version. The three reads share one snapshot, so a concurrent Put or
+// DeleteThread cannot tear the result.
+func (s *Saver) Get(ctx context.Context, ref graph.Ref) (*graph.Saved, error) {
+	var saved graph.Saved
+	err := s.inTx(ctx, true, func(tx *sql.Tx) error {
+		var body []byte
+		var row *sql.Row
+		if ref.ID == "" {
+			row = s.stmt(ctx, tx, selectLatest).QueryRowContext(ctx, ref.ThreadID, ref.Namespace)
+		} else {
+			row = s.stmt(ctx, tx, selectByID).QueryRowContext(ctx, ref.ThreadID, ref.Namespace, ref.ID)
+		}
+		if err := row.Scan(&body); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return graph.ErrCheckpointNotFound
+			}
+			return err
+		}
+		cp, err := graph.DecodeCheckpoint(body)
+		if err != nil {
+			return err
+		}
+		saved.Checkpoint = cp
+		if saved.Blobs, err = readBlobs(ctx, s.stmt(ctx, tx, selectBlobs), cp); err != nil {
+			return err
+		}
+		saved.Writes, err = readWrites(ctx, s.stmt(ctx, tx, selectWrites), cp)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get checkpoint %s/%s: %w", ref.ThreadID, ref.ID, err)
+	}
+	return &saved, nil
+}
+
+func readBlobs(ctx context.Context, stmt *sql.Stmt, cp graph.Checkpoint) ([]graph.Blob, error) {
+	versions, err := json.Marshal(cp.Versions)
+	if err != nil {
+		return nil, fmt.Errorf("versions: %w", err)
+	}
+	rows, err := stmt.QueryContext(ctx, cp.ThreadID, cp.Namespace, string(versions))
+	if err != nil {
+		return nil, fmt.Errorf("blobs: %w", err)
+	}
+	defer rows.Close()
+	var blobs []graph.Blob
+	for rows.Next() {
+		var b graph.Blob
+		if err := rows.Scan(&b.Field, &b.Version, &b.Delta, &b.Base, &b.Data); err != nil {
+			return nil, fmt.Errorf("blobs: %w", err)
+		}
+		blobs = append(blobs, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("blobs: %w", err)
+	}
+	return blobs, nil
+}
+
+func readWrites(ctx context.Context, stmt *sql.Stmt, cp graph.Checkpoint) ([]graph.Write, error) {
+	rows, err := stmt.QueryContext(ctx, cp.ThreadID, cp.Namespace, cp.ID)
+	if err != nil {
+		return nil, fmt.Errorf("writes: %w", err)
+	}
+	defer rows.Close()
+	var writes []graph.Write
+	for rows.Next() {
+		var w graph.Write
+		if err := rows.Scan(&w.TaskID, &w.Index, &w.Channel, &w.Value); err != nil {
+			return nil, fmt.Errorf("writes: %w", err)
+		}
+		writes = append(writes, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("writes: %w", err)
+	}
+	return writes, nil
+}
+
+// List implements graph.Checkpointer.
+func (s *Saver) List(ctx context.Context, opts graph.ListOptions) ([]graph.Checkpoint, error) {
+	limit := -1
+	if opts.Limit > 0 {
+		limit = opts.Limit
+	}
+	stmt, args := s.prepared[listAll], []any{opts.ThreadID, opts.Namespace, limit}
+	if opts.Before != "" {
+		stmt, args = s.prepared[listBefore], []any{opts.ThreadID, opts.Namespace, opts.Before, limit}
+	}
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list checkpoints %s: %w", opts.ThreadID, err)
+	}
+	defer rows.Close()
+	var out []graph.Checkpoint
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			return nil, fmt.Errorf("sqlite: list checkpoints %s: %w", opts.ThreadID, err)
+		}
+		cp, err := graph.DecodeCheckpoint(body)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list checkpoints %s: %w", opts.ThreadID, err)
+		}
+		out = append(out, cp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list checkpoints %s: %w", opts.ThreadID, err)
+	}
+	return out, nil
+}
+
+// DeleteThread implements graph.Checkpointer.
+func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
+	err := s.inTx(ctx, false, func(tx *sql.Tx) error {
+		// Writes go first, by thread, rather than row by row through the
+		// foreign key's cascade.
+		for _, table := range []string{"checkpoint_writes", "checkpoint_blobs", "checkpoints"} {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE thread_id = ?", threadID); err != nil {
+				return fmt.Errorf("%s: %w", table, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: delete thread %s: %w", threadID, err)
+	}
+	return nil
+}
+
+// inTx runs fn in a transaction and commits it when fn returns nil. A
+// read-only transaction begins deferred and so takes no write lock.
+func (s *Saver) inTx(ctx context.Context, readOnly bool, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: readOnly})
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func sqliteCode(err error) int {
+	if e, ok := errors.AsType[*msqlite.Error](err); ok {
+		return e.Code()
+	}
+	return 0
+}
+
+// nonNil keeps a nil slice out of a NOT NULL column.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
