@@ -131,13 +131,22 @@ type ListOptions struct {
 // Checkpoint ids sort in creation order as strings within a thread.
 type Checkpointer interface {
 	// Put stores a checkpoint with the blobs of the fields whose version it
-	// introduces. Storing a blob that exists already is not an error.
+	// introduces. Storing a blob version that exists already is not an
+	// error and keeps the first data; putting a checkpoint id again
+	// replaces the checkpoint and keeps its writes. Put must not keep cp's
+	// maps and slices or the blobs' bytes after it returns: the engine
+	// reuses them.
 	Put(ctx context.Context, cp Checkpoint, blobs []Blob) error
 	// PutWrites stores pending writes against the checkpoint their task
-	// started from. A write with the same task and index replaces the old.
+	// started from (ref.ID must name it; otherwise the error matches
+	// ErrCheckpointNotFound). A write with the same task and index
+	// replaces the old.
 	PutWrites(ctx context.Context, ref Ref, writes []Write) error
-	// Get loads a checkpoint, its blobs and its pending writes. It returns
-	// an error matching ErrCheckpointNotFound when there is none.
+	// Get loads a checkpoint, its blobs (in no particular order) and its
+	// pending writes. It returns an error matching ErrCheckpointNotFound
+	// when there is none. A blob the checkpoint names but the store lacks
+	// is left out; the engine then fails loudly rather than guess.
+	// TaskSpec.Input comes back as equal JSON, not necessarily equal bytes.
 	Get(ctx context.Context, ref Ref) (*Saved, error)
 	// List returns checkpoints, newest first, without blobs.
 	List(ctx context.Context, opts ListOptions) ([]Checkpoint, error)

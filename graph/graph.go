@@ -86,6 +86,7 @@ type joinSpec struct {
 
 type branchSpec[S any] struct {
 	from    string
+	one     Router[S] // exactly one of one, route and sends is set
 	route   MultiRouter[S]
 	sends   SendRouter[S]
 	pathMap map[string]string // label → node
@@ -180,21 +181,18 @@ func (g *StateGraph[S]) AddJoin(from []string, to string) {
 // router's answers to node names and gives the drawing its labels; with a
 // nil map the answers are node names.
 func (g *StateGraph[S]) AddConditionalEdges(from string, route Router[S], pathMap map[string]string) {
-	g.AddMultiConditionalEdges(from, func(ctx context.Context, s S) ([]string, error) {
-		r, err := route(ctx, s)
-		if err != nil {
-			return nil, err
-		}
-		return []string{r}, nil
-	}, pathMap)
+	g.addBranch(branchSpec[S]{from: from, one: route, pathMap: pathMap})
 }
 
 // AddMultiConditionalEdges routes from a node to every node its router
 // returns, all run in the next step.
 func (g *StateGraph[S]) AddMultiConditionalEdges(from string, route MultiRouter[S], pathMap map[string]string) {
-	b := branchSpec[S]{from: from, route: route, pathMap: pathMap}
-	if pathMap != nil {
-		for _, to := range pathMap {
+	g.addBranch(branchSpec[S]{from: from, route: route, pathMap: pathMap})
+}
+
+func (g *StateGraph[S]) addBranch(b branchSpec[S]) {
+	if b.pathMap != nil {
+		for _, to := range b.pathMap {
 			b.targets = append(b.targets, to)
 		}
 	}

@@ -2,18 +2,19 @@ package graph
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // RunConfig configures one run. The zero value runs once, without
@@ -41,10 +42,6 @@ type RunConfig struct {
 	// before Emit blocks; 0 means 64.
 	StreamBuffer int
 }
-
-// saveTimeout bounds checkpoint writes, which run even after the run's
-// context is cancelled so that a finished step is never half saved.
-const saveTimeout = 30 * time.Second
 
 var errStreamClosed = errors.New("graph: stream consumer stopped")
 
@@ -110,6 +107,8 @@ type run[S any] struct {
 
 	// Persistence; saver is nil when the run has no thread.
 	saver       Checkpointer
+	saveCtx     context.Context
+	saveErr     error
 	thread      string
 	ns          []string
 	nsKey       string
@@ -437,16 +436,16 @@ func (r *run[S]) commit(source Source, changed fieldMask, next []*task[S], ran [
 func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before bool, after []string) (string, error) {
 	id := newID()
 	sc := r.g.schema
-	versions := make(map[string]string, len(r.versions)+1)
-	for k, v := range r.versions {
-		versions[k] = v
+	versions := r.versions
+	if versions == nil {
+		versions = map[string]string{}
 	}
 	var blobs []Blob
 	for i, f := range sc.fields {
 		if !changed.has(i) {
 			continue
 		}
-		prev := r.versions[f.name]
+		prev := versions[f.name]
 		b := Blob{Field: f.name, Version: id}
 		from := 0
 		if f.kind == kindAppend && prev != "" && !r.overwritten.has(i) && r.deltaFrom != nil {
@@ -466,7 +465,7 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 		InterruptedBefore: before, InterruptedAfter: after,
 	}
 	for k, t := range next {
-		t.id = hashID(id, t.node.spec.name, fmt.Sprint(k))
+		t.id = id + "." + strconv.Itoa(k)
 		spec := TaskSpec{ID: t.id, Node: t.node.spec.name}
 		if t.hasInput {
 			in, err := encodeState(&t.input)
@@ -487,22 +486,32 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), saveTimeout)
-	defer cancel()
-	if err := r.saver.Put(ctx, cp, blobs); err != nil {
+	if err := r.saver.Put(r.saveContext(), cp, blobs); err != nil {
 		return "", fmt.Errorf("graph: checkpoint thread %s step %d: %w", r.thread, r.step, err)
 	}
 	r.versions, r.parentID = versions, id
-	return id, r.deliver(Event[S]{Mode: ModeDebug, Namespace: r.ns, Step: r.step, Data: DebugEvent{Kind: DebugCheckpoint, CheckpointID: id}})
+	if r.modes&ModeDebug != 0 {
+		return id, r.deliver(Event[S]{Mode: ModeDebug, Namespace: r.ns, Step: r.step, Data: DebugEvent{Kind: DebugCheckpoint, CheckpointID: id}})
+	}
+	return id, nil
+}
+
+// saveContext is the context checkpoints are written with: the run's
+// values without its cancellation, so that a cancel arriving while a
+// finished step is being saved does not tear the save. Savers bound their
+// own I/O.
+func (r *run[S]) saveContext() context.Context {
+	if r.saveCtx == nil {
+		r.saveCtx = context.WithoutCancel(r.ctx)
+	}
+	return r.saveCtx
 }
 
 func (r *run[S]) putWrites(ws []Write) error {
 	if r.saver == nil || len(ws) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), saveTimeout)
-	defer cancel()
-	if err := r.saver.PutWrites(ctx, Ref{ThreadID: r.thread, Namespace: r.nsKey, ID: r.parentID}, ws); err != nil {
+	if err := r.saver.PutWrites(r.saveContext(), Ref{ThreadID: r.thread, Namespace: r.nsKey, ID: r.parentID}, ws); err != nil {
 		return fmt.Errorf("graph: save writes of thread %s step %d: %w", r.thread, r.step+1, err)
 	}
 	return nil
@@ -526,8 +535,33 @@ func (r *run[S]) markDeltas() {
 	}
 }
 
+// idSource makes checkpoint ids that sort as strings in creation order:
+// 16 hex digits of Unix nanoseconds, kept strictly increasing within the
+// process, then 8 random hex digits fixed per process so that ids made by
+// two processes in the same nanosecond still differ.
+var idSource = struct {
+	mu     sync.Mutex
+	last   uint64
+	suffix string
+}{suffix: func() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}()}
+
 func newID() string {
-	return uuid.Must(uuid.NewV7()).String()
+	now := uint64(time.Now().UnixNano())
+	idSource.mu.Lock()
+	if now <= idSource.last {
+		now = idSource.last + 1
+	}
+	idSource.last = now
+	idSource.mu.Unlock()
+	var buf [25]byte
+	hex.Encode(buf[:16], binary.BigEndian.AppendUint64(nil, now))
+	buf[16] = '-'
+	copy(buf[17:], idSource.suffix)
+	return string(buf[:])
 }
 
 // hashID derives a stable id from its parts, so a task or interrupt gets

@@ -47,6 +47,7 @@ type task[S any] struct {
 	sends    []Send[S]
 	err      error
 	restored bool // result loaded from the checkpoint's pending writes
+	saved    bool // result stored as pending writes during its step
 	resumes  int
 	started  time.Time
 	took     time.Duration
@@ -131,6 +132,9 @@ func (r *run[S]) superstep() error {
 	if r.stopped {
 		return errStreamClosed
 	}
+	if r.saveErr != nil {
+		return r.saveErr
+	}
 	if err := r.settle(tasks); err != nil {
 		return err
 	}
@@ -156,24 +160,41 @@ func (r *run[S]) superstep() error {
 // runSpawned runs each task in its own goroutine and, meanwhile, passes
 // their events to the consumer from this goroutine.
 func (r *run[S]) runSpawned(tasks []*task[S]) {
-	if r.done == nil {
-		r.done = make(chan *task[S])
-		if r.modes&(ModeCustom|ModeMessages) != 0 {
+	if cap(r.done) < len(tasks) {
+		// Buffered for the whole step, so finishing never waits on us.
+		r.done = make(chan *task[S], len(tasks))
+	}
+	if r.events == nil {
+		// Any streamed mode may come from a task: a subgraph run inside a
+		// node forwards all of its events.
+		if r.modes != 0 {
 			r.events = make(chan Event[S], cmp(r.cfg.StreamBuffer, 64))
 		}
 	}
+	// With no node events to relay, this goroutine is free to run one task
+	// itself while the others run in theirs.
+	var mine *task[S]
 	n := 0
 	for _, t := range tasks {
 		if t.restored {
 			continue
 		}
-		t.spawned = true
 		r.debugStart(t)
+		if mine == nil && r.events == nil {
+			mine = t
+			continue
+		}
+		t.spawned = true
 		n++
 		go func() {
 			t.run()
 			r.done <- t
 		}()
+	}
+	if mine != nil {
+		mine.run()
+		r.debugEnd(mine)
+		r.keep(mine)
 	}
 	for n > 0 {
 		select {
@@ -183,10 +204,28 @@ func (r *run[S]) runSpawned(tasks []*task[S]) {
 			// first, so they come before its end.
 			r.drainEvents()
 			r.debugEnd(t)
+			r.keep(t)
 		case ev := <-r.events:
 			_ = r.deliver(ev)
 		}
 	}
+}
+
+// keep saves a finished task's writes at once, while its siblings still
+// run, so that a crash later in the step does not make it run again.
+func (r *run[S]) keep(t *task[S]) {
+	if r.saver == nil || r.saveErr != nil || (t.err != nil && len(t.interrupts) == 0) {
+		return
+	}
+	ws, err := r.finishedWrites(t)
+	if err == nil {
+		err = r.putWrites(ws)
+	}
+	if err != nil {
+		r.saveErr = err
+		return
+	}
+	t.saved = true
 }
 
 func (r *run[S]) drainEvents() {
@@ -319,23 +358,14 @@ func (r *run[S]) settle(tasks []*task[S]) error {
 	}
 	var ws []Write
 	for _, t := range tasks {
-		switch {
-		case t.restored:
-		case len(t.interrupts) > 0:
-			for k, in := range t.interrupts {
-				raw, err := json.Marshal(in)
-				if err != nil {
-					return fmt.Errorf("graph: encode interrupt of %s: %w", t.label(), err)
-				}
-				ws = append(ws, Write{TaskID: t.id, Index: idxInterrupt - k, Channel: ChannelInterrupt, Value: raw})
-			}
-		case t.err == nil:
-			tw, err := r.taskWrites(t)
-			if err != nil {
-				return err
-			}
-			ws = append(ws, tw...)
+		if t.restored || t.saved || (t.err != nil && len(t.interrupts) == 0) {
+			continue
 		}
+		tw, err := r.finishedWrites(t)
+		if err != nil {
+			return err
+		}
+		ws = append(ws, tw...)
 	}
 	if err := r.putWrites(ws); err != nil {
 		return err
@@ -482,21 +512,21 @@ func (r *run[S]) branch(t *task[S], b *branchSpec[S]) (err error) {
 			err = fmt.Errorf("graph: route after %s (step %d): %w", t.label(), r.step, err)
 		}
 	}()
-	what := "router after " + t.label()
+	what := "router"
+	if b.one != nil {
+		name, err := b.one(r.ctx, r.state)
+		if err != nil {
+			return err
+		}
+		return r.route(b, name, what)
+	}
 	if b.route != nil {
 		names, err := b.route(r.ctx, r.state)
 		if err != nil {
 			return err
 		}
 		for _, name := range names {
-			if b.pathMap != nil {
-				to, ok := b.pathMap[name]
-				if !ok {
-					return fmt.Errorf("%w: router answered %q, which its path map lacks", ErrUnknownNode, name)
-				}
-				name = to
-			}
-			if err := r.trigger(name, what); err != nil {
+			if err := r.route(b, name, what); err != nil {
 				return err
 			}
 		}
@@ -512,6 +542,17 @@ func (r *run[S]) branch(t *task[S], b *branchSpec[S]) (err error) {
 		}
 	}
 	return nil
+}
+
+func (r *run[S]) route(b *branchSpec[S], name, what string) error {
+	if b.pathMap != nil {
+		to, ok := b.pathMap[name]
+		if !ok {
+			return fmt.Errorf("%w: %s answered %q, which its path map lacks", ErrUnknownNode, what, name)
+		}
+		name = to
+	}
+	return r.trigger(name, what)
 }
 
 // emit and the methods below are what nodes reach through their context.
@@ -576,6 +617,23 @@ func (t *task[S]) forwardChild(fe foreignEvent) error {
 	}
 	mode, ns, node, step, data := fe.parts()
 	return t.send(Event[S]{Mode: mode, Namespace: ns, Node: node, Step: step, Data: data})
+}
+
+// finishedWrites encodes what a task that finished or paused leaves for
+// the next attempt at its step.
+func (r *run[S]) finishedWrites(t *task[S]) ([]Write, error) {
+	if len(t.interrupts) == 0 {
+		return r.taskWrites(t)
+	}
+	var ws []Write
+	for k, in := range t.interrupts {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("graph: encode interrupt of %s: %w", t.label(), err)
+		}
+		ws = append(ws, Write{TaskID: t.id, Index: idxInterrupt - k, Channel: ChannelInterrupt, Value: raw})
+	}
+	return ws, nil
 }
 
 // taskWrites encodes a finished task's result as pending writes.
