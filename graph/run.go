@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -101,6 +102,7 @@ type run[S any] struct {
 	stepsRun  int
 	tasks     []*task[S]
 	free      []*task[S]
+	slab      []task[S]
 	triggered []bool
 	pushes    []*task[S]
 	barriers  [][]bool
@@ -108,6 +110,10 @@ type run[S any] struct {
 	// Persistence; saver is nil when the run has no thread.
 	saver       Checkpointer
 	saveCtx     context.Context
+	blobs       []Blob
+	blobEnds    []int
+	blobBuf     bytes.Buffer
+	specs       []TaskSpec
 	saveErr     error
 	thread      string
 	ns          []string
@@ -440,7 +446,10 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 	if versions == nil {
 		versions = map[string]string{}
 	}
-	var blobs []Blob
+	// Savers keep nothing they are given, so the blob list, its bytes and
+	// the task specs reuse the run's buffers step after step.
+	blobs, ends := r.blobs[:0], r.blobEnds[:0]
+	r.blobBuf.Reset()
 	for i, f := range sc.fields {
 		if !changed.has(i) {
 			continue
@@ -451,19 +460,24 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 		if f.kind == kindAppend && prev != "" && !r.overwritten.has(i) && r.deltaFrom != nil {
 			from, b.Delta, b.Base = r.deltaFrom[i], true, prev
 		}
-		data, err := sc.encodeField(&r.state, i, from)
-		if err != nil {
+		if err := sc.appendField(&r.blobBuf, &r.state, i, from); err != nil {
 			return "", err
 		}
-		b.Data = data
-		blobs = append(blobs, b)
+		blobs, ends = append(blobs, b), append(ends, r.blobBuf.Len())
 		versions[f.name] = id
 	}
+	start := 0
+	for k := range blobs {
+		blobs[k].Data = r.blobBuf.Bytes()[start:ends[k]:ends[k]]
+		start = ends[k]
+	}
+	r.blobs, r.blobEnds = blobs, ends
 	cp := Checkpoint{
 		ThreadID: r.thread, Namespace: r.nsKey, ID: id, ParentID: r.parentID,
 		Step: r.step, Source: source, CreatedAt: time.Now().UTC(), Versions: versions,
 		InterruptedBefore: before, InterruptedAfter: after,
 	}
+	r.specs = r.specs[:0]
 	for k, t := range next {
 		t.id = id + "." + strconv.Itoa(k)
 		spec := TaskSpec{ID: t.id, Node: t.node.spec.name}
@@ -474,8 +488,9 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 			}
 			spec.Input = in
 		}
-		cp.Tasks = append(cp.Tasks, spec)
+		r.specs = append(r.specs, spec)
 	}
+	cp.Tasks = r.specs
 	for i, j := range r.g.joins {
 		for k, arrived := range r.barriers[i] {
 			if arrived {

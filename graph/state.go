@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -264,15 +265,26 @@ func (sc *schema[S]) names(mask fieldMask) []string {
 // encodeField returns the JSON of field i of s, or of its elements from
 // index from on when it is an append field stored as a delta.
 func (sc *schema[S]) encodeField(s *S, i, from int) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := sc.appendField(&buf, s, i, from); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// appendField writes what encodeField returns to buf.
+func (sc *schema[S]) appendField(buf *bytes.Buffer, s *S, i, from int) error {
 	fv := reflect.ValueOf(s).Elem().Field(sc.fields[i].index)
 	if from > 0 {
 		fv = fv.Slice(from, fv.Len())
 	}
-	b, err := json.Marshal(fv.Interface())
-	if err != nil {
-		return nil, fmt.Errorf("graph: encode field %s: %w", sc.fields[i].name, err)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(fv.Interface()); err != nil {
+		return fmt.Errorf("graph: encode field %s: %w", sc.fields[i].name, err)
 	}
-	return b, nil
+	buf.Truncate(buf.Len() - 1) // Encode's newline
+	return nil
 }
 
 // decodeField sets field i of s from data; with appendTo it appends the

@@ -69,14 +69,26 @@ func (t *task[S]) label() string {
 
 func (r *run[S]) newTask(n *cnode[S]) *task[S] {
 	var t *task[S]
-	if k := len(r.free); k > 0 {
+	switch k := len(r.free); {
+	case k > 0:
 		t, r.free = r.free[k-1], r.free[:k-1]
 		*t = task[S]{}
-	} else {
-		t = &task[S]{}
+	default:
+		if len(r.slab) == 0 {
+			r.reserve(1)
+		}
+		t, r.slab = &r.slab[0], r.slab[1:]
 	}
 	t.r, t.node = r, n
 	return t
+}
+
+// reserve makes room for n new tasks in one allocation, so a wide step
+// does not allocate its tasks one by one.
+func (r *run[S]) reserve(n int) {
+	if short := n - len(r.free) - len(r.slab); short > 0 {
+		r.slab = make([]task[S], short)
+	}
 }
 
 // name numbers the Send tasks of each node, for their labels.
@@ -186,10 +198,7 @@ func (r *run[S]) runSpawned(tasks []*task[S]) {
 		}
 		t.spawned = true
 		n++
-		go func() {
-			t.run()
-			r.done <- t
-		}()
+		go r.work(t)
 	}
 	if mine != nil {
 		mine.run()
@@ -237,6 +246,11 @@ func (r *run[S]) drainEvents() {
 			return
 		}
 	}
+}
+
+func (r *run[S]) work(t *task[S]) {
+	t.run()
+	r.done <- t
 }
 
 func (r *run[S]) debugStart(t *task[S]) {
@@ -288,11 +302,18 @@ func (t *task[S]) run() {
 	t.gotos, t.sends = cmd.Goto, cmd.Send
 }
 
+// call, attempts and attempt keep the common path's frames small: a task
+// runs in a fresh goroutine, whose stack would otherwise grow (and be
+// copied) for the cache and retry machinery on every step.
 func (t *task[S]) call() (Command[S], error) {
-	c := t.node.cache
-	if c == nil {
-		return t.attempts()
+	if t.node.cache != nil {
+		return t.cached()
 	}
+	return t.attempts()
+}
+
+func (t *task[S]) cached() (Command[S], error) {
+	c := t.node.cache
 	key, err := cacheKey(&t.input)
 	if err != nil {
 		return Command[S]{}, err
@@ -308,10 +329,14 @@ func (t *task[S]) call() (Command[S], error) {
 }
 
 func (t *task[S]) attempts() (Command[S], error) {
-	p := t.node.spec.opts.retry
-	if p == nil {
-		return t.attempt(&t.ctx)
+	if t.node.spec.opts.retry != nil {
+		return t.retried()
 	}
+	return t.attempt(&t.ctx)
+}
+
+func (t *task[S]) retried() (Command[S], error) {
+	p := t.node.spec.opts.retry
 	var cmd Command[S]
 	_, err := failsafe.With[any](p).WithContext(&t.ctx).GetWithExecution(func(e failsafe.Execution[any]) (any, error) {
 		c, err := t.attempt(e.Context())
@@ -452,6 +477,13 @@ func (r *run[S]) plan(done []*task[S]) ([]*task[S], error) {
 		}
 	}
 	var next []*task[S]
+	n := 0
+	for _, on := range r.triggered {
+		if on {
+			n++
+		}
+	}
+	r.reserve(n)
 	slices.SortStableFunc(r.pushes, func(a, b *task[S]) int { return a.node.idx - b.node.idx })
 	p := 0
 	for i, on := range r.triggered {
