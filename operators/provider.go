@@ -351,15 +351,7 @@ func (p *Provider) Execute(ctx context.Context, name string, args json.RawMessag
 	}
 	switch t.kind {
 	case SourceMCP:
-		var err error
-		res, err = t.remote.guard.Do(ctx, func(ctx context.Context) (Result, error) {
-			return p.safeCall(ctx, name, func() (Result, error) {
-				return t.remote.src.CallTool(ctx, t.rtool.spec.Name, args, call)
-			})
-		})
-		if err != nil { // unreachable: the fallback turns every failure into a result
-			res = ErrorResult(err)
-		}
+		res = p.callRemote(ctx, name, t.remote, t.rtool.spec.Name, args, call)
 	case SourceOperator:
 		res = p.finish(p.safeCall(ctx, name, func() (Result, error) {
 			return t.op.run(ctx, p.cfg.Operators.model, args, call, p)
@@ -375,6 +367,22 @@ func (p *Provider) Execute(ctx context.Context, name string, args json.RawMessag
 	}
 	if res.IsError() {
 		p.logFailure(ctx, name, t.kind, res)
+	}
+	return res
+}
+
+// callRemote runs a remote tool under its source's guard. It is apart from
+// Execute so that the guard's escaping closure captures only what it needs,
+// not Execute's whole target (which would then be heap-allocated on every
+// call, local ones included).
+func (p *Provider) callRemote(ctx context.Context, name string, r *remote, tool string, args json.RawMessage, call Call) Result {
+	res, err := r.guard.Do(ctx, func(ctx context.Context) (Result, error) {
+		return p.safeCall(ctx, name, func() (Result, error) {
+			return r.src.CallTool(ctx, tool, args, call)
+		})
+	})
+	if err != nil { // unreachable: the fallback turns every failure into a result
+		res = ErrorResult(err)
 	}
 	return res
 }

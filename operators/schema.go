@@ -15,7 +15,8 @@ import (
 // *validator accepts any JSON object.
 type validator struct {
 	resolved *jsonschema.Resolved
-	hint     string // "expected: a (string, required), b (integer)"
+	fast     *fastNode // nil when the schema uses keywords it does not handle
+	hint     string    // "expected: a (string, required), b (integer)"
 }
 
 // newValidator resolves s. A nil schema gives a nil validator.
@@ -27,7 +28,7 @@ func newValidator(s *jsonschema.Schema) (*validator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("operators: resolve input schema: %w", err)
 	}
-	return &validator{resolved: rs, hint: schemaHint(s)}, nil
+	return &validator{resolved: rs, fast: compileFast(s), hint: schemaHint(s)}, nil
 }
 
 var emptyObject = json.RawMessage(`{}`)
@@ -44,7 +45,24 @@ func normalizeArgs(args json.RawMessage) json.RawMessage {
 // validate checks that args is a JSON object that satisfies the schema.
 // The error wraps [ErrInvalidArguments] and says, in words a model can act
 // on, which argument is wrong and what the tool expects.
+//
+// Valid arguments are normally confirmed by the precompiled fast validator
+// (see fastschema.go) without decoding them; whatever it cannot confirm is
+// decoded and checked by jsonschema-go, which has the final word and
+// words the error.
 func (v *validator) validate(tool string, args json.RawMessage) error {
+	fast := anyObject // a nil validator accepts any object
+	if v != nil {
+		fast = v.fast
+	}
+	if fastValid(fast, args) {
+		return nil
+	}
+	return v.validateSlow(tool, args)
+}
+
+// validateSlow decodes args and validates them with jsonschema-go.
+func (v *validator) validateSlow(tool string, args json.RawMessage) error {
 	var inst any
 	if err := json.Unmarshal(args, &inst); err != nil {
 		return v.invalid(tool, "arguments are not valid JSON: "+err.Error())
