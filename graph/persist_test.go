@@ -443,3 +443,37 @@ func TestParallelSubgraphStreamsNamespacedEvents(t *testing.T) {
 		t.Fatalf("nested updates %v", nested)
 	}
 }
+
+func TestCancelKeepsLastCompletedStep(t *testing.T) {
+	g := newGraph()
+	block := make(chan struct{})
+	var blocking atomic.Bool
+	blocking.Store(true)
+	g.AddNode("first", appendNode("first"))
+	g.AddNode("second", func(ctx context.Context, s State) (State, error) {
+		if blocking.Load() {
+			close(block)
+			<-ctx.Done()
+			return s, ctx.Err()
+		}
+		return State{Items: []string{"second"}}, nil
+	})
+	g.AddEdge(graph.START, "first")
+	g.AddEdge("first", "second")
+	g.AddEdge("second", graph.END)
+	c := compile(t, g, graph.CompileOptions{})
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-block; cancel() }()
+	if _, err := c.Invoke(ctx, &State{}, graph.RunConfig{ThreadID: "c"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+	snap := must[graph.Snapshot[State]](t)(c.GetState(t.Context(), graph.Ref{ThreadID: "c"}))
+	if !slices.Equal(snap.Values.Items, []string{"first"}) || !slices.Equal(snap.Next, []string{"second"}) {
+		t.Fatalf("after cancel: items %v next %v", snap.Values.Items, snap.Next)
+	}
+	blocking.Store(false)
+	out := must[State](t)(c.Invoke(t.Context(), nil, graph.RunConfig{ThreadID: "c"}))
+	if !slices.Equal(out.Items, []string{"first", "second"}) {
+		t.Fatalf("continued: %v", out.Items)
+	}
+}
