@@ -73,7 +73,8 @@ type StateGraph[S any] struct {
 type nodeSpec[S any] struct {
 	name    string
 	fn      CommandFunc[S]
-	plain   bool     // registered as a NodeFunc
+	plain   bool // routes only by edges: a NodeFunc or a subgraph
+	plainFn NodeFunc[S]
 	targets []string // where a command node may go; nil means anywhere
 	opts    nodeOptions
 	sub     subgraphRef // set by AddSubgraph, for drawing
@@ -140,6 +141,9 @@ func (g *StateGraph[S]) AddNode(name string, fn NodeFunc[S], opts ...NodeOption)
 		u, err := fn(ctx, s)
 		return Command[S]{Update: u}, err
 	}, true, nil, opts)
+	if n, ok := g.nodes[name]; ok && n.plainFn == nil {
+		n.plainFn = fn
+	}
 }
 
 // AddCommandNode adds a node that returns a Command. targets lists where

@@ -102,6 +102,7 @@ type run[S any] struct {
 	stepsRun  int
 	tasks     []*task[S]
 	free      []*task[S]
+	spare     []*task[S]
 	slab      []task[S]
 	triggered []bool
 	pushes    []*task[S]

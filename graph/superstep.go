@@ -160,6 +160,7 @@ func (r *run[S]) superstep() error {
 	}
 	cerr := r.commit(SourceLoop, changed, next, tasks)
 	r.free = append(r.free, tasks...)
+	r.spare = tasks[:0]
 	if cerr != nil && !errors.Is(cerr, ErrInterrupted) {
 		return cerr
 	}
@@ -172,6 +173,10 @@ func (r *run[S]) superstep() error {
 // runSpawned runs each task in its own goroutine and, meanwhile, passes
 // their events to the consumer from this goroutine.
 func (r *run[S]) runSpawned(tasks []*task[S]) {
+	if r.modes == 0 && r.saver == nil {
+		r.runGroup(tasks)
+		return
+	}
 	if cap(r.done) < len(tasks) {
 		// Buffered for the whole step, so finishing never waits on us.
 		r.done = make(chan *task[S], len(tasks))
@@ -248,6 +253,28 @@ func (r *run[S]) drainEvents() {
 	}
 }
 
+// runGroup runs a step's tasks when nothing needs relaying or saving as
+// each finishes: one goroutine per task but the first, which runs here,
+// and one wait for them all.
+func (r *run[S]) runGroup(tasks []*task[S]) {
+	var wg sync.WaitGroup
+	for _, t := range tasks[1:] {
+		if !t.restored {
+			wg.Add(1)
+			go t.runIn(&wg)
+		}
+	}
+	if !tasks[0].restored {
+		tasks[0].run()
+	}
+	wg.Wait()
+}
+
+func (t *task[S]) runIn(wg *sync.WaitGroup) {
+	defer wg.Done()
+	t.run()
+}
+
 func (r *run[S]) work(t *task[S]) {
 	t.run()
 	r.done <- t
@@ -271,17 +298,50 @@ func (r *run[S]) debugEnd(t *task[S]) {
 }
 
 // run executes the task's node with its policies and records the result.
+// Its frame, and invoke's, stay small: a task runs in a fresh goroutine,
+// and a deep first call would grow and copy its stack every time.
 func (t *task[S]) run() {
 	t.ctx = taskCtx{Context: t.r.ctx, t: t}
+	o := &t.node.spec.opts
+	if f := t.node.spec.plainFn; f != nil && t.node.cache == nil && o.retry == nil && o.timeout == 0 {
+		t.nInterrupt, t.interrupts = 0, nil
+		t.finish(nil, t.invokePlain(f))
+		return
+	}
+	t.runWithPolicies()
+}
+
+func (t *task[S]) runWithPolicies() {
 	cmd, err := t.call()
+	t.finish(&cmd, err)
+}
+
+// adoptInterrupts makes a subgraph's pause inside this node the task's
+// own, answered through this task. It is apart from finish because
+// errors.As moves its target to the heap, on every call.
+func (t *task[S]) adoptInterrupts(err error) {
 	var ie *InterruptError
-	if err != nil && len(t.interrupts) == 0 && errors.As(err, &ie) {
-		// A subgraph paused inside this node: its interrupts are this
-		// task's, answered through this task.
+	if errors.As(err, &ie) {
 		for _, in := range ie.Interrupts {
 			in.TaskID = t.id
 			t.interrupts = append(t.interrupts, in)
 		}
+	}
+}
+
+// invokePlain runs a NodeFunc with no policy, its update going straight
+// into the task.
+func (t *task[S]) invokePlain(f NodeFunc[S]) (err error) {
+	defer recoverPanic(&err)
+	t.upd, err = f(&t.ctx, t.input)
+	return err
+}
+
+// finish records a node's result, or its failure or pause. A nil cmd means
+// the update is already in t.upd.
+func (t *task[S]) finish(cmd *Command[S], err error) {
+	if err != nil && len(t.interrupts) == 0 {
+		t.adoptInterrupts(err)
 	}
 	if len(t.interrupts) > 0 {
 		t.err = nil
@@ -292,6 +352,10 @@ func (t *task[S]) run() {
 		return
 	}
 	sc := t.r.g.schema
+	if cmd == nil {
+		t.set = sc.setFields(&t.upd)
+		return
+	}
 	t.upd = cmd.Update
 	t.set = sc.setFields(&t.upd)
 	if cmd.Overwrite != nil {
@@ -349,7 +413,7 @@ func (t *task[S]) retried() (Command[S], error) {
 	return cmd, err
 }
 
-func (t *task[S]) attempt(ctx context.Context) (cmd Command[S], err error) {
+func (t *task[S]) attempt(ctx context.Context) (Command[S], error) {
 	t.mu.Lock()
 	t.nInterrupt, t.interrupts = 0, nil
 	t.mu.Unlock()
@@ -358,12 +422,24 @@ func (t *task[S]) attempt(ctx context.Context) (cmd Command[S], err error) {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
+	return t.invoke(ctx)
+}
+
+// invoke calls the node, turning a panic into an error. A plain node is
+// called directly, without the Command wrapper's extra frame.
+func (t *task[S]) invoke(ctx context.Context) (cmd Command[S], err error) {
+	defer recoverPanic(&err)
+	if f := t.node.spec.plainFn; f != nil {
+		cmd.Update, err = f(ctx, t.input)
+		return cmd, err
+	}
 	return t.node.spec.fn(ctx, t.input)
+}
+
+func recoverPanic(err *error) {
+	if v := recover(); v != nil {
+		*err = &PanicError{Value: v, Stack: debug.Stack()}
+	}
 }
 
 // settle ends a step that did not fully succeed: the writes of tasks that
@@ -476,7 +552,6 @@ func (r *run[S]) plan(done []*task[S]) ([]*task[S], error) {
 			}
 		}
 	}
-	var next []*task[S]
 	n := 0
 	for _, on := range r.triggered {
 		if on {
@@ -484,6 +559,9 @@ func (r *run[S]) plan(done []*task[S]) ([]*task[S], error) {
 		}
 	}
 	r.reserve(n)
+	// Two task lists alternate: the one being planned and the one whose
+	// step just ran.
+	next := slices.Grow(r.spare[:0], n+len(r.pushes))
 	slices.SortStableFunc(r.pushes, func(a, b *task[S]) int { return a.node.idx - b.node.idx })
 	p := 0
 	for i, on := range r.triggered {
