@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -113,7 +112,7 @@ type run[S any] struct {
 	saveCtx     context.Context
 	blobs       []Blob
 	blobEnds    []int
-	blobBuf     bytes.Buffer
+	enc         fieldEncoder[S]
 	specs       []TaskSpec
 	saveErr     error
 	thread      string
@@ -441,7 +440,8 @@ func (r *run[S]) commit(source Source, changed fieldMask, next []*task[S], ran [
 // save writes a checkpoint: the blobs of changed fields (append fields as
 // deltas) and the plan of the next step.
 func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before bool, after []string) (string, error) {
-	id := newID()
+	now := time.Now()
+	id := newID(now)
 	sc := r.g.schema
 	versions := r.versions
 	if versions == nil {
@@ -450,7 +450,7 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 	// Savers keep nothing they are given, so the blob list, its bytes and
 	// the task specs reuse the run's buffers step after step.
 	blobs, ends := r.blobs[:0], r.blobEnds[:0]
-	r.blobBuf.Reset()
+	r.enc.buf.Reset()
 	for i, f := range sc.fields {
 		if !changed.has(i) {
 			continue
@@ -461,26 +461,30 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 		if f.kind == kindAppend && prev != "" && !r.overwritten.has(i) && r.deltaFrom != nil {
 			from, b.Delta, b.Base = r.deltaFrom[i], true, prev
 		}
-		if err := sc.appendField(&r.blobBuf, &r.state, i, from); err != nil {
+		if err := r.enc.append(sc, &r.state, i, from); err != nil {
 			return "", err
 		}
-		blobs, ends = append(blobs, b), append(ends, r.blobBuf.Len())
+		blobs, ends = append(blobs, b), append(ends, r.enc.buf.Len())
 		versions[f.name] = id
 	}
 	start := 0
 	for k := range blobs {
-		blobs[k].Data = r.blobBuf.Bytes()[start:ends[k]:ends[k]]
+		blobs[k].Data = r.enc.buf.Bytes()[start:ends[k]:ends[k]]
 		start = ends[k]
 	}
 	r.blobs, r.blobEnds = blobs, ends
 	cp := Checkpoint{
 		ThreadID: r.thread, Namespace: r.nsKey, ID: id, ParentID: r.parentID,
-		Step: r.step, Source: source, CreatedAt: time.Now().UTC(), Versions: versions,
+		Step: r.step, Source: source, CreatedAt: now.UTC(), Versions: versions,
 		InterruptedBefore: before, InterruptedAfter: after,
 	}
 	r.specs = r.specs[:0]
 	for k, t := range next {
-		t.id = id + "." + strconv.Itoa(k)
+		// The first task's id is the checkpoint's own: unique, and free.
+		t.id = id
+		if k > 0 {
+			t.id = id + "." + strconv.Itoa(k)
+		}
 		spec := TaskSpec{ID: t.id, Node: t.node.spec.name}
 		if t.hasInput {
 			in, err := encodeState(&t.input)
@@ -565,8 +569,8 @@ var idSource = struct {
 	return hex.EncodeToString(b[:])
 }()}
 
-func newID() string {
-	now := uint64(time.Now().UnixNano())
+func newID(t time.Time) string {
+	now := uint64(t.UnixNano())
 	idSource.mu.Lock()
 	if now <= idSource.last {
 		now = idSource.last + 1

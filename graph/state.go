@@ -265,25 +265,44 @@ func (sc *schema[S]) names(mask fieldMask) []string {
 // encodeField returns the JSON of field i of s, or of its elements from
 // index from on when it is an append field stored as a delta.
 func (sc *schema[S]) encodeField(s *S, i, from int) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := sc.appendField(&buf, s, i, from); err != nil {
+	var e fieldEncoder[S]
+	if err := e.append(sc, s, i, from); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return e.buf.Bytes(), nil
 }
 
-// appendField writes what encodeField returns to buf.
-func (sc *schema[S]) appendField(buf *bytes.Buffer, s *S, i, from int) error {
-	fv := reflect.ValueOf(s).Elem().Field(sc.fields[i].index)
-	if from > 0 {
-		fv = fv.Slice(from, fv.Len())
+// fieldEncoder writes fields as JSON into one buffer, reused step after
+// step, with no allocation per field once warm.
+type fieldEncoder[S any] struct {
+	buf     bytes.Buffer
+	enc     *json.Encoder
+	scratch []reflect.Value // per field: a *T holding a delta's elements
+}
+
+// append writes the JSON of field i of s, or of its elements from index
+// from on, to the buffer.
+func (e *fieldEncoder[S]) append(sc *schema[S], s *S, i, from int) error {
+	if e.enc == nil {
+		e.enc = json.NewEncoder(&e.buf)
+		e.enc.SetEscapeHTML(false)
+		e.scratch = make([]reflect.Value, len(sc.fields))
 	}
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(fv.Interface()); err != nil {
+	fv := reflect.ValueOf(s).Elem().Field(sc.fields[i].index)
+	// Encode through a pointer: boxing a pointer in an interface is free.
+	v := fv.Addr()
+	if from > 0 {
+		if !e.scratch[i].IsValid() {
+			e.scratch[i] = reflect.New(fv.Type())
+		}
+		v = e.scratch[i]
+		v.Elem().Set(fv.Slice(from, fv.Len()))
+		defer v.Elem().SetZero()
+	}
+	if err := e.enc.Encode(v.Interface()); err != nil {
 		return fmt.Errorf("graph: encode field %s: %w", sc.fields[i].name, err)
 	}
-	buf.Truncate(buf.Len() - 1) // Encode's newline
+	e.buf.Truncate(e.buf.Len() - 1) // Encode's newline
 	return nil
 }
 

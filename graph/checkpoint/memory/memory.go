@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -31,8 +30,38 @@ type namespace struct {
 type blobKey struct{ field, version string }
 
 type entry struct {
-	cp     graph.Checkpoint
-	writes []graph.Write // sorted by task id, then index
+	cp graph.Checkpoint // with Versions nil: they live in versions
+	// versions holds cp.Versions as pairs: copying a map on every Put cost
+	// more than the rest of Put together.
+	versions []fieldVersion
+	writes   []graph.Write // sorted by task id, then index
+}
+
+type fieldVersion struct{ field, version string }
+
+func newEntry(cp graph.Checkpoint) *entry {
+	e := &entry{cp: cloneCheckpoint(cp)}
+	e.cp.Versions = nil
+	if len(cp.Versions) > 0 {
+		e.versions = make([]fieldVersion, 0, len(cp.Versions))
+		for f, v := range cp.Versions {
+			e.versions = append(e.versions, fieldVersion{f, v})
+		}
+	}
+	e.cp.CreatedAt = e.cp.CreatedAt.UTC() // as the SQL backends return it
+	return e
+}
+
+// checkpoint returns a deep copy of the stored checkpoint.
+func (e *entry) checkpoint() graph.Checkpoint {
+	cp := cloneCheckpoint(e.cp)
+	if len(e.versions) > 0 {
+		cp.Versions = make(map[string]string, len(e.versions))
+		for _, fv := range e.versions {
+			cp.Versions[fv.field] = fv.version
+		}
+	}
+	return cp
 }
 
 // New returns an empty Saver.
@@ -49,8 +78,7 @@ func (s *Saver) Put(ctx context.Context, cp graph.Checkpoint, blobs []graph.Blob
 	if cp.ThreadID == "" || cp.ID == "" {
 		return fmt.Errorf("memory: put checkpoint %q/%q: thread id and id are required", cp.ThreadID, cp.ID)
 	}
-	stored := cloneCheckpoint(cp)
-	stored.CreatedAt = stored.CreatedAt.UTC() // as the SQL backends return it
+	stored := newEntry(cp)
 	copies := make([]graph.Blob, len(blobs))
 	for i, b := range blobs {
 		copies[i] = cloneBlob(b)
@@ -67,15 +95,16 @@ func (s *Saver) Put(ctx context.Context, cp graph.Checkpoint, blobs []graph.Blob
 	}
 	if n := len(ns.checkpoints); n == 0 || ns.checkpoints[n-1].cp.ID < cp.ID {
 		// The engine's ids grow, so this is the common case.
-		ns.checkpoints = append(ns.checkpoints, &entry{cp: stored})
+		ns.checkpoints = append(ns.checkpoints, stored)
 		return nil
 	}
 	i, found := ns.find(cp.ID)
 	if found {
-		ns.checkpoints[i].cp = stored
+		stored.writes = ns.checkpoints[i].writes
+		ns.checkpoints[i] = stored
 		return nil
 	}
-	ns.checkpoints = slices.Insert(ns.checkpoints, i, &entry{cp: stored})
+	ns.checkpoints = slices.Insert(ns.checkpoints, i, stored)
 	return nil
 }
 
@@ -123,10 +152,11 @@ func (s *Saver) Get(ctx context.Context, ref graph.Ref) (*graph.Saved, error) {
 		return nil, fmt.Errorf("memory: get checkpoint %s/%s: %w", ref.ThreadID, ref.ID, graph.ErrCheckpointNotFound)
 	}
 	ns := s.namespace(ref.ThreadID, ref.Namespace, false)
-	saved := &graph.Saved{Checkpoint: cloneCheckpoint(e.cp)}
+	saved := &graph.Saved{Checkpoint: e.checkpoint()}
 
-	seen := make(map[blobKey]bool, len(e.cp.Versions))
-	for field, version := range e.cp.Versions {
+	seen := make(map[blobKey]bool, len(e.versions))
+	for _, fv := range e.versions {
+		field, version := fv.field, fv.version
 		// Follow the delta chain; seen stops a corrupt cycle.
 		for k := (blobKey{field, version}); !seen[k]; {
 			seen[k] = true
@@ -174,7 +204,7 @@ func (s *Saver) List(ctx context.Context, opts graph.ListOptions) ([]graph.Check
 		if opts.Limit > 0 && len(out) == opts.Limit {
 			break
 		}
-		out = append(out, cloneCheckpoint(ns.checkpoints[i].cp))
+		out = append(out, ns.checkpoints[i].checkpoint())
 	}
 	return out, nil
 }
@@ -241,11 +271,7 @@ func compareWrites(a, b graph.Write) int {
 // after the JSON round trip the SQL backends make, so every backend returns
 // the same shape.
 func cloneCheckpoint(cp graph.Checkpoint) graph.Checkpoint {
-	if len(cp.Versions) > 0 {
-		cp.Versions = maps.Clone(cp.Versions)
-	} else {
-		cp.Versions = nil
-	}
+	cp.Versions = nil // entry keeps them
 	if len(cp.Tasks) > 0 {
 		tasks := make([]graph.TaskSpec, len(cp.Tasks))
 		for i, t := range cp.Tasks {
