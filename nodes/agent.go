@@ -1,0 +1,394 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/graph/checkpoint/memory"
+	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/operators"
+)
+
+// Agent is the compiled chat agent: its graph, the models and tools it
+// uses, and where it keeps conversations. It is safe for concurrent use;
+// the service must not run two turns of one conversation at once (it
+// answers 409), since both would write the same thread.
+type Agent struct {
+	models  *llm.Registry
+	tools   *operators.Provider
+	saver   graph.Checkpointer
+	opts    Options
+	log     *slog.Logger
+	graph   *graph.Compiled[ChatState]
+	catalog *toolCatalog
+}
+
+// New builds an agent over a model registry, a tool provider and a
+// checkpointer. models is required; tools nil means no tools; saver nil
+// means an in-memory checkpointer (conversations die with the process).
+func New(models *llm.Registry, tools *operators.Provider, saver graph.Checkpointer, opts Options) (*Agent, error) {
+	if models == nil {
+		return nil, fmt.Errorf("nodes: new agent: %w: a model registry is required", ErrInvalidInput)
+	}
+	if tools == nil {
+		tools = operators.NewProvider(operators.ProviderConfig{})
+	}
+	if saver == nil {
+		saver = memory.New()
+	}
+	a := &Agent{models: models, tools: tools, saver: saver, opts: opts, log: opts.Logger, catalog: &toolCatalog{p: tools}}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	g, err := a.build()
+	if err != nil {
+		return nil, fmt.Errorf("nodes: build agent graph: %w", err)
+	}
+	a.graph = g
+	return a, nil
+}
+
+// Mermaid draws the agent graph.
+func (a *Agent) Mermaid() string { return a.graph.Mermaid() }
+
+// Run starts a turn: the user's message in, the run's events out.
+//
+// When the conversation waits for the answer to a clarifying question, the
+// message is that answer and the parked turn goes on (in's other fields
+// are then ignored). When it waits for an approval, Run fails with
+// ErrApprovalPending.
+//
+// # Events and errors
+//
+// The iterator is single-use. It yields the run's events in order with a
+// nil error, and ends with exactly one terminal event:
+//
+//   - run.completed (nil error): the turn finished; response.done came
+//     before it.
+//   - run.interrupted (nil error): the run is parked, waiting for an
+//     approval (approval.required came before it, one per pending call;
+//     answer with Resume) or for the answer to a clarifying question
+//     (answer with Run).
+//   - run.cancelled (error: ctx's): ctx ended; the state of the last
+//     finished step is kept and Continue picks it up.
+//   - run.failed (error: the cause, matching this package's sentinels,
+//     llm's and graph's through errors.Is): the run failed. Errors found
+//     before anything ran (ErrInvalidInput, ErrApprovalPending, …) end a
+//     run that yields nothing else.
+//
+// Breaking out of the loop cancels the run and returns once every node
+// has stopped; no terminal event follows.
+func (a *Agent) Run(ctx context.Context, conversationID string, in Input) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		in.Message = strings.TrimSpace(in.Message)
+		if conversationID == "" || in.Message == "" {
+			fail(yield, fmt.Errorf("nodes: run: %w: conversation id and message are required", ErrInvalidInput))
+			return
+		}
+		in.ConversationID = conversationID
+		pending, err := a.waiting(ctx, conversationID)
+		if err != nil {
+			fail(yield, err)
+			return
+		}
+		for _, p := range pending {
+			if p.Kind == PendingApproval {
+				fail(yield, fmt.Errorf("nodes: run on conversation %s: %w: answer approval %s first", conversationID, ErrApprovalPending, p.ID))
+				return
+			}
+		}
+		if len(pending) > 0 { // a clarifying question: the message answers it
+			a.runGraph(ctx, yield, nil, graph.RunConfig{ThreadID: conversationID, ResumeByID: map[string]any{pending[0].ID: in.Message}})
+			return
+		}
+		a.runGraph(ctx, yield, &ChatState{Input: in}, graph.RunConfig{ThreadID: conversationID})
+	}
+}
+
+// Resume answers the approval a parked run waits for and continues the
+// run; it yields approval.resolved first, then the run's events, with the
+// contract of Run. d.ApprovalID may be empty when a single approval waits.
+// Errors: ErrInvalidInput for a malformed decision, ErrNoPendingApproval
+// when nothing (or nothing with that id) waits.
+func (a *Agent) Resume(ctx context.Context, conversationID string, d ApprovalDecision) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if err := d.validate(); err != nil {
+			fail(yield, err)
+			return
+		}
+		pending, err := a.waiting(ctx, conversationID)
+		if err != nil {
+			fail(yield, err)
+			return
+		}
+		var target *Pending
+		for i := range pending {
+			p := &pending[i]
+			if p.Kind == PendingApproval && (d.ApprovalID == "" || d.ApprovalID == p.ID) {
+				target = p
+				break
+			}
+		}
+		if target == nil {
+			fail(yield, fmt.Errorf("nodes: resume conversation %s: %w (approval id %q)", conversationID, ErrNoPendingApproval, d.ApprovalID))
+			return
+		}
+		args := target.Args
+		if d.Decision == DecisionEdit {
+			args = d.Args
+		}
+		d.ApprovalID = target.ID
+		if !yield(newEvent(&ApprovalResolved{ApprovalID: target.ID, Decision: d.Decision, Args: args, Reason: d.Reason}), nil) {
+			return
+		}
+		a.runGraph(ctx, yield, nil, graph.RunConfig{ThreadID: conversationID, ResumeByID: map[string]any{target.ID: d}})
+	}
+}
+
+// Continue runs a conversation on from its last checkpoint, after the
+// process running it died or its run was cancelled. A conversation parked
+// at an interrupt stays parked (its run ends in run.interrupted again).
+// Events and errors are as for Run.
+func (a *Agent) Continue(ctx context.Context, conversationID string) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		a.runGraph(ctx, yield, nil, graph.RunConfig{ThreadID: conversationID})
+	}
+}
+
+// Edit reruns the turn requestID started, with a new input: the run forks
+// from the state just before that turn, so the new branch never saw it or
+// any later turn. History keeps the old branch. Events and errors are as
+// for Run; ErrUnknownTurn when no turn has that request id.
+func (a *Agent) Edit(ctx context.Context, conversationID, requestID string, in Input) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		in.Message = strings.TrimSpace(in.Message)
+		if in.Message == "" || requestID == "" {
+			fail(yield, fmt.Errorf("nodes: edit: %w: request id and message are required", ErrInvalidInput))
+			return
+		}
+		in.ConversationID = conversationID
+		id, err := a.turnCheckpoint(ctx, conversationID, requestID)
+		if err != nil {
+			fail(yield, err)
+			return
+		}
+		a.runGraph(ctx, yield, &ChatState{Input: in}, graph.RunConfig{ThreadID: conversationID, CheckpointID: id})
+	}
+}
+
+// turnCheckpoint finds the input checkpoint of the turn requestID started:
+// its state is the conversation before the turn plus the turn's input,
+// which a new input replaces whole.
+func (a *Agent) turnCheckpoint(ctx context.Context, conversationID, requestID string) (string, error) {
+	cps, err := a.saver.List(ctx, graph.ListOptions{ThreadID: conversationID})
+	if err != nil {
+		return "", fmt.Errorf("nodes: edit conversation %s: %w", conversationID, err)
+	}
+	for _, cp := range cps {
+		if cp.Source != graph.SourceInput {
+			continue
+		}
+		snap, err := a.graph.GetState(ctx, graph.Ref{ThreadID: conversationID, ID: cp.ID})
+		if err != nil {
+			return "", fmt.Errorf("nodes: edit conversation %s: %w", conversationID, err)
+		}
+		if snap.Values.Input.RequestID == requestID {
+			return cp.ID, nil
+		}
+	}
+	return "", fmt.Errorf("nodes: edit conversation %s: %w %q", conversationID, ErrUnknownTurn, requestID)
+}
+
+// Snapshot is a conversation's state at one checkpoint.
+type Snapshot struct {
+	State        ChatState
+	CheckpointID string
+	ParentID     string
+	Step         int
+	CreatedAt    time.Time
+	// Next lists the nodes that run next; empty when the turn had ended.
+	Next []string
+	// Pending lists what the conversation waits for.
+	Pending []Pending
+}
+
+// State returns the conversation's newest state; ErrNoConversation when it
+// has none.
+func (a *Agent) State(ctx context.Context, conversationID string) (Snapshot, error) {
+	snap, err := a.graph.GetState(ctx, graph.Ref{ThreadID: conversationID})
+	if errors.Is(err, graph.ErrCheckpointNotFound) {
+		return Snapshot{}, fmt.Errorf("nodes: state of %s: %w", conversationID, ErrNoConversation)
+	}
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("nodes: state of %s: %w", conversationID, err)
+	}
+	return toSnapshot(snap), nil
+}
+
+// History returns the conversation's snapshots, newest first, across every
+// branch edits created; limit 0 means all.
+func (a *Agent) History(ctx context.Context, conversationID string, limit int) ([]Snapshot, error) {
+	snaps, err := a.graph.History(ctx, conversationID, graph.HistoryOptions{Limit: limit})
+	if err != nil {
+		return nil, fmt.Errorf("nodes: history of %s: %w", conversationID, err)
+	}
+	out := make([]Snapshot, len(snaps))
+	for i, s := range snaps {
+		out[i] = toSnapshot(s)
+	}
+	return out, nil
+}
+
+// Pending lists what the conversation waits for: approvals and a
+// clarifying question. None is an empty list, also for an unknown
+// conversation.
+func (a *Agent) Pending(ctx context.Context, conversationID string) ([]Pending, error) {
+	return a.waiting(ctx, conversationID)
+}
+
+// Delete removes the conversation's checkpoints.
+func (a *Agent) Delete(ctx context.Context, conversationID string) error {
+	if err := a.graph.DeleteThread(ctx, conversationID); err != nil {
+		return fmt.Errorf("nodes: delete %s: %w", conversationID, err)
+	}
+	return nil
+}
+
+func toSnapshot(s graph.Snapshot[ChatState]) Snapshot {
+	return Snapshot{
+		State: s.Values, CheckpointID: s.Checkpoint.ID, ParentID: s.Checkpoint.ParentID,
+		Step: s.Checkpoint.Step, CreatedAt: s.Checkpoint.CreatedAt, Next: s.Next,
+		Pending: pendingFrom(s.Interrupts),
+	}
+}
+
+// waiting returns the conversation's pending interrupts. Its newest
+// checkpoint tells cheaply whether anything is planned at all.
+func (a *Agent) waiting(ctx context.Context, conversationID string) ([]Pending, error) {
+	cps, err := a.saver.List(ctx, graph.ListOptions{ThreadID: conversationID, Limit: 1})
+	if err != nil {
+		return nil, fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
+	}
+	if len(cps) == 0 || len(cps[0].Tasks) == 0 {
+		return []Pending{}, nil
+	}
+	snap, err := a.graph.GetState(ctx, graph.Ref{ThreadID: conversationID})
+	if err != nil {
+		return nil, fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
+	}
+	return pendingFrom(snap.Interrupts), nil
+}
+
+// runGraph streams one run of the graph as agent events, ending with the
+// terminal event (see Run).
+func (a *Agent) runGraph(ctx context.Context, yield func(Event, error) bool, input *ChatState, cfg graph.RunConfig) {
+	cfg.Modes = graph.ModeCustom | graph.ModeMessages
+	cfg.StreamBuffer = a.opts.streamBuffer()
+	var usage llm.TokenUsage
+	for ev, err := range a.graph.Stream(ctx, input, cfg) {
+		if err != nil {
+			a.finish(ctx, yield, err)
+			return
+		}
+		switch ev.Mode {
+		case graph.ModeCustom:
+			e, ok := ev.Data.(Event)
+			if !ok {
+				continue
+			}
+			if d, ok := e.Data.(*ResponseDone); ok {
+				usage = d.Usage
+			}
+			if !yield(e, nil) {
+				return
+			}
+		case graph.ModeMessages:
+			c, ok := ev.Data.(graph.MessageChunk)
+			if !ok || c.Reasoning || c.Text == "" {
+				continue
+			}
+			if !yield(newEvent(&ResponseChunk{Content: c.Text}), nil) {
+				return
+			}
+		}
+	}
+	yield(newEvent(&RunCompleted{Status: "completed", Usage: usage}), nil)
+}
+
+// finish turns the graph's last error into the run's terminal event.
+func (a *Agent) finish(ctx context.Context, yield func(Event, error) bool, err error) {
+	var ie *graph.InterruptError
+	switch {
+	case errors.As(err, &ie):
+		pending := pendingFrom(ie.Interrupts)
+		ri := &RunInterrupted{Pending: pending, Reason: string(PendingClarification)}
+		for _, p := range pending {
+			switch p.Kind {
+			case PendingApproval:
+				ri.Reason = string(PendingApproval)
+				ri.ApprovalIDs = append(ri.ApprovalIDs, p.ID)
+				if !yield(newEvent(&ApprovalRequired{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Tool: p.Tool, Args: p.Args, Revision: p.Revision}), nil) {
+					return
+				}
+			case PendingClarification:
+				ri.ClarificationID, ri.Question = p.ID, p.Question
+			}
+		}
+		yield(newEvent(ri), nil)
+	case isCancel(ctx, err):
+		yield(newEvent(&RunCancelled{}), err)
+	default:
+		fail(yield, err)
+	}
+}
+
+// fail yields run.failed for err.
+func fail(yield func(Event, error) bool, err error) {
+	yield(newEvent(&RunFailed{Error: ErrorInfo{Code: errorCode(err), Message: err.Error()}}), err)
+}
+
+// PendingKind says what a parked run waits for.
+type PendingKind string
+
+const (
+	PendingApproval      PendingKind = "approval"
+	PendingClarification PendingKind = "clarification"
+)
+
+// Pending is one thing a parked conversation waits for: a tool call's
+// approval, or the answer to a clarifying question. It is also the payload
+// the agent's interrupts carry.
+type Pending struct {
+	Kind PendingKind `json:"kind"`
+	// ID is the approval_id (or clarification id) to answer.
+	ID string `json:"id,omitempty"`
+	// ToolCallID, Tool, Args and Revision describe the call to approve.
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	Tool       string          `json:"tool,omitempty"`
+	Args       json.RawMessage `json:"args,omitempty"`
+	Revision   int             `json:"revision"`
+	// Question is the clarifying question.
+	Question string `json:"question,omitempty"`
+}
+
+// pendingFrom reads the agent's interrupts; others (static interrupts a
+// caller added) are reported with an empty kind.
+func pendingFrom(ins []graph.PendingInterrupt) []Pending {
+	out := make([]Pending, 0, len(ins))
+	for _, in := range ins {
+		var p Pending
+		if len(in.Payload) > 0 {
+			_ = json.Unmarshal(in.Payload, &p)
+		}
+		p.ID = in.ID
+		out = append(out, p)
+	}
+	return out
+}

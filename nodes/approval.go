@@ -1,0 +1,96 @@
+package nodes
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/trellis-ai/trellis/graph"
+)
+
+// DecisionKind is a human's answer to an approval request.
+type DecisionKind string
+
+const (
+	DecisionApprove DecisionKind = "approve"
+	DecisionEdit    DecisionKind = "edit"
+	DecisionReject  DecisionKind = "reject"
+)
+
+// ApprovalDecision answers an approval.required: approve the call, run it
+// with edited arguments, or reject it with a reason the supervisor reads
+// before it proposes a revised call.
+type ApprovalDecision struct {
+	// ApprovalID names the approval; "" answers the only one pending.
+	ApprovalID string       `json:"approval_id,omitempty"`
+	Decision   DecisionKind `json:"decision"`
+	// Args are the new arguments of an edit: a JSON object.
+	Args json.RawMessage `json:"args,omitempty"`
+	// Reason says why a call was rejected.
+	Reason string `json:"reason,omitempty"`
+}
+
+func (d ApprovalDecision) validate() error {
+	switch d.Decision {
+	case DecisionApprove, DecisionReject:
+		return nil
+	case DecisionEdit:
+		if t := bytes.TrimSpace(d.Args); len(t) == 0 || t[0] != '{' || !json.Valid(t) {
+			return fmt.Errorf("nodes: approval decision: %w: edit needs args, a JSON object", ErrInvalidInput)
+		}
+		return nil
+	default:
+		return fmt.Errorf("nodes: approval decision: %w: decision %q is not approve, edit or reject", ErrInvalidInput, d.Decision)
+	}
+}
+
+// approve asks for approval of every call that needs it, in order, before
+// any of them runs, so a node that runs again after each answer repeats no
+// side effect. It returns the calls as they will run (edited arguments
+// applied), the records of the answers, and which calls were rejected
+// (with the tool-result text the model will read). resumed reports
+// whether any interrupt was answered in this or an earlier run.
+func (a *Agent) approve(ctx context.Context, s ChatState, calls []ToolCall) (out []ToolCall, records []ApprovalRecord, rejected map[string]string, resumed bool, err error) {
+	out = slices.Clone(calls)
+	revision := s.Rejections
+	for i, c := range calls {
+		if !a.tools.NeedsApproval(c.Tool) {
+			continue
+		}
+		d, err := graph.Interrupt[ApprovalDecision](ctx, Pending{
+			Kind: PendingApproval, ToolCallID: c.ID, Tool: c.Tool, Args: argsOrEmpty(c.Args), Revision: revision,
+		})
+		if err != nil {
+			return nil, nil, nil, resumed, err
+		}
+		resumed = true
+		rec := ApprovalRecord{ApprovalID: d.ApprovalID, ToolCallID: c.ID, Tool: c.Tool, Args: c.Args, Revision: revision, Decision: d.Decision, Reason: d.Reason}
+		switch d.Decision {
+		case DecisionEdit:
+			rec.EditedArgs = d.Args
+			out[i].Args = d.Args
+		case DecisionReject:
+			if rejected == nil {
+				rejected = map[string]string{}
+			}
+			reason := d.Reason
+			if reason == "" {
+				reason = "no reason given"
+			}
+			rejected[c.ID] = fmt.Sprintf("The user rejected this call to %s (revision %d). Reason: %s. "+
+				"Do not repeat the same call: propose a revised one, or answer without it.", c.Tool, revision, reason)
+			revision++
+		}
+		records = append(records, rec)
+	}
+	return out, records, rejected, resumed, nil
+}
+
+func argsOrEmpty(args json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(args)) == 0 {
+		return json.RawMessage("{}")
+	}
+	return args
+}

@@ -1,0 +1,179 @@
+package nodes_test
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/trellis-ai/trellis/nodes"
+)
+
+const deleteScript = `{"steps": [
+	{"match": {"node": "supervisor", "tool_result": false}, "reply": {"tool_calls": [{"id": "d1", "name": "delete_file", "args": {"path": "/tmp/a.txt"}}]}},
+	{"match": {"node": "reflect"}, "reply": {"json": {"assessment": "satisfied"}}},
+	{"match": {"node": "write"}, "reply": {"text": "Done."}}
+]}`
+
+func (h *harness) resume(t testing.TB, conv string, d nodes.ApprovalDecision) run {
+	t.Helper()
+	return collect(h.agent.Resume(t.Context(), conv, d))
+}
+
+func TestApprovalApprove(t *testing.T) {
+	h := newHarness(t, deleteScript, nodes.Options{})
+	r := h.run(t, "c1", "delete /tmp/a.txt")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking supervisor.decided:call_tool -supervisor
+		+execute_tool approval.required run.interrupted:approval`)
+	req := last[*nodes.ApprovalRequired](r)
+	if req.ApprovalID == "" || req.ToolCallID != "d1" || req.Tool != "delete_file" || string(req.Args) != `{"path":"/tmp/a.txt"}` || req.Revision != 0 {
+		t.Errorf("approval.required = %+v", req)
+	}
+	if ri := last[*nodes.RunInterrupted](r); !slices.Equal(ri.ApprovalIDs, []string{req.ApprovalID}) {
+		t.Errorf("run.interrupted = %+v", ri)
+	}
+	if len(*h.deleted) != 0 {
+		t.Fatal("the tool ran before approval")
+	}
+	// A new message while the approval waits is refused.
+	if r := h.run(t, "c1", "hello?"); !errors.Is(r.err, nodes.ErrApprovalPending) || r.trace() != "run.failed" {
+		t.Errorf("run while pending: %s, %v", r.trace(), r.err)
+	}
+	// An unknown approval id is refused.
+	if r := h.resume(t, "c1", nodes.ApprovalDecision{ApprovalID: "nope", Decision: nodes.DecisionApprove}); !errors.Is(r.err, nodes.ErrNoPendingApproval) {
+		t.Errorf("unknown id: %v", r.err)
+	}
+
+	r = h.resume(t, "c1", nodes.ApprovalDecision{ApprovalID: req.ApprovalID, Decision: nodes.DecisionApprove})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	wantTrace(t, r, `approval.resolved:approve +execute_tool tool.start:delete_file tool.complete:delete_file -execute_tool
+		+reflect -reflect +synthesize -synthesize +write response.chunk* -write +stream response.done -stream run.completed`)
+	if !slices.Equal(*h.deleted, []string{"/tmp/a.txt"}) {
+		t.Errorf("deleted = %v", *h.deleted)
+	}
+	s := h.state(t, "c1")
+	if len(s.Approvals) != 1 || s.Approvals[0].Decision != nodes.DecisionApprove || s.Approvals[0].ApprovalID != req.ApprovalID {
+		t.Errorf("approvals = %+v", s.Approvals)
+	}
+	// Answered: nothing pending any more.
+	if r := h.resume(t, "c1", nodes.ApprovalDecision{Decision: nodes.DecisionApprove}); !errors.Is(r.err, nodes.ErrNoPendingApproval) {
+		t.Errorf("second resume: %v", r.err)
+	}
+	h.allConsumed(t)
+}
+
+func TestApprovalEdit(t *testing.T) {
+	h := newHarness(t, deleteScript, nodes.Options{})
+	r := h.run(t, "c1", "delete /tmp/a.txt")
+	req := last[*nodes.ApprovalRequired](r)
+	if r := h.resume(t, "c1", nodes.ApprovalDecision{Decision: nodes.DecisionEdit, Args: json.RawMessage(`"x"`)}); !errors.Is(r.err, nodes.ErrInvalidInput) {
+		t.Errorf("edit without an object: %v", r.err)
+	}
+	r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: nodes.DecisionEdit, Args: json.RawMessage(`{"path": "/tmp/b.txt"}`)})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	res := last[*nodes.ApprovalResolved](r)
+	if res.ApprovalID != req.ApprovalID || res.Decision != nodes.DecisionEdit || string(res.Args) != `{"path": "/tmp/b.txt"}` {
+		t.Errorf("approval.resolved = %+v", res)
+	}
+	if st := last[*nodes.ToolStart](r); !strings.Contains(string(st.Args), "/tmp/b.txt") {
+		t.Errorf("tool.start = %+v", st)
+	}
+	if !slices.Equal(*h.deleted, []string{"/tmp/b.txt"}) {
+		t.Errorf("deleted = %v", *h.deleted)
+	}
+	s := h.state(t, "c1")
+	if s.Approvals[0].Decision != nodes.DecisionEdit || !strings.Contains(string(s.Approvals[0].EditedArgs), "b.txt") ||
+		!strings.Contains(s.ToolResults[0].Content, "The user edited the arguments") {
+		t.Errorf("approval %+v, result %q", s.Approvals[0], s.ToolResults[0].Content)
+	}
+	h.allConsumed(t)
+}
+
+func TestApprovalRejectAndRevise(t *testing.T) {
+	h := newHarness(t, `{"steps": [
+		{"match": {"node": "supervisor", "tool_result": false}, "reply": {"tool_calls": [{"id": "d1", "name": "delete_file", "args": {"path": "/etc/passwd"}}]}},
+		{"match": {"node": "supervisor", "tool_result": true}, "reply": {"json": {"action": "CALL_TOOL", "reasoning": "revised",
+			"tool_calls": [{"tool": "delete_file", "args": {"path": "/tmp/cache"}}]}}},
+		{"match": {"node": "reflect"}, "reply": {"json": {"assessment": "satisfied"}}},
+		{"match": {"node": "write"}, "reply": {"text": "Deleted the cache instead."}}
+	]}`, nodes.Options{})
+	r := h.run(t, "c1", "free some disk")
+	first := last[*nodes.ApprovalRequired](r)
+	r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: nodes.DecisionReject, Reason: "never touch /etc"})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	wantTrace(t, r, `approval.resolved:reject +execute_tool tool.error:delete_file -execute_tool +reflect -reflect
+		+supervisor supervisor.thinking supervisor.decided:call_tool -supervisor +execute_tool approval.required run.interrupted:approval`)
+	second := last[*nodes.ApprovalRequired](r)
+	if second.Revision != 1 || second.ApprovalID == first.ApprovalID || !strings.Contains(string(second.Args), "/tmp/cache") {
+		t.Errorf("revised approval.required = %+v (first %+v)", second, first)
+	}
+	// The supervisor read the reason.
+	calls := h.model.Calls()
+	if len(calls) != 2 {
+		t.Fatalf("calls = %+v", calls)
+	}
+	s := h.state(t, "c1")
+	if m := s.Messages[2]; m.Role != nodes.RoleTool || !strings.Contains(m.Content, "never touch /etc") {
+		t.Errorf("rejection message = %+v", m)
+	}
+	r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: nodes.DecisionApprove})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !slices.Equal(*h.deleted, []string{"/tmp/cache"}) {
+		t.Errorf("deleted = %v", *h.deleted)
+	}
+	s = h.state(t, "c1")
+	if len(s.Approvals) != 2 || s.Approvals[0].Reason != "never touch /etc" || s.Approvals[1].Revision != 1 || s.Rejections != 1 {
+		t.Errorf("approvals %+v, rejections %d", s.Approvals, s.Rejections)
+	}
+	if s.FinalResponse != "Deleted the cache instead." {
+		t.Errorf("final = %q", s.FinalResponse)
+	}
+	h.allConsumed(t)
+}
+
+func TestApprovalThreeRejectionsStop(t *testing.T) {
+	h := newHarness(t, `{"steps": [
+		{"match": {"node": "supervisor"}, "reply": {"json": {"action": "CALL_TOOL", "reasoning": "try",
+			"tool_calls": [{"tool": "delete_file", "args": {"path": "/data"}}]}}, "repeat": true},
+		{"match": {"node": "write"}, "reply": {"text": "I stopped: you rejected all three proposals."}}
+	]}`, nodes.Options{})
+	r := h.run(t, "c1", "clean up")
+	for i, reason := range []string{"too broad", "still too broad", "no"} {
+		if req := last[*nodes.ApprovalRequired](r); req.Revision != i {
+			t.Fatalf("proposal %d has revision %d", i, req.Revision)
+		}
+		r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: nodes.DecisionReject, Reason: reason})
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	if !strings.HasSuffix(r.trace(), "+execute_tool tool.error:delete_file -execute_tool +reflect -reflect +handle_blocked -handle_blocked +write response.chunk* -write +stream response.done -stream run.completed") {
+		t.Errorf("last run: %s", r.trace())
+	}
+	s := h.state(t, "c1")
+	if s.Rejections != 3 || len(s.Approvals) != 3 || s.Outcome != nodes.OutcomeBlocked || len(*h.deleted) != 0 {
+		t.Errorf("rejections %d, approvals %d, outcome %q, deleted %v", s.Rejections, len(s.Approvals), s.Outcome, *h.deleted)
+	}
+	for _, want := range []string{"rejected each", "too broad", "still too broad", "rejected: no"} {
+		if !strings.Contains(s.Brief.Instructions, want) {
+			t.Errorf("blocked brief lacks %q:\n%s", want, s.Brief.Instructions)
+		}
+	}
+	// Three supervisor calls and the writer: no fourth proposal.
+	if n := len(h.model.Calls()); n != 4 {
+		t.Errorf("%d model calls, want 4", n)
+	}
+	h.allConsumed(t)
+}

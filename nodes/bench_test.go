@@ -1,0 +1,140 @@
+package nodes_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/trellis-ai/trellis/graph/checkpoint/memory"
+	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/operators"
+)
+
+// Instant scripts: no delays, every step repeats.
+const (
+	benchAnswerScript = `{"steps": [
+		{"match": {"node": "supervisor"}, "reply": {"json": {"action": "ANSWER", "reasoning": "easy"}, "usage": {"input_tokens": 10, "output_tokens": 2}}, "repeat": true},
+		{"match": {"node": "write"}, "reply": {"text": "Hello there, friend.", "usage": {"input_tokens": 12, "output_tokens": 4}}, "repeat": true}
+	]}`
+	benchToolScript = `{"steps": [
+		{"match": {"node": "supervisor"}, "reply": {"tool_calls": [{"id": "c1", "name": "calculator", "args": {"expression": "6*7"}}]}, "repeat": true},
+		{"match": {"node": "reflect"}, "reply": {"json": {"assessment": "satisfied"}}, "repeat": true},
+		{"match": {"node": "write"}, "reply": {"text": "It is 42.", "usage": {"input_tokens": 12, "output_tokens": 4}}, "repeat": true}
+	]}`
+)
+
+func benchAgent(b *testing.B, script string) (*nodes.Agent, *llm.Scripted, *operators.Provider) {
+	b.Helper()
+	sc, err := llm.ParseScript([]byte(script))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := llm.NewScripted(sc)
+	reg, err := llm.NewRegistry(llm.Config{
+		Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: m, ToolCalling: true}},
+		Resilience: llm.ResilienceConfig{Disabled: true},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tools, _ := testTools(b)
+	a, err := nodes.New(reg, tools, memory.New(), nodes.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a, m, tools
+}
+
+func benchRuns(b *testing.B, script, msg string) {
+	a, _, _ := benchAgent(b, script)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		var final nodes.Event
+		for ev, err := range a.Run(ctx, "bench-"+strconv.Itoa(i), nodes.Input{Message: msg}) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			final = ev
+		}
+		if final.Type != nodes.EventRunCompleted {
+			b.Fatalf("run ended with %s", final.Type)
+		}
+	}
+}
+
+// BenchmarkAgentAnswer is the answer path: initialize → supervisor →
+// write → stream, with an in-memory checkpoint after every step.
+func BenchmarkAgentAnswer(b *testing.B) { benchRuns(b, benchAnswerScript, "hi") }
+
+// BenchmarkAgentOneTool is the one-tool path: … → execute_tool → reflect
+// → synthesize → write → stream.
+func BenchmarkAgentOneTool(b *testing.B) { benchRuns(b, benchToolScript, "what is 6*7?") }
+
+// BenchmarkBareAnswer makes the answer path's model calls by hand: the
+// floor the agent's overhead is measured against.
+func BenchmarkBareAnswer(b *testing.B) {
+	_, m, tools := benchAgent(b, benchAnswerScript)
+	ctx := context.Background()
+	defs := tools.LLMTools()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		msgs := []llms.MessageContent{
+			llms.TextParts(llms.ChatMessageTypeSystem, nodes.DefaultSystemPrompt),
+			llms.TextParts(llms.ChatMessageTypeHuman, "hi"),
+		}
+		if _, err := m.GenerateContent(llm.WithNode(ctx, "supervisor"), msgs, llms.WithTools(defs)); err != nil {
+			b.Fatal(err)
+		}
+		var out []byte
+		resp, err := m.GenerateContent(llm.WithNode(ctx, "write"), msgs, llms.WithStreamingFunc(func(_ context.Context, c []byte) error {
+			out = append(out, c...)
+			return nil
+		}))
+		if err != nil || llm.TextFrom(resp) == "" {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBareOneTool makes the one-tool path's model calls and runs the
+// tool by hand.
+func BenchmarkBareOneTool(b *testing.B) {
+	_, m, tools := benchAgent(b, benchToolScript)
+	ctx := context.Background()
+	defs := tools.LLMTools()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		msgs := []llms.MessageContent{
+			llms.TextParts(llms.ChatMessageTypeSystem, nodes.DefaultSystemPrompt),
+			llms.TextParts(llms.ChatMessageTypeHuman, "what is 6*7?"),
+		}
+		resp, err := m.GenerateContent(llm.WithNode(ctx, "supervisor"), msgs, llms.WithTools(defs))
+		if err != nil {
+			b.Fatal(err)
+		}
+		call := llm.ToolCallsFrom(resp)[0]
+		res := tools.Execute(ctx, call.FunctionCall.Name, json.RawMessage(call.FunctionCall.Arguments), operators.Call{ToolCallID: call.ID})
+		msgs = append(msgs,
+			llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{call}},
+			llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: call.ID, Name: call.FunctionCall.Name, Content: res.Text()}}})
+		if _, err := m.GenerateContent(llm.WithNode(ctx, "reflect"), msgs, llms.WithTools(defs)); err != nil {
+			b.Fatal(err)
+		}
+		var out []byte
+		resp, err = m.GenerateContent(llm.WithNode(ctx, "write"), msgs, llms.WithStreamingFunc(func(_ context.Context, c []byte) error {
+			out = append(out, c...)
+			return nil
+		}))
+		if err != nil || llm.TextFrom(resp) == "" {
+			b.Fatal(err)
+		}
+	}
+}

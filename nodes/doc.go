@@ -1,0 +1,65 @@
+// Package nodes is Trellis' chat agent: ChatState and its reducers, the
+// agent's nodes and routes, its prompts, the compiled agent graph, and the
+// run lifecycle (start, resume after approval or clarification, continue
+// after a crash, fork for edit-and-rerun). It builds on graph (the
+// engine), llm (models) and operators (tools), and knows nothing of HTTP.
+//
+// # The graph
+//
+//	START → initialize → supervisor ─┬─ answer ───────────────────────────► write → stream → END
+//	                        ▲        ├─ call_tool ───────┐
+//	                        │        ├─ create_workflow ─┴► execute_tool → reflect ─┬─ satisfied → synthesize → write
+//	                        │        │                                              ├─ need_more ─► supervisor
+//	                        │        │                                              ├─ blocked, max_iterations → handle_blocked → write
+//	                        │        │                                              └─ direct_response ──────► stream
+//	                        │        └─ clarify → clarify → stream → clarify (interrupt: waits for the answer)
+//	                        └──────────────────────────────────────────────────────────┘
+//
+// The nodes:
+//
+//   - initialize resets the per-turn fields, appends the user's message,
+//     folds old turns into the rolling summary, and loads cognitive context
+//     and document summaries (bounded by Options.ContextTimeout).
+//   - supervisor makes one decision — ANSWER, CALL_TOOL, CREATE_WORKFLOW or
+//     CLARIFY — through a `decide` tool, a direct call of real tools
+//     (CALL_TOOL), a JSON object, or plain text (ANSWER), with one repair
+//     call when the reply does not parse. At Options.MaxIterations it stops.
+//   - execute_tool asks for approvals first (each an interrupt), then runs
+//     the calls: one, several concurrently, or a workflow of dependent steps
+//     in concurrent waves. Tool errors are results the model reads.
+//   - reflect judges the latest results: satisfied, need_more, blocked, or
+//     direct_response when an operator answered the user itself.
+//   - synthesize numbers the data chunks tools returned as sources and
+//     briefs write to cite them as [n]; write makes the one model call that
+//     produces the answer, with the user's model, streaming its tokens.
+//   - handle_blocked briefs write on an honest account of what failed.
+//   - stream emits response.done, keeps the assistant's message and calls
+//     Hooks.OnAnswer and Hooks.Learn.
+//
+// # Runs and events
+//
+// Agent.Run takes a conversation id and the user's message and returns an
+// iterator of Events: API.md's event objects without the envelope the
+// service adds (seq, run_id, conversation_id, ts). Every run ends with one
+// terminal event — run.completed, run.interrupted, run.cancelled or
+// run.failed; Run documents the contract. Agent.Resume answers an
+// approval, Agent.Run answers a clarifying question, Agent.Continue picks
+// up a run whose process died, and Agent.Edit reruns a turn from the state
+// before it.
+//
+// # Approval
+//
+// A tool the provider says needs approval raises an interrupt before it
+// runs; the run ends with approval.required and run.interrupted (reason
+// approval). Resume with an ApprovalDecision: approve, edit (new args) or
+// reject (a reason). A rejection goes back to the supervisor with the
+// reason, and it may propose a revised call; after Options.MaxRevisions
+// rejections in a turn the agent stops proposing and says so. Every
+// decision is kept in ChatState.Approvals.
+//
+// # State
+//
+// ChatState is plain data that every checkpointer stores and returns
+// equal; runtime dependencies are the Agent's. Models see a Window of the
+// conversation; the state keeps all of it.
+package nodes

@@ -1,0 +1,66 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+
+	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/llm"
+)
+
+// Sentinel errors callers branch on; match them with errors.Is.
+var (
+	// ErrInvalidInput: the input or resume value cannot be used (empty
+	// message, unknown decision, edit without an args object).
+	ErrInvalidInput = errors.New("nodes: invalid input")
+	// ErrNoPendingApproval: Resume found no approval waiting in the
+	// conversation, or none with the given id.
+	ErrNoPendingApproval = errors.New("nodes: no pending approval")
+	// ErrApprovalPending: a new message came while a tool call waits for
+	// approval; answer the approval first.
+	ErrApprovalPending = errors.New("nodes: an approval is pending")
+	// ErrUnknownTurn: Edit found no turn with that request id.
+	ErrUnknownTurn = errors.New("nodes: unknown turn")
+	// ErrNoConversation: the conversation has no state.
+	ErrNoConversation = errors.New("nodes: unknown conversation")
+)
+
+// Error codes of run.failed.
+const (
+	CodeInvalidInput    = "invalid_input"
+	CodeApprovalPending = "approval_pending"
+	CodeNoPending       = "no_pending_approval"
+	CodeUnknownTurn     = "unknown_turn"
+	CodeModel           = "model_error"
+	CodeModelUnknown    = "unknown_model"
+	CodeRecursion       = "recursion_limit"
+	CodeInternal        = "internal_error"
+)
+
+// errorCode maps an error to run.failed's code.
+func errorCode(err error) string {
+	switch {
+	case errors.Is(err, ErrInvalidInput):
+		return CodeInvalidInput
+	case errors.Is(err, ErrApprovalPending):
+		return CodeApprovalPending
+	case errors.Is(err, ErrNoPendingApproval), errors.Is(err, graph.ErrUnknownInterrupt):
+		return CodeNoPending
+	case errors.Is(err, ErrUnknownTurn), errors.Is(err, ErrNoConversation):
+		return CodeUnknownTurn
+	case errors.Is(err, llm.ErrUnknownModel):
+		return CodeModelUnknown
+	case errors.Is(err, graph.ErrRecursionLimit):
+		return CodeRecursion
+	}
+	var le *llm.Error
+	if errors.As(err, &le) {
+		return CodeModel
+	}
+	return CodeInternal
+}
+
+// isCancel reports whether err comes from the run's context ending.
+func isCancel(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Cause(ctx)))
+}

@@ -1,0 +1,251 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/llm"
+)
+
+// Event types, as in API.md.
+const (
+	EventNodeStart           = "node.start"
+	EventNodeEnd             = "node.end"
+	EventSupervisorThinking  = "supervisor.thinking"
+	EventSupervisorDecided   = "supervisor.decided"
+	EventToolStart           = "tool.start"
+	EventToolProgress        = "tool.progress"
+	EventToolComplete        = "tool.complete"
+	EventToolError           = "tool.error"
+	EventApprovalRequired    = "approval.required"
+	EventApprovalResolved    = "approval.resolved"
+	EventElicitationRequest  = "elicitation.request"
+	EventElicitationResponse = "elicitation.response"
+	EventDirectResponse      = "direct.response"
+	EventResponseChunk       = "response.chunk"
+	EventResponseDone        = "response.done"
+	EventRunCompleted        = "run.completed"
+	EventRunInterrupted      = "run.interrupted"
+	EventRunCancelled        = "run.cancelled"
+	EventRunFailed           = "run.failed"
+)
+
+// Event is one agent event. Its JSON is API.md's data object for Type
+// without the envelope the service adds (seq, run_id, conversation_id,
+// ts): {"type": Type, ...Data's fields}.
+//
+// Data is the payload struct named after the type: *NodeStart for
+// node.start, *ToolComplete for tool.complete, and so on; switch on its
+// type or on Type.
+type Event struct {
+	Type string
+	Data Payload
+}
+
+// Payload is an event's data; each event type has its own struct.
+type Payload interface {
+	// EventType is the API.md type of events carrying this payload.
+	EventType() string
+}
+
+// newEvent wraps a payload.
+func newEvent(p Payload) Event { return Event{Type: p.EventType(), Data: p} }
+
+// MarshalJSON writes {"type": …} followed by the payload's fields.
+func (e Event) MarshalJSON() ([]byte, error) {
+	body := []byte("{}")
+	if e.Data != nil {
+		var err error
+		if body, err = json.Marshal(e.Data); err != nil {
+			return nil, fmt.Errorf("nodes: encode %s event: %w", e.Type, err)
+		}
+	}
+	typ, _ := json.Marshal(e.Type)
+	out := make([]byte, 0, len(body)+len(typ)+10)
+	out = append(out, `{"type":`...)
+	out = append(out, typ...)
+	if len(body) > 2 {
+		out = append(out, ',')
+		out = append(out, body[1:]...)
+	} else {
+		out = append(out, '}')
+	}
+	return out, nil
+}
+
+// emit sends a payload to the run's stream. It fails only when the run is
+// over, which the node learns from its context soon enough, so callers
+// may ignore the error.
+func emit(ctx context.Context, p Payload) error {
+	return graph.Emit(ctx, newEvent(p))
+}
+
+// NodeStart is node.start.
+type NodeStart struct {
+	Node string `json:"node"`
+}
+
+// NodeEnd is node.end.
+type NodeEnd struct {
+	Node       string `json:"node"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// SupervisorThinking is supervisor.thinking.
+type SupervisorThinking struct {
+	Message string `json:"message"`
+}
+
+// SupervisorDecided is supervisor.decided. Action is lower case: answer,
+// call_tool, create_workflow or clarify (blocked when the supervisor gave
+// up).
+type SupervisorDecided struct {
+	Action    string   `json:"action"`
+	Tools     []string `json:"tools"`
+	Reasoning string   `json:"reasoning"`
+}
+
+// ToolStart is tool.start. Source is local, operator or mcp; "" for a tool
+// no source offers.
+type ToolStart struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Tool       string          `json:"tool"`
+	Source     string          `json:"source"`
+	Args       json.RawMessage `json:"args"`
+}
+
+// ToolProgress is tool.progress.
+type ToolProgress struct {
+	ToolCallID string  `json:"tool_call_id"`
+	Progress   float64 `json:"progress"`
+	Total      float64 `json:"total"`
+	Message    string  `json:"message"`
+}
+
+// ToolComplete is tool.complete; Result is the result as the model reads
+// it.
+type ToolComplete struct {
+	ToolCallID string `json:"tool_call_id"`
+	Tool       string `json:"tool"`
+	Result     string `json:"result"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// ToolErrorEvent is tool.error: the call failed, was rejected or was
+// skipped; the model reads Error as the call's result.
+type ToolErrorEvent struct {
+	ToolCallID string `json:"tool_call_id"`
+	Tool       string `json:"tool"`
+	Error      string `json:"error"`
+}
+
+// ApprovalRequired is approval.required. ApprovalID is what the service
+// passes back in ApprovalDecision; Revision counts the rejected proposals
+// before this one in the turn.
+type ApprovalRequired struct {
+	ApprovalID string          `json:"approval_id"`
+	ToolCallID string          `json:"tool_call_id"`
+	Tool       string          `json:"tool"`
+	Args       json.RawMessage `json:"args"`
+	Revision   int             `json:"revision"`
+}
+
+// ApprovalResolved is approval.resolved; Args are the edited arguments of
+// an edit, else the proposed ones.
+type ApprovalResolved struct {
+	ApprovalID string          `json:"approval_id"`
+	Decision   DecisionKind    `json:"decision"`
+	Args       json.RawMessage `json:"args"`
+	Reason     string          `json:"reason"`
+}
+
+// ElicitationRequest is elicitation.request.
+type ElicitationRequest struct {
+	ElicitationID string          `json:"elicitation_id"`
+	Source        string          `json:"source"`
+	Message       string          `json:"message"`
+	Schema        json.RawMessage `json:"schema"`
+}
+
+// ElicitationResponse is elicitation.response.
+type ElicitationResponse struct {
+	ElicitationID string `json:"elicitation_id"`
+	Action        string `json:"action"`
+}
+
+// DirectResponseEvent is direct.response. ToolCallID is an addition to
+// API.md's fields: the call that sent the content.
+type DirectResponseEvent struct {
+	Content     string `json:"content"`
+	ContentType string `json:"content_type"`
+	WidgetType  string `json:"widget_type"`
+	ToolCallID  string `json:"tool_call_id,omitempty"`
+}
+
+// ResponseChunk is response.chunk.
+type ResponseChunk struct {
+	Content string `json:"content"`
+}
+
+// ResponseDone is response.done. Usage is the run's (every model call
+// since the run started or resumed).
+type ResponseDone struct {
+	Content   string         `json:"content"`
+	Citations []Citation     `json:"citations"`
+	Usage     llm.TokenUsage `json:"usage"`
+}
+
+// RunCompleted is run.completed, the last event of a run that finished.
+type RunCompleted struct {
+	Status string         `json:"status"`
+	Usage  llm.TokenUsage `json:"usage"`
+}
+
+// RunInterrupted is run.interrupted, the last event of a run parked at an
+// approval or a clarifying question. Reason is approval or
+// clarification; the ids of what waits are in ApprovalIDs or
+// ClarificationID, and every pending item in Pending.
+type RunInterrupted struct {
+	Reason          string    `json:"reason"`
+	ApprovalIDs     []string  `json:"approval_ids,omitempty"`
+	ClarificationID string    `json:"clarification_id,omitempty"`
+	Question        string    `json:"question,omitempty"`
+	Pending         []Pending `json:"pending"`
+}
+
+// RunCancelled is run.cancelled, the last event of a run whose context
+// ended.
+type RunCancelled struct{}
+
+// RunFailed is run.failed, the last event of a run that failed.
+type RunFailed struct {
+	Error ErrorInfo `json:"error"`
+}
+
+// ErrorInfo is run.failed's {code, message}.
+type ErrorInfo struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (*NodeStart) EventType() string           { return EventNodeStart }
+func (*NodeEnd) EventType() string             { return EventNodeEnd }
+func (*SupervisorThinking) EventType() string  { return EventSupervisorThinking }
+func (*SupervisorDecided) EventType() string   { return EventSupervisorDecided }
+func (*ToolStart) EventType() string           { return EventToolStart }
+func (*ToolProgress) EventType() string        { return EventToolProgress }
+func (*ToolComplete) EventType() string        { return EventToolComplete }
+func (*ToolErrorEvent) EventType() string      { return EventToolError }
+func (*ApprovalRequired) EventType() string    { return EventApprovalRequired }
+func (*ApprovalResolved) EventType() string    { return EventApprovalResolved }
+func (*ElicitationRequest) EventType() string  { return EventElicitationRequest }
+func (*ElicitationResponse) EventType() string { return EventElicitationResponse }
+func (*DirectResponseEvent) EventType() string { return EventDirectResponse }
+func (*ResponseChunk) EventType() string       { return EventResponseChunk }
+func (*ResponseDone) EventType() string        { return EventResponseDone }
+func (*RunCompleted) EventType() string        { return EventRunCompleted }
+func (*RunInterrupted) EventType() string      { return EventRunInterrupted }
+func (*RunCancelled) EventType() string        { return EventRunCancelled }
+func (*RunFailed) EventType() string           { return EventRunFailed }

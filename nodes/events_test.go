@@ -1,0 +1,61 @@
+package nodes_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/nodes"
+)
+
+// Each event's JSON is API.md's data object minus the envelope.
+func TestEventJSON(t *testing.T) {
+	usage := llm.TokenUsage{InputTokens: 3, OutputTokens: 2, TotalTokens: 5}
+	cases := []struct {
+		p    nodes.Payload
+		want string
+	}{
+		{&nodes.NodeStart{Node: "supervisor"}, `{"type":"node.start","node":"supervisor"}`},
+		{&nodes.NodeEnd{Node: "write", DurationMS: 12}, `{"type":"node.end","node":"write","duration_ms":12}`},
+		{&nodes.SupervisorThinking{Message: "…"}, `{"type":"supervisor.thinking","message":"…"}`},
+		{&nodes.SupervisorDecided{Action: "call_tool", Tools: []string{"search"}, Reasoning: "r"},
+			`{"type":"supervisor.decided","action":"call_tool","tools":["search"],"reasoning":"r"}`},
+		{&nodes.ToolStart{ToolCallID: "c1", Tool: "search", Source: "mcp", Args: json.RawMessage(`{"q":"x"}`)},
+			`{"type":"tool.start","tool_call_id":"c1","tool":"search","source":"mcp","args":{"q":"x"}}`},
+		{&nodes.ToolProgress{ToolCallID: "c1", Progress: 0, Total: 0, Message: ""},
+			`{"type":"tool.progress","tool_call_id":"c1","progress":0,"total":0,"message":""}`},
+		{&nodes.ToolComplete{ToolCallID: "c1", Tool: "search", Result: "ok", DurationMS: 3},
+			`{"type":"tool.complete","tool_call_id":"c1","tool":"search","result":"ok","duration_ms":3}`},
+		{&nodes.ToolErrorEvent{ToolCallID: "c1", Tool: "search", Error: "boom"},
+			`{"type":"tool.error","tool_call_id":"c1","tool":"search","error":"boom"}`},
+		{&nodes.ApprovalRequired{ApprovalID: "a1", ToolCallID: "c1", Tool: "rm", Args: json.RawMessage(`{}`), Revision: 0},
+			`{"type":"approval.required","approval_id":"a1","tool_call_id":"c1","tool":"rm","args":{},"revision":0}`},
+		{&nodes.ApprovalResolved{ApprovalID: "a1", Decision: nodes.DecisionReject, Args: json.RawMessage(`{}`), Reason: "no"},
+			`{"type":"approval.resolved","approval_id":"a1","decision":"reject","args":{},"reason":"no"}`},
+		{&nodes.ElicitationRequest{ElicitationID: "e1", Source: "t", Message: "m", Schema: json.RawMessage(`{"type":"object"}`)},
+			`{"type":"elicitation.request","elicitation_id":"e1","source":"t","message":"m","schema":{"type":"object"}}`},
+		{&nodes.ElicitationResponse{ElicitationID: "e1", Action: "decline"}, `{"type":"elicitation.response","elicitation_id":"e1","action":"decline"}`},
+		{&nodes.DirectResponseEvent{Content: "<b>", ContentType: "html"},
+			`{"type":"direct.response","content":"\u003cb\u003e","content_type":"html","widget_type":""}`},
+		{&nodes.ResponseChunk{Content: "Hel"}, `{"type":"response.chunk","content":"Hel"}`},
+		{&nodes.ResponseDone{Content: "Hello [1]", Citations: []nodes.Citation{{Number: 1, Source: "s"}}, Usage: usage},
+			`{"type":"response.done","content":"Hello [1]","citations":[{"number":1,"source":"s"}],"usage":{"input_tokens":3,"output_tokens":2,"thinking_tokens":0,"cache_read_tokens":0,"cache_write_tokens":0,"total_tokens":5}}`},
+		{&nodes.RunCompleted{Status: "completed", Usage: usage},
+			`{"type":"run.completed","status":"completed","usage":{"input_tokens":3,"output_tokens":2,"thinking_tokens":0,"cache_read_tokens":0,"cache_write_tokens":0,"total_tokens":5}}`},
+		{&nodes.RunInterrupted{Reason: "approval", ApprovalIDs: []string{"a1"}, Pending: []nodes.Pending{{Kind: nodes.PendingApproval, ID: "a1", Tool: "rm"}}},
+			`{"type":"run.interrupted","reason":"approval","approval_ids":["a1"],"pending":[{"kind":"approval","id":"a1","tool":"rm","revision":0}]}`},
+		{&nodes.RunCancelled{}, `{"type":"run.cancelled"}`},
+		{&nodes.RunFailed{Error: nodes.ErrorInfo{Code: "model_error", Message: "m"}},
+			`{"type":"run.failed","error":{"code":"model_error","message":"m"}}`},
+	}
+	for _, tc := range cases {
+		ev := nodes.Event{Type: tc.p.EventType(), Data: tc.p}
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", ev.Type, b, tc.want)
+		}
+	}
+}

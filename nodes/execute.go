@@ -1,0 +1,276 @@
+package nodes
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/trellis-ai/trellis/operators"
+)
+
+// executeTool runs the supervisor's tool calls — one, several in
+// parallel, or a workflow of steps with dependencies — after asking for
+// every approval they need. Failures are results the model reads, never
+// errors of the run.
+func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error) {
+	steps := plannedSteps(s.Decision)
+	calls := make([]ToolCall, len(steps))
+	for i, st := range steps {
+		calls[i] = ToolCall{ID: st.ToolCallID, Tool: st.Tool, Args: st.Args}
+	}
+	calls, records, rejected, resumed, err := a.approve(ctx, s, calls)
+	if err != nil {
+		return ChatState{}, err
+	}
+	for i := range steps {
+		steps[i].Args = calls[i].Args
+	}
+
+	x := &execution{a: a, s: &s, steps: steps, rejected: rejected, edited: map[string]bool{}}
+	for _, r := range records {
+		if r.Decision == DecisionEdit {
+			x.edited[r.ToolCallID] = true
+		}
+	}
+	_, _, x.sources = a.catalog.snapshot()
+	// Operators that need a model get the run's; when it cannot be had,
+	// nil lets the operator registry use its default.
+	x.model, _ = a.models.Model(ctx, s.Input.Model)
+	x.run(ctx)
+
+	upd := ChatState{ToolResults: x.results, Approvals: records}
+	if s.Decision.Action == ActionCreateWorkflow {
+		upd.WorkflowSteps = steps
+		for i := range upd.WorkflowSteps {
+			upd.WorkflowSteps[i].Status = x.results[i].Status
+		}
+	}
+	if len(rejected) > 0 {
+		upd.Rejections = s.Rejections + len(rejected)
+	}
+	if resumed {
+		upd.UsageBase = s.TurnUsage
+	}
+	names := make([]string, 0, len(steps))
+	next := s.SourceCounter
+	for i := range x.results {
+		r := &x.results[i]
+		names = append(names, r.Tool)
+		upd.Messages = append(upd.Messages, Message{Role: RoleTool, ToolCallID: r.ToolCallID, Name: r.Tool, Content: r.Content, Turn: s.Turn})
+		for _, c := range x.chunks[i] {
+			next++
+			r.Sources = append(r.Sources, next)
+			upd.DataChunks = append(upd.DataChunks, DataChunk{Number: next, ToolCallID: r.ToolCallID, Source: c.Source, Title: c.Title, Text: c.Text})
+		}
+		upd.DirectResponses = append(upd.DirectResponses, x.direct[i]...)
+	}
+	upd.SourceCounter = next - s.SourceCounter
+	upd.CurrentTool = strings.Join(names, ",")
+	return upd, nil
+}
+
+// plannedSteps returns the decision's calls as workflow steps; plain tool
+// calls are steps without dependencies.
+func plannedSteps(d Decision) []WorkflowStep {
+	if d.Action == ActionCreateWorkflow {
+		return slices.Clone(d.Workflow)
+	}
+	steps := make([]WorkflowStep, len(d.ToolCalls))
+	for i, c := range d.ToolCalls {
+		steps[i] = WorkflowStep{ID: c.ID, Tool: c.Tool, Args: c.Args, ToolCallID: c.ID}
+	}
+	return steps
+}
+
+// execution is one execute_tool run: its steps and what they produced,
+// by step index.
+type execution struct {
+	a        *Agent
+	s        *ChatState
+	steps    []WorkflowStep
+	rejected map[string]string // tool call id → the text the model reads
+	edited   map[string]bool
+	sources  map[string]string
+	model    llms.Model
+	results  []ToolResult
+	chunks   [][]operators.DataChunk
+	direct   [][]DirectResponse
+}
+
+// run executes the steps in waves: every step whose dependencies are done
+// runs, concurrently with the others of its wave (at most
+// MaxParallelTools at once). A step whose dependency did not succeed is
+// skipped; a rejected step is not run.
+func (x *execution) run(ctx context.Context) {
+	n := len(x.steps)
+	x.results = make([]ToolResult, n)
+	x.chunks = make([][]operators.DataChunk, n)
+	x.direct = make([][]DirectResponse, n)
+	done := make([]bool, n)
+	index := make(map[string]int, n)
+	for i, st := range x.steps {
+		index[st.ID] = i
+	}
+	sem := make(chan struct{}, x.a.opts.maxParallelTools())
+	for left := n; left > 0; {
+		var wave []int
+		for i, st := range x.steps {
+			if done[i] {
+				continue
+			}
+			ready := true
+			for _, dep := range st.DependsOn {
+				if j, ok := index[dep]; ok && !done[j] {
+					ready = false
+				}
+			}
+			if ready {
+				wave = append(wave, i)
+			}
+		}
+		if len(wave) == 0 { // a cycle the supervisor's check missed
+			for i := range x.steps {
+				if !done[i] {
+					x.results[i] = x.skip(ctx, i, "its dependencies form a cycle")
+					done[i] = true
+					left--
+				}
+			}
+			break
+		}
+		var wg sync.WaitGroup
+		for _, i := range wave {
+			if msg := x.blocked(i); msg != "" {
+				x.results[i] = x.skip(ctx, i, msg)
+				continue
+			}
+			if text, ok := x.rejected[x.steps[i].ToolCallID]; ok {
+				x.results[i] = x.reject(ctx, i, text)
+				continue
+			}
+			args := x.fill(i)
+			wg.Go(func() {
+				select {
+				case sem <- struct{}{}:
+					defer func() { <-sem }()
+				case <-ctx.Done(): // the call fails at once with ctx's error
+				}
+				x.call(ctx, i, args)
+			})
+		}
+		wg.Wait()
+		for _, i := range wave {
+			done[i] = true
+			left--
+		}
+	}
+}
+
+// blocked says why step i cannot run: a dependency that did not succeed.
+func (x *execution) blocked(i int) string {
+	for _, dep := range x.steps[i].DependsOn {
+		for j, st := range x.steps {
+			if st.ID == dep && x.results[j].Status != ToolSuccess {
+				return fmt.Sprintf("step %q it depends on did not succeed (%s)", dep, x.results[j].Status)
+			}
+		}
+	}
+	return ""
+}
+
+// fill replaces "{{id}}" in the step's string arguments with the text
+// result of step id.
+func (x *execution) fill(i int) json.RawMessage {
+	args := argsOrEmpty(x.steps[i].Args)
+	if len(x.steps[i].DependsOn) == 0 || !bytes.Contains(args, []byte("{{")) {
+		return args
+	}
+	var v any
+	if json.Unmarshal(args, &v) != nil {
+		return args
+	}
+	pairs := make([]string, 0, 2*len(x.steps[i].DependsOn))
+	for _, dep := range x.steps[i].DependsOn {
+		for j, st := range x.steps {
+			if st.ID == dep {
+				pairs = append(pairs, "{{"+dep+"}}", x.results[j].Content)
+			}
+		}
+	}
+	r := strings.NewReplacer(pairs...)
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch v := v.(type) {
+		case string:
+			return r.Replace(v)
+		case []any:
+			for k := range v {
+				v[k] = walk(v[k])
+			}
+		case map[string]any:
+			for k := range v {
+				v[k] = walk(v[k])
+			}
+		}
+		return v
+	}
+	out, err := json.Marshal(walk(v))
+	if err != nil {
+		return args
+	}
+	return out
+}
+
+// call runs step i through the provider, between tool.start and
+// tool.complete (or tool.error).
+func (x *execution) call(ctx context.Context, i int, args json.RawMessage) {
+	st := x.steps[i]
+	_ = emit(ctx, &ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: x.sources[st.Tool], Args: args})
+	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.s.Input.ConversationID, toolCallID: st.ToolCallID}
+	start := time.Now()
+	res := x.a.tools.Execute(ctx, st.Tool, args, operators.Call{
+		ToolCallID: st.ToolCallID, ConversationID: x.s.Input.ConversationID, UserID: x.s.Input.UserID,
+		Messenger: m, Model: x.model,
+	})
+	dur := time.Since(start).Milliseconds()
+	r := ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: args, Iteration: x.s.Iteration, DurationMS: dur,
+		DirectResponse: res.DirectResponse}
+	if res.IsError() {
+		r.Status, r.Content = ToolError, res.Error
+		if r.Content == "" {
+			r.Content = "the tool failed without saying why"
+		}
+		_ = emit(ctx, &ToolErrorEvent{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: r.Content})
+	} else {
+		r.Status, r.Content = ToolSuccess, res.Text()
+		_ = emit(ctx, &ToolComplete{ToolCallID: st.ToolCallID, Tool: st.Tool, Result: r.Content, DurationMS: dur})
+	}
+	if x.edited[st.ToolCallID] {
+		r.Content = "(The user edited the arguments before approving; the call ran with " + string(args) + ".)\n" + r.Content
+	}
+	x.results[i] = r
+	x.chunks[i] = res.Chunks
+	x.direct[i] = m.shown()
+}
+
+// skip records a step that did not run, as a tool.error the model reads.
+func (x *execution) skip(ctx context.Context, i int, why string) ToolResult {
+	st := x.steps[i]
+	text := "Not run: " + why + "."
+	_ = emit(ctx, &ToolErrorEvent{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: text})
+	return ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Status: ToolSkipped, Content: text, Iteration: x.s.Iteration}
+}
+
+// reject records a call the user rejected.
+func (x *execution) reject(ctx context.Context, i int, text string) ToolResult {
+	st := x.steps[i]
+	_ = emit(ctx, &ToolErrorEvent{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: text})
+	return ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Status: ToolRejected, Content: text, Iteration: x.s.Iteration}
+}

@@ -1,0 +1,109 @@
+package nodes
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/operators"
+)
+
+// Options configure an Agent. The zero value works; each field states its
+// default.
+type Options struct {
+	// SupervisorModel and ReflectModel name the models (id or alias) that
+	// decide and judge; "" means the model the run asked for (Input.Model,
+	// else the registry's default). The write node always uses the run's
+	// model.
+	SupervisorModel string
+	ReflectModel    string
+	// MaxIterations caps the supervisor's decisions per turn; the turn then
+	// ends in handle_blocked. 0 means 5.
+	MaxIterations int
+	// MaxRevisions is how many rejected tool calls a turn tolerates: after
+	// that many rejections the agent stops proposing and says so. 0 means 3.
+	MaxRevisions int
+	// MaxParallelTools bounds the tool calls one execution runs at once.
+	// 0 means 8.
+	MaxParallelTools int
+	// Window bounds what models see of the conversation.
+	Window Window
+	// SystemPrompt opens every model call; "" means DefaultSystemPrompt.
+	SystemPrompt string
+	// Hooks are called as turns end; nil fields are skipped.
+	Hooks Hooks
+	// Elicitor answers tools that ask the user for input while they run;
+	// nil declines every such request with operators.ErrNoUser.
+	Elicitor Elicitor
+	// Cognition loads the user's cognitive context (profile, memories) for
+	// the supervisor; nil loads none. It is given ContextTimeout.
+	Cognition func(ctx context.Context, userID, query string) (string, error)
+	// Documents loads summaries of the conversation's documents for the
+	// supervisor; nil loads none. It is given ContextTimeout.
+	Documents func(ctx context.Context, conversationID string, documentIDs []string) ([]DataSummary, error)
+	// ContextTimeout bounds Cognition and Documents; on timeout or error
+	// the turn goes on without them. 0 means 100 ms.
+	ContextTimeout time.Duration
+	// StreamBuffer is how many events nodes may emit ahead of a slow
+	// consumer before they wait; 0 means 16. (The engine's buffer holds
+	// whole graph events, about 1 KB each with ChatState, allocated per
+	// run.)
+	StreamBuffer int
+	// Logger receives hook and loader failures; nil discards.
+	Logger *slog.Logger
+}
+
+func (o *Options) maxIterations() int    { return positive(o.MaxIterations, 5) }
+func (o *Options) maxRevisions() int     { return positive(o.MaxRevisions, 3) }
+func (o *Options) maxParallelTools() int { return positive(o.MaxParallelTools, 8) }
+func (o *Options) streamBuffer() int     { return positive(o.StreamBuffer, 16) }
+func (o *Options) contextTimeout() time.Duration {
+	if o.ContextTimeout > 0 {
+		return o.ContextTimeout
+	}
+	return 100 * time.Millisecond
+}
+
+func positive(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// Hooks let the service store and learn from what the agent says. They run
+// inside the stream node, once per answer the user sees (a clarifying
+// question included); after a crash the node may run again, so they must
+// tolerate a repeat (key on Answer.RequestID and Answer.Outcome).
+type Hooks struct {
+	// OnAnswer persists the assistant's message. An error is logged; the
+	// run still completes, since the user has the answer already and the
+	// checkpointed state keeps the message.
+	OnAnswer func(ctx context.Context, a Answer) error
+	// Learn enqueues background learning from the turn. It must not block.
+	Learn func(ctx context.Context, a Answer)
+}
+
+// Answer is what the hooks receive.
+type Answer struct {
+	ConversationID string
+	UserID         string
+	RequestID      string
+	Query          string
+	Message        Message
+	Outcome        Outcome
+	Citations      []Citation
+	// Usage is the turn's usage so far.
+	Usage       llm.TokenUsage
+	ToolResults []ToolResult
+}
+
+// Elicitor asks the user for input on a running tool's behalf. The service
+// implements it: it registers the request (req.ElicitationID is set), lets
+// POST /elicitation/respond answer it, and returns the answer, or an error
+// when ctx ends first. The agent emits elicitation.request before calling
+// it and elicitation.response after.
+type Elicitor interface {
+	Elicit(ctx context.Context, conversationID string, req operators.ElicitRequest) (operators.ElicitResponse, error)
+}

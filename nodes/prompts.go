@@ -1,0 +1,189 @@
+package nodes
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// DefaultSystemPrompt opens every model call unless Options.SystemPrompt
+// replaces it.
+const DefaultSystemPrompt = "You are Trellis, a helpful assistant that can use tools. " +
+	"Be accurate and concise, say so when you do not know, and never invent tool results."
+
+const (
+	decideToolName = "decide"
+	assessToolName = "assess"
+)
+
+// decideTool is how the supervisor states a structured decision. Models
+// may instead call real tools directly (CALL_TOOL) or answer in text
+// (ANSWER).
+var decideTool = llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+	Name: decideToolName,
+	Description: "State your decision for the user's latest message. Use it to answer, to ask a clarifying question, " +
+		"to call tools, or to plan a workflow of tool steps with dependencies.",
+	Parameters: map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"action": map[string]any{"type": "string", "enum": []string{
+				string(ActionAnswer), string(ActionCallTool), string(ActionCreateWorkflow), string(ActionClarify)}},
+			"reasoning": map[string]any{"type": "string", "description": "Why, in a sentence or two."},
+			"tool_calls": map[string]any{"type": "array", "description": "CALL_TOOL: the calls, run in parallel.",
+				"items": map[string]any{"type": "object", "required": []string{"tool"}, "properties": map[string]any{
+					"tool": map[string]any{"type": "string"},
+					"args": map[string]any{"type": "object"},
+				}}},
+			"workflow": map[string]any{"type": "array",
+				"description": "CREATE_WORKFLOW: steps; a step runs once the steps in depends_on are done, independent steps in parallel. " +
+					"Write {{id}} inside a string argument to insert the result of step id.",
+				"items": map[string]any{"type": "object", "required": []string{"id", "tool"}, "properties": map[string]any{
+					"id":         map[string]any{"type": "string"},
+					"tool":       map[string]any{"type": "string"},
+					"args":       map[string]any{"type": "object"},
+					"depends_on": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+				}}},
+			"question": map[string]any{"type": "string", "description": "CLARIFY: the one question to ask the user."},
+		},
+		"required": []string{"action", "reasoning"},
+	},
+}}
+
+// assessTool is how the reflect node states its verdict.
+var assessTool = llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+	Name:        assessToolName,
+	Description: "Judge whether the tool results so far answer the user's latest message.",
+	Parameters: map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"assessment": map[string]any{"type": "string", "enum": []string{
+				string(AssessSatisfied), string(AssessNeedMore), string(AssessBlocked)}},
+			"reasoning": map[string]any{"type": "string", "description": "What is missing or what went wrong, for the next step."},
+		},
+		"required": []string{"assessment", "reasoning"},
+	},
+}}
+
+func (a *Agent) systemPrompt() string {
+	if a.opts.SystemPrompt != "" {
+		return a.opts.SystemPrompt
+	}
+	return DefaultSystemPrompt
+}
+
+// withSummary adds the rolling summary and the node's instructions to the
+// system prompt.
+func (a *Agent) system(s *ChatState, instructions string) string {
+	var b strings.Builder
+	b.WriteString(a.systemPrompt())
+	if s.Summary != "" {
+		b.WriteString("\n\n## Earlier in this conversation (summary)\n")
+		b.WriteString(s.Summary)
+	}
+	if instructions != "" {
+		b.WriteString("\n\n")
+		b.WriteString(instructions)
+	}
+	return b.String()
+}
+
+// supervisorInstructions tell the supervisor what it may do and what it
+// knows so far.
+func (a *Agent) supervisorInstructions(s *ChatState, iteration int, tools string) string {
+	var b strings.Builder
+	b.WriteString("## Your task: decide the next step\n")
+	b.WriteString("Decide what to do about the user's latest message. Either call the tools you need directly, " +
+		"or call `decide` once with one action:\n" +
+		"- ANSWER: the conversation and the tool results so far are enough to answer.\n" +
+		"- CALL_TOOL: call one or more tools (they run in parallel).\n" +
+		"- CREATE_WORKFLOW: several tool steps where some need the results of others.\n" +
+		"- CLARIFY: the request is too ambiguous to act on; ask one short question.\n" +
+		"If you cannot call tools, reply with only a JSON object of the same fields as `decide`'s arguments.\n")
+	if tools != "" {
+		b.WriteString("\n## Tools\n")
+		b.WriteString(tools)
+	}
+	if len(s.DataSummaries) > 0 {
+		b.WriteString("\n## Documents in this conversation (load them before searching elsewhere)\n")
+		for _, d := range s.DataSummaries {
+			fmt.Fprintf(&b, "- %s", d.DocumentID)
+			if d.Title != "" {
+				fmt.Fprintf(&b, " (%s)", d.Title)
+			}
+			b.WriteString(": ")
+			b.WriteString(d.Summary)
+			b.WriteByte('\n')
+		}
+	}
+	if s.Cognitive != "" {
+		b.WriteString("\n## About the user\n")
+		b.WriteString(s.Cognitive)
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "\n## Progress\nThis is step %d of at most %d for this message.\n", iteration, a.opts.maxIterations())
+	for _, act := range s.Actions {
+		fmt.Fprintf(&b, "- step %d: %s", act.Iteration, act.Action)
+		if len(act.Tools) > 0 {
+			b.WriteString(" " + strings.Join(act.Tools, ", "))
+		}
+		b.WriteByte('\n')
+	}
+	if s.Rejections > 0 {
+		fmt.Fprintf(&b, "The user has rejected %d proposed tool call(s) this turn; after %d rejections you must stop proposing.\n",
+			s.Rejections, a.opts.maxRevisions())
+		for _, r := range s.Approvals {
+			if r.Decision == DecisionReject {
+				fmt.Fprintf(&b, "- rejected %s %s: %s\n", r.Tool, string(argsOrEmpty(r.Args)), r.Reason)
+			}
+		}
+	}
+	if s.TaskContext != "" {
+		b.WriteString("Note: ")
+		b.WriteString(s.TaskContext)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// repairPrompt shows the model why its decision did not parse.
+func repairPrompt(err error) string {
+	return "Your last reply could not be used as a decision: " + err.Error() + ". " +
+		"Reply again with exactly one decision: call `decide` (or a tool), or reply with only a JSON object such as " +
+		`{"action": "ANSWER", "reasoning": "…"} or {"action": "CALL_TOOL", "reasoning": "…", "tool_calls": [{"tool": "name", "args": {}}]}.`
+}
+
+const reflectInstructions = "## Your task: judge the tool results\n" +
+	"Look at the tool results that follow the user's latest message and call `assess` " +
+	"(or reply with only a JSON object {\"assessment\": …, \"reasoning\": …}):\n" +
+	"- satisfied: they are enough to answer the user.\n" +
+	"- need_more: something is missing or a call failed in a way another call can fix; say what to do next.\n" +
+	"- blocked: the task cannot be done with the tools available; say why.\n" +
+	"Do not answer the user yourself."
+
+// synthesisInstructions brief the writer on answering from tool results,
+// citing the numbered sources.
+func synthesisInstructions(s *ChatState) string {
+	var b strings.Builder
+	b.WriteString("## Your task: answer the user\n")
+	b.WriteString("Answer the user's latest message from the tool results above.")
+	if len(s.DataChunks) == 0 {
+		return b.String()
+	}
+	b.WriteString(" Cite the sources below with their numbers in square brackets, like [1], right after the facts they support; " +
+		"cite only these sources, and only for what they say.\n\n## Sources\n")
+	for _, c := range s.DataChunks {
+		b.WriteString("[" + strconv.Itoa(c.Number) + "] ")
+		if c.Title != "" {
+			b.WriteString(c.Title + " — ")
+		}
+		b.WriteString(c.Source)
+		b.WriteString("\n")
+		b.WriteString(clip(c.Text, 2000))
+		b.WriteString("\n\n")
+	}
+	return b.String()
+}
+
+const answerInstructions = "## Your task: answer the user\nAnswer the user's latest message."

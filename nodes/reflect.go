@@ -1,0 +1,118 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/trellis-ai/trellis/llm"
+)
+
+// reflect judges the latest tool results: satisfied, need_more, blocked,
+// or direct_response when an operator already answered the user. Direct
+// responses and rejections are decided without a model; otherwise the
+// model judges, and when its verdict is unusable (or it fails) a rule
+// does: need_more if every call failed, satisfied otherwise.
+func (a *Agent) reflect(ctx context.Context, s ChatState) (ChatState, error) {
+	batch := latestBatch(&s)
+	var rejected []string
+	for _, r := range batch {
+		if r.DirectResponse {
+			return ChatState{Reflection: Reflection{Assessment: AssessDirectResponse, Reasoning: r.Tool + " answered the user directly"}}, nil
+		}
+		if r.Status == ToolRejected {
+			rejected = append(rejected, r.Tool)
+		}
+	}
+	if len(rejected) > 0 {
+		if s.Rejections >= a.opts.maxRevisions() {
+			return ChatState{Reflection: Reflection{Assessment: AssessBlocked, Reasoning: fmt.Sprintf(
+				"the user rejected %d proposed tool calls, the most this turn allows", s.Rejections)}}, nil
+		}
+		why := "the user rejected the call to " + strings.Join(rejected, ", ") + "; revise it with their reason in mind, or answer without it"
+		return ChatState{Reflection: Reflection{Assessment: AssessNeedMore, Reasoning: why}, TaskContext: why}, nil
+	}
+
+	model, err := a.models.Model(ctx, firstNonEmpty(a.opts.ReflectModel, s.Input.Model))
+	if err != nil {
+		return ChatState{}, fmt.Errorf("nodes: reflect: %w", err)
+	}
+	_, defs, _ := a.catalog.snapshot()
+	msgs := toLLM(a.system(&s, reflectInstructions), a.opts.Window.view(&s))
+	resp, err := model.GenerateContent(ctx, msgs,
+		llms.WithTools(withTool(defs, assessTool)),
+		llms.WithToolChoice(llms.ToolChoice{Type: "function", Function: &llms.FunctionReference{Name: assessToolName}}))
+	var usage llm.TokenUsage
+	var ref Reflection
+	ok := false
+	if err != nil {
+		a.log.LogAttrs(ctx, slog.LevelWarn, "reflect: model call failed; judging by rule",
+			slog.String("conversation_id", s.Input.ConversationID), slog.Any("error", err))
+	} else {
+		usage = llm.UsageFrom(resp)
+		ref, ok = parseReflection(llm.TextFrom(resp), llm.ToolCallsFrom(resp))
+	}
+	if !ok {
+		ref = ruleReflection(batch)
+	}
+	upd := ChatState{Reflection: ref, Usage: usage, TurnUsage: usage}
+	if ref.Assessment == AssessNeedMore && ref.Reasoning != "" {
+		upd.TaskContext = ref.Reasoning
+	}
+	return upd, nil
+}
+
+// latestBatch returns the results of the latest execution.
+func latestBatch(s *ChatState) []ToolResult {
+	i := len(s.ToolResults)
+	for i > 0 && s.ToolResults[i-1].Iteration == s.Iteration {
+		i--
+	}
+	return s.ToolResults[i:]
+}
+
+// parseReflection reads an assess call or a JSON object in the text.
+func parseReflection(text string, calls []llms.ToolCall) (Reflection, bool) {
+	var raw []byte
+	for _, c := range calls {
+		if c.FunctionCall != nil && c.FunctionCall.Name == assessToolName {
+			raw = []byte(c.FunctionCall.Arguments)
+			break
+		}
+	}
+	if raw == nil {
+		obj, ok := jsonObject(strings.TrimSpace(text))
+		if !ok {
+			return Reflection{}, false
+		}
+		raw = obj
+	}
+	var r Reflection
+	if json.Unmarshal(raw, &r) != nil {
+		return Reflection{}, false
+	}
+	r.Assessment = Assessment(strings.ToLower(strings.TrimSpace(string(r.Assessment))))
+	switch r.Assessment {
+	case AssessSatisfied, AssessNeedMore, AssessBlocked:
+		return r, true
+	}
+	return Reflection{}, false
+}
+
+// ruleReflection judges without a model.
+func ruleReflection(batch []ToolResult) Reflection {
+	var failed []string
+	for _, r := range batch {
+		if r.Status != ToolSuccess {
+			failed = append(failed, r.Tool+": "+clip(r.Content, 200))
+		}
+	}
+	if len(batch) > 0 && len(failed) == len(batch) {
+		return Reflection{Assessment: AssessNeedMore, Reasoning: "every tool call failed (" + strings.Join(failed, "; ") + ")"}
+	}
+	return Reflection{Assessment: AssessSatisfied}
+}

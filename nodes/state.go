@@ -1,0 +1,372 @@
+package nodes
+
+import (
+	"encoding/json"
+
+	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/llm"
+)
+
+// ChatState is the agent graph's state: everything a conversation's turns
+// read and write, and nothing else. It is plain data — strings, numbers,
+// slices of structs — so every checkpointer stores it as JSON and gives it
+// back equal. Runtime dependencies (models, tools, hooks, the messenger)
+// live in the Agent, never here.
+//
+// Fields marked "per turn" are reset by initialize at the start of each
+// user message; the others last for the whole conversation.
+type ChatState struct {
+	// ---- Input: the turn's request, replaced whole by each turn's input
+	// (Input.Message is the query), so nothing of an earlier request
+	// lingers.
+	Input Input `json:"input"`
+
+	// ---- Conversation (append).
+
+	// Messages is the whole conversation: user, assistant and tool
+	// messages in order. Models see a window of it (see Window).
+	Messages []Message `json:"messages,omitempty"`
+	// Turn counts the user messages that started turns; messages carry
+	// the turn they belong to.
+	Turn int `json:"turn"`
+	// Summary is the rolling summary of the messages before SummaryUpTo.
+	Summary string `json:"summary,omitempty"`
+	// SummaryUpTo is the index in Messages up to which Summary covers.
+	SummaryUpTo int `json:"summary_up_to,omitempty"`
+
+	// ---- Supervisor (per turn).
+
+	// Decision is the supervisor's latest decision.
+	Decision Decision `json:"decision"`
+	// Iteration counts the supervisor's decisions this turn.
+	Iteration int `json:"iteration"`
+	// Actions is the history of decisions this turn (append).
+	Actions []ActionRecord `json:"actions,omitempty"`
+	// TaskContext is what the supervisor is told about the task beyond the
+	// messages: the reflection's advice, a rejection's reason.
+	TaskContext string `json:"task_context,omitempty"`
+
+	// ---- Execution (per turn).
+
+	// ToolResults are every tool call's outcome this turn (append).
+	ToolResults []ToolResult `json:"tool_results,omitempty"`
+	// CurrentTool names the tool(s) of the latest execution.
+	CurrentTool string `json:"current_tool,omitempty"`
+	// WorkflowSteps is the latest workflow, with each step's status.
+	WorkflowSteps []WorkflowStep `json:"workflow_steps,omitempty"`
+	// Approvals records every approval decision this turn (append), so the
+	// revision history keeps each rejection's reason, not just a count.
+	Approvals []ApprovalRecord `json:"approvals,omitempty"`
+	// Rejections counts rejected tool calls this turn.
+	Rejections int `json:"rejections,omitempty"`
+	// Reflection is the latest judgement of the tool results.
+	Reflection Reflection `json:"reflection"`
+
+	// ---- Context.
+
+	// DataChunks are the citable chunks tools returned this turn, numbered
+	// from 1 (append; per turn).
+	DataChunks []DataChunk `json:"data_chunks,omitempty"`
+	// DataSummaries describe the conversation's documents for the
+	// supervisor (per turn, loaded by initialize).
+	DataSummaries []DataSummary `json:"data_summaries,omitempty"`
+	// SourceCounter is the number of the last data chunk (sum; per turn).
+	SourceCounter int `json:"source_counter,omitempty"`
+	// Cognitive is the user's cognitive context: profile and memories
+	// (per turn, loaded by initialize).
+	Cognitive string `json:"cognitive,omitempty"`
+
+	// ---- Messaging (per turn).
+
+	// DirectResponses are what operators showed the user directly
+	// (append).
+	DirectResponses []DirectResponse `json:"direct_responses,omitempty"`
+
+	// ---- Token usage.
+
+	// Usage sums every model call of the conversation.
+	Usage llm.TokenUsage `json:"usage"`
+	// TurnUsage sums every model call of the turn (per turn).
+	TurnUsage llm.TokenUsage `json:"turn_usage"`
+	// UsageBase is TurnUsage when the current run resumed the turn, so a
+	// run's usage is TurnUsage - UsageBase (per turn).
+	UsageBase llm.TokenUsage `json:"usage_base"`
+
+	// ---- Output (per turn).
+
+	// Brief is what the write node is asked to write.
+	Brief Brief `json:"brief"`
+	// FinalResponse is the answer's text.
+	FinalResponse string `json:"final_response,omitempty"`
+	// Citations are the sources FinalResponse cites.
+	Citations []Citation `json:"citations,omitempty"`
+	// ClarifyQuestion is the question the agent asked, while it waits for
+	// the answer.
+	ClarifyQuestion string `json:"clarify_question,omitempty"`
+	// Outcome says how the turn ended.
+	Outcome Outcome `json:"outcome,omitempty"`
+}
+
+// schemaFields declares how ChatState's fields merge; undeclared fields
+// take the newest non-zero value.
+func schemaFields() []graph.Field[ChatState] {
+	addUsage := func(a, b llm.TokenUsage) llm.TokenUsage { return a.Add(b) }
+	return []graph.Field[ChatState]{
+		graph.Append(func(s *ChatState) *[]Message { return &s.Messages }),
+		graph.Append(func(s *ChatState) *[]ActionRecord { return &s.Actions }),
+		graph.Append(func(s *ChatState) *[]ToolResult { return &s.ToolResults }),
+		graph.Append(func(s *ChatState) *[]ApprovalRecord { return &s.Approvals }),
+		graph.Append(func(s *ChatState) *[]DataChunk { return &s.DataChunks }),
+		graph.Append(func(s *ChatState) *[]DirectResponse { return &s.DirectResponses }),
+		graph.Sum(func(s *ChatState) *int { return &s.SourceCounter }),
+		graph.Reduce(func(s *ChatState) *llm.TokenUsage { return &s.Usage }, addUsage),
+		graph.Reduce(func(s *ChatState) *llm.TokenUsage { return &s.TurnUsage }, addUsage),
+	}
+}
+
+// resetTurn clears the per-turn fields; initialize applies it through
+// Command.Overwrite.
+func resetTurn(s *ChatState) {
+	s.Decision = Decision{}
+	s.Iteration = 0
+	s.Actions = nil
+	s.TaskContext = ""
+	s.ToolResults = nil
+	s.CurrentTool = ""
+	s.WorkflowSteps = nil
+	s.Approvals = nil
+	s.Rejections = 0
+	s.Reflection = Reflection{}
+	s.DataChunks = nil
+	s.DataSummaries = nil
+	s.SourceCounter = 0
+	s.Cognitive = ""
+	s.DirectResponses = nil
+	s.TurnUsage = llm.TokenUsage{}
+	s.UsageBase = llm.TokenUsage{}
+	s.Brief = Brief{}
+	s.FinalResponse = ""
+	s.Citations = nil
+	s.ClarifyQuestion = ""
+	s.Outcome = ""
+}
+
+// Input is one user message and its request: the input section of the
+// state, and what Agent.Run takes.
+type Input struct {
+	// Message is the user's message: the turn's query. Required.
+	Message string `json:"message"`
+	// ConversationID is the thread; Run sets it.
+	ConversationID string `json:"conversation_id"`
+	// RequestID identifies the turn; Agent.Edit finds a turn by it.
+	RequestID string `json:"request_id,omitempty"`
+	// UserID is who asks.
+	UserID string `json:"user_id,omitempty"`
+	// Model is the model id or alias the user asked for; "" is the
+	// registry's default. The write node answers with it.
+	Model string `json:"model,omitempty"`
+	// DocumentIDs are the documents the request points at.
+	DocumentIDs []string `json:"document_ids,omitempty"`
+	// Context is the request's optional "context" object.
+	Context json.RawMessage `json:"context,omitempty"`
+}
+
+// Role is who wrote a message.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one message of the conversation.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant message makes.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID and Name identify the call a tool message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Name       string `json:"name,omitempty"`
+	// Turn is the turn the message belongs to.
+	Turn int `json:"turn"`
+}
+
+// Action is a supervisor decision's kind.
+type Action string
+
+const (
+	ActionAnswer         Action = "ANSWER"
+	ActionCallTool       Action = "CALL_TOOL"
+	ActionCreateWorkflow Action = "CREATE_WORKFLOW"
+	ActionClarify        Action = "CLARIFY"
+	// ActionBlocked is not the model's to choose: the supervisor records it
+	// when it cannot go on (no parsable decision, iteration limit).
+	ActionBlocked Action = "BLOCKED"
+)
+
+// ToolCall is one call of a tool with its arguments (a JSON object).
+type ToolCall struct {
+	ID   string          `json:"id"`
+	Tool string          `json:"tool"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// WorkflowStep is one step of a CREATE_WORKFLOW decision. Steps whose
+// dependencies are done run concurrently. A string argument may include
+// "{{id}}", replaced by the text result of step id (a dependency).
+type WorkflowStep struct {
+	ID        string          `json:"id"`
+	Tool      string          `json:"tool"`
+	Args      json.RawMessage `json:"args,omitempty"`
+	DependsOn []string        `json:"depends_on,omitempty"`
+	// ToolCallID is the id the step's call runs under; set by the
+	// supervisor.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Status is the step's outcome once run: a ToolStatus.
+	Status ToolStatus `json:"status,omitempty"`
+}
+
+// Decision is the supervisor's structured decision.
+type Decision struct {
+	Action    Action `json:"action"`
+	Reasoning string `json:"reasoning,omitempty"`
+	// ToolCalls are the calls of CALL_TOOL, run concurrently.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Workflow is the plan of CREATE_WORKFLOW.
+	Workflow []WorkflowStep `json:"workflow,omitempty"`
+	// Question is CLARIFY's question.
+	Question string `json:"question,omitempty"`
+	// Answer is the text the model gave with an ANSWER, if any.
+	Answer string `json:"answer,omitempty"`
+}
+
+// ActionRecord is one decision in the turn's action history.
+type ActionRecord struct {
+	Iteration int      `json:"iteration"`
+	Action    Action   `json:"action"`
+	Tools     []string `json:"tools,omitempty"`
+	Reasoning string   `json:"reasoning,omitempty"`
+}
+
+// ToolStatus is a tool call's outcome.
+type ToolStatus string
+
+const (
+	ToolSuccess  ToolStatus = "success"
+	ToolError    ToolStatus = "error"
+	ToolRejected ToolStatus = "rejected"
+	// ToolSkipped: a workflow step whose dependency failed or was rejected.
+	ToolSkipped ToolStatus = "skipped"
+)
+
+// ToolResult is one tool call's outcome.
+type ToolResult struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Tool       string          `json:"tool"`
+	Args       json.RawMessage `json:"args,omitempty"`
+	Status     ToolStatus      `json:"status"`
+	// Content is the result as the model reads it (the error message for
+	// a failed call, the reason for a rejected one).
+	Content string `json:"content"`
+	// DirectResponse: the tool showed content to the user itself.
+	DirectResponse bool `json:"direct_response,omitempty"`
+	// Sources are the numbers of the data chunks the call returned.
+	Sources []int `json:"sources,omitempty"`
+	// Iteration is the supervisor iteration that asked for the call.
+	Iteration  int   `json:"iteration"`
+	DurationMS int64 `json:"duration_ms"`
+}
+
+// ApprovalRecord is one answered approval.
+type ApprovalRecord struct {
+	ApprovalID string          `json:"approval_id"`
+	ToolCallID string          `json:"tool_call_id"`
+	Tool       string          `json:"tool"`
+	Args       json.RawMessage `json:"args,omitempty"`
+	Revision   int             `json:"revision"`
+	Decision   DecisionKind    `json:"decision"`
+	EditedArgs json.RawMessage `json:"edited_args,omitempty"`
+	Reason     string          `json:"reason,omitempty"`
+}
+
+// Assessment is the reflect node's verdict.
+type Assessment string
+
+const (
+	AssessSatisfied      Assessment = "satisfied"
+	AssessNeedMore       Assessment = "need_more"
+	AssessBlocked        Assessment = "blocked"
+	AssessDirectResponse Assessment = "direct_response"
+)
+
+// Reflection is the reflect node's judgement of the results so far.
+type Reflection struct {
+	Assessment Assessment `json:"assessment,omitempty"`
+	Reasoning  string     `json:"reasoning,omitempty"`
+}
+
+// DataChunk is a citable piece of material a tool returned, numbered for
+// citations ([1], [2], …) in the order the agent received them.
+type DataChunk struct {
+	Number     int    `json:"number"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Source     string `json:"source"`
+	Title      string `json:"title,omitempty"`
+	Text       string `json:"text"`
+}
+
+// DataSummary describes one document of the conversation.
+type DataSummary struct {
+	DocumentID string `json:"document_id"`
+	Title      string `json:"title,omitempty"`
+	Summary    string `json:"summary"`
+}
+
+// DirectResponse is content an operator showed the user directly.
+type DirectResponse struct {
+	ToolCallID  string `json:"tool_call_id,omitempty"`
+	Content     string `json:"content"`
+	ContentType string `json:"content_type"`
+	WidgetType  string `json:"widget_type,omitempty"`
+}
+
+// Citation is a numbered source an answer cites.
+type Citation struct {
+	Number int    `json:"number"`
+	Source string `json:"source"`
+	Title  string `json:"title,omitempty"`
+	Text   string `json:"text,omitempty"`
+}
+
+// BriefKind says what the write node is writing.
+type BriefKind string
+
+const (
+	// BriefAnswer: answer from the conversation (the supervisor's ANSWER).
+	BriefAnswer BriefKind = "answer"
+	// BriefSynthesis: answer from tool results, citing numbered sources.
+	BriefSynthesis BriefKind = "synthesis"
+	// BriefBlocked: say honestly what failed.
+	BriefBlocked BriefKind = "blocked"
+)
+
+// Brief is the write node's assignment: what to write, and from what.
+type Brief struct {
+	Kind BriefKind `json:"kind,omitempty"`
+	// Instructions are added to the system prompt.
+	Instructions string `json:"instructions,omitempty"`
+	// Fallback is written when the model fails (blocked briefs have one).
+	Fallback string `json:"fallback,omitempty"`
+}
+
+// Outcome says how a turn ended.
+type Outcome string
+
+const (
+	OutcomeAnswered Outcome = "answered"
+	OutcomeDirect   Outcome = "direct"
+	OutcomeBlocked  Outcome = "blocked"
+	OutcomeClarify  Outcome = "clarify"
+)

@@ -1,0 +1,98 @@
+package nodes
+
+import (
+	"context"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/trellis-ai/trellis/llm"
+)
+
+// stream closes the response: it emits response.done with the whole
+// answer, the sources it cites and the run's usage, appends the assistant
+// message to the conversation, and calls the hooks (persistence, then
+// learning).
+func (a *Agent) stream(ctx context.Context, s ChatState) (ChatState, error) {
+	content, outcome := s.FinalResponse, s.Outcome
+	if s.Reflection.Assessment == AssessDirectResponse && outcome == "" {
+		outcome = OutcomeDirect
+		content = directText(s.DirectResponses)
+	}
+	if outcome == "" {
+		outcome = OutcomeAnswered
+	}
+	citations := cited(content, s.DataChunks)
+	_ = emit(ctx, &ResponseDone{Content: content, Citations: citations, Usage: sub(s.TurnUsage, s.UsageBase)})
+	msg := Message{Role: RoleAssistant, Content: content, Turn: s.Turn}
+	ans := Answer{
+		ConversationID: s.Input.ConversationID, UserID: s.Input.UserID, RequestID: s.Input.RequestID, Query: s.Input.Message,
+		Message: msg, Outcome: outcome, Citations: citations, Usage: s.TurnUsage, ToolResults: s.ToolResults,
+	}
+	if h := a.opts.Hooks.OnAnswer; h != nil {
+		if err := h(ctx, ans); err != nil {
+			a.log.LogAttrs(ctx, slog.LevelError, "stream: persisting the answer failed",
+				slog.String("conversation_id", s.Input.ConversationID), slog.Any("error", err))
+		}
+	}
+	if h := a.opts.Hooks.Learn; h != nil && outcome != OutcomeClarify {
+		h(ctx, ans)
+	}
+	upd := ChatState{Messages: []Message{msg}, FinalResponse: content, Outcome: outcome}
+	if len(citations) > 0 { // an empty list would be stored as [] and read back non-nil
+		upd.Citations = citations
+	}
+	return upd, nil
+}
+
+// directText is what operators showed the user, as the message to keep.
+func directText(ds []DirectResponse) string {
+	parts := make([]string, 0, len(ds))
+	for _, d := range ds {
+		switch d.ContentType {
+		case "image":
+			parts = append(parts, "[image]")
+		case "widget":
+			parts = append(parts, "[widget: "+d.WidgetType+"]")
+		default:
+			parts = append(parts, d.Content)
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+var citeRef = regexp.MustCompile(`\[(\d+)\]`)
+
+// cited returns the chunks the text cites as [n], in number order; never
+// nil, so response.done always has a list.
+func cited(text string, chunks []DataChunk) []Citation {
+	out := []Citation{}
+	if len(chunks) == 0 || !strings.Contains(text, "[") {
+		return out
+	}
+	seen := map[int]bool{}
+	for _, m := range citeRef.FindAllStringSubmatch(text, -1) {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			seen[n] = true
+		}
+	}
+	for _, c := range chunks {
+		if seen[c.Number] {
+			out = append(out, Citation{Number: c.Number, Source: c.Source, Title: c.Title, Text: clip(c.Text, 500)})
+		}
+	}
+	return out
+}
+
+// sub is a - b, field by field.
+func sub(a, b llm.TokenUsage) llm.TokenUsage {
+	return llm.TokenUsage{
+		InputTokens:      a.InputTokens - b.InputTokens,
+		OutputTokens:     a.OutputTokens - b.OutputTokens,
+		ThinkingTokens:   a.ThinkingTokens - b.ThinkingTokens,
+		CacheReadTokens:  a.CacheReadTokens - b.CacheReadTokens,
+		CacheWriteTokens: a.CacheWriteTokens - b.CacheWriteTokens,
+		TotalTokens:      a.TotalTokens - b.TotalTokens,
+	}
+}

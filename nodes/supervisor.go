@@ -1,0 +1,127 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/trellis-ai/trellis/llm"
+)
+
+// supervisor makes one structured decision: ANSWER, CALL_TOOL,
+// CREATE_WORKFLOW or CLARIFY. A reply that does not parse gets one repair
+// call showing the model its output and the error; a second failure, or
+// the iteration limit, records BLOCKED.
+func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) {
+	iteration := s.Iteration + 1
+	if s.Iteration >= a.opts.maxIterations() {
+		d := Decision{Action: ActionBlocked, Reasoning: fmt.Sprintf("reached the limit of %d steps for one message", a.opts.maxIterations())}
+		return a.decided(ctx, &s, d, iteration, llm.TokenUsage{}), nil
+	}
+	_ = emit(ctx, &SupervisorThinking{Message: "Deciding how to handle your request…"})
+	model, err := a.models.Model(ctx, firstNonEmpty(a.opts.SupervisorModel, s.Input.Model))
+	if err != nil {
+		return ChatState{}, fmt.Errorf("nodes: supervisor: %w", err)
+	}
+	summaries, defs, _ := a.catalog.snapshot()
+	msgs := toLLM(a.system(&s, a.supervisorInstructions(&s, iteration, summaries)), a.opts.Window.view(&s))
+	opts := []llms.CallOption{llms.WithTools(withTool(defs, decideTool))}
+	resp, err := model.GenerateContent(ctx, msgs, opts...)
+	if err != nil {
+		return ChatState{}, fmt.Errorf("nodes: supervisor: %w", err)
+	}
+	usage := llm.UsageFrom(resp)
+	text, calls := llm.TextFrom(resp), llm.ToolCallsFrom(resp)
+	d, perr := parseDecision(text, calls)
+	if perr != nil {
+		repair := append(msgs[:len(msgs):len(msgs)], badReply(text, calls), llms.TextParts(llms.ChatMessageTypeHuman, repairPrompt(perr)))
+		resp, err = model.GenerateContent(ctx, repair, opts...)
+		if err != nil {
+			return ChatState{}, fmt.Errorf("nodes: supervisor repair: %w", err)
+		}
+		usage = usage.Add(llm.UsageFrom(resp))
+		if d, err = parseDecision(llm.TextFrom(resp), llm.ToolCallsFrom(resp)); err != nil {
+			d = Decision{Action: ActionBlocked, Reasoning: fmt.Sprintf("could not make a usable decision (%v; after a repair attempt: %v)", perr, err)}
+		}
+	}
+	return a.decided(ctx, &s, d, iteration, usage), nil
+}
+
+// decided names the decision's calls, emits supervisor.decided and
+// returns the update.
+func (a *Agent) decided(ctx context.Context, s *ChatState, d Decision, iteration int, usage llm.TokenUsage) ChatState {
+	var tools []string
+	var calls []ToolCall
+	switch d.Action {
+	case ActionCallTool:
+		for i := range d.ToolCalls {
+			c := &d.ToolCalls[i]
+			if c.ID == "" {
+				c.ID = fmt.Sprintf("call_t%d_i%d_%d", s.Turn, iteration, i+1)
+			}
+			tools = append(tools, c.Tool)
+		}
+		calls = d.ToolCalls
+	case ActionCreateWorkflow:
+		for i := range d.Workflow {
+			st := &d.Workflow[i]
+			st.ToolCallID = fmt.Sprintf("wf_t%d_i%d_%s", s.Turn, iteration, st.ID)
+			tools = append(tools, st.Tool)
+			calls = append(calls, ToolCall{ID: st.ToolCallID, Tool: st.Tool, Args: st.Args})
+		}
+	}
+	_ = emit(ctx, &SupervisorDecided{Action: strings.ToLower(string(d.Action)), Tools: nonNil(tools), Reasoning: d.Reasoning})
+	upd := ChatState{
+		Decision:  d,
+		Iteration: iteration,
+		Actions:   []ActionRecord{{Iteration: iteration, Action: d.Action, Tools: tools, Reasoning: d.Reasoning}},
+		Usage:     usage,
+		TurnUsage: usage,
+	}
+	if len(calls) > 0 {
+		upd.Messages = []Message{{Role: RoleAssistant, Content: d.Reasoning, ToolCalls: calls, Turn: s.Turn}}
+	}
+	return upd
+}
+
+// badReply is the model's unusable reply, shown back to it for repair.
+func badReply(text string, calls []llms.ToolCall) llms.MessageContent {
+	var b strings.Builder
+	b.WriteString(text)
+	for _, c := range calls {
+		if c.FunctionCall != nil {
+			fmt.Fprintf(&b, "\n[call %s %s]", c.FunctionCall.Name, c.FunctionCall.Arguments)
+		}
+	}
+	if b.Len() == 0 {
+		b.WriteString("(empty reply)")
+	}
+	return llms.TextParts(llms.ChatMessageTypeAI, b.String())
+}
+
+// withTool returns defs and one more tool, in a new slice: defs is the
+// catalog's and shared.
+func withTool(defs []llms.Tool, t llms.Tool) []llms.Tool {
+	out := make([]llms.Tool, len(defs)+1)
+	copy(out, defs)
+	out[len(defs)] = t
+	return out
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,245 @@
+package nodes
+
+import (
+	"context"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// Window bounds what a model sees of the conversation: the system prompt,
+// a rolling summary of older turns, and the newest messages within a
+// token budget. The state keeps the whole history; only the view shrinks.
+//
+// Earlier turns appear as their user and assistant text (their tool calls
+// and results are left out); the current turn appears whole — tool calls,
+// results and clarifications — trimmed from the front, the user's message
+// kept, when it alone exceeds the budget.
+type Window struct {
+	// Messages caps the earlier turns' messages shown; 0 means 20.
+	Messages int
+	// Tokens caps the estimated tokens of the messages shown (about four
+	// bytes a token); 0 means 8000.
+	Tokens int
+	// SummaryTokens caps the rolling summary; 0 means 1000.
+	SummaryTokens int
+	// Summarize folds messages that leave the window into the summary.
+	// nil keeps an extractive summary: the start of each message, the
+	// newest lines winning when it is too long.
+	Summarize func(ctx context.Context, previous string, older []Message) (string, error)
+}
+
+func (w *Window) messages() int      { return positive(w.Messages, 20) }
+func (w *Window) tokens() int        { return positive(w.Tokens, 8000) }
+func (w *Window) summaryTokens() int { return positive(w.SummaryTokens, 1000) }
+
+// estimateTokens is a provider-neutral estimate: about four bytes a token.
+func estimateTokens(s string) int { return len(s)/4 + 1 }
+
+func messageTokens(m *Message) int {
+	n := 4 + estimateTokens(m.Content)
+	for _, c := range m.ToolCalls {
+		n += estimateTokens(c.Tool) + estimateTokens(string(c.Args))
+	}
+	return n
+}
+
+// earlierText reports whether an earlier turn's message is shown: user
+// and assistant messages with text.
+func earlierText(m *Message) bool {
+	return (m.Role == RoleUser || m.Role == RoleAssistant) && m.Content != ""
+}
+
+// view returns the messages a model sees for state s, oldest first.
+func (w *Window) view(s *ChatState) []Message {
+	msgs := s.Messages
+	cur := len(msgs)
+	for cur > 0 && msgs[cur-1].Turn == s.Turn {
+		cur--
+	}
+	budget := w.tokens()
+	// The current turn, whole when it fits: its user message, then the
+	// newest messages that fit, never starting with a tool result whose
+	// call was cut.
+	current := msgs[cur:]
+	used := 0
+	for i := range current {
+		used += messageTokens(&current[i])
+	}
+	if used > budget && len(current) > 1 {
+		keep := messageTokens(&current[0])
+		from := len(current)
+		for from > 1 && keep+messageTokens(&current[from-1]) <= budget {
+			from--
+			keep += messageTokens(&current[from])
+		}
+		for from < len(current) && current[from].Role == RoleTool {
+			keep -= messageTokens(&current[from])
+			from++
+		}
+		trimmed := make([]Message, 0, 1+len(current)-from)
+		trimmed = append(trimmed, current[0])
+		current = append(trimmed, current[from:]...)
+		used = keep
+	}
+	// Earlier turns' text, newest first, within what is left.
+	limit := w.messages()
+	start, shown := cur, 0
+	for i := cur - 1; i >= s.SummaryUpTo && shown < limit; i-- {
+		m := &msgs[i]
+		if !earlierText(m) {
+			continue
+		}
+		t := messageTokens(m)
+		if used+t > budget {
+			break
+		}
+		used += t
+		shown++
+		start = i
+	}
+	out := make([]Message, 0, shown+len(current))
+	for i := start; i < cur; i++ {
+		if earlierText(&msgs[i]) {
+			out = append(out, Message{Role: msgs[i].Role, Content: msgs[i].Content, Turn: msgs[i].Turn})
+		}
+	}
+	return append(out, current...)
+}
+
+// fold moves earlier turns out of the window into the rolling summary
+// once they outgrow it, keeping about the newest half (whole turns). It
+// runs before the new turn's message is added. It returns the new summary
+// and the index it covers up to, or ok false when nothing moves.
+func (w *Window) fold(ctx context.Context, s *ChatState) (summary string, upTo int, ok bool, err error) {
+	msgs := s.Messages
+	var idx []int
+	tokens := 0
+	for i := s.SummaryUpTo; i < len(msgs); i++ {
+		if earlierText(&msgs[i]) {
+			idx = append(idx, i)
+			tokens += messageTokens(&msgs[i])
+		}
+	}
+	if len(idx) <= w.messages() && tokens <= w.tokens()/2 {
+		return "", 0, false, nil
+	}
+	keep := w.messages() / 2
+	for keep > 0 && tokensFrom(msgs, idx[len(idx)-keep:]) > w.tokens()/2 {
+		keep--
+	}
+	cut := len(msgs)
+	if keep > 0 {
+		// Keep whole turns: the window starts at a turn's first message.
+		cut = idx[len(idx)-keep]
+		for cut > s.SummaryUpTo && msgs[cut-1].Turn == msgs[cut].Turn {
+			cut--
+		}
+	}
+	var older []Message
+	for _, i := range idx {
+		if i < cut {
+			older = append(older, msgs[i])
+		}
+	}
+	if len(older) == 0 {
+		return "", 0, false, nil
+	}
+	if w.Summarize != nil {
+		summary, err = w.Summarize(ctx, s.Summary, older)
+		if err != nil {
+			return "", 0, false, err
+		}
+	} else {
+		summary = extractive(s.Summary, older, w.summaryTokens())
+	}
+	return summary, cut, true, nil
+}
+
+func tokensFrom(msgs []Message, idx []int) int {
+	n := 0
+	for _, i := range idx {
+		n += messageTokens(&msgs[i])
+	}
+	return n
+}
+
+// extractive appends a line per message to the previous summary and keeps
+// the newest lines within budget tokens.
+func extractive(previous string, older []Message, budget int) string {
+	var lines []string
+	if previous != "" {
+		lines = strings.Split(previous, "\n")
+	}
+	for _, m := range older {
+		who := "User"
+		if m.Role == RoleAssistant {
+			who = "Assistant"
+		}
+		lines = append(lines, "- "+who+": "+clip(strings.Join(strings.Fields(m.Content), " "), 200))
+	}
+	total := 0
+	from := len(lines)
+	for from > 0 && total+estimateTokens(lines[from-1]) <= budget {
+		from--
+		total += estimateTokens(lines[from])
+	}
+	return strings.Join(lines[from:], "\n")
+}
+
+// clip shortens s to at most n bytes, on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// toLLM converts messages to langchaingo's form, after a system message.
+func toLLM(system string, msgs []Message) []llms.MessageContent {
+	out := make([]llms.MessageContent, 0, len(msgs)+1)
+	if system != "" {
+		out = append(out, llms.TextParts(llms.ChatMessageTypeSystem, system))
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		switch m.Role {
+		case RoleUser:
+			out = append(out, llms.TextParts(llms.ChatMessageTypeHuman, m.Content))
+		case RoleAssistant:
+			mc := llms.MessageContent{Role: llms.ChatMessageTypeAI}
+			if m.Content != "" {
+				mc.Parts = append(mc.Parts, llms.TextContent{Text: m.Content})
+			}
+			for _, c := range m.ToolCalls {
+				mc.Parts = append(mc.Parts, llms.ToolCall{ID: c.ID, Type: "function",
+					FunctionCall: &llms.FunctionCall{Name: c.Tool, Arguments: string(argsOrEmpty(c.Args))}})
+			}
+			if len(mc.Parts) > 0 {
+				out = append(out, mc)
+			}
+		case RoleTool:
+			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+				llms.ToolCallResponse{ToolCallID: m.ToolCallID, Name: m.Name, Content: m.Content},
+			}})
+		}
+	}
+	return out
+}
+
+// hasToolMessages reports whether msgs hold tool calls or results, which
+// some providers accept only alongside tool definitions.
+func hasToolMessages(msgs []Message) bool {
+	for i := range msgs {
+		if msgs[i].Role == RoleTool || len(msgs[i].ToolCalls) > 0 {
+			return true
+		}
+	}
+	return false
+}

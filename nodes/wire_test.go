@@ -1,0 +1,73 @@
+package nodes_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/llm/llmtest"
+	"github.com/trellis-ai/trellis/nodes"
+)
+
+// The one-tool path over OpenAI's wire protocol, through langchaingo: the
+// history the agent builds (tool calls, tool results, system prompt) is
+// what the API expects, tool choice is sent, and streamed tokens arrive
+// as response.chunk.
+func TestOneToolOverOpenAIWire(t *testing.T) {
+	srv := llmtest.NewOpenAIServer(t,
+		llmtest.Response{ToolCalls: []llmtest.ToolCall{{ID: "call_a", Name: "calculator", Arguments: `{"expression":"6*7"}`}}},
+		llmtest.Response{ToolCalls: []llmtest.ToolCall{{ID: "call_r", Name: "assess", Arguments: `{"assessment":"satisfied","reasoning":"done"}`}}},
+		llmtest.Response{Text: "It is 42.", Chunks: []string{"It ", "is ", "42."}},
+	)
+	reg, err := llm.NewRegistry(llm.Config{
+		Models:     []llm.ModelConfig{{ID: "gpt", Provider: llm.ProviderOpenAI, BaseURL: srv.BaseURL(), Model: "gpt-test", ToolCalling: true}},
+		HTTPClient: srv.Client(),
+		Resilience: llm.ResilienceConfig{MaxAttempts: 1},
+		Getenv:     func(string) string { return "" },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, _ := testTools(t)
+	a, err := nodes.New(reg, tools, nil, nodes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := collect(a.Run(t.Context(), "w1", nodes.Input{Message: "what is 6*7?"}))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking supervisor.decided:call_tool -supervisor
+		+execute_tool tool.start:calculator tool.complete:calculator -execute_tool +reflect -reflect
+		+synthesize -synthesize +write response.chunk* -write +stream response.done -stream run.completed`)
+	if got := r.text(); got != "It is 42." {
+		t.Errorf("chunks = %q", got)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	sup := reqs[0]
+	if sup.Messages[0].Role != "system" || !strings.Contains(sup.Messages[0].Text(), "decide the next step") || !hasTool(sup.Tools, "decide") || !hasTool(sup.Tools, "calculator") {
+		t.Errorf("supervisor request: %s", sup.Raw)
+	}
+	w := reqs[2]
+	if !w.Stream || len(w.Messages) != 4 || w.Messages[2].ToolCalls[0].ID != "call_a" || w.Messages[3].Role != "tool" || w.Messages[3].ToolCallID != "call_a" || w.Messages[3].Text() != "42" {
+		t.Errorf("write request: %s", w.Raw)
+	}
+	if !strings.Contains(string(w.Raw), `"tool_choice":"none"`) || !strings.Contains(string(reqs[1].Raw), `"name":"assess"`) {
+		t.Errorf("tool choice not sent: %s / %s", w.Raw, reqs[1].Raw)
+	}
+	if d := last[*nodes.ResponseDone](r); d.Usage.InputTokens != 30 || d.Usage.OutputTokens != 15 {
+		t.Errorf("usage = %+v", d.Usage)
+	}
+}
+
+func hasTool(tools []map[string]any, name string) bool {
+	for _, t := range tools {
+		if f, ok := t["function"].(map[string]any); ok && f["name"] == name {
+			return true
+		}
+	}
+	return false
+}
