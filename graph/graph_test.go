@@ -541,3 +541,31 @@ func TestMermaid(t *testing.T) {
 		}
 	}
 }
+
+func TestContextsDerivedByNodesMayOutliveThem(t *testing.T) {
+	var cancels []context.CancelFunc
+	g := newGraph()
+	g.AddNode("step", func(ctx context.Context, s State) (State, error) {
+		// A timeout context left running: its timer reads the node's
+		// context after the node has returned and its task is reused.
+		_, cancel := context.WithTimeout(ctx, 50*time.Microsecond)
+		cancels = append(cancels, cancel)
+		time.Sleep(100 * time.Microsecond)
+		return State{Count: s.Count + 1}, nil
+	})
+	g.AddEdge(graph.START, "step")
+	g.AddConditionalEdges("step", func(ctx context.Context, s State) (string, error) {
+		if s.Count >= 50 {
+			return graph.END, nil
+		}
+		return "step", nil
+	}, nil)
+	c := must[*graph.Compiled[State]](t)(g.Compile(graph.CompileOptions{}))
+	out := must[State](t)(c.Invoke(t.Context(), &State{}, graph.RunConfig{}))
+	for _, cancel := range cancels {
+		cancel()
+	}
+	if out.Count != 50 {
+		t.Fatalf("count %d", out.Count)
+	}
+}

@@ -93,7 +93,7 @@ type run[S any] struct {
 	// emitMu serialises delivery for nodes that run subgraphs from
 	// goroutines of their own; yield must never be called concurrently.
 	emitMu sync.Mutex
-	events chan Event[S]
+	events chan relay[S]
 	done   chan *task[S]
 
 	state     S

@@ -36,8 +36,11 @@ type task[S any] struct {
 	sendIdx  int
 	hasInput bool // input came from a Send
 	input    S
-	ctx      taskCtx
-	spawned  bool
+	// ctx is made afresh each time the task runs and never changed after:
+	// contexts a node derives from it (a timeout's timer, say) may outlive
+	// the node, and the task itself is reused by later steps.
+	ctx     *taskCtx
+	spawned bool
 
 	upd      S
 	set      fieldMask
@@ -185,7 +188,7 @@ func (r *run[S]) runSpawned(tasks []*task[S]) {
 		// Any streamed mode may come from a task: a subgraph run inside a
 		// node forwards all of its events.
 		if r.modes != 0 {
-			r.events = make(chan Event[S], cmp(r.cfg.StreamBuffer, 64))
+			r.events = make(chan relay[S], cmp(r.cfg.StreamBuffer, 64))
 		}
 	}
 	// With no node events to relay, this goroutine is free to run one task
@@ -219,8 +222,8 @@ func (r *run[S]) runSpawned(tasks []*task[S]) {
 			r.drainEvents()
 			r.debugEnd(t)
 			r.keep(t)
-		case ev := <-r.events:
-			_ = r.deliver(ev)
+		case rl := <-r.events:
+			_ = r.deliver(rl.event())
 		}
 	}
 }
@@ -245,8 +248,8 @@ func (r *run[S]) keep(t *task[S]) {
 func (r *run[S]) drainEvents() {
 	for {
 		select {
-		case ev := <-r.events:
-			_ = r.deliver(ev)
+		case rl := <-r.events:
+			_ = r.deliver(rl.event())
 		default:
 			return
 		}
@@ -301,7 +304,7 @@ func (r *run[S]) debugEnd(t *task[S]) {
 // Its frame, and invoke's, stay small: a task runs in a fresh goroutine,
 // and a deep first call would grow and copy its stack every time.
 func (t *task[S]) run() {
-	t.ctx = taskCtx{Context: t.r.ctx, t: t}
+	t.ctx = &taskCtx{Context: t.r.ctx, t: t}
 	o := &t.node.spec.opts
 	if f := t.node.spec.plainFn; f != nil && t.node.cache == nil && o.retry == nil && o.timeout == 0 {
 		t.nInterrupt, t.interrupts = 0, nil
@@ -333,7 +336,7 @@ func (t *task[S]) adoptInterrupts(err error) {
 // into the task.
 func (t *task[S]) invokePlain(f NodeFunc[S]) (err error) {
 	defer recoverPanic(&err)
-	t.upd, err = f(&t.ctx, t.input)
+	t.upd, err = f(t.ctx, t.input)
 	return err
 }
 
@@ -396,13 +399,13 @@ func (t *task[S]) attempts() (Command[S], error) {
 	if t.node.spec.opts.retry != nil {
 		return t.retried()
 	}
-	return t.attempt(&t.ctx)
+	return t.attempt(t.ctx)
 }
 
 func (t *task[S]) retried() (Command[S], error) {
 	p := t.node.spec.opts.retry
 	var cmd Command[S]
-	_, err := failsafe.With[any](p).WithContext(&t.ctx).GetWithExecution(func(e failsafe.Execution[any]) (any, error) {
+	_, err := failsafe.With[any](p).WithContext(t.ctx).GetWithExecution(func(e failsafe.Execution[any]) (any, error) {
 		c, err := t.attempt(e.Context())
 		if len(t.interrupts) > 0 {
 			return nil, nil // a pause is not a failure to retry
@@ -678,12 +681,36 @@ func (t *task[S]) send(ev Event[S]) error {
 	if !t.spawned {
 		return t.r.deliver(ev)
 	}
+	rl := relay[S]{mode: ev.Mode, ns: ev.Namespace, node: ev.Node, step: ev.Step, data: ev.Data}
+	if ev.Mode&(ModeValues|ModeUpdates) != 0 {
+		rl.state = &ev.State
+	}
 	select {
-	case t.r.events <- ev:
+	case t.r.events <- rl:
 		return nil
 	case <-t.r.ctx.Done():
 		return context.Cause(t.r.ctx)
 	}
+}
+
+// relay is an event on its way from a task's goroutine to the run's. The
+// state travels by pointer, and only in the events that carry one, so the
+// buffer costs the same whatever the size of S.
+type relay[S any] struct {
+	mode  Mode
+	ns    []string
+	node  string
+	step  int
+	data  any
+	state *S
+}
+
+func (rl relay[S]) event() Event[S] {
+	ev := Event[S]{Mode: rl.mode, Namespace: rl.ns, Node: rl.node, Step: rl.step, Data: rl.data}
+	if rl.state != nil {
+		ev.State = *rl.state
+	}
+	return ev
 }
 
 func (t *task[S]) interrupt(payload any) (json.RawMessage, error) {

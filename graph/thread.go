@@ -145,7 +145,7 @@ func (c *Compiled[S]) UpdateState(ctx context.Context, ref Ref, asNode string, c
 		}
 		t.node = c.nodes[i]
 	}
-	t.ctx = taskCtx{Context: ctx, t: t}
+	t.ctx = &taskCtx{Context: ctx, t: t}
 	t.upd = cmd.Update
 	t.set = c.schema.setFields(&t.upd)
 	if cmd.Overwrite != nil {
