@@ -21,13 +21,12 @@ import (
 // the service must not run two turns of one conversation at once (it
 // answers 409), since both would write the same thread.
 type Agent struct {
-	models  *llm.Registry
-	tools   *operators.Provider
-	saver   graph.Checkpointer
-	opts    Options
-	log     *slog.Logger
-	graph   *graph.Compiled[ChatState]
-	catalog *toolCatalog
+	models *llm.Registry
+	tools  *operators.Provider
+	saver  graph.Checkpointer
+	opts   Options
+	log    *slog.Logger
+	graph  *graph.Compiled[ChatState]
 }
 
 // New builds an agent over a model registry, a tool provider and a
@@ -43,7 +42,7 @@ func New(models *llm.Registry, tools *operators.Provider, saver graph.Checkpoint
 	if saver == nil {
 		saver = memory.New()
 	}
-	a := &Agent{models: models, tools: tools, saver: saver, opts: opts, log: opts.Logger, catalog: &toolCatalog{p: tools}}
+	a := &Agent{models: models, tools: tools, saver: saver, opts: opts, log: opts.Logger}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}

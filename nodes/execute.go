@@ -39,7 +39,7 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 			x.edited[r.ToolCallID] = true
 		}
 	}
-	_, _, x.sources = a.catalog.snapshot()
+	x.sources = toolSources(a.tools.Catalog().Tools)
 	// Operators that need a model get the run's; when it cannot be had,
 	// nil lets the operator registry use its default.
 	x.model, _ = a.models.Model(ctx, s.Input.Model)

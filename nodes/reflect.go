@@ -41,7 +41,7 @@ func (a *Agent) reflect(ctx context.Context, s ChatState) (ChatState, error) {
 	if err != nil {
 		return ChatState{}, fmt.Errorf("nodes: reflect: %w", err)
 	}
-	_, defs, _ := a.catalog.snapshot()
+	defs := a.tools.Catalog().LLMTools
 	msgs := toLLM(a.system(&s, reflectInstructions), a.opts.Window.view(&s))
 	resp, err := model.GenerateContent(ctx, msgs,
 		llms.WithTools(withTool(defs, assessTool)),

@@ -25,7 +25,8 @@ func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) 
 	if err != nil {
 		return ChatState{}, fmt.Errorf("nodes: supervisor: %w", err)
 	}
-	summaries, defs, _ := a.catalog.snapshot()
+	cat := a.tools.Catalog()
+	summaries, defs := cat.Summaries, cat.LLMTools
 	msgs := toLLM(a.system(&s, a.supervisorInstructions(&s, iteration, summaries)), a.opts.Window.view(&s))
 	opts := []llms.CallOption{llms.WithTools(withTool(defs, decideTool))}
 	resp, err := model.GenerateContent(ctx, msgs, opts...)
@@ -102,7 +103,7 @@ func badReply(text string, calls []llms.ToolCall) llms.MessageContent {
 }
 
 // withTool returns defs and one more tool, in a new slice: defs is the
-// catalog's and shared.
+// provider's catalog and shared.
 func withTool(defs []llms.Tool, t llms.Tool) []llms.Tool {
 	out := make([]llms.Tool, len(defs)+1)
 	copy(out, defs)

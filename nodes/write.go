@@ -61,8 +61,7 @@ func (a *Agent) generate(ctx context.Context, s *ChatState, brief Brief) (string
 	if hasToolMessages(view) {
 		// Some providers refuse tool calls in the history without tool
 		// definitions; offer them, and ask for text.
-		_, defs, _ := a.catalog.snapshot()
-		opts = append(opts, llms.WithTools(defs), llms.WithToolChoice("none"))
+		opts = append(opts, llms.WithTools(a.tools.Catalog().LLMTools), llms.WithToolChoice("none"))
 	}
 	resp, err := model.GenerateContent(ctx, msgs, opts...)
 	if err != nil {

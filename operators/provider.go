@@ -96,6 +96,8 @@ type Provider struct {
 	mu      sync.RWMutex
 	remotes map[string]*remote
 	plain   map[string]int // plain remote tool name → number of sources offering it
+
+	schemaMaps sync.Map // *jsonschema.Schema → map[string]any, see schemaMap
 }
 
 type remote struct {

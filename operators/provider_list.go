@@ -64,13 +64,27 @@ func (p *Provider) shadowed(name string) bool {
 	return ok
 }
 
-// Summaries is the tool list for the supervisor prompt: one line per
-// available tool, "- name [source]: description", with "(needs approval)"
-// or "(read-only)" where they apply. Unavailable tools are left out so the
-// supervisor does not pick them.
-func (p *Provider) Summaries() string {
+// Catalog is one consistent view of the tools, in the forms the agent
+// needs on every model call. Callers must not modify it.
+type Catalog struct {
+	// Tools is the listing of Tools, unavailable tools included.
+	Tools []ToolInfo
+	// Summaries has one line per available tool for the supervisor's
+	// prompt: "- name [source]: description", with "(needs approval)" or
+	// "(read-only)".
+	Summaries string
+	// LLMTools are the available tools as langchaingo definitions.
+	LLMTools []llms.Tool
+}
+
+// Catalog lists the tools once and derives the prompt summaries and the
+// langchaingo definitions from that listing. Each schema is converted to
+// the map form langchaingo wants once, then reused.
+func (p *Provider) Catalog() Catalog {
+	tools := p.Tools()
+	c := Catalog{Tools: tools, LLMTools: make([]llms.Tool, 0, len(tools))}
 	var b strings.Builder
-	for _, t := range p.Tools() {
+	for _, t := range tools {
 		if !t.Available {
 			continue
 		}
@@ -86,28 +100,36 @@ func (p *Provider) Summaries() string {
 			b.WriteString(" (read-only)")
 		}
 		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-// LLMTools returns the available tools as langchaingo tool definitions
-// (Parameters as map[string]any, which every provider accepts).
-func (p *Provider) LLMTools() []llms.Tool {
-	tools := p.Tools()
-	out := make([]llms.Tool, 0, len(tools))
-	for _, t := range tools {
-		if !t.Available {
-			continue
-		}
-		var params map[string]any
-		if b, err := json.Marshal(t.InputSchema); err == nil {
-			_ = json.Unmarshal(b, &params)
-		}
-		out = append(out, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-			Name: t.Name, Description: t.Description, Parameters: params,
+		c.LLMTools = append(c.LLMTools, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+			Name: t.Name, Description: t.Description, Parameters: p.schemaMap(t.InputSchema),
 		}})
 	}
-	return out
+	c.Summaries = b.String()
+	return c
+}
+
+// Summaries returns Catalog().Summaries.
+func (p *Provider) Summaries() string { return p.Catalog().Summaries }
+
+// LLMTools returns Catalog().LLMTools: the available tools as langchaingo
+// definitions (Parameters as map[string]any, which every provider accepts).
+func (p *Provider) LLMTools() []llms.Tool { return p.Catalog().LLMTools }
+
+// schemaMap converts a schema to the map langchaingo's providers accept,
+// once per schema: specs are immutable after registration.
+func (p *Provider) schemaMap(s *jsonschema.Schema) map[string]any {
+	if s == nil {
+		return nil
+	}
+	if m, ok := p.schemaMaps.Load(s); ok {
+		return m.(map[string]any)
+	}
+	var m map[string]any
+	if b, err := json.Marshal(s); err == nil {
+		_ = json.Unmarshal(b, &m)
+	}
+	p.schemaMaps.Store(s, m)
+	return m
 }
 
 // SourceHealth is one remote source's health.
