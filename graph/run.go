@@ -90,8 +90,9 @@ type run[S any] struct {
 	yield   func(Event[S], error) bool
 	link    *parentLink // set when this run is a subgraph of a node
 	stopped bool
-	// emitMu serialises delivery for nodes that run subgraphs from
-	// goroutines of their own; yield must never be called concurrently.
+	// emitMu serialises delivery: a lone task's node, or a subgraph it
+	// runs, may emit from goroutines of its own, and yield must never be
+	// called concurrently.
 	emitMu sync.Mutex
 	events chan relay[S]
 	done   chan *task[S]

@@ -44,7 +44,7 @@ type task[S any] struct {
 
 	upd      S
 	set      fieldMask
-	ovr      S
+	ovr      *S // Command.Overwrite's result, when the node gave one
 	ovrMask  fieldMask
 	gotos    []string
 	sends    []Send[S]
@@ -137,7 +137,11 @@ func (r *run[S]) superstep() error {
 			r.g.schema.clipSlices(&t.input)
 		}
 	}
-	if parallel || r.modes&(ModeCustom|ModeMessages) != 0 {
+	// A lone task runs here; its events reach the consumer directly, under
+	// deliver's lock even if the node emits from goroutines of its own
+	// (range-over-func allows yield from another goroutine when calls are
+	// never concurrent).
+	if parallel {
 		r.runSpawned(tasks)
 	} else if !tasks[0].restored {
 		r.debugStart(tasks[0])
@@ -319,6 +323,15 @@ func (t *task[S]) runWithPolicies() {
 	t.finish(&cmd, err)
 }
 
+// applyOverwrite runs a Command's Overwrite on a copy of the task's input
+// and records which fields it changed.
+func (t *task[S]) applyOverwrite(fn func(*S)) {
+	ovr := t.input
+	fn(&ovr)
+	t.ovr = &ovr
+	t.ovrMask = t.r.g.schema.changed(&t.input, t.ovr)
+}
+
 // adoptInterrupts makes a subgraph's pause inside this node the task's
 // own, answered through this task. It is apart from finish because
 // errors.As moves its target to the heap, on every call.
@@ -362,9 +375,7 @@ func (t *task[S]) finish(cmd *Command[S], err error) {
 	t.upd = cmd.Update
 	t.set = sc.setFields(&t.upd)
 	if cmd.Overwrite != nil {
-		t.ovr = t.input
-		cmd.Overwrite(&t.ovr)
-		t.ovrMask = sc.changed(&t.input, &t.ovr)
+		t.applyOverwrite(cmd.Overwrite)
 	}
 	t.gotos, t.sends = cmd.Goto, cmd.Send
 }
@@ -508,7 +519,7 @@ func (r *run[S]) merge(tasks []*task[S]) (fieldMask, error) {
 	for _, t := range tasks {
 		sc.apply(&r.state, &t.upd, t.set)
 		if t.ovrMask != 0 {
-			sc.overwrite(&r.state, &t.ovr, t.ovrMask)
+			sc.overwrite(&r.state, t.ovr, t.ovrMask)
 			r.overwritten |= t.ovrMask
 		}
 		changed |= t.set | t.ovrMask
@@ -516,7 +527,9 @@ func (r *run[S]) merge(tasks []*task[S]) (fieldMask, error) {
 	if r.modes&ModeUpdates != 0 {
 		for _, t := range tasks {
 			u := t.upd
-			sc.overwrite(&u, &t.ovr, t.ovrMask)
+			if t.ovr != nil {
+				sc.overwrite(&u, t.ovr, t.ovrMask)
+			}
 			if err := r.deliver(Event[S]{Mode: ModeUpdates, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, State: u}); err != nil {
 				return 0, err
 			}
@@ -683,7 +696,10 @@ func (t *task[S]) send(ev Event[S]) error {
 	}
 	rl := relay[S]{mode: ev.Mode, ns: ev.Namespace, node: ev.Node, step: ev.Step, data: ev.Data}
 	if ev.Mode&(ModeValues|ModeUpdates) != 0 {
-		rl.state = &ev.State
+		// A copy, not &ev.State: taking ev's address would move every
+		// event to the heap, custom ones too.
+		st := ev.State
+		rl.state = &st
 	}
 	select {
 	case t.r.events <- rl:
@@ -798,7 +814,7 @@ func (r *run[S]) taskWrites(t *task[S]) ([]Write, error) {
 		obj := map[string]json.RawMessage{}
 		for i, f := range sc.fields {
 			if t.ovrMask.has(i) {
-				data, err := sc.encodeField(&t.ovr, i, 0)
+				data, err := sc.encodeField(t.ovr, i, 0)
 				if err != nil {
 					return nil, err
 				}
@@ -875,10 +891,11 @@ func (r *run[S]) applyWrites(ws []Write) ([]PendingInterrupt, error) {
 			if err := json.Unmarshal(w.Value, &obj); err != nil {
 				return nil, bad(err)
 			}
-			t.ovr = r.state
+			ovr := r.state
+			t.ovr = &ovr
 			for name, data := range obj {
 				if i, ok := sc.byName[name]; ok {
-					if err := sc.decodeField(&t.ovr, i, data, false); err != nil {
+					if err := sc.decodeField(t.ovr, i, data, false); err != nil {
 						return nil, bad(err)
 					}
 					t.ovrMask |= 1 << uint(i)

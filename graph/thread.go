@@ -149,9 +149,7 @@ func (c *Compiled[S]) UpdateState(ctx context.Context, ref Ref, asNode string, c
 	t.upd = cmd.Update
 	t.set = c.schema.setFields(&t.upd)
 	if cmd.Overwrite != nil {
-		t.ovr = t.input
-		cmd.Overwrite(&t.ovr)
-		t.ovrMask = c.schema.changed(&t.input, &t.ovr)
+		t.applyOverwrite(cmd.Overwrite)
 	}
 	t.gotos, t.sends = cmd.Goto, cmd.Send
 	changed, err := r.merge([]*task[S]{t})
