@@ -1,0 +1,75 @@
+package store
+
+import (
+	"fmt"
+	"time"
+)
+
+// Conversation is a thread of runs belonging to one user. Its JSON is the
+// item of GET /conversations.
+type Conversation struct {
+	ID        string    `json:"id"`
+	UserID    string    `json:"-"`
+	Title     string    `json:"title"`
+	CreatedAt time.Time `json:"created_at"`
+	// UpdatedAt moves when a run starts, ends or resumes.
+	UpdatedAt time.Time `json:"updated_at"`
+	// Status is the status of the conversation's latest run, or
+	// StatusIdle when it has none.
+	Status RunStatus `json:"status"`
+}
+
+// StatusIdle is the Status of a conversation without runs.
+const StatusIdle RunStatus = "idle"
+
+// NewConversation is what CreateConversation needs.
+type NewConversation struct {
+	UserID string // required
+	Title  string
+}
+
+// Validate reports an ErrInvalid error for a conversation that cannot be
+// stored.
+func (c NewConversation) Validate() error {
+	if c.UserID == "" {
+		return fmt.Errorf("%w: user id is required", ErrInvalid)
+	}
+	return nil
+}
+
+// Page selects a page of a list.
+type Page struct {
+	// Limit is the most items returned; 0 means DefaultLimit, and more
+	// than MaxLimit means MaxLimit. Negative is ErrInvalid.
+	Limit int
+	// Cursor is the NextCursor of the previous page; "" starts at the
+	// beginning.
+	Cursor string
+}
+
+// Limits of Page.Limit.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 200
+)
+
+// Size returns the number of items the page holds at most, or an
+// ErrInvalid error.
+func (p Page) Size() (int, error) {
+	switch {
+	case p.Limit < 0:
+		return 0, fmt.Errorf("%w: limit %d is negative", ErrInvalid, p.Limit)
+	case p.Limit == 0:
+		return DefaultLimit, nil
+	case p.Limit > MaxLimit:
+		return MaxLimit, nil
+	}
+	return p.Limit, nil
+}
+
+// ConversationPage is one page of ListConversations.
+type ConversationPage struct {
+	Conversations []Conversation `json:"conversations"`
+	// NextCursor fetches the next page; "" when this page is the last.
+	NextCursor string `json:"next_cursor,omitempty"`
+}

@@ -1,0 +1,44 @@
+// Package store is the chat service's persistent record: conversations,
+// runs, the messages and events of each run, and the approvals and
+// elicitations a run waits on. It owns the domain types, the Store
+// interface the service calls, and the sentinel errors the HTTP layer maps
+// to status codes; implementations live in subpackages named for their
+// database (sqlitestore, pgstore) and all pass storetest.Run.
+//
+// # Ownership
+//
+// Everything belongs to one user. Every method a request can name an id
+// through takes the user id too, and answers ErrNotFound for another
+// user's ids exactly as for unknown ones, changing nothing. Methods that
+// only the process running a run calls (AppendEvent, FinishRun, ResumeRun,
+// AddMessage, CreateApproval, CreateElicitation) take the run's id alone.
+//
+// # One active run per conversation
+//
+// A run is active while it is not superseded and is either running or
+// interrupted waiting on an approval or an elicitation (see Run.Active). A
+// run parked on a clarifying question is not active: the user's next
+// message is its answer and starts the next run. The database enforces the
+// rule with a unique index, so two requests, or two processes sharing a
+// PostgreSQL database, cannot both start a run: the loser gets
+// ErrRunActive.
+//
+// # Events
+//
+// AppendEvent gives each event of a run the next sequence number, from 1
+// with no gaps, in the same transaction that stores it; the stored data is
+// the exact SSE data line, so a client reconnecting with Last-Event-ID is
+// replayed byte for byte what it missed.
+//
+// # Edit and rerun
+//
+// StartRun with NewRun.Supersedes marks that run and every later run of the
+// conversation superseded, expires what they left pending, and starts the
+// new run, all in one transaction: a request that fails changes nothing.
+//
+// # Pagination
+//
+// Conversations list newest first by creation time, then id. The cursor is
+// opaque; it names the last row returned, so rows created while a client
+// pages do not shift the pages it has yet to read.
+package store

@@ -1,0 +1,25 @@
+package store
+
+import "errors"
+
+// Sentinel errors; implementations wrap them with what they were doing, so
+// match them with errors.Is.
+var (
+	// ErrNotFound: no such conversation, run, approval or elicitation, or
+	// one that belongs to another user. HTTP 404.
+	ErrNotFound = errors.New("store: not found")
+	// ErrRunActive: the conversation already has an active run (see
+	// Run.Active). HTTP 409.
+	ErrRunActive = errors.New("store: a run is active on the conversation")
+	// ErrAlreadyResolved: the approval or elicitation was answered,
+	// cancelled or expired already. HTTP 409.
+	ErrAlreadyResolved = errors.New("store: already resolved")
+	// ErrConflict: the record exists but its state does not allow the
+	// change: finishing a run that has ended, resuming one that is not
+	// interrupted, editing a superseded run, or creating an approval or
+	// elicitation with an id already taken.
+	ErrConflict = errors.New("store: conflict")
+	// ErrInvalid: an argument cannot be used (empty user id, unknown
+	// status, malformed JSON, bad cursor). Nothing was changed. HTTP 400.
+	ErrInvalid = errors.New("store: invalid input")
+)

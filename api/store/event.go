@@ -1,0 +1,59 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Event is one stored event of a run: the SSE event with id Seq, name Type
+// and data Data.
+type Event struct {
+	RunID string
+	Seq   int64
+	Type  string
+	// Data is the exact one-line JSON object sent as the SSE data.
+	Data      json.RawMessage
+	CreatedAt time.Time
+}
+
+// MarshalJSON writes Data, the event object the stream sent, so the
+// history shows each event as the client saw it.
+func (e Event) MarshalJSON() ([]byte, error) {
+	if len(e.Data) == 0 {
+		return []byte("null"), nil
+	}
+	return e.Data, nil
+}
+
+// NewEvent is what AppendEvent needs.
+type NewEvent struct {
+	RunID string // required
+	Type  string // required: the SSE event name
+	// Data is the event's JSON object without "seq", on one line:
+	// {"type":…,"run_id":…,"conversation_id":…,"ts":…,…}. AppendEvent
+	// adds "seq".
+	Data json.RawMessage
+}
+
+// Validate reports an ErrInvalid error for an event that cannot be stored.
+func (e NewEvent) Validate() error {
+	switch {
+	case e.RunID == "":
+		return fmt.Errorf("%w: run id is required", ErrInvalid)
+	case e.Type == "":
+		return fmt.Errorf("%w: event type is required", ErrInvalid)
+	case bytes.ContainsAny(e.Data, "\r\n"):
+		return fmt.Errorf("%w: %s event data spans several lines; SSE data must be one line", ErrInvalid, e.Type)
+	case !isObject(e.Data):
+		return fmt.Errorf("%w: %s event data is not a JSON object", ErrInvalid, e.Type)
+	}
+	return nil
+}
+
+// isObject reports whether b is one valid JSON object.
+func isObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
+}

@@ -1,0 +1,50 @@
+package storeutil
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trellis-ai/trellis/api/store"
+)
+
+// Cursor is a position in a list ordered by (CreatedAt, ID) descending:
+// the last row a page returned.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// cursorVersion prefixes every cursor, so the format can change and old
+// cursors still be told apart.
+const cursorVersion = "v1"
+
+// Encode returns the cursor as an opaque, URL-safe string.
+func (c Cursor) Encode() string {
+	s := cursorVersion + "." + strconv.FormatInt(c.CreatedAt.UnixMicro(), 10) + "." + c.ID
+	return base64.RawURLEncoding.EncodeToString([]byte(s))
+}
+
+// DecodeCursor parses what Encode made; "" gives ok false. Anything else
+// is an error matching store.ErrInvalid.
+func DecodeCursor(s string) (c Cursor, ok bool, err error) {
+	if s == "" {
+		return Cursor{}, false, nil
+	}
+	bad := fmt.Errorf("%w: cursor %q was not returned by a list", store.ErrInvalid, s)
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return Cursor{}, false, bad
+	}
+	parts := strings.SplitN(string(raw), ".", 3)
+	if len(parts) != 3 || parts[0] != cursorVersion || parts[2] == "" {
+		return Cursor{}, false, bad
+	}
+	micros, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return Cursor{}, false, bad
+	}
+	return Cursor{CreatedAt: time.UnixMicro(micros).UTC(), ID: parts[2]}, true, nil
+}

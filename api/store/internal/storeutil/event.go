@@ -1,0 +1,31 @@
+package storeutil
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// EventPrefix and EventTail(data) surround a sequence number to make the
+// stored data of an event: EventPrefix + seq + EventTail(data) is data
+// with "seq":seq as its first member. The backends concatenate them in
+// SQL, in the statement that assigns seq.
+const EventPrefix = `{"seq":`
+
+// EventTail returns what follows the sequence number. data must be a JSON
+// object (store.NewEvent.Validate); surrounding space is dropped.
+func EventTail(data []byte) string {
+	data = bytes.TrimSpace(data)
+	rest := bytes.TrimLeft(data[1:], " \t")
+	if len(rest) > 0 && rest[0] == '}' {
+		return "}"
+	}
+	return "," + string(rest)
+}
+
+// EventData returns the stored data of an event, as the SQL makes it.
+func EventData(seq int64, tail string) []byte {
+	b := make([]byte, 0, len(EventPrefix)+20+len(tail))
+	b = append(b, EventPrefix...)
+	b = strconv.AppendInt(b, seq, 10)
+	return append(b, tail...)
+}

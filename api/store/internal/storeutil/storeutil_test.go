@@ -1,0 +1,51 @@
+package storeutil
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/trellis-ai/trellis/api/store"
+)
+
+func TestCursorRoundTrip(t *testing.T) {
+	c := Cursor{CreatedAt: time.Date(2026, 11, 3, 14, 5, 6, 123456000, time.UTC), ID: "0190a.b-c"}
+	got, ok, err := DecodeCursor(c.Encode())
+	if err != nil || !ok || !got.CreatedAt.Equal(c.CreatedAt) || got.ID != c.ID {
+		t.Fatalf("DecodeCursor(Encode(%+v)) = %+v, %v, %v", c, got, ok, err)
+	}
+	if _, ok, err := DecodeCursor(""); ok || err != nil {
+		t.Errorf(`DecodeCursor("") = %v, %v; want no cursor, no error`, ok, err)
+	}
+	for _, bad := range []string{"!!", "djE", "djIuMS5h" /* v2.1.a */, "djEueC5h" /* v1.x.a */, "djEuMS4" /* v1.1. */} {
+		if _, _, err := DecodeCursor(bad); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("DecodeCursor(%q) error = %v, want ErrInvalid", bad, err)
+		}
+	}
+}
+
+func TestEventData(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"type":"x"}`, `{"seq":7,"type":"x"}`},
+		{` { "type" : "x" } `, `{"seq":7,"type" : "x" }`},
+		{`{}`, `{"seq":7}`},
+		{`{ }`, `{"seq":7}`},
+	} {
+		got := EventData(7, EventTail([]byte(tc.in)))
+		if string(got) != tc.want || !json.Valid(got) {
+			t.Errorf("EventData(7, %s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestNewIDIncreases(t *testing.T) {
+	prev := NewID()
+	for range 1000 {
+		id := NewID()
+		if id <= prev {
+			t.Fatalf("NewID %s after %s: not increasing", id, prev)
+		}
+		prev = id
+	}
+}

@@ -1,0 +1,17 @@
+// Package pgstore keeps the chat service's record (store.Store) in
+// PostgreSQL through pgx; it owns the schema, its embedded migrations and
+// the SQL, and turns pgx errors into store errors, so no package above it
+// imports pgx.
+//
+// Several processes may share one database. Ids are UUIDv7s made by the
+// application, unique without coordination, and every rule that must hold
+// across processes is held by the database: a partial unique index allows
+// one active run per conversation; a run's event numbers come from a
+// counter on the run's row, taken and used in the one statement that
+// stores the event; answers to approvals and elicitations are conditional
+// updates, so the first wins. Nothing is cached in the process.
+//
+// New migrates the schema found on the pool's search_path under an
+// advisory lock, so processes starting together migrate once, and one
+// database can hold independent stores in separate schemas.
+package pgstore

@@ -1,0 +1,248 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
+)
+
+// StartRun implements store.Runs. Its first statement locks the
+// conversation's row, which queues StartRuns of one conversation behind
+// each other, also across processes; the unique index runs_one_active is
+// the last word on whether another run is active.
+func (s *Store) StartRun(ctx context.Context, nr store.NewRun) (store.Run, error) {
+	if err := nr.Validate(); err != nil {
+		return store.Run{}, fmt.Errorf("pgstore: start run: %w", err)
+	}
+	now := storeutil.Now()
+	r := store.Run{ID: storeutil.NewID(), ConversationID: nr.ConversationID, UserID: nr.UserID, Status: store.RunRunning,
+		UserMessage: nr.UserMessage, CreatedAt: now, CheckpointID: nr.CheckpointID, RequestID: nr.RequestID, Owner: nr.Owner}
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		var num int64
+		err := tx.QueryRow(ctx, `UPDATE conversations SET run_count = run_count + 1, updated_at = $1
+WHERE id = $2 AND user_id = $3 RETURNING run_count`, now, nr.ConversationID, nr.UserID).Scan(&num)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if nr.Supersedes != "" {
+			if err := supersede(ctx, tx, nr.ConversationID, nr.Supersedes, now, &r.CheckpointID); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, request_id, owner,
+    checkpoint_id, created_at) VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $9)`,
+			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, r.RequestID, r.Owner, r.CheckpointID, now)
+		if violates(err, "runs_one_active") {
+			return store.ErrRunActive
+		}
+		if err != nil {
+			return err
+		}
+		m := store.Message{ID: storeutil.NewID(), RunID: r.ID, Role: store.RoleUser, Content: r.UserMessage, CreatedAt: now}
+		return addMessage(ctx, tx, &m)
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("pgstore: start run on conversation %s: %w", nr.ConversationID, err)
+	}
+	return r, nil
+}
+
+// supersede marks run from and every later run of the conversation
+// superseded and expires what they left pending. checkpoint, if empty,
+// becomes from's checkpoint.
+//
+// The UPDATE locks the runs it marks and reads their latest status, so a
+// run that a concurrent ResumeRun set running is seen running, and
+// refused; a ResumeRun coming after finds its run superseded.
+func supersede(ctx context.Context, tx pgx.Tx, conversationID, from string, now time.Time, checkpoint *string) error {
+	var (
+		num        int64
+		superseded bool
+		cp         string
+	)
+	err := tx.QueryRow(ctx, `SELECT num, superseded, checkpoint_id FROM runs WHERE id = $1 AND conversation_id = $2`,
+		from, conversationID).Scan(&num, &superseded, &cp)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("superseding run %s: %w", from, store.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if superseded {
+		return fmt.Errorf("run %s was superseded already: %w", from, store.ErrConflict)
+	}
+	rows, err := tx.Query(ctx, `UPDATE runs SET superseded = true WHERE conversation_id = $1 AND num >= $2 RETURNING id, status`,
+		conversationID, num)
+	if err != nil {
+		return err
+	}
+	type marked struct {
+		ID     string
+		Status store.RunStatus
+	}
+	runs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[marked])
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		if r.Status == store.RunRunning {
+			return fmt.Errorf("run %s is still running; cancel it first: %w", r.ID, store.ErrRunActive)
+		}
+		ids[i] = r.ID
+	}
+	for _, table := range []string{"approvals", "elicitations"} {
+		if _, err := tx.Exec(ctx, `UPDATE `+table+` SET status = 'expired', resolved_at = $1
+WHERE status = 'pending' AND run_id = ANY($2)`, now, ids); err != nil {
+			return err
+		}
+	}
+	if *checkpoint == "" {
+		*checkpoint = cp
+	}
+	return nil
+}
+
+// GetRun implements store.Runs.
+func (s *Store) GetRun(ctx context.Context, userID, runID string) (store.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1 AND user_id = $2`, runID, userID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("pgstore: get run %s: %w", runID, err)
+	}
+	return r, nil
+}
+
+// LatestRun implements store.Runs.
+func (s *Store) LatestRun(ctx context.Context, userID, conversationID string) (store.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs
+WHERE conversation_id = $1 AND user_id = $2 ORDER BY num DESC LIMIT 1`, conversationID, userID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("pgstore: latest run of conversation %s: %w", conversationID, err)
+	}
+	return r, nil
+}
+
+// ListRuns implements store.Runs.
+func (s *Store) ListRuns(ctx context.Context, userID, conversationID string) ([]store.RunWithEvents, error) {
+	var (
+		runs   []store.Run
+		events []store.Event
+	)
+	err := s.read(ctx, func(tx pgx.Tx) error {
+		if err := ownsConversation(ctx, tx, userID, conversationID); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT `+runCols+` FROM runs WHERE conversation_id = $1 ORDER BY num`, conversationID)
+		if err != nil {
+			return err
+		}
+		if runs, err = collect(rows, scanRun); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `SELECT e.run_id, e.seq, e.type, e.data, e.created_at
+FROM events e JOIN runs r ON r.id = e.run_id WHERE r.conversation_id = $1 ORDER BY r.num, e.seq`, conversationID)
+		if err != nil {
+			return err
+		}
+		events, err = collect(rows, scanEvent)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list runs of conversation %s: %w", conversationID, err)
+	}
+	return storeutil.WithEvents(runs, events), nil
+}
+
+// FinishRun implements store.Runs.
+func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (store.Run, error) {
+	if err := end.Validate(); err != nil {
+		return store.Run{}, fmt.Errorf("pgstore: finish run %s: %w", runID, err)
+	}
+	usage, err := json.Marshal(end.Usage)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("pgstore: finish run %s: %w", runID, err)
+	}
+	now := storeutil.Now()
+	var r store.Run
+	err = s.write(ctx, func(tx pgx.Tx) error {
+		var err error
+		r, err = scanRun(tx.QueryRow(ctx, `UPDATE runs SET status = $1, interrupt_reason = $2, usage = $3, completed_at = $4
+WHERE id = $5 AND status IN ('running', 'interrupted') RETURNING `+runCols,
+			end.Status, end.Reason, string(usage), now, runID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return runMissingOr(ctx, tx, runID, fmt.Errorf("run has ended: %w", store.ErrConflict))
+		}
+		if err != nil {
+			return err
+		}
+		if end.Status.Final() {
+			for _, table := range []string{"approvals", "elicitations"} {
+				if _, err := tx.Exec(ctx, `UPDATE `+table+` SET status = 'expired', resolved_at = $1
+WHERE run_id = $2 AND status = 'pending'`, now, runID); err != nil {
+					return err
+				}
+			}
+		}
+		_, err = tx.Exec(ctx, `UPDATE conversations SET updated_at = $1 WHERE id = $2`, now, r.ConversationID)
+		return err
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("pgstore: finish run %s as %s: %w", runID, end.Status, err)
+	}
+	return r, nil
+}
+
+// ResumeRun implements store.Runs.
+func (s *Store) ResumeRun(ctx context.Context, runID, owner string) (store.Run, error) {
+	now := storeutil.Now()
+	var r store.Run
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		var err error
+		r, err = scanRun(tx.QueryRow(ctx, `UPDATE runs SET status = 'running', interrupt_reason = '', completed_at = NULL, owner = $1
+WHERE id = $2 AND status = 'interrupted' AND NOT superseded RETURNING `+runCols, owner, runID))
+		if violates(err, "runs_one_active") {
+			return store.ErrRunActive
+		}
+		if errors.Is(err, pgx.ErrNoRows) {
+			return runMissingOr(ctx, tx, runID, fmt.Errorf("run is not interrupted, or was superseded: %w", store.ErrConflict))
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE conversations SET updated_at = $1 WHERE id = $2`, now, r.ConversationID)
+		return err
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("pgstore: resume run %s: %w", runID, err)
+	}
+	return r, nil
+}
+
+// runMissingOr returns ErrNotFound when the run does not exist, and
+// otherwise err: why a conditional update of it changed nothing.
+func runMissingOr(ctx context.Context, tx pgx.Tx, runID string, err error) error {
+	var one int
+	switch e := tx.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1`, runID).Scan(&one); {
+	case errors.Is(e, pgx.ErrNoRows):
+		return store.ErrNotFound
+	case e != nil:
+		return e
+	}
+	return err
+}

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// RunStatus is where a run is in its life.
+type RunStatus string
+
+// Run statuses. Running and interrupted may change; the others are final.
+const (
+	RunRunning     RunStatus = "running"
+	RunInterrupted RunStatus = "interrupted" // parked; see InterruptReason
+	RunCompleted   RunStatus = "completed"
+	RunCancelled   RunStatus = "cancelled"
+	RunFailed      RunStatus = "failed"
+)
+
+// Final reports whether a run with status s can no longer change.
+func (s RunStatus) Final() bool {
+	return s == RunCompleted || s == RunCancelled || s == RunFailed
+}
+
+func (s RunStatus) valid() bool {
+	return s == RunRunning || s == RunInterrupted || s.Final()
+}
+
+// InterruptReason says what an interrupted run waits for; it is
+// run.interrupted's reason.
+type InterruptReason string
+
+// Interrupt reasons.
+const (
+	InterruptApproval      InterruptReason = "approval"
+	InterruptElicitation   InterruptReason = "elicitation"
+	InterruptClarification InterruptReason = "clarification"
+)
+
+func (r InterruptReason) valid() bool {
+	return r == InterruptApproval || r == InterruptElicitation || r == InterruptClarification
+}
+
+// Run is one turn of a conversation: the user's message and everything the
+// agent did about it. Its JSON is a run of GET /conversations/{id}.
+type Run struct {
+	ID             string    `json:"id"`
+	ConversationID string    `json:"conversation_id"`
+	UserID         string    `json:"-"`
+	Status         RunStatus `json:"status"`
+	// InterruptReason is set while Status is interrupted, else "".
+	InterruptReason InterruptReason `json:"interrupt_reason,omitempty"`
+	UserMessage     string          `json:"user_message"`
+	// Usage is the run's token usage, as last given to FinishRun.
+	Usage     Usage     `json:"usage"`
+	CreatedAt time.Time `json:"created_at"`
+	// CompletedAt is when the run's stream last ended (final or
+	// interrupted); nil while it runs.
+	CompletedAt *time.Time `json:"completed_at"`
+	// Superseded: an edit reran the conversation from before this run.
+	Superseded bool `json:"superseded"`
+	// CheckpointID is the graph checkpoint the run started from, where an
+	// edit forks.
+	CheckpointID string `json:"-"`
+	RequestID    string `json:"request_id,omitempty"`
+	// Owner names the process running the run.
+	Owner string `json:"-"`
+	// LastSeq is the sequence number of the run's last event, 0 before
+	// the first.
+	LastSeq int64 `json:"-"`
+}
+
+// Active reports whether r keeps another run of its conversation from
+// starting: it is not superseded, and it is running or parked waiting on
+// an approval or an elicitation. A run parked on a clarifying question is
+// not active, because the user's next message answers it. The databases
+// enforce the same rule with a unique index.
+func (r Run) Active() bool {
+	if r.Superseded {
+		return false
+	}
+	return r.Status == RunRunning || (r.Status == RunInterrupted && r.InterruptReason != InterruptClarification)
+}
+
+// Usage is a run's token usage, summed over every model call; its fields
+// are API.md's usage object, in the order and of the types of
+// llm.TokenUsage, so one converts to the other.
+type Usage struct {
+	InputTokens      int `json:"input_tokens"`
+	OutputTokens     int `json:"output_tokens"`
+	ThinkingTokens   int `json:"thinking_tokens"`
+	CacheReadTokens  int `json:"cache_read_tokens"`
+	CacheWriteTokens int `json:"cache_write_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// NewRun is what StartRun needs.
+type NewRun struct {
+	UserID         string // required
+	ConversationID string // required
+	UserMessage    string // required
+	RequestID      string
+	Owner          string
+	CheckpointID   string
+	// Supersedes names the run an edit reruns: it and every later run of
+	// the conversation are marked superseded.
+	Supersedes string
+}
+
+// Validate reports an ErrInvalid error for a run that cannot start.
+func (r NewRun) Validate() error {
+	switch {
+	case r.UserID == "":
+		return fmt.Errorf("%w: user id is required", ErrInvalid)
+	case r.ConversationID == "":
+		return fmt.Errorf("%w: conversation id is required", ErrInvalid)
+	case r.UserMessage == "":
+		return fmt.Errorf("%w: user message is required", ErrInvalid)
+	}
+	return nil
+}
+
+// RunEnd is how a run's stream ended.
+type RunEnd struct {
+	Status RunStatus // interrupted, completed, cancelled or failed
+	// Reason is required with interrupted and must be empty otherwise.
+	Reason InterruptReason
+	Usage  Usage
+}
+
+// Validate reports an ErrInvalid error for an end FinishRun cannot record.
+func (e RunEnd) Validate() error {
+	switch {
+	case !e.Status.valid() || e.Status == RunRunning:
+		return fmt.Errorf("%w: a run cannot end with status %q", ErrInvalid, e.Status)
+	case e.Status == RunInterrupted && !e.Reason.valid():
+		return fmt.Errorf("%w: interrupt reason %q is not approval, elicitation or clarification", ErrInvalid, e.Reason)
+	case e.Status != RunInterrupted && e.Reason != "":
+		return fmt.Errorf("%w: a %s run has no interrupt reason", ErrInvalid, e.Status)
+	}
+	return nil
+}
+
+// RunWithEvents is a run and its events, as GET /conversations/{id}
+// renders them.
+type RunWithEvents struct {
+	Run
+	Events []Event `json:"events"`
+}
+
+// MarshalJSON writes the run's fields and its events, [] when there are
+// none.
+func (r RunWithEvents) MarshalJSON() ([]byte, error) {
+	type plain RunWithEvents // without this method
+	if r.Events == nil {
+		r.Events = []Event{}
+	}
+	return json.Marshal(plain(r))
+}

@@ -1,0 +1,16 @@
+// Package sqlitestore keeps the chat service's record (store.Store) in an
+// embedded SQLite database through the pure-Go modernc.org/sqlite driver,
+// so a fresh machine needs neither cgo nor a database server. It owns the
+// schema, its embedded migrations and the SQL.
+//
+// The database runs in WAL mode, so readers never wait for the writer.
+// Every write is one transaction that takes SQLite's write lock as it
+// begins (BEGIN IMMEDIATE); within a process writers queue on a semaphore
+// first, and processes sharing the file wait on the lock for up to a busy
+// timeout. Holding the lock for the whole transaction is what makes a
+// run's event numbers gap-free and the one-active-run check race-free.
+//
+// synchronous=NORMAL: a commit survives the process crashing but may be
+// lost, with the transactions after it, if the machine loses power, and
+// the file stays consistent either way. It saves an fsync per event.
+package sqlitestore

@@ -1,0 +1,108 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
+)
+
+// CreateElicitation implements store.Elicitations. The conversation and
+// user come from the run, in the statement that inserts.
+func (s *Store) CreateElicitation(ctx context.Context, ne store.NewElicitation) (store.Elicitation, error) {
+	if err := ne.Validate(); err != nil {
+		return store.Elicitation{}, fmt.Errorf("sqlitestore: create elicitation: %w", err)
+	}
+	e := store.Elicitation{ID: ne.ID, RunID: ne.RunID, Source: ne.Source, Message: ne.Message,
+		Schema: []byte(objectOr(ne.Schema)), Status: store.ElicitationPending, CreatedAt: storeutil.Now()}
+	if e.ID == "" {
+		e.ID = storeutil.NewID()
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `INSERT INTO elicitations (id, conversation_id, run_id, user_id, source, message, schema,
+    status, created_at)
+SELECT ?, conversation_id, id, user_id, ?, ?, ?, 'pending', ? FROM runs WHERE id = ?
+RETURNING conversation_id, user_id`,
+			e.ID, e.Source, e.Message, string(e.Schema), formatTime(e.CreatedAt), e.RunID).Scan(&e.ConversationID, &e.UserID)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return store.ErrNotFound
+		case isUnique(err, "elicitations.id"):
+			return fmt.Errorf("id is taken: %w", store.ErrConflict)
+		}
+		return err
+	})
+	if err != nil {
+		return store.Elicitation{}, fmt.Errorf("sqlitestore: create elicitation %s for run %s: %w", e.ID, ne.RunID, err)
+	}
+	return e, nil
+}
+
+// GetElicitation implements store.Elicitations.
+func (s *Store) GetElicitation(ctx context.Context, userID, id string) (store.Elicitation, error) {
+	e, err := scanElicitation(s.db.QueryRowContext(ctx, `SELECT `+elicitationCols+` FROM elicitations WHERE id = ? AND user_id = ?`, id, userID))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Elicitation{}, fmt.Errorf("sqlitestore: get elicitation %s: %w", id, err)
+	}
+	return e, nil
+}
+
+// PendingElicitations implements store.Elicitations.
+func (s *Store) PendingElicitations(ctx context.Context, userID, conversationID string) ([]store.Elicitation, error) {
+	var out []store.Elicitation
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		query, args := `SELECT `+elicitationCols+` FROM elicitations WHERE user_id = ? AND status = 'pending'`, []any{userID}
+		if conversationID != "" {
+			if err := ownsConversation(ctx, tx, userID, conversationID); err != nil {
+				return err
+			}
+			query, args = query+` AND conversation_id = ?`, append(args, conversationID)
+		}
+		rows, err := tx.QueryContext(ctx, query+` ORDER BY created_at, id`, args...)
+		if err != nil {
+			return err
+		}
+		out, err = collect(rows, scanElicitation)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: pending elicitations: %w", err)
+	}
+	if out == nil {
+		out = []store.Elicitation{}
+	}
+	return out, nil
+}
+
+// ResolveElicitation implements store.Elicitations, as ResolveApproval
+// does approvals.
+func (s *Store) ResolveElicitation(ctx context.Context, userID, id string, ans store.ElicitationAnswer) (store.Elicitation, error) {
+	if err := ans.Validate(); err != nil {
+		return store.Elicitation{}, fmt.Errorf("sqlitestore: resolve elicitation %s: %w", id, err)
+	}
+	var content any
+	if ans.Action == store.ActionAccept {
+		content = nullJSON(ans.Content)
+	}
+	var e store.Elicitation
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		e, err = scanElicitation(tx.QueryRowContext(ctx, `UPDATE elicitations SET status = ?, content = ?, resolved_at = ?
+WHERE id = ? AND user_id = ? AND status = 'pending' RETURNING `+elicitationCols,
+			ans.Status(), content, formatTime(storeutil.Now()), id, userID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return existsOr(ctx, tx, `SELECT 1 FROM elicitations WHERE id = ? AND user_id = ?`, id, userID)
+		}
+		return err
+	})
+	if err != nil {
+		return store.Elicitation{}, fmt.Errorf("sqlitestore: resolve elicitation %s: %w", id, err)
+	}
+	return e, nil
+}

@@ -1,0 +1,237 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
+)
+
+// StartRun implements store.Runs. The transaction holds the write lock
+// from its first statement, so its checks and writes see and leave one
+// state; the unique index runs_one_active is the last word on whether
+// another run is active.
+func (s *Store) StartRun(ctx context.Context, nr store.NewRun) (store.Run, error) {
+	if err := nr.Validate(); err != nil {
+		return store.Run{}, fmt.Errorf("sqlitestore: start run: %w", err)
+	}
+	now := storeutil.Now()
+	r := store.Run{ID: storeutil.NewID(), ConversationID: nr.ConversationID, UserID: nr.UserID, Status: store.RunRunning,
+		UserMessage: nr.UserMessage, CreatedAt: now, CheckpointID: nr.CheckpointID, RequestID: nr.RequestID, Owner: nr.Owner}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var num int64
+		err := tx.QueryRowContext(ctx, `UPDATE conversations SET run_count = run_count + 1, updated_at = ?
+WHERE id = ? AND user_id = ? RETURNING run_count`, formatTime(now), nr.ConversationID, nr.UserID).Scan(&num)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if nr.Supersedes != "" {
+			if err := supersede(ctx, tx, nr.ConversationID, nr.Supersedes, formatTime(now), &r.CheckpointID); err != nil {
+				return err
+			}
+		}
+		usage, _ := json.Marshal(r.Usage)
+		_, err = tx.ExecContext(ctx, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, usage,
+    request_id, owner, checkpoint_id, created_at) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, string(usage), r.RequestID, r.Owner, r.CheckpointID, formatTime(now))
+		if isUnique(err, "runs.conversation_id") {
+			return store.ErrRunActive
+		}
+		if err != nil {
+			return err
+		}
+		m := store.Message{ID: storeutil.NewID(), RunID: r.ID, Role: store.RoleUser, Content: r.UserMessage, CreatedAt: now}
+		return addMessage(ctx, tx, &m)
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("sqlitestore: start run on conversation %s: %w", nr.ConversationID, err)
+	}
+	return r, nil
+}
+
+// supersede marks run from and every later run of the conversation
+// superseded and expires what they left pending. checkpoint, if empty,
+// becomes from's checkpoint.
+func supersede(ctx context.Context, tx *sql.Tx, conversationID, from, now string, checkpoint *string) error {
+	var (
+		num        int64
+		superseded bool
+		cp         string
+	)
+	err := tx.QueryRowContext(ctx, `SELECT num, superseded, checkpoint_id FROM runs WHERE id = ? AND conversation_id = ?`,
+		from, conversationID).Scan(&num, &superseded, &cp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("superseding run %s: %w", from, store.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if superseded {
+		return fmt.Errorf("run %s was superseded already: %w", from, store.ErrConflict)
+	}
+	var running string
+	err = tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE conversation_id = ? AND num >= ? AND status = 'running' LIMIT 1`,
+		conversationID, num).Scan(&running)
+	if err == nil {
+		return fmt.Errorf("run %s is still running; cancel it first: %w", running, store.ErrRunActive)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET superseded = 1 WHERE conversation_id = ? AND num >= ?`,
+		conversationID, num); err != nil {
+		return err
+	}
+	for _, table := range []string{"approvals", "elicitations"} {
+		if _, err := tx.ExecContext(ctx, `UPDATE `+table+` SET status = 'expired', resolved_at = ?
+WHERE status = 'pending' AND run_id IN (SELECT id FROM runs WHERE conversation_id = ? AND num >= ?)`,
+			now, conversationID, num); err != nil {
+			return err
+		}
+	}
+	if *checkpoint == "" {
+		*checkpoint = cp
+	}
+	return nil
+}
+
+// GetRun implements store.Runs.
+func (s *Store) GetRun(ctx context.Context, userID, runID string) (store.Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ? AND user_id = ?`, runID, userID))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("sqlitestore: get run %s: %w", runID, err)
+	}
+	return r, nil
+}
+
+// LatestRun implements store.Runs.
+func (s *Store) LatestRun(ctx context.Context, userID, conversationID string) (store.Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs
+WHERE conversation_id = ? AND user_id = ? ORDER BY num DESC LIMIT 1`, conversationID, userID))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("sqlitestore: latest run of conversation %s: %w", conversationID, err)
+	}
+	return r, nil
+}
+
+// ListRuns implements store.Runs.
+func (s *Store) ListRuns(ctx context.Context, userID, conversationID string) ([]store.RunWithEvents, error) {
+	var (
+		runs   []store.Run
+		events []store.Event
+	)
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		if err := ownsConversation(ctx, tx, userID, conversationID); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE conversation_id = ? ORDER BY num`, conversationID)
+		if err != nil {
+			return err
+		}
+		if runs, err = collect(rows, scanRun); err != nil {
+			return err
+		}
+		rows, err = tx.QueryContext(ctx, `SELECT e.run_id, e.seq, e.type, e.data, e.created_at
+FROM events e JOIN runs r ON r.id = e.run_id WHERE r.conversation_id = ? ORDER BY r.num, e.seq`, conversationID)
+		if err != nil {
+			return err
+		}
+		events, err = collect(rows, scanEvent)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: list runs of conversation %s: %w", conversationID, err)
+	}
+	return storeutil.WithEvents(runs, events), nil
+}
+
+// FinishRun implements store.Runs.
+func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (store.Run, error) {
+	if err := end.Validate(); err != nil {
+		return store.Run{}, fmt.Errorf("sqlitestore: finish run %s: %w", runID, err)
+	}
+	usage, err := json.Marshal(end.Usage)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("sqlitestore: finish run %s: %w", runID, err)
+	}
+	now := formatTime(storeutil.Now())
+	var r store.Run
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?
+WHERE id = ? AND status IN ('running', 'interrupted') RETURNING `+runCols,
+			end.Status, end.Reason, string(usage), now, runID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return runMissingOr(ctx, tx, runID, fmt.Errorf("run has ended: %w", store.ErrConflict))
+		}
+		if err != nil {
+			return err
+		}
+		if end.Status.Final() {
+			for _, table := range []string{"approvals", "elicitations"} {
+				if _, err := tx.ExecContext(ctx, `UPDATE `+table+` SET status = 'expired', resolved_at = ?
+WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {
+					return err
+				}
+			}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?`, now, r.ConversationID)
+		return err
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("sqlitestore: finish run %s as %s: %w", runID, end.Status, err)
+	}
+	return r, nil
+}
+
+// ResumeRun implements store.Runs.
+func (s *Store) ResumeRun(ctx context.Context, runID, owner string) (store.Run, error) {
+	now := formatTime(storeutil.Now())
+	var r store.Run
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET status = 'running', interrupt_reason = '', completed_at = NULL, owner = ?
+WHERE id = ? AND status = 'interrupted' AND superseded = 0 RETURNING `+runCols, owner, runID))
+		if isUnique(err, "runs.conversation_id") {
+			return store.ErrRunActive
+		}
+		if errors.Is(err, sql.ErrNoRows) {
+			return runMissingOr(ctx, tx, runID, fmt.Errorf("run is not interrupted, or was superseded: %w", store.ErrConflict))
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?`, now, r.ConversationID)
+		return err
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("sqlitestore: resume run %s: %w", runID, err)
+	}
+	return r, nil
+}
+
+// runMissingOr returns ErrNotFound when the run does not exist, and
+// otherwise err: why a conditional update of it changed nothing.
+func runMissingOr(ctx context.Context, tx *sql.Tx, runID string, err error) error {
+	var one int
+	switch e := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, runID).Scan(&one); {
+	case errors.Is(e, sql.ErrNoRows):
+		return store.ErrNotFound
+	case e != nil:
+		return e
+	}
+	return err
+}

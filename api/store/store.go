@@ -1,0 +1,181 @@
+package store
+
+import "context"
+
+// Store is everything the chat service keeps. Implementations are safe for
+// concurrent use, also by several processes sharing one database, and pass
+// storetest.Run. Each part is an interface of its own, so code that needs
+// only one part (the SSE replay needs Events) can ask for only that.
+type Store interface {
+	Conversations
+	Runs
+	Events
+	Approvals
+	Elicitations
+
+	// Ping reports whether the database answers and its schema is
+	// migrated; it backs /readyz.
+	Ping(ctx context.Context) error
+}
+
+// Conversations keeps conversations and their messages.
+type Conversations interface {
+	// CreateConversation stores a new, empty conversation of c.UserID.
+	// Returns ErrInvalid when the user id is empty.
+	CreateConversation(ctx context.Context, c NewConversation) (Conversation, error)
+
+	// GetConversation returns the user's conversation. Returns ErrNotFound
+	// when there is none with that id, or it is another user's.
+	GetConversation(ctx context.Context, userID, id string) (Conversation, error)
+
+	// ListConversations returns a page of the user's conversations, newest
+	// first. Returns ErrInvalid for a negative limit or a cursor that
+	// ListConversations did not make.
+	ListConversations(ctx context.Context, userID string, page Page) (ConversationPage, error)
+
+	// DeleteConversation removes the conversation with its runs, messages,
+	// events, approvals and elicitations, all at once. The caller then
+	// deletes the graph thread of the same id; a thread left behind by a
+	// crash in between is unreachable. Deleting a conversation whose run
+	// is still running makes that run's next AppendEvent fail with
+	// ErrNotFound. Returns ErrNotFound when the conversation is unknown or
+	// another user's.
+	DeleteConversation(ctx context.Context, userID, id string) error
+
+	// AddMessage stores a message of the run, in the run's conversation.
+	// StartRun stores the user's message itself; this is for the rest
+	// (the assistant's answer). Returns ErrNotFound when the run is
+	// unknown and ErrInvalid for an unknown role or malformed JSON.
+	AddMessage(ctx context.Context, m NewMessage) (Message, error)
+
+	// ListMessages returns the conversation's messages in run order, and
+	// in creation order within a run. Messages of superseded runs are
+	// included and say so. Returns ErrNotFound when the conversation is
+	// unknown or another user's.
+	ListMessages(ctx context.Context, userID, conversationID string) ([]Message, error)
+}
+
+// Runs keeps runs and enforces one active run per conversation.
+type Runs interface {
+	// StartRun stores a running run of r.ConversationID, owned by r.Owner,
+	// and the user's message, and touches the conversation's UpdatedAt.
+	//
+	// With r.Supersedes set it first marks that run and every later run
+	// of the conversation superseded and expires their pending approvals
+	// and elicitations (edit and rerun); r.CheckpointID defaults to the
+	// superseded run's.
+	//
+	// It returns ErrRunActive when the conversation has an active run
+	// (see Run.Active) that is not being superseded, or when a run being
+	// superseded is still running: cancel it first. It returns ErrNotFound
+	// when the conversation is unknown or another user's, or r.Supersedes
+	// names no run of it; ErrConflict when r.Supersedes is superseded
+	// already; ErrInvalid for a missing user, conversation or message.
+	// On any error nothing is changed.
+	StartRun(ctx context.Context, r NewRun) (Run, error)
+
+	// GetRun returns the user's run. Returns ErrNotFound when it is
+	// unknown or another user's.
+	GetRun(ctx context.Context, userID, runID string) (Run, error)
+
+	// LatestRun returns the conversation's most recently started run: the
+	// active one if there is one, else the last. Returns ErrNotFound when
+	// the conversation is unknown, another user's, or has no run.
+	LatestRun(ctx context.Context, userID, conversationID string) (Run, error)
+
+	// ListRuns returns the conversation's runs, oldest first, each with
+	// all its events in sequence order; runs and events are read from one
+	// snapshot. Returns ErrNotFound when the conversation is unknown or
+	// another user's.
+	ListRuns(ctx context.Context, userID, conversationID string) ([]RunWithEvents, error)
+
+	// FinishRun ends the stream of a running or interrupted run with
+	// end.Status (anything but running), records end.Usage as the run's
+	// total and sets CompletedAt. A final status (completed, cancelled,
+	// failed) also expires the run's pending approvals and elicitations;
+	// interrupted keeps them, since they are what the run waits for.
+	// Returns ErrNotFound for an unknown run, ErrConflict when the run has
+	// ended already, and ErrInvalid for a status or reason that cannot
+	// be used.
+	FinishRun(ctx context.Context, runID string, end RunEnd) (Run, error)
+
+	// ResumeRun sets an interrupted, not superseded run running again,
+	// owned by owner, and clears CompletedAt and InterruptReason. It
+	// returns ErrNotFound for an unknown run, ErrConflict when the run is
+	// not interrupted or was superseded, and ErrRunActive when resuming it
+	// would make a second active run (a clarification answered by a later
+	// run, say).
+	ResumeRun(ctx context.Context, runID, owner string) (Run, error)
+}
+
+// Events is the per-run event log behind SSE and its replay.
+type Events interface {
+	// AppendEvent stores e under the run's next sequence number, from 1
+	// and without gaps, also when several goroutines or processes append
+	// to one run at once, and returns it. The stored Data is e.Data with
+	// "seq":N as its first member: {"seq":N,...e.Data's members}. It is
+	// the exact line to send as SSE data, so send what AppendEvent
+	// returns. Returns ErrNotFound when the run is unknown (or its
+	// conversation was deleted) and ErrInvalid when e.Data is not a
+	// one-line JSON object or e.Type is empty.
+	AppendEvent(ctx context.Context, e NewEvent) (Event, error)
+
+	// EventsAfter returns the run's events with a sequence number above
+	// afterSeq, in order; afterSeq 0 returns them all. Returns ErrNotFound
+	// when the run is unknown or another user's.
+	EventsAfter(ctx context.Context, userID, runID string, afterSeq int64) ([]Event, error)
+}
+
+// Approvals keeps the tool calls waiting for a human's decision.
+type Approvals interface {
+	// CreateApproval stores a pending approval for a tool call of the run,
+	// in the run's conversation and owned by the run's user. An empty
+	// a.ID gets a fresh one. Returns ErrNotFound for an unknown run,
+	// ErrConflict when a.ID is taken, and ErrInvalid for malformed args.
+	CreateApproval(ctx context.Context, a NewApproval) (Approval, error)
+
+	// GetApproval returns the user's approval. Returns ErrNotFound when it
+	// is unknown or another user's.
+	GetApproval(ctx context.Context, userID, id string) (Approval, error)
+
+	// PendingApprovals returns the user's pending approvals, oldest first,
+	// of one conversation, or of all when conversationID is "". Returns
+	// ErrNotFound when a conversation is named that is unknown or another
+	// user's.
+	PendingApprovals(ctx context.Context, userID, conversationID string) ([]Approval, error)
+
+	// ResolveApproval records the answer if the approval is still pending:
+	// of several concurrent answers exactly one wins and the others get
+	// ErrAlreadyResolved, as does any answer to an expired approval.
+	// Returns ErrNotFound when the approval is unknown or another user's,
+	// and ErrInvalid for an answer that cannot be used (unknown decision,
+	// edit without an args object); then nothing is changed.
+	ResolveApproval(ctx context.Context, userID, id string, ans ApprovalAnswer) (Approval, error)
+}
+
+// Elicitations keeps the questions tools ask the user.
+type Elicitations interface {
+	// CreateElicitation stores a pending elicitation of the run, in the
+	// run's conversation and owned by the run's user. An empty e.ID gets a
+	// fresh one. Returns ErrNotFound for an unknown run, ErrConflict when
+	// e.ID is taken, and ErrInvalid for a malformed schema.
+	CreateElicitation(ctx context.Context, e NewElicitation) (Elicitation, error)
+
+	// GetElicitation returns the user's elicitation. Returns ErrNotFound
+	// when it is unknown or another user's.
+	GetElicitation(ctx context.Context, userID, id string) (Elicitation, error)
+
+	// PendingElicitations returns the user's pending elicitations, oldest
+	// first, of one conversation, or of all when conversationID is "".
+	// Returns ErrNotFound when a conversation is named that is unknown or
+	// another user's.
+	PendingElicitations(ctx context.Context, userID, conversationID string) ([]Elicitation, error)
+
+	// ResolveElicitation records the answer if the elicitation is still
+	// pending; like ResolveApproval, exactly one of several concurrent
+	// answers wins and the others get ErrAlreadyResolved. Checking
+	// ans.Content against the schema is the caller's job (HTTP 422).
+	// Returns ErrNotFound when the elicitation is unknown or another
+	// user's, and ErrInvalid for an unknown action or malformed content.
+	ResolveElicitation(ctx context.Context, userID, id string, ans ElicitationAnswer) (Elicitation, error)
+}

@@ -1,0 +1,225 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/trellis-ai/trellis/api/store"
+)
+
+func testApprovals(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c1, c2 := newConversation(t, s, alice), newConversation(t, s, alice)
+	r1, r2 := startRun(t, s, c1, "one"), startRun(t, s, c2, "two")
+	args := json.RawMessage(`{"path": "/etc/hosts", "mode": 420}`)
+	a := must(s.CreateApproval(ctx, store.NewApproval{ID: "interrupt-7", RunID: r1.ID, ToolCallID: "call-1", Tool: "write_file", Args: args, Revision: 2}))(t)
+	want := store.Approval{ID: "interrupt-7", ConversationID: c1.ID, RunID: r1.ID, UserID: alice, ToolCallID: "call-1", Tool: "write_file",
+		Args: args, Revision: 2, Status: store.ApprovalPending, CreatedAt: a.CreatedAt}
+	if !reflect.DeepEqual(a, want) {
+		t.Errorf("CreateApproval = %+v\nwant %+v", a, want)
+	}
+	utc(t, "approval", a.CreatedAt)
+	if got := must(s.GetApproval(ctx, alice, a.ID))(t); !reflect.DeepEqual(got, a) {
+		t.Errorf("GetApproval = %+v\nwant %+v", got, a)
+	}
+	wantErr(t, "CreateApproval with a taken id", second(s.CreateApproval(ctx, store.NewApproval{ID: a.ID, RunID: r2.ID, Tool: "x"})), store.ErrConflict)
+	noArgs := must(s.CreateApproval(ctx, store.NewApproval{RunID: r1.ID, Tool: "list"}))(t)
+	if noArgs.ID == "" || string(noArgs.Args) != "{}" {
+		t.Errorf("approval without id and args: %+v, want a fresh id and args {}", noArgs)
+	}
+	third := newApproval(t, s, r2, "delete")
+
+	pendingIDs := func(conversationID string) []string {
+		var out []string
+		for _, p := range must(s.PendingApprovals(ctx, alice, conversationID))(t) {
+			out = append(out, p.ID)
+		}
+		return out
+	}
+	if got, want := pendingIDs(""), []string{a.ID, noArgs.ID, third.ID}; !reflect.DeepEqual(got, want) {
+		t.Errorf("pending = %v, want %v, oldest first", got, want)
+	}
+	if got, want := pendingIDs(c2.ID), []string{third.ID}; !reflect.DeepEqual(got, want) {
+		t.Errorf("pending of %s = %v, want %v", c2.ID, got, want)
+	}
+
+	edited := json.RawMessage(`{"path":"/tmp/hosts"}`)
+	res := must(s.ResolveApproval(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: edited, Reason: "safer"}))(t)
+	if res.Status != store.ApprovalEdited || res.Decision != store.DecisionEdit || string(res.EditedArgs) != string(edited) ||
+		string(res.Args) != string(args) || res.Reason != "safer" || res.ResolvedAt == nil {
+		t.Errorf("ResolveApproval(edit) = %+v", res)
+	} else {
+		utc(t, "resolved", *res.ResolvedAt)
+	}
+	if got := must(s.GetApproval(ctx, alice, a.ID))(t); !reflect.DeepEqual(got, res) {
+		t.Errorf("GetApproval = %+v\nwant %+v as resolved", got, res)
+	}
+	wantErr(t, "a second answer", second(s.ResolveApproval(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})), store.ErrAlreadyResolved)
+	if got := must(s.GetApproval(ctx, alice, a.ID))(t); !reflect.DeepEqual(got, res) {
+		t.Errorf("a refused answer changed the approval: %+v", got)
+	}
+	rej := must(s.ResolveApproval(ctx, alice, noArgs.ID, store.ApprovalAnswer{Decision: store.DecisionReject, Reason: "no", Args: edited}))(t)
+	if rej.Status != store.ApprovalRejected || rej.Reason != "no" || rej.EditedArgs != nil {
+		t.Errorf("ResolveApproval(reject) = %+v: want rejected, reason kept, args ignored", rej)
+	}
+	if ok := must(s.ResolveApproval(ctx, alice, third.ID, store.ApprovalAnswer{Decision: store.DecisionApprove}))(t); ok.Status != store.ApprovalApproved {
+		t.Errorf("ResolveApproval(approve) = %+v", ok)
+	}
+	if got := pendingIDs(""); len(got) != 0 {
+		t.Errorf("pending after answering all = %v", got)
+	}
+
+	data, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(data, &fields); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"approval_id", "tool_call_id", "tool", "args", "revision", "status", "conversation_id", "run_id"} {
+		if _, ok := fields[k]; !ok {
+			t.Errorf("approval JSON %s lacks %q", data, k)
+		}
+	}
+}
+
+// resolveRace has n answers race for one pending record and checks that
+// exactly one wins.
+func resolveRace(t *testing.T, n int, resolve func(i int) error) (winner int) {
+	t.Helper()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		winners []int
+		lost    int
+	)
+	for i := range n {
+		wg.Go(func() {
+			err := resolve(i)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				winners = append(winners, i)
+			case errors.Is(err, store.ErrAlreadyResolved):
+				lost++
+			default:
+				t.Errorf("answer %d: %v, want success or ErrAlreadyResolved", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(winners) != 1 || lost != n-1 {
+		t.Fatalf("%d concurrent answers: winners %v, %d refused; want exactly one winner", n, winners, lost)
+	}
+	return winners[0]
+}
+
+func testApprovalResolveConcurrent(t *testing.T, s store.Store) {
+	a := newApproval(t, s, startRun(t, s, newConversation(t, s, alice), "go"), "deploy")
+	decisions := []store.ApprovalAnswer{
+		{Decision: store.DecisionApprove},
+		{Decision: store.DecisionReject, Reason: "not now"},
+		{Decision: store.DecisionEdit, Args: json.RawMessage(`{"env":"staging"}`)},
+	}
+	w := resolveRace(t, 8, func(i int) error {
+		_, err := s.ResolveApproval(t.Context(), alice, a.ID, decisions[i%3])
+		return err
+	})
+	if got := must(s.GetApproval(t.Context(), alice, a.ID))(t); got.Decision != decisions[w%3].Decision || got.Reason != decisions[w%3].Reason {
+		t.Errorf("stored %+v, want the winner's answer %+v", got, decisions[w%3])
+	}
+}
+
+func testElicitations(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c1, c2 := newConversation(t, s, alice), newConversation(t, s, alice)
+	r1, r2 := startRun(t, s, c1, "one"), startRun(t, s, c2, "two")
+	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
+	e := must(s.CreateElicitation(ctx, store.NewElicitation{ID: "elicit_1", RunID: r1.ID, Source: "mcp:calc", Message: "how many?", Schema: schema}))(t)
+	want := store.Elicitation{ID: "elicit_1", ConversationID: c1.ID, RunID: r1.ID, UserID: alice, Source: "mcp:calc", Message: "how many?",
+		Schema: schema, Status: store.ElicitationPending, CreatedAt: e.CreatedAt}
+	if !reflect.DeepEqual(e, want) {
+		t.Errorf("CreateElicitation = %+v\nwant %+v", e, want)
+	}
+	utc(t, "elicitation", e.CreatedAt)
+	if got := must(s.GetElicitation(ctx, alice, e.ID))(t); !reflect.DeepEqual(got, e) {
+		t.Errorf("GetElicitation = %+v\nwant %+v", got, e)
+	}
+	wantErr(t, "CreateElicitation with a taken id", second(s.CreateElicitation(ctx, store.NewElicitation{ID: e.ID, RunID: r2.ID})), store.ErrConflict)
+	e2 := must(s.CreateElicitation(ctx, store.NewElicitation{RunID: r2.ID, Message: "name?"}))(t)
+	if e2.ID == "" || string(e2.Schema) != "{}" {
+		t.Errorf("elicitation without id and schema: %+v", e2)
+	}
+	e3 := newElicitation(t, s, r2, "colour?")
+	var pending []string
+	for _, p := range must(s.PendingElicitations(ctx, alice, c2.ID))(t) {
+		pending = append(pending, p.ID)
+	}
+	if want := []string{e2.ID, e3.ID}; !reflect.DeepEqual(pending, want) {
+		t.Errorf("pending of %s = %v, want %v", c2.ID, pending, want)
+	}
+	if all := must(s.PendingElicitations(ctx, alice, ""))(t); len(all) != 3 {
+		t.Errorf("%d pending in all, want 3", len(all))
+	}
+
+	content := json.RawMessage(`{"n": 3}`)
+	acc := must(s.ResolveElicitation(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: content}))(t)
+	if acc.Status != store.ElicitationAccepted || string(acc.Content) != string(content) || acc.ResolvedAt == nil {
+		t.Errorf("accept = %+v", acc)
+	}
+	if got := must(s.GetElicitation(ctx, alice, e.ID))(t); !reflect.DeepEqual(got, acc) {
+		t.Errorf("GetElicitation = %+v\nwant %+v as resolved", got, acc)
+	}
+	wantErr(t, "a second answer", second(s.ResolveElicitation(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionCancel})), store.ErrAlreadyResolved)
+	dec := must(s.ResolveElicitation(ctx, alice, e2.ID, store.ElicitationAnswer{Action: store.ActionDecline, Content: content}))(t)
+	if dec.Status != store.ElicitationDeclined || dec.Content != nil {
+		t.Errorf("decline = %+v: want declined, content ignored", dec)
+	}
+	if can := must(s.ResolveElicitation(ctx, alice, e3.ID, store.ElicitationAnswer{Action: store.ActionCancel}))(t); can.Status != store.ElicitationCancelled {
+		t.Errorf("cancel = %+v", can)
+	}
+	if all := must(s.PendingElicitations(ctx, alice, ""))(t); len(all) != 0 {
+		t.Errorf("pending after answering all: %+v", all)
+	}
+}
+
+func testElicitationResolveConcurrent(t *testing.T, s store.Store) {
+	e := newElicitation(t, s, startRun(t, s, newConversation(t, s, alice), "go"), "name?")
+	answers := []store.ElicitationAnswer{
+		{Action: store.ActionAccept, Content: json.RawMessage(`{"name":"a"}`)},
+		{Action: store.ActionDecline},
+		{Action: store.ActionCancel},
+	}
+	w := resolveRace(t, 8, func(i int) error {
+		_, err := s.ResolveElicitation(t.Context(), alice, e.ID, answers[i%3])
+		return err
+	})
+	if got := must(s.GetElicitation(t.Context(), alice, e.ID))(t); got.Status != answers[w%3].Status() {
+		t.Errorf("stored %+v, want the winner's answer %+v", got, answers[w%3])
+	}
+}
+
+func testFinalRunExpiresPending(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for _, status := range []store.RunStatus{store.RunCompleted, store.RunCancelled, store.RunFailed} {
+		r := startRun(t, s, newConversation(t, s, alice), "x")
+		a, e := newApproval(t, s, r, "t"), newElicitation(t, s, r, "q")
+		finish(t, s, r.ID, store.RunInterrupted, store.InterruptApproval)
+		if got := must(s.GetApproval(ctx, alice, a.ID))(t); got.Status != store.ApprovalPending {
+			t.Errorf("an interrupted run's approval is %s, want pending: it is what the run waits for", got.Status)
+		}
+		finish(t, s, r.ID, status, "")
+		if got := must(s.GetApproval(ctx, alice, a.ID))(t); got.Status != store.ApprovalExpired || got.ResolvedAt == nil {
+			t.Errorf("approval after the run %s: %+v, want expired", status, got)
+		}
+		if got := must(s.GetElicitation(ctx, alice, e.ID))(t); got.Status != store.ElicitationExpired || got.ResolvedAt == nil {
+			t.Errorf("elicitation after the run %s: %+v, want expired", status, got)
+		}
+		wantErr(t, "answering after the run ended", second(s.ResolveElicitation(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionCancel})), store.ErrAlreadyResolved)
+	}
+}

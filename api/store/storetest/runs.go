@@ -1,0 +1,272 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/trellis-ai/trellis/api/store"
+)
+
+func testRunLifecycle(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	r := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "hello",
+		RequestID: "req-1", Owner: "proc-a", CheckpointID: "cp-0"}))(t)
+	if r.ID == "" || r.ConversationID != c.ID || r.UserID != alice || r.Status != store.RunRunning || r.UserMessage != "hello" ||
+		r.RequestID != "req-1" || r.Owner != "proc-a" || r.CheckpointID != "cp-0" || r.CompletedAt != nil || r.Superseded || r.LastSeq != 0 {
+		t.Errorf("StartRun = %+v", r)
+	}
+	utc(t, "run", r.CreatedAt)
+	if got := must(s.GetRun(ctx, alice, r.ID))(t); !reflect.DeepEqual(got, r) {
+		t.Errorf("GetRun = %+v\nwant %+v as started", got, r)
+	}
+
+	usage := store.Usage{InputTokens: 10, OutputTokens: 5, ThinkingTokens: 1, CacheReadTokens: 2, CacheWriteTokens: 3, TotalTokens: 15}
+	parked := must(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptApproval, Usage: usage}))(t)
+	if parked.Status != store.RunInterrupted || parked.InterruptReason != store.InterruptApproval || parked.Usage != usage || parked.CompletedAt == nil {
+		t.Errorf("FinishRun(interrupted) = %+v", parked)
+	} else {
+		utc(t, "completed", *parked.CompletedAt)
+	}
+	if got := must(s.GetRun(ctx, alice, r.ID))(t); !reflect.DeepEqual(got, parked) {
+		t.Errorf("GetRun = %+v\nwant %+v as finished", got, parked)
+	}
+
+	resumed := must(s.ResumeRun(ctx, r.ID, "proc-b"))(t)
+	if resumed.Status != store.RunRunning || resumed.InterruptReason != "" || resumed.CompletedAt != nil || resumed.Owner != "proc-b" || resumed.Usage != usage {
+		t.Errorf("ResumeRun = %+v: want running, no reason, no completion, owner proc-b, usage kept", resumed)
+	}
+	wantErr(t, "ResumeRun of a running run", second(s.ResumeRun(ctx, r.ID, "proc-c")), store.ErrConflict)
+
+	usage.OutputTokens, usage.TotalTokens = 50, 60
+	done := must(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted, Usage: usage}))(t)
+	if done.Status != store.RunCompleted || done.Usage != usage || done.CompletedAt == nil || done.Owner != "proc-b" {
+		t.Errorf("FinishRun(completed) = %+v", done)
+	}
+	wantErr(t, "FinishRun of a completed run", second(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunFailed})), store.ErrConflict)
+	wantErr(t, "ResumeRun of a completed run", second(s.ResumeRun(ctx, r.ID, "proc-c")), store.ErrConflict)
+	if got := must(s.GetRun(ctx, alice, r.ID))(t); !reflect.DeepEqual(got, done) {
+		t.Errorf("refused calls changed the run: %+v\nwant %+v", got, done)
+	}
+
+	data, err := json.Marshal(store.RunWithEvents{Run: done})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"id"`, `"status":"completed"`, `"user_message":"hello"`, `"events":[]`, `"usage":{"input_tokens":10`,
+		`"created_at"`, `"completed_at":"`, `"superseded":false`} {
+		if !strings.Contains(string(data), k) {
+			t.Errorf("run JSON %s lacks %s (API.md)", data, k)
+		}
+	}
+}
+
+// testActiveRunRule: which runs keep a second run from starting.
+func testActiveRunRule(t *testing.T, s store.Store) {
+	for _, tc := range []struct {
+		name   string
+		end    *store.RunEnd // nil: still running
+		blocks bool
+	}{
+		{"running", nil, true},
+		{"interrupted for approval", &store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptApproval}, true},
+		{"interrupted for elicitation", &store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptElicitation}, true},
+		{"interrupted for clarification", &store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptClarification}, false},
+		{"completed", &store.RunEnd{Status: store.RunCompleted}, false},
+		{"cancelled", &store.RunEnd{Status: store.RunCancelled}, false},
+		{"failed", &store.RunEnd{Status: store.RunFailed}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newConversation(t, s, alice)
+			r := startRun(t, s, c, "first")
+			if tc.end != nil {
+				r = must(s.FinishRun(t.Context(), r.ID, *tc.end))(t)
+			}
+			if r.Active() != tc.blocks {
+				t.Errorf("Run.Active() = %v, want %v", r.Active(), tc.blocks)
+			}
+			before := take(t, s, alice, c.ID)
+			_, err := s.StartRun(t.Context(), store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "second"})
+			switch {
+			case tc.blocks && !errors.Is(err, store.ErrRunActive):
+				t.Errorf("StartRun after a %s run: %v, want ErrRunActive", tc.name, err)
+			case tc.blocks:
+				sameSnapshot(t, "a refused StartRun", before, take(t, s, alice, c.ID))
+			case err != nil:
+				t.Errorf("StartRun after a %s run: %v, want success", tc.name, err)
+			}
+		})
+	}
+}
+
+func testOneActiveRunConcurrent(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	const n = 8
+	others := make([]store.Conversation, n)
+	for i := range others {
+		others[i] = newConversation(t, s, alice)
+	}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		won     []store.Run
+		refused int
+	)
+	for i := range n {
+		wg.Go(func() {
+			r, err := s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "racer"})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				won = append(won, r)
+			case errors.Is(err, store.ErrRunActive):
+				refused++
+			default:
+				t.Errorf("StartRun %d: %v, want success or ErrRunActive", i, err)
+			}
+		})
+		// Runs of other conversations are not held up.
+		wg.Go(func() {
+			if _, err := s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: others[i].ID, UserMessage: "alone"}); err != nil {
+				t.Errorf("StartRun on a conversation of its own: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(won) != 1 || refused != n-1 {
+		t.Fatalf("%d concurrent StartRuns: %d won, %d refused; want exactly one winner", n, len(won), refused)
+	}
+	if latest := must(s.LatestRun(ctx, alice, c.ID))(t); latest.ID != won[0].ID {
+		t.Errorf("LatestRun = %s, want the winner %s", latest.ID, won[0].ID)
+	}
+	if msgs := must(s.ListMessages(ctx, alice, c.ID))(t); len(msgs) != 1 {
+		t.Errorf("%d messages stored, want the winner's only: a refused run leaves nothing", len(msgs))
+	}
+}
+
+// A run parked on a clarification does not block the next run, and once
+// that run is active the parked one cannot resume.
+func testResumeRespectsActiveRun(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	asked := finish(t, s, startRun(t, s, c, "book a flight").ID, store.RunInterrupted, store.InterruptClarification)
+	next := startRun(t, s, c, "to Paris")
+	wantErr(t, "ResumeRun beside an active run", second(s.ResumeRun(ctx, asked.ID, "p")), store.ErrRunActive)
+	if got := must(s.GetRun(ctx, alice, asked.ID))(t); !reflect.DeepEqual(got, asked) {
+		t.Errorf("refused ResumeRun changed the run: %+v", got)
+	}
+	if latest := must(s.LatestRun(ctx, alice, c.ID))(t); latest.ID != next.ID {
+		t.Errorf("LatestRun = %s, want %s", latest.ID, next.ID)
+	}
+	finish(t, s, next.ID, store.RunCompleted, "")
+	if _, err := s.ResumeRun(ctx, asked.ID, "p"); err != nil {
+		t.Errorf("ResumeRun with no other active run: %v", err)
+	}
+}
+
+func testSupersede(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	r1 := finish(t, s, startRun(t, s, c, "one").ID, store.RunCompleted, "")
+	r2 := finish(t, s, startRun(t, s, c, "two").ID, store.RunCompleted, "")
+	r3 := startRun(t, s, c, "three")
+	a3 := newApproval(t, s, r3, "delete_everything")
+	e3 := newElicitation(t, s, r3, "sure?")
+	finish(t, s, r3.ID, store.RunInterrupted, store.InterruptApproval)
+	wantErr(t, "StartRun beside a run waiting for approval", second(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "x"})), store.ErrRunActive)
+
+	r4 := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "two, edited", Supersedes: r2.ID}))(t)
+	if r4.CheckpointID != r2.CheckpointID || r4.Superseded || r4.Status != store.RunRunning {
+		t.Errorf("edit run = %+v: want running, not superseded, from %s's checkpoint %q", r4, r2.ID, r2.CheckpointID)
+	}
+	runs := must(s.ListRuns(ctx, alice, c.ID))(t)
+	var got []bool
+	for _, r := range runs {
+		got = append(got, r.Superseded)
+	}
+	if want := []bool{false, true, true, false}; !reflect.DeepEqual(got, want) || runs[0].ID != r1.ID || runs[3].ID != r4.ID {
+		t.Errorf("superseded flags %v, want %v for %s, %s, %s, %s", got, want, r1.ID, r2.ID, r3.ID, r4.ID)
+	}
+	if a := must(s.GetApproval(ctx, alice, a3.ID))(t); a.Status != store.ApprovalExpired || a.ResolvedAt == nil {
+		t.Errorf("approval of a superseded run: %+v, want expired", a)
+	}
+	if e := must(s.GetElicitation(ctx, alice, e3.ID))(t); e.Status != store.ElicitationExpired {
+		t.Errorf("elicitation of a superseded run: %+v, want expired", e)
+	}
+	wantErr(t, "answering an expired approval", second(s.ResolveApproval(ctx, alice, a3.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})), store.ErrAlreadyResolved)
+	wantErr(t, "resuming a superseded run", second(s.ResumeRun(ctx, r3.ID, "p")), store.ErrConflict)
+	for _, m := range must(s.ListMessages(ctx, alice, c.ID))(t) {
+		if m.Superseded != (m.RunID == r2.ID || m.RunID == r3.ID) {
+			t.Errorf("message %q of run %s: superseded %v", m.Content, m.RunID, m.Superseded)
+		}
+	}
+
+	// An explicit checkpoint wins over the superseded run's.
+	finish(t, s, r4.ID, store.RunCompleted, "")
+	r5 := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "again", Supersedes: r4.ID, CheckpointID: "cp-x"}))(t)
+	if r5.CheckpointID != "cp-x" {
+		t.Errorf("CheckpointID = %q, want the one given", r5.CheckpointID)
+	}
+}
+
+func testSupersedeRefused(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	r1 := finish(t, s, startRun(t, s, c, "one").ID, store.RunCompleted, "")
+	r2 := startRun(t, s, c, "two") // still running
+	other := newConversation(t, s, alice)
+	otherRun := finish(t, s, startRun(t, s, other, "elsewhere").ID, store.RunCompleted, "")
+	edit := func(from string) error {
+		_, err := s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "edited", Supersedes: from})
+		return err
+	}
+	before := take(t, s, alice, c.ID)
+	wantErr(t, "editing while a later run is running", edit(r1.ID), store.ErrRunActive)
+	wantErr(t, "editing the running run itself", edit(r2.ID), store.ErrRunActive)
+	wantErr(t, "editing another conversation's run", edit(otherRun.ID), store.ErrNotFound)
+	wantErr(t, "editing an unknown run", edit("no-such-run"), store.ErrNotFound)
+	sameSnapshot(t, "refused edits", before, take(t, s, alice, c.ID))
+
+	finish(t, s, r2.ID, store.RunCompleted, "")
+	if err := edit(r1.ID); err != nil {
+		t.Fatalf("edit once nothing runs: %v", err)
+	}
+	before = take(t, s, alice, c.ID)
+	wantErr(t, "editing a superseded run", edit(r2.ID), store.ErrConflict)
+	sameSnapshot(t, "a refused edit", before, take(t, s, alice, c.ID))
+}
+
+func testListRuns(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	if runs := must(s.ListRuns(ctx, alice, c.ID))(t); runs == nil || len(runs) != 0 {
+		t.Errorf("runs of a new conversation = %#v, want empty and non-nil", runs)
+	}
+	wantErr(t, "LatestRun without runs", second(s.LatestRun(ctx, alice, c.ID)), store.ErrNotFound)
+	var want []store.RunWithEvents
+	for i, msg := range []string{"a", "b", "c"} {
+		r := startRun(t, s, c, msg)
+		var events []store.Event
+		for j := range i + 1 {
+			events = append(events, appendEvent(t, s, r, []string{"run.started", "node.start", "node.end"}[j]))
+		}
+		r = finish(t, s, r.ID, store.RunCompleted, "")
+		r.LastSeq = int64(i + 1)
+		want = append(want, store.RunWithEvents{Run: r, Events: events})
+	}
+	quiet := startRun(t, s, c, "d")
+	want = append(want, store.RunWithEvents{Run: quiet, Events: []store.Event{}})
+	got := must(s.ListRuns(ctx, alice, c.ID))(t)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ListRuns =\n%+v\nwant\n%+v", got, want)
+	}
+	if latest := must(s.LatestRun(ctx, alice, c.ID))(t); latest.ID != quiet.ID {
+		t.Errorf("LatestRun = %s, want %s", latest.ID, quiet.ID)
+	}
+}
