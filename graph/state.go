@@ -8,6 +8,7 @@ import (
 	"maps"
 	"reflect"
 	"strings"
+	"unsafe"
 )
 
 // Number is what Sum can add.
@@ -108,6 +109,8 @@ func (m fieldMask) has(i int) bool { return m&(1<<uint(i)) != 0 }
 type field[S any] struct {
 	name   string
 	index  int // in the struct, for reflect
+	offset uintptr
+	size   uintptr
 	kind   reducerKind
 	reduce func(dst, src *S) // nil for replace
 }
@@ -131,7 +134,7 @@ func newSchema[S any](decls []Field[S]) (*schema[S], error) {
 			continue
 		}
 		sc.byName[f.Name] = len(sc.fields)
-		sc.fields = append(sc.fields, field[S]{name: f.Name, index: i})
+		sc.fields = append(sc.fields, field[S]{name: f.Name, index: i, offset: f.Offset, size: f.Type.Size()})
 	}
 	if len(sc.fields) > 64 {
 		return nil, fmt.Errorf("graph: state type %v has %d exported fields; at most 64 are supported", t, len(sc.fields))
@@ -211,31 +214,26 @@ func (sc *schema[S]) overwrite(dst, src *S, mask fieldMask) {
 	}
 }
 
-// changed returns the fields whose values differ between a and b. Slices
-// and maps compare by identity and length, which is what a node that
-// replaced or extended them produces, and costs nothing per element.
+// changed returns the fields of b that may differ from a's: those whose
+// bytes differ. Bit-identical fields certainly hold the same value; a
+// field that differs only in representation (an equal string elsewhere in
+// memory) counts as changed and is merely stored again. Comparing bytes
+// costs no allocation and no reflection, which matters because a copy of
+// the state compared field by field is how Command.Overwrite is read.
 func (sc *schema[S]) changed(a, b *S) fieldMask {
-	av, bv := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	pa, pb := unsafe.Pointer(a), unsafe.Pointer(b)
 	var m fieldMask
 	for i, f := range sc.fields {
-		if !sameValue(av.Field(f.index), bv.Field(f.index)) {
+		if f.size == 0 {
+			continue
+		}
+		x := unsafe.Slice((*byte)(unsafe.Add(pa, f.offset)), f.size)
+		y := unsafe.Slice((*byte)(unsafe.Add(pb, f.offset)), f.size)
+		if !bytes.Equal(x, y) {
 			m |= 1 << uint(i)
 		}
 	}
 	return m
-}
-
-func sameValue(a, b reflect.Value) bool {
-	switch a.Kind() {
-	case reflect.Slice:
-		return a.Len() == b.Len() && (a.Len() == 0 || a.Pointer() == b.Pointer()) && a.IsNil() == b.IsNil()
-	case reflect.Map:
-		return a.Len() == b.Len() && a.Pointer() == b.Pointer()
-	case reflect.Func, reflect.Chan, reflect.Pointer, reflect.UnsafePointer:
-		return a.Pointer() == b.Pointer()
-	default:
-		return reflect.DeepEqual(a.Interface(), b.Interface())
-	}
 }
 
 // clipSlices caps the capacity of s's slice fields at their length, so
