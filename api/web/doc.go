@@ -1,0 +1,38 @@
+// Package web serves Trellis' web chat page: one HTML page, its stylesheet
+// and its JavaScript modules, embedded in the binary so the page works
+// offline and needs no CDN.
+//
+// The page is a client of the public HTTP API (API.md) and of nothing
+// else: it starts runs with POST /api/v1/chat and reads their SSE streams
+// from fetch, lists and reloads conversations, reattaches to a run's
+// stream with Last-Event-ID after a drop, answers approvals and
+// elicitations, cancels runs and reruns edited messages. An API key, when
+// the server wants one, is kept in the browser's localStorage and sent as
+// a bearer token.
+//
+// # Mounting
+//
+// Handler serves GET and HEAD for "/" (the page) and "/static/<file>",
+// answers 404 for other paths and 405 for other methods, so the server
+// can mount it as the catch-all next to the API:
+//
+//	mux.Handle("/", web.Handler())
+//
+// # Files
+//
+// static/index.html is the page and app.css its only stylesheet; the
+// script is a set of ES modules with no framework and no build step.
+// app.js starts the page and owns the conversation and the open stream;
+// turn.js renders one run's events, live or from history; cards.js holds
+// the approval and elicitation cards; schemaform.js builds a form from a
+// JSON Schema; markdown.js is a small renderer that escapes HTML before it
+// formats; sse.js parses event streams read from fetch; api.js talks to
+// the API; dom.js builds elements from text, never from HTML.
+//
+// # Tests
+//
+// The tests drive the page in headless Chromium through package webtest,
+// against contractFake, a scripted fake of the API that replays
+// API.md-conformant event sequences. The end-to-end tests of the real
+// server use the same webtest.Page steps.
+package web

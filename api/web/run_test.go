@@ -1,0 +1,258 @@
+package web_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/trellis-ai/trellis/api/web/webtest"
+)
+
+func TestCancelRun(t *testing.T) {
+	f := newContractFake(t, func(r *fakeRun) {
+		r.emit("tool.start", map[string]any{"tool_call_id": "call-1", "tool": "long_report", "source": "operator", "args": map[string]any{"weeks": 52}})
+		r.emit("tool.progress", map[string]any{"tool_call_id": "call-1", "progress": 3, "total": 0, "message": "reading week 3"})
+		r.emit("response.chunk", map[string]any{"content": "Working on it"})
+		r.await(nil) // until cancelled; the fake then sends run.cancelled
+	})
+	p := open(t, f)
+	p.Send("Write the yearly report")
+	p.WaitText(webtest.LastAnswer, "Working on it")
+	p.WaitJS("an indeterminate progress bar", `() => { const b = document.querySelector(".act-tool progress"); return b && !b.hasAttribute("value") }`)
+	p.WaitText(webtest.LastTurn+" .progress-label", "reading week 3")
+
+	// The Stop button is reachable from the keyboard.
+	p.Do("focus Stop", chromedp.Focus(chromedp.CSS(webtest.CancelButton)))
+	p.Enter()
+	f.requestsTo("POST", "/api/v1/conversations/conv-1/cancel", 1)
+	p.WaitJS("the turn is cancelled", `() => document.querySelector("#transcript > li.turn:last-of-type").dataset.state === "cancelled"`)
+	p.WaitText(webtest.LastTurn+" .turn-status", "Cancelled")
+	p.WaitGone(webtest.CancelButton)
+	p.WaitJS("Send is enabled", `() => !document.querySelector("#send").disabled`)
+	p.Screenshot("cancelled")
+}
+
+func TestReconnectAfterDrop(t *testing.T) {
+	for _, replayAll := range []bool{false, true} {
+		t.Run(fmt.Sprintf("replayAll=%v", replayAll), func(t *testing.T) {
+			testReconnect(t, replayAll)
+		})
+	}
+}
+
+// testReconnect cuts the stream mid-answer. With replayAll the server
+// ignores Last-Event-ID and replays the whole run.
+func testReconnect(t *testing.T, replayAll bool) {
+	dropNow, resume := make(chan struct{}), make(chan struct{})
+	f := newContractFake(t, func(r *fakeRun) {
+		r.emit("response.chunk", map[string]any{"content": "Hello "})
+		r.emit("response.chunk", map[string]any{"content": "wor"})
+		if !r.await(dropNow) {
+			return
+		}
+		r.dropStreams()
+		r.emit("response.chunk", map[string]any{"content": "l"}) // while disconnected: replayed
+		if !r.await(resume) {
+			return
+		}
+		r.answer("d") // live on the new stream
+	})
+	f.mu.Lock()
+	f.replayAll = replayAll
+	f.mu.Unlock()
+	p := open(t, f)
+	p.Send("Say hello")
+	p.WaitText(webtest.LastAnswer, "Hello wor")
+	close(dropNow)
+
+	// run.started is seq 1, the chunks 2 and 3.
+	stream := f.requestsTo("GET", "/api/v1/conversations/conv-1/stream", 1)[0]
+	if got := stream.Header.Get("Last-Event-ID"); got != "3" {
+		t.Errorf("Last-Event-ID on reconnecting = %q, want 3", got)
+	}
+	p.WaitText(webtest.LastAnswer, "Hello worl")
+	// Before response.done replaces the text: nothing is doubled.
+	if got := strings.TrimSpace(p.Text(webtest.LastAnswer)); got != "Hello worl" {
+		t.Errorf("the streamed text after a reconnect = %q, want %q", got, "Hello worl")
+	}
+	close(resume)
+	p.WaitText(webtest.LastUsage, "165 total")
+	if got := strings.TrimSpace(p.Text(webtest.LastAnswer)); got != "Hello world" {
+		t.Errorf("the answer after a reconnect = %q, want %q", got, "Hello world")
+	}
+	p.WaitGone("#connection-status")
+}
+
+func TestReloadShowsHistory(t *testing.T) {
+	gate := make(chan struct{})
+	f := newContractFake(t, func(r *fakeRun) {
+		r.emit("node.start", map[string]any{"node": "write"})
+		r.emit("response.chunk", map[string]any{"content": "First part. "})
+		if !r.await(gate) {
+			return
+		}
+		r.emit("node.end", map[string]any{"node": "write", "duration_ms": 40})
+		r.answer("Second part.")
+	})
+	p := open(t, f)
+	p.Send("Tell me a story")
+	p.WaitText(webtest.LastAnswer, "First part.")
+
+	// A reload mid-run shows the history and reattaches to the live run
+	// after the last stored event (seq 3).
+	p.Reload()
+	p.WaitText(webtest.LastTurn+" .user-msg", "Tell me a story")
+	p.WaitText(webtest.LastAnswer, "First part.")
+	f.requestsTo("GET", "/api/v1/conversations/conv-1", 1)
+	stream := f.requestsTo("GET", "/api/v1/conversations/conv-1/stream", 1)[0]
+	if got := stream.Header.Get("Last-Event-ID"); got != "3" {
+		t.Errorf("Last-Event-ID after a reload = %q, want 3", got)
+	}
+	close(gate)
+	p.WaitText(webtest.LastUsage, "165 total")
+	if got := strings.TrimSpace(p.Text(webtest.LastAnswer)); got != "First part. Second part." {
+		t.Errorf("the answer = %q", got)
+	}
+
+	// A reload after the run shows it whole, once.
+	p.Reload()
+	p.WaitText(webtest.LastAnswer, "First part. Second part.")
+	p.WaitText(webtest.LastUsage, "165 total")
+	p.WaitText(webtest.ConversationList+` a[aria-current="page"]`, "Tell me a story")
+	if n := p.Count("#transcript > li.turn"); n != 1 {
+		t.Errorf("%d turns after a reload, want 1", n)
+	}
+	if n := f.count("GET", "/api/v1/conversations/conv-1/stream"); n != 1 {
+		t.Errorf("the page opened %d streams, want 1: a finished run needs none", n)
+	}
+	p.Screenshot("history")
+}
+
+func TestEditAndRerun(t *testing.T) {
+	f := newContractFake(t, func(r *fakeRun) {
+		r.answer(fmt.Sprintf("You said: %s", r.message))
+	})
+	p := open(t, f)
+	p.Send("first question")
+	p.WaitText(webtest.LastAnswer, "You said: first question")
+	p.Send("second question")
+	p.WaitText(webtest.LastAnswer, "You said: second question")
+
+	first := turn(1)
+	p.Click(first + ` [data-action="edit-message"]`)
+	p.Fill(first+" .msg-editor textarea", "first question, edited")
+	p.CheckAccessible()
+	p.Screenshot("editing")
+	p.Click(first + ` [data-action="rerun"]`)
+
+	// conv-1's runs are run-2 and run-3.
+	req := f.requestsTo("POST", "/api/v1/conversations/conv-1/runs/run-2/edit", 1)[0]
+	jsonEqual(t, "the edit body", req.Body, `{"message": "first question, edited"}`)
+	p.WaitText(webtest.LastAnswer, "You said: first question, edited")
+	if n := p.Count("#transcript > li.turn.superseded"); n != 2 {
+		t.Errorf("%d superseded turns, want 2", n)
+	}
+	p.Screenshot("rerun")
+
+	p.Reload()
+	p.WaitText(webtest.LastAnswer, "You said: first question, edited")
+	if n := p.Count("#transcript > li.turn.superseded"); n != 2 {
+		t.Errorf("after a reload, %d superseded turns, want 2", n)
+	}
+}
+
+func TestAPIKeyAndErrors(t *testing.T) {
+	f := newContractFake(t, func(r *fakeRun) {
+		if r.message == "fail" {
+			r.emit("run.failed", map[string]any{"error": map[string]any{"code": "model_error", "message": "the model returned nonsense"}})
+			return
+		}
+		r.answer("Hi!")
+	})
+	f.requireKey("sk-test")
+	p := open(t, f)
+
+	// Without the key the API answers 401; the page says so and offers
+	// the settings.
+	p.WaitText(webtest.ErrorBanner, "missing or wrong API key")
+	p.Click(webtest.ErrorBanner + ` [data-action="settings"]`)
+	p.WaitVisible("#settings")
+	p.Type("#api-key", "sk-test")
+	p.Click("#settings-save")
+	p.WaitGone("#settings")
+	p.WaitText("#tool-list", "send_email")
+	p.Send("hello")
+	p.WaitText(webtest.LastAnswer, "Hi!")
+	chat := f.requestsTo("POST", "/api/v1/chat", 1)[0]
+	if got := chat.Header.Get("Authorization"); got != "Bearer sk-test" {
+		t.Errorf("Authorization = %q", got)
+	}
+	if got := webtest.Eval[string](p, `localStorage.getItem("trellis.apiKey")`); got != "sk-test" {
+		t.Errorf("the stored key = %q", got)
+	}
+
+	// An API error is shown, and the message goes back to the composer.
+	f.failChat(&fakeFailure{503, "not_ready", "the model provider's circuit is open; try again in a minute"})
+	p.Send("are you there?")
+	p.WaitText(webtest.ErrorBanner, "circuit is open; try again in a minute (not_ready)")
+	if got := webtest.Eval[string](p, `document.querySelector("#composer-input").value`); got != "are you there?" {
+		t.Errorf("the composer after a failed send = %q", got)
+	}
+	if n := p.Count("#transcript > li.turn"); n != 1 {
+		t.Errorf("%d turns after a failed send, want 1", n)
+	}
+	p.Screenshot("api-error")
+	f.failChat(nil)
+
+	// A failed run says why.
+	p.Fill(webtest.Composer, "")
+	p.Send("fail")
+	p.WaitText(webtest.LastTurn+" .run-error", "the model returned nonsense (model_error)")
+	p.WaitText(webtest.LastTurn+" .turn-status", "Failed")
+}
+
+func TestDirectResponses(t *testing.T) {
+	const png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+	f := newContractFake(t, func(r *fakeRun) {
+		for _, d := range []map[string]any{
+			{"content": "Plain <b>text</b>", "content_type": "text"},
+			{"content": "**Bold** move", "content_type": "markdown"},
+			{"content": `<h1>Report</h1><script>parent.document.title = "pwned"</script>`, "content_type": "html"},
+			{"content": `{"a":1,"b":[1,2]}`, "content_type": "json"},
+			{"content": png, "content_type": "image"},
+			{"content": "<div>chart</div>", "content_type": "widget", "widget_type": "chart"},
+		} {
+			if _, ok := d["widget_type"]; !ok {
+				d["widget_type"] = ""
+			}
+			r.emit("direct.response", d)
+		}
+		r.answer("Done.")
+	})
+	p := open(t, f)
+	p.Send("Show me everything")
+	p.WaitText(webtest.LastAnswer, "Done.")
+	last := webtest.LastTurn
+	p.WaitText(last+" .direct-text", "Plain <b>text</b>") // shown as text
+	p.WaitText(last+" .direct-markdown strong", "Bold")
+	if got := p.Attr(last+" .direct-html iframe", "sandbox"); got != "" || p.Count(last+" .direct-html iframe[sandbox]") != 1 {
+		t.Errorf("the HTML response is not in a sandboxed iframe (sandbox=%q)", got)
+	}
+	if got := webtest.Eval[string](p, `document.querySelector("`+last+` .direct-html iframe").srcdoc`); !strings.Contains(got, "<h1>Report</h1>") {
+		t.Errorf("the iframe's srcdoc = %q", got)
+	}
+	p.WaitText(last+" .direct-json pre", "{\n  \"a\": 1,\n  \"b\": [\n    1,\n    2\n  ]\n}")
+	p.WaitJS("the image loaded", `(sel) => { const i = document.querySelector(sel); return i && i.complete && i.naturalWidth === 1 }`, last+" .direct-image img")
+	p.WaitText(last+" .direct-widget .badge", "chart")
+	if p.Count(last+" .direct-widget iframe[sandbox]") != 1 {
+		t.Error("the widget is not in a sandboxed iframe")
+	}
+	if got := webtest.Eval[string](p, "document.title"); got != "Trellis" {
+		t.Errorf("document.title = %q: script in operator HTML ran", got)
+	}
+	p.CheckAccessible()
+	p.Do("scroll to the top", chromedp.ScrollIntoView(chromedp.CSS(webtest.LastTurn+" .user-msg")))
+	p.Screenshot("direct-responses")
+}

@@ -1,0 +1,96 @@
+// The page's client of the Trellis HTTP API (API.md). Every request goes
+// to the page's own origin under /api/v1.
+
+/** APIError is a failed request: an HTTP status with API.md's {code, message}. */
+export class APIError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.name = "APIError";
+    this.status = status; // 0 when the server could not be reached
+    this.code = code;
+  }
+
+  /** retryable reports whether trying again later may succeed. */
+  get retryable() {
+    return this.status === 0 || this.status === 408 || this.status === 429 || this.status >= 500;
+  }
+}
+
+/** path builds an API path, escaping each id. */
+export function path(strings, ...ids) {
+  return strings.reduce((acc, s, i) => acc + s + (i < ids.length ? encodeURIComponent(ids[i]) : ""), "");
+}
+
+export class Client {
+  /** @param {() => string} apiKey returns the API key, or "" for none. */
+  constructor(apiKey) {
+    this.apiKey = apiKey;
+  }
+
+  headers(extra) {
+    const h = { Accept: "application/json", ...extra };
+    const key = this.apiKey();
+    if (key) h.Authorization = `Bearer ${key}`;
+    return h;
+  }
+
+  async send(method, url, { body, headers, signal } = {}) {
+    const init = { method, headers: this.headers(headers), signal, cache: "no-store" };
+    if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      init.headers["Content-Type"] = "application/json";
+    }
+    let resp;
+    try {
+      resp = await fetch(url, init);
+    } catch (err) {
+      if (err.name === "AbortError") throw err;
+      throw new APIError(0, "network_error", "The server cannot be reached. Check your connection; the page keeps trying.");
+    }
+    if (!resp.ok) throw await errorOf(resp);
+    return resp;
+  }
+
+  /** json sends a request and returns its decoded JSON body (null for 204). */
+  async json(method, url, body, signal) {
+    const resp = await this.send(method, url, { body, signal });
+    if (resp.status === 204) return null;
+    try {
+      return await resp.json();
+    } catch {
+      throw new APIError(resp.status, "bad_response", `The server's answer to ${method} ${url} is not JSON.`);
+    }
+  }
+
+  /**
+   * stream sends a request that answers with an event stream and returns
+   * the Response, whose body is still unread. lastEventId, when set, goes
+   * in the Last-Event-ID header.
+   */
+  async stream(method, url, { body, lastEventId, signal } = {}) {
+    const headers = { Accept: "text/event-stream" };
+    if (lastEventId) headers["Last-Event-ID"] = String(lastEventId);
+    const resp = await this.send(method, url, { body, headers, signal });
+    const type = resp.headers.get("Content-Type") || "";
+    if (!type.startsWith("text/event-stream")) {
+      resp.body?.cancel().catch(() => {});
+      throw new APIError(resp.status, "bad_response", `Expected an event stream from ${url}, got ${type || "no content type"}.`);
+    }
+    return resp;
+  }
+}
+
+async function errorOf(resp) {
+  let code = `http_${resp.status}`;
+  let message = `The server answered ${resp.status} ${resp.statusText}.`.replace(" .", ".");
+  try {
+    const body = await resp.json();
+    if (body && body.error) {
+      code = body.error.code || code;
+      message = body.error.message || message;
+    }
+  } catch {
+    // Not API.md's error body; keep the status line.
+  }
+  return new APIError(resp.status, code, message);
+}

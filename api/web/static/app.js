@@ -1,0 +1,600 @@
+// The chat page: conversations, the composer, and the run being watched.
+//
+// The page holds at most one open stream, for the current conversation's
+// active run ("the follow"). A stream that ends before a terminal event,
+// errs, or stays silent too long is reopened with GET
+// /conversations/{id}/stream and Last-Event-ID, after a growing pause.
+
+import { APIError, Client, path } from "./api.js";
+import { el } from "./dom.js";
+import { readEvents } from "./sse.js";
+import { TERMINAL, Turn } from "./turn.js";
+
+const KEY_API = "trellis.apiKey";
+const KEY_MODEL = "trellis.model";
+const MAX_RECONNECTS = 8;
+const IDLE_MS = 45000; // the server pings at least every 15 s
+
+const $ = (sel) => document.querySelector(sel);
+const ui = {
+  transcript: $("#transcript"),
+  scroller: $("#scroller"),
+  empty: $("#empty-state"),
+  composer: $("#composer"),
+  input: $("#composer-input"),
+  send: $("#send"),
+  cancel: $("#cancel-run"),
+  list: $("#conversation-list"),
+  tools: $("#tool-list"),
+  toolsCount: $("#tools-count"),
+  connection: $("#connection-status"),
+  banner: $("#error-banner"),
+  bannerText: $("#error-text"),
+  announcer: $("#announcer"),
+  settings: $("#settings"),
+  apiKey: $("#api-key"),
+  model: $("#model"),
+  nav: $("#sidebar"),
+  navToggle: $("#nav-toggle"),
+  title: $("#conversation-title"),
+};
+
+const storage = {
+  get(k) {
+    try {
+      return localStorage.getItem(k) || "";
+    } catch {
+      return "";
+    }
+  },
+  set(k, v) {
+    try {
+      if (v) localStorage.setItem(k, v);
+      else localStorage.removeItem(k);
+    } catch {
+      // Storage may be off; the setting lasts for this page only.
+    }
+  },
+};
+
+const client = new Client(() => storage.get(KEY_API));
+
+const state = {
+  cid: null, // the current conversation's id
+  turns: [],
+  follow: null, // {turn, ctl: AbortController} while a stream is open
+  sending: false,
+  load: 0, // bumps on every conversation switch, to drop stale loads
+  stick: true, // keep the transcript scrolled to the bottom
+};
+
+const turnContext = {
+  client,
+  onAnswered: (turn) => watch(turn),
+  onRerun: (turn, text) => rerun(turn, text),
+  canEdit: (turn) => !busy() && !turn.superseded && !!turn.runId,
+  announce,
+};
+
+// --- the conversation ---
+
+function busy() {
+  return state.sending || state.turns.some((t) => t.active);
+}
+
+function updateControls() {
+  const b = busy();
+  ui.send.disabled = b;
+  ui.send.title = b ? "Wait for the current answer, or cancel it" : "";
+  ui.cancel.hidden = !state.turns.some((t) => t.active);
+  ui.cancel.disabled = false;
+  for (const t of state.turns) t.refreshControls();
+  ui.empty.hidden = state.turns.length > 0;
+}
+
+function addTurn(init) {
+  const turn = new Turn(init, turnContext);
+  state.turns.push(turn);
+  ui.transcript.append(turn.element);
+  return turn;
+}
+
+function clearTranscript() {
+  state.turns = [];
+  ui.transcript.replaceChildren();
+  state.stick = true;
+}
+
+function setConversation(cid) {
+  state.cid = cid;
+  const want = cid ? `#/c/${encodeURIComponent(cid)}` : " ";
+  if (location.hash !== want.trim()) history.replaceState(null, "", want === " " ? location.pathname : want);
+  for (const a of ui.list.querySelectorAll("a[data-id]")) {
+    if (a.dataset.id === cid) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+}
+
+function conversationFromHash() {
+  const m = /^#\/c\/(.+)$/.exec(location.hash);
+  return m ? decodeURIComponent(m[1]) : null;
+}
+
+async function route() {
+  const id = conversationFromHash();
+  if (id === state.cid && (id === null || state.turns.length > 0)) return;
+  if (id) await openConversation(id);
+  else newConversation();
+}
+
+function newConversation() {
+  stopFollow();
+  state.load++;
+  clearTranscript();
+  setConversation(null);
+  ui.title.textContent = "New conversation";
+  updateControls();
+}
+
+async function openConversation(id) {
+  stopFollow();
+  const load = ++state.load;
+  clearTranscript();
+  setConversation(id);
+  ui.title.textContent = "Loading…";
+  updateControls();
+  let conv;
+  try {
+    conv = await client.json("GET", path`/api/v1/conversations/${id}`);
+  } catch (err) {
+    if (load !== state.load) return;
+    showError(err);
+    if (err instanceof APIError && err.status === 404) newConversation();
+    return;
+  }
+  if (load !== state.load) return;
+  const listed = ui.list.querySelector(`a[data-id="${CSS.escape(id)}"] .title`);
+  ui.title.textContent = conv.title || listed?.textContent || "Conversation";
+  const runs = Array.isArray(conv.runs) ? conv.runs : [];
+  for (const run of runs) {
+    const turn = addTurn({ runId: run.id, message: run.user_message });
+    for (const ev of Array.isArray(run.events) ? run.events : []) turn.apply(ev, true);
+    turn.finishReplay(run);
+  }
+  if (runs.length === 0 && Array.isArray(conv.messages)) {
+    // No runs recorded: show the bare messages.
+    for (const m of conv.messages) {
+      if (m && m.role === "user") {
+        const turn = addTurn({ message: m.content });
+        turn.close("completed", "");
+      } else if (m && state.turns.length) {
+        const turn = state.turns[state.turns.length - 1];
+        turn.answer = String(m.content ?? "");
+        turn.renderAnswer();
+      }
+    }
+  }
+  updateControls();
+  scrollToEnd(true);
+  const last = state.turns[state.turns.length - 1];
+  if (last && last.state === "running" && !last.superseded) watch(last);
+}
+
+/** send starts a run with the composer's message. */
+async function send(text) {
+  if (busy()) return;
+  hideError();
+  const turn = addTurn({ message: text });
+  state.sending = true;
+  updateControls();
+  scrollToEnd(true);
+  const body = { message: text };
+  if (state.cid) body.conversation_id = state.cid;
+  const model = storage.get(KEY_MODEL);
+  if (model) body.model = model;
+  const ok = await start(turn, "POST", "/api/v1/chat", body);
+  if (!ok) {
+    turn.element.remove();
+    state.turns = state.turns.filter((t) => t !== turn);
+    if (!ui.input.value) ui.input.value = text;
+    updateControls();
+  }
+}
+
+/** rerun runs an edited message in place of turn's run; it returns an error text or "". */
+async function rerun(turn, text) {
+  if (busy() || !state.cid) return "Wait for the current answer to finish.";
+  hideError();
+  const idx = state.turns.indexOf(turn);
+  const fresh = addTurn({ message: text });
+  state.sending = true;
+  updateControls();
+  const ok = await start(fresh, "POST", path`/api/v1/conversations/${state.cid}/runs/${turn.runId}/edit`, { message: text });
+  if (!ok) {
+    fresh.element.remove();
+    state.turns = state.turns.filter((t) => t !== fresh);
+    updateControls();
+    return ui.bannerText.textContent || "The edit could not be run.";
+  }
+  for (const t of state.turns.slice(idx, state.turns.indexOf(fresh))) {
+    t.markSuperseded(t === turn ? "Superseded: this message was edited and run again below." : "Superseded: an earlier message was edited.");
+  }
+  scrollToEnd(true);
+  return "";
+}
+
+/**
+ * start opens a run's stream with one request and follows it; it returns
+ * false when the request failed (the error is shown).
+ */
+async function start(turn, method, url, body) {
+  stopFollow();
+  const ctl = new AbortController();
+  state.follow = { turn, ctl };
+  let resp;
+  try {
+    resp = await client.stream(method, url, { body, signal: ctl.signal });
+  } catch (err) {
+    state.sending = false;
+    if (state.follow?.ctl === ctl) state.follow = null;
+    if (err.name !== "AbortError") showError(err);
+    return false;
+  }
+  state.sending = false;
+  const cid = resp.headers.get("X-Conversation-ID");
+  if (cid && cid !== state.cid) {
+    setConversation(cid);
+    ui.title.textContent = "Conversation";
+  }
+  turn.setRunId(resp.headers.get("X-Run-ID"));
+  turn.setState("running");
+  updateControls();
+  follow(turn, ctl, resp); // runs until the run's terminal event
+  refreshConversations();
+  return true;
+}
+
+/**
+ * watch makes sure the page follows turn's run while it is active: after
+ * an answer to a card, a cancel, a reload. An answer's reply can come after
+ * the run already finished on the open stream; then there is nothing to
+ * watch.
+ */
+function watch(turn) {
+  if (state.follow) return; // the open stream carries the rest
+  if (!state.cid || !turn.runId || !turn.active) return;
+  const ctl = new AbortController();
+  state.follow = { turn, ctl };
+  updateControls();
+  follow(turn, ctl, null);
+}
+
+function stopFollow() {
+  if (!state.follow) return;
+  state.follow.ctl.abort();
+  state.follow = null;
+  setConnection("");
+}
+
+/**
+ * follow reads the run's events until a terminal one, reconnecting with
+ * Last-Event-ID when the stream drops. resp is an open stream, or null to
+ * start by (re)attaching.
+ */
+async function follow(turn, ctl, resp) {
+  let attempt = 0;
+  const cid = state.cid;
+  try {
+    for (;;) {
+      if (resp) {
+        const end = await read(turn, resp, ctl, () => {
+          attempt = 0;
+          setConnection("");
+        });
+        if (end === "terminal" || ctl.signal.aborted) return;
+        resp = null;
+      }
+      if (!turn.active) return; // finished or parked: nothing more will come
+      if (attempt >= MAX_RECONNECTS) {
+        setConnection("lost", turn);
+        return;
+      }
+      attempt++;
+      setConnection("reconnecting", attempt);
+      await pause(backoff(attempt), ctl.signal);
+      try {
+        resp = await client.stream("GET", path`/api/v1/conversations/${cid}/stream`, {
+          lastEventId: turn.lastSeq || undefined,
+          signal: ctl.signal,
+        });
+      } catch (err) {
+        if (err.name === "AbortError") return;
+        if (err instanceof APIError && !err.retryable) {
+          showError(err);
+          return;
+        }
+      }
+    }
+  } catch (err) {
+    if (err.name !== "AbortError") throw err;
+  } finally {
+    if (state.follow?.ctl === ctl) {
+      state.follow = null;
+      if (ui.connection.dataset.state !== "lost") setConnection("");
+      updateControls();
+      refreshConversations();
+    }
+  }
+}
+
+/**
+ * read applies one stream's events and says how it ended: "terminal"
+ * after a new terminal event, else "dropped".
+ */
+async function read(turn, resp, ctl, onEvent) {
+  // A stream of its own to abort when silent for too long.
+  const idle = new AbortController();
+  const abortIdle = () => idle.abort();
+  ctl.signal.addEventListener("abort", abortIdle);
+  let timer = 0;
+  const alive = () => {
+    clearTimeout(timer);
+    timer = setTimeout(abortIdle, IDLE_MS);
+  };
+  alive();
+  try {
+    for await (const msg of readEvents(resp, { onBytes: alive, signal: idle.signal })) {
+      let ev;
+      try {
+        ev = JSON.parse(msg.data);
+      } catch {
+        console.warn("trellis: skipped an event whose data is not JSON", msg);
+        continue;
+      }
+      if (!ev.type) ev.type = msg.event;
+      if (!ev.seq && msg.id) ev.seq = Number(msg.id);
+      const target = turnFor(turn, ev);
+      if (!target.apply(ev)) continue;
+      onEvent();
+      updateControls();
+      if (TERMINAL.has(ev.type)) {
+        if (ev.type === "run.failed") announce("The run failed.");
+        return "terminal";
+      }
+    }
+  } catch (err) {
+    if (ctl.signal.aborted) throw Object.assign(new Error("aborted"), { name: "AbortError" });
+    // A network error or an idle stream: reconnect.
+  } finally {
+    clearTimeout(timer);
+    ctl.signal.removeEventListener("abort", abortIdle);
+  }
+  return "dropped";
+}
+
+// turnFor finds the turn an event belongs to: the followed one, or another
+// run the stream moved on to.
+function turnFor(turn, ev) {
+  if (!ev.run_id || !turn.runId || ev.run_id === turn.runId) return turn;
+  return state.turns.find((t) => t.runId === ev.run_id) || addTurn({ runId: ev.run_id, message: "" });
+}
+
+function backoff(attempt) {
+  const base = Math.min(500 * 2 ** (attempt - 1), 10000);
+  return base / 2 + Math.random() * (base / 2);
+}
+
+function pause(ms, signal) {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(t);
+      reject(Object.assign(new Error("aborted"), { name: "AbortError" }));
+    }, { once: true });
+  });
+}
+
+async function cancelRun() {
+  const turn = state.turns.findLast((t) => t.active);
+  if (!turn) return;
+  if (!state.cid) {
+    // The run has not been created yet: drop the request.
+    stopFollow();
+    return;
+  }
+  ui.cancel.disabled = true;
+  turn.statusLine.textContent = "Cancelling…";
+  try {
+    await client.json("POST", path`/api/v1/conversations/${state.cid}/cancel`);
+  } catch (err) {
+    ui.cancel.disabled = false;
+    showError(err);
+    return;
+  }
+  announce("Cancelling the run.");
+  watch(turn); // the stream ends with run.cancelled
+  ui.input.focus();
+}
+
+// --- conversation list, tools, settings ---
+
+async function refreshConversations() {
+  let data;
+  try {
+    data = await client.json("GET", "/api/v1/conversations?limit=50");
+  } catch (err) {
+    if (err instanceof APIError && err.status === 401) showError(err);
+    return;
+  }
+  const items = Array.isArray(data?.conversations) ? data.conversations : [];
+  ui.list.replaceChildren(...items.map((c) => {
+    const a = el("a", { href: `#/c/${encodeURIComponent(c.id)}`, "data-id": c.id },
+      el("span", { class: "title" }, c.title || "Untitled conversation"),
+      el("span", { class: "meta" }, [c.status, when(c.updated_at || c.created_at)].filter(Boolean).join(" · ")));
+    if (c.id === state.cid) {
+      a.setAttribute("aria-current", "page");
+      if (c.title) ui.title.textContent = c.title;
+    }
+    return el("li", {}, a);
+  }));
+  if (items.length === 0) ui.list.append(el("li", { class: "hint" }, "No conversations yet."));
+}
+
+function when(ts) {
+  const d = new Date(ts);
+  if (!ts || Number.isNaN(d.getTime())) return "";
+  const same = d.toDateString() === new Date().toDateString();
+  return same ? d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) : d.toLocaleDateString();
+}
+
+async function loadTools() {
+  let data;
+  try {
+    data = await client.json("GET", "/api/v1/tools");
+  } catch {
+    ui.tools.replaceChildren(el("li", { class: "hint" }, "Tools are not available."));
+    return;
+  }
+  const tools = Array.isArray(data?.tools) ? data.tools : [];
+  ui.toolsCount.textContent = `(${tools.length})`;
+  ui.tools.replaceChildren(...tools.map((t) => el("li", {},
+    el("code", {}, t.name),
+    t.source ? el("span", { class: "badge" }, t.server ? `${t.source}: ${t.server}` : t.source) : "",
+    t.requires_approval ? el("span", { class: "badge warn" }, "needs approval") : "",
+    t.description ? el("p", { class: "hint" }, t.description) : "")));
+}
+
+function openSettings() {
+  ui.apiKey.value = storage.get(KEY_API);
+  ui.model.value = storage.get(KEY_MODEL);
+  ui.settings.showModal();
+  ui.apiKey.focus();
+}
+
+function saveSettings() {
+  storage.set(KEY_API, ui.apiKey.value.trim());
+  storage.set(KEY_MODEL, ui.model.value.trim());
+  hideError();
+  loadTools();
+  refreshConversations();
+  if (state.cid && !busy()) openConversation(state.cid);
+}
+
+// --- feedback ---
+
+function showError(err) {
+  const code = err instanceof APIError ? err.code : "";
+  ui.bannerText.textContent = `${err.message || String(err)}${code ? ` (${code})` : ""}`;
+  ui.banner.querySelector("[data-action=settings]").hidden = !(err instanceof APIError && err.status === 401);
+  ui.banner.hidden = false;
+}
+
+function hideError() {
+  ui.banner.hidden = true;
+  ui.bannerText.textContent = "";
+}
+
+function announce(text) {
+  ui.announcer.textContent = "";
+  setTimeout(() => {
+    ui.announcer.textContent = text;
+  }, 50);
+}
+
+function setConnection(kind, detail) {
+  ui.connection.dataset.state = kind;
+  ui.connection.replaceChildren();
+  ui.connection.hidden = !kind;
+  if (kind === "reconnecting") {
+    ui.connection.append(`Connection lost. Reconnecting${detail > 1 ? ` (attempt ${detail})` : ""}…`);
+  } else if (kind === "lost") {
+    const retry = el("button", { type: "button", "data-action": "reconnect" }, "Reconnect");
+    retry.addEventListener("click", () => {
+      setConnection("");
+      watch(detail);
+    });
+    ui.connection.append("The connection to the server is lost. ", retry);
+  }
+}
+
+function scrollToEnd(force) {
+  if (force) state.stick = true;
+  if (state.stick) ui.scroller.scrollTop = ui.scroller.scrollHeight;
+}
+
+// --- wiring ---
+
+function init() {
+  ui.composer.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const text = ui.input.value.trim();
+    if (!text || busy()) return;
+    ui.input.value = "";
+    autosize();
+    send(text);
+  });
+  ui.input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey && !e.isComposing) {
+      e.preventDefault();
+      ui.composer.requestSubmit();
+    }
+  });
+  const autosize = () => {
+    ui.input.style.height = "auto";
+    ui.input.style.height = `${Math.min(ui.input.scrollHeight, 240)}px`;
+  };
+  ui.input.addEventListener("input", autosize);
+  ui.cancel.addEventListener("click", cancelRun);
+  $("#new-chat").addEventListener("click", () => {
+    newConversation();
+    closeNav();
+    ui.input.focus();
+  });
+  $("#settings-open").addEventListener("click", openSettings);
+  $("#settings-form").addEventListener("submit", saveSettings); // method=dialog closes it
+  $("#settings-close").addEventListener("click", () => ui.settings.close());
+  ui.banner.querySelector("[data-action=dismiss]").addEventListener("click", hideError);
+  ui.banner.querySelector("[data-action=settings]").addEventListener("click", openSettings);
+
+  ui.navToggle.addEventListener("click", () => (ui.nav.classList.contains("open") ? closeNav() : openNav()));
+  ui.list.addEventListener("click", (e) => {
+    if (e.target.closest("a")) closeNav();
+  });
+  document.addEventListener("click", (e) => {
+    // On a phone the menu covers the page; a tap beside it closes it.
+    if (ui.nav.classList.contains("open") && !ui.nav.contains(e.target) && !ui.navToggle.contains(e.target)) closeNav();
+  });
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && ui.nav.classList.contains("open")) {
+      closeNav();
+      ui.navToggle.focus();
+    }
+  });
+
+  ui.scroller.addEventListener("scroll", () => {
+    const s = ui.scroller;
+    state.stick = s.scrollHeight - s.scrollTop - s.clientHeight < 80;
+  }, { passive: true });
+  new MutationObserver(() => scrollToEnd(false)).observe(ui.transcript, { childList: true, subtree: true, characterData: true });
+
+  window.addEventListener("hashchange", route);
+  loadTools();
+  refreshConversations();
+  route().finally(() => {
+    document.body.dataset.ready = "true";
+  });
+  updateControls();
+}
+
+function openNav() {
+  ui.nav.classList.add("open");
+  ui.navToggle.setAttribute("aria-expanded", "true");
+  ui.nav.querySelector("a, button")?.focus();
+}
+
+function closeNav() {
+  ui.nav.classList.remove("open");
+  ui.navToggle.setAttribute("aria-expanded", "false");
+}
+
+init();
