@@ -1,0 +1,84 @@
+// Package mcp connects Trellis to the Model Context Protocol, both ways:
+// external MCP servers become a tool source of the operators.Provider, and
+// Trellis' own tools are served to MCP clients. It imports operators, never
+// nodes or api. Package [github.com/trellis-ai/trellis/mcp/elicit] holds the
+// elicitation manager that answers servers' questions.
+//
+// # Configuration
+//
+// [LoadConfig] reads a JSON file in the mcpServers format Claude Desktop,
+// Cursor and Claude Code use, so existing files work as they are:
+//
+//	{"mcpServers": {
+//	  "files":  {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"]},
+//	  "search": {"url": "https://search.example/mcp", "headers": {"Authorization": "Bearer ${SEARCH_TOKEN}"},
+//	             "callTimeout": "90s", "requireApproval": ["purge"], "allowedTools": ["query", "purge"],
+//	             "required": true}
+//	}}
+//
+// A server runs as a child process (stdio: command, args, env, cwd) or is
+// reached over streamable HTTP (url, headers) or the older HTTP+SSE
+// transport (type "sse", or a url ending in /sse). Trellis' own keys are
+// listed at [ParseConfig]; ${VAR} references are expanded from the
+// environment.
+//
+// # Connections
+//
+// A [Manager] adds each server to the provider as a source named after it
+// and connects in the background: start-up never waits for a server. A
+// server that fails to start, stops answering or exits is marked
+// unavailable (its tools are listed unavailable, calls fail fast), logged
+// with the reason (exit status, stderr, output that is not JSON-RPC), and
+// reconnected with exponential backoff. [Manager.Status] shows each
+// server's state, [Manager.Ready] whether the required ones are up, and
+// [Manager.Close] kills every child process (which also dies with the
+// service on Linux).
+//
+// Tools are listed page by page and listed again on
+// notifications/tools/list_changed. Their names are made safe for models
+// ('.' and '/' become '_'), their schemas and annotations kept (MCP's
+// defaults apply: an unannotated tool counts as destructive, which an
+// approval policy with Destructive set acts on), and [ServerConfig]'s
+// allow-list and approval list applied. Calls go through the provider's
+// retry, circuit breaker and bulkhead for the server; the manager bounds
+// each call with the server's call timeout, not counting time spent
+// waiting for the user (give the provider [Config.SourceResilience] so its
+// own per-attempt timeout does not cut that wait short). Failures are
+// classified for the provider: a lost connection or a timeout is
+// transient, a JSON-RPC error or a malformed answer permanent. Every
+// content type of a result is mapped (see [OutputAudio], [ErrToolFailed],
+// [ErrOutputSchema]).
+//
+// # Protocol eras
+//
+// mcp-go v1.2.1 speaks the stateless 2026-07-28 revision and the session
+// revisions (2025-11-25, 2025-06-18, …) that most servers still speak.
+// With no pinned version, a connection probes with server/discover and
+// falls back to initialize; a server that chokes on the probe (exits, or
+// closes the connection) is retried pinned to 2025-11-25, and what worked
+// is remembered. A session server over streamable HTTP is reopened with its
+// standalone stream so that it can announce tool changes; SSE servers are
+// pinned to 2025-11-25 from the start.
+//
+// # Progress, elicitation and cancellation
+//
+// Each call carries a progress token; the server's progress notifications
+// reach the call's operators.Messenger (tool.progress events), in order,
+// before the result. A server's request for user input — an input request
+// in 2026-07-28, elicitation/create in the session revisions — is put to
+// the call's Messenger (the elicitation manager in the service) and the
+// answer goes back to the server: accept with content, decline, or cancel
+// (also on timeout). A URL-mode elicitation is declined. When a run is
+// cancelled, its calls return at once and the server is sent
+// notifications/cancelled on every transport (mcp-go does it over stdio;
+// this package over HTTP and SSE).
+//
+// # Serving Trellis' tools
+//
+// [NewServer] exposes a provider's local tools and operators (and the
+// tools of servers marked export) to MCP clients, over stdio with
+// [ServeStdio] (the trellis mcp command) or streamable HTTP with
+// [HTTPHandler] (the service's /mcp). An operator's progress becomes
+// progress notifications; its Confirm and Choose become elicitations to
+// clients that support them.
+package mcp

@@ -1,0 +1,107 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mark3labs/mcp-go/client"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/trellis-ai/trellis/operators"
+)
+
+// Elicit answers a server's request for user input, in both protocol eras:
+// a 2026-07-28 input request (called from CallTool's retry loop with the
+// call's context) and a session revision's elicitation/create (called by
+// the transport). It asks the call's Messenger — in the service, the
+// elicitation manager, which emits elicitation.request and waits for
+// POST /api/v1/elicitation/respond — with the call's timeout paused.
+func (c *conn) Elicit(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+	f := inflightFrom(ctx)
+	if f == nil {
+		// A legacy stdio request names no call; take the one under way.
+		if f = c.calls.latest(); f == nil {
+			c.srv.log.LogAttrs(ctx, slog.LevelWarn, "elicitation with no tool call under way; declined",
+				slog.String("message", req.Params.Message))
+			return elicitResult(operators.ElicitDecline, nil), nil
+		}
+		var stop func() bool
+		ctx, stop = mergeCancel(f.ctx, ctx)
+		defer stop()
+	}
+	if req.Params.Mode == mcpgo.ElicitationModeURL {
+		c.srv.log.LogAttrs(ctx, slog.LevelWarn, "URL-mode elicitation is not supported; declined",
+			slog.String("tool", f.tool), slog.String("url", req.Params.URL))
+		return elicitResult(operators.ElicitDecline, nil), nil
+	}
+	f.timer.pause()
+	defer f.timer.resume()
+
+	source := f.call.Tool
+	if source == "" {
+		source = c.srv.cfg.Name + "." + f.tool
+	}
+	schema, err := toSchema(req.Params.RequestedSchema)
+	if err != nil {
+		c.srv.log.LogAttrs(ctx, slog.LevelWarn, "elicitation schema cannot be read; answers are not validated",
+			slog.String("tool", f.tool), slog.Any("error", err))
+	}
+	messenger := f.call.Messenger
+	if messenger == nil {
+		messenger = operators.NopMessenger{}
+	}
+	resp, err := messenger.Elicit(ctx, operators.ElicitRequest{Source: source, Message: req.Params.Message, Schema: schema})
+	switch {
+	case errors.Is(err, operators.ErrNoUser):
+		return elicitResult(operators.ElicitDecline, nil), nil
+	case err != nil:
+		c.srv.log.LogAttrs(ctx, slog.LevelInfo, "elicitation ended without an answer; sending cancel",
+			slog.String("tool", f.tool), slog.Any("error", err))
+		return elicitResult(operators.ElicitCancel, nil), nil
+	}
+	var content map[string]any
+	if resp.Action == operators.ElicitAccept {
+		if err := json.Unmarshal(resp.Content, &content); err != nil {
+			return elicitResult(operators.ElicitCancel, nil), nil
+		}
+	}
+	return elicitResult(resp.Action, content), nil
+}
+
+func elicitResult(action operators.ElicitAction, content map[string]any) *mcpgo.ElicitationResult {
+	r := &mcpgo.ElicitationResult{}
+	r.Action = mcpgo.ElicitationResponseAction(action)
+	if content != nil {
+		r.Content = content
+	}
+	return r
+}
+
+var _ client.ElicitationHandler = (*conn)(nil)
+
+// toSchema reads an elicitation's requested schema.
+func toSchema(v any) (*jsonschema.Schema, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// mergeCancel returns a context with a's values that also ends when b
+// ends.
+func mergeCancel(a, b context.Context) (context.Context, func() bool) {
+	ctx, cancel := context.WithCancelCause(a)
+	stop := context.AfterFunc(b, func() { cancel(context.Cause(b)) })
+	return ctx, func() bool { cancel(nil); return stop() }
+}
