@@ -1,0 +1,226 @@
+package api_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/trellis-ai/trellis/api"
+)
+
+// The benchmarks run each measurement beside its baseline, a bare chi
+// handler over the same loopback, in the same run:
+//
+//	go test -run '^$' -bench . -benchmem ./api/
+//
+// The scripted model answers instantly (no delays), so what is measured
+// is the service: routing, validation, the run manager, the store (every
+// event is written before it is sent) and the agent's checkpoints.
+
+// benchConfig switches off the limits a benchmark would hit.
+func benchConfig(c *api.Config) {
+	c.Limits.RatePerMinute = -1
+	c.Limits.MaxConcurrentRunsPerUser = -1
+}
+
+// bareJSON is the baseline for sync chat: a fixed JSON body.
+func bareJSON() *httptest.Server {
+	r := chi.NewRouter()
+	body := []byte(`{"conversation_id":"c","run_id":"r","request_id":"q","status":"completed","response":"Done: all good.","usage":{},"tool_calls":[],"citations":[]}` + "\n")
+	r.Post("/api/v1/chat/sync", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})
+	return httptest.NewServer(r)
+}
+
+// BenchmarkSyncChat measures POST /api/v1/chat/sync, each request a new
+// conversation answered by the agent, in requests per second, with two
+// clients at once (GOMAXPROCS).
+func BenchmarkSyncChat(b *testing.B) {
+	body := []byte(`{"message": "hello"}`)
+	run := func(b *testing.B, url string, client *http.Client) {
+		b.ResetTimer()
+		start := time.Now()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				resp, err := client.Post(url+"/api/v1/chat/sync", "application/json", bytes.NewReader(body))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				b2, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || !bytes.Contains(b2, []byte(`"completed"`)) {
+					b.Errorf("%d %s", resp.StatusCode, b2)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+	}
+	b.Run("bare-chi", func(b *testing.B) {
+		ts := bareJSON()
+		defer ts.Close()
+		run(b, ts.URL, ts.Client())
+	})
+	for _, be := range backends {
+		b.Run("trellis-"+string(be), func(b *testing.B) {
+			e := newEnv(b, envOptions{backend: be, local: true, configure: benchConfig})
+			run(b, e.ts.URL, e.ts.Client())
+		})
+	}
+}
+
+// BenchmarkSSEFirstEvent measures the time from sending POST /api/v1/chat
+// to reading its first event (run.started), against a bare chi handler
+// that writes one SSE event; it reports the median (ms-median) beside the
+// mean (ns/op). Each run is read to its end before the next starts.
+func BenchmarkSSEFirstEvent(b *testing.B) {
+	body := []byte(`{"message": "hello"}`)
+	run := func(b *testing.B, url string, client *http.Client) {
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for range b.N {
+			start := time.Now()
+			resp, err := client.Post(url+"/api/v1/chat", "application/json", bytes.NewReader(body))
+			if err != nil {
+				b.Fatal(err)
+			}
+			br := bufio.NewReader(resp.Body)
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					b.Fatalf("no event: %v", err)
+				}
+				if strings.HasPrefix(line, "data: ") {
+					break
+				}
+			}
+			lat = append(lat, time.Since(start))
+			_, _ = io.Copy(io.Discard, br)
+			resp.Body.Close()
+		}
+		b.StopTimer()
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-median")
+	}
+	b.Run("bare-chi", func(b *testing.B) {
+		r := chi.NewRouter()
+		r.Post("/api/v1/chat", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "id: 1\nevent: run.started\ndata: {\"seq\":1,\"type\":\"run.started\"}\n\n")
+			_ = http.NewResponseController(w).Flush()
+		})
+		ts := httptest.NewServer(r)
+		defer ts.Close()
+		run(b, ts.URL, ts.Client())
+	})
+	for _, be := range backends {
+		b.Run("trellis-"+string(be), func(b *testing.B) {
+			e := newEnv(b, envOptions{backend: be, local: true, configure: benchConfig})
+			run(b, e.ts.URL, e.ts.Client())
+		})
+	}
+}
+
+// BenchmarkIdleStreams opens 1,000 SSE streams that stay idle (they
+// follow a run parked on an approval) and reports the memory they hold,
+// per stream (KiB/stream: heap and goroutine stacks, after GC, measured
+// with runtime.MemStats before and after), against a bare chi handler
+// that holds its streams open the same way. Clients are raw TCP
+// connections, so they add next to nothing to the figure.
+func BenchmarkIdleStreams(b *testing.B) {
+	const streams = 1000
+	measure := func(b *testing.B, addr, path string, headers string) {
+		for range b.N {
+			before := memInUse()
+			conns := make([]net.Conn, 0, streams)
+			for range streams {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", path, addr, headers)
+				if err := awaitHeaders(c); err != nil {
+					b.Fatal(err)
+				}
+				conns = append(conns, c)
+			}
+			after := memInUse()
+			b.ReportMetric(float64(after-before)/streams/1024, "KiB/stream")
+			for _, c := range conns {
+				c.Close()
+			}
+		}
+	}
+	b.Run("bare-chi", func(b *testing.B) {
+		r := chi.NewRouter()
+		r.Get("/stream", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(200)
+			_ = http.NewResponseController(w).Flush()
+			<-r.Context().Done()
+		})
+		ts := httptest.NewServer(r)
+		defer ts.Close()
+		measure(b, ts.Listener.Addr().String(), "/stream", "")
+	})
+	b.Run("trellis", func(b *testing.B) {
+		e := newEnv(b, envOptions{local: true, configure: func(c *api.Config) {
+			benchConfig(c)
+			c.InterruptAfter = -1
+			c.Heartbeat = 15 * time.Second
+		}})
+		s := e.chat(map[string]any{"message": "please delete /tmp/a.txt"})
+		evs := s.all() // parked on its approval
+		conv, last := s.header("X-Conversation-ID"), evs[len(evs)-1].ID
+		measure(b, e.ts.Listener.Addr().String(), "/api/v1/conversations/"+conv+"/stream",
+			"Last-Event-ID: "+strconv.FormatInt(last, 10)+"\r\n")
+		// Let the handlers see their clients go before the server closes.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = e.srv.Shutdown(ctx)
+	})
+}
+
+// awaitHeaders reads a response's header block, byte by byte so that
+// nothing is buffered per connection.
+func awaitHeaders(c net.Conn) error {
+	var tail [4]byte
+	var one [1]byte
+	for {
+		if _, err := c.Read(one[:]); err != nil {
+			return err
+		}
+		copy(tail[:], tail[1:])
+		tail[3] = one[0]
+		if string(tail[:]) == "\r\n\r\n" {
+			return nil
+		}
+	}
+}
+
+// memInUse is heap plus goroutine stacks in use, after a GC.
+func memInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
+}

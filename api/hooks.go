@@ -1,0 +1,158 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/mcp/elicit"
+	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/operators"
+)
+
+// The agent's hooks into the service: its answers are stored as the
+// run's assistant messages, and its tools' questions wait for the user
+// here.
+
+// elicitor is the agent's nodes.Elicitor: a tool's question waits in the
+// elicitation manager, recorded in the store, until POST
+// /elicitation/respond answers it, DELETE /elicitation/{id} cancels it,
+// it times out, or the run ends. The agent emits elicitation.request
+// before and elicitation.response after; the event pipeline stores the
+// request before sending its event.
+type elicitor struct{ m *runManager }
+
+var _ nodes.Elicitor = elicitor{}
+
+func (e elicitor) Elicit(ctx context.Context, conversationID string, req operators.ElicitRequest) (operators.ElicitResponse, error) {
+	m := e.m
+	rn := runFrom(ctx)
+	if rn == nil {
+		rn = m.live(conversationID)
+	}
+	if rn == nil {
+		return operators.ElicitResponse{Action: operators.ElicitDecline},
+			fmt.Errorf("api: elicitation on conversation %s: %w: no run of it is live here", conversationID, operators.ErrNoUser)
+	}
+	id := req.ElicitationID
+	bg := context.WithoutCancel(ctx)
+	schema := json.RawMessage("{}")
+	if req.Schema != nil {
+		if b, err := json.Marshal(req.Schema); err == nil {
+			schema = b
+		}
+	}
+	if _, err := m.st.CreateElicitation(bg, store.NewElicitation{ID: id, RunID: rn.id, Source: req.Source,
+		Message: req.Message, Schema: schema}); err != nil && !errors.Is(err, store.ErrConflict) {
+		return operators.ElicitResponse{Action: operators.ElicitCancel}, fmt.Errorf("api: store elicitation %s: %w", id, err)
+	}
+	flag := m.readyFor(id)
+	defer m.forgetReady(id, flag)
+	resp, err := m.elicit.Ask(ctx, elicit.Request{ElicitRequest: req, ConversationID: rn.conversationID, UserID: rn.userID,
+		Timeout: m.cfg.ElicitTimeout}, elicit.Hooks{
+		Requested: func(context.Context, elicit.Pending) error {
+			m.markReady(id)
+			return nil
+		},
+	})
+	// Record the outcome before the tool goes on, so the record is final
+	// before the run can end. The answer's HTTP handler records it too;
+	// whichever comes second finds it resolved.
+	ans := store.ElicitationAnswer{Action: store.ElicitationAction(resp.Action), Content: resp.Content}
+	if resp.Action != operators.ElicitAccept {
+		ans.Content = nil
+	}
+	if _, rerr := m.st.ResolveElicitation(bg, rn.userID, id, ans); rerr != nil && !errors.Is(rerr, store.ErrAlreadyResolved) {
+		rn.log.LogAttrs(bg, slog.LevelError, "recording an elicitation's outcome failed", slog.String("elicitation_id", id), slog.Any("error", rerr))
+	}
+	return resp, err
+}
+
+// onAnswer is the agent's OnAnswer hook: it stores the assistant's
+// message in the run's record. A recovered run may say its answer twice
+// (the node ran again after the crash); the second is dropped.
+func (m *runManager) onAnswer(ctx context.Context, a nodes.Answer) error {
+	rn := runFrom(ctx)
+	if rn == nil {
+		rn = m.live(a.ConversationID)
+	}
+	if rn == nil {
+		return fmt.Errorf("api: answer for conversation %s: no live run", a.ConversationID)
+	}
+	ctx = context.WithoutCancel(ctx)
+	if rn.recovered {
+		msgs, err := m.st.ListMessages(ctx, rn.userID, rn.conversationID)
+		if err != nil {
+			return fmt.Errorf("api: answer of run %s: %w", rn.id, err)
+		}
+		for _, msg := range msgs {
+			if msg.RunID == rn.id && msg.Role == store.RoleAssistant {
+				return nil
+			}
+		}
+	}
+	nm := store.NewMessage{RunID: rn.id, Role: store.RoleAssistant, Content: a.Message.Content}
+	if len(a.Citations) > 0 {
+		nm.Citations, _ = json.Marshal(a.Citations)
+	}
+	nm.Meta, _ = json.Marshal(map[string]string{"outcome": string(a.Outcome), "request_id": a.RequestID})
+	if _, err := m.st.AddMessage(ctx, nm); err != nil {
+		return fmt.Errorf("api: store the answer of run %s: %w", rn.id, err)
+	}
+	return nil
+}
+
+// readyFor returns the flag of an elicitation id, made on first use.
+func (m *runManager) readyFor(id string) *readyFlag {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.ready[id]
+	if f == nil {
+		f = &readyFlag{ch: make(chan struct{})}
+		m.ready[id] = f
+	}
+	return f
+}
+
+func (m *runManager) markReady(id string) {
+	f := m.readyFor(id)
+	m.mu.Lock()
+	if !f.closed {
+		f.closed = true
+		close(f.ch)
+	}
+	m.mu.Unlock()
+}
+
+func (m *runManager) forgetReady(id string, f *readyFlag) {
+	m.mu.Lock()
+	if m.ready[id] == f {
+		delete(m.ready, id)
+	}
+	m.mu.Unlock()
+}
+
+// awaitElicitation waits, briefly, until the elicitation id is
+// registered with the manager when its run is live here: the event
+// announcing it may reach a client just before the tool's request does.
+func (m *runManager) awaitElicitation(ctx context.Context, e store.Elicitation) {
+	rn := m.live(e.ConversationID)
+	if rn == nil || rn.id != e.RunID {
+		return
+	}
+	f := m.readyFor(e.ID)
+	t := time.NewTimer(2 * time.Second)
+	defer t.Stop()
+	select {
+	case <-f.ch:
+	case <-t.C:
+		m.forgetReady(e.ID, f)
+	case <-ctx.Done():
+	case <-rn.done:
+		m.forgetReady(e.ID, f)
+	}
+}

@@ -1,0 +1,110 @@
+package api
+
+import (
+	"sync"
+
+	"github.com/trellis-ai/trellis/api/store"
+)
+
+// hub hands one run's stored events to the run's subscribers. Publishing
+// never blocks: each subscriber has a bounded buffer, and one whose
+// buffer is full is cut (its channel closed), so its stream ends without
+// a terminal event and its client reconnects with Last-Event-ID.
+//
+// Hubs live in the run manager's registry by run id while anything holds
+// them: the goroutine driving the run, or a subscriber (a stream may wait
+// on a parked run for its resumption).
+type hub struct {
+	runID string
+	refs  int // holders; guarded by the run manager's mutex
+
+	mu   sync.Mutex
+	subs map[*subscriber]struct{}
+	// interactive counts subscribers that are SSE streams: a run
+	// stopped for an approval waits for the answer only while one is
+	// open.
+	interactive int
+	// unwatched, when made, is closed as interactive drops to zero.
+	unwatched chan struct{}
+}
+
+// subscriber is one reader of a hub.
+type subscriber struct {
+	hub         *hub
+	ch          chan *store.Event
+	interactive bool
+	// gone is set, under the hub's lock, once the subscriber left the
+	// hub: cut, or unsubscribed.
+	gone bool
+}
+
+func newHub(runID string) *hub {
+	return &hub{runID: runID, subs: map[*subscriber]struct{}{}}
+}
+
+// publish hands e to every subscriber, cutting those that are full.
+func (h *hub) publish(e *store.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sub := range h.subs {
+		select {
+		case sub.ch <- e:
+		default:
+			h.removeLocked(sub)
+			close(sub.ch)
+		}
+	}
+}
+
+func (h *hub) add(buffer int, interactive bool) *subscriber {
+	sub := &subscriber{hub: h, ch: make(chan *store.Event, buffer), interactive: interactive}
+	h.mu.Lock()
+	h.subs[sub] = struct{}{}
+	if interactive {
+		h.interactive++
+	}
+	h.mu.Unlock()
+	return sub
+}
+
+// remove takes sub off the hub; it reports whether it was still on.
+func (h *hub) remove(sub *subscriber) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if sub.gone {
+		return false
+	}
+	h.removeLocked(sub)
+	return true
+}
+
+func (h *hub) removeLocked(sub *subscriber) {
+	delete(h.subs, sub)
+	sub.gone = true
+	if sub.interactive {
+		if h.interactive--; h.interactive == 0 && h.unwatched != nil {
+			close(h.unwatched)
+			h.unwatched = nil
+		}
+	}
+}
+
+// closed is a channel that is closed.
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// idle returns a channel closed once no SSE stream follows the run.
+func (h *hub) idle() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.interactive == 0 {
+		return closed
+	}
+	if h.unwatched == nil {
+		h.unwatched = make(chan struct{})
+	}
+	return h.unwatched
+}

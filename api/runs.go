@@ -1,0 +1,656 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/mcp/elicit"
+	"github.com/trellis-ai/trellis/nodes"
+)
+
+// Why a run's context ends; context.Cause tells them apart.
+var (
+	errCancelled    = errors.New("api: the user cancelled the run")
+	errShutdown     = errors.New("api: the server is shutting down")
+	errDisconnected = errors.New("api: the client went away (CancelOnDisconnect)")
+	errDeleted      = errors.New("api: the conversation was deleted")
+	errRunEnded     = errors.New("api: the run ended")
+)
+
+// runManager owns the life of every run live in this process: it starts
+// runs, drives the agent's events through the event pipeline, parks runs
+// that wait for a human, resumes them, cancels them, and recovers the
+// runs of a process that is gone.
+type runManager struct {
+	st      store.Store
+	agent   *nodes.Agent
+	elicit  *elicit.Manager
+	cfg     Config
+	log     *slog.Logger
+	metrics *Metrics
+
+	// gate orders starts before Shutdown: a start holds it for reading
+	// from its checks to its goroutine's launch; Shutdown takes it for
+	// writing to set draining.
+	gate     sync.RWMutex
+	draining atomic.Bool
+	wg       sync.WaitGroup // one per driving goroutine
+
+	// resumeMu serialises resuming parked runs, so two answers to one
+	// parked run resume it once.
+	resumeMu sync.Mutex
+
+	mu     sync.Mutex
+	byConv map[string]*run // live runs by conversation
+	hubs   map[string]*hub // by run id
+	slots  map[string]int  // live runs per user
+	ready  map[string]*readyFlag
+}
+
+// readyFlag is closed once an elicitation is registered with the
+// manager and can take an answer.
+type readyFlag struct {
+	ch     chan struct{}
+	closed bool
+}
+
+func newRunManager(s *Server) *runManager {
+	return &runManager{
+		st: s.cfg.Store, elicit: s.elicit, cfg: s.cfg, log: s.log, metrics: s.metrics,
+		byConv: map[string]*run{}, hubs: map[string]*hub{}, slots: map[string]int{}, ready: map[string]*readyFlag{},
+	}
+}
+
+// runState is where a live run is, as answers to its approvals see it.
+type runState int
+
+const (
+	stateRunning runState = iota
+	// stateWaiting: stopped for an approval, within InterruptAfter.
+	stateWaiting
+	// stateParking: gave up waiting; answers now resume it later.
+	stateParking
+)
+
+// run is one run live in this process: a segment of a run's life, from
+// its start, resumption or recovery to its next terminal event.
+type run struct {
+	id, conversationID, userID, requestID string
+	log                                   *slog.Logger
+	ctx                                   context.Context
+	cancel                                context.CancelCauseFunc
+	hub                                   *hub
+	done                                  chan struct{} // closed when the driving goroutine ends
+	answers                               chan nodes.ApprovalDecision
+	state                                 runState // guarded by runManager.mu
+	detached                              bool     // guarded by runManager.mu; see detach
+	started                               time.Time
+	recovered                             bool // continued from a process that is gone
+	// usage is the run's usage before this segment; seg is this
+	// segment's so far (nodes reports usage since start or resume).
+	usage, seg llm.TokenUsage
+	// prefix opens every event's data: {"run_id":…,"conversation_id":…,
+	prefix []byte
+}
+
+// runFrom returns the run whose context ctx derives from.
+func runFrom(ctx context.Context) *run {
+	rn, _ := ctx.Value(runKey).(*run)
+	return rn
+}
+
+func (m *runManager) newRun(parent context.Context, r store.Run) *run {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	rn := &run{
+		id: r.ID, conversationID: r.ConversationID, userID: r.UserID, requestID: r.RequestID,
+		log:     m.log.With(slog.String("run_id", r.ID), slog.String("conversation_id", r.ConversationID)),
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		answers: make(chan nodes.ApprovalDecision, 8),
+		started: time.Now(),
+		usage:   llm.TokenUsage(r.Usage),
+	}
+	rn.ctx = context.WithValue(ctx, runKey, rn)
+	runID, _ := json.Marshal(r.ID)
+	convID, _ := json.Marshal(r.ConversationID)
+	rn.prefix = fmt.Appendf(nil, `{"run_id":%s,"conversation_id":%s,"ts":"`, runID, convID)
+	return rn
+}
+
+// startRequest is a new run: a chat message, or an edit of an earlier
+// run.
+type startRequest struct {
+	userID, conversationID, requestID string
+	input                             nodes.Input
+	// edit is the run an edit reruns.
+	edit *store.Run
+	// interactive: the caller streams the events (SSE), rather than
+	// waiting for the result (sync).
+	interactive bool
+}
+
+// start stores a new run, subscribes the caller to its events and starts
+// driving it. A new conversation is created when none is named.
+func (m *runManager) start(ctx context.Context, req startRequest) (*run, *subscriber, error) {
+	m.gate.RLock()
+	defer m.gate.RUnlock()
+	if m.draining.Load() {
+		return nil, nil, errShuttingDown
+	}
+	if !m.reserve(req.userID, false) {
+		e := errorf(http.StatusTooManyRequests, "too_many_runs",
+			fmt.Sprintf("you have %d runs going, the most allowed at once; wait for one to end", m.cfg.Limits.MaxConcurrentRunsPerUser))
+		e.RetryAfter = 1
+		return nil, nil, e
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			m.release(req.userID)
+		}
+	}()
+	if req.conversationID == "" {
+		c, err := m.st.CreateConversation(ctx, store.NewConversation{UserID: req.userID, Title: title(req.input.Message)})
+		if err != nil {
+			return nil, nil, fmt.Errorf("api: start run: %w", err)
+		}
+		req.conversationID = c.ID
+	}
+	nr := store.NewRun{UserID: req.userID, ConversationID: req.conversationID, UserMessage: req.input.Message,
+		RequestID: req.requestID, Owner: m.cfg.Owner}
+	if req.edit != nil {
+		nr.Supersedes = req.edit.ID
+	}
+	r, err := m.st.StartRun(ctx, nr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("api: start run: %w", err)
+	}
+	rn := m.newRun(ctx, r)
+	in := req.input
+	in.RequestID, in.UserID = req.requestID, req.userID
+	var first func(context.Context) iter.Seq2[nodes.Event, error]
+	if req.edit != nil {
+		editOf := req.edit.RequestID
+		first = func(ctx context.Context) iter.Seq2[nodes.Event, error] {
+			return m.agent.Edit(ctx, rn.conversationID, editOf, in)
+		}
+	} else {
+		first = func(ctx context.Context) iter.Seq2[nodes.Event, error] {
+			return m.agent.Run(ctx, rn.conversationID, in)
+		}
+	}
+	sub := m.launch(rn, first, true, &req.interactive)
+	ok = true
+	return rn, sub, nil
+}
+
+// launch registers rn as live and starts its driving goroutine; with
+// subscribe set, it first subscribes the caller (interactive or not), so
+// the caller sees every event from the first. Callers hold m.gate for
+// reading.
+func (m *runManager) launch(rn *run, first func(context.Context) iter.Seq2[nodes.Event, error], announce bool, subscribe *bool) *subscriber {
+	m.mu.Lock()
+	rn.hub = m.acquireHubLocked(rn.id)
+	var sub *subscriber
+	if subscribe != nil {
+		sub = m.subscribeLocked(rn.hub, *subscribe)
+	}
+	m.byConv[rn.conversationID] = rn
+	m.mu.Unlock()
+	m.metrics.activeRuns.Add(1)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.drive(rn, first, announce)
+	}()
+	return sub
+}
+
+// reserve takes one of the user's run slots; forced ones (resumption,
+// recovery) are taken even beyond the limit.
+func (m *runManager) reserve(user string, force bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if limit := m.cfg.Limits.MaxConcurrentRunsPerUser; !force && limit > 0 && m.slots[user] >= limit {
+		return false
+	}
+	m.slots[user]++
+	return true
+}
+
+func (m *runManager) release(user string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.slots[user]--; m.slots[user] <= 0 {
+		delete(m.slots, user)
+	}
+}
+
+// detach takes a run off the live ones and frees its user's slot, as it
+// sends its terminal event: a client that sees the event finds nothing
+// running. It may be called more than once.
+func (m *runManager) detach(rn *run) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if rn.detached {
+		return
+	}
+	rn.detached = true
+	if m.byConv[rn.conversationID] == rn {
+		delete(m.byConv, rn.conversationID)
+	}
+	if m.slots[rn.userID]--; m.slots[rn.userID] <= 0 {
+		delete(m.slots, rn.userID)
+	}
+}
+
+// ended releases what a run whose driving goroutine is ending still
+// holds.
+func (m *runManager) ended(rn *run) {
+	m.detach(rn)
+	m.mu.Lock()
+	m.releaseHubLocked(rn.hub)
+	m.mu.Unlock()
+	m.metrics.activeRuns.Add(-1)
+	rn.cancel(errRunEnded)
+	close(rn.done)
+}
+
+// live returns the run live in this process on the conversation.
+func (m *runManager) live(conversationID string) *run {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byConv[conversationID]
+}
+
+// subscribe registers a reader of the run's events, live ones only; the
+// caller replays stored ones itself (see Server.follow).
+func (m *runManager) subscribe(runID string, interactive bool) *subscriber {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.hubs[runID]
+	if h == nil {
+		h = newHub(runID)
+		m.hubs[runID] = h
+	}
+	return m.subscribeLocked(h, interactive)
+}
+
+// subscribeLocked adds a subscriber to h, which it holds until
+// unsubscribe.
+func (m *runManager) subscribeLocked(h *hub, interactive bool) *subscriber {
+	h.refs++
+	return h.add(m.cfg.StreamBuffer, interactive)
+}
+
+func (m *runManager) unsubscribe(sub *subscriber) {
+	sub.hub.remove(sub)
+	m.mu.Lock()
+	m.releaseHubLocked(sub.hub)
+	m.mu.Unlock()
+}
+
+func (m *runManager) acquireHubLocked(runID string) *hub {
+	h := m.hubs[runID]
+	if h == nil {
+		h = newHub(runID)
+		m.hubs[runID] = h
+	}
+	h.refs++
+	return h
+}
+
+func (m *runManager) releaseHubLocked(h *hub) {
+	if h.refs--; h.refs <= 0 && m.hubs[h.runID] == h {
+		delete(m.hubs, h.runID)
+	}
+}
+
+// drive runs the agent and sends every event through the pipeline until
+// the run's terminal event; a run stopped for an approval waits for the
+// answer while a stream is open (InterruptAfter), then is parked.
+func (m *runManager) drive(rn *run, first func(context.Context) iter.Seq2[nodes.Event, error], announce bool) {
+	defer m.ended(rn)
+	if announce {
+		if _, ok := m.emit(rn, &runStarted{RequestID: rn.requestID}); !ok {
+			m.abandon(rn)
+			return
+		}
+	}
+	seq := first(rn.ctx)
+	for {
+		held, ok := m.consume(rn, seq)
+		if !ok {
+			return
+		}
+		d, resume := m.awaitApproval(rn)
+		if !resume {
+			m.finish(rn, held, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptApproval})
+			return
+		}
+		m.fold(rn)
+		seq = m.agent.Resume(rn.ctx, rn.conversationID, d)
+	}
+}
+
+// consume sends one agent call's events through the pipeline. It returns
+// the run.interrupted of a run stopped for an approval, held back, and
+// true; or false once the run's terminal event was sent (or the run had
+// to be abandoned).
+func (m *runManager) consume(rn *run, seq iter.Seq2[nodes.Event, error]) (*nodes.RunInterrupted, bool) {
+	var (
+		last    nodes.Payload
+		lastErr error
+	)
+	for ev, err := range seq {
+		if isTerminal(ev.Type) {
+			last, lastErr = ev.Data, err
+			continue
+		}
+		if !m.record(rn, ev) {
+			continue // a repeat (an approval the run announced already)
+		}
+		if _, ok := m.emit(rn, ev.Data); !ok {
+			m.abandon(rn) // breaking out of the loop has stopped the agent
+			return nil, false
+		}
+	}
+	switch t := last.(type) {
+	case *nodes.RunCompleted:
+		rn.seg = t.Usage
+		m.finish(rn, &nodes.RunCompleted{Status: t.Status, Usage: add(rn.usage, rn.seg)}, store.RunEnd{Status: store.RunCompleted})
+	case *nodes.RunInterrupted:
+		if t.Reason == string(nodes.PendingApproval) {
+			return t, true
+		}
+		m.finish(rn, t, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptClarification})
+	case *nodes.RunCancelled:
+		if errors.Is(context.Cause(rn.ctx), errShutdown) {
+			m.finish(rn, &nodes.RunInterrupted{Reason: reasonShutdown, Pending: []nodes.Pending{}}, store.RunEnd{})
+			return nil, false
+		}
+		m.finish(rn, t, store.RunEnd{Status: store.RunCancelled})
+	case *nodes.RunFailed:
+		rn.log.LogAttrs(rn.ctx, slog.LevelError, "run failed", slog.String("code", t.Error.Code), slog.Any("error", lastErr))
+		m.finish(rn, sanitize(t, rn.id), store.RunEnd{Status: store.RunFailed})
+	default:
+		rn.log.LogAttrs(rn.ctx, slog.LevelError, "agent ended without a terminal event", slog.Any("error", lastErr))
+		m.finish(rn, &nodes.RunFailed{Error: nodes.ErrorInfo{Code: nodes.CodeInternal, Message: "internal error (run " + rn.id + ")"}},
+			store.RunEnd{Status: store.RunFailed})
+	}
+	return nil, false
+}
+
+// reasonShutdown is run.interrupted's reason when the server stopped the
+// run on its way down: an addition to API.md's reasons. The run stays
+// running in the store; Recover continues it.
+const reasonShutdown = "shutdown"
+
+// record does what an event means besides being sent: approvals and
+// elicitations are stored before the event announcing them, so a client
+// answering at once finds them; usage and tool calls are counted. It
+// reports false for an event not to send again.
+func (m *runManager) record(rn *run, ev nodes.Event) bool {
+	ctx := context.WithoutCancel(rn.ctx)
+	switch d := ev.Data.(type) {
+	case *nodes.ApprovalRequired:
+		_, err := m.st.CreateApproval(ctx, store.NewApproval{ID: d.ApprovalID, RunID: rn.id, ToolCallID: d.ToolCallID,
+			Tool: d.Tool, Args: d.Args, Revision: d.Revision})
+		if errors.Is(err, store.ErrConflict) {
+			return false // announced before this resumption or recovery
+		}
+		if err != nil {
+			rn.log.LogAttrs(ctx, slog.LevelError, "storing an approval failed", slog.String("approval_id", d.ApprovalID), slog.Any("error", err))
+		}
+	case *nodes.ElicitationRequest:
+		if _, err := m.st.CreateElicitation(ctx, store.NewElicitation{ID: d.ElicitationID, RunID: rn.id, Source: d.Source,
+			Message: d.Message, Schema: d.Schema}); err != nil && !errors.Is(err, store.ErrConflict) {
+			rn.log.LogAttrs(ctx, slog.LevelError, "storing an elicitation failed", slog.String("elicitation_id", d.ElicitationID), slog.Any("error", err))
+		}
+	case *nodes.ResponseDone:
+		rn.seg = d.Usage
+	case *nodes.ToolComplete:
+		m.metrics.toolCall(d.Tool, "success")
+	case *nodes.ToolErrorEvent:
+		m.metrics.toolCall(d.Tool, "error")
+	}
+	return true
+}
+
+// emit stores one event and then publishes it. It reports false when the
+// event could not be stored (the conversation was deleted, or the
+// database failed): nothing unstored is ever sent.
+func (m *runManager) emit(rn *run, p nodes.Payload) (*store.Event, bool) {
+	data, err := rn.envelope(p)
+	if err == nil {
+		var e store.Event
+		e, err = m.st.AppendEvent(context.WithoutCancel(rn.ctx), store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data})
+		if err == nil {
+			rn.hub.publish(&e)
+			return &e, true
+		}
+	}
+	lvl := slog.LevelError
+	if errors.Is(err, store.ErrNotFound) {
+		lvl = slog.LevelInfo // deleted under the run
+	}
+	rn.log.LogAttrs(rn.ctx, lvl, "storing an event failed; the run stops", slog.String("type", p.EventType()), slog.Any("error", err))
+	return nil, false
+}
+
+// finish stores the terminal event, records how the run ended (end's
+// zero Status leaves the run as it is, for shutdown), and then sends the
+// event: a client that sees it can start the next run at once.
+func (m *runManager) finish(rn *run, p nodes.Payload, end store.RunEnd) {
+	data, err := rn.envelope(p)
+	var e store.Event
+	if err == nil {
+		e, err = m.st.AppendEvent(context.WithoutCancel(rn.ctx), store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data})
+	}
+	if err != nil {
+		rn.log.LogAttrs(rn.ctx, slog.LevelError, "storing the terminal event failed", slog.String("type", p.EventType()), slog.Any("error", err))
+	}
+	m.fold(rn)
+	status := string(end.Status)
+	if end.Status != "" {
+		end.Usage = store.Usage(rn.usage)
+		if _, ferr := m.st.FinishRun(context.WithoutCancel(rn.ctx), rn.id, end); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
+			rn.log.LogAttrs(rn.ctx, slog.LevelError, "recording the end of the run failed", slog.String("status", status), slog.Any("error", ferr))
+		}
+	} else {
+		status = reasonShutdown
+	}
+	m.metrics.runEnded(status, time.Since(rn.started))
+	rn.log.LogAttrs(rn.ctx, slog.LevelInfo, "run ended", slog.String("status", status), slog.Duration("duration", time.Since(rn.started)))
+	m.detach(rn)
+	if err == nil {
+		rn.hub.publish(&e)
+	}
+}
+
+// fold adds the segment's usage to the run's.
+func (m *runManager) fold(rn *run) {
+	m.metrics.addUsage(rn.seg)
+	rn.usage = add(rn.usage, rn.seg)
+	rn.seg = llm.TokenUsage{}
+}
+
+// abandon ends a run whose events can no longer be stored: it is marked
+// failed if the store still knows it; its streams end without a terminal
+// event, as for a cut client.
+func (m *runManager) abandon(rn *run) {
+	m.fold(rn)
+	_, err := m.st.FinishRun(context.WithoutCancel(rn.ctx), rn.id, store.RunEnd{Status: store.RunFailed, Usage: store.Usage(rn.usage)})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		rn.log.LogAttrs(rn.ctx, slog.LevelError, "marking an abandoned run failed", slog.Any("error", err))
+	}
+	m.metrics.runEnded(string(store.RunFailed), time.Since(rn.started))
+	m.detach(rn)
+	rn.hub.mu.Lock()
+	for sub := range rn.hub.subs {
+		rn.hub.removeLocked(sub)
+		close(sub.ch)
+	}
+	rn.hub.mu.Unlock()
+}
+
+// awaitApproval waits for an answer to the run's approval while an SSE
+// stream follows the run, for InterruptAfter at most; the last stream
+// leaving, or the run's context ending (shutdown), stops the wait. It returns the answer, or false when
+// the run is to be parked; answers arriving from then on resume the
+// parked run (see approvalAnswered).
+func (m *runManager) awaitApproval(rn *run) (nodes.ApprovalDecision, bool) {
+	if wait := m.cfg.InterruptAfter; wait > 0 && rn.ctx.Err() == nil {
+		m.setState(rn, stateWaiting)
+		t := time.NewTimer(wait)
+		select {
+		case d := <-rn.answers:
+			t.Stop()
+			m.setState(rn, stateRunning)
+			return d, true
+		case <-t.C:
+		case <-rn.hub.idle():
+		case <-rn.ctx.Done():
+		}
+		t.Stop()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	select {
+	case d := <-rn.answers:
+		rn.state = stateRunning
+		return d, true // also when shutting down: the answer is saved before the agent stops
+	default:
+		rn.state = stateParking
+		return nodes.ApprovalDecision{}, false
+	}
+}
+
+func (m *runManager) setState(rn *run, s runState) {
+	m.mu.Lock()
+	rn.state = s
+	m.mu.Unlock()
+}
+
+// approvalAnswered takes an answer the store has just recorded: a live
+// run gets it at once (it is waiting, or will look when it stops); a
+// parked run is resumed in the background, its events numbered on after
+// its run.interrupted.
+func (m *runManager) approvalAnswered(ctx context.Context, a store.Approval, d nodes.ApprovalDecision) error {
+	m.resumeMu.Lock()
+	defer m.resumeMu.Unlock()
+	m.mu.Lock()
+	rn := m.byConv[a.ConversationID]
+	if rn != nil && rn.id == a.RunID && rn.state != stateParking {
+		select {
+		case rn.answers <- d:
+			m.mu.Unlock()
+			return nil
+		default:
+			m.mu.Unlock()
+			return errorf(http.StatusConflict, "busy", "the run has too many answers waiting; retry in a moment")
+		}
+	}
+	var parking chan struct{}
+	if rn != nil && rn.id == a.RunID {
+		parking = rn.done
+	}
+	m.mu.Unlock()
+	if parking != nil { // the run is parking right now; it takes no time
+		select {
+		case <-parking:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return m.resume(ctx, a.UserID, a.RunID, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
+		return m.agent.Resume(ctx, conversationID, d)
+	})
+}
+
+// resume sets a parked run running again, owned by this process, and
+// drives it with next.
+func (m *runManager) resume(ctx context.Context, userID, runID string, next func(context.Context, string) iter.Seq2[nodes.Event, error]) error {
+	m.gate.RLock()
+	defer m.gate.RUnlock()
+	if m.draining.Load() {
+		return errShuttingDown
+	}
+	r, err := m.st.ResumeRun(ctx, runID, m.cfg.Owner)
+	if err != nil {
+		return fmt.Errorf("api: resume run %s: %w", runID, err)
+	}
+	r.UserID = userID
+	m.reserve(userID, true)
+	rn := m.newRun(ctx, r)
+	rn.log.LogAttrs(ctx, slog.LevelInfo, "run resumed")
+	m.launch(rn, func(ctx context.Context) iter.Seq2[nodes.Event, error] { return next(ctx, rn.conversationID) }, false, nil)
+	return nil
+}
+
+// cancel cancels the conversation's running run; errNothingToRun when no
+// run of it is running in this process (one waiting for an approval is
+// not running: answer it, or reject it).
+func (m *runManager) cancel(conversationID string) (*run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rn := m.byConv[conversationID]
+	if rn != nil && rn.state != stateRunning {
+		return nil, errAwaitingApproval
+	}
+	if rn == nil {
+		return nil, errNothingToRun
+	}
+	rn.cancel(errCancelled)
+	return rn, nil
+}
+
+// stop cancels the conversation's live run, if any, with cause and
+// waits for it to end.
+func (m *runManager) stop(ctx context.Context, conversationID string, cause error) error {
+	rn := m.live(conversationID)
+	if rn == nil {
+		return nil
+	}
+	rn.cancel(cause)
+	select {
+	case <-rn.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// shutdown refuses new runs, cancels the live ones with errShutdown and
+// waits for them to have sent their last event.
+func (m *runManager) shutdown(ctx context.Context) error {
+	m.gate.Lock()
+	m.draining.Store(true)
+	m.gate.Unlock()
+	m.mu.Lock()
+	for _, rn := range m.byConv {
+		rn.cancel(errShutdown)
+	}
+	m.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		m.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("api: shutdown: runs still stopping: %w", ctx.Err())
+	}
+}

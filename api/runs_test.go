@@ -1,0 +1,492 @@
+package api_test
+
+import (
+	"bufio"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/store"
+)
+
+// noLeaks checks, after every other cleanup of the test (registered
+// later, so run earlier), that the test left no goroutine behind.
+func noLeaks(t *testing.T) {
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
+}
+
+func TestSecondRunOnAConversationConflicts(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	s := e.chat(map[string]any{"message": "wait for it"})
+	conv := s.header("X-Conversation-ID")
+	<-e.tools.waiting
+	before := e.snapshot()
+	for _, path := range []string{"/api/v1/chat", "/api/v1/chat/sync"} {
+		status, body := e.do("POST", path, map[string]any{"message": "hello", "conversation_id": conv})
+		wantError(t, status, body, http.StatusConflict)
+		if code := jsonOf[apiError](t, body).Error.Code; code != "run_active" {
+			t.Errorf("%s: code %q", path, code)
+		}
+	}
+	if after := e.snapshot(); after != before {
+		t.Errorf("a refused run changed the store:\n%s\n%s", before, after)
+	}
+	close(e.tools.release)
+	checkRun(t, s.all(), 1, s.header("X-Run-ID"), conv)
+}
+
+func TestCancelMidTool(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			noLeaks(t)
+			e := newEnv(t, envOptions{backend: b})
+			s := e.chat(map[string]any{"message": "wait for it"})
+			conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+			s.until("tool.start")
+			<-e.tools.waiting
+			status, body := e.do("POST", "/api/v1/conversations/"+conv+"/cancel", nil)
+			if status != http.StatusAccepted {
+				t.Fatalf("cancel: %d %s", status, body)
+			}
+			if r := jsonOf[map[string]string](t, body); r["status"] != "cancelling" || r["run_id"] != runID {
+				t.Errorf("cancel answer %s", body)
+			}
+			evs := s.all()
+			checkRun(t, evs, 1, runID, conv)
+			if last := evs[len(evs)-1]; last.Type != "run.cancelled" {
+				t.Fatalf("last event %s", last.Raw)
+			}
+			r, err := e.store.GetRun(t.Context(), "alice", runID)
+			if err != nil || r.Status != store.RunCancelled || r.CompletedAt == nil {
+				t.Errorf("stored run %+v %v", r, err)
+			}
+			// Nothing runs now.
+			status, body = e.do("POST", "/api/v1/conversations/"+conv+"/cancel", nil)
+			wantError(t, status, body, http.StatusConflict)
+			// The conversation goes on from its checkpoint.
+			s2 := e.chat(map[string]any{"message": "hello again", "conversation_id": conv})
+			evs2 := s2.all()
+			if evs2[len(evs2)-1].Type != "run.completed" {
+				t.Errorf("next run: %v", types(evs2))
+			}
+			e.close()
+		})
+	}
+}
+
+func TestReconnectWithLastEventIDLosesNothing(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := newEnv(t, envOptions{backend: b})
+			s := e.chat(map[string]any{"message": "answer slowly"})
+			conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+			first := s.until("response.chunk") // mid-answer
+			got := slices.Clone(s.events)
+			s.close() // the client drops
+
+			// Reconnect with Last-Event-ID, once by header and once by ?after=.
+			r := e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey, "Last-Event-ID", strconv.FormatInt(first.ID, 10)))
+			if r.header("X-Run-ID") != runID || r.header("X-Conversation-ID") != conv {
+				t.Errorf("stream headers %v", r.resp.Header)
+			}
+			rest := r.all()
+			all := append(got, rest...)
+			checkRun(t, all, 1, runID, conv)
+			if all[len(all)-1].Type != "run.completed" {
+				t.Fatalf("ended with %s", all[len(all)-1].Type)
+			}
+			var text strings.Builder
+			for _, ev := range all {
+				if ev.Type == "response.chunk" {
+					text.WriteString(ev.str("content"))
+				}
+			}
+			if !strings.HasPrefix(text.String(), "one two three") || !strings.HasSuffix(text.String(), "twelve") {
+				t.Errorf("answer from chunks: %q", text.String())
+			}
+			// The replay is what the store holds, byte for byte.
+			stored, err := e.store.EventsAfter(t.Context(), "alice", runID, 0)
+			if err != nil || len(stored) != len(all) {
+				t.Fatalf("stored %d events, %v; streamed %d", len(stored), err, len(all))
+			}
+			for i := range stored {
+				if string(stored[i].Data) != all[i].Raw {
+					t.Errorf("event %d: stored %s, streamed %s", i+1, stored[i].Data, all[i].Raw)
+				}
+			}
+			again := e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream?after=3", nil, aliceKey)).all()
+			checkRun(t, again, 4, runID, conv)
+			// After the terminal event there is nothing more: 204 stops
+			// an EventSource from reconnecting.
+			resp, err := e.ts.Client().Do(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey,
+				"Last-Event-ID", strconv.FormatInt(all[len(all)-1].ID, 10)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				t.Errorf("stream after the end: %d", resp.StatusCode)
+			}
+		})
+	}
+}
+
+func TestDisconnectDoesNotCancelTheRun(t *testing.T) {
+	noLeaks(t)
+	e := newEnv(t, envOptions{})
+	s := e.chat(map[string]any{"message": "wait for it"})
+	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+	<-e.tools.waiting
+	s.close()
+	close(e.tools.release) // the tool finishes after the client left
+	r := e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey))
+	evs := r.all()
+	checkRun(t, evs, 1, runID, conv)
+	if evs[len(evs)-1].Type != "run.completed" {
+		t.Errorf("run: %v", types(evs))
+	}
+	e.close()
+}
+
+func TestCancelOnDisconnect(t *testing.T) {
+	noLeaks(t)
+	e := newEnv(t, envOptions{configure: func(c *api.Config) { c.CancelOnDisconnect = true }})
+	s := e.chat(map[string]any{"message": "wait for it"})
+	runID := s.header("X-Run-ID")
+	<-e.tools.waiting
+	s.close()
+	// Watching again shows how the run ended.
+	evs := e.open(e.request("GET", "/api/v1/conversations/"+s.header("X-Conversation-ID")+"/stream", nil, aliceKey)).all()
+	if last := evs[len(evs)-1]; last.Type != "run.cancelled" {
+		t.Errorf("run: %v", types(evs))
+	}
+	if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunCancelled {
+		t.Errorf("stored run %+v %v", r, err)
+	}
+	e.close()
+}
+
+func TestApprovalAnsweredOnTheOpenStream(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := newEnv(t, envOptions{backend: b})
+			s := e.chat(map[string]any{"message": "please delete /tmp/a.txt"})
+			conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+			req := s.until("approval.required")
+			id := req.str("approval_id")
+			if id == "" || req.str("tool") != "delete_file" {
+				t.Fatalf("approval.required %s", req.Raw)
+			}
+			status, body := e.do("GET", "/api/v1/approvals/pending?conversation_id="+conv, nil)
+			pending := jsonOf[struct{ Approvals []store.Approval }](t, body)
+			if status != 200 || len(pending.Approvals) != 1 || pending.Approvals[0].ID != id || pending.Approvals[0].RunID != runID {
+				t.Fatalf("pending: %d %s", status, body)
+			}
+			status, body = e.do("POST", "/api/v1/approvals/"+id, map[string]any{"decision": "approve"})
+			if status != 200 {
+				t.Fatalf("approve: %d %s", status, body)
+			}
+			if r := jsonOf[map[string]string](t, body); r["status"] != "processed" || r["approval_id"] != id || r["decision"] != "approve" {
+				t.Errorf("approve answer %s", body)
+			}
+			// A second answer loses.
+			status, body = e.do("POST", "/api/v1/approvals/"+id, map[string]any{"decision": "reject"})
+			wantError(t, status, body, http.StatusConflict)
+
+			evs := s.all()
+			checkRun(t, evs, 1, runID, conv)
+			if slices.Contains(types(evs), "run.interrupted") || evs[len(evs)-1].Type != "run.completed" {
+				t.Fatalf("the run should go on seamlessly: %v", types(evs))
+			}
+			if !slices.Contains(types(evs), "approval.resolved") {
+				t.Errorf("no approval.resolved: %v", types(evs))
+			}
+			if got := <-e.tools.deleted; got != "/tmp/a.txt" {
+				t.Errorf("deleted %q", got)
+			}
+			a, err := e.store.GetApproval(t.Context(), "alice", id)
+			if err != nil || a.Status != store.ApprovalApproved {
+				t.Errorf("stored approval %+v %v", a, err)
+			}
+		})
+	}
+}
+
+func TestApprovalAfterTheClientLeft(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			noLeaks(t)
+			// Watching the run keeps it waiting; InterruptAfter bounds the
+			// wait, in case the watcher below joins before the server sees
+			// the first stream go.
+			e := newEnv(t, envOptions{backend: b, configure: func(c *api.Config) { c.InterruptAfter = 300 * time.Millisecond }})
+			s := e.chat(map[string]any{"message": "please delete /tmp/a.txt"})
+			conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+			id := s.until("approval.required").str("approval_id")
+			s.close() // nobody watches: the run parks
+			seen := s.events
+			again := e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey,
+				"Last-Event-ID", strconv.FormatInt(seen[len(seen)-1].ID, 10))).all()
+			parkedAt := again[len(again)-1]
+			if parkedAt.Type != "run.interrupted" || parkedAt.str("reason") != "approval" || !strings.Contains(parkedAt.Raw, id) {
+				t.Fatalf("parked with %s", parkedAt.Raw)
+			}
+			if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunInterrupted || r.InterruptReason != store.InterruptApproval {
+				t.Fatalf("parked run %+v %v", r, err)
+			}
+			// A new message is refused while the approval waits.
+			status, body := e.do("POST", "/api/v1/chat", map[string]any{"message": "hello", "conversation_id": conv})
+			wantError(t, status, body, http.StatusConflict)
+
+			status, body = e.do("POST", "/api/v1/approvals/"+id, map[string]any{"decision": "edit", "args": map[string]any{"path": "/tmp/b.txt"}})
+			if status != 200 {
+				t.Fatalf("approve: %d %s", status, body)
+			}
+			// The same run goes on in the background; watch it.
+			w := e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey, "Last-Event-ID", strconv.FormatInt(parkedAt.ID, 10)))
+			if w.header("X-Run-ID") != runID {
+				t.Errorf("watching run %s, want %s", w.header("X-Run-ID"), runID)
+			}
+			rest := w.all()
+			checkRun(t, rest, parkedAt.ID+1, runID, conv)
+			if rest[0].Type != "approval.resolved" || rest[0].str("decision") != "edit" || rest[len(rest)-1].Type != "run.completed" {
+				t.Errorf("resumed run: %v", types(rest))
+			}
+			if got := <-e.tools.deleted; got != "/tmp/b.txt" {
+				t.Errorf("deleted %q", got)
+			}
+			r, _ := e.store.GetRun(t.Context(), "alice", runID)
+			if r.Status != store.RunCompleted || r.Owner == "" {
+				t.Errorf("run %+v", r)
+			}
+			e.close()
+		})
+	}
+}
+
+func TestApprovalNotAnsweredInTimeInterrupts(t *testing.T) {
+	e := newEnv(t, envOptions{configure: func(c *api.Config) { c.InterruptAfter = 100 * time.Millisecond }})
+	s := e.chat(map[string]any{"message": "please delete /tmp/a.txt"})
+	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+	evs := s.all()
+	checkRun(t, evs, 1, runID, conv)
+	last := evs[len(evs)-1]
+	if last.Type != "run.interrupted" || last.str("reason") != "approval" {
+		t.Fatalf("last %s", last.Raw)
+	}
+	ids, _ := last.Data["approval_ids"].([]any)
+	if len(ids) != 1 {
+		t.Fatalf("approval ids %s", last.Raw)
+	}
+	// A watcher that joins now waits on the parked run (heartbeats) and
+	// sees it resume.
+	w := e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey, "Last-Event-ID", strconv.FormatInt(last.ID, 10)))
+	status, body := e.do("POST", "/api/v1/approvals/"+ids[0].(string), map[string]any{"decision": "reject", "reason": "not that file"})
+	if status != 200 {
+		t.Fatalf("reject: %d %s", status, body)
+	}
+	rest := w.all()
+	checkRun(t, rest, last.ID+1, runID, conv)
+	if rest[0].Type != "approval.resolved" || rest[0].str("reason") != "not that file" {
+		t.Errorf("resumed: %v", types(rest))
+	}
+}
+
+func TestStreamHeartbeat(t *testing.T) {
+	e := newEnv(t, envOptions{configure: func(c *api.Config) { c.InterruptAfter = -1 }})
+	s := e.chat(map[string]any{"message": "please delete /tmp/a.txt"})
+	conv := s.header("X-Conversation-ID")
+	last := s.all()
+	// The run is parked; a stream after its last event stays open and
+	// sends ": ping" comments while idle (the Config says every 50 ms).
+	resp, err := e.ts.Client().Do(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey,
+		"Last-Event-ID", strconv.FormatInt(last[len(last)-1].ID, 10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for pings := 0; pings < 2; {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch line {
+		case ": ping\n":
+			pings++
+		case "\n":
+		default:
+			t.Fatalf("unexpected line %q on an idle stream", line)
+		}
+	}
+}
+
+func TestClarificationThenAnswer(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	s := e.chat(map[string]any{"message": "book a table for two"})
+	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+	evs := s.all()
+	checkRun(t, evs, 1, runID, conv)
+	last := evs[len(evs)-1]
+	if last.Type != "run.interrupted" || last.str("reason") != "clarification" || last.str("question") != "In which city?" {
+		t.Fatalf("last %s", last.Raw)
+	}
+	r, _ := e.store.GetRun(t.Context(), "alice", runID)
+	if r.Status != store.RunInterrupted || r.InterruptReason != store.InterruptClarification {
+		t.Errorf("run %+v", r)
+	}
+	// The next message answers it, in a new run.
+	status, body := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "Paris", "conversation_id": conv})
+	res := jsonOf[struct {
+		Status, Response string
+		RunID            string `json:"run_id"`
+	}](t, body)
+	if status != 200 || res.Status != "completed" || res.RunID == runID || res.Response != "Done: all good." {
+		t.Errorf("answer: %d %s", status, body)
+	}
+	msgs, _ := e.store.ListMessages(t.Context(), "alice", conv)
+	if len(msgs) != 4 || msgs[1].Content != "In which city?" || msgs[2].Content != "Paris" {
+		t.Errorf("messages %+v", msgs)
+	}
+	// Sync reports a clarification as pending.
+	status, body = e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "book a table again", "conversation_id": conv})
+	if !strings.Contains(string(body), `"clarification":{"id":`) || !strings.Contains(string(body), `"status":"interrupted"`) || status != 200 {
+		t.Errorf("sync clarification: %d %s", status, body)
+	}
+}
+
+func TestEditAndRerun(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := newEnv(t, envOptions{backend: b})
+			s1 := e.chat(map[string]any{"message": "first question"})
+			s1.all()
+			conv, run1 := s1.header("X-Conversation-ID"), s1.header("X-Run-ID")
+			s2 := e.chat(map[string]any{"message": "second question", "conversation_id": conv})
+			s2.all()
+			run2 := s2.header("X-Run-ID")
+
+			ed := e.open(e.request("POST", "/api/v1/conversations/"+conv+"/runs/"+run1+"/edit", map[string]any{"message": "first question, edited"}, aliceKey))
+			evs := ed.all()
+			run3 := ed.header("X-Run-ID")
+			checkRun(t, evs, 1, run3, conv)
+			if run3 == run1 || run3 == run2 || evs[len(evs)-1].Type != "run.completed" {
+				t.Fatalf("edit run %s: %v", run3, types(evs))
+			}
+			_, body := e.do("GET", "/api/v1/conversations/"+conv, nil)
+			c := jsonOf[struct {
+				Runs []struct {
+					ID          string
+					Superseded  bool
+					UserMessage string `json:"user_message"`
+				}
+				Messages []store.Message
+			}](t, body)
+			if len(c.Runs) != 3 || !c.Runs[0].Superseded || !c.Runs[1].Superseded || c.Runs[2].Superseded || c.Runs[2].UserMessage != "first question, edited" {
+				t.Errorf("runs after edit: %s", body)
+			}
+			// The agent forked from before the first run: the edited turn is
+			// its first.
+			snap, err := e.srv.Agent().State(t.Context(), conv)
+			if err != nil || snap.State.Turn != 1 || len(snap.State.Messages) != 2 || snap.State.Messages[0].Content != "first question, edited" {
+				t.Errorf("agent state after edit: %+v, %v", snap.State.Messages, err)
+			}
+			// A superseded run cannot be edited again.
+			status, body := e.do("POST", "/api/v1/conversations/"+conv+"/runs/"+run2+"/edit", map[string]any{"message": "x"})
+			wantError(t, status, body, http.StatusConflict)
+		})
+	}
+}
+
+func TestDeleteConversation(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	s := e.chat(map[string]any{"message": "wait for it"})
+	conv := s.header("X-Conversation-ID")
+	<-e.tools.waiting // deleting a conversation with a live run cancels the run
+	status, body := e.do("DELETE", "/api/v1/conversations/"+conv, nil)
+	if status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", status, body)
+	}
+	s.all()
+	status, body = e.do("GET", "/api/v1/conversations/"+conv, nil)
+	wantError(t, status, body, http.StatusNotFound)
+	if _, err := e.srv.Agent().State(t.Context(), conv); err == nil {
+		t.Error("the agent's state survived the delete")
+	}
+	status, body = e.do("DELETE", "/api/v1/conversations/"+conv, nil)
+	wantError(t, status, body, http.StatusNotFound)
+}
+
+func TestModelFailureFailsTheRun(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	s := e.chat(map[string]any{"message": "break please"})
+	evs := s.all()
+	checkRun(t, evs, 1, s.header("X-Run-ID"), s.header("X-Conversation-ID"))
+	last := evs[len(evs)-1]
+	errObj, _ := last.Data["error"].(map[string]any)
+	if last.Type != "run.failed" || errObj["code"] == "" || errObj["message"] == "" {
+		t.Fatalf("last %s", last.Raw)
+	}
+	if r, _ := e.store.GetRun(t.Context(), "alice", s.header("X-Run-ID")); r.Status != store.RunFailed {
+		t.Errorf("stored status %s", r.Status)
+	}
+	status, body := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "break again"})
+	if status != 200 || !strings.Contains(string(body), `"status":"failed"`) || !strings.Contains(string(body), `"error":{"code":`) {
+		t.Errorf("sync: %d %s", status, body)
+	}
+}
+
+func TestShutdownParksRunsAndRecoverContinuesThem(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			data := newStorage(t, b)
+			e1 := newEnv(t, envOptions{backend: b, data: data})
+			s := e1.chat(map[string]any{"message": "wait for it"})
+			conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+			<-e1.tools.waiting
+			if err := e1.srv.Shutdown(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			evs := s.all()
+			checkRun(t, evs, 1, runID, conv)
+			last := evs[len(evs)-1]
+			if last.Type != "run.interrupted" || last.str("reason") != "shutdown" {
+				t.Fatalf("last %s", last.Raw)
+			}
+			r, err := e1.store.GetRun(t.Context(), "alice", runID)
+			if err != nil || r.Status != store.RunRunning {
+				t.Fatalf("after shutdown the run is %+v, %v; want running, for the next process", r, err)
+			}
+			e1.close()
+
+			e2 := newEnv(t, envOptions{backend: b, data: data})
+			n, err := e2.srv.Recover(t.Context())
+			if err != nil || n != 1 {
+				t.Fatalf("recovered %d runs, %v", n, err)
+			}
+			w := e2.open(e2.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey, "Last-Event-ID", strconv.FormatInt(last.ID, 10)))
+			// The tool saw the cancel as its result; the agent goes on from
+			// there.
+			rest := w.all()
+			checkRun(t, rest, last.ID+1, runID, conv)
+			if rest[len(rest)-1].Type != "run.completed" || slices.Contains(types(rest), "run.started") {
+				t.Errorf("continued run: %v", types(rest))
+			}
+			msgs, _ := e2.store.ListMessages(t.Context(), "alice", conv)
+			if len(msgs) != 2 || msgs[1].RunID != runID {
+				t.Errorf("messages %+v", msgs)
+			}
+			// Nothing is left to recover.
+			if n, err := e2.srv.Recover(t.Context()); n != 0 || err != nil {
+				t.Errorf("second recover: %d %v", n, err)
+			}
+		})
+	}
+}

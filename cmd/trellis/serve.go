@@ -1,0 +1,435 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/pgstore"
+	"github.com/trellis-ai/trellis/api/store/sqlitestore"
+	"github.com/trellis-ai/trellis/api/web"
+	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
+	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
+	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/mcp"
+	"github.com/trellis-ai/trellis/operators"
+)
+
+// serveConfig is everything `trellis serve` reads from flags and the
+// environment; a flag wins over its variable.
+type serveConfig struct {
+	addr               string
+	dataDir            string
+	databaseURL        string
+	keys               map[api.APIKey]string
+	mcpConfig          string
+	approvalTools      []string
+	corsOrigins        []string
+	limits             api.Limits
+	interruptAfter     time.Duration
+	elicitTimeout      time.Duration
+	cancelOnDisconnect bool
+	shutdownTimeout    time.Duration
+	logLevel           slog.Level
+}
+
+// parseServe reads the configuration. Model settings (TRELLIS_MODEL,
+// provider keys) are llm.ConfigFromEnv's.
+func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
+	var c serveConfig
+	fs := flag.NewFlagSet("trellis serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	env := func(k, def string) string {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			return v
+		}
+		return def
+	}
+	var (
+		keys, approval, cors, logLevel        string
+		interrupt, elicitTO, shutdown         string
+		maxBody, maxMsg, rate, burst, maxRuns string
+		cancelOnDisconnect                    string
+	)
+	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
+	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
+	fs.StringVar(&c.databaseURL, "database-url", env("DATABASE_URL", ""), "PostgreSQL URL; when set, used instead of SQLite (DATABASE_URL)")
+	fs.StringVar(&keys, "api-keys", env("TRELLIS_API_KEYS", ""), "key:user pairs, comma-separated; none means local mode (TRELLIS_API_KEYS)")
+	fs.StringVar(&c.mcpConfig, "mcp-config", env("TRELLIS_MCP_CONFIG", ""), "MCP servers file (TRELLIS_MCP_CONFIG)")
+	fs.StringVar(&approval, "approval-tools", env("TRELLIS_APPROVAL_TOOLS", ""), "tools that always need approval, comma-separated (TRELLIS_APPROVAL_TOOLS)")
+	fs.StringVar(&cors, "cors-origins", env("TRELLIS_CORS_ORIGINS", ""), "origins browsers may call the API from, comma-separated, or * (TRELLIS_CORS_ORIGINS)")
+	fs.StringVar(&interrupt, "interrupt-after", env("TRELLIS_INTERRUPT_AFTER", "60s"), "how long an open stream waits for an approval before run.interrupted (TRELLIS_INTERRUPT_AFTER)")
+	fs.StringVar(&elicitTO, "elicit-timeout", env("TRELLIS_ELICIT_TIMEOUT", "5m"), "how long a tool's question waits for the user (TRELLIS_ELICIT_TIMEOUT)")
+	fs.StringVar(&cancelOnDisconnect, "cancel-on-disconnect", env("TRELLIS_CANCEL_ON_DISCONNECT", "false"), "cancel a run when its client goes away (TRELLIS_CANCEL_ON_DISCONNECT)")
+	fs.StringVar(&shutdown, "shutdown-timeout", env("TRELLIS_SHUTDOWN_TIMEOUT", "10s"), "how long shutdown waits for runs to park (TRELLIS_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&maxBody, "max-body-bytes", env("TRELLIS_MAX_BODY_BYTES", strconv.Itoa(api.DefaultMaxBodyBytes)), "request body limit (TRELLIS_MAX_BODY_BYTES)")
+	fs.StringVar(&maxMsg, "max-message-chars", env("TRELLIS_MAX_MESSAGE_CHARS", strconv.Itoa(api.DefaultMaxMessageRunes)), "chat message limit (TRELLIS_MAX_MESSAGE_CHARS)")
+	fs.StringVar(&rate, "rate-per-minute", env("TRELLIS_RATE_PER_MINUTE", strconv.Itoa(api.DefaultRatePerMinute)), "API requests per user per minute, -1 for no limit (TRELLIS_RATE_PER_MINUTE)")
+	fs.StringVar(&burst, "rate-burst", env("TRELLIS_RATE_BURST", strconv.Itoa(api.DefaultBurst)), "API requests a user may make at once (TRELLIS_RATE_BURST)")
+	fs.StringVar(&maxRuns, "max-runs-per-user", env("TRELLIS_MAX_RUNS_PER_USER", strconv.Itoa(api.DefaultMaxConcurrentRuns)), "runs a user may have going at once, -1 for no limit (TRELLIS_MAX_RUNS_PER_USER)")
+	fs.StringVar(&logLevel, "log-level", env("TRELLIS_LOG_LEVEL", "info"), "debug, info, warn or error (TRELLIS_LOG_LEVEL)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+
+	var errs []error
+	var err error
+	if c.keys, err = api.ParseKeys(keys); err != nil {
+		errs = append(errs, err)
+	}
+	c.approvalTools, c.corsOrigins = list(approval), list(cors)
+	dur := func(name, v string, d *time.Duration) {
+		if *d, err = time.ParseDuration(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	dur("interrupt-after", interrupt, &c.interruptAfter)
+	dur("elicit-timeout", elicitTO, &c.elicitTimeout)
+	dur("shutdown-timeout", shutdown, &c.shutdownTimeout)
+	num := func(name, v string, n *int) {
+		if *n, err = strconv.Atoi(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not a number", name, v))
+		}
+	}
+	var body int
+	num("max-body-bytes", maxBody, &body)
+	c.limits.MaxBodyBytes = int64(body)
+	num("max-message-chars", maxMsg, &c.limits.MaxMessageRunes)
+	num("rate-per-minute", rate, &c.limits.RatePerMinute)
+	num("rate-burst", burst, &c.limits.Burst)
+	num("max-runs-per-user", maxRuns, &c.limits.MaxConcurrentRunsPerUser)
+	if c.cancelOnDisconnect, err = strconv.ParseBool(cancelOnDisconnect); err != nil {
+		errs = append(errs, fmt.Errorf("cancel-on-disconnect: %q is not true or false", cancelOnDisconnect))
+	}
+	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
+		errs = append(errs, fmt.Errorf("log-level: %w", err))
+	}
+	if c.addr == "" {
+		c.addr = "127.0.0.1:8080"
+		if len(c.keys) > 0 {
+			c.addr = ":8080"
+		}
+	}
+	if len(c.keys) == 0 && !loopback(c.addr) {
+		errs = append(errs, fmt.Errorf("addr %s: local mode (no API keys) serves without authentication, so it binds to a loopback address only; set TRELLIS_API_KEYS to serve on %s", c.addr, c.addr))
+	}
+	return c, errors.Join(errs...)
+}
+
+func list(s string) []string {
+	var out []string
+	for v := range strings.SplitSeq(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func defaultDataDir(getenv func(string) string) string {
+	if d := getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "trellis")
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".local", "share", "trellis")
+	}
+	return "trellis-data"
+}
+
+// loopback reports whether addr's host is a loopback address or name.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serve runs the chat service until SIGINT or SIGTERM, then shuts down
+// gracefully: it stops accepting, parks runs at their next checkpoint and
+// ends streams, within the shutdown timeout.
+func serve(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cfg, err := parseServe(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "trellis serve: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := serveUntil(ctx, cfg, getenv, stdout, log); err != nil {
+		log.LogAttrs(context.Background(), slog.LevelError, "trellis serve failed", slog.Any("error", err))
+		fmt.Fprintf(stderr, "trellis serve: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func serveUntil(ctx context.Context, cfg serveConfig, getenv func(string) string, stdout io.Writer, log *slog.Logger) error {
+	// Listen first: /healthz answers and /readyz says 503 while storage
+	// opens and migrates.
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	var handler atomic.Pointer[http.Handler]
+	starting := http.Handler(http.HandlerFunc(notReady))
+	handler.Store(&starting)
+	hs := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      time.Minute, // streams and sync chat lift it per response
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	closeHTTP := func() {
+		_ = hs.Close()
+		<-served
+	}
+
+	st, saver, storage, closeStorage, err := openStorage(ctx, cfg)
+	if err != nil {
+		closeHTTP()
+		return err
+	}
+	defer closeStorage()
+
+	modelCfg, err := llm.ConfigFromEnv(getenv)
+	if err != nil {
+		closeHTTP()
+		return err
+	}
+	models, err := llm.NewRegistry(modelCfg)
+	if err != nil {
+		closeHTTP()
+		return err
+	}
+
+	metrics := api.NewMetrics()
+	local := operators.NewRegistry()
+	ops := operators.NewOperatorRegistry(nil) // operators use the run's model
+	if err := operators.RegisterBuiltinOperators(ops); err != nil {
+		closeHTTP()
+		return err
+	}
+	pcfg := operators.ProviderConfig{Local: local, Operators: ops, OnBreakerChange: metrics.BreakerChanged, Logger: log,
+		Approval: operators.ApprovalPolicy{Tools: cfg.approvalTools}}
+	var mcpServers []mcp.ServerConfig
+	if cfg.mcpConfig != "" {
+		mc, err := mcp.LoadConfig(cfg.mcpConfig)
+		if err != nil {
+			closeHTTP()
+			return err
+		}
+		for _, w := range mc.Warnings {
+			log.LogAttrs(ctx, slog.LevelWarn, "MCP config", slog.String("warning", w))
+		}
+		mcpServers = mc.Servers
+		pcfg.SourceResilience = mc.SourceResilience(operators.RemoteToolDefaults())
+	}
+	provider := operators.NewProvider(pcfg)
+	local.MustAdd(operators.Builtins(operators.BuiltinConfig{
+		Info:  operators.SelfInfo{Name: "Trellis", Version: version(), Model: models.Default().ID},
+		Tools: provider, Operators: ops,
+	})...)
+	var (
+		ready    func() error
+		exported []string
+	)
+	enabled := 0
+	if len(mcpServers) > 0 {
+		mgr, err := mcp.NewManager(mcp.ManagerConfig{Servers: mcpServers, Provider: provider, Logger: log})
+		if err != nil {
+			closeHTTP()
+			return err
+		}
+		if err := mgr.Start(ctx); err != nil {
+			log.LogAttrs(ctx, slog.LevelWarn, "some MCP servers could not be added", slog.Any("error", err))
+		}
+		defer mgr.Close()
+		ready, exported = mgr.Ready, mgr.Exported()
+		for _, s := range mcpServers {
+			if !s.Disabled {
+				enabled++
+			}
+		}
+	}
+
+	// Trellis' own tools over MCP at /mcp, as the user the API
+	// authenticated.
+	mcpServer := mcp.NewServer(provider, mcp.ServerOptions{Name: "trellis", Version: version(), Export: exported, Logger: log,
+		CallInfo: func(ctx context.Context) operators.Call { return operators.Call{UserID: api.UserFrom(ctx)} }})
+	mcpHandler := mcp.HTTPHandler(mcpServer, mcp.HTTPOptions{Logger: log})
+
+	srv, err := api.New(api.Config{
+		Store: st, Models: models, Tools: provider, Checkpointer: saver,
+		ElicitTimeout: cfg.elicitTimeout, Keys: cfg.keys, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins,
+		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, ShutdownTimeout: cfg.shutdownTimeout,
+		Logger: log, Metrics: metrics, Ready: ready, MCP: mcpHandler, Web: web.Handler(),
+	})
+	if err != nil {
+		closeHTTP()
+		return err
+	}
+	recovered, err := srv.Recover(ctx)
+	if err != nil {
+		log.LogAttrs(ctx, slog.LevelWarn, "some runs could not be recovered", slog.Any("error", err))
+	}
+	if recovered > 0 {
+		log.LogAttrs(ctx, slog.LevelInfo, "recovered runs", slog.Int("runs", recovered))
+	}
+	h := srv.Handler()
+	handler.Store(&h)
+
+	fmt.Fprintln(stdout, startLine(ln.Addr().String(), storage, models, cfg, enabled))
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return err
+	}
+	log.LogAttrs(context.Background(), slog.LevelInfo, "shutting down", slog.Duration("timeout", cfg.shutdownTimeout))
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+	defer cancel()
+	go func() { _ = hs.Shutdown(sctx) }() // stop accepting now; wait for the streams below to end
+	if err := srv.Shutdown(sctx); err != nil {
+		log.LogAttrs(sctx, slog.LevelWarn, "shutdown", slog.Any("error", err))
+	}
+	select {
+	case <-served:
+		_ = hs.Close() // connections Shutdown left behind, if any
+	case <-sctx.Done():
+		closeHTTP()
+	}
+	log.LogAttrs(context.Background(), slog.LevelInfo, "stopped")
+	return nil
+}
+
+// notReady answers while the server starts.
+func notReady(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Path == "/healthz" {
+		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
+		return
+	}
+	w.Header().Set("Retry-After", "1")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = io.WriteString(w, `{"error":{"code":"not_ready","message":"the server is starting: storage is opening and migrating"}}`+"\n")
+}
+
+// openStorage opens the store and the checkpointer in one database:
+// PostgreSQL at DATABASE_URL, or SQLite in the data directory. Both
+// migrate as they open.
+func openStorage(ctx context.Context, cfg serveConfig) (store.Store, graph.Checkpointer, string, func(), error) {
+	if cfg.databaseURL != "" {
+		pool, err := pgxpool.New(ctx, cfg.databaseURL)
+		if err != nil {
+			return nil, nil, "", nil, fmt.Errorf("DATABASE_URL: %w", err)
+		}
+		st, err := pgstore.New(ctx, pool)
+		if err != nil {
+			pool.Close()
+			return nil, nil, "", nil, err
+		}
+		saver, err := postgres.New(ctx, pool)
+		if err != nil {
+			pool.Close()
+			return nil, nil, "", nil, err
+		}
+		cc := pool.Config().ConnConfig
+		desc := fmt.Sprintf("postgres %s:%d/%s", cc.Host, cc.Port, cc.Database)
+		if sp := cc.RuntimeParams["search_path"]; sp != "" {
+			desc += " (schema " + sp + ")"
+		}
+		return st, saver, desc, pool.Close, nil
+	}
+	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
+		return nil, nil, "", nil, fmt.Errorf("data dir: %w", err)
+	}
+	path := filepath.Join(cfg.dataDir, "trellis.db")
+	st, err := sqlitestore.Open(ctx, path)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	saver, err := sqlite.Open(ctx, path)
+	if err != nil {
+		st.Close()
+		return nil, nil, "", nil, err
+	}
+	return st, saver, "sqlite " + path, func() {
+		_ = saver.Close()
+		_ = st.Close()
+	}, nil
+}
+
+// startLine is the one line serve prints: where it listens and what it
+// chose.
+func startLine(addr, storage string, models *llm.Registry, cfg serveConfig, mcpServers int) string {
+	var ids []string
+	def := models.Default().ID
+	for _, m := range models.Models() {
+		id := m.ID
+		if id == def {
+			id += " (default)"
+		}
+		ids = append(ids, id)
+	}
+	auth := fmt.Sprintf("local mode, no keys, user %q", api.LocalUser)
+	if n := len(cfg.keys); n > 0 {
+		auth = fmt.Sprintf("API keys for %d users", countUsers(cfg.keys))
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "0.0.0.0"
+	}
+	return fmt.Sprintf("trellis serve: http://%s · storage %s · models %s · auth %s · mcp %d servers",
+		net.JoinHostPort(host, port), storage, strings.Join(ids, ", "), auth, mcpServers)
+}
+
+func countUsers(keys map[api.APIKey]string) int {
+	users := map[string]bool{}
+	for _, u := range keys {
+		users[u] = true
+	}
+	return len(users)
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

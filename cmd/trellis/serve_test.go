@@ -1,0 +1,333 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	sse "github.com/tmaxmax/go-sse"
+	"go.uber.org/goleak"
+
+	"github.com/trellis-ai/trellis/internal/pgtest"
+)
+
+// childArgs, when set, makes the test binary run trellis with these
+// arguments instead of the tests: the tests start real server processes
+// this way, and kill them.
+const childArgs = "TRELLIS_TEST_CHILD_ARGS"
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv(childArgs); args != "" {
+		os.Exit(run(context.Background(), strings.Fields(args), stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, getenv: os.Getenv}))
+	}
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"))
+}
+
+func TestParseServe(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	c, err := parseServe(nil, env("HOME", "/home/ada"), io.Discard)
+	if err != nil || c.addr != "127.0.0.1:8080" || len(c.keys) != 0 || c.dataDir != "/home/ada/.local/share/trellis" ||
+		c.interruptAfter != time.Minute || c.cancelOnDisconnect {
+		t.Errorf("defaults: %+v %v", c, err)
+	}
+	c, err = parseServe(nil, env("TRELLIS_API_KEYS", "k1:ada", "TRELLIS_APPROVAL_TOOLS", "calculator, delete_file",
+		"TRELLIS_CANCEL_ON_DISCONNECT", "true", "TRELLIS_DATA_DIR", "/srv/trellis"), io.Discard)
+	if err != nil || c.addr != ":8080" || c.keys["k1"] != "ada" || len(c.approvalTools) != 2 || !c.cancelOnDisconnect || c.dataDir != "/srv/trellis" {
+		t.Errorf("with keys: %+v %v", c, err)
+	}
+	// A flag wins over its variable.
+	c, err = parseServe([]string{"--addr", "127.0.0.1:9999"}, env("TRELLIS_ADDR", "127.0.0.1:7777"), io.Discard)
+	if err != nil || c.addr != "127.0.0.1:9999" {
+		t.Errorf("flag over env: %+v %v", c, err)
+	}
+	for _, bad := range [][]string{
+		{"TRELLIS_ADDR", "0.0.0.0:8080"}, // no keys: loopback only
+		{"TRELLIS_API_KEYS", "nouser"},
+		{"TRELLIS_INTERRUPT_AFTER", "soon"},
+		{"TRELLIS_MAX_BODY_BYTES", "lots"},
+		{"TRELLIS_CANCEL_ON_DISCONNECT", "perhaps"},
+		{"TRELLIS_LOG_LEVEL", "loud"},
+	} {
+		if _, err := parseServe(nil, env(bad...), io.Discard); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// child is a trellis serve process.
+type child struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	url  string
+	logs *lockedBuffer
+	done chan error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startServe starts `trellis serve` on a free loopback port with env and
+// waits for its start line.
+func startServe(t *testing.T, env ...string) *child {
+	t.Helper()
+	script, err := filepath.Abs("../../api/testdata/agent.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childArgs+"=serve --addr 127.0.0.1:0",
+		"TRELLIS_MODEL=scripted:"+script, "TRELLIS_APPROVAL_TOOLS=calculator", "TRELLIS_LOG_LEVEL=debug")
+	cmd.Env = append(cmd.Env, env...)
+	c := &child{t: t, cmd: cmd, logs: &lockedBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = c.logs
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		c.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-c.done
+		if t.Failed() {
+			t.Logf("server logs:\n%s", c.logs.String())
+		}
+		c.done <- nil // for a second cleanup's receive
+	})
+	select {
+	case line := <-lines:
+		// trellis serve: http://127.0.0.1:PORT · storage … · models … · auth … · mcp N servers
+		f := strings.Fields(line)
+		if len(f) < 3 || !strings.HasPrefix(f[2], "http://127.0.0.1:") || !strings.Contains(line, "storage ") ||
+			!strings.Contains(line, "scripted (default)") || !strings.Contains(line, "auth local mode") || !strings.Contains(line, "mcp 0 servers") {
+			t.Fatalf("start line %q", line)
+		}
+		if strings.Contains(line, "password") {
+			t.Fatalf("the start line shows a password: %q", line)
+		}
+		c.url = f[2]
+	case err := <-c.done:
+		t.Fatalf("trellis serve exited: %v\n%s", err, c.logs.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no start line\n%s", c.logs.String())
+	}
+	return c
+}
+
+// stop ends the process with sig and waits for it.
+func (c *child) stop(sig syscall.Signal) {
+	c.t.Helper()
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		c.t.Fatal(err)
+	}
+	select {
+	case err := <-c.done:
+		if sig == syscall.SIGTERM && err != nil {
+			c.t.Errorf("trellis serve after SIGTERM: %v\n%s", err, c.logs.String())
+		}
+		c.done <- err // the cleanup receives it again
+	case <-time.After(30 * time.Second):
+		c.t.Fatalf("trellis serve did not stop on %v\n%s", sig, c.logs.String())
+	}
+}
+
+func (c *child) do(method, path string, body any, headers ...string) *http.Response {
+	c.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	c.t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, method, c.url+path, r)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+type event struct {
+	id   int64
+	typ  string
+	data map[string]any
+}
+
+// events reads an SSE response to its end with the go-sse client,
+// calling stop after each event (true stops reading).
+func events(t *testing.T, resp *http.Response, stop func(event) bool) []event {
+	t.Helper()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("stream: %d %s", resp.StatusCode, b)
+	}
+	var out []event
+	for ev, err := range sse.Read(resp.Body, nil) {
+		if err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+		e := event{typ: ev.Type}
+		e.id, _ = strconv.ParseInt(ev.LastEventID, 10, 64)
+		if err := json.Unmarshal([]byte(ev.Data), &e.data); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+		if stop != nil && stop(e) {
+			break
+		}
+	}
+	return out
+}
+
+// TestRestartWithAParkedApproval kills the server while a run waits for
+// an approval — gracefully (SIGTERM parks it) and by crashing (SIGKILL
+// leaves it running; the next process recovers it) — on SQLite and on
+// PostgreSQL, starts a new server on the same database, approves, and
+// watches the run complete: one run id, event ids consecutive across
+// both processes.
+func TestRestartWithAParkedApproval(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+			t.Run(fmt.Sprintf("%s/%v", db, sig), func(t *testing.T) {
+				var env []string
+				switch db {
+				case "sqlite":
+					env = []string{"TRELLIS_DATA_DIR=" + t.TempDir()}
+				case "postgres":
+					env = []string{"DATABASE_URL=" + pgDSN(t)}
+				}
+				first := startServe(t, env...)
+				resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "what is 2+2?"})
+				conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+				seen := events(t, resp, func(e event) bool { return e.typ == "approval.required" })
+				approval, _ := seen[len(seen)-1].data["approval_id"].(string)
+				if approval == "" {
+					t.Fatalf("no approval: %+v", seen)
+				}
+				// The stream is open, so the run waits in the process for the
+				// answer: the process goes away now.
+				first.stop(sig)
+
+				second := startServe(t, env...)
+				pending := second.do("GET", "/api/v1/approvals/pending?conversation_id="+conv, nil)
+				var list struct {
+					Approvals []struct {
+						ID    string `json:"approval_id"`
+						RunID string `json:"run_id"`
+					}
+				}
+				if err := json.NewDecoder(pending.Body).Decode(&list); err != nil || len(list.Approvals) != 1 ||
+					list.Approvals[0].ID != approval || list.Approvals[0].RunID != runID {
+					t.Fatalf("pending after restart: %+v %v", list, err)
+				}
+				if r := second.do("POST", "/api/v1/approvals/"+approval, map[string]any{"decision": "approve"}); r.StatusCode != http.StatusOK {
+					b, _ := io.ReadAll(r.Body)
+					t.Fatalf("approve: %d %s", r.StatusCode, b)
+				}
+				// Follow the run from the last event seen, reconnecting after
+				// each terminal event, until it completes.
+				for len(seen) < 1000 {
+					last := seen[len(seen)-1]
+					if last.typ == "run.completed" {
+						break
+					}
+					r := second.do("GET", "/api/v1/conversations/"+conv+"/stream", nil, "Last-Event-ID", strconv.FormatInt(last.id, 10))
+					if r.StatusCode == http.StatusNoContent {
+						t.Fatalf("the run ended with %s", last.typ)
+					}
+					seen = append(seen, events(t, r, nil)...)
+				}
+				var typs []string
+				for i, e := range seen {
+					typs = append(typs, e.typ)
+					if e.id != int64(i+1) || e.data["run_id"] != runID {
+						t.Fatalf("event %d: id %d run %v; events %v", i, e.id, e.data["run_id"], typs)
+					}
+				}
+				if !strings.Contains(strings.Join(typs, " "), "approval.resolved") || typs[len(typs)-1] != "run.completed" {
+					t.Errorf("events: %v", typs)
+				}
+				conversation := second.do("GET", "/api/v1/conversations/"+conv, nil)
+				var c struct {
+					Runs     []struct{ Status string }
+					Messages []struct{ Role, Content string }
+				}
+				if err := json.NewDecoder(conversation.Body).Decode(&c); err != nil || len(c.Runs) != 1 || c.Runs[0].Status != "completed" ||
+					len(c.Messages) != 2 || c.Messages[1].Content != "Done: all good." {
+					t.Errorf("conversation: %+v %v", c, err)
+				}
+				second.stop(syscall.SIGTERM)
+			})
+		}
+	}
+}
+
+// pgDSN makes a fresh schema and returns a URL whose connections use it.
+func pgDSN(t *testing.T) string {
+	pool := pgtest.New(t)
+	cfg := pool.Config()
+	schema := cfg.ConnConfig.RuntimeParams["search_path"]
+	dsn := cfg.ConnString()
+	pool.Close()
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + "search_path=" + schema
+}
