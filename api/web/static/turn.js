@@ -35,6 +35,7 @@ export class Turn {
     this.message = init.message || "";
     this.lastSeq = 0;
     this.answer = "";
+    this.shown = []; // what operators showed directly (direct.response), as text
     this.renderQueued = false;
     this.tools = new Map(); // tool_call_id → activity entry
     this.nodes = new Map(); // node → its running entry
@@ -362,13 +363,17 @@ const HANDLERS = {
     const type = ev.content_type || "text";
     this.log("act-direct", el("span", { class: "icon", "aria-hidden": "true" }, "↩"), ` Direct response (${type}${ev.widget_type ? `: ${ev.widget_type}` : ""})`);
     this.directBox.append(renderDirect(ev));
+    this.shown.push(shownText(ev));
   },
   "response.chunk"(ev) {
     this.answer += String(ev.content ?? "");
     this.queueAnswer();
   },
   "response.done"(ev) {
-    if (typeof ev.content === "string" && ev.content !== "") this.answer = ev.content;
+    // When operators answered directly and nothing was written after,
+    // the answer is what they showed, joined; it is on the page already.
+    const echo = this.answer === "" && this.shown.length > 0 && ev.content === this.shown.join("\n\n");
+    if (typeof ev.content === "string" && ev.content !== "" && !echo) this.answer = ev.content;
     this.renderAnswer();
     renderCitations(this.citations, ev.citations);
     this.setUsage(ev.usage);
@@ -398,6 +403,19 @@ const HANDLERS = {
     this.close("failed");
   },
 };
+
+// shownText is a direct response as the server keeps it in the answer's
+// text (nodes' directText): images and widgets by a placeholder.
+function shownText(ev) {
+  switch (ev.content_type) {
+    case "image":
+      return "[image]";
+    case "widget":
+      return `[widget: ${ev.widget_type || ""}]`;
+    default:
+      return typeof ev.content === "string" ? ev.content : JSON.stringify(ev.content);
+  }
+}
 
 // renderDirect renders an operator's direct answer by its content type.
 function renderDirect(ev) {
