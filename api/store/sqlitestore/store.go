@@ -127,37 +127,12 @@ func (s *Store) migrate(ctx context.Context) error {
 	// BEGIN IMMEDIATE serialises processes opening the same file at
 	// once: the second sees what the first applied.
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		return sqlmigrate.Apply(ctx, migrator{tx}, migrationTable, ms)
+		return sqlmigrate.Apply(ctx, sqlmigrate.SQL(tx), migrationTable, ms)
 	})
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
-}
-
-// migrator adapts a transaction to sqlmigrate.Tx.
-type migrator struct{ tx *sql.Tx }
-
-func (m migrator) Exec(ctx context.Context, query string) error {
-	_, err := m.tx.ExecContext(ctx, query)
-	return err
-}
-
-func (m migrator) Ints(ctx context.Context, query string) ([]int, error) {
-	rows, err := m.tx.QueryContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
 }
 
 // write runs fn in a transaction holding the write lock and commits it

@@ -90,29 +90,12 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		if _, err := tx.Exec(ctx, lock); err != nil {
 			return fmt.Errorf("lock: %w", err)
 		}
-		return sqlmigrate.Apply(ctx, migrator{tx}, migrationTable, ms)
+		return sqlmigrate.Apply(ctx, sqlmigrate.Pgx(tx), migrationTable, ms)
 	})
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
-}
-
-// migrator adapts a transaction to sqlmigrate.Tx. Exec without arguments
-// uses the simple protocol, which runs a script of several statements.
-type migrator struct{ tx pgx.Tx }
-
-func (m migrator) Exec(ctx context.Context, query string) error {
-	_, err := m.tx.Exec(ctx, query)
-	return err
-}
-
-func (m migrator) Ints(ctx context.Context, query string) ([]int, error) {
-	rows, err := m.tx.Query(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int])
 }
 
 const (

@@ -106,38 +106,13 @@ func (s *Saver) migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate: begin: %w", err)
 	}
 	defer tx.Rollback()
-	if err := sqlmigrate.Apply(ctx, migrator{tx}, migrationTable, ms); err != nil {
+	if err := sqlmigrate.Apply(ctx, sqlmigrate.SQL(tx), migrationTable, ms); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("migrate: commit: %w", err)
 	}
 	return nil
-}
-
-// migrator adapts a transaction to sqlmigrate.Tx.
-type migrator struct{ tx *sql.Tx }
-
-func (m migrator) Exec(ctx context.Context, query string) error {
-	_, err := m.tx.ExecContext(ctx, query)
-	return err
-}
-
-func (m migrator) Ints(ctx context.Context, query string) ([]int, error) {
-	rows, err := m.tx.QueryContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
 }
 
 const (
