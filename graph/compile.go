@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // DefaultRecursionLimit is the number of supersteps a run may take unless
@@ -37,6 +38,8 @@ type Compiled[S any] struct {
 	before []bool // per node: static interrupt before
 	after  []bool
 	spec   *StateGraph[S] // for drawing
+	// scratch holds *saveScratch[S] that finished runs left for later ones.
+	scratch sync.Pool
 }
 
 type cnode[S any] struct {

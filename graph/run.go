@@ -60,7 +60,9 @@ func (c *Compiled[S]) Stream(ctx context.Context, input *S, cfg RunConfig) iter.
 	return func(yield func(Event[S], error) bool) {
 		r := c.newRun(ctx, cfg, yield)
 		defer r.cancel(nil)
-		if _, err := r.execute(input); err != nil && !r.stopped {
+		_, err := r.execute(input)
+		r.releaseScratch()
+		if err != nil && !r.stopped {
 			yield(Event[S]{}, err)
 		}
 	}
@@ -73,7 +75,9 @@ func (c *Compiled[S]) Invoke(ctx context.Context, input *S, cfg RunConfig) (S, e
 	cfg.Modes = 0
 	r := c.newRun(ctx, cfg, nil)
 	defer r.cancel(nil)
-	return r.execute(input)
+	s, err := r.execute(input)
+	r.releaseScratch()
+	return s, err
 }
 
 // run is the state of one run: everything a superstep reads and writes.
@@ -111,10 +115,8 @@ type run[S any] struct {
 	// Persistence; saver is nil when the run has no thread.
 	saver       Checkpointer
 	saveCtx     context.Context
-	blobs       []Blob
-	blobEnds    []int
-	enc         fieldEncoder[S]
-	specs       []TaskSpec
+	scratch     *saveScratch[S] // see saveScratch; nil until the first save
+	marked      bool            // markDeltas has run: scratch.deltaFrom is this run's
 	saveErr     error
 	thread      string
 	ns          []string
@@ -122,8 +124,52 @@ type run[S any] struct {
 	parentID    string
 	versions    map[string]string
 	resume      map[string]json.RawMessage
-	deltaFrom   []int
 	overwritten fieldMask
+}
+
+// saveScratch is what writing checkpoints reuses from step to step: the
+// encoder and its buffer, the blob and task lists, the version map, the
+// lengths of append fields. None of it reaches a node, and savers keep
+// none of it, so once a run is over its scratch serves a later run of the
+// same graph (through Compiled.scratch) instead of being built again:
+// grown buffers and maps were a good part of what a short run allocated.
+type saveScratch[S any] struct {
+	enc       fieldEncoder[S]
+	blobs     []Blob
+	ends      []int
+	specs     []TaskSpec
+	versions  map[string]string
+	deltaFrom []int
+}
+
+// saving returns the run's scratch, taking one from the graph's pool the
+// first time.
+func (r *run[S]) saving() *saveScratch[S] {
+	if r.scratch == nil {
+		sc, _ := r.g.scratch.Get().(*saveScratch[S])
+		if sc == nil {
+			sc = &saveScratch[S]{deltaFrom: make([]int, len(r.g.schema.fields))}
+		}
+		clear(sc.versions)
+		r.scratch = sc
+	}
+	return r.scratch
+}
+
+// releaseScratch hands the scratch on once the run is over: every
+// goroutine of the run has stopped and every save has returned.
+func (r *run[S]) releaseScratch() {
+	sc := r.scratch
+	if sc == nil {
+		return
+	}
+	r.scratch = nil
+	if len(sc.versions) > 64 || sc.enc.buf.Cap() > 64<<10 {
+		return // the pool keeps no rare huge one
+	}
+	clear(sc.blobs[:cap(sc.blobs)]) // no references to field names and bytes
+	clear(sc.specs[:cap(sc.specs)])
+	r.g.scratch.Put(sc)
 }
 
 func (c *Compiled[S]) newRun(ctx context.Context, cfg RunConfig, yield func(Event[S], error) bool) *run[S] {
@@ -219,13 +265,17 @@ func (r *run[S]) start(input *S) error {
 		}
 	}
 	r.step++
-	mask := r.g.schema.setFields(input)
+	// The input is merged from a copy in the start task, which lives on
+	// the heap anyway: reducers are functions the compiler cannot see
+	// into, so merging from input itself would move every caller's input
+	// to the heap.
+	startTask := &task[S]{r: r, node: &r.g.start, upd: *input}
+	mask := r.g.schema.setFields(&startTask.upd)
 	r.markDeltas()
-	r.g.schema.apply(&r.state, input, mask)
-	if err := r.deliver(Event[S]{Mode: ModeValues, Namespace: r.ns, Step: r.step, State: r.state}); err != nil {
+	r.g.schema.apply(&r.state, &startTask.upd, mask)
+	if err := r.deliverValues(); err != nil {
 		return err
 	}
-	startTask := &task[S]{r: r, node: &r.g.start}
 	next, err := r.plan([]*task[S]{startTask})
 	if err != nil {
 		return err
@@ -373,7 +423,10 @@ func mapsKeys[K comparable, V any](m map[K]V) iter.Seq[K] {
 }
 
 // deliver passes an event to the consumer, from the run's own goroutine.
-func (r *run[S]) deliver(ev Event[S]) error {
+// Events travel by pointer up to here: with the state inside, an Event is
+// as large as S, and a node's custom event used to be copied whole at
+// every call on its way.
+func (r *run[S]) deliver(ev *Event[S]) error {
 	if r.modes&ev.Mode == 0 {
 		return nil
 	}
@@ -383,12 +436,12 @@ func (r *run[S]) deliver(ev Event[S]) error {
 		return nil
 	}
 	if r.link != nil {
-		return r.link.forward(ev)
+		return r.link.forward(*ev)
 	}
 	if r.yield == nil {
 		return nil
 	}
-	if !r.yield(ev, nil) {
+	if !r.yield(*ev, nil) {
 		r.stopped = true
 		r.cancel(errStreamClosed)
 		return errStreamClosed
@@ -396,15 +449,32 @@ func (r *run[S]) deliver(ev Event[S]) error {
 	return nil
 }
 
-// commit saves a checkpoint for the plan of the next step and makes it the
-// run's tasks. Without a saver it only sets the tasks.
-func (r *run[S]) commit(source Source, changed fieldMask, next []*task[S], ran []*task[S]) error {
+// interruptsAfter names the nodes of a finished step that have a static
+// interrupt after them.
+func (r *run[S]) interruptsAfter(ran []*task[S]) []string {
 	var after []string
 	for _, t := range ran {
 		if r.after != nil && r.after[t.node.idx] && !slices.Contains(after, t.node.spec.name) {
 			after = append(after, t.node.spec.name)
 		}
 	}
+	return after
+}
+
+// deliverValues delivers the whole state as a values event, if the run
+// streams them: the event is as large as the state, so it is not made for
+// nothing.
+func (r *run[S]) deliverValues() error {
+	if r.modes&ModeValues == 0 {
+		return nil
+	}
+	return r.deliver(&Event[S]{Mode: ModeValues, Namespace: r.ns, Step: r.step, State: r.state})
+}
+
+// commit saves a checkpoint for the plan of the next step and makes it the
+// run's tasks; after names the nodes just run that have a static interrupt
+// after them. Without a saver it only sets the tasks.
+func (r *run[S]) commit(source Source, changed fieldMask, next []*task[S], after []string) error {
 	stopBefore := false
 	for _, t := range next {
 		if r.before != nil && r.before[t.node.idx] {
@@ -444,14 +514,19 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 	now := time.Now()
 	id := newID(now)
 	sc := r.g.schema
+	scr := r.saving()
 	versions := r.versions
 	if versions == nil {
-		versions = map[string]string{}
+		if scr.versions == nil {
+			scr.versions = map[string]string{}
+		}
+		versions = scr.versions
 	}
 	// Savers keep nothing they are given, so the blob list, its bytes and
-	// the task specs reuse the run's buffers step after step.
-	blobs, ends := r.blobs[:0], r.blobEnds[:0]
-	r.enc.buf.Reset()
+	// the task specs are reused step after step, run after run.
+	blobs, ends := scr.blobs[:0], scr.ends[:0]
+	enc := &scr.enc
+	enc.buf.Reset()
 	for i, f := range sc.fields {
 		if !changed.has(i) {
 			continue
@@ -459,27 +534,27 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 		prev := versions[f.name]
 		b := Blob{Field: f.name, Version: id}
 		from := 0
-		if f.kind == kindAppend && prev != "" && !r.overwritten.has(i) && r.deltaFrom != nil {
-			from, b.Delta, b.Base = r.deltaFrom[i], true, prev
+		if f.kind == kindAppend && prev != "" && !r.overwritten.has(i) && r.marked {
+			from, b.Delta, b.Base = scr.deltaFrom[i], true, prev
 		}
-		if err := r.enc.append(sc, &r.state, i, from); err != nil {
+		if err := enc.append(sc, &r.state, i, from); err != nil {
 			return "", err
 		}
-		blobs, ends = append(blobs, b), append(ends, r.enc.buf.Len())
+		blobs, ends = append(blobs, b), append(ends, enc.buf.Len())
 		versions[f.name] = id
 	}
 	start := 0
 	for k := range blobs {
-		blobs[k].Data = r.enc.buf.Bytes()[start:ends[k]:ends[k]]
+		blobs[k].Data = enc.buf.Bytes()[start:ends[k]:ends[k]]
 		start = ends[k]
 	}
-	r.blobs, r.blobEnds = blobs, ends
+	scr.blobs, scr.ends = blobs, ends
 	cp := Checkpoint{
 		ThreadID: r.thread, Namespace: r.nsKey, ID: id, ParentID: r.parentID,
 		Step: r.step, Source: source, CreatedAt: now.UTC(), Versions: versions,
 		InterruptedBefore: before, InterruptedAfter: after,
 	}
-	r.specs = r.specs[:0]
+	specs := scr.specs[:0]
 	for k, t := range next {
 		// The first task's id is the checkpoint's own: unique, and free.
 		t.id = id
@@ -494,9 +569,10 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 			}
 			spec.Input = in
 		}
-		r.specs = append(r.specs, spec)
+		specs = append(specs, spec)
 	}
-	cp.Tasks = r.specs
+	scr.specs = specs
+	cp.Tasks = specs
 	for i, j := range r.g.joins {
 		for k, arrived := range r.barriers[i] {
 			if arrived {
@@ -512,7 +588,7 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 	}
 	r.versions, r.parentID = versions, id
 	if r.modes&ModeDebug != 0 {
-		return id, r.deliver(Event[S]{Mode: ModeDebug, Namespace: r.ns, Step: r.step, Data: DebugEvent{Kind: DebugCheckpoint, CheckpointID: id}})
+		return id, r.deliver(&Event[S]{Mode: ModeDebug, Namespace: r.ns, Step: r.step, Data: DebugEvent{Kind: DebugCheckpoint, CheckpointID: id}})
 	}
 	return id, nil
 }
@@ -544,16 +620,13 @@ func (r *run[S]) markDeltas() {
 	if r.saver == nil {
 		return
 	}
-	sc := r.g.schema
-	if r.deltaFrom == nil {
-		r.deltaFrom = make([]int, len(sc.fields))
-	}
-	v := reflectState(&r.state)
-	for i, f := range sc.fields {
-		if f.kind == kindAppend {
-			r.deltaFrom[i] = v.Field(f.index).Len()
+	deltaFrom := r.saving().deltaFrom
+	for i, f := range r.g.schema.fields {
+		if f.length != nil {
+			deltaFrom[i] = f.length(&r.state)
 		}
 	}
+	r.marked = true
 }
 
 // idSource makes checkpoint ids that sort as strings in creation order:

@@ -31,6 +31,10 @@ type Field[S any] struct {
 	ptr    func(*S) any
 	kind   reducerKind
 	reduce func(dst, src *S)
+	length func(*S) int // an append field's length
+	// tail returns a pointer to an append field's elements from index
+	// from on, for JSON.
+	tail func(s *S, from int) any
 }
 
 type reducerKind uint8
@@ -56,6 +60,11 @@ func Append[S, E any](field func(*S) *[]E) Field[S] {
 		reduce: func(dst, src *S) {
 			p := field(dst)
 			*p = append(*p, *field(src)...)
+		},
+		length: func(s *S) int { return len(*field(s)) },
+		tail: func(s *S, from int) any {
+			t := (*field(s))[from:]
+			return &t
 		},
 	}
 }
@@ -111,8 +120,12 @@ type field[S any] struct {
 	index  int // in the struct, for reflect
 	offset uintptr
 	size   uintptr
+	zero   []zeroTest // see zero.go
+	zeroOK bool       // else reflect decides whether the field is zero
 	kind   reducerKind
 	reduce func(dst, src *S) // nil for replace
+	length func(*S) int      // append fields only
+	tail   func(s *S, from int) any
 }
 
 // schema is what New learns about S by reflection, once; running a step
@@ -134,7 +147,9 @@ func newSchema[S any](decls []Field[S]) (*schema[S], error) {
 			continue
 		}
 		sc.byName[f.Name] = len(sc.fields)
-		sc.fields = append(sc.fields, field[S]{name: f.Name, index: i, offset: f.Offset, size: f.Type.Size()})
+		zero, ok := zeroTests(f.Type, f.Offset, t.Align())
+		sc.fields = append(sc.fields, field[S]{name: f.Name, index: i, offset: f.Offset, size: f.Type.Size(),
+			zero: zero, zeroOK: ok})
 	}
 	if len(sc.fields) > 64 {
 		return nil, fmt.Errorf("graph: state type %v has %d exported fields; at most 64 are supported", t, len(sc.fields))
@@ -161,18 +176,22 @@ func newSchema[S any](decls []Field[S]) (*schema[S], error) {
 			errs = append(errs, fmt.Errorf("graph: field %s has two reducers (%s and %s); declare it once", f.name, f.kind, d.kind))
 			continue
 		}
-		f.kind, f.reduce = d.kind, d.reduce
+		f.kind, f.reduce, f.length, f.tail = d.kind, d.reduce, d.length, d.tail
 	}
 	return sc, errors.Join(errs...)
 }
 
-// setFields returns the fields of u that hold a non-zero value: the fields
-// a node's update sets.
+// setFields returns the fields of u that hold a non-zero value (as
+// reflect.Value.IsZero defines it): the fields a node's update sets.
 func (sc *schema[S]) setFields(u *S) fieldMask {
-	v := reflect.ValueOf(u).Elem()
+	p := unsafe.Pointer(u)
 	var m fieldMask
-	for i, f := range sc.fields {
-		if !v.Field(f.index).IsZero() {
+	for i := range sc.fields {
+		f := &sc.fields[i]
+		if f.zeroOK && isZero(f.zero, p) {
+			continue
+		}
+		if f.zeroOK || !reflect.ValueOf(u).Elem().Field(f.index).IsZero() {
 			m |= 1 << uint(i)
 		}
 	}
@@ -271,11 +290,11 @@ func (sc *schema[S]) encodeField(s *S, i, from int) ([]byte, error) {
 }
 
 // fieldEncoder writes fields as JSON into one buffer, reused step after
-// step, with no allocation per field once warm.
+// step, with no allocation per field once warm but a delta's slice
+// header.
 type fieldEncoder[S any] struct {
-	buf     bytes.Buffer
-	enc     *json.Encoder
-	scratch []reflect.Value // per field: a *T holding a delta's elements
+	buf bytes.Buffer
+	enc *json.Encoder
 }
 
 // append writes the JSON of field i of s, or of its elements from index
@@ -284,20 +303,15 @@ func (e *fieldEncoder[S]) append(sc *schema[S], s *S, i, from int) error {
 	if e.enc == nil {
 		e.enc = json.NewEncoder(&e.buf)
 		e.enc.SetEscapeHTML(false)
-		e.scratch = make([]reflect.Value, len(sc.fields))
 	}
-	fv := reflect.ValueOf(s).Elem().Field(sc.fields[i].index)
-	// Encode through a pointer: boxing a pointer in an interface is free.
-	v := fv.Addr()
+	var v any
 	if from > 0 {
-		if !e.scratch[i].IsValid() {
-			e.scratch[i] = reflect.New(fv.Type())
-		}
-		v = e.scratch[i]
-		v.Elem().Set(fv.Slice(from, fv.Len()))
-		defer v.Elem().SetZero()
+		v = sc.fields[i].tail(s, from)
+	} else {
+		// Encode through a pointer: boxing a pointer in an interface is free.
+		v = reflect.ValueOf(s).Elem().Field(sc.fields[i].index).Addr().Interface()
 	}
-	if err := e.enc.Encode(v.Interface()); err != nil {
+	if err := e.enc.Encode(v); err != nil {
 		return fmt.Errorf("graph: encode field %s: %w", sc.fields[i].name, err)
 	}
 	e.buf.Truncate(e.buf.Len() - 1) // Encode's newline

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -46,6 +45,7 @@ type task[S any] struct {
 	set      fieldMask
 	ovr      *S // Command.Overwrite's result, when the node gave one
 	ovrMask  fieldMask
+	clipped  bool // input's slices were clipped: it is not r.state's bytes
 	gotos    []string
 	sends    []Send[S]
 	err      error
@@ -135,6 +135,7 @@ func (r *run[S]) superstep() error {
 		}
 		if parallel {
 			r.g.schema.clipSlices(&t.input)
+			t.clipped = true
 		}
 	}
 	// A lone task runs here; its events reach the consumer directly, under
@@ -161,17 +162,18 @@ func (r *run[S]) superstep() error {
 	if err != nil {
 		return err
 	}
+	after := r.interruptsAfter(tasks)
+	// plan hands the finished tasks on to the next step.
 	next, err := r.plan(tasks)
 	if err != nil {
 		return err
 	}
-	cerr := r.commit(SourceLoop, changed, next, tasks)
-	r.free = append(r.free, tasks...)
+	cerr := r.commit(SourceLoop, changed, next, after)
 	r.spare = tasks[:0]
 	if cerr != nil && !errors.Is(cerr, ErrInterrupted) {
 		return cerr
 	}
-	if err := r.deliver(Event[S]{Mode: ModeValues, Namespace: r.ns, Step: r.step, State: r.state}); err != nil {
+	if err := r.deliverValues(); err != nil {
 		return err
 	}
 	return cerr
@@ -227,7 +229,8 @@ func (r *run[S]) runSpawned(tasks []*task[S]) {
 			r.debugEnd(t)
 			r.keep(t)
 		case rl := <-r.events:
-			_ = r.deliver(rl.event())
+			ev := rl.event()
+			_ = r.deliver(&ev)
 		}
 	}
 }
@@ -253,7 +256,8 @@ func (r *run[S]) drainEvents() {
 	for {
 		select {
 		case rl := <-r.events:
-			_ = r.deliver(rl.event())
+			ev := rl.event()
+			_ = r.deliver(&ev)
 		default:
 			return
 		}
@@ -290,7 +294,7 @@ func (r *run[S]) work(t *task[S]) {
 func (r *run[S]) debugStart(t *task[S]) {
 	if r.modes&ModeDebug != 0 {
 		t.started = time.Now()
-		_ = r.deliver(Event[S]{Mode: ModeDebug, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, Data: DebugEvent{Kind: DebugTaskStart, TaskID: t.id}})
+		_ = r.deliver(&Event[S]{Mode: ModeDebug, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, Data: DebugEvent{Kind: DebugTaskStart, TaskID: t.id}})
 	}
 }
 
@@ -300,7 +304,7 @@ func (r *run[S]) debugEnd(t *task[S]) {
 		if t.err != nil {
 			d.Err = t.err.Error()
 		}
-		_ = r.deliver(Event[S]{Mode: ModeDebug, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, Data: d})
+		_ = r.deliver(&Event[S]{Mode: ModeDebug, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, Data: d})
 	}
 }
 
@@ -325,11 +329,24 @@ func (t *task[S]) runWithPolicies() {
 
 // applyOverwrite runs a Command's Overwrite on a copy of the task's input
 // and records which fields it changed.
+//
+// The input is not needed once the node has returned, so when it is a
+// byte-for-byte copy of the run's state — neither a Send's input nor
+// clipped for a parallel step — Overwrite runs on the input itself and is
+// compared with the state, which stays as it was until the step merges:
+// that saves a copy of the state on the heap.
 func (t *task[S]) applyOverwrite(fn func(*S)) {
+	sc := t.r.g.schema
+	if !t.hasInput && !t.clipped {
+		fn(&t.input)
+		t.ovr = &t.input
+		t.ovrMask = sc.changed(&t.r.state, t.ovr)
+		return
+	}
 	ovr := t.input
 	fn(&ovr)
 	t.ovr = &ovr
-	t.ovrMask = t.r.g.schema.changed(&t.input, t.ovr)
+	t.ovrMask = sc.changed(&t.input, t.ovr)
 }
 
 // adoptInterrupts makes a subgraph's pause inside this node the task's
@@ -530,7 +547,7 @@ func (r *run[S]) merge(tasks []*task[S]) (fieldMask, error) {
 			if t.ovr != nil {
 				sc.overwrite(&u, t.ovr, t.ovrMask)
 			}
-			if err := r.deliver(Event[S]{Mode: ModeUpdates, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, State: u}); err != nil {
+			if err := r.deliver(&Event[S]{Mode: ModeUpdates, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, State: u}); err != nil {
 				return 0, err
 			}
 		}
@@ -540,7 +557,8 @@ func (r *run[S]) merge(tasks []*task[S]) (fieldMask, error) {
 
 // plan returns the tasks of the next step: nodes triggered by the edges,
 // routers, joins and Gotos of the finished tasks, once each, then Send
-// tasks, all in node-name order.
+// tasks, all in node-name order. The finished tasks are free for reuse
+// once it returns: some of them may be the next step's.
 func (r *run[S]) plan(done []*task[S]) ([]*task[S], error) {
 	clear(r.triggered)
 	r.pushes = r.pushes[:0]
@@ -568,6 +586,10 @@ func (r *run[S]) plan(done []*task[S]) ([]*task[S], error) {
 			}
 		}
 	}
+	// Nothing reads the finished tasks from here on, so the tasks of a
+	// step can be those of the last: a run of single-task steps uses one
+	// task in all.
+	r.free = append(r.free, done...)
 	n := 0
 	for _, on := range r.triggered {
 		if on {
@@ -687,17 +709,18 @@ func (t *task[S]) emit(mode Mode, data any) error {
 	if r.modes&mode == 0 {
 		return nil
 	}
-	return t.send(Event[S]{Mode: mode, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, Data: data})
+	return t.send(&Event[S]{Mode: mode, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, Data: data})
 }
 
-func (t *task[S]) send(ev Event[S]) error {
+func (t *task[S]) send(ev *Event[S]) error {
 	if !t.spawned {
 		return t.r.deliver(ev)
 	}
 	rl := relay[S]{mode: ev.Mode, ns: ev.Namespace, node: ev.Node, step: ev.Step, data: ev.Data}
 	if ev.Mode&(ModeValues|ModeUpdates) != 0 {
-		// A copy, not &ev.State: taking ev's address would move every
-		// event to the heap, custom ones too.
+		// A copy, not &ev.State: the event is the caller's, and keeping a
+		// pointer into it would move every event to the heap, custom ones
+		// too.
 		st := ev.State
 		rl.state = &st
 	}
@@ -766,10 +789,10 @@ func (t *task[S]) childLink() *parentLink {
 
 func (t *task[S]) forwardChild(fe foreignEvent) error {
 	if ev, ok := fe.(Event[S]); ok {
-		return t.send(ev)
+		return t.send(&ev)
 	}
 	mode, ns, node, step, data := fe.parts()
-	return t.send(Event[S]{Mode: mode, Namespace: ns, Node: node, Step: step, Data: data})
+	return t.send(&Event[S]{Mode: mode, Namespace: ns, Node: node, Step: step, Data: data})
 }
 
 // finishedWrites encodes what a task that finished or paused leaves for
@@ -958,5 +981,3 @@ func (c *Compiled[S]) decodeState(saved *Saved) (S, error) {
 	}
 	return s, nil
 }
-
-func reflectState[S any](s *S) reflect.Value { return reflect.ValueOf(s).Elem() }

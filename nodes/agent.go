@@ -27,6 +27,10 @@ type Agent struct {
 	opts   Options
 	log    *slog.Logger
 	graph  *graph.Compiled[ChatState]
+	// decideTools and assessTools are the catalog's tools with decide and
+	// assess added, for the supervisor and reflect.
+	decideTools, assessTools toolsWith
+	sources                  sourceCache // tool name → source, for tool.start
 }
 
 // New builds an agent over a model registry, a tool provider and a
@@ -298,8 +302,13 @@ func (a *Agent) runGraph(ctx context.Context, yield func(Event, error) bool, inp
 		}
 		switch ev.Mode {
 		case graph.ModeCustom:
-			e, ok := ev.Data.(Event)
-			if !ok {
+			var e Event
+			switch d := ev.Data.(type) {
+			case Payload: // what emit sends
+				e = newEvent(d)
+			case Event:
+				e = d
+			default:
 				continue
 			}
 			if d, ok := e.Data.(*ResponseDone); ok {

@@ -64,13 +64,16 @@ func jsonObject(text string) ([]byte, bool) {
 	return nil, false
 }
 
+// actionSeparators turns "call tool" and "call-tool" into "call_tool".
+var actionSeparators = strings.NewReplacer(" ", "_", "-", "_")
+
 // decodeDecision parses and checks a decision object.
 func decodeDecision(raw []byte) (Decision, error) {
 	var d Decision
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return Decision{}, fmt.Errorf("not a decision object: %w", err)
 	}
-	d.Action = Action(strings.ToUpper(strings.NewReplacer(" ", "_", "-", "_").Replace(strings.TrimSpace(string(d.Action)))))
+	d.Action = Action(strings.ToUpper(actionSeparators.Replace(strings.TrimSpace(string(d.Action)))))
 	for i := range d.ToolCalls {
 		d.ToolCalls[i].Args = normalizeArgs(d.ToolCalls[i].Args)
 	}

@@ -78,8 +78,12 @@ func (e Event) MarshalJSON() ([]byte, error) {
 // emit sends a payload to the run's stream. It fails only when the run is
 // over, which the node learns from its context soon enough, so callers
 // may ignore the error.
+//
+// The payload goes as it is (a pointer, which an interface holds without
+// allocating) and runGraph wraps it in its Event; an Event would be boxed
+// on every emit.
 func emit(ctx context.Context, p Payload) error {
-	return graph.Emit(ctx, newEvent(p))
+	return graph.Emit(ctx, p)
 }
 
 // NodeStart is node.start.

@@ -33,13 +33,14 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 		steps[i].Args = calls[i].Args
 	}
 
-	x := &execution{a: a, s: &s, steps: steps, rejected: rejected, edited: map[string]bool{}}
+	x := &execution{a: a, conversationID: s.Input.ConversationID, userID: s.Input.UserID, iteration: s.Iteration,
+		steps: steps, rejected: rejected, edited: map[string]bool{}}
 	for _, r := range records {
 		if r.Decision == DecisionEdit {
 			x.edited[r.ToolCallID] = true
 		}
 	}
-	x.sources = toolSources(a.tools.Catalog().Tools)
+	x.sources = a.sources.sources(a.tools.Catalog().Tools)
 	// Operators that need a model get the run's; when it cannot be had,
 	// nil lets the operator registry use its default.
 	x.model, _ = a.models.Model(ctx, s.Input.Model)
@@ -92,16 +93,20 @@ func plannedSteps(d Decision) []WorkflowStep {
 // execution is one execute_tool run: its steps and what they produced,
 // by step index.
 type execution struct {
-	a        *Agent
-	s        *ChatState
-	steps    []WorkflowStep
-	rejected map[string]string // tool call id → the text the model reads
-	edited   map[string]bool
-	sources  map[string]string
-	model    llms.Model
-	results  []ToolResult
-	chunks   [][]operators.DataChunk
-	direct   [][]DirectResponse
+	a *Agent
+	// What the calls need of the state: not the state itself, which would
+	// then have to live on the heap.
+	conversationID string
+	userID         string
+	iteration      int
+	steps          []WorkflowStep
+	rejected       map[string]string // tool call id → the text the model reads
+	edited         map[string]bool
+	sources        map[string]string
+	model          llms.Model
+	results        []ToolResult
+	chunks         [][]operators.DataChunk
+	direct         [][]DirectResponse
 }
 
 // run executes the steps in waves: every step whose dependencies are done
@@ -118,7 +123,12 @@ func (x *execution) run(ctx context.Context) {
 	for i, st := range x.steps {
 		index[st.ID] = i
 	}
-	sem := make(chan struct{}, x.a.opts.maxParallelTools())
+	var sem chan struct{} // made for the first wave of several calls
+	type pending struct {
+		i    int
+		args json.RawMessage
+	}
+	var calls []pending
 	for left := n; left > 0; {
 		var wave []int
 		for i, st := range x.steps {
@@ -145,7 +155,7 @@ func (x *execution) run(ctx context.Context) {
 			}
 			break
 		}
-		var wg sync.WaitGroup
+		calls = calls[:0]
 		for _, i := range wave {
 			if msg := x.blocked(i); msg != "" {
 				x.results[i] = x.skip(ctx, i, msg)
@@ -155,17 +165,28 @@ func (x *execution) run(ctx context.Context) {
 				x.results[i] = x.reject(ctx, i, text)
 				continue
 			}
-			args := x.fill(i)
-			wg.Go(func() {
-				select {
-				case sem <- struct{}{}:
-					defer func() { <-sem }()
-				case <-ctx.Done(): // the call fails at once with ctx's error
-				}
-				x.call(ctx, i, args)
-			})
+			calls = append(calls, pending{i, x.fill(i)})
 		}
-		wg.Wait()
+		if len(calls) == 1 {
+			// One call needs no goroutine, nor a slot.
+			x.call(ctx, calls[0].i, calls[0].args)
+		} else if len(calls) > 1 {
+			if sem == nil {
+				sem = make(chan struct{}, x.a.opts.maxParallelTools())
+			}
+			var wg sync.WaitGroup
+			for _, c := range calls {
+				wg.Go(func() {
+					select {
+					case sem <- struct{}{}:
+						defer func() { <-sem }()
+					case <-ctx.Done(): // the call fails at once with ctx's error
+					}
+					x.call(ctx, c.i, c.args)
+				})
+			}
+			wg.Wait()
+		}
 		for _, i := range wave {
 			done[i] = true
 			left--
@@ -233,14 +254,14 @@ func (x *execution) fill(i int) json.RawMessage {
 func (x *execution) call(ctx context.Context, i int, args json.RawMessage) {
 	st := x.steps[i]
 	_ = emit(ctx, &ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: x.sources[st.Tool], Args: args})
-	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.s.Input.ConversationID, toolCallID: st.ToolCallID}
+	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.conversationID, toolCallID: st.ToolCallID}
 	start := time.Now()
 	res := x.a.tools.Execute(ctx, st.Tool, args, operators.Call{
-		ToolCallID: st.ToolCallID, ConversationID: x.s.Input.ConversationID, UserID: x.s.Input.UserID,
+		ToolCallID: st.ToolCallID, ConversationID: x.conversationID, UserID: x.userID,
 		Messenger: m, Model: x.model,
 	})
 	dur := time.Since(start).Milliseconds()
-	r := ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: args, Iteration: x.s.Iteration, DurationMS: dur,
+	r := ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: args, Iteration: x.iteration, DurationMS: dur,
 		DirectResponse: res.DirectResponse}
 	if res.IsError() {
 		r.Status, r.Content = ToolError, res.Error
@@ -265,12 +286,12 @@ func (x *execution) skip(ctx context.Context, i int, why string) ToolResult {
 	st := x.steps[i]
 	text := "Not run: " + why + "."
 	_ = emit(ctx, &ToolErrorEvent{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: text})
-	return ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Status: ToolSkipped, Content: text, Iteration: x.s.Iteration}
+	return ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Status: ToolSkipped, Content: text, Iteration: x.iteration}
 }
 
 // reject records a call the user rejected.
 func (x *execution) reject(ctx context.Context, i int, text string) ToolResult {
 	st := x.steps[i]
 	_ = emit(ctx, &ToolErrorEvent{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: text})
-	return ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Status: ToolRejected, Content: text, Iteration: x.s.Iteration}
+	return ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Status: ToolRejected, Content: text, Iteration: x.iteration}
 }

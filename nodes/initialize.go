@@ -58,9 +58,12 @@ func (a *Agent) loadContext(nodeCtx context.Context, s *ChatState) (string, []Da
 	defer cancel()
 	stop := context.AfterFunc(nodeCtx, cancel)
 	defer stop()
+	// The loaders' goroutines capture what they need of s, never s: it
+	// would then have to live on the heap.
+	conversationID := s.Input.ConversationID
 	logFail := func(what string, err error) {
 		a.log.LogAttrs(ctx, slog.LevelWarn, "initialize: "+what+" unavailable",
-			slog.String("conversation_id", s.Input.ConversationID), slog.Any("error", err))
+			slog.String("conversation_id", conversationID), slog.Any("error", err))
 	}
 	cogc := make(chan string, 1)
 	docc := make(chan []DataSummary, 1)

@@ -73,15 +73,12 @@ func (a *Agent) systemPrompt() string {
 	return DefaultSystemPrompt
 }
 
-// withSummary adds the rolling summary and the node's instructions to the
+// system adds the rolling summary and the node's instructions to the
 // system prompt.
 func (a *Agent) system(s *ChatState, instructions string) string {
 	var b strings.Builder
-	b.WriteString(a.systemPrompt())
-	if s.Summary != "" {
-		b.WriteString("\n\n## Earlier in this conversation (summary)\n")
-		b.WriteString(s.Summary)
-	}
+	b.Grow(a.systemLen(s) + 2 + len(instructions))
+	a.writeSystem(&b, s)
 	if instructions != "" {
 		b.WriteString("\n\n")
 		b.WriteString(instructions)
@@ -89,18 +86,62 @@ func (a *Agent) system(s *ChatState, instructions string) string {
 	return b.String()
 }
 
+// summaryHeading introduces the rolling summary in the system prompt.
+const summaryHeading = "\n\n## Earlier in this conversation (summary)\n"
+
+// writeSystem writes the system prompt and the rolling summary.
+func (a *Agent) writeSystem(b *strings.Builder, s *ChatState) {
+	b.WriteString(a.systemPrompt())
+	if s.Summary != "" {
+		b.WriteString(summaryHeading)
+		b.WriteString(s.Summary)
+	}
+}
+
+// systemLen is the length writeSystem writes.
+func (a *Agent) systemLen(s *ChatState) int {
+	n := len(a.systemPrompt())
+	if s.Summary != "" {
+		n += len(summaryHeading) + len(s.Summary)
+	}
+	return n
+}
+
+// supervisorSystem is system(s, supervisorInstructions(s, iteration,
+// tools)), written into one buffer sized up front: the supervisor's prompt
+// is the longest the agent writes, and it writes one per decision.
+func (a *Agent) supervisorSystem(s *ChatState, iteration int, tools string) string {
+	var b strings.Builder
+	size := a.systemLen(s) + 2 + len(supervisorTask) + len(tools) + len(s.Cognitive) + len(s.TaskContext) + 200 + 64*len(s.Actions)
+	for _, d := range s.DataSummaries {
+		size += len(d.DocumentID) + len(d.Title) + len(d.Summary) + 8
+	}
+	b.Grow(size)
+	a.writeSystem(&b, s)
+	b.WriteString("\n\n")
+	a.writeSupervisorInstructions(&b, s, iteration, tools)
+	return b.String()
+}
+
 // supervisorInstructions tell the supervisor what it may do and what it
 // knows so far.
 func (a *Agent) supervisorInstructions(s *ChatState, iteration int, tools string) string {
 	var b strings.Builder
-	b.WriteString("## Your task: decide the next step\n")
-	b.WriteString("Decide what to do about the user's latest message. Either call the tools you need directly, " +
-		"or call `decide` once with one action:\n" +
-		"- ANSWER: the conversation and the tool results so far are enough to answer.\n" +
-		"- CALL_TOOL: call one or more tools (they run in parallel).\n" +
-		"- CREATE_WORKFLOW: several tool steps where some need the results of others.\n" +
-		"- CLARIFY: the request is too ambiguous to act on; ask one short question.\n" +
-		"If you cannot call tools, reply with only a JSON object of the same fields as `decide`'s arguments.\n")
+	a.writeSupervisorInstructions(&b, s, iteration, tools)
+	return b.String()
+}
+
+const supervisorTask = "## Your task: decide the next step\n" +
+	"Decide what to do about the user's latest message. Either call the tools you need directly, " +
+	"or call `decide` once with one action:\n" +
+	"- ANSWER: the conversation and the tool results so far are enough to answer.\n" +
+	"- CALL_TOOL: call one or more tools (they run in parallel).\n" +
+	"- CREATE_WORKFLOW: several tool steps where some need the results of others.\n" +
+	"- CLARIFY: the request is too ambiguous to act on; ask one short question.\n" +
+	"If you cannot call tools, reply with only a JSON object of the same fields as `decide`'s arguments.\n"
+
+func (a *Agent) writeSupervisorInstructions(b *strings.Builder, s *ChatState, iteration int, tools string) {
+	b.WriteString(supervisorTask)
 	if tools != "" {
 		b.WriteString("\n## Tools\n")
 		b.WriteString(tools)
@@ -108,9 +149,9 @@ func (a *Agent) supervisorInstructions(s *ChatState, iteration int, tools string
 	if len(s.DataSummaries) > 0 {
 		b.WriteString("\n## Documents in this conversation (load them before searching elsewhere)\n")
 		for _, d := range s.DataSummaries {
-			fmt.Fprintf(&b, "- %s", d.DocumentID)
+			b.WriteString("- " + d.DocumentID)
 			if d.Title != "" {
-				fmt.Fprintf(&b, " (%s)", d.Title)
+				b.WriteString(" (" + d.Title + ")")
 			}
 			b.WriteString(": ")
 			b.WriteString(d.Summary)
@@ -122,20 +163,27 @@ func (a *Agent) supervisorInstructions(s *ChatState, iteration int, tools string
 		b.WriteString(s.Cognitive)
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "\n## Progress\nThis is step %d of at most %d for this message.\n", iteration, a.opts.maxIterations())
+	b.WriteString("\n## Progress\nThis is step ")
+	b.WriteString(strconv.Itoa(iteration))
+	b.WriteString(" of at most ")
+	b.WriteString(strconv.Itoa(a.opts.maxIterations()))
+	b.WriteString(" for this message.\n")
 	for _, act := range s.Actions {
-		fmt.Fprintf(&b, "- step %d: %s", act.Iteration, act.Action)
+		b.WriteString("- step ")
+		b.WriteString(strconv.Itoa(act.Iteration))
+		b.WriteString(": ")
+		b.WriteString(string(act.Action))
 		if len(act.Tools) > 0 {
 			b.WriteString(" " + strings.Join(act.Tools, ", "))
 		}
 		b.WriteByte('\n')
 	}
 	if s.Rejections > 0 {
-		fmt.Fprintf(&b, "The user has rejected %d proposed tool call(s) this turn; after %d rejections you must stop proposing.\n",
+		fmt.Fprintf(b, "The user has rejected %d proposed tool call(s) this turn; after %d rejections you must stop proposing.\n",
 			s.Rejections, a.opts.maxRevisions())
 		for _, r := range s.Approvals {
 			if r.Decision == DecisionReject {
-				fmt.Fprintf(&b, "- rejected %s %s: %s\n", r.Tool, string(argsOrEmpty(r.Args)), r.Reason)
+				fmt.Fprintf(b, "- rejected %s %s: %s\n", r.Tool, string(argsOrEmpty(r.Args)), r.Reason)
 			}
 		}
 	}
@@ -144,7 +192,6 @@ func (a *Agent) supervisorInstructions(s *ChatState, iteration int, tools string
 		b.WriteString(s.TaskContext)
 		b.WriteByte('\n')
 	}
-	return b.String()
 }
 
 // repairPrompt shows the model why its decision did not parse.

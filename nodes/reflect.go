@@ -44,7 +44,7 @@ func (a *Agent) reflect(ctx context.Context, s ChatState) (ChatState, error) {
 	defs := a.tools.Catalog().LLMTools
 	msgs := toLLM(a.system(&s, reflectInstructions), a.opts.Window.view(&s))
 	resp, err := model.GenerateContent(ctx, msgs,
-		llms.WithTools(withTool(defs, assessTool)),
+		llms.WithTools(a.assessTools.with(defs, assessTool)),
 		llms.WithToolChoice(llms.ToolChoice{Type: "function", Function: &llms.FunctionReference{Name: assessToolName}}))
 	var usage llm.TokenUsage
 	var ref Reflection

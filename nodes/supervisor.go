@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -27,8 +28,8 @@ func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) 
 	}
 	cat := a.tools.Catalog()
 	summaries, defs := cat.Summaries, cat.LLMTools
-	msgs := toLLM(a.system(&s, a.supervisorInstructions(&s, iteration, summaries)), a.opts.Window.view(&s))
-	opts := []llms.CallOption{llms.WithTools(withTool(defs, decideTool))}
+	msgs := toLLM(a.supervisorSystem(&s, iteration, summaries), a.opts.Window.view(&s))
+	opts := []llms.CallOption{llms.WithTools(a.decideTools.with(defs, decideTool))}
 	resp, err := model.GenerateContent(ctx, msgs, opts...)
 	if err != nil {
 		return ChatState{}, fmt.Errorf("nodes: supervisor: %w", err)
@@ -109,6 +110,35 @@ func withTool(defs []llms.Tool, t llms.Tool) []llms.Tool {
 	copy(out, defs)
 	out[len(defs)] = t
 	return out
+}
+
+// toolsWith keeps withTool's result for the catalog it was made from, so
+// that a node calling it with the same catalog every time (the provider
+// caches it until the tools change) builds the list once. Like the
+// catalog, the list is shared and never modified.
+type toolsWith struct {
+	last atomic.Pointer[toolsWithEntry]
+}
+
+type toolsWithEntry struct {
+	defs []llms.Tool // the catalog's list; holding it keeps its array from reuse
+	out  []llms.Tool
+}
+
+// with returns withTool(defs, t), t being the same tool on every call.
+func (c *toolsWith) with(defs []llms.Tool, t llms.Tool) []llms.Tool {
+	if e := c.last.Load(); e != nil && sameList(e.defs, defs) {
+		return e.out
+	}
+	out := withTool(defs, t)
+	c.last.Store(&toolsWithEntry{defs: defs, out: out})
+	return out
+}
+
+// sameList reports whether a and b are the same list: the same array and
+// length. A catalog's list is never modified, so that is equality.
+func sameList(a, b []llms.Tool) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 func nonNil[T any](s []T) []T {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tmc/langchaingo/llms"
@@ -73,6 +74,9 @@ type OperatorRegistry struct {
 
 	mu  sync.RWMutex
 	ops map[string]operatorEntry
+	// gen counts changes, so a Provider's cached Catalog knows when it is
+	// stale.
+	gen atomic.Uint64
 }
 
 type operatorEntry struct {
@@ -109,6 +113,7 @@ func (r *OperatorRegistry) Register(name string, f OperatorFactory) error {
 		return fmt.Errorf("%w: operator %s", ErrDuplicateTool, name)
 	}
 	r.ops[name] = operatorEntry{factory: f, info: OperatorInfo{Spec: spec, Kind: op.Kind()}, v: v}
+	r.gen.Add(1)
 	return nil
 }
 
@@ -117,6 +122,14 @@ func (r *OperatorRegistry) MustRegister(name string, f OperatorFactory) {
 	if err := r.Register(name, f); err != nil {
 		panic(err)
 	}
+}
+
+// generation changes whenever the registry does; 0 for a nil registry.
+func (r *OperatorRegistry) generation() uint64 {
+	if r == nil {
+		return 0
+	}
+	return r.gen.Load()
 }
 
 func (r *OperatorRegistry) lookup(name string) (operatorEntry, bool) {

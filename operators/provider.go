@@ -98,6 +98,12 @@ type Provider struct {
 	plain   map[string]int // plain remote tool name → number of sources offering it
 
 	schemaMaps sync.Map // *jsonschema.Schema → map[string]any, see schemaMap
+
+	// gen counts every change to what Tools lists that is not a registry's
+	// own (sources added, removed or re-listed, breakers changing state);
+	// catalog is the Catalog built at a generation, see Catalog.
+	gen     atomic.Uint64
+	catalog atomic.Pointer[cachedCatalog]
 }
 
 type remote struct {
@@ -152,6 +158,7 @@ func (p *Provider) AddSource(ctx context.Context, src Source) error {
 	}
 	p.remotes[name] = r
 	p.mu.Unlock()
+	p.gen.Add(1)
 	return p.refresh(ctx, r)
 }
 
@@ -164,10 +171,14 @@ func (p *Provider) RemoveSource(name string) bool {
 	}
 	delete(p.remotes, name)
 	p.reindexLocked()
+	p.gen.Add(1)
 	return true
 }
 
 func (p *Provider) breakerChanged(source string, state BreakerState) {
+	// The breaker has changed state already (failsafe-go calls listeners
+	// after the transition), so a Catalog built from now on sees it.
+	p.gen.Add(1)
 	p.log.LogAttrs(context.Background(), slog.LevelWarn, "tool source breaker changed",
 		slog.String("source", source), slog.String("state", string(state)))
 	if p.cfg.OnBreakerChange != nil {
@@ -204,6 +215,7 @@ func (p *Provider) refresh(ctx context.Context, r *remote) error {
 		r.mu.Lock()
 		r.listErr = err
 		r.mu.Unlock()
+		p.gen.Add(1)
 		return err
 	}
 	tools := make(map[string]remoteTool, len(specs))
@@ -221,6 +233,7 @@ func (p *Provider) refresh(ctx context.Context, r *remote) error {
 	p.mu.Lock()
 	p.reindexLocked()
 	p.mu.Unlock()
+	p.gen.Add(1)
 	return nil
 }
 

@@ -16,8 +16,14 @@ import (
 // operators, then each remote source's tools (sources and tools sorted by
 // name). A remote tool is unavailable while its source's breaker is open or
 // its last listing failed. Tools does no I/O (remote listings are cached
-// by AddSource and Refresh), so it takes no context.
+// by AddSource and Refresh), so it takes no context. The slice is the
+// caller's; it is nil when there are no tools.
 func (p *Provider) Tools() []ToolInfo {
+	return slices.Clone(p.Catalog().Tools) // nil stays nil
+}
+
+// listTools builds what Tools returns.
+func (p *Provider) listTools() []ToolInfo {
 	var out []ToolInfo
 	add := func(name string, kind SourceKind, server string, spec Spec, available bool, names ...string) {
 		schema := spec.InputSchema
@@ -65,7 +71,8 @@ func (p *Provider) shadowed(name string) bool {
 }
 
 // Catalog is one consistent view of the tools, in the forms the agent
-// needs on every model call. Callers must not modify it.
+// needs on every model call. Callers must not modify it: it is shared by
+// every caller until the tools change.
 type Catalog struct {
 	// Tools is the listing of Tools, unavailable tools included.
 	Tools []ToolInfo
@@ -80,9 +87,43 @@ type Catalog struct {
 // Catalog lists the tools once and derives the prompt summaries and the
 // langchaingo definitions from that listing. Each schema is converted to
 // the map form langchaingo wants once, then reused.
+//
+// The catalog is built once and kept until something it depends on
+// changes: a tool registered in the local or operator registry, a remote
+// source added, removed or re-listed (successfully or not), or a source's
+// breaker changing state. Each of those bumps a generation counter, read
+// before the catalog is built, so a cached catalog is never older than
+// the newest change a caller could have seen.
 func (p *Provider) Catalog() Catalog {
-	tools := p.Tools()
-	c := Catalog{Tools: tools, LLMTools: make([]llms.Tool, 0, len(tools))}
+	key := p.catalogKey()
+	if c := p.catalog.Load(); c != nil && c.key == key {
+		return c.c
+	}
+	c := p.buildCatalog()
+	// A slower builder may store an older catalog over a newer one; its key
+	// then no longer matches and the next call builds again.
+	p.catalog.Store(&cachedCatalog{key: key, c: c})
+	return c
+}
+
+// cachedCatalog is a Catalog and the generations it was built at.
+type cachedCatalog struct {
+	key catalogKey
+	c   Catalog
+}
+
+type catalogKey struct{ provider, local, operators uint64 }
+
+// catalogKey reads the generations a catalog depends on. It is read before
+// the listing, and every change bumps its counter after it is made, so a
+// catalog tagged with a key reflects at least every change counted in it.
+func (p *Provider) catalogKey() catalogKey {
+	return catalogKey{p.gen.Load(), p.cfg.Local.generation(), p.cfg.Operators.generation()}
+}
+
+func (p *Provider) buildCatalog() Catalog {
+	tools := p.listTools()
+	c := Catalog{Tools: slices.Clip(tools), LLMTools: make([]llms.Tool, 0, len(tools))}
 	var b strings.Builder
 	for _, t := range tools {
 		if !t.Available {
@@ -105,15 +146,18 @@ func (p *Provider) Catalog() Catalog {
 		}})
 	}
 	c.Summaries = b.String()
+	// Clipped, so a caller's append never writes into the shared array.
+	c.LLMTools = slices.Clip(c.LLMTools)
 	return c
 }
 
 // Summaries returns Catalog().Summaries.
 func (p *Provider) Summaries() string { return p.Catalog().Summaries }
 
-// LLMTools returns Catalog().LLMTools: the available tools as langchaingo
-// definitions (Parameters as map[string]any, which every provider accepts).
-func (p *Provider) LLMTools() []llms.Tool { return p.Catalog().LLMTools }
+// LLMTools returns a copy of Catalog().LLMTools: the available tools as
+// langchaingo definitions (Parameters as map[string]any, which every
+// provider accepts, shared and not to be modified).
+func (p *Provider) LLMTools() []llms.Tool { return slices.Clone(p.Catalog().LLMTools) }
 
 // schemaMap converts a schema to the map langchaingo's providers accept,
 // once per schema: specs are immutable after registration.

@@ -247,3 +247,68 @@ func TestToolsListingJSONMatchesAPI(t *testing.T) {
 		}
 	}
 }
+
+// The catalog is cached; every change to what it lists must show at once.
+func TestCatalogFollowsChanges(t *testing.T) {
+	local := operators.NewRegistry()
+	local.MustAdd(echoTool())
+	ops := operators.NewOperatorRegistry(nil)
+	p := newTestProvider(t, operators.ProviderConfig{Local: local, Operators: ops})
+	names := func() string {
+		var out []string
+		for _, ti := range p.Catalog().Tools {
+			if ti.Available {
+				out = append(out, ti.Name)
+			}
+		}
+		if len(p.Catalog().LLMTools) != len(out) {
+			t.Errorf("catalog: %d definitions for %d available tools", len(p.Catalog().LLMTools), len(out))
+		}
+		return strings.Join(out, " ")
+	}
+	check := func(step, want string) {
+		t.Helper()
+		if got := names(); got != want {
+			t.Errorf("after %s: available tools %q, want %q", step, got, want)
+		}
+	}
+	check("start", "echo")
+	check("a second look (cached)", "echo")
+
+	local.MustAdd(operators.NewTool("shout", "Shouts.", func(_ context.Context, _ operators.Call, in echoIn) (operators.Result, error) {
+		return operators.TextResult(strings.ToUpper(in.Text)), nil
+	}))
+	check("Registry.Add", "echo shout")
+
+	if err := operators.RegisterBuiltinOperators(ops); err != nil {
+		t.Fatal(err)
+	}
+	check("OperatorRegistry.Register", "echo shout coder query_rewriter")
+
+	src := &fakeSource{name: "srv", specs: []operators.Spec{querySpec("search")}}
+	if err := p.AddSource(t.Context(), src); err != nil {
+		t.Fatal(err)
+	}
+	check("AddSource", "echo shout coder query_rewriter search")
+
+	src.listErr = errors.New("down")
+	if err := p.Refresh(t.Context()); err == nil {
+		t.Fatal("Refresh of a failing source succeeded")
+	}
+	check("a failed Refresh", "echo shout coder query_rewriter")
+
+	src.listErr = nil
+	src.specs = append(src.specs, querySpec("fetch"))
+	if err := p.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	check("a good Refresh", "echo shout coder query_rewriter fetch search")
+
+	p.RemoveSource("srv")
+	check("RemoveSource", "echo shout coder query_rewriter")
+
+	// Tools hands out its own slice: changing it leaves the catalog alone.
+	tools := p.Tools()
+	tools[0].Name = "changed"
+	check("changing Tools' result", "echo shout coder query_rewriter")
+}

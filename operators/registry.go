@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Registry holds local tools: in-process, zero-latency, no resilience
@@ -13,6 +14,9 @@ import (
 type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]localTool
+	// gen counts changes, so a Provider's cached Catalog knows when it is
+	// stale.
+	gen atomic.Uint64
 }
 
 type localTool struct {
@@ -55,6 +59,7 @@ func (r *Registry) Add(tools ...Tool) error {
 	for _, e := range entries {
 		r.tools[e.spec.Name] = e
 	}
+	r.gen.Add(1)
 	return nil
 }
 
@@ -69,6 +74,14 @@ func (r *Registry) MustAdd(tools ...Tool) {
 func (r *Registry) Get(name string) (Tool, bool) {
 	e, ok := r.lookup(name)
 	return e.tool, ok
+}
+
+// generation changes whenever the registry does; 0 for a nil registry.
+func (r *Registry) generation() uint64 {
+	if r == nil {
+		return 0
+	}
+	return r.gen.Load()
 }
 
 func (r *Registry) lookup(name string) (localTool, bool) {

@@ -3,10 +3,12 @@ package memory
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/trellis-ai/trellis/graph"
 )
@@ -17,56 +19,210 @@ var _ graph.Checkpointer = (*Saver)(nil)
 // call New. It is safe for concurrent use.
 type Saver struct {
 	mu      sync.RWMutex
-	threads map[string]map[string]*namespace // thread id → namespace → data
+	threads map[string]*thread
+	// recent is the namespace Put wrote last: a run puts a checkpoint
+	// after every step into the same one, and with many threads the two
+	// map lookups that find it cost more than the rest of Put's
+	// bookkeeping. Written with mu held for writing; DeleteThread clears
+	// it.
+	recent *namespace
+	own    []graph.Blob // Put's scratch, under mu
+	buf    []byte       // pack's scratch, under mu
+}
+
+// thread holds a thread's namespaces: the root one, which every thread has,
+// and those of subgraphs.
+type thread struct {
+	root *namespace
+	subs map[string]*namespace // by name; nil until a subgraph checkpoints
 }
 
 // namespace holds one thread namespace. Blobs are shared by all of its
 // checkpoints, as in the SQL backends, so an unchanged field costs nothing.
+//
+// A blob whose version is the id of the checkpoint it came with — every
+// blob the engine writes — is kept in that checkpoint's entry and found
+// by the same binary search as the checkpoint: a map of every blob cost
+// more, growing with each Put, than the rest of Put together. Other blobs
+// are kept in loose. A version is stored once, in one of the two places:
+// whichever is put first wins.
 type namespace struct {
-	checkpoints []*entry // sorted by checkpoint id, which is creation order
-	blobs       map[blobKey]graph.Blob
+	thread, name string
+	checkpoints  []*entry // sorted by checkpoint id, which is creation order
+	loose        map[blobKey]storedBlob
 }
 
 type blobKey struct{ field, version string }
 
-type entry struct {
-	cp graph.Checkpoint // with Versions nil: they live in versions
-	// versions holds cp.Versions as pairs: copying a map on every Put cost
-	// more than the rest of Put together.
-	versions []fieldVersion
-	writes   []graph.Write // sorted by task id, then index
+// storedBlob is a blob as the saver keeps it; its strings may share the
+// memory of an entry's packed string.
+type storedBlob struct {
+	field, version, base, data string
+	delta                      bool
 }
 
-type fieldVersion struct{ field, version string }
+// entry is a stored checkpoint. Its field versions, its own blobs (those
+// whose version is its id) and its planned tasks are packed into one
+// string, see pack: stored as slices of pairs, of graph.Blob and of
+// graph.TaskSpec, they held most of the pointers the garbage collector
+// had to follow through every checkpoint a process keeps, and took four
+// allocations per Put instead of one.
+type entry struct {
+	id, parentID      string
+	source            graph.Source
+	step              int
+	created           time.Time
+	barriers          map[string][]string
+	interruptedAfter  []string
+	interruptedBefore bool
+	blobsAt           int32 // where the blobs start in packed
+	tasksAt           int32 // where the tasks start in packed
+	packed            string
+	writes            []graph.Write // sorted by task id, then index
+}
 
 func newEntry(cp graph.Checkpoint) *entry {
-	e := &entry{cp: cloneCheckpoint(cp)}
-	e.cp.Versions = nil
-	if len(cp.Versions) > 0 {
-		e.versions = make([]fieldVersion, 0, len(cp.Versions))
-		for f, v := range cp.Versions {
-			e.versions = append(e.versions, fieldVersion{f, v})
-		}
+	e := &entry{
+		id: cp.ID, parentID: cp.ParentID, step: cp.Step, source: cp.Source,
+		created:           cp.CreatedAt.UTC(), // as the SQL backends return it
+		interruptedBefore: cp.InterruptedBefore,
 	}
-	e.cp.CreatedAt = e.cp.CreatedAt.UTC() // as the SQL backends return it
+	// Empty collections become nil, as they do after the JSON round trip
+	// the SQL backends make, so every backend returns the same shape.
+	e.barriers = cloneBarriers(cp.Barriers)
+	e.interruptedAfter = cloneStrings(cp.InterruptedAfter)
 	return e
 }
 
-// checkpoint returns a deep copy of the stored checkpoint.
-func (e *entry) checkpoint() graph.Checkpoint {
-	cp := cloneCheckpoint(e.cp)
-	if len(e.versions) > 0 {
-		cp.Versions = make(map[string]string, len(e.versions))
-		for _, fv := range e.versions {
-			cp.Versions[fv.field] = fv.version
+// checkpoint returns a deep copy of the stored checkpoint of namespace ns.
+func (e *entry) checkpoint(ns *namespace) graph.Checkpoint {
+	cp := graph.Checkpoint{
+		ThreadID: ns.thread, Namespace: ns.name, ID: e.id, ParentID: e.parentID,
+		Step: e.step, Source: e.source, CreatedAt: e.created,
+		Barriers: cloneBarriers(e.barriers), InterruptedBefore: e.interruptedBefore,
+		InterruptedAfter: cloneStrings(e.interruptedAfter),
+	}
+	r := reader{s: e.packed, i: int(e.tasksAt)}
+	if n := r.count(); n > 0 {
+		cp.Tasks = make([]graph.TaskSpec, n)
+		for i := range cp.Tasks {
+			cp.Tasks[i] = graph.TaskSpec{ID: r.str(), Node: r.str()}
+			if in := r.str(); in != "" {
+				cp.Tasks[i].Input = []byte(in)
+			}
+		}
+	}
+	r = reader{s: e.packed}
+	if n := r.count(); n > 0 {
+		cp.Versions = make(map[string]string, n)
+		for range n {
+			field := r.str()
+			cp.Versions[field] = r.str()
 		}
 	}
 	return cp
 }
 
+// The packed form of an entry is
+//
+//	count { field version }            the versions, count pairs
+//	count { field base delta data }    the entry's own blobs
+//	count { id node input }            the planned tasks
+//
+// where a count is a uvarint, a string is its length as a uvarint and its
+// bytes, and delta is one byte, 0 or 1. Strings read back are substrings
+// of the packed one: no copies, and immutable as strings are.
+//
+// buf is scratch to pack into; pack returns it for reuse. It sets e's
+// packed form and where its sections start.
+func pack(e *entry, buf []byte, versions map[string]string, blobs []graph.Blob, tasks []graph.TaskSpec) []byte {
+	buf = binary.AppendUvarint(buf[:0], uint64(len(versions)))
+	for f, v := range versions {
+		buf = appendStr(appendStr(buf, f), v)
+	}
+	e.blobsAt = int32(len(buf))
+	buf = binary.AppendUvarint(buf, uint64(len(blobs)))
+	for _, b := range blobs {
+		buf = appendStr(appendStr(buf, b.Field), b.Base)
+		if b.Delta {
+			buf = append(buf, 1)
+		} else {
+			buf = append(buf, 0)
+		}
+		buf = binary.AppendUvarint(buf, uint64(len(b.Data)))
+		buf = append(buf, b.Data...)
+	}
+	e.tasksAt = int32(len(buf))
+	buf = binary.AppendUvarint(buf, uint64(len(tasks)))
+	for _, t := range tasks {
+		buf = appendStr(appendStr(buf, t.ID), t.Node)
+		buf = binary.AppendUvarint(buf, uint64(len(t.Input)))
+		buf = append(buf, t.Input...)
+	}
+	e.packed = string(buf)
+	return buf
+}
+
+func appendStr(buf []byte, s string) []byte {
+	return append(binary.AppendUvarint(buf, uint64(len(s))), s...)
+}
+
+// reader reads a packed entry; it trusts what pack wrote.
+type reader struct {
+	s string
+	i int
+}
+
+func (r *reader) count() int {
+	var n uint64
+	for shift := 0; ; shift += 7 {
+		c := r.s[r.i]
+		r.i++
+		n |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return int(n)
+		}
+	}
+}
+
+func (r *reader) str() string {
+	n := r.count()
+	s := r.s[r.i : r.i+n]
+	r.i += n
+	return s
+}
+
+// blobs calls fn with each of the entry's own blobs until it returns
+// false.
+func (e *entry) blobs(fn func(storedBlob) bool) {
+	r := reader{s: e.packed, i: int(e.blobsAt)}
+	for range r.count() {
+		b := storedBlob{field: r.str(), version: e.id, base: r.str()}
+		b.delta = r.s[r.i] == 1
+		r.i++
+		b.data = r.str()
+		if !fn(b) {
+			return
+		}
+	}
+}
+
+// blob returns the entry's own blob of field.
+func (e *entry) blob(field string) (storedBlob, bool) {
+	var found storedBlob
+	ok := false
+	e.blobs(func(b storedBlob) bool {
+		if b.field == field {
+			found, ok = b, true
+		}
+		return !ok
+	})
+	return found, ok
+}
+
 // New returns an empty Saver.
 func New() *Saver {
-	return &Saver{threads: make(map[string]map[string]*namespace)}
+	return &Saver{threads: make(map[string]*thread)}
 }
 
 // Put implements graph.Checkpointer. Putting a checkpoint id again replaces
@@ -79,32 +235,54 @@ func (s *Saver) Put(ctx context.Context, cp graph.Checkpoint, blobs []graph.Blob
 		return fmt.Errorf("memory: put checkpoint %q/%q: thread id and id are required", cp.ThreadID, cp.ID)
 	}
 	stored := newEntry(cp)
-	copies := make([]graph.Blob, len(blobs))
-	for i, b := range blobs {
-		copies[i] = cloneBlob(b)
-	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ns := s.namespace(cp.ThreadID, cp.Namespace, true)
-	for _, b := range copies {
-		k := blobKey{b.Field, b.Version}
-		if _, ok := ns.blobs[k]; !ok { // the first value of a version wins
-			ns.blobs[k] = b
-		}
+	ns := s.recent
+	if ns == nil || ns.thread != cp.ThreadID || ns.name != cp.Namespace {
+		ns = s.namespace(cp.ThreadID, cp.Namespace, true)
+		s.recent = ns
 	}
-	if n := len(ns.checkpoints); n == 0 || ns.checkpoints[n-1].cp.ID < cp.ID {
-		// The engine's ids grow, so this is the common case.
-		ns.checkpoints = append(ns.checkpoints, stored)
-		return nil
+	n := len(ns.checkpoints)
+	i, found := n, false
+	if n > 0 && ns.checkpoints[n-1].id >= cp.ID { // the engine's ids grow: rare
+		i, found = ns.find(cp.ID)
 	}
-	i, found := ns.find(cp.ID)
+	// The first value of a version wins: a blob of this checkpoint's own
+	// version is new unless loose holds it, the checkpoint had it when it
+	// was put before (its blobs stay), or it came twice.
+	own := s.own[:0]
 	if found {
-		stored.writes = ns.checkpoints[i].writes
-		ns.checkpoints[i] = stored
-		return nil
+		old := ns.checkpoints[i]
+		stored.writes = old.writes
+		old.blobs(func(b storedBlob) bool {
+			own = append(own, graph.Blob{Field: b.field, Version: b.version, Delta: b.delta, Base: b.base, Data: []byte(b.data)})
+			return true
+		})
 	}
-	ns.checkpoints = slices.Insert(ns.checkpoints, i, stored)
+	for _, b := range blobs {
+		if b.Version != cp.ID {
+			if _, ok := ns.blob(b.Field, b.Version); !ok {
+				ns.setLoose(storedBlob{field: b.Field, version: b.Version, base: b.Base, data: string(b.Data), delta: b.Delta})
+			}
+			continue
+		}
+		if _, ok := ns.loose[blobKey{b.Field, b.Version}]; ok || slices.ContainsFunc(own, func(o graph.Blob) bool { return o.Field == b.Field }) {
+			continue
+		}
+		own = append(own, b)
+	}
+	s.buf = pack(stored, s.buf, cp.Versions, own, cp.Tasks)
+	clear(own) // no references to the caller's bytes
+	s.own = own[:0]
+	switch {
+	case found:
+		ns.checkpoints[i] = stored
+	case i == n:
+		ns.checkpoints = append(ns.checkpoints, stored)
+	default:
+		ns.checkpoints = slices.Insert(ns.checkpoints, i, stored)
+	}
 	return nil
 }
 
@@ -152,25 +330,33 @@ func (s *Saver) Get(ctx context.Context, ref graph.Ref) (*graph.Saved, error) {
 		return nil, fmt.Errorf("memory: get checkpoint %s/%s: %w", ref.ThreadID, ref.ID, graph.ErrCheckpointNotFound)
 	}
 	ns := s.namespace(ref.ThreadID, ref.Namespace, false)
-	saved := &graph.Saved{Checkpoint: e.checkpoint()}
+	saved := &graph.Saved{Checkpoint: e.checkpoint(ns)}
 
-	seen := make(map[blobKey]bool, len(e.versions))
-	for _, fv := range e.versions {
-		field, version := fv.field, fv.version
-		// Follow the delta chain; seen stops a corrupt cycle.
-		for k := (blobKey{field, version}); !seen[k]; {
-			seen[k] = true
-			b, ok := ns.blobs[k]
+	found := make([]storedBlob, 0, len(saved.Checkpoint.Versions))
+	for field, version := range saved.Checkpoint.Versions {
+		// Follow the delta chain. A version seen before in the chain stops
+		// a corrupt cycle; while each base is older than its version, as
+		// the engine's are, none can repeat and there is nothing to check.
+		start, monotone := len(found), true
+		for {
+			b, ok := ns.blob(field, version)
 			if !ok {
 				break
 			}
-			saved.Blobs = append(saved.Blobs, cloneBlob(b))
-			if !b.Delta || b.Base == "" {
+			if !monotone && slices.ContainsFunc(found[start:], func(f storedBlob) bool { return f.version == version }) {
 				break
 			}
-			k = blobKey{field, b.Base}
+			found = append(found, b)
+			if !b.delta || b.base == "" {
+				break
+			}
+			if b.base >= version {
+				monotone = false
+			}
+			version = b.base
 		}
 	}
+	saved.Blobs = toBlobs(found)
 	slices.SortFunc(saved.Blobs, func(a, b graph.Blob) int {
 		return cmp.Or(strings.Compare(a.Field, b.Field), strings.Compare(a.Version, b.Version))
 	})
@@ -204,7 +390,7 @@ func (s *Saver) List(ctx context.Context, opts graph.ListOptions) ([]graph.Check
 		if opts.Limit > 0 && len(out) == opts.Limit {
 			break
 		}
-		out = append(out, ns.checkpoints[i].checkpoint())
+		out = append(out, ns.checkpoints[i].checkpoint(ns))
 	}
 	return out, nil
 }
@@ -217,26 +403,56 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.threads, threadID)
+	if s.recent != nil && s.recent.thread == threadID {
+		s.recent = nil
+	}
 	return nil
 }
 
 // namespace returns the namespace, creating it when create is set; without
 // it a missing namespace is nil. Callers hold s.mu.
 func (s *Saver) namespace(threadID, name string, create bool) *namespace {
-	thread := s.threads[threadID]
-	if thread == nil {
+	th := s.threads[threadID]
+	if th == nil {
 		if !create {
 			return nil
 		}
-		thread = make(map[string]*namespace)
-		s.threads[threadID] = thread
+		th = &thread{}
+		s.threads[threadID] = th
 	}
-	ns := thread[name]
+	if name == "" {
+		if th.root == nil && create {
+			th.root = &namespace{thread: threadID}
+		}
+		return th.root
+	}
+	ns := th.subs[name]
 	if ns == nil && create {
-		ns = &namespace{blobs: make(map[blobKey]graph.Blob)}
-		thread[name] = ns
+		if th.subs == nil {
+			th.subs = make(map[string]*namespace)
+		}
+		ns = &namespace{thread: threadID, name: name}
+		th.subs[name] = ns
 	}
 	return ns
+}
+
+// blob returns the stored blob of a field version. Callers hold s.mu.
+func (ns *namespace) blob(field, version string) (storedBlob, bool) {
+	if b, ok := ns.loose[blobKey{field, version}]; ok {
+		return b, true
+	}
+	if i, found := ns.find(version); found {
+		return ns.checkpoints[i].blob(field)
+	}
+	return storedBlob{}, false
+}
+
+func (ns *namespace) setLoose(b storedBlob) {
+	if ns.loose == nil {
+		ns.loose = make(map[blobKey]storedBlob)
+	}
+	ns.loose[blobKey{b.field, b.version}] = b
 }
 
 // lookup finds the checkpoint ref names, the newest when ref.ID is empty,
@@ -259,7 +475,7 @@ func (s *Saver) lookup(ref graph.Ref) *entry {
 // find reports where id is, or would be inserted, in ns.checkpoints.
 func (ns *namespace) find(id string) (int, bool) {
 	return slices.BinarySearchFunc(ns.checkpoints, id, func(e *entry, id string) int {
-		return strings.Compare(e.cp.ID, id)
+		return strings.Compare(e.id, id)
 	})
 }
 
@@ -267,37 +483,39 @@ func compareWrites(a, b graph.Write) int {
 	return cmp.Or(strings.Compare(a.TaskID, b.TaskID), cmp.Compare(a.Index, b.Index))
 }
 
-// cloneCheckpoint deep-copies cp. Empty collections become nil, as they do
-// after the JSON round trip the SQL backends make, so every backend returns
-// the same shape.
-func cloneCheckpoint(cp graph.Checkpoint) graph.Checkpoint {
-	cp.Versions = nil // entry keeps them
-	if len(cp.Tasks) > 0 {
-		tasks := make([]graph.TaskSpec, len(cp.Tasks))
-		for i, t := range cp.Tasks {
-			t.Input = cloneBytes(t.Input)
-			tasks[i] = t
-		}
-		cp.Tasks = tasks
-	} else {
-		cp.Tasks = nil
+// cloneBarriers deep-copies barriers; empty becomes nil.
+func cloneBarriers(barriers map[string][]string) map[string][]string {
+	if len(barriers) == 0 {
+		return nil
 	}
-	if len(cp.Barriers) > 0 {
-		barriers := make(map[string][]string, len(cp.Barriers))
-		for k, v := range cp.Barriers {
-			barriers[k] = slices.Clone(v) // keeps nil apart from empty, as JSON does
-		}
-		cp.Barriers = barriers
-	} else {
-		cp.Barriers = nil
+	out := make(map[string][]string, len(barriers))
+	for k, v := range barriers {
+		out[k] = slices.Clone(v) // keeps nil apart from empty, as JSON does
 	}
-	cp.InterruptedAfter = cloneStrings(cp.InterruptedAfter)
-	return cp
+	return out
 }
 
-func cloneBlob(b graph.Blob) graph.Blob {
-	b.Data = cloneBytes(b.Data)
-	return b
+// toBlobs returns the blobs as graph.Blobs of their own, their bytes in
+// one new array. Empty data becomes nil, as in cloneBytes.
+func toBlobs(stored []storedBlob) []graph.Blob {
+	if len(stored) == 0 {
+		return nil
+	}
+	size := 0
+	for _, b := range stored {
+		size += len(b.data)
+	}
+	data := make([]byte, 0, size)
+	out := make([]graph.Blob, len(stored))
+	for i, b := range stored {
+		out[i] = graph.Blob{Field: b.field, Version: b.version, Delta: b.delta, Base: b.base}
+		if len(b.data) > 0 {
+			start := len(data)
+			data = append(data, b.data...)
+			out[i].Data = data[start:len(data):len(data)]
+		}
+	}
+	return out
 }
 
 func cloneWrite(w graph.Write) graph.Write {
