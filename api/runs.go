@@ -448,18 +448,12 @@ func (m *runManager) emit(rn *run, p nodes.Payload) (*store.Event, bool) {
 	return nil, false
 }
 
-// finish stores the terminal event, records how the run ended (end's
-// zero Status leaves the run as it is, for shutdown), and then sends the
-// event: a client that sees it can start the next run at once.
+// finish records how the run ended (end's zero Status leaves the run as it
+// is, for shutdown), then stores the terminal event, then sends it. The
+// end is recorded first because a watcher replaying from the store may
+// read the event before it is sent: whoever sees a terminal event must
+// find the run ended, and may start the next run at once.
 func (m *runManager) finish(rn *run, p nodes.Payload, end store.RunEnd) {
-	data, err := rn.envelope(p)
-	var e store.Event
-	if err == nil {
-		e, err = m.st.AppendEvent(context.WithoutCancel(rn.ctx), store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data})
-	}
-	if err != nil {
-		rn.log.LogAttrs(rn.ctx, slog.LevelError, "storing the terminal event failed", slog.String("type", p.EventType()), slog.Any("error", err))
-	}
 	m.fold(rn)
 	status := string(end.Status)
 	if end.Status != "" {
@@ -469,6 +463,14 @@ func (m *runManager) finish(rn *run, p nodes.Payload, end store.RunEnd) {
 		}
 	} else {
 		status = reasonShutdown
+	}
+	data, err := rn.envelope(p)
+	var e store.Event
+	if err == nil {
+		e, err = m.st.AppendEvent(context.WithoutCancel(rn.ctx), store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data})
+	}
+	if err != nil {
+		rn.log.LogAttrs(rn.ctx, slog.LevelError, "storing the terminal event failed", slog.String("type", p.EventType()), slog.Any("error", err))
 	}
 	m.metrics.runEnded(status, time.Since(rn.started))
 	rn.log.LogAttrs(rn.ctx, slog.LevelInfo, "run ended", slog.String("status", status), slog.Duration("duration", time.Since(rn.started)))
