@@ -41,38 +41,12 @@ RETURNING conversation_id, user_id`,
 
 // GetApproval implements store.Approvals.
 func (s *Store) GetApproval(ctx context.Context, userID, id string) (store.Approval, error) {
-	a, err := scanApproval(s.pool.QueryRow(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = $1 AND user_id = $2`, id, userID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
-		return store.Approval{}, fmt.Errorf("pgstore: get approval %s: %w", id, err)
-	}
-	return a, nil
+	return getOwned(ctx, s, "approvals", approvalCols, scanApproval, userID, id)
 }
 
 // PendingApprovals implements store.Approvals.
 func (s *Store) PendingApprovals(ctx context.Context, userID, conversationID string) ([]store.Approval, error) {
-	var out []store.Approval
-	err := s.read(ctx, func(tx pgx.Tx) error {
-		query, args := `SELECT `+approvalCols+` FROM approvals WHERE user_id = $1 AND status = 'pending'`, []any{userID}
-		if conversationID != "" {
-			if err := ownsConversation(ctx, tx, userID, conversationID); err != nil {
-				return err
-			}
-			query, args = query+` AND conversation_id = $2`, append(args, conversationID)
-		}
-		rows, err := tx.Query(ctx, query+` ORDER BY created_at, id`, args...)
-		if err != nil {
-			return err
-		}
-		out, err = collect(rows, scanApproval)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: pending approvals: %w", err)
-	}
-	return out, nil
+	return pending(ctx, s, "approvals", approvalCols, scanApproval, userID, conversationID)
 }
 
 // ResolveApproval implements store.Approvals: one conditional update, so

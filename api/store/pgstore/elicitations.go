@@ -41,38 +41,12 @@ RETURNING conversation_id, user_id`,
 
 // GetElicitation implements store.Elicitations.
 func (s *Store) GetElicitation(ctx context.Context, userID, id string) (store.Elicitation, error) {
-	e, err := scanElicitation(s.pool.QueryRow(ctx, `SELECT `+elicitationCols+` FROM elicitations WHERE id = $1 AND user_id = $2`, id, userID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
-		return store.Elicitation{}, fmt.Errorf("pgstore: get elicitation %s: %w", id, err)
-	}
-	return e, nil
+	return getOwned(ctx, s, "elicitations", elicitationCols, scanElicitation, userID, id)
 }
 
 // PendingElicitations implements store.Elicitations.
 func (s *Store) PendingElicitations(ctx context.Context, userID, conversationID string) ([]store.Elicitation, error) {
-	var out []store.Elicitation
-	err := s.read(ctx, func(tx pgx.Tx) error {
-		query, args := `SELECT `+elicitationCols+` FROM elicitations WHERE user_id = $1 AND status = 'pending'`, []any{userID}
-		if conversationID != "" {
-			if err := ownsConversation(ctx, tx, userID, conversationID); err != nil {
-				return err
-			}
-			query, args = query+` AND conversation_id = $2`, append(args, conversationID)
-		}
-		rows, err := tx.Query(ctx, query+` ORDER BY created_at, id`, args...)
-		if err != nil {
-			return err
-		}
-		out, err = collect(rows, scanElicitation)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: pending elicitations: %w", err)
-	}
-	return out, nil
+	return pending(ctx, s, "elicitations", elicitationCols, scanElicitation, userID, conversationID)
 }
 
 // ResolveElicitation implements store.Elicitations, as ResolveApproval

@@ -43,41 +43,12 @@ RETURNING conversation_id, user_id`,
 
 // GetApproval implements store.Approvals.
 func (s *Store) GetApproval(ctx context.Context, userID, id string) (store.Approval, error) {
-	a, err := scanApproval(s.db.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = ? AND user_id = ?`, id, userID))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
-		return store.Approval{}, fmt.Errorf("sqlitestore: get approval %s: %w", id, err)
-	}
-	return a, nil
+	return getOwned(ctx, s, "approvals", approvalCols, scanApproval, userID, id)
 }
 
 // PendingApprovals implements store.Approvals.
 func (s *Store) PendingApprovals(ctx context.Context, userID, conversationID string) ([]store.Approval, error) {
-	var out []store.Approval
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		query, args := `SELECT `+approvalCols+` FROM approvals WHERE user_id = ? AND status = 'pending'`, []any{userID}
-		if conversationID != "" {
-			if err := ownsConversation(ctx, tx, userID, conversationID); err != nil {
-				return err
-			}
-			query, args = query+` AND conversation_id = ?`, append(args, conversationID)
-		}
-		rows, err := tx.QueryContext(ctx, query+` ORDER BY created_at, id`, args...)
-		if err != nil {
-			return err
-		}
-		out, err = collect(rows, scanApproval)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: pending approvals: %w", err)
-	}
-	if out == nil {
-		out = []store.Approval{}
-	}
-	return out, nil
+	return pending(ctx, s, "approvals", approvalCols, scanApproval, userID, conversationID)
 }
 
 // ResolveApproval implements store.Approvals: one conditional update, so

@@ -43,41 +43,12 @@ RETURNING conversation_id, user_id`,
 
 // GetElicitation implements store.Elicitations.
 func (s *Store) GetElicitation(ctx context.Context, userID, id string) (store.Elicitation, error) {
-	e, err := scanElicitation(s.db.QueryRowContext(ctx, `SELECT `+elicitationCols+` FROM elicitations WHERE id = ? AND user_id = ?`, id, userID))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
-		return store.Elicitation{}, fmt.Errorf("sqlitestore: get elicitation %s: %w", id, err)
-	}
-	return e, nil
+	return getOwned(ctx, s, "elicitations", elicitationCols, scanElicitation, userID, id)
 }
 
 // PendingElicitations implements store.Elicitations.
 func (s *Store) PendingElicitations(ctx context.Context, userID, conversationID string) ([]store.Elicitation, error) {
-	var out []store.Elicitation
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		query, args := `SELECT `+elicitationCols+` FROM elicitations WHERE user_id = ? AND status = 'pending'`, []any{userID}
-		if conversationID != "" {
-			if err := ownsConversation(ctx, tx, userID, conversationID); err != nil {
-				return err
-			}
-			query, args = query+` AND conversation_id = ?`, append(args, conversationID)
-		}
-		rows, err := tx.QueryContext(ctx, query+` ORDER BY created_at, id`, args...)
-		if err != nil {
-			return err
-		}
-		out, err = collect(rows, scanElicitation)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: pending elicitations: %w", err)
-	}
-	if out == nil {
-		out = []store.Elicitation{}
-	}
-	return out, nil
+	return pending(ctx, s, "elicitations", elicitationCols, scanElicitation, userID, conversationID)
 }
 
 // ResolveElicitation implements store.Elicitations, as ResolveApproval
