@@ -105,7 +105,7 @@ func (s *storage) open(t testing.TB) (store.Store, graph.Checkpointer, func()) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		saver, err := sqlite.Open(ctx, s.path)
+		saver, err := sqlite.Open(ctx, strings.TrimSuffix(s.path, "trellis.db")+"checkpoints.db")
 		if err != nil {
 			t.Fatal(err)
 		}

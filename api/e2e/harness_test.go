@@ -70,7 +70,7 @@ func newServer(t *testing.T, script string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	saver, err := sqlite.Open(ctx, dbPath)
+	saver, err := sqlite.Open(ctx, filepath.Join(filepath.Dir(dbPath), "checkpoints.db"))
 	if err != nil {
 		st.Close()
 		t.Fatal(err)

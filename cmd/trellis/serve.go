@@ -350,9 +350,11 @@ func notReady(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, `{"error":{"code":"not_ready","message":"the server is starting: storage is opening and migrating"}}`+"\n")
 }
 
-// openStorage opens the store and the checkpointer in one database:
-// PostgreSQL at DATABASE_URL, or SQLite in the data directory. Both
-// migrate as they open.
+// openStorage opens the store and the checkpointer: in one PostgreSQL
+// database at DATABASE_URL, or in two SQLite files of the data directory
+// (trellis.db and checkpoints.db). SQLite has one writer per file, so two
+// files let the record and the checkpoints commit side by side instead of
+// waiting for each other. Both migrate as they open.
 func openStorage(ctx context.Context, cfg serveConfig) (store.Store, graph.Checkpointer, string, func(), error) {
 	if cfg.databaseURL != "" {
 		pool, err := pgxpool.New(ctx, cfg.databaseURL)
@@ -384,7 +386,7 @@ func openStorage(ctx context.Context, cfg serveConfig) (store.Store, graph.Check
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	saver, err := sqlite.Open(ctx, path)
+	saver, err := sqlite.Open(ctx, filepath.Join(cfg.dataDir, "checkpoints.db"))
 	if err != nil {
 		st.Close()
 		return nil, nil, "", nil, err

@@ -21,7 +21,7 @@ func (s *Store) CreateApproval(ctx context.Context, na store.NewApproval) (store
 	if a.ID == "" {
 		a.ID = storeutil.NewID()
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		err := tx.QueryRowContext(ctx, `INSERT INTO approvals (id, conversation_id, run_id, user_id, tool_call_id, tool, args,
     revision, status, created_at)
 SELECT ?, conversation_id, id, user_id, ?, ?, ?, ?, 'pending', ? FROM runs WHERE id = ?
@@ -62,7 +62,7 @@ func (s *Store) ResolveApproval(ctx context.Context, userID, id string, ans stor
 		edited = string(ans.Args)
 	}
 	var a store.Approval
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		var err error
 		a, err = scanApproval(tx.QueryRowContext(ctx, `UPDATE approvals
 SET status = ?, decision = ?, edited_args = ?, reason = ?, resolved_at = ?
@@ -82,7 +82,7 @@ WHERE id = ? AND user_id = ? AND status = 'pending' RETURNING `+approvalCols,
 // existsOr tells why a conditional update of a pending record found
 // nothing: ErrAlreadyResolved when query finds the record, else
 // ErrNotFound.
-func existsOr(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
+func existsOr(ctx context.Context, tx *txn, query string, args ...any) error {
 	var one int
 	switch err := tx.QueryRowContext(ctx, query, args...).Scan(&one); {
 	case errors.Is(err, sql.ErrNoRows):

@@ -17,7 +17,7 @@ func (s *Store) CreateConversation(ctx context.Context, nc store.NewConversation
 	}
 	now := storeutil.Now()
 	c := store.Conversation{ID: storeutil.NewID(), UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now, Status: store.StatusIdle}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
 			c.ID, c.UserID, c.Title, formatTime(now), formatTime(now))
 		return err
@@ -82,7 +82,7 @@ func (s *Store) listConversations(ctx context.Context, userID string, page store
 // DeleteConversation implements store.Conversations. The schema's foreign
 // keys cascade to everything below the conversation.
 func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = ? AND user_id = ?`, id, userID)
 		if err != nil {
 			return err
@@ -102,7 +102,7 @@ func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error
 
 // ownsConversation returns ErrNotFound unless the user has the
 // conversation.
-func ownsConversation(ctx context.Context, tx *sql.Tx, userID, id string) error {
+func ownsConversation(ctx context.Context, tx *txn, userID, id string) error {
 	var one int
 	err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE id = ? AND user_id = ?`, id, userID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {

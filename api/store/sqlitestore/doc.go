@@ -5,9 +5,11 @@
 //
 // The database runs in WAL mode, so readers never wait for the writer.
 // Every write is one transaction that takes SQLite's write lock as it
-// begins (BEGIN IMMEDIATE); within a process writers queue on a semaphore
-// first, and processes sharing the file wait on the lock for up to a busy
-// timeout. Holding the lock for the whole transaction is what makes a
+// begins (BEGIN IMMEDIATE); within a process writes go through one
+// group-commit writer (internal/groupcommit), which runs the writes
+// waiting at the moment in one transaction, each in a savepoint, and
+// answers none before the commit; processes sharing the file wait on the
+// lock for up to a busy timeout. Holding the lock for the whole transaction is what makes a
 // run's event numbers gap-free and the one-active-run check race-free.
 //
 // synchronous=NORMAL: a commit survives the process crashing but may be

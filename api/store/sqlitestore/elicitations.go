@@ -21,7 +21,7 @@ func (s *Store) CreateElicitation(ctx context.Context, ne store.NewElicitation) 
 	if e.ID == "" {
 		e.ID = storeutil.NewID()
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		err := tx.QueryRowContext(ctx, `INSERT INTO elicitations (id, conversation_id, run_id, user_id, source, message, schema,
     status, created_at)
 SELECT ?, conversation_id, id, user_id, ?, ?, ?, 'pending', ? FROM runs WHERE id = ?
@@ -62,7 +62,7 @@ func (s *Store) ResolveElicitation(ctx context.Context, userID, id string, ans s
 		content = nullJSON(ans.Content)
 	}
 	var e store.Elicitation
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		var err error
 		e, err = scanElicitation(tx.QueryRowContext(ctx, `UPDATE elicitations SET status = ?, content = ?, resolved_at = ?
 WHERE id = ? AND user_id = ? AND status = 'pending' RETURNING `+elicitationCols,

@@ -11,36 +11,54 @@ import (
 )
 
 const (
-	// appendSeq takes the run's next sequence number. The write lock,
-	// held until commit, keeps any other writer from taking the same one.
-	appendSeq = `UPDATE runs SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq`
+	// appendSeq takes the next n sequence numbers of a run and returns
+	// the last. The write lock, held until commit, keeps any other writer
+	// from taking the same ones.
+	appendSeq = `UPDATE runs SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq`
 
 	insertEvent = `INSERT INTO events (run_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`
 )
 
 // AppendEvent implements store.Events.
 func (s *Store) AppendEvent(ctx context.Context, ne store.NewEvent) (store.Event, error) {
-	if err := ne.Validate(); err != nil {
-		return store.Event{}, fmt.Errorf("sqlitestore: append event: %w", err)
+	evs, err := s.AppendEvents(ctx, []store.NewEvent{ne})
+	if err != nil {
+		return store.Event{}, err
 	}
-	tail := storeutil.EventTail(ne.Data)
-	e := store.Event{RunID: ne.RunID, Type: ne.Type, CreatedAt: storeutil.Now()}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		err := tx.StmtContext(ctx, s.appendSeq).QueryRowContext(ctx, ne.RunID).Scan(&e.Seq)
+	return evs[0], nil
+}
+
+// AppendEvents implements store.Events.
+func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store.Event, error) {
+	runID, tails, err := storeutil.Batch(nes)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: append events: %w", err)
+	}
+	now := storeutil.Now()
+	created := formatTime(now)
+	out := make([]store.Event, len(nes))
+	err = s.write(ctx, func(ctx context.Context, tx *txn) error {
+		var last int64
+		err := tx.QueryRowContext(ctx, appendSeq, len(nes), runID).Scan(&last)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		e.Data = storeutil.EventData(e.Seq, tail)
-		_, err = tx.StmtContext(ctx, s.insertEvent).ExecContext(ctx, e.RunID, e.Seq, e.Type, string(e.Data), formatTime(e.CreatedAt))
-		return err
+		for i, ne := range nes {
+			seq := last - int64(len(nes)-1-i)
+			out[i] = store.Event{RunID: runID, Seq: seq, Type: ne.Type, Data: storeutil.EventData(seq, tails[i]), CreatedAt: now}
+			if _, err := tx.ExecContext(ctx, insertEvent, runID, seq, ne.Type, string(out[i].Data), created); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return store.Event{}, fmt.Errorf("sqlitestore: append %s event to run %s: %w", ne.Type, ne.RunID, err)
+		return nil, fmt.Errorf("sqlitestore: append %d events (%s first) to run %s: %w", len(nes), nes[0].Type, runID, err)
 	}
-	return e, nil
+	return out, nil
 }
 
 // EventsAfter implements store.Events. The run comes back even without

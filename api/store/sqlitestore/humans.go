@@ -30,7 +30,7 @@ func getOwned[T any](ctx context.Context, s *Store, table, cols string, scan fun
 // user's). It never returns nil.
 func pending[T any](ctx context.Context, s *Store, table, cols string, scan func(scanner) (T, error), userID, conversationID string) ([]T, error) {
 	var out []T
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *txn) error {
 		query, args := `SELECT `+cols+` FROM `+table+` WHERE user_id = ? AND status = 'pending'`, []any{userID}
 		if conversationID != "" {
 			if err := ownsConversation(ctx, tx, userID, conversationID); err != nil {

@@ -24,7 +24,7 @@ func (s *Store) AddMessage(ctx context.Context, nm store.NewMessage) (store.Mess
 	}
 	m := store.Message{ID: storeutil.NewID(), RunID: nm.RunID, Role: nm.Role, Content: nm.Content,
 		Citations: nm.Citations, Meta: nm.Meta, CreatedAt: storeutil.Now()}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		return addMessage(ctx, tx, &m)
 	})
 	if err != nil {
@@ -34,7 +34,7 @@ func (s *Store) AddMessage(ctx context.Context, nm store.NewMessage) (store.Mess
 }
 
 // addMessage stores m and fills in its conversation.
-func addMessage(ctx context.Context, tx *sql.Tx, m *store.Message) error {
+func addMessage(ctx context.Context, tx *txn, m *store.Message) error {
 	err := tx.QueryRowContext(ctx, insertMessage, m.ID, m.Role, m.Content, nullJSON(m.Citations), nullJSON(m.Meta),
 		formatTime(m.CreatedAt), m.RunID).Scan(&m.ConversationID, &m.Superseded)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -46,7 +46,7 @@ func addMessage(ctx context.Context, tx *sql.Tx, m *store.Message) error {
 // ListMessages implements store.Conversations.
 func (s *Store) ListMessages(ctx context.Context, userID, conversationID string) ([]store.Message, error) {
 	var out []store.Message
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *txn) error {
 		if err := ownsConversation(ctx, tx, userID, conversationID); err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ func (s *Store) StartRun(ctx context.Context, nr store.NewRun) (store.Run, error
 	now := storeutil.Now()
 	r := store.Run{ID: storeutil.NewID(), ConversationID: nr.ConversationID, UserID: nr.UserID, Status: store.RunRunning,
 		UserMessage: nr.UserMessage, CreatedAt: now, CheckpointID: nr.CheckpointID, RequestID: nr.RequestID, Owner: nr.Owner}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		var num int64
 		err := tx.QueryRowContext(ctx, `UPDATE conversations SET run_count = run_count + 1, updated_at = ?
 WHERE id = ? AND user_id = ? RETURNING run_count`, formatTime(now), nr.ConversationID, nr.UserID).Scan(&num)
@@ -59,7 +59,7 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, formatTime(now), nr.Conversat
 // supersede marks run from and every later run of the conversation
 // superseded and expires what they left pending. checkpoint, if empty,
 // becomes from's checkpoint.
-func supersede(ctx context.Context, tx *sql.Tx, conversationID, from, now string, checkpoint *string) error {
+func supersede(ctx context.Context, tx *txn, conversationID, from, now string, checkpoint *string) error {
 	var (
 		num        int64
 		superseded bool
@@ -133,7 +133,7 @@ func (s *Store) ListRuns(ctx context.Context, userID, conversationID string) ([]
 		runs   []store.Run
 		events []store.Event
 	)
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *txn) error {
 		if err := ownsConversation(ctx, tx, userID, conversationID); err != nil {
 			return err
 		}
@@ -169,7 +169,7 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 	}
 	now := formatTime(storeutil.Now())
 	var r store.Run
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *txn) error {
 		var err error
 		r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?
 WHERE id = ? AND status IN ('running', 'interrupted') RETURNING `+runCols,
@@ -201,7 +201,7 @@ WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {
 func (s *Store) ResumeRun(ctx context.Context, runID, owner string) (store.Run, error) {
 	now := formatTime(storeutil.Now())
 	var r store.Run
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		var err error
 		r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET status = 'running', interrupt_reason = '', completed_at = NULL, owner = ?
 WHERE id = ? AND status = 'interrupted' AND superseded = 0 RETURNING `+runCols, owner, runID))
@@ -225,7 +225,7 @@ WHERE id = ? AND status = 'interrupted' AND superseded = 0 RETURNING `+runCols, 
 
 // runMissingOr returns ErrNotFound when the run does not exist, and
 // otherwise err: why a conditional update of it changed nothing.
-func runMissingOr(ctx context.Context, tx *sql.Tx, runID string, err error) error {
+func runMissingOr(ctx context.Context, tx *txn, runID string, err error) error {
 	var one int
 	switch e := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, runID).Scan(&one); {
 	case errors.Is(e, sql.ErrNoRows):

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"sync"
 	"time"
 
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/internal/groupcommit"
 	"github.com/trellis-ai/trellis/internal/sqlmigrate"
 )
 
@@ -34,15 +36,18 @@ const params = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=sy
 // concurrent use, also by several processes sharing the file.
 type Store struct {
 	db *sql.DB
-	// writer holds one token: a writing transaction takes it before
-	// BEGIN IMMEDIATE, so this process's writers queue here instead of
-	// polling SQLite's lock.
-	writer chan struct{}
+	// writer runs every writing transaction, several to a commit, so
+	// this process's writers queue in Go instead of polling SQLite's
+	// lock and share the cost of committing.
+	writer *groupcommit.Writer
 	// latest is the newest migration version; Ping checks it is applied.
 	latest int
-	// appendSeq and insertEvent are AppendEvent's statements, prepared
-	// once: it runs for every event the service sends.
-	appendSeq, insertEvent *sql.Stmt
+	// stmts holds a prepared statement per query text (see txn).
+	stmts sync.Map
+	// oneConn: the pool holds one connection (":memory:"), which a
+	// transaction occupies, so nothing can be prepared on the pool
+	// meanwhile; queries then run unprepared.
+	oneConn bool
 }
 
 // Open opens, or creates, the database at path and brings its schema up to
@@ -58,15 +63,19 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
-	if strings.Contains(path, ":memory:") || strings.Contains(path, "mode=memory") {
+	memory := strings.Contains(path, ":memory:") || strings.Contains(path, "mode=memory")
+	if memory {
 		// Each connection to ":memory:" is a database of its own, so
 		// the pool must hold exactly one, forever.
 		db.SetMaxOpenConns(1)
 		db.SetConnMaxIdleTime(0)
 		db.SetConnMaxLifetime(0)
 	}
-	s := &Store{db: db, writer: make(chan struct{}, 1)}
+	s := &Store{db: db, oneConn: memory}
 	if err := s.open(ctx); err != nil {
+		if s.writer != nil {
+			s.writer.Close()
+		}
 		db.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
@@ -74,26 +83,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 }
 
 func (s *Store) open(ctx context.Context) error {
-	if err := s.migrate(ctx); err != nil {
+	var err error
+	if s.writer, err = groupcommit.New(ctx, s.db); err != nil {
 		return err
 	}
-	var err error
-	if s.appendSeq, err = s.db.PrepareContext(ctx, appendSeq); err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-	if s.insertEvent, err = s.db.PrepareContext(ctx, insertEvent); err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-	return nil
+	return s.migrate(ctx)
 }
 
 // Close closes the database.
 func (s *Store) Close() error {
-	for _, stmt := range []*sql.Stmt{s.appendSeq, s.insertEvent} {
-		if stmt != nil {
-			stmt.Close()
-		}
-	}
+	s.writer.Close()
+	s.stmts.Range(func(_, v any) bool {
+		v.(*sql.Stmt).Close()
+		return true
+	})
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("sqlitestore: close: %w", err)
 	}
@@ -126,8 +129,8 @@ func (s *Store) migrate(ctx context.Context) error {
 	s.latest = ms[len(ms)-1].Version
 	// BEGIN IMMEDIATE serialises processes opening the same file at
 	// once: the second sees what the first applied.
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		return sqlmigrate.Apply(ctx, sqlmigrate.SQL(tx), migrationTable, ms)
+	err = s.write(ctx, func(ctx context.Context, tx *txn) error {
+		return sqlmigrate.Apply(ctx, sqlmigrate.SQL(tx.tx), migrationTable, ms)
 	})
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -135,37 +138,81 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// write runs fn in a transaction holding the write lock and commits it
-// when fn returns nil.
-func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	select {
-	case s.writer <- struct{}{}:
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-	defer func() { <-s.writer }()
-	return s.inTx(ctx, nil, fn)
+// write runs fn in a transaction holding the write lock, shared with
+// other writers of this process (see groupcommit.Writer.Do), and returns
+// once it committed or failed. fn gets a context that is not cancelled.
+func (s *Store) write(ctx context.Context, fn func(context.Context, *txn) error) error {
+	return s.writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return fn(ctx, &txn{tx: tx, s: s})
+	})
 }
 
 // read runs fn in a read-only transaction, which begins deferred and takes
 // no write lock, so its queries share one snapshot.
-func (s *Store) read(ctx context.Context, fn func(*sql.Tx) error) error {
-	return s.inTx(ctx, &sql.TxOptions{ReadOnly: true}, fn)
-}
-
-func (s *Store) inTx(ctx context.Context, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, opts)
+func (s *Store) read(ctx context.Context, fn func(*txn) error) error {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	if err := fn(tx); err != nil {
+	if err := fn(&txn{tx: tx, s: s}); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// txn is a transaction whose statements are prepared once per Store and
+// kept: the driver would otherwise parse every query on every call, which
+// costs more than running the short inserts and updates of a run. The
+// queries are constants, or built from a few constants, so the cache
+// stays small.
+type txn struct {
+	tx *sql.Tx
+	s  *Store
+}
+
+// stmt returns query's statement bound to the transaction, or nil when
+// it cannot be prepared (the caller then runs the query as it is and
+// reports its error).
+func (t *txn) stmt(ctx context.Context, query string) *sql.Stmt {
+	v, ok := t.s.stmts.Load(query)
+	if !ok {
+		if t.s.oneConn {
+			return nil
+		}
+		st, err := t.s.db.PrepareContext(ctx, query)
+		if err != nil {
+			return nil
+		}
+		if v, ok = t.s.stmts.LoadOrStore(query, st); ok {
+			st.Close() // another goroutine prepared it first
+		}
+	}
+	return t.tx.StmtContext(ctx, v.(*sql.Stmt))
+}
+
+func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := t.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
+func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := t.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, query, args...)
+}
+
+func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := t.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, query, args...)
 }
 
 // timeFormat is fixed width, so times sort as text.

@@ -8,6 +8,13 @@
 // field's delta chain in a single recursive query.
 //
 // The database runs in WAL mode, so readers do not wait for the writer.
-// Writers take the lock when their transaction begins and wait for it up
-// to a busy timeout, so concurrent Puts queue instead of failing.
+// A process's writes go through one group-commit writer
+// (internal/groupcommit): Puts of concurrent runs that arrive while a
+// commit is under way share the next one, and none returns before its
+// commit. Processes sharing the file wait for the lock up to a busy
+// timeout, so concurrent Puts queue instead of failing.
+//
+// synchronous=NORMAL: a commit survives the process crashing but may be
+// lost, with the commits after it, if the machine loses power; the file
+// stays consistent either way. It saves an fsync per superstep.
 package sqlite

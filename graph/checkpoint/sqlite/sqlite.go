@@ -14,6 +14,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/internal/groupcommit"
 	"github.com/trellis-ai/trellis/internal/sqlmigrate"
 )
 
@@ -30,12 +31,16 @@ const migrationTable = "checkpoint_migrations"
 // (the driver orders it so) and covers the others; _txlock=immediate makes
 // a writing transaction take the write lock at BEGIN, where waiting for it
 // is safe, instead of failing with SQLITE_BUSY on its first write.
-const params = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+const params = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 
 // Saver is a graph.Checkpointer backed by one SQLite database. It is safe
 // for concurrent use, also by several processes sharing the file.
 type Saver struct {
 	db *sql.DB
+	// writer runs Put, PutWrites and DeleteThread, several to a commit:
+	// concurrent runs share the cost of committing and never wait in
+	// SQLite's busy handler for each other.
+	writer *groupcommit.Writer
 	// prepared holds a statement for each query below, keyed by its SQL,
 	// because parsing the recursive blob query costs more than running it.
 	// Written only by Open.
@@ -67,10 +72,15 @@ func Open(ctx context.Context, path string) (*Saver, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
+	if s.writer, err = groupcommit.New(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
 	for _, q := range []string{upsertCheckpoint, insertBlob, upsertWrite, selectByID, selectLatest,
 		selectBlobs, selectWrites, listAll, listBefore} {
 		stmt, err := db.PrepareContext(ctx, q)
 		if err != nil {
+			s.writer.Close()
 			db.Close()
 			return nil, fmt.Errorf("sqlite: open %s: prepare: %w", path, err)
 		}
@@ -81,6 +91,7 @@ func Open(ctx context.Context, path string) (*Saver, error) {
 
 // Close closes the database.
 func (s *Saver) Close() error {
+	s.writer.Close()
 	for _, stmt := range s.prepared {
 		stmt.Close()
 	}
@@ -192,7 +203,7 @@ func (s *Saver) Put(ctx context.Context, cp graph.Checkpoint, blobs []graph.Blob
 	if err != nil {
 		return fmt.Errorf("sqlite: put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
-	err = s.inTx(ctx, false, func(tx *sql.Tx) error {
+	err = s.writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := s.stmt(ctx, tx, upsertCheckpoint).ExecContext(ctx, cp.ThreadID, cp.Namespace, cp.ID, cp.ParentID,
 			cp.Step, string(cp.Source), cp.CreatedAt.Format(timeFormat), body); err != nil {
 			return err
@@ -224,7 +235,7 @@ func (s *Saver) PutWrites(ctx context.Context, ref graph.Ref, writes []graph.Wri
 	if ref.ID == "" {
 		return fmt.Errorf("sqlite: put writes %s/%s: checkpoint id is required: %w", ref.ThreadID, ref.ID, graph.ErrCheckpointNotFound)
 	}
-	err := s.inTx(ctx, false, func(tx *sql.Tx) error {
+	err := s.writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		upsert := s.stmt(ctx, tx, upsertWrite)
 		for _, w := range writes {
 			if _, err := upsert.ExecContext(ctx, ref.ThreadID, ref.Namespace, ref.ID,
@@ -248,7 +259,7 @@ func (s *Saver) PutWrites(ctx context.Context, ref graph.Ref, writes []graph.Wri
 // DeleteThread cannot tear the result.
 func (s *Saver) Get(ctx context.Context, ref graph.Ref) (*graph.Saved, error) {
 	var saved graph.Saved
-	err := s.inTx(ctx, true, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *sql.Tx) error {
 		var body []byte
 		var row *sql.Row
 		if ref.ID == "" {
@@ -358,7 +369,7 @@ func (s *Saver) List(ctx context.Context, opts graph.ListOptions) ([]graph.Check
 
 // DeleteThread implements graph.Checkpointer.
 func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
-	err := s.inTx(ctx, false, func(tx *sql.Tx) error {
+	err := s.writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// Writes go first, by thread, rather than row by row through the
 		// foreign key's cascade.
 		for _, table := range []string{"checkpoint_writes", "checkpoint_blobs", "checkpoints"} {
@@ -374,10 +385,10 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	return nil
 }
 
-// inTx runs fn in a transaction and commits it when fn returns nil. A
-// read-only transaction begins deferred and so takes no write lock.
-func (s *Saver) inTx(ctx context.Context, readOnly bool, fn func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: readOnly})
+// read runs fn in a read-only transaction, which begins deferred and so
+// takes no write lock.
+func (s *Saver) read(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

@@ -2,7 +2,10 @@ package storeutil
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
+
+	"github.com/trellis-ai/trellis/api/store"
 )
 
 // EventPrefix and EventTail(data) surround a sequence number to make the
@@ -28,4 +31,24 @@ func EventData(seq int64, tail string) []byte {
 	b = append(b, EventPrefix...)
 	b = strconv.AppendInt(b, seq, 10)
 	return append(b, tail...)
+}
+
+// Batch checks the events of one AppendEvents call and returns their run
+// and their tails (see EventTail).
+func Batch(evs []store.NewEvent) (runID string, tails []string, err error) {
+	if len(evs) == 0 {
+		return "", nil, fmt.Errorf("%w: no events to append", store.ErrInvalid)
+	}
+	runID = evs[0].RunID
+	tails = make([]string, len(evs))
+	for i, e := range evs {
+		if err := e.Validate(); err != nil {
+			return "", nil, err
+		}
+		if e.RunID != runID {
+			return "", nil, fmt.Errorf("%w: events of runs %s and %s in one append", store.ErrInvalid, runID, e.RunID)
+		}
+		tails[i] = EventTail(e.Data)
+	}
+	return runID, tails, nil
 }
