@@ -52,8 +52,24 @@ func bareJSON() *httptest.Server {
 // conversation answered by the agent, in requests per second, with two
 // clients at once (GOMAXPROCS).
 func BenchmarkSyncChat(b *testing.B) {
+	run := benchSync
+	b.Run("bare-chi", func(b *testing.B) {
+		ts := bareJSON()
+		defer ts.Close()
+		run(b, ts.URL, ts.Client())
+	})
+	for _, be := range backends {
+		b.Run("trellis-"+string(be), func(b *testing.B) {
+			e := newEnv(b, envOptions{backend: be, local: true, configure: benchConfig})
+			run(b, e.ts.URL, e.ts.Client())
+		})
+	}
+}
+
+func benchSync(b *testing.B, url string, client *http.Client) {
+	b.SetParallelism(8)
 	body := []byte(`{"message": "hello"}`)
-	run := func(b *testing.B, url string, client *http.Client) {
+	{
 		b.ResetTimer()
 		start := time.Now()
 		b.RunParallel(func(pb *testing.PB) {
@@ -72,17 +88,6 @@ func BenchmarkSyncChat(b *testing.B) {
 			}
 		})
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
-	}
-	b.Run("bare-chi", func(b *testing.B) {
-		ts := bareJSON()
-		defer ts.Close()
-		run(b, ts.URL, ts.Client())
-	})
-	for _, be := range backends {
-		b.Run("trellis-"+string(be), func(b *testing.B) {
-			e := newEnv(b, envOptions{backend: be, local: true, configure: benchConfig})
-			run(b, e.ts.URL, e.ts.Client())
-		})
 	}
 }
 

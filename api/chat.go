@@ -336,6 +336,18 @@ func (s *Server) follow(ctx context.Context, sw *sseWriter, sub *subscriber, use
 		}
 		return false, false
 	}
+	// live sends one live event, first filling from the store a gap
+	// before it, which is not expected.
+	live := func(e *store.Event) (done, fail bool) {
+		if e.Seq > last+1 {
+			evs, err := s.store.EventsAfter(ctx, user, runID, last)
+			if err != nil {
+				return false, true
+			}
+			return send(evs)
+		}
+		return one(e)
+	}
 	if replay {
 		evs, err := s.store.EventsAfter(ctx, user, runID, after)
 		if err != nil {
@@ -354,17 +366,7 @@ func (s *Server) follow(ctx context.Context, sw *sseWriter, sub *subscriber, use
 			if !ok {
 				return false // cut: too far behind
 			}
-			if e.Seq > last+1 { // not expected; fill the gap from the store
-				evs, err := s.store.EventsAfter(ctx, user, runID, last)
-				if err != nil {
-					return false
-				}
-				if done, fail := send(evs); done || fail {
-					return done
-				}
-				continue
-			}
-			if done, fail := one(e); done || fail {
+			if done, fail := live(e); done || fail {
 				return done
 			}
 		case <-tick.C:
@@ -375,7 +377,22 @@ func (s *Server) follow(ctx context.Context, sw *sseWriter, sub *subscriber, use
 		case <-ctx.Done():
 			return false
 		case <-s.life.Done():
-			return false
+			// Shutdown ends streams once the runs have stopped, so what
+			// they published last (their terminal events) is queued
+			// here: send it before leaving.
+			for {
+				select {
+				case e, ok := <-sub.ch:
+					if !ok {
+						return false
+					}
+					if done, fail := live(e); done || fail {
+						return done
+					}
+				default:
+					return false
+				}
+			}
 		}
 	}
 }

@@ -25,6 +25,7 @@ var (
 	errDisconnected = errors.New("api: the client went away (CancelOnDisconnect)")
 	errDeleted      = errors.New("api: the conversation was deleted")
 	errRunEnded     = errors.New("api: the run ended")
+	errEventsLost   = errors.New("api: the run's events could not be stored")
 )
 
 // runManager owns the life of every run live in this process: it starts
@@ -90,6 +91,7 @@ type run struct {
 	ctx                                   context.Context
 	cancel                                context.CancelCauseFunc
 	hub                                   *hub
+	out                                   *outbox       // stores and then publishes the run's events
 	done                                  chan struct{} // closed when the driving goroutine ends
 	answers                               chan nodes.ApprovalDecision
 	state                                 runState // guarded by runManager.mu
@@ -201,6 +203,14 @@ func (m *runManager) start(ctx context.Context, req startRequest) (*run, *subscr
 func (m *runManager) launch(rn *run, first func(context.Context) iter.Seq2[nodes.Event, error], announce bool, subscribe *bool) *subscriber {
 	m.mu.Lock()
 	rn.hub = m.acquireHubLocked(rn.id)
+	rn.out = newOutbox(rn.ctx, m.st, rn.hub, func(err error) {
+		lvl := slog.LevelError
+		if errors.Is(err, store.ErrNotFound) {
+			lvl = slog.LevelInfo // deleted under the run
+		}
+		rn.log.LogAttrs(rn.ctx, lvl, "storing events failed; the run stops", slog.Any("error", err))
+		rn.cancel(errEventsLost)
+	})
 	var sub *subscriber
 	if subscribe != nil {
 		sub = m.subscribeLocked(rn.hub, *subscribe)
@@ -257,6 +267,7 @@ func (m *runManager) detach(rn *run) {
 // ended releases what a run whose driving goroutine is ending still
 // holds.
 func (m *runManager) ended(rn *run) {
+	_ = rn.out.drain() // every path has drained already; this keeps no flusher past the run
 	m.detach(rn)
 	m.mu.Lock()
 	m.releaseHubLocked(rn.hub)
@@ -322,7 +333,7 @@ func (m *runManager) releaseHubLocked(h *hub) {
 func (m *runManager) drive(rn *run, first func(context.Context) iter.Seq2[nodes.Event, error], announce bool) {
 	defer m.ended(rn)
 	if announce {
-		if _, ok := m.emit(rn, &runStarted{RequestID: rn.requestID}); !ok {
+		if !m.emit(rn, &runStarted{RequestID: rn.requestID}) {
 			m.abandon(rn)
 			return
 		}
@@ -360,7 +371,7 @@ func (m *runManager) consume(rn *run, seq iter.Seq2[nodes.Event, error]) (*nodes
 		if !m.record(rn, ev) {
 			continue // a repeat (an approval the run announced already)
 		}
-		if _, ok := m.emit(rn, ev.Data); !ok {
+		if !m.emit(rn, ev.Data) {
 			m.abandon(rn) // breaking out of the loop has stopped the agent
 			return nil, false
 		}
@@ -427,25 +438,17 @@ func (m *runManager) record(rn *run, ev nodes.Event) bool {
 	return true
 }
 
-// emit stores one event and then publishes it. It reports false when the
-// event could not be stored (the conversation was deleted, or the
-// database failed): nothing unstored is ever sent.
-func (m *runManager) emit(rn *run, p nodes.Payload) (*store.Event, bool) {
+// emit queues one event to be stored and then published (see outbox).
+// It reports false once the run's events can no longer be stored (the
+// conversation was deleted, or the database failed): nothing unstored is
+// ever sent.
+func (m *runManager) emit(rn *run, p nodes.Payload) bool {
 	data, err := rn.envelope(p)
-	if err == nil {
-		var e store.Event
-		e, err = m.st.AppendEvent(context.WithoutCancel(rn.ctx), store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data})
-		if err == nil {
-			rn.hub.publish(&e)
-			return &e, true
-		}
+	if err != nil {
+		rn.log.LogAttrs(rn.ctx, slog.LevelError, "encoding an event failed; the run stops", slog.String("type", p.EventType()), slog.Any("error", err))
+		return false
 	}
-	lvl := slog.LevelError
-	if errors.Is(err, store.ErrNotFound) {
-		lvl = slog.LevelInfo // deleted under the run
-	}
-	rn.log.LogAttrs(rn.ctx, lvl, "storing an event failed; the run stops", slog.String("type", p.EventType()), slog.Any("error", err))
-	return nil, false
+	return rn.out.put(store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data}) == nil
 }
 
 // finish records how the run ended (end's zero Status leaves the run as it
@@ -454,6 +457,10 @@ func (m *runManager) emit(rn *run, p nodes.Payload) (*store.Event, bool) {
 // read the event before it is sent: whoever sees a terminal event must
 // find the run ended, and may start the next run at once.
 func (m *runManager) finish(rn *run, p nodes.Payload, end store.RunEnd) {
+	if rn.out.drain() != nil {
+		m.abandon(rn)
+		return
+	}
 	m.fold(rn)
 	status := string(end.Status)
 	if end.Status != "" {
@@ -491,6 +498,7 @@ func (m *runManager) fold(rn *run) {
 // failed if the store still knows it; its streams end without a terminal
 // event, as for a cut client.
 func (m *runManager) abandon(rn *run) {
+	_ = rn.out.drain() // its last stored events go out before the streams end
 	m.fold(rn)
 	_, err := m.st.FinishRun(context.WithoutCancel(rn.ctx), rn.id, store.RunEnd{Status: store.RunFailed, Usage: store.Usage(rn.usage)})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {

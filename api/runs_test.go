@@ -27,6 +27,7 @@ func TestSecondRunOnAConversationConflicts(t *testing.T) {
 	s := e.chat(map[string]any{"message": "wait for it"})
 	conv := s.header("X-Conversation-ID")
 	<-e.tools.waiting
+	s.until("tool.start") // stored: the run is quiet while its tool waits
 	before := e.snapshot()
 	for _, path := range []string{"/api/v1/chat", "/api/v1/chat/sync"} {
 		status, body := e.do("POST", path, map[string]any{"message": "hello", "conversation_id": conv})

@@ -120,6 +120,13 @@ type Events interface {
 	// one-line JSON object or e.Type is empty.
 	AppendEvent(ctx context.Context, e NewEvent) (Event, error)
 
+	// AppendEvents stores events of one run as AppendEvent would, in
+	// order under consecutive sequence numbers, in one transaction: all
+	// are stored or none is. It returns them as stored. Its errors are
+	// AppendEvent's, and ErrInvalid for an empty list or events of more
+	// than one run.
+	AppendEvents(ctx context.Context, evs []NewEvent) ([]Event, error)
+
 	// EventsAfter returns the run's events with a sequence number above
 	// afterSeq, in order; afterSeq 0 returns them all. Returns ErrNotFound
 	// when the run is unknown or another user's.

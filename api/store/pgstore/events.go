@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,34 +11,55 @@ import (
 	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
 )
 
-// appendEvent takes the run's next sequence number and stores the event
-// under it in one statement, one round trip. The UPDATE locks the run's
-// row until the statement commits, so appenders to one run, in any
-// process, queue there and each gets the next number; if the insert
-// fails the number is given back with it. The data is built here, around
-// the number: storeutil.EventPrefix || seq || tail.
-const appendEvent = `
-WITH r AS (UPDATE runs SET last_seq = last_seq + 1 WHERE id = $1 RETURNING id, last_seq)
-INSERT INTO events (run_id, seq, type, data, created_at)
-SELECT id, last_seq, $2, '` + storeutil.EventPrefix + `' || last_seq || $3::text, $4 FROM r
-RETURNING seq`
+// appendEvents takes the run's next sequence numbers, one per event, and
+// stores the events under them in one statement, one round trip. The
+// UPDATE locks the run's row until the statement commits, so appenders to
+// one run, in any process, queue there and each gets numbers of its own;
+// if the insert fails the numbers are given back with it. The data is
+// built here, around each number: storeutil.EventPrefix || seq || tail.
+const appendEvents = `
+WITH r AS (UPDATE runs SET last_seq = last_seq + cardinality($2::text[]) WHERE id = $1 RETURNING id, last_seq),
+e AS (SELECT r.id, r.last_seq - cardinality($2::text[]) + t.ord AS seq, t.type, t.tail
+      FROM r, unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(type, tail, ord)),
+ins AS (INSERT INTO events (run_id, seq, type, data, created_at)
+        SELECT id, seq, type, '` + storeutil.EventPrefix + `' || seq || tail, $4 FROM e
+        RETURNING seq)
+SELECT max(seq) FROM ins`
 
 // AppendEvent implements store.Events.
 func (s *Store) AppendEvent(ctx context.Context, ne store.NewEvent) (store.Event, error) {
-	if err := ne.Validate(); err != nil {
-		return store.Event{}, fmt.Errorf("pgstore: append event: %w", err)
+	evs, err := s.AppendEvents(ctx, []store.NewEvent{ne})
+	if err != nil {
+		return store.Event{}, err
 	}
-	tail := storeutil.EventTail(ne.Data)
-	e := store.Event{RunID: ne.RunID, Type: ne.Type, CreatedAt: storeutil.Now()}
-	err := s.pool.QueryRow(ctx, appendEvent, ne.RunID, ne.Type, tail, e.CreatedAt).Scan(&e.Seq)
-	if errors.Is(err, pgx.ErrNoRows) {
+	return evs[0], nil
+}
+
+// AppendEvents implements store.Events.
+func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store.Event, error) {
+	runID, tails, err := storeutil.Batch(nes)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: append events: %w", err)
+	}
+	types := make([]string, len(nes))
+	for i, ne := range nes {
+		types[i] = ne.Type
+	}
+	now := storeutil.Now()
+	var last *int64 // NULL when the run is unknown: nothing was inserted
+	err = s.pool.QueryRow(ctx, appendEvents, runID, types, tails, now).Scan(&last)
+	if err == nil && last == nil {
 		err = store.ErrNotFound
 	}
 	if err != nil {
-		return store.Event{}, fmt.Errorf("pgstore: append %s event to run %s: %w", ne.Type, ne.RunID, err)
+		return nil, fmt.Errorf("pgstore: append %d events (%s first) to run %s: %w", len(nes), nes[0].Type, runID, err)
 	}
-	e.Data = storeutil.EventData(e.Seq, tail)
-	return e, nil
+	out := make([]store.Event, len(nes))
+	for i, ne := range nes {
+		seq := *last - int64(len(nes)-1-i)
+		out[i] = store.Event{RunID: runID, Seq: seq, Type: ne.Type, Data: storeutil.EventData(seq, tails[i]), CreatedAt: now}
+	}
+	return out, nil
 }
 
 // EventsAfter implements store.Events. The run comes back even without

@@ -147,3 +147,93 @@ func seqRange(n int64) []int64 {
 	}
 	return out
 }
+
+// testAppendEvents: a batch takes consecutive numbers after the run's
+// events, in its order, each data carrying its own; concurrent batches
+// and single appends never interleave inside a batch; a batch that cannot
+// be stored whole stores nothing.
+func testAppendEvents(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	r := startRun(t, s, newConversation(t, s, alice), "batch")
+	appendEvent(t, s, r, "run.started")
+	batch := func(n int, tag string) []store.NewEvent {
+		out := make([]store.NewEvent, n)
+		for i := range out {
+			out[i] = store.NewEvent{RunID: r.ID, Type: "node.start", Data: json.RawMessage(fmt.Sprintf(`{"tag":%q,"i":%d}`, tag, i))}
+		}
+		return out
+	}
+	got := must(s.AppendEvents(ctx, batch(3, "a")))(t)
+	for i, e := range got {
+		want := fmt.Sprintf(`{"seq":%d,"tag":"a","i":%d}`, i+2, i)
+		if e.Seq != int64(i+2) || string(e.Data) != want || e.RunID != r.ID || e.Type != "node.start" {
+			t.Errorf("event %d = seq %d data %s, want seq %d data %s", i, e.Seq, e.Data, i+2, want)
+		}
+	}
+	if stored := must(s.EventsAfter(ctx, alice, r.ID, 1))(t); !reflect.DeepEqual(stored, got) {
+		t.Errorf("stored %+v\nwant %+v as returned", stored, got)
+	}
+
+	// Nothing of a batch that fails is stored.
+	bad := batch(3, "bad")
+	bad[1].Data = json.RawMessage(`[1]`)
+	_, err := s.AppendEvents(ctx, bad)
+	wantErr(t, "a batch with an invalid event", err, store.ErrInvalid)
+	other := startRun(t, s, newConversation(t, s, alice), "other")
+	mixed := batch(2, "mixed")
+	mixed[1].RunID = other.ID
+	_, err = s.AppendEvents(ctx, mixed)
+	wantErr(t, "a batch of two runs", err, store.ErrInvalid)
+	_, err = s.AppendEvents(ctx, nil)
+	wantErr(t, "an empty batch", err, store.ErrInvalid)
+	unknown := batch(2, "unknown")
+	for i := range unknown {
+		unknown[i].RunID = "no-such-run"
+	}
+	_, err = s.AppendEvents(ctx, unknown)
+	wantErr(t, "a batch of an unknown run", err, store.ErrNotFound)
+	if last := must(s.GetRun(ctx, alice, r.ID))(t).LastSeq; last != 4 {
+		t.Fatalf("LastSeq after failed batches = %d, want 4", last)
+	}
+
+	// Concurrent batches and single appends: each batch stays contiguous
+	// and in order.
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Go(func() {
+			for j := range 10 {
+				var err error
+				if w%2 == 0 {
+					_, err = s.AppendEvents(ctx, batch(4, fmt.Sprintf("w%d.%d", w, j)))
+				} else {
+					_, err = s.AppendEvent(ctx, batch(1, fmt.Sprintf("w%d.%d", w, j))[0])
+				}
+				if err != nil {
+					t.Errorf("writer %d: %v", w, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	stored := must(s.EventsAfter(ctx, alice, r.ID, 4))(t)
+	if want := 3*10*4 + 3*10; len(stored) != want {
+		t.Fatalf("%d events, want %d", len(stored), want)
+	}
+	var cur struct {
+		Tag string `json:"tag"`
+		I   int    `json:"i"`
+	}
+	for k, e := range stored {
+		if e.Seq != int64(k+5) {
+			t.Fatalf("seq %d at %d, want %d: gap or duplicate", e.Seq, k, k+5)
+		}
+		prev := cur
+		if err := json.Unmarshal(e.Data, &cur); err != nil {
+			t.Fatal(err)
+		}
+		if cur.I > 0 && (prev.Tag != cur.Tag || prev.I != cur.I-1) {
+			t.Fatalf("event %s follows %+v: a batch was split", e.Data, prev)
+		}
+	}
+}

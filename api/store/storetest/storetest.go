@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"EventsVerbatim", testEventsVerbatim},
 		{"EventsAfter", testEventsAfter},
 		{"EventSeqConcurrent", testEventSeqConcurrent},
+		{"AppendEvents", testAppendEvents},
 		{"Approvals", testApprovals},
 		{"ApprovalResolveConcurrent", testApprovalResolveConcurrent},
 		{"Elicitations", testElicitations},
