@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // Snapshot is a thread's state at one checkpoint.
@@ -108,9 +109,19 @@ func (c *Compiled[S]) snapshot(saved *Saved) (Snapshot[S], error) {
 // UpdateState writes cmd into the thread at ref as if node asNode had
 // returned it: its update merges through the reducers, and the next step
 // is planned from asNode's edges, routers and cmd's Goto and Send. With an
-// empty asNode the planned tasks stay as they were. Updating a checkpoint
-// that is not the newest forks the thread; history keeps the old branch.
-// It returns the new checkpoint's id.
+// empty asNode the planned tasks stay as they were.
+//
+// With asNode END the update merges the same way, as if the graph had
+// ended there, and nothing is planned: the tasks planned at ref never run
+// (writes some of them saved before the run paused are not merged), their
+// pending interrupts are dropped unanswered, and the joins' arrivals so
+// far are forgotten. Continuing the thread with a nil input then ends at
+// once; a new input starts a fresh run from START. cmd must not Goto or
+// Send to a node. This is how a caller abandons a run parked on an
+// interrupt.
+//
+// Updating a checkpoint that is not the newest forks the thread; history
+// keeps the old branch. It returns the new checkpoint's id.
 func (c *Compiled[S]) UpdateState(ctx context.Context, ref Ref, asNode string, cmd Command[S]) (string, error) {
 	if c.opts.Checkpointer == nil || ref.ThreadID == "" {
 		return "", fmt.Errorf("graph: update state: %w", ErrNoCheckpointer)
@@ -138,7 +149,11 @@ func (c *Compiled[S]) UpdateState(ctx context.Context, ref Ref, asNode string, c
 	r.step++
 	r.markDeltas()
 	t := &task[S]{r: r, node: &c.start, input: r.state}
-	if asNode != "" {
+	if asNode == END {
+		if len(cmd.Send) > 0 || slices.ContainsFunc(cmd.Goto, func(n string) bool { return n != END }) {
+			return "", fmt.Errorf("graph: update state of thread %s as %s: cmd has a Goto or Send, but nothing runs after END", ref.ThreadID, END)
+		}
+	} else if asNode != "" {
 		i, ok := c.byName[asNode]
 		if !ok {
 			return "", fmt.Errorf("graph: update state as %q: %w", asNode, ErrUnknownNode)
@@ -158,7 +173,15 @@ func (c *Compiled[S]) UpdateState(ctx context.Context, ref Ref, asNode string, c
 	}
 	var next []*task[S]
 	before := saved.Checkpoint.InterruptedBefore
-	if asNode == "" {
+	switch asNode {
+	case END:
+		// A later run starts afresh: a join must not fire on what the
+		// abandoned run's branches brought it.
+		for _, b := range r.barriers {
+			clear(b)
+		}
+		before = false
+	case "":
 		if err := r.resumeTasks(saved, false); err != nil {
 			return "", err
 		}
@@ -168,7 +191,7 @@ func (c *Compiled[S]) UpdateState(ctx context.Context, ref Ref, asNode string, c
 			return "", err
 		}
 		next = append(r.tasks, extra...)
-	} else {
+	default:
 		if next, err = r.plan([]*task[S]{t}); err != nil {
 			return "", err
 		}

@@ -155,6 +155,27 @@ func (a *Agent) Resume(ctx context.Context, conversationID string, d ApprovalDec
 	}
 }
 
+// Abandon ends a conversation's parked run without answering what it
+// waits for: it is how a user cancels a run that waits for an approval (or
+// a clarifying question). The pending approval's tool never runs; the
+// state keeps everything up to the interrupt; nothing is pending any more,
+// so the next Run starts a fresh turn. A conversation with nothing pending,
+// or none at all, is left as it is. Like a turn, it writes the thread: it
+// must not run alongside a turn of the same conversation.
+func (a *Agent) Abandon(ctx context.Context, conversationID string) error {
+	pending, err := a.waiting(ctx, conversationID)
+	if err != nil {
+		return err // it names the conversation already
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	if _, err := a.graph.UpdateState(ctx, graph.Ref{ThreadID: conversationID}, graph.END, graph.Command[ChatState]{}); err != nil {
+		return fmt.Errorf("nodes: abandon conversation %s: %w", conversationID, err)
+	}
+	return nil
+}
+
 // Continue runs a conversation on from its last checkpoint, after the
 // process running it died or its run was cancelled. A conversation parked
 // at an interrupt stays parked (its run ends in run.interrupted again).
