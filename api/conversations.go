@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -146,16 +145,10 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	rn, err := s.runs.cancel(id)
-	if errors.Is(err, errNothingToRun) {
-		if last, lerr := s.store.LatestRun(r.Context(), user, id); lerr == nil &&
-			last.Status == store.RunInterrupted && last.InterruptReason == store.InterruptApproval {
-			err = errAwaitingApproval
-		}
-	}
+	runID, err := s.runs.cancel(r.Context(), user, id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"status": "cancelling", "run_id": rn.id})
+	writeJSON(w, http.StatusAccepted, map[string]string{"status": "cancelling", "run_id": runID})
 }

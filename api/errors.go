@@ -33,11 +33,7 @@ func errorf(status int, code, message string) *Error {
 // Errors the service itself answers with.
 var (
 	errShuttingDown = errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down; retry on another instance or after it restarts")
-	errNothingToRun = errorf(http.StatusConflict, "not_running", "no run is running on this conversation")
-	// errAwaitingApproval: a run stopped for an approval is not running;
-	// the agent keeps the question until it is answered.
-	errAwaitingApproval = errorf(http.StatusConflict, "awaiting_approval",
-		"the run is not running: it waits for an approval; answer it (reject it to stop the tool call), or edit and rerun the message")
+	errNothingToRun = errorf(http.StatusConflict, "not_running", "no run is running or waiting on this conversation")
 )
 
 // errorBody is API.md's error shape.

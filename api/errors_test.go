@@ -108,7 +108,6 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"stream: bad after", "GET", "/api/v1/conversations/" + aliceConv + "/stream?after=-3", "", nil, "", 400},
 		{"cancel: another user's conversation", "POST", "/api/v1/conversations/" + bobConv + "/cancel", "", nil, "", 404},
 		{"cancel: nothing running", "POST", "/api/v1/conversations/" + aliceConv + "/cancel", "", nil, "", 409},
-		{"cancel: waiting for an approval", "POST", "/api/v1/conversations/" + parkedConv + "/cancel", "", nil, "", 409},
 		{"edit: another user's run", "POST", "/api/v1/conversations/" + bobConv + "/runs/" + bobRun + "/edit", `{"message": "x"}`, nil, "", 404},
 		{"edit: run of another conversation", "POST", "/api/v1/conversations/" + parkedConv + "/runs/" + aliceRun + "/edit", `{"message": "x"}`, nil, "", 404},
 		{"edit: empty message", "POST", "/api/v1/conversations/" + aliceConv + "/runs/" + aliceRun + "/edit", `{"message": ""}`, nil, "", 400},

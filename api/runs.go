@@ -346,6 +346,10 @@ func (m *runManager) drive(rn *run, first func(context.Context) iter.Seq2[nodes.
 		}
 		d, resume := m.awaitApproval(rn)
 		if !resume {
+			if errors.Is(context.Cause(rn.ctx), errCancelled) {
+				m.consume(rn, m.abandoned(rn.ctx, rn.conversationID))
+				return
+			}
 			m.finish(rn, held, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptApproval})
 			return
 		}
@@ -608,21 +612,62 @@ func (m *runManager) resume(ctx context.Context, userID, runID string, next func
 	return nil
 }
 
-// cancel cancels the conversation's running run; errNothingToRun when no
-// run of it is running in this process (one waiting for an approval is
-// not running: answer it, or reject it).
-func (m *runManager) cancel(conversationID string) (*run, error) {
+// cancel cancels the conversation's run and returns its id. A run live
+// in this process stops at once; one waiting for an approval, live or
+// parked, or parked on a clarifying question, is abandoned (what it waits
+// for is dropped unanswered, see nodes.Agent.Abandon) and ends with
+// run.cancelled. errNothingToRun when no run of the conversation is
+// running or waiting.
+func (m *runManager) cancel(ctx context.Context, userID, conversationID string) (string, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	rn := m.byConv[conversationID]
-	if rn != nil && rn.state != stateRunning {
-		return nil, errAwaitingApproval
+	if rn != nil && rn.state != stateParking {
+		rn.cancel(errCancelled) // a waiting run sees it and abandons its approval
+		m.mu.Unlock()
+		return rn.id, nil
 	}
-	if rn == nil {
-		return nil, errNothingToRun
+	var parking chan struct{}
+	if rn != nil {
+		parking = rn.done
 	}
-	rn.cancel(errCancelled)
-	return rn, nil
+	m.mu.Unlock()
+	if parking != nil { // parking takes no time; then it is parked
+		select {
+		case <-parking:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	last, err := m.st.LatestRun(ctx, userID, conversationID)
+	if errors.Is(err, store.ErrNotFound) || err == nil && (last.Superseded || last.Status != store.RunInterrupted) {
+		return "", errNothingToRun
+	}
+	if err != nil {
+		return "", err
+	}
+	err = m.resume(ctx, userID, last.ID, m.abandoned)
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrRunActive) {
+		return "", errNothingToRun // an answer resumed it first, or a later run took its place
+	}
+	if err != nil {
+		return "", err
+	}
+	return last.ID, nil
+}
+
+// abandoned is a run's last call to the agent when the user cancelled it
+// while it waited: nothing stays pending in the thread, and the run ends
+// with run.cancelled.
+func (m *runManager) abandoned(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
+	return func(yield func(nodes.Event, error) bool) {
+		if err := m.agent.Abandon(context.WithoutCancel(ctx), conversationID); err != nil {
+			f := &nodes.RunFailed{Error: nodes.ErrorInfo{Code: nodes.CodeInternal, Message: "abandoning the run failed"}}
+			yield(nodes.Event{Type: f.EventType(), Data: f}, err)
+			return
+		}
+		c := &nodes.RunCancelled{}
+		yield(nodes.Event{Type: c.EventType(), Data: c}, nil)
+	}
 }
 
 // stop cancels the conversation's live run, if any, with cause and

@@ -491,3 +491,72 @@ func TestShutdownParksRunsAndRecoverContinuesThem(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelARunWaitingForAnApproval: cancel ends a run whether it waits
+// on its open stream or is parked; the tool never runs, the approval
+// expires, and the next message starts a fresh turn.
+func TestCancelARunWaitingForAnApproval(t *testing.T) {
+	for _, b := range backends {
+		for _, parked := range []bool{false, true} {
+			name := string(b) + "/waiting"
+			if parked {
+				name = string(b) + "/parked"
+			}
+			t.Run(name, func(t *testing.T) {
+				noLeaks(t)
+				e := newEnv(t, envOptions{backend: b, configure: func(c *api.Config) {
+					c.InterruptAfter = time.Minute
+					if parked {
+						c.InterruptAfter = -1 // parks at once
+					}
+				}})
+				s := e.chat(map[string]any{"message": "please delete /tmp/a.txt"})
+				conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+				id := s.until("approval.required").str("approval_id")
+				stream := s
+				if parked {
+					last := s.until("run.interrupted")
+					s.close()
+					stream = e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey,
+						"Last-Event-ID", strconv.FormatInt(last.ID, 10)))
+				}
+				status, body := e.do("POST", "/api/v1/conversations/"+conv+"/cancel", nil)
+				if status != http.StatusAccepted {
+					t.Fatalf("cancel: %d %s", status, body)
+				}
+				if r := jsonOf[map[string]string](t, body); r["status"] != "cancelling" || r["run_id"] != runID {
+					t.Errorf("cancel answer %s", body)
+				}
+				rest := stream.all()
+				if last := rest[len(rest)-1]; last.Type != "run.cancelled" || last.str("run_id") != runID {
+					t.Fatalf("the stream ended with %v", types(rest))
+				}
+				r, err := e.store.GetRun(t.Context(), "alice", runID)
+				if err != nil || r.Status != store.RunCancelled {
+					t.Fatalf("run %+v %v", r, err)
+				}
+				a, err := e.store.GetApproval(t.Context(), "alice", id)
+				if err != nil || a.Status != store.ApprovalExpired {
+					t.Errorf("approval %+v %v", a, err)
+				}
+				status, body = e.do("POST", "/api/v1/approvals/"+id, map[string]any{"decision": "approve"})
+				wantError(t, status, body, http.StatusConflict)
+				status, body = e.do("POST", "/api/v1/conversations/"+conv+"/cancel", nil)
+				wantError(t, status, body, http.StatusConflict)
+
+				next := e.chat(map[string]any{"message": "hello", "conversation_id": conv})
+				evs := next.all()
+				checkRun(t, evs, 1, next.header("X-Run-ID"), conv)
+				if evs[len(evs)-1].Type != "run.completed" {
+					t.Errorf("the next turn: %v", types(evs))
+				}
+				select {
+				case p := <-e.tools.deleted:
+					t.Errorf("the cancelled tool call ran: deleted %s", p)
+				default:
+				}
+				e.close()
+			})
+		}
+	}
+}
