@@ -77,6 +77,19 @@ type Config struct {
 	// Owner names this process in the runs it starts; "" means
 	// host:pid:random. Recover continues running runs of other owners.
 	Owner string
+	// Cluster, with Notices, makes this process one of several sharing
+	// Store's database (pgstore implements both; see its Listen):
+	// approvals, elicitation answers and cancels for runs another live
+	// process owns are sent to it, and the running runs of processes
+	// that are gone are claimed every ClaimInterval and continued here.
+	// Notices must listen as Owner, so Owner must be set. Nil: this
+	// process is alone with the store, and Recover takes over every
+	// running run of another owner.
+	Cluster Cluster
+	Notices Notices
+	// ClaimInterval is how often a process of a Cluster looks for runs of
+	// processes that are gone; 0 means 5 s.
+	ClaimInterval time.Duration
 	// Metrics collects what /metrics serves; nil means a new collector.
 	// Make one first to give its BreakerChanged to the tool provider.
 	Metrics *Metrics
@@ -148,10 +161,19 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Owner == "" {
-		host, _ := os.Hostname()
-		c.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), randomHex(4))
+		c.Owner = NewOwner()
+	}
+	if c.ClaimInterval <= 0 {
+		c.ClaimInterval = DefaultClaimInterval
 	}
 	return c
+}
+
+// NewOwner returns a fresh owner name for this process: host:pid:random,
+// unique per process start.
+func NewOwner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), randomHex(4))
 }
 
 func defInt(v *int, d int) {

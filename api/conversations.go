@@ -145,7 +145,7 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	runID, err := s.runs.cancel(r.Context(), user, id)
+	runID, err := s.runs.cancel(r.Context(), user, id, true)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

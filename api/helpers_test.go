@@ -192,6 +192,9 @@ type envOptions struct {
 	local     bool     // no keys
 	configure func(*api.Config)
 	approval  []string
+	// cluster (Postgres only) makes the server one process of several
+	// sharing the database: it listens as its owner (see api.Cluster).
+	cluster bool
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -220,6 +223,20 @@ func newEnv(t testing.TB, o envOptions) *env {
 		Limits: api.Limits{RatePerMinute: -1}, Heartbeat: 50 * time.Millisecond}
 	if !o.local {
 		cfg.Keys = map[api.APIKey]string{aliceKey: "alice", bobKey: "bob"}
+	}
+	if o.cluster {
+		pg := st.(*pgstore.Store)
+		owner := api.NewOwner() + ":" + t.Name()
+		l, err := pg.Listen(t.Context(), owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Cluster, cfg.Notices, cfg.Owner, cfg.ClaimInterval = pg, l, owner, 100*time.Millisecond
+		closeStore := closeDB
+		closeDB = func() {
+			_ = l.Close()
+			closeStore()
+		}
 	}
 	if o.configure != nil {
 		o.configure(&cfg)

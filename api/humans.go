@@ -70,7 +70,7 @@ func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := nodes.ApprovalDecision{ApprovalID: id, Decision: nodes.DecisionKind(body.Decision), Args: ans.Args, Reason: body.Reason}
-	if err := s.runs.approvalAnswered(r.Context(), a, d); err != nil {
+	if err := s.runs.approvalAnswered(r.Context(), a, d, true); err != nil {
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "an answered approval could not resume its run",
 			slog.String("approval_id", id), slog.String("run_id", a.RunID), slog.Any("error", err))
 		s.writeError(w, r, err)
@@ -112,6 +112,9 @@ func (s *Server) handleElicitationRespond(w http.ResponseWriter, r *http.Request
 		err = s.elicit.Respond(user, operators.ElicitResponse{ElicitationID: e.ID, Action: operators.ElicitAction(body.Action), Content: ans.Content})
 		if errors.Is(err, elicit.ErrNotFound) {
 			err = errElicitationGone
+			if handled, ferr := s.elicitationElsewhere(r.Context(), user, e, ans, store.NoticeElicitation); handled {
+				err = ferr
+			}
 		}
 	}
 	if err != nil {
@@ -161,6 +164,10 @@ func (s *Server) handleElicitationCancel(w http.ResponseWriter, r *http.Request)
 		err = s.elicit.Cancel(user, e.ID)
 		if errors.Is(err, elicit.ErrNotFound) {
 			err = errElicitationGone
+			cancel := store.ElicitationAnswer{Action: store.ActionCancel}
+			if handled, ferr := s.elicitationElsewhere(r.Context(), user, e, cancel, store.NoticeElicitationCancel); handled {
+				err = ferr
+			}
 		}
 	}
 	if err != nil {

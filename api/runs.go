@@ -422,7 +422,17 @@ func (m *runManager) record(rn *run, ev nodes.Event) bool {
 		_, err := m.st.CreateApproval(ctx, store.NewApproval{ID: d.ApprovalID, RunID: rn.id, ToolCallID: d.ToolCallID,
 			Tool: d.Tool, Args: d.Args, Revision: d.Revision})
 		if errors.Is(err, store.ErrConflict) {
-			return false // announced before this resumption or recovery
+			// Announced before this resumption or recovery. A recovered
+			// run asks again what its process died waiting for; an answer
+			// stored meanwhile (it may have gone to that process) is
+			// applied now.
+			if a, gerr := m.st.GetApproval(ctx, rn.userID, d.ApprovalID); rn.recovered && gerr == nil && decided(a) {
+				select {
+				case rn.answers <- decisionOf(a):
+				default:
+				}
+			}
+			return false
 		}
 		if err != nil {
 			rn.log.LogAttrs(ctx, slog.LevelError, "storing an approval failed", slog.String("approval_id", d.ApprovalID), slog.Any("error", err))
@@ -560,7 +570,11 @@ func (m *runManager) setState(rn *run, s runState) {
 // run gets it at once (it is waiting, or will look when it stops); a
 // parked run is resumed in the background, its events numbered on after
 // its run.interrupted.
-func (m *runManager) approvalAnswered(ctx context.Context, a store.Approval, d nodes.ApprovalDecision) error {
+//
+// With forward set, an answer for a run another live process owns (it
+// waits on that process's open stream) is sent there (see Cluster);
+// forward is unset for an answer that came as such a notice.
+func (m *runManager) approvalAnswered(ctx context.Context, a store.Approval, d nodes.ApprovalDecision, forward bool) error {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
 	m.mu.Lock()
@@ -587,9 +601,17 @@ func (m *runManager) approvalAnswered(ctx context.Context, a store.Approval, d n
 			return ctx.Err()
 		}
 	}
-	return m.resume(ctx, a.UserID, a.RunID, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
+	err := m.resume(ctx, a.UserID, a.RunID, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
 		return m.agent.Resume(ctx, conversationID, d)
 	})
+	if forward && errors.Is(err, store.ErrConflict) {
+		if r, gerr := m.st.GetRun(ctx, a.UserID, a.RunID); gerr == nil {
+			if owner := m.elsewhere(r); owner != "" {
+				return m.notify(ctx, owner, store.NoticeApproval, r, a.ID)
+			}
+		}
+	}
+	return err
 }
 
 // resume sets a parked run running again, owned by this process, and
@@ -616,9 +638,11 @@ func (m *runManager) resume(ctx context.Context, userID, runID string, next func
 // in this process stops at once; one waiting for an approval, live or
 // parked, or parked on a clarifying question, is abandoned (what it waits
 // for is dropped unanswered, see nodes.Agent.Abandon) and ends with
-// run.cancelled. errNothingToRun when no run of the conversation is
-// running or waiting.
-func (m *runManager) cancel(ctx context.Context, userID, conversationID string) (string, error) {
+// run.cancelled. A run another live process owns is cancelled there, told
+// with a notice, when forward is set (unset for a cancel that came as
+// one). errNothingToRun when no run of the conversation is running or
+// waiting.
+func (m *runManager) cancel(ctx context.Context, userID, conversationID string, forward bool) (string, error) {
 	m.mu.Lock()
 	rn := m.byConv[conversationID]
 	if rn != nil && rn.state != stateParking {
@@ -639,6 +663,12 @@ func (m *runManager) cancel(ctx context.Context, userID, conversationID string) 
 		}
 	}
 	last, err := m.st.LatestRun(ctx, userID, conversationID)
+	if owner := m.elsewhere(last); err == nil && forward && owner != "" {
+		if err := m.notify(ctx, owner, store.NoticeCancel, last, ""); err != nil {
+			return "", err
+		}
+		return last.ID, nil
+	}
 	if errors.Is(err, store.ErrNotFound) || err == nil && (last.Superseded || last.Status != store.RunInterrupted) {
 		return "", errNothingToRun
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -35,6 +36,8 @@ type Server struct {
 	// parked runs end with it.
 	life context.Context
 	end  context.CancelFunc
+	// bg holds the cluster's goroutines (see startCluster).
+	bg sync.WaitGroup
 }
 
 // New builds the server and its agent (over cfg's models, tools and
@@ -42,6 +45,9 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("api: new server: a store is required")
+	}
+	if cfg.Cluster != nil && (cfg.Notices == nil || cfg.Owner == "") {
+		return nil, errors.New("api: new server: a Cluster needs Notices listening as Owner, and Owner set")
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, store: cfg.Store, models: cfg.Models, elicit: cfg.Elicit, log: cfg.Logger, metrics: cfg.Metrics,
@@ -83,6 +89,7 @@ func New(cfg Config) (*Server, error) {
 	s.agent, s.runs.agent = agent, agent
 	s.life, s.end = context.WithCancel(context.Background())
 	s.handler = s.routes()
+	s.startCluster()
 	return s, nil
 }
 

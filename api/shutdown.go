@@ -28,6 +28,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	err := s.runs.shutdown(ctx)
 	s.end()
+	s.bg.Wait()
 	return err
 }
 
@@ -35,9 +36,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // in the store under another owner (a shutdown or a crash) continue from
 // their last checkpoint, and parked runs whose approvals were answered
 // without being resumed are resumed. Call it once at start, before
-// serving, and only when no other live process shares the store: it
-// takes over every running run it did not start. It returns how many
-// runs it continued.
+// serving. Without a Cluster it takes over every running run it did not
+// start, so no other live process may share the store; with one it
+// takes only the runs of processes that are gone (ClaimOrphans), as
+// every live process keeps doing every ClaimInterval. It returns how
+// many runs it continued.
 func (s *Server) Recover(ctx context.Context) (int, error) {
 	users := slices.Sorted(maps.Values(s.cfg.Keys))
 	if s.auth.local() {
@@ -71,6 +74,11 @@ func (s *Server) Recover(ctx context.Context) (int, error) {
 			page.Cursor = p.NextCursor
 		}
 	}
+	if s.cfg.Cluster != nil {
+		claimed, err := s.claim(ctx)
+		n += claimed
+		errs = append(errs, err)
+	}
 	return n, errors.Join(errs...)
 }
 
@@ -80,7 +88,7 @@ func (s *Server) recoverConversation(ctx context.Context, user, conversationID s
 		return false, err
 	}
 	switch {
-	case r.Status == store.RunRunning && r.Owner != s.cfg.Owner:
+	case r.Status == store.RunRunning && r.Owner != s.cfg.Owner && s.cfg.Cluster == nil:
 		return true, s.continueRun(ctx, r)
 	case r.Status == store.RunInterrupted && r.InterruptReason == store.InterruptApproval:
 		return s.resumeAnswered(ctx, r)
@@ -130,7 +138,7 @@ func (s *Server) resumeAnswered(ctx context.Context, r store.Run) (bool, error) 
 		if err != nil || a.Status == store.ApprovalPending || a.Status == store.ApprovalExpired {
 			continue
 		}
-		d := nodes.ApprovalDecision{ApprovalID: a.ID, Decision: nodes.DecisionKind(a.Decision), Args: a.EditedArgs, Reason: a.Reason}
+		d := decisionOf(a)
 		return true, s.runs.resume(ctx, r.UserID, r.ID, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
 			return s.agent.Resume(ctx, conversationID, d)
 		})

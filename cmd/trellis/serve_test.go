@@ -331,3 +331,57 @@ func pgDSN(t *testing.T) string {
 	}
 	return dsn + sep + "search_path=" + schema
 }
+
+// TestPeerTakesOverARunOfAProcessThatDied runs two servers on one
+// PostgreSQL database. The first is killed while its run waits for an
+// approval on its open stream; the second, which was up all along,
+// claims the run (its owner's session is gone), continues it, and
+// completes it once approved: one run id, event ids consecutive across
+// both processes.
+func TestPeerTakesOverARunOfAProcessThatDied(t *testing.T) {
+	env := []string{"DATABASE_URL=" + pgDSN(t), "TRELLIS_CLAIM_INTERVAL=100ms"}
+	first, second := startServe(t, env...), startServe(t, env...)
+	resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "what is 2+2?"})
+	conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+	seen := events(t, resp, func(e event) bool { return e.typ == "approval.required" })
+	approval, _ := seen[len(seen)-1].data["approval_id"].(string)
+	first.stop(syscall.SIGKILL)
+
+	// The second process takes the run over and, as nobody watches it
+	// there, parks it on the same approval.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r := second.do("GET", "/api/v1/conversations/"+conv, nil)
+		var c struct{ Runs []struct{ Status string } }
+		err := json.NewDecoder(r.Body).Decode(&c)
+		if err == nil && len(c.Runs) == 1 && c.Runs[0].Status == "interrupted" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run was not taken over: %+v %v\n%s", c, err, second.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := second.do("POST", "/api/v1/approvals/"+approval, map[string]any{"decision": "approve"}); r.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(r.Body)
+		t.Fatalf("approve: %d %s", r.StatusCode, b)
+	}
+	for len(seen) < 1000 && seen[len(seen)-1].typ != "run.completed" {
+		r := second.do("GET", "/api/v1/conversations/"+conv+"/stream", nil, "Last-Event-ID", strconv.FormatInt(seen[len(seen)-1].id, 10))
+		if r.StatusCode == http.StatusNoContent {
+			t.Fatalf("the run ended with %s", seen[len(seen)-1].typ)
+		}
+		seen = append(seen, events(t, r, nil)...)
+	}
+	var typs []string
+	for i, e := range seen {
+		typs = append(typs, e.typ)
+		if e.id != int64(i+1) || e.data["run_id"] != runID {
+			t.Fatalf("event %d: id %d run %v; events %v", i, e.id, e.data["run_id"], typs)
+		}
+	}
+	if typs[len(typs)-1] != "run.completed" {
+		t.Errorf("events: %v", typs)
+	}
+	second.stop(syscall.SIGTERM)
+}

@@ -9,7 +9,23 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
+
+// Validate checks the content of an accept to the elicitation id, asked
+// with schema (nil: any object), as Respond does: for a process that
+// takes the answer to a question another process asked. The error is a
+// *ValidationError.
+func Validate(id string, schema *jsonschema.Schema, content json.RawMessage) error {
+	e := &entry{p: Pending{ElicitationID: id, Schema: schema}}
+	if schema != nil {
+		// A schema that does not resolve is checked as Ask checks it:
+		// the answer must be an object, and formats still apply.
+		e.schema, _ = schema.Resolve(nil)
+	}
+	return validate(e, content)
+}
 
 // validate checks accepted content: a JSON object that satisfies the
 // entry's schema, and whose string properties match the formats MCP

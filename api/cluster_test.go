@@ -1,0 +1,135 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/store"
+)
+
+// twoProcesses starts two servers on one Postgres database, each a
+// process of the cluster: a run started on the first is answered or
+// cancelled through the second.
+func twoProcesses(t *testing.T) (first, second *env) {
+	t.Helper()
+	data := newStorage(t, postgresBackend)
+	wait := func(c *api.Config) { c.InterruptAfter = time.Minute }
+	first = newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, configure: wait})
+	second = newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, configure: wait})
+	return first, second
+}
+
+func TestClusterApprovalAnsweredThroughAnotherProcess(t *testing.T) {
+	noLeaks(t)
+	a, b := twoProcesses(t)
+	s := a.chat(map[string]any{"message": "please delete /tmp/a.txt"})
+	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+	id := s.until("approval.required").str("approval_id")
+	status, body := b.do("POST", "/api/v1/approvals/"+id, map[string]any{"decision": "edit", "args": map[string]any{"path": "/tmp/b.txt"}})
+	if status != http.StatusOK {
+		t.Fatalf("approve through the second process: %d %s", status, body)
+	}
+	evs := s.all()
+	checkRun(t, evs, 1, runID, conv)
+	if slices.Contains(types(evs), "run.interrupted") || evs[len(evs)-1].Type != "run.completed" {
+		t.Fatalf("the run should go on, on its open stream: %v", types(evs))
+	}
+	if got := <-a.tools.deleted; got != "/tmp/b.txt" {
+		t.Errorf("deleted %q", got)
+	}
+	a.close()
+	b.close()
+}
+
+func TestClusterCancelThroughAnotherProcess(t *testing.T) {
+	noLeaks(t)
+	a, b := twoProcesses(t)
+	s := a.chat(map[string]any{"message": "wait for it"})
+	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+	<-a.tools.waiting
+	status, body := b.do("POST", "/api/v1/conversations/"+conv+"/cancel", nil)
+	if status != http.StatusAccepted {
+		t.Fatalf("cancel through the second process: %d %s", status, body)
+	}
+	evs := s.all()
+	checkRun(t, evs, 1, runID, conv)
+	if evs[len(evs)-1].Type != "run.cancelled" {
+		t.Fatalf("events %v", types(evs))
+	}
+	if r, err := b.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunCancelled {
+		t.Errorf("run %+v %v", r, err)
+	}
+	a.close()
+	b.close()
+}
+
+func TestClusterElicitationAnsweredThroughAnotherProcess(t *testing.T) {
+	noLeaks(t)
+	a, b := twoProcesses(t)
+	s := a.chat(map[string]any{"message": "ask me my name"})
+	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+	id := s.until("elicitation.request").str("elicitation_id")
+	// The schema is checked where the answer arrives.
+	status, body := b.do("POST", "/api/v1/elicitation/respond", map[string]any{"elicitation_id": id, "action": "accept", "content": map[string]any{"name": 7}})
+	wantError(t, status, body, http.StatusUnprocessableEntity)
+	status, body = b.do("POST", "/api/v1/elicitation/respond", map[string]any{"elicitation_id": id, "action": "accept", "content": map[string]any{"name": "Ada"}})
+	if status != http.StatusOK {
+		t.Fatalf("respond through the second process: %d %s", status, body)
+	}
+	status, body = b.do("POST", "/api/v1/elicitation/respond", map[string]any{"elicitation_id": id, "action": "decline"})
+	wantError(t, status, body, http.StatusConflict)
+	evs := s.all()
+	checkRun(t, evs, 1, runID, conv)
+	if got := toolResult(t, evs); got != "hello Ada" {
+		t.Errorf("tool result %q", got)
+	}
+	a.close()
+	b.close()
+}
+
+// lostNotices stands for a listener whose connection is lost when lose
+// is closed.
+type lostNotices struct{ lose chan struct{} }
+
+func (l lostNotices) Next(ctx context.Context) (store.Notice, error) {
+	select {
+	case <-ctx.Done():
+		return store.Notice{}, ctx.Err()
+	case <-l.lose:
+		return store.Notice{}, errors.New("connection lost")
+	}
+}
+
+// TestClusterLosingTheSessionStopsTheProcess: a process whose listener is
+// lost counts as gone to the others, so it stops its runs, leaving them
+// running in the store for a peer to take over, refuses new ones, and
+// /readyz fails.
+func TestClusterLosingTheSessionStopsTheProcess(t *testing.T) {
+	noLeaks(t)
+	lost := lostNotices{lose: make(chan struct{})}
+	e := newEnv(t, envOptions{backend: postgresBackend, configure: func(c *api.Config) {
+		c.Cluster, c.Notices, c.Owner = c.Store.(api.Cluster), lost, "lost:"+t.Name()
+	}})
+	s := e.chat(map[string]any{"message": "wait for it"})
+	runID := s.header("X-Run-ID")
+	<-e.tools.waiting
+	close(lost.lose)
+	evs := s.all()
+	if last := evs[len(evs)-1]; last.Type != "run.interrupted" || last.str("reason") != "shutdown" {
+		t.Fatalf("the stream ended with %s", last.Raw)
+	}
+	if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunRunning {
+		t.Errorf("run %+v %v: want it left running for a peer", r, err)
+	}
+	status, body := e.do("POST", "/api/v1/chat", map[string]any{"message": "hello"})
+	wantError(t, status, body, http.StatusServiceUnavailable)
+	if status, _ := e.do("GET", "/readyz", nil); status != http.StatusServiceUnavailable {
+		t.Errorf("readyz %d, want 503", status)
+	}
+	e.close()
+}
