@@ -311,10 +311,15 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, conversationID
 	s.metrics.openStreams.Add(1)
 	defer s.metrics.openStreams.Add(-1)
 	sw := startSSE(w, conversationID, runID, s.cfg.StreamWriteTimeout)
-	return s.follow(r.Context(), sw, sub, userOf(r), runID, after, replay)
+	return s.follow(r.Context(), sw, sub, userOf(r), conversationID, runID, after, replay)
 }
 
-func (s *Server) follow(ctx context.Context, sw *sseWriter, sub *subscriber, user, runID string, after int64, replay bool) bool {
+// clusterPoll is how often a stream reads the store for the events of a
+// run that another process runs: that process publishes them to its own
+// streams only.
+const clusterPoll = 250 * time.Millisecond
+
+func (s *Server) follow(ctx context.Context, sw *sseWriter, sub *subscriber, user, conversationID, runID string, after int64, replay bool) bool {
 	last := after
 	// send writes stored events after last; it reports whether one was
 	// terminal (done) and whether writing failed (fail).
@@ -359,9 +364,26 @@ func (s *Server) follow(ctx context.Context, sw *sseWriter, sub *subscriber, use
 	}
 	tick := time.NewTicker(s.cfg.Heartbeat)
 	defer tick.Stop()
+	var poll <-chan time.Time
+	if s.cfg.Cluster != nil {
+		pt := time.NewTicker(clusterPoll)
+		defer pt.Stop()
+		poll = pt.C
+	}
 	sw.wrote = false
 	for {
 		select {
+		case <-poll:
+			if rn := s.runs.live(conversationID); rn != nil && rn.id == runID {
+				continue // live here: the hub brings its events
+			}
+			evs, err := s.store.EventsAfter(ctx, user, runID, last)
+			if err != nil {
+				return false
+			}
+			if done, fail := send(evs); done || fail {
+				return done
+			}
 		case e, ok := <-sub.ch:
 			if !ok {
 				return false // cut: too far behind

@@ -30,6 +30,8 @@ func TestClusterApprovalAnsweredThroughAnotherProcess(t *testing.T) {
 	s := a.chat(map[string]any{"message": "please delete /tmp/a.txt"})
 	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
 	id := s.until("approval.required").str("approval_id")
+	// A watcher on the second process sees the run that the first runs.
+	w := b.open(b.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey))
 	status, body := b.do("POST", "/api/v1/approvals/"+id, map[string]any{"decision": "edit", "args": map[string]any{"path": "/tmp/b.txt"}})
 	if status != http.StatusOK {
 		t.Fatalf("approve through the second process: %d %s", status, body)
@@ -41,6 +43,11 @@ func TestClusterApprovalAnsweredThroughAnotherProcess(t *testing.T) {
 	}
 	if got := <-a.tools.deleted; got != "/tmp/b.txt" {
 		t.Errorf("deleted %q", got)
+	}
+	watched := w.all()
+	checkRun(t, watched, 1, runID, conv)
+	if len(watched) != len(evs) {
+		t.Errorf("the watcher on the other process saw %v, the run's stream %v", types(watched), types(evs))
 	}
 	a.close()
 	b.close()
@@ -132,4 +139,48 @@ func TestClusterLosingTheSessionStopsTheProcess(t *testing.T) {
 		t.Errorf("readyz %d, want 503", status)
 	}
 	e.close()
+}
+
+// TestClusterTakeoverFencesTheFormerOwner: a process that lost its
+// session without noticing (here: one whose lock was never held) has its
+// run taken over by a peer; its next write of the run fails, so it stops,
+// and the peer's events are the only ones after the takeover.
+func TestClusterTakeoverFencesTheFormerOwner(t *testing.T) {
+	noLeaks(t)
+	data := newStorage(t, postgresBackend)
+	unseen := lostNotices{lose: make(chan struct{})}
+	a := newEnv(t, envOptions{backend: postgresBackend, data: data, configure: func(c *api.Config) {
+		c.Cluster, c.Notices, c.Owner = c.Store.(api.Cluster), unseen, "partitioned:"+t.Name()
+	}})
+	b := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true})
+	s := a.chat(map[string]any{"message": "wait for it"})
+	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+	<-a.tools.waiting
+	<-b.tools.waiting // b claimed the run and continued it to the same tool
+	close(a.tools.release)
+	evs := s.all()
+	for _, ev := range evs {
+		if isTerminalType(ev.Type) {
+			t.Fatalf("the former owner ended the run: %v", types(evs))
+		}
+	}
+	close(b.tools.release)
+	w := b.open(b.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey)).all()
+	checkRun(t, w, 1, runID, conv)
+	if w[len(w)-1].Type != "run.completed" {
+		t.Fatalf("events %v", types(w))
+	}
+	if r, err := b.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunCompleted || r.Owner == "partitioned:"+t.Name() {
+		t.Errorf("run %+v %v", r, err)
+	}
+	a.close()
+	b.close()
+}
+
+func isTerminalType(typ string) bool {
+	switch typ {
+	case "run.completed", "run.cancelled", "run.failed", "run.interrupted":
+		return true
+	}
+	return false
 }

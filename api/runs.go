@@ -204,11 +204,14 @@ func (m *runManager) launch(rn *run, first func(context.Context) iter.Seq2[nodes
 	m.mu.Lock()
 	rn.hub = m.acquireHubLocked(rn.id)
 	rn.out = newOutbox(rn.ctx, m.st, rn.hub, func(err error) {
-		lvl := slog.LevelError
-		if errors.Is(err, store.ErrNotFound) {
+		lvl, msg := slog.LevelError, "storing events failed; the run stops"
+		switch {
+		case errors.Is(err, store.ErrNotFound):
 			lvl = slog.LevelInfo // deleted under the run
+		case errors.Is(err, store.ErrNotOwner):
+			lvl, msg = slog.LevelWarn, "another process took the run over; it stops here"
 		}
-		rn.log.LogAttrs(rn.ctx, lvl, "storing events failed; the run stops", slog.Any("error", err))
+		rn.log.LogAttrs(rn.ctx, lvl, msg, slog.Any("error", err))
 		rn.cancel(errEventsLost)
 	})
 	var sub *subscriber
@@ -462,7 +465,19 @@ func (m *runManager) emit(rn *run, p nodes.Payload) bool {
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "encoding an event failed; the run stops", slog.String("type", p.EventType()), slog.Any("error", err))
 		return false
 	}
-	return rn.out.put(store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data}) == nil
+	return rn.out.put(store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data, Owner: m.fence()}) == nil
+}
+
+// fence is the owner that fences this process's writes of a run's
+// events and end (see store.ErrNotOwner): with a Cluster, another process
+// may take a run over from one that lost its session without knowing
+// it. Alone on its store, nobody can, and Recover continues runs of
+// other owners without claiming them.
+func (m *runManager) fence() string {
+	if m.cfg.Cluster == nil {
+		return ""
+	}
+	return m.cfg.Owner
 }
 
 // finish records how the run ended (end's zero Status leaves the run as it
@@ -478,8 +493,16 @@ func (m *runManager) finish(rn *run, p nodes.Payload, end store.RunEnd) {
 	m.fold(rn)
 	status := string(end.Status)
 	if end.Status != "" {
-		end.Usage = store.Usage(rn.usage)
-		if _, ferr := m.st.FinishRun(context.WithoutCancel(rn.ctx), rn.id, end); ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
+		end.Usage, end.Owner = store.Usage(rn.usage), m.fence()
+		_, ferr := m.st.FinishRun(context.WithoutCancel(rn.ctx), rn.id, end)
+		if errors.Is(ferr, store.ErrNotOwner) {
+			// Taken over: the new owner ends the run and its streams.
+			rn.log.LogAttrs(rn.ctx, slog.LevelWarn, "another process took the run over; it stops here")
+			m.detach(rn)
+			m.cut(rn)
+			return
+		}
+		if ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
 			rn.log.LogAttrs(rn.ctx, slog.LevelError, "recording the end of the run failed", slog.String("status", status), slog.Any("error", ferr))
 		}
 	} else {
@@ -488,7 +511,7 @@ func (m *runManager) finish(rn *run, p nodes.Payload, end store.RunEnd) {
 	data, err := rn.envelope(p)
 	var e store.Event
 	if err == nil {
-		e, err = m.st.AppendEvent(context.WithoutCancel(rn.ctx), store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data})
+		e, err = m.st.AppendEvent(context.WithoutCancel(rn.ctx), store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data, Owner: m.fence()})
 	}
 	if err != nil {
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "storing the terminal event failed", slog.String("type", p.EventType()), slog.Any("error", err))
@@ -496,9 +519,11 @@ func (m *runManager) finish(rn *run, p nodes.Payload, end store.RunEnd) {
 	m.metrics.runEnded(status, time.Since(rn.started))
 	rn.log.LogAttrs(rn.ctx, slog.LevelInfo, "run ended", slog.String("status", status), slog.Duration("duration", time.Since(rn.started)))
 	m.detach(rn)
-	if err == nil {
-		rn.hub.publish(&e)
+	if err != nil {
+		m.cut(rn) // no terminal event: the clients reconnect and read the store
+		return
 	}
+	rn.hub.publish(&e)
 }
 
 // fold adds the segment's usage to the run's.
@@ -514,12 +539,18 @@ func (m *runManager) fold(rn *run) {
 func (m *runManager) abandon(rn *run) {
 	_ = rn.out.drain() // its last stored events go out before the streams end
 	m.fold(rn)
-	_, err := m.st.FinishRun(context.WithoutCancel(rn.ctx), rn.id, store.RunEnd{Status: store.RunFailed, Usage: store.Usage(rn.usage)})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	_, err := m.st.FinishRun(context.WithoutCancel(rn.ctx), rn.id, store.RunEnd{Status: store.RunFailed, Usage: store.Usage(rn.usage), Owner: m.fence()})
+	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrNotOwner) {
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "marking an abandoned run failed", slog.Any("error", err))
 	}
 	m.metrics.runEnded(string(store.RunFailed), time.Since(rn.started))
 	m.detach(rn)
+	m.cut(rn)
+}
+
+// cut ends the run's streams without a terminal event, as for a client
+// that fell behind: they reconnect and replay from the store.
+func (m *runManager) cut(rn *run) {
 	rn.hub.mu.Lock()
 	for sub := range rn.hub.subs {
 		rn.hub.removeLocked(sub)

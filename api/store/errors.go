@@ -22,4 +22,8 @@ var (
 	// ErrInvalid: an argument cannot be used (empty user id, unknown
 	// status, malformed JSON, bad cursor). Nothing was changed. HTTP 400.
 	ErrInvalid = errors.New("store: invalid input")
+	// ErrNotOwner: a write fenced with an owner (NewEvent.Owner,
+	// RunEnd.Owner) found the run owned by another process: it was taken
+	// over, and the writer must stop acting for it. Nothing was changed.
+	ErrNotOwner = errors.New("store: the run is owned by another process")
 )

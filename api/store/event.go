@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -35,6 +36,11 @@ type NewEvent struct {
 	// {"type":…,"run_id":…,"conversation_id":…,"ts":…,…}. AppendEvent
 	// adds "seq".
 	Data json.RawMessage
+	// Owner, when set, fences the append: it fails with ErrNotOwner
+	// unless the run is owned by Owner, so a process that lost a run to
+	// another stops writing to it. The events of one AppendEvents call
+	// share one Owner.
+	Owner string
 }
 
 // Validate reports an ErrInvalid error for an event that cannot be stored.
@@ -44,6 +50,8 @@ func (e NewEvent) Validate() error {
 		return fmt.Errorf("%w: run id is required", ErrInvalid)
 	case e.Type == "":
 		return fmt.Errorf("%w: event type is required", ErrInvalid)
+	case strings.ContainsAny(e.Type, "\r\n"):
+		return fmt.Errorf("%w: event type %q spans several lines", ErrInvalid, e.Type)
 	case bytes.ContainsAny(e.Data, "\r\n"):
 		return fmt.Errorf("%w: %s event data spans several lines; SSE data must be one line", ErrInvalid, e.Type)
 	case !isObject(e.Data):

@@ -127,6 +127,9 @@ type RunEnd struct {
 	// Reason is required with interrupted and must be empty otherwise.
 	Reason InterruptReason
 	Usage  Usage
+	// Owner, when set, fences the write: it fails with ErrNotOwner
+	// unless the run is owned by Owner.
+	Owner string
 }
 
 // Validate reports an ErrInvalid error for an end FinishRun cannot record.

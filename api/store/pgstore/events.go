@@ -18,7 +18,8 @@ import (
 // if the insert fails the numbers are given back with it. The data is
 // built here, around each number: storeutil.EventPrefix || seq || tail.
 const appendEvents = `
-WITH r AS (UPDATE runs SET last_seq = last_seq + cardinality($2::text[]) WHERE id = $1 RETURNING id, last_seq),
+WITH r AS (UPDATE runs SET last_seq = last_seq + cardinality($2::text[])
+           WHERE id = $1 AND ($5 = '' OR owner = $5) RETURNING id, last_seq),
 e AS (SELECT r.id, r.last_seq - cardinality($2::text[]) + t.ord AS seq, t.type, t.tail
       FROM r, unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(type, tail, ord)),
 ins AS (INSERT INTO events (run_id, seq, type, data, created_at)
@@ -37,7 +38,7 @@ func (s *Store) AppendEvent(ctx context.Context, ne store.NewEvent) (store.Event
 
 // AppendEvents implements store.Events.
 func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store.Event, error) {
-	runID, tails, err := storeutil.Batch(nes)
+	runID, owner, tails, err := storeutil.Batch(nes)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: append events: %w", err)
 	}
@@ -47,9 +48,9 @@ func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store
 	}
 	now := storeutil.Now()
 	var last *int64 // NULL when the run is unknown: nothing was inserted
-	err = s.pool.QueryRow(ctx, appendEvents, runID, types, tails, now).Scan(&last)
+	err = s.pool.QueryRow(ctx, appendEvents, runID, types, tails, now, owner).Scan(&last)
 	if err == nil && last == nil {
-		err = store.ErrNotFound
+		err = runMissingOr(ctx, s.pool, runID, owner, store.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: append %d events (%s first) to run %s: %w", len(nes), nes[0].Type, runID, err)

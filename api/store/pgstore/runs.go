@@ -183,10 +183,10 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 	err = s.write(ctx, func(tx pgx.Tx) error {
 		var err error
 		r, err = scanRun(tx.QueryRow(ctx, `UPDATE runs SET status = $1, interrupt_reason = $2, usage = $3, completed_at = $4
-WHERE id = $5 AND status IN ('running', 'interrupted') RETURNING `+runCols,
-			end.Status, end.Reason, string(usage), now, runID))
+WHERE id = $5 AND status IN ('running', 'interrupted') AND ($6 = '' OR owner = $6) RETURNING `+runCols,
+			end.Status, end.Reason, string(usage), now, runID, end.Owner))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return runMissingOr(ctx, tx, runID, fmt.Errorf("run has ended: %w", store.ErrConflict))
+			return runMissingOr(ctx, tx, runID, end.Owner, fmt.Errorf("run has ended: %w", store.ErrConflict))
 		}
 		if err != nil {
 			return err
@@ -220,7 +220,7 @@ WHERE id = $2 AND status = 'interrupted' AND NOT superseded RETURNING `+runCols,
 			return store.ErrRunActive
 		}
 		if errors.Is(err, pgx.ErrNoRows) {
-			return runMissingOr(ctx, tx, runID, fmt.Errorf("run is not interrupted, or was superseded: %w", store.ErrConflict))
+			return runMissingOr(ctx, tx, runID, "", fmt.Errorf("run is not interrupted, or was superseded: %w", store.ErrConflict))
 		}
 		if err != nil {
 			return err
@@ -234,15 +234,23 @@ WHERE id = $2 AND status = 'interrupted' AND NOT superseded RETURNING `+runCols,
 	return r, nil
 }
 
-// runMissingOr returns ErrNotFound when the run does not exist, and
-// otherwise err: why a conditional update of it changed nothing.
-func runMissingOr(ctx context.Context, tx pgx.Tx, runID string, err error) error {
-	var one int
-	switch e := tx.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1`, runID).Scan(&one); {
+// runMissingOr returns ErrNotFound when the run does not exist,
+// ErrNotOwner when owner is set and the run is another's, and otherwise
+// err: why a conditional update of it changed nothing.
+func runMissingOr(ctx context.Context, q rowQuerier, runID, owner string, err error) error {
+	var stored string
+	switch e := q.QueryRow(ctx, `SELECT owner FROM runs WHERE id = $1`, runID).Scan(&stored); {
 	case errors.Is(e, pgx.ErrNoRows):
 		return store.ErrNotFound
 	case e != nil:
 		return e
+	case owner != "" && stored != owner:
+		return store.ErrNotOwner
 	}
 	return err
+}
+
+// rowQuerier is a transaction or the pool.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }

@@ -14,7 +14,7 @@ const (
 	// appendSeq takes the next n sequence numbers of a run and returns
 	// the last. The write lock, held until commit, keeps any other writer
 	// from taking the same ones.
-	appendSeq = `UPDATE runs SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq`
+	appendSeq = `UPDATE runs SET last_seq = last_seq + ? WHERE id = ? AND (? = '' OR owner = ?) RETURNING last_seq`
 
 	insertEvent = `INSERT INTO events (run_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`
 )
@@ -30,7 +30,7 @@ func (s *Store) AppendEvent(ctx context.Context, ne store.NewEvent) (store.Event
 
 // AppendEvents implements store.Events.
 func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store.Event, error) {
-	runID, tails, err := storeutil.Batch(nes)
+	runID, owner, tails, err := storeutil.Batch(nes)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: append events: %w", err)
 	}
@@ -39,9 +39,9 @@ func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store
 	out := make([]store.Event, len(nes))
 	err = s.write(ctx, func(ctx context.Context, tx *txn) error {
 		var last int64
-		err := tx.QueryRowContext(ctx, appendSeq, len(nes), runID).Scan(&last)
+		err := tx.QueryRowContext(ctx, appendSeq, len(nes), runID, owner, owner).Scan(&last)
 		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
+			return runMissingOr(ctx, tx, runID, owner, store.ErrNotFound)
 		}
 		if err != nil {
 			return err

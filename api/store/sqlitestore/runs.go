@@ -172,10 +172,10 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 	err = s.write(ctx, func(ctx context.Context, tx *txn) error {
 		var err error
 		r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?
-WHERE id = ? AND status IN ('running', 'interrupted') RETURNING `+runCols,
-			end.Status, end.Reason, string(usage), now, runID))
+WHERE id = ? AND status IN ('running', 'interrupted') AND (? = '' OR owner = ?) RETURNING `+runCols,
+			end.Status, end.Reason, string(usage), now, runID, end.Owner, end.Owner))
 		if errors.Is(err, sql.ErrNoRows) {
-			return runMissingOr(ctx, tx, runID, fmt.Errorf("run has ended: %w", store.ErrConflict))
+			return runMissingOr(ctx, tx, runID, end.Owner, fmt.Errorf("run has ended: %w", store.ErrConflict))
 		}
 		if err != nil {
 			return err
@@ -209,7 +209,7 @@ WHERE id = ? AND status = 'interrupted' AND superseded = 0 RETURNING `+runCols, 
 			return store.ErrRunActive
 		}
 		if errors.Is(err, sql.ErrNoRows) {
-			return runMissingOr(ctx, tx, runID, fmt.Errorf("run is not interrupted, or was superseded: %w", store.ErrConflict))
+			return runMissingOr(ctx, tx, runID, "", fmt.Errorf("run is not interrupted, or was superseded: %w", store.ErrConflict))
 		}
 		if err != nil {
 			return err
@@ -223,15 +223,18 @@ WHERE id = ? AND status = 'interrupted' AND superseded = 0 RETURNING `+runCols, 
 	return r, nil
 }
 
-// runMissingOr returns ErrNotFound when the run does not exist, and
-// otherwise err: why a conditional update of it changed nothing.
-func runMissingOr(ctx context.Context, tx *txn, runID string, err error) error {
-	var one int
-	switch e := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, runID).Scan(&one); {
+// runMissingOr returns ErrNotFound when the run does not exist,
+// ErrNotOwner when owner is set and the run is another's, and otherwise
+// err: why a conditional update of it changed nothing.
+func runMissingOr(ctx context.Context, tx *txn, runID, owner string, err error) error {
+	var stored string
+	switch e := tx.QueryRowContext(ctx, `SELECT owner FROM runs WHERE id = ?`, runID).Scan(&stored); {
 	case errors.Is(e, sql.ErrNoRows):
 		return store.ErrNotFound
 	case e != nil:
 		return e
+	case owner != "" && stored != owner:
+		return store.ErrNotOwner
 	}
 	return err
 }

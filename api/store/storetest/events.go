@@ -237,3 +237,37 @@ func testAppendEvents(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+// testFencing: appends and ends fenced with an owner succeed for the
+// run's owner only; another owner gets ErrNotOwner and changes nothing.
+func testFencing(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	r := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "go", Owner: "p1"}))(t)
+	ev := func(owner string) store.NewEvent {
+		return store.NewEvent{RunID: r.ID, Type: "node.start", Data: json.RawMessage(`{"node":"x"}`), Owner: owner}
+	}
+	must(s.AppendEvents(ctx, []store.NewEvent{ev("p1"), ev("p1")}))(t)
+	must(s.AppendEvent(ctx, ev("")))(t) // unfenced
+	_, err := s.AppendEvents(ctx, []store.NewEvent{ev("p2")})
+	wantErr(t, "an append fenced by another owner", err, store.ErrNotOwner)
+	_, err = s.AppendEvents(ctx, []store.NewEvent{ev("p1"), ev("p2")})
+	wantErr(t, "a batch of two owners", err, store.ErrInvalid)
+	unknown := ev("p1")
+	unknown.RunID = "no-such-run"
+	_, err = s.AppendEvent(ctx, unknown)
+	wantErr(t, "a fenced append to an unknown run", err, store.ErrNotFound)
+	if got := must(s.GetRun(ctx, alice, r.ID))(t); got.LastSeq != 3 {
+		t.Fatalf("LastSeq = %d, want 3: a refused append stored something", got.LastSeq)
+	}
+	_, err = s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted, Owner: "p2"})
+	wantErr(t, "an end fenced by another owner", err, store.ErrNotOwner)
+	if got := must(s.GetRun(ctx, alice, r.ID))(t); got.Status != store.RunRunning {
+		t.Fatalf("status %s after a refused end", got.Status)
+	}
+	if got := must(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted, Owner: "p1"}))(t); got.Status != store.RunCompleted {
+		t.Errorf("status %s, want completed", got.Status)
+	}
+	_, err = s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunFailed, Owner: "p1"})
+	wantErr(t, "a fenced end of an ended run", err, store.ErrConflict)
+}

@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"EventsAfter", testEventsAfter},
 		{"EventSeqConcurrent", testEventSeqConcurrent},
 		{"AppendEvents", testAppendEvents},
+		{"Fencing", testFencing},
 		{"Approvals", testApprovals},
 		{"ApprovalResolveConcurrent", testApprovalResolveConcurrent},
 		{"Elicitations", testElicitations},

@@ -33,22 +33,22 @@ func EventData(seq int64, tail string) []byte {
 	return append(b, tail...)
 }
 
-// Batch checks the events of one AppendEvents call and returns their run
-// and their tails (see EventTail).
-func Batch(evs []store.NewEvent) (runID string, tails []string, err error) {
+// Batch checks the events of one AppendEvents call and returns their
+// run, their owner (see NewEvent.Owner) and their tails (see EventTail).
+func Batch(evs []store.NewEvent) (runID, owner string, tails []string, err error) {
 	if len(evs) == 0 {
-		return "", nil, fmt.Errorf("%w: no events to append", store.ErrInvalid)
+		return "", "", nil, fmt.Errorf("%w: no events to append", store.ErrInvalid)
 	}
-	runID = evs[0].RunID
+	runID, owner = evs[0].RunID, evs[0].Owner
 	tails = make([]string, len(evs))
 	for i, e := range evs {
 		if err := e.Validate(); err != nil {
-			return "", nil, err
+			return "", "", nil, err
 		}
-		if e.RunID != runID {
-			return "", nil, fmt.Errorf("%w: events of runs %s and %s in one append", store.ErrInvalid, runID, e.RunID)
+		if e.RunID != runID || e.Owner != owner {
+			return "", "", nil, fmt.Errorf("%w: events of runs %s and %s (owners %q, %q) in one append", store.ErrInvalid, runID, e.RunID, owner, e.Owner)
 		}
 		tails[i] = EventTail(e.Data)
 	}
-	return runID, tails, nil
+	return runID, owner, tails, nil
 }
