@@ -185,23 +185,46 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 		ToolCalls: []syncToolCall{}, Citations: []nodes.Citation{}}
 	user := userOf(r)
 	var last int64
+	// stored folds the stored events after last into the response.
+	stored := func() (done bool, err error) {
+		evs, err := s.store.EventsAfter(r.Context(), user, rn.id, last)
+		for i := range evs {
+			last = evs[i].Seq
+			if res.apply(&evs[i]) {
+				return true, nil
+			}
+		}
+		return false, err
+	}
+	var poll <-chan time.Time
+	if s.cfg.Cluster != nil {
+		pt := time.NewTicker(clusterPoll)
+		defer pt.Stop()
+		poll = pt.C
+	}
 	for done := false; !done; {
 		select {
+		case <-poll:
+			if live := s.runs.live(rn.conversationID); live != nil && live.id == rn.id {
+				continue
+			}
+			// Taken over by another process: it publishes the rest
+			// there, and stores it.
+			var err error
+			if done, err = stored(); err != nil {
+				s.runs.unsubscribe(sub)
+				s.writeError(w, r, err)
+				return
+			}
 		case e, ok := <-sub.ch:
 			if !ok { // cut: pick up from the store
 				s.runs.unsubscribe(sub)
 				sub = s.runs.subscribe(rn.id, false)
-				evs, err := s.store.EventsAfter(r.Context(), user, rn.id, last)
-				if err != nil {
+				var err error
+				if done, err = stored(); err != nil {
 					s.runs.unsubscribe(sub)
 					s.writeError(w, r, err)
 					return
-				}
-				for i := range evs {
-					last = evs[i].Seq
-					if done = res.apply(&evs[i]); done {
-						break
-					}
 				}
 				continue
 			}
