@@ -25,8 +25,9 @@ type Writer struct {
 	done chan struct{}
 	once sync.Once
 	// savepoint, release and rollback bracket each transaction of a
-	// batch of more than one. Prepared once: db's single writing
-	// connection keeps them parsed.
+	// batch of more than one. Prepared on db, they are parsed once per
+	// connection that runs a batch (database/sql keeps them per
+	// connection), not once per savepoint.
 	savepoint, release, rollback *sql.Stmt
 }
 
