@@ -176,9 +176,19 @@ func TestMCPVerbSDKClient(t *testing.T) {
 	for _, p := range r.Progress {
 		msgs = append(msgs, p.Message)
 	}
+	// mcp-go's stdio server writes notifications from a goroutine of
+	// their own, so the last one can follow the response it precedes, and
+	// the client then drops it (mcp.exportRun.settle narrows the window;
+	// see also mcp/sdk_test.go): ask for progress to arrive, each message
+	// one the operator sent, once.
 	slices.Sort(msgs)
-	if r.IsError || !slices.Equal(msgs, []string{"Done", "Writing code"}) {
+	if r.IsError || len(msgs) == 0 || len(slices.Compact(slices.Clone(msgs))) != len(msgs) {
 		t.Fatalf("coder = %+v", r)
+	}
+	for _, m := range msgs {
+		if m != "Writing code" && m != "Done" {
+			t.Fatalf("coder progress %q", msgs)
+		}
 	}
 }
 
