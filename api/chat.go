@@ -205,7 +205,7 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 	for done := false; !done; {
 		select {
 		case <-poll:
-			if live := s.runs.live(rn.conversationID); live != nil && live.id == rn.id {
+			if s.runs.runsHere(rn.conversationID, rn.id) {
 				continue
 			}
 			// Taken over by another process: it publishes the rest
@@ -397,8 +397,8 @@ func (s *Server) follow(ctx context.Context, sw *sseWriter, sub *subscriber, use
 	for {
 		select {
 		case <-poll:
-			if rn := s.runs.live(conversationID); rn != nil && rn.id == runID {
-				continue // live here: the hub brings its events
+			if s.runs.runsHere(conversationID, runID) {
+				continue
 			}
 			evs, err := s.store.EventsAfter(ctx, user, runID, last)
 			if err != nil {

@@ -26,8 +26,10 @@ type Config struct {
 	Models *llm.Registry
 	// Tools is the one provider of every tool; nil means no tools.
 	Tools *operators.Provider
-	// Checkpointer keeps the agent's conversation state; use the same
-	// database as Store. nil means memory: conversations forget their
+	// Checkpointer keeps the agent's conversation state: in Store's
+	// PostgreSQL database, or in a SQLite file beside Store's (a file of
+	// its own, so the two writers do not wait for each other; see
+	// cmd/trellis). nil means memory: conversations forget their
 	// state when the process ends, and Recover cannot continue runs.
 	Checkpointer graph.Checkpointer
 	// Agent configures the agent New builds. Its Hooks.OnAnswer and

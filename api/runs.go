@@ -280,6 +280,13 @@ func (m *runManager) ended(rn *run) {
 	close(rn.done)
 }
 
+// runsHere reports whether the run is live in this process, so its hub
+// brings its events.
+func (m *runManager) runsHere(conversationID, runID string) bool {
+	rn := m.live(conversationID)
+	return rn != nil && rn.id == runID
+}
+
 // live returns the run live in this process on the conversation.
 func (m *runManager) live(conversationID string) *run {
 	m.mu.Lock()
