@@ -46,7 +46,16 @@ func (d ApprovalDecision) validate() error {
 	}
 }
 
-// approve asks for approval of every call that needs it, in order, before
+// gate decides whether a call to tool needs approval, once, as the
+// supervisor proposes it (see ToolCall.Gate).
+func (a *Agent) gate(tool string) Gate {
+	if a.tools.NeedsApproval(tool) {
+		return GateAsk
+	}
+	return GateNone
+}
+
+// approve asks for approval of every call whose gate asks, in order, before
 // any of them runs, so a node that runs again after each answer repeats no
 // side effect. It returns the calls as they will run (edited arguments
 // applied), the records of the answers, and which calls were rejected
@@ -56,7 +65,7 @@ func (a *Agent) approve(ctx context.Context, s ChatState, calls []ToolCall) (out
 	out = slices.Clone(calls)
 	revision := s.Rejections
 	for i, c := range calls {
-		if !a.tools.NeedsApproval(c.Tool) {
+		if c.Gate == GateNone {
 			continue
 		}
 		d, err := graph.Interrupt[ApprovalDecision](ctx, Pending{

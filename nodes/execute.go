@@ -23,7 +23,7 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 	steps := plannedSteps(s.Decision)
 	calls := make([]ToolCall, len(steps))
 	for i, st := range steps {
-		calls[i] = ToolCall{ID: st.ToolCallID, Tool: st.Tool, Args: st.Args}
+		calls[i] = ToolCall{ID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Gate: st.Gate}
 	}
 	calls, records, rejected, resumed, err := a.approve(ctx, s, calls)
 	if err != nil {
@@ -85,7 +85,7 @@ func plannedSteps(d Decision) []WorkflowStep {
 	}
 	steps := make([]WorkflowStep, len(d.ToolCalls))
 	for i, c := range d.ToolCalls {
-		steps[i] = WorkflowStep{ID: c.ID, Tool: c.Tool, Args: c.Args, ToolCallID: c.ID}
+		steps[i] = WorkflowStep{ID: c.ID, Tool: c.Tool, Args: c.Args, ToolCallID: c.ID, Gate: c.Gate}
 	}
 	return steps
 }

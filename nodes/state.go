@@ -211,7 +211,21 @@ type ToolCall struct {
 	ID   string          `json:"id"`
 	Tool string          `json:"tool"`
 	Args json.RawMessage `json:"args,omitempty"`
+	// Gate is whether the call waits for a human's yes, decided once,
+	// when the supervisor proposes it, and kept in the checkpoint with
+	// the call: a run resumed or recovered later never decides again
+	// from tool sources that may not have connected yet.
+	Gate Gate `json:"gate,omitempty"`
 }
+
+// Gate says whether a tool call needs approval. The zero Gate (a call
+// from a checkpoint that predates gates) asks: approval fails closed.
+type Gate string
+
+const (
+	GateAsk  Gate = "ask"
+	GateNone Gate = "none"
+)
 
 // WorkflowStep is one step of a CREATE_WORKFLOW decision. Steps whose
 // dependencies are done run concurrently. A string argument may include
@@ -224,6 +238,8 @@ type WorkflowStep struct {
 	// ToolCallID is the id the step's call runs under; set by the
 	// supervisor.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Gate is the step's call's, as for ToolCall.
+	Gate Gate `json:"gate,omitempty"`
 	// Status is the step's outcome once run: a ToolStatus.
 	Status ToolStatus `json:"status,omitempty"`
 }

@@ -63,6 +63,7 @@ func (a *Agent) decided(ctx context.Context, s *ChatState, d Decision, iteration
 			if c.ID == "" {
 				c.ID = fmt.Sprintf("call_t%d_i%d_%d", s.Turn, iteration, i+1)
 			}
+			c.Gate = a.gate(c.Tool)
 			tools = append(tools, c.Tool)
 		}
 		calls = d.ToolCalls
@@ -70,8 +71,9 @@ func (a *Agent) decided(ctx context.Context, s *ChatState, d Decision, iteration
 		for i := range d.Workflow {
 			st := &d.Workflow[i]
 			st.ToolCallID = fmt.Sprintf("wf_t%d_i%d_%s", s.Turn, iteration, st.ID)
+			st.Gate = a.gate(st.Tool)
 			tools = append(tools, st.Tool)
-			calls = append(calls, ToolCall{ID: st.ToolCallID, Tool: st.Tool, Args: st.Args})
+			calls = append(calls, ToolCall{ID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Gate: st.Gate})
 		}
 	}
 	_ = emit(ctx, &SupervisorDecided{Action: strings.ToLower(string(d.Action)), Tools: nonNil(tools), Reasoning: d.Reasoning})

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -58,6 +59,12 @@ type ProviderConfig struct {
 	SourceResilience map[string]ResilienceConfig
 	// Approval decides which tools need approval.
 	Approval ApprovalPolicy
+	// SourceWait bounds how long a call to a tool no source offers waits
+	// for a remote source that has not listed its tools yet (starting,
+	// or reconnecting after a restart) to come up and perhaps offer it.
+	// Default 30 s (an MCP server's default connect timeout); negative
+	// waits not at all.
+	SourceWait time.Duration
 	// OnBreakerChange hears every remote source's breaker changes (for
 	// metrics); nil means nobody listens. See [BreakerListener].
 	OnBreakerChange BreakerListener
@@ -104,6 +111,12 @@ type Provider struct {
 	// catalog is the Catalog built at a generation, see Catalog.
 	gen     atomic.Uint64
 	catalog atomic.Pointer[cachedCatalog]
+
+	// listed is closed and replaced each time a source lists its tools
+	// or is removed: calls waiting for a source to come up (see
+	// resolveWaiting) look again.
+	listedMu sync.Mutex
+	listed   chan struct{}
 }
 
 type remote struct {
@@ -172,6 +185,7 @@ func (p *Provider) RemoveSource(name string) bool {
 	delete(p.remotes, name)
 	p.reindexLocked()
 	p.gen.Add(1)
+	p.relisted()
 	return true
 }
 
@@ -234,6 +248,7 @@ func (p *Provider) refresh(ctx context.Context, r *remote) error {
 	p.reindexLocked()
 	p.mu.Unlock()
 	p.gen.Add(1)
+	p.relisted()
 	return nil
 }
 
@@ -330,12 +345,14 @@ func (p *Provider) IsLocal(name string) bool {
 }
 
 // NeedsApproval reports whether a call to name needs a human's yes under
-// the configured [ApprovalPolicy]. Unknown names need none (they will not
-// run).
+// the configured [ApprovalPolicy]. It fails closed: a name no source
+// offers needs approval while a remote source that might offer it has
+// not listed its tools yet (it is starting or reconnecting), since the
+// call could then run once it has. A name that cannot run needs none.
 func (p *Provider) NeedsApproval(name string) bool {
 	t, ok := p.resolve(name)
 	if !ok {
-		return false
+		return slices.Contains(p.cfg.Approval.Tools, name) || p.mayAppear(name)
 	}
 	names := []string{name}
 	if t.kind == SourceMCP {
@@ -350,8 +367,12 @@ func (p *Provider) NeedsApproval(name string) bool {
 // [ErrUnknownTool], [ErrInvalidArguments], [ErrUnavailable],
 // [ErrToolPanic] or the tool's own error. Empty or null args mean {}.
 func (p *Provider) Execute(ctx context.Context, name string, args json.RawMessage, call Call) (res Result) {
-	t, ok := p.resolve(name)
+	t, ok, pending := p.resolveWaiting(ctx, name)
 	if !ok {
+		if pending {
+			return p.fail(ctx, name, "", fmt.Errorf("%w: no source offers %q yet: a tool source that might has not connected (waited %s)",
+				ErrUnavailable, name, p.sourceWait()))
+		}
 		return p.fail(ctx, name, "", p.unknown(name))
 	}
 	args = normalizeArgs(args)
