@@ -34,6 +34,9 @@ func errorf(status int, code, message string) *Error {
 var (
 	errShuttingDown = errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down; retry on another instance or after it restarts")
 	errNothingToRun = errorf(http.StatusConflict, "not_running", "no run is running or waiting on this conversation")
+	// errRunCancelling: an answer to an approval whose run the user has
+	// just cancelled; the cancel won.
+	errRunCancelling = errorf(http.StatusConflict, "run_cancelled", "the run was cancelled; this approval is no longer asked")
 )
 
 // errorBody is API.md's error shape.

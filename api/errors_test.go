@@ -225,6 +225,7 @@ func TestRateAndRunLimits(t *testing.T) {
 	e2 := newEnv(t, envOptions{configure: func(c *api.Config) { c.Limits.MaxConcurrentRunsPerUser = 1 }})
 	s := e2.chat(map[string]any{"message": "wait for me"})
 	<-e2.tools.waiting
+	s.until("tool.start") // events are sent once stored: the run writes nothing more while its tool waits
 	before := e2.snapshot()
 	resp, err = e2.ts.Client().Do(e2.request("POST", "/api/v1/chat", map[string]any{"message": "hello"}, aliceKey))
 	if err != nil {

@@ -58,21 +58,13 @@ func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
 		ans.Args = nil
 	}
 	user, id := userOf(r), r.PathValue("approval_id")
-	a, err := s.store.GetApproval(r.Context(), user, id)
-	if err == nil && a.Status != store.ApprovalPending {
-		err = store.ErrAlreadyResolved
-	}
-	if err == nil {
-		a, err = s.store.ResolveApproval(r.Context(), user, id, ans)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	d := nodes.ApprovalDecision{ApprovalID: id, Decision: nodes.DecisionKind(body.Decision), Args: ans.Args, Reason: body.Reason}
-	if err := s.runs.approvalAnswered(r.Context(), a, d, true); err != nil {
-		s.log.LogAttrs(r.Context(), slog.LevelWarn, "an answered approval could not resume its run",
-			slog.String("approval_id", id), slog.String("run_id", a.RunID), slog.Any("error", err))
+	a, err := s.runs.answerApproval(r.Context(), user, id, ans, d)
+	if err != nil {
+		if a.ID != "" { // recorded, but its run could not take it
+			s.log.LogAttrs(r.Context(), slog.LevelWarn, "an answered approval could not resume its run",
+				slog.String("approval_id", id), slog.String("run_id", a.RunID), slog.Any("error", err))
+		}
 		s.writeError(w, r, err)
 		return
 	}

@@ -47,8 +47,10 @@ type runManager struct {
 	draining atomic.Bool
 	wg       sync.WaitGroup // one per driving goroutine
 
-	// resumeMu serialises resuming parked runs, so two answers to one
-	// parked run resume it once.
+	// resumeMu serialises answering approvals and cancelling runs: two
+	// answers to one parked run resume it once, and of an answer and a
+	// cancel racing for one waiting run exactly one wins (see
+	// answerApproval).
 	resumeMu sync.Mutex
 
 	mu     sync.Mutex
@@ -96,8 +98,11 @@ type run struct {
 	answers                               chan nodes.ApprovalDecision
 	state                                 runState // guarded by runManager.mu
 	detached                              bool     // guarded by runManager.mu; see detach
-	started                               time.Time
-	recovered                             bool // continued from a process that is gone
+	// cancelling is set, under runManager.mu, once the user cancelled
+	// the run: answers to its approvals are refused from then on.
+	cancelling bool
+	started    time.Time
+	recovered  bool // continued from a process that is gone
 	// usage is the run's usage before this segment; seg is this
 	// segment's so far (nodes reports usage since start or resume).
 	usage, seg llm.TokenUsage
@@ -355,11 +360,13 @@ func (m *runManager) drive(rn *run, first func(context.Context) iter.Seq2[nodes.
 			return
 		}
 		d, resume := m.awaitApproval(rn)
+		if errors.Is(context.Cause(rn.ctx), errCancelled) {
+			// Cancelled while it waited: the cancel wins over an answer
+			// that came with it but is not applied yet.
+			m.consume(rn, m.abandoned(rn.ctx, rn.conversationID))
+			return
+		}
 		if !resume {
-			if errors.Is(context.Cause(rn.ctx), errCancelled) {
-				m.consume(rn, m.abandoned(rn.ctx, rn.conversationID))
-				return
-			}
 			m.finish(rn, held, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptApproval})
 			return
 		}
@@ -403,6 +410,14 @@ func (m *runManager) consume(rn *run, seq iter.Seq2[nodes.Event, error]) (*nodes
 		if errors.Is(context.Cause(rn.ctx), errShutdown) {
 			m.finish(rn, &nodes.RunInterrupted{Reason: reasonShutdown, Pending: []nodes.Pending{}}, store.RunEnd{})
 			return nil, false
+		}
+		if errors.Is(context.Cause(rn.ctx), errCancelled) {
+			// A run the user cancelled leaves nothing pending in the
+			// thread, also when the cancel caught it resuming, before its
+			// answer was saved: the next message starts a fresh turn.
+			if err := m.agent.Abandon(context.WithoutCancel(rn.ctx), rn.conversationID); err != nil {
+				rn.log.LogAttrs(rn.ctx, slog.LevelError, "clearing what a cancelled run waited for failed", slog.Any("error", err))
+			}
 		}
 		m.finish(rn, t, store.RunEnd{Status: store.RunCancelled})
 	case *nodes.RunFailed:
@@ -604,6 +619,35 @@ func (m *runManager) setState(rn *run, s runState) {
 	m.mu.Unlock()
 }
 
+// answerApproval records a user's answer to an approval and hands it to
+// its run (see approvalAnswered). It is serialised with cancel: an answer
+// to a run the user is cancelling is refused with 409 before anything is
+// recorded, and a cancel after the answer stops the run it resumed. So
+// of a cancel and an answer racing, exactly one wins, and the record
+// says which.
+func (m *runManager) answerApproval(ctx context.Context, user, id string, ans store.ApprovalAnswer, d nodes.ApprovalDecision) (store.Approval, error) {
+	m.resumeMu.Lock()
+	defer m.resumeMu.Unlock()
+	a, err := m.st.GetApproval(ctx, user, id)
+	if err == nil && a.Status != store.ApprovalPending {
+		err = store.ErrAlreadyResolved
+	}
+	if err != nil {
+		return store.Approval{}, err
+	}
+	m.mu.Lock()
+	rn := m.byConv[a.ConversationID]
+	cancelling := rn != nil && rn.id == a.RunID && rn.cancelling
+	m.mu.Unlock()
+	if cancelling {
+		return store.Approval{}, errRunCancelling
+	}
+	if a, err = m.st.ResolveApproval(ctx, user, id, ans); err != nil {
+		return store.Approval{}, err
+	}
+	return a, m.approvalAnsweredLocked(ctx, a, d, true)
+}
+
 // approvalAnswered takes an answer the store has just recorded: a live
 // run gets it at once (it is waiting, or will look when it stops); a
 // parked run is resumed in the background, its events numbered on after
@@ -615,6 +659,11 @@ func (m *runManager) setState(rn *run, s runState) {
 func (m *runManager) approvalAnswered(ctx context.Context, a store.Approval, d nodes.ApprovalDecision, forward bool) error {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
+	return m.approvalAnsweredLocked(ctx, a, d, forward)
+}
+
+// approvalAnsweredLocked is approvalAnswered with m.resumeMu held.
+func (m *runManager) approvalAnsweredLocked(ctx context.Context, a store.Approval, d nodes.ApprovalDecision, forward bool) error {
 	m.mu.Lock()
 	rn := m.byConv[a.ConversationID]
 	if rn != nil && rn.id == a.RunID && rn.state != stateParking {
@@ -639,7 +688,7 @@ func (m *runManager) approvalAnswered(ctx context.Context, a store.Approval, d n
 			return ctx.Err()
 		}
 	}
-	err := m.resume(ctx, a.UserID, a.RunID, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
+	err := m.resume(ctx, a.UserID, a.RunID, false, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
 		return m.agent.Resume(ctx, conversationID, d)
 	})
 	if forward && errors.Is(err, store.ErrConflict) {
@@ -653,8 +702,9 @@ func (m *runManager) approvalAnswered(ctx context.Context, a store.Approval, d n
 }
 
 // resume sets a parked run running again, owned by this process, and
-// drives it with next.
-func (m *runManager) resume(ctx context.Context, userID, runID string, next func(context.Context, string) iter.Seq2[nodes.Event, error]) error {
+// drives it with next; cancelling marks a segment that abandons the run
+// for a cancel (see run.cancelling).
+func (m *runManager) resume(ctx context.Context, userID, runID string, cancelling bool, next func(context.Context, string) iter.Seq2[nodes.Event, error]) error {
 	m.gate.RLock()
 	defer m.gate.RUnlock()
 	if m.draining.Load() {
@@ -667,6 +717,7 @@ func (m *runManager) resume(ctx context.Context, userID, runID string, next func
 	r.UserID = userID
 	m.reserve(userID, true)
 	rn := m.newRun(ctx, r)
+	rn.cancelling = cancelling
 	rn.log.LogAttrs(ctx, slog.LevelInfo, "run resumed")
 	m.launch(rn, func(ctx context.Context) iter.Seq2[nodes.Event, error] { return next(ctx, rn.conversationID) }, false, nil)
 	return nil
@@ -681,9 +732,12 @@ func (m *runManager) resume(ctx context.Context, userID, runID string, next func
 // one). errNothingToRun when no run of the conversation is running or
 // waiting.
 func (m *runManager) cancel(ctx context.Context, userID, conversationID string, forward bool) (string, error) {
+	m.resumeMu.Lock() // see answerApproval
+	defer m.resumeMu.Unlock()
 	m.mu.Lock()
 	rn := m.byConv[conversationID]
 	if rn != nil && rn.state != stateParking {
+		rn.cancelling = true
 		rn.cancel(errCancelled) // a waiting run sees it and abandons its approval
 		m.mu.Unlock()
 		return rn.id, nil
@@ -713,7 +767,7 @@ func (m *runManager) cancel(ctx context.Context, userID, conversationID string, 
 	if err != nil {
 		return "", err
 	}
-	err = m.resume(ctx, userID, last.ID, m.abandoned)
+	err = m.resume(ctx, userID, last.ID, true, m.abandoned)
 	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrRunActive) {
 		return "", errNothingToRun // an answer resumed it first, or a later run took its place
 	}

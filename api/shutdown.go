@@ -139,7 +139,7 @@ func (s *Server) resumeAnswered(ctx context.Context, r store.Run) (bool, error) 
 			continue
 		}
 		d := decisionOf(a)
-		return true, s.runs.resume(ctx, r.UserID, r.ID, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
+		return true, s.runs.resume(ctx, r.UserID, r.ID, false, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
 			return s.agent.Resume(ctx, conversationID, d)
 		})
 	}

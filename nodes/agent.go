@@ -98,7 +98,7 @@ func (a *Agent) Run(ctx context.Context, conversationID string, in Input) iter.S
 		in.ConversationID = conversationID
 		pending, err := a.waiting(ctx, conversationID)
 		if err != nil {
-			fail(yield, err)
+			failOrCancel(ctx, yield, err)
 			return
 		}
 		for _, p := range pending {
@@ -128,7 +128,7 @@ func (a *Agent) Resume(ctx context.Context, conversationID string, d ApprovalDec
 		}
 		pending, err := a.waiting(ctx, conversationID)
 		if err != nil {
-			fail(yield, err)
+			failOrCancel(ctx, yield, err)
 			return
 		}
 		var target *Pending
@@ -371,11 +371,19 @@ func (a *Agent) finish(ctx context.Context, yield func(Event, error) bool, err e
 			}
 		}
 		yield(newEvent(ri), nil)
-	case isCancel(ctx, err):
-		yield(newEvent(&RunCancelled{}), err)
 	default:
-		fail(yield, err)
+		failOrCancel(ctx, yield, err)
 	}
+}
+
+// failOrCancel yields run.cancelled when err is ctx ending, also before
+// anything ran, and run.failed otherwise.
+func failOrCancel(ctx context.Context, yield func(Event, error) bool, err error) {
+	if isCancel(ctx, err) {
+		yield(newEvent(&RunCancelled{}), err)
+		return
+	}
+	fail(yield, err)
 }
 
 // fail yields run.failed for err.

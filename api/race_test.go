@@ -1,0 +1,105 @@
+package api_test
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/store"
+)
+
+// A cancel and an approval of one waiting run sent at the same moment:
+// exactly one wins the approval. Either the cancel does (the answer gets
+// 409 and changes nothing, the approval expires, the tool never runs) or
+// the answer does (the run resumes, and the cancel that came after it
+// stops it or finds it done). The run ends cancelled or completed, never
+// failed.
+func TestCancelRacingApprove(t *testing.T) {
+	for _, b := range backends {
+		for _, parked := range []bool{false, true} {
+			name := string(b) + "/waiting"
+			if parked {
+				name = string(b) + "/parked"
+			}
+			t.Run(name, func(t *testing.T) {
+				noLeaks(t)
+				e := newEnv(t, envOptions{backend: b, configure: func(c *api.Config) {
+					c.InterruptAfter = time.Minute
+					if parked {
+						c.InterruptAfter = -1
+					}
+				}})
+				defer e.close()
+				for i := range 10 {
+					s := e.chat(map[string]any{"message": "please delete /tmp/a.txt"})
+					conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+					id := s.until("approval.required").str("approval_id")
+					stream := s
+					if parked {
+						last := s.until("run.interrupted")
+						s.close()
+						stream = e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey,
+							"Last-Event-ID", strconv.FormatInt(last.ID, 10)))
+					}
+					var (
+						wg                  sync.WaitGroup
+						cancelSt, approveSt int
+						cancelB, approveB   []byte
+					)
+					wg.Go(func() { cancelSt, cancelB = e.do("POST", "/api/v1/conversations/"+conv+"/cancel", nil) })
+					wg.Go(func() {
+						approveSt, approveB = e.do("POST", "/api/v1/approvals/"+id, map[string]any{"decision": "approve"})
+					})
+					wg.Wait()
+					evs := stream.all()
+					end := evs[len(evs)-1].Type
+					r, err := e.store.GetRun(t.Context(), "alice", runID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ran := len(e.tools.deleted)
+					for range ran {
+						<-e.tools.deleted
+					}
+					t.Logf("round %d: cancel %d, approve %d, stream ended %s, run %s, tool ran %d", i, cancelSt, approveSt, end, r.Status, ran)
+					a, err := e.store.GetApproval(t.Context(), "alice", id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					switch r.Status {
+					case store.RunCancelled:
+						if end != "run.cancelled" || cancelSt != http.StatusAccepted || ran > 1 {
+							t.Fatalf("round %d: cancelled run: stream %v, tool ran %d times, cancel %d %s", i, types(evs), ran, cancelSt, cancelB)
+						}
+						if approveSt == http.StatusOK {
+							// The answer won the approval; the cancel came
+							// after it and stopped the run it resumed.
+							if a.Status != store.ApprovalApproved {
+								t.Errorf("round %d: approve answered 200 but the approval is %s", i, a.Status)
+							}
+							break
+						}
+						// The cancel won: the answer was refused and
+						// recorded nothing; the tool never ran.
+						wantError(t, approveSt, approveB, http.StatusConflict)
+						if a.Status != store.ApprovalExpired || ran != 0 {
+							t.Errorf("round %d: cancel won, but the approval is %s and the tool ran %d times", i, a.Status, ran)
+						}
+					case store.RunCompleted:
+						if end != "run.completed" || ran != 1 || approveSt != http.StatusOK || a.Status != store.ApprovalApproved {
+							t.Fatalf("round %d: completed run: stream %v, tool ran %d times, approve %d %s, approval %s", i, types(evs), ran, approveSt, approveB, a.Status)
+						}
+						if cancelSt != http.StatusAccepted {
+							wantError(t, cancelSt, cancelB, http.StatusConflict)
+						}
+					default:
+						t.Fatalf("round %d: run ended %s (stream %v); cancel %d %s, approve %d %s", i, r.Status, types(evs), cancelSt, cancelB, approveSt, approveB)
+					}
+				}
+			})
+		}
+	}
+}
