@@ -55,13 +55,19 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user := LocalUser
 		if !s.auth.local() {
-			scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+			creds := r.Header.Get("Authorization")
+			scheme, key, ok := strings.Cut(creds, " ")
 			if ok && strings.EqualFold(scheme, "Bearer") {
 				user = s.auth.user(strings.TrimSpace(key))
 			} else {
 				user = ""
 			}
 			if user == "" {
+				if creds == "" {
+					s.metrics.authFailed(authMissing)
+				} else {
+					s.metrics.authFailed(authInvalid)
+				}
 				s.writeError(w, r, errorf(http.StatusUnauthorized, "unauthorized", "send a valid API key as Authorization: Bearer <key>"))
 				return
 			}

@@ -114,7 +114,7 @@ func (s *Server) routes() http.Handler {
 	})
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
-	r.Get("/metrics", s.handleMetrics)
+	r.Method(http.MethodGet, "/metrics", s.metrics.handler(s.log))
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(s.limitBody, s.authenticate, s.limitRate)
 		r.NotFound(notFound)
