@@ -34,6 +34,7 @@ func errorf(status int, code, message string) *Error {
 var (
 	errShuttingDown = errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down; retry on another instance or after it restarts")
 	errNothingToRun = errorf(http.StatusConflict, "not_running", "no run is running or waiting on this conversation")
+	errUnauthorized = errorf(http.StatusUnauthorized, "unauthorized", "send a valid API key as Authorization: Bearer <key>")
 )
 
 // errorBody is API.md's error shape.
