@@ -4,9 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/go-chi/chi/v5/middleware"
 )
 
 // authenticator checks bearer keys. It keeps only the keys' SHA-256
@@ -51,23 +56,114 @@ func (a *authenticator) user(key string) string {
 // authenticate is the middleware: in local mode every request is user
 // "local"; otherwise a request needs Authorization: Bearer <key> naming a
 // configured key, or gets 401 with WWW-Authenticate: Bearer.
+//
+// Guessing keys is slowed per client address (see clientAddress): each
+// request presenting credentials that name no key spends a token of the
+// address's bucket (Limits.AuthFailuresPerMinute, AuthFailureBurst), and
+// while the bucket is empty every request from the address that presents
+// credentials gets 429 with Retry-After before its key is even looked
+// at — a valid key too, for were it checked, the answer would tell a
+// right guess from a wrong one and guessing would go on at full speed.
+// A valid key spends nothing, and other addresses are unaffected.
+// Requests without credentials are answered 401 and spend nothing: they
+// guess nothing, and refusing them would only lock out clients that
+// have not yet sent their key.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user := LocalUser
 		if !s.auth.local() {
-			scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-			if ok && strings.EqualFold(scheme, "Bearer") {
+			creds := r.Header.Get("Authorization")
+			if creds == "" {
+				s.metrics.authFailed(authMissing)
+				s.writeError(w, r, errUnauthorized)
+				return
+			}
+			addr := clientAddress(r)
+			if ok, wait := s.authLimiter.check(addr); !ok {
+				s.metrics.authFailed(authRateLimited)
+				e := errorf(http.StatusTooManyRequests, "rate_limited",
+					"too many invalid API keys from this address; retry after the time Retry-After gives")
+				e.RetryAfter = retryAfter(wait)
+				s.writeError(w, r, e)
+				return
+			}
+			if scheme, key, ok := strings.Cut(creds, " "); ok && strings.EqualFold(scheme, "Bearer") {
 				user = s.auth.user(strings.TrimSpace(key))
 			} else {
 				user = ""
 			}
 			if user == "" {
-				s.writeError(w, r, errorf(http.StatusUnauthorized, "unauthorized", "send a valid API key as Authorization: Bearer <key>"))
+				s.authLimiter.spend(addr)
+				s.metrics.authFailed(authInvalid)
+				s.writeError(w, r, errUnauthorized)
 				return
 			}
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey, user)))
 	})
+}
+
+// clientAddress is the address failed authentication is counted against:
+// the client IP that clientIP found (from X-Forwarded-For only behind
+// Config.TrustedProxies), else the host of RemoteAddr. An IPv6 client
+// counts as its /64, the block one host or one household is given, so
+// that an attacker cannot take a fresh bucket from each address of it.
+func clientAddress(r *http.Request) string {
+	ip := middleware.GetClientIPAddr(r.Context())
+	if !ip.IsValid() {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		if ip, err = netip.ParseAddr(host); err != nil {
+			return host
+		}
+	}
+	ip = ip.Unmap().WithZone("")
+	if ip.Is6() {
+		return netip.PrefixFrom(ip, 64).Masked().String()
+	}
+	return ip.String()
+}
+
+// clientIP returns the middleware that finds the client IP clientAddress
+// reads: the TCP peer, or, for a peer within trusted (CIDR prefixes), the
+// nearest untrusted hop of X-Forwarded-For.
+func clientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
+	if len(trusted) == 0 {
+		return middleware.ClientIPFromRemoteAddr
+	}
+	cidrs := make([]string, len(trusted))
+	for i, p := range trusted {
+		cidrs[i] = p.String()
+	}
+	return middleware.ClientIPFromXFF(cidrs...)
+}
+
+// parseTrustedProxies reads Config.TrustedProxies: CIDR prefixes, or bare
+// addresses meaning just themselves.
+func parseTrustedProxies(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range list {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		if !strings.Contains(v, "/") {
+			a, err := netip.ParseAddr(v)
+			if err != nil {
+				return nil, fmt.Errorf("api: trusted proxy %q is neither an address nor a CIDR prefix", v)
+			}
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			return nil, fmt.Errorf("api: trusted proxy %q is neither an address nor a CIDR prefix", v)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // userOf returns the authenticated user of the request.

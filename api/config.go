@@ -49,6 +49,13 @@ type Config struct {
 	Keys map[APIKey]string
 	// Limits bound what one request and one user may ask.
 	Limits Limits
+	// TrustedProxies lists the reverse proxies in front of the server,
+	// as CIDR prefixes or single addresses. A request whose TCP peer is
+	// one of them is taken to come from the nearest address of its
+	// X-Forwarded-For that is not; that address is what failed
+	// authentication is limited by. Empty means X-Forwarded-For is never
+	// read: the client is the TCP peer.
+	TrustedProxies []string
 	// CORSOrigins lists the origins browsers may call the API from ("*"
 	// for any); empty means none (no CORS headers at all).
 	CORSOrigins []string
@@ -122,6 +129,14 @@ type Limits struct {
 	// MaxConcurrentRunsPerUser caps a user's runs live in this process
 	// (429 beyond it); default 4.
 	MaxConcurrentRunsPerUser int
+	// AuthFailuresPerMinute is the sustained rate at which one client
+	// address may send invalid API keys; beyond it, its requests with
+	// credentials get 429 with Retry-After, unchecked. Default 10.
+	// Local mode has no keys, so no such limit.
+	AuthFailuresPerMinute int
+	// AuthFailureBurst is how many invalid API keys one client address
+	// may send at once; default 10.
+	AuthFailureBurst int
 }
 
 // Defaults.
@@ -131,6 +146,8 @@ const (
 	DefaultRatePerMinute      = 600
 	DefaultBurst              = 60
 	DefaultMaxConcurrentRuns  = 4
+	DefaultAuthFailuresPerMin = 10
+	DefaultAuthFailureBurst   = 10
 	DefaultInterruptAfter     = 60 * time.Second
 	DefaultHeartbeat          = 15 * time.Second
 	DefaultStreamBuffer       = 256
@@ -146,6 +163,8 @@ func (c Config) withDefaults() Config {
 	defInt(&l.RatePerMinute, DefaultRatePerMinute)
 	defInt(&l.Burst, DefaultBurst)
 	defInt(&l.MaxConcurrentRunsPerUser, DefaultMaxConcurrentRuns)
+	defInt(&l.AuthFailuresPerMinute, DefaultAuthFailuresPerMin)
+	defInt(&l.AuthFailureBurst, DefaultAuthFailureBurst)
 	if c.InterruptAfter == 0 {
 		c.InterruptAfter = DefaultInterruptAfter
 	}

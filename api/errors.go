@@ -37,6 +37,7 @@ var (
 	// errRunCancelling: an answer to an approval whose run the user has
 	// just cancelled; the cancel won.
 	errRunCancelling = errorf(http.StatusConflict, "run_cancelled", "the run was cancelled; this approval is no longer asked")
+	errUnauthorized  = errorf(http.StatusUnauthorized, "unauthorized", "send a valid API key as Authorization: Bearer <key>")
 )
 
 // errorBody is API.md's error shape.

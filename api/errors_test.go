@@ -280,33 +280,36 @@ func TestOperationsEndpoints(t *testing.T) {
 	}
 
 	// The run and its stream end just after the client saw the last event.
-	var text string
+	var m exposition
 	waitFor(t, "the run and its stream to end", func() bool {
-		status, body = e.do("GET", "/metrics", nil)
-		text = string(body)
-		return strings.Contains(text, "trellis_sse_streams_open 0") && strings.Contains(text, "trellis_runs_active 0")
+		m = scrape(t, e)
+		streams, _ := m.value("trellis_sse_streams_open")
+		active, _ := m.value("trellis_runs_active")
+		return streams == 0 && active == 0
 	})
-	for _, want := range []string{
-		`trellis_runs_total{status="completed"} 1`,
-		`trellis_tool_calls_total{tool="calculator",status="success"} 1`,
-		`trellis_run_duration_seconds_count{status="completed"} 1`,
-		"trellis_sse_streams_open 0",
-		"trellis_runs_active 0",
-		"# TYPE trellis_breaker_state gauge",
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"trellis_runs_total", []string{"status", "completed"}, 1},
+		{"trellis_tool_calls_total", []string{"tool", "calculator", "status", "success"}, 1},
+		{"trellis_sse_streams_open", nil, 0},
+		{"trellis_runs_active", nil, 0},
 	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("metrics lack %q:\n%s", want, text)
+		if got, ok := m.value(c.name, c.labels...); !ok || got != c.want {
+			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
 		}
 	}
-	if strings.Contains(text, `trellis_tokens_total{kind="output"} 0`) {
-		t.Errorf("no output tokens counted:\n%s", text)
+	if h, ok := m.series("trellis_run_duration_seconds", "status", "completed"); !ok || h.GetHistogram().GetSampleCount() != 1 {
+		t.Errorf("run duration: %v", h)
+	}
+	if v, _ := m.value("trellis_tokens_total", "kind", "output"); v == 0 {
+		t.Error("no output tokens counted")
 	}
 	e.srv.Metrics().BreakerChanged("github", "open")
-	if _, body := e.do("GET", "/metrics", nil); !strings.Contains(string(body), `trellis_breaker_state{source="github"} 2`) {
-		t.Errorf("breaker state missing:\n%s", body)
-	}
-	if status != 200 {
-		t.Errorf("metrics: %d", status)
+	if v, ok := scrape(t, e).value("trellis_breaker_state", "source", "github"); !ok || v != 2 {
+		t.Errorf("breaker state %v (present %v), want 2", v, ok)
 	}
 
 	if status, body := e.do("GET", "/healthz", nil); status != 200 {

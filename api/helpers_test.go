@@ -333,6 +333,28 @@ func (e *env) doAs(key, method, path string, body any, headers ...string) (int, 
 	return resp.StatusCode, b
 }
 
+// reply is an answered request.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// send sends req with c.
+func send(t testing.TB, c *http.Client, req *http.Request) reply {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reply{resp.StatusCode, resp.Header, b}
+}
+
 // jsonOf decodes b.
 func jsonOf[T any](t testing.TB, b []byte) T {
 	t.Helper()

@@ -1,23 +1,22 @@
 package api
 
 import (
-	"bufio"
-	"fmt"
-	"io"
-	"maps"
+	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
 
-// Metrics collects what GET /metrics serves, in Prometheus' text format:
+// Metrics collects what GET /metrics serves, in Prometheus' exposition
+// format:
 //
 //	trellis_runs_total{status}                 run segments ended, by how
 //	trellis_runs_active                        runs live in this process
@@ -27,191 +26,140 @@ import (
 //	trellis_breaker_state{source}              0 closed, 1 half-open, 2 open
 //	trellis_sse_streams_open                   SSE responses being written
 //	trellis_http_requests_total{code}          answered requests, by status
+//	trellis_auth_failures_total{reason}        requests refused at authentication
+//
+// and the Go runtime's (go_*) and the process's (process_*) metrics, so
+// that goroutine and memory leaks can be watched.
 //
 // A run segment is a run from its start, or from its resumption, to its
 // next terminal event. Make the collector before the tool provider and
 // give it BreakerChanged as operators.ProviderConfig.OnBreakerChange.
+// Each collector has a registry of its own, not the process-wide default
+// one, so several servers in one process (tests) keep apart.
 // Safe for concurrent use; the zero value is not usable, call NewMetrics.
 type Metrics struct {
 	activeRuns  atomic.Int64
 	openStreams atomic.Int64
 
-	mu       sync.Mutex
-	runs     map[string]uint64
-	duration map[string]*histogram
-	tokens   map[string]uint64
-	tools    map[toolKey]uint64
-	breakers map[string]operators.BreakerState
-	requests map[int]uint64
+	reg          *prometheus.Registry
+	runs         *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	tokens       *prometheus.CounterVec
+	tools        *prometheus.CounterVec
+	breakers     *prometheus.GaugeVec
+	requests     *prometheus.CounterVec
+	authFailures *prometheus.CounterVec
 }
-
-type toolKey struct{ tool, status string }
 
 // durationBuckets are the upper bounds of run_duration_seconds, in seconds.
 var durationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 
-type histogram struct {
-	counts []uint64 // per bucket, not cumulative; the last is +Inf
-	sum    float64
-	n      uint64
-}
+// tokenKinds are the kinds of trellis_tokens_total, always all present.
+var tokenKinds = []string{"input", "output", "thinking", "cache_read", "cache_write"}
+
+// Reasons of trellis_auth_failures_total.
+const (
+	authMissing     = "missing"      // no credentials: 401
+	authInvalid     = "invalid"      // credentials that name no key: 401
+	authRateLimited = "rate_limited" // refused unchecked, too many invalid ones: 429
+)
 
 // NewMetrics returns an empty collector.
 func NewMetrics() *Metrics {
-	return &Metrics{
-		runs: map[string]uint64{}, duration: map[string]*histogram{}, tokens: map[string]uint64{},
-		tools: map[toolKey]uint64{}, breakers: map[string]operators.BreakerState{}, requests: map[int]uint64{},
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trellis_runs_total", Help: "Run segments ended, by status.",
+		}, []string{"status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "trellis_run_duration_seconds",
+			Help:    "Duration of run segments, from start or resumption to the terminal event.",
+			Buckets: durationBuckets,
+		}, []string{"status"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trellis_tokens_total", Help: "Model tokens used by runs, by kind.",
+		}, []string{"kind"}),
+		tools: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trellis_tool_calls_total", Help: "Tool calls, by tool and status (success or error).",
+		}, []string{"tool", "status"}),
+		breakers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trellis_breaker_state", Help: "Circuit breaker state of each remote tool source: 0 closed, 1 half-open, 2 open.",
+		}, []string{"source"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trellis_http_requests_total", Help: "HTTP requests answered, by status code.",
+		}, []string{"code"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trellis_auth_failures_total",
+			Help: "Requests refused at authentication: missing or invalid API key (401), or refused unchecked after too many invalid ones from the client's address (rate_limited, 429).",
+		}, []string{"reason"}),
 	}
+	// Series that exist from the start read 0 rather than being absent,
+	// so rates over them work from the first scrape.
+	for _, k := range tokenKinds {
+		m.tokens.WithLabelValues(k)
+	}
+	for _, r := range []string{authMissing, authInvalid, authRateLimited} {
+		m.authFailures.WithLabelValues(r)
+	}
+	m.reg.MustRegister(
+		m.runs, m.duration, m.tokens, m.tools, m.breakers, m.requests, m.authFailures,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "trellis_runs_active", Help: "Runs live in this process."},
+			func() float64 { return float64(m.activeRuns.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "trellis_sse_streams_open", Help: "SSE responses being written."},
+			func() float64 { return float64(m.openStreams.Load()) }),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
 }
 
 // BreakerChanged records a tool source's breaker state; it is an
 // operators.BreakerListener.
 func (m *Metrics) BreakerChanged(source string, state operators.BreakerState) {
-	m.mu.Lock()
-	m.breakers[source] = state
-	m.mu.Unlock()
+	v := 0.0
+	switch state {
+	case operators.BreakerHalfOpen:
+		v = 1
+	case operators.BreakerOpen:
+		v = 2
+	}
+	m.breakers.WithLabelValues(source).Set(v)
 }
 
 func (m *Metrics) runEnded(status string, d time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.runs[status]++
-	h := m.duration[status]
-	if h == nil {
-		h = &histogram{counts: make([]uint64, len(durationBuckets)+1)}
-		m.duration[status] = h
-	}
-	s := d.Seconds()
-	i, _ := slices.BinarySearch(durationBuckets, s)
-	h.counts[i]++
-	h.sum += s
-	h.n++
+	m.runs.WithLabelValues(status).Inc()
+	m.duration.WithLabelValues(status).Observe(d.Seconds())
 }
 
 func (m *Metrics) addUsage(u llm.TokenUsage) {
 	if u == (llm.TokenUsage{}) {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.tokens["input"] += uint64(max(u.InputTokens, 0))
-	m.tokens["output"] += uint64(max(u.OutputTokens, 0))
-	m.tokens["thinking"] += uint64(max(u.ThinkingTokens, 0))
-	m.tokens["cache_read"] += uint64(max(u.CacheReadTokens, 0))
-	m.tokens["cache_write"] += uint64(max(u.CacheWriteTokens, 0))
+	add := func(kind string, n int) { m.tokens.WithLabelValues(kind).Add(float64(max(n, 0))) }
+	add("input", u.InputTokens)
+	add("output", u.OutputTokens)
+	add("thinking", u.ThinkingTokens)
+	add("cache_read", u.CacheReadTokens)
+	add("cache_write", u.CacheWriteTokens)
 }
 
 func (m *Metrics) toolCall(tool, status string) {
-	m.mu.Lock()
-	m.tools[toolKey{tool, status}]++
-	m.mu.Unlock()
+	m.tools.WithLabelValues(tool, status).Inc()
 }
 
 func (m *Metrics) request(code int) {
-	m.mu.Lock()
-	m.requests[code]++
-	m.mu.Unlock()
+	m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
 }
 
-// WriteTo writes every metric in Prometheus' text exposition format,
-// series sorted by label.
-func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
-	cw := &countingWriter{w: bufio.NewWriter(w)}
-	m.mu.Lock()
-	m.write(cw)
-	m.mu.Unlock()
-	if err := cw.w.Flush(); err != nil {
-		return cw.n, err
-	}
-	return cw.n, cw.err
+func (m *Metrics) authFailed(reason string) {
+	m.authFailures.WithLabelValues(reason).Inc()
 }
 
-func (m *Metrics) write(w *countingWriter) {
-	w.header("trellis_runs_total", "counter", "Run segments ended, by status.")
-	for _, s := range slices.Sorted(maps.Keys(m.runs)) {
-		w.printf("trellis_runs_total{status=%s} %d\n", quote(s), m.runs[s])
-	}
-	w.header("trellis_runs_active", "gauge", "Runs live in this process.")
-	w.printf("trellis_runs_active %d\n", m.activeRuns.Load())
-
-	w.header("trellis_run_duration_seconds", "histogram", "Duration of run segments, from start or resumption to the terminal event.")
-	for _, s := range slices.Sorted(maps.Keys(m.duration)) {
-		h := m.duration[s]
-		var cum uint64
-		for i, le := range durationBuckets {
-			cum += h.counts[i]
-			w.printf("trellis_run_duration_seconds_bucket{status=%s,le=%q} %d\n", quote(s), strconv.FormatFloat(le, 'g', -1, 64), cum)
-		}
-		cum += h.counts[len(durationBuckets)]
-		w.printf("trellis_run_duration_seconds_bucket{status=%s,le=\"+Inf\"} %d\n", quote(s), cum)
-		w.printf("trellis_run_duration_seconds_sum{status=%s} %s\n", quote(s), strconv.FormatFloat(h.sum, 'g', -1, 64))
-		w.printf("trellis_run_duration_seconds_count{status=%s} %d\n", quote(s), h.n)
-	}
-
-	w.header("trellis_tokens_total", "counter", "Model tokens used by runs, by kind.")
-	for _, k := range []string{"input", "output", "thinking", "cache_read", "cache_write"} {
-		w.printf("trellis_tokens_total{kind=%s} %d\n", quote(k), m.tokens[k])
-	}
-
-	w.header("trellis_tool_calls_total", "counter", "Tool calls, by tool and status (success or error).")
-	keys := slices.SortedFunc(maps.Keys(m.tools), func(a, b toolKey) int {
-		if c := strings.Compare(a.tool, b.tool); c != 0 {
-			return c
-		}
-		return strings.Compare(a.status, b.status)
+// handler serves the metrics. A collector that fails is logged and left
+// out of the answer rather than failing the whole scrape.
+func (m *Metrics) handler(log *slog.Logger) http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
 	})
-	for _, k := range keys {
-		w.printf("trellis_tool_calls_total{tool=%s,status=%s} %d\n", quote(k.tool), quote(k.status), m.tools[k])
-	}
-
-	w.header("trellis_breaker_state", "gauge", "Circuit breaker state of each remote tool source: 0 closed, 1 half-open, 2 open.")
-	for _, s := range slices.Sorted(maps.Keys(m.breakers)) {
-		v := 0
-		switch m.breakers[s] {
-		case operators.BreakerHalfOpen:
-			v = 1
-		case operators.BreakerOpen:
-			v = 2
-		}
-		w.printf("trellis_breaker_state{source=%s} %d\n", quote(s), v)
-	}
-
-	w.header("trellis_sse_streams_open", "gauge", "SSE responses being written.")
-	w.printf("trellis_sse_streams_open %d\n", m.openStreams.Load())
-
-	w.header("trellis_http_requests_total", "counter", "HTTP requests answered, by status code.")
-	for _, c := range slices.Sorted(maps.Keys(m.requests)) {
-		w.printf("trellis_http_requests_total{code=\"%d\"} %d\n", c, m.requests[c])
-	}
-}
-
-// quote writes a label value: Prometheus escapes backslash, quote and
-// newline, as %q does for the characters tool names may hold.
-func quote(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	return `"` + r.Replace(s) + `"`
-}
-
-type countingWriter struct {
-	w   *bufio.Writer
-	n   int64
-	err error
-}
-
-func (c *countingWriter) printf(format string, args ...any) {
-	if c.err != nil {
-		return
-	}
-	n, err := fmt.Fprintf(c.w, format, args...)
-	c.n += int64(n)
-	c.err = err
-}
-
-func (c *countingWriter) header(name, typ, help string) {
-	c.printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-}
-
-func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_, _ = s.metrics.WriteTo(w)
 }

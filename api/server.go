@@ -32,6 +32,12 @@ type Server struct {
 	runs    *runManager
 	handler http.Handler
 
+	// authLimiter counts invalid credentials per client address (which
+	// clientIP finds); nil in local mode (no keys, nothing to guess) or
+	// when switched off.
+	authLimiter *rateLimiter
+	clientIP    func(http.Handler) http.Handler
+
 	// life ends when Shutdown has parked the runs: streams that follow
 	// parked runs end with it.
 	life context.Context
@@ -49,9 +55,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Cluster != nil && (cfg.Notices == nil || cfg.Owner == "") {
 		return nil, errors.New("api: new server: a Cluster needs Notices listening as Owner, and Owner set")
 	}
+	proxies, err := parseTrustedProxies(cfg.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("api: new server: %w", err)
+	}
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, store: cfg.Store, models: cfg.Models, elicit: cfg.Elicit, log: cfg.Logger, metrics: cfg.Metrics,
-		auth: newAuthenticator(cfg.Keys), limiter: newRateLimiter(cfg.Limits.RatePerMinute, cfg.Limits.Burst)}
+		auth: newAuthenticator(cfg.Keys), limiter: newRateLimiter(cfg.Limits.RatePerMinute, cfg.Limits.Burst),
+		clientIP: clientIP(proxies)}
+	if !s.auth.local() {
+		s.authLimiter = newRateLimiter(cfg.Limits.AuthFailuresPerMinute, cfg.Limits.AuthFailureBurst)
+	}
 	if s.models == nil {
 		m, err := llm.NewRegistry(llm.Config{})
 		if err != nil {
@@ -114,9 +128,9 @@ func (s *Server) routes() http.Handler {
 	})
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
-	r.Get("/metrics", s.handleMetrics)
+	r.Method(http.MethodGet, "/metrics", s.metrics.handler(s.log))
 	r.Route("/api/v1", func(r chi.Router) {
-		r.Use(s.limitBody, s.authenticate, s.limitRate)
+		r.Use(s.limitBody, s.clientIP, s.authenticate, s.limitRate)
 		r.NotFound(notFound)
 		r.Post("/chat", s.handleChat)
 		r.Post("/chat/sync", s.handleChatSync)
@@ -135,7 +149,7 @@ func (s *Server) routes() http.Handler {
 	})
 	if s.cfg.MCP != nil {
 		r.Group(func(r chi.Router) {
-			r.Use(s.limitBody, s.authenticate, s.limitRate)
+			r.Use(s.limitBody, s.clientIP, s.authenticate, s.limitRate)
 			r.Mount("/mcp", s.cfg.MCP)
 		})
 	}

@@ -44,6 +44,7 @@ type serveConfig struct {
 	mcpConfig          string
 	approvalTools      []string
 	corsOrigins        []string
+	trustedProxies     []string
 	limits             api.Limits
 	interruptAfter     time.Duration
 	elicitTimeout      time.Duration
@@ -70,6 +71,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		interrupt, elicitTO, shutdown, claim  string
 		maxBody, maxMsg, rate, burst, maxRuns string
 		cancelOnDisconnect                    string
+		authPerMin, authBurst, proxies        string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -87,6 +89,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&maxMsg, "max-message-chars", env("TRELLIS_MAX_MESSAGE_CHARS", strconv.Itoa(api.DefaultMaxMessageRunes)), "chat message limit (TRELLIS_MAX_MESSAGE_CHARS)")
 	fs.StringVar(&rate, "rate-per-minute", env("TRELLIS_RATE_PER_MINUTE", strconv.Itoa(api.DefaultRatePerMinute)), "API requests per user per minute, -1 for no limit (TRELLIS_RATE_PER_MINUTE)")
 	fs.StringVar(&burst, "rate-burst", env("TRELLIS_RATE_BURST", strconv.Itoa(api.DefaultBurst)), "API requests a user may make at once (TRELLIS_RATE_BURST)")
+	fs.StringVar(&authPerMin, "auth-failures-per-minute", env("TRELLIS_AUTH_FAILURES_PER_MINUTE", strconv.Itoa(api.DefaultAuthFailuresPerMin)), "invalid API keys a client address may send per minute before 429, -1 for no limit (TRELLIS_AUTH_FAILURES_PER_MINUTE)")
+	fs.StringVar(&authBurst, "auth-failure-burst", env("TRELLIS_AUTH_FAILURE_BURST", strconv.Itoa(api.DefaultAuthFailureBurst)), "invalid API keys a client address may send at once (TRELLIS_AUTH_FAILURE_BURST)")
+	fs.StringVar(&proxies, "trusted-proxies", env("TRELLIS_TRUSTED_PROXIES", ""), "reverse proxies whose X-Forwarded-For names the client, CIDRs or addresses, comma-separated (TRELLIS_TRUSTED_PROXIES)")
 	fs.StringVar(&maxRuns, "max-runs-per-user", env("TRELLIS_MAX_RUNS_PER_USER", strconv.Itoa(api.DefaultMaxConcurrentRuns)), "runs a user may have going at once, -1 for no limit (TRELLIS_MAX_RUNS_PER_USER)")
 	fs.StringVar(&logLevel, "log-level", env("TRELLIS_LOG_LEVEL", "info"), "debug, info, warn or error (TRELLIS_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
@@ -101,7 +106,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	if c.keys, err = api.ParseKeys(keys); err != nil {
 		errs = append(errs, err)
 	}
-	c.approvalTools, c.corsOrigins = list(approval), list(cors)
+	c.approvalTools, c.corsOrigins, c.trustedProxies = list(approval), list(cors), list(proxies)
 	dur := func(name, v string, d *time.Duration) {
 		if *d, err = time.ParseDuration(v); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
@@ -123,6 +128,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	num("rate-per-minute", rate, &c.limits.RatePerMinute)
 	num("rate-burst", burst, &c.limits.Burst)
 	num("max-runs-per-user", maxRuns, &c.limits.MaxConcurrentRunsPerUser)
+	num("auth-failures-per-minute", authPerMin, &c.limits.AuthFailuresPerMinute)
+	num("auth-failure-burst", authBurst, &c.limits.AuthFailureBurst)
 	if c.cancelOnDisconnect, err = strconv.ParseBool(cancelOnDisconnect); err != nil {
 		errs = append(errs, fmt.Errorf("cancel-on-disconnect: %q is not true or false", cancelOnDisconnect))
 	}
@@ -299,7 +306,7 @@ func serveUntil(ctx context.Context, cfg serveConfig, getenv func(string) string
 
 	apiCfg := api.Config{
 		Store: st, Models: models, Tools: provider, Checkpointer: saver,
-		ElicitTimeout: cfg.elicitTimeout, Keys: cfg.keys, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins,
+		ElicitTimeout: cfg.elicitTimeout, Keys: cfg.keys, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
 		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, ShutdownTimeout: cfg.shutdownTimeout,
 		Logger: log, Metrics: metrics, Ready: ready, MCP: mcpHandler, Web: web.Handler(),
 	}

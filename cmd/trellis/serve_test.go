@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 	"go.uber.org/goleak"
 
+	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/internal/pgtest"
 )
 
@@ -49,9 +51,14 @@ func TestParseServe(t *testing.T) {
 		c.interruptAfter != time.Minute || c.cancelOnDisconnect {
 		t.Errorf("defaults: %+v %v", c, err)
 	}
+	if c.limits.AuthFailuresPerMinute != api.DefaultAuthFailuresPerMin || c.limits.AuthFailureBurst != api.DefaultAuthFailureBurst || c.trustedProxies != nil {
+		t.Errorf("auth failure defaults: %+v %v", c.limits, c.trustedProxies)
+	}
 	c, err = parseServe(nil, env("TRELLIS_API_KEYS", "k1:ada", "TRELLIS_APPROVAL_TOOLS", "calculator, delete_file",
-		"TRELLIS_CANCEL_ON_DISCONNECT", "true", "TRELLIS_DATA_DIR", "/srv/trellis"), io.Discard)
-	if err != nil || c.addr != ":8080" || c.keys["k1"] != "ada" || len(c.approvalTools) != 2 || !c.cancelOnDisconnect || c.dataDir != "/srv/trellis" {
+		"TRELLIS_CANCEL_ON_DISCONNECT", "true", "TRELLIS_DATA_DIR", "/srv/trellis",
+		"TRELLIS_AUTH_FAILURES_PER_MINUTE", "-1", "TRELLIS_AUTH_FAILURE_BURST", "3", "TRELLIS_TRUSTED_PROXIES", "10.0.0.0/8, 127.0.0.1"), io.Discard)
+	if err != nil || c.addr != ":8080" || c.keys["k1"] != "ada" || len(c.approvalTools) != 2 || !c.cancelOnDisconnect || c.dataDir != "/srv/trellis" ||
+		c.limits.AuthFailuresPerMinute != -1 || c.limits.AuthFailureBurst != 3 || !slices.Equal(c.trustedProxies, []string{"10.0.0.0/8", "127.0.0.1"}) {
 		t.Errorf("with keys: %+v %v", c, err)
 	}
 	// A flag wins over its variable.
@@ -64,6 +71,7 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_API_KEYS", "nouser"},
 		{"TRELLIS_INTERRUPT_AFTER", "soon"},
 		{"TRELLIS_MAX_BODY_BYTES", "lots"},
+		{"TRELLIS_AUTH_FAILURES_PER_MINUTE", "ten"},
 		{"TRELLIS_CANCEL_ON_DISCONNECT", "perhaps"},
 		{"TRELLIS_LOG_LEVEL", "loud"},
 	} {
