@@ -59,11 +59,22 @@ func Interrupt[R any](ctx context.Context, payload any) (R, error) {
 	return v, nil
 }
 
+// Resumed reports whether the node's next Interrupt call has its answer
+// already, so it would return at once rather than pause. A node that
+// pauses only after some work, and must know on resume what the answer
+// says before doing that work again, asks Resumed first and calls
+// Interrupt (with any payload) only when it is true.
+func Resumed(ctx context.Context) bool {
+	t := taskFrom(ctx)
+	return t != nil && t.resumed()
+}
+
 // taskHandle is what the package-level helpers reach through a node's
 // context; the generic task implements it.
 type taskHandle interface {
 	emit(mode Mode, data any) error
 	interrupt(payload any) (json.RawMessage, error)
+	resumed() bool
 	childLink() *parentLink
 }
 

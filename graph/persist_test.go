@@ -107,6 +107,37 @@ func TestTwoInterruptsInOneNodeResumeInOrder(t *testing.T) {
 
 func second[A, B any](_ A, b B) B { return b }
 
+// A node that pauses only after some work learns, through Resumed, that
+// its answer is there before it does the work again.
+func TestResumedBeforeTheWork(t *testing.T) {
+	var work atomic.Int32
+	g := newGraph()
+	g.AddNode("ask", func(ctx context.Context, s State) (State, error) {
+		if graph.Resumed(ctx) {
+			answer, err := graph.Interrupt[string](ctx, nil)
+			return State{Answer: "answered " + answer}, err
+		}
+		work.Add(1)
+		_, err := graph.Interrupt[string](ctx, "more?")
+		return s, err
+	})
+	g.AddEdge(graph.START, "ask")
+	g.AddEdge("ask", graph.END)
+	c := compile(t, g, graph.CompileOptions{})
+	cfg := graph.RunConfig{ThreadID: "t"}
+	if ins := interruptOf(t, second(c.Invoke(t.Context(), &State{}, cfg))); string(ins[0].Payload) != `"more?"` {
+		t.Fatalf("interrupt %+v", ins)
+	}
+	if graph.Resumed(t.Context()) {
+		t.Error("Resumed outside a node = true")
+	}
+	cfg.Resume = "yes"
+	out := must[State](t)(c.Invoke(t.Context(), nil, cfg))
+	if out.Answer != "answered yes" || work.Load() != 1 {
+		t.Fatalf("got %q after %d rounds of work, want one", out.Answer, work.Load())
+	}
+}
+
 func TestParallelInterruptsAnsweredByID(t *testing.T) {
 	var doneRuns atomic.Int32
 	g := newGraph()

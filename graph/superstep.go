@@ -774,6 +774,14 @@ func (t *task[S]) interrupt(payload any) (json.RawMessage, error) {
 	return nil, &InterruptError{Interrupts: []PendingInterrupt{in}}
 }
 
+func (t *task[S]) resumed() bool {
+	r := t.r
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := r.resume[hashID(r.nsKey, t.id, fmt.Sprint(t.nInterrupt))]
+	return ok
+}
+
 func (t *task[S]) childLink() *parentLink {
 	r := t.r
 	id := t.id

@@ -102,8 +102,12 @@ func (a *Agent) Run(ctx context.Context, conversationID string, in Input) iter.S
 			return
 		}
 		for _, p := range pending {
-			if p.Kind == PendingApproval {
+			switch p.Kind {
+			case PendingApproval:
 				fail(yield, fmt.Errorf("nodes: run on conversation %s: %w: answer approval %s first", conversationID, ErrApprovalPending, p.ID))
+				return
+			case PendingElicitation:
+				fail(yield, fmt.Errorf("nodes: run on conversation %s: %w: answer elicitation %s first", conversationID, ErrApprovalPending, p.ElicitationID))
 				return
 			}
 		}
@@ -182,6 +186,17 @@ func (a *Agent) Abandon(ctx context.Context, conversationID string) error {
 // Events and errors are as for Run.
 func (a *Agent) Continue(ctx context.Context, conversationID string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
+		ins, err := a.interrupts(ctx, conversationID)
+		if err != nil {
+			failOrCancel(ctx, yield, err)
+			return
+		}
+		if len(ins) > 0 {
+			// Parked: nothing runs again (a tool call that ran before a
+			// question parked the run must not run twice).
+			a.finish(ctx, yield, &graph.InterruptError{Interrupts: ins})
+			return
+		}
 		a.runGraph(ctx, yield, nil, graph.RunConfig{ThreadID: conversationID})
 	}
 }
@@ -296,18 +311,27 @@ func toSnapshot(s graph.Snapshot[ChatState]) Snapshot {
 // waiting returns the conversation's pending interrupts. Its newest
 // checkpoint tells cheaply whether anything is planned at all.
 func (a *Agent) waiting(ctx context.Context, conversationID string) ([]Pending, error) {
+	ins, err := a.interrupts(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	return pendingFrom(ins), nil
+}
+
+// interrupts returns the interrupts the conversation waits on.
+func (a *Agent) interrupts(ctx context.Context, conversationID string) ([]graph.PendingInterrupt, error) {
 	cps, err := a.saver.List(ctx, graph.ListOptions{ThreadID: conversationID, Limit: 1})
 	if err != nil {
 		return nil, fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
 	}
 	if len(cps) == 0 || len(cps[0].Tasks) == 0 {
-		return []Pending{}, nil
+		return nil, nil
 	}
 	snap, err := a.graph.GetState(ctx, graph.Ref{ThreadID: conversationID})
 	if err != nil {
 		return nil, fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
 	}
-	return pendingFrom(snap.Interrupts), nil
+	return snap.Interrupts, nil
 }
 
 // runGraph streams one run of the graph as agent events, ending with the
@@ -368,6 +392,11 @@ func (a *Agent) finish(ctx context.Context, yield func(Event, error) bool, err e
 				}
 			case PendingClarification:
 				ri.ClarificationID, ri.Question = p.ID, p.Question
+			case PendingElicitation:
+				if ri.Reason != string(PendingApproval) {
+					ri.Reason = string(PendingElicitation)
+				}
+				ri.ElicitationIDs = append(ri.ElicitationIDs, p.ElicitationID)
 			}
 		}
 		yield(newEvent(ri), nil)
@@ -397,6 +426,9 @@ type PendingKind string
 const (
 	PendingApproval      PendingKind = "approval"
 	PendingClarification PendingKind = "clarification"
+	// PendingElicitation: a tool's question nobody answered while the run
+	// could wait; the call ended and the run parked (see AnswerElicitation).
+	PendingElicitation PendingKind = "elicitation"
 )
 
 // Pending is one thing a parked conversation waits for: a tool call's
@@ -413,6 +445,15 @@ type Pending struct {
 	Revision   int             `json:"revision"`
 	// Question is the clarifying question.
 	Question string `json:"question,omitempty"`
+	// ElicitationID, Source, Message and Schema are a tool's question
+	// (PendingElicitation), for the call ToolCallID of Tool. Replayable
+	// says the call runs again with the answer; otherwise the answer
+	// comes too late for it and the model is told so.
+	ElicitationID string          `json:"elicitation_id,omitempty"`
+	Source        string          `json:"source,omitempty"`
+	Message       string          `json:"message,omitempty"`
+	Schema        json.RawMessage `json:"schema,omitempty"`
+	Replayable    bool            `json:"replayable,omitempty"`
 }
 
 // pendingFrom reads the agent's interrupts; others (static interrupts a

@@ -16,8 +16,12 @@ var (
 	// ErrNoPendingApproval: Resume found no approval waiting in the
 	// conversation, or none with the given id.
 	ErrNoPendingApproval = errors.New("nodes: no pending approval")
+	// ErrNoPendingElicitation: AnswerElicitation found no tool's question
+	// with that id waiting in the conversation.
+	ErrNoPendingElicitation = errors.New("nodes: no pending elicitation")
 	// ErrApprovalPending: a new message came while a tool call waits for
-	// approval; answer the approval first.
+	// a human — its approval, or the answer to its question; answer that
+	// first.
 	ErrApprovalPending = errors.New("nodes: an approval is pending")
 	// ErrUnknownTurn: Edit found no turn with that request id.
 	ErrUnknownTurn = errors.New("nodes: unknown turn")
@@ -44,7 +48,7 @@ func errorCode(err error) string {
 		return CodeInvalidInput
 	case errors.Is(err, ErrApprovalPending):
 		return CodeApprovalPending
-	case errors.Is(err, ErrNoPendingApproval), errors.Is(err, graph.ErrUnknownInterrupt):
+	case errors.Is(err, ErrNoPendingApproval), errors.Is(err, ErrNoPendingElicitation), errors.Is(err, graph.ErrUnknownInterrupt):
 		return CodeNoPending
 	case errors.Is(err, ErrUnknownTurn), errors.Is(err, ErrNoConversation):
 		return CodeUnknownTurn

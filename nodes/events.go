@@ -216,6 +216,7 @@ type RunInterrupted struct {
 	ApprovalIDs     []string  `json:"approval_ids,omitempty"`
 	ClarificationID string    `json:"clarification_id,omitempty"`
 	Question        string    `json:"question,omitempty"`
+	ElicitationIDs  []string  `json:"elicitation_ids,omitempty"`
 	Pending         []Pending `json:"pending"`
 }
 

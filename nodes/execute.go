@@ -12,6 +12,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -33,18 +34,28 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 		steps[i].Args = calls[i].Args
 	}
 
-	x := &execution{a: a, conversationID: s.Input.ConversationID, userID: s.Input.UserID, iteration: s.Iteration,
-		steps: steps, rejected: rejected, edited: map[string]bool{}}
+	x := &execution{a: a, conversationID: s.Input.ConversationID, requestID: s.Input.RequestID, userID: s.Input.UserID,
+		iteration: s.Iteration, steps: steps, rejected: rejected, edited: map[string]bool{}}
 	for _, r := range records {
 		if r.Decision == DecisionEdit {
 			x.edited[r.ToolCallID] = true
 		}
+	}
+	if x.answers, x.resumedFrom, err = answeredQuestions(ctx); err != nil {
+		return ChatState{}, err
+	}
+	if x.resumedFrom != nil {
+		resumed = true
 	}
 	x.sources = a.sources.sources(a.tools.Catalog().Tools)
 	// Operators that need a model get the run's; when it cannot be had,
 	// nil lets the operator registry use its default.
 	x.model, _ = a.models.Model(ctx, s.Input.Model)
 	x.run(ctx)
+	if q := x.parkedQuestion(); q != nil {
+		_, err := graph.Interrupt[questionAnswered](ctx, q)
+		return ChatState{}, err
+	}
 
 	upd := ChatState{ToolResults: x.results, Approvals: records}
 	if s.Decision.Action == ActionCreateWorkflow {
@@ -97,6 +108,7 @@ type execution struct {
 	// What the calls need of the state: not the state itself, which would
 	// then have to live on the heap.
 	conversationID string
+	requestID      string
 	userID         string
 	iteration      int
 	steps          []WorkflowStep
@@ -107,6 +119,14 @@ type execution struct {
 	results        []ToolResult
 	chunks         [][]operators.DataChunk
 	direct         [][]DirectResponse
+
+	// answers are the answers to questions the execution parked on
+	// before, by elicitation id; resumedFrom is the last parked question,
+	// with the calls done by then.
+	answers     map[string]questionAnswered
+	resumedFrom *parkedQuestion
+	// parked is, by step, the question that parked the step's call.
+	parked []*Pending
 }
 
 // run executes the steps in waves: every step whose dependencies are done
@@ -118,10 +138,21 @@ func (x *execution) run(ctx context.Context) {
 	x.results = make([]ToolResult, n)
 	x.chunks = make([][]operators.DataChunk, n)
 	x.direct = make([][]DirectResponse, n)
+	x.parked = make([]*Pending, n)
 	done := make([]bool, n)
 	index := make(map[string]int, n)
 	for i, st := range x.steps {
 		index[st.ID] = i
+	}
+	left := n
+	if x.resumedFrom != nil { // the calls that finished before a question parked the run
+		for _, d := range x.resumedFrom.Done {
+			if d.Step >= 0 && d.Step < n && !done[d.Step] {
+				x.results[d.Step], x.chunks[d.Step], x.direct[d.Step] = d.Result, d.Chunks, d.Direct
+				done[d.Step] = true
+				left--
+			}
+		}
 	}
 	var sem chan struct{} // made for the first wave of several calls
 	type pending struct {
@@ -129,7 +160,7 @@ func (x *execution) run(ctx context.Context) {
 		args json.RawMessage
 	}
 	var calls []pending
-	for left := n; left > 0; {
+	for left > 0 && !x.parkedAny() {
 		var wave []int
 		for i, st := range x.steps {
 			if done[i] {
@@ -165,6 +196,10 @@ func (x *execution) run(ctx context.Context) {
 				x.results[i] = x.reject(ctx, i, text)
 				continue
 			}
+			if text, ok := x.expired(i); ok {
+				x.results[i] = x.expire(ctx, i, text)
+				continue
+			}
 			calls = append(calls, pending{i, x.fill(i)})
 		}
 		if len(calls) == 1 {
@@ -188,8 +223,10 @@ func (x *execution) run(ctx context.Context) {
 			wg.Wait()
 		}
 		for _, i := range wave {
-			done[i] = true
-			left--
+			if x.parked[i] == nil {
+				done[i] = true
+				left--
+			}
 		}
 	}
 }
@@ -254,12 +291,19 @@ func (x *execution) fill(i int) json.RawMessage {
 func (x *execution) call(ctx context.Context, i int, args json.RawMessage) {
 	st := x.steps[i]
 	_ = emit(ctx, &ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: x.sources[st.Tool], Args: args})
-	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.conversationID, toolCallID: st.ToolCallID}
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.conversationID, requestID: x.requestID,
+		toolCallID: st.ToolCallID, tool: st.Tool, answers: x.answers, endCall: cancel}
 	start := time.Now()
-	res := x.a.tools.Execute(ctx, st.Tool, args, operators.Call{
+	res := x.a.tools.Execute(callCtx, st.Tool, args, operators.Call{
 		ToolCallID: st.ToolCallID, ConversationID: x.conversationID, UserID: x.userID,
 		Messenger: m, Model: x.model,
 	})
+	if q := m.parkedOn(); q != nil {
+		x.parked[i] = q // its result is unused: the call runs again once the question is answered
+		return
+	}
 	dur := time.Since(start).Milliseconds()
 	r := ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: args, Iteration: x.iteration, DurationMS: dur,
 		DirectResponse: res.DirectResponse}
@@ -287,6 +331,53 @@ func (x *execution) skip(ctx context.Context, i int, why string) ToolResult {
 	text := "Not run: " + why + "."
 	_ = emit(ctx, &ToolErrorEvent{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: text})
 	return ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Status: ToolSkipped, Content: text, Iteration: x.iteration}
+}
+
+// parkedAny reports whether a call's question has parked the execution:
+// no further wave starts.
+func (x *execution) parkedAny() bool {
+	return slices.ContainsFunc(x.parked, func(p *Pending) bool { return p != nil })
+}
+
+// parkedQuestion is the interrupt payload for the first question that
+// parked the execution, with every call finished so far; nil when none
+// did. Other calls that parked at the same time ask again when the run
+// goes on.
+func (x *execution) parkedQuestion() *parkedQuestion {
+	k := slices.IndexFunc(x.parked, func(p *Pending) bool { return p != nil })
+	if k < 0 {
+		return nil
+	}
+	q := &parkedQuestion{Pending: *x.parked[k]}
+	for i := range x.steps {
+		if x.parked[i] == nil && x.results[i].Status != "" {
+			q.Done = append(q.Done, doneCall{Step: i, Result: x.results[i], Chunks: x.chunks[i], Direct: x.direct[i]})
+		}
+	}
+	return q
+}
+
+// expired returns, for step i whose call asked a question that could not
+// take a late answer, what the model reads instead of the call's result.
+func (x *execution) expired(i int) (string, bool) {
+	for _, qa := range x.answers {
+		q := qa.Question
+		if q.ToolCallID != x.steps[i].ToolCallID || q.Replayable {
+			continue
+		}
+		return fmt.Sprintf("Not completed: %s asked the user %q, and the run stopped to wait for the answer. "+
+			"The user answered (%s) after the call had ended, and this tool cannot take a late answer, "+
+			"so the call was not run again; call it again if it is still needed.", q.Source, q.Message, qa.Action), true
+	}
+	return "", false
+}
+
+// expire records a call whose question expired, as a tool.error the user
+// and the model both see.
+func (x *execution) expire(ctx context.Context, i int, text string) ToolResult {
+	st := x.steps[i]
+	_ = emit(ctx, &ToolErrorEvent{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: text})
+	return ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Status: ToolError, Content: text, Iteration: x.iteration}
 }
 
 // reject records a call the user rejected.

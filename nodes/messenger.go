@@ -2,9 +2,8 @@ package nodes
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -22,11 +21,20 @@ type messenger struct {
 	ctx            context.Context
 	elicitor       Elicitor
 	conversationID string
+	requestID      string
 	toolCallID     string
+	tool           string
+	// answers answer, at once, questions the call asked before the run
+	// parked on them (by elicitation id).
+	answers map[string]questionAnswered
+	// endCall ends the call when its question parks the run.
+	endCall context.CancelCauseFunc
 
 	mu       sync.Mutex
 	direct   []DirectResponse
 	streamed strings.Builder
+	asked    int      // questions asked so far
+	parked   *Pending // the question that parked the run
 }
 
 var _ operators.Messenger = (*messenger)(nil)
@@ -64,8 +72,13 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 		return operators.ElicitResponse{Action: operators.ElicitDecline},
 			fmt.Errorf("%w: %s asked %q, but this agent has no way to ask the user (no Elicitor configured)", operators.ErrNoUser, r.Source, r.Message)
 	}
-	if r.ElicitationID == "" {
-		r.ElicitationID = newID("elicit_")
+	m.mu.Lock()
+	n := m.asked
+	m.asked++
+	m.mu.Unlock()
+	r.ElicitationID = elicitationID(m.conversationID, m.requestID, m.toolCallID, n)
+	if qa, ok := m.answers[r.ElicitationID]; ok { // answered while the run was parked
+		return operators.ElicitResponse{ElicitationID: r.ElicitationID, Action: qa.Action, Content: qa.Content}, nil
 	}
 	schema := json.RawMessage("{}")
 	if r.Schema != nil {
@@ -75,6 +88,20 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 	}
 	_ = emit(m.ctx, &ElicitationRequest{ElicitationID: r.ElicitationID, Source: r.Source, Message: r.Message, Schema: schema})
 	resp, err := m.elicitor.Elicit(ctx, m.conversationID, r)
+	if errors.Is(err, operators.ErrAskLater) {
+		// Nobody answered while the run could wait: the question stays
+		// pending, the call ends, and the run parks on the question.
+		m.mu.Lock()
+		if m.parked == nil {
+			m.parked = &Pending{Kind: PendingElicitation, ToolCallID: m.toolCallID, Tool: m.tool, ElicitationID: r.ElicitationID,
+				Source: r.Source, Message: r.Message, Schema: schema, Replayable: r.Replayable}
+		}
+		m.mu.Unlock()
+		if m.endCall != nil {
+			m.endCall(err)
+		}
+		return operators.ElicitResponse{ElicitationID: r.ElicitationID, Action: operators.ElicitCancel}, fmt.Errorf("nodes: elicitation %s: %w", r.ElicitationID, err)
+	}
 	action := string(resp.Action)
 	if err != nil && action == "" {
 		action = string(operators.ElicitCancel)
@@ -87,6 +114,13 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 	return resp, nil
 }
 
+// parkedOn returns the question that parked the run, if any.
+func (m *messenger) parkedOn() *Pending {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.parked
+}
+
 // shown returns what the tool showed the user directly: its direct
 // responses and, as one text response, what it streamed.
 func (m *messenger) shown() []DirectResponse {
@@ -97,10 +131,4 @@ func (m *messenger) shown() []DirectResponse {
 		out = append(out, DirectResponse{ToolCallID: m.toolCallID, Content: m.streamed.String(), ContentType: string(operators.OutputText)})
 	}
 	return out
-}
-
-func newID(prefix string) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
 }

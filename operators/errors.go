@@ -31,6 +31,13 @@ var (
 	ErrNoUser = errors.New("operators: no user to ask")
 	// ErrElicitationCanceled: the user cancelled (or the request timed out).
 	ErrElicitationCanceled = errors.New("operators: elicitation cancelled")
+	// ErrAskLater: nobody answered a tool's question while the run could
+	// wait, so the run parks with the question pending and the call must
+	// end now, its result unused. Once the user answers, a call whose
+	// question was Replayable runs again from its start and the same
+	// question returns the answer at once; any other call is reported to
+	// the model as expired.
+	ErrAskLater = errors.New("operators: the question waits for the user beyond this call")
 	// ErrNoModel: an operator needs a model and none was configured.
 	ErrNoModel = errors.New("operators: no model configured")
 )

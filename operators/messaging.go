@@ -34,7 +34,8 @@ type Messenger interface {
 	Stream(ctx context.Context, c StreamChunk) error
 	// Elicit emits elicitation.request and blocks until the user answers,
 	// declines, cancels, or ctx ends. Implementations assign
-	// ElicitationID when it is empty.
+	// ElicitationID when it is empty. When the run cannot wait any longer
+	// it fails with [ErrAskLater]: the tool must return at once.
 	Elicit(ctx context.Context, r ElicitRequest) (ElicitResponse, error)
 }
 
@@ -71,6 +72,12 @@ type ElicitRequest struct {
 	Message string `json:"message"`
 	// Schema describes the object the user is asked to supply.
 	Schema *jsonschema.Schema `json:"schema"`
+	// Replayable says the asker can take a late answer: a call that
+	// ended with [ErrAskLater] may be issued again, and the tool then asks
+	// the same question again before doing anything it must not repeat
+	// (an MCP server on the 2026-07-28 revision, an operator). A question
+	// that is not replayable expires when its call ends.
+	Replayable bool `json:"-"`
 }
 
 // ElicitAction is how the user answered.
@@ -143,9 +150,13 @@ func (c Call) Stream(ctx context.Context, content string, done bool) error {
 	return c.messenger().Stream(ctx, StreamChunk{ToolCallID: c.ToolCallID, Content: content, ContentType: OutputText, Done: done})
 }
 
-// Elicit asks the user for an object matching schema.
+// Elicit asks the user for an object matching schema. The question is
+// replayable: if the run parks before the user answers (the call then
+// fails with [ErrAskLater]), the tool runs again from its start once they
+// do, and the same question returns the answer at once. So ask before
+// doing anything that must not happen twice.
 func (c Call) Elicit(ctx context.Context, message string, schema *jsonschema.Schema) (ElicitResponse, error) {
-	return c.messenger().Elicit(ctx, ElicitRequest{Source: c.Tool, Message: message, Schema: schema})
+	return c.messenger().Elicit(ctx, ElicitRequest{Source: c.Tool, Message: message, Schema: schema, Replayable: true})
 }
 
 // Confirm asks a yes/no question. A decline is a plain no; a cancel returns
