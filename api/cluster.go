@@ -163,19 +163,25 @@ func (s *Server) elicitationElsewhere(ctx context.Context, user string, e store.
 	if owner == "" {
 		return false, nil
 	}
-	if ans.Action == store.ActionAccept {
-		var schema *jsonschema.Schema
-		if json.Unmarshal(e.Schema, &schema) != nil {
-			schema = nil
-		}
-		if err := elicit.Validate(e.ID, schema, ans.Content); err != nil {
-			return true, err
-		}
+	if err := validAnswer(e, ans); err != nil {
+		return true, err
 	}
 	if _, err := s.store.ResolveElicitation(ctx, user, e.ID, ans); err != nil {
 		return true, err
 	}
 	return true, s.runs.notify(ctx, owner, kind, r, e.ID)
+}
+
+// validAnswer checks accepted content against the question's schema.
+func validAnswer(e store.Elicitation, ans store.ElicitationAnswer) error {
+	if ans.Action != store.ActionAccept {
+		return nil
+	}
+	var schema *jsonschema.Schema
+	if json.Unmarshal(e.Schema, &schema) != nil {
+		schema = nil
+	}
+	return elicit.Validate(e.ID, schema, ans.Content)
 }
 
 // decided reports whether an approval holds the user's answer.

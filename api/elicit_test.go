@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -99,22 +100,56 @@ func TestElicitationDeclined(t *testing.T) {
 	}
 }
 
-func TestElicitationTimesOut(t *testing.T) {
-	e := newEnv(t, envOptions{configure: func(c *api.Config) { c.ElicitTimeout = 100 * time.Millisecond }})
-	s := e.chat(map[string]any{"message": "ask me my name"})
-	id := s.until("elicitation.request").str("elicitation_id")
-	evs := s.all() // nobody answers
-	if resp := evs[indexOf(evs, "elicitation.response")]; resp.str("action") != "cancel" {
-		t.Errorf("elicitation.response %s", resp.Raw)
+// A question nobody answers in time parks the run, as an approval does;
+// the question stays pending, and an answer given later resumes the run,
+// whose tool is asked again and takes the answer at once.
+func TestElicitationNotAnsweredInTimeParks(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			noLeaks(t)
+			e := newEnv(t, envOptions{backend: b, configure: func(c *api.Config) { c.ElicitTimeout = 100 * time.Millisecond }})
+			s := e.chat(map[string]any{"message": "ask me my name"})
+			conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+			id := s.until("elicitation.request").str("elicitation_id")
+			evs := s.all() // nobody answers
+			last := evs[len(evs)-1]
+			if last.Type != "run.interrupted" || last.str("reason") != "elicitation" || indexOf(evs, "elicitation.response") >= 0 {
+				t.Fatalf("stream: %v %s", types(evs), last.Raw)
+			}
+			if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunInterrupted || r.InterruptReason != store.InterruptElicitation {
+				t.Fatalf("run %+v %v", r, err)
+			}
+			if el, _ := e.store.GetElicitation(t.Context(), "alice", id); el.Status != store.ElicitationPending {
+				t.Fatalf("stored status %s, want pending", el.Status)
+			}
+			// A new message waits for the answer.
+			status, body := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "hello", "conversation_id": conv})
+			wantError(t, status, body, http.StatusConflict)
+			// Content that fails the schema is refused and changes nothing.
+			status, body = e.do("POST", "/api/v1/elicitation/respond", map[string]any{"elicitation_id": id, "action": "accept", "content": map[string]any{"name": 7}})
+			wantError(t, status, body, http.StatusUnprocessableEntity)
+
+			status, body = e.do("POST", "/api/v1/elicitation/respond", map[string]any{"elicitation_id": id, "action": "accept", "content": map[string]any{"name": "Late"}})
+			if status != http.StatusOK {
+				t.Fatalf("respond: %d %s", status, body)
+			}
+			status, body = e.do("POST", "/api/v1/elicitation/respond", map[string]any{"elicitation_id": id, "action": "decline"})
+			wantError(t, status, body, http.StatusConflict)
+			w := e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey, "Last-Event-ID", strconv.FormatInt(last.ID, 10)))
+			rest := w.all()
+			checkRun(t, rest, last.ID+1, runID, conv)
+			if rest[0].Type != "elicitation.response" || rest[0].str("action") != "accept" || rest[len(rest)-1].Type != "run.completed" {
+				t.Fatalf("resumed: %v", types(rest))
+			}
+			if got := toolResult(t, rest); got != "hello Late" {
+				t.Errorf("tool result %q", got)
+			}
+			if el, _ := e.store.GetElicitation(t.Context(), "alice", id); el.Status != store.ElicitationAccepted {
+				t.Errorf("stored status %s", el.Status)
+			}
+			e.close()
+		})
 	}
-	if got := toolResult(t, evs); got != "the user would not say (cancel)" {
-		t.Errorf("tool result %q", got)
-	}
-	if el, _ := e.store.GetElicitation(t.Context(), "alice", id); el.Status != store.ElicitationCancelled {
-		t.Errorf("stored status %s", el.Status)
-	}
-	status, body := e.do("POST", "/api/v1/elicitation/respond", map[string]any{"elicitation_id": id, "action": "accept", "content": map[string]any{"name": "Late"}})
-	wantError(t, status, body, http.StatusConflict)
 }
 
 func TestElicitationCancelled(t *testing.T) {

@@ -18,15 +18,21 @@ import (
 // run's assistant messages, and its tools' questions wait for the user
 // here.
 
-// elicitor is the agent's nodes.Elicitor: a tool's question waits in the
-// elicitation manager, recorded in the store, until POST
-// /elicitation/respond answers it, DELETE /elicitation/{id} cancels it,
-// it times out, or the run ends. The agent emits elicitation.request
-// before and elicitation.response after; the event pipeline stores the
-// request before sending its event.
+// elicitor is the agent's nodes.Elicitor: a tool's question, recorded in
+// the store, waits in the elicitation manager while an SSE stream follows
+// the run, for ElicitTimeout at most, until POST /elicitation/respond
+// answers it or DELETE /elicitation/{id} cancels it. When nobody watches
+// (or nobody answered in time) it fails with operators.ErrAskLater: the
+// run parks on the question, which stays pending in the store, and an
+// answer resumes it later (see elicitationAnswered). The agent emits
+// elicitation.request before and elicitation.response after; the event
+// pipeline stores the request before sending its event.
 type elicitor struct{ m *runManager }
 
 var _ nodes.Elicitor = elicitor{}
+
+// errUnwatched: no SSE stream follows the run any more.
+var errUnwatched = errors.New("api: no stream follows the run")
 
 func (e elicitor) Elicit(ctx context.Context, conversationID string, req operators.ElicitRequest) (operators.ElicitResponse, error) {
 	m := e.m
@@ -47,18 +53,52 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 		}
 	}
 	if _, err := m.st.CreateElicitation(bg, store.NewElicitation{ID: id, RunID: rn.id, Source: req.Source,
-		Message: req.Message, Schema: schema}); err != nil && !errors.Is(err, store.ErrConflict) {
+		Message: req.Message, Schema: schema}); errors.Is(err, store.ErrConflict) {
+		// Asked again (the call issued again, or the run continued after
+		// a crash): an answer stored meanwhile is the answer.
+		if st, gerr := m.st.GetElicitation(bg, rn.userID, id); gerr == nil && st.Status != store.ElicitationPending {
+			if st.Status == store.ElicitationExpired {
+				return operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, nil
+			}
+			return operators.ElicitResponse{ElicitationID: id, Action: actionOf(st.Status), Content: st.Content}, nil
+		}
+	} else if err != nil {
 		return operators.ElicitResponse{Action: operators.ElicitCancel}, fmt.Errorf("api: store elicitation %s: %w", id, err)
 	}
 	flag := m.readyFor(id)
 	defer m.forgetReady(id, flag)
-	resp, err := m.elicit.Ask(ctx, elicit.Request{ElicitRequest: req, ConversationID: rn.conversationID, UserID: rn.userID,
+	wait, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go func() { // ends with the wait
+		select {
+		case <-rn.hub.idle():
+			stop(errUnwatched)
+		case <-wait.Done():
+		}
+	}()
+	var reason elicit.Reason
+	resp, err := m.elicit.Ask(wait, elicit.Request{ElicitRequest: req, ConversationID: rn.conversationID, UserID: rn.userID,
 		Timeout: m.cfg.ElicitTimeout}, elicit.Hooks{
 		Requested: func(context.Context, elicit.Pending) error {
 			m.markReady(id)
+			// An answer that reached the store before the question was
+			// registered here (through another process, or while this
+			// run was on its way to asking again) is the answer.
+			if st, err := m.st.GetElicitation(bg, rn.userID, id); err == nil && answered(st) {
+				_ = m.elicit.Respond(rn.userID, operators.ElicitResponse{ElicitationID: id, Action: actionOf(st.Status), Content: st.Content})
+			}
 			return nil
 		},
+		Resolved: func(_ context.Context, r elicit.Resolution) { reason = r.Reason },
 	})
+	if reason == elicit.ReasonTimeout || err != nil && errors.Is(context.Cause(wait), errUnwatched) && ctx.Err() == nil {
+		// Nobody answered while the run could wait: it parks, and the
+		// question stays pending in the store.
+		return resp, fmt.Errorf("api: elicitation %s: %w", id, operators.ErrAskLater)
+	}
+	if err != nil {
+		return resp, err // the run is ending (cancelled, shutting down): nothing to record
+	}
 	// Record the outcome before the tool goes on, so the record is final
 	// before the run can end. The answer's HTTP handler records it too;
 	// whichever comes second finds it resolved.
@@ -69,7 +109,7 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 	if _, rerr := m.st.ResolveElicitation(bg, rn.userID, id, ans); rerr != nil && !errors.Is(rerr, store.ErrAlreadyResolved) {
 		rn.log.LogAttrs(bg, slog.LevelError, "recording an elicitation's outcome failed", slog.String("elicitation_id", id), slog.Any("error", rerr))
 	}
-	return resp, err
+	return resp, nil
 }
 
 // onAnswer is the agent's OnAnswer hook: it stores the assistant's

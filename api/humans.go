@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -12,11 +13,6 @@ import (
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 )
-
-// errElicitationGone: the store says an elicitation is pending, but no
-// tool in this process waits for it (its process is gone, or its run
-// ended between the two checks).
-var errElicitationGone = errorf(http.StatusConflict, "elicitation_gone", "nothing waits for this elicitation any more; its run ended or moved")
 
 // handlePendingApprovals is GET /api/v1/approvals/pending?conversation_id=.
 func (s *Server) handlePendingApprovals(w http.ResponseWriter, r *http.Request) {
@@ -102,11 +98,8 @@ func (s *Server) handleElicitationRespond(w http.ResponseWriter, r *http.Request
 	e, err := s.pendingElicitation(r, body.ElicitationID)
 	if err == nil {
 		err = s.elicit.Respond(user, operators.ElicitResponse{ElicitationID: e.ID, Action: operators.ElicitAction(body.Action), Content: ans.Content})
-		if errors.Is(err, elicit.ErrNotFound) {
-			err = errElicitationGone
-			if handled, ferr := s.elicitationElsewhere(r.Context(), user, e, ans, store.NoticeElicitation); handled {
-				err = ferr
-			}
+		if errors.Is(err, elicit.ErrNotFound) || errors.Is(err, elicit.ErrResolved) { // no tool waits here (the store says it is pending)
+			err = s.answerElicitation(r.Context(), user, e, ans, store.NoticeElicitation)
 		}
 	}
 	if err != nil {
@@ -118,6 +111,26 @@ func (s *Server) handleElicitationRespond(w http.ResponseWriter, r *http.Request
 		s.log.LogAttrs(r.Context(), slog.LevelError, "recording an elicitation answer failed", slog.String("elicitation_id", e.ID), slog.Any("error", err))
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "processed", "elicitation_id": e.ID, "action": string(body.Action)})
+}
+
+// answerElicitation takes the answer (or cancel) to an elicitation no tool
+// in this process waits for: the tool waits in another process (which is
+// told), or its run is parked on it (and resumes with the answer), or its
+// run is on its way to asking it again (and finds the answer stored).
+// The content is checked against the question's schema first (422), and
+// of concurrent answers the first stored wins (409 for the others).
+func (s *Server) answerElicitation(ctx context.Context, user string, e store.Elicitation, ans store.ElicitationAnswer, kind store.NoticeKind) error {
+	if handled, err := s.elicitationElsewhere(ctx, user, e, ans, kind); handled {
+		return err
+	}
+	if err := validAnswer(e, ans); err != nil {
+		return err
+	}
+	e, err := s.store.ResolveElicitation(ctx, user, e.ID, ans)
+	if err != nil {
+		return err
+	}
+	return s.runs.elicitationAnswered(ctx, e)
 }
 
 // pendingElicitation returns the user's pending elicitation, once the
@@ -154,12 +167,8 @@ func (s *Server) handleElicitationCancel(w http.ResponseWriter, r *http.Request)
 	e, err := s.pendingElicitation(r, r.PathValue("id"))
 	if err == nil {
 		err = s.elicit.Cancel(user, e.ID)
-		if errors.Is(err, elicit.ErrNotFound) {
-			err = errElicitationGone
-			cancel := store.ElicitationAnswer{Action: store.ActionCancel}
-			if handled, ferr := s.elicitationElsewhere(r.Context(), user, e, cancel, store.NoticeElicitationCancel); handled {
-				err = ferr
-			}
+		if errors.Is(err, elicit.ErrNotFound) || errors.Is(err, elicit.ErrResolved) {
+			err = s.answerElicitation(r.Context(), user, e, store.ElicitationAnswer{Action: store.ActionCancel}, store.NoticeElicitationCancel)
 		}
 	}
 	if err != nil {

@@ -402,10 +402,14 @@ func (m *runManager) consume(rn *run, seq iter.Seq2[nodes.Event, error]) (*nodes
 		rn.seg = t.Usage
 		m.finish(rn, &nodes.RunCompleted{Status: t.Status, Usage: add(rn.usage, rn.seg)}, store.RunEnd{Status: store.RunCompleted})
 	case *nodes.RunInterrupted:
-		if t.Reason == string(nodes.PendingApproval) {
+		switch t.Reason {
+		case string(nodes.PendingApproval):
 			return t, true
+		case string(nodes.PendingElicitation):
+			m.park(rn, t)
+		default:
+			m.finish(rn, t, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptClarification})
 		}
-		m.finish(rn, t, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptClarification})
 	case *nodes.RunCancelled:
 		if errors.Is(context.Cause(rn.ctx), errShutdown) {
 			m.finish(rn, &nodes.RunInterrupted{Reason: reasonShutdown, Pending: []nodes.Pending{}}, store.RunEnd{})
@@ -721,6 +725,65 @@ func (m *runManager) resume(ctx context.Context, userID, runID string, cancellin
 	rn.log.LogAttrs(ctx, slog.LevelInfo, "run resumed")
 	m.launch(rn, func(ctx context.Context) iter.Seq2[nodes.Event, error] { return next(ctx, rn.conversationID) }, false, nil)
 	return nil
+}
+
+// park ends a segment whose run waits for the answer to a tool's
+// question, and resumes it at once when the answer was stored while it
+// was parking (the answer's handler, serialised with this, resumes a run
+// it finds parked; see elicitationAnswered).
+func (m *runManager) park(rn *run, ri *nodes.RunInterrupted) {
+	m.resumeMu.Lock()
+	defer m.resumeMu.Unlock()
+	m.finish(rn, ri, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptElicitation})
+	ctx := context.WithoutCancel(rn.ctx)
+	for _, id := range ri.ElicitationIDs {
+		e, err := m.st.GetElicitation(ctx, rn.userID, id)
+		if err != nil || !answered(e) {
+			continue
+		}
+		// A new segment, launched from this one as it ends.
+		if err := m.resumeElicitation(ctx, e); err != nil && !errors.Is(err, store.ErrConflict) {
+			rn.log.LogAttrs(ctx, slog.LevelError, "resuming a run whose question was answered as it parked failed",
+				slog.String("elicitation_id", id), slog.Any("error", err))
+		}
+		return
+	}
+}
+
+// answered reports whether an elicitation holds the user's answer (or
+// cancel), not merely expired with its run.
+func answered(e store.Elicitation) bool {
+	return e.Status != store.ElicitationPending && e.Status != store.ElicitationExpired
+}
+
+// elicitationAnswered takes the answer to an elicitation that no tool in
+// this process waits for: a run parked on it resumes with the answer; a
+// run still running here finds it stored when its tool asks again (it
+// keeps its id), or resumes with it if it parks meanwhile (see park).
+// The answer is stored already.
+func (m *runManager) elicitationAnswered(ctx context.Context, e store.Elicitation) error {
+	m.resumeMu.Lock()
+	defer m.resumeMu.Unlock()
+	r, err := m.st.GetRun(ctx, e.UserID, e.RunID)
+	if err != nil {
+		return err
+	}
+	if r.Superseded || r.Status != store.RunInterrupted || r.InterruptReason != store.InterruptElicitation {
+		return nil
+	}
+	err = m.resumeElicitation(ctx, e)
+	if errors.Is(err, store.ErrConflict) {
+		return nil // resumed already
+	}
+	return err
+}
+
+// resumeElicitation resumes the run parked on e with e's stored answer.
+func (m *runManager) resumeElicitation(ctx context.Context, e store.Elicitation) error {
+	ans := nodes.ElicitationAnswer{ElicitationID: e.ID, Action: actionOf(e.Status), Content: e.Content}
+	return m.resume(ctx, e.UserID, e.RunID, false, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
+		return m.agent.AnswerElicitation(ctx, conversationID, ans)
+	})
 }
 
 // cancel cancels the conversation's run and returns its id. A run live

@@ -92,21 +92,37 @@ func (s *Server) recoverConversation(ctx context.Context, user, conversationID s
 		return true, s.continueRun(ctx, r)
 	case r.Status == store.RunInterrupted && r.InterruptReason == store.InterruptApproval:
 		return s.resumeAnswered(ctx, r)
+	case r.Status == store.RunInterrupted && r.InterruptReason == store.InterruptElicitation:
+		return s.resumeAnsweredQuestion(ctx, r)
 	}
 	return false, nil
 }
 
-// continueRun takes over a run whose process is gone: what it left
-// waiting for the user is cancelled (the tool will ask again), and the
-// agent continues from the last checkpoint.
-func (s *Server) continueRun(ctx context.Context, r store.Run) error {
-	if pending, err := s.store.PendingElicitations(ctx, r.UserID, r.ConversationID); err == nil {
-		for _, e := range pending {
-			if e.RunID == r.ID {
-				_, _ = s.store.ResolveElicitation(ctx, r.UserID, e.ID, store.ElicitationAnswer{Action: store.ActionCancel})
-			}
-		}
+// resumeAnsweredQuestion resumes a run parked on a tool's question that
+// the store has answered (the process stopped before resuming it).
+func (s *Server) resumeAnsweredQuestion(ctx context.Context, r store.Run) (bool, error) {
+	pending, err := s.agent.Pending(ctx, r.ConversationID)
+	if err != nil {
+		return false, err
 	}
+	for _, p := range pending {
+		if p.Kind != nodes.PendingElicitation {
+			continue
+		}
+		e, err := s.store.GetElicitation(ctx, r.UserID, p.ElicitationID)
+		if err != nil || !answered(e) {
+			continue
+		}
+		return true, s.runs.resumeElicitation(ctx, e)
+	}
+	return false, nil
+}
+
+// continueRun takes over a run whose process is gone: the agent
+// continues from the last checkpoint. A tool's question it left pending
+// stays so: the tool asks it again under the same id, and an answer given
+// meanwhile is its answer.
+func (s *Server) continueRun(ctx context.Context, r store.Run) error {
 	m := s.runs
 	m.gate.RLock()
 	defer m.gate.RUnlock()

@@ -19,6 +19,11 @@ import (
 // the transport). It asks the call's Messenger — in the service, the
 // elicitation manager, which emits elicitation.request and waits for
 // POST /api/v1/elicitation/respond — with the call's timeout paused.
+//
+// When the run parks on the question instead (operators.ErrAskLater), a
+// 2026-07-28 call is abandoned, to be issued again with the answer; a
+// session revision's server is told the user cancelled, and the question
+// expires with the call.
 func (c *conn) Elicit(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
 	f := inflightFrom(ctx)
 	if f == nil {
@@ -53,10 +58,18 @@ func (c *conn) Elicit(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo
 	if messenger == nil {
 		messenger = operators.NopMessenger{}
 	}
-	resp, err := messenger.Elicit(ctx, operators.ElicitRequest{Source: source, Message: req.Params.Message, Schema: schema})
+	// On the 2026-07-28 revision the server keeps nothing between the
+	// rounds of a call: the call can be issued again later and the server
+	// asks again, so the question can take a late answer.
+	modern := mcpgo.IsModernProtocol(c.version)
+	resp, err := messenger.Elicit(ctx, operators.ElicitRequest{Source: source, Message: req.Params.Message, Schema: schema, Replayable: modern})
 	switch {
 	case errors.Is(err, operators.ErrNoUser):
 		return elicitResult(operators.ElicitDecline, nil), nil
+	case errors.Is(err, operators.ErrAskLater) && modern:
+		// The run parks on the question; abandoning the call leaves the
+		// server nothing to clean up.
+		return nil, err
 	case err != nil:
 		c.srv.log.LogAttrs(ctx, slog.LevelInfo, "elicitation ended without an answer; sending cancel",
 			slog.String("tool", f.tool), slog.Any("error", err))
