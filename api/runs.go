@@ -142,7 +142,8 @@ type startRequest struct {
 }
 
 // start stores a new run, subscribes the caller to its events and starts
-// driving it. A new conversation is created when none is named.
+// driving it. A new conversation is created, with the run, when none is
+// named.
 func (m *runManager) start(ctx context.Context, req startRequest) (*run, *subscriber, error) {
 	m.gate.RLock()
 	defer m.gate.RUnlock()
@@ -161,15 +162,11 @@ func (m *runManager) start(ctx context.Context, req startRequest) (*run, *subscr
 			m.release(req.userID)
 		}
 	}()
-	if req.conversationID == "" {
-		c, err := m.st.CreateConversation(ctx, store.NewConversation{UserID: req.userID, Title: title(req.input.Message)})
-		if err != nil {
-			return nil, nil, fmt.Errorf("api: start run: %w", err)
-		}
-		req.conversationID = c.ID
-	}
 	nr := store.NewRun{UserID: req.userID, ConversationID: req.conversationID, UserMessage: req.input.Message,
 		RequestID: req.requestID, Owner: m.cfg.Owner}
+	if req.conversationID == "" {
+		nr.NewConversation = &store.NewConversation{UserID: req.userID, Title: title(req.input.Message)}
+	}
 	if req.edit != nil {
 		nr.Supersedes = req.edit.ID
 	}
