@@ -445,8 +445,8 @@ func (m *runManager) record(rn *run, ev nodes.Event) bool {
 			rn.log.LogAttrs(ctx, slog.LevelError, "storing an approval failed", slog.String("approval_id", d.ApprovalID), slog.Any("error", err))
 		}
 	case *nodes.ElicitationRequest:
-		if _, err := m.st.CreateElicitation(ctx, store.NewElicitation{ID: d.ElicitationID, RunID: rn.id, Source: d.Source,
-			Message: d.Message, Schema: d.Schema}); err != nil && !errors.Is(err, store.ErrConflict) {
+		if _, err := m.st.CreateElicitation(ctx, store.NewElicitation{ID: d.ElicitationID, RunID: rn.id, Source: store.ToValidText(d.Source),
+			Message: store.ToValidText(d.Message), Schema: d.Schema}); err != nil && !errors.Is(err, store.ErrConflict) {
 			rn.log.LogAttrs(ctx, slog.LevelError, "storing an elicitation failed", slog.String("elicitation_id", d.ElicitationID), slog.Any("error", err))
 		}
 	case *nodes.ResponseDone:

@@ -193,3 +193,28 @@ func TestUnusualTextKeptAlike(t *testing.T) {
 		t.Errorf("SQLite keeps %q, PostgreSQL %q", kept[sqliteBackend], kept[postgresBackend])
 	}
 }
+
+// TestModelTextKeptAlike: an answer holding NUL characters (a model
+// echoing a binary file) completes its run on both backends, kept with
+// each NUL made U+FFFD.
+func TestModelTextKeptAlike(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := newEnv(t, envOptions{backend: b})
+			status, body := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "what is in the binary file?"})
+			res := jsonOf[struct {
+				ConversationID string `json:"conversation_id"`
+				Status         string
+				Response       string
+			}](t, body)
+			if status != 200 || res.Status != "completed" || res.Response != "it holds \x00 and \x00." {
+				t.Fatalf("%d %s; want the run completed with the answer as the model wrote it", status, body)
+			}
+			_, body = e.do("GET", "/api/v1/conversations/"+res.ConversationID, nil)
+			c := jsonOf[struct{ Messages []store.Message }](t, body)
+			if len(c.Messages) != 2 || c.Messages[1].Content != "it holds \ufffd and \ufffd." {
+				t.Errorf("messages %+v; want the answer kept with U+FFFD for each NUL", c.Messages)
+			}
+		})
+	}
+}

@@ -17,6 +17,16 @@ func ValidText(s string) bool {
 	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
 
+// ToValidText returns s with each NUL character and each byte sequence
+// that is not UTF-8 replaced by U+FFFD, for text the service keeps
+// rather than refuses: what a model or a tool wrote.
+func ToValidText(s string) string {
+	if ValidText(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
 // checkText returns an ErrInvalid error naming the first field whose
 // value is not ValidText; fields are name, value pairs.
 func checkText(fields ...string) error {
