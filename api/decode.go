@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,17 +9,38 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/trellis-ai/trellis/api/store"
+)
+
+// Text a body may not hold: the store keeps only valid UTF-8 without NUL
+// characters (store.ValidText), the same on every backend, so a request
+// holding other text is refused whole before anything is stored.
+var (
+	errNotUTF8 = errorf(http.StatusBadRequest, "invalid_text", "the body is not valid UTF-8; send JSON text encoded as UTF-8")
+	errNUL     = errorf(http.StatusBadRequest, "invalid_text", `a string in the body holds a NUL character (\u0000), which cannot be stored; remove it`)
 )
 
 // decode reads r's body into v strictly: Content-Type application/json
 // (415 otherwise), at most the body limit (413), one JSON value with no
-// unknown fields (400).
+// unknown fields (400), and text the store can keep: valid UTF-8 with no
+// NUL in any string, nested objects' included (400 invalid_text).
 func decode(r *http.Request, v any) error {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as JSON with Content-Type: application/json")
 	}
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeError(err)
+	}
+	// encoding/json would quietly replace bytes that are not UTF-8, and
+	// json.RawMessage fields would keep them.
+	if !utf8.Valid(body) {
+		return errNotUTF8
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
@@ -29,7 +51,26 @@ func decode(r *http.Request, v any) error {
 		}
 		return errorf(http.StatusBadRequest, "malformed_json", "the body must hold exactly one JSON value")
 	}
-	return nil
+	return checkStrings(body)
+}
+
+// checkStrings returns errNUL when a string of body, a valid JSON value,
+// holds a NUL. JSON can only hold one escaped, so a body without the
+// escape needs no closer look.
+func checkStrings(body []byte) error {
+	if !bytes.Contains(body, []byte(`\u0000`)) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // io.EOF: body was decoded whole before
+		}
+		if s, ok := tok.(string); ok && !store.ValidText(s) {
+			return errNUL
+		}
+	}
 }
 
 func decodeError(err error) error {

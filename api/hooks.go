@@ -52,8 +52,8 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 			schema = b
 		}
 	}
-	if _, err := m.st.CreateElicitation(bg, store.NewElicitation{ID: id, RunID: rn.id, Source: req.Source,
-		Message: req.Message, Schema: schema}); errors.Is(err, store.ErrConflict) {
+	if _, err := m.st.CreateElicitation(bg, store.NewElicitation{ID: id, RunID: rn.id, Source: store.ToValidText(req.Source),
+		Message: store.ToValidText(req.Message), Schema: schema}); errors.Is(err, store.ErrConflict) {
 		// Asked again (the call issued again, or the run continued after
 		// a crash): an answer stored meanwhile is the answer.
 		if st, gerr := m.st.GetElicitation(bg, rn.userID, id); gerr == nil && st.Status != store.ElicitationPending {
@@ -135,7 +135,9 @@ func (m *runManager) onAnswer(ctx context.Context, a nodes.Answer) error {
 			}
 		}
 	}
-	nm := store.NewMessage{RunID: rn.id, Role: store.RoleAssistant, Content: a.Message.Content}
+	// The model may have echoed bytes a tool read: keep them repaired
+	// rather than fail the run.
+	nm := store.NewMessage{RunID: rn.id, Role: store.RoleAssistant, Content: store.ToValidText(a.Message.Content)}
 	if len(a.Citations) > 0 {
 		nm.Citations, _ = json.Marshal(a.Citations)
 	}

@@ -147,7 +147,8 @@ type startRequest struct {
 }
 
 // start stores a new run, subscribes the caller to its events and starts
-// driving it. A new conversation is created when none is named.
+// driving it. A new conversation is created, with the run, when none is
+// named.
 func (m *runManager) start(ctx context.Context, req startRequest) (*run, *subscriber, error) {
 	m.gate.RLock()
 	defer m.gate.RUnlock()
@@ -166,15 +167,11 @@ func (m *runManager) start(ctx context.Context, req startRequest) (*run, *subscr
 			m.release(req.userID)
 		}
 	}()
-	if req.conversationID == "" {
-		c, err := m.st.CreateConversation(ctx, store.NewConversation{UserID: req.userID, Title: title(req.input.Message)})
-		if err != nil {
-			return nil, nil, fmt.Errorf("api: start run: %w", err)
-		}
-		req.conversationID = c.ID
-	}
 	nr := store.NewRun{UserID: req.userID, ConversationID: req.conversationID, UserMessage: req.input.Message,
 		RequestID: req.requestID, Owner: m.cfg.Owner}
+	if req.conversationID == "" {
+		nr.NewConversation = &store.NewConversation{UserID: req.userID, Title: title(req.input.Message)}
+	}
 	if req.edit != nil {
 		nr.Supersedes = req.edit.ID
 	}
@@ -467,8 +464,8 @@ func (m *runManager) record(rn *run, ev nodes.Event) bool {
 			rn.log.LogAttrs(ctx, slog.LevelError, "storing an approval failed", slog.String("approval_id", d.ApprovalID), slog.Any("error", err))
 		}
 	case *nodes.ElicitationRequest:
-		if _, err := m.st.CreateElicitation(ctx, store.NewElicitation{ID: d.ElicitationID, RunID: rn.id, Source: d.Source,
-			Message: d.Message, Schema: d.Schema}); err != nil && !errors.Is(err, store.ErrConflict) {
+		if _, err := m.st.CreateElicitation(ctx, store.NewElicitation{ID: d.ElicitationID, RunID: rn.id, Source: store.ToValidText(d.Source),
+			Message: store.ToValidText(d.Message), Schema: d.Schema}); err != nil && !errors.Is(err, store.ErrConflict) {
 			rn.log.LogAttrs(ctx, slog.LevelError, "storing an elicitation failed", slog.String("elicitation_id", d.ElicitationID), slog.Any("error", err))
 		}
 	case *nodes.ResponseDone:

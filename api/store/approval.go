@@ -73,7 +73,7 @@ func (a NewApproval) Validate() error {
 	case a.Revision < 0:
 		return fmt.Errorf("%w: revision %d is negative", ErrInvalid, a.Revision)
 	}
-	return nil
+	return checkText("approval id", a.ID, "tool call id", a.ToolCallID, "tool", a.Tool)
 }
 
 // ApprovalAnswer is a human's decision on an approval.
@@ -90,12 +90,12 @@ type ApprovalAnswer struct {
 func (a ApprovalAnswer) Validate() error {
 	switch a.Decision {
 	case DecisionApprove, DecisionReject:
-		return nil
+		return checkText("reason", a.Reason)
 	case DecisionEdit:
 		if !isObject(a.Args) {
 			return fmt.Errorf("%w: an edit needs its args as a JSON object", ErrInvalid)
 		}
-		return nil
+		return checkText("reason", a.Reason)
 	}
 	return fmt.Errorf("%w: decision %q is not approve, edit or reject", ErrInvalid, a.Decision)
 }

@@ -34,7 +34,7 @@ func (c NewConversation) Validate() error {
 	if c.UserID == "" {
 		return fmt.Errorf("%w: user id is required", ErrInvalid)
 	}
-	return nil
+	return checkText("user id", c.UserID, "title", c.Title)
 }
 
 // Page selects a page of a list.

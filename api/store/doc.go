@@ -13,6 +13,15 @@
 // only the process running a run calls (AppendEvent, FinishRun, ResumeRun,
 // AddMessage, CreateApproval, CreateElicitation) take the run's id alone.
 //
+// # Text
+//
+// Every backend keeps the same text: valid UTF-8 without NUL characters
+// (ValidText), which is what PostgreSQL's text can hold. Writing other
+// text, or JSON that is not valid UTF-8, is ErrInvalid; an id that is not
+// ValidText names nothing, so calls given one return ErrNotFound (lists
+// of a user who cannot exist are empty). JSON keeps escapes as they are,
+// \u0000 included.
+//
 // # One active run per conversation
 //
 // A run is active while it is not superseded and is either running or

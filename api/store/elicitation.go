@@ -66,7 +66,7 @@ func (e NewElicitation) Validate() error {
 	case e.Schema != nil && !isObject(e.Schema):
 		return fmt.Errorf("%w: schema is not a JSON object", ErrInvalid)
 	}
-	return nil
+	return checkText("elicitation id", e.ID, "source", e.Source, "message", e.Message)
 }
 
 // ElicitationAnswer is the user's answer to an elicitation.

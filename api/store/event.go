@@ -57,11 +57,11 @@ func (e NewEvent) Validate() error {
 	case !isObject(e.Data):
 		return fmt.Errorf("%w: %s event data is not a JSON object", ErrInvalid, e.Type)
 	}
-	return nil
+	return checkText("event type", e.Type, "owner", e.Owner)
 }
 
 // isObject reports whether b is one valid JSON object.
 func isObject(b []byte) bool {
 	b = bytes.TrimSpace(b)
-	return len(b) > 0 && b[0] == '{' && json.Valid(b)
+	return len(b) > 0 && b[0] == '{' && validJSON(b)
 }

@@ -48,6 +48,9 @@ func (m NewMessage) Validate() error {
 	case m.Role != RoleUser && m.Role != RoleAssistant:
 		return fmt.Errorf("%w: role %q is not user or assistant", ErrInvalid, m.Role)
 	}
+	if err := checkText("content", m.Content); err != nil {
+		return err
+	}
 	if err := optionalJSON("citations", m.Citations); err != nil {
 		return err
 	}
@@ -56,7 +59,7 @@ func (m NewMessage) Validate() error {
 
 // optionalJSON accepts nil and valid JSON.
 func optionalJSON(what string, v json.RawMessage) error {
-	if v != nil && !json.Valid(v) {
+	if v != nil && !validJSON(v) {
 		return fmt.Errorf("%w: %s is not valid JSON", ErrInvalid, what)
 	}
 	return nil

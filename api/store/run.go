@@ -97,12 +97,19 @@ type Usage struct {
 
 // NewRun is what StartRun needs.
 type NewRun struct {
-	UserID         string // required
-	ConversationID string // required
-	UserMessage    string // required
-	RequestID      string
-	Owner          string
-	CheckpointID   string
+	UserID string // required
+	// ConversationID names the run's conversation; required unless
+	// NewConversation is set, and empty then.
+	ConversationID string
+	// NewConversation, when set, starts the run in a new conversation,
+	// stored in the same transaction as the run, so a run that cannot
+	// start leaves no conversation behind. Its UserID must be UserID.
+	// The returned Run names the new conversation.
+	NewConversation *NewConversation
+	UserMessage     string // required
+	RequestID       string
+	Owner           string
+	CheckpointID    string
 	// Supersedes names the run an edit reruns: it and every later run of
 	// the conversation are marked superseded.
 	Supersedes string
@@ -113,12 +120,22 @@ func (r NewRun) Validate() error {
 	switch {
 	case r.UserID == "":
 		return fmt.Errorf("%w: user id is required", ErrInvalid)
-	case r.ConversationID == "":
+	case r.ConversationID == "" && r.NewConversation == nil:
 		return fmt.Errorf("%w: conversation id is required", ErrInvalid)
+	case r.ConversationID != "" && r.NewConversation != nil:
+		return fmt.Errorf("%w: a run in a new conversation names no conversation id", ErrInvalid)
 	case r.UserMessage == "":
 		return fmt.Errorf("%w: user message is required", ErrInvalid)
 	}
-	return nil
+	if c := r.NewConversation; c != nil {
+		if err := c.Validate(); err != nil {
+			return err
+		}
+		if c.UserID != r.UserID {
+			return fmt.Errorf("%w: the new conversation is %s's, the run %s's", ErrInvalid, c.UserID, r.UserID)
+		}
+	}
+	return checkText("user message", r.UserMessage, "request id", r.RequestID, "owner", r.Owner, "checkpoint id", r.CheckpointID)
 }
 
 // RunEnd is how a run's stream ended.
@@ -142,7 +159,7 @@ func (e RunEnd) Validate() error {
 	case e.Status != RunInterrupted && e.Reason != "":
 		return fmt.Errorf("%w: a %s run has no interrupt reason", ErrInvalid, e.Status)
 	}
-	return nil
+	return checkText("owner", e.Owner)
 }
 
 // RunWithEvents is a run and its events, as GET /conversations/{id}

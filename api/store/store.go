@@ -59,6 +59,8 @@ type Conversations interface {
 type Runs interface {
 	// StartRun stores a running run of r.ConversationID, owned by r.Owner,
 	// and the user's message, and touches the conversation's UpdatedAt.
+	// With r.NewConversation set it stores that conversation first, in
+	// the same transaction, and the run is its first.
 	//
 	// With r.Supersedes set it first marks that run and every later run
 	// of the conversation superseded and expires their pending approvals
@@ -71,7 +73,8 @@ type Runs interface {
 	// when the conversation is unknown or another user's, or r.Supersedes
 	// names no run of it; ErrConflict when r.Supersedes is superseded
 	// already; ErrInvalid for a missing user, conversation or message.
-	// On any error nothing is changed.
+	// On any error nothing is changed: a new conversation is not kept
+	// either.
 	StartRun(ctx context.Context, r NewRun) (Run, error)
 
 	// GetRun returns the user's run. Returns ErrNotFound when it is

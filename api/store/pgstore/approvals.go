@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +15,7 @@ import (
 // CreateApproval implements store.Approvals. The conversation and user
 // come from the run, in the statement that inserts.
 func (s *Store) CreateApproval(ctx context.Context, na store.NewApproval) (store.Approval, error) {
-	if err := na.Validate(); err != nil {
+	if err := cmp.Or(na.Validate(), storeutil.CheckIDs(na.RunID)); err != nil {
 		return store.Approval{}, fmt.Errorf("pgstore: create approval: %w", err)
 	}
 	a := store.Approval{ID: na.ID, RunID: na.RunID, ToolCallID: na.ToolCallID, Tool: na.Tool,
@@ -53,7 +54,7 @@ func (s *Store) PendingApprovals(ctx context.Context, userID, conversationID str
 // only an answer that finds the approval pending changes it. A concurrent
 // answer waits for the row's lock and then finds it answered.
 func (s *Store) ResolveApproval(ctx context.Context, userID, id string, ans store.ApprovalAnswer) (store.Approval, error) {
-	if err := ans.Validate(); err != nil {
+	if err := cmp.Or(ans.Validate(), storeutil.CheckIDs(userID, id)); err != nil {
 		return store.Approval{}, fmt.Errorf("pgstore: resolve approval %s: %w", id, err)
 	}
 	var edited any

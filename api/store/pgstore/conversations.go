@@ -18,16 +18,24 @@ func (s *Store) CreateConversation(ctx context.Context, nc store.NewConversation
 	}
 	now := storeutil.Now()
 	c := store.Conversation{ID: storeutil.NewID(), UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now, Status: store.StatusIdle}
-	_, err := s.pool.Exec(ctx, `INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)`,
-		c.ID, c.UserID, c.Title, now)
-	if err != nil {
+	if err := insertConversation(ctx, s.pool, c); err != nil {
 		return store.Conversation{}, fmt.Errorf("pgstore: create conversation: %w", err)
 	}
 	return c, nil
 }
 
+// insertConversation stores a conversation without runs.
+func insertConversation(ctx context.Context, q querier, c store.Conversation) error {
+	_, err := q.Exec(ctx, `INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)`,
+		c.ID, c.UserID, c.Title, c.CreatedAt, c.UpdatedAt)
+	return err
+}
+
 // GetConversation implements store.Conversations.
 func (s *Store) GetConversation(ctx context.Context, userID, id string) (store.Conversation, error) {
+	if err := storeutil.CheckIDs(userID, id); err != nil {
+		return store.Conversation{}, fmt.Errorf("pgstore: get conversation: %w", err)
+	}
 	c, err := scanConversation(s.pool.QueryRow(ctx,
 		`SELECT `+conversationCols+` FROM conversations c WHERE c.id = $1 AND c.user_id = $2`, id, userID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -57,6 +65,9 @@ func (s *Store) listConversations(ctx context.Context, userID string, page store
 	if err != nil {
 		return store.ConversationPage{}, err
 	}
+	if storeutil.CheckIDs(userID) != nil {
+		return storeutil.ConversationPage(nil, size), nil // no such user
+	}
 	query := `SELECT ` + conversationCols + ` FROM conversations c WHERE c.user_id = $1`
 	args := []any{userID}
 	if after {
@@ -80,6 +91,9 @@ func (s *Store) listConversations(ctx context.Context, userID string, page store
 // DeleteConversation implements store.Conversations. The schema's foreign
 // keys cascade to everything below the conversation, in this statement.
 func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error {
+	if err := storeutil.CheckIDs(userID, id); err != nil {
+		return fmt.Errorf("pgstore: delete conversation: %w", err)
+	}
 	tag, err := s.pool.Exec(ctx, `DELETE FROM conversations WHERE id = $1 AND user_id = $2`, id, userID)
 	if err == nil && tag.RowsAffected() == 0 {
 		err = store.ErrNotFound

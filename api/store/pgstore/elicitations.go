@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +15,7 @@ import (
 // CreateElicitation implements store.Elicitations. The conversation and
 // user come from the run, in the statement that inserts.
 func (s *Store) CreateElicitation(ctx context.Context, ne store.NewElicitation) (store.Elicitation, error) {
-	if err := ne.Validate(); err != nil {
+	if err := cmp.Or(ne.Validate(), storeutil.CheckIDs(ne.RunID)); err != nil {
 		return store.Elicitation{}, fmt.Errorf("pgstore: create elicitation: %w", err)
 	}
 	e := store.Elicitation{ID: ne.ID, RunID: ne.RunID, Source: ne.Source, Message: ne.Message,
@@ -52,7 +53,7 @@ func (s *Store) PendingElicitations(ctx context.Context, userID, conversationID 
 // ResolveElicitation implements store.Elicitations, as ResolveApproval
 // does approvals.
 func (s *Store) ResolveElicitation(ctx context.Context, userID, id string, ans store.ElicitationAnswer) (store.Elicitation, error) {
-	if err := ans.Validate(); err != nil {
+	if err := cmp.Or(ans.Validate(), storeutil.CheckIDs(userID, id)); err != nil {
 		return store.Elicitation{}, fmt.Errorf("pgstore: resolve elicitation %s: %w", id, err)
 	}
 	var content any

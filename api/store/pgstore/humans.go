@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
 )
 
 // Approvals and elicitations are both records a run waits on, owned by a
@@ -15,6 +16,10 @@ import (
 
 // getOwned reads one record of table by id, scoped to its user.
 func getOwned[T any](ctx context.Context, s *Store, table, cols string, scan func(pgx.Row) (T, error), userID, id string) (T, error) {
+	if err := storeutil.CheckIDs(userID, id); err != nil {
+		var zero T
+		return zero, fmt.Errorf("pgstore: get %s: %w", table, err)
+	}
 	v, err := scan(s.pool.QueryRow(ctx, `SELECT `+cols+` FROM `+table+` WHERE id = $1 AND user_id = $2`, id, userID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrNotFound
@@ -30,6 +35,12 @@ func getOwned[T any](ctx context.Context, s *Store, table, cols string, scan fun
 // conversation when conversationID is set (ErrNotFound if it is not the
 // user's).
 func pending[T any](ctx context.Context, s *Store, table, cols string, scan func(pgx.Row) (T, error), userID, conversationID string) ([]T, error) {
+	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
+		if conversationID != "" {
+			return nil, fmt.Errorf("pgstore: pending %s: %w", table, err)
+		}
+		return []T{}, nil // no such user, so nothing is pending
+	}
 	var out []T
 	err := s.read(ctx, func(tx pgx.Tx) error {
 		query, args := `SELECT `+cols+` FROM `+table+` WHERE user_id = $1 AND status = 'pending'`, []any{userID}

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +21,7 @@ RETURNING conversation_id, (SELECT superseded FROM runs WHERE id = $7)`
 
 // AddMessage implements store.Conversations.
 func (s *Store) AddMessage(ctx context.Context, nm store.NewMessage) (store.Message, error) {
-	if err := nm.Validate(); err != nil {
+	if err := cmp.Or(nm.Validate(), storeutil.CheckIDs(nm.RunID)); err != nil {
 		return store.Message{}, fmt.Errorf("pgstore: add message: %w", err)
 	}
 	m := store.Message{ID: storeutil.NewID(), RunID: nm.RunID, Role: nm.Role, Content: nm.Content,
@@ -44,6 +45,9 @@ func addMessage(ctx context.Context, q querier, m *store.Message) error {
 
 // ListMessages implements store.Conversations.
 func (s *Store) ListMessages(ctx context.Context, userID, conversationID string) ([]store.Message, error) {
+	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
+		return nil, fmt.Errorf("pgstore: list messages: %w", err)
+	}
 	var out []store.Message
 	err := s.read(ctx, func(tx pgx.Tx) error {
 		if err := ownsConversation(ctx, tx, userID, conversationID); err != nil {

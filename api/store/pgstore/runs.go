@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,15 +17,25 @@ import (
 // StartRun implements store.Runs. Its first statement locks the
 // conversation's row, which queues StartRuns of one conversation behind
 // each other, also across processes; the unique index runs_one_active is
-// the last word on whether another run is active.
+// the last word on whether another run is active. A new conversation is
+// inserted first, in the same transaction.
 func (s *Store) StartRun(ctx context.Context, nr store.NewRun) (store.Run, error) {
-	if err := nr.Validate(); err != nil {
+	if err := cmp.Or(nr.Validate(), storeutil.CheckIDs(nr.UserID, nr.ConversationID, nr.Supersedes)); err != nil {
 		return store.Run{}, fmt.Errorf("pgstore: start run: %w", err)
 	}
 	now := storeutil.Now()
+	if nr.NewConversation != nil {
+		nr.ConversationID = storeutil.NewID()
+	}
 	r := store.Run{ID: storeutil.NewID(), ConversationID: nr.ConversationID, UserID: nr.UserID, Status: store.RunRunning,
 		UserMessage: nr.UserMessage, CreatedAt: now, CheckpointID: nr.CheckpointID, RequestID: nr.RequestID, Owner: nr.Owner}
 	err := s.write(ctx, func(tx pgx.Tx) error {
+		if nc := nr.NewConversation; nc != nil {
+			c := store.Conversation{ID: nr.ConversationID, UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now}
+			if err := insertConversation(ctx, tx, c); err != nil {
+				return err
+			}
+		}
 		var num int64
 		err := tx.QueryRow(ctx, `UPDATE conversations SET run_count = run_count + 1, updated_at = $1
 WHERE id = $2 AND user_id = $3 RETURNING run_count`, now, nr.ConversationID, nr.UserID).Scan(&num)
@@ -115,6 +126,9 @@ WHERE status = 'pending' AND run_id = ANY($2)`, now, ids); err != nil {
 
 // GetRun implements store.Runs.
 func (s *Store) GetRun(ctx context.Context, userID, runID string) (store.Run, error) {
+	if err := storeutil.CheckIDs(userID, runID); err != nil {
+		return store.Run{}, fmt.Errorf("pgstore: get run: %w", err)
+	}
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1 AND user_id = $2`, runID, userID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrNotFound
@@ -127,6 +141,9 @@ func (s *Store) GetRun(ctx context.Context, userID, runID string) (store.Run, er
 
 // LatestRun implements store.Runs.
 func (s *Store) LatestRun(ctx context.Context, userID, conversationID string) (store.Run, error) {
+	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
+		return store.Run{}, fmt.Errorf("pgstore: latest run: %w", err)
+	}
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs
 WHERE conversation_id = $1 AND user_id = $2 ORDER BY num DESC LIMIT 1`, conversationID, userID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -140,6 +157,9 @@ WHERE conversation_id = $1 AND user_id = $2 ORDER BY num DESC LIMIT 1`, conversa
 
 // ListRuns implements store.Runs.
 func (s *Store) ListRuns(ctx context.Context, userID, conversationID string) ([]store.RunWithEvents, error) {
+	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
+		return nil, fmt.Errorf("pgstore: list runs: %w", err)
+	}
 	var (
 		runs   []store.Run
 		events []store.Event
@@ -171,7 +191,7 @@ FROM events e JOIN runs r ON r.id = e.run_id WHERE r.conversation_id = $1 ORDER 
 
 // FinishRun implements store.Runs.
 func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (store.Run, error) {
-	if err := end.Validate(); err != nil {
+	if err := cmp.Or(end.Validate(), storeutil.CheckIDs(runID)); err != nil {
 		return store.Run{}, fmt.Errorf("pgstore: finish run %s: %w", runID, err)
 	}
 	usage, err := json.Marshal(end.Usage)
@@ -210,6 +230,12 @@ WHERE run_id = $2 AND status = 'pending'`, now, runID); err != nil {
 
 // ResumeRun implements store.Runs.
 func (s *Store) ResumeRun(ctx context.Context, runID, owner string) (store.Run, error) {
+	if !store.ValidText(owner) {
+		return store.Run{}, fmt.Errorf("pgstore: resume run: %w: owner is not valid UTF-8 or holds a NUL character", store.ErrInvalid)
+	}
+	if err := storeutil.CheckIDs(runID); err != nil {
+		return store.Run{}, fmt.Errorf("pgstore: resume run: %w", err)
+	}
 	now := storeutil.Now()
 	var r store.Run
 	err := s.write(ctx, func(tx pgx.Tx) error {

@@ -18,9 +18,7 @@ func (s *Store) CreateConversation(ctx context.Context, nc store.NewConversation
 	now := storeutil.Now()
 	c := store.Conversation{ID: storeutil.NewID(), UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now, Status: store.StatusIdle}
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
-			c.ID, c.UserID, c.Title, formatTime(now), formatTime(now))
-		return err
+		return insertConversation(ctx, tx, c)
 	})
 	if err != nil {
 		return store.Conversation{}, fmt.Errorf("sqlitestore: create conversation: %w", err)
@@ -28,8 +26,18 @@ func (s *Store) CreateConversation(ctx context.Context, nc store.NewConversation
 	return c, nil
 }
 
+// insertConversation stores a conversation without runs.
+func insertConversation(ctx context.Context, tx *txn, c store.Conversation) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+		c.ID, c.UserID, c.Title, formatTime(c.CreatedAt), formatTime(c.UpdatedAt))
+	return err
+}
+
 // GetConversation implements store.Conversations.
 func (s *Store) GetConversation(ctx context.Context, userID, id string) (store.Conversation, error) {
+	if err := storeutil.CheckIDs(userID, id); err != nil {
+		return store.Conversation{}, fmt.Errorf("sqlitestore: get conversation: %w", err)
+	}
 	c, err := scanConversation(s.db.QueryRowContext(ctx,
 		`SELECT `+conversationCols+` FROM conversations c WHERE c.id = ? AND c.user_id = ?`, id, userID))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -59,6 +67,9 @@ func (s *Store) listConversations(ctx context.Context, userID string, page store
 	if err != nil {
 		return store.ConversationPage{}, err
 	}
+	if storeutil.CheckIDs(userID) != nil {
+		return storeutil.ConversationPage(nil, size), nil // no such user
+	}
 	query := `SELECT ` + conversationCols + ` FROM conversations c WHERE c.user_id = ?`
 	args := []any{userID}
 	if after {
@@ -82,6 +93,9 @@ func (s *Store) listConversations(ctx context.Context, userID string, page store
 // DeleteConversation implements store.Conversations. The schema's foreign
 // keys cascade to everything below the conversation.
 func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error {
+	if err := storeutil.CheckIDs(userID, id); err != nil {
+		return fmt.Errorf("sqlitestore: delete conversation: %w", err)
+	}
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = ? AND user_id = ?`, id, userID)
 		if err != nil {

@@ -64,6 +64,9 @@ func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store
 // EventsAfter implements store.Events. The run comes back even without
 // events, which tells an unknown run from a quiet one in one query.
 func (s *Store) EventsAfter(ctx context.Context, userID, runID string, afterSeq int64) ([]store.Event, error) {
+	if err := storeutil.CheckIDs(userID, runID); err != nil {
+		return nil, fmt.Errorf("sqlitestore: events of run: %w", err)
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT r.id, e.seq, e.type, e.data, e.created_at
 FROM runs r LEFT JOIN events e ON e.run_id = r.id AND e.seq > ?
 WHERE r.id = ? AND r.user_id = ? ORDER BY e.seq`, afterSeq, runID, userID)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
 )
 
 // Approvals and elicitations are both records a run waits on, owned by a
@@ -14,6 +15,10 @@ import (
 
 // getOwned reads one record of table by id, scoped to its user.
 func getOwned[T any](ctx context.Context, s *Store, table, cols string, scan func(scanner) (T, error), userID, id string) (T, error) {
+	if err := storeutil.CheckIDs(userID, id); err != nil {
+		var zero T
+		return zero, fmt.Errorf("sqlitestore: get %s: %w", table, err)
+	}
 	v, err := scan(s.db.QueryRowContext(ctx, `SELECT `+cols+` FROM `+table+` WHERE id = ? AND user_id = ?`, id, userID))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = store.ErrNotFound
@@ -29,6 +34,12 @@ func getOwned[T any](ctx context.Context, s *Store, table, cols string, scan fun
 // conversation when conversationID is set (ErrNotFound if it is not the
 // user's). It never returns nil.
 func pending[T any](ctx context.Context, s *Store, table, cols string, scan func(scanner) (T, error), userID, conversationID string) ([]T, error) {
+	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
+		if conversationID != "" {
+			return nil, fmt.Errorf("sqlitestore: pending %s: %w", table, err)
+		}
+		return []T{}, nil // no such user, so nothing is pending
+	}
 	var out []T
 	err := s.read(ctx, func(tx *txn) error {
 		query, args := `SELECT `+cols+` FROM `+table+` WHERE user_id = ? AND status = 'pending'`, []any{userID}

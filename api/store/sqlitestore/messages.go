@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -19,7 +20,7 @@ RETURNING conversation_id, (SELECT superseded FROM runs WHERE id = run_id)`
 
 // AddMessage implements store.Conversations.
 func (s *Store) AddMessage(ctx context.Context, nm store.NewMessage) (store.Message, error) {
-	if err := nm.Validate(); err != nil {
+	if err := cmp.Or(nm.Validate(), storeutil.CheckIDs(nm.RunID)); err != nil {
 		return store.Message{}, fmt.Errorf("sqlitestore: add message: %w", err)
 	}
 	m := store.Message{ID: storeutil.NewID(), RunID: nm.RunID, Role: nm.Role, Content: nm.Content,
@@ -45,6 +46,9 @@ func addMessage(ctx context.Context, tx *txn, m *store.Message) error {
 
 // ListMessages implements store.Conversations.
 func (s *Store) ListMessages(ctx context.Context, userID, conversationID string) ([]store.Message, error) {
+	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
+		return nil, fmt.Errorf("sqlitestore: list messages: %w", err)
+	}
 	var out []store.Message
 	err := s.read(ctx, func(tx *txn) error {
 		if err := ownsConversation(ctx, tx, userID, conversationID); err != nil {

@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -14,15 +15,24 @@ import (
 // StartRun implements store.Runs. The transaction holds the write lock
 // from its first statement, so its checks and writes see and leave one
 // state; the unique index runs_one_active is the last word on whether
-// another run is active.
+// another run is active. A new conversation is inserted in it too.
 func (s *Store) StartRun(ctx context.Context, nr store.NewRun) (store.Run, error) {
-	if err := nr.Validate(); err != nil {
+	if err := cmp.Or(nr.Validate(), storeutil.CheckIDs(nr.UserID, nr.ConversationID, nr.Supersedes)); err != nil {
 		return store.Run{}, fmt.Errorf("sqlitestore: start run: %w", err)
 	}
 	now := storeutil.Now()
+	if nr.NewConversation != nil {
+		nr.ConversationID = storeutil.NewID()
+	}
 	r := store.Run{ID: storeutil.NewID(), ConversationID: nr.ConversationID, UserID: nr.UserID, Status: store.RunRunning,
 		UserMessage: nr.UserMessage, CreatedAt: now, CheckpointID: nr.CheckpointID, RequestID: nr.RequestID, Owner: nr.Owner}
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		if nc := nr.NewConversation; nc != nil {
+			c := store.Conversation{ID: nr.ConversationID, UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now}
+			if err := insertConversation(ctx, tx, c); err != nil {
+				return err
+			}
+		}
 		var num int64
 		err := tx.QueryRowContext(ctx, `UPDATE conversations SET run_count = run_count + 1, updated_at = ?
 WHERE id = ? AND user_id = ? RETURNING run_count`, formatTime(now), nr.ConversationID, nr.UserID).Scan(&num)
@@ -104,6 +114,9 @@ WHERE status = 'pending' AND run_id IN (SELECT id FROM runs WHERE conversation_i
 
 // GetRun implements store.Runs.
 func (s *Store) GetRun(ctx context.Context, userID, runID string) (store.Run, error) {
+	if err := storeutil.CheckIDs(userID, runID); err != nil {
+		return store.Run{}, fmt.Errorf("sqlitestore: get run: %w", err)
+	}
 	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ? AND user_id = ?`, runID, userID))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = store.ErrNotFound
@@ -116,6 +129,9 @@ func (s *Store) GetRun(ctx context.Context, userID, runID string) (store.Run, er
 
 // LatestRun implements store.Runs.
 func (s *Store) LatestRun(ctx context.Context, userID, conversationID string) (store.Run, error) {
+	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
+		return store.Run{}, fmt.Errorf("sqlitestore: latest run: %w", err)
+	}
 	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs
 WHERE conversation_id = ? AND user_id = ? ORDER BY num DESC LIMIT 1`, conversationID, userID))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -129,6 +145,9 @@ WHERE conversation_id = ? AND user_id = ? ORDER BY num DESC LIMIT 1`, conversati
 
 // ListRuns implements store.Runs.
 func (s *Store) ListRuns(ctx context.Context, userID, conversationID string) ([]store.RunWithEvents, error) {
+	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
+		return nil, fmt.Errorf("sqlitestore: list runs: %w", err)
+	}
 	var (
 		runs   []store.Run
 		events []store.Event
@@ -160,7 +179,7 @@ FROM events e JOIN runs r ON r.id = e.run_id WHERE r.conversation_id = ? ORDER B
 
 // FinishRun implements store.Runs.
 func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (store.Run, error) {
-	if err := end.Validate(); err != nil {
+	if err := cmp.Or(end.Validate(), storeutil.CheckIDs(runID)); err != nil {
 		return store.Run{}, fmt.Errorf("sqlitestore: finish run %s: %w", runID, err)
 	}
 	usage, err := json.Marshal(end.Usage)
@@ -199,6 +218,12 @@ WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {
 
 // ResumeRun implements store.Runs.
 func (s *Store) ResumeRun(ctx context.Context, runID, owner string) (store.Run, error) {
+	if !store.ValidText(owner) {
+		return store.Run{}, fmt.Errorf("sqlitestore: resume run: %w: owner is not valid UTF-8 or holds a NUL character", store.ErrInvalid)
+	}
+	if err := storeutil.CheckIDs(runID); err != nil {
+		return store.Run{}, fmt.Errorf("sqlitestore: resume run: %w", err)
+	}
 	now := formatTime(storeutil.Now())
 	var r store.Run
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {

@@ -5,5 +5,7 @@
 // and complete pagination, cascading deletes, gap-free event numbers under
 // concurrent appends, one active run per conversation under concurrent
 // starts, first-answer-wins approvals and elicitations, edit and rerun,
-// and that a rejected call changes nothing.
+// a run started in a new conversation stored with it or not at all, the
+// same text kept and refused on every backend (ids that cannot exist are
+// unknown), and that a rejected call changes nothing.
 package storetest

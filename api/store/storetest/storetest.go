@@ -48,6 +48,10 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"OtherUsersIDs", testOtherUsersIDs},
 		{"UnknownIDs", testUnknownIDs},
 		{"InvalidInputChangesNothing", testInvalidInput},
+		{"UnstorableIDsNameNothing", testUnstorableIDs},
+		{"UnstorableTextIsInvalid", testUnstorableText},
+		{"JSONEscapesKept", testJSONEscapesKept},
+		{"StartRunInNewConversation", testStartRunInNewConversation},
 		{"CanceledContext", testCanceledContext},
 	}
 	for _, tc := range cases {

@@ -35,7 +35,7 @@ func DecodeCursor(s string) (c Cursor, ok bool, err error) {
 	}
 	bad := fmt.Errorf("%w: cursor %q was not returned by a list", store.ErrInvalid, s)
 	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
+	if err != nil || !store.ValidText(string(raw)) {
 		return Cursor{}, false, bad
 	}
 	parts := strings.SplitN(string(raw), ".", 3)

@@ -50,5 +50,8 @@ func Batch(evs []store.NewEvent) (runID, owner string, tails []string, err error
 		}
 		tails[i] = EventTail(e.Data)
 	}
+	if err := CheckIDs(runID); err != nil {
+		return "", "", nil, err
+	}
 	return runID, owner, tails, nil
 }

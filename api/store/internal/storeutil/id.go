@@ -1,9 +1,12 @@
 package storeutil
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/trellis-ai/trellis/api/store"
 )
 
 // NewID returns a fresh id: a UUIDv7, unique across processes without
@@ -11,6 +14,19 @@ import (
 // microsecond still sort in creation order.
 func NewID() string {
 	return uuid.Must(uuid.NewV7()).String()
+}
+
+// CheckIDs returns an error matching store.ErrNotFound when one of ids is
+// not store.ValidText. No record has such an id, and PostgreSQL would
+// refuse to look for it rather than find nothing, so every backend
+// answers without asking its database.
+func CheckIDs(ids ...string) error {
+	for _, id := range ids {
+		if !store.ValidText(id) {
+			return fmt.Errorf("id %q is not valid UTF-8 or holds a NUL character: %w", id, store.ErrNotFound)
+		}
+	}
+	return nil
 }
 
 // Now is the current time as the stores keep it: UTC, to the microsecond,

@@ -25,6 +25,26 @@ func TestCursorRoundTrip(t *testing.T) {
 	}
 }
 
+func TestCursorOfUnstorableID(t *testing.T) {
+	for _, id := range []string{"a\x00b", "a\xffb"} {
+		s := Cursor{CreatedAt: time.Unix(1, 0).UTC(), ID: id}.Encode()
+		if _, _, err := DecodeCursor(s); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("DecodeCursor of a cursor naming %q: error = %v, want ErrInvalid", id, err)
+		}
+	}
+}
+
+func TestCheckIDs(t *testing.T) {
+	if err := CheckIDs("", "0190a.b-c", "café ✓"); err != nil {
+		t.Errorf("CheckIDs of valid ids = %v", err)
+	}
+	for _, bad := range []string{"\x00", "a\x00", "\xff", "caf\xc3"} {
+		if err := CheckIDs("ok", bad); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("CheckIDs(%q) = %v, want ErrNotFound", bad, err)
+		}
+	}
+}
+
 func TestEventData(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`{"type":"x"}`, `{"seq":7,"type":"x"}`},
