@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -145,12 +144,6 @@ func (p *Provider) AddSource(ctx context.Context, src Source) error {
 	}
 	r := &remote{src: src, tools: map[string]remoteTool{}}
 	r.guard = NewGuard[Result](name, cfg, p.breakerChanged)
-	r.guard.withFallback(func(err error) Result {
-		if ee := retrypolicy.AsExceededError(err); ee != nil {
-			return ErrorResult(fmt.Errorf("%s: gave up after %d attempts: %w", name, r.guard.cfg.MaxAttempts, ee.LastError))
-		}
-		return ErrorResult(fmt.Errorf("%s: %w", name, err))
-	})
 	p.mu.Lock()
 	if _, dup := p.remotes[name]; dup {
 		p.mu.Unlock()
@@ -366,7 +359,8 @@ func (p *Provider) Execute(ctx context.Context, name string, args json.RawMessag
 	}
 	switch t.kind {
 	case SourceMCP:
-		res = p.callRemote(ctx, name, t.remote, t.rtool.spec.Name, args, call)
+		a := t.rtool.spec.Annotations
+		res = p.callRemote(ctx, name, t.remote, t.rtool.spec.Name, a.ReadOnly || a.Idempotent, args, call)
 	case SourceOperator:
 		res = p.finish(p.safeCall(ctx, name, func() (Result, error) {
 			return t.op.run(ctx, p.cfg.Operators.model, args, call, p)
@@ -386,18 +380,25 @@ func (p *Provider) Execute(ctx context.Context, name string, args json.RawMessag
 	return res
 }
 
-// callRemote runs a remote tool under its source's guard. It is apart from
+// callRemote runs a remote tool under its source's guard. A failed attempt
+// that may have reached the source is retried only when the tool says it is
+// safe to repeat (repeatable: read-only or idempotent); one that certainly
+// did not ([SafeToRetry]) is retried for any tool. It is apart from
 // Execute so that the guard's escaping closure captures only what it needs,
 // not Execute's whole target (which would then be heap-allocated on every
 // call, local ones included).
-func (p *Provider) callRemote(ctx context.Context, name string, r *remote, tool string, args json.RawMessage, call Call) Result {
-	res, err := r.guard.Do(ctx, func(ctx context.Context) (Result, error) {
+func (p *Provider) callRemote(ctx context.Context, name string, r *remote, tool string, repeatable bool, args json.RawMessage, call Call) Result {
+	do := r.guard.DoAtMostOnce
+	if repeatable {
+		do = r.guard.Do
+	}
+	res, err := do(ctx, func(ctx context.Context) (Result, error) {
 		return p.safeCall(ctx, name, func() (Result, error) {
 			return r.src.CallTool(ctx, tool, args, call)
 		})
 	})
-	if err != nil { // unreachable: the fallback turns every failure into a result
-		res = ErrorResult(err)
+	if err != nil {
+		return ErrorResult(fmt.Errorf("%s: %w", r.src.Name(), err))
 	}
 	return res
 }
@@ -448,10 +449,16 @@ func (p *Provider) safeCall(ctx context.Context, name string, fn func() (Result,
 	return fn()
 }
 
-// directTracker notices whether a tool sent content straight to the user.
+// directTracker notices whether a tool sent content straight to the user,
+// and stops the call's timeout while the tool waits for the user's answer.
 type directTracker struct {
 	Messenger
 	sent atomic.Bool
+}
+
+func (d *directTracker) Elicit(ctx context.Context, r ElicitRequest) (ElicitResponse, error) {
+	defer PauseTimeout(ctx)()
+	return d.Messenger.Elicit(ctx, r)
 }
 
 func (d *directTracker) Direct(ctx context.Context, e DirectEvent) error {
