@@ -29,6 +29,7 @@ import (
 //	lookup  read-only
 //	put     idempotent
 //	charge  says nothing, but the configuration lists it as idempotent
+//	huge    returns 5 MB of text
 //
 // While hang is set every tool waits until its request ends. While
 // failAfterRun is set, the first execution of each tool runs and is then
@@ -68,6 +69,10 @@ func newFaultServer(t *testing.T) *faultServer {
 	tool("lookup", mcpgo.WithReadOnlyHintAnnotation(true))
 	tool("put", mcpgo.WithIdempotentHintAnnotation(true))
 	tool("charge")
+	s.AddTool(mcpgo.NewTool("huge", mcpgo.WithDescription("Returns 5 MB."), mcpgo.WithReadOnlyHintAnnotation(true)),
+		func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			return mcpgo.NewToolResultText(strings.Repeat("0123456789", 500_000)), nil
+		})
 	inner := server.NewStreamableHTTPServer(s)
 	f.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -226,5 +231,20 @@ func TestNotSentIsRetriedForAnyTool(t *testing.T) {
 	fs.start(addr)
 	if r := <-done; r.IsError() || r.Text() != "send done" || fs.runCount("send") != 1 {
 		t.Fatalf("send = %+v, ran %d times", r, fs.runCount("send"))
+	}
+}
+
+// TestHugeResultIsCut: a 5 MB result from an MCP server reaches the agent
+// cut to the provider's default cap (1 MiB), with a note the model reads
+// and the flag the client sees.
+func TestHugeResultIsCut(t *testing.T) {
+	t.Parallel()
+	fs := newFaultServer(t)
+	h := newHarness(t, []mcp.ServerConfig{fs.config(0)}, harnessOptions{})
+	h.wait()
+	r := h.exec("huge", nil, operators.Call{})
+	note := "\n[truncated: the result was 5000000 bytes; the first 1048576 are shown]"
+	if text := r.Text(); r.IsError() || !r.Truncated || len(text) != 1<<20+len(note) || !strings.HasSuffix(text, note) {
+		t.Fatalf("result: truncated %v, %d bytes, error %q", r.Truncated, len(r.Text()), r.Error)
 	}
 }

@@ -57,6 +57,11 @@ type ProviderConfig struct {
 	SourceResilience map[string]ResilienceConfig
 	// Approval decides which tools need approval.
 	Approval ApprovalPolicy
+	// MaxResultBytes caps the size of every tool result, from every
+	// source: a larger one is cut, with a note the model reads, and
+	// Result.Truncated set (see [Provider.Execute]). Zero means
+	// [DefaultMaxResultBytes] (1 MiB); negative means no cap.
+	MaxResultBytes int
 	// OnBreakerChange hears every remote source's breaker changes (for
 	// metrics); nil means nobody listens. See [BreakerListener].
 	OnBreakerChange BreakerListener
@@ -89,8 +94,9 @@ type ToolInfo struct {
 // other source has that name, and always by its qualified name
 // "server.tool".
 type Provider struct {
-	cfg ProviderConfig
-	log *slog.Logger
+	cfg       ProviderConfig
+	log       *slog.Logger
+	maxResult int // bytes; 0 means no cap
 
 	mu      sync.RWMutex
 	remotes map[string]*remote
@@ -127,7 +133,14 @@ func NewProvider(cfg ProviderConfig) *Provider {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Provider{cfg: cfg, log: log, remotes: make(map[string]*remote), plain: make(map[string]int)}
+	maxResult := cfg.MaxResultBytes
+	switch {
+	case maxResult == 0:
+		maxResult = DefaultMaxResultBytes
+	case maxResult < 0:
+		maxResult = 0
+	}
+	return &Provider{cfg: cfg, log: log, maxResult: maxResult, remotes: make(map[string]*remote), plain: make(map[string]int)}
 }
 
 // AddSource adds a remote source and lists its tools. A listing error is
@@ -341,7 +354,15 @@ func (p *Provider) NeedsApproval(name string) bool {
 // It never returns a Go error and never panics: every failure is an error
 // [Result] whose Error the model reads and whose Err matches
 // [ErrUnknownTool], [ErrInvalidArguments], [ErrUnavailable],
-// [ErrToolPanic] or the tool's own error. Empty or null args mean {}.
+// [ErrTimeout], [ErrToolPanic] or the tool's own error. Empty or null args
+// mean {}.
+//
+// A result larger than [ProviderConfig.MaxResultBytes] is cut: contents
+// and data chunks are kept in order while they fit, the one that does not
+// is cut at a character boundary if it is text and dropped if it is an
+// image or other binary content, the rest are dropped, a last text content
+// says "[truncated: the result was N bytes; the first M are shown]", and
+// Truncated is set. An error message is cut the same way.
 func (p *Provider) Execute(ctx context.Context, name string, args json.RawMessage, call Call) (res Result) {
 	t, ok := p.resolve(name)
 	if !ok {
@@ -371,6 +392,7 @@ func (p *Provider) Execute(ctx context.Context, name string, args json.RawMessag
 	if res.Status == "" {
 		res.Status = StatusSuccess
 	}
+	res = capResult(res, p.maxResult)
 	if direct != nil && direct.sent.Load() {
 		res.DirectResponse = true
 	}

@@ -50,6 +50,7 @@ type serveConfig struct {
 	cancelOnDisconnect bool
 	shutdownTimeout    time.Duration
 	claimInterval      time.Duration
+	maxToolResult      int
 	logLevel           slog.Level
 }
 
@@ -69,7 +70,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		keys, approval, cors, logLevel        string
 		interrupt, elicitTO, shutdown, claim  string
 		maxBody, maxMsg, rate, burst, maxRuns string
-		cancelOnDisconnect                    string
+		cancelOnDisconnect, maxToolResult     string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -88,6 +89,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&rate, "rate-per-minute", env("TRELLIS_RATE_PER_MINUTE", strconv.Itoa(api.DefaultRatePerMinute)), "API requests per user per minute, -1 for no limit (TRELLIS_RATE_PER_MINUTE)")
 	fs.StringVar(&burst, "rate-burst", env("TRELLIS_RATE_BURST", strconv.Itoa(api.DefaultBurst)), "API requests a user may make at once (TRELLIS_RATE_BURST)")
 	fs.StringVar(&maxRuns, "max-runs-per-user", env("TRELLIS_MAX_RUNS_PER_USER", strconv.Itoa(api.DefaultMaxConcurrentRuns)), "runs a user may have going at once, -1 for no limit (TRELLIS_MAX_RUNS_PER_USER)")
+	fs.StringVar(&maxToolResult, "max-tool-result-bytes", env("TRELLIS_MAX_TOOL_RESULT_BYTES", strconv.Itoa(operators.DefaultMaxResultBytes)), "tool results above this are cut, with a note, -1 for no cap (TRELLIS_MAX_TOOL_RESULT_BYTES)")
 	fs.StringVar(&logLevel, "log-level", env("TRELLIS_LOG_LEVEL", "info"), "debug, info, warn or error (TRELLIS_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -123,6 +125,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	num("rate-per-minute", rate, &c.limits.RatePerMinute)
 	num("rate-burst", burst, &c.limits.Burst)
 	num("max-runs-per-user", maxRuns, &c.limits.MaxConcurrentRunsPerUser)
+	num("max-tool-result-bytes", maxToolResult, &c.maxToolResult)
+	if c.maxToolResult == 0 {
+		errs = append(errs, errors.New("max-tool-result-bytes: 0 would cut every result; give -1 for no cap"))
+	}
 	if c.cancelOnDisconnect, err = strconv.ParseBool(cancelOnDisconnect); err != nil {
 		errs = append(errs, fmt.Errorf("cancel-on-disconnect: %q is not true or false", cancelOnDisconnect))
 	}
@@ -249,7 +255,7 @@ func serveUntil(ctx context.Context, cfg serveConfig, getenv func(string) string
 		return err
 	}
 	pcfg := operators.ProviderConfig{Local: local, Operators: ops, OnBreakerChange: metrics.BreakerChanged, Logger: log,
-		Approval: operators.ApprovalPolicy{Tools: cfg.approvalTools}}
+		Approval: operators.ApprovalPolicy{Tools: cfg.approvalTools}, MaxResultBytes: cfg.maxToolResult}
 	var mcpServers []mcp.ServerConfig
 	if cfg.mcpConfig != "" {
 		mc, err := mcp.LoadConfig(cfg.mcpConfig)

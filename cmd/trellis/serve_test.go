@@ -46,12 +46,13 @@ func TestParseServe(t *testing.T) {
 	}
 	c, err := parseServe(nil, env("HOME", "/home/ada"), io.Discard)
 	if err != nil || c.addr != "127.0.0.1:8080" || len(c.keys) != 0 || c.dataDir != "/home/ada/.local/share/trellis" ||
-		c.interruptAfter != time.Minute || c.cancelOnDisconnect {
+		c.interruptAfter != time.Minute || c.cancelOnDisconnect || c.maxToolResult != 1<<20 {
 		t.Errorf("defaults: %+v %v", c, err)
 	}
 	c, err = parseServe(nil, env("TRELLIS_API_KEYS", "k1:ada", "TRELLIS_APPROVAL_TOOLS", "calculator, delete_file",
-		"TRELLIS_CANCEL_ON_DISCONNECT", "true", "TRELLIS_DATA_DIR", "/srv/trellis"), io.Discard)
-	if err != nil || c.addr != ":8080" || c.keys["k1"] != "ada" || len(c.approvalTools) != 2 || !c.cancelOnDisconnect || c.dataDir != "/srv/trellis" {
+		"TRELLIS_CANCEL_ON_DISCONNECT", "true", "TRELLIS_DATA_DIR", "/srv/trellis", "TRELLIS_MAX_TOOL_RESULT_BYTES", "-1"), io.Discard)
+	if err != nil || c.addr != ":8080" || c.keys["k1"] != "ada" || len(c.approvalTools) != 2 || !c.cancelOnDisconnect || c.dataDir != "/srv/trellis" ||
+		c.maxToolResult != -1 {
 		t.Errorf("with keys: %+v %v", c, err)
 	}
 	// A flag wins over its variable.
@@ -66,6 +67,8 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_MAX_BODY_BYTES", "lots"},
 		{"TRELLIS_CANCEL_ON_DISCONNECT", "perhaps"},
 		{"TRELLIS_LOG_LEVEL", "loud"},
+		{"TRELLIS_MAX_TOOL_RESULT_BYTES", "0"},
+		{"TRELLIS_MAX_TOOL_RESULT_BYTES", "1MB"},
 	} {
 		if _, err := parseServe(nil, env(bad...), io.Discard); err == nil {
 			t.Errorf("%v accepted", bad)
