@@ -124,7 +124,11 @@ func (c *conn) newTransport(o dialOptions) (transport.Interface, error) {
 	s := c.srv
 	switch o.transport {
 	case TransportStdio:
-		p, err := startProcess(s.cfg, s.log)
+		var limit func(io.Reader) io.Reader
+		if max := s.m.cfg.MaxMessageBytes; max > 0 {
+			limit = func(r io.Reader) io.Reader { return newLimitReader(r, max, s.answerDropped) }
+		}
+		p, err := startProcess(s.cfg, s.log, limit)
 		if err != nil {
 			return nil, err
 		}
@@ -132,7 +136,7 @@ func (c *conn) newTransport(o dialOptions) (transport.Interface, error) {
 		return transport.NewIO(p.stdout, p.stdin, nil), nil
 	case TransportHTTP:
 		opts := []transport.StreamableHTTPCOption{
-			transport.WithHTTPBasicClient(s.m.httpClient),
+			transport.WithHTTPBasicClient(s.http),
 			transport.WithHTTPLogger(s.log),
 		}
 		if len(s.cfg.Headers) > 0 {
@@ -146,10 +150,10 @@ func (c *conn) newTransport(o dialOptions) (transport.Interface, error) {
 			return nil, fmt.Errorf("mcp: %s: %w", s.cfg.Name, err)
 		}
 		c.http = newHTTPTransport(inner, s.log)
-		return &streamableTransport{httpTransport: c.http, inner: inner, url: s.cfg.URL, headers: s.cfg.Headers, client: s.m.httpClient}, nil
+		return &streamableTransport{httpTransport: c.http, inner: inner, url: s.cfg.URL, headers: s.cfg.Headers, client: s.http}, nil
 	case TransportSSE:
 		opts := []transport.ClientOption{
-			transport.WithHTTPClient(s.m.httpClient),
+			transport.WithHTTPClient(s.http),
 			transport.WithSSELogger(s.log),
 			transport.WithResponseTimeout(24 * time.Hour), // calls are bounded by the call timeout
 		}

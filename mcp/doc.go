@@ -50,7 +50,11 @@
 // so it is retried only for tools marked read-only or idempotent (by the
 // server, or by idempotentTools); a JSON-RPC error or a malformed answer
 // is permanent. Every content type of a result is mapped (see
-// [OutputAudio], [ErrToolFailed], [ErrOutputSchema]).
+// [OutputAudio], [ErrToolFailed], [ErrOutputSchema]). No answer is held
+// whole above [ManagerConfig.MaxMessageBytes] (16 MiB): a larger one is
+// discarded while it is read — over stdio and HTTP alike — and its call
+// fails saying so, the connection staying up; the provider cuts the
+// results under it to its own cap.
 //
 // # Protocol eras
 //

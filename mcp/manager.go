@@ -45,6 +45,14 @@ type ManagerConfig struct {
 	// 1 s and 1 min.
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
+	// MaxMessageBytes bounds one message from a server (a JSON-RPC line
+	// over stdio, an SSE data line or a JSON body over HTTP), so that a
+	// server cannot make Trellis hold an answer of any size: an answer
+	// larger than this is discarded as it is read and the call fails with
+	// an error saying so; the connection stays up. Default
+	// [DefaultMaxMessageBytes] (16 MiB); negative means no bound. Results
+	// under it are cut to the provider's MaxResultBytes afterwards.
+	MaxMessageBytes int
 	// HTTPClient reaches http and sse servers. Default: a client with
 	// connect and TLS handshake timeouts and no overall timeout (responses
 	// are streams; calls are bounded by the call timeout).
@@ -86,6 +94,9 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	setDefault(&cfg.MinBackoff, time.Second)
 	setDefault(&cfg.MaxBackoff, time.Minute)
 	cfg.MaxBackoff = max(cfg.MaxBackoff, cfg.MinBackoff)
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -248,3 +248,36 @@ func TestHugeResultIsCut(t *testing.T) {
 		t.Fatalf("result: truncated %v, %d bytes, error %q", r.Truncated, len(r.Text()), r.Error)
 	}
 }
+
+// TestAnswerTooLargeIsRefused: an answer above the manager's
+// MaxMessageBytes is discarded as it is read, over stdio and over HTTP;
+// the call fails saying so, and the connection goes on serving.
+func TestAnswerTooLargeIsRefused(t *testing.T) {
+	t.Parallel()
+	fs := newFaultServer(t)
+	h := newHarness(t, []mcp.ServerConfig{fakeStdio(t, "stdio", "huge"), fs.config(0)},
+		harnessOptions{Manager: func(c *mcp.ManagerConfig) { c.MaxMessageBytes = 1 << 20 }})
+	h.wait()
+	pid := h.status("stdio").PID
+	for _, tc := range []struct {
+		tool string
+		args any
+	}{
+		{"stdio.huge", map[string]any{"n": 3 << 20}},
+		{"fault.huge", nil}, // 5 MB
+	} {
+		r := h.exec(tc.tool, tc.args, operators.Call{})
+		if !r.IsError() || !strings.Contains(r.Error, "the server's answer is more than the 1048576 bytes allowed") {
+			t.Errorf("%s = %.300s", tc.tool, textOf(r))
+		}
+	}
+	if r := h.exec("stdio.huge", map[string]any{"n": 1000}, operators.Call{}); textOf(r) != strings.Repeat("x", 1000) {
+		t.Errorf("a small answer after a large one = %.100s", textOf(r))
+	}
+	if r := h.exec("fault.lookup", nil, operators.Call{}); textOf(r) != "lookup done" {
+		t.Errorf("fault.lookup after a large answer = %q", textOf(r))
+	}
+	if st := h.status("stdio"); st.State != mcp.StateConnected || st.PID != pid {
+		t.Errorf("the stdio server was restarted: %+v", st)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -42,6 +43,7 @@ type remote struct {
 	cfg    ServerConfig
 	log    *slog.Logger
 	relist chan struct{}
+	http   *http.Client // m's, its answers bounded by MaxMessageBytes
 
 	mu       sync.Mutex
 	conn     *conn
@@ -65,7 +67,24 @@ func newRemote(m *Manager, cfg ServerConfig) *remote {
 	if cfg.Disabled {
 		s.state = StateDisabled
 	}
+	s.http = m.httpClient
+	if m.cfg.MaxMessageBytes > 0 {
+		hc := *m.httpClient
+		base := hc.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		hc.Transport = &limitTransport{base: base, max: m.cfg.MaxMessageBytes, onDrop: s.answerDropped}
+		s.http = &hc
+	}
 	return s
+}
+
+// answerDropped logs an answer larger than MaxMessageBytes; the call it
+// answered (id) fails with an error saying so.
+func (s *remote) answerDropped(size int, id json.RawMessage) {
+	s.log.LogAttrs(context.Background(), slog.LevelWarn, "mcp server answer too large; discarded",
+		slog.Int("bytes_read", size), slog.Int("max_bytes", s.m.cfg.MaxMessageBytes), slog.String("id", string(id)))
 }
 
 // Name is the server's name, the tool source's name.
