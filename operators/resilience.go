@@ -247,6 +247,9 @@ func (g *Guard[R]) do(ctx context.Context, repeatable bool, fn func(ctx context.
 			if retryAfter(err) > g.cfg.BackoffMax {
 				return true
 			}
+			if c.attempts >= g.cfg.MaxAttempts { // no retry follows anyway
+				return false
+			}
 			c.next = g.delay(err, c.attempts)
 			if c.clock != nil && c.next >= c.clock.left() {
 				c.outOfTime = true

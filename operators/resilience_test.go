@@ -507,3 +507,34 @@ func TestGuardModelRetriesWithLLMDefaults(t *testing.T) {
 		}
 	})
 }
+
+// TestOneAttemptSaysNothingOfRetries: with retries off, a failure within
+// the timeout is reported as it is.
+func TestOneAttemptSaysNothingOfRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, _, _ := flaky(t, operators.ResilienceConfig{MaxAttempts: 1, Timeout: 100 * time.Millisecond}, func(context.Context, int) (operators.Result, error) {
+			return operators.Result{}, operators.Transient(errBoom)
+		})
+		if res := p.Execute(t.Context(), "search", args, operators.Call{}); res.Error != "srv: boom" {
+			t.Errorf("result = %q", res.Error)
+		}
+	})
+}
+
+func TestSafeToRetry(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{operators.NotSent(errBoom), true},
+		{fmt.Errorf("srv: %w", operators.Transient(operators.NotSent(errBoom))), true},
+		{operators.Transient(errBoom), false},
+		{context.DeadlineExceeded, false},
+		{errBoom, false},
+		{nil, false},
+	} {
+		if got := operators.SafeToRetry(tc.err); got != tc.want {
+			t.Errorf("SafeToRetry(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
