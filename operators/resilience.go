@@ -39,7 +39,7 @@ type ResilienceConfig struct {
 	// them, but not time the call spends waiting for a person
 	// ([PauseTimeout]). When it runs out the attempt under way is
 	// cancelled and the call fails with an error matching [ErrTimeout];
-	// no attempt is started, and no wait begun, that cannot end in time.
+	// the call gives up at once rather than wait for a retry past it.
 	// Default 60 s (LLM: 120 s); negative disables.
 	Timeout time.Duration
 	// MaxConcurrent bounds concurrent attempts (the bulkhead). Default 10.
