@@ -63,10 +63,18 @@ type ServerConfig struct {
 	URL     string
 	Headers map[string]string
 
-	// CallTimeout bounds one tool call, not counting time spent waiting for
-	// the user to answer an elicitation. Zero means the manager's default
-	// (60 s).
+	// CallTimeout bounds one tool call — every attempt and the waits
+	// between them — not counting time spent waiting for the user to answer
+	// an elicitation. Zero means the provider's default (60 s); see
+	// [Config.SourceResilience].
 	CallTimeout time.Duration
+	// IdempotentAll and IdempotentTools (by their MCP names) mark tools as
+	// safe to repeat whatever their annotations say, so that a call that
+	// failed after it may have reached the server is retried. Tools the
+	// server marks read-only or idempotent are retried anyway; any other
+	// call is retried only when it certainly never reached the server.
+	IdempotentAll   bool
+	IdempotentTools []string
 	// ApproveAll asks for a human's yes before every call to this server.
 	ApproveAll bool
 	// RequireApproval lists the tools (by their MCP names) that need a
@@ -114,6 +122,7 @@ type fileServer struct {
 	Timeout         json.RawMessage   `json:"timeout"`
 	CallTimeout     json.RawMessage   `json:"callTimeout"`
 	RequireApproval json.RawMessage   `json:"requireApproval"`
+	IdempotentTools json.RawMessage   `json:"idempotentTools"`
 	AllowedTools    []string          `json:"allowedTools"`
 	IncludeTools    []string          `json:"includeTools"`
 	Required        bool              `json:"required"`
@@ -124,7 +133,7 @@ type fileServer struct {
 
 var knownServerKeys = []string{
 	"type", "transport", "command", "args", "env", "cwd", "workingDir", "url", "serverUrl", "httpUrl",
-	"headers", "timeout", "callTimeout", "requireApproval", "allowedTools", "includeTools",
+	"headers", "timeout", "callTimeout", "requireApproval", "idempotentTools", "allowedTools", "includeTools",
 	"required", "disabled", "protocolVersion", "export",
 }
 
@@ -138,6 +147,7 @@ var knownServerKeys = []string{
 // a typeless url whose path ends in /sse is sse. Trellis' own keys are
 // callTimeout (also timeout: a duration string such as "90s", or a number
 // of seconds), requireApproval (true, or a list of tool names),
+// idempotentTools (true, or a list of tool names safe to retry),
 // allowedTools (also includeTools), required, disabled, protocolVersion
 // and export.
 //
@@ -273,8 +283,11 @@ func parseServer(key string, raw json.RawMessage) (ServerConfig, []string, error
 		return fail("timeout: %v", err)
 	}
 	sc.CallTimeout = d
-	if sc.ApproveAll, sc.RequireApproval, err = parseApproval(fs.RequireApproval); err != nil {
+	if sc.ApproveAll, sc.RequireApproval, err = parseToolList(fs.RequireApproval); err != nil {
 		return fail("requireApproval: %v", err)
+	}
+	if sc.IdempotentAll, sc.IdempotentTools, err = parseToolList(fs.IdempotentTools); err != nil {
+		return fail("idempotentTools: %v", err)
 	}
 	switch v := sc.ProtocolVersion; {
 	case v == "" || v == "auto":
@@ -325,9 +338,9 @@ func parseDuration(raw json.RawMessage) (time.Duration, error) {
 	return d, nil
 }
 
-// parseApproval reads requireApproval: true (every tool), false, or a list
-// of tool names.
-func parseApproval(raw json.RawMessage) (all bool, tools []string, err error) {
+// parseToolList reads requireApproval or idempotentTools: true (every
+// tool), false, or a list of tool names.
+func parseToolList(raw json.RawMessage) (all bool, tools []string, err error) {
 	if raw == nil || isNull(raw) {
 		return false, nil, nil
 	}

@@ -63,18 +63,20 @@ func TestParseConfigTrellisKeys(t *testing.T) {
 	data := `{"servers": {"docs": {
 		"type": "streamable-http", "url": "http://127.0.0.1:9/mcp",
 		"callTimeout": "90s", "requireApproval": ["delete_page"], "allowedTools": ["search", "delete_page"],
+		"idempotentTools": ["search"],
 		"required": true, "protocolVersion": "2025-06-18", "export": true, "color": "blue"
-	}, "local": {"command": "srv", "cwd": "/srv", "timeout": 5, "requireApproval": true, "disabled": true}}}`
+	}, "local": {"command": "srv", "cwd": "/srv", "timeout": 5, "requireApproval": true, "idempotentTools": true, "disabled": true}}}`
 	cfg, err := mcp.ParseConfig([]byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
 	docs, local := cfg.Servers[0], cfg.Servers[1]
 	if docs.CallTimeout != 90*time.Second || !docs.Required || !docs.Export || docs.ProtocolVersion != "2025-06-18" ||
-		!reflect.DeepEqual(docs.RequireApproval, []string{"delete_page"}) || len(docs.AllowedTools) != 2 {
+		!reflect.DeepEqual(docs.RequireApproval, []string{"delete_page"}) || len(docs.AllowedTools) != 2 ||
+		!reflect.DeepEqual(docs.IdempotentTools, []string{"search"}) || docs.IdempotentAll {
 		t.Errorf("docs = %+v", docs)
 	}
-	if local.CallTimeout != 5*time.Second || !local.ApproveAll || !local.Disabled || local.Dir != "/srv" {
+	if local.CallTimeout != 5*time.Second || !local.ApproveAll || !local.IdempotentAll || !local.Disabled || local.Dir != "/srv" {
 		t.Errorf("local = %+v", local)
 	}
 	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], `"color"`) {
@@ -95,6 +97,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad timeout", `{"mcpServers": {"a": {"command": "x", "timeout": "soon"}}}`, "timeout"},
 		{"negative timeout", `{"mcpServers": {"a": {"command": "x", "timeout": -1}}}`, "negative"},
 		{"bad approval", `{"mcpServers": {"a": {"command": "x", "requireApproval": 3}}}`, "requireApproval"},
+		{"bad idempotent", `{"mcpServers": {"a": {"command": "x", "idempotentTools": "all"}}}`, "idempotentTools"},
 		{"bad version", `{"mcpServers": {"a": {"command": "x", "protocolVersion": "1999-01-01"}}}`, "protocolVersion"},
 		{"collision", `{"mcpServers": {"a b": {"command": "x"}, "a_b": {"command": "y"}}}`, "both become"},
 		{"twice", `{"mcpServers": {"a": {"command": "x"}}, "servers": {"a": {"command": "y"}}}`, "both mcpServers and servers"},

@@ -124,7 +124,11 @@ func (c *conn) newTransport(o dialOptions) (transport.Interface, error) {
 	s := c.srv
 	switch o.transport {
 	case TransportStdio:
-		p, err := startProcess(s.cfg, s.log)
+		var limit func(io.Reader) io.Reader
+		if max := s.m.cfg.MaxMessageBytes; max > 0 {
+			limit = func(r io.Reader) io.Reader { return newLimitReader(r, max, s.answerDropped) }
+		}
+		p, err := startProcess(s.cfg, s.log, limit)
 		if err != nil {
 			return nil, err
 		}
@@ -132,7 +136,7 @@ func (c *conn) newTransport(o dialOptions) (transport.Interface, error) {
 		return transport.NewIO(p.stdout, p.stdin, nil), nil
 	case TransportHTTP:
 		opts := []transport.StreamableHTTPCOption{
-			transport.WithHTTPBasicClient(s.m.httpClient),
+			transport.WithHTTPBasicClient(s.http),
 			transport.WithHTTPLogger(s.log),
 		}
 		if len(s.cfg.Headers) > 0 {
@@ -146,10 +150,10 @@ func (c *conn) newTransport(o dialOptions) (transport.Interface, error) {
 			return nil, fmt.Errorf("mcp: %s: %w", s.cfg.Name, err)
 		}
 		c.http = newHTTPTransport(inner, s.log)
-		return &streamableTransport{httpTransport: c.http, inner: inner, url: s.cfg.URL, headers: s.cfg.Headers, client: s.m.httpClient}, nil
+		return &streamableTransport{httpTransport: c.http, inner: inner, url: s.cfg.URL, headers: s.cfg.Headers, client: s.http}, nil
 	case TransportSSE:
 		opts := []transport.ClientOption{
-			transport.WithHTTPClient(s.m.httpClient),
+			transport.WithHTTPClient(s.http),
 			transport.WithSSELogger(s.log),
 			transport.WithResponseTimeout(24 * time.Hour), // calls are bounded by the call timeout
 		}
@@ -249,14 +253,18 @@ func (c *conn) close() {
 	}
 }
 
-// call runs one tool call. timeout bounds the server's work; time spent
-// waiting for the user to answer an elicitation does not count.
-func (c *conn) call(ctx context.Context, t toolEntry, args json.RawMessage, call operators.Call, timeout time.Duration) (operators.Result, error) {
+// call runs one tool call. Its timeout is the provider's: it bounds the
+// whole call, attempts included, and stops while the user answers an
+// elicitation (see operators.PauseTimeout).
+func (c *conn) call(ctx context.Context, t toolEntry, args json.RawMessage, call operators.Call) (operators.Result, error) {
+	select {
+	case <-c.lost: // found dead; the server's loop has not replaced it yet
+		return operators.Result{}, operators.NotSent(fmt.Errorf("%w: %s: %w", ErrNotConnected, c.srv.cfg.Name, c.lostErr))
+	default:
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	f := &inflight{tool: t.mcpName, call: call, ctx: ctx}
-	f.timer = startCallTimer(timeout, func() { cancel(errCallTimeout) })
-	defer f.timer.stop()
 	c.calls.add(f)
 	defer c.calls.remove(f)
 	f.pump = startProgress(ctx, call)
@@ -270,30 +278,30 @@ func (c *conn) call(ctx context.Context, t toolEntry, args json.RawMessage, call
 	res, err := c.client.CallTool(withInflight(ctx, f), req)
 	f.pump.finish()
 	if err != nil {
-		return operators.Result{}, c.callError(ctx, t, err, timeout)
+		return operators.Result{}, c.callError(ctx, t, err)
 	}
 	return toResult(c.srv.cfg.Name, t.mcpName, res, t.output), nil
 }
 
-// errCallTimeout is the cause of a call's context when its timeout ran out.
-var errCallTimeout = errors.New("call timeout")
-
 // callError classifies a failed call for the provider's resilience:
 // the caller giving up passes through; a timeout and a lost connection are
-// transient (retried, counted by the breaker); a JSON-RPC error or an
-// answer that cannot be parsed is a protocol error, permanent.
-func (c *conn) callError(ctx context.Context, t toolEntry, err error, timeout time.Duration) error {
+// transient (counted by the breaker, retried only for tools that are safe
+// to repeat, since the server may have run the call); a request that never
+// left — the connection refused, the server's stdin closed — is transient
+// and not sent (retried for any tool); a JSON-RPC error or an answer that
+// cannot be parsed is a protocol error, permanent.
+func (c *conn) callError(ctx context.Context, t toolEntry, err error) error {
 	name := c.srv.cfg.Name + "." + t.mcpName
 	cause := context.Cause(ctx)
 	switch {
-	case errors.Is(cause, errCallTimeout):
-		msg := fmt.Sprintf("mcp: %s: no answer within %s", name, timeout)
+	case errors.Is(cause, operators.ErrTimeout):
+		detail := ""
 		if c.proc != nil {
 			if d := c.proc.describe(); d != "" {
-				msg += " (" + d + ")"
+				detail = " (" + d + ")"
 			}
 		}
-		return operators.Transient(fmt.Errorf("%s: %w", msg, context.DeadlineExceeded))
+		return operators.Transient(fmt.Errorf("mcp: %s: %w%s", name, cause, detail))
 	case ctx.Err() != nil: // the caller gave up: say so in a way Classify sees
 		if cause != nil && !errors.Is(cause, ctx.Err()) {
 			return fmt.Errorf("mcp: %s: %w: %w", name, ctx.Err(), cause)
@@ -302,6 +310,11 @@ func (c *conn) callError(ctx context.Context, t toolEntry, err error, timeout ti
 	}
 	var te *transport.Error
 	if errors.As(err, &te) {
+		if c.notSent(te.Err) {
+			lost := c.explain("call "+t.mcpName, err)
+			c.markLost(lost)
+			return operators.NotSent(lost)
+		}
 		if connectionLost(te.Err) {
 			lost := c.explain("call "+t.mcpName, err)
 			c.markLost(lost)
@@ -319,6 +332,19 @@ func (c *conn) callError(ctx context.Context, t toolEntry, err error, timeout ti
 		return operators.Transient(fmt.Errorf("mcp: %s: %w", name, err))
 	}
 	return operators.Permanent(fmt.Errorf("mcp: %s: %w", name, err))
+}
+
+// notSent reports whether a transport error says the request never reached
+// the server: an http or sse server that refused the connection (or could
+// not be dialled at all), or a stdio server whose stdin no longer takes
+// writes (the stdio transport writes the request before it waits, and
+// reports only that write's errors and its own closing).
+func (c *conn) notSent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return c.proc != nil && (errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed))
 }
 
 // connectionLost reports whether a transport error means the connection

@@ -13,7 +13,7 @@
 //	  "files":  {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"]},
 //	  "search": {"url": "https://search.example/mcp", "headers": {"Authorization": "Bearer ${SEARCH_TOKEN}"},
 //	             "callTimeout": "90s", "requireApproval": ["purge"], "allowedTools": ["query", "purge"],
-//	             "required": true}
+//	             "idempotentTools": ["query"], "required": true}
 //	}}
 //
 // A server runs as a child process (stdio: command, args, env, cwd) or is
@@ -39,15 +39,22 @@
 // ('.' and '/' become '_'), their schemas and annotations kept (MCP's
 // defaults apply: an unannotated tool counts as destructive, which an
 // approval policy with Destructive set acts on), and [ServerConfig]'s
-// allow-list and approval list applied. Calls go through the provider's
-// retry, circuit breaker and bulkhead for the server; the manager bounds
-// each call with the server's call timeout, not counting time spent
-// waiting for the user (give the provider [Config.SourceResilience] so its
-// own per-attempt timeout does not cut that wait short). Failures are
-// classified for the provider: a lost connection or a timeout is
-// transient, a JSON-RPC error or a malformed answer permanent. Every
-// content type of a result is mapped (see [OutputAudio], [ErrToolFailed],
-// [ErrOutputSchema]).
+// allow-list, approval list and idempotent list applied. Calls go through
+// the provider's retry, circuit breaker and bulkhead for the server, and
+// its timeout, which [Config.SourceResilience] sets to the server's call
+// timeout: it bounds the whole call, attempts included, not counting time
+// spent waiting for the user. Failures are classified for the provider: a
+// request that never left (not connected, connection refused) is
+// transient and not sent, so it is retried for any tool; a lost
+// connection or a timeout is transient but may have reached the server,
+// so it is retried only for tools marked read-only or idempotent (by the
+// server, or by idempotentTools); a JSON-RPC error or a malformed answer
+// is permanent. Every content type of a result is mapped (see
+// [OutputAudio], [ErrToolFailed], [ErrOutputSchema]). No answer is held
+// whole above [ManagerConfig.MaxMessageBytes] (16 MiB): a larger one is
+// discarded while it is read — over stdio and HTTP alike — and its call
+// fails saying so, the connection staying up; the provider cuts the
+// results under it to its own cap.
 //
 // # Protocol eras
 //

@@ -18,7 +18,8 @@ import (
 // call's context) and a session revision's elicitation/create (called by
 // the transport). It asks the call's Messenger — in the service, the
 // elicitation manager, which emits elicitation.request and waits for
-// POST /api/v1/elicitation/respond — with the call's timeout paused.
+// POST /api/v1/elicitation/respond; the provider stops the call's timeout
+// while it waits (ctx derives from the call's).
 //
 // When the run parks on the question instead (operators.ErrAskLater), a
 // 2026-07-28 call is abandoned, to be issued again with the answer; a
@@ -42,9 +43,6 @@ func (c *conn) Elicit(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo
 			slog.String("tool", f.tool), slog.String("url", req.Params.URL))
 		return elicitResult(operators.ElicitDecline, nil), nil
 	}
-	f.timer.pause()
-	defer f.timer.resume()
-
 	source := f.call.Tool
 	if source == "" {
 		source = c.srv.cfg.Name + "." + f.tool

@@ -23,6 +23,7 @@ import (
 //	silent   reads requests and never answers
 //	garbage  answers every line with output that is not JSON-RPC
 //	exit     writes a complaint on stderr and exits with status 3
+//	huge     a server whose tool huge returns n bytes, and add
 //
 // TRELLIS_MCP_FAKE_LOG names a file the fake server appends events to
 // (cancellations), for tests that watch it from the outside.
@@ -54,6 +55,18 @@ func runFake(mode string) int {
 			return 1
 		}
 		_ = server.NewStdioServer(newFakeServer(logf)).Listen(ctx, io.MultiReader(strings.NewReader(first), in), os.Stdout)
+		return 0
+	case "huge":
+		s := server.NewMCPServer("huge", "1.0.0", server.WithToolCapabilities(true))
+		s.AddTool(mcpgo.NewTool("huge", mcpgo.WithDescription("Returns n bytes."), mcpgo.WithNumber("n", mcpgo.Required())),
+			func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+				return mcpgo.NewToolResultText(strings.Repeat("x", int(req.GetFloat("n", 0)))), nil
+			})
+		s.AddTool(mcpgo.NewTool("add", mcpgo.WithNumber("a"), mcpgo.WithNumber("b")),
+			func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+				return mcpgo.NewToolResultText(fmt.Sprint(req.GetFloat("a", 0) + req.GetFloat("b", 0))), nil
+			})
+		_ = server.NewStdioServer(s).Listen(ctx, os.Stdin, os.Stdout)
 		return 0
 	case "silent":
 		_, _ = io.Copy(io.Discard, os.Stdin)

@@ -25,8 +25,7 @@ type ManagerConfig struct {
 	Servers []ServerConfig
 	// Provider gets every enabled server as a tool source. Required. Give
 	// the provider [Config.SourceResilience] in its SourceResilience, so
-	// that its per-attempt timeout does not cut off a user answering an
-	// elicitation (the manager enforces the call timeout itself).
+	// that each server's call timeout bounds its calls.
 	Provider *operators.Provider
 	// Logger hears connections, losses, retries and servers' stderr (at
 	// debug); nil discards.
@@ -34,10 +33,6 @@ type ManagerConfig struct {
 	// ClientInfo is how Trellis introduces itself to servers. Default
 	// {Name: "trellis", Version: "dev"}.
 	ClientInfo mcpgo.Implementation
-	// CallTimeout bounds a tool call for servers that set none; time spent
-	// waiting for the user to answer an elicitation does not count.
-	// Default 60 s.
-	CallTimeout time.Duration
 	// ConnectTimeout bounds one connection attempt: starting the process,
 	// the handshake and the first tool listing. Default 30 s.
 	ConnectTimeout time.Duration
@@ -50,6 +45,14 @@ type ManagerConfig struct {
 	// 1 s and 1 min.
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
+	// MaxMessageBytes bounds one message from a server (a JSON-RPC line
+	// over stdio, an SSE data line or a JSON body over HTTP), so that a
+	// server cannot make Trellis hold an answer of any size: an answer
+	// larger than this is discarded as it is read and the call fails with
+	// an error saying so; the connection stays up. Default
+	// [DefaultMaxMessageBytes] (16 MiB); negative means no bound. Results
+	// under it are cut to the provider's MaxResultBytes afterwards.
+	MaxMessageBytes int
 	// HTTPClient reaches http and sse servers. Default: a client with
 	// connect and TLS handshake timeouts and no overall timeout (responses
 	// are streams; calls are bounded by the call timeout).
@@ -87,11 +90,13 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.ClientInfo.Name == "" {
 		cfg.ClientInfo = mcpgo.Implementation{Name: "trellis", Version: "dev"}
 	}
-	setDefault(&cfg.CallTimeout, 60*time.Second)
 	setDefault(&cfg.ConnectTimeout, 30*time.Second)
 	setDefault(&cfg.MinBackoff, time.Second)
 	setDefault(&cfg.MaxBackoff, time.Minute)
 	cfg.MaxBackoff = max(cfg.MaxBackoff, cfg.MinBackoff)
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -306,16 +311,17 @@ func (m *Manager) Exported() []string {
 }
 
 // SourceResilience returns, for every server in c, the provider resilience
-// base with the per-attempt timeout switched off: the manager bounds each
-// call itself with the server's call timeout, pausing it while the user
-// answers an elicitation (which may take minutes), whereas the provider's
-// timeout would cut the wait off. Put it in
-// operators.ProviderConfig.SourceResilience.
+// base with the server's call timeout (when it sets one) as the timeout: the
+// provider bounds each call with it — every attempt and the waits between
+// them, not counting time spent waiting for the user to answer an
+// elicitation. Put it in operators.ProviderConfig.SourceResilience.
 func (c *Config) SourceResilience(base operators.ResilienceConfig) map[string]operators.ResilienceConfig {
 	out := make(map[string]operators.ResilienceConfig, len(c.Servers))
 	for _, s := range c.Servers {
 		r := base
-		r.Timeout = -1
+		if s.CallTimeout > 0 {
+			r.Timeout = s.CallTimeout
+		}
 		out[s.Name] = r
 	}
 	return out

@@ -37,8 +37,9 @@ type process struct {
 	closeOnce  sync.Once
 }
 
-// startProcess starts cfg's command.
-func startProcess(cfg ServerConfig, log *slog.Logger) (*process, error) {
+// startProcess starts cfg's command. Its stdout is read through limit when
+// limit is not nil (see limitReader).
+func startProcess(cfg ServerConfig, log *slog.Logger, limit func(io.Reader) io.Reader) (*process, error) {
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Dir = cfg.Dir
 	cmd.Env = os.Environ()
@@ -72,7 +73,7 @@ func startProcess(cfg ServerConfig, log *slog.Logger) (*process, error) {
 
 	p := &process{
 		log: log, cmd: cmd, stdin: inW,
-		stdout: newLineChecker(outR, log), stderr: &tail{max: 4096},
+		stdout: newLineChecker(outR, limit, log), stderr: &tail{max: 4096},
 		done: make(chan struct{}), stderrDone: make(chan struct{}),
 	}
 	go p.readStderr(errR)
@@ -214,8 +215,12 @@ type lineChecker struct {
 	sample string // the first bad line: banners and logs on stdout come first
 }
 
-func newLineChecker(r *os.File, log *slog.Logger) *lineChecker {
-	return &lineChecker{r: r, br: bufio.NewReaderSize(r, 64<<10), log: log}
+func newLineChecker(r *os.File, limit func(io.Reader) io.Reader, log *slog.Logger) *lineChecker {
+	var src io.Reader = r
+	if limit != nil {
+		src = limit(r)
+	}
+	return &lineChecker{r: r, br: bufio.NewReaderSize(src, 64<<10), log: log}
 }
 
 func (c *lineChecker) Read(p []byte) (int, error) {

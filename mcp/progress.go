@@ -18,7 +18,6 @@ type inflight struct {
 	tool  string // the MCP name
 	call  operators.Call
 	ctx   context.Context
-	timer *callTimer
 	pump  *progressPump
 	seq   uint64
 }

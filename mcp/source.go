@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -20,7 +21,8 @@ import (
 
 // ErrNotConnected: the server is not connected right now (starting,
 // reconnecting after a failure, disabled or closed). Calls fail with it
-// at once, as transient errors, so the provider's breaker counts them.
+// at once, as transient errors that were not sent: the provider's breaker
+// counts them, and its retry tries again for any tool.
 var ErrNotConnected = errors.New("mcp: server not connected")
 
 // State is where a server's connection stands.
@@ -41,6 +43,7 @@ type remote struct {
 	cfg    ServerConfig
 	log    *slog.Logger
 	relist chan struct{}
+	http   *http.Client // m's, its answers bounded by MaxMessageBytes
 
 	mu       sync.Mutex
 	conn     *conn
@@ -64,7 +67,24 @@ func newRemote(m *Manager, cfg ServerConfig) *remote {
 	if cfg.Disabled {
 		s.state = StateDisabled
 	}
+	s.http = m.httpClient
+	if m.cfg.MaxMessageBytes > 0 {
+		hc := *m.httpClient
+		base := hc.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		hc.Transport = &limitTransport{base: base, max: m.cfg.MaxMessageBytes, onDrop: s.answerDropped}
+		s.http = &hc
+	}
 	return s
+}
+
+// answerDropped logs an answer larger than MaxMessageBytes; the call it
+// answered (id) fails with an error saying so.
+func (s *remote) answerDropped(size int, id json.RawMessage) {
+	s.log.LogAttrs(context.Background(), slog.LevelWarn, "mcp server answer too large; discarded",
+		slog.Int("bytes_read", size), slog.Int("max_bytes", s.m.cfg.MaxMessageBytes), slog.String("id", string(id)))
 }
 
 // Name is the server's name, the tool source's name.
@@ -96,7 +116,8 @@ func (s *remote) sortedLocked() []toolEntry {
 
 // CallTool calls the tool the provider knows as name. A tool error is an
 // error result; a failed call is an error classified for the provider's
-// retry and breaker (see conn.callError).
+// retry and breaker (see conn.callError). The provider bounds the call with
+// the server's call timeout (see [Config.SourceResilience]).
 func (s *remote) CallTool(ctx context.Context, name string, args json.RawMessage, call operators.Call) (operators.Result, error) {
 	s.mu.Lock()
 	c := s.conn
@@ -107,19 +128,12 @@ func (s *remote) CallTool(ctx context.Context, name string, args json.RawMessage
 	}
 	s.mu.Unlock()
 	if c == nil {
-		return operators.Result{}, operators.Transient(notConnected)
+		return operators.Result{}, operators.NotSent(notConnected)
 	}
 	if !ok {
 		return operators.Result{}, operators.Permanent(fmt.Errorf("%w %q on MCP server %s", operators.ErrUnknownTool, name, s.cfg.Name))
 	}
-	return c.call(ctx, t, args, call, s.callTimeout())
-}
-
-func (s *remote) callTimeout() time.Duration {
-	if s.cfg.CallTimeout > 0 {
-		return s.cfg.CallTimeout
-	}
-	return s.m.cfg.CallTimeout
+	return c.call(ctx, t, args, call)
 }
 
 // Health is nil while the server is connected; otherwise it says why not.

@@ -61,7 +61,9 @@ func toolEntries(cfg ServerConfig, tools []mcpgo.Tool) ([]toolEntry, []string) {
 // toSpec maps an MCP tool onto an operators spec named name. Annotations
 // take MCP's defaults when absent: not read-only, destructive unless
 // read-only, not idempotent, open-world. So an unannotated tool counts as
-// destructive, and an ApprovalPolicy with Destructive set asks before it.
+// destructive, and an ApprovalPolicy with Destructive set asks before it;
+// and it is not retried once a call may have reached the server, unless
+// the configuration lists it as idempotent.
 func toSpec(cfg ServerConfig, t mcpgo.Tool, name string) (operators.Spec, *jsonschema.Resolved, string) {
 	var warning string
 	raw, _ := json.Marshal(t)
@@ -90,7 +92,7 @@ func toSpec(cfg ServerConfig, t mcpgo.Tool, name string) (operators.Spec, *jsons
 	a := t.Annotations
 	spec.Annotations.ReadOnly = boolOr(a.ReadOnlyHint, false)
 	spec.Annotations.Destructive = boolOr(a.DestructiveHint, !spec.Annotations.ReadOnly) && !spec.Annotations.ReadOnly
-	spec.Annotations.Idempotent = boolOr(a.IdempotentHint, false)
+	spec.Annotations.Idempotent = boolOr(a.IdempotentHint, false) || cfg.IdempotentAll || slices.Contains(cfg.IdempotentTools, t.Name)
 	spec.Annotations.OpenWorld = boolOr(a.OpenWorldHint, true)
 	spec.RequiresApproval = cfg.ApproveAll || slices.Contains(cfg.RequireApproval, t.Name)
 	return spec, output, warning

@@ -129,20 +129,24 @@ type ToolProgress struct {
 }
 
 // ToolComplete is tool.complete; Result is the result as the model reads
-// it.
+// it. Truncated says the result was larger than the provider's cap and was
+// cut (Result ends with a note saying how much).
 type ToolComplete struct {
 	ToolCallID string `json:"tool_call_id"`
 	Tool       string `json:"tool"`
 	Result     string `json:"result"`
 	DurationMS int64  `json:"duration_ms"`
+	Truncated  bool   `json:"truncated,omitempty"`
 }
 
 // ToolErrorEvent is tool.error: the call failed, was rejected or was
-// skipped; the model reads Error as the call's result.
+// skipped; the model reads Error as the call's result. Truncated as in
+// [ToolComplete].
 type ToolErrorEvent struct {
 	ToolCallID string `json:"tool_call_id"`
 	Tool       string `json:"tool"`
 	Error      string `json:"error"`
+	Truncated  bool   `json:"truncated,omitempty"`
 }
 
 // ApprovalRequired is approval.required. ApprovalID is what the service

@@ -312,10 +312,10 @@ func (x *execution) call(ctx context.Context, i int, args json.RawMessage) {
 		if r.Content == "" {
 			r.Content = "the tool failed without saying why"
 		}
-		_ = emit(ctx, &ToolErrorEvent{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: r.Content})
+		_ = emit(ctx, &ToolErrorEvent{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: r.Content, Truncated: res.Truncated})
 	} else {
 		r.Status, r.Content = ToolSuccess, res.Text()
-		_ = emit(ctx, &ToolComplete{ToolCallID: st.ToolCallID, Tool: st.Tool, Result: r.Content, DurationMS: dur})
+		_ = emit(ctx, &ToolComplete{ToolCallID: st.ToolCallID, Tool: st.Tool, Result: r.Content, DurationMS: dur, Truncated: res.Truncated})
 	}
 	if x.edited[st.ToolCallID] {
 		r.Content = "(The user edited the arguments before approving; the call ran with " + string(args) + ".)\n" + r.Content

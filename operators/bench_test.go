@@ -65,7 +65,7 @@ func BenchmarkRemoteCallDirect(b *testing.B) {
 	}
 }
 
-// The same call under Retry(CircuitBreaker(Bulkhead(Timeout(call)))).
+// The same call under Retry(CircuitBreaker(Bulkhead(call))) within its timeout.
 func BenchmarkRemoteCallGuarded(b *testing.B) {
 	g := operators.NewGuard[operators.Result]("srv", operators.ResilienceConfig{}, nil)
 	ctx := context.Background()

@@ -35,12 +35,18 @@
 //
 // # Resilience
 //
-// Every remote [Source] gets its own [Guard]: Fallback(Retry(CircuitBreaker(
-// Bulkhead(Timeout(call))))). Errors are classified with [Classify]: transient
-// and rate-limited errors are retried with exponential backoff and jitter
-// (honouring Retry-After), permanent ones are not. Breaker changes reach the
-// [BreakerListener] in [ProviderConfig] and show as available=false in
-// [Provider.Tools].
+// Every remote [Source] gets its own [Guard]: Retry(CircuitBreaker(
+// Bulkhead(call))), all within one timeout that bounds the whole call —
+// attempts and the waits between them — and stops while the tool waits for
+// the user ([PauseTimeout]). Errors are classified with [Classify]:
+// transient and rate-limited errors are retried with exponential backoff
+// and jitter (honouring Retry-After), permanent ones are not. A retry must
+// never repeat a side effect: a failure that may have reached the source
+// (a timeout, a connection lost mid-call, a 5xx) is retried only for tools
+// annotated read-only or idempotent; one that certainly did not
+// ([NotSent], [SafeToRetry]) is retried for any tool. Breaker changes
+// reach the [BreakerListener] in [ProviderConfig] and show as
+// available=false in [Provider.Tools].
 //
 // # Messaging
 //

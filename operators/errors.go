@@ -40,6 +40,10 @@ var (
 	ErrAskLater = errors.New("operators: the question waits for the user beyond this call")
 	// ErrNoModel: an operator needs a model and none was configured.
 	ErrNoModel = errors.New("operators: no model configured")
+	// ErrTimeout: a guarded call ran out of its timeout, which bounds the
+	// whole call (see [ResilienceConfig.Timeout]). Errors matching it match
+	// context.DeadlineExceeded too.
+	ErrTimeout = errors.New("operators: call timed out")
 )
 
 // ErrorClass says whether a failed call is worth retrying.
@@ -100,6 +104,54 @@ func (e *RateLimitedError) Error() string {
 }
 func (e *RateLimitedError) Unwrap() error   { return e.Err }
 func (e *RateLimitedError) Retryable() bool { return true }
+
+// NotSentError marks Err as a failure that happened before the request
+// could reach the remote side (not connected, connection refused): the
+// remote side did nothing, so retrying cannot repeat a side effect. It is
+// transient.
+type NotSentError struct{ Err error }
+
+func (e *NotSentError) Error() string     { return e.Err.Error() }
+func (e *NotSentError) Unwrap() error     { return e.Err }
+func (e *NotSentError) Retryable() bool   { return true }
+func (e *NotSentError) SafeToRetry() bool { return true }
+
+// timeoutError is a guarded call whose timeout ran out; it is the cause of
+// the call's context then. Transient, so a hung dependency trips its
+// breaker.
+type timeoutError struct{ d time.Duration }
+
+func (e *timeoutError) Error() string   { return "no answer within " + e.d.String() }
+func (e *timeoutError) Retryable() bool { return true }
+func (e *timeoutError) Is(target error) bool {
+	return target == ErrTimeout || target == context.DeadlineExceeded
+}
+
+// NotSent wraps err as a [NotSentError]; nil stays nil.
+func NotSent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &NotSentError{Err: err}
+}
+
+// SafeToRetry reports whether err says the request certainly never
+// reached the remote side: something in its chain has a SafeToRetry() bool
+// method that says true (the pgconn.SafeToRetry habit; see [NotSent]), or
+// a guard refused the call (open breaker, full bulkhead). Any other
+// failure may have reached it — a timeout after sending, a connection lost
+// mid-call, a 5xx — and is retried only for work that is safe to repeat
+// (see [Guard.DoAtMostOnce]).
+func SafeToRetry(err error) bool {
+	if err == nil {
+		return false
+	}
+	var s interface{ SafeToRetry() bool }
+	if errors.As(err, &s) {
+		return s.SafeToRetry()
+	}
+	return isRejection(err)
+}
 
 // Transient wraps err as a [TransientError]; nil stays nil.
 func Transient(err error) error {

@@ -21,6 +21,8 @@ type fakeSource struct {
 	listErr error
 	calls   atomic.Int32
 	call    func(ctx context.Context, n int, tool string, args json.RawMessage) (operators.Result, error)
+	// withCall, when set, runs instead of call and sees the Call.
+	withCall func(ctx context.Context, call operators.Call) (operators.Result, error)
 }
 
 func (s *fakeSource) Name() string { return s.name }
@@ -32,8 +34,11 @@ func (s *fakeSource) ListTools(context.Context) ([]operators.Spec, error) {
 	return s.specs, nil
 }
 
-func (s *fakeSource) CallTool(ctx context.Context, name string, args json.RawMessage, _ operators.Call) (operators.Result, error) {
+func (s *fakeSource) CallTool(ctx context.Context, name string, args json.RawMessage, call operators.Call) (operators.Result, error) {
 	n := int(s.calls.Add(1))
+	if s.withCall != nil {
+		return s.withCall(ctx, call)
+	}
 	if s.call == nil {
 		return operators.TextResult("ok from " + s.name + "." + name), nil
 	}

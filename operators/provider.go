@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -65,6 +64,11 @@ type ProviderConfig struct {
 	// Default 30 s (an MCP server's default connect timeout); negative
 	// waits not at all.
 	SourceWait time.Duration
+	// MaxResultBytes caps the size of every tool result, from every
+	// source: a larger one is cut, with a note the model reads, and
+	// Result.Truncated set (see [Provider.Execute]). Zero means
+	// [DefaultMaxResultBytes] (1 MiB); negative means no cap.
+	MaxResultBytes int
 	// OnBreakerChange hears every remote source's breaker changes (for
 	// metrics); nil means nobody listens. See [BreakerListener].
 	OnBreakerChange BreakerListener
@@ -97,8 +101,9 @@ type ToolInfo struct {
 // other source has that name, and always by its qualified name
 // "server.tool".
 type Provider struct {
-	cfg ProviderConfig
-	log *slog.Logger
+	cfg       ProviderConfig
+	log       *slog.Logger
+	maxResult int // bytes; 0 means no cap
 
 	mu      sync.RWMutex
 	remotes map[string]*remote
@@ -141,7 +146,14 @@ func NewProvider(cfg ProviderConfig) *Provider {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Provider{cfg: cfg, log: log, remotes: make(map[string]*remote), plain: make(map[string]int)}
+	maxResult := cfg.MaxResultBytes
+	switch {
+	case maxResult == 0:
+		maxResult = DefaultMaxResultBytes
+	case maxResult < 0:
+		maxResult = 0
+	}
+	return &Provider{cfg: cfg, log: log, maxResult: maxResult, remotes: make(map[string]*remote), plain: make(map[string]int)}
 }
 
 // AddSource adds a remote source and lists its tools. A listing error is
@@ -158,12 +170,6 @@ func (p *Provider) AddSource(ctx context.Context, src Source) error {
 	}
 	r := &remote{src: src, tools: map[string]remoteTool{}}
 	r.guard = NewGuard[Result](name, cfg, p.breakerChanged)
-	r.guard.withFallback(func(err error) Result {
-		if ee := retrypolicy.AsExceededError(err); ee != nil {
-			return ErrorResult(fmt.Errorf("%s: gave up after %d attempts: %w", name, r.guard.cfg.MaxAttempts, ee.LastError))
-		}
-		return ErrorResult(fmt.Errorf("%s: %w", name, err))
-	})
 	p.mu.Lock()
 	if _, dup := p.remotes[name]; dup {
 		p.mu.Unlock()
@@ -365,7 +371,15 @@ func (p *Provider) NeedsApproval(name string) bool {
 // It never returns a Go error and never panics: every failure is an error
 // [Result] whose Error the model reads and whose Err matches
 // [ErrUnknownTool], [ErrInvalidArguments], [ErrUnavailable],
-// [ErrToolPanic] or the tool's own error. Empty or null args mean {}.
+// [ErrTimeout], [ErrToolPanic] or the tool's own error. Empty or null args
+// mean {}.
+//
+// A result larger than [ProviderConfig.MaxResultBytes] is cut: contents
+// and data chunks are kept in order while they fit, the one that does not
+// is cut at a character boundary if it is text and dropped if it is an
+// image or other binary content, the rest are dropped, a last text content
+// says "[truncated: the result was N bytes; the first M are shown]", and
+// Truncated is set. An error message is cut the same way.
 func (p *Provider) Execute(ctx context.Context, name string, args json.RawMessage, call Call) (res Result) {
 	t, ok, pending := p.resolveWaiting(ctx, name)
 	if !ok {
@@ -387,7 +401,8 @@ func (p *Provider) Execute(ctx context.Context, name string, args json.RawMessag
 	}
 	switch t.kind {
 	case SourceMCP:
-		res = p.callRemote(ctx, name, t.remote, t.rtool.spec.Name, args, call)
+		a := t.rtool.spec.Annotations
+		res = p.callRemote(ctx, name, t.remote, t.rtool.spec.Name, a.ReadOnly || a.Idempotent, args, call)
 	case SourceOperator:
 		res = p.finish(p.safeCall(ctx, name, func() (Result, error) {
 			return t.op.run(ctx, p.cfg.Operators.model, args, call, p)
@@ -398,6 +413,7 @@ func (p *Provider) Execute(ctx context.Context, name string, args json.RawMessag
 	if res.Status == "" {
 		res.Status = StatusSuccess
 	}
+	res = capResult(res, p.maxResult)
 	if direct != nil && direct.sent.Load() {
 		res.DirectResponse = true
 	}
@@ -407,18 +423,25 @@ func (p *Provider) Execute(ctx context.Context, name string, args json.RawMessag
 	return res
 }
 
-// callRemote runs a remote tool under its source's guard. It is apart from
+// callRemote runs a remote tool under its source's guard. A failed attempt
+// that may have reached the source is retried only when the tool says it is
+// safe to repeat (repeatable: read-only or idempotent); one that certainly
+// did not ([SafeToRetry]) is retried for any tool. It is apart from
 // Execute so that the guard's escaping closure captures only what it needs,
 // not Execute's whole target (which would then be heap-allocated on every
 // call, local ones included).
-func (p *Provider) callRemote(ctx context.Context, name string, r *remote, tool string, args json.RawMessage, call Call) Result {
-	res, err := r.guard.Do(ctx, func(ctx context.Context) (Result, error) {
+func (p *Provider) callRemote(ctx context.Context, name string, r *remote, tool string, repeatable bool, args json.RawMessage, call Call) Result {
+	do := r.guard.DoAtMostOnce
+	if repeatable {
+		do = r.guard.Do
+	}
+	res, err := do(ctx, func(ctx context.Context) (Result, error) {
 		return p.safeCall(ctx, name, func() (Result, error) {
 			return r.src.CallTool(ctx, tool, args, call)
 		})
 	})
-	if err != nil { // unreachable: the fallback turns every failure into a result
-		res = ErrorResult(err)
+	if err != nil {
+		return ErrorResult(fmt.Errorf("%s: %w", r.src.Name(), err))
 	}
 	return res
 }
@@ -469,10 +492,16 @@ func (p *Provider) safeCall(ctx context.Context, name string, fn func() (Result,
 	return fn()
 }
 
-// directTracker notices whether a tool sent content straight to the user.
+// directTracker notices whether a tool sent content straight to the user,
+// and stops the call's timeout while the tool waits for the user's answer.
 type directTracker struct {
 	Messenger
 	sent atomic.Bool
+}
+
+func (d *directTracker) Elicit(ctx context.Context, r ElicitRequest) (ElicitResponse, error) {
+	defer PauseTimeout(ctx)()
+	return d.Messenger.Elicit(ctx, r)
 }
 
 func (d *directTracker) Direct(ctx context.Context, e DirectEvent) error {

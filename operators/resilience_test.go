@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -35,10 +36,14 @@ func (s *states) list() []string {
 	return append([]string(nil), s.got...)
 }
 
-// flaky builds a provider with one remote source "srv" offering "search".
+// flaky builds a provider with one remote source "srv" offering "search",
+// which is read-only (safe to retry), and "send", which says nothing about
+// itself (so it may not be safe to repeat).
 func flaky(t *testing.T, cfg operators.ResilienceConfig, call func(ctx context.Context, n int) (operators.Result, error)) (*operators.Provider, *fakeSource, *states) {
 	t.Helper()
-	src := &fakeSource{name: "srv", specs: []operators.Spec{querySpec("search")},
+	search := querySpec("search")
+	search.Annotations.ReadOnly = true
+	src := &fakeSource{name: "srv", specs: []operators.Spec{search, querySpec("send")},
 		call: func(ctx context.Context, n int, _ string, _ json.RawMessage) (operators.Result, error) {
 			return call(ctx, n)
 		}}
@@ -245,8 +250,129 @@ func TestTimeoutCancelsTheCallContext(t *testing.T) {
 		if got := time.Since(start); got != 2*time.Second {
 			t.Errorf("call took %v, want the 2s timeout", got)
 		}
-		if !res.IsError() || !strings.Contains(res.Error, "timeout exceeded") {
-			t.Errorf("result error = %q", res.Error)
+		if !res.IsError() || res.Error != "srv: no answer within 2s" || !errors.Is(res.Err, operators.ErrTimeout) {
+			t.Errorf("result error = %q (%v)", res.Error, res.Err)
+		}
+	})
+}
+
+// TestRetryOnlyWhatCannotRepeatASideEffect: a failure that may have reached
+// the source is retried for a read-only tool but not for one that says
+// nothing about itself; a failure that certainly did not (NotSent) is
+// retried for any tool.
+func TestRetryOnlyWhatCannotRepeatASideEffect(t *testing.T) {
+	for _, tc := range []struct {
+		tool      string
+		err       error
+		wantCalls int32
+	}{
+		{"search", operators.Transient(errBoom), 3},
+		{"send", operators.Transient(errBoom), 1},
+		{"send", errBoom, 1}, // unclassified: transient, but may have been sent
+		{"send", operators.NotSent(errBoom), 3},
+		{"search", operators.NotSent(errBoom), 3},
+	} {
+		t.Run(tc.tool+"/"+tc.err.Error(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p, src, _ := flaky(t, noJitter(), func(context.Context, int) (operators.Result, error) {
+					return operators.Result{}, tc.err
+				})
+				res := p.Execute(t.Context(), tc.tool, args, operators.Call{})
+				if got := src.calls.Load(); got != tc.wantCalls {
+					t.Errorf("calls = %d, want %d", got, tc.wantCalls)
+				}
+				if !res.IsError() || !errors.Is(res.Err, errBoom) {
+					t.Errorf("result = %q (%v)", res.Error, res.Err)
+				}
+			})
+		})
+	}
+}
+
+// TestNotSentThenSuccess: a tool that is not safe to repeat succeeds once
+// its source is reachable again.
+func TestNotSentThenSuccess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, src, _ := flaky(t, noJitter(), func(_ context.Context, n int) (operators.Result, error) {
+			if n == 1 {
+				return operators.Result{}, operators.NotSent(errors.New("not connected"))
+			}
+			return operators.TextResult("sent"), nil
+		})
+		if res := p.Execute(t.Context(), "send", args, operators.Call{}); res.IsError() || res.Text() != "sent" || src.calls.Load() != 2 {
+			t.Fatalf("result %+v after %d calls", res, src.calls.Load())
+		}
+	})
+}
+
+// TestTimeoutBoundsTheWholeCall: attempts that hang use the call's one
+// timeout between them; the call ends when it runs out, after one attempt,
+// even for a tool that may be retried.
+func TestTimeoutBoundsTheWholeCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, src, _ := flaky(t, operators.ResilienceConfig{Timeout: 3 * time.Second}, func(ctx context.Context, _ int) (operators.Result, error) {
+			<-ctx.Done()
+			return operators.Result{}, operators.Transient(ctx.Err())
+		})
+		start := time.Now()
+		res := p.Execute(t.Context(), "search", args, operators.Call{})
+		if got := time.Since(start); got != 3*time.Second {
+			t.Errorf("call took %v, want the 3s timeout", got)
+		}
+		if src.calls.Load() != 1 || !errors.Is(res.Err, operators.ErrTimeout) || !errors.Is(res.Err, context.DeadlineExceeded) {
+			t.Errorf("%d calls, result %q (%v)", src.calls.Load(), res.Error, res.Err)
+		}
+	})
+}
+
+// TestNoRetryThatTheTimeoutCannotFit: the call gives up as soon as the
+// next wait would end past its timeout, with the last attempt's error.
+func TestNoRetryThatTheTimeoutCannotFit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := noJitter()
+		cfg.Timeout = 2500 * time.Millisecond
+		p, src, _ := flaky(t, cfg, func(context.Context, int) (operators.Result, error) {
+			return operators.Result{}, operators.Transient(errBoom)
+		})
+		start := time.Now()
+		res := p.Execute(t.Context(), "search", args, operators.Call{})
+		// Attempt 1 at 0 s, attempt 2 after 1 s; the next wait (2 s) does
+		// not fit the 1.5 s left.
+		if got := time.Since(start); got != time.Second || src.calls.Load() != 2 {
+			t.Errorf("%d calls in %v, want 2 in 1s", src.calls.Load(), got)
+		}
+		want := "srv: gave up after 2 attempts, no time left for another within the 2.5s timeout: boom"
+		if res.Error != want || !errors.Is(res.Err, errBoom) {
+			t.Errorf("result = %q, want %q", res.Error, want)
+		}
+	})
+}
+
+// TestTimeoutPausesWhileTheUserAnswers: time a tool waits for the user's
+// answer does not count against its timeout.
+func TestTimeoutPausesWhileTheUserAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &operators.Recorder{Answer: func(operators.ElicitRequest) operators.ElicitResponse {
+			time.Sleep(time.Minute) // the user thinks
+			return operators.ElicitResponse{Action: operators.ElicitAccept, Content: json.RawMessage(`{"confirm":true}`)}
+		}}
+		src := &fakeSource{name: "asker", specs: []operators.Spec{querySpec("ask")},
+			withCall: func(ctx context.Context, call operators.Call) (operators.Result, error) {
+				time.Sleep(time.Second)
+				ok, err := call.Confirm(ctx, "go on?")
+				if err != nil || !ok {
+					return operators.Result{}, fmt.Errorf("confirm = %v, %w", ok, err)
+				}
+				time.Sleep(900 * time.Millisecond)
+				return operators.TextResult("done"), ctx.Err()
+			}}
+		p := operators.NewProvider(operators.ProviderConfig{Resilience: operators.ResilienceConfig{MaxAttempts: 1, Timeout: 2 * time.Second}})
+		if err := p.AddSource(t.Context(), src); err != nil {
+			t.Fatal(err)
+		}
+		res := p.Execute(t.Context(), "ask", args, operators.Call{Messenger: rec})
+		if res.IsError() || res.Text() != "done" {
+			t.Fatalf("result = %q (%v)", res.Error, res.Err)
 		}
 	})
 }
@@ -319,6 +445,7 @@ func TestClassify(t *testing.T) {
 		{operators.Transient(errBoom), operators.ClassTransient},
 		{operators.Permanent(errBoom), operators.ClassPermanent},
 		{operators.RateLimited(errBoom, time.Second), operators.ClassRateLimited},
+		{operators.NotSent(errBoom), operators.ClassTransient},
 		{context.DeadlineExceeded, operators.ClassTransient},
 		{context.Canceled, operators.ClassCanceled},
 		{operators.ErrInvalidArguments, operators.ClassPermanent},
@@ -379,4 +506,35 @@ func TestGuardModelRetriesWithLLMDefaults(t *testing.T) {
 			t.Error("GuardModel hid SupportsReasoning")
 		}
 	})
+}
+
+// TestOneAttemptSaysNothingOfRetries: with retries off, a failure within
+// the timeout is reported as it is.
+func TestOneAttemptSaysNothingOfRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, _, _ := flaky(t, operators.ResilienceConfig{MaxAttempts: 1, Timeout: 100 * time.Millisecond}, func(context.Context, int) (operators.Result, error) {
+			return operators.Result{}, operators.Transient(errBoom)
+		})
+		if res := p.Execute(t.Context(), "search", args, operators.Call{}); res.Error != "srv: boom" {
+			t.Errorf("result = %q", res.Error)
+		}
+	})
+}
+
+func TestSafeToRetry(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{operators.NotSent(errBoom), true},
+		{fmt.Errorf("srv: %w", operators.Transient(operators.NotSent(errBoom))), true},
+		{operators.Transient(errBoom), false},
+		{context.DeadlineExceeded, false},
+		{errBoom, false},
+		{nil, false},
+	} {
+		if got := operators.SafeToRetry(tc.err); got != tc.want {
+			t.Errorf("SafeToRetry(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
 }

@@ -144,6 +144,10 @@ type Result struct {
 	// DirectResponse is set by the provider when the tool sent content to
 	// the user through [Messenger.Direct]; the agent may skip writing.
 	DirectResponse bool `json:"direct_response,omitempty"`
+	// Truncated is set by the provider when the result was larger than
+	// [ProviderConfig.MaxResultBytes] and was cut; its last content says
+	// so to the model.
+	Truncated bool `json:"truncated,omitempty"`
 	// Err keeps the Go error behind an error result for errors.Is; it is
 	// not serialised.
 	Err error `json:"-"`

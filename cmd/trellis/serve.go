@@ -51,6 +51,7 @@ type serveConfig struct {
 	cancelOnDisconnect bool
 	shutdownTimeout    time.Duration
 	claimInterval      time.Duration
+	maxToolResult      int
 	logLevel           slog.Level
 }
 
@@ -70,7 +71,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		keys, approval, cors, logLevel        string
 		interrupt, elicitTO, shutdown, claim  string
 		maxBody, maxMsg, rate, burst, maxRuns string
-		cancelOnDisconnect                    string
+		cancelOnDisconnect, maxToolResult     string
 		authPerMin, authBurst, proxies        string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
@@ -93,6 +94,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&authBurst, "auth-failure-burst", env("TRELLIS_AUTH_FAILURE_BURST", strconv.Itoa(api.DefaultAuthFailureBurst)), "invalid API keys a client address may send at once (TRELLIS_AUTH_FAILURE_BURST)")
 	fs.StringVar(&proxies, "trusted-proxies", env("TRELLIS_TRUSTED_PROXIES", ""), "reverse proxies whose X-Forwarded-For names the client, CIDRs or addresses, comma-separated (TRELLIS_TRUSTED_PROXIES)")
 	fs.StringVar(&maxRuns, "max-runs-per-user", env("TRELLIS_MAX_RUNS_PER_USER", strconv.Itoa(api.DefaultMaxConcurrentRuns)), "runs a user may have going at once, -1 for no limit (TRELLIS_MAX_RUNS_PER_USER)")
+	fs.StringVar(&maxToolResult, "max-tool-result-bytes", env("TRELLIS_MAX_TOOL_RESULT_BYTES", strconv.Itoa(operators.DefaultMaxResultBytes)), "tool results above this are cut, with a note, -1 for no cap (TRELLIS_MAX_TOOL_RESULT_BYTES)")
 	fs.StringVar(&logLevel, "log-level", env("TRELLIS_LOG_LEVEL", "info"), "debug, info, warn or error (TRELLIS_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -130,6 +132,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	num("max-runs-per-user", maxRuns, &c.limits.MaxConcurrentRunsPerUser)
 	num("auth-failures-per-minute", authPerMin, &c.limits.AuthFailuresPerMinute)
 	num("auth-failure-burst", authBurst, &c.limits.AuthFailureBurst)
+	num("max-tool-result-bytes", maxToolResult, &c.maxToolResult)
+	if c.maxToolResult == 0 {
+		errs = append(errs, errors.New("max-tool-result-bytes: 0 would cut every result; give -1 for no cap"))
+	}
 	if c.cancelOnDisconnect, err = strconv.ParseBool(cancelOnDisconnect); err != nil {
 		errs = append(errs, fmt.Errorf("cancel-on-disconnect: %q is not true or false", cancelOnDisconnect))
 	}
@@ -256,7 +262,7 @@ func serveUntil(ctx context.Context, cfg serveConfig, getenv func(string) string
 		return err
 	}
 	pcfg := operators.ProviderConfig{Local: local, Operators: ops, OnBreakerChange: metrics.BreakerChanged, Logger: log,
-		Approval: operators.ApprovalPolicy{Tools: cfg.approvalTools}}
+		Approval: operators.ApprovalPolicy{Tools: cfg.approvalTools}, MaxResultBytes: cfg.maxToolResult}
 	var mcpServers []mcp.ServerConfig
 	if cfg.mcpConfig != "" {
 		mc, err := mcp.LoadConfig(cfg.mcpConfig)

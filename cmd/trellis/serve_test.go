@@ -48,16 +48,17 @@ func TestParseServe(t *testing.T) {
 	}
 	c, err := parseServe(nil, env("HOME", "/home/ada"), io.Discard)
 	if err != nil || c.addr != "127.0.0.1:8080" || len(c.keys) != 0 || c.dataDir != "/home/ada/.local/share/trellis" ||
-		c.interruptAfter != time.Minute || c.cancelOnDisconnect {
+		c.interruptAfter != time.Minute || c.cancelOnDisconnect || c.maxToolResult != 1<<20 {
 		t.Errorf("defaults: %+v %v", c, err)
 	}
 	if c.limits.AuthFailuresPerMinute != api.DefaultAuthFailuresPerMin || c.limits.AuthFailureBurst != api.DefaultAuthFailureBurst || c.trustedProxies != nil {
 		t.Errorf("auth failure defaults: %+v %v", c.limits, c.trustedProxies)
 	}
 	c, err = parseServe(nil, env("TRELLIS_API_KEYS", "k1:ada", "TRELLIS_APPROVAL_TOOLS", "calculator, delete_file",
-		"TRELLIS_CANCEL_ON_DISCONNECT", "true", "TRELLIS_DATA_DIR", "/srv/trellis",
+		"TRELLIS_CANCEL_ON_DISCONNECT", "true", "TRELLIS_DATA_DIR", "/srv/trellis", "TRELLIS_MAX_TOOL_RESULT_BYTES", "-1",
 		"TRELLIS_AUTH_FAILURES_PER_MINUTE", "-1", "TRELLIS_AUTH_FAILURE_BURST", "3", "TRELLIS_TRUSTED_PROXIES", "10.0.0.0/8, 127.0.0.1"), io.Discard)
 	if err != nil || c.addr != ":8080" || c.keys["k1"] != "ada" || len(c.approvalTools) != 2 || !c.cancelOnDisconnect || c.dataDir != "/srv/trellis" ||
+		c.maxToolResult != -1 ||
 		c.limits.AuthFailuresPerMinute != -1 || c.limits.AuthFailureBurst != 3 || !slices.Equal(c.trustedProxies, []string{"10.0.0.0/8", "127.0.0.1"}) {
 		t.Errorf("with keys: %+v %v", c, err)
 	}
@@ -74,6 +75,8 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_AUTH_FAILURES_PER_MINUTE", "ten"},
 		{"TRELLIS_CANCEL_ON_DISCONNECT", "perhaps"},
 		{"TRELLIS_LOG_LEVEL", "loud"},
+		{"TRELLIS_MAX_TOOL_RESULT_BYTES", "0"},
+		{"TRELLIS_MAX_TOOL_RESULT_BYTES", "1MB"},
 	} {
 		if _, err := parseServe(nil, env(bad...), io.Discard); err == nil {
 			t.Errorf("%v accepted", bad)
