@@ -405,10 +405,12 @@ func (a *Agent) finish(ctx context.Context, yield func(Event, error) bool, err e
 	}
 }
 
-// failOrCancel yields run.cancelled when err is ctx ending, also before
-// anything ran, and run.failed otherwise.
+// failOrCancel yields run.cancelled when ctx has ended, also before
+// anything ran, and run.failed otherwise. Once ctx has ended any error is
+// taken for its consequence: a database driver interrupted by it (SQLite's
+// "interrupted") does not always say so.
 func failOrCancel(ctx context.Context, yield func(Event, error) bool, err error) {
-	if isCancel(ctx, err) {
+	if ctx.Err() != nil {
 		yield(newEvent(&RunCancelled{}), err)
 		return
 	}

@@ -1,7 +1,6 @@
 package nodes
 
 import (
-	"context"
 	"errors"
 
 	"github.com/trellis-ai/trellis/graph"
@@ -62,9 +61,4 @@ func errorCode(err error) string {
 		return CodeModel
 	}
 	return CodeInternal
-}
-
-// isCancel reports whether err comes from the run's context ending.
-func isCancel(ctx context.Context, err error) bool {
-	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Cause(ctx)))
 }
