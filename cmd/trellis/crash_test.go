@@ -1,0 +1,240 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// crashEnv is one database and one MCP server (testdata/countserver),
+// shared by the trellis serve processes a crash test starts in turn.
+type crashEnv struct {
+	t     *testing.T
+	env   []string
+	count string // the count server's file of side effects
+}
+
+func newCrashEnv(t *testing.T, db string) *crashEnv {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "countserver")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/countserver")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the count server: %v\n%s", err, out)
+	}
+	e := &crashEnv{t: t, count: filepath.Join(dir, "effects")}
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"count": map[string]any{
+		"command": bin, "env": map[string]string{"COUNT_FILE": e.count}, "requireApproval": []string{"write"},
+	}}})
+	cfgPath := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script, err := filepath.Abs("testdata/crash.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.env = []string{"TRELLIS_MODEL=scripted:" + script, "TRELLIS_MCP_CONFIG=" + cfgPath, "TRELLIS_APPROVAL_TOOLS="}
+	switch db {
+	case "sqlite":
+		e.env = append(e.env, "TRELLIS_DATA_DIR="+filepath.Join(dir, "data"))
+	case "postgres":
+		e.env = append(e.env, "DATABASE_URL="+pgDSN(t))
+	}
+	return e
+}
+
+func (e *crashEnv) start() *child { return startServe(e.t, e.env...) }
+
+// effects counts the side effects the count server recorded that start
+// with prefix.
+func (e *crashEnv) effects(prefix string) int {
+	b, err := os.ReadFile(e.count)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	n := 0
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// runStatus waits, 30 s at most, until the conversation's only run has
+// the status, polling the API (the processes are separate).
+func runStatus(t *testing.T, c *child, conv, status string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got struct{ Runs []struct{ Status string } }
+		err := json.NewDecoder(c.do("GET", "/api/v1/conversations/"+conv, nil).Body).Decode(&got)
+		if err == nil && len(got.Runs) == 1 && got.Runs[0].Status == status {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not become %s: %+v %v\n%s", status, got, err, c.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// pendingIDs lists the ids of what waits for the user (kind "approvals"
+// or "elicitations") in the conversation.
+func pendingIDs(t *testing.T, c *child, kind, conv string) []string {
+	t.Helper()
+	path, idField := "/api/v1/approvals/pending", "approval_id"
+	if kind == "elicitations" {
+		path, idField = "/api/v1/elicitation/pending", "elicitation_id"
+	}
+	var list map[string][]map[string]any
+	if err := json.NewDecoder(c.do("GET", path+"?conversation_id="+conv, nil).Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range list[kind] {
+		id, _ := p[idField].(string)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// followToEnd reads the run's events from the last one seen until
+// run.completed, reconnecting after each terminal event, and checks that
+// the ids run on without a gap across every process.
+func followToEnd(t *testing.T, c *child, conv, runID string, seen []event) []event {
+	t.Helper()
+	for len(seen) < 1000 && seen[len(seen)-1].typ != "run.completed" {
+		r := c.do("GET", "/api/v1/conversations/"+conv+"/stream", nil, "Last-Event-ID", strconv.FormatInt(seen[len(seen)-1].id, 10))
+		if r.StatusCode == http.StatusNoContent {
+			t.Fatalf("the run ended with %s", seen[len(seen)-1].typ)
+		}
+		seen = append(seen, events(t, r, nil)...)
+	}
+	var typs []string
+	for i, e := range seen {
+		typs = append(typs, e.typ)
+		if e.id != int64(i+1) || e.data["run_id"] != runID {
+			t.Fatalf("event %d: id %d run %v; events %v", i, e.id, e.data["run_id"], typs)
+		}
+	}
+	if typs[len(typs)-1] != "run.completed" {
+		t.Fatalf("events: %v", typs)
+	}
+	return seen
+}
+
+// An approval asked for a tool of an MCP server survives crashes at the
+// worst moments — while the run waits on its open stream, and while it
+// is parked — and the gated tool never runs until a human says yes,
+// though every restarted process recovers the run before the server has
+// reconnected. Once approved, it runs exactly once.
+func TestCrashWhileAnMCPToolAwaitsApproval(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			e := newCrashEnv(t, db)
+			first := e.start()
+			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "write a note"})
+			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+			seen := events(t, resp, func(ev event) bool { return ev.typ == "approval.required" })
+			approval, _ := seen[len(seen)-1].data["approval_id"].(string)
+			if approval == "" || seen[len(seen)-1].data["tool"] != "write" {
+				t.Fatalf("no approval of write: %+v", seen[len(seen)-1])
+			}
+			first.stop(syscall.SIGKILL) // waiting on the open stream
+
+			second := e.start()
+			runStatus(t, second, conv, "interrupted") // recovered, and parked again on the same approval
+			if ids := pendingIDs(t, second, "approvals", conv); len(ids) != 1 || ids[0] != approval {
+				t.Fatalf("pending approvals after a crash: %v, want [%s]", ids, approval)
+			}
+			second.stop(syscall.SIGKILL) // parked
+
+			third := e.start()
+			if ids := pendingIDs(t, third, "approvals", conv); len(ids) != 1 || ids[0] != approval {
+				t.Fatalf("pending approvals after a second crash: %v, want [%s]", ids, approval)
+			}
+			if n := e.effects("write"); n != 0 {
+				t.Fatalf("the gated tool ran %d times with nobody approving it", n)
+			}
+			if r := third.do("POST", "/api/v1/approvals/"+approval, map[string]any{"decision": "approve"}); r.StatusCode != http.StatusOK {
+				b, _ := io.ReadAll(r.Body)
+				t.Fatalf("approve: %d %s", r.StatusCode, b)
+			}
+			seen = followToEnd(t, third, conv, runID, seen)
+			if n := e.effects("write n1"); n != 1 {
+				t.Errorf("the approved tool ran %d times, want once", n)
+			}
+			for _, ev := range seen {
+				if ev.typ == "tool.error" {
+					t.Errorf("a tool failed on the way: %v", ev.data)
+				}
+			}
+			third.stop(syscall.SIGTERM)
+		})
+	}
+}
+
+// A tool's question survives crashes — while the tool waits for the
+// answer on the open stream, and while the run is parked on it — and an
+// answer given to a process started after them is delivered: the MCP
+// call is issued again with it, and the tool acts once.
+func TestCrashWhileAnMCPToolAsks(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			e := newCrashEnv(t, db)
+			first := e.start()
+			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "greet me by name"})
+			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+			seen := events(t, resp, func(ev event) bool { return ev.typ == "elicitation.request" })
+			question, _ := seen[len(seen)-1].data["elicitation_id"].(string)
+			if question == "" {
+				t.Fatalf("no question: %+v", seen[len(seen)-1])
+			}
+			first.stop(syscall.SIGKILL) // the tool waits for the answer
+
+			second := e.start()
+			runStatus(t, second, conv, "interrupted") // recovered: the tool asked again, nobody watched, the run parked
+			if ids := pendingIDs(t, second, "elicitations", conv); len(ids) != 1 || ids[0] != question {
+				t.Fatalf("pending questions after a crash: %v, want [%s]", ids, question)
+			}
+			second.stop(syscall.SIGKILL) // parked on the question
+
+			third := e.start()
+			r := third.do("POST", "/api/v1/elicitation/respond", map[string]any{"elicitation_id": question, "action": "accept", "content": map[string]any{"name": "Ada"}})
+			if r.StatusCode != http.StatusOK {
+				b, _ := io.ReadAll(r.Body)
+				t.Fatalf("answer: %d %s", r.StatusCode, b)
+			}
+			seen = followToEnd(t, third, conv, runID, seen)
+			var result string
+			for _, ev := range seen {
+				if ev.typ == "tool.complete" {
+					result, _ = ev.data["result"].(string)
+				}
+			}
+			if result != "hello Ada" {
+				t.Errorf("tool result %q, want %q", result, "hello Ada")
+			}
+			if n := e.effects("ask Ada"); n != 1 {
+				t.Errorf("the tool acted %d times, want once", n)
+			}
+			if ids := pendingIDs(t, third, "elicitations", conv); len(ids) != 0 {
+				t.Errorf("still pending: %v", ids)
+			}
+			third.stop(syscall.SIGTERM)
+		})
+	}
+}
