@@ -40,7 +40,8 @@ type Config struct {
 	// a new manager.
 	Elicit *elicit.Manager
 	// ElicitTimeout is how long a tool's question waits for the user
-	// before it is cancelled; 0 means the Elicit manager's timeout
+	// while an SSE stream follows its run; then the run parks on it (the
+	// question stays pending). 0 means the Elicit manager's timeout
 	// (elicit.DefaultTimeout, 5 minutes, for a new one).
 	ElicitTimeout time.Duration
 

@@ -82,7 +82,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&approval, "approval-tools", env("TRELLIS_APPROVAL_TOOLS", ""), "tools that always need approval, comma-separated (TRELLIS_APPROVAL_TOOLS)")
 	fs.StringVar(&cors, "cors-origins", env("TRELLIS_CORS_ORIGINS", ""), "origins browsers may call the API from, comma-separated, or * (TRELLIS_CORS_ORIGINS)")
 	fs.StringVar(&interrupt, "interrupt-after", env("TRELLIS_INTERRUPT_AFTER", "60s"), "how long an open stream waits for an approval before run.interrupted (TRELLIS_INTERRUPT_AFTER)")
-	fs.StringVar(&elicitTO, "elicit-timeout", env("TRELLIS_ELICIT_TIMEOUT", "5m"), "how long a tool's question waits for the user (TRELLIS_ELICIT_TIMEOUT)")
+	fs.StringVar(&elicitTO, "elicit-timeout", env("TRELLIS_ELICIT_TIMEOUT", "5m"), "how long an open stream waits for the answer to a tool's question before the run parks on it (TRELLIS_ELICIT_TIMEOUT)")
 	fs.StringVar(&cancelOnDisconnect, "cancel-on-disconnect", env("TRELLIS_CANCEL_ON_DISCONNECT", "false"), "cancel a run when its client goes away (TRELLIS_CANCEL_ON_DISCONNECT)")
 	fs.StringVar(&shutdown, "shutdown-timeout", env("TRELLIS_SHUTDOWN_TIMEOUT", "10s"), "how long shutdown waits for runs to park (TRELLIS_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&claim, "claim-interval", env("TRELLIS_CLAIM_INTERVAL", "5s"), "with PostgreSQL, how often to take over runs of processes that are gone (TRELLIS_CLAIM_INTERVAL)")
