@@ -48,7 +48,11 @@
 // clarifying question ends the run with run.interrupted (reason
 // clarification); the user's next message is a new run that answers it.
 // A tool that asks the user for input (an elicitation) waits in the
-// elicitation manager while the run goes on streaming.
+// elicitation manager while a stream follows the run, for
+// Config.ElicitTimeout at most; then the run emits run.interrupted
+// (reason elicitation) and is parked on the question, which stays
+// pending in the store. An answer given later — to any process, after
+// any number of restarts — is stored and resumes the run.
 //
 // # Shutdown and recovery
 //

@@ -75,7 +75,10 @@
 // in 2026-07-28, elicitation/create in the session revisions — is put to
 // the call's Messenger (the elicitation manager in the service) and the
 // answer goes back to the server: accept with content, decline, or cancel
-// (also on timeout). A URL-mode elicitation is declined. When a run is
+// (also on timeout). When the run parks on the question instead, a
+// 2026-07-28 call is abandoned, to be issued again with the answer; a
+// session revision's server gets a cancel. A URL-mode elicitation is
+// declined. When a run is
 // cancelled, its calls return at once and the server is sent
 // notifications/cancelled on every transport (mcp-go does it over stdio;
 // this package over HTTP and SSE).

@@ -43,19 +43,33 @@
 // service adds (seq, run_id, conversation_id, ts). Every run ends with one
 // terminal event — run.completed, run.interrupted, run.cancelled or
 // run.failed; Run documents the contract. Agent.Resume answers an
-// approval, Agent.Run answers a clarifying question, Agent.Continue picks
-// up a run whose process died, and Agent.Edit reruns a turn from the state
-// before it.
+// approval, Agent.AnswerElicitation answers a tool's question a run
+// parked on, Agent.Run answers a clarifying question, Agent.Continue picks
+// up a run whose process died (a parked one stays parked, running nothing
+// again), and Agent.Edit reruns a turn from the state before it.
 //
 // # Approval
 //
-// A tool the provider says needs approval raises an interrupt before it
-// runs; the run ends with approval.required and run.interrupted (reason
-// approval). Resume with an ApprovalDecision: approve, edit (new args) or
+// Whether a call needs approval is decided once, as the supervisor
+// proposes it, and kept with the call (ToolCall.Gate): a run resumed or
+// recovered later never decides again. A gated call raises an interrupt
+// before it runs; the run ends with approval.required and run.interrupted
+// (reason approval). Resume with an ApprovalDecision: approve, edit (new args) or
 // reject (a reason). A rejection goes back to the supervisor with the
 // reason, and it may propose a revised call; after Options.MaxRevisions
 // rejections in a turn the agent stops proposing and says so. Every
 // decision is kept in ChatState.Approvals.
+//
+// # Questions
+//
+// A tool that asks the user (operators.Messenger.Elicit) waits for the
+// Elicitor's answer inside execute_tool while the run can wait. When the
+// Elicitor says it cannot (operators.ErrAskLater), the call ends and the
+// run parks with run.interrupted (reason elicitation), the calls finished
+// so far kept in the interrupt. AnswerElicitation resumes it: those calls
+// are not run again, and the asking call runs again with its answer given
+// at once, or, when its question could not take a late answer, is
+// reported to the model as expired.
 //
 // # State
 //
