@@ -90,30 +90,8 @@ func (s *Server) recoverConversation(ctx context.Context, user, conversationID s
 	switch {
 	case r.Status == store.RunRunning && r.Owner != s.cfg.Owner && s.cfg.Cluster == nil:
 		return true, s.continueRun(ctx, r)
-	case r.Status == store.RunInterrupted && r.InterruptReason == store.InterruptApproval:
+	case r.Status == store.RunInterrupted && (r.InterruptReason == store.InterruptApproval || r.InterruptReason == store.InterruptElicitation):
 		return s.resumeAnswered(ctx, r)
-	case r.Status == store.RunInterrupted && r.InterruptReason == store.InterruptElicitation:
-		return s.resumeAnsweredQuestion(ctx, r)
-	}
-	return false, nil
-}
-
-// resumeAnsweredQuestion resumes a run parked on a tool's question that
-// the store has answered (the process stopped before resuming it).
-func (s *Server) resumeAnsweredQuestion(ctx context.Context, r store.Run) (bool, error) {
-	pending, err := s.agent.Pending(ctx, r.ConversationID)
-	if err != nil {
-		return false, err
-	}
-	for _, p := range pending {
-		if p.Kind != nodes.PendingElicitation {
-			continue
-		}
-		e, err := s.store.GetElicitation(ctx, r.UserID, p.ElicitationID)
-		if err != nil || !answered(e) {
-			continue
-		}
-		return true, s.runs.resumeElicitation(ctx, e)
 	}
 	return false, nil
 }
@@ -139,25 +117,32 @@ func (s *Server) continueRun(ctx context.Context, r store.Run) error {
 	return nil
 }
 
-// resumeAnswered resumes a parked run whose approval the store has
-// answered but whose agent still waits (the process stopped in between).
+// resumeAnswered resumes a parked run whose approval or tool's question
+// the store has answered but whose agent still waits (the process
+// stopped in between).
 func (s *Server) resumeAnswered(ctx context.Context, r store.Run) (bool, error) {
 	pending, err := s.agent.Pending(ctx, r.ConversationID)
 	if err != nil {
 		return false, err
 	}
 	for _, p := range pending {
-		if p.Kind != nodes.PendingApproval {
-			continue
+		switch p.Kind {
+		case nodes.PendingApproval:
+			a, err := s.store.GetApproval(ctx, r.UserID, p.ID)
+			if err != nil || !decided(a) {
+				continue
+			}
+			d := decisionOf(a)
+			return true, s.runs.resume(ctx, r.UserID, r.ID, false, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
+				return s.agent.Resume(ctx, conversationID, d)
+			})
+		case nodes.PendingElicitation:
+			e, err := s.store.GetElicitation(ctx, r.UserID, p.ElicitationID)
+			if err != nil || !answered(e) {
+				continue
+			}
+			return true, s.runs.resumeElicitation(ctx, e)
 		}
-		a, err := s.store.GetApproval(ctx, r.UserID, p.ID)
-		if err != nil || a.Status == store.ApprovalPending || a.Status == store.ApprovalExpired {
-			continue
-		}
-		d := decisionOf(a)
-		return true, s.runs.resume(ctx, r.UserID, r.ID, false, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
-			return s.agent.Resume(ctx, conversationID, d)
-		})
 	}
 	return false, nil
 }

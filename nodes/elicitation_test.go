@@ -70,18 +70,7 @@ func (q *questionTools) provider(t *testing.T) *operators.Provider {
 
 func questionAgent(t *testing.T, script string, tools *operators.Provider, el nodes.Elicitor) (*nodes.Agent, *llm.Scripted) {
 	t.Helper()
-	sc, err := llm.ParseScript([]byte(script))
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := llm.NewScripted(sc)
-	reg, err := llm.NewRegistry(llm.Config{
-		Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: model, ToolCalling: true}},
-		Resilience: llm.ResilienceConfig{Disabled: true},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, model := scriptedModels(t, script)
 	a, err := nodes.New(reg, tools, nil, nodes.Options{Elicitor: el,
 		Hooks: nodes.Hooks{OnAnswer: func(context.Context, nodes.Answer) error { return nil }}})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -54,13 +53,7 @@ func TestApprovalGateSurvivesARestart(t *testing.T) {
 		t.Helper()
 		p := operators.NewProvider(operators.ProviderConfig{})
 		_ = p.AddSource(t.Context(), src) // a source not up yet fails its first listing
-		reg, err := llm.NewRegistry(llm.Config{
-			Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: h.model, ToolCalling: true}},
-			Resilience: llm.ResilienceConfig{Disabled: true},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		reg, _ := scriptedModels(t, mailScript)
 		a, err := nodes.New(reg, p, h.saver, nodes.Options{Hooks: nodes.Hooks{OnAnswer: func(context.Context, nodes.Answer) error { return nil }}})
 		if err != nil {
 			t.Fatal(err)

@@ -88,18 +88,8 @@ type harness struct {
 
 func newHarness(t testing.TB, script string, opts nodes.Options) *harness {
 	t.Helper()
-	sc, err := llm.ParseScript([]byte(script))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{model: llm.NewScripted(sc), saver: memory.New()}
-	reg, err := llm.NewRegistry(llm.Config{
-		Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: h.model, ToolCalling: true}},
-		Resilience: llm.ResilienceConfig{Disabled: true},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, model := scriptedModels(t, script)
+	h := &harness{model: model, saver: memory.New()}
 	tools, deleted := testTools(t)
 	h.deleted = deleted
 	if opts.Hooks.OnAnswer == nil {
@@ -108,11 +98,31 @@ func newHarness(t testing.TB, script string, opts nodes.Options) *harness {
 			return nil
 		}
 	}
-	h.agent, err = nodes.New(reg, tools, h.saver, opts)
+	agent, err := nodes.New(reg, tools, h.saver, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.agent = agent
 	return h
+}
+
+// scriptedModels is a registry whose only model, the default, plays
+// script.
+func scriptedModels(t testing.TB, script string) (*llm.Registry, *llm.Scripted) {
+	t.Helper()
+	sc, err := llm.ParseScript([]byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := llm.NewScripted(sc)
+	reg, err := llm.NewRegistry(llm.Config{
+		Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: model, ToolCalling: true}},
+		Resilience: llm.ResilienceConfig{Disabled: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg, model
 }
 
 // run is what one run yielded.

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/trellis-ai/trellis/graph/checkpoint/memory"
-	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -16,22 +15,11 @@ import (
 // the client's tool.complete with "truncated": true, and the model reads
 // the cut result with its note.
 func TestTruncatedToolResult(t *testing.T) {
-	sc, err := llm.ParseScript([]byte(`{"steps": [
+	reg, _ := scriptedModels(t, `{"steps": [
 		{"match": {"node": "supervisor", "tool_result": false}, "reply": {"tool_calls": [{"id": "d1", "name": "dump", "args": {"q": "all"}}]}},
 		{"match": {"node": "reflect"}, "reply": {"tool_calls": [{"name": "assess", "args": {"assessment": "satisfied", "reasoning": "enough"}}]}},
 		{"match": {"node": "write", "tool_result": true}, "reply": {"text": "It is long."}}
-	]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := llm.NewScripted(sc)
-	reg, err := llm.NewRegistry(llm.Config{
-		Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: model, ToolCalling: true}},
-		Resilience: llm.ResilienceConfig{Disabled: true},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	]}`)
 	local := operators.NewRegistry()
 	local.MustAdd(operators.NewTool("dump", "Dumps everything.", func(context.Context, operators.Call, searchIn) (operators.Result, error) {
 		return operators.TextResult(strings.Repeat("data ", 1000)), nil

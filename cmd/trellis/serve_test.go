@@ -291,27 +291,12 @@ func TestRestartWithAParkedApproval(t *testing.T) {
 					b, _ := io.ReadAll(r.Body)
 					t.Fatalf("approve: %d %s", r.StatusCode, b)
 				}
-				// Follow the run from the last event seen, reconnecting after
-				// each terminal event, until it completes.
-				for len(seen) < 1000 {
-					last := seen[len(seen)-1]
-					if last.typ == "run.completed" {
-						break
-					}
-					r := second.do("GET", "/api/v1/conversations/"+conv+"/stream", nil, "Last-Event-ID", strconv.FormatInt(last.id, 10))
-					if r.StatusCode == http.StatusNoContent {
-						t.Fatalf("the run ended with %s", last.typ)
-					}
-					seen = append(seen, events(t, r, nil)...)
-				}
+				seen = followToEnd(t, second, conv, runID, seen)
 				var typs []string
-				for i, e := range seen {
+				for _, e := range seen {
 					typs = append(typs, e.typ)
-					if e.id != int64(i+1) || e.data["run_id"] != runID {
-						t.Fatalf("event %d: id %d run %v; events %v", i, e.id, e.data["run_id"], typs)
-					}
 				}
-				if !strings.Contains(strings.Join(typs, " "), "approval.resolved") || typs[len(typs)-1] != "run.completed" {
+				if !strings.Contains(strings.Join(typs, " "), "approval.resolved") {
 					t.Errorf("events: %v", typs)
 				}
 				conversation := second.do("GET", "/api/v1/conversations/"+conv, nil)
@@ -377,22 +362,6 @@ func TestPeerTakesOverARunOfAProcessThatDied(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		t.Fatalf("approve: %d %s", r.StatusCode, b)
 	}
-	for len(seen) < 1000 && seen[len(seen)-1].typ != "run.completed" {
-		r := second.do("GET", "/api/v1/conversations/"+conv+"/stream", nil, "Last-Event-ID", strconv.FormatInt(seen[len(seen)-1].id, 10))
-		if r.StatusCode == http.StatusNoContent {
-			t.Fatalf("the run ended with %s", seen[len(seen)-1].typ)
-		}
-		seen = append(seen, events(t, r, nil)...)
-	}
-	var typs []string
-	for i, e := range seen {
-		typs = append(typs, e.typ)
-		if e.id != int64(i+1) || e.data["run_id"] != runID {
-			t.Fatalf("event %d: id %d run %v; events %v", i, e.id, e.data["run_id"], typs)
-		}
-	}
-	if typs[len(typs)-1] != "run.completed" {
-		t.Errorf("events: %v", typs)
-	}
+	followToEnd(t, second, conv, runID, seen)
 	second.stop(syscall.SIGTERM)
 }
