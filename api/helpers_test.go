@@ -86,16 +86,21 @@ func newStorage(t testing.TB, kind backend) *storage {
 	return s
 }
 
-func (s *storage) open(t testing.TB) (store.Store, graph.Checkpointer, func()) {
+// open opens the database; dsn, when set, is the Postgres URL to
+// connect with instead of s.dsn (another role, say).
+func (s *storage) open(t testing.TB, dsn string) (store.Store, graph.Checkpointer, func()) {
 	t.Helper()
 	ctx := context.Background()
 	switch s.kind {
 	case postgresBackend:
-		st, err := pgstore.Open(ctx, s.dsn)
+		if dsn == "" {
+			dsn = s.dsn
+		}
+		st, err := pgstore.Open(ctx, dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
-		saver, err := postgres.Open(ctx, s.dsn)
+		saver, err := postgres.Open(ctx, dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,6 +200,8 @@ type envOptions struct {
 	// cluster (Postgres only) makes the server one process of several
 	// sharing the database: it listens as its owner (see api.Cluster).
 	cluster bool
+	// dsn (Postgres only), when set, is how the server connects to data.
+	dsn string
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -205,7 +212,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if o.data == nil {
 		o.data = newStorage(t, o.backend)
 	}
-	st, saver, closeDB := o.data.open(t)
+	st, saver, closeDB := o.data.open(t, o.dsn)
 	script, err := llm.LoadScript("testdata/agent.json")
 	if err != nil {
 		t.Fatal(err)
