@@ -46,7 +46,7 @@ func TestParseServe(t *testing.T) {
 	}
 	c, err := parseServe(nil, env("HOME", "/home/ada"), io.Discard)
 	if err != nil || c.addr != "127.0.0.1:8080" || len(c.keys) != 0 || c.dataDir != "/home/ada/.local/share/trellis" ||
-		c.interruptAfter != time.Minute || c.cancelOnDisconnect {
+		c.interruptAfter != time.Minute || c.cancelOnDisconnect || c.unhealthyAfter != time.Minute {
 		t.Errorf("defaults: %+v %v", c, err)
 	}
 	c, err = parseServe(nil, env("TRELLIS_API_KEYS", "k1:ada", "TRELLIS_APPROVAL_TOOLS", "calculator, delete_file",
@@ -65,6 +65,7 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_INTERRUPT_AFTER", "soon"},
 		{"TRELLIS_MAX_BODY_BYTES", "lots"},
 		{"TRELLIS_CANCEL_ON_DISCONNECT", "perhaps"},
+		{"TRELLIS_UNHEALTHY_AFTER", "later"},
 		{"TRELLIS_LOG_LEVEL", "loud"},
 	} {
 		if _, err := parseServe(nil, env(bad...), io.Discard); err == nil {
