@@ -46,7 +46,8 @@ type Notices interface {
 }
 
 // errUnavailable answers a request to start a run while the process has
-// lost its database session.
+// lost its database session, and any request that failed because the
+// database went away (with a Cluster, which tells; see Cluster.Lost).
 var errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", RetryAfter: 1,
 	Message: "the server lost its database connection and is reconnecting; retry in a moment"}
 

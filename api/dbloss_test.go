@@ -143,8 +143,17 @@ func TestClusterProcessReconnectsAfterLosingTheDatabase(t *testing.T) {
 	}
 	waitFor(t, "/readyz 503", func() bool { return e.status("/readyz") == http.StatusServiceUnavailable })
 	waitFor(t, "/healthz 503 past UnhealthyAfter", func() bool { return e.status("/healthz") == http.StatusServiceUnavailable })
-	status, body := e.do("POST", "/api/v1/chat", map[string]any{"message": "hello"})
-	wantError(t, status, body, http.StatusServiceUnavailable)
+	for _, path := range []string{"/api/v1/chat", "/api/v1/conversations/" + conv} {
+		method, body := "GET", any(nil)
+		if path == "/api/v1/chat" {
+			method, body = "POST", map[string]any{"message": "hello"}
+		}
+		status, b := e.do(method, path, body)
+		wantError(t, status, b, http.StatusServiceUnavailable)
+		if code := jsonOf[apiError](t, b).Error.Code; code != "unavailable" {
+			t.Errorf("%s %s: code %q, want unavailable", method, path, code)
+		}
+	}
 
 	db.back()
 	waitFor(t, "/readyz 200", func() bool { return e.status("/readyz") == http.StatusOK })
@@ -189,6 +198,11 @@ func TestClusterPeerTakesOverFromAProcessThatLostTheDatabase(t *testing.T) {
 
 	close(b.tools.release) // for b's continuation, if it runs the tool again
 	db.away()
+	// Not ready, but not to be restarted either, within UnhealthyAfter.
+	waitFor(t, "/readyz 503 on the first process", func() bool { return a.status("/readyz") == http.StatusServiceUnavailable })
+	if status := a.status("/healthz"); status != http.StatusOK {
+		t.Errorf("/healthz %d within UnhealthyAfter of losing the database", status)
+	}
 	evs := b.follow(conv, seen)
 	checkRun(t, evs, 1, runID, conv)
 	if got := evs[len(evs)-1].Type; got != "run.completed" {

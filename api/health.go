@@ -64,12 +64,13 @@ func (h *health) state() (storeDown, sessionGone time.Time) {
 // pingTimeout bounds a probe's check of the store.
 const pingTimeout = 2 * time.Second
 
-// checkStore pings the store and records the outcome.
+// checkStore pings the store, within pingTimeout, and records the
+// outcome, unless the probe's client left first.
 func (s *Server) checkStore(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	err := s.store.Ping(ctx)
-	if ctx.Err() == nil || err == nil { // not a probe whose client left
+	err := s.store.Ping(pctx)
+	if ctx.Err() == nil {
 		s.health.checked(time.Now(), err)
 	}
 	return err
