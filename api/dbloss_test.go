@@ -3,10 +3,12 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,3 +222,61 @@ func TestClusterPeerTakesOverFromAProcessThatLostTheDatabase(t *testing.T) {
 	}
 	b.close()
 }
+
+// TestClusterRunWaitsOutItsCheckpointsDatabase takes the database away
+// from the checkpointer alone, as the run's tool returns: the checkpoint
+// cannot be stored, and the run, instead of failing, waits for the
+// database and then goes on from its last checkpoint, on the stream that
+// was open all along, to run.completed.
+func TestClusterRunWaitsOutItsCheckpointsDatabase(t *testing.T) {
+	noLeaks(t)
+	data := newStorage(t, postgresBackend)
+	db := newDatabase(t, data)
+	stranded := make(chan struct{}, 1)
+	e := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, checkpointDSN: db.dsn,
+		configure: func(c *api.Config) {
+			c.Logger = slog.New(logWatch{msg: "the run goes on from its last checkpoint", seen: stranded})
+		}})
+	s := e.chat(map[string]any{"message": "wait for it"})
+	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+	<-e.tools.waiting
+	s.until("tool.start")
+
+	db.away()
+	close(e.tools.release)
+	<-stranded // the checkpoint failed; the run tries again every ClaimInterval
+	<-stranded
+	db.back()
+	evs := s.all()
+	checkRun(t, evs, 1, runID, conv)
+	if got := evs[len(evs)-1].Type; got != "run.completed" {
+		t.Fatalf("the run ended with %s: %v", got, types(evs))
+	}
+	if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunCompleted {
+		t.Errorf("run %+v %v", r, err)
+	}
+	e.close()
+}
+
+// logWatch is a logger's handler that signals seen when a record whose
+// message contains msg is logged: a test's sync point on what a user
+// cannot see.
+type logWatch struct {
+	msg  string
+	seen chan struct{}
+}
+
+func (w logWatch) Enabled(context.Context, slog.Level) bool { return true }
+
+func (w logWatch) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, w.msg) {
+		select {
+		case w.seen <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+func (w logWatch) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w logWatch) WithGroup(string) slog.Handler      { return w }

@@ -416,7 +416,7 @@ func (m *runManager) consume(rn *run, seq iter.Seq2[nodes.Event, error]) (*nodes
 		}
 		m.finish(rn, t, store.RunEnd{Status: store.RunCancelled})
 	case *nodes.RunFailed:
-		if m.lostErr(lastErr) { // a checkpoint could not be stored
+		if t.Error.Code == nodes.CodeInternal && m.lostErr(lastErr) { // a checkpoint could not be stored, not a model's failure
 			m.strand(rn)
 			return nil, false
 		}
@@ -504,10 +504,9 @@ func (m *runManager) fence() string {
 // finish records how the run ended (end's zero Status leaves the run as it
 // is, for shutdown), then stores the terminal event, then sends it; what
 // a lost database kept from being stored is stored once it is back (see
-// endLater). The
-// end is recorded first because a watcher replaying from the store may
-// read the event before it is sent: whoever sees a terminal event must
-// find the run ended, and may start the next run at once.
+// endLater). The end is recorded first because a watcher replaying from
+// the store may read the event before it is sent: whoever sees a terminal
+// event must find the run ended, and may start the next run at once.
 func (m *runManager) finish(rn *run, p nodes.Payload, end store.RunEnd) {
 	if rn.out.drain() != nil {
 		m.abandon(rn)

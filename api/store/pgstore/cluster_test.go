@@ -9,8 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -707,6 +709,7 @@ func TestLost(t *testing.T) {
 		{"not found", missing, false},
 		{"syntax error", syntax, false},
 		{"context cancelled", gone, false},
+		{"an HTTP call's broken connection", &url.Error{Op: "Post", URL: "http://model", Err: io.ErrUnexpectedEOF}, false},
 		{"nil", nil, false},
 	} {
 		if c.err == nil && c.want {

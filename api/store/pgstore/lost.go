@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -20,10 +21,15 @@ import (
 // call, or no connection could be opened. What failed so may succeed once
 // the database is back: the pool opens new connections on demand. Other
 // errors, the caller's context ending among them, would fail the same way
-// again, and Lost reports false for them.
+// again, and Lost reports false for them, as for the failures of HTTP
+// calls (*url.Error), which are not the database's even when a
+// connection broke.
 func (s *Store) Lost(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
+	}
+	if _, ok := errors.AsType[*url.Error](err); ok {
+		return false // an HTTP call's (a model's, a tool's), never pgx's
 	}
 	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
 		severity := cmp.Or(pe.SeverityUnlocalized, pe.Severity)
