@@ -211,7 +211,7 @@ func TestFailedAuthTrustsForwardedForOnlyFromTrustedProxies(t *testing.T) {
 		}
 		wantRateLimited(t, guess(e, other, "203.0.113.8"), "10")
 	})
-	st, _, closeDB := newStorage(t, sqliteBackend).open(t)
+	st, _, closeDB := newStorage(t, sqliteBackend).open(t, "", "")
 	defer closeDB()
 	for _, bad := range []string{"proxy.example", "10.0.0.0/33"} {
 		if _, err := api.New(api.Config{Store: st, TrustedProxies: []string{bad}}); err == nil || !strings.Contains(err.Error(), bad) {

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -26,49 +29,110 @@ type Cluster interface {
 	// ClaimOrphans makes owner the owner of the running runs of
 	// processes that are gone, and returns them.
 	ClaimOrphans(ctx context.Context, owner string) ([]store.Run, error)
+	// Lost reports whether err, from the store or the checkpointer,
+	// means that the connection to the database was lost or could not
+	// be made, so that what failed may succeed once the database is
+	// back.
+	Lost(err error) bool
 }
 
 // Notices are the notices other processes send this one: a
-// pgstore.Listener listening as Config.Owner. An error other than ctx's
-// means this process no longer counts as alive to the others.
+// pgstore.Listener listening as Config.Owner. An error from Next other
+// than ctx's means this process no longer counts as alive to the others,
+// until Reopen succeeds: it takes the owner's session again.
 type Notices interface {
 	Next(ctx context.Context) (store.Notice, error)
+	Reopen(ctx context.Context) error
 }
+
+// errUnavailable answers a request to start a run while the process has
+// lost its database session, and any request that failed because the
+// database went away (with a Cluster, which tells; see Cluster.Lost).
+var errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", RetryAfter: 1,
+	Message: "the server lost its database connection and is reconnecting; retry in a moment"}
+
+// Backoff of the attempts to take the session again.
+const (
+	reopenFirst   = 100 * time.Millisecond
+	reopenMax     = 5 * time.Second
+	reopenTimeout = 10 * time.Second
+	// retryTimeout bounds one pass over the stranded runs.
+	retryTimeout = 30 * time.Second
+)
 
 // DefaultClaimInterval is how often a process of a cluster looks for
 // runs of processes that are gone.
 const DefaultClaimInterval = 5 * time.Second
 
 // startCluster starts the goroutines of a process in a cluster: one acts
-// on notices, one claims orphaned runs. Shutdown ends both.
+// on notices, one claims orphaned runs and continues stranded ones.
+// Shutdown ends both.
 func (s *Server) startCluster() {
 	if s.cfg.Cluster == nil {
 		return
 	}
+	s.runs.lost.kick = make(chan struct{}, 1)
 	s.bg.Go(s.listen)
 	s.bg.Go(s.sweep)
 }
 
 // listen acts on the notices sent to this process until the server ends.
+//
 // Losing them means the other processes see this one as gone and may
-// claim its runs at any moment, so it stops its runs (they stay running
-// in the store, for whoever claims them) and takes no new ones; /readyz
-// then fails, and the process should be restarted.
+// claim its runs at any moment, so it stops its runs, which stay running
+// in the store with their last checkpoints, and starts no new ones;
+// /readyz fails meanwhile. It then takes its session again, retrying
+// with backoff: the runs that no other process took over meanwhile are
+// its own again, and it continues them (see strand).
 func (s *Server) listen() {
 	for {
 		n, err := s.cfg.Notices.Next(s.life)
-		if err != nil {
-			if s.life.Err() != nil {
-				return
-			}
-			s.log.LogAttrs(s.life, slog.LevelError, "lost the database session that marks this process alive; stopping its runs for other processes to take over: restart this one",
-				slog.String("owner", s.cfg.Owner), slog.Any("error", err))
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-			defer cancel()
-			_ = s.runs.shutdown(ctx)
+		if err == nil {
+			s.notice(n)
+			continue
+		}
+		if s.life.Err() != nil {
 			return
 		}
-		s.notice(n)
+		s.log.LogAttrs(s.life, slog.LevelError, "lost the database session that marks this process alive; its runs stop, for another process to take over or for this one to continue once it is back",
+			slog.String("owner", s.cfg.Owner), slog.Any("error", err))
+		s.health.sessionLost(time.Now())
+		s.runs.suspend()
+		if !s.reopen() {
+			return
+		}
+		s.runs.unsuspend()
+		s.health.sessionBack()
+		s.log.LogAttrs(s.life, slog.LevelInfo, "took the database session again; continuing the runs no other process took over",
+			slog.String("owner", s.cfg.Owner))
+	}
+}
+
+// reopen takes the process's session again, retrying with backoff until
+// it succeeds (true) or the server ends (false).
+func (s *Server) reopen() bool {
+	wait := reopenFirst
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.life.Done():
+			return false
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(s.life, reopenTimeout)
+		err := s.cfg.Notices.Reopen(ctx)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if s.life.Err() != nil {
+			return false
+		}
+		s.log.LogAttrs(s.life, slog.LevelWarn, "taking the database session again failed; retrying",
+			slog.String("owner", s.cfg.Owner), slog.Duration("retry_in", wait), slog.Any("error", err))
+		t.Reset(wait)
+		wait = min(2*wait, reopenMax)
 	}
 }
 
@@ -102,8 +166,10 @@ func (s *Server) notice(n store.Notice) {
 	}
 }
 
-// sweep claims the running runs of processes that are gone, every
-// ClaimInterval, and continues them here.
+// sweep continues the runs stranded here and claims the running runs of
+// processes that are gone, every ClaimInterval and as soon as the session
+// is taken again, and continues them here. It does
+// neither while the process's session is lost.
 func (s *Server) sweep() {
 	t := time.NewTicker(s.cfg.ClaimInterval)
 	defer t.Stop()
@@ -112,14 +178,193 @@ func (s *Server) sweep() {
 		case <-s.life.Done():
 			return
 		case <-t.C:
+		case <-s.runs.lost.kick:
 		}
 		if s.runs.draining.Load() {
 			return
 		}
+		if s.runs.lost.suspended.Load() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(s.life, retryTimeout)
+		s.unstrand(ctx)
+		cancel()
 		if _, err := s.claim(s.life); err != nil && s.life.Err() == nil {
 			s.log.LogAttrs(s.life, slog.LevelWarn, "claiming runs of processes that are gone failed", slog.Any("error", err))
 		}
 	}
+}
+
+// stranding is what a process of a cluster keeps of the runs a lost
+// database stopped (see strand).
+type stranding struct {
+	// suspended is set while the process's session is lost: it starts
+	// and continues no runs meanwhile.
+	suspended atomic.Bool
+	// kick wakes the sweep; made by startCluster.
+	kick chan struct{}
+
+	mu   sync.Mutex
+	runs []*strandedRun
+}
+
+// strandedRun is a run stopped by a lost database, with what remains to
+// do once it is back.
+type strandedRun struct {
+	run store.Run // its ID, ConversationID and UserID
+	// event is the run's terminal event still to store, and end, when
+	// set, its end still to record first; with neither, the run is to be
+	// continued from its last checkpoint.
+	end   *store.RunEnd
+	event *store.NewEvent
+}
+
+// lostErr reports whether err says the database went away (see
+// Cluster.Lost); never without a Cluster, as a process alone with its
+// store has nobody to hand its runs to and nothing to reconnect.
+func (m *runManager) lostErr(err error) bool {
+	return err != nil && m.cfg.Cluster != nil && m.cfg.Cluster.Lost(err)
+}
+
+// refusing says why no run may start or continue here now, if one may
+// not. Callers hold m.gate.
+func (m *runManager) refusing() error {
+	switch {
+	case m.draining.Load():
+		return errShuttingDown
+	case m.lost.suspended.Load():
+		return errUnavailable
+	}
+	return nil
+}
+
+// suspend stops every live run, as the process's session is lost: each
+// is stranded (or, waiting for an approval, parked), and no run starts
+// until unsuspend. Answers to parked runs still resume them.
+func (m *runManager) suspend() {
+	m.gate.Lock()
+	m.lost.suspended.Store(true)
+	m.gate.Unlock()
+	m.mu.Lock()
+	for _, rn := range m.byConv {
+		rn.cancel(errStorageLost)
+	}
+	m.mu.Unlock()
+}
+
+// unsuspend lets runs start again once the session is back, and has the
+// sweep continue the stranded ones.
+func (m *runManager) unsuspend() {
+	m.lost.suspended.Store(false)
+	m.kickSweep()
+}
+
+func (m *runManager) kickSweep() {
+	select {
+	case m.lost.kick <- struct{}{}:
+	default:
+	}
+}
+
+// strand stops a run whose database went away as a shutdown would, but
+// without storing anything: the run stays running in the store, owned by
+// this process, with its last checkpoint, and the sweep continues it here
+// once the database is back, unless another process took it over
+// meanwhile. Its streams stay open: a stream whose run is not live here
+// reads the store, so it follows the run as it goes on, here or there,
+// and ends without a terminal event, for its client to reconnect, only
+// if it cannot read the store meanwhile.
+func (m *runManager) strand(rn *run) {
+	_ = rn.out.drain()
+	m.fold(rn)
+	rn.log.LogAttrs(rn.ctx, slog.LevelWarn, "the database connection was lost; the run goes on from its last checkpoint once it is back")
+	m.detach(rn)
+	m.later(&strandedRun{run: store.Run{ID: rn.id, ConversationID: rn.conversationID, UserID: rn.userID}})
+}
+
+// endLater ends a run whose end (when end is set) or terminal event could
+// not be stored because the database went away: the sweep stores them
+// once it is back. Its streams stay open, as for strand.
+func (m *runManager) endLater(rn *run, p nodes.Payload, end *store.RunEnd, status string) {
+	data, err := rn.envelope(p)
+	if err != nil {
+		rn.log.LogAttrs(rn.ctx, slog.LevelError, "encoding the terminal event failed", slog.String("type", p.EventType()), slog.Any("error", err))
+		m.detach(rn)
+		m.cut(rn)
+		return
+	}
+	m.metrics.runEnded(status, time.Since(rn.started))
+	rn.log.LogAttrs(rn.ctx, slog.LevelWarn, "the database connection was lost as the run ended; its end is stored once it is back",
+		slog.String("status", status))
+	m.detach(rn)
+	m.later(&strandedRun{run: store.Run{ID: rn.id, ConversationID: rn.conversationID, UserID: rn.userID}, end: end,
+		event: &store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data, Owner: m.fence()}})
+}
+
+// later hands sr to the sweep, at its next pass: not at once, so that a
+// database that comes and goes is not hammered.
+func (m *runManager) later(sr *strandedRun) {
+	m.lost.mu.Lock()
+	m.lost.runs = append(m.lost.runs, sr)
+	m.lost.mu.Unlock()
+}
+
+// unstrand does what remains of the stranded runs; those that the
+// database, still away, keeps from it wait for the next sweep.
+func (s *Server) unstrand(ctx context.Context) {
+	m := s.runs
+	m.lost.mu.Lock()
+	todo := m.lost.runs
+	m.lost.runs = nil
+	m.lost.mu.Unlock()
+	var keep []*strandedRun
+	for i, sr := range todo {
+		err := s.retryStranded(ctx, sr)
+		if m.lostErr(err) || ctx.Err() != nil {
+			keep = todo[i:]
+			break
+		}
+		if err != nil {
+			s.log.LogAttrs(ctx, slog.LevelError, "a run stranded by a lost database could not go on", slog.String("run_id", sr.run.ID), slog.Any("error", err))
+		}
+	}
+	if len(keep) > 0 {
+		m.lost.mu.Lock()
+		m.lost.runs = append(keep, m.lost.runs...)
+		m.lost.mu.Unlock()
+	}
+}
+
+// retryStranded continues a stranded run, or stores its end.
+func (s *Server) retryStranded(ctx context.Context, sr *strandedRun) error {
+	gone := func(err error) bool { return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner) }
+	if sr.event == nil {
+		r, err := s.store.GetRun(ctx, sr.run.UserID, sr.run.ID)
+		if gone(err) {
+			return nil // deleted
+		}
+		if err != nil {
+			return err
+		}
+		if r.Status != store.RunRunning || r.Superseded || r.Owner != s.cfg.Owner {
+			return nil // it ended, or another process took it over
+		}
+		return s.continueRun(ctx, r)
+	}
+	if sr.end != nil {
+		// ErrConflict: the run has ended; the first try committed, and
+		// only its answer was lost.
+		if _, err := s.store.FinishRun(ctx, sr.run.ID, *sr.end); gone(err) {
+			return nil // deleted, or taken over: its new owner ends it
+		} else if err != nil && !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		sr.end = nil
+	}
+	if _, err := s.store.AppendEvent(ctx, *sr.event); err != nil && !gone(err) {
+		return err
+	}
+	return nil
 }
 
 // claim takes over the running runs of processes that are gone and

@@ -100,7 +100,7 @@ func TestClusterElicitationAnsweredThroughAnotherProcess(t *testing.T) {
 }
 
 // lostNotices stands for a listener whose connection is lost when lose
-// is closed.
+// is closed, and which cannot be reopened.
 type lostNotices struct{ lose chan struct{} }
 
 func (l lostNotices) Next(ctx context.Context) (store.Notice, error) {
@@ -112,34 +112,7 @@ func (l lostNotices) Next(ctx context.Context) (store.Notice, error) {
 	}
 }
 
-// TestClusterLosingTheSessionStopsTheProcess: a process whose listener is
-// lost counts as gone to the others, so it stops its runs, leaving them
-// running in the store for a peer to take over, refuses new ones, and
-// /readyz fails.
-func TestClusterLosingTheSessionStopsTheProcess(t *testing.T) {
-	noLeaks(t)
-	lost := lostNotices{lose: make(chan struct{})}
-	e := newEnv(t, envOptions{backend: postgresBackend, configure: func(c *api.Config) {
-		c.Cluster, c.Notices, c.Owner = c.Store.(api.Cluster), lost, "lost:"+t.Name()
-	}})
-	s := e.chat(map[string]any{"message": "wait for it"})
-	runID := s.header("X-Run-ID")
-	<-e.tools.waiting
-	close(lost.lose)
-	evs := s.all()
-	if last := evs[len(evs)-1]; last.Type != "run.interrupted" || last.str("reason") != "shutdown" {
-		t.Fatalf("the stream ended with %s", last.Raw)
-	}
-	if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunRunning {
-		t.Errorf("run %+v %v: want it left running for a peer", r, err)
-	}
-	status, body := e.do("POST", "/api/v1/chat", map[string]any{"message": "hello"})
-	wantError(t, status, body, http.StatusServiceUnavailable)
-	if status, _ := e.do("GET", "/readyz", nil); status != http.StatusServiceUnavailable {
-		t.Errorf("readyz %d, want 503", status)
-	}
-	e.close()
-}
+func (l lostNotices) Reopen(context.Context) error { return errors.New("still lost") }
 
 // TestClusterTakeoverFencesTheFormerOwner: a process that lost its
 // session without noticing (here: one whose lock was never held) has its

@@ -100,6 +100,12 @@ type Config struct {
 	// ClaimInterval is how often a process of a Cluster looks for runs of
 	// processes that are gone; 0 means 5 s.
 	ClaimInterval time.Duration
+	// UnhealthyAfter is how long the process may be without its database
+	// (every check of Store failing, or a process of a Cluster without
+	// its session) before /healthz answers 503, for an orchestrator to
+	// restart it; /readyz answers 503 at once. 0 means 60 s; negative
+	// keeps /healthz at 200.
+	UnhealthyAfter time.Duration
 	// Metrics collects what /metrics serves; nil means a new collector.
 	// Make one first to give its BreakerChanged to the tool provider.
 	Metrics *Metrics
@@ -154,6 +160,7 @@ const (
 	DefaultStreamBuffer       = 256
 	DefaultStreamWriteTimeout = 30 * time.Second
 	DefaultShutdownTimeout    = 10 * time.Second
+	DefaultUnhealthyAfter     = time.Minute
 )
 
 // withDefaults returns c with its zero fields set.
@@ -187,6 +194,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ClaimInterval <= 0 {
 		c.ClaimInterval = DefaultClaimInterval
+	}
+	if c.UnhealthyAfter == 0 {
+		c.UnhealthyAfter = DefaultUnhealthyAfter
 	}
 	return c
 }

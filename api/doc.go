@@ -62,4 +62,14 @@
 // in the store, owned by a process that is gone. Recover, called at the
 // next start, continues such runs from their last checkpoint, as it does
 // after a crash.
+//
+// # A lost database
+//
+// With a Cluster (PostgreSQL), a run whose events, end or checkpoint
+// cannot be stored because the database went away is not failed: it
+// stays running in the store with its last checkpoint and goes on once
+// the database is back, here, or on a peer that took it over. A process
+// that loses its session stops its runs, takes no new ones (503) and
+// reconnects by itself; /readyz fails meanwhile, and /healthz once that
+// has lasted Config.UnhealthyAfter.
 package api

@@ -100,6 +100,8 @@ func (s *Server) classify(r *http.Request, err error) *Error {
 		return errorf(http.StatusBadRequest, "unknown_model", "no model has that id or alias; GET /api/v1/tools lists tools, the server's start line lists models")
 	case r.Context().Err() != nil && errors.Is(err, context.Canceled):
 		return nil
+	case s.runs.lostErr(err):
+		return errUnavailable
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
 		slog.String("request_id", requestID(r.Context())), slog.String("path", r.URL.Path), slog.Any("error", err))

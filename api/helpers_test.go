@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -86,16 +87,19 @@ func newStorage(t testing.TB, kind backend) *storage {
 	return s
 }
 
-func (s *storage) open(t testing.TB) (store.Store, graph.Checkpointer, func()) {
+// open opens the database; dsn and checkpointDSN, when set, are the
+// Postgres URLs the store and the checkpointer connect with instead of
+// s.dsn (as another role, say).
+func (s *storage) open(t testing.TB, dsn, checkpointDSN string) (store.Store, graph.Checkpointer, func()) {
 	t.Helper()
 	ctx := context.Background()
 	switch s.kind {
 	case postgresBackend:
-		st, err := pgstore.Open(ctx, s.dsn)
+		st, err := pgstore.Open(ctx, cmp.Or(dsn, s.dsn))
 		if err != nil {
 			t.Fatal(err)
 		}
-		saver, err := postgres.Open(ctx, s.dsn)
+		saver, err := postgres.Open(ctx, cmp.Or(checkpointDSN, s.dsn))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,6 +199,9 @@ type envOptions struct {
 	// cluster (Postgres only) makes the server one process of several
 	// sharing the database: it listens as its owner (see api.Cluster).
 	cluster bool
+	// dsn and checkpointDSN (Postgres only), when set, are how the
+	// server's store and checkpointer connect to data.
+	dsn, checkpointDSN string
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -205,7 +212,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if o.data == nil {
 		o.data = newStorage(t, o.backend)
 	}
-	st, saver, closeDB := o.data.open(t)
+	st, saver, closeDB := o.data.open(t, o.dsn, o.checkpointDSN)
 	script, err := llm.LoadScript("testdata/agent.json")
 	if err != nil {
 		t.Fatal(err)

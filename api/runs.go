@@ -26,6 +26,7 @@ var (
 	errDeleted      = errors.New("api: the conversation was deleted")
 	errRunEnded     = errors.New("api: the run ended")
 	errEventsLost   = errors.New("api: the run's events could not be stored")
+	errStorageLost  = errors.New("api: the database connection was lost")
 )
 
 // runManager owns the life of every run live in this process: it starts
@@ -58,6 +59,9 @@ type runManager struct {
 	hubs   map[string]*hub // by run id
 	slots  map[string]int  // live runs per user
 	ready  map[string]*readyFlag
+
+	// lost holds the runs stopped by a lost database (see strand).
+	lost stranding
 }
 
 // readyFlag is closed once an elicitation is registered with the
@@ -152,8 +156,8 @@ type startRequest struct {
 func (m *runManager) start(ctx context.Context, req startRequest) (*run, *subscriber, error) {
 	m.gate.RLock()
 	defer m.gate.RUnlock()
-	if m.draining.Load() {
-		return nil, nil, errShuttingDown
+	if err := m.refusing(); err != nil {
+		return nil, nil, err
 	}
 	if !m.reserve(req.userID, false) {
 		e := errorf(http.StatusTooManyRequests, "too_many_runs",
@@ -206,15 +210,17 @@ func (m *runManager) launch(rn *run, first func(context.Context) iter.Seq2[nodes
 	m.mu.Lock()
 	rn.hub = m.acquireHubLocked(rn.id)
 	rn.out = newOutbox(rn.ctx, m.st, rn.hub, func(err error) {
-		lvl, msg := slog.LevelError, "storing events failed; the run stops"
+		lvl, msg, cause := slog.LevelError, "storing events failed; the run stops", errEventsLost
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			lvl = slog.LevelInfo // deleted under the run
 		case errors.Is(err, store.ErrNotOwner):
 			lvl, msg = slog.LevelWarn, "another process took the run over; it stops here"
+		case m.lostErr(err):
+			lvl, msg, cause = slog.LevelWarn, "the database connection was lost; the run stops, to go on once it is back", errStorageLost
 		}
 		rn.log.LogAttrs(rn.ctx, lvl, msg, slog.Any("error", err))
-		rn.cancel(errEventsLost)
+		rn.cancel(cause)
 	})
 	var sub *subscriber
 	if subscribe != nil {
@@ -408,6 +414,10 @@ func (m *runManager) consume(rn *run, seq iter.Seq2[nodes.Event, error]) (*nodes
 			m.finish(rn, t, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptClarification})
 		}
 	case *nodes.RunCancelled:
+		if errors.Is(context.Cause(rn.ctx), errStorageLost) {
+			m.strand(rn)
+			return nil, false
+		}
 		if errors.Is(context.Cause(rn.ctx), errShutdown) {
 			m.finish(rn, &nodes.RunInterrupted{Reason: reasonShutdown, Pending: []nodes.Pending{}}, store.RunEnd{})
 			return nil, false
@@ -422,6 +432,10 @@ func (m *runManager) consume(rn *run, seq iter.Seq2[nodes.Event, error]) (*nodes
 		}
 		m.finish(rn, t, store.RunEnd{Status: store.RunCancelled})
 	case *nodes.RunFailed:
+		if t.Error.Code == nodes.CodeInternal && m.lostErr(lastErr) { // a checkpoint could not be stored, not a model's failure
+			m.strand(rn)
+			return nil, false
+		}
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "run failed", slog.String("code", t.Error.Code), slog.Any("error", lastErr))
 		m.finish(rn, sanitize(t, rn.id), store.RunEnd{Status: store.RunFailed})
 	default:
@@ -504,10 +518,11 @@ func (m *runManager) fence() string {
 }
 
 // finish records how the run ended (end's zero Status leaves the run as it
-// is, for shutdown), then stores the terminal event, then sends it. The
-// end is recorded first because a watcher replaying from the store may
-// read the event before it is sent: whoever sees a terminal event must
-// find the run ended, and may start the next run at once.
+// is, for shutdown), then stores the terminal event, then sends it; what
+// a lost database kept from being stored is stored once it is back (see
+// endLater). The end is recorded first because a watcher replaying from
+// the store may read the event before it is sent: whoever sees a terminal
+// event must find the run ended, and may start the next run at once.
 func (m *runManager) finish(rn *run, p nodes.Payload, end store.RunEnd) {
 	if rn.out.drain() != nil {
 		m.abandon(rn)
@@ -525,6 +540,10 @@ func (m *runManager) finish(rn *run, p nodes.Payload, end store.RunEnd) {
 			m.cut(rn)
 			return
 		}
+		if m.lostErr(ferr) {
+			m.endLater(rn, p, &end, status)
+			return
+		}
 		if ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
 			rn.log.LogAttrs(rn.ctx, slog.LevelError, "recording the end of the run failed", slog.String("status", status), slog.Any("error", ferr))
 		}
@@ -535,6 +554,10 @@ func (m *runManager) finish(rn *run, p nodes.Payload, end store.RunEnd) {
 	var e store.Event
 	if err == nil {
 		e, err = m.st.AppendEvent(context.WithoutCancel(rn.ctx), store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data, Owner: m.fence()})
+	}
+	if m.lostErr(err) {
+		m.endLater(rn, p, nil, status)
+		return
 	}
 	if err != nil {
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "storing the terminal event failed", slog.String("type", p.EventType()), slog.Any("error", err))
@@ -558,9 +581,13 @@ func (m *runManager) fold(rn *run) {
 
 // abandon ends a run whose events can no longer be stored: it is marked
 // failed if the store still knows it; its streams end without a terminal
-// event, as for a cut client.
+// event, as for a cut client. A run whose database went away is stranded
+// instead (see strand), to go on once it is back.
 func (m *runManager) abandon(rn *run) {
-	_ = rn.out.drain() // its last stored events go out before the streams end
+	if m.lostErr(rn.out.drain()) { // its last stored events go out before the streams end
+		m.strand(rn)
+		return
+	}
 	m.fold(rn)
 	_, err := m.st.FinishRun(context.WithoutCancel(rn.ctx), rn.id, store.RunEnd{Status: store.RunFailed, Usage: store.Usage(rn.usage), Owner: m.fence()})
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrNotOwner) {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -44,6 +43,8 @@ type Server struct {
 	end  context.CancelFunc
 	// bg holds the cluster's goroutines (see startCluster).
 	bg sync.WaitGroup
+	// health is what the probes know of the database (see health).
+	health health
 }
 
 // New builds the server and its agent (over cfg's models, tools and
@@ -175,29 +176,4 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		next.ServeHTTP(w, r)
 	})
-}
-
-func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// handleReadyz answers 200 once the store answers with its migrations
-// applied (and Config.Ready agrees), 503 otherwise and while shutting
-// down.
-func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	err := s.store.Ping(ctx)
-	if err == nil && s.cfg.Ready != nil {
-		err = s.cfg.Ready()
-	}
-	if err == nil && s.runs.draining.Load() {
-		err = errShuttingDown
-	}
-	if err != nil {
-		s.log.LogAttrs(r.Context(), slog.LevelWarn, "not ready", slog.Any("error", err))
-		s.writeError(w, r, errorf(http.StatusServiceUnavailable, "not_ready", "the server is not ready: storage, migrations or a required dependency is unavailable"))
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }

@@ -104,8 +104,8 @@ func (s *Server) continueRun(ctx context.Context, r store.Run) error {
 	m := s.runs
 	m.gate.RLock()
 	defer m.gate.RUnlock()
-	if m.draining.Load() {
-		return errShuttingDown
+	if err := m.refusing(); err != nil {
+		return err
 	}
 	m.reserve(r.UserID, true)
 	rn := m.newRun(ctx, r)

@@ -52,6 +52,7 @@ type serveConfig struct {
 	shutdownTimeout    time.Duration
 	claimInterval      time.Duration
 	maxToolResult      int
+	unhealthyAfter     time.Duration
 	logLevel           slog.Level
 }
 
@@ -70,6 +71,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	var (
 		keys, approval, cors, logLevel        string
 		interrupt, elicitTO, shutdown, claim  string
+		unhealthy                             string
 		maxBody, maxMsg, rate, burst, maxRuns string
 		cancelOnDisconnect, maxToolResult     string
 		authPerMin, authBurst, proxies        string
@@ -86,6 +88,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&cancelOnDisconnect, "cancel-on-disconnect", env("TRELLIS_CANCEL_ON_DISCONNECT", "false"), "cancel a run when its client goes away (TRELLIS_CANCEL_ON_DISCONNECT)")
 	fs.StringVar(&shutdown, "shutdown-timeout", env("TRELLIS_SHUTDOWN_TIMEOUT", "10s"), "how long shutdown waits for runs to park (TRELLIS_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&claim, "claim-interval", env("TRELLIS_CLAIM_INTERVAL", "5s"), "with PostgreSQL, how often to take over runs of processes that are gone (TRELLIS_CLAIM_INTERVAL)")
+	fs.StringVar(&unhealthy, "unhealthy-after", env("TRELLIS_UNHEALTHY_AFTER", "60s"), "how long without the database before /healthz fails, 0 or less for never (TRELLIS_UNHEALTHY_AFTER)")
 	fs.StringVar(&maxBody, "max-body-bytes", env("TRELLIS_MAX_BODY_BYTES", strconv.Itoa(api.DefaultMaxBodyBytes)), "request body limit (TRELLIS_MAX_BODY_BYTES)")
 	fs.StringVar(&maxMsg, "max-message-chars", env("TRELLIS_MAX_MESSAGE_CHARS", strconv.Itoa(api.DefaultMaxMessageRunes)), "chat message limit (TRELLIS_MAX_MESSAGE_CHARS)")
 	fs.StringVar(&rate, "rate-per-minute", env("TRELLIS_RATE_PER_MINUTE", strconv.Itoa(api.DefaultRatePerMinute)), "API requests per user per minute, -1 for no limit (TRELLIS_RATE_PER_MINUTE)")
@@ -118,6 +121,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	dur("elicit-timeout", elicitTO, &c.elicitTimeout)
 	dur("shutdown-timeout", shutdown, &c.shutdownTimeout)
 	dur("claim-interval", claim, &c.claimInterval)
+	dur("unhealthy-after", unhealthy, &c.unhealthyAfter)
+	if c.unhealthyAfter <= 0 {
+		c.unhealthyAfter = -1 // never; api.Config takes 0 for its default
+	}
 	num := func(name, v string, n *int) {
 		if *n, err = strconv.Atoi(v); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %q is not a number", name, v))
@@ -314,13 +321,14 @@ func serveUntil(ctx context.Context, cfg serveConfig, getenv func(string) string
 		Store: st, Models: models, Tools: provider, Checkpointer: saver,
 		ElicitTimeout: cfg.elicitTimeout, Keys: cfg.keys, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
 		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, ShutdownTimeout: cfg.shutdownTimeout,
-		Logger: log, Metrics: metrics, Ready: ready, MCP: mcpHandler, Web: web.Handler(),
+		UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: metrics, Ready: ready, MCP: mcpHandler, Web: web.Handler(),
 	}
 	if pg, ok := st.(*pgstore.Store); ok {
 		// Other processes may share the database: this one shows itself
 		// alive and takes notices as its owner until it has stopped (the
 		// deferred Close runs after Shutdown has parked the runs, which
-		// the others then take over).
+		// the others then take over). The server takes the session again
+		// if the database drops it.
 		owner := api.NewOwner()
 		l, err := pg.Listen(ctx, owner)
 		if err != nil {

@@ -48,7 +48,7 @@ func TestParseServe(t *testing.T) {
 	}
 	c, err := parseServe(nil, env("HOME", "/home/ada"), io.Discard)
 	if err != nil || c.addr != "127.0.0.1:8080" || len(c.keys) != 0 || c.dataDir != "/home/ada/.local/share/trellis" ||
-		c.interruptAfter != time.Minute || c.cancelOnDisconnect || c.maxToolResult != 1<<20 {
+		c.interruptAfter != time.Minute || c.cancelOnDisconnect || c.maxToolResult != 1<<20 || c.unhealthyAfter != time.Minute {
 		t.Errorf("defaults: %+v %v", c, err)
 	}
 	if c.limits.AuthFailuresPerMinute != api.DefaultAuthFailuresPerMin || c.limits.AuthFailureBurst != api.DefaultAuthFailureBurst || c.trustedProxies != nil {
@@ -74,6 +74,7 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_MAX_BODY_BYTES", "lots"},
 		{"TRELLIS_AUTH_FAILURES_PER_MINUTE", "ten"},
 		{"TRELLIS_CANCEL_ON_DISCONNECT", "perhaps"},
+		{"TRELLIS_UNHEALTHY_AFTER", "later"},
 		{"TRELLIS_LOG_LEVEL", "loud"},
 		{"TRELLIS_MAX_TOOL_RESULT_BYTES", "0"},
 		{"TRELLIS_MAX_TOOL_RESULT_BYTES", "1MB"},

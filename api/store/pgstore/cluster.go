@@ -89,12 +89,14 @@ SET tcp_user_timeout = 25000`
 //
 // Keep calling Next for as long as the Listener is open: notices not read
 // hold back the database's notification queue, which every process on the
-// database shares, and Next is also what notices a lost connection.
+// database shares, and Next is also what notices a lost connection. After
+// a loss, Reopen takes the owner's lock again on a new connection.
 //
-// Next is meant for one goroutine; calls to it are serialised. Close may
-// be called at any time, also while Next waits: it interrupts Next, which
-// returns an error wrapping net.ErrClosed.
+// Next and Reopen are meant for one goroutine; calls to them are
+// serialised. Close may be called at any time, also while Next waits: it
+// interrupts Next, which returns an error wrapping net.ErrClosed.
 type Listener struct {
+	store     *Store
 	owner     string
 	channel   string
 	conn      *pgx.Conn
@@ -104,12 +106,14 @@ type Listener struct {
 	closing context.Context
 	stop    context.CancelFunc
 
-	// mu is held by Next while it uses conn and by Close, so conn has one
-	// user at a time.
+	// mu is held by Next and Reopen while they use conn and by Close, so
+	// conn has one user at a time.
 	mu sync.Mutex
 	// err is what Next returns once the listener is closed or its
 	// connection lost; nil while it is usable.
 	err error
+	// closed is set by Close: a closed Listener is not reopened.
+	closed bool
 }
 
 // Listen makes the calling process visible as owner to the other
@@ -136,17 +140,29 @@ func (s *Store) Listen(ctx context.Context, owner string) (*Listener, error) {
 	if owner == "" {
 		return nil, fmt.Errorf("pgstore: listen: %w: owner is required", store.ErrInvalid)
 	}
-	pc, err := s.pool.Acquire(ctx)
+	conn, channel, err := s.session(ctx, owner)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: listen as %s: %w", owner, err)
 	}
+	closing, stop := context.WithCancel(context.Background())
+	return &Listener{store: s, owner: owner, channel: channel, conn: conn, heartbeat: heartbeat, closing: closing, stop: stop}, nil
+}
+
+// session opens a connection of its own holding owner's lock and
+// listening on owner's channel (see Listen), and returns it with the
+// channel's name.
+func (s *Store) session(ctx context.Context, owner string) (*pgx.Conn, string, error) {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, "", err
+	}
 	conn := pc.Hijack()
-	fail := func(err error) (*Listener, error) {
+	fail := func(err error) (*pgx.Conn, string, error) {
 		// Ending the session releases the lock if it was taken.
 		cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
 		_ = conn.Close(cctx)
-		return nil, fmt.Errorf("pgstore: listen as %s: %w", owner, err)
+		return nil, "", err
 	}
 
 	var (
@@ -165,8 +181,40 @@ func (s *Store) Listen(ctx context.Context, owner string) (*Listener, error) {
 	if _, err := conn.Exec(ctx, keepaliveSQL+"; LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return fail(err)
 	}
-	closing, stop := context.WithCancel(context.Background())
-	return &Listener{owner: owner, channel: channel, conn: conn, heartbeat: heartbeat, closing: closing, stop: stop}, nil
+	return conn, channel, nil
+}
+
+// Reopen makes a Listener whose connection was lost (Next reported it)
+// usable again: on a new connection it takes the owner's lock again and
+// listens again, as Listen does. It does nothing on a Listener that is
+// not lost.
+//
+// While the lock was free, other processes may have claimed the owner's
+// running runs (ClaimOrphans): those are theirs now, and the caller's
+// writes to them fail with ErrNotOwner. The runs still owned by the owner
+// are the caller's again once Reopen returns nil. Notices sent while the
+// connection was lost are gone.
+//
+// It returns ErrConflict while another session holds the owner's lock
+// (the lost session may take a moment to end on the server, and
+// ClaimOrphans holds the lock of an owner it looks at for a moment), an
+// error wrapping net.ErrClosed after Close, and the database's error when
+// it cannot be reached; the caller retries later.
+func (l *Listener) Reopen(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return fmt.Errorf("pgstore: reopen listener of %s: %w", l.owner, net.ErrClosed)
+	}
+	if l.err == nil {
+		return nil
+	}
+	conn, channel, err := l.store.session(ctx, l.owner)
+	if err != nil {
+		return fmt.Errorf("pgstore: reopen listener of %s: %w", l.owner, err)
+	}
+	l.conn, l.channel, l.err = conn, channel, nil
+	return nil
 }
 
 // Next returns the next notice for the Listener's owner, waiting for one
@@ -180,9 +228,8 @@ func (s *Store) Listen(ctx context.Context, owner string) (*Listener, error) {
 // net.ErrClosed. Any other error means the connection is lost: the
 // session, and with it the owner's lock, is gone or going, other
 // processes may claim the owner's runs at any moment, and the caller
-// must stop acting as their owner. A lost Listener cannot be revived,
-// and every later Next returns the same error; Listen again under a new
-// owner name.
+// must stop acting as their owner. Every later Next returns the same
+// error until Reopen succeeds.
 func (l *Listener) Next(ctx context.Context) (store.Notice, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -269,15 +316,16 @@ func decodeNotice(payload, owner string) (store.Notice, bool) {
 //
 // Close may be called while Next waits (Next then returns an error
 // wrapping net.ErrClosed) and more than once; after the first call, and
-// after Next reported the connection lost, it does nothing and returns
-// nil. If the server cannot be told in time, Close still closes the
+// after Next reported the connection lost, it only keeps the Listener from
+// being reopened, and returns nil. If the server cannot be told in time, Close still closes the
 // connection, which ends the session and so releases the lock a moment
 // later, and returns the error.
 func (l *Listener) Close() error {
 	l.stop()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.err != nil {
+	l.closed = true
+	if l.err != nil { // closed already, or lost: its connection is closed
 		return nil
 	}
 	l.err = fmt.Errorf("pgstore: listener of %s: %w", l.owner, net.ErrClosed)

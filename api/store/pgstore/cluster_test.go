@@ -9,8 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -566,5 +568,155 @@ func TestCloseInterruptsNext(t *testing.T) {
 	}
 	if err := l.Close(); err != nil {
 		t.Errorf("second Close = %v, want nil", err)
+	}
+}
+
+// kill ends l's session on the server, as a database that goes away (or
+// an operator's pg_terminate_backend) does.
+func kill(t *testing.T, s *Store, l *Listener) {
+	t.Helper()
+	var done bool
+	if err := s.pool.QueryRow(t.Context(), `SELECT pg_terminate_backend($1::int, 5000)`,
+		int64(l.conn.PgConn().PID())).Scan(&done); err != nil || !done {
+		t.Fatalf("pg_terminate_backend = %v, %v", done, err)
+	}
+}
+
+// A Listener whose session was lost takes its owner's lock again with
+// Reopen, unless another process holds it meanwhile, and then receives
+// notices again; the runs that a peer claimed in between stay the peer's.
+func TestReopenAfterLostSession(t *testing.T) {
+	t.Parallel()
+	a, b := twoProcesses(t)
+	ownerA, ownerB := ownerName(t, "a"), ownerName(t, "b")
+	la := listen(t, a, ownerA)
+	listen(t, b, ownerB)
+	if err := la.Reopen(t.Context()); err != nil {
+		t.Fatalf("Reopen of a Listener that is not lost = %v, want nil", err)
+	}
+	claimed := startRuns(t, a, ownerA, 1)
+
+	kill(t, b, la)
+	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
+	defer cancel()
+	if _, err := la.Next(ctx); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next on a killed connection = %v, want a lost-connection error", err)
+	}
+	if got := claim(t, b, ownerB); !slices.Equal(ids(got), ids(claimed)) {
+		t.Fatalf("claimed %v, want %v", ids(got), ids(claimed))
+	}
+
+	// While another session holds the owner's lock, Reopen fails.
+	hold, err := b.pool.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var locked bool
+	if err := hold.QueryRow(t.Context(), `SELECT pg_try_advisory_lock(`+ownerKeySQL("$1")+`)`, ownerA).Scan(&locked); err != nil || !locked {
+		t.Fatalf("taking the lost owner's lock: %v %v", locked, err)
+	}
+	if err := la.Reopen(t.Context()); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("Reopen while another session holds the lock = %v, want ErrConflict", err)
+	}
+	if _, err := hold.Exec(t.Context(), `SELECT pg_advisory_unlock_all()`); err != nil {
+		t.Fatal(err)
+	}
+	hold.Release()
+
+	if err := la.Reopen(t.Context()); err != nil {
+		t.Fatalf("Reopen = %v", err)
+	}
+	if !alive(t, b, ownerA) {
+		t.Error("Alive = false after Reopen")
+	}
+	mine := startRuns(t, a, ownerA, 1)
+	if got := claim(t, b, ownerB); len(got) != 0 {
+		t.Errorf("a peer claimed %v of a reopened owner", ids(got))
+	}
+	wantOwner(t, b, claimed, ownerB)
+	wantOwner(t, b, mine, ownerA)
+	want := store.Notice{Kind: store.NoticeCancel, Owner: ownerA, RunID: mine[0].ID}
+	if err := b.Notify(t.Context(), want); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(t, la); got != want {
+		t.Errorf("Next after Reopen = %+v, want %+v", got, want)
+	}
+}
+
+func TestReopenAfterClose(t *testing.T) {
+	t.Parallel()
+	a, b := twoProcesses(t)
+	owner := ownerName(t, "o")
+	l, err := a.Listen(t.Context(), owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kill(t, b, l)
+	if _, err := l.Next(t.Context()); err == nil {
+		t.Fatal("Next on a killed connection = nil")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close of a lost Listener = %v", err)
+	}
+	if err := l.Reopen(t.Context()); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Reopen after Close = %v, want net.ErrClosed", err)
+	}
+	if alive(t, b, owner) {
+		t.Error("Alive = true after Reopen of a closed Listener")
+	}
+}
+
+// Lost tells the errors of a lost or unreachable database from those that
+// would come again.
+func TestLost(t *testing.T) {
+	t.Parallel()
+	s, other := twoProcesses(t)
+	conn, err := s.pool.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := other.pool.Exec(t.Context(), `SELECT pg_terminate_backend($1::int, 5000)`, int64(conn.Conn().PgConn().PID())); err != nil {
+		t.Fatal(err)
+	}
+	_, terminated := conn.Exec(t.Context(), "SELECT 1")
+	_, closed := conn.Exec(t.Context(), "SELECT 1")
+
+	unreachable, err := pgxpool.New(t.Context(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unreachable.Close()
+	refused := unreachable.Ping(t.Context())
+
+	_, invalid := s.GetRun(t.Context(), "", "r")
+	_, missing := s.GetRun(t.Context(), "u", "no-such-run")
+	_, syntax := s.pool.Exec(t.Context(), "SELEKT 1")
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, gone := s.GetRun(cancelled, "u", "r")
+
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"session terminated", terminated, true},
+		{"connection closed", closed, true},
+		{"connection refused", refused, true},
+		{"invalid", invalid, false},
+		{"not found", missing, false},
+		{"syntax error", syntax, false},
+		{"context cancelled", gone, false},
+		{"an HTTP call's broken connection", &url.Error{Op: "Post", URL: "http://model", Err: io.ErrUnexpectedEOF}, false},
+		{"nil", nil, false},
+	} {
+		if c.err == nil && c.want {
+			t.Errorf("%s: no error", c.name)
+		}
+		if got := s.Lost(c.err); got != c.want {
+			t.Errorf("Lost(%s: %v) = %v, want %v", c.name, c.err, got, c.want)
+		}
 	}
 }

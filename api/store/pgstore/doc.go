@@ -9,7 +9,10 @@
 // one active run per conversation; a run's event numbers come from a
 // counter on the run's row, taken and used in the one statement that
 // stores the event; answers to approvals and elicitations are conditional
-// updates, so the first wins. Nothing is cached in the process.
+// updates, so the first wins. Nothing is cached in the process. The
+// processes find each other through the database too (see Listen), and
+// Lost tells the errors of a database that went away, which the caller
+// may wait out, from those that would come again.
 //
 // New migrates the schema found on the pool's search_path under an
 // advisory lock, so processes starting together migrate once, and one

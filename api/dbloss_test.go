@@ -1,0 +1,282 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/store"
+)
+
+// database is a role of its own on the test database for one server to
+// connect as, so that the test can take the database away from that
+// server alone (other tests share the PostgreSQL server) and give it
+// back: it ends the role's sessions and refuses it new ones meanwhile.
+type database struct {
+	t     *testing.T
+	admin *pgx.Conn
+	role  string
+	dsn   string // data's URL, as the role
+}
+
+func newDatabase(t *testing.T, data *storage) *database {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, data.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := fmt.Sprintf("t_role_%016x", rand.Uint64())
+	if _, err := admin.Exec(ctx, "CREATE ROLE "+role+" LOGIN SUPERUSER"); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(data.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	d := &database{t: t, admin: admin, role: role, dsn: u.String()}
+	// Before the schema is dropped: what the role made (the tables, when
+	// its server migrated them) goes to the admin, and the role goes.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, q := range []string{
+			"SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE usename = '" + role + "'",
+			"REASSIGN OWNED BY " + role + " TO CURRENT_USER",
+			"DROP OWNED BY " + role,
+			"DROP ROLE " + role,
+		} {
+			if _, err := admin.Exec(ctx, q); err != nil {
+				t.Errorf("drop role %s: %s: %v", role, q, err)
+			}
+		}
+		_ = admin.Close(ctx)
+	})
+	return d
+}
+
+// away ends every session of the role and refuses it new ones, as a
+// database that went away would.
+func (d *database) away() {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(d.t.Context(), 10*time.Second)
+	defer cancel()
+	var n int
+	if _, err := d.admin.Exec(ctx, "ALTER ROLE "+d.role+" NOLOGIN"); err != nil {
+		d.t.Fatal(err)
+	}
+	err := d.admin.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE usename = $1", d.role).Scan(&n)
+	if err != nil || n == 0 {
+		d.t.Fatalf("terminated %d sessions: %v", n, err)
+	}
+}
+
+// back lets the role connect again.
+func (d *database) back() {
+	d.t.Helper()
+	if _, err := d.admin.Exec(d.t.Context(), "ALTER ROLE "+d.role+" LOGIN"); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+// status returns the status GET path answers with.
+func (e *env) status(path string) int {
+	e.t.Helper()
+	status, _ := e.do("GET", path, nil)
+	return status
+}
+
+// follow reads the run's events after the last of seen from the
+// conversation's stream, as a client reconnecting with Last-Event-ID
+// does, until a terminal event.
+func (e *env) follow(conv string, seen []event) []event {
+	e.t.Helper()
+	for range 10 {
+		if len(seen) > 0 && terminal(seen[len(seen)-1].Type) {
+			return seen
+		}
+		last := int64(0)
+		if len(seen) > 0 {
+			last = seen[len(seen)-1].ID
+		}
+		seen = append(seen, e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, e.key,
+			"Last-Event-ID", strconv.FormatInt(last, 10))).all()...)
+	}
+	e.t.Fatalf("no terminal event after 10 reconnections: %v", types(seen))
+	return nil
+}
+
+// TestClusterProcessReconnectsAfterLosingTheDatabase takes the database
+// away from a process while its run waits in a tool, and gives it back:
+// the process stops the run without failing it, is not ready meanwhile
+// (and, past UnhealthyAfter, not healthy), refuses new runs with 503, and
+// once the database is back it is ready again without a restart and
+// continues the run from its last checkpoint to run.completed, which a
+// client reconnecting with Last-Event-ID sees.
+func TestClusterProcessReconnectsAfterLosingTheDatabase(t *testing.T) {
+	noLeaks(t)
+	data := newStorage(t, postgresBackend)
+	db := newDatabase(t, data)
+	e := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, dsn: db.dsn,
+		configure: func(c *api.Config) { c.UnhealthyAfter = time.Millisecond }})
+	s := e.chat(map[string]any{"message": "wait for it"})
+	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+	<-e.tools.waiting
+	s.until("tool.start")
+
+	db.away()
+	// The stream, whose run stopped here, reads the store, and so ends
+	// without a terminal event: its client reconnects.
+	seen := s.all()
+	if terminal(seen[len(seen)-1].Type) {
+		t.Fatalf("the stream ended with %s while the database was away", seen[len(seen)-1].Raw)
+	}
+	waitFor(t, "/readyz 503", func() bool { return e.status("/readyz") == http.StatusServiceUnavailable })
+	waitFor(t, "/healthz 503 past UnhealthyAfter", func() bool { return e.status("/healthz") == http.StatusServiceUnavailable })
+	for _, path := range []string{"/api/v1/chat", "/api/v1/conversations/" + conv} {
+		method, body := "GET", any(nil)
+		if path == "/api/v1/chat" {
+			method, body = "POST", map[string]any{"message": "hello"}
+		}
+		status, b := e.do(method, path, body)
+		wantError(t, status, b, http.StatusServiceUnavailable)
+		if code := jsonOf[apiError](t, b).Error.Code; code != "unavailable" {
+			t.Errorf("%s %s: code %q, want unavailable", method, path, code)
+		}
+	}
+
+	db.back()
+	waitFor(t, "/readyz 200", func() bool { return e.status("/readyz") == http.StatusOK })
+	if status := e.status("/healthz"); status != http.StatusOK {
+		t.Errorf("/healthz %d once the database is back", status)
+	}
+	// Continued from its last checkpoint: the tool runs again, unless
+	// its cancellation was checkpointed as its result before the
+	// database went.
+	close(e.tools.release)
+	evs := e.follow(conv, seen)
+	checkRun(t, evs, 1, runID, conv)
+	if got := evs[len(evs)-1].Type; got != "run.completed" {
+		t.Fatalf("the run ended with %s: %v", got, types(evs))
+	}
+	if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunCompleted {
+		t.Errorf("run %+v %v", r, err)
+	}
+	// New runs start again.
+	if evs := e.chat(map[string]any{"message": "hello"}).all(); evs[len(evs)-1].Type != "run.completed" {
+		t.Errorf("a new run: %v", types(evs))
+	}
+	e.close()
+}
+
+// TestClusterPeerTakesOverFromAProcessThatLostTheDatabase: of two
+// processes, the one that loses its database session for good stops its
+// run without failing it; the other claims the run and completes it. The
+// first, once the database is back, is ready again and leaves the run to
+// its new owner.
+func TestClusterPeerTakesOverFromAProcessThatLostTheDatabase(t *testing.T) {
+	noLeaks(t)
+	data := newStorage(t, postgresBackend)
+	b := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true})
+	db := newDatabase(t, data)
+	a := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, dsn: db.dsn})
+	s := a.chat(map[string]any{"message": "wait for it"})
+	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+	<-a.tools.waiting
+	s.until("tool.start")
+	seen := s.events
+
+	close(b.tools.release) // for b's continuation, if it runs the tool again
+	db.away()
+	// Not ready, but not to be restarted either, within UnhealthyAfter.
+	waitFor(t, "/readyz 503 on the first process", func() bool { return a.status("/readyz") == http.StatusServiceUnavailable })
+	if status := a.status("/healthz"); status != http.StatusOK {
+		t.Errorf("/healthz %d within UnhealthyAfter of losing the database", status)
+	}
+	evs := b.follow(conv, seen)
+	checkRun(t, evs, 1, runID, conv)
+	if got := evs[len(evs)-1].Type; got != "run.completed" {
+		t.Fatalf("the run ended with %s: %v", got, types(evs))
+	}
+
+	db.back()
+	waitFor(t, "/readyz 200 on the first process", func() bool { return a.status("/readyz") == http.StatusOK })
+	a.close()
+	if len(a.tools.waiting) != 0 {
+		t.Error("the first process ran the tool again after the run was taken over")
+	}
+	if r, err := b.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunCompleted {
+		t.Errorf("run %+v %v", r, err)
+	}
+	b.close()
+}
+
+// TestClusterRunWaitsOutItsCheckpointsDatabase takes the database away
+// from the checkpointer alone, as the run's tool returns: the checkpoint
+// cannot be stored, and the run, instead of failing, waits for the
+// database and then goes on from its last checkpoint, on the stream that
+// was open all along, to run.completed.
+func TestClusterRunWaitsOutItsCheckpointsDatabase(t *testing.T) {
+	noLeaks(t)
+	data := newStorage(t, postgresBackend)
+	db := newDatabase(t, data)
+	stranded := make(chan struct{}, 1)
+	e := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, checkpointDSN: db.dsn,
+		configure: func(c *api.Config) {
+			c.Logger = slog.New(logWatch{msg: "the run goes on from its last checkpoint", seen: stranded})
+		}})
+	s := e.chat(map[string]any{"message": "wait for it"})
+	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+	<-e.tools.waiting
+	s.until("tool.start")
+
+	db.away()
+	close(e.tools.release)
+	<-stranded // the checkpoint failed; the run tries again every ClaimInterval
+	<-stranded
+	db.back()
+	evs := s.all()
+	checkRun(t, evs, 1, runID, conv)
+	if got := evs[len(evs)-1].Type; got != "run.completed" {
+		t.Fatalf("the run ended with %s: %v", got, types(evs))
+	}
+	if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunCompleted {
+		t.Errorf("run %+v %v", r, err)
+	}
+	e.close()
+}
+
+// logWatch is a logger's handler that signals seen when a record whose
+// message contains msg is logged: a test's sync point on what a user
+// cannot see.
+type logWatch struct {
+	msg  string
+	seen chan struct{}
+}
+
+func (w logWatch) Enabled(context.Context, slog.Level) bool { return true }
+
+func (w logWatch) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, w.msg) {
+		select {
+		case w.seen <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+func (w logWatch) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w logWatch) WithGroup(string) slog.Handler      { return w }
