@@ -63,10 +63,14 @@ func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store
 
 // EventsAfter implements store.Events. The run comes back even without
 // events, which tells an unknown run from a quiet one in one query.
-func (s *Store) EventsAfter(ctx context.Context, userID, runID string, afterSeq int64) ([]store.Event, error) {
+func (s *Store) EventsAfter(ctx context.Context, userID, runID string, afterSeq int64, limit int) ([]store.Event, error) {
+	size, err := store.EventLimit(limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: events of run %s: %w", runID, err)
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT r.id, e.seq, e.type, e.data, e.created_at
 FROM runs r LEFT JOIN events e ON e.run_id = r.id AND e.seq > ?
-WHERE r.id = ? AND r.user_id = ? ORDER BY e.seq`, afterSeq, runID, userID)
+WHERE r.id = ? AND r.user_id = ? ORDER BY e.seq LIMIT ?`, afterSeq, runID, userID, size)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: events of run %s: %w", runID, err)
 	}

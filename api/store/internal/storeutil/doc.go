@@ -1,4 +1,4 @@
 // Package storeutil holds what the store backends share and the store's
-// users need not see: id and clock, the conversation cursor's encoding,
-// and the splicing of an event's sequence number into its data.
+// users need not see: id and clock, the cursors' encodings, the making of
+// pages, and the splicing of an event's sequence number into its data.
 package storeutil
