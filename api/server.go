@@ -126,6 +126,7 @@ func (s *Server) routes() http.Handler {
 		r.Get("/conversations/{id}/stream", s.handleStream)
 		r.Post("/conversations/{id}/cancel", s.handleCancel)
 		r.Post("/conversations/{id}/runs/{run_id}/edit", s.handleEdit)
+		r.Get("/conversations/{id}/runs/{run_id}/events", s.handleRunEvents)
 		r.Get("/approvals/pending", s.handlePendingApprovals)
 		r.Post("/approvals/{approval_id}", s.handleApproval)
 		r.Post("/elicitation/respond", s.handleElicitationRespond)
