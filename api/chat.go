@@ -349,7 +349,7 @@ const replayPage = 256
 // stored events run out.
 func (s *Server) eachStored(ctx context.Context, user, runID string, after int64, fn func(*store.Event) (stop bool)) error {
 	for {
-		evs, err := s.store.EventsAfter(ctx, user, runID, after, replayPage)
+		evs, err := s.readPage(ctx, user, runID, after)
 		if err != nil {
 			return err
 		}
@@ -363,6 +363,18 @@ func (s *Server) eachStored(ctx context.Context, user, runID string, after int64
 		}
 		after = evs[len(evs)-1].Seq
 	}
+}
+
+// readPage reads a page of the run's events after after, in a slot of
+// pageReads.
+func (s *Server) readPage(ctx context.Context, user, runID string, after int64) ([]store.Event, error) {
+	select {
+	case s.pageReads <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.pageReads }()
+	return s.store.EventsAfter(ctx, user, runID, after, replayPage)
 }
 
 func (s *Server) follow(ctx context.Context, sw *sseWriter, sub *subscriber, user, conversationID, runID string, after int64, replay bool) bool {

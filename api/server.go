@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
@@ -31,6 +32,11 @@ type Server struct {
 	limiter *rateLimiter
 	runs    *runManager
 	handler http.Handler
+	// pageReads holds a slot while a replay reads a page of the store:
+	// on SQLite each concurrent read is a connection of its own, whose
+	// page cache lives outside the Go heap, so many replays at once
+	// would otherwise hold a connection each.
+	pageReads chan struct{}
 
 	// life ends when Shutdown has parked the runs: streams that follow
 	// parked runs end with it.
@@ -51,7 +57,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, store: cfg.Store, models: cfg.Models, elicit: cfg.Elicit, log: cfg.Logger, metrics: cfg.Metrics,
-		auth: newAuthenticator(cfg.Keys), limiter: newRateLimiter(cfg.Limits.RatePerMinute, cfg.Limits.Burst)}
+		auth: newAuthenticator(cfg.Keys), limiter: newRateLimiter(cfg.Limits.RatePerMinute, cfg.Limits.Burst),
+		pageReads: make(chan struct{}, max(4, runtime.GOMAXPROCS(0)))}
 	if s.models == nil {
 		m, err := llm.NewRegistry(llm.Config{})
 		if err != nil {
