@@ -187,14 +187,12 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 	var last int64
 	// stored folds the stored events after last into the response.
 	stored := func() (done bool, err error) {
-		evs, err := s.store.EventsAfter(r.Context(), user, rn.id, last)
-		for i := range evs {
-			last = evs[i].Seq
-			if res.apply(&evs[i]) {
-				return true, nil
-			}
-		}
-		return false, err
+		err = s.eachStored(r.Context(), user, rn.id, last, func(e *store.Event) bool {
+			last = e.Seq
+			done = res.apply(e)
+			return done
+		})
+		return done, err
 	}
 	var poll <-chan time.Time
 	if s.cfg.Cluster != nil {
@@ -342,10 +340,47 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, conversationID
 // streams only.
 const clusterPoll = 250 * time.Millisecond
 
+// replayPage is how many stored events a stream or a sync request reads
+// at once, so that what it holds of a run is a page however long the run.
+const replayPage = 256
+
+// eachStored calls fn with each of the run's stored events after after,
+// in order, reading them a page at a time, until fn says stop or the
+// stored events run out.
+func (s *Server) eachStored(ctx context.Context, user, runID string, after int64, fn func(*store.Event) (stop bool)) error {
+	for {
+		evs, err := s.readPage(ctx, user, runID, after)
+		if err != nil {
+			return err
+		}
+		for i := range evs {
+			if fn(&evs[i]) {
+				return nil
+			}
+		}
+		if len(evs) < replayPage {
+			return nil
+		}
+		after = evs[len(evs)-1].Seq
+	}
+}
+
+// readPage reads a page of the run's events after after, in a slot of
+// pageReads.
+func (s *Server) readPage(ctx context.Context, user, runID string, after int64) ([]store.Event, error) {
+	select {
+	case s.pageReads <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.pageReads }()
+	return s.store.EventsAfter(ctx, user, runID, after, replayPage)
+}
+
 func (s *Server) follow(ctx context.Context, sw *sseWriter, sub *subscriber, user, conversationID, runID string, after int64, replay bool) bool {
 	last := after
-	// send writes stored events after last; it reports whether one was
-	// terminal (done) and whether writing failed (fail).
+	// one writes an event if it comes after last; it reports whether it
+	// was terminal (done) and whether writing failed (fail).
 	one := func(e *store.Event) (done, fail bool) {
 		if e.Seq <= last {
 			return false, false
@@ -356,32 +391,24 @@ func (s *Server) follow(ctx context.Context, sw *sseWriter, sub *subscriber, use
 		last = e.Seq
 		return isTerminal(e.Type), false
 	}
-	send := func(evs []store.Event) (done, fail bool) {
-		for i := range evs {
-			if done, fail = one(&evs[i]); done || fail {
-				return done, fail
-			}
-		}
-		return false, false
+	// catchUp sends the stored events after last, a page at a time.
+	catchUp := func() (done, fail bool) {
+		err := s.eachStored(ctx, user, runID, last, func(e *store.Event) bool {
+			done, fail = one(e)
+			return done || fail
+		})
+		return done, fail || err != nil
 	}
 	// live sends one live event, first filling from the store a gap
 	// before it, which is not expected.
 	live := func(e *store.Event) (done, fail bool) {
 		if e.Seq > last+1 {
-			evs, err := s.store.EventsAfter(ctx, user, runID, last)
-			if err != nil {
-				return false, true
-			}
-			return send(evs)
+			return catchUp()
 		}
 		return one(e)
 	}
 	if replay {
-		evs, err := s.store.EventsAfter(ctx, user, runID, after)
-		if err != nil {
-			return false
-		}
-		if done, fail := send(evs); done || fail {
+		if done, fail := catchUp(); done || fail {
 			return done
 		}
 	}
@@ -400,11 +427,7 @@ func (s *Server) follow(ctx context.Context, sw *sseWriter, sub *subscriber, use
 			if s.runs.runsHere(conversationID, runID) {
 				continue
 			}
-			evs, err := s.store.EventsAfter(ctx, user, runID, last)
-			if err != nil {
-				return false
-			}
-			if done, fail := send(evs); done || fail {
+			if done, fail := catchUp(); done || fail {
 				return done
 			}
 		case e, ok := <-sub.ch:

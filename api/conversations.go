@@ -1,6 +1,8 @@
 package api
 
 import (
+	"cmp"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -9,17 +11,27 @@ import (
 	"github.com/trellis-ai/trellis/api/store"
 )
 
+// queryCount reads the query parameter name into n: a whole number, 0 or
+// more; absent leaves n as it is.
+func queryCount[T int | int64](r *http.Request, name string, n *T) error {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return nil
+	}
+	i, err := strconv.ParseInt(v, 10, 0)
+	if err != nil || i < 0 {
+		return errorf(http.StatusBadRequest, "invalid_parameter", fmt.Sprintf("%q must be a whole number, 0 or more", name))
+	}
+	*n = T(i)
+	return nil
+}
+
 // handleListConversations is GET /api/v1/conversations?limit=&cursor=.
 func (s *Server) handleListConversations(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	page := store.Page{Cursor: q.Get("cursor")}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			s.writeError(w, r, errorf(http.StatusBadRequest, "invalid_parameter", `"limit" must be a whole number, 0 or more`))
-			return
-		}
-		page.Limit = n
+	page := store.Page{Cursor: r.URL.Query().Get("cursor")}
+	if err := queryCount(r, "limit", &page.Limit); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	p, err := s.store.ListConversations(r.Context(), userOf(r), page)
 	if err != nil {
@@ -32,41 +44,82 @@ func (s *Server) handleListConversations(w http.ResponseWriter, r *http.Request)
 	writeJSON(w, http.StatusOK, p)
 }
 
-// conversationResponse is GET /api/v1/conversations/{id}.
+// conversationResponse is GET /api/v1/conversations/{id}: a page of its
+// runs, each with its first events, and their messages. NextCursor is an
+// addition.
 type conversationResponse struct {
-	ID        string                `json:"id"`
-	Title     string                `json:"title"`
-	CreatedAt time.Time             `json:"created_at"`
-	UpdatedAt time.Time             `json:"updated_at"`
-	Status    store.RunStatus       `json:"status"`
-	Messages  []store.Message       `json:"messages"`
-	Runs      []store.RunWithEvents `json:"runs"`
+	ID         string                `json:"id"`
+	Title      string                `json:"title"`
+	CreatedAt  time.Time             `json:"created_at"`
+	UpdatedAt  time.Time             `json:"updated_at"`
+	Status     store.RunStatus       `json:"status"`
+	Messages   []store.Message       `json:"messages"`
+	Runs       []store.RunWithEvents `json:"runs"`
+	NextCursor string                `json:"next_cursor,omitempty"`
 }
 
+// handleGetConversation is GET /api/v1/conversations/{id}?limit=&cursor=&events_limit=.
 func (s *Server) handleGetConversation(w http.ResponseWriter, r *http.Request) {
 	user, id := userOf(r), r.PathValue("id")
+	q := store.RunQuery{Cursor: r.URL.Query().Get("cursor")}
+	if err := cmp.Or(queryCount(r, "limit", &q.Limit), queryCount(r, "events_limit", &q.EventLimit)); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	c, err := s.store.GetConversation(r.Context(), user, id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	msgs, err := s.store.ListMessages(r.Context(), user, id)
+	page, err := s.store.ListRuns(r.Context(), user, id, q)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	runs, err := s.store.ListRuns(r.Context(), user, id)
+	writeJSON(w, http.StatusOK, conversationResponse{ID: c.ID, Title: c.Title, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		Status: c.Status, Messages: page.Messages, Runs: page.Runs, NextCursor: page.NextCursor})
+}
+
+// eventsResponse is GET /api/v1/conversations/{id}/runs/{run_id}/events.
+type eventsResponse struct {
+	Events []store.Event `json:"events"`
+	// NextAfter is the after of the next page; absent when the run had no
+	// more events stored.
+	NextAfter int64 `json:"next_after,omitempty"`
+}
+
+// handleRunEvents is GET
+// /api/v1/conversations/{id}/runs/{run_id}/events?after=&limit=: a page
+// of the run's stored events (an addition), for a history whose runs
+// came with their first events only.
+func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
+	user, id := userOf(r), r.PathValue("id")
+	var (
+		after int64
+		limit int
+	)
+	if err := cmp.Or(queryCount(r, "after", &after), queryCount(r, "limit", &limit)); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	run, err := s.store.GetRun(r.Context(), user, r.PathValue("run_id"))
+	if err == nil && run.ConversationID != id {
+		err = store.ErrNotFound
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	res := conversationResponse{ID: c.ID, Title: c.Title, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Status: c.Status,
-		Messages: msgs, Runs: runs}
-	if res.Messages == nil {
-		res.Messages = []store.Message{}
+	evs, err := s.store.EventsAfter(r.Context(), user, run.ID, after, limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
-	if res.Runs == nil {
-		res.Runs = []store.RunWithEvents{}
+	res := eventsResponse{Events: evs}
+	// A full page ends before the run's last event, or after the last
+	// one known when the run was read.
+	if size, _ := store.EventLimit(limit); len(evs) == size && evs[len(evs)-1].Seq != run.LastSeq {
+		res.NextAfter = evs[len(evs)-1].Seq
 	}
 	writeJSON(w, http.StatusOK, res)
 }

@@ -35,7 +35,10 @@
 // A subscriber registers with the hub first, then replays from the store
 // what came after its Last-Event-ID, then takes live events, skipping
 // those it replayed: nothing is lost or sent twice. Each SSE response ends
-// right after the first terminal event it sends.
+// right after the first terminal event it sends. The replay, like every
+// read of the store a client causes (a sync request catching up, the
+// history of GET /conversations/{id}), reads a page at a time, so what a
+// reader holds does not grow with the run or the conversation.
 //
 // # Approvals, clarifications, elicitations
 //

@@ -24,12 +24,12 @@ func (e *env) snapshot() string {
 		}
 		for _, c := range page.Conversations {
 			fmt.Fprintf(&b, "%s %s %s %s\n", user, c.ID, c.Status, c.UpdatedAt)
-			runs, err := e.store.ListRuns(ctx, user, c.ID)
+			runs, err := e.store.ListRuns(ctx, user, c.ID, store.RunQuery{Limit: store.MaxRunLimit})
 			if err != nil {
 				e.t.Fatal(err)
 			}
-			for _, r := range runs {
-				fmt.Fprintf(&b, "  run %s %s %d events superseded=%v\n", r.ID, r.Status, len(r.Events), r.Superseded)
+			for _, r := range runs.Runs {
+				fmt.Fprintf(&b, "  run %s %s %d events superseded=%v\n", r.ID, r.Status, r.LastSeq, r.Superseded)
 			}
 			msgs, _ := e.store.ListMessages(ctx, user, c.ID)
 			fmt.Fprintf(&b, "  %d messages\n", len(msgs))
@@ -100,6 +100,14 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"list: no key", "GET", "/api/v1/conversations", "", nil, "-", 401},
 		{"get: unknown conversation", "GET", "/api/v1/conversations/nope", "", nil, "", 404},
 		{"get: another user's conversation", "GET", "/api/v1/conversations/" + bobConv, "", nil, "", 404},
+		{"get: bad limit", "GET", "/api/v1/conversations/" + aliceConv + "?limit=x", "", nil, "", 400},
+		{"get: negative events_limit", "GET", "/api/v1/conversations/" + aliceConv + "?events_limit=-1", "", nil, "", 400},
+		{"get: bad cursor", "GET", "/api/v1/conversations/" + aliceConv + "?cursor=bogus", "", nil, "", 400},
+		{"events: another user's run", "GET", "/api/v1/conversations/" + bobConv + "/runs/" + bobRun + "/events", "", nil, "", 404},
+		{"events: run of another conversation", "GET", "/api/v1/conversations/" + parkedConv + "/runs/" + aliceRun + "/events", "", nil, "", 404},
+		{"events: unknown run", "GET", "/api/v1/conversations/" + aliceConv + "/runs/nope/events", "", nil, "", 404},
+		{"events: bad after", "GET", "/api/v1/conversations/" + aliceConv + "/runs/" + aliceRun + "/events?after=1.5", "", nil, "", 400},
+		{"events: negative limit", "GET", "/api/v1/conversations/" + aliceConv + "/runs/" + aliceRun + "/events?limit=-2", "", nil, "", 400},
 		{"delete: unknown conversation", "DELETE", "/api/v1/conversations/nope", "", nil, "", 404},
 		{"delete: another user's conversation", "DELETE", "/api/v1/conversations/" + bobConv, "", nil, "", 404},
 		{"stream: another user's conversation", "GET", "/api/v1/conversations/" + bobConv + "/stream", "", nil, "", 404},

@@ -113,7 +113,7 @@ func TestReconnectWithLastEventIDLosesNothing(t *testing.T) {
 				t.Errorf("answer from chunks: %q", text.String())
 			}
 			// The replay is what the store holds, byte for byte.
-			stored, err := e.store.EventsAfter(t.Context(), "alice", runID, 0)
+			stored, err := e.store.EventsAfter(t.Context(), "alice", runID, 0, store.MaxEventLimit)
 			if err != nil || len(stored) != len(all) {
 				t.Fatalf("stored %d events, %v; streamed %d", len(stored), err, len(all))
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"sync"
 
 	"github.com/go-chi/chi/v5"
@@ -30,6 +31,11 @@ type Server struct {
 	limiter *rateLimiter
 	runs    *runManager
 	handler http.Handler
+	// pageReads holds a slot while a replay reads a page of the store:
+	// on SQLite each concurrent read is a connection of its own, whose
+	// page cache lives outside the Go heap, so many replays at once
+	// would otherwise hold a connection each.
+	pageReads chan struct{}
 
 	// authLimiter counts invalid credentials per client address (which
 	// clientIP finds); nil in local mode (no keys, nothing to guess) or
@@ -63,7 +69,8 @@ func New(cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, store: cfg.Store, models: cfg.Models, elicit: cfg.Elicit, log: cfg.Logger, metrics: cfg.Metrics,
 		auth: newAuthenticator(cfg.Keys), limiter: newRateLimiter(cfg.Limits.RatePerMinute, cfg.Limits.Burst),
-		clientIP: clientIP(proxies)}
+		clientIP:  clientIP(proxies),
+		pageReads: make(chan struct{}, max(4, runtime.GOMAXPROCS(0)))}
 	if !s.auth.local() {
 		s.authLimiter = newRateLimiter(cfg.Limits.AuthFailuresPerMinute, cfg.Limits.AuthFailureBurst)
 	}
@@ -141,6 +148,7 @@ func (s *Server) routes() http.Handler {
 		r.Get("/conversations/{id}/stream", s.handleStream)
 		r.Post("/conversations/{id}/cancel", s.handleCancel)
 		r.Post("/conversations/{id}/runs/{run_id}/edit", s.handleEdit)
+		r.Get("/conversations/{id}/runs/{run_id}/events", s.handleRunEvents)
 		r.Get("/approvals/pending", s.handlePendingApprovals)
 		r.Post("/approvals/{approval_id}", s.handleApproval)
 		r.Post("/elicitation/respond", s.handleElicitationRespond)

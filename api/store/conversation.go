@@ -55,16 +55,20 @@ const (
 
 // Size returns the number of items the page holds at most, or an
 // ErrInvalid error.
-func (p Page) Size() (int, error) {
+func (p Page) Size() (int, error) { return size(p.Limit, DefaultLimit, MaxLimit) }
+
+// size returns limit, def for 0, at most most; a negative limit is an
+// ErrInvalid error.
+func size(limit, def, most int) (int, error) {
 	switch {
-	case p.Limit < 0:
-		return 0, fmt.Errorf("%w: limit %d is negative", ErrInvalid, p.Limit)
-	case p.Limit == 0:
-		return DefaultLimit, nil
-	case p.Limit > MaxLimit:
-		return MaxLimit, nil
+	case limit < 0:
+		return 0, fmt.Errorf("%w: limit %d is negative", ErrInvalid, limit)
+	case limit == 0:
+		return def, nil
+	case limit > most:
+		return most, nil
 	}
-	return p.Limit, nil
+	return limit, nil
 }
 
 // ConversationPage is one page of ListConversations.

@@ -47,7 +47,12 @@
 //
 // # Pagination
 //
-// Conversations list newest first by creation time, then id. The cursor is
-// opaque; it names the last row returned, so rows created while a client
-// pages do not shift the pages it has yet to read.
+// Nothing is read whole that can grow without bound: a reader holds one
+// page at a time. Conversations list newest first by creation time, then
+// id; a conversation's runs oldest first (ListRuns), each with its first
+// events and with the messages of the page's runs; a run's events by
+// sequence number after the last one read (EventsAfter), the number a
+// client gives as Last-Event-ID. Cursors are opaque; each names the last
+// row returned, so rows created while a client pages do not shift the
+// pages it has yet to read.
 package store

@@ -28,6 +28,19 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	return e.Data, nil
 }
 
+// Limits of the events one read returns: a page of EventsAfter, or the
+// first events of each run of ListRuns. A reader holds one page at a
+// time, however long the run.
+const (
+	DefaultEventLimit = 200
+	MaxEventLimit     = 500
+)
+
+// EventLimit returns the number of events a read asked for limit returns
+// at most: limit, DefaultEventLimit for 0, and MaxEventLimit for more.
+// A negative limit is an ErrInvalid error.
+func EventLimit(limit int) (int, error) { return size(limit, DefaultEventLimit, MaxEventLimit) }
+
 // NewEvent is what AppendEvent needs.
 type NewEvent struct {
 	RunID string // required

@@ -67,8 +67,9 @@ type Run struct {
 	// Owner names the process running the run.
 	Owner string `json:"-"`
 	// LastSeq is the sequence number of the run's last event, 0 before
-	// the first.
-	LastSeq int64 `json:"-"`
+	// the first; since sequence numbers have no gaps, also the number of
+	// its events.
+	LastSeq int64 `json:"last_seq"`
 }
 
 // Active reports whether r keeps another run of its conversation from
@@ -162,11 +163,14 @@ func (e RunEnd) Validate() error {
 	return checkText("owner", e.Owner)
 }
 
-// RunWithEvents is a run and its events, as GET /conversations/{id}
+// RunWithEvents is a run and its first events, as GET /conversations/{id}
 // renders them.
 type RunWithEvents struct {
 	Run
 	Events []Event `json:"events"`
+	// EventsTruncated: Events holds only the run's first events; the rest
+	// follow its last one (EventsAfter).
+	EventsTruncated bool `json:"events_truncated"`
 }
 
 // MarshalJSON writes the run's fields and its events, [] when there are
@@ -177,4 +181,38 @@ func (r RunWithEvents) MarshalJSON() ([]byte, error) {
 		r.Events = []Event{}
 	}
 	return json.Marshal(plain(r))
+}
+
+// Limits of RunQuery.Limit.
+const (
+	DefaultRunLimit = 20
+	MaxRunLimit     = 50
+)
+
+// RunQuery selects a page of a conversation's runs.
+type RunQuery struct {
+	// Limit is the most runs returned; 0 means DefaultRunLimit, and more
+	// than MaxRunLimit means MaxRunLimit. Negative is ErrInvalid.
+	Limit int
+	// Cursor is the NextCursor of the previous page; "" starts at the
+	// conversation's first run.
+	Cursor string
+	// EventLimit is the most events returned with each run, its first
+	// ones; see EventLimit.
+	EventLimit int
+}
+
+// Size returns the number of runs the page holds at most, or an
+// ErrInvalid error.
+func (q RunQuery) Size() (int, error) { return size(q.Limit, DefaultRunLimit, MaxRunLimit) }
+
+// RunPage is one page of ListRuns.
+type RunPage struct {
+	// Runs are oldest first, each with its first events.
+	Runs []RunWithEvents
+	// Messages are the messages of Runs, in run order and in creation
+	// order within a run.
+	Messages []Message
+	// NextCursor fetches the next page; "" when this page is the last.
+	NextCursor string
 }

@@ -86,11 +86,14 @@ type Runs interface {
 	// the conversation is unknown, another user's, or has no run.
 	LatestRun(ctx context.Context, userID, conversationID string) (Run, error)
 
-	// ListRuns returns the conversation's runs, oldest first, each with
-	// all its events in sequence order; runs and events are read from one
-	// snapshot. Returns ErrNotFound when the conversation is unknown or
-	// another user's.
-	ListRuns(ctx context.Context, userID, conversationID string) ([]RunWithEvents, error)
+	// ListRuns returns a page of the conversation's runs, oldest first,
+	// each with its first q.EventLimit events in sequence order, and the
+	// messages of those runs; all of it is read from one snapshot. A
+	// reader holds one page however long the conversation and its runs.
+	// Returns ErrNotFound when the conversation is unknown or another
+	// user's, and ErrInvalid for a negative limit or a cursor that
+	// ListRuns did not make.
+	ListRuns(ctx context.Context, userID, conversationID string, q RunQuery) (RunPage, error)
 
 	// FinishRun ends the stream of a running or interrupted run with
 	// end.Status (anything but running), records end.Usage as the run's
@@ -130,10 +133,13 @@ type Events interface {
 	// than one run.
 	AppendEvents(ctx context.Context, evs []NewEvent) ([]Event, error)
 
-	// EventsAfter returns the run's events with a sequence number above
-	// afterSeq, in order; afterSeq 0 returns them all. Returns ErrNotFound
-	// when the run is unknown or another user's.
-	EventsAfter(ctx context.Context, userID, runID string, afterSeq int64) ([]Event, error)
+	// EventsAfter returns a page of the run's events: the first limit
+	// (see EventLimit) with a sequence number above afterSeq, in order,
+	// never nil. Fewer than the limit means no more were stored when it
+	// read; the next page is after the last one's Seq. Returns ErrNotFound
+	// when the run is unknown or another user's, and ErrInvalid for a
+	// negative limit.
+	EventsAfter(ctx context.Context, userID, runID string, afterSeq int64, limit int) ([]Event, error)
 }
 
 // Approvals keeps the tool calls waiting for a human's decision.

@@ -245,14 +245,15 @@ func (f *contractFake) conversation(w http.ResponseWriter, r *http.Request) {
 		RunID   string `json:"run_id"`
 	}
 	type run struct {
-		ID          string            `json:"id"`
-		Status      string            `json:"status"`
-		UserMessage string            `json:"user_message"`
-		Events      []json.RawMessage `json:"events"`
-		Usage       json.RawMessage   `json:"usage"`
-		CreatedAt   string            `json:"created_at"`
-		CompletedAt *string           `json:"completed_at"`
-		Superseded  bool              `json:"superseded"`
+		ID              string            `json:"id"`
+		Status          string            `json:"status"`
+		UserMessage     string            `json:"user_message"`
+		Events          []json.RawMessage `json:"events"`
+		EventsTruncated bool              `json:"events_truncated"`
+		Usage           json.RawMessage   `json:"usage"`
+		CreatedAt       string            `json:"created_at"`
+		CompletedAt     *string           `json:"completed_at"`
+		Superseded      bool              `json:"superseded"`
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -262,13 +263,23 @@ func (f *contractFake) conversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := struct {
-		ID        string    `json:"id"`
-		Title     string    `json:"title"`
-		CreatedAt string    `json:"created_at"`
-		Messages  []message `json:"messages"`
-		Runs      []run     `json:"runs"`
+		ID         string    `json:"id"`
+		Title      string    `json:"title"`
+		CreatedAt  string    `json:"created_at"`
+		Messages   []message `json:"messages"`
+		Runs       []run     `json:"runs"`
+		NextCursor string    `json:"next_cursor,omitempty"`
 	}{ID: c.id, Title: c.title, CreatedAt: c.created.Format(time.RFC3339), Messages: []message{}, Runs: []run{}}
-	for _, x := range c.runs {
+	runs := c.runs
+	if f.runsPage > 0 {
+		from, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
+		runs = runs[min(from, len(runs)):]
+		if len(runs) > f.runsPage {
+			runs = runs[:f.runsPage]
+			out.NextCursor = strconv.Itoa(from + f.runsPage)
+		}
+	}
+	for _, x := range runs {
 		rr := run{ID: x.id, Status: x.status, UserMessage: x.message, Events: []json.RawMessage{}, Usage: x.usage, CreatedAt: x.created.Format(time.RFC3339), Superseded: x.superseded}
 		if rr.Usage == nil {
 			rr.Usage = json.RawMessage("null")
@@ -278,8 +289,12 @@ func (f *contractFake) conversation(w http.ResponseWriter, r *http.Request) {
 			rr.CompletedAt = &s
 		}
 		var answer string
-		for _, ev := range x.events {
-			rr.Events = append(rr.Events, ev.data)
+		for i, ev := range x.events {
+			if f.eventsPage > 0 && i >= f.eventsPage {
+				rr.EventsTruncated = true
+			} else {
+				rr.Events = append(rr.Events, ev.data)
+			}
 			if ev.typ == "response.done" {
 				var d struct {
 					Content string `json:"content"`
@@ -295,6 +310,46 @@ func (f *contractFake) conversation(w http.ResponseWriter, r *http.Request) {
 				out.Messages = append(out.Messages, message{"assistant", answer, x.id})
 			}
 		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// runEvents is GET /conversations/{id}/runs/{run_id}/events?after=&limit=.
+func (f *contractFake) runEvents(w http.ResponseWriter, r *http.Request) {
+	after, err1 := strconv.Atoi(r.URL.Query().Get("after"))
+	limit, err2 := strconv.Atoi(r.URL.Query().Get("limit"))
+	if err1 != nil || err2 != nil || after < 0 || limit < 1 {
+		writeErr(w, http.StatusBadRequest, "invalid_parameter", "after and limit must be whole numbers")
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.convLocked(r.PathValue("id"))
+	var x *fakeRun
+	if c != nil {
+		for _, rr := range c.runs {
+			if rr.id == r.PathValue("run_id") {
+				x = rr
+			}
+		}
+	}
+	if x == nil {
+		writeErr(w, http.StatusNotFound, "not_found", "no such conversation or run")
+		return
+	}
+	out := struct {
+		Events    []json.RawMessage `json:"events"`
+		NextAfter int               `json:"next_after,omitempty"`
+	}{Events: []json.RawMessage{}}
+	// Serve fewer than asked, as a server capping the limit may: the page
+	// must follow next_after, not count.
+	limit = min(limit, max(f.eventsPage, 1))
+	for _, ev := range x.events[min(after, len(x.events)):] {
+		if len(out.Events) == limit {
+			out.NextAfter = ev.seq - 1
+			break
+		}
+		out.Events = append(out.Events, ev.data)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -53,6 +53,11 @@ type contractFake struct {
 	// replayAll makes /stream ignore Last-Event-ID and replay every
 	// event, as a careless server might: the page must drop repeats.
 	replayAll bool
+	// runsPage and eventsPage, when set, page GET /conversations/{id}
+	// as the server does past its defaults: runsPage runs a page
+	// (next_cursor), each with its first eventsPage events
+	// (events_truncated; the rest from .../runs/{run_id}/events).
+	runsPage, eventsPage int
 }
 
 type fakeFailure struct {
@@ -129,6 +134,7 @@ func (f *contractFake) handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/conversations/{id}/stream", f.stream)
 	mux.HandleFunc("POST /api/v1/conversations/{id}/cancel", f.cancelRun)
 	mux.HandleFunc("POST /api/v1/conversations/{id}/runs/{run_id}/edit", f.edit)
+	mux.HandleFunc("GET /api/v1/conversations/{id}/runs/{run_id}/events", f.runEvents)
 	mux.HandleFunc("POST /api/v1/approvals/{id}", f.approval)
 	mux.HandleFunc("POST /api/v1/elicitation/respond", f.elicitation)
 	mux.HandleFunc("GET /api/v1/tools", f.tools)

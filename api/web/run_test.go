@@ -130,6 +130,56 @@ func TestReloadShowsHistory(t *testing.T) {
 	p.Screenshot("history")
 }
 
+// TestReloadPagedHistory: a history longer than a page of runs, with runs
+// longer than a page of events, comes back whole: the page follows
+// next_cursor and reads the rest of each cut run.
+func TestReloadPagedHistory(t *testing.T) {
+	f := newContractFake(t, func(r *fakeRun) {
+		for i := range 4 {
+			r.emit("node.start", map[string]any{"node": fmt.Sprint("step", i)})
+		}
+		r.answer("Answer to " + r.message + ".")
+	})
+	p := open(t, f)
+	questions := []string{"one", "two", "three"}
+	for _, q := range questions {
+		p.Send(q)
+		p.WaitText(webtest.LastAnswer, "Answer to "+q+".")
+		p.WaitJS("Send is enabled", `() => !document.querySelector("#send").disabled`)
+	}
+	f.mu.Lock()
+	f.runsPage, f.eventsPage = 2, 3
+	var runs []string
+	for _, r := range f.convs[0].runs {
+		runs = append(runs, r.id)
+	}
+	f.mu.Unlock()
+
+	p.Reload()
+	p.WaitText(webtest.LastUsage, "165 total") // from the last events of the last run
+	if n := p.Count("#transcript > li.turn"); n != len(questions) {
+		t.Fatalf("%d turns after a reload, want %d", n, len(questions))
+	}
+	for i, q := range questions {
+		sel := fmt.Sprintf("#transcript > li.turn:nth-of-type(%d)", i+1)
+		if got, want := strings.TrimSpace(p.Text(sel+" .answer")), "Answer to "+q+"."; got != want {
+			t.Errorf("turn %d answers %q, want %q", i+1, got, want)
+		}
+		if got := strings.TrimSpace(p.Text(sel + " .usage")); !strings.Contains(got, "165 total") {
+			t.Errorf("turn %d usage %q, want 165 total", i+1, got)
+		}
+	}
+	if pages := f.requestsTo("GET", "/api/v1/conversations/conv-1", 2); pages[len(pages)-1].Query != "cursor=2" {
+		t.Errorf("the last page was asked with %q, want the cursor given", pages[len(pages)-1].Query)
+	}
+	// Each run has 8 events: 3 came with the run, the rest 3 at a time.
+	for _, id := range runs {
+		if n := f.count("GET", "/api/v1/conversations/conv-1/runs/"+id+"/events"); n != 2 {
+			t.Errorf("%d requests for the rest of %s's events, want 2", n, id)
+		}
+	}
+}
+
 func TestEditAndRerun(t *testing.T) {
 	f := newContractFake(t, func(r *fakeRun) {
 		r.answer(fmt.Sprintf("You said: %s", r.message))

@@ -64,14 +64,21 @@ func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store
 }
 
 // EventsAfter implements store.Events. The run comes back even without
-// events, which tells an unknown run from a quiet one in one query.
-func (s *Store) EventsAfter(ctx context.Context, userID, runID string, afterSeq int64) ([]store.Event, error) {
+// events, which tells an unknown run from a quiet one in one query. The
+// page is cut inside the subquery, which reads the primary key from
+// afterSeq on and stops at the limit; with the limit outside the join,
+// the database reads and sorts every later event for each page.
+func (s *Store) EventsAfter(ctx context.Context, userID, runID string, afterSeq int64, limit int) ([]store.Event, error) {
 	if err := storeutil.CheckIDs(userID, runID); err != nil {
 		return nil, fmt.Errorf("pgstore: events of run: %w", err)
 	}
+	size, err := store.EventLimit(limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: events of run %s: %w", runID, err)
+	}
 	rows, err := s.pool.Query(ctx, `SELECT r.id, e.seq, e.type, e.data, e.created_at
-FROM runs r LEFT JOIN events e ON e.run_id = r.id AND e.seq > $1
-WHERE r.id = $2 AND r.user_id = $3 ORDER BY e.seq`, afterSeq, runID, userID)
+FROM runs r LEFT JOIN (SELECT seq, type, data, created_at FROM events WHERE run_id = $2 AND seq > $1 ORDER BY seq LIMIT $4) e ON true
+WHERE r.id = $2 AND r.user_id = $3 ORDER BY e.seq`, afterSeq, runID, userID, size)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: events of run %s: %w", runID, err)
 	}

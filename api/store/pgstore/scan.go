@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
 )
 
 // conversationCols are read by scanConversation; status is the latest
@@ -43,6 +44,23 @@ func scanRun(row pgx.Row) (store.Run, error) {
 	r.CreatedAt, r.CompletedAt = r.CreatedAt.UTC(), utcPtr(r.CompletedAt)
 	return r, nil
 }
+
+// scanNumberedRun reads num, then runCols.
+func scanNumberedRun(row pgx.Row) (storeutil.NumberedRun, error) {
+	var r storeutil.NumberedRun
+	var err error
+	r.Run, err = scanRun(numFirst{row, &r.Num})
+	return r, err
+}
+
+// numFirst scans a row's first column into num and the rest into what
+// Scan is given.
+type numFirst struct {
+	row pgx.Row
+	num *int64
+}
+
+func (n numFirst) Scan(dest ...any) error { return n.row.Scan(append([]any{n.num}, dest...)...) }
 
 // messageCols are read by scanMessage; m is messages, r its run.
 const messageCols = `m.id, m.conversation_id, m.run_id, m.role, m.content, m.citations, m.meta, m.created_at, r.superseded`

@@ -62,14 +62,21 @@ func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store
 }
 
 // EventsAfter implements store.Events. The run comes back even without
-// events, which tells an unknown run from a quiet one in one query.
-func (s *Store) EventsAfter(ctx context.Context, userID, runID string, afterSeq int64) ([]store.Event, error) {
+// events, which tells an unknown run from a quiet one in one query. The
+// page is cut inside the subquery, which reads the primary key from
+// afterSeq on and stops at the limit; with the limit outside the join,
+// the database reads and sorts every later event for each page.
+func (s *Store) EventsAfter(ctx context.Context, userID, runID string, afterSeq int64, limit int) ([]store.Event, error) {
 	if err := storeutil.CheckIDs(userID, runID); err != nil {
 		return nil, fmt.Errorf("sqlitestore: events of run: %w", err)
 	}
+	size, err := store.EventLimit(limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: events of run %s: %w", runID, err)
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT r.id, e.seq, e.type, e.data, e.created_at
-FROM runs r LEFT JOIN events e ON e.run_id = r.id AND e.seq > ?
-WHERE r.id = ? AND r.user_id = ? ORDER BY e.seq`, afterSeq, runID, userID)
+FROM runs r LEFT JOIN (SELECT seq, type, data, created_at FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?) e ON true
+WHERE r.id = ? AND r.user_id = ? ORDER BY e.seq`, runID, afterSeq, size, runID, userID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: events of run %s: %w", runID, err)
 	}

@@ -143,38 +143,65 @@ WHERE conversation_id = ? AND user_id = ? ORDER BY num DESC LIMIT 1`, conversati
 	return r, nil
 }
 
-// ListRuns implements store.Runs.
-func (s *Store) ListRuns(ctx context.Context, userID, conversationID string) ([]store.RunWithEvents, error) {
+// ListRuns implements store.Runs. A run's first n events are those
+// numbered 1 to n, since sequence numbers have no gaps.
+func (s *Store) ListRuns(ctx context.Context, userID, conversationID string, q store.RunQuery) (store.RunPage, error) {
+	page, err := s.listRuns(ctx, userID, conversationID, q)
+	if err != nil {
+		return store.RunPage{}, fmt.Errorf("sqlitestore: list runs of conversation %s: %w", conversationID, err)
+	}
+	return page, nil
+}
+
+func (s *Store) listRuns(ctx context.Context, userID, conversationID string, q store.RunQuery) (store.RunPage, error) {
 	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
-		return nil, fmt.Errorf("sqlitestore: list runs: %w", err)
+		return store.RunPage{}, err
+	}
+	size, after, events, err := storeutil.RunQueryOf(q)
+	if err != nil {
+		return store.RunPage{}, err
 	}
 	var (
-		runs   []store.Run
-		events []store.Event
+		runs []storeutil.NumberedRun
+		evs  []store.Event
+		msgs []store.Message
 	)
-	err := s.read(ctx, func(tx *txn) error {
+	err = s.read(ctx, func(tx *txn) error {
 		if err := ownsConversation(ctx, tx, userID, conversationID); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE conversation_id = ? ORDER BY num`, conversationID)
+		// One more than the page holds tells whether another page follows.
+		rows, err := tx.QueryContext(ctx, `SELECT num, `+runCols+` FROM runs WHERE conversation_id = ? AND num > ?
+ORDER BY num LIMIT ?`, conversationID, after, size+1)
 		if err != nil {
 			return err
 		}
-		if runs, err = collect(rows, scanRun); err != nil {
+		if runs, err = collect(rows, scanNumberedRun); err != nil || len(runs) == 0 {
 			return err
 		}
+		last := runs[min(len(runs), size)-1].Num
 		rows, err = tx.QueryContext(ctx, `SELECT e.run_id, e.seq, e.type, e.data, e.created_at
-FROM events e JOIN runs r ON r.id = e.run_id WHERE r.conversation_id = ? ORDER BY r.num, e.seq`, conversationID)
+FROM runs r JOIN events e ON e.run_id = r.id
+WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ? AND e.seq <= ? ORDER BY r.num, e.seq`,
+			conversationID, after, last, events)
 		if err != nil {
 			return err
 		}
-		events, err = collect(rows, scanEvent)
+		if evs, err = collect(rows, scanEvent); err != nil {
+			return err
+		}
+		rows, err = tx.QueryContext(ctx, `SELECT `+messageCols+` FROM messages m JOIN runs r ON r.id = m.run_id
+WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ? ORDER BY r.num, m.created_at, m.id`, conversationID, after, last)
+		if err != nil {
+			return err
+		}
+		msgs, err = collect(rows, scanMessage)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: list runs of conversation %s: %w", conversationID, err)
+		return store.RunPage{}, err
 	}
-	return storeutil.WithEvents(runs, events), nil
+	return storeutil.RunPage(runs, size, evs, msgs), nil
 }
 
 // FinishRun implements store.Runs.

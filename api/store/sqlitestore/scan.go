@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
 )
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -59,6 +60,23 @@ func scanRun(row scanner) (store.Run, error) {
 	r.CompletedAt, err = nullTime(completed)
 	return r, err
 }
+
+// scanNumberedRun reads num, then runCols.
+func scanNumberedRun(row scanner) (storeutil.NumberedRun, error) {
+	var r storeutil.NumberedRun
+	var err error
+	r.Run, err = scanRun(numFirst{row, &r.Num})
+	return r, err
+}
+
+// numFirst scans a row's first column into num and the rest into what
+// Scan is given.
+type numFirst struct {
+	row scanner
+	num *int64
+}
+
+func (n numFirst) Scan(dest ...any) error { return n.row.Scan(append([]any{n.num}, dest...)...) }
 
 // messageCols are read by scanMessage; m is messages, r its run.
 const messageCols = `m.id, m.conversation_id, m.run_id, m.role, m.content, m.citations, m.meta, m.created_at, r.superseded`

@@ -79,10 +79,7 @@ func AppendConcurrently(t *testing.T, stores []store.Store, r store.Run) {
 		})
 	}
 	wg.Wait()
-	events, err := stores[0].EventsAfter(t.Context(), r.UserID, r.ID, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := allEvents(t, stores[0], r.UserID, r.ID, 0, store.MaxEventLimit)
 	for i, e := range events {
 		if e.Seq != int64(i+1) {
 			t.Fatalf("event %d has seq %d: want 1..%d without gaps", i, e.Seq, len(stores)*each)

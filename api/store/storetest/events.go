@@ -27,7 +27,7 @@ func testEventsVerbatim(t *testing.T, s store.Store) {
 			t.Errorf("AppendEvent(%s) = seq %d, data %s; want seq %d, data %s", tc.in, e.Seq, e.Data, i+1, tc.want)
 		}
 		utc(t, "event", e.CreatedAt)
-		stored := must(s.EventsAfter(ctx, alice, r.ID, int64(i)))(t)
+		stored := must(s.EventsAfter(ctx, alice, r.ID, int64(i), 0))(t)
 		if len(stored) != 1 || !reflect.DeepEqual(stored[0], e) {
 			t.Errorf("stored %+v\nwant %+v, byte for byte", stored, e)
 		}
@@ -49,7 +49,7 @@ func testEventsVerbatim(t *testing.T, s store.Store) {
 func testEventsAfter(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	r := startRun(t, s, newConversation(t, s, alice), "hi")
-	if got := must(s.EventsAfter(ctx, alice, r.ID, 0))(t); got == nil || len(got) != 0 {
+	if got := must(s.EventsAfter(ctx, alice, r.ID, 0, 0))(t); got == nil || len(got) != 0 {
 		t.Errorf("events of a quiet run = %#v, want empty and non-nil", got)
 	}
 	var all []store.Event
@@ -63,10 +63,50 @@ func testEventsAfter(t *testing.T, s store.Store) {
 	}
 	for _, after := range []int64{0, 1, 4, 6, 7, 100} {
 		want := all[min(after, 6):]
-		got := must(s.EventsAfter(ctx, alice, r.ID, after))(t)
+		got := must(s.EventsAfter(ctx, alice, r.ID, after, 0))(t)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("EventsAfter(%d) = %d events %v, want %d", after, len(got), seqs(got), len(want))
 		}
+		// Pages of two: every event once, in order, the last page short.
+		if got := allEvents(t, s, alice, r.ID, after, 2); !reflect.DeepEqual(got, want) {
+			t.Errorf("EventsAfter(%d) by pages of 2 = %v, want %v", after, seqs(got), seqs(want))
+		}
+		if got := must(s.EventsAfter(ctx, alice, r.ID, after, 4))(t); len(got) != min(4, len(want)) || (len(got) > 0 && got[0].Seq != after+1) {
+			t.Errorf("EventsAfter(%d, limit 4) = %v, want the first 4 of %v", after, seqs(got), seqs(want))
+		}
+	}
+}
+
+// testEventsAfterLimits: a limit of 0 means the default, more than the
+// most allowed means the most, and a negative one is refused.
+func testEventsAfterLimits(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	r := startRun(t, s, newConversation(t, s, alice), "long")
+	batch := make([]store.NewEvent, store.MaxEventLimit+1)
+	for i := range batch {
+		batch[i] = store.NewEvent{RunID: r.ID, Type: "tool.progress", Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
+	}
+	all := must(s.AppendEvents(ctx, batch))(t)
+	for _, tc := range []struct {
+		after int64
+		limit int
+		want  []store.Event
+	}{
+		{0, 0, all[:store.DefaultEventLimit]},
+		{0, store.MaxEventLimit * 10, all[:store.MaxEventLimit]},
+		{10, 1, all[10:11]},
+		{int64(len(all)) - 1, store.MaxEventLimit, all[len(all)-1:]},
+		{int64(len(all)), 1, []store.Event{}},
+	} {
+		if got := must(s.EventsAfter(ctx, alice, r.ID, tc.after, tc.limit))(t); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("EventsAfter(%d, limit %d) = %d events from %v, want %d", tc.after, tc.limit, len(got), seqs(got[:min(len(got), 1)]), len(tc.want))
+		}
+	}
+	_, err := s.EventsAfter(ctx, alice, r.ID, 0, -1)
+	wantErr(t, "EventsAfter with a negative limit", err, store.ErrInvalid)
+	_, err = s.EventsAfter(ctx, alice, "no-such-run", 0, -1)
+	if err == nil {
+		t.Error("EventsAfter of an unknown run with a negative limit succeeded")
 	}
 }
 
@@ -119,7 +159,7 @@ func testEventSeqConcurrent(t *testing.T, s store.Store) {
 	}
 	wg.Wait()
 	const n = writers * each * 9 / 10
-	stored := must(s.EventsAfter(ctx, alice, r.ID, 0))(t)
+	stored := allEvents(t, s, alice, r.ID, 0, store.MaxEventLimit)
 	if len(stored) != n || len(got) != n {
 		t.Fatalf("%d events stored, %d returned; want %d", len(stored), len(got), n)
 	}
@@ -131,7 +171,7 @@ func testEventSeqConcurrent(t *testing.T, s store.Store) {
 			t.Errorf("stored %+v, want %+v as returned", e, got[e.Seq])
 		}
 	}
-	other := must(s.EventsAfter(ctx, alice, r2.ID, 0))(t)
+	other := must(s.EventsAfter(ctx, alice, r2.ID, 0, 0))(t)
 	if want := int64(writers * each / 10); int64(len(other)) != want || !slices.Equal(seqs(other), seqRange(want)) {
 		t.Errorf("second run: seqs %v, want 1..%d", seqs(other), want)
 	}
@@ -170,7 +210,7 @@ func testAppendEvents(t *testing.T, s store.Store) {
 			t.Errorf("event %d = seq %d data %s, want seq %d data %s", i, e.Seq, e.Data, i+2, want)
 		}
 	}
-	if stored := must(s.EventsAfter(ctx, alice, r.ID, 1))(t); !reflect.DeepEqual(stored, got) {
+	if stored := must(s.EventsAfter(ctx, alice, r.ID, 1, 0))(t); !reflect.DeepEqual(stored, got) {
 		t.Errorf("stored %+v\nwant %+v as returned", stored, got)
 	}
 
@@ -216,7 +256,7 @@ func testAppendEvents(t *testing.T, s store.Store) {
 		})
 	}
 	wg.Wait()
-	stored := must(s.EventsAfter(ctx, alice, r.ID, 4))(t)
+	stored := allEvents(t, s, alice, r.ID, 4, store.MaxEventLimit)
 	if want := 3*10*4 + 3*10; len(stored) != want {
 		t.Fatalf("%d events, want %d", len(stored), want)
 	}

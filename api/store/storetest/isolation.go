@@ -41,10 +41,10 @@ func userCalls(user string, id records) map[string]func(ctx context.Context, s s
 			return second(s.LatestRun(ctx, user, id.conversation))
 		},
 		"ListRuns": func(ctx context.Context, s store.Store) error {
-			return second(s.ListRuns(ctx, user, id.conversation))
+			return second(s.ListRuns(ctx, user, id.conversation, store.RunQuery{}))
 		},
 		"EventsAfter": func(ctx context.Context, s store.Store) error {
-			return second(s.EventsAfter(ctx, user, id.run, 0))
+			return second(s.EventsAfter(ctx, user, id.run, 0, 0))
 		},
 		"GetApproval": func(ctx context.Context, s store.Store) error {
 			return second(s.GetApproval(ctx, user, id.approval))
@@ -167,6 +167,10 @@ func testInvalidInput(t *testing.T, s store.Store) {
 		"ResolveElicitation, bad content":   second(s.ResolveElicitation(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: json.RawMessage(`[1]`)})),
 		"ListConversations, limit -1":       second(s.ListConversations(ctx, alice, store.Page{Limit: -1})),
 		"ListConversations, bad cursor":     second(s.ListConversations(ctx, alice, store.Page{Cursor: "not-a-cursor"})),
+		"ListRuns, limit -1":                second(s.ListRuns(ctx, alice, c.ID, store.RunQuery{Limit: -1})),
+		"ListRuns, event limit -1":          second(s.ListRuns(ctx, alice, c.ID, store.RunQuery{EventLimit: -1})),
+		"ListRuns, bad cursor":              second(s.ListRuns(ctx, alice, c.ID, store.RunQuery{Cursor: "not-a-cursor"})),
+		"EventsAfter, limit -1":             second(s.EventsAfter(ctx, alice, r.ID, 0, -1)),
 	}, store.ErrInvalid)
 	sameSnapshot(t, "invalid calls", before, take(t, s, alice, c.ID))
 	if ev := appendEvent(t, s, r, "node.start"); ev.Seq != r.LastSeq+1 {

@@ -3,7 +3,9 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -185,7 +187,7 @@ func testSupersede(t *testing.T, s store.Store) {
 	if r4.CheckpointID != r2.CheckpointID || r4.Superseded || r4.Status != store.RunRunning {
 		t.Errorf("edit run = %+v: want running, not superseded, from %s's checkpoint %q", r4, r2.ID, r2.CheckpointID)
 	}
-	runs := must(s.ListRuns(ctx, alice, c.ID))(t)
+	runs, _ := allRuns(t, s, alice, c.ID)
 	var got []bool
 	for _, r := range runs {
 		got = append(got, r.Superseded)
@@ -245,8 +247,8 @@ func testSupersedeRefused(t *testing.T, s store.Store) {
 func testListRuns(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
-	if runs := must(s.ListRuns(ctx, alice, c.ID))(t); runs == nil || len(runs) != 0 {
-		t.Errorf("runs of a new conversation = %#v, want empty and non-nil", runs)
+	if p := must(s.ListRuns(ctx, alice, c.ID, store.RunQuery{}))(t); p.Runs == nil || len(p.Runs) != 0 || p.Messages == nil || len(p.Messages) != 0 || p.NextCursor != "" {
+		t.Errorf("runs of a new conversation = %#v, want empty and non-nil, no cursor", p)
 	}
 	wantErr(t, "LatestRun without runs", second(s.LatestRun(ctx, alice, c.ID)), store.ErrNotFound)
 	var want []store.RunWithEvents
@@ -262,11 +264,148 @@ func testListRuns(t *testing.T, s store.Store) {
 	}
 	quiet := startRun(t, s, c, "d")
 	want = append(want, store.RunWithEvents{Run: quiet, Events: []store.Event{}})
-	got := must(s.ListRuns(ctx, alice, c.ID))(t)
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("ListRuns =\n%+v\nwant\n%+v", got, want)
+	got := must(s.ListRuns(ctx, alice, c.ID, store.RunQuery{}))(t)
+	if !reflect.DeepEqual(got.Runs, want) || got.NextCursor != "" {
+		t.Errorf("ListRuns =\n%+v\nwant\n%+v, no cursor", got, want)
+	}
+	if msgs := must(s.ListMessages(ctx, alice, c.ID))(t); !reflect.DeepEqual(got.Messages, msgs) {
+		t.Errorf("ListRuns' messages =\n%+v\nwant every message, as ListMessages gives\n%+v", got.Messages, msgs)
 	}
 	if latest := must(s.LatestRun(ctx, alice, c.ID))(t); latest.ID != quiet.ID {
 		t.Errorf("LatestRun = %s, want %s", latest.ID, quiet.ID)
+	}
+}
+
+// testListRunsPages: pages of runs cover every run once, oldest first,
+// each with its first events (a page's event limit falling in the middle
+// of a run's events says so) and with the messages of its runs only;
+// cursors stay good while runs are added.
+func testListRunsPages(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	var (
+		runs   []store.Run
+		events = map[string][]store.Event{}
+	)
+	// Runs of 0, 1, 2, … events; each but the last answered.
+	for i := range 5 {
+		r := startRun(t, s, c, fmt.Sprint("turn ", i))
+		for range i {
+			events[r.ID] = append(events[r.ID], appendEvent(t, s, r, "node.start"))
+		}
+		if i < 4 {
+			must(s.AddMessage(ctx, store.NewMessage{RunID: r.ID, Role: store.RoleAssistant, Content: fmt.Sprint("answer ", i)}))(t)
+		}
+		runs = append(runs, finish(t, s, r.ID, store.RunCompleted, ""))
+	}
+	const limit, eventLimit = 2, 2
+	q := store.RunQuery{Limit: limit, EventLimit: eventLimit}
+	var pages [][]string
+	for n := 0; ; n++ {
+		p := must(s.ListRuns(ctx, alice, c.ID, q))(t)
+		var ids []string
+		msgRuns := map[string]int{}
+		for _, m := range p.Messages {
+			msgRuns[m.RunID]++
+		}
+		for _, r := range p.Runs {
+			i := len(slices.Concat(pages...)) + len(ids)
+			ids = append(ids, r.ID)
+			if i >= len(runs) || !reflect.DeepEqual(r.Run, runs[i]) {
+				t.Fatalf("page %d: run %+v, want run %d of %d", n, r.Run, i, len(runs))
+			}
+			all := events[r.ID]
+			want := all[:min(len(all), eventLimit)]
+			if want == nil {
+				want = []store.Event{}
+			}
+			if !reflect.DeepEqual(r.Events, want) || r.EventsTruncated != (len(all) > eventLimit) {
+				t.Errorf("run %d: events %v, truncated %v; want %v, truncated %v", i, seqs(r.Events), r.EventsTruncated, seqs(want), len(all) > eventLimit)
+			}
+			if r.EventsTruncated {
+				// The rest follow the last one given.
+				rest := allEvents(t, s, alice, r.ID, r.Events[len(r.Events)-1].Seq, 1)
+				if !reflect.DeepEqual(slices.Concat(r.Events, rest), all) {
+					t.Errorf("run %d: events %v then %v, want %v", i, seqs(r.Events), seqs(rest), seqs(all))
+				}
+			}
+			wantMsgs := 1 // the user's
+			if i < 4 {
+				wantMsgs = 2 // and the answer
+			}
+			if msgRuns[r.ID] != wantMsgs {
+				t.Errorf("page %d: %d messages of run %d, want %d", n, msgRuns[r.ID], i, wantMsgs)
+			}
+			delete(msgRuns, r.ID)
+		}
+		if len(msgRuns) != 0 {
+			t.Errorf("page %d has messages of runs not on it: %v", n, msgRuns)
+		}
+		pages = append(pages, ids)
+		if n == 0 {
+			// A run started while the client pages comes on a later page.
+			runs = append(runs, startRun(t, s, c, "late"))
+		}
+		if p.NextCursor == "" {
+			if len(p.Runs) == 0 {
+				t.Errorf("page %d: the last page is empty; the page before should have had no cursor", n)
+			}
+			break
+		}
+		if len(p.Runs) != limit {
+			t.Errorf("page %d holds %d runs, want %d (a cursor follows)", n, len(p.Runs), limit)
+		}
+		q.Cursor = p.NextCursor
+	}
+	if want := [][]string{{runs[0].ID, runs[1].ID}, {runs[2].ID, runs[3].ID}, {runs[4].ID, runs[5].ID}}; !reflect.DeepEqual(pages, want) {
+		t.Errorf("pages %v, want %v", pages, want)
+	}
+
+	// Cursors that ListRuns did not make.
+	newConversation(t, s, alice)
+	conv := must(s.ListConversations(ctx, alice, store.Page{Limit: 1}))(t)
+	before := take(t, s, alice, c.ID)
+	for _, cur := range []string{"garbage", "cjE", "cjEuMA" /* r1.0 */, "cjEueA" /* r1.x */, "cjIuMQ" /* r2.1 */, conv.NextCursor} {
+		wantErr(t, fmt.Sprintf("ListRuns with cursor %q", cur), second(s.ListRuns(ctx, alice, c.ID, store.RunQuery{Cursor: cur})), store.ErrInvalid)
+	}
+	sameSnapshot(t, "refused listings", before, take(t, s, alice, c.ID))
+}
+
+// testListRunsLimits: limits of 0 and above the most allowed mean the
+// defaults and the most.
+func testListRunsLimits(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	for i := range store.MaxRunLimit + 1 {
+		r := startRun(t, s, c, fmt.Sprint(i))
+		if i == 0 {
+			batch := make([]store.NewEvent, store.MaxEventLimit+1)
+			for j := range batch {
+				batch[j] = store.NewEvent{RunID: r.ID, Type: "tool.progress", Data: json.RawMessage(`{"type":"tool.progress"}`)}
+			}
+			must(s.AppendEvents(ctx, batch))(t)
+		}
+		finish(t, s, r.ID, store.RunCompleted, "")
+	}
+	for _, tc := range []struct {
+		q              store.RunQuery
+		runs, events   int
+		cursorExpected bool
+	}{
+		{store.RunQuery{}, store.DefaultRunLimit, store.DefaultEventLimit, true},
+		{store.RunQuery{Limit: 1000, EventLimit: 100000}, store.MaxRunLimit, store.MaxEventLimit, true},
+		{store.RunQuery{Limit: 1, EventLimit: 1}, 1, 1, true},
+	} {
+		p := must(s.ListRuns(ctx, alice, c.ID, tc.q))(t)
+		if len(p.Runs) != tc.runs || len(p.Runs[0].Events) != tc.events || !p.Runs[0].EventsTruncated || (p.NextCursor != "") != tc.cursorExpected {
+			t.Errorf("ListRuns(%+v) = %d runs, %d events of the first (truncated %v), cursor %q; want %d runs, %d events, truncated",
+				tc.q, len(p.Runs), len(p.Runs[0].Events), p.Runs[0].EventsTruncated, p.NextCursor, tc.runs, tc.events)
+		}
+	}
+	// The last page: one run, no cursor.
+	p := must(s.ListRuns(ctx, alice, c.ID, store.RunQuery{Limit: store.MaxRunLimit}))(t)
+	p = must(s.ListRuns(ctx, alice, c.ID, store.RunQuery{Cursor: p.NextCursor}))(t)
+	if len(p.Runs) != 1 || p.NextCursor != "" || p.Runs[0].UserMessage != fmt.Sprint(store.MaxRunLimit) {
+		t.Errorf("last page = %d runs, cursor %q; want the last run alone, no cursor", len(p.Runs), p.NextCursor)
 	}
 }

@@ -35,8 +35,11 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Supersede", testSupersede},
 		{"SupersedeRefused", testSupersedeRefused},
 		{"ListRuns", testListRuns},
+		{"ListRunsPages", testListRunsPages},
+		{"ListRunsLimits", testListRunsLimits},
 		{"EventsVerbatim", testEventsVerbatim},
 		{"EventsAfter", testEventsAfter},
+		{"EventsAfterLimits", testEventsAfterLimits},
 		{"EventSeqConcurrent", testEventSeqConcurrent},
 		{"AppendEvents", testAppendEvents},
 		{"Fencing", testFencing},
@@ -145,9 +148,9 @@ func take(t *testing.T, s store.Store, user, conversationID string) snapshot {
 	ctx := t.Context()
 	snap := snapshot{
 		Conversation: must(s.GetConversation(ctx, user, conversationID))(t),
-		Runs:         must(s.ListRuns(ctx, user, conversationID))(t),
 		Messages:     must(s.ListMessages(ctx, user, conversationID))(t),
 	}
+	snap.Runs, _ = allRuns(t, s, user, conversationID)
 	// Every approval and elicitation, resolved or not.
 	for _, r := range snap.Runs {
 		for _, e := range r.Events {
@@ -167,6 +170,46 @@ func take(t *testing.T, s store.Store, user, conversationID string) snapshot {
 		}
 	}
 	return snap
+}
+
+// allEvents reads the run's events after after, a page of limit at a
+// time, checking that no page holds more.
+func allEvents(t *testing.T, s store.Store, user, runID string, after int64, limit int) []store.Event {
+	t.Helper()
+	all := []store.Event{}
+	for {
+		page := must(s.EventsAfter(t.Context(), user, runID, after, limit))(t)
+		if len(page) > limit {
+			t.Fatalf("EventsAfter(%d, limit %d) = %d events", after, limit, len(page))
+		}
+		all = append(all, page...)
+		if len(page) < limit {
+			return all
+		}
+		after = page[len(page)-1].Seq
+	}
+}
+
+// allRuns reads every page of the conversation's runs, completes the
+// events of each, and returns them with the pages' messages.
+func allRuns(t *testing.T, s store.Store, user, conversationID string) ([]store.RunWithEvents, []store.Message) {
+	t.Helper()
+	runs, msgs := []store.RunWithEvents{}, []store.Message{}
+	for q := (store.RunQuery{}); ; {
+		page := must(s.ListRuns(t.Context(), user, conversationID, q))(t)
+		for _, r := range page.Runs {
+			if r.EventsTruncated {
+				r.Events = append(r.Events, allEvents(t, s, user, r.ID, r.Events[len(r.Events)-1].Seq, store.MaxEventLimit)...)
+				r.EventsTruncated = false
+			}
+			runs = append(runs, r)
+		}
+		msgs = append(msgs, page.Messages...)
+		if page.NextCursor == "" {
+			return runs, msgs
+		}
+		q.Cursor = page.NextCursor
+	}
 }
 
 func sameSnapshot(t *testing.T, what string, before, after snapshot) {

@@ -183,7 +183,7 @@ func testJSONEscapesKept(t *testing.T, s store.Store) {
 	a = must(s.ResolveApproval(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: json.RawMessage(obj)}))(t)
 	must(s.ResolveElicitation(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: json.RawMessage(obj)}))(t)
 
-	if got := must(s.EventsAfter(ctx, alice, r.ID, 0))(t); len(got) != 1 || string(got[0].Data) != string(ev.Data) {
+	if got := must(s.EventsAfter(ctx, alice, r.ID, 0, 0))(t); len(got) != 1 || string(got[0].Data) != string(ev.Data) {
 		t.Errorf("events = %+v, want %s", got, ev.Data)
 	}
 	if got := must(s.GetApproval(ctx, alice, a.ID))(t); string(got.Args) != obj || string(got.EditedArgs) != obj {

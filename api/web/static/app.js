@@ -143,9 +143,9 @@ async function openConversation(id) {
   setConversation(id);
   ui.title.textContent = "Loading…";
   updateControls();
-  let conv;
+  let conv, runs;
   try {
-    conv = await client.json("GET", path`/api/v1/conversations/${id}`);
+    ({ conv, runs } = await loadConversation(id));
   } catch (err) {
     if (load !== state.load) return;
     showError(err);
@@ -155,7 +155,6 @@ async function openConversation(id) {
   if (load !== state.load) return;
   const listed = ui.list.querySelector(`a[data-id="${CSS.escape(id)}"] .title`);
   ui.title.textContent = conv.title || listed?.textContent || "Conversation";
-  const runs = Array.isArray(conv.runs) ? conv.runs : [];
   for (const run of runs) {
     const turn = addTurn({ runId: run.id, message: run.user_message });
     for (const ev of Array.isArray(run.events) ? run.events : []) turn.apply(ev, true);
@@ -178,6 +177,38 @@ async function openConversation(id) {
   scrollToEnd(true);
   const last = state.turns[state.turns.length - 1];
   if (last && last.state === "running" && !last.superseded) watch(last);
+}
+
+/**
+ * loadConversation reads a conversation and its whole history: every page
+ * of its runs (next_cursor), and the rest of the events of each run that
+ * came with its first ones only (events_truncated).
+ */
+async function loadConversation(id) {
+  const conv = await client.json("GET", path`/api/v1/conversations/${id}`);
+  const runs = [];
+  for (let page = conv; ; ) {
+    for (const run of Array.isArray(page.runs) ? page.runs : []) {
+      const events = Array.isArray(run.events) ? run.events : [];
+      if (run.events_truncated && events.length) {
+        run.events = events.concat(await restOfEvents(id, run.id, events[events.length - 1].seq));
+      }
+      runs.push(run);
+    }
+    if (!page.next_cursor) return { conv, runs };
+    page = await client.json("GET", path`/api/v1/conversations/${id}?cursor=${page.next_cursor}`);
+  }
+}
+
+/** restOfEvents reads a run's stored events after seq after, page by page. */
+async function restOfEvents(cid, runId, after) {
+  const events = [];
+  while (after) {
+    const page = await client.json("GET", path`/api/v1/conversations/${cid}/runs/${runId}/events?after=${after}&limit=500`);
+    events.push(...(Array.isArray(page.events) ? page.events : []));
+    after = page.next_after;
+  }
+  return events;
 }
 
 /** send starts a run with the composer's message. */

@@ -1,5 +1,5 @@
 // Package storeutil holds what the store backends share and the store's
 // users need not see: id and clock, the check that an id can name a
-// record, the conversation cursor's encoding, and the splicing of an
-// event's sequence number into its data.
+// record, the cursors' encodings, the making of pages, and the splicing
+// of an event's sequence number into its data.
 package storeutil

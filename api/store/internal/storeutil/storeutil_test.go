@@ -45,6 +45,26 @@ func TestCheckIDs(t *testing.T) {
 	}
 }
 
+func TestRunCursorRoundTrip(t *testing.T) {
+	for _, num := range []int64{1, 7, 1 << 40} {
+		if got, err := DecodeRunCursor(EncodeRunCursor(num)); err != nil || got != num {
+			t.Errorf("DecodeRunCursor(EncodeRunCursor(%d)) = %d, %v", num, got, err)
+		}
+	}
+	if got, err := DecodeRunCursor(""); got != 0 || err != nil {
+		t.Errorf(`DecodeRunCursor("") = %d, %v; want 0, no error`, got, err)
+	}
+	conversation := Cursor{CreatedAt: time.Now(), ID: "x"}.Encode()
+	for _, bad := range []string{"!!", "cjE" /* r1 */, "cjEuMA" /* r1.0 */, "cjEuLTE" /* r1.-1 */, "cjIuMQ" /* r2.1 */, conversation} {
+		if _, err := DecodeRunCursor(bad); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("DecodeRunCursor(%q) error = %v, want ErrInvalid", bad, err)
+		}
+	}
+	if _, _, err := DecodeCursor(EncodeRunCursor(3)); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("DecodeCursor of a run cursor: error = %v, want ErrInvalid", err)
+	}
+}
+
 func TestEventData(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`{"type":"x"}`, `{"seq":7,"type":"x"}`},
