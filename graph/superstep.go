@@ -776,6 +776,9 @@ func (t *task[S]) interrupt(payload any) (json.RawMessage, error) {
 
 func (t *task[S]) resumed() bool {
 	r := t.r
+	if len(r.resume) == 0 { // most runs: no id to hash
+		return false
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	_, ok := r.resume[hashID(r.nsKey, t.id, fmt.Sprint(t.nInterrupt))]

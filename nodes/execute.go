@@ -291,12 +291,10 @@ func (x *execution) fill(i int) json.RawMessage {
 func (x *execution) call(ctx context.Context, i int, args json.RawMessage) {
 	st := x.steps[i]
 	_ = emit(ctx, &ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: x.sources[st.Tool], Args: args})
-	callCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.conversationID, requestID: x.requestID,
-		toolCallID: st.ToolCallID, tool: st.Tool, answers: x.answers, endCall: cancel}
+		toolCallID: st.ToolCallID, tool: st.Tool, answers: x.answers}
 	start := time.Now()
-	res := x.a.tools.Execute(callCtx, st.Tool, args, operators.Call{
+	res := x.a.tools.Execute(ctx, st.Tool, args, operators.Call{
 		ToolCallID: st.ToolCallID, ConversationID: x.conversationID, UserID: x.userID,
 		Messenger: m, Model: x.model,
 	})

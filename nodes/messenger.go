@@ -27,8 +27,6 @@ type messenger struct {
 	// answers answer, at once, questions the call asked before the run
 	// parked on them (by elicitation id).
 	answers map[string]questionAnswered
-	// endCall ends the call when its question parks the run.
-	endCall context.CancelCauseFunc
 
 	mu       sync.Mutex
 	direct   []DirectResponse
@@ -97,9 +95,8 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 				Source: r.Source, Message: r.Message, Schema: schema, Replayable: r.Replayable}
 		}
 		m.mu.Unlock()
-		if m.endCall != nil {
-			m.endCall(err)
-		}
+		// The tool returns on this error (operators.ErrAskLater says so),
+		// which ends the call.
 		return operators.ElicitResponse{ElicitationID: r.ElicitationID, Action: operators.ElicitCancel}, fmt.Errorf("nodes: elicitation %s: %w", r.ElicitationID, err)
 	}
 	action := string(resp.Action)
