@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // superstep runs the planned tasks concurrently, merges their updates in
@@ -79,15 +80,21 @@ func (r *run[S]) superstep() error {
 }
 
 // runSpawned runs each task in its own goroutine and, meanwhile, passes
-// their events to the consumer from this goroutine.
+// their events to the consumer from this goroutine. Under a concurrency
+// limit it starts the tasks in order, the next as soon as one finishes.
 func (r *run[S]) runSpawned(tasks []*task[S]) {
 	if r.modes == 0 && r.saver == nil {
 		r.runGroup(tasks)
 		return
 	}
-	if cap(r.done) < len(tasks) {
-		// Buffered for the whole step, so finishing never waits on us.
-		r.done = make(chan *task[S], len(tasks))
+	limit := len(tasks)
+	if r.maxConc > 0 {
+		limit = min(r.maxConc, limit)
+	}
+	if cap(r.done) < limit {
+		// Buffered for every task that may run at once, so finishing never
+		// waits on us.
+		r.done = make(chan *task[S], limit)
 	}
 	if r.events == nil {
 		// Any streamed mode may come from a task: a subgraph run inside a
@@ -96,23 +103,23 @@ func (r *run[S]) runSpawned(tasks []*task[S]) {
 			r.events = make(chan relay[S], cmp(r.cfg.StreamBuffer, 64))
 		}
 	}
-	// With no node events to relay, this goroutine is free to run one task
-	// itself while the others run in theirs.
+	// With no node events to relay and every task running at once, this
+	// goroutine is free to run one task itself while the others run in
+	// theirs. Under a limit it only starts tasks, so that a finished
+	// task's place is filled at once.
 	var mine *task[S]
-	n := 0
-	for _, t := range tasks {
-		if t.restored {
-			continue
+	k := 0
+	if r.events == nil && limit == len(tasks) {
+		for k < len(tasks) && tasks[k].restored {
+			k++
 		}
-		r.debugStart(t)
-		if mine == nil && r.events == nil {
-			mine = t
-			continue
+		if k < len(tasks) {
+			mine = tasks[k]
+			r.debugStart(mine)
+			k++
 		}
-		t.spawned = true
-		n++
-		go r.work(t)
 	}
+	k, n := r.spawn(tasks, k, 0, limit)
 	if mine != nil {
 		mine.run()
 		r.debugEnd(mine)
@@ -127,11 +134,36 @@ func (r *run[S]) runSpawned(tasks []*task[S]) {
 			r.drainEvents()
 			r.debugEnd(t)
 			r.keep(t)
+			if k < len(tasks) {
+				k, n = r.spawn(tasks, k, n, limit)
+			}
 		case rl := <-r.events:
 			ev := rl.event()
 			_ = r.deliver(&ev)
 		}
 	}
+}
+
+// spawn starts tasks from tasks[k] on, in order and each in a goroutine of
+// its own, until limit tasks run or none is left; it returns the next task
+// to start and how many run. Once the run is cancelled it starts no more:
+// the tasks left fail with the cancellation's cause.
+func (r *run[S]) spawn(tasks []*task[S], k, n, limit int) (int, int) {
+	for ; k < len(tasks) && n < limit; k++ {
+		t := tasks[k]
+		if t.restored {
+			continue
+		}
+		if r.ctx.Err() != nil {
+			t.err = context.Cause(r.ctx)
+			continue
+		}
+		r.debugStart(t)
+		t.spawned = true
+		n++
+		go r.work(t)
+	}
+	return k, n
 }
 
 // keep saves a finished task's writes at once, while its siblings still
@@ -153,8 +185,13 @@ func (r *run[S]) keep(t *task[S]) {
 
 // runGroup runs a step's tasks when nothing needs relaying or saving as
 // each finishes: one goroutine per task but the first, which runs here,
-// and one wait for them all.
+// and one wait for them all. Under a concurrency limit that the step
+// exceeds, runPool runs them instead.
 func (r *run[S]) runGroup(tasks []*task[S]) {
+	if r.maxConc > 0 && r.maxConc < len(tasks) {
+		r.runPool(tasks)
+		return
+	}
 	var wg sync.WaitGroup
 	for _, t := range tasks[1:] {
 		if !t.restored {
@@ -166,6 +203,39 @@ func (r *run[S]) runGroup(tasks []*task[S]) {
 		tasks[0].run()
 	}
 	wg.Wait()
+}
+
+// runPool runs a step's tasks on as many goroutines as the limit allows,
+// this one among them, each taking the next task in order until none is
+// left: a wide fan-out starts a few goroutines, not one per task.
+func (r *run[S]) runPool(tasks []*task[S]) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range r.maxConc - 1 {
+		wg.Go(func() { r.take(tasks, &next) })
+	}
+	r.take(tasks, &next)
+	wg.Wait()
+}
+
+// take runs the pool's next task until none is left. Once the run is
+// cancelled it runs no more: the tasks left fail with the cancellation's
+// cause.
+func (r *run[S]) take(tasks []*task[S], next *atomic.Int64) {
+	for {
+		i := next.Add(1) - 1
+		if i >= int64(len(tasks)) {
+			return
+		}
+		t := tasks[i]
+		switch {
+		case t.restored:
+		case r.ctx.Err() != nil:
+			t.err = context.Cause(r.ctx)
+		default:
+			t.run()
+		}
+	}
 }
 
 func (t *task[S]) runIn(wg *sync.WaitGroup) {
