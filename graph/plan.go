@@ -66,16 +66,23 @@ func (r *run[S]) plan(done []*task[S]) ([]*task[S], error) {
 }
 
 // name numbers the Send tasks of each node, for their labels.
+// sendIdx is the number of Send tasks of the same node before it; one
+// count per node keeps a wide fan-out linear.
 func (r *run[S]) name(tasks []*task[S]) {
-	for i, t := range tasks {
+	sent := false
+	for _, t := range tasks {
 		if !t.hasInput {
 			continue
 		}
-		for _, u := range tasks[:i] {
-			if u.hasInput && u.node == t.node {
-				t.sendIdx++
-			}
+		if r.sendCount == nil {
+			r.sendCount = make([]int, len(r.g.nodes))
 		}
+		t.sendIdx = r.sendCount[t.node.idx]
+		r.sendCount[t.node.idx]++
+		sent = true
+	}
+	if sent {
+		clear(r.sendCount)
 	}
 }
 

@@ -116,6 +116,7 @@ type run[S any] struct {
 	slab      []task[S]
 	triggered []bool
 	pushes    []*task[S]
+	sendCount []int // per node, while name numbers Send tasks
 	barriers  [][]bool
 
 	// Persistence; saver is nil when the run has no thread.
