@@ -8,8 +8,9 @@ import (
 	"sync/atomic"
 )
 
-// superstep runs the planned tasks concurrently, merges their updates in
-// task order, plans the next step and checkpoints it.
+// superstep runs the planned tasks concurrently (as many at once as the
+// run's MaxConcurrency allows), merges their updates in task order, plans
+// the next step and checkpoints it.
 func (r *run[S]) superstep() error {
 	tasks := r.tasks
 	if err := r.ctx.Err(); err != nil {
