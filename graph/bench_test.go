@@ -270,3 +270,60 @@ func BenchmarkCheckpointBytes(b *testing.B) {
 		b.ReportMetric(float64(saver.bytes[1000]), "bytes@step1000")
 	}
 }
+
+// BenchmarkSend1000 is a step of 1000 Send tasks, each appending one
+// item, run at once or at most 8 at a time, with Invoke and with a
+// stream of updates (whose events the run's goroutine relays).
+func BenchmarkSend1000(b *testing.B) {
+	g := graph.New[benchState](graph.Append(func(s *benchState) *[]string { return &s.Items }))
+	g.AddNode("plan", func(ctx context.Context, s benchState) (benchState, error) { return benchState{}, nil })
+	g.AddSends("plan", func(ctx context.Context, s benchState) ([]graph.Send[benchState], error) {
+		sends := make([]graph.Send[benchState], 1000)
+		for i := range sends {
+			sends[i] = graph.Send[benchState]{Node: "work", State: benchState{Count: i}}
+		}
+		return sends, nil
+	}, "work")
+	g.AddNode("work", func(ctx context.Context, s benchState) (benchState, error) {
+		return benchState{Items: []string{"x"}}, nil
+	})
+	g.AddEdge(graph.START, "plan")
+	g.AddEdge("work", graph.END)
+	c, err := g.Compile(graph.CompileOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name string
+		cfg  graph.RunConfig
+	}{
+		{"invoke", graph.RunConfig{}},
+		{"invoke-limit8", graph.RunConfig{MaxConcurrency: 8}},
+		{"stream", graph.RunConfig{Modes: graph.ModeUpdates}},
+		{"stream-limit8", graph.RunConfig{Modes: graph.ModeUpdates, MaxConcurrency: 8}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if bc.cfg.Modes == 0 {
+					out, err := c.Invoke(ctx, &benchState{}, bc.cfg)
+					if err != nil || len(out.Items) != 1000 {
+						b.Fatal(len(out.Items), err)
+					}
+					continue
+				}
+				n := 0
+				for _, err := range c.Stream(ctx, &benchState{}, bc.cfg) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+				if n != 1001 {
+					b.Fatal(n)
+				}
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -180,4 +181,44 @@ func DecodeCheckpoint(data []byte) (Checkpoint, error) {
 		}
 	}
 	return cp, nil
+}
+
+// decodeState rebuilds a state from a checkpoint's blobs, following delta
+// chains back to their full value.
+func (c *Compiled[S]) decodeState(saved *Saved) (S, error) {
+	var s S
+	type key struct{ field, version string }
+	blobs := make(map[key]*Blob, len(saved.Blobs))
+	for i := range saved.Blobs {
+		b := &saved.Blobs[i]
+		blobs[key{b.Field, b.Version}] = b
+	}
+	cp := &saved.Checkpoint
+	for _, name := range slices.Sorted(mapsKeys(cp.Versions)) {
+		i, ok := c.schema.byName[name]
+		if !ok {
+			continue // a field the state type no longer has
+		}
+		var chain []*Blob
+		for v := cp.Versions[name]; ; {
+			b := blobs[key{name, v}]
+			if b == nil {
+				return s, fmt.Errorf("graph: checkpoint %s: no stored value for field %s version %s", cp.ID, name, v)
+			}
+			if len(chain) > len(saved.Blobs) {
+				return s, fmt.Errorf("graph: checkpoint %s: field %s: delta chain loops", cp.ID, name)
+			}
+			chain = append(chain, b)
+			if !b.Delta || b.Base == "" {
+				break
+			}
+			v = b.Base
+		}
+		for k := len(chain) - 1; k >= 0; k-- {
+			if err := c.schema.decodeField(&s, i, chain[k].Data, chain[k].Delta); err != nil {
+				return s, fmt.Errorf("graph: checkpoint %s: %w", cp.ID, err)
+			}
+		}
+	}
+	return s, nil
 }

@@ -24,6 +24,14 @@ type CompileOptions struct {
 	InterruptAfter  []string
 	// RecursionLimit caps supersteps per run; 0 means DefaultRecursionLimit.
 	RecursionLimit int
+	// MaxConcurrency bounds how many tasks of one superstep run at once,
+	// like errgroup's SetLimit: a step with more tasks (a wide Send
+	// fan-out, say) starts the rest, in task order, as running ones
+	// finish. A retried task keeps its place through all its attempts.
+	// The merge order stays the task order. 0 or less means no limit:
+	// every task of a step runs at once. A subgraph's steps are bounded by
+	// its own graph's option.
+	MaxConcurrency int
 }
 
 // Compiled is a validated graph, ready to run. It is safe for concurrent

@@ -16,6 +16,8 @@
 // state, then merges their updates in node-name order, so results never
 // depend on scheduling. Edges, conditional edges, joins, Command.Goto and
 // Send decide the next step; a run ends when no node is triggered.
+// CompileOptions.MaxConcurrency (or RunConfig's, per run) bounds how many
+// tasks of a step run at once, for a wide Send fan-out; by default all do.
 // Invoke returns the final state; Stream yields values, updates, custom,
 // message and debug events as they happen.
 //

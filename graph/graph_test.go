@@ -569,3 +569,33 @@ func TestContextsDerivedByNodesMayOutliveThem(t *testing.T) {
 		t.Fatalf("count %d", out.Count)
 	}
 }
+
+// TestSendTasksAreNumberedPerNode: a failing Send task is named by its
+// node and its order among that node's Sends.
+func TestSendTasksAreNumberedPerNode(t *testing.T) {
+	g := newGraph()
+	g.AddNode("plan", func(ctx context.Context, s State) (State, error) { return State{}, nil })
+	g.AddSends("plan", func(ctx context.Context, s State) ([]graph.Send[State], error) {
+		var sends []graph.Send[State]
+		for i := range 3 {
+			sends = append(sends, graph.Send[State]{Node: "b", State: State{Count: i}}, graph.Send[State]{Node: "a", State: State{Count: i}})
+		}
+		return sends, nil
+	}, "a", "b")
+	fail := func(ctx context.Context, s State) (State, error) {
+		if s.Count == 1 {
+			return State{}, errors.New("no")
+		}
+		return State{}, nil
+	}
+	g.AddNode("a", func(ctx context.Context, s State) (State, error) { return State{}, nil })
+	g.AddNode("b", fail)
+	g.AddEdge(graph.START, "plan")
+	g.AddEdge("a", graph.END)
+	g.AddEdge("b", graph.END)
+	c := must[*graph.Compiled[State]](t)(g.Compile(graph.CompileOptions{}))
+	var ne *graph.NodeError
+	if _, err := c.Invoke(t.Context(), &State{}, graph.RunConfig{}); !errors.As(err, &ne) || ne.Node != "b#1" {
+		t.Fatalf("got %v, want a NodeError naming b#1", err)
+	}
+}

@@ -98,3 +98,36 @@ func taskFrom(ctx context.Context) taskHandle {
 	t, _ := ctx.Value(taskKey{}).(taskHandle)
 	return t
 }
+
+func (t *task[S]) interrupt(payload any) (json.RawMessage, error) {
+	r := t.r
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := t.nInterrupt
+	t.nInterrupt++
+	id := hashID(r.nsKey, t.id, fmt.Sprint(k))
+	if v, ok := r.resume[id]; ok {
+		return v, nil
+	}
+	if r.saver == nil {
+		return nil, fmt.Errorf("graph: Interrupt in node %s: %w", t.label(), ErrNoCheckpointer)
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("graph: encode interrupt payload of %s: %w", t.label(), err)
+	}
+	in := PendingInterrupt{ID: id, Node: t.node.spec.name, TaskID: t.id, Namespace: r.nsKey, Payload: raw}
+	t.interrupts = append(t.interrupts, in)
+	return nil, &InterruptError{Interrupts: []PendingInterrupt{in}}
+}
+
+func (t *task[S]) resumed() bool {
+	r := t.r
+	if len(r.resume) == 0 { // most runs: no id to hash
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := r.resume[hashID(r.nsKey, t.id, fmt.Sprint(t.nInterrupt))]
+	return ok
+}

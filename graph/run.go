@@ -38,6 +38,10 @@ type RunConfig struct {
 	InterruptAfter  []string
 	// RecursionLimit caps this run's supersteps; 0 means the graph's limit.
 	RecursionLimit int
+	// MaxConcurrency bounds how many tasks of one superstep run at once,
+	// for this run (see CompileOptions.MaxConcurrency); 0 means the
+	// graph's bound, and a negative value lifts it.
+	MaxConcurrency int
 	// StreamBuffer is how many events nodes may emit ahead of the consumer
 	// before Emit blocks; 0 means 64.
 	StreamBuffer int
@@ -87,8 +91,10 @@ type run[S any] struct {
 	cancel context.CancelCauseFunc
 	cfg    RunConfig
 	limit  int
-	before []bool
-	after  []bool
+	// maxConc bounds the tasks of a step that run at once; 0 is no bound.
+	maxConc int
+	before  []bool
+	after   []bool
 
 	modes   Mode
 	yield   func(Event[S], error) bool
@@ -110,6 +116,7 @@ type run[S any] struct {
 	slab      []task[S]
 	triggered []bool
 	pushes    []*task[S]
+	sendCount []int // per node, while name numbers Send tasks
 	barriers  [][]bool
 
 	// Persistence; saver is nil when the run has no thread.
@@ -186,6 +193,11 @@ func (c *Compiled[S]) newRun(ctx context.Context, cfg RunConfig, yield func(Even
 		r.saver, r.thread = c.opts.Checkpointer, cfg.ThreadID
 	}
 	r.limit = cmp(cfg.RecursionLimit, c.opts.RecursionLimit, DefaultRecursionLimit)
+	r.maxConc = c.opts.MaxConcurrency
+	if cfg.MaxConcurrency != 0 {
+		r.maxConc = cfg.MaxConcurrency
+	}
+	r.maxConc = max(r.maxConc, 0)
 	if len(cfg.InterruptBefore)+len(cfg.InterruptAfter) > 0 {
 		r.before = c.mergeFlags(c.before, cfg.InterruptBefore)
 		r.after = c.mergeFlags(c.after, cfg.InterruptAfter)

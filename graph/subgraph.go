@@ -3,6 +3,8 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 )
 
 // AddSubgraph adds a compiled graph over the same state type as a node.
@@ -58,4 +60,17 @@ func (e Event[S]) parts() (Mode, []string, string, int, any) {
 		return e.Mode, e.Namespace, e.Node, e.Step, e.State
 	}
 	return e.Mode, e.Namespace, e.Node, e.Step, e.Data
+}
+
+func (t *task[S]) childLink() *parentLink {
+	r := t.r
+	id := t.id
+	if id == "" {
+		id = fmt.Sprintf("%d.%s", r.step, t.label())
+	}
+	return &parentLink{
+		saver: r.saver, thread: r.thread, resume: r.resume, modes: r.modes,
+		ns:      append(slices.Clip(r.ns), t.node.spec.name+":"+id),
+		forward: t.forwardChild,
+	}
 }

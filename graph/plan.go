@@ -1,0 +1,176 @@
+package graph
+
+import (
+	"fmt"
+	"runtime/debug"
+	"slices"
+)
+
+// plan returns the tasks of the next step: nodes triggered by the edges,
+// routers, joins and Gotos of the finished tasks, once each, then Send
+// tasks, all in node-name order. The finished tasks are free for reuse
+// once it returns: some of them may be the next step's.
+func (r *run[S]) plan(done []*task[S]) ([]*task[S], error) {
+	clear(r.triggered)
+	r.pushes = r.pushes[:0]
+	for _, t := range done {
+		n := t.node
+		for _, j := range n.next {
+			r.triggered[j] = true
+		}
+		for _, j := range n.joins {
+			r.arrive(j, n.idx)
+		}
+		for _, b := range n.branches {
+			if err := r.branch(t, b); err != nil {
+				return nil, err
+			}
+		}
+		for _, to := range t.gotos {
+			if err := r.trigger(to, "Goto of "+t.label()); err != nil {
+				return nil, err
+			}
+		}
+		for _, s := range t.sends {
+			if err := r.push(s, "Send of "+t.label()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Nothing reads the finished tasks from here on, so the tasks of a
+	// step can be those of the last: a run of single-task steps uses one
+	// task in all.
+	r.free = append(r.free, done...)
+	n := 0
+	for _, on := range r.triggered {
+		if on {
+			n++
+		}
+	}
+	r.reserve(n)
+	// Two task lists alternate: the one being planned and the one whose
+	// step just ran.
+	next := slices.Grow(r.spare[:0], n+len(r.pushes))
+	slices.SortStableFunc(r.pushes, func(a, b *task[S]) int { return a.node.idx - b.node.idx })
+	p := 0
+	for i, on := range r.triggered {
+		if on {
+			next = append(next, r.newTask(r.g.nodes[i]))
+		}
+		for ; p < len(r.pushes) && r.pushes[p].node.idx == i; p++ {
+			next = append(next, r.pushes[p])
+		}
+	}
+	r.name(next)
+	return next, nil
+}
+
+// name numbers the Send tasks of each node, for their labels.
+// sendIdx is the number of Send tasks of the same node before it; one
+// count per node keeps a wide fan-out linear.
+func (r *run[S]) name(tasks []*task[S]) {
+	sent := false
+	for _, t := range tasks {
+		if !t.hasInput {
+			continue
+		}
+		if r.sendCount == nil {
+			r.sendCount = make([]int, len(r.g.nodes))
+		}
+		t.sendIdx = r.sendCount[t.node.idx]
+		r.sendCount[t.node.idx]++
+		sent = true
+	}
+	if sent {
+		clear(r.sendCount)
+	}
+}
+
+func (r *run[S]) trigger(name, what string) error {
+	if name == END {
+		return nil
+	}
+	i, ok := r.g.byName[name]
+	if !ok {
+		return fmt.Errorf("%w %q in %s (step %d)", ErrUnknownNode, name, what, r.step)
+	}
+	r.triggered[i] = true
+	return nil
+}
+
+func (r *run[S]) push(s Send[S], what string) error {
+	i, ok := r.g.byName[s.Node]
+	if !ok {
+		return fmt.Errorf("%w %q in %s (step %d)", ErrUnknownNode, s.Node, what, r.step)
+	}
+	t := r.newTask(r.g.nodes[i])
+	t.hasInput, t.input = true, s.State
+	r.pushes = append(r.pushes, t)
+	return nil
+}
+
+func (r *run[S]) arrive(j, from int) {
+	b := r.barriers[j]
+	for k, f := range r.g.joins[j].from {
+		if f == from {
+			b[k] = true
+		}
+	}
+	if !slices.Contains(b, false) {
+		r.triggered[r.g.joins[j].to] = true
+		clear(b)
+	}
+}
+
+// branch evaluates one router of a finished task on the merged state.
+func (r *run[S]) branch(t *task[S], b *branchSpec[S]) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+		if err != nil {
+			err = fmt.Errorf("graph: route after %s (step %d): %w", t.label(), r.step, err)
+		}
+	}()
+	what := "router"
+	if b.one != nil {
+		name, err := b.one(r.ctx, r.state)
+		if err != nil {
+			return err
+		}
+		return r.route(b, name, what)
+	}
+	if b.route != nil {
+		names, err := b.route(r.ctx, r.state)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			if err := r.route(b, name, what); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	sends, err := b.sends(r.ctx, r.state)
+	if err != nil {
+		return err
+	}
+	for _, s := range sends {
+		if err := r.push(s, what); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run[S]) route(b *branchSpec[S], name, what string) error {
+	if b.pathMap != nil {
+		to, ok := b.pathMap[name]
+		if !ok {
+			return fmt.Errorf("%w: %s answered %q, which its path map lacks", ErrUnknownNode, what, name)
+		}
+		name = to
+	}
+	return r.trigger(name, what)
+}

@@ -1,0 +1,164 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// task is one node execution within a superstep.
+type task[S any] struct {
+	r        *run[S]
+	node     *cnode[S]
+	id       string
+	sendIdx  int
+	hasInput bool // input came from a Send
+	input    S
+	// ctx is made afresh each time the task runs and never changed after:
+	// contexts a node derives from it (a timeout's timer, say) may outlive
+	// the node, and the task itself is reused by later steps.
+	ctx     *taskCtx
+	spawned bool
+
+	upd      S
+	set      fieldMask
+	ovr      *S // Command.Overwrite's result, when the node gave one
+	ovrMask  fieldMask
+	clipped  bool // input's slices were clipped: it is not r.state's bytes
+	gotos    []string
+	sends    []Send[S]
+	err      error
+	restored bool // result loaded from the checkpoint's pending writes
+	saved    bool // result stored as pending writes during its step
+	resumes  int
+	started  time.Time
+	took     time.Duration
+
+	mu         sync.Mutex // interrupt bookkeeping, if a node calls from goroutines
+	nInterrupt int
+	interrupts []PendingInterrupt
+}
+
+func (t *task[S]) label() string {
+	if t.node.spec == nil {
+		return START
+	}
+	if t.hasInput {
+		return fmt.Sprintf("%s#%d", t.node.spec.name, t.sendIdx)
+	}
+	return t.node.spec.name
+}
+
+func (r *run[S]) newTask(n *cnode[S]) *task[S] {
+	var t *task[S]
+	switch k := len(r.free); {
+	case k > 0:
+		t, r.free = r.free[k-1], r.free[:k-1]
+		*t = task[S]{}
+	default:
+		if len(r.slab) == 0 {
+			r.reserve(1)
+		}
+		t, r.slab = &r.slab[0], r.slab[1:]
+	}
+	t.r, t.node = r, n
+	return t
+}
+
+// reserve makes room for n new tasks in one allocation, so a wide step
+// does not allocate its tasks one by one.
+func (r *run[S]) reserve(n int) {
+	if short := n - len(r.free) - len(r.slab); short > 0 {
+		r.slab = make([]task[S], short)
+	}
+}
+
+// run executes the task's node with its policies and records the result.
+// Its frame, and invoke's, stay small: a task runs in a fresh goroutine,
+// and a deep first call would grow and copy its stack every time.
+func (t *task[S]) run() {
+	t.ctx = &taskCtx{Context: t.r.ctx, t: t}
+	o := &t.node.spec.opts
+	if f := t.node.spec.plainFn; f != nil && t.node.cache == nil && o.retry == nil && o.timeout == 0 {
+		t.nInterrupt, t.interrupts = 0, nil
+		t.finish(nil, t.invokePlain(f))
+		return
+	}
+	t.runWithPolicies()
+}
+
+func (t *task[S]) runWithPolicies() {
+	cmd, err := t.call()
+	t.finish(&cmd, err)
+}
+
+// invokePlain runs a NodeFunc with no policy, its update going straight
+// into the task.
+func (t *task[S]) invokePlain(f NodeFunc[S]) (err error) {
+	defer recoverPanic(&err)
+	t.upd, err = f(t.ctx, t.input)
+	return err
+}
+
+// finish records a node's result, or its failure or pause. A nil cmd means
+// the update is already in t.upd.
+func (t *task[S]) finish(cmd *Command[S], err error) {
+	if err != nil && len(t.interrupts) == 0 {
+		t.adoptInterrupts(err)
+	}
+	if len(t.interrupts) > 0 {
+		t.err = nil
+		return
+	}
+	t.err = err
+	if err != nil {
+		return
+	}
+	sc := t.r.g.schema
+	if cmd == nil {
+		t.set = sc.setFields(&t.upd)
+		return
+	}
+	t.upd = cmd.Update
+	t.set = sc.setFields(&t.upd)
+	if cmd.Overwrite != nil {
+		t.applyOverwrite(cmd.Overwrite)
+	}
+	t.gotos, t.sends = cmd.Goto, cmd.Send
+}
+
+// applyOverwrite runs a Command's Overwrite on a copy of the task's input
+// and records which fields it changed.
+//
+// The input is not needed once the node has returned, so when it is a
+// byte-for-byte copy of the run's state — neither a Send's input nor
+// clipped for a parallel step — Overwrite runs on the input itself and is
+// compared with the state, which stays as it was until the step merges:
+// that saves a copy of the state on the heap.
+func (t *task[S]) applyOverwrite(fn func(*S)) {
+	sc := t.r.g.schema
+	if !t.hasInput && !t.clipped {
+		fn(&t.input)
+		t.ovr = &t.input
+		t.ovrMask = sc.changed(&t.r.state, t.ovr)
+		return
+	}
+	ovr := t.input
+	fn(&ovr)
+	t.ovr = &ovr
+	t.ovrMask = sc.changed(&t.input, t.ovr)
+}
+
+// adoptInterrupts makes a subgraph's pause inside this node the task's
+// own, answered through this task. It is apart from finish because
+// errors.As moves its target to the heap, on every call.
+func (t *task[S]) adoptInterrupts(err error) {
+	var ie *InterruptError
+	if errors.As(err, &ie) {
+		for _, in := range ie.Interrupts {
+			in.TaskID = t.id
+			t.interrupts = append(t.interrupts, in)
+		}
+	}
+}
