@@ -151,7 +151,8 @@ type Guard[R any] struct {
 
 // NewGuard builds a guard named name (the dependency's name, reported to
 // listener, which may be nil). Zero fields of cfg take [ModelDefaults];
-// callers with other defaults fill cfg first ([ResilienceConfig.WithDefaults]).
+// callers with other defaults fill cfg first ([ResilienceConfig.WithDefaults])
+// from defaults that leave no field zero.
 func NewGuard[R any](name string, cfg ResilienceConfig, listener BreakerListener) *Guard[R] {
 	cfg = cfg.WithDefaults(ModelDefaults())
 	g := &Guard[R]{name: name, cfg: cfg}

@@ -324,6 +324,26 @@ func TestTimeoutBoundsTheWholeCall(t *testing.T) {
 	})
 }
 
+// TestNoTimeoutPerAttempt: a tool source's timeout bounds the whole call
+// only; a long attempt within it is not cut short (model calls have a
+// timeout per attempt, tool calls do not).
+func TestNoTimeoutPerAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, src, _ := flaky(t, llm.ResilienceConfig{Timeout: 10 * time.Minute}, func(ctx context.Context, _ int) (operators.Result, error) {
+			select {
+			case <-time.After(5 * time.Minute):
+				return operators.TextResult("slow but done"), nil
+			case <-ctx.Done():
+				return operators.Result{}, llm.Transient(ctx.Err())
+			}
+		})
+		res := p.Execute(t.Context(), "search", args, operators.Call{})
+		if res.IsError() || src.calls.Load() != 1 {
+			t.Errorf("%d calls, result %q; want one call that finishes", src.calls.Load(), res.Error)
+		}
+	})
+}
+
 // TestNoRetryThatTheTimeoutCannotFit: the call gives up as soon as the
 // next wait would end past its timeout, with the last attempt's error.
 func TestNoRetryThatTheTimeoutCannotFit(t *testing.T) {
