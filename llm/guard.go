@@ -306,9 +306,10 @@ func (g *Guard[R]) run(ctx context.Context, repeatable bool, fn func(ctx context
 			err = fmt.Errorf("%w: %w", &timeoutError{d: g.cfg.Timeout}, err)
 		}
 	}
-	var f *final
-	if errors.As(err, &f) {
-		err = f.err
+	if err != nil {
+		if f := (*final)(nil); errors.As(err, &f) {
+			err = f.err
+		}
 	}
 	c.res, c.err = r, err
 	return c
