@@ -30,8 +30,10 @@ var (
 	// ErrInvalidScript: a script file does not parse or fails validation.
 	ErrInvalidScript = errors.New("llm: invalid script")
 	// ErrUnavailable: a [Guard] refused the call — its circuit breaker is
-	// open or its bulkhead is full; the call was not attempted.
-	ErrUnavailable = errors.New("llm: service unavailable")
+	// open or its bulkhead is full; the call was not attempted. Its text
+	// has no package prefix: callers of either kind of dependency say
+	// whose service it is.
+	ErrUnavailable = errors.New("service unavailable")
 	// ErrTimeout: a guarded call ran out of its timeout, which bounds the
 	// whole call (see [ResilienceConfig.Timeout]). Errors matching it match
 	// context.DeadlineExceeded too.

@@ -386,7 +386,7 @@ func (p *Provider) Execute(ctx context.Context, name string, args json.RawMessag
 	t, ok, pending := p.resolveWaiting(ctx, name)
 	if !ok {
 		if pending {
-			return p.fail(ctx, name, "", fmt.Errorf("%w: no source offers %q yet: a tool source that might has not connected (waited %s)",
+			return p.fail(ctx, name, "", fmt.Errorf("operators: %w: no source offers %q yet: a tool source that might has not connected (waited %s)",
 				llm.ErrUnavailable, name, p.sourceWait()))
 		}
 		return p.fail(ctx, name, "", p.unknown(name))
