@@ -146,7 +146,11 @@ type Guard[R any] struct {
 	name     string
 	cfg      ResilienceConfig
 	breaker  circuitbreaker.CircuitBreaker[R]
-	policies []failsafe.Policy[R] // breaker, bulkhead, attempt timeout; retry is made per call
+	policies []failsafe.Policy[R] // breaker, bulkhead, attempt timeout
+	// stateless holds the whole policy stack for calls with no timeout
+	// of their own, which keeps no state per call and is built once:
+	// [0] for work that must not repeat, [1] for work that may.
+	stateless [2]failsafe.Executor[R]
 }
 
 // NewGuard builds a guard named name (the dependency's name, reported to
@@ -174,6 +178,9 @@ func NewGuard[R any](name string, cfg ResilienceConfig, listener BreakerListener
 	}
 	if cfg.AttemptTimeout > 0 {
 		g.policies = append(g.policies, timeout.New[R](cfg.AttemptTimeout))
+	}
+	if cfg.Timeout <= 0 {
+		g.stateless = [2]failsafe.Executor[R]{g.executor(false, nil), g.executor(true, nil)}
 	}
 	return g
 }
@@ -264,31 +271,17 @@ func (g *Guard[R]) run(ctx context.Context, repeatable bool, fn func(ctx context
 		c.res, c.err = fn(ctx)
 		return c
 	}
+	var ex failsafe.Executor[R]
 	if g.cfg.Timeout > 0 {
 		ctx, c.clock = startClock(ctx, g.cfg.Timeout)
 		defer c.clock.stop()
+		ex = g.executor(repeatable, c)
+	} else if repeatable {
+		ex = g.stateless[1]
+	} else {
+		ex = g.stateless[0]
 	}
-	rp := retrypolicy.NewBuilder[R]().
-		HandleIf(func(_ R, err error) bool { return countsAsFailure(err) && (repeatable || SafeToRetry(err)) }).
-		AbortIf(func(_ R, err error) bool {
-			if retryAfter(err) > g.cfg.BackoffMax || errors.As(err, new(*final)) {
-				return true
-			}
-			if c.attempts >= g.cfg.MaxAttempts { // no retry follows anyway
-				return false
-			}
-			c.next = g.delay(err, c.attempts)
-			if c.clock != nil && c.next >= c.clock.left() {
-				c.outOfTime = true
-				return true
-			}
-			return false
-		}).
-		WithMaxAttempts(max(g.cfg.MaxAttempts, 1)).
-		WithDelayFunc(func(failsafe.ExecutionAttempt[R]) time.Duration { return c.next }).
-		ReturnLastFailure().
-		Build()
-	r, err := failsafe.With(append([]failsafe.Policy[R]{rp}, g.policies...)...).WithContext(ctx).
+	r, err := ex.WithContext(ctx).
 		GetWithExecution(func(exec failsafe.Execution[R]) (R, error) {
 			c.attempts++
 			r, err := fn(exec.Context())
@@ -313,6 +306,39 @@ func (g *Guard[R]) run(ctx context.Context, repeatable bool, fn func(ctx context
 	}
 	c.res, c.err = r, err
 	return c
+}
+
+// executor is the policy stack of a call: retry around the guard's
+// policies. c is the call's retry state when the call has a timeout its
+// retries must fit in (a wait that would end past it is not made); nil
+// for calls without one, whose stack keeps no state and is shared.
+func (g *Guard[R]) executor(repeatable bool, c *guardedCall[R]) failsafe.Executor[R] {
+	rp := retrypolicy.NewBuilder[R]().
+		HandleIf(func(_ R, err error) bool { return countsAsFailure(err) && (repeatable || SafeToRetry(err)) }).
+		AbortIf(func(_ R, err error) bool {
+			if retryAfter(err) > g.cfg.BackoffMax || errors.As(err, new(*final)) {
+				return true
+			}
+			if c == nil || c.attempts >= g.cfg.MaxAttempts { // no retry follows anyway
+				return false
+			}
+			c.next = g.delay(err, c.attempts)
+			if c.next >= c.clock.left() {
+				c.outOfTime = true
+				return true
+			}
+			return false
+		}).
+		WithMaxAttempts(max(g.cfg.MaxAttempts, 1)).
+		WithDelayFunc(func(exec failsafe.ExecutionAttempt[R]) time.Duration {
+			if c == nil {
+				return g.delay(exec.LastError(), exec.Attempts())
+			}
+			return c.next
+		}).
+		ReturnLastFailure().
+		Build()
+	return failsafe.With(append([]failsafe.Policy[R]{rp}, g.policies...)...)
 }
 
 // describe is the outcome of a tool call as [Guard.Do] reports it.
