@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
@@ -205,7 +206,7 @@ func (c Config) withDefaults() Config {
 // unique per process start.
 func NewOwner() string {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), randomHex(4))
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), ids.Random("", 4))
 }
 
 func defInt(v *int, d int) {

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/trellis-ai/trellis/llm"
-	"github.com/trellis-ai/trellis/operators"
 )
 
 // Metrics collects what GET /metrics serves, in Prometheus' exposition
@@ -114,13 +113,13 @@ func NewMetrics() *Metrics {
 }
 
 // BreakerChanged records a tool source's breaker state; it is an
-// operators.BreakerListener.
-func (m *Metrics) BreakerChanged(source string, state operators.BreakerState) {
+// llm.BreakerListener.
+func (m *Metrics) BreakerChanged(source string, state llm.BreakerState) {
 	v := 0.0
 	switch state {
-	case operators.BreakerHalfOpen:
+	case llm.BreakerHalfOpen:
 		v = 1
-	case operators.BreakerOpen:
+	case llm.BreakerOpen:
 		v = 2
 	}
 	m.breakers.WithLabelValues(source).Set(v)

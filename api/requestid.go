@@ -2,9 +2,9 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
+
+	"github.com/trellis-ai/trellis/internal/ids"
 )
 
 // ctxKey names a request-scoped context value; a pointer type with a
@@ -30,7 +30,7 @@ func withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(RequestIDHeader)
 		if !plainID(id) {
-			id = "req_" + randomHex(8)
+			id = ids.Random("req_", 8)
 		}
 		w.Header().Set(RequestIDHeader, id)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
@@ -55,10 +55,4 @@ func plainID(s string) bool {
 		}
 	}
 	return true
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return hex.EncodeToString(b)
 }

@@ -2,9 +2,7 @@ package graph
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/trellis-ai/trellis/internal/ids"
 )
 
 // RunConfig configures one run. The zero value runs once, without
@@ -524,7 +524,7 @@ func (r *run[S]) commit(source Source, changed fieldMask, next []*task[S], after
 // deltas) and the plan of the next step.
 func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before bool, after []string) (string, error) {
 	now := time.Now()
-	id := newID(now)
+	id := ids.Sortable(now)
 	sc := r.g.schema
 	scr := r.saving()
 	versions := r.versions
@@ -639,35 +639,6 @@ func (r *run[S]) markDeltas() {
 		}
 	}
 	r.marked = true
-}
-
-// idSource makes checkpoint ids that sort as strings in creation order:
-// 16 hex digits of Unix nanoseconds, kept strictly increasing within the
-// process, then 8 random hex digits fixed per process so that ids made by
-// two processes in the same nanosecond still differ.
-var idSource = struct {
-	mu     sync.Mutex
-	last   uint64
-	suffix string
-}{suffix: func() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}()}
-
-func newID(t time.Time) string {
-	now := uint64(t.UnixNano())
-	idSource.mu.Lock()
-	if now <= idSource.last {
-		now = idSource.last + 1
-	}
-	idSource.last = now
-	idSource.mu.Unlock()
-	var buf [25]byte
-	hex.Encode(buf[:16], binary.BigEndian.AppendUint64(nil, now))
-	buf[16] = '-'
-	copy(buf[17:], idSource.suffix)
-	return string(buf[:])
 }
 
 // hashID derives a stable id from its parts, so a task or interrupt gets

@@ -1,6 +1,7 @@
 // Package llm owns everything Trellis knows about language models: the model
 // registry and its aliases, provider construction through langchaingo,
-// token-usage accounting, resilience around every model call, and two models
+// token-usage accounting, the one error classification and resilience policy
+// (used around every model call and by the tool provider), and two models
 // that need no network at all — the offline model (the embedded default) and
 // the scripted model (deterministic replays for tests and benchmarks).
 //
@@ -24,10 +25,24 @@
 //
 // # Resilience
 //
-// [WithResilience] (or [NewResilience] shared per provider) wraps a model with
-// retry (transient errors, 429 with Retry-After), a circuit breaker and a
-// timeout. Errors come back as [*Error] with a [Kind]; callers branch with
-// errors.Is / errors.As, never on strings.
+// This package holds the one classification of remote errors and the one
+// resilience policy, for model calls and tool sources (package operators)
+// alike. [KindOf] sorts any error into a [Kind] (transient, rate-limited,
+// permanent, cancelled); sources mark their errors with [Transient],
+// [Permanent], [RateLimited] and [NotSent] (a failure that never reached
+// the remote side, see [SafeToRetry]). A [Guard] runs calls to one
+// dependency under retry (backoff with jitter, or the error's Retry-After),
+// a circuit breaker, an optional bulkhead, a timeout per attempt and one for
+// the whole call, which [PauseTimeout] stops while a person is asked;
+// [Guard.DoAtMostOnce] retries only failures that never reached the
+// dependency. One [ResilienceConfig] configures it; each caller has its
+// defaults ([ModelDefaults]; operators.RemoteToolDefaults).
+//
+// [WithResilience] (or [NewResilience] shared per provider endpoint) wraps a
+// model in a Guard: retry (transient errors, 429 with Retry-After), a
+// circuit breaker and a timeout per attempt, never retrying a stream that
+// has reached the caller. Its errors come back as [*Error] with a [Kind];
+// callers branch with errors.Is / errors.As, never on strings.
 //
 // # Streaming
 //

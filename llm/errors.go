@@ -29,34 +29,52 @@ var (
 	ErrNoScriptMatch = errors.New("llm: no script step matches")
 	// ErrInvalidScript: a script file does not parse or fails validation.
 	ErrInvalidScript = errors.New("llm: invalid script")
+	// ErrUnavailable: a [Guard] refused the call — its circuit breaker is
+	// open or its bulkhead is full; the call was not attempted. Its text
+	// has no package prefix: callers of either kind of dependency say
+	// whose service it is.
+	ErrUnavailable = errors.New("service unavailable")
+	// ErrTimeout: a guarded call ran out of its timeout, which bounds the
+	// whole call (see [ResilienceConfig.Timeout]). Errors matching it match
+	// context.DeadlineExceeded too.
+	ErrTimeout = errors.New("llm: call timed out")
 )
 
-// Kind says what a caller may do about a failed model call.
+// Kind says what a caller may do about a failed remote call — a model's
+// or a tool source's. It is the one classification of remote errors; see
+// [KindOf].
 type Kind int
 
 const (
-	// KindPermanent: retrying will not help (4xx, invalid request, cancelled
-	// context, unknown failure).
+	// KindPermanent: retrying will not help (4xx, invalid request, unknown
+	// tool, a model call whose caller gave up). Never retried; does not
+	// trip breakers.
 	KindPermanent Kind = iota
 	// KindTransient: 5xx, timeouts, connection errors; worth retrying.
 	KindTransient
-	// KindRateLimited: 429; retry after Error.RetryAfter when it is set.
+	// KindRateLimited: 429; transient, retried after its Retry-After when
+	// it carries one.
 	KindRateLimited
+	// KindCanceled: the caller gave up (context.Canceled); abort.
+	KindCanceled
 )
 
-// String returns "permanent", "transient" or "rate_limited".
+// String returns "permanent", "transient", "rate_limited" or "canceled".
 func (k Kind) String() string {
 	switch k {
 	case KindTransient:
 		return "transient"
 	case KindRateLimited:
 		return "rate_limited"
+	case KindCanceled:
+		return "canceled"
 	default:
 		return "permanent"
 	}
 }
 
-// ParseKind is the inverse of Kind.String.
+// ParseKind reads the kind of a scripted model error: the inverse of
+// Kind.String for every kind but canceled, which no model call returns.
 func ParseKind(s string) (Kind, error) {
 	switch s {
 	case "transient":
@@ -70,7 +88,9 @@ func ParseKind(s string) (Kind, error) {
 }
 
 // Error is a classified model-call failure. Every error returned by a
-// resilient model (see WithResilience) is, or wraps, an *Error.
+// resilient model (see WithResilience) is, or wraps, an *Error. Tool
+// sources mark their errors with [Transient], [Permanent], [RateLimited]
+// and [NotSent] instead.
 type Error struct {
 	Kind     Kind
 	Provider string // the name given to WithResilience, or "" when unknown
@@ -110,21 +130,16 @@ func (e *Error) Unwrap() error { return e.Err }
 // Retryable reports whether the call may succeed if made again.
 func (e *Error) Retryable() bool { return e.Kind != KindPermanent }
 
-// KindOf classifies err the way the resilience wrapper does. It returns
-// KindPermanent for nil.
-func KindOf(err error) Kind {
-	if err == nil {
-		return KindPermanent
-	}
-	return classify(err, nil).Kind
-}
-
 var statusInMessage = regexp.MustCompile(`status code:? (\d{3})`)
 
-// classify turns any error from a model call into an *Error. rec, when not
-// nil, holds what the HTTP transport saw for this attempt; it is the most
-// reliable source because langchaingo reports HTTP failures as plain strings.
-func classify(err error, rec *httpRecord) *Error {
+// providerError marks any error from a model provider's call as an *Error,
+// as a tool source marks its own: it knows langchaingo's habits, which
+// [KindOf] does not. rec, when not nil, holds what the HTTP transport saw
+// for this attempt; it is the most reliable source because langchaingo
+// reports HTTP failures as plain strings. An unrecognised failure is
+// permanent: a model call that fails for no known reason (a request the
+// provider's client refuses to build) fails the same way again.
+func providerError(err error, rec *httpRecord) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e

@@ -45,7 +45,7 @@ func TestSplitForAnthropicKeepsEveryPart(t *testing.T) {
 	}
 }
 
-func TestClassifyLangchaingoErrorStrings(t *testing.T) {
+func TestProviderErrorReadsLangchaingoStrings(t *testing.T) {
 	for msg, want := range map[string]Kind{
 		"API returned unexpected status code: 429: Rate limit": KindRateLimited,
 		"API returned unexpected status code: 503":             KindTransient,
@@ -56,8 +56,8 @@ func TestClassifyLangchaingoErrorStrings(t *testing.T) {
 		"error reading streaming response: unexpected EOF":     KindTransient,
 		"expected exactly one part for role tool, got 2":       KindPermanent,
 	} {
-		if got := KindOf(errorString(msg)); got != want {
-			t.Errorf("KindOf(%q) = %s, want %s", msg, got, want)
+		if got := providerError(errorString(msg), nil).Kind; got != want {
+			t.Errorf("providerError(%q) is %s, want %s", msg, got, want)
 		}
 	}
 }

@@ -42,7 +42,7 @@ func TestResilienceRetriesTransientWithBackoff(t *testing.T) {
 func TestResilienceGivesUpAfterMaxAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeModel{steps: []func(context.Context, *llms.CallOptions) (*llms.ContentResponse, error){fail(transient("boom"))}}
-		m := llm.WithResilience(f, llm.ResilienceConfig{MaxAttempts: 2, BaseBackoff: time.Second, Jitter: -1}, "fake")
+		m := llm.WithResilience(f, llm.ResilienceConfig{MaxAttempts: 2, BackoffBase: time.Second, JitterFactor: -1}, "fake")
 		_, err := m.Call(t.Context(), "hi")
 		var e *llm.Error
 		if !errors.As(err, &e) || e.Kind != llm.KindTransient || e.Provider != "fake" {
@@ -200,7 +200,7 @@ func TestResilienceTimeoutCancelsTheAttempt(t *testing.T) {
 				return nil, ctx.Err()
 			},
 		}}
-		m := llm.WithResilience(f, llm.ResilienceConfig{MaxAttempts: 1, Timeout: 5 * time.Second}, "fake")
+		m := llm.WithResilience(f, llm.ResilienceConfig{MaxAttempts: 1, AttemptTimeout: 5 * time.Second}, "fake")
 		start := time.Now()
 		_, err := m.Call(t.Context(), "hi")
 		if err == nil || !sawCancel.Load() {
@@ -291,7 +291,7 @@ func TestResilienceClassifiesHTTPStatusFromTheTransport(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				m := llm.WithResilience(p, llm.ResilienceConfig{BaseBackoff: time.Second, Jitter: -1}, "openai")
+				m := llm.WithResilience(p, llm.ResilienceConfig{BackoffBase: time.Second, JitterFactor: -1}, "openai")
 				start := time.Now()
 				got, err := m.Call(t.Context(), "hi")
 				if int(calls.Load()) != tc.wantCalls {

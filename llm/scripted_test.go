@@ -263,3 +263,23 @@ func BenchmarkScriptedInstant(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScriptedResilient is BenchmarkScriptedInstant behind the
+// default resilience: what a model call pays for retry, breaker and timeout
+// when nothing fails.
+func BenchmarkScriptedResilient(b *testing.B) {
+	s, err := llm.ParseScript([]byte(`{"steps":[{"reply":{"text":"the quick brown fox jumps over the lazy dog"},"repeat":true}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := llm.WithResilience(llm.NewScripted(s), llm.ResilienceConfig{}, "scripted")
+	msgs := []llms.MessageContent{human("hello")}
+	stream := llms.WithStreamingFunc(func(context.Context, []byte) error { return nil })
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.GenerateContent(ctx, msgs, stream); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -159,7 +159,7 @@ func TestWireRetriesA429AfterItsRetryAfter(t *testing.T) {
 		llmtest.Response{Text: "hello after waiting"},
 	)
 	// A 10 s backoff: the test only finishes quickly if Retry-After is used.
-	m := wireModel(t, srv, llm.ResilienceConfig{BaseBackoff: 10 * time.Second})
+	m := wireModel(t, srv, llm.ResilienceConfig{BackoffBase: 10 * time.Second})
 	start := time.Now()
 	var streamed strings.Builder
 	resp, err := m.GenerateContent(t.Context(), []llms.MessageContent{human("hi")},
@@ -194,7 +194,7 @@ func TestWireStreamCutAfterTextIsNotRetried(t *testing.T) {
 		llmtest.Response{Chunks: []string{"Hello ", "wor", "ld"}, BreakAfterChunks: 2},
 		llmtest.Response{Text: "should not be requested"},
 	)
-	m := wireModel(t, srv, llm.ResilienceConfig{BaseBackoff: time.Millisecond})
+	m := wireModel(t, srv, llm.ResilienceConfig{BackoffBase: time.Millisecond})
 	var streamed strings.Builder
 	_, err := m.GenerateContent(t.Context(), []llms.MessageContent{human("hi")},
 		llms.WithStreamingFunc(func(_ context.Context, c []byte) error { streamed.Write(c); return nil }))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp"
 	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/operators"
@@ -180,7 +181,7 @@ func TestCallTimeout(t *testing.T) {
 	h := newHarness(t, []mcp.ServerConfig{cfg}, harnessOptions{})
 	h.wait()
 	r := h.exec("slow", map[string]any{"steps": 1000, "step_ms": 10}, operators.Call{})
-	if !r.IsError() || !strings.Contains(r.Error, "no answer within 400ms") || operators.Classify(r.Err) != operators.ClassTransient {
+	if !r.IsError() || !strings.Contains(r.Error, "no answer within 400ms") || llm.KindOf(r.Err) != llm.KindTransient {
 		t.Fatalf("result = %+v", r)
 	}
 

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -255,11 +256,11 @@ func (c *conn) close() {
 
 // call runs one tool call. Its timeout is the provider's: it bounds the
 // whole call, attempts included, and stops while the user answers an
-// elicitation (see operators.PauseTimeout).
+// elicitation (see llm.PauseTimeout).
 func (c *conn) call(ctx context.Context, t toolEntry, args json.RawMessage, call operators.Call) (operators.Result, error) {
 	select {
 	case <-c.lost: // found dead; the server's loop has not replaced it yet
-		return operators.Result{}, operators.NotSent(fmt.Errorf("%w: %s: %w", ErrNotConnected, c.srv.cfg.Name, c.lostErr))
+		return operators.Result{}, llm.NotSent(fmt.Errorf("%w: %s: %w", ErrNotConnected, c.srv.cfg.Name, c.lostErr))
 	default:
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -294,15 +295,15 @@ func (c *conn) callError(ctx context.Context, t toolEntry, err error) error {
 	name := c.srv.cfg.Name + "." + t.mcpName
 	cause := context.Cause(ctx)
 	switch {
-	case errors.Is(cause, operators.ErrTimeout):
+	case errors.Is(cause, llm.ErrTimeout):
 		detail := ""
 		if c.proc != nil {
 			if d := c.proc.describe(); d != "" {
 				detail = " (" + d + ")"
 			}
 		}
-		return operators.Transient(fmt.Errorf("mcp: %s: %w%s", name, cause, detail))
-	case ctx.Err() != nil: // the caller gave up: say so in a way Classify sees
+		return llm.Transient(fmt.Errorf("mcp: %s: %w%s", name, cause, detail))
+	case ctx.Err() != nil: // the caller gave up: say so in a way llm.KindOf sees
 		if cause != nil && !errors.Is(cause, ctx.Err()) {
 			return fmt.Errorf("mcp: %s: %w: %w", name, ctx.Err(), cause)
 		}
@@ -313,25 +314,25 @@ func (c *conn) callError(ctx context.Context, t toolEntry, err error) error {
 		if c.notSent(te.Err) {
 			lost := c.explain("call "+t.mcpName, err)
 			c.markLost(lost)
-			return operators.NotSent(lost)
+			return llm.NotSent(lost)
 		}
 		if connectionLost(te.Err) {
 			lost := c.explain("call "+t.mcpName, err)
 			c.markLost(lost)
-			return operators.Transient(lost)
+			return llm.Transient(lost)
 		}
 		var se *json.SyntaxError
 		var ue *json.UnmarshalTypeError
 		if errors.As(err, &se) || errors.As(err, &ue) {
-			return operators.Permanent(fmt.Errorf("mcp: %s: malformed answer: %w", name, err))
+			return llm.Permanent(fmt.Errorf("mcp: %s: malformed answer: %w", name, err))
 		}
 		// Not clearly a lost connection ("unexpected nil response" is what
 		// mcp-go makes of a stream cut short): have the server's loop check
 		// by listing the tools; if that fails too, it reconnects.
 		c.srv.relistSoon()
-		return operators.Transient(fmt.Errorf("mcp: %s: %w", name, err))
+		return llm.Transient(fmt.Errorf("mcp: %s: %w", name, err))
 	}
-	return operators.Permanent(fmt.Errorf("mcp: %s: %w", name, err))
+	return llm.Permanent(fmt.Errorf("mcp: %s: %w", name, err))
 }
 
 // notSent reports whether a transport error says the request never reached

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp"
 	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/operators"
@@ -263,7 +264,7 @@ func answerEverything(ctx context.Context, em *elicit.Manager, p elicit.Pending,
 // breaker lets a trial through, calls work again.
 func TestEverythingKilledMidCall(t *testing.T) {
 	nodeModules(t)
-	res := harnessOptions{Resilience: operators.ResilienceConfig{MaxAttempts: 1, FailureThreshold: 1, BreakerDelay: 500 * time.Millisecond}}
+	res := harnessOptions{Resilience: llm.ResilienceConfig{MaxAttempts: 1, FailureThreshold: 1, BreakerDelay: 500 * time.Millisecond}}
 	t.Run("stdio", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, []mcp.ServerConfig{everythingStdio(t, "everything")}, res)
@@ -328,10 +329,10 @@ func killMidCall(t *testing.T, h *harness, kill func()) operators.Result {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the call did not end when the server died")
 	}
-	if !r.IsError() || operators.Classify(r.Err) != operators.ClassTransient {
+	if !r.IsError() || llm.KindOf(r.Err) != llm.KindTransient {
 		t.Fatalf("result = %+v, want a transient error", r)
 	}
-	if r := h.exec("echo", map[string]any{"message": "x"}, operators.Call{}); !errors.Is(r.Err, operators.ErrUnavailable) {
+	if r := h.exec("echo", map[string]any{"message": "x"}, operators.Call{}); !errors.Is(r.Err, llm.ErrUnavailable) {
 		t.Fatalf("call with the breaker open = %+v", r)
 	}
 	return r

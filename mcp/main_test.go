@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -55,7 +56,7 @@ type harness struct {
 type harnessOptions struct {
 	// Resilience is the provider's resilience for every server; zero takes
 	// one attempt, a breaker that opens after 3 failures for 300 ms.
-	Resilience operators.ResilienceConfig
+	Resilience llm.ResilienceConfig
 	// Manager adjusts the manager's configuration.
 	Manager func(*mcp.ManagerConfig)
 	// Approval is the provider's approval policy.
@@ -67,8 +68,8 @@ func newHarness(t *testing.T, servers []mcp.ServerConfig, o harnessOptions) *har
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	res := o.Resilience
-	if res == (operators.ResilienceConfig{}) {
-		res = operators.ResilienceConfig{MaxAttempts: 1, FailureThreshold: 3, BreakerDelay: 300 * time.Millisecond}
+	if res == (llm.ResilienceConfig{}) {
+		res = llm.ResilienceConfig{MaxAttempts: 1, FailureThreshold: 3, BreakerDelay: 300 * time.Millisecond}
 	}
 	cfg := mcp.Config{Servers: servers}
 	p := operators.NewProvider(operators.ProviderConfig{

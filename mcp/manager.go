@@ -14,6 +14,7 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -315,8 +316,8 @@ func (m *Manager) Exported() []string {
 // provider bounds each call with it — every attempt and the waits between
 // them, not counting time spent waiting for the user to answer an
 // elicitation. Put it in operators.ProviderConfig.SourceResilience.
-func (c *Config) SourceResilience(base operators.ResilienceConfig) map[string]operators.ResilienceConfig {
-	out := make(map[string]operators.ResilienceConfig, len(c.Servers))
+func (c *Config) SourceResilience(base llm.ResilienceConfig) map[string]llm.ResilienceConfig {
+	out := make(map[string]llm.ResilienceConfig, len(c.Servers))
 	for _, s := range c.Servers {
 		r := base
 		if s.CallTimeout > 0 {

@@ -18,6 +18,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -144,7 +145,7 @@ func (f *faultServer) config(timeout time.Duration) mcp.ServerConfig {
 
 // retrying is a resilience that retries quickly and often, with a breaker
 // that does not get in the way.
-var retrying = operators.ResilienceConfig{MaxAttempts: 5, BackoffBase: 20 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
+var retrying = llm.ResilienceConfig{MaxAttempts: 5, BackoffBase: 20 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
 	FailureThreshold: 100}
 
 // TestRetryNeverRepeatsASideEffect: a call that failed after the server
@@ -191,7 +192,7 @@ func TestCallTimeoutBoundsTheWholeCall(t *testing.T) {
 	fs.hang.Store(true)
 	for _, tool := range []string{"send", "lookup"} {
 		r := h.exec(tool, nil, operators.Call{})
-		if !errors.Is(r.Err, operators.ErrTimeout) || r.Error != "fault: mcp: fault."+tool+": no answer within 500ms" {
+		if !errors.Is(r.Err, llm.ErrTimeout) || r.Error != "fault: mcp: fault."+tool+": no answer within 500ms" {
 			t.Errorf("%s = %q (%v)", tool, r.Error, r.Err)
 		}
 		if got := fs.runCount(tool); got != 1 {
@@ -209,7 +210,7 @@ func TestNotSentIsRetriedForAnyTool(t *testing.T) {
 	once := retrying
 	once.MaxAttempts = 1
 	h := newHarness(t, []mcp.ServerConfig{fs.config(0)}, harnessOptions{Resilience: once})
-	patient := newHarness(t, []mcp.ServerConfig{fs.config(0)}, harnessOptions{Resilience: operators.ResilienceConfig{
+	patient := newHarness(t, []mcp.ServerConfig{fs.config(0)}, harnessOptions{Resilience: llm.ResilienceConfig{
 		MaxAttempts: 1000, BackoffBase: 20 * time.Millisecond, BackoffMax: 20 * time.Millisecond, FailureThreshold: 10000}})
 	h.wait()
 	patient.wait()
@@ -217,10 +218,10 @@ func TestNotSentIsRetriedForAnyTool(t *testing.T) {
 	fs.stop()
 
 	r := h.exec("send", nil, operators.Call{})
-	if !r.IsError() || !operators.SafeToRetry(r.Err) || fs.runCount("send") != 0 {
+	if !r.IsError() || !llm.SafeToRetry(r.Err) || fs.runCount("send") != 0 {
 		t.Fatalf("send to a stopped server = %q (%v), ran %d times; want a failure safe to retry", r.Error, r.Err, fs.runCount("send"))
 	}
-	if r := h.exec("send", nil, operators.Call{}); !errors.Is(r.Err, mcp.ErrNotConnected) || !operators.SafeToRetry(r.Err) {
+	if r := h.exec("send", nil, operators.Call{}); !errors.Is(r.Err, mcp.ErrNotConnected) || !llm.SafeToRetry(r.Err) {
 		t.Fatalf("send while disconnected = %q (%v)", r.Error, r.Err)
 	}
 

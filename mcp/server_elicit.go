@@ -2,8 +2,6 @@ package mcp
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -180,9 +179,7 @@ func (r *exportRun) answer(ask *pendingAsk, res *mcpgo.ElicitationResult) {
 // park keeps a run until its client comes back with the answer, or the
 // elicitation timeout passes; it returns the request state that finds it.
 func (x *exporter) park(r *exportRun, ask *pendingAsk) string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	state := "trellis-run-" + hex.EncodeToString(b[:]) // unguessable: it is all that identifies the run
+	state := ids.Random("trellis-run-", 16) // unguessable: it is all that identifies the run
 	p := &parkedRun{run: r, ask: ask}
 	x.parkMu.Lock()
 	defer x.parkMu.Unlock()

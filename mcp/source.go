@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -128,10 +129,10 @@ func (s *remote) CallTool(ctx context.Context, name string, args json.RawMessage
 	}
 	s.mu.Unlock()
 	if c == nil {
-		return operators.Result{}, operators.NotSent(notConnected)
+		return operators.Result{}, llm.NotSent(notConnected)
 	}
 	if !ok {
-		return operators.Result{}, operators.Permanent(fmt.Errorf("%w %q on MCP server %s", operators.ErrUnknownTool, name, s.cfg.Name))
+		return operators.Result{}, llm.Permanent(fmt.Errorf("%w %q on MCP server %s", operators.ErrUnknownTool, name, s.cfg.Name))
 	}
 	return c.call(ctx, t, args, call)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -67,7 +68,7 @@ func BenchmarkRemoteCallDirect(b *testing.B) {
 
 // The same call under Retry(CircuitBreaker(Bulkhead(call))) within its timeout.
 func BenchmarkRemoteCallGuarded(b *testing.B) {
-	g := operators.NewGuard[operators.Result]("srv", operators.ResilienceConfig{}, nil)
+	g := llm.NewGuard[operators.Result]("srv", operators.RemoteToolDefaults(), nil)
 	ctx := context.Background()
 	for b.Loop() {
 		if _, err := g.Do(ctx, remoteCall); err != nil {

@@ -3,12 +3,15 @@ package operators_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -125,3 +128,35 @@ func TestMCPOperatorCallsTheNamedToolAndCites(t *testing.T) {
 		t.Errorf("chunks = %+v", res.Chunks)
 	}
 }
+
+// fakeModel answers from a script; reasoning says whether it thinks.
+type fakeModel struct {
+	mu        sync.Mutex
+	calls     int
+	reasoning bool
+	fail      int // fail this many calls first, transiently
+	lastOpts  llms.CallOptions
+	lastMsgs  []llms.MessageContent
+	reply     string
+}
+
+func (m *fakeModel) GenerateContent(_ context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
+	if m.calls <= m.fail {
+		return nil, llm.Transient(errors.New("502 bad gateway"))
+	}
+	m.lastOpts = llms.CallOptions{}
+	for _, o := range opts {
+		o(&m.lastOpts)
+	}
+	m.lastMsgs = msgs
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: m.reply}}}, nil
+}
+
+func (m *fakeModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+}
+
+func (m *fakeModel) SupportsReasoning() bool { return m.reasoning }

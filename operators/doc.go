@@ -1,12 +1,14 @@
 // Package operators owns everything the agent acts through: the tool contract
 // ([Spec], [Result], [Tool]), the local tool [Registry], the [OperatorRegistry],
 // the [Messenger] contract that lets a tool talk to the user while it runs, the
-// built-in tools and operators, per-source resilience ([Guard], built on
-// failsafe-go), argument validation against JSON Schema, the [ApprovalPolicy],
+// built-in tools and operators, per-source resilience (an llm.Guard per
+// source: the one resilience policy, which package llm owns), argument validation against JSON Schema, the [ApprovalPolicy],
 // and the [Provider] that merges every tool source behind one Execute.
 //
-// It imports nothing from nodes, api, mcp or graph. Model access is
-// langchaingo's llms.Model; remote tool sources (MCP servers) plug in through
+// It imports nothing from nodes, api, mcp or graph; from llm it takes the
+// one classification of remote errors (llm.KindOf, llm.Transient, …) and
+// the one resilience policy (llm.Guard). Model access is langchaingo's
+// llms.Model; remote tool sources (MCP servers) plug in through
 // the small [Source] interface, which package mcp implements.
 //
 // # Adding a tool
@@ -31,21 +33,21 @@
 // tool, invalid arguments, a tool error, a panic, a timeout or an open circuit
 // breaker all come back as a [Result] with [StatusError] and a message the
 // model can read; [Result.Err] keeps the Go error for callers that branch on
-// it with errors.Is ([ErrUnknownTool], [ErrInvalidArguments], [ErrUnavailable]).
+// it with errors.Is ([ErrUnknownTool], [ErrInvalidArguments], [llm.ErrUnavailable]).
 //
 // # Resilience
 //
-// Every remote [Source] gets its own [Guard]: Retry(CircuitBreaker(
+// Every remote [Source] gets its own [llm.Guard]: Retry(CircuitBreaker(
 // Bulkhead(call))), all within one timeout that bounds the whole call —
 // attempts and the waits between them — and stops while the tool waits for
-// the user ([PauseTimeout]). Errors are classified with [Classify]:
+// the user ([llm.PauseTimeout]). Errors are classified with [llm.KindOf]:
 // transient and rate-limited errors are retried with exponential backoff
 // and jitter (honouring Retry-After), permanent ones are not. A retry must
 // never repeat a side effect: a failure that may have reached the source
 // (a timeout, a connection lost mid-call, a 5xx) is retried only for tools
 // annotated read-only or idempotent; one that certainly did not
-// ([NotSent], [SafeToRetry]) is retried for any tool. Breaker changes
-// reach the [BreakerListener] in [ProviderConfig] and show as
+// ([llm.NotSent], [llm.SafeToRetry]) is retried for any tool. Breaker changes
+// reach the [llm.BreakerListener] in [ProviderConfig] and show as
 // available=false in [Provider.Tools].
 //
 // # Messaging

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/trellis-ai/trellis/llm"
 )
 
 // SourceKind says where a tool comes from (API.md's "source" field).
@@ -37,8 +39,8 @@ type Source interface {
 	ListTools(ctx context.Context) ([]Spec, error)
 	// CallTool runs a tool by its name within the source. A tool that ran
 	// and failed is an error Result with a nil error; a Go error means the
-	// call itself failed (classify it with [Transient], [RateLimited] or
-	// [Permanent]; see [Classify]). It must honour ctx.
+	// call itself failed (classify it with [llm.Transient], [llm.RateLimited] or
+	// [llm.Permanent]; see [llm.KindOf]). It must honour ctx.
 	CallTool(ctx context.Context, name string, args json.RawMessage, call Call) (Result, error)
 	// Health reports whether the source is reachable.
 	Health(ctx context.Context) error
@@ -53,9 +55,9 @@ type ProviderConfig struct {
 	Operators *OperatorRegistry
 	// Resilience guards each remote source; zero fields take
 	// [RemoteToolDefaults].
-	Resilience ResilienceConfig
+	Resilience llm.ResilienceConfig
 	// SourceResilience overrides Resilience for the named sources.
-	SourceResilience map[string]ResilienceConfig
+	SourceResilience map[string]llm.ResilienceConfig
 	// Approval decides which tools need approval.
 	Approval ApprovalPolicy
 	// SourceWait bounds how long a call to a tool no source offers waits
@@ -70,8 +72,8 @@ type ProviderConfig struct {
 	// [DefaultMaxResultBytes] (1 MiB); negative means no cap.
 	MaxResultBytes int
 	// OnBreakerChange hears every remote source's breaker changes (for
-	// metrics); nil means nobody listens. See [BreakerListener].
-	OnBreakerChange BreakerListener
+	// metrics); nil means nobody listens. See [llm.BreakerListener].
+	OnBreakerChange llm.BreakerListener
 	// Logger receives tool failures; nil discards.
 	Logger *slog.Logger
 }
@@ -126,7 +128,7 @@ type Provider struct {
 
 type remote struct {
 	src   Source
-	guard *Guard[Result]
+	guard *llm.Guard[Result]
 
 	mu      sync.RWMutex
 	tools   map[string]remoteTool
@@ -169,7 +171,7 @@ func (p *Provider) AddSource(ctx context.Context, src Source) error {
 		cfg = p.cfg.Resilience
 	}
 	r := &remote{src: src, tools: map[string]remoteTool{}}
-	r.guard = NewGuard[Result](name, cfg, p.breakerChanged)
+	r.guard = llm.NewGuard[Result](name, cfg.WithDefaults(RemoteToolDefaults()), p.breakerChanged)
 	p.mu.Lock()
 	if _, dup := p.remotes[name]; dup {
 		p.mu.Unlock()
@@ -195,7 +197,7 @@ func (p *Provider) RemoveSource(name string) bool {
 	return true
 }
 
-func (p *Provider) breakerChanged(source string, state BreakerState) {
+func (p *Provider) breakerChanged(source string, state llm.BreakerState) {
 	// The breaker has changed state already (failsafe-go calls listeners
 	// after the transition), so a Catalog built from now on sees it.
 	p.gen.Add(1)
@@ -224,7 +226,7 @@ func (p *Provider) Refresh(ctx context.Context) error {
 
 func (p *Provider) refresh(ctx context.Context, r *remote) error {
 	name := r.src.Name()
-	if t := r.guard.cfg.Timeout; t > 0 {
+	if t := r.guard.Config().Timeout; t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t)
 		defer cancel()
@@ -341,7 +343,7 @@ func (r *remote) available() bool {
 	r.mu.RLock()
 	ok := r.listed && r.listErr == nil
 	r.mu.RUnlock()
-	return ok && r.guard.State() != BreakerOpen
+	return ok && r.guard.State() != llm.BreakerOpen
 }
 
 // IsLocal reports whether name is a local tool (in-process, no network).
@@ -370,8 +372,8 @@ func (p *Provider) NeedsApproval(name string) bool {
 // Execute validates args against name's input schema and runs the tool.
 // It never returns a Go error and never panics: every failure is an error
 // [Result] whose Error the model reads and whose Err matches
-// [ErrUnknownTool], [ErrInvalidArguments], [ErrUnavailable],
-// [ErrTimeout], [ErrToolPanic] or the tool's own error. Empty or null args
+// [ErrUnknownTool], [ErrInvalidArguments], [llm.ErrUnavailable],
+// [llm.ErrTimeout], [ErrToolPanic] or the tool's own error. Empty or null args
 // mean {}.
 //
 // A result larger than [ProviderConfig.MaxResultBytes] is cut: contents
@@ -384,8 +386,8 @@ func (p *Provider) Execute(ctx context.Context, name string, args json.RawMessag
 	t, ok, pending := p.resolveWaiting(ctx, name)
 	if !ok {
 		if pending {
-			return p.fail(ctx, name, "", fmt.Errorf("%w: no source offers %q yet: a tool source that might has not connected (waited %s)",
-				ErrUnavailable, name, p.sourceWait()))
+			return p.fail(ctx, name, "", fmt.Errorf("operators: %w: no source offers %q yet: a tool source that might has not connected (waited %s)",
+				llm.ErrUnavailable, name, p.sourceWait()))
 		}
 		return p.fail(ctx, name, "", p.unknown(name))
 	}
@@ -426,7 +428,7 @@ func (p *Provider) Execute(ctx context.Context, name string, args json.RawMessag
 // callRemote runs a remote tool under its source's guard. A failed attempt
 // that may have reached the source is retried only when the tool says it is
 // safe to repeat (repeatable: read-only or idempotent); one that certainly
-// did not ([SafeToRetry]) is retried for any tool. It is apart from
+// did not ([llm.SafeToRetry]) is retried for any tool. It is apart from
 // Execute so that the guard's escaping closure captures only what it needs,
 // not Execute's whole target (which would then be heap-allocated on every
 // call, local ones included).
@@ -486,7 +488,7 @@ func (p *Provider) safeCall(ctx context.Context, name string, fn func() (Result,
 		if r := recover(); r != nil {
 			p.log.LogAttrs(ctx, slog.LevelError, "tool panicked",
 				slog.String("tool", name), slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
-			err = Permanent(fmt.Errorf("%w: %s: %v", ErrToolPanic, name, r))
+			err = llm.Permanent(fmt.Errorf("%w: %s: %v", ErrToolPanic, name, r))
 		}
 	}()
 	return fn()
@@ -500,7 +502,7 @@ type directTracker struct {
 }
 
 func (d *directTracker) Elicit(ctx context.Context, r ElicitRequest) (ElicitResponse, error) {
-	defer PauseTimeout(ctx)()
+	defer llm.PauseTimeout(ctx)()
 	return d.Messenger.Elicit(ctx, r)
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/trellis-ai/trellis/llm"
 )
 
 // Tools lists every tool for GET /api/v1/tools: local tools, then
@@ -178,8 +180,8 @@ func (p *Provider) schemaMap(s *jsonschema.Schema) map[string]any {
 
 // SourceHealth is one remote source's health.
 type SourceHealth struct {
-	Name    string       `json:"name"`
-	Breaker BreakerState `json:"breaker"`
+	Name    string           `json:"name"`
+	Breaker llm.BreakerState `json:"breaker"`
 	// Err is the source's Health error, or its last listing error.
 	Err error `json:"-"`
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -169,7 +170,7 @@ func TestRefreshMarksFailingSourceUnavailable(t *testing.T) {
 	if tools[1].Name != "search" || tools[1].Available {
 		t.Errorf("after a failed refresh: %+v", tools[1])
 	}
-	if h := p.Health(t.Context()); len(h) != 1 || h[0].Err == nil || h[0].Breaker != operators.BreakerClosed {
+	if h := p.Health(t.Context()); len(h) != 1 || h[0].Err == nil || h[0].Breaker != llm.BreakerClosed {
 		t.Errorf("Health = %+v", h)
 	}
 	src.listErr = nil

@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -68,7 +69,7 @@ func TestCallGivesUpWaitingForASource(t *testing.T) {
 		_ = p.AddSource(t.Context(), src)
 		start := time.Now()
 		r := p.Execute(t.Context(), "send", nil, operators.Call{})
-		if !errors.Is(r.Err, operators.ErrUnavailable) || errors.Is(r.Err, operators.ErrUnknownTool) {
+		if !errors.Is(r.Err, llm.ErrUnavailable) || errors.Is(r.Err, operators.ErrUnknownTool) {
 			t.Fatalf("err = %v, want unavailable and not unknown", r.Err)
 		}
 		if waited := time.Since(start); waited != 5*time.Second {

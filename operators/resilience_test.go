@@ -11,8 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tmc/langchaingo/llms"
-
+	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -24,7 +23,7 @@ type states struct {
 	got []string
 }
 
-func (s *states) listen(source string, st operators.BreakerState) {
+func (s *states) listen(source string, st llm.BreakerState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.got = append(s.got, source+":"+string(st))
@@ -39,7 +38,7 @@ func (s *states) list() []string {
 // flaky builds a provider with one remote source "srv" offering "search",
 // which is read-only (safe to retry), and "send", which says nothing about
 // itself (so it may not be safe to repeat).
-func flaky(t *testing.T, cfg operators.ResilienceConfig, call func(ctx context.Context, n int) (operators.Result, error)) (*operators.Provider, *fakeSource, *states) {
+func flaky(t *testing.T, cfg llm.ResilienceConfig, call func(ctx context.Context, n int) (operators.Result, error)) (*operators.Provider, *fakeSource, *states) {
 	t.Helper()
 	search := querySpec("search")
 	search.Annotations.ReadOnly = true
@@ -57,15 +56,15 @@ func flaky(t *testing.T, cfg operators.ResilienceConfig, call func(ctx context.C
 
 var args = json.RawMessage(`{"query":"go"}`)
 
-func noJitter() operators.ResilienceConfig {
-	return operators.ResilienceConfig{JitterFactor: -1}
+func noJitter() llm.ResilienceConfig {
+	return llm.ResilienceConfig{JitterFactor: -1}
 }
 
 func TestRetryTransientWithExponentialBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, src, _ := flaky(t, noJitter(), func(_ context.Context, n int) (operators.Result, error) {
 			if n < 3 {
-				return operators.Result{}, operators.Transient(errBoom)
+				return operators.Result{}, llm.Transient(errBoom)
 			}
 			return operators.TextResult("found"), nil
 		})
@@ -86,9 +85,9 @@ func TestRetryTransientWithExponentialBackoff(t *testing.T) {
 
 func TestJitterKeepsDelaysNearBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, _, _ := flaky(t, operators.ResilienceConfig{}, func(_ context.Context, n int) (operators.Result, error) {
+		p, _, _ := flaky(t, llm.ResilienceConfig{}, func(_ context.Context, n int) (operators.Result, error) {
 			if n < 2 {
-				return operators.Result{}, operators.Transient(errBoom)
+				return operators.Result{}, llm.Transient(errBoom)
 			}
 			return operators.TextResult("found"), nil
 		})
@@ -123,7 +122,7 @@ func TestPermanentErrorIsNotRetried(t *testing.T) {
 		cfg := noJitter()
 		cfg.FailureThreshold = 1
 		p, src, st := flaky(t, cfg, func(context.Context, int) (operators.Result, error) {
-			return operators.Result{}, operators.Permanent(errors.New("401 unauthorized"))
+			return operators.Result{}, llm.Permanent(errors.New("401 unauthorized"))
 		})
 		res := p.Execute(t.Context(), "search", args, operators.Call{})
 		if got := src.calls.Load(); got != 1 {
@@ -140,9 +139,9 @@ func TestPermanentErrorIsNotRetried(t *testing.T) {
 
 func TestRetryAfterIsHonoured(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, src, _ := flaky(t, operators.ResilienceConfig{}, func(_ context.Context, n int) (operators.Result, error) {
+		p, src, _ := flaky(t, llm.ResilienceConfig{}, func(_ context.Context, n int) (operators.Result, error) {
 			if n == 1 {
-				return operators.Result{}, operators.RateLimited(errors.New("429"), 7*time.Second)
+				return operators.Result{}, llm.RateLimited(errors.New("429"), 7*time.Second)
 			}
 			return operators.TextResult("ok"), nil
 		})
@@ -159,8 +158,8 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 
 func TestRetryAfterBeyondMaxBackoffGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, src, _ := flaky(t, operators.ResilienceConfig{}, func(context.Context, int) (operators.Result, error) {
-			return operators.Result{}, operators.RateLimited(errors.New("429 too many requests"), 10*time.Minute)
+		p, src, _ := flaky(t, llm.ResilienceConfig{}, func(context.Context, int) (operators.Result, error) {
+			return operators.Result{}, llm.RateLimited(errors.New("429 too many requests"), 10*time.Minute)
 		})
 		res := p.Execute(t.Context(), "search", args, operators.Call{})
 		if src.calls.Load() != 1 {
@@ -176,12 +175,12 @@ func TestBreakerOpensHalfOpensAndCloses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var failing sync.Mutex // held: fail; free: succeed
 		fail := true
-		cfg := operators.ResilienceConfig{MaxAttempts: 1, FailureThreshold: 3}
+		cfg := llm.ResilienceConfig{MaxAttempts: 1, FailureThreshold: 3}
 		p, src, st := flaky(t, cfg, func(context.Context, int) (operators.Result, error) {
 			failing.Lock()
 			defer failing.Unlock()
 			if fail {
-				return operators.Result{}, operators.Transient(errBoom)
+				return operators.Result{}, llm.Transient(errBoom)
 			}
 			return operators.TextResult("ok"), nil
 		})
@@ -204,7 +203,7 @@ func TestBreakerOpensHalfOpensAndCloses(t *testing.T) {
 		if src.calls.Load() != 3 {
 			t.Errorf("open breaker let a call through (%d calls)", src.calls.Load())
 		}
-		if !errors.Is(res.Err, operators.ErrUnavailable) ||
+		if !errors.Is(res.Err, llm.ErrUnavailable) ||
 			res.Error != "srv: service srv unavailable (circuit breaker open), retry after 20s" {
 			t.Errorf("fallback result = %q (%v)", res.Error, res.Err)
 		}
@@ -236,7 +235,7 @@ func TestBreakerOpensHalfOpensAndCloses(t *testing.T) {
 func TestTimeoutCancelsTheCallContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var sawCancel error
-		cfg := operators.ResilienceConfig{MaxAttempts: 1, Timeout: 2 * time.Second}
+		cfg := llm.ResilienceConfig{MaxAttempts: 1, Timeout: 2 * time.Second}
 		p, _, _ := flaky(t, cfg, func(ctx context.Context, _ int) (operators.Result, error) {
 			<-ctx.Done() // a hung server that honours cancellation
 			sawCancel = ctx.Err()
@@ -250,7 +249,7 @@ func TestTimeoutCancelsTheCallContext(t *testing.T) {
 		if got := time.Since(start); got != 2*time.Second {
 			t.Errorf("call took %v, want the 2s timeout", got)
 		}
-		if !res.IsError() || res.Error != "srv: no answer within 2s" || !errors.Is(res.Err, operators.ErrTimeout) {
+		if !res.IsError() || res.Error != "srv: no answer within 2s" || !errors.Is(res.Err, llm.ErrTimeout) {
 			t.Errorf("result error = %q (%v)", res.Error, res.Err)
 		}
 	})
@@ -266,11 +265,11 @@ func TestRetryOnlyWhatCannotRepeatASideEffect(t *testing.T) {
 		err       error
 		wantCalls int32
 	}{
-		{"search", operators.Transient(errBoom), 3},
-		{"send", operators.Transient(errBoom), 1},
+		{"search", llm.Transient(errBoom), 3},
+		{"send", llm.Transient(errBoom), 1},
 		{"send", errBoom, 1}, // unclassified: transient, but may have been sent
-		{"send", operators.NotSent(errBoom), 3},
-		{"search", operators.NotSent(errBoom), 3},
+		{"send", llm.NotSent(errBoom), 3},
+		{"search", llm.NotSent(errBoom), 3},
 	} {
 		t.Run(tc.tool+"/"+tc.err.Error(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -295,7 +294,7 @@ func TestNotSentThenSuccess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, src, _ := flaky(t, noJitter(), func(_ context.Context, n int) (operators.Result, error) {
 			if n == 1 {
-				return operators.Result{}, operators.NotSent(errors.New("not connected"))
+				return operators.Result{}, llm.NotSent(errors.New("not connected"))
 			}
 			return operators.TextResult("sent"), nil
 		})
@@ -310,17 +309,37 @@ func TestNotSentThenSuccess(t *testing.T) {
 // even for a tool that may be retried.
 func TestTimeoutBoundsTheWholeCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, src, _ := flaky(t, operators.ResilienceConfig{Timeout: 3 * time.Second}, func(ctx context.Context, _ int) (operators.Result, error) {
+		p, src, _ := flaky(t, llm.ResilienceConfig{Timeout: 3 * time.Second}, func(ctx context.Context, _ int) (operators.Result, error) {
 			<-ctx.Done()
-			return operators.Result{}, operators.Transient(ctx.Err())
+			return operators.Result{}, llm.Transient(ctx.Err())
 		})
 		start := time.Now()
 		res := p.Execute(t.Context(), "search", args, operators.Call{})
 		if got := time.Since(start); got != 3*time.Second {
 			t.Errorf("call took %v, want the 3s timeout", got)
 		}
-		if src.calls.Load() != 1 || !errors.Is(res.Err, operators.ErrTimeout) || !errors.Is(res.Err, context.DeadlineExceeded) {
+		if src.calls.Load() != 1 || !errors.Is(res.Err, llm.ErrTimeout) || !errors.Is(res.Err, context.DeadlineExceeded) {
 			t.Errorf("%d calls, result %q (%v)", src.calls.Load(), res.Error, res.Err)
+		}
+	})
+}
+
+// TestNoTimeoutPerAttempt: a tool source's timeout bounds the whole call
+// only; a long attempt within it is not cut short (model calls have a
+// timeout per attempt, tool calls do not).
+func TestNoTimeoutPerAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, src, _ := flaky(t, llm.ResilienceConfig{Timeout: 10 * time.Minute}, func(ctx context.Context, _ int) (operators.Result, error) {
+			select {
+			case <-time.After(5 * time.Minute):
+				return operators.TextResult("slow but done"), nil
+			case <-ctx.Done():
+				return operators.Result{}, llm.Transient(ctx.Err())
+			}
+		})
+		res := p.Execute(t.Context(), "search", args, operators.Call{})
+		if res.IsError() || src.calls.Load() != 1 {
+			t.Errorf("%d calls, result %q; want one call that finishes", src.calls.Load(), res.Error)
 		}
 	})
 }
@@ -332,7 +351,7 @@ func TestNoRetryThatTheTimeoutCannotFit(t *testing.T) {
 		cfg := noJitter()
 		cfg.Timeout = 2500 * time.Millisecond
 		p, src, _ := flaky(t, cfg, func(context.Context, int) (operators.Result, error) {
-			return operators.Result{}, operators.Transient(errBoom)
+			return operators.Result{}, llm.Transient(errBoom)
 		})
 		start := time.Now()
 		res := p.Execute(t.Context(), "search", args, operators.Call{})
@@ -366,7 +385,7 @@ func TestTimeoutPausesWhileTheUserAnswers(t *testing.T) {
 				time.Sleep(900 * time.Millisecond)
 				return operators.TextResult("done"), ctx.Err()
 			}}
-		p := operators.NewProvider(operators.ProviderConfig{Resilience: operators.ResilienceConfig{MaxAttempts: 1, Timeout: 2 * time.Second}})
+		p := operators.NewProvider(operators.ProviderConfig{Resilience: llm.ResilienceConfig{MaxAttempts: 1, Timeout: 2 * time.Second}})
 		if err := p.AddSource(t.Context(), src); err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +399,7 @@ func TestTimeoutPausesWhileTheUserAnswers(t *testing.T) {
 func TestBulkheadRejectsBeyondItsLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		cfg := operators.ResilienceConfig{MaxConcurrent: 2}
+		cfg := llm.ResilienceConfig{MaxConcurrent: 2}
 		p, src, _ := flaky(t, cfg, func(context.Context, int) (operators.Result, error) {
 			<-release
 			return operators.TextResult("ok"), nil
@@ -391,7 +410,7 @@ func TestBulkheadRejectsBeyondItsLimit(t *testing.T) {
 		}
 		synctest.Wait() // both calls hold a slot
 		res := p.Execute(t.Context(), "search", args, operators.Call{})
-		if !errors.Is(res.Err, operators.ErrUnavailable) || !strings.Contains(res.Error, "too many concurrent calls") {
+		if !errors.Is(res.Err, llm.ErrUnavailable) || !strings.Contains(res.Error, "too many concurrent calls") {
 			t.Errorf("third call = %q (%v), want a bulkhead rejection", res.Error, res.Err)
 		}
 		if src.calls.Load() != 2 {
@@ -408,7 +427,7 @@ func TestBulkheadRejectsBeyondItsLimit(t *testing.T) {
 func TestCallerCancellationIsNotRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
-		p, src, st := flaky(t, operators.ResilienceConfig{FailureThreshold: 1}, func(ctx context.Context, _ int) (operators.Result, error) {
+		p, src, st := flaky(t, llm.ResilienceConfig{FailureThreshold: 1}, func(ctx context.Context, _ int) (operators.Result, error) {
 			cancel()
 			return operators.Result{}, ctx.Err()
 		})
@@ -423,7 +442,7 @@ func TestCallerCancellationIsNotRetried(t *testing.T) {
 }
 
 func TestPanickingSourceReleasesItsBulkheadSlot(t *testing.T) {
-	p, src, _ := flaky(t, operators.ResilienceConfig{MaxConcurrent: 1}, func(context.Context, int) (operators.Result, error) {
+	p, src, _ := flaky(t, llm.ResilienceConfig{MaxConcurrent: 1}, func(context.Context, int) (operators.Result, error) {
 		panic("nil map")
 	})
 	for range 2 {
@@ -437,104 +456,15 @@ func TestPanickingSourceReleasesItsBulkheadSlot(t *testing.T) {
 	}
 }
 
-func TestClassify(t *testing.T) {
-	tests := []struct {
-		err  error
-		want operators.ErrorClass
-	}{
-		{operators.Transient(errBoom), operators.ClassTransient},
-		{operators.Permanent(errBoom), operators.ClassPermanent},
-		{operators.RateLimited(errBoom, time.Second), operators.ClassRateLimited},
-		{operators.NotSent(errBoom), operators.ClassTransient},
-		{context.DeadlineExceeded, operators.ClassTransient},
-		{context.Canceled, operators.ClassCanceled},
-		{operators.ErrInvalidArguments, operators.ClassPermanent},
-		{errBoom, operators.ClassTransient},
-	}
-	for _, tc := range tests {
-		if got := operators.Classify(tc.err); got != tc.want {
-			t.Errorf("Classify(%v) = %v, want %v", tc.err, got, tc.want)
-		}
-	}
-}
-
-// fakeModel answers from a script; reasoning says whether it thinks.
-type fakeModel struct {
-	mu        sync.Mutex
-	calls     int
-	reasoning bool
-	fail      int // fail this many calls first, transiently
-	lastOpts  llms.CallOptions
-	lastMsgs  []llms.MessageContent
-	reply     string
-}
-
-func (m *fakeModel) GenerateContent(_ context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.calls++
-	if m.calls <= m.fail {
-		return nil, operators.Transient(errors.New("502 bad gateway"))
-	}
-	m.lastOpts = llms.CallOptions{}
-	for _, o := range opts {
-		o(&m.lastOpts)
-	}
-	m.lastMsgs = msgs
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: m.reply}}}, nil
-}
-
-func (m *fakeModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
-}
-
-func (m *fakeModel) SupportsReasoning() bool { return m.reasoning }
-
-func TestGuardModelRetriesWithLLMDefaults(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		m := &fakeModel{fail: 2, reply: "hi", reasoning: true}
-		g := operators.GuardModel("llm", m, operators.ResilienceConfig{JitterFactor: -1}, nil)
-		start := time.Now()
-		out, err := g.Call(t.Context(), "hello")
-		if err != nil || out != "hi" {
-			t.Fatalf("Call = %q, %v", out, err)
-		}
-		if m.calls != 3 || time.Since(start) != 6*time.Second { // 2 s + 4 s
-			t.Errorf("calls = %d after %v, want 3 after 6s", m.calls, time.Since(start))
-		}
-		if rm, ok := g.(llms.ReasoningModel); !ok || !rm.SupportsReasoning() {
-			t.Error("GuardModel hid SupportsReasoning")
-		}
-	})
-}
-
 // TestOneAttemptSaysNothingOfRetries: with retries off, a failure within
 // the timeout is reported as it is.
 func TestOneAttemptSaysNothingOfRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, _, _ := flaky(t, operators.ResilienceConfig{MaxAttempts: 1, Timeout: 100 * time.Millisecond}, func(context.Context, int) (operators.Result, error) {
-			return operators.Result{}, operators.Transient(errBoom)
+		p, _, _ := flaky(t, llm.ResilienceConfig{MaxAttempts: 1, Timeout: 100 * time.Millisecond}, func(context.Context, int) (operators.Result, error) {
+			return operators.Result{}, llm.Transient(errBoom)
 		})
 		if res := p.Execute(t.Context(), "search", args, operators.Call{}); res.Error != "srv: boom" {
 			t.Errorf("result = %q", res.Error)
 		}
 	})
-}
-
-func TestSafeToRetry(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{operators.NotSent(errBoom), true},
-		{fmt.Errorf("srv: %w", operators.Transient(operators.NotSent(errBoom))), true},
-		{operators.Transient(errBoom), false},
-		{context.DeadlineExceeded, false},
-		{errBoom, false},
-		{nil, false},
-	} {
-		if got := operators.SafeToRetry(tc.err); got != tc.want {
-			t.Errorf("SafeToRetry(%v) = %v, want %v", tc.err, got, tc.want)
-		}
-	}
 }

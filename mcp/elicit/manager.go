@@ -2,8 +2,6 @@ package elicit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -58,9 +57,6 @@ type Config struct {
 	// Timeout is how long a request waits for an answer before it is
 	// cancelled. Default [DefaultTimeout] (5 minutes).
 	Timeout time.Duration
-	// NewID makes elicitation ids; default 32 random hex digits after
-	// "el_".
-	NewID func() string
 	// Logger hears timeouts and schemas that cannot be used for
 	// validation; nil discards.
 	Logger *slog.Logger
@@ -158,20 +154,11 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	if cfg.NewID == nil {
-		cfg.NewID = randomID
-	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Manager{cfg: cfg, log: log, pending: map[string]*entry{}, resolved: map[string]time.Time{}}
-}
-
-func randomID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return "el_" + hex.EncodeToString(b[:])
 }
 
 // Timeout is the default wait.
@@ -187,7 +174,7 @@ func (m *Manager) Timeout() time.Duration { return m.cfg.Timeout }
 // already been validated against r.Schema.
 func (m *Manager) Ask(ctx context.Context, r Request, h Hooks) (operators.ElicitResponse, error) {
 	if r.ElicitationID == "" {
-		r.ElicitationID = m.cfg.NewID()
+		r.ElicitationID = ids.Random("el_", 16)
 	}
 	id := r.ElicitationID
 	timeout := m.cfg.Timeout

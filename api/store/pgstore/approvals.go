@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
+	"github.com/trellis-ai/trellis/internal/ids"
 )
 
 // CreateApproval implements store.Approvals. The conversation and user
@@ -21,7 +22,7 @@ func (s *Store) CreateApproval(ctx context.Context, na store.NewApproval) (store
 	a := store.Approval{ID: na.ID, RunID: na.RunID, ToolCallID: na.ToolCallID, Tool: na.Tool,
 		Args: []byte(objectOr(na.Args)), Revision: na.Revision, Status: store.ApprovalPending, CreatedAt: storeutil.Now()}
 	if a.ID == "" {
-		a.ID = storeutil.NewID()
+		a.ID = ids.New()
 	}
 	err := s.pool.QueryRow(ctx, `INSERT INTO approvals (id, conversation_id, run_id, user_id, tool_call_id, tool, args,
     revision, status, created_at)

@@ -110,7 +110,7 @@ func startRuns(t *testing.T, s *Store, owner string, n int) []store.Run {
 	return runs
 }
 
-func ids(runs []store.Run) []string {
+func runIDs(runs []store.Run) []string {
 	out := make([]string, len(runs))
 	for i, r := range runs {
 		out[i] = r.ID
@@ -315,7 +315,7 @@ func TestClaimOrphansOfClosedListener(t *testing.T) {
 	runs := startRuns(t, a, ownerA, 3)
 
 	if got := claim(t, b, ownerB); len(got) != 0 {
-		t.Fatalf("claimed %v of a live owner", ids(got))
+		t.Fatalf("claimed %v of a live owner", runIDs(got))
 	}
 	wantOwner(t, a, runs, ownerA)
 
@@ -323,8 +323,8 @@ func TestClaimOrphansOfClosedListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := claim(t, b, ownerB)
-	if !slices.Equal(ids(got), ids(runs)) {
-		t.Fatalf("claimed %v, want %v", ids(got), ids(runs))
+	if !slices.Equal(runIDs(got), runIDs(runs)) {
+		t.Fatalf("claimed %v, want %v", runIDs(got), runIDs(runs))
 	}
 	for _, r := range got {
 		if r.Owner != ownerB || r.Status != store.RunRunning {
@@ -333,7 +333,7 @@ func TestClaimOrphansOfClosedListener(t *testing.T) {
 	}
 	wantOwner(t, a, runs, ownerB)
 	if got := claim(t, b, ownerB); len(got) != 0 {
-		t.Errorf("second claim got %v, want none", ids(got))
+		t.Errorf("second claim got %v, want none", runIDs(got))
 	}
 }
 
@@ -355,8 +355,8 @@ func TestClaimOrphansOfKilledProcess(t *testing.T) {
 		t.Error("Alive = true for a killed process")
 	}
 	got := claim(t, b, ownerB)
-	if !slices.Equal(ids(got), ids(runs)) {
-		t.Fatalf("claimed %v, want %v", ids(got), ids(runs))
+	if !slices.Equal(runIDs(got), runIDs(runs)) {
+		t.Fatalf("claimed %v, want %v", runIDs(got), runIDs(runs))
 	}
 	wantOwner(t, b, runs, ownerB)
 
@@ -404,7 +404,7 @@ func TestClaimOrphansLeavesOtherRunsAlone(t *testing.T) {
 	}
 
 	if got := claim(t, b, ownerB); len(got) != 0 {
-		t.Errorf("claimed %v; none is running", ids(got))
+		t.Errorf("claimed %v; none is running", runIDs(got))
 	}
 	wantOwner(t, a, runs, dead)
 }
@@ -454,10 +454,10 @@ func TestClaimOrphansConcurrent(t *testing.T) {
 				t.Fatalf("round %d: ClaimOrphans(%s): %v", round, owners[i], err)
 			}
 		}
-		all := append(ids(got[0]), ids(got[1])...)
+		all := append(runIDs(got[0]), runIDs(got[1])...)
 		slices.Sort(all)
-		if !slices.Equal(all, ids(orphans)) {
-			t.Fatalf("round %d: claimed %v and %v, want each of %v once", round, ids(got[0]), ids(got[1]), ids(orphans))
+		if !slices.Equal(all, runIDs(orphans)) {
+			t.Fatalf("round %d: claimed %v and %v, want each of %v once", round, runIDs(got[0]), runIDs(got[1]), runIDs(orphans))
 		}
 		wantOwner(t, a, got[0], ownerA)
 		wantOwner(t, a, got[1], ownerB)
@@ -602,8 +602,8 @@ func TestReopenAfterLostSession(t *testing.T) {
 	if _, err := la.Next(ctx); err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Next on a killed connection = %v, want a lost-connection error", err)
 	}
-	if got := claim(t, b, ownerB); !slices.Equal(ids(got), ids(claimed)) {
-		t.Fatalf("claimed %v, want %v", ids(got), ids(claimed))
+	if got := claim(t, b, ownerB); !slices.Equal(runIDs(got), runIDs(claimed)) {
+		t.Fatalf("claimed %v, want %v", runIDs(got), runIDs(claimed))
 	}
 
 	// While another session holds the owner's lock, Reopen fails.
@@ -631,7 +631,7 @@ func TestReopenAfterLostSession(t *testing.T) {
 	}
 	mine := startRuns(t, a, ownerA, 1)
 	if got := claim(t, b, ownerB); len(got) != 0 {
-		t.Errorf("a peer claimed %v of a reopened owner", ids(got))
+		t.Errorf("a peer claimed %v of a reopened owner", runIDs(got))
 	}
 	wantOwner(t, b, claimed, ownerB)
 	wantOwner(t, b, mine, ownerA)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
+	"github.com/trellis-ai/trellis/internal/ids"
 )
 
 // CreateConversation implements store.Conversations.
@@ -17,7 +18,7 @@ func (s *Store) CreateConversation(ctx context.Context, nc store.NewConversation
 		return store.Conversation{}, fmt.Errorf("pgstore: create conversation: %w", err)
 	}
 	now := storeutil.Now()
-	c := store.Conversation{ID: storeutil.NewID(), UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now, Status: store.StatusIdle}
+	c := store.Conversation{ID: ids.New(), UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now, Status: store.StatusIdle}
 	if err := insertConversation(ctx, s.pool, c); err != nil {
 		return store.Conversation{}, fmt.Errorf("pgstore: create conversation: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
+	"github.com/trellis-ai/trellis/internal/ids"
 )
 
 // insertMessage adds a message to its run's conversation; no row comes
@@ -24,7 +25,7 @@ func (s *Store) AddMessage(ctx context.Context, nm store.NewMessage) (store.Mess
 	if err := cmp.Or(nm.Validate(), storeutil.CheckIDs(nm.RunID)); err != nil {
 		return store.Message{}, fmt.Errorf("pgstore: add message: %w", err)
 	}
-	m := store.Message{ID: storeutil.NewID(), RunID: nm.RunID, Role: nm.Role, Content: nm.Content,
+	m := store.Message{ID: ids.New(), RunID: nm.RunID, Role: nm.Role, Content: nm.Content,
 		Citations: nm.Citations, Meta: nm.Meta, CreatedAt: storeutil.Now()}
 	if err := addMessage(ctx, s.pool, &m); err != nil {
 		return store.Message{}, fmt.Errorf("pgstore: add message to run %s: %w", nm.RunID, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
+	"github.com/trellis-ai/trellis/internal/ids"
 )
 
 // StartRun implements store.Runs. Its first statement locks the
@@ -25,9 +26,9 @@ func (s *Store) StartRun(ctx context.Context, nr store.NewRun) (store.Run, error
 	}
 	now := storeutil.Now()
 	if nr.NewConversation != nil {
-		nr.ConversationID = storeutil.NewID()
+		nr.ConversationID = ids.New()
 	}
-	r := store.Run{ID: storeutil.NewID(), ConversationID: nr.ConversationID, UserID: nr.UserID, Status: store.RunRunning,
+	r := store.Run{ID: ids.New(), ConversationID: nr.ConversationID, UserID: nr.UserID, Status: store.RunRunning,
 		UserMessage: nr.UserMessage, CreatedAt: now, CheckpointID: nr.CheckpointID, RequestID: nr.RequestID, Owner: nr.Owner}
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		if nc := nr.NewConversation; nc != nil {
@@ -59,7 +60,7 @@ WHERE id = $2 AND user_id = $3 RETURNING run_count`, now, nr.ConversationID, nr.
 		if err != nil {
 			return err
 		}
-		m := store.Message{ID: storeutil.NewID(), RunID: r.ID, Role: store.RoleUser, Content: r.UserMessage, CreatedAt: now}
+		m := store.Message{ID: ids.New(), RunID: r.ID, Role: store.RoleUser, Content: r.UserMessage, CreatedAt: now}
 		return addMessage(ctx, tx, &m)
 	})
 	if err != nil {

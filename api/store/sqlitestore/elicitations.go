@@ -9,6 +9,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
+	"github.com/trellis-ai/trellis/internal/ids"
 )
 
 // CreateElicitation implements store.Elicitations. The conversation and
@@ -20,7 +21,7 @@ func (s *Store) CreateElicitation(ctx context.Context, ne store.NewElicitation) 
 	e := store.Elicitation{ID: ne.ID, RunID: ne.RunID, Source: ne.Source, Message: ne.Message,
 		Schema: []byte(objectOr(ne.Schema)), Status: store.ElicitationPending, CreatedAt: storeutil.Now()}
 	if e.ID == "" {
-		e.ID = storeutil.NewID()
+		e.ID = ids.New()
 	}
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		err := tx.QueryRowContext(ctx, `INSERT INTO elicitations (id, conversation_id, run_id, user_id, source, message, schema,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
+	"github.com/trellis-ai/trellis/internal/ids"
 )
 
 // insertMessage adds a message to its run's conversation; no row comes
@@ -23,7 +24,7 @@ func (s *Store) AddMessage(ctx context.Context, nm store.NewMessage) (store.Mess
 	if err := cmp.Or(nm.Validate(), storeutil.CheckIDs(nm.RunID)); err != nil {
 		return store.Message{}, fmt.Errorf("sqlitestore: add message: %w", err)
 	}
-	m := store.Message{ID: storeutil.NewID(), RunID: nm.RunID, Role: nm.Role, Content: nm.Content,
+	m := store.Message{ID: ids.New(), RunID: nm.RunID, Role: nm.Role, Content: nm.Content,
 		Citations: nm.Citations, Meta: nm.Meta, CreatedAt: storeutil.Now()}
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		return addMessage(ctx, tx, &m)

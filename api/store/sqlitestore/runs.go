@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
+	"github.com/trellis-ai/trellis/internal/ids"
 )
 
 // StartRun implements store.Runs. The transaction holds the write lock
@@ -22,9 +23,9 @@ func (s *Store) StartRun(ctx context.Context, nr store.NewRun) (store.Run, error
 	}
 	now := storeutil.Now()
 	if nr.NewConversation != nil {
-		nr.ConversationID = storeutil.NewID()
+		nr.ConversationID = ids.New()
 	}
-	r := store.Run{ID: storeutil.NewID(), ConversationID: nr.ConversationID, UserID: nr.UserID, Status: store.RunRunning,
+	r := store.Run{ID: ids.New(), ConversationID: nr.ConversationID, UserID: nr.UserID, Status: store.RunRunning,
 		UserMessage: nr.UserMessage, CreatedAt: now, CheckpointID: nr.CheckpointID, RequestID: nr.RequestID, Owner: nr.Owner}
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		if nc := nr.NewConversation; nc != nil {
@@ -57,7 +58,7 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, formatTime(now), nr.Conversat
 		if err != nil {
 			return err
 		}
-		m := store.Message{ID: storeutil.NewID(), RunID: r.ID, Role: store.RoleUser, Content: r.UserMessage, CreatedAt: now}
+		m := store.Message{ID: ids.New(), RunID: r.ID, Role: store.RoleUser, Content: r.UserMessage, CreatedAt: now}
 		return addMessage(ctx, tx, &m)
 	})
 	if err != nil {

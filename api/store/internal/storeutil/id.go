@@ -4,17 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/trellis-ai/trellis/api/store"
 )
-
-// NewID returns a fresh id: a UUIDv7, unique across processes without
-// coordination and, within a process, increasing, so ids made in one
-// microsecond still sort in creation order.
-func NewID() string {
-	return uuid.Must(uuid.NewV7()).String()
-}
 
 // CheckIDs returns an error matching store.ErrNotFound when one of ids is
 // not store.ValidText. No record has such an id, and PostgreSQL would

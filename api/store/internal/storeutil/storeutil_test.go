@@ -78,14 +78,3 @@ func TestEventData(t *testing.T) {
 		}
 	}
 }
-
-func TestNewIDIncreases(t *testing.T) {
-	prev := NewID()
-	for range 1000 {
-		id := NewID()
-		if id <= prev {
-			t.Fatalf("NewID %s after %s: not increasing", id, prev)
-		}
-		prev = id
-	}
-}

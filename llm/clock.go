@@ -1,4 +1,4 @@
-package operators
+package llm
 
 import (
 	"context"
@@ -113,8 +113,8 @@ func (c *callClock) stop() {
 // PauseTimeout stops the timeout of the guarded call ctx belongs to until
 // resume is called, so that time a tool spends waiting for a person (an
 // elicitation, a confirmation) does not count against it. Pauses nest;
-// outside a guarded call it does nothing. The [Provider] pauses around
-// every [Messenger.Elicit] of a call, so tool sources need not.
+// outside a guarded call it does nothing. The tool provider (operators)
+// pauses around every question a tool asks, so tool sources need not.
 func PauseTimeout(ctx context.Context) (resume func()) {
 	c, _ := ctx.Value(clockKey{}).(*callClock)
 	if c == nil {
