@@ -54,6 +54,36 @@ func newCrashEnv(t *testing.T, db string) *crashEnv {
 
 func (e *crashEnv) start() *child { return startServe(e.t, e.env...) }
 
+// startConnected starts a process and waits, 30 s at most, until the
+// count server's tools are listed: a chat sent before would find no tool
+// of that name yet, and a call to it needs approval (fail closed).
+func (e *crashEnv) startConnected() *child {
+	c := e.start()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got struct {
+			Tools []struct {
+				Name      string
+				Available bool
+			}
+		}
+		err := json.NewDecoder(c.do("GET", "/api/v1/tools", nil).Body).Decode(&got)
+		n := 0
+		for _, tool := range got.Tools {
+			if (tool.Name == "write" || tool.Name == "ask_name") && tool.Available {
+				n++
+			}
+		}
+		if err == nil && n == 2 {
+			return c
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the count server's tools were not listed: %+v %v\n%s", got, err, c.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // effects counts the side effects the count server recorded that start
 // with prefix.
 func (e *crashEnv) effects(prefix string) int {
@@ -145,7 +175,7 @@ func TestCrashWhileAnMCPToolAwaitsApproval(t *testing.T) {
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)
-			first := e.start()
+			first := e.startConnected()
 			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "write a note"})
 			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
 			seen := events(t, resp, func(ev event) bool { return ev.typ == "approval.required" })
@@ -195,7 +225,7 @@ func TestCrashWhileAnMCPToolAsks(t *testing.T) {
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)
-			first := e.start()
+			first := e.startConnected()
 			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "greet me by name"})
 			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
 			seen := events(t, resp, func(ev event) bool { return ev.typ == "elicitation.request" })
