@@ -1,0 +1,107 @@
+package sqlstore
+
+import (
+	"context"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
+)
+
+// CreateConversation implements store.Conversations.
+func (s *Store) CreateConversation(ctx context.Context, nc store.NewConversation) (store.Conversation, error) {
+	if err := nc.Validate(); err != nil {
+		return store.Conversation{}, s.errorf("create conversation: %w", err)
+	}
+	now := storeutil.Now()
+	c := store.Conversation{ID: storeutil.NewID(), UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now, Status: store.StatusIdle}
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		return insertConversation(ctx, q, c)
+	})
+	if err != nil {
+		return store.Conversation{}, s.errorf("create conversation: %w", err)
+	}
+	return c, nil
+}
+
+// insertConversation stores a conversation without runs.
+func insertConversation(ctx context.Context, q Querier, c store.Conversation) error {
+	_, err := q.Exec(ctx, `INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+		c.ID, c.UserID, c.Title, c.CreatedAt, c.UpdatedAt)
+	return err
+}
+
+// GetConversation implements store.Conversations.
+func (s *Store) GetConversation(ctx context.Context, userID, id string) (store.Conversation, error) {
+	if err := storeutil.CheckIDs(userID, id); err != nil {
+		return store.Conversation{}, s.errorf("get conversation: %w", err)
+	}
+	c, err := scanConversation(s.db.QueryRow(ctx,
+		`SELECT `+conversationCols+` FROM conversations c WHERE c.id = ? AND c.user_id = ?`, id, userID))
+	if noRows(err) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Conversation{}, s.errorf("get conversation %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// ListConversations implements store.Conversations.
+func (s *Store) ListConversations(ctx context.Context, userID string, page store.Page) (store.ConversationPage, error) {
+	out, err := s.listConversations(ctx, userID, page)
+	if err != nil {
+		return store.ConversationPage{}, s.errorf("list conversations: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) listConversations(ctx context.Context, userID string, page store.Page) (store.ConversationPage, error) {
+	size, err := page.Size()
+	if err != nil {
+		return store.ConversationPage{}, err
+	}
+	cur, after, err := storeutil.DecodeCursor(page.Cursor)
+	if err != nil {
+		return store.ConversationPage{}, err
+	}
+	if storeutil.CheckIDs(userID) != nil {
+		return storeutil.ConversationPage(nil, size), nil // no such user
+	}
+	query := `SELECT ` + conversationCols + ` FROM conversations c WHERE c.user_id = ?`
+	args := []any{userID}
+	if after {
+		query += ` AND (c.created_at, c.id) < (?, ?)`
+		args = append(args, cur.CreatedAt, cur.ID)
+	}
+	// One more than the page holds tells whether another page follows.
+	query += ` ORDER BY c.created_at DESC, c.id DESC LIMIT ?`
+	args = append(args, size+1)
+	rows, err := s.db.Query(ctx, query, args...)
+	if err != nil {
+		return store.ConversationPage{}, err
+	}
+	cs, err := Collect(rows, scanConversation)
+	if err != nil {
+		return store.ConversationPage{}, err
+	}
+	return storeutil.ConversationPage(cs, size), nil
+}
+
+// DeleteConversation implements store.Conversations. The schema's foreign
+// keys cascade to everything below the conversation, in this statement.
+func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error {
+	if err := storeutil.CheckIDs(userID, id); err != nil {
+		return s.errorf("delete conversation: %w", err)
+	}
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		n, err := q.Exec(ctx, `DELETE FROM conversations WHERE id = ? AND user_id = ?`, id, userID)
+		if err == nil && n == 0 {
+			err = store.ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return s.errorf("delete conversation %s: %w", id, err)
+	}
+	return nil
+}

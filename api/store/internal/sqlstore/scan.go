@@ -1,0 +1,174 @@
+package sqlstore
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
+)
+
+// conversationCols are read by scanConversation; status is the latest
+// run's.
+const conversationCols = `c.id, c.user_id, c.title, c.created_at, c.updated_at,
+    coalesce((SELECT r.status FROM runs r WHERE r.conversation_id = c.id ORDER BY r.num DESC LIMIT 1), 'idle')`
+
+func scanConversation(row Row) (store.Conversation, error) {
+	var (
+		c                store.Conversation
+		created, updated dbTime
+	)
+	if err := row.Scan(&c.ID, &c.UserID, &c.Title, &created, &updated, &c.Status); err != nil {
+		return c, err
+	}
+	c.CreatedAt, c.UpdatedAt = created.t, updated.t
+	return c, nil
+}
+
+// RunCols are read by ScanRun.
+const RunCols = `id, conversation_id, user_id, status, interrupt_reason, superseded, user_message, usage,
+    request_id, owner, checkpoint_id, last_seq, created_at, completed_at`
+
+// ScanRun reads RunCols.
+func ScanRun(row Row) (store.Run, error) {
+	var (
+		r                  store.Run
+		usage              []byte
+		created, completed dbTime
+	)
+	err := row.Scan(&r.ID, &r.ConversationID, &r.UserID, &r.Status, &r.InterruptReason, &r.Superseded,
+		&r.UserMessage, &usage, &r.RequestID, &r.Owner, &r.CheckpointID, &r.LastSeq, &created, &completed)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(usage, &r.Usage); err != nil {
+		return r, fmt.Errorf("run %s usage: %w", r.ID, err)
+	}
+	r.CreatedAt, r.CompletedAt = created.t, completed.ptr()
+	return r, nil
+}
+
+// scanNumberedRun reads num, then RunCols.
+func scanNumberedRun(row Row) (storeutil.NumberedRun, error) {
+	var r storeutil.NumberedRun
+	var err error
+	r.Run, err = ScanRun(numFirst{row, &r.Num})
+	return r, err
+}
+
+// numFirst scans a row's first column into num and the rest into what
+// Scan is given.
+type numFirst struct {
+	row Row
+	num *int64
+}
+
+func (n numFirst) Scan(dest ...any) error { return n.row.Scan(append([]any{n.num}, dest...)...) }
+
+// messageCols are read by scanMessage; m is messages, r its run.
+const messageCols = `m.id, m.conversation_id, m.run_id, m.role, m.content, m.citations, m.meta, m.created_at, r.superseded`
+
+func scanMessage(row Row) (store.Message, error) {
+	var (
+		m               store.Message
+		citations, meta []byte
+		created         dbTime
+	)
+	if err := row.Scan(&m.ID, &m.ConversationID, &m.RunID, &m.Role, &m.Content, &citations, &meta, &created, &m.Superseded); err != nil {
+		return m, err
+	}
+	m.Citations, m.Meta, m.CreatedAt = rawJSON(citations), rawJSON(meta), created.t
+	return m, nil
+}
+
+// scanEvent reads run_id, seq, type, data, created_at.
+func scanEvent(row Row) (store.Event, error) {
+	var (
+		e       store.Event
+		data    []byte
+		created dbTime
+	)
+	if err := row.Scan(&e.RunID, &e.Seq, &e.Type, &data, &created); err != nil {
+		return e, err
+	}
+	e.Data, e.CreatedAt = json.RawMessage(data), created.t
+	return e, nil
+}
+
+// approvalCols are read by scanApproval.
+const approvalCols = `id, conversation_id, run_id, user_id, tool_call_id, tool, args, revision, status, decision,
+    edited_args, reason, created_at, resolved_at`
+
+func scanApproval(row Row) (store.Approval, error) {
+	var (
+		a                 store.Approval
+		args, edited      []byte
+		created, resolved dbTime
+	)
+	err := row.Scan(&a.ID, &a.ConversationID, &a.RunID, &a.UserID, &a.ToolCallID, &a.Tool, &args, &a.Revision,
+		&a.Status, &a.Decision, &edited, &a.Reason, &created, &resolved)
+	if err != nil {
+		return a, err
+	}
+	a.Args, a.EditedArgs = json.RawMessage(args), rawJSON(edited)
+	a.CreatedAt, a.ResolvedAt = created.t, resolved.ptr()
+	return a, nil
+}
+
+// elicitationCols are read by scanElicitation.
+const elicitationCols = `id, conversation_id, run_id, user_id, source, message, schema, status, content, created_at, resolved_at`
+
+func scanElicitation(row Row) (store.Elicitation, error) {
+	var (
+		e                 store.Elicitation
+		schema, content   []byte
+		created, resolved dbTime
+	)
+	err := row.Scan(&e.ID, &e.ConversationID, &e.RunID, &e.UserID, &e.Source, &e.Message, &schema, &e.Status,
+		&content, &created, &resolved)
+	if err != nil {
+		return e, err
+	}
+	e.Schema, e.Content = json.RawMessage(schema), rawJSON(content)
+	e.CreatedAt, e.ResolvedAt = created.t, resolved.ptr()
+	return e, nil
+}
+
+// rawJSON keeps NULL as nil.
+func rawJSON(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+// nullJSON stores nil as NULL, and anything else as the JSON text it is.
+func nullJSON(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+// objectOr returns b, or "{}" when b is nil.
+func objectOr(b []byte) string {
+	if b == nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+// Collect reads every row with scan, into a non-nil slice, and closes
+// rows.
+func Collect[T any](rows Rows, scan func(Row) (T, error)) ([]T, error) {
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
