@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -115,6 +116,9 @@ func (d *db) Query(ctx context.Context, query string, args ...any) (sqlstore.Row
 func (d *db) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
 	return querier{d.pool, d}.QueryRow(ctx, query, args...)
 }
+
+// Time implements sqlstore.DB: pgx encodes a time.Time as timestamptz.
+func (d *db) Time(t time.Time) any { return t }
 
 // Violates implements sqlstore.DB: constraint names are unique in the
 // schema.

@@ -24,7 +24,7 @@ const (
 // round trip.
 func (d *db) AppendEvents(ctx context.Context, owner string, evs []store.Event, tails []string) (bool, error) {
 	runID := evs[0].RunID
-	created := sqlstore.FormatTime(evs[0].CreatedAt)
+	created := d.Time(evs[0].CreatedAt)
 	var found bool
 	err := d.Tx(ctx, func(ctx context.Context, q sqlstore.Querier) error {
 		var last int64

@@ -222,8 +222,13 @@ func (s stmtExecer) QueryRowContext(ctx context.Context, _ string, args ...any) 
 	return s.st.QueryRowContext(ctx, args...)
 }
 
-// encode stores times as sqlstore.FormatTime text, which sorts as time
-// does; args is changed in place.
+// Time implements sqlstore.DB: fixed-width text, which sorts as time
+// does.
+func (d *db) Time(t time.Time) any { return sqlstore.FormatTime(t) }
+
+// encode stores a time.Time argument as Time does, should one come
+// unencoded (the driver's own format would not sort); args is changed in
+// place.
 func encode(args []any) []any {
 	for i, a := range args {
 		if t, ok := a.(time.Time); ok {

@@ -15,7 +15,7 @@ func (s *Store) CreateConversation(ctx context.Context, nc store.NewConversation
 	now := storeutil.Now()
 	c := store.Conversation{ID: storeutil.NewID(), UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now, Status: store.StatusIdle}
 	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
-		return insertConversation(ctx, q, c)
+		return insertConversation(ctx, q, c, s.db.Time(now))
 	})
 	if err != nil {
 		return store.Conversation{}, s.errorf("create conversation: %w", err)
@@ -23,10 +23,11 @@ func (s *Store) CreateConversation(ctx context.Context, nc store.NewConversation
 	return c, nil
 }
 
-// insertConversation stores a conversation without runs.
-func insertConversation(ctx context.Context, q Querier, c store.Conversation) error {
+// insertConversation stores a conversation without runs, created and
+// updated at (DB.Time).
+func insertConversation(ctx context.Context, q Querier, c store.Conversation, at any) error {
 	_, err := q.Exec(ctx, `INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
-		c.ID, c.UserID, c.Title, c.CreatedAt, c.UpdatedAt)
+		c.ID, c.UserID, c.Title, at, at)
 	return err
 }
 
@@ -71,7 +72,7 @@ func (s *Store) listConversations(ctx context.Context, userID string, page store
 	args := []any{userID}
 	if after {
 		query += ` AND (c.created_at, c.id) < (?, ?)`
-		args = append(args, cur.CreatedAt, cur.ID)
+		args = append(args, s.db.Time(cur.CreatedAt), cur.ID)
 	}
 	// One more than the page holds tells whether another page follows.
 	query += ` ORDER BY c.created_at DESC, c.id DESC LIMIT ?`

@@ -39,6 +39,11 @@ type DB interface {
 	// statement (unnest), SQLite a statement per event.
 	AppendEvents(ctx context.Context, owner string, evs []store.Event, tails []string) (found bool, err error)
 
+	// Time is t as the database stores it (PostgreSQL: timestamptz;
+	// SQLite: FormatTime's text). A call encodes its time once and
+	// passes the result to each statement that stores it.
+	Time(t time.Time) any
+
 	// Violates reports whether err is a violation of the constraint
 	// named as the PostgreSQL schema names it (runs_one_active,
 	// approvals_pkey, messages_run_id_fkey …).

@@ -31,7 +31,7 @@ var (
 // statement that inserts.
 func (h human[T]) create(ctx context.Context, s *Store, id, runID string, created time.Time, cols string, vals []any,
 	conversationID, userID *string) error {
-	args := append(append([]any{id}, vals...), created, runID)
+	args := append(append([]any{id}, vals...), s.db.Time(created), runID)
 	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
 		return q.QueryRow(ctx, `INSERT INTO `+h.table+` (id, conversation_id, run_id, user_id, `+cols+`, status, created_at)
 SELECT ?, conversation_id, id, user_id, `+strings.Repeat("?, ", len(vals))+`'pending', ? FROM runs WHERE id = ?
@@ -52,7 +52,7 @@ RETURNING conversation_id, user_id`, args...).Scan(conversationID, userID)
 // answer waits for the row's lock and then finds it answered.
 func (h human[T]) resolve(ctx context.Context, s *Store, userID, id, set string, vals ...any) (T, error) {
 	var v T
-	args := append(vals, storeutil.Now(), id, userID)
+	args := append(vals, s.db.Time(storeutil.Now()), id, userID)
 	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
 		var err error
 		v, err = h.scan(q.QueryRow(ctx, `UPDATE `+h.table+` SET `+set+`, resolved_at = ?
@@ -131,8 +131,11 @@ func (s *Store) CreateApproval(ctx context.Context, na store.NewApproval) (store
 	if err := cmp.Or(na.Validate(), storeutil.CheckIDs(na.RunID)); err != nil {
 		return store.Approval{}, s.errorf("create approval: %w", err)
 	}
-	a := store.Approval{ID: cmp.Or(na.ID, storeutil.NewID()), RunID: na.RunID, ToolCallID: na.ToolCallID, Tool: na.Tool,
+	a := store.Approval{ID: na.ID, RunID: na.RunID, ToolCallID: na.ToolCallID, Tool: na.Tool,
 		Args: []byte(objectOr(na.Args)), Revision: na.Revision, Status: store.ApprovalPending, CreatedAt: storeutil.Now()}
+	if a.ID == "" {
+		a.ID = storeutil.NewID()
+	}
 	err := approvals.create(ctx, s, a.ID, a.RunID, a.CreatedAt, "tool_call_id, tool, args, revision",
 		[]any{a.ToolCallID, a.Tool, string(a.Args), a.Revision}, &a.ConversationID, &a.UserID)
 	if err != nil {
@@ -173,8 +176,11 @@ func (s *Store) CreateElicitation(ctx context.Context, ne store.NewElicitation) 
 	if err := cmp.Or(ne.Validate(), storeutil.CheckIDs(ne.RunID)); err != nil {
 		return store.Elicitation{}, s.errorf("create elicitation: %w", err)
 	}
-	e := store.Elicitation{ID: cmp.Or(ne.ID, storeutil.NewID()), RunID: ne.RunID, Source: ne.Source, Message: ne.Message,
+	e := store.Elicitation{ID: ne.ID, RunID: ne.RunID, Source: ne.Source, Message: ne.Message,
 		Schema: []byte(objectOr(ne.Schema)), Status: store.ElicitationPending, CreatedAt: storeutil.Now()}
+	if e.ID == "" {
+		e.ID = storeutil.NewID()
+	}
 	err := elicitations.create(ctx, s, e.ID, e.RunID, e.CreatedAt, "source, message, schema",
 		[]any{e.Source, e.Message, string(e.Schema)}, &e.ConversationID, &e.UserID)
 	if err != nil {

@@ -23,7 +23,7 @@ func (s *Store) AddMessage(ctx context.Context, nm store.NewMessage) (store.Mess
 	m := store.Message{ID: storeutil.NewID(), RunID: nm.RunID, Role: nm.Role, Content: nm.Content,
 		Citations: nm.Citations, Meta: nm.Meta, CreatedAt: storeutil.Now()}
 	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
-		return s.addMessage(ctx, q, &m)
+		return s.addMessage(ctx, q, &m, s.db.Time(m.CreatedAt))
 	})
 	if err != nil {
 		return store.Message{}, s.errorf("add message to run %s: %w", nm.RunID, err)
@@ -31,10 +31,11 @@ func (s *Store) AddMessage(ctx context.Context, nm store.NewMessage) (store.Mess
 	return m, nil
 }
 
-// addMessage stores m and fills in its conversation.
-func (s *Store) addMessage(ctx context.Context, q Querier, m *store.Message) error {
+// addMessage stores m, created at (DB.Time of m.CreatedAt), and fills in
+// its conversation.
+func (s *Store) addMessage(ctx context.Context, q Querier, m *store.Message, at any) error {
 	err := q.QueryRow(ctx, insertMessage, m.ID, m.Role, m.Content, nullJSON(m.Citations), nullJSON(m.Meta),
-		m.CreatedAt, m.RunID).Scan(&m.ConversationID, &m.Superseded)
+		at, m.RunID).Scan(&m.ConversationID, &m.Superseded)
 	// A foreign key fails when the conversation is deleted meanwhile.
 	if noRows(err) || s.db.Violates(err, "messages_run_id_fkey") || s.db.Violates(err, "messages_conversation_id_fkey") {
 		return store.ErrNotFound

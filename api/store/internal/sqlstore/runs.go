@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
@@ -27,16 +26,17 @@ func (s *Store) StartRun(ctx context.Context, nr store.NewRun) (store.Run, error
 	}
 	r := store.Run{ID: storeutil.NewID(), ConversationID: nr.ConversationID, UserID: nr.UserID, Status: store.RunRunning,
 		UserMessage: nr.UserMessage, CreatedAt: now, CheckpointID: nr.CheckpointID, RequestID: nr.RequestID, Owner: nr.Owner}
+	at := s.db.Time(now)
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		if nc := nr.NewConversation; nc != nil {
 			c := store.Conversation{ID: nr.ConversationID, UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now}
-			if err := insertConversation(ctx, q, c); err != nil {
+			if err := insertConversation(ctx, q, c, at); err != nil {
 				return err
 			}
 		}
 		var num int64
 		err := q.QueryRow(ctx, `UPDATE conversations SET run_count = run_count + 1, updated_at = ?
-WHERE id = ? AND user_id = ? RETURNING run_count`, now, nr.ConversationID, nr.UserID).Scan(&num)
+WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.UserID).Scan(&num)
 		if noRows(err) {
 			return store.ErrNotFound
 		}
@@ -44,13 +44,13 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, now, nr.ConversationID, nr.Us
 			return err
 		}
 		if nr.Supersedes != "" {
-			if err := supersede(ctx, q, nr.ConversationID, nr.Supersedes, now, &r.CheckpointID); err != nil {
+			if err := supersede(ctx, q, nr.ConversationID, nr.Supersedes, at, &r.CheckpointID); err != nil {
 				return err
 			}
 		}
 		_, err = q.Exec(ctx, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, request_id, owner,
     checkpoint_id, created_at) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)`,
-			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, r.RequestID, r.Owner, r.CheckpointID, now)
+			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, r.RequestID, r.Owner, r.CheckpointID, at)
 		if s.db.Violates(err, "runs_one_active") {
 			return store.ErrRunActive
 		}
@@ -58,7 +58,7 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, now, nr.ConversationID, nr.Us
 			return err
 		}
 		m := store.Message{ID: storeutil.NewID(), RunID: r.ID, Role: store.RoleUser, Content: r.UserMessage, CreatedAt: now}
-		return s.addMessage(ctx, q, &m)
+		return s.addMessage(ctx, q, &m, at)
 	})
 	if err != nil {
 		return store.Run{}, s.errorf("start run on conversation %s: %w", nr.ConversationID, err)
@@ -71,14 +71,14 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, now, nr.ConversationID, nr.Us
 var humanTables = [...]string{"approvals", "elicitations"}
 
 // supersede marks run from and every later run of the conversation
-// superseded and expires what they left pending. checkpoint, if empty,
-// becomes from's checkpoint.
+// superseded and expires what they left pending, at now (DB.Time).
+// checkpoint, if empty, becomes from's checkpoint.
 //
 // The UPDATE reads the latest status of the runs it marks (on PostgreSQL
 // it locks them), so a run that a concurrent ResumeRun set running is
 // seen running, and refused; a ResumeRun coming after finds its run
 // superseded.
-func supersede(ctx context.Context, q Querier, conversationID, from string, now time.Time, checkpoint *string) error {
+func supersede(ctx context.Context, q Querier, conversationID, from string, now any, checkpoint *string) error {
 	var (
 		num        int64
 		superseded bool
@@ -230,7 +230,7 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 	if err != nil {
 		return store.Run{}, s.errorf("finish run %s: %w", runID, err)
 	}
-	now := storeutil.Now()
+	now := s.db.Time(storeutil.Now())
 	var r store.Run
 	err = s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		var err error
@@ -268,7 +268,7 @@ func (s *Store) ResumeRun(ctx context.Context, runID, owner string) (store.Run, 
 	if err := storeutil.CheckIDs(runID); err != nil {
 		return store.Run{}, s.errorf("resume run: %w", err)
 	}
-	now := storeutil.Now()
+	now := s.db.Time(storeutil.Now())
 	var r store.Run
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		var err error
