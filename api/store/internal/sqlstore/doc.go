@@ -10,7 +10,8 @@
 //
 // The SQL here is the subset both databases read alike: RETURNING, row
 // values, `true` and `NOT` on a boolean column (SQLite's 0/1 integers),
-// subqueries in RETURNING. Times go in as time.Time and come out through
-// a scanner that takes a time.Time (PostgreSQL's timestamptz) or SQLite's
-// fixed-width text; JSON goes in as text and comes out as bytes.
+// subqueries in RETURNING. Times go in as DB.Time encodes them, once per
+// call, and come out through a scanner that takes a time.Time
+// (PostgreSQL's timestamptz) or SQLite's fixed-width text; JSON goes in as
+// text and comes out as bytes.
 package sqlstore
