@@ -3,7 +3,10 @@
 // elicitations a run waits on. It owns the domain types, the Store
 // interface the service calls, and the sentinel errors the HTTP layer maps
 // to status codes; implementations live in subpackages named for their
-// database (sqlitestore, pgstore) and all pass storetest.Run.
+// database (sqlitestore, pgstore) and all pass storetest.Run. Their SQL is
+// written once, where the two databases read it alike, in
+// internal/sqlstore; each subpackage keeps its driver, its schema and what
+// only its database does.
 //
 // # Ownership
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/internal/sqlstore"
 )
 
 // Several processes sharing one database coordinate through PostgreSQL
@@ -449,7 +450,7 @@ func (s *Store) ClaimOrphans(ctx context.Context, owner string) ([]store.Run, er
 // is gone, and returns them; nil when other is alive.
 func (s *Store) claimFrom(ctx context.Context, owner, other string) ([]store.Run, error) {
 	var runs []store.Run
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var gone bool
 		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(`+ownerKeySQL("$1")+`)`, other).Scan(&gone); err != nil {
 			return err
@@ -458,11 +459,11 @@ func (s *Store) claimFrom(ctx context.Context, owner, other string) ([]store.Run
 			return nil
 		}
 		rows, err := tx.Query(ctx, `UPDATE runs SET owner = $1
-WHERE owner = $2 AND status = 'running' AND NOT superseded RETURNING `+runCols, owner, other)
+WHERE owner = $2 AND status = 'running' AND NOT superseded RETURNING `+sqlstore.RunCols, owner, other)
 		if err != nil {
 			return err
 		}
-		runs, err = collect(rows, scanRun)
+		runs, err = sqlstore.Collect(rows, sqlstore.ScanRun)
 		return err
 	})
 	if err != nil {

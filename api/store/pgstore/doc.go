@@ -1,6 +1,9 @@
 // Package pgstore keeps the chat service's record (store.Store) in
-// PostgreSQL through pgx; it owns the schema, its embedded migrations and
-// the SQL, and turns pgx errors into store errors, so no package above it
+// PostgreSQL through pgx; it owns the schema and its embedded migrations,
+// runs the SQL it shares with SQLite (internal/sqlstore, written with ?
+// placeholders, which it rebinds to $1, $2, …), keeps the SQL only
+// PostgreSQL speaks (events appended in one unnest statement, the cluster
+// below), and turns pgx errors into store errors, so no package above it
 // imports pgx.
 //
 // Several processes may share one database. Ids are UUIDv7s made by the

@@ -2,12 +2,9 @@ package pgstore
 
 import (
 	"context"
-	"fmt"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/internal/sqlstore"
 	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
 )
 
@@ -27,82 +24,17 @@ ins AS (INSERT INTO events (run_id, seq, type, data, created_at)
         RETURNING seq)
 SELECT max(seq) FROM ins`
 
-// AppendEvent implements store.Events.
-func (s *Store) AppendEvent(ctx context.Context, ne store.NewEvent) (store.Event, error) {
-	evs, err := s.AppendEvents(ctx, []store.NewEvent{ne})
-	if err != nil {
-		return store.Event{}, err
+// AppendEvents implements sqlstore.DB in one statement, one round trip.
+func (d *db) AppendEvents(ctx context.Context, owner string, evs []store.Event, tails []string) (bool, error) {
+	types := make([]string, len(evs))
+	for i, e := range evs {
+		types[i] = e.Type
 	}
-	return evs[0], nil
-}
-
-// AppendEvents implements store.Events.
-func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store.Event, error) {
-	runID, owner, tails, err := storeutil.Batch(nes)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: append events: %w", err)
-	}
-	types := make([]string, len(nes))
-	for i, ne := range nes {
-		types[i] = ne.Type
-	}
-	now := storeutil.Now()
 	var last *int64 // NULL when the run is unknown: nothing was inserted
-	err = s.pool.QueryRow(ctx, appendEvents, runID, types, tails, now, owner).Scan(&last)
-	if err == nil && last == nil {
-		err = runMissingOr(ctx, s.pool, runID, owner, store.ErrNotFound)
+	err := d.pool.QueryRow(ctx, appendEvents, evs[0].RunID, types, tails, evs[0].CreatedAt, owner).Scan(&last)
+	if err != nil || last == nil {
+		return false, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: append %d events (%s first) to run %s: %w", len(nes), nes[0].Type, runID, err)
-	}
-	out := make([]store.Event, len(nes))
-	for i, ne := range nes {
-		seq := *last - int64(len(nes)-1-i)
-		out[i] = store.Event{RunID: runID, Seq: seq, Type: ne.Type, Data: storeutil.EventData(seq, tails[i]), CreatedAt: now}
-	}
-	return out, nil
-}
-
-// EventsAfter implements store.Events. The run comes back even without
-// events, which tells an unknown run from a quiet one in one query. The
-// page is cut inside the subquery, which reads the primary key from
-// afterSeq on and stops at the limit; with the limit outside the join,
-// the database reads and sorts every later event for each page.
-func (s *Store) EventsAfter(ctx context.Context, userID, runID string, afterSeq int64, limit int) ([]store.Event, error) {
-	if err := storeutil.CheckIDs(userID, runID); err != nil {
-		return nil, fmt.Errorf("pgstore: events of run: %w", err)
-	}
-	size, err := store.EventLimit(limit)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: events of run %s: %w", runID, err)
-	}
-	rows, err := s.pool.Query(ctx, `SELECT r.id, e.seq, e.type, e.data, e.created_at
-FROM runs r LEFT JOIN (SELECT seq, type, data, created_at FROM events WHERE run_id = $2 AND seq > $1 ORDER BY seq LIMIT $4) e ON true
-WHERE r.id = $2 AND r.user_id = $3 ORDER BY e.seq`, afterSeq, runID, userID, size)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: events of run %s: %w", runID, err)
-	}
-	var (
-		out   = []store.Event{}
-		found bool
-		e     store.Event
-		seq   *int64
-		typ   *string
-		data  *string
-		at    *time.Time
-	)
-	_, err = pgx.ForEachRow(rows, []any{&e.RunID, &seq, &typ, &data, &at}, func() error {
-		found = true
-		if seq != nil { // else the run, without events
-			out = append(out, store.Event{RunID: e.RunID, Seq: *seq, Type: *typ, Data: []byte(*data), CreatedAt: at.UTC()})
-		}
-		return nil
-	})
-	if err == nil && !found {
-		err = store.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: events of run %s: %w", runID, err)
-	}
-	return out, nil
+	sqlstore.Number(evs, *last, tails)
+	return true, nil
 }

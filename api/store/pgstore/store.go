@@ -5,7 +5,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,31 +15,36 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/internal/sqlstore"
 	"github.com/trellis-ai/trellis/internal/sqlmigrate"
+	"github.com/trellis-ai/trellis/internal/sqlopen"
 )
-
-var _ store.Store = (*Store)(nil)
-
-//go:embed migrations/*.sql
-var migrationFS embed.FS
-
-// migrationTable records applied versions, named for this store so the
-// checkpoint saver can share the schema.
-const migrationTable = "chat_migrations"
 
 // Store is a store.Store in PostgreSQL. It is safe for concurrent use,
 // also by several processes sharing the database.
 type Store struct {
-	pool   *pgxpool.Pool
-	owned  bool // Close closes pool
-	latest int  // the newest migration version; Ping checks it is applied
+	*shared
+	pool  *pgxpool.Pool
+	owned bool // Close closes pool
 }
+
+var _ store.Store = (*Store)(nil)
+
+// shared is the store written once for both databases. Embedded under
+// this name, it gives Store its methods without an exported field.
+type shared = sqlstore.Store
+
+// migrationFS holds the schema's migrations, which PostgreSQL's types
+// make its own.
+//
+//go:embed migrations/*.sql
+var migrationFS embed.FS
 
 // New migrates the schema on pool's search_path and returns a Store that
 // uses pool. The caller keeps ownership of pool: Close leaves it open.
 func New(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
-	s := &Store{pool: pool}
-	if err := s.migrate(ctx); err != nil {
+	s, err := newStore(ctx, pool)
+	if err != nil {
 		return nil, fmt.Errorf("pgstore: new: %w", err)
 	}
 	return s, nil
@@ -47,17 +54,20 @@ func New(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
 // pgxpool.ParseConfig takes, and migrates it as New does. The Store owns
 // the pool; Close closes it.
 func Open(ctx context.Context, dsn string) (*Store, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+	s, err := sqlopen.Postgres(ctx, dsn, newStore)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
-	s, err := New(ctx, pool)
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
 	s.owned = true
 	return s, nil
+}
+
+func newStore(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
+	latest, err := sqlmigrate.Postgres(ctx, pool, "trellis/api/store/pgstore", sqlstore.MigrationTable, migrationFS)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	return &Store{shared: sqlstore.New(&db{pool: pool}, "pgstore", latest), pool: pool}, nil
 }
 
 // Close closes the pool if Open made it, and does nothing otherwise.
@@ -67,92 +77,122 @@ func (s *Store) Close() {
 	}
 }
 
-// Ping implements store.Store: the database answers a query and records
-// the newest migration this binary knows.
-func (s *Store) Ping(ctx context.Context) error {
-	var n int
-	err := s.pool.QueryRow(ctx, "SELECT count(*) FROM "+migrationTable+" WHERE version = $1", s.latest).Scan(&n)
-	if err == nil && n != 1 {
-		err = fmt.Errorf("migration %d is not applied", s.latest)
-	}
-	if err != nil {
-		return fmt.Errorf("pgstore: ping: %w", err)
-	}
-	return nil
+// db is sqlstore.DB over a pgx pool. Its statements are written with ?
+// placeholders, which it rebinds to PostgreSQL's $1, $2, … (see rebind).
+type db struct {
+	pool *pgxpool.Pool
+	// rebound caches rebind's result per query text; the queries are
+	// constants, or built from a few, so it stays small.
+	rebound sync.Map
 }
 
-func (s *Store) migrate(ctx context.Context) error {
-	sub, err := fs.Sub(migrationFS, "migrations")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	ms, err := sqlmigrate.Load(sub)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	s.latest = ms[len(ms)-1].Version
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Released at commit. Keyed by schema, so stores in other
-		// schemas, such as parallel tests, do not wait on each other.
-		const lock = `SELECT pg_advisory_xact_lock(hashtextextended('trellis/api/store/pgstore:' || current_schema(), 0))`
-		if _, err := tx.Exec(ctx, lock); err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
-		return sqlmigrate.Apply(ctx, sqlmigrate.Pgx(tx), migrationTable, ms)
-	})
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	return nil
+var _ sqlstore.DB = (*db)(nil)
+
+// Tx runs fn in a read-committed transaction.
+func (d *db) Tx(ctx context.Context, fn func(context.Context, sqlstore.Querier) error) error {
+	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error { return fn(ctx, querier{tx, d}) })
 }
 
-// querier is a pool or a transaction.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+// Auto runs fn's statements on the pool, each in a transaction of its own.
+func (d *db) Auto(ctx context.Context, fn func(context.Context, sqlstore.Querier) error) error {
+	return fn(ctx, querier{d.pool, d})
 }
 
-// write runs fn in a read-committed transaction and commits it when fn
-// returns nil.
-func (s *Store) write(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, fn)
-}
-
-// read runs fn in a read-only repeatable-read transaction, so its queries
+// Read runs fn in a read-only repeatable-read transaction, so its queries
 // share one snapshot.
-func (s *Store) read(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+func (d *db) Read(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	return pgx.BeginTxFunc(ctx, d.pool, opts, func(tx pgx.Tx) error { return fn(querier{tx, d}) })
 }
+
+func (d *db) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	return querier{d.pool, d}.Exec(ctx, query, args...)
+}
+
+func (d *db) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	return querier{d.pool, d}.Query(ctx, query, args...)
+}
+
+func (d *db) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return querier{d.pool, d}.QueryRow(ctx, query, args...)
+}
+
+// Time implements sqlstore.DB: pgx encodes a time.Time as timestamptz.
+func (d *db) Time(t time.Time) any { return t }
+
+// Violates implements sqlstore.DB: constraint names are unique in the
+// schema.
+func (d *db) Violates(err error, constraint string) bool { return violates(err, constraint) }
 
 // violates reports whether err is a violation of the named constraint
-// (unique, foreign key, …); constraint names are unique in the schema.
+// (unique, foreign key, …).
 func violates(err error, constraint string) bool {
 	e, ok := errors.AsType[*pgconn.PgError](err)
 	return ok && e.ConstraintName == constraint
 }
 
-// nullJSON stores nil as NULL, and anything else as the JSON text it is.
-func nullJSON(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return string(b)
+// pgxQuerier is a pool or a transaction.
+type pgxQuerier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// objectOr returns b, or "{}" when b is nil.
-func objectOr(b []byte) string {
-	if b == nil {
-		return "{}"
-	}
-	return string(b)
+// querier is a pool or a transaction as a sqlstore.Querier.
+type querier struct {
+	q pgxQuerier
+	d *db
 }
 
-// utcPtr returns t in UTC, keeping nil.
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
+func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := q.q.Exec(ctx, q.d.rebind(query), args...)
+	return tag.RowsAffected(), err
+}
+
+func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	return q.q.Query(ctx, q.d.rebind(query), args...)
+}
+
+func (q querier) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return q.q.QueryRow(ctx, q.d.rebind(query), args...)
+}
+
+// rebind returns query with its ? placeholders numbered $1, $2, … in
+// order. A ? inside a quoted string or identifier is kept; the store's SQL
+// has no other use of ? (no jsonb ? operator, no comments).
+//
+// A few lines of our own rather than a library: sqlx's Rebind does the
+// same but brings database/sql's types, which pgx's native interface does
+// not use, and pgx's named arguments (@name) would make every query spell
+// its parameters differently from SQLite's.
+func (d *db) rebind(query string) string {
+	if v, ok := d.rebound.Load(query); ok {
+		return v.(string)
 	}
-	u := t.UTC()
-	return &u
+	var (
+		b     strings.Builder
+		n     int
+		quote byte
+	)
+	b.Grow(len(query) + 8)
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '?':
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(c)
+	}
+	out := b.String()
+	d.rebound.Store(query, out)
+	return out
 }

@@ -1,7 +1,10 @@
 // Package sqlitestore keeps the chat service's record (store.Store) in an
 // embedded SQLite database through the pure-Go modernc.org/sqlite driver,
 // so a fresh machine needs neither cgo nor a database server. It owns the
-// schema, its embedded migrations and the SQL.
+// schema and its embedded migrations, runs the SQL it shares with
+// PostgreSQL (internal/sqlstore) through statements prepared once and
+// kept, and appends events a statement each. The database is opened as
+// every Trellis SQLite file is (internal/sqlopen).
 //
 // The database runs in WAL mode, so readers never wait for the writer.
 // Every write is one transaction that takes SQLite's write lock as it
@@ -9,8 +12,9 @@
 // group-commit writer (internal/groupcommit), which runs the writes
 // waiting at the moment in one transaction, each in a savepoint, and
 // answers none before the commit; processes sharing the file wait on the
-// lock for up to a busy timeout. Holding the lock for the whole transaction is what makes a
-// run's event numbers gap-free and the one-active-run check race-free.
+// lock for up to sqlopen.BusyTimeout. Holding the lock for the whole
+// transaction is what makes a run's event numbers gap-free and the
+// one-active-run check race-free.
 //
 // synchronous=NORMAL: a commit survives the process crashing but may be
 // lost, with the transactions after it, if the machine loses power, and

@@ -15,7 +15,7 @@ func TestConnectionPragmas(t *testing.T) {
 	defer s.Close()
 	for pragma, want := range map[string]string{"journal_mode": "wal", "synchronous": "1", "foreign_keys": "1"} {
 		var got string
-		if err := s.db.QueryRowContext(t.Context(), "PRAGMA "+pragma).Scan(&got); err != nil {
+		if err := s.db.db.QueryRowContext(t.Context(), "PRAGMA "+pragma).Scan(&got); err != nil {
 			t.Fatal(err)
 		}
 		if got != want {

@@ -6,7 +6,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"sync"
 	"time"
@@ -15,34 +14,83 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/internal/sqlstore"
 	"github.com/trellis-ai/trellis/internal/groupcommit"
 	"github.com/trellis-ai/trellis/internal/sqlmigrate"
+	"github.com/trellis-ai/trellis/internal/sqlopen"
 )
-
-var _ store.Store = (*Store)(nil)
-
-//go:embed migrations/*.sql
-var migrationFS embed.FS
-
-// migrationTable records applied versions, named for this store so the
-// checkpoint saver can share the database file.
-const migrationTable = "chat_migrations"
-
-// params are appended to every connection's DSN; see the package doc.
-const params = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
-	"&_pragma=foreign_keys(1)&_txlock=immediate"
 
 // Store is a store.Store in one SQLite database file. It is safe for
 // concurrent use, also by several processes sharing the file.
 type Store struct {
+	*shared // the SQL written once for both databases
+	db      *db
+}
+
+// shared embeds sqlstore.Store without an exported field.
+type shared = sqlstore.Store
+
+var _ store.Store = (*Store)(nil)
+
+// migrationFS holds the schema's migrations: SQLite's types (text times,
+// integer booleans) make them its own.
+//
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Open opens, or creates, the database at path and brings its schema up to
+// date. path is a file name, a "file:" URI, or ":memory:" for a private
+// in-memory database that lives until Close. A plain file name must not
+// contain '?'.
+func Open(ctx context.Context, path string) (*Store, error) {
+	s, err := open(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func open(ctx context.Context, path string) (*Store, error) {
+	sdb, oneConn, err := sqlopen.SQLite(path)
+	if err != nil {
+		return nil, err
+	}
+	latest, err := sqlmigrate.SQLite(ctx, sdb, sqlstore.MigrationTable, migrationFS)
+	if err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	writer, err := groupcommit.New(ctx, sdb)
+	if err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	d := &db{db: sdb, writer: writer, oneConn: oneConn}
+	return &Store{shared: sqlstore.New(d, "sqlitestore", latest), db: d}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	s.db.writer.Close()
+	s.db.stmts.Range(func(_, v any) bool {
+		v.(*sql.Stmt).Close()
+		return true
+	})
+	if err := s.db.db.Close(); err != nil {
+		return fmt.Errorf("sqlitestore: close: %w", err)
+	}
+	return nil
+}
+
+// db is sqlstore.DB over database/sql: every write goes through the
+// group-commit writer, and statements are prepared once and kept.
+type db struct {
 	db *sql.DB
 	// writer runs every writing transaction, several to a commit, so
 	// this process's writers queue in Go instead of polling SQLite's
 	// lock and share the cost of committing.
 	writer *groupcommit.Writer
-	// latest is the newest migration version; Ping checks it is applied.
-	latest int
-	// stmts holds a prepared statement per query text (see txn).
+	// stmts holds a prepared statement per query text (see stmt).
 	stmts sync.Map
 	// oneConn: the pool holds one connection (":memory:"), which a
 	// transaction occupies, so nothing can be prepared on the pool
@@ -50,112 +98,31 @@ type Store struct {
 	oneConn bool
 }
 
-// Open opens, or creates, the database at path and brings its schema up to
-// date. path is a file name, a "file:" URI, or ":memory:" for a private
-// in-memory database that lives until Close. A plain file name must not
-// contain '?'.
-func Open(ctx context.Context, path string) (*Store, error) {
-	sep := "?"
-	if strings.Contains(path, "?") {
-		sep = "&"
-	}
-	db, err := sql.Open("sqlite", path+sep+params)
-	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
-	}
-	memory := strings.Contains(path, ":memory:") || strings.Contains(path, "mode=memory")
-	if memory {
-		// Each connection to ":memory:" is a database of its own, so
-		// the pool must hold exactly one, forever.
-		db.SetMaxOpenConns(1)
-		db.SetConnMaxIdleTime(0)
-		db.SetConnMaxLifetime(0)
-	}
-	s := &Store{db: db, oneConn: memory}
-	if err := s.open(ctx); err != nil {
-		if s.writer != nil {
-			s.writer.Close()
-		}
-		db.Close()
-		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
-	}
-	return s, nil
-}
+var _ sqlstore.DB = (*db)(nil)
 
-func (s *Store) open(ctx context.Context) error {
-	var err error
-	if s.writer, err = groupcommit.New(ctx, s.db); err != nil {
-		return err
-	}
-	return s.migrate(ctx)
-}
-
-// Close closes the database.
-func (s *Store) Close() error {
-	s.writer.Close()
-	s.stmts.Range(func(_, v any) bool {
-		v.(*sql.Stmt).Close()
-		return true
-	})
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("sqlitestore: close: %w", err)
-	}
-	return nil
-}
-
-// Ping implements store.Store: the file answers a query and records the
-// newest migration this binary knows.
-func (s *Store) Ping(ctx context.Context) error {
-	var n int
-	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM "+migrationTable+" WHERE version = ?", s.latest).Scan(&n)
-	if err == nil && n != 1 {
-		err = fmt.Errorf("migration %d is not applied", s.latest)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlitestore: ping: %w", err)
-	}
-	return nil
-}
-
-func (s *Store) migrate(ctx context.Context) error {
-	sub, err := fs.Sub(migrationFS, "migrations")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	ms, err := sqlmigrate.Load(sub)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	s.latest = ms[len(ms)-1].Version
-	// BEGIN IMMEDIATE serialises processes opening the same file at
-	// once: the second sees what the first applied.
-	err = s.write(ctx, func(ctx context.Context, tx *txn) error {
-		return sqlmigrate.Apply(ctx, sqlmigrate.SQL(tx.tx), migrationTable, ms)
-	})
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	return nil
-}
-
-// write runs fn in a transaction holding the write lock, shared with
-// other writers of this process (see groupcommit.Writer.Do), and returns
-// once it committed or failed. fn gets a context that is not cancelled.
-func (s *Store) write(ctx context.Context, fn func(context.Context, *txn) error) error {
-	return s.writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return fn(ctx, &txn{tx: tx, s: s})
+// Tx runs fn in a transaction holding the write lock, shared with other
+// writers of this process (see groupcommit.Writer.Do), and returns once
+// it committed or failed. fn gets a context that is not cancelled.
+func (d *db) Tx(ctx context.Context, fn func(context.Context, sqlstore.Querier) error) error {
+	return d.writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return fn(ctx, txn{tx: tx, d: d})
 	})
 }
 
-// read runs fn in a read-only transaction, which begins deferred and takes
+// Auto is Tx: every write goes through the group-commit writer.
+func (d *db) Auto(ctx context.Context, fn func(context.Context, sqlstore.Querier) error) error {
+	return d.Tx(ctx, fn)
+}
+
+// Read runs fn in a read-only transaction, which begins deferred and takes
 // no write lock, so its queries share one snapshot.
-func (s *Store) read(ctx context.Context, fn func(*txn) error) error {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+func (d *db) Read(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	if err := fn(&txn{tx: tx, s: s}); err != nil {
+	if err := fn(txn{tx: tx, d: d}); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -164,101 +131,150 @@ func (s *Store) read(ctx context.Context, fn func(*txn) error) error {
 	return nil
 }
 
-// txn is a transaction whose statements are prepared once per Store and
-// kept: the driver would otherwise parse every query on every call, which
-// costs more than running the short inserts and updates of a run. The
-// queries are constants, or built from a few constants, so the cache
+// stmt returns query's prepared statement, or nil when it cannot be
+// prepared (the caller then runs the query as it is and reports its
+// error). The driver would otherwise parse every query on every call,
+// which costs more than running the short inserts and updates of a run.
+// The queries are constants, or built from a few constants, so the cache
 // stays small.
+func (d *db) stmt(ctx context.Context, query string) *sql.Stmt {
+	if v, ok := d.stmts.Load(query); ok {
+		return v.(*sql.Stmt)
+	}
+	if d.oneConn {
+		return nil
+	}
+	st, err := d.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	if v, ok := d.stmts.LoadOrStore(query, st); ok {
+		st.Close() // another goroutine prepared it first
+		return v.(*sql.Stmt)
+	}
+	return st
+}
+
+func (d *db) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	return affected(d.execer(ctx, query).ExecContext(ctx, query, encode(args)...))
+}
+
+func (d *db) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	return wrapRows(d.execer(ctx, query).QueryContext(ctx, query, encode(args)...))
+}
+
+func (d *db) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return d.execer(ctx, query).QueryRowContext(ctx, query, encode(args)...)
+}
+
+// execer is query's prepared statement, or the pool when there is none.
+func (d *db) execer(ctx context.Context, query string) execer {
+	if st := d.stmt(ctx, query); st != nil {
+		return stmtExecer{st}
+	}
+	return d.db
+}
+
+// txn is a transaction whose statements are the db's prepared ones.
 type txn struct {
 	tx *sql.Tx
-	s  *Store
+	d  *db
 }
 
-// stmt returns query's statement bound to the transaction, or nil when
-// it cannot be prepared (the caller then runs the query as it is and
-// reports its error).
-func (t *txn) stmt(ctx context.Context, query string) *sql.Stmt {
-	v, ok := t.s.stmts.Load(query)
-	if !ok {
-		if t.s.oneConn {
-			return nil
+func (t txn) execer(ctx context.Context, query string) execer {
+	if st := t.d.stmt(ctx, query); st != nil {
+		return stmtExecer{t.tx.StmtContext(ctx, st)}
+	}
+	return t.tx
+}
+
+func (t txn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	return affected(t.execer(ctx, query).ExecContext(ctx, query, encode(args)...))
+}
+
+func (t txn) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	return wrapRows(t.execer(ctx, query).QueryContext(ctx, query, encode(args)...))
+}
+
+func (t txn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return t.execer(ctx, query).QueryRowContext(ctx, query, encode(args)...)
+}
+
+// execer is a pool, a transaction or a prepared statement (whose query
+// argument is ignored: it is the statement's).
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+type stmtExecer struct{ st *sql.Stmt }
+
+func (s stmtExecer) ExecContext(ctx context.Context, _ string, args ...any) (sql.Result, error) {
+	return s.st.ExecContext(ctx, args...)
+}
+
+func (s stmtExecer) QueryContext(ctx context.Context, _ string, args ...any) (*sql.Rows, error) {
+	return s.st.QueryContext(ctx, args...)
+}
+
+func (s stmtExecer) QueryRowContext(ctx context.Context, _ string, args ...any) *sql.Row {
+	return s.st.QueryRowContext(ctx, args...)
+}
+
+// Time implements sqlstore.DB: fixed-width text, which sorts as time
+// does.
+func (d *db) Time(t time.Time) any { return sqlstore.FormatTime(t) }
+
+// encode stores a time.Time argument as Time does, should one come
+// unencoded (the driver's own format would not sort); args is changed in
+// place.
+func encode(args []any) []any {
+	for i, a := range args {
+		if t, ok := a.(time.Time); ok {
+			args[i] = sqlstore.FormatTime(t)
 		}
-		st, err := t.s.db.PrepareContext(ctx, query)
-		if err != nil {
-			return nil
-		}
-		if v, ok = t.s.stmts.LoadOrStore(query, st); ok {
-			st.Close() // another goroutine prepared it first
-		}
 	}
-	return t.tx.StmtContext(ctx, v.(*sql.Stmt))
+	return args
 }
 
-func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := t.stmt(ctx, query); st != nil {
-		return st.ExecContext(ctx, args...)
-	}
-	return t.tx.ExecContext(ctx, query, args...)
-}
-
-func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := t.stmt(ctx, query); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return t.tx.QueryRowContext(ctx, query, args...)
-}
-
-func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := t.stmt(ctx, query); st != nil {
-		return st.QueryContext(ctx, args...)
-	}
-	return t.tx.QueryContext(ctx, query, args...)
-}
-
-// timeFormat is fixed width, so times sort as text.
-const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
-
-func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
-
-func parseTime(s string) (time.Time, error) {
-	t, err := time.Parse(timeFormat, s)
+func affected(res sql.Result, err error) (int64, error) {
 	if err != nil {
-		return time.Time{}, fmt.Errorf("stored time %q: %w", s, err)
+		return 0, err
 	}
-	return t.UTC(), nil
+	return res.RowsAffected()
 }
 
-// nullTime turns a nullable column into a *time.Time.
-func nullTime(s sql.NullString) (*time.Time, error) {
-	if !s.Valid {
-		return nil, nil
-	}
-	t, err := parseTime(s.String)
+// rows is *sql.Rows as sqlstore.Rows, whose Close reports nothing (Err
+// does).
+type rows struct{ *sql.Rows }
+
+func (r rows) Close() { r.Rows.Close() }
+
+func wrapRows(r *sql.Rows, err error) (sqlstore.Rows, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &t, nil
+	return rows{r}, nil
 }
 
-// nullJSON stores nil as NULL.
-func nullJSON(b []byte) any {
-	if b == nil {
-		return nil
+// uniqueColumns names, for each unique constraint of the PostgreSQL
+// schema that sqlstore asks about, the column SQLite's error names
+// ("table.column"). SQLite's foreign key errors name no constraint; none
+// of those sqlstore asks about can fail here, as every write holds the
+// database's write lock from its first statement.
+var uniqueColumns = map[string]string{
+	"runs_one_active":   "runs.conversation_id",
+	"approvals_pkey":    "approvals.id",
+	"elicitations_pkey": "elicitations.id",
+}
+
+// Violates implements sqlstore.DB.
+func (d *db) Violates(err error, constraint string) bool {
+	column, ok := uniqueColumns[constraint]
+	if !ok {
+		return false
 	}
-	return string(b)
-}
-
-// objectOr returns b, or "{}" when b is nil.
-func objectOr(b []byte) string {
-	if b == nil {
-		return "{}"
-	}
-	return string(b)
-}
-
-// isUnique reports whether err is a UNIQUE or PRIMARY KEY violation
-// naming one of the given columns ("table.column").
-func isUnique(err error, column string) bool {
 	e, ok := errors.AsType[*msqlite.Error](err)
 	if !ok {
 		return false

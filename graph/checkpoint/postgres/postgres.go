@@ -6,7 +6,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/internal/sqlmigrate"
+	"github.com/trellis-ai/trellis/internal/sqlopen"
 )
 
 var _ graph.Checkpointer = (*Saver)(nil)
@@ -44,27 +44,30 @@ type Saver struct {
 // Processes starting together may call New at once; an advisory lock per
 // schema lets one migrate while the others wait and then find nothing to do.
 func New(ctx context.Context, pool *pgxpool.Pool) (*Saver, error) {
-	if err := migrate(ctx, pool); err != nil {
+	s, err := newSaver(ctx, pool)
+	if err != nil {
 		return nil, fmt.Errorf("postgres: new checkpoint saver: %w", err)
 	}
-	return &Saver{pool: pool}, nil
+	return s, nil
 }
 
 // Open connects to the database at dsn, a URL or keyword/value string as
 // pgxpool.ParseConfig takes, and migrates it as New does. The Saver owns
 // the pool; Close closes it.
 func Open(ctx context.Context, dsn string) (*Saver, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+	s, err := sqlopen.Postgres(ctx, dsn, newSaver)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	s, err := New(ctx, pool)
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
 	s.owned = true
 	return s, nil
+}
+
+func newSaver(ctx context.Context, pool *pgxpool.Pool) (*Saver, error) {
+	if _, err := sqlmigrate.Postgres(ctx, pool, "trellis/graph/checkpoint/postgres", migrationTable, migrationFS); err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	return &Saver{pool: pool}, nil
 }
 
 // Close closes the pool if Open made it, and does nothing otherwise.
@@ -72,30 +75,6 @@ func (s *Saver) Close() {
 	if s.owned {
 		s.pool.Close()
 	}
-}
-
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	sub, err := fs.Sub(migrationFS, "migrations")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	ms, err := sqlmigrate.Load(sub)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		// Released at commit. Keyed by schema so stores in other schemas,
-		// such as parallel tests, migrate without waiting on each other.
-		const lock = `SELECT pg_advisory_xact_lock(hashtextextended('trellis/graph/checkpoint/postgres:' || current_schema(), 0))`
-		if _, err := tx.Exec(ctx, lock); err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
-		return sqlmigrate.Apply(ctx, sqlmigrate.Pgx(tx), migrationTable, ms)
-	})
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	return nil
 }
 
 const (

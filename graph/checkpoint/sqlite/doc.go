@@ -11,8 +11,9 @@
 // A process's writes go through one group-commit writer
 // (internal/groupcommit): Puts of concurrent runs that arrive while a
 // commit is under way share the next one, and none returns before its
-// commit. Processes sharing the file wait for the lock up to a busy
-// timeout, so concurrent Puts queue instead of failing.
+// commit. Processes sharing the file wait for the lock up to the busy
+// timeout every Trellis SQLite database has (internal/sqlopen), so
+// concurrent Puts queue instead of failing.
 //
 // synchronous=NORMAL: a commit survives the process crashing but may be
 // lost, with the commits after it, if the machine loses power; the file

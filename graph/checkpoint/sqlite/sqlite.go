@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"strings"
 
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -16,6 +14,7 @@ import (
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/internal/groupcommit"
 	"github.com/trellis-ai/trellis/internal/sqlmigrate"
+	"github.com/trellis-ai/trellis/internal/sqlopen"
 )
 
 var _ graph.Checkpointer = (*Saver)(nil)
@@ -26,12 +25,6 @@ var migrationFS embed.FS
 // migrationTable records applied versions. It is named for this package so
 // other stores can keep their own migrations in the same database file.
 const migrationTable = "checkpoint_migrations"
-
-// params are appended to every connection's DSN. busy_timeout comes first
-// (the driver orders it so) and covers the others; _txlock=immediate makes
-// a writing transaction take the write lock at BEGIN, where waiting for it
-// is safe, instead of failing with SQLITE_BUSY on its first write.
-const params = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 
 // Saver is a graph.Checkpointer backed by one SQLite database. It is safe
 // for concurrent use, also by several processes sharing the file.
@@ -52,25 +45,14 @@ type Saver struct {
 // in-memory database that lives until Close. A plain file name must not
 // contain '?'.
 func Open(ctx context.Context, path string) (*Saver, error) {
-	sep := "?"
-	if strings.Contains(path, "?") {
-		sep = "&"
-	}
-	db, err := sql.Open("sqlite", path+sep+params)
+	db, _, err := sqlopen.SQLite(path)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	if strings.Contains(path, ":memory:") || strings.Contains(path, "mode=memory") {
-		// Each connection to ":memory:" is a database of its own, so
-		// the pool must hold exactly one, forever.
-		db.SetMaxOpenConns(1)
-		db.SetConnMaxIdleTime(0)
-		db.SetConnMaxLifetime(0)
-	}
 	s := &Saver{db: db, prepared: make(map[string]*sql.Stmt)}
-	if err := s.migrate(ctx); err != nil {
+	if _, err := sqlmigrate.SQLite(ctx, db, migrationTable, migrationFS); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: open %s: migrate: %w", path, err)
 	}
 	if s.writer, err = groupcommit.New(ctx, db); err != nil {
 		db.Close()
@@ -97,31 +79,6 @@ func (s *Saver) Close() error {
 	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("sqlite: close: %w", err)
-	}
-	return nil
-}
-
-func (s *Saver) migrate(ctx context.Context) error {
-	sub, err := fs.Sub(migrationFS, "migrations")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	ms, err := sqlmigrate.Load(sub)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	// BEGIN IMMEDIATE (see params) serialises processes opening the same
-	// file at once: the second sees what the first applied.
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("migrate: begin: %w", err)
-	}
-	defer tx.Rollback()
-	if err := sqlmigrate.Apply(ctx, sqlmigrate.SQL(tx), migrationTable, ms); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migrate: commit: %w", err)
 	}
 	return nil
 }

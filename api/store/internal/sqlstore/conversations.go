@@ -1,11 +1,7 @@
-package pgstore
+package sqlstore
 
 import (
 	"context"
-	"errors"
-	"fmt"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
@@ -15,35 +11,39 @@ import (
 // CreateConversation implements store.Conversations.
 func (s *Store) CreateConversation(ctx context.Context, nc store.NewConversation) (store.Conversation, error) {
 	if err := nc.Validate(); err != nil {
-		return store.Conversation{}, fmt.Errorf("pgstore: create conversation: %w", err)
+		return store.Conversation{}, s.errorf("create conversation: %w", err)
 	}
 	now := storeutil.Now()
 	c := store.Conversation{ID: ids.New(), UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now, Status: store.StatusIdle}
-	if err := insertConversation(ctx, s.pool, c); err != nil {
-		return store.Conversation{}, fmt.Errorf("pgstore: create conversation: %w", err)
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		return insertConversation(ctx, q, c, s.db.Time(now))
+	})
+	if err != nil {
+		return store.Conversation{}, s.errorf("create conversation: %w", err)
 	}
 	return c, nil
 }
 
-// insertConversation stores a conversation without runs.
-func insertConversation(ctx context.Context, q querier, c store.Conversation) error {
-	_, err := q.Exec(ctx, `INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)`,
-		c.ID, c.UserID, c.Title, c.CreatedAt, c.UpdatedAt)
+// insertConversation stores a conversation without runs, created and
+// updated at (DB.Time).
+func insertConversation(ctx context.Context, q Querier, c store.Conversation, at any) error {
+	_, err := q.Exec(ctx, `INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+		c.ID, c.UserID, c.Title, at, at)
 	return err
 }
 
 // GetConversation implements store.Conversations.
 func (s *Store) GetConversation(ctx context.Context, userID, id string) (store.Conversation, error) {
 	if err := storeutil.CheckIDs(userID, id); err != nil {
-		return store.Conversation{}, fmt.Errorf("pgstore: get conversation: %w", err)
+		return store.Conversation{}, s.errorf("get conversation: %w", err)
 	}
-	c, err := scanConversation(s.pool.QueryRow(ctx,
-		`SELECT `+conversationCols+` FROM conversations c WHERE c.id = $1 AND c.user_id = $2`, id, userID))
-	if errors.Is(err, pgx.ErrNoRows) {
+	c, err := scanConversation(s.db.QueryRow(ctx,
+		`SELECT `+conversationCols+` FROM conversations c WHERE c.id = ? AND c.user_id = ?`, id, userID))
+	if noRows(err) {
 		err = store.ErrNotFound
 	}
 	if err != nil {
-		return store.Conversation{}, fmt.Errorf("pgstore: get conversation %s: %w", id, err)
+		return store.Conversation{}, s.errorf("get conversation %s: %w", id, err)
 	}
 	return c, nil
 }
@@ -52,7 +52,7 @@ func (s *Store) GetConversation(ctx context.Context, userID, id string) (store.C
 func (s *Store) ListConversations(ctx context.Context, userID string, page store.Page) (store.ConversationPage, error) {
 	out, err := s.listConversations(ctx, userID, page)
 	if err != nil {
-		return store.ConversationPage{}, fmt.Errorf("pgstore: list conversations: %w", err)
+		return store.ConversationPage{}, s.errorf("list conversations: %w", err)
 	}
 	return out, nil
 }
@@ -69,20 +69,20 @@ func (s *Store) listConversations(ctx context.Context, userID string, page store
 	if storeutil.CheckIDs(userID) != nil {
 		return storeutil.ConversationPage(nil, size), nil // no such user
 	}
-	query := `SELECT ` + conversationCols + ` FROM conversations c WHERE c.user_id = $1`
+	query := `SELECT ` + conversationCols + ` FROM conversations c WHERE c.user_id = ?`
 	args := []any{userID}
 	if after {
-		query += ` AND (c.created_at, c.id) < ($2, $3)`
-		args = append(args, cur.CreatedAt, cur.ID)
+		query += ` AND (c.created_at, c.id) < (?, ?)`
+		args = append(args, s.db.Time(cur.CreatedAt), cur.ID)
 	}
 	// One more than the page holds tells whether another page follows.
-	query += fmt.Sprintf(` ORDER BY c.created_at DESC, c.id DESC LIMIT $%d`, len(args)+1)
+	query += ` ORDER BY c.created_at DESC, c.id DESC LIMIT ?`
 	args = append(args, size+1)
-	rows, err := s.pool.Query(ctx, query, args...)
+	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {
 		return store.ConversationPage{}, err
 	}
-	cs, err := collect(rows, scanConversation)
+	cs, err := Collect(rows, scanConversation)
 	if err != nil {
 		return store.ConversationPage{}, err
 	}
@@ -93,25 +93,17 @@ func (s *Store) listConversations(ctx context.Context, userID string, page store
 // keys cascade to everything below the conversation, in this statement.
 func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error {
 	if err := storeutil.CheckIDs(userID, id); err != nil {
-		return fmt.Errorf("pgstore: delete conversation: %w", err)
+		return s.errorf("delete conversation: %w", err)
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM conversations WHERE id = $1 AND user_id = $2`, id, userID)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = store.ErrNotFound
-	}
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		n, err := q.Exec(ctx, `DELETE FROM conversations WHERE id = ? AND user_id = ?`, id, userID)
+		if err == nil && n == 0 {
+			err = store.ErrNotFound
+		}
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("pgstore: delete conversation %s: %w", id, err)
+		return s.errorf("delete conversation %s: %w", id, err)
 	}
 	return nil
-}
-
-// ownsConversation returns ErrNotFound unless the user has the
-// conversation.
-func ownsConversation(ctx context.Context, q querier, userID, id string) error {
-	var one int
-	err := q.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = $1 AND user_id = $2`, id, userID).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.ErrNotFound
-	}
-	return err
 }

@@ -1,12 +1,8 @@
-package pgstore
+package sqlstore
 
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
@@ -17,28 +13,32 @@ import (
 // back when the run is unknown.
 const insertMessage = `
 INSERT INTO messages (id, conversation_id, run_id, role, content, citations, meta, created_at)
-SELECT $1, conversation_id, id, $2, $3, $4, $5, $6 FROM runs WHERE id = $7
-RETURNING conversation_id, (SELECT superseded FROM runs WHERE id = $7)`
+SELECT ?, conversation_id, id, ?, ?, ?, ?, ? FROM runs WHERE id = ?
+RETURNING conversation_id, (SELECT superseded FROM runs WHERE id = run_id)`
 
 // AddMessage implements store.Conversations.
 func (s *Store) AddMessage(ctx context.Context, nm store.NewMessage) (store.Message, error) {
 	if err := cmp.Or(nm.Validate(), storeutil.CheckIDs(nm.RunID)); err != nil {
-		return store.Message{}, fmt.Errorf("pgstore: add message: %w", err)
+		return store.Message{}, s.errorf("add message: %w", err)
 	}
 	m := store.Message{ID: ids.New(), RunID: nm.RunID, Role: nm.Role, Content: nm.Content,
 		Citations: nm.Citations, Meta: nm.Meta, CreatedAt: storeutil.Now()}
-	if err := addMessage(ctx, s.pool, &m); err != nil {
-		return store.Message{}, fmt.Errorf("pgstore: add message to run %s: %w", nm.RunID, err)
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		return s.addMessage(ctx, q, &m, s.db.Time(m.CreatedAt))
+	})
+	if err != nil {
+		return store.Message{}, s.errorf("add message to run %s: %w", nm.RunID, err)
 	}
 	return m, nil
 }
 
-// addMessage stores m and fills in its conversation.
-func addMessage(ctx context.Context, q querier, m *store.Message) error {
+// addMessage stores m, created at (DB.Time of m.CreatedAt), and fills in
+// its conversation.
+func (s *Store) addMessage(ctx context.Context, q Querier, m *store.Message, at any) error {
 	err := q.QueryRow(ctx, insertMessage, m.ID, m.Role, m.Content, nullJSON(m.Citations), nullJSON(m.Meta),
-		m.CreatedAt, m.RunID).Scan(&m.ConversationID, &m.Superseded)
+		at, m.RunID).Scan(&m.ConversationID, &m.Superseded)
 	// A foreign key fails when the conversation is deleted meanwhile.
-	if errors.Is(err, pgx.ErrNoRows) || violates(err, "messages_run_id_fkey") || violates(err, "messages_conversation_id_fkey") {
+	if noRows(err) || s.db.Violates(err, "messages_run_id_fkey") || s.db.Violates(err, "messages_conversation_id_fkey") {
 		return store.ErrNotFound
 	}
 	return err
@@ -47,23 +47,23 @@ func addMessage(ctx context.Context, q querier, m *store.Message) error {
 // ListMessages implements store.Conversations.
 func (s *Store) ListMessages(ctx context.Context, userID, conversationID string) ([]store.Message, error) {
 	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
-		return nil, fmt.Errorf("pgstore: list messages: %w", err)
+		return nil, s.errorf("list messages: %w", err)
 	}
 	var out []store.Message
-	err := s.read(ctx, func(tx pgx.Tx) error {
-		if err := ownsConversation(ctx, tx, userID, conversationID); err != nil {
+	err := s.db.Read(ctx, func(q Querier) error {
+		if err := ownsConversation(ctx, q, userID, conversationID); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT `+messageCols+` FROM messages m JOIN runs r ON r.id = m.run_id
-WHERE m.conversation_id = $1 ORDER BY r.num, m.created_at, m.id`, conversationID)
+		rows, err := q.Query(ctx, `SELECT `+messageCols+` FROM messages m JOIN runs r ON r.id = m.run_id
+WHERE m.conversation_id = ? ORDER BY r.num, m.created_at, m.id`, conversationID)
 		if err != nil {
 			return err
 		}
-		out, err = collect(rows, scanMessage)
+		out, err = Collect(rows, scanMessage)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: list messages of conversation %s: %w", conversationID, err)
+		return nil, s.errorf("list messages of conversation %s: %w", conversationID, err)
 	}
 	return out, nil
 }

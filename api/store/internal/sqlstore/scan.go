@@ -1,7 +1,6 @@
-package sqlitestore
+package sqlstore
 
 import (
-	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -9,70 +8,58 @@ import (
 	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
 )
 
-// scanner is a *sql.Row or *sql.Rows.
-type scanner interface{ Scan(dest ...any) error }
-
 // conversationCols are read by scanConversation; status is the latest
 // run's.
 const conversationCols = `c.id, c.user_id, c.title, c.created_at, c.updated_at,
     coalesce((SELECT r.status FROM runs r WHERE r.conversation_id = c.id ORDER BY r.num DESC LIMIT 1), 'idle')`
 
-func scanConversation(row scanner) (store.Conversation, error) {
+func scanConversation(row Row) (store.Conversation, error) {
 	var (
-		c                string
-		created, updated string
+		c                store.Conversation
+		created, updated dbTime
 	)
-	var conv store.Conversation
-	if err := row.Scan(&conv.ID, &conv.UserID, &conv.Title, &created, &updated, &c); err != nil {
-		return conv, err
+	if err := row.Scan(&c.ID, &c.UserID, &c.Title, &created, &updated, &c.Status); err != nil {
+		return c, err
 	}
-	conv.Status = store.RunStatus(c)
-	var err error
-	if conv.CreatedAt, err = parseTime(created); err != nil {
-		return conv, err
-	}
-	conv.UpdatedAt, err = parseTime(updated)
-	return conv, err
+	c.CreatedAt, c.UpdatedAt = created.t, updated.t
+	return c, nil
 }
 
-// runCols are read by scanRun.
-const runCols = `id, conversation_id, user_id, status, interrupt_reason, superseded, user_message, usage,
+// RunCols are read by ScanRun.
+const RunCols = `id, conversation_id, user_id, status, interrupt_reason, superseded, user_message, usage,
     request_id, owner, checkpoint_id, last_seq, created_at, completed_at`
 
-func scanRun(row scanner) (store.Run, error) {
+// ScanRun reads RunCols.
+func ScanRun(row Row) (store.Run, error) {
 	var (
-		r         store.Run
-		usage     string
-		created   string
-		completed sql.NullString
+		r                  store.Run
+		usage              []byte
+		created, completed dbTime
 	)
 	err := row.Scan(&r.ID, &r.ConversationID, &r.UserID, &r.Status, &r.InterruptReason, &r.Superseded,
 		&r.UserMessage, &usage, &r.RequestID, &r.Owner, &r.CheckpointID, &r.LastSeq, &created, &completed)
 	if err != nil {
 		return r, err
 	}
-	if err := json.Unmarshal([]byte(usage), &r.Usage); err != nil {
+	if err := json.Unmarshal(usage, &r.Usage); err != nil {
 		return r, fmt.Errorf("run %s usage: %w", r.ID, err)
 	}
-	if r.CreatedAt, err = parseTime(created); err != nil {
-		return r, err
-	}
-	r.CompletedAt, err = nullTime(completed)
-	return r, err
+	r.CreatedAt, r.CompletedAt = created.t, completed.ptr()
+	return r, nil
 }
 
-// scanNumberedRun reads num, then runCols.
-func scanNumberedRun(row scanner) (storeutil.NumberedRun, error) {
+// scanNumberedRun reads num, then RunCols.
+func scanNumberedRun(row Row) (storeutil.NumberedRun, error) {
 	var r storeutil.NumberedRun
 	var err error
-	r.Run, err = scanRun(numFirst{row, &r.Num})
+	r.Run, err = ScanRun(numFirst{row, &r.Num})
 	return r, err
 }
 
 // numFirst scans a row's first column into num and the rest into what
 // Scan is given.
 type numFirst struct {
-	row scanner
+	row Row
 	num *int64
 }
 
@@ -81,50 +68,42 @@ func (n numFirst) Scan(dest ...any) error { return n.row.Scan(append([]any{n.num
 // messageCols are read by scanMessage; m is messages, r its run.
 const messageCols = `m.id, m.conversation_id, m.run_id, m.role, m.content, m.citations, m.meta, m.created_at, r.superseded`
 
-func scanMessage(row scanner) (store.Message, error) {
+func scanMessage(row Row) (store.Message, error) {
 	var (
 		m               store.Message
-		citations, meta sql.NullString
-		created         string
+		citations, meta []byte
+		created         dbTime
 	)
 	if err := row.Scan(&m.ID, &m.ConversationID, &m.RunID, &m.Role, &m.Content, &citations, &meta, &created, &m.Superseded); err != nil {
 		return m, err
 	}
-	m.Citations, m.Meta = rawJSON(citations), rawJSON(meta)
-	var err error
-	m.CreatedAt, err = parseTime(created)
-	return m, err
+	m.Citations, m.Meta, m.CreatedAt = rawJSON(citations), rawJSON(meta), created.t
+	return m, nil
 }
 
-// eventCols are read by scanEvent.
-const eventCols = `run_id, seq, type, data, created_at`
-
-func scanEvent(row scanner) (store.Event, error) {
+// scanEvent reads run_id, seq, type, data, created_at.
+func scanEvent(row Row) (store.Event, error) {
 	var (
 		e       store.Event
-		data    string
-		created string
+		data    []byte
+		created dbTime
 	)
 	if err := row.Scan(&e.RunID, &e.Seq, &e.Type, &data, &created); err != nil {
 		return e, err
 	}
-	e.Data = json.RawMessage(data)
-	var err error
-	e.CreatedAt, err = parseTime(created)
-	return e, err
+	e.Data, e.CreatedAt = json.RawMessage(data), created.t
+	return e, nil
 }
 
 // approvalCols are read by scanApproval.
 const approvalCols = `id, conversation_id, run_id, user_id, tool_call_id, tool, args, revision, status, decision,
     edited_args, reason, created_at, resolved_at`
 
-func scanApproval(row scanner) (store.Approval, error) {
+func scanApproval(row Row) (store.Approval, error) {
 	var (
-		a        store.Approval
-		args     string
-		edited   sql.NullString
-		created  string
-		resolved sql.NullString
+		a                 store.Approval
+		args, edited      []byte
+		created, resolved dbTime
 	)
 	err := row.Scan(&a.ID, &a.ConversationID, &a.RunID, &a.UserID, &a.ToolCallID, &a.Tool, &args, &a.Revision,
 		&a.Status, &a.Decision, &edited, &a.Reason, &created, &resolved)
@@ -132,23 +111,18 @@ func scanApproval(row scanner) (store.Approval, error) {
 		return a, err
 	}
 	a.Args, a.EditedArgs = json.RawMessage(args), rawJSON(edited)
-	if a.CreatedAt, err = parseTime(created); err != nil {
-		return a, err
-	}
-	a.ResolvedAt, err = nullTime(resolved)
-	return a, err
+	a.CreatedAt, a.ResolvedAt = created.t, resolved.ptr()
+	return a, nil
 }
 
 // elicitationCols are read by scanElicitation.
 const elicitationCols = `id, conversation_id, run_id, user_id, source, message, schema, status, content, created_at, resolved_at`
 
-func scanElicitation(row scanner) (store.Elicitation, error) {
+func scanElicitation(row Row) (store.Elicitation, error) {
 	var (
-		e        store.Elicitation
-		schema   string
-		content  sql.NullString
-		created  string
-		resolved sql.NullString
+		e                 store.Elicitation
+		schema, content   []byte
+		created, resolved dbTime
 	)
 	err := row.Scan(&e.ID, &e.ConversationID, &e.RunID, &e.UserID, &e.Source, &e.Message, &schema, &e.Status,
 		&content, &created, &resolved)
@@ -156,24 +130,39 @@ func scanElicitation(row scanner) (store.Elicitation, error) {
 		return e, err
 	}
 	e.Schema, e.Content = json.RawMessage(schema), rawJSON(content)
-	if e.CreatedAt, err = parseTime(created); err != nil {
-		return e, err
-	}
-	e.ResolvedAt, err = nullTime(resolved)
-	return e, err
+	e.CreatedAt, e.ResolvedAt = created.t, resolved.ptr()
+	return e, nil
 }
 
-func rawJSON(s sql.NullString) json.RawMessage {
-	if !s.Valid {
+// rawJSON keeps NULL as nil.
+func rawJSON(b []byte) json.RawMessage {
+	if b == nil {
 		return nil
 	}
-	return json.RawMessage(s.String)
+	return json.RawMessage(b)
 }
 
-// collect reads every row with scan.
-func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+// nullJSON stores nil as NULL, and anything else as the JSON text it is.
+func nullJSON(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+// objectOr returns b, or "{}" when b is nil.
+func objectOr(b []byte) string {
+	if b == nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+// Collect reads every row with scan, into a non-nil slice, and closes
+// rows.
+func Collect[T any](rows Rows, scan func(Row) (T, error)) ([]T, error) {
 	defer rows.Close()
-	var out []T
+	out := []T{}
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {

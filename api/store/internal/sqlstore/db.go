@@ -1,0 +1,127 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
+)
+
+// DB is what a backend gives the shared store: statements with ?
+// placeholders, transactions, and the reading of its errors. Statements
+// run on DB itself run outside any transaction; the shared store only
+// reads that way.
+type DB interface {
+	Querier
+
+	// Tx runs fn in a writing transaction, committed when fn returns
+	// nil, so fn's statements commit together or not at all.
+	Tx(ctx context.Context, fn func(ctx context.Context, q Querier) error) error
+
+	// Auto runs fn, whose statements need no transaction together: each
+	// may commit alone (PostgreSQL runs them on the pool, sparing the
+	// round trips of BEGIN and COMMIT) or with others (SQLite's group
+	// commit, through which every write must go).
+	Auto(ctx context.Context, fn func(ctx context.Context, q Querier) error) error
+
+	// Read runs fn in a read-only transaction, so its queries read one
+	// snapshot.
+	Read(ctx context.Context, fn func(q Querier) error) error
+
+	// AppendEvents takes the next len(evs) sequence numbers of the run
+	// of evs, if it exists and owner is "" or its owner, and stores evs
+	// under them in one transaction, setting each one's Seq and Data
+	// (see Number; tails are what follows each number). It reports
+	// found false, and stores nothing, when no run matched. This is
+	// where the databases differ most: PostgreSQL does it in one
+	// statement (unnest), SQLite a statement per event.
+	AppendEvents(ctx context.Context, owner string, evs []store.Event, tails []string) (found bool, err error)
+
+	// Time is t as the database stores it (PostgreSQL: timestamptz;
+	// SQLite: FormatTime's text). A call encodes its time once and
+	// passes the result to each statement that stores it.
+	Time(t time.Time) any
+
+	// Violates reports whether err is a violation of the constraint
+	// named as the PostgreSQL schema names it (runs_one_active,
+	// approvals_pkey, messages_run_id_fkey …).
+	Violates(err error, constraint string) bool
+}
+
+// Querier runs one statement, written with ? placeholders.
+type Querier interface {
+	// Exec runs a statement and returns the number of rows it changed.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	// QueryRow's Scan returns an error matching sql.ErrNoRows when
+	// there is no row (pgx.ErrNoRows does).
+	QueryRow(ctx context.Context, query string, args ...any) Row
+}
+
+// Row is one row of a result.
+type Row interface{ Scan(dest ...any) error }
+
+// Rows is a result being read; pgx.Rows is one as it is.
+type Rows interface {
+	Row
+	Next() bool
+	Err() error
+	Close()
+}
+
+// TimeFormat is how SQLite stores a time: UTC, fixed width, so times sort
+// as text.
+const TimeFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+// FormatTime is t as SQLite stores it.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// dbTime scans a time column, possibly NULL: a time.Time from PostgreSQL,
+// or the text FormatTime made from SQLite.
+type dbTime struct {
+	t     time.Time
+	valid bool
+}
+
+func (d *dbTime) Scan(src any) error {
+	var s string
+	switch v := src.(type) {
+	case nil:
+		*d = dbTime{}
+		return nil
+	case time.Time:
+		*d = dbTime{t: v.UTC(), valid: true}
+		return nil
+	case string:
+		s = v
+	case []byte:
+		s = string(v)
+	default:
+		return fmt.Errorf("stored time of type %T", src)
+	}
+	t, err := time.Parse(TimeFormat, s)
+	if err != nil {
+		return fmt.Errorf("stored time %q: %w", s, err)
+	}
+	*d = dbTime{t: t.UTC(), valid: true}
+	return nil
+}
+
+// ptr returns the time, or nil for NULL.
+func (d dbTime) ptr() *time.Time {
+	if !d.valid {
+		return nil
+	}
+	return &d.t
+}
+
+// Number gives evs the numbers up to last, in order, and the data stored
+// under them: storeutil.EventData of each number and tail.
+func Number(evs []store.Event, last int64, tails []string) {
+	for i := range evs {
+		seq := last - int64(len(evs)-1-i)
+		evs[i].Seq, evs[i].Data = seq, storeutil.EventData(seq, tails[i])
+	}
+}

@@ -1,0 +1,59 @@
+package sqlopen
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" driver
+)
+
+// BusyTimeout is how long a connection waits for another process's write
+// lock before its statement fails with SQLITE_BUSY. Within a process the
+// writers queue in Go (internal/groupcommit) and never wait here, so
+// this is only the wait behind another process sharing the file: long
+// enough to outlast that process's group commit, its checkpoint of the
+// WAL and a slow disk's fsync under load, short enough that a process
+// stuck holding the lock shows as an error within a request's patience.
+// The store and the checkpoint saver share it, so neither gives up on a
+// shared file before the other.
+const BusyTimeout = 10 * time.Second
+
+// params are appended to every connection's DSN. busy_timeout comes first
+// (the driver orders it so) and covers the others. WAL lets readers go on
+// while one writes. synchronous=NORMAL: a commit survives the process
+// crashing but may be lost, with the transactions after it, if the
+// machine loses power, and the file stays consistent either way; it
+// saves an fsync per commit. foreign_keys makes deletes cascade.
+// _txlock=immediate makes a writing transaction take the write lock at
+// BEGIN, where waiting for it is safe, instead of failing with
+// SQLITE_BUSY on its first write.
+var params = fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"+
+	"&_pragma=foreign_keys(1)&_txlock=immediate", BusyTimeout.Milliseconds())
+
+// SQLite opens the database at path: a file name, a "file:" URI, or
+// ":memory:" for a private in-memory database that lives until the
+// returned DB is closed. A plain file name must not contain '?'. oneConn
+// reports that the pool holds a single connection (an in-memory
+// database), which a transaction occupies: nothing else, not even a
+// prepare, can run on the pool meanwhile.
+func SQLite(path string) (db *sql.DB, oneConn bool, err error) {
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	db, err = sql.Open("sqlite", path+sep+params)
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlopen: %s: %w", path, err)
+	}
+	if strings.Contains(path, ":memory:") || strings.Contains(path, "mode=memory") {
+		// Each connection to ":memory:" is a database of its own, so
+		// the pool must hold exactly one, forever.
+		db.SetMaxOpenConns(1)
+		db.SetConnMaxIdleTime(0)
+		db.SetConnMaxLifetime(0)
+		return db, true, nil
+	}
+	return db, false, nil
+}
