@@ -176,7 +176,7 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 	res := syncResponse{ConversationID: rn.ConversationID(), RunID: rn.ID(), RequestID: rn.RequestID(),
 		ToolCalls: []syncToolCall{}, Citations: []nodes.Citation{}}
 	user := userOf(r)
-	_, err = s.runs.Follow(r.Context(), runs.FollowRequest{User: user, ConversationID: rn.ConversationID(), RunID: rn.ID(),
+	done, err := s.runs.Follow(r.Context(), runs.FollowRequest{User: user, ConversationID: rn.ConversationID(), RunID: rn.ID(),
 		Sub: sub, Rejoin: true}, func(e *runs.Event) error {
 		// A live event comes typed; one caught up from the store after
 		// a takeover or a cut is decoded once.
@@ -184,7 +184,7 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 		res.apply(e.Type, p)
 		return nil
 	})
-	if r.Context().Err() != nil {
+	if !done && r.Context().Err() != nil {
 		s.runs.ClientGone(rn)
 		return
 	}

@@ -13,7 +13,7 @@ import (
 // API sends) and, for an event published as the run went, its typed
 // payload.
 type Event struct {
-	store.Event
+	*store.Event
 	// Payload is the event as the agent (or the service, for
 	// run.started) emitted it; nil for an event read back from the
 	// store (see Typed).
@@ -268,7 +268,7 @@ func (m *Service) readPage(ctx context.Context, user, runID string, after int64)
 	}
 	out := make([]Event, len(evs))
 	for i := range evs {
-		out[i].Event = evs[i]
+		out[i].Event = &evs[i]
 	}
 	return out, nil
 }

@@ -7,12 +7,12 @@ import "sync"
 // buffer is full is cut (its channel closed), so its stream ends without
 // a terminal event and its client reconnects with Last-Event-ID.
 //
-// Hubs live in the run manager's registry by run id while anything holds
+// Hubs live in the service's registry by run id while anything holds
 // them: the goroutine driving the run, or a subscriber (a stream may wait
 // on a parked run for its resumption).
 type hub struct {
 	runID string
-	refs  int // holders; guarded by the run manager's mutex
+	refs  int // holders; guarded by the service's mutex
 
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}

@@ -74,7 +74,7 @@ func (o *outbox) flush() {
 		}
 		out := make([]Event, len(evs))
 		for i := range evs {
-			out[i] = Event{Event: evs[i], Payload: typed[i]}
+			out[i] = Event{Event: &evs[i], Payload: typed[i]}
 			o.hub.publish(&out[i])
 		}
 	}

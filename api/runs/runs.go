@@ -502,7 +502,7 @@ func (m *Service) finish(rn *Run, p nodes.Payload, end store.RunEnd) {
 		m.cut(rn) // no terminal event: the clients reconnect and read the store
 		return
 	}
-	rn.hub.publish(&Event{Event: e, Payload: p})
+	rn.hub.publish(&Event{Event: &e, Payload: p})
 }
 
 // fold adds the segment's usage to the run's.
