@@ -27,7 +27,7 @@ import (
 //	go test -run '^$' -bench . -benchmem ./api/
 //
 // The scripted model answers instantly (no delays), so what is measured
-// is the service: routing, validation, the run manager, the store (every
+// is the service: routing, validation, the run service, the store (every
 // event is written before it is sent) and the agent's checkpoints.
 
 // benchConfig switches off the limits a benchmark would hit.

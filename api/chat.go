@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
@@ -42,34 +42,34 @@ func (s *Server) message(msg string) (string, error) {
 }
 
 // chatStart decodes and validates a chat request.
-func (s *Server) chatStart(r *http.Request, interactive bool) (startRequest, error) {
+func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest, error) {
 	var body chatRequest
 	if err := decode(r, &body); err != nil {
-		return startRequest{}, err
+		return runs.StartRequest{}, err
 	}
 	msg, err := s.message(body.Message)
 	if err != nil {
-		return startRequest{}, err
+		return runs.StartRequest{}, err
 	}
 	if body.Model != "" {
 		if _, err := s.models.Resolve(body.Model); err != nil {
-			return startRequest{}, err
+			return runs.StartRequest{}, err
 		}
 	}
 	if c := bytes.TrimSpace(body.Context); len(c) > 0 && !bytes.Equal(c, []byte("null")) && c[0] != '{' {
-		return startRequest{}, errorf(http.StatusBadRequest, "invalid_field", `"context" must be a JSON object`)
+		return runs.StartRequest{}, errorf(http.StatusBadRequest, "invalid_field", `"context" must be a JSON object`)
 	}
 	for _, id := range body.DocumentIDs {
 		if strings.TrimSpace(id) == "" {
-			return startRequest{}, errorf(http.StatusBadRequest, "invalid_field", `"document_ids" must not hold empty ids`)
+			return runs.StartRequest{}, errorf(http.StatusBadRequest, "invalid_field", `"document_ids" must not hold empty ids`)
 		}
 	}
 	in := nodes.Input{Message: msg, Model: body.Model, DocumentIDs: body.DocumentIDs}
 	if c := bytes.TrimSpace(body.Context); len(c) > 0 && c[0] == '{' {
 		in.Context = c
 	}
-	return startRequest{userID: userOf(r), conversationID: strings.TrimSpace(body.ConversationID),
-		requestID: requestID(r.Context()), input: in, interactive: interactive}, nil
+	return runs.StartRequest{UserID: userOf(r), ConversationID: strings.TrimSpace(body.ConversationID),
+		RequestID: requestID(r.Context()), Input: in, Interactive: interactive}, nil
 }
 
 // handleChat is POST /api/v1/chat: a run, streamed as SSE.
@@ -79,7 +79,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	rn, sub, err := s.runs.start(r.Context(), req)
+	rn, sub, err := s.runs.Start(r.Context(), req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -100,17 +100,8 @@ func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	user := userOf(r)
-	old, err := s.store.GetRun(r.Context(), user, r.PathValue("run_id"))
-	if err == nil && old.ConversationID != r.PathValue("id") {
-		err = store.ErrNotFound
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	rn, sub, err := s.runs.start(r.Context(), startRequest{userID: user, conversationID: old.ConversationID,
-		requestID: requestID(r.Context()), input: nodes.Input{Message: msg}, edit: &old, interactive: true})
+	rn, sub, err := s.runs.Start(r.Context(), runs.StartRequest{UserID: userOf(r), ConversationID: r.PathValue("id"),
+		RequestID: requestID(r.Context()), Input: nodes.Input{Message: msg}, Edits: r.PathValue("run_id"), Interactive: true})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -120,11 +111,11 @@ func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 
 // serveRun streams a run its request started; a client leaving cancels
 // the run only with CancelOnDisconnect.
-func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, rn *run, sub *subscriber) {
-	defer s.runs.unsubscribe(sub)
-	terminal := s.serveSSE(w, r, rn.conversationID, rn.id, sub, 0, false)
-	if !terminal && s.cfg.CancelOnDisconnect && r.Context().Err() != nil {
-		rn.cancel(errDisconnected)
+func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, rn *runs.Run, sub *runs.Subscription) {
+	defer sub.Close()
+	terminal := s.serveSSE(w, r, runs.FollowRequest{User: userOf(r), ConversationID: rn.ConversationID(), RunID: rn.ID(), Sub: sub})
+	if !terminal && r.Context().Err() != nil {
+		s.runs.ClientGone(rn)
 	}
 }
 
@@ -173,82 +164,43 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	rn, sub, err := s.runs.start(r.Context(), req)
+	rn, sub, err := s.runs.Start(r.Context(), req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	defer sub.Close()
 	// The response comes when the run ends, later than the server's
 	// WriteTimeout may allow.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	res := syncResponse{ConversationID: rn.conversationID, RunID: rn.id, RequestID: rn.requestID,
+	res := syncResponse{ConversationID: rn.ConversationID(), RunID: rn.ID(), RequestID: rn.RequestID(),
 		ToolCalls: []syncToolCall{}, Citations: []nodes.Citation{}}
 	user := userOf(r)
-	var last int64
-	// stored folds the stored events after last into the response.
-	stored := func() (done bool, err error) {
-		err = s.eachStored(r.Context(), user, rn.id, last, func(e *store.Event) bool {
-			last = e.Seq
-			done = res.apply(e)
-			return done
-		})
-		return done, err
+	done, err := s.runs.Follow(r.Context(), runs.FollowRequest{User: user, ConversationID: rn.ConversationID(), RunID: rn.ID(),
+		Sub: sub, Rejoin: true}, func(e *runs.Event) error {
+		// A live event comes typed; one caught up from the store after
+		// a takeover or a cut is decoded once.
+		p, _ := e.Typed()
+		res.apply(e.Type, p)
+		return nil
+	})
+	if !done && r.Context().Err() != nil {
+		s.runs.ClientGone(rn)
+		return
 	}
-	var poll <-chan time.Time
-	if s.cfg.Cluster != nil {
-		pt := time.NewTicker(clusterPoll)
-		defer pt.Stop()
-		poll = pt.C
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
-	for done := false; !done; {
-		select {
-		case <-poll:
-			if s.runs.runsHere(rn.conversationID, rn.id) {
-				continue
-			}
-			// Taken over by another process: it publishes the rest
-			// there, and stores it.
-			var err error
-			if done, err = stored(); err != nil {
-				s.runs.unsubscribe(sub)
-				s.writeError(w, r, err)
-				return
-			}
-		case e, ok := <-sub.ch:
-			if !ok { // cut: pick up from the store
-				s.runs.unsubscribe(sub)
-				sub = s.runs.subscribe(rn.id, false)
-				var err error
-				if done, err = stored(); err != nil {
-					s.runs.unsubscribe(sub)
-					s.writeError(w, r, err)
-					return
-				}
-				continue
-			}
-			if e.Seq <= last {
-				continue
-			}
-			last = e.Seq
-			done = res.apply(e)
-		case <-r.Context().Done():
-			s.runs.unsubscribe(sub)
-			if s.cfg.CancelOnDisconnect {
-				rn.cancel(errDisconnected)
-			}
-			return
-		}
-	}
-	s.runs.unsubscribe(sub)
 	if res.Status == string(store.RunInterrupted) && res.Reason == string(nodes.PendingApproval) {
 		res.Pending = &syncPending{Approvals: []store.Approval{}, Elicitations: []store.Elicitation{}}
-		approvals, err := s.store.PendingApprovals(r.Context(), user, rn.conversationID)
+		approvals, err := s.store.PendingApprovals(r.Context(), user, rn.ConversationID())
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		for _, a := range approvals {
-			if a.RunID == rn.id {
+			if a.RunID == rn.ID() {
 				res.Pending.Approvals = append(res.Pending.Approvals, a)
 			}
 		}
@@ -256,61 +208,48 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// apply folds one event into the response; it reports whether the event
-// was the run's terminal one.
-func (res *syncResponse) apply(e *store.Event) bool {
-	switch e.Type {
-	case "tool.start":
-		var d nodes.ToolStart
-		if json.Unmarshal(e.Data, &d) == nil {
-			res.ToolCalls = append(res.ToolCalls, syncToolCall{ToolCallID: d.ToolCallID, Tool: d.Tool, Args: d.Args, Status: "running"})
+// apply folds one event, of type typ, into the response; p is its
+// payload, nil or partly decoded only if the stored event could not be
+// read back.
+func (res *syncResponse) apply(typ string, p nodes.Payload) {
+	switch d := p.(type) {
+	case *nodes.ToolStart:
+		res.ToolCalls = append(res.ToolCalls, syncToolCall{ToolCallID: d.ToolCallID, Tool: d.Tool, Args: d.Args, Status: "running"})
+	case *nodes.ToolComplete:
+		tc := res.toolCall(d.ToolCallID, d.Tool)
+		tc.Status, tc.Result = "success", d.Result
+	case *nodes.ToolErrorEvent:
+		tc := res.toolCall(d.ToolCallID, d.Tool)
+		tc.Status, tc.Result = "error", d.Error
+	case *nodes.ResponseDone:
+		res.Response, res.Usage = d.Content, d.Usage
+		if d.Citations != nil {
+			res.Citations = d.Citations
 		}
-	case "tool.complete":
-		var d nodes.ToolComplete
-		if json.Unmarshal(e.Data, &d) == nil {
-			tc := res.toolCall(d.ToolCallID, d.Tool)
-			tc.Status, tc.Result = "success", d.Result
-		}
-	case "tool.error":
-		var d nodes.ToolErrorEvent
-		if json.Unmarshal(e.Data, &d) == nil {
-			tc := res.toolCall(d.ToolCallID, d.Tool)
-			tc.Status, tc.Result = "error", d.Error
-		}
-	case "response.done":
-		var d nodes.ResponseDone
-		if json.Unmarshal(e.Data, &d) == nil {
-			res.Response, res.Usage = d.Content, d.Usage
-			if d.Citations != nil {
-				res.Citations = d.Citations
-			}
-		}
-	case "run.completed":
-		var d nodes.RunCompleted
-		if json.Unmarshal(e.Data, &d) == nil {
-			res.Usage = d.Usage
-		}
-		res.Status = string(store.RunCompleted)
-		return true
-	case "run.interrupted":
-		var d nodes.RunInterrupted
-		_ = json.Unmarshal(e.Data, &d)
-		res.Status, res.Reason = string(store.RunInterrupted), d.Reason
+	case *nodes.RunCompleted:
+		res.Usage = d.Usage
+	case *nodes.RunInterrupted:
+		res.Reason = d.Reason
 		if d.Reason == string(nodes.PendingClarification) {
 			res.Pending = &syncPending{Approvals: []store.Approval{}, Elicitations: []store.Elicitation{},
 				Clarification: &clarification{ID: d.ClarificationID, Question: d.Question}}
 		}
-		return true
-	case "run.cancelled":
-		res.Status = string(store.RunCancelled)
-		return true
-	case "run.failed":
-		var d nodes.RunFailed
-		_ = json.Unmarshal(e.Data, &d)
-		res.Status, res.Error = string(store.RunFailed), &d.Error
-		return true
+	case *nodes.RunFailed:
+		res.Error = &d.Error
 	}
-	return false
+	switch typ {
+	case nodes.EventRunCompleted:
+		res.Status = string(store.RunCompleted)
+	case nodes.EventRunInterrupted:
+		res.Status = string(store.RunInterrupted)
+	case nodes.EventRunCancelled:
+		res.Status = string(store.RunCancelled)
+	case nodes.EventRunFailed:
+		res.Status = string(store.RunFailed)
+		if res.Error == nil {
+			res.Error = &nodes.ErrorInfo{}
+		}
+	}
 }
 
 // toolCall finds the call by id, adding it when its start was not seen.
@@ -324,143 +263,14 @@ func (res *syncResponse) toolCall(id, tool string) *syncToolCall {
 	return &res.ToolCalls[len(res.ToolCalls)-1]
 }
 
-// serveSSE writes a run's events as SSE: after `after`, from the store
-// first when replay is set, then live from sub, until a terminal event
-// (it then reports true), the client leaves, the subscriber is cut, or
-// the server ends its streams.
-func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, conversationID, runID string, sub *subscriber, after int64, replay bool) bool {
+// serveSSE writes a run's events as SSE (see runs.Service.Follow) until
+// a terminal event (it then reports true), the client leaves, the
+// subscriber is cut, or the server ends its streams.
+func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, req runs.FollowRequest) bool {
 	s.metrics.openStreams.Add(1)
 	defer s.metrics.openStreams.Add(-1)
-	sw := startSSE(w, conversationID, runID, s.cfg.StreamWriteTimeout)
-	return s.follow(r.Context(), sw, sub, userOf(r), conversationID, runID, after, replay)
-}
-
-// clusterPoll is how often a stream reads the store for the events of a
-// run that another process runs: that process publishes them to its own
-// streams only.
-const clusterPoll = 250 * time.Millisecond
-
-// replayPage is how many stored events a stream or a sync request reads
-// at once, so that what it holds of a run is a page however long the run.
-const replayPage = 256
-
-// eachStored calls fn with each of the run's stored events after after,
-// in order, reading them a page at a time, until fn says stop or the
-// stored events run out.
-func (s *Server) eachStored(ctx context.Context, user, runID string, after int64, fn func(*store.Event) (stop bool)) error {
-	for {
-		evs, err := s.readPage(ctx, user, runID, after)
-		if err != nil {
-			return err
-		}
-		for i := range evs {
-			if fn(&evs[i]) {
-				return nil
-			}
-		}
-		if len(evs) < replayPage {
-			return nil
-		}
-		after = evs[len(evs)-1].Seq
-	}
-}
-
-// readPage reads a page of the run's events after after, in a slot of
-// pageReads.
-func (s *Server) readPage(ctx context.Context, user, runID string, after int64) ([]store.Event, error) {
-	select {
-	case s.pageReads <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	defer func() { <-s.pageReads }()
-	return s.store.EventsAfter(ctx, user, runID, after, replayPage)
-}
-
-func (s *Server) follow(ctx context.Context, sw *sseWriter, sub *subscriber, user, conversationID, runID string, after int64, replay bool) bool {
-	last := after
-	// one writes an event if it comes after last; it reports whether it
-	// was terminal (done) and whether writing failed (fail).
-	one := func(e *store.Event) (done, fail bool) {
-		if e.Seq <= last {
-			return false, false
-		}
-		if sw.event(e.Seq, e.Type, e.Data) != nil {
-			return false, true
-		}
-		last = e.Seq
-		return isTerminal(e.Type), false
-	}
-	// catchUp sends the stored events after last, a page at a time.
-	catchUp := func() (done, fail bool) {
-		err := s.eachStored(ctx, user, runID, last, func(e *store.Event) bool {
-			done, fail = one(e)
-			return done || fail
-		})
-		return done, fail || err != nil
-	}
-	// live sends one live event, first filling from the store a gap
-	// before it, which is not expected.
-	live := func(e *store.Event) (done, fail bool) {
-		if e.Seq > last+1 {
-			return catchUp()
-		}
-		return one(e)
-	}
-	if replay {
-		if done, fail := catchUp(); done || fail {
-			return done
-		}
-	}
-	tick := time.NewTicker(s.cfg.Heartbeat)
-	defer tick.Stop()
-	var poll <-chan time.Time
-	if s.cfg.Cluster != nil {
-		pt := time.NewTicker(clusterPoll)
-		defer pt.Stop()
-		poll = pt.C
-	}
-	sw.wrote = false
-	for {
-		select {
-		case <-poll:
-			if s.runs.runsHere(conversationID, runID) {
-				continue
-			}
-			if done, fail := catchUp(); done || fail {
-				return done
-			}
-		case e, ok := <-sub.ch:
-			if !ok {
-				return false // cut: too far behind
-			}
-			if done, fail := live(e); done || fail {
-				return done
-			}
-		case <-tick.C:
-			if !sw.wrote && sw.ping() != nil {
-				return false
-			}
-			sw.wrote = false
-		case <-ctx.Done():
-			return false
-		case <-s.life.Done():
-			// Shutdown ends streams once the runs have stopped, so what
-			// they published last (their terminal events) is queued
-			// here: send it before leaving.
-			for {
-				select {
-				case e, ok := <-sub.ch:
-					if !ok {
-						return false
-					}
-					if done, fail := live(e); done || fail {
-						return done
-					}
-				default:
-					return false
-				}
-			}
-		}
-	}
+	sw := startSSE(w, req.ConversationID, req.RunID, s.cfg.StreamWriteTimeout)
+	req.Heartbeat, req.Idle = s.cfg.Heartbeat, sw.ping
+	terminal, _ := s.runs.Follow(r.Context(), req, func(e *runs.Event) error { return sw.event(e.Seq, e.Type, e.Data) })
+	return terminal
 }

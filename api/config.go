@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/internal/ids"
@@ -120,6 +121,18 @@ type Config struct {
 	// Web serves the chat page at / when set (api/web's Handler).
 	Web http.Handler
 }
+
+// Cluster is what several processes sharing one database need of it
+// (see runs.Cluster); pgstore.Store implements it.
+type Cluster = runs.Cluster
+
+// Notices are the notices other processes send this one (see
+// runs.Notices): a pgstore.Listener listening as Config.Owner.
+type Notices = runs.Notices
+
+// DefaultClaimInterval is how often a process of a cluster looks for
+// runs of processes that are gone.
+const DefaultClaimInterval = runs.DefaultClaimInterval
 
 // Limits bound requests and users. Zero fields take their defaults;
 // negative ones switch the limit off.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/api/store"
 )
 
@@ -127,20 +128,7 @@ func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 // handleDeleteConversation is DELETE /api/v1/conversations/{id}: a live
 // run is cancelled first; then the record and the agent's state go.
 func (s *Server) handleDeleteConversation(w http.ResponseWriter, r *http.Request) {
-	user, id := userOf(r), r.PathValue("id")
-	if _, err := s.store.GetConversation(r.Context(), user, id); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := s.runs.stop(r.Context(), id, errDeleted); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := s.store.DeleteConversation(r.Context(), user, id); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := s.agent.Delete(r.Context(), id); err != nil {
+	if err := s.runs.DeleteConversation(r.Context(), userOf(r), r.PathValue("id")); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -186,19 +174,14 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	sub := s.runs.subscribe(run.ID, true)
-	defer s.runs.unsubscribe(sub)
-	s.serveSSE(w, r, id, run.ID, sub, after, true)
+	sub := s.runs.Subscribe(run.ID, true)
+	defer sub.Close()
+	s.serveSSE(w, r, runs.FollowRequest{User: user, ConversationID: id, RunID: run.ID, Sub: sub, After: after, Replay: true})
 }
 
 // handleCancel is POST /api/v1/conversations/{id}/cancel.
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
-	user, id := userOf(r), r.PathValue("id")
-	if _, err := s.store.GetConversation(r.Context(), user, id); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	runID, err := s.runs.cancel(r.Context(), user, id, true)
+	runID, err := s.runs.Cancel(r.Context(), userOf(r), r.PathValue("id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

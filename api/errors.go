@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
 
+	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp/elicit"
@@ -37,7 +39,14 @@ var (
 	// errRunCancelling: an answer to an approval whose run the user has
 	// just cancelled; the cancel won.
 	errRunCancelling = errorf(http.StatusConflict, "run_cancelled", "the run was cancelled; this approval is no longer asked")
+	errBusy          = errorf(http.StatusConflict, "busy", "the run has too many answers waiting; retry in a moment")
 	errUnauthorized  = errorf(http.StatusUnauthorized, "unauthorized", "send a valid API key as Authorization: Bearer <key>")
+	// errUnavailable answers a request to start a run while the process
+	// has lost its database session, and any request that failed
+	// because the database went away (with a Cluster, which tells; see
+	// Cluster.Lost).
+	errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", RetryAfter: 1,
+		Message: "the server lost its database connection and is reconnecting; retry in a moment"}
 )
 
 // errorBody is API.md's error shape.
@@ -48,8 +57,8 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// writeError answers err: an *Error as it is, the store's, agent's and
-// elicitation manager's sentinels with their API.md statuses, anything
+// writeError answers err: an *Error as it is, the run service's, store's,
+// agent's and elicitation manager's sentinels with their API.md statuses, anything
 // else as a 500 whose message tells nothing but the request id (the error
 // itself is logged).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -77,6 +86,19 @@ func (s *Server) classify(r *http.Request, err error) *Error {
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.Is(err, runs.ErrShuttingDown):
+		return errShuttingDown
+	case errors.Is(err, runs.ErrUnavailable):
+		return errUnavailable
+	case errors.Is(err, runs.ErrTooManyRuns):
+		return &Error{Status: http.StatusTooManyRequests, Code: "too_many_runs", RetryAfter: 1,
+			Message: fmt.Sprintf("you have %d runs going, the most allowed at once; wait for one to end", s.cfg.Limits.MaxConcurrentRunsPerUser)}
+	case errors.Is(err, runs.ErrNothingToRun):
+		return errNothingToRun
+	case errors.Is(err, runs.ErrRunCancelling):
+		return errRunCancelling
+	case errors.Is(err, runs.ErrBusy):
+		return errBusy
 	case errors.As(err, &tooBig):
 		return errorf(http.StatusRequestEntityTooLarge, "body_too_large",
 			"the request body is larger than "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
@@ -100,7 +122,7 @@ func (s *Server) classify(r *http.Request, err error) *Error {
 		return errorf(http.StatusBadRequest, "unknown_model", "no model has that id or alias; GET /api/v1/tools lists tools, the server's start line lists models")
 	case r.Context().Err() != nil && errors.Is(err, context.Canceled):
 		return nil
-	case s.runs.lostErr(err):
+	case s.runs.Lost(err):
 		return errUnavailable
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",

@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// health is what /healthz and /readyz know of the process's hold on its
-// database: since when every check of the store has failed, and since
-// when a process of a cluster has been without its session. Zero times
-// mean it is fine.
+// health is what /healthz and /readyz know of the store: since when
+// every check of it has failed (zero: it answers). Since when a process
+// of a cluster has been without its session, the run service tells
+// (runs.Service.SessionLostSince).
 //
 // /readyz answers "route traffic here": 503 at once while the store does
 // not answer or the session is lost. /healthz answers "restart me": 503
@@ -21,9 +21,8 @@ import (
 // restart would only lose the runs' progress since their last
 // checkpoints.
 type health struct {
-	mu          sync.Mutex
-	storeDown   time.Time
-	sessionGone time.Time
+	mu        sync.Mutex
+	storeDown time.Time
 }
 
 // checked records the outcome of a check of the store at now.
@@ -38,27 +37,14 @@ func (h *health) checked(now time.Time, err error) {
 	}
 }
 
-// sessionLost records that the process's session was lost at now.
-func (h *health) sessionLost(now time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.sessionGone = now
-}
-
-// sessionBack records that the process has its session again.
-func (h *health) sessionBack() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.sessionGone = time.Time{}
-}
-
-// state reports since when the store has failed (zero: it answers) and
-// since when the session has been lost (zero: it is held, or there is
+// healthState reports since when the store has failed and since when the
+// session has been lost (zero: it answers; it is held, or there is
 // none).
-func (h *health) state() (storeDown, sessionGone time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.storeDown, h.sessionGone
+func (s *Server) healthState() (storeDown, sessionGone time.Time) {
+	s.health.mu.Lock()
+	storeDown = s.health.storeDown
+	s.health.mu.Unlock()
+	return storeDown, s.runs.SessionLostSince()
 }
 
 // pingTimeout bounds a probe's check of the store.
@@ -83,7 +69,7 @@ func (s *Server) checkStore(ctx context.Context) error {
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	_ = s.checkStore(r.Context())
 	if grace := s.cfg.UnhealthyAfter; grace > 0 {
-		storeDown, sessionGone := s.health.state()
+		storeDown, sessionGone := s.healthState()
 		now := time.Now()
 		for _, down := range []struct {
 			what  string
@@ -109,10 +95,10 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if err == nil && s.cfg.Ready != nil {
 		err = s.cfg.Ready()
 	}
-	if _, sessionGone := s.health.state(); err == nil && !sessionGone.IsZero() {
+	if _, sessionGone := s.healthState(); err == nil && !sessionGone.IsZero() {
 		err = errUnavailable
 	}
-	if err == nil && s.runs.draining.Load() {
+	if err == nil && s.runs.Draining() {
 		err = errShuttingDown
 	}
 	if err != nil {

@@ -162,3 +162,11 @@ func (m *Metrics) handler(log *slog.Logger) http.Handler {
 		ErrorHandling: promhttp.ContinueOnError,
 	})
 }
+
+// runMetrics is the collector as the run service reports to it.
+type runMetrics struct{ m *Metrics }
+
+func (r runMetrics) RunsActive(delta int64)                  { r.m.activeRuns.Add(delta) }
+func (r runMetrics) RunEnded(status string, d time.Duration) { r.m.runEnded(status, d) }
+func (r runMetrics) Usage(u llm.TokenUsage)                  { r.m.addUsage(u) }
+func (r runMetrics) ToolCall(tool, status string)            { r.m.toolCall(tool, status) }

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
-	"runtime"
-	"sync"
+	"slices"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp/elicit"
@@ -24,18 +25,12 @@ type Server struct {
 	store   store.Store
 	models  *llm.Registry
 	agent   *nodes.Agent
-	elicit  *elicit.Manager
 	log     *slog.Logger
 	metrics *Metrics
 	auth    *authenticator
 	limiter *rateLimiter
-	runs    *runManager
+	runs    *runs.Service
 	handler http.Handler
-	// pageReads holds a slot while a replay reads a page of the store:
-	// on SQLite each concurrent read is a connection of its own, whose
-	// page cache lives outside the Go heap, so many replays at once
-	// would otherwise hold a connection each.
-	pageReads chan struct{}
 
 	// authLimiter counts invalid credentials per client address (which
 	// clientIP finds); nil in local mode (no keys, nothing to guess) or
@@ -43,18 +38,12 @@ type Server struct {
 	authLimiter *rateLimiter
 	clientIP    func(http.Handler) http.Handler
 
-	// life ends when Shutdown has parked the runs: streams that follow
-	// parked runs end with it.
-	life context.Context
-	end  context.CancelFunc
-	// bg holds the cluster's goroutines (see startCluster).
-	bg sync.WaitGroup
-	// health is what the probes know of the database (see health).
+	// health is what the probes know of the store (see health).
 	health health
 }
 
-// New builds the server and its agent (over cfg's models, tools and
-// checkpointer, with the server's answer hook and elicitor).
+// New builds the server and its run service, which builds the agent
+// (over cfg's models, tools and checkpointer; see runs.New).
 func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("api: new server: a store is required")
@@ -67,10 +56,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("api: new server: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, store: cfg.Store, models: cfg.Models, elicit: cfg.Elicit, log: cfg.Logger, metrics: cfg.Metrics,
+	s := &Server{cfg: cfg, store: cfg.Store, models: cfg.Models, log: cfg.Logger, metrics: cfg.Metrics,
 		auth: newAuthenticator(cfg.Keys), limiter: newRateLimiter(cfg.Limits.RatePerMinute, cfg.Limits.Burst),
-		clientIP:  clientIP(proxies),
-		pageReads: make(chan struct{}, max(4, runtime.GOMAXPROCS(0)))}
+		clientIP: clientIP(proxies)}
 	if !s.auth.local() {
 		s.authLimiter = newRateLimiter(cfg.Limits.AuthFailuresPerMinute, cfg.Limits.AuthFailureBurst)
 	}
@@ -81,38 +69,57 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.models = m
 	}
-	if s.elicit == nil {
-		s.elicit = elicit.NewManager(elicit.Config{Timeout: cfg.ElicitTimeout, Logger: cfg.Logger})
+	elicits := cfg.Elicit
+	if elicits == nil {
+		elicits = elicit.NewManager(elicit.Config{Timeout: cfg.ElicitTimeout, Logger: cfg.Logger})
 	}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
-	s.runs = newRunManager(s)
-
-	opts := cfg.Agent
-	then := opts.Hooks.OnAnswer
-	opts.Hooks.OnAnswer = func(ctx context.Context, a nodes.Answer) error {
-		if err := s.runs.onAnswer(ctx, a); err != nil {
-			return err
-		}
-		if then != nil {
-			return then(ctx, a)
-		}
-		return nil
-	}
-	opts.Elicitor = elicitor{s.runs}
-	if opts.Logger == nil {
-		opts.Logger = cfg.Logger
-	}
-	agent, err := nodes.New(s.models, cfg.Tools, cfg.Checkpointer, opts)
+	s.runs, err = runs.New(runs.Config{Store: cfg.Store, Models: s.models, Tools: cfg.Tools, Checkpointer: cfg.Checkpointer,
+		Agent: cfg.Agent, Elicit: elicits, ElicitTimeout: cfg.ElicitTimeout, InterruptAfter: cfg.InterruptAfter,
+		CancelOnDisconnect: cfg.CancelOnDisconnect, MaxRunsPerUser: cfg.Limits.MaxConcurrentRunsPerUser,
+		StreamBuffer: cfg.StreamBuffer, Logger: cfg.Logger, Owner: cfg.Owner, Cluster: cfg.Cluster, Notices: cfg.Notices,
+		ClaimInterval: cfg.ClaimInterval, Metrics: runMetrics{s.metrics}})
 	if err != nil {
 		return nil, fmt.Errorf("api: new server: %w", err)
 	}
-	s.agent, s.runs.agent = agent, agent
-	s.life, s.end = context.WithCancel(context.Background())
+	s.agent = s.runs.Agent()
 	s.handler = s.routes()
-	s.startCluster()
 	return s, nil
+}
+
+// Shutdown refuses new runs, stops the live ones at their next checkpoint
+// (their streams end with run.interrupted, reason shutdown, and Recover
+// continues them at the next start), parks runs waiting for approvals,
+// and ends every stream. It waits for ctx's deadline at most, or
+// Config.ShutdownTimeout when ctx has none. Stop the HTTP server from
+// accepting connections first (http.Server.Shutdown, concurrently: it
+// waits for the streams Shutdown ends).
+func (s *Server) Shutdown(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+		defer cancel()
+	}
+	return s.runs.Shutdown(ctx)
+}
+
+// Recover continues the runs a previous process left: runs still running
+// in the store under another owner (a shutdown or a crash) continue from
+// their last checkpoint, and parked runs whose approvals were answered
+// without being resumed are resumed. Call it once at start, before
+// serving. Without a Cluster it takes over every running run it did not
+// start, so no other live process may share the store; with one it
+// takes only the runs of processes that are gone (ClaimOrphans), as
+// every live process keeps doing every ClaimInterval. It returns how
+// many runs it continued.
+func (s *Server) Recover(ctx context.Context) (int, error) {
+	users := slices.Sorted(maps.Values(s.cfg.Keys))
+	if s.auth.local() {
+		users = []string{LocalUser}
+	}
+	return s.runs.Recover(ctx, slices.Compact(users))
 }
 
 // Handler serves the API, /healthz, /readyz, /metrics, and /mcp and the

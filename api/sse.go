@@ -15,9 +15,6 @@ type sseWriter struct {
 	rc      *http.ResponseController
 	timeout time.Duration
 	buf     []byte
-	// wrote is set by every write and cleared by the heartbeat, which
-	// pings only when nothing was written since its last tick.
-	wrote bool
 }
 
 // startSSE sends the stream's headers.
@@ -51,19 +48,9 @@ func (s *sseWriter) event(seq int64, typ string, data []byte) error {
 func (s *sseWriter) ping() error { return s.write([]byte(": ping\n\n")) }
 
 func (s *sseWriter) write(b []byte) error {
-	s.wrote = true
 	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
 	if _, err := s.w.Write(b); err != nil {
 		return err
 	}
 	return s.rc.Flush()
-}
-
-// isTerminal reports whether an event type ends a run's stream.
-func isTerminal(typ string) bool {
-	switch typ {
-	case "run.completed", "run.interrupted", "run.cancelled", "run.failed":
-		return true
-	}
-	return false
 }

@@ -21,15 +21,8 @@ const (
 	NodeHandleBlocked = "handle_blocked"
 )
 
-// build assembles the agent graph:
-//
-//	START → initialize → supervisor ─┬─ answer ─────────────────────────► write → stream → END
-//	                        ▲        ├─ call_tool / create_workflow → execute_tool → reflect ─┬─ satisfied → synthesize → write
-//	                        │        │                                                        ├─ need_more ─► supervisor
-//	                        │        │                                                        ├─ blocked / limits → handle_blocked → write
-//	                        │        │                                                        └─ direct_response ──────► stream
-//	                        │        ├─ clarify → clarify → stream → clarify (waits: interrupt) ─┐
-//	                        └────────┴──────────────────────────────────────────────────────────┘
+// build assembles the agent graph (drawn by Agent.Mermaid; see the
+// package doc).
 func (a *Agent) build() (*graph.Compiled[ChatState], error) {
 	g := graph.New[ChatState](schemaFields()...)
 	g.AddCommandNode(NodeInitialize, wrapCommand(NodeInitialize, a.initialize), nil)

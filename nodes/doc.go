@@ -6,14 +6,13 @@
 //
 // # The graph
 //
-//	START → initialize → supervisor ─┬─ answer ───────────────────────────► write → stream → END
-//	                        ▲        ├─ call_tool ───────┐
-//	                        │        ├─ create_workflow ─┴► execute_tool → reflect ─┬─ satisfied → synthesize → write
-//	                        │        │                                              ├─ need_more ─► supervisor
-//	                        │        │                                              ├─ blocked, max_iterations → handle_blocked → write
-//	                        │        │                                              └─ direct_response ──────► stream
-//	                        │        └─ clarify → clarify → stream → clarify (interrupt: waits for the answer)
-//	                        └──────────────────────────────────────────────────────────┘
+// Agent.Mermaid draws it, from the compiled graph; docs/architecture.md
+// shows that drawing, and a test keeps the two equal. A turn goes
+// initialize → supervisor, which answers (→ write → stream), calls tools
+// (call_tool, create_workflow → execute_tool → reflect, which routes to
+// synthesize → write, back to supervisor, to handle_blocked → write, or
+// straight to stream), or asks the user (clarify → stream, waiting as an
+// interrupt).
 //
 // The nodes:
 //

@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/trellis-ai/trellis/graph"
@@ -258,3 +259,57 @@ func (*RunCompleted) EventType() string        { return EventRunCompleted }
 func (*RunInterrupted) EventType() string      { return EventRunInterrupted }
 func (*RunCancelled) EventType() string        { return EventRunCancelled }
 func (*RunFailed) EventType() string           { return EventRunFailed }
+
+// payloads makes an empty payload for each event type, for DecodeEvent.
+var payloads = map[string]func() Payload{
+	EventNodeStart:           func() Payload { return new(NodeStart) },
+	EventNodeEnd:             func() Payload { return new(NodeEnd) },
+	EventSupervisorThinking:  func() Payload { return new(SupervisorThinking) },
+	EventSupervisorDecided:   func() Payload { return new(SupervisorDecided) },
+	EventToolStart:           func() Payload { return new(ToolStart) },
+	EventToolProgress:        func() Payload { return new(ToolProgress) },
+	EventToolComplete:        func() Payload { return new(ToolComplete) },
+	EventToolError:           func() Payload { return new(ToolErrorEvent) },
+	EventApprovalRequired:    func() Payload { return new(ApprovalRequired) },
+	EventApprovalResolved:    func() Payload { return new(ApprovalResolved) },
+	EventElicitationRequest:  func() Payload { return new(ElicitationRequest) },
+	EventElicitationResponse: func() Payload { return new(ElicitationResponse) },
+	EventDirectResponse:      func() Payload { return new(DirectResponseEvent) },
+	EventResponseChunk:       func() Payload { return new(ResponseChunk) },
+	EventResponseDone:        func() Payload { return new(ResponseDone) },
+	EventRunCompleted:        func() Payload { return new(RunCompleted) },
+	EventRunInterrupted:      func() Payload { return new(RunInterrupted) },
+	EventRunCancelled:        func() Payload { return new(RunCancelled) },
+	EventRunFailed:           func() Payload { return new(RunFailed) },
+}
+
+// ErrUnknownEvent: DecodeEvent was given a type the vocabulary lacks.
+var ErrUnknownEvent = errors.New("nodes: unknown event type")
+
+// DecodeEvent decodes an event's JSON data back into the payload of its
+// type, as one read back from a store: the payload's fields, any others
+// (an envelope's, say) ignored. It is the one decoder of the
+// vocabulary. An unknown type is ErrUnknownEvent; data that does not
+// decode returns the payload as far as it was decoded, with the error.
+func DecodeEvent(typ string, data []byte) (Payload, error) {
+	mk, ok := payloads[typ]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownEvent, typ)
+	}
+	p := mk()
+	if err := json.Unmarshal(data, p); err != nil {
+		return p, fmt.Errorf("nodes: decode %s event: %w", typ, err)
+	}
+	return p, nil
+}
+
+// Terminal reports whether events of type typ end a run's segment:
+// run.completed, run.interrupted, run.cancelled and run.failed. Exactly
+// one ends each.
+func Terminal(typ string) bool {
+	switch typ {
+	case EventRunCompleted, EventRunInterrupted, EventRunCancelled, EventRunFailed:
+		return true
+	}
+	return false
+}

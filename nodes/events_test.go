@@ -2,6 +2,7 @@ package nodes_test
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/trellis-ai/trellis/llm"
@@ -56,6 +57,38 @@ func TestEventJSON(t *testing.T) {
 		}
 		if string(b) != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", ev.Type, b, tc.want)
+		}
+		// Stored as sent, it decodes back into the same payload.
+		p, err := nodes.DecodeEvent(ev.Type, b)
+		if err != nil {
+			t.Fatalf("%s: decode: %v", ev.Type, err)
+		}
+		again, _ := json.Marshal(nodes.Event{Type: p.EventType(), Data: p})
+		if string(again) != tc.want {
+			t.Errorf("%s: decoded as\n%s\nwant %s", ev.Type, again, tc.want)
+		}
+	}
+}
+
+func TestDecodeEventRefusesWhatIsNotAnEvent(t *testing.T) {
+	if _, err := nodes.DecodeEvent("run.sideways", []byte(`{}`)); !errors.Is(err, nodes.ErrUnknownEvent) {
+		t.Errorf("unknown type: %v, want ErrUnknownEvent", err)
+	}
+	p, err := nodes.DecodeEvent(nodes.EventRunFailed, []byte(`{"error":"not an object"}`))
+	if err == nil || p == nil || p.EventType() != nodes.EventRunFailed {
+		t.Errorf("malformed data: %v, %v; want the payload's type and an error", p, err)
+	}
+}
+
+func TestTerminalEvents(t *testing.T) {
+	for _, typ := range []string{nodes.EventRunCompleted, nodes.EventRunInterrupted, nodes.EventRunCancelled, nodes.EventRunFailed} {
+		if !nodes.Terminal(typ) {
+			t.Errorf("%s is not terminal", typ)
+		}
+	}
+	for _, typ := range []string{nodes.EventResponseDone, nodes.EventApprovalRequired, "run.started", ""} {
+		if nodes.Terminal(typ) {
+			t.Errorf("%q is terminal", typ)
 		}
 	}
 }

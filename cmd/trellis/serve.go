@@ -217,18 +217,56 @@ func serve(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	return 0
 }
 
+// serveUntil serves until ctx ends: it listens, assembles the service,
+// recovers the runs a previous process left, swaps the API in, and shuts
+// down in order.
 func serveUntil(ctx context.Context, cfg serveConfig, getenv func(string) string, stdout io.Writer, log *slog.Logger) error {
 	// Listen first: /healthz answers and /readyz says 503 while storage
 	// opens and migrates.
-	ln, err := net.Listen("tcp", cfg.addr)
+	front, err := listen(cfg.addr, log)
 	if err != nil {
 		return err
 	}
-	var handler atomic.Pointer[http.Handler]
+	var cleanup closers
+	defer cleanup.run()
+	svc, err := assemble(ctx, cfg, getenv, log, &cleanup)
+	if err != nil {
+		front.close()
+		return err
+	}
+	recoverRuns(ctx, svc.srv, log)
+	front.serve(svc.srv.Handler())
+	fmt.Fprintln(stdout, startLine(front.ln.Addr().String(), svc.storage, svc.models, cfg, svc.mcpServers))
+
+	select {
+	case <-ctx.Done():
+	case err := <-front.served:
+		return err
+	}
+	shutdown(front, svc.srv, cfg.shutdownTimeout, log)
+	return nil
+}
+
+// front is the HTTP server, listening from the start: it answers with
+// notReady until serve swaps the API in.
+type front struct {
+	ln      net.Listener
+	hs      *http.Server
+	handler atomic.Pointer[http.Handler]
+	served  chan error
+}
+
+// listen opens the address and serves notReady on it.
+func listen(addr string, log *slog.Logger) (*front, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	f := &front{ln: ln, served: make(chan error, 1)}
 	starting := http.Handler(http.HandlerFunc(notReady))
-	handler.Store(&starting)
-	hs := &http.Server{
-		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }),
+	f.handler.Store(&starting)
+	f.hs = &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*f.handler.Load()).ServeHTTP(w, r) }),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		WriteTimeout:      time.Minute, // streams and sync chat lift it per response
@@ -236,37 +274,98 @@ func serveUntil(ctx context.Context, cfg serveConfig, getenv func(string) string
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	closeHTTP := func() {
-		_ = hs.Close()
-		<-served
-	}
+	go func() { f.served <- f.hs.Serve(ln) }()
+	return f, nil
+}
 
+// serve swaps h in for notReady.
+func (f *front) serve(h http.Handler) { f.handler.Store(&h) }
+
+// close stops serving at once.
+func (f *front) close() {
+	_ = f.hs.Close()
+	<-f.served
+}
+
+// closers are what serveUntil closes as it returns, last opened first.
+type closers []func()
+
+func (c *closers) add(f func()) { *c = append(*c, f) }
+
+func (c *closers) run() {
+	for i := len(*c) - 1; i >= 0; i-- {
+		(*c)[i]()
+	}
+}
+
+// app is the service assembled: the API server and what the start line
+// tells of it.
+type app struct {
+	srv        *api.Server
+	storage    string
+	models     *llm.Registry
+	mcpServers int // enabled
+}
+
+// assemble opens storage, the models and the tools, joins the cluster on
+// PostgreSQL, and builds the API server over them; what it opened is
+// closed by cleanup.
+func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, log *slog.Logger, cleanup *closers) (app, error) {
 	st, saver, storage, closeStorage, err := openStorage(ctx, cfg)
 	if err != nil {
-		closeHTTP()
-		return err
+		return app{}, err
 	}
-	defer closeStorage()
-
+	cleanup.add(closeStorage)
 	modelCfg, err := llm.ConfigFromEnv(getenv)
 	if err != nil {
-		closeHTTP()
-		return err
+		return app{}, err
 	}
 	models, err := llm.NewRegistry(modelCfg)
 	if err != nil {
-		closeHTTP()
-		return err
+		return app{}, err
 	}
-
 	metrics := api.NewMetrics()
+	tools, err := buildTools(ctx, cfg, models, metrics, log, cleanup)
+	if err != nil {
+		return app{}, err
+	}
+	// Trellis' own tools over MCP at /mcp, as the user the API
+	// authenticated.
+	mcpServer := mcp.NewServer(tools.provider, mcp.ServerOptions{Name: "trellis", Version: version(), Export: tools.exported, Logger: log,
+		CallInfo: func(ctx context.Context) operators.Call { return operators.Call{UserID: api.UserFrom(ctx)} }})
+	mcpHandler := mcp.HTTPHandler(mcpServer, mcp.HTTPOptions{Logger: log})
+
+	apiCfg := api.Config{
+		Store: st, Models: models, Tools: tools.provider, Checkpointer: saver,
+		ElicitTimeout: cfg.elicitTimeout, Keys: cfg.keys, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
+		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, ShutdownTimeout: cfg.shutdownTimeout,
+		UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: metrics, Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
+	}
+	if err := joinCluster(ctx, st, cfg, &apiCfg, cleanup); err != nil {
+		return app{}, err
+	}
+	srv, err := api.New(apiCfg)
+	if err != nil {
+		return app{}, err
+	}
+	return app{srv: srv, storage: storage, models: models, mcpServers: tools.enabled}, nil
+}
+
+// toolset is every tool source behind one provider.
+type toolset struct {
+	provider *operators.Provider
+	ready    func() error // required MCP servers are up; nil without MCP
+	exported []string     // MCP tools served again at /mcp
+	enabled  int          // MCP servers configured and enabled
+}
+
+// buildTools makes the provider over the local tools, the operators and
+// the configured MCP servers, and starts those.
+func buildTools(ctx context.Context, cfg serveConfig, models *llm.Registry, metrics *api.Metrics, log *slog.Logger, cleanup *closers) (toolset, error) {
 	local := operators.NewRegistry()
 	ops := operators.NewOperatorRegistry(nil) // operators use the run's model
 	if err := operators.RegisterBuiltinOperators(ops); err != nil {
-		closeHTTP()
-		return err
+		return toolset{}, err
 	}
 	pcfg := operators.ProviderConfig{Local: local, Operators: ops, OnBreakerChange: metrics.BreakerChanged, Logger: log,
 		Approval: operators.ApprovalPolicy{Tools: cfg.approvalTools}, MaxResultBytes: cfg.maxToolResult}
@@ -274,8 +373,7 @@ func serveUntil(ctx context.Context, cfg serveConfig, getenv func(string) string
 	if cfg.mcpConfig != "" {
 		mc, err := mcp.LoadConfig(cfg.mcpConfig)
 		if err != nil {
-			closeHTTP()
-			return err
+			return toolset{}, err
 		}
 		for _, w := range mc.Warnings {
 			log.LogAttrs(ctx, slog.LevelWarn, "MCP config", slog.String("warning", w))
@@ -283,66 +381,54 @@ func serveUntil(ctx context.Context, cfg serveConfig, getenv func(string) string
 		mcpServers = mc.Servers
 		pcfg.SourceResilience = mc.SourceResilience(operators.RemoteToolDefaults())
 	}
-	provider := operators.NewProvider(pcfg)
+	t := toolset{provider: operators.NewProvider(pcfg)}
 	local.MustAdd(operators.Builtins(operators.BuiltinConfig{
 		Info:  operators.SelfInfo{Name: "Trellis", Version: version(), Model: models.Default().ID},
-		Tools: provider, Operators: ops,
+		Tools: t.provider, Operators: ops,
 	})...)
-	var (
-		ready    func() error
-		exported []string
-	)
-	enabled := 0
-	if len(mcpServers) > 0 {
-		mgr, err := mcp.NewManager(mcp.ManagerConfig{Servers: mcpServers, Provider: provider, Logger: log})
-		if err != nil {
-			closeHTTP()
-			return err
-		}
-		if err := mgr.Start(ctx); err != nil {
-			log.LogAttrs(ctx, slog.LevelWarn, "some MCP servers could not be added", slog.Any("error", err))
-		}
-		defer mgr.Close()
-		ready, exported = mgr.Ready, mgr.Exported()
-		for _, s := range mcpServers {
-			if !s.Disabled {
-				enabled++
-			}
-		}
+	if len(mcpServers) == 0 {
+		return t, nil
 	}
-
-	// Trellis' own tools over MCP at /mcp, as the user the API
-	// authenticated.
-	mcpServer := mcp.NewServer(provider, mcp.ServerOptions{Name: "trellis", Version: version(), Export: exported, Logger: log,
-		CallInfo: func(ctx context.Context) operators.Call { return operators.Call{UserID: api.UserFrom(ctx)} }})
-	mcpHandler := mcp.HTTPHandler(mcpServer, mcp.HTTPOptions{Logger: log})
-
-	apiCfg := api.Config{
-		Store: st, Models: models, Tools: provider, Checkpointer: saver,
-		ElicitTimeout: cfg.elicitTimeout, Keys: cfg.keys, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
-		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, ShutdownTimeout: cfg.shutdownTimeout,
-		UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: metrics, Ready: ready, MCP: mcpHandler, Web: web.Handler(),
-	}
-	if pg, ok := st.(*pgstore.Store); ok {
-		// Other processes may share the database: this one shows itself
-		// alive and takes notices as its owner until it has stopped (the
-		// deferred Close runs after Shutdown has parked the runs, which
-		// the others then take over). The server takes the session again
-		// if the database drops it.
-		owner := api.NewOwner()
-		l, err := pg.Listen(ctx, owner)
-		if err != nil {
-			closeHTTP()
-			return err
-		}
-		defer l.Close()
-		apiCfg.Cluster, apiCfg.Notices, apiCfg.Owner, apiCfg.ClaimInterval = pg, l, owner, cfg.claimInterval
-	}
-	srv, err := api.New(apiCfg)
+	mgr, err := mcp.NewManager(mcp.ManagerConfig{Servers: mcpServers, Provider: t.provider, Logger: log})
 	if err != nil {
-		closeHTTP()
+		return toolset{}, err
+	}
+	if err := mgr.Start(ctx); err != nil {
+		log.LogAttrs(ctx, slog.LevelWarn, "some MCP servers could not be added", slog.Any("error", err))
+	}
+	cleanup.add(func() { _ = mgr.Close() })
+	t.ready, t.exported = mgr.Ready, mgr.Exported()
+	for _, s := range mcpServers {
+		if !s.Disabled {
+			t.enabled++
+		}
+	}
+	return t, nil
+}
+
+// joinCluster makes this process one of several sharing a PostgreSQL
+// database: it shows itself alive and takes notices as its owner until
+// it has stopped (the listener is closed after Shutdown has parked the
+// runs, which the others then take over). The server takes the session
+// again if the database drops it. On SQLite it does nothing.
+func joinCluster(ctx context.Context, st store.Store, cfg serveConfig, apiCfg *api.Config, cleanup *closers) error {
+	pg, ok := st.(*pgstore.Store)
+	if !ok {
+		return nil
+	}
+	owner := api.NewOwner()
+	l, err := pg.Listen(ctx, owner)
+	if err != nil {
 		return err
 	}
+	cleanup.add(func() { _ = l.Close() })
+	apiCfg.Cluster, apiCfg.Notices, apiCfg.Owner, apiCfg.ClaimInterval = pg, l, owner, cfg.claimInterval
+	return nil
+}
+
+// recoverRuns continues the runs a previous process left (see
+// api.Server.Recover).
+func recoverRuns(ctx context.Context, srv *api.Server, log *slog.Logger) {
 	recovered, err := srv.Recover(ctx)
 	if err != nil {
 		log.LogAttrs(ctx, slog.LevelWarn, "some runs could not be recovered", slog.Any("error", err))
@@ -350,31 +436,25 @@ func serveUntil(ctx context.Context, cfg serveConfig, getenv func(string) string
 	if recovered > 0 {
 		log.LogAttrs(ctx, slog.LevelInfo, "recovered runs", slog.Int("runs", recovered))
 	}
-	h := srv.Handler()
-	handler.Store(&h)
+}
 
-	fmt.Fprintln(stdout, startLine(ln.Addr().String(), storage, models, cfg, enabled))
-
-	select {
-	case <-ctx.Done():
-	case err := <-served:
-		return err
-	}
-	log.LogAttrs(context.Background(), slog.LevelInfo, "shutting down", slog.Duration("timeout", cfg.shutdownTimeout))
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+// shutdown stops accepting, parks the runs and ends the streams within
+// timeout, then closes what connections remain.
+func shutdown(f *front, srv *api.Server, timeout time.Duration, log *slog.Logger) {
+	log.LogAttrs(context.Background(), slog.LevelInfo, "shutting down", slog.Duration("timeout", timeout))
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	go func() { _ = hs.Shutdown(sctx) }() // stop accepting now; wait for the streams below to end
+	go func() { _ = f.hs.Shutdown(sctx) }() // stop accepting now; wait for the streams below to end
 	if err := srv.Shutdown(sctx); err != nil {
 		log.LogAttrs(sctx, slog.LevelWarn, "shutdown", slog.Any("error", err))
 	}
 	select {
-	case <-served:
-		_ = hs.Close() // connections Shutdown left behind, if any
+	case <-f.served:
+		_ = f.hs.Close() // connections Shutdown left behind, if any
 	case <-sctx.Done():
-		closeHTTP()
+		f.close()
 	}
 	log.LogAttrs(context.Background(), slog.LevelInfo, "stopped")
-	return nil
 }
 
 // notReady answers while the server starts.

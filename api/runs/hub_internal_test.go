@@ -1,4 +1,4 @@
-package api
+package runs
 
 import (
 	"testing"
@@ -12,7 +12,7 @@ func TestHubCutsASubscriberThatFallsBehind(t *testing.T) {
 	slow := h.add(4, true)
 	idle := h.idle()
 	for seq := int64(1); seq <= 10; seq++ {
-		h.publish(&store.Event{Seq: seq}) // never blocks
+		h.publish(&Event{Event: &store.Event{Seq: seq}}) // never blocks
 		if e := <-fast.ch; e.Seq != seq {
 			t.Fatalf("fast got %d, want %d", e.Seq, seq)
 		}

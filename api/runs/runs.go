@@ -1,4 +1,4 @@
-package api
+package runs
 
 import (
 	"context"
@@ -7,76 +7,12 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/llm"
-	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
 )
-
-// Why a run's context ends; context.Cause tells them apart.
-var (
-	errCancelled    = errors.New("api: the user cancelled the run")
-	errShutdown     = errors.New("api: the server is shutting down")
-	errDisconnected = errors.New("api: the client went away (CancelOnDisconnect)")
-	errDeleted      = errors.New("api: the conversation was deleted")
-	errRunEnded     = errors.New("api: the run ended")
-	errEventsLost   = errors.New("api: the run's events could not be stored")
-	errStorageLost  = errors.New("api: the database connection was lost")
-)
-
-// runManager owns the life of every run live in this process: it starts
-// runs, drives the agent's events through the event pipeline, parks runs
-// that wait for a human, resumes them, cancels them, and recovers the
-// runs of a process that is gone.
-type runManager struct {
-	st      store.Store
-	agent   *nodes.Agent
-	elicit  *elicit.Manager
-	cfg     Config
-	log     *slog.Logger
-	metrics *Metrics
-
-	// gate orders starts before Shutdown: a start holds it for reading
-	// from its checks to its goroutine's launch; Shutdown takes it for
-	// writing to set draining.
-	gate     sync.RWMutex
-	draining atomic.Bool
-	wg       sync.WaitGroup // one per driving goroutine
-
-	// resumeMu serialises answering approvals and cancelling runs: two
-	// answers to one parked run resume it once, and of an answer and a
-	// cancel racing for one waiting run exactly one wins (see
-	// answerApproval).
-	resumeMu sync.Mutex
-
-	mu     sync.Mutex
-	byConv map[string]*run // live runs by conversation
-	hubs   map[string]*hub // by run id
-	slots  map[string]int  // live runs per user
-	ready  map[string]*readyFlag
-
-	// lost holds the runs stopped by a lost database (see strand).
-	lost stranding
-}
-
-// readyFlag is closed once an elicitation is registered with the
-// manager and can take an answer.
-type readyFlag struct {
-	ch     chan struct{}
-	closed bool
-}
-
-func newRunManager(s *Server) *runManager {
-	return &runManager{
-		st: s.cfg.Store, elicit: s.elicit, cfg: s.cfg, log: s.log, metrics: s.metrics,
-		byConv: map[string]*run{}, hubs: map[string]*hub{}, slots: map[string]int{}, ready: map[string]*readyFlag{},
-	}
-}
 
 // runState is where a live run is, as answers to its approvals see it.
 type runState int
@@ -91,7 +27,7 @@ const (
 
 // run is one run live in this process: a segment of a run's life, from
 // its start, resumption or recovery to its next terminal event.
-type run struct {
+type Run struct {
 	id, conversationID, userID, requestID string
 	log                                   *slog.Logger
 	ctx                                   context.Context
@@ -100,9 +36,9 @@ type run struct {
 	out                                   *outbox       // stores and then publishes the run's events
 	done                                  chan struct{} // closed when the driving goroutine ends
 	answers                               chan nodes.ApprovalDecision
-	state                                 runState // guarded by runManager.mu
-	detached                              bool     // guarded by runManager.mu; see detach
-	// cancelling is set, under runManager.mu, once the user cancelled
+	state                                 runState // guarded by Service.mu
+	detached                              bool     // guarded by Service.mu; see detach
+	// cancelling is set, under Service.mu, once the user cancelled
 	// the run: answers to its approvals are refused from then on.
 	cancelling bool
 	started    time.Time
@@ -115,14 +51,14 @@ type run struct {
 }
 
 // runFrom returns the run whose context ctx derives from.
-func runFrom(ctx context.Context) *run {
-	rn, _ := ctx.Value(runKey).(*run)
+func runFrom(ctx context.Context) *Run {
+	rn, _ := ctx.Value(runKey).(*Run)
 	return rn
 }
 
-func (m *runManager) newRun(parent context.Context, r store.Run) *run {
+func (m *Service) newRun(parent context.Context, r store.Run) *Run {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
-	rn := &run{
+	rn := &Run{
 		id: r.ID, conversationID: r.ConversationID, userID: r.UserID, requestID: r.RequestID,
 		log:     m.log.With(slog.String("run_id", r.ID), slog.String("conversation_id", r.ConversationID)),
 		cancel:  cancel,
@@ -138,57 +74,73 @@ func (m *runManager) newRun(parent context.Context, r store.Run) *run {
 	return rn
 }
 
-// startRequest is a new run: a chat message, or an edit of an earlier
+// StartRequest is a new run: a chat message, or an edit of an earlier
 // run.
-type startRequest struct {
-	userID, conversationID, requestID string
-	input                             nodes.Input
-	// edit is the run an edit reruns.
-	edit *store.Run
-	// interactive: the caller streams the events (SSE), rather than
-	// waiting for the result (sync).
-	interactive bool
+type StartRequest struct {
+	UserID, RequestID string
+	// ConversationID names the conversation; "" starts a new one, titled
+	// after the message.
+	ConversationID string
+	Input          nodes.Input
+	// Edits, when set, names the run of ConversationID whose message
+	// Input replaces: the new run reruns from the state before it.
+	Edits string
+	// Interactive: the caller streams the events, rather than waiting
+	// for the result; a run stopped for an approval waits for the
+	// answer only while an interactive subscriber follows it.
+	Interactive bool
 }
 
-// start stores a new run, subscribes the caller to its events and starts
-// driving it. A new conversation is created, with the run, when none is
-// named.
-func (m *runManager) start(ctx context.Context, req startRequest) (*run, *subscriber, error) {
+// Start stores a new run, subscribes the caller to its events and starts
+// driving it; the caller closes the Subscription. A new conversation is
+// created, with the run, when none is named. Errors: ErrShuttingDown,
+// ErrUnavailable, ErrTooManyRuns, store.ErrRunActive (the conversation
+// has a run going), store.ErrNotFound (no such conversation or edited
+// run), store.ErrConflict (the edited run is superseded).
+func (m *Service) Start(ctx context.Context, req StartRequest) (*Run, *Subscription, error) {
+	var edit *store.Run
+	if req.Edits != "" {
+		old, err := m.st.GetRun(ctx, req.UserID, req.Edits)
+		if err == nil && old.ConversationID != req.ConversationID {
+			err = store.ErrNotFound
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		edit = &old
+	}
 	m.gate.RLock()
 	defer m.gate.RUnlock()
 	if err := m.refusing(); err != nil {
 		return nil, nil, err
 	}
-	if !m.reserve(req.userID, false) {
-		e := errorf(http.StatusTooManyRequests, "too_many_runs",
-			fmt.Sprintf("you have %d runs going, the most allowed at once; wait for one to end", m.cfg.Limits.MaxConcurrentRunsPerUser))
-		e.RetryAfter = 1
-		return nil, nil, e
+	if !m.reserve(req.UserID, false) {
+		return nil, nil, ErrTooManyRuns
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			m.release(req.userID)
+			m.release(req.UserID)
 		}
 	}()
-	nr := store.NewRun{UserID: req.userID, ConversationID: req.conversationID, UserMessage: req.input.Message,
-		RequestID: req.requestID, Owner: m.cfg.Owner}
-	if req.conversationID == "" {
-		nr.NewConversation = &store.NewConversation{UserID: req.userID, Title: title(req.input.Message)}
+	nr := store.NewRun{UserID: req.UserID, ConversationID: req.ConversationID, UserMessage: req.Input.Message,
+		RequestID: req.RequestID, Owner: m.cfg.Owner}
+	if req.ConversationID == "" {
+		nr.NewConversation = &store.NewConversation{UserID: req.UserID, Title: title(req.Input.Message)}
 	}
-	if req.edit != nil {
-		nr.Supersedes = req.edit.ID
+	if edit != nil {
+		nr.Supersedes = edit.ID
 	}
 	r, err := m.st.StartRun(ctx, nr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("api: start run: %w", err)
+		return nil, nil, fmt.Errorf("runs: start run: %w", err)
 	}
 	rn := m.newRun(ctx, r)
-	in := req.input
-	in.RequestID, in.UserID = req.requestID, req.userID
+	in := req.Input
+	in.RequestID, in.UserID = req.RequestID, req.UserID
 	var first func(context.Context) iter.Seq2[nodes.Event, error]
-	if req.edit != nil {
-		editOf := req.edit.RequestID
+	if edit != nil {
+		editOf := edit.RequestID
 		first = func(ctx context.Context) iter.Seq2[nodes.Event, error] {
 			return m.agent.Edit(ctx, rn.conversationID, editOf, in)
 		}
@@ -197,7 +149,7 @@ func (m *runManager) start(ctx context.Context, req startRequest) (*run, *subscr
 			return m.agent.Run(ctx, rn.conversationID, in)
 		}
 	}
-	sub := m.launch(rn, first, true, &req.interactive)
+	sub := m.launch(rn, first, true, &req.Interactive)
 	ok = true
 	return rn, sub, nil
 }
@@ -206,7 +158,7 @@ func (m *runManager) start(ctx context.Context, req startRequest) (*run, *subscr
 // subscribe set, it first subscribes the caller (interactive or not), so
 // the caller sees every event from the first. Callers hold m.gate for
 // reading.
-func (m *runManager) launch(rn *run, first func(context.Context) iter.Seq2[nodes.Event, error], announce bool, subscribe *bool) *subscriber {
+func (m *Service) launch(rn *Run, first func(context.Context) iter.Seq2[nodes.Event, error], announce bool, subscribe *bool) *Subscription {
 	m.mu.Lock()
 	rn.hub = m.acquireHubLocked(rn.id)
 	rn.out = newOutbox(rn.ctx, m.st, rn.hub, func(err error) {
@@ -222,13 +174,14 @@ func (m *runManager) launch(rn *run, first func(context.Context) iter.Seq2[nodes
 		rn.log.LogAttrs(rn.ctx, lvl, msg, slog.Any("error", err))
 		rn.cancel(cause)
 	})
-	var sub *subscriber
+	var sub *Subscription
 	if subscribe != nil {
-		sub = m.subscribeLocked(rn.hub, *subscribe)
+		rn.hub.refs++
+		sub = m.subscriptionLocked(rn.hub, *subscribe)
 	}
 	m.byConv[rn.conversationID] = rn
 	m.mu.Unlock()
-	m.metrics.activeRuns.Add(1)
+	m.metrics.RunsActive(1)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -239,17 +192,17 @@ func (m *runManager) launch(rn *run, first func(context.Context) iter.Seq2[nodes
 
 // reserve takes one of the user's run slots; forced ones (resumption,
 // recovery) are taken even beyond the limit.
-func (m *runManager) reserve(user string, force bool) bool {
+func (m *Service) reserve(user string, force bool) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if limit := m.cfg.Limits.MaxConcurrentRunsPerUser; !force && limit > 0 && m.slots[user] >= limit {
+	if limit := m.cfg.MaxRunsPerUser; !force && limit > 0 && m.slots[user] >= limit {
 		return false
 	}
 	m.slots[user]++
 	return true
 }
 
-func (m *runManager) release(user string) {
+func (m *Service) release(user string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.slots[user]--; m.slots[user] <= 0 {
@@ -260,7 +213,7 @@ func (m *runManager) release(user string) {
 // detach takes a run off the live ones and frees its user's slot, as it
 // sends its terminal event: a client that sees the event finds nothing
 // running. It may be called more than once.
-func (m *runManager) detach(rn *run) {
+func (m *Service) detach(rn *Run) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if rn.detached {
@@ -277,59 +230,39 @@ func (m *runManager) detach(rn *run) {
 
 // ended releases what a run whose driving goroutine is ending still
 // holds.
-func (m *runManager) ended(rn *run) {
+func (m *Service) ended(rn *Run) {
 	_ = rn.out.drain() // every path has drained already; this keeps no flusher past the run
 	m.detach(rn)
 	m.mu.Lock()
 	m.releaseHubLocked(rn.hub)
 	m.mu.Unlock()
-	m.metrics.activeRuns.Add(-1)
+	m.metrics.RunsActive(-1)
 	rn.cancel(errRunEnded)
 	close(rn.done)
 }
 
 // runsHere reports whether the run is live in this process, so its hub
 // brings its events.
-func (m *runManager) runsHere(conversationID, runID string) bool {
+func (m *Service) runsHere(conversationID, runID string) bool {
 	rn := m.live(conversationID)
 	return rn != nil && rn.id == runID
 }
 
 // live returns the run live in this process on the conversation.
-func (m *runManager) live(conversationID string) *run {
+func (m *Service) live(conversationID string) *Run {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.byConv[conversationID]
 }
 
-// subscribe registers a reader of the run's events, live ones only; the
-// caller replays stored ones itself (see Server.follow).
-func (m *runManager) subscribe(runID string, interactive bool) *subscriber {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	h := m.hubs[runID]
-	if h == nil {
-		h = newHub(runID)
-		m.hubs[runID] = h
-	}
-	return m.subscribeLocked(h, interactive)
-}
-
-// subscribeLocked adds a subscriber to h, which it holds until
-// unsubscribe.
-func (m *runManager) subscribeLocked(h *hub, interactive bool) *subscriber {
-	h.refs++
-	return h.add(m.cfg.StreamBuffer, interactive)
-}
-
-func (m *runManager) unsubscribe(sub *subscriber) {
+func (m *Service) unsubscribe(sub *subscriber) {
 	sub.hub.remove(sub)
 	m.mu.Lock()
 	m.releaseHubLocked(sub.hub)
 	m.mu.Unlock()
 }
 
-func (m *runManager) acquireHubLocked(runID string) *hub {
+func (m *Service) acquireHubLocked(runID string) *hub {
 	h := m.hubs[runID]
 	if h == nil {
 		h = newHub(runID)
@@ -339,7 +272,7 @@ func (m *runManager) acquireHubLocked(runID string) *hub {
 	return h
 }
 
-func (m *runManager) releaseHubLocked(h *hub) {
+func (m *Service) releaseHubLocked(h *hub) {
 	if h.refs--; h.refs <= 0 && m.hubs[h.runID] == h {
 		delete(m.hubs, h.runID)
 	}
@@ -348,10 +281,10 @@ func (m *runManager) releaseHubLocked(h *hub) {
 // drive runs the agent and sends every event through the pipeline until
 // the run's terminal event; a run stopped for an approval waits for the
 // answer while a stream is open (InterruptAfter), then is parked.
-func (m *runManager) drive(rn *run, first func(context.Context) iter.Seq2[nodes.Event, error], announce bool) {
+func (m *Service) drive(rn *Run, first func(context.Context) iter.Seq2[nodes.Event, error], announce bool) {
 	defer m.ended(rn)
 	if announce {
-		if !m.emit(rn, &runStarted{RequestID: rn.requestID}) {
+		if !m.emit(rn, &RunStarted{RequestID: rn.requestID}) {
 			m.abandon(rn)
 			return
 		}
@@ -382,13 +315,13 @@ func (m *runManager) drive(rn *run, first func(context.Context) iter.Seq2[nodes.
 // the run.interrupted of a run stopped for an approval, held back, and
 // true; or false once the run's terminal event was sent (or the run had
 // to be abandoned).
-func (m *runManager) consume(rn *run, seq iter.Seq2[nodes.Event, error]) (*nodes.RunInterrupted, bool) {
+func (m *Service) consume(rn *Run, seq iter.Seq2[nodes.Event, error]) (*nodes.RunInterrupted, bool) {
 	var (
 		last    nodes.Payload
 		lastErr error
 	)
 	for ev, err := range seq {
-		if isTerminal(ev.Type) {
+		if nodes.Terminal(ev.Type) {
 			last, lastErr = ev.Data, err
 			continue
 		}
@@ -403,7 +336,7 @@ func (m *runManager) consume(rn *run, seq iter.Seq2[nodes.Event, error]) (*nodes
 	switch t := last.(type) {
 	case *nodes.RunCompleted:
 		rn.seg = t.Usage
-		m.finish(rn, &nodes.RunCompleted{Status: t.Status, Usage: add(rn.usage, rn.seg)}, store.RunEnd{Status: store.RunCompleted})
+		m.finish(rn, &nodes.RunCompleted{Status: t.Status, Usage: rn.usage.Add(rn.seg)}, store.RunEnd{Status: store.RunCompleted})
 	case *nodes.RunInterrupted:
 		switch t.Reason {
 		case string(nodes.PendingApproval):
@@ -455,7 +388,7 @@ const reasonShutdown = "shutdown"
 // elicitations are stored before the event announcing them, so a client
 // answering at once finds them; usage and tool calls are counted. It
 // reports false for an event not to send again.
-func (m *runManager) record(rn *run, ev nodes.Event) bool {
+func (m *Service) record(rn *Run, ev nodes.Event) bool {
 	ctx := context.WithoutCancel(rn.ctx)
 	switch d := ev.Data.(type) {
 	case *nodes.ApprovalRequired:
@@ -485,9 +418,9 @@ func (m *runManager) record(rn *run, ev nodes.Event) bool {
 	case *nodes.ResponseDone:
 		rn.seg = d.Usage
 	case *nodes.ToolComplete:
-		m.metrics.toolCall(d.Tool, "success")
+		m.metrics.ToolCall(d.Tool, "success")
 	case *nodes.ToolErrorEvent:
-		m.metrics.toolCall(d.Tool, "error")
+		m.metrics.ToolCall(d.Tool, "error")
 	}
 	return true
 }
@@ -496,13 +429,13 @@ func (m *runManager) record(rn *run, ev nodes.Event) bool {
 // It reports false once the run's events can no longer be stored (the
 // conversation was deleted, or the database failed): nothing unstored is
 // ever sent.
-func (m *runManager) emit(rn *run, p nodes.Payload) bool {
+func (m *Service) emit(rn *Run, p nodes.Payload) bool {
 	data, err := rn.envelope(p)
 	if err != nil {
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "encoding an event failed; the run stops", slog.String("type", p.EventType()), slog.Any("error", err))
 		return false
 	}
-	return rn.out.put(store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data, Owner: m.fence()}) == nil
+	return rn.out.put(store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data, Owner: m.fence()}, p) == nil
 }
 
 // fence is the owner that fences this process's writes of a run's
@@ -510,7 +443,7 @@ func (m *runManager) emit(rn *run, p nodes.Payload) bool {
 // may take a run over from one that lost its session without knowing
 // it. Alone on its store, nobody can, and Recover continues runs of
 // other owners without claiming them.
-func (m *runManager) fence() string {
+func (m *Service) fence() string {
 	if m.cfg.Cluster == nil {
 		return ""
 	}
@@ -523,7 +456,7 @@ func (m *runManager) fence() string {
 // endLater). The end is recorded first because a watcher replaying from
 // the store may read the event before it is sent: whoever sees a terminal
 // event must find the run ended, and may start the next run at once.
-func (m *runManager) finish(rn *run, p nodes.Payload, end store.RunEnd) {
+func (m *Service) finish(rn *Run, p nodes.Payload, end store.RunEnd) {
 	if rn.out.drain() != nil {
 		m.abandon(rn)
 		return
@@ -562,20 +495,20 @@ func (m *runManager) finish(rn *run, p nodes.Payload, end store.RunEnd) {
 	if err != nil {
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "storing the terminal event failed", slog.String("type", p.EventType()), slog.Any("error", err))
 	}
-	m.metrics.runEnded(status, time.Since(rn.started))
+	m.metrics.RunEnded(status, time.Since(rn.started))
 	rn.log.LogAttrs(rn.ctx, slog.LevelInfo, "run ended", slog.String("status", status), slog.Duration("duration", time.Since(rn.started)))
 	m.detach(rn)
 	if err != nil {
 		m.cut(rn) // no terminal event: the clients reconnect and read the store
 		return
 	}
-	rn.hub.publish(&e)
+	rn.hub.publish(&Event{Event: &e, Payload: p})
 }
 
 // fold adds the segment's usage to the run's.
-func (m *runManager) fold(rn *run) {
-	m.metrics.addUsage(rn.seg)
-	rn.usage = add(rn.usage, rn.seg)
+func (m *Service) fold(rn *Run) {
+	m.metrics.Usage(rn.seg)
+	rn.usage = rn.usage.Add(rn.seg)
 	rn.seg = llm.TokenUsage{}
 }
 
@@ -583,7 +516,7 @@ func (m *runManager) fold(rn *run) {
 // failed if the store still knows it; its streams end without a terminal
 // event, as for a cut client. A run whose database went away is stranded
 // instead (see strand), to go on once it is back.
-func (m *runManager) abandon(rn *run) {
+func (m *Service) abandon(rn *Run) {
 	if m.lostErr(rn.out.drain()) { // its last stored events go out before the streams end
 		m.strand(rn)
 		return
@@ -593,14 +526,14 @@ func (m *runManager) abandon(rn *run) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrNotOwner) {
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "marking an abandoned run failed", slog.Any("error", err))
 	}
-	m.metrics.runEnded(string(store.RunFailed), time.Since(rn.started))
+	m.metrics.RunEnded(string(store.RunFailed), time.Since(rn.started))
 	m.detach(rn)
 	m.cut(rn)
 }
 
 // cut ends the run's streams without a terminal event, as for a client
 // that fell behind: they reconnect and replay from the store.
-func (m *runManager) cut(rn *run) {
+func (m *Service) cut(rn *Run) {
 	rn.hub.mu.Lock()
 	for sub := range rn.hub.subs {
 		rn.hub.removeLocked(sub)
@@ -609,12 +542,12 @@ func (m *runManager) cut(rn *run) {
 	rn.hub.mu.Unlock()
 }
 
-// awaitApproval waits for an answer to the run's approval while an SSE
+// awaitApproval waits for an answer to the run's approval while an interactive
 // stream follows the run, for InterruptAfter at most; the last stream
 // leaving, or the run's context ending (shutdown), stops the wait. It returns the answer, or false when
 // the run is to be parked; answers arriving from then on resume the
 // parked run (see approvalAnswered).
-func (m *runManager) awaitApproval(rn *run) (nodes.ApprovalDecision, bool) {
+func (m *Service) awaitApproval(rn *Run) (nodes.ApprovalDecision, bool) {
 	if wait := m.cfg.InterruptAfter; wait > 0 && rn.ctx.Err() == nil {
 		m.setState(rn, stateWaiting)
 		t := time.NewTimer(wait)
@@ -641,19 +574,25 @@ func (m *runManager) awaitApproval(rn *run) (nodes.ApprovalDecision, bool) {
 	}
 }
 
-func (m *runManager) setState(rn *run, s runState) {
+func (m *Service) setState(rn *Run, s runState) {
 	m.mu.Lock()
 	rn.state = s
 	m.mu.Unlock()
 }
 
-// answerApproval records a user's answer to an approval and hands it to
+// AnswerApproval records a user's answer to an approval and hands it to
 // its run (see approvalAnswered). It is serialised with cancel: an answer
-// to a run the user is cancelling is refused with 409 before anything is
+// to a run the user is cancelling is refused (ErrRunCancelling) before anything is
 // recorded, and a cancel after the answer stops the run it resumed. So
 // of a cancel and an answer racing, exactly one wins, and the record
 // says which.
-func (m *runManager) answerApproval(ctx context.Context, user, id string, ans store.ApprovalAnswer, d nodes.ApprovalDecision) (store.Approval, error) {
+//
+// AnswerApproval returns the approval as recorded; with an error and a
+// recorded approval, the answer stands but its run could not take it.
+// Errors: store.ErrNotFound, store.ErrAlreadyResolved, ErrRunCancelling,
+// ErrBusy, ErrShuttingDown.
+func (m *Service) AnswerApproval(ctx context.Context, user, id string, ans store.ApprovalAnswer) (store.Approval, error) {
+	d := nodes.ApprovalDecision{ApprovalID: id, Decision: nodes.DecisionKind(ans.Decision), Args: ans.Args, Reason: ans.Reason}
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
 	a, err := m.st.GetApproval(ctx, user, id)
@@ -668,7 +607,7 @@ func (m *runManager) answerApproval(ctx context.Context, user, id string, ans st
 	cancelling := rn != nil && rn.id == a.RunID && rn.cancelling
 	m.mu.Unlock()
 	if cancelling {
-		return store.Approval{}, errRunCancelling
+		return store.Approval{}, ErrRunCancelling
 	}
 	if a, err = m.st.ResolveApproval(ctx, user, id, ans); err != nil {
 		return store.Approval{}, err
@@ -684,14 +623,14 @@ func (m *runManager) answerApproval(ctx context.Context, user, id string, ans st
 // With forward set, an answer for a run another live process owns (it
 // waits on that process's open stream) is sent there (see Cluster);
 // forward is unset for an answer that came as such a notice.
-func (m *runManager) approvalAnswered(ctx context.Context, a store.Approval, d nodes.ApprovalDecision, forward bool) error {
+func (m *Service) approvalAnswered(ctx context.Context, a store.Approval, d nodes.ApprovalDecision, forward bool) error {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
 	return m.approvalAnsweredLocked(ctx, a, d, forward)
 }
 
 // approvalAnsweredLocked is approvalAnswered with m.resumeMu held.
-func (m *runManager) approvalAnsweredLocked(ctx context.Context, a store.Approval, d nodes.ApprovalDecision, forward bool) error {
+func (m *Service) approvalAnsweredLocked(ctx context.Context, a store.Approval, d nodes.ApprovalDecision, forward bool) error {
 	m.mu.Lock()
 	rn := m.byConv[a.ConversationID]
 	if rn != nil && rn.id == a.RunID && rn.state != stateParking {
@@ -701,7 +640,7 @@ func (m *runManager) approvalAnsweredLocked(ctx context.Context, a store.Approva
 			return nil
 		default:
 			m.mu.Unlock()
-			return errorf(http.StatusConflict, "busy", "the run has too many answers waiting; retry in a moment")
+			return ErrBusy
 		}
 	}
 	var parking chan struct{}
@@ -732,15 +671,15 @@ func (m *runManager) approvalAnsweredLocked(ctx context.Context, a store.Approva
 // resume sets a parked run running again, owned by this process, and
 // drives it with next; cancelling marks a segment that abandons the run
 // for a cancel (see run.cancelling).
-func (m *runManager) resume(ctx context.Context, userID, runID string, cancelling bool, next func(context.Context, string) iter.Seq2[nodes.Event, error]) error {
+func (m *Service) resume(ctx context.Context, userID, runID string, cancelling bool, next func(context.Context, string) iter.Seq2[nodes.Event, error]) error {
 	m.gate.RLock()
 	defer m.gate.RUnlock()
 	if m.draining.Load() {
-		return errShuttingDown
+		return ErrShuttingDown
 	}
 	r, err := m.st.ResumeRun(ctx, runID, m.cfg.Owner)
 	if err != nil {
-		return fmt.Errorf("api: resume run %s: %w", runID, err)
+		return fmt.Errorf("runs: resume run %s: %w", runID, err)
 	}
 	r.UserID = userID
 	m.reserve(userID, true)
@@ -755,7 +694,7 @@ func (m *runManager) resume(ctx context.Context, userID, runID string, cancellin
 // question, and resumes it at once when the answer was stored while it
 // was parking (the answer's handler, serialised with this, resumes a run
 // it finds parked; see elicitationAnswered).
-func (m *runManager) park(rn *run, ri *nodes.RunInterrupted) {
+func (m *Service) park(rn *Run, ri *nodes.RunInterrupted) {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
 	m.finish(rn, ri, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptElicitation})
@@ -785,7 +724,7 @@ func answered(e store.Elicitation) bool {
 // run still running here finds it stored when its tool asks again (it
 // keeps its id), or resumes with it if it parks meanwhile (see park).
 // The answer is stored already.
-func (m *runManager) elicitationAnswered(ctx context.Context, e store.Elicitation) error {
+func (m *Service) elicitationAnswered(ctx context.Context, e store.Elicitation) error {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
 	r, err := m.st.GetRun(ctx, e.UserID, e.RunID)
@@ -803,7 +742,7 @@ func (m *runManager) elicitationAnswered(ctx context.Context, e store.Elicitatio
 }
 
 // resumeElicitation resumes the run parked on e with e's stored answer.
-func (m *runManager) resumeElicitation(ctx context.Context, e store.Elicitation) error {
+func (m *Service) resumeElicitation(ctx context.Context, e store.Elicitation) error {
 	ans := nodes.ElicitationAnswer{ElicitationID: e.ID, Action: actionOf(e.Status), Content: e.Content}
 	return m.resume(ctx, e.UserID, e.RunID, false, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
 		return m.agent.AnswerElicitation(ctx, conversationID, ans)
@@ -816,10 +755,10 @@ func (m *runManager) resumeElicitation(ctx context.Context, e store.Elicitation)
 // for is dropped unanswered, see nodes.Agent.Abandon) and ends with
 // run.cancelled. A run another live process owns is cancelled there, told
 // with a notice, when forward is set (unset for a cancel that came as
-// one). errNothingToRun when no run of the conversation is running or
+// one). ErrNothingToRun when no run of the conversation is running or
 // waiting.
-func (m *runManager) cancel(ctx context.Context, userID, conversationID string, forward bool) (string, error) {
-	m.resumeMu.Lock() // see answerApproval
+func (m *Service) cancel(ctx context.Context, userID, conversationID string, forward bool) (string, error) {
+	m.resumeMu.Lock() // see AnswerApproval
 	defer m.resumeMu.Unlock()
 	m.mu.Lock()
 	rn := m.byConv[conversationID]
@@ -849,14 +788,14 @@ func (m *runManager) cancel(ctx context.Context, userID, conversationID string, 
 		return last.ID, nil
 	}
 	if errors.Is(err, store.ErrNotFound) || err == nil && (last.Superseded || last.Status != store.RunInterrupted) {
-		return "", errNothingToRun
+		return "", ErrNothingToRun
 	}
 	if err != nil {
 		return "", err
 	}
 	err = m.resume(ctx, userID, last.ID, true, m.abandoned)
 	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrRunActive) {
-		return "", errNothingToRun // an answer resumed it first, or a later run took its place
+		return "", ErrNothingToRun // an answer resumed it first, or a later run took its place
 	}
 	if err != nil {
 		return "", err
@@ -867,7 +806,7 @@ func (m *runManager) cancel(ctx context.Context, userID, conversationID string, 
 // abandoned is a run's last call to the agent when the user cancelled it
 // while it waited: nothing stays pending in the thread, and the run ends
 // with run.cancelled.
-func (m *runManager) abandoned(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
+func (m *Service) abandoned(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
 	return func(yield func(nodes.Event, error) bool) {
 		if err := m.agent.Abandon(context.WithoutCancel(ctx), conversationID); err != nil {
 			f := &nodes.RunFailed{Error: nodes.ErrorInfo{Code: nodes.CodeInternal, Message: "abandoning the run failed"}}
@@ -879,9 +818,52 @@ func (m *runManager) abandoned(ctx context.Context, conversationID string) iter.
 	}
 }
 
+// Cancel cancels the conversation's run, wherever it runs or waits (see
+// cancel), and returns its id. Errors: store.ErrNotFound (no such
+// conversation of the user's), ErrNothingToRun.
+func (m *Service) Cancel(ctx context.Context, userID, conversationID string) (string, error) {
+	if _, err := m.st.GetConversation(ctx, userID, conversationID); err != nil {
+		return "", err
+	}
+	return m.cancel(ctx, userID, conversationID, true)
+}
+
+// DeleteConversation deletes a conversation of the user's: its live run
+// is stopped first; then the record and the agent's state go.
+func (m *Service) DeleteConversation(ctx context.Context, userID, conversationID string) error {
+	if _, err := m.st.GetConversation(ctx, userID, conversationID); err != nil {
+		return err
+	}
+	if err := m.stop(ctx, conversationID, errDeleted); err != nil {
+		return err
+	}
+	if err := m.st.DeleteConversation(ctx, userID, conversationID); err != nil {
+		return err
+	}
+	return m.agent.Delete(ctx, conversationID)
+}
+
+// ClientGone is told that the client of the request that started rn went
+// away before the run ended: with Config.CancelOnDisconnect, the run is
+// cancelled; otherwise it goes on, for its events to be followed again.
+func (m *Service) ClientGone(rn *Run) {
+	if m.cfg.CancelOnDisconnect {
+		rn.cancel(errDisconnected)
+	}
+}
+
+// ID is the run's id.
+func (rn *Run) ID() string { return rn.id }
+
+// ConversationID is the id of the run's conversation.
+func (rn *Run) ConversationID() string { return rn.conversationID }
+
+// RequestID is the id of the request that started the run.
+func (rn *Run) RequestID() string { return rn.requestID }
+
 // stop cancels the conversation's live run, if any, with cause and
 // waits for it to end.
-func (m *runManager) stop(ctx context.Context, conversationID string, cause error) error {
+func (m *Service) stop(ctx context.Context, conversationID string, cause error) error {
 	rn := m.live(conversationID)
 	if rn == nil {
 		return nil
@@ -897,7 +879,7 @@ func (m *runManager) stop(ctx context.Context, conversationID string, cause erro
 
 // shutdown refuses new runs, cancels the live ones with errShutdown and
 // waits for them to have sent their last event.
-func (m *runManager) shutdown(ctx context.Context) error {
+func (m *Service) shutdown(ctx context.Context) error {
 	m.gate.Lock()
 	m.draining.Store(true)
 	m.gate.Unlock()
@@ -915,6 +897,12 @@ func (m *runManager) shutdown(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("api: shutdown: runs still stopping: %w", ctx.Err())
+		return fmt.Errorf("runs: shutdown: runs still stopping: %w", ctx.Err())
 	}
 }
+
+// ctxKey keys the run a context belongs to.
+type ctxKey struct{}
+
+// runKey finds, in an agent's context, the run it works for.
+var runKey = &ctxKey{}

@@ -1,26 +1,22 @@
-package api
+package runs
 
-import (
-	"sync"
-
-	"github.com/trellis-ai/trellis/api/store"
-)
+import "sync"
 
 // hub hands one run's stored events to the run's subscribers. Publishing
 // never blocks: each subscriber has a bounded buffer, and one whose
 // buffer is full is cut (its channel closed), so its stream ends without
 // a terminal event and its client reconnects with Last-Event-ID.
 //
-// Hubs live in the run manager's registry by run id while anything holds
+// Hubs live in the service's registry by run id while anything holds
 // them: the goroutine driving the run, or a subscriber (a stream may wait
 // on a parked run for its resumption).
 type hub struct {
 	runID string
-	refs  int // holders; guarded by the run manager's mutex
+	refs  int // holders; guarded by the service's mutex
 
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
-	// interactive counts subscribers that are SSE streams: a run
+	// interactive counts subscribers that are interactive subscribers: a run
 	// stopped for an approval waits for the answer only while one is
 	// open.
 	interactive int
@@ -31,7 +27,7 @@ type hub struct {
 // subscriber is one reader of a hub.
 type subscriber struct {
 	hub         *hub
-	ch          chan *store.Event
+	ch          chan *Event
 	interactive bool
 	// gone is set, under the hub's lock, once the subscriber left the
 	// hub: cut, or unsubscribed.
@@ -43,7 +39,7 @@ func newHub(runID string) *hub {
 }
 
 // publish hands e to every subscriber, cutting those that are full.
-func (h *hub) publish(e *store.Event) {
+func (h *hub) publish(e *Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for sub := range h.subs {
@@ -57,7 +53,7 @@ func (h *hub) publish(e *store.Event) {
 }
 
 func (h *hub) add(buffer int, interactive bool) *subscriber {
-	sub := &subscriber{hub: h, ch: make(chan *store.Event, buffer), interactive: interactive}
+	sub := &subscriber{hub: h, ch: make(chan *Event, buffer), interactive: interactive}
 	h.mu.Lock()
 	h.subs[sub] = struct{}{}
 	if interactive {
@@ -96,7 +92,7 @@ var closed = func() chan struct{} {
 	return c
 }()
 
-// idle returns a channel closed once no SSE stream follows the run.
+// idle returns a channel closed once no interactive subscriber follows the run.
 func (h *hub) idle() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()

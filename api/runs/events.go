@@ -1,16 +1,16 @@
-package api
+package runs
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
-	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
 // envelope returns the event's data line without seq, which the store
 // adds: {"run_id","conversation_id","ts", then the agent's fields}.
-func (rn *run) envelope(p nodes.Payload) ([]byte, error) {
+func (rn *Run) envelope(p nodes.Payload) ([]byte, error) {
 	body, err := json.Marshal(nodes.Event{Type: p.EventType(), Data: p})
 	if err != nil {
 		return nil, err
@@ -22,12 +22,30 @@ func (rn *run) envelope(p nodes.Payload) ([]byte, error) {
 	return append(b, body[1:]...), nil
 }
 
-// runStarted is run.started, the first event of every run.
-type runStarted struct {
+// EventRunStarted is the type of RunStarted.
+const EventRunStarted = "run.started"
+
+// RunStarted is run.started, the first event of every run: the service's
+// one addition to the agent's vocabulary (package nodes).
+type RunStarted struct {
 	RequestID string `json:"request_id"`
 }
 
-func (*runStarted) EventType() string { return "run.started" }
+// EventType is run.started.
+func (*RunStarted) EventType() string { return EventRunStarted }
+
+// Decode decodes a stored event's data back into its typed payload: the
+// service's run.started, or one of the agent's (nodes.DecodeEvent).
+func Decode(typ string, data []byte) (nodes.Payload, error) {
+	if typ == EventRunStarted {
+		p := new(RunStarted)
+		if err := json.Unmarshal(data, p); err != nil {
+			return p, fmt.Errorf("runs: decode %s event: %w", typ, err)
+		}
+		return p, nil
+	}
+	return nodes.DecodeEvent(typ, data)
+}
 
 // sanitize keeps internal failures' details in the log: the client reads
 // the code and a message that names the run.
@@ -36,14 +54,6 @@ func sanitize(f *nodes.RunFailed, runID string) *nodes.RunFailed {
 		return f
 	}
 	return &nodes.RunFailed{Error: nodes.ErrorInfo{Code: nodes.CodeInternal, Message: "internal error; the server logged it under run " + runID}}
-}
-
-func add(a, b llm.TokenUsage) llm.TokenUsage {
-	return llm.TokenUsage{
-		InputTokens: a.InputTokens + b.InputTokens, OutputTokens: a.OutputTokens + b.OutputTokens,
-		ThinkingTokens: a.ThinkingTokens + b.ThinkingTokens, CacheReadTokens: a.CacheReadTokens + b.CacheReadTokens,
-		CacheWriteTokens: a.CacheWriteTokens + b.CacheWriteTokens, TotalTokens: a.TotalTokens + b.TotalTokens,
-	}
 }
 
 // title is a new conversation's title: the first line of its first

@@ -1,10 +1,11 @@
-package api
+package runs
 
 import (
 	"context"
 	"sync"
 
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/nodes"
 )
 
 // outbox stores a run's events in order, in batches, on a goroutine of
@@ -21,8 +22,9 @@ type outbox struct {
 	mu    sync.Mutex
 	idle  sync.Cond // signalled when the flusher stops
 	queue []store.NewEvent
-	busy  bool  // a flusher goroutine is running
-	err   error // why storing stopped; nothing is stored after it
+	typed []nodes.Payload // queue's payloads, for the subscribers
+	busy  bool            // a flusher goroutine is running
+	err   error           // why storing stopped; nothing is stored after it
 }
 
 func newOutbox(ctx context.Context, st store.Events, h *hub, fail func(error)) *outbox {
@@ -33,13 +35,14 @@ func newOutbox(ctx context.Context, st store.Events, h *hub, fail func(error)) *
 
 // put queues e; it fails once a batch could not be stored, and then the
 // run must stop.
-func (o *outbox) put(e store.NewEvent) error {
+func (o *outbox) put(e store.NewEvent, p nodes.Payload) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.err != nil {
 		return o.err
 	}
 	o.queue = append(o.queue, e)
+	o.typed = append(o.typed, p)
 	if !o.busy {
 		o.busy = true
 		go o.flush()
@@ -51,8 +54,8 @@ func (o *outbox) put(e store.NewEvent) error {
 func (o *outbox) flush() {
 	for {
 		o.mu.Lock()
-		batch := o.queue
-		o.queue = nil
+		batch, typed := o.queue, o.typed
+		o.queue, o.typed = nil, nil
 		if len(batch) == 0 {
 			o.busy = false
 			o.idle.Broadcast()
@@ -63,14 +66,16 @@ func (o *outbox) flush() {
 		evs, err := o.st.AppendEvents(o.ctx, batch)
 		if err != nil {
 			o.mu.Lock()
-			o.err, o.queue, o.busy = err, nil, false
+			o.err, o.queue, o.typed, o.busy = err, nil, nil, false
 			o.idle.Broadcast()
 			o.mu.Unlock()
 			o.fail(err)
 			return
 		}
+		out := make([]Event, len(evs))
 		for i := range evs {
-			o.hub.publish(&evs[i])
+			out[i] = Event{Event: &evs[i], Payload: typed[i]}
+			o.hub.publish(&out[i])
 		}
 	}
 }

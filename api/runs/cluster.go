@@ -1,11 +1,10 @@
-package api
+package runs
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,12 +44,6 @@ type Notices interface {
 	Reopen(ctx context.Context) error
 }
 
-// errUnavailable answers a request to start a run while the process has
-// lost its database session, and any request that failed because the
-// database went away (with a Cluster, which tells; see Cluster.Lost).
-var errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", RetryAfter: 1,
-	Message: "the server lost its database connection and is reconnecting; retry in a moment"}
-
 // Backoff of the attempts to take the session again.
 const (
 	reopenFirst   = 100 * time.Millisecond
@@ -67,13 +60,13 @@ const DefaultClaimInterval = 5 * time.Second
 // startCluster starts the goroutines of a process in a cluster: one acts
 // on notices, one claims orphaned runs and continues stranded ones.
 // Shutdown ends both.
-func (s *Server) startCluster() {
-	if s.cfg.Cluster == nil {
+func (m *Service) startCluster() {
+	if m.cfg.Cluster == nil {
 		return
 	}
-	s.runs.lost.kick = make(chan struct{}, 1)
-	s.bg.Go(s.listen)
-	s.bg.Go(s.sweep)
+	m.lost.kick = make(chan struct{}, 1)
+	m.bg.Go(m.listen)
+	m.bg.Go(m.sweep)
 }
 
 // listen acts on the notices sent to this process until the server ends.
@@ -84,53 +77,57 @@ func (s *Server) startCluster() {
 // /readyz fails meanwhile. It then takes its session again, retrying
 // with backoff: the runs that no other process took over meanwhile are
 // its own again, and it continues them (see strand).
-func (s *Server) listen() {
+func (m *Service) listen() {
 	for {
-		n, err := s.cfg.Notices.Next(s.life)
+		n, err := m.cfg.Notices.Next(m.life)
 		if err == nil {
-			s.notice(n)
+			m.notice(n)
 			continue
 		}
-		if s.life.Err() != nil {
+		if m.life.Err() != nil {
 			return
 		}
-		s.log.LogAttrs(s.life, slog.LevelError, "lost the database session that marks this process alive; its runs stop, for another process to take over or for this one to continue once it is back",
-			slog.String("owner", s.cfg.Owner), slog.Any("error", err))
-		s.health.sessionLost(time.Now())
-		s.runs.suspend()
-		if !s.reopen() {
+		m.log.LogAttrs(m.life, slog.LevelError, "lost the database session that marks this process alive; its runs stop, for another process to take over or for this one to continue once it is back",
+			slog.String("owner", m.cfg.Owner), slog.Any("error", err))
+		m.mu.Lock()
+		m.sessionGone = time.Now()
+		m.mu.Unlock()
+		m.suspend()
+		if !m.reopen() {
 			return
 		}
-		s.runs.unsuspend()
-		s.health.sessionBack()
-		s.log.LogAttrs(s.life, slog.LevelInfo, "took the database session again; continuing the runs no other process took over",
-			slog.String("owner", s.cfg.Owner))
+		m.unsuspend()
+		m.mu.Lock()
+		m.sessionGone = time.Time{}
+		m.mu.Unlock()
+		m.log.LogAttrs(m.life, slog.LevelInfo, "took the database session again; continuing the runs no other process took over",
+			slog.String("owner", m.cfg.Owner))
 	}
 }
 
 // reopen takes the process's session again, retrying with backoff until
 // it succeeds (true) or the server ends (false).
-func (s *Server) reopen() bool {
+func (m *Service) reopen() bool {
 	wait := reopenFirst
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.life.Done():
+		case <-m.life.Done():
 			return false
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(s.life, reopenTimeout)
-		err := s.cfg.Notices.Reopen(ctx)
+		ctx, cancel := context.WithTimeout(m.life, reopenTimeout)
+		err := m.cfg.Notices.Reopen(ctx)
 		cancel()
 		if err == nil {
 			return true
 		}
-		if s.life.Err() != nil {
+		if m.life.Err() != nil {
 			return false
 		}
-		s.log.LogAttrs(s.life, slog.LevelWarn, "taking the database session again failed; retrying",
-			slog.String("owner", s.cfg.Owner), slog.Duration("retry_in", wait), slog.Any("error", err))
+		m.log.LogAttrs(m.life, slog.LevelWarn, "taking the database session again failed; retrying",
+			slog.String("owner", m.cfg.Owner), slog.Duration("retry_in", wait), slog.Any("error", err))
 		t.Reset(wait)
 		wait = min(2*wait, reopenMax)
 	}
@@ -139,29 +136,29 @@ func (s *Server) reopen() bool {
 // notice acts on one notice: it reads the answer the notice points to and
 // hands it to the run live here, as if the request had come to this
 // process.
-func (s *Server) notice(n store.Notice) {
-	ctx := s.life
+func (m *Service) notice(n store.Notice) {
+	ctx := m.life
 	var err error
 	switch n.Kind {
 	case store.NoticeApproval:
 		var a store.Approval
-		if a, err = s.store.GetApproval(ctx, n.UserID, n.ID); err == nil && decided(a) {
-			err = s.runs.approvalAnswered(ctx, a, decisionOf(a), false)
+		if a, err = m.st.GetApproval(ctx, n.UserID, n.ID); err == nil && decided(a) {
+			err = m.approvalAnswered(ctx, a, decisionOf(a), false)
 		}
 	case store.NoticeCancel:
-		_, err = s.runs.cancel(ctx, n.UserID, n.ConversationID, false)
+		_, err = m.cancel(ctx, n.UserID, n.ConversationID, false)
 	case store.NoticeElicitation:
 		var e store.Elicitation
-		if e, err = s.store.GetElicitation(ctx, n.UserID, n.ID); err == nil && e.Status != store.ElicitationPending {
-			err = s.elicit.Respond(n.UserID, operators.ElicitResponse{ElicitationID: e.ID, Action: actionOf(e.Status), Content: e.Content})
+		if e, err = m.st.GetElicitation(ctx, n.UserID, n.ID); err == nil && e.Status != store.ElicitationPending {
+			err = m.elicit.Respond(n.UserID, operators.ElicitResponse{ElicitationID: e.ID, Action: actionOf(e.Status), Content: e.Content})
 		}
 	case store.NoticeElicitationCancel:
-		err = s.elicit.Cancel(n.UserID, n.ID)
+		err = m.elicit.Cancel(n.UserID, n.ID)
 	}
 	if err != nil {
 		// The run may have moved on (ended, timed out, parked): the
 		// answer is stored either way.
-		s.log.LogAttrs(ctx, slog.LevelInfo, "a notice found nothing to do", slog.String("kind", string(n.Kind)),
+		m.log.LogAttrs(ctx, slog.LevelInfo, "a notice found nothing to do", slog.String("kind", string(n.Kind)),
 			slog.String("run_id", n.RunID), slog.String("id", n.ID), slog.Any("error", err))
 	}
 }
@@ -170,27 +167,27 @@ func (s *Server) notice(n store.Notice) {
 // processes that are gone, every ClaimInterval and as soon as the session
 // is taken again, and continues them here. It does
 // neither while the process's session is lost.
-func (s *Server) sweep() {
-	t := time.NewTicker(s.cfg.ClaimInterval)
+func (m *Service) sweep() {
+	t := time.NewTicker(m.cfg.ClaimInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.life.Done():
+		case <-m.life.Done():
 			return
 		case <-t.C:
-		case <-s.runs.lost.kick:
+		case <-m.lost.kick:
 		}
-		if s.runs.draining.Load() {
+		if m.draining.Load() {
 			return
 		}
-		if s.runs.lost.suspended.Load() {
+		if m.lost.suspended.Load() {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(s.life, retryTimeout)
-		s.unstrand(ctx)
+		ctx, cancel := context.WithTimeout(m.life, retryTimeout)
+		m.unstrand(ctx)
 		cancel()
-		if _, err := s.claim(s.life); err != nil && s.life.Err() == nil {
-			s.log.LogAttrs(s.life, slog.LevelWarn, "claiming runs of processes that are gone failed", slog.Any("error", err))
+		if _, err := m.claim(m.life); err != nil && m.life.Err() == nil {
+			m.log.LogAttrs(m.life, slog.LevelWarn, "claiming runs of processes that are gone failed", slog.Any("error", err))
 		}
 	}
 }
@@ -222,18 +219,18 @@ type strandedRun struct {
 // lostErr reports whether err says the database went away (see
 // Cluster.Lost); never without a Cluster, as a process alone with its
 // store has nobody to hand its runs to and nothing to reconnect.
-func (m *runManager) lostErr(err error) bool {
+func (m *Service) lostErr(err error) bool {
 	return err != nil && m.cfg.Cluster != nil && m.cfg.Cluster.Lost(err)
 }
 
 // refusing says why no run may start or continue here now, if one may
 // not. Callers hold m.gate.
-func (m *runManager) refusing() error {
+func (m *Service) refusing() error {
 	switch {
 	case m.draining.Load():
-		return errShuttingDown
+		return ErrShuttingDown
 	case m.lost.suspended.Load():
-		return errUnavailable
+		return ErrUnavailable
 	}
 	return nil
 }
@@ -241,7 +238,7 @@ func (m *runManager) refusing() error {
 // suspend stops every live run, as the process's session is lost: each
 // is stranded (or, waiting for an approval, parked), and no run starts
 // until unsuspend. Answers to parked runs still resume them.
-func (m *runManager) suspend() {
+func (m *Service) suspend() {
 	m.gate.Lock()
 	m.lost.suspended.Store(true)
 	m.gate.Unlock()
@@ -254,12 +251,12 @@ func (m *runManager) suspend() {
 
 // unsuspend lets runs start again once the session is back, and has the
 // sweep continue the stranded ones.
-func (m *runManager) unsuspend() {
+func (m *Service) unsuspend() {
 	m.lost.suspended.Store(false)
 	m.kickSweep()
 }
 
-func (m *runManager) kickSweep() {
+func (m *Service) kickSweep() {
 	select {
 	case m.lost.kick <- struct{}{}:
 	default:
@@ -274,7 +271,7 @@ func (m *runManager) kickSweep() {
 // reads the store, so it follows the run as it goes on, here or there,
 // and ends without a terminal event, for its client to reconnect, only
 // if it cannot read the store meanwhile.
-func (m *runManager) strand(rn *run) {
+func (m *Service) strand(rn *Run) {
 	_ = rn.out.drain()
 	m.fold(rn)
 	rn.log.LogAttrs(rn.ctx, slog.LevelWarn, "the database connection was lost; the run goes on from its last checkpoint once it is back")
@@ -285,7 +282,7 @@ func (m *runManager) strand(rn *run) {
 // endLater ends a run whose end (when end is set) or terminal event could
 // not be stored because the database went away: the sweep stores them
 // once it is back. Its streams stay open, as for strand.
-func (m *runManager) endLater(rn *run, p nodes.Payload, end *store.RunEnd, status string) {
+func (m *Service) endLater(rn *Run, p nodes.Payload, end *store.RunEnd, status string) {
 	data, err := rn.envelope(p)
 	if err != nil {
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "encoding the terminal event failed", slog.String("type", p.EventType()), slog.Any("error", err))
@@ -293,7 +290,7 @@ func (m *runManager) endLater(rn *run, p nodes.Payload, end *store.RunEnd, statu
 		m.cut(rn)
 		return
 	}
-	m.metrics.runEnded(status, time.Since(rn.started))
+	m.metrics.RunEnded(status, time.Since(rn.started))
 	rn.log.LogAttrs(rn.ctx, slog.LevelWarn, "the database connection was lost as the run ended; its end is stored once it is back",
 		slog.String("status", status))
 	m.detach(rn)
@@ -303,7 +300,7 @@ func (m *runManager) endLater(rn *run, p nodes.Payload, end *store.RunEnd, statu
 
 // later hands sr to the sweep, at its next pass: not at once, so that a
 // database that comes and goes is not hammered.
-func (m *runManager) later(sr *strandedRun) {
+func (m *Service) later(sr *strandedRun) {
 	m.lost.mu.Lock()
 	m.lost.runs = append(m.lost.runs, sr)
 	m.lost.mu.Unlock()
@@ -311,21 +308,20 @@ func (m *runManager) later(sr *strandedRun) {
 
 // unstrand does what remains of the stranded runs; those that the
 // database, still away, keeps from it wait for the next sweep.
-func (s *Server) unstrand(ctx context.Context) {
-	m := s.runs
+func (m *Service) unstrand(ctx context.Context) {
 	m.lost.mu.Lock()
 	todo := m.lost.runs
 	m.lost.runs = nil
 	m.lost.mu.Unlock()
 	var keep []*strandedRun
 	for i, sr := range todo {
-		err := s.retryStranded(ctx, sr)
+		err := m.retryStranded(ctx, sr)
 		if m.lostErr(err) || ctx.Err() != nil {
 			keep = todo[i:]
 			break
 		}
 		if err != nil {
-			s.log.LogAttrs(ctx, slog.LevelError, "a run stranded by a lost database could not go on", slog.String("run_id", sr.run.ID), slog.Any("error", err))
+			m.log.LogAttrs(ctx, slog.LevelError, "a run stranded by a lost database could not go on", slog.String("run_id", sr.run.ID), slog.Any("error", err))
 		}
 	}
 	if len(keep) > 0 {
@@ -336,32 +332,32 @@ func (s *Server) unstrand(ctx context.Context) {
 }
 
 // retryStranded continues a stranded run, or stores its end.
-func (s *Server) retryStranded(ctx context.Context, sr *strandedRun) error {
+func (m *Service) retryStranded(ctx context.Context, sr *strandedRun) error {
 	gone := func(err error) bool { return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner) }
 	if sr.event == nil {
-		r, err := s.store.GetRun(ctx, sr.run.UserID, sr.run.ID)
+		r, err := m.st.GetRun(ctx, sr.run.UserID, sr.run.ID)
 		if gone(err) {
 			return nil // deleted
 		}
 		if err != nil {
 			return err
 		}
-		if r.Status != store.RunRunning || r.Superseded || r.Owner != s.cfg.Owner {
+		if r.Status != store.RunRunning || r.Superseded || r.Owner != m.cfg.Owner {
 			return nil // it ended, or another process took it over
 		}
-		return s.continueRun(ctx, r)
+		return m.continueRun(ctx, r)
 	}
 	if sr.end != nil {
 		// ErrConflict: the run has ended; the first try committed, and
 		// only its answer was lost.
-		if _, err := s.store.FinishRun(ctx, sr.run.ID, *sr.end); gone(err) {
+		if _, err := m.st.FinishRun(ctx, sr.run.ID, *sr.end); gone(err) {
 			return nil // deleted, or taken over: its new owner ends it
 		} else if err != nil && !errors.Is(err, store.ErrConflict) {
 			return err
 		}
 		sr.end = nil
 	}
-	if _, err := s.store.AppendEvent(ctx, *sr.event); err != nil && !gone(err) {
+	if _, err := m.st.AppendEvent(ctx, *sr.event); err != nil && !gone(err) {
 		return err
 	}
 	return nil
@@ -369,11 +365,11 @@ func (s *Server) retryStranded(ctx context.Context, sr *strandedRun) error {
 
 // claim takes over the running runs of processes that are gone and
 // continues them; it returns how many it took.
-func (s *Server) claim(ctx context.Context) (int, error) {
-	runs, err := s.cfg.Cluster.ClaimOrphans(ctx, s.cfg.Owner)
+func (m *Service) claim(ctx context.Context) (int, error) {
+	runs, err := m.cfg.Cluster.ClaimOrphans(ctx, m.cfg.Owner)
 	errs := []error{err}
 	for _, r := range runs {
-		errs = append(errs, s.continueRun(ctx, r))
+		errs = append(errs, m.continueRun(ctx, r))
 	}
 	return len(runs), errors.Join(errs...)
 }
@@ -381,7 +377,7 @@ func (s *Server) claim(ctx context.Context) (int, error) {
 // elsewhere returns who runs r elsewhere: the owner of a running run that
 // this process does not own, when there is a cluster to tell it; "" when
 // nobody but this process can act on r.
-func (m *runManager) elsewhere(r store.Run) string {
+func (m *Service) elsewhere(r store.Run) string {
 	if m.cfg.Cluster == nil || r.Status != store.RunRunning || r.Superseded || r.Owner == m.cfg.Owner {
 		return ""
 	}
@@ -389,7 +385,7 @@ func (m *runManager) elsewhere(r store.Run) string {
 }
 
 // notify tells the process owner of something done to its run r.
-func (m *runManager) notify(ctx context.Context, owner string, kind store.NoticeKind, r store.Run, id string) error {
+func (m *Service) notify(ctx context.Context, owner string, kind store.NoticeKind, r store.Run, id string) error {
 	return m.cfg.Cluster.Notify(ctx, store.Notice{Kind: kind, Owner: owner, RunID: r.ID,
 		ConversationID: r.ConversationID, UserID: r.UserID, ID: id})
 }
@@ -399,22 +395,22 @@ func (m *runManager) notify(ctx context.Context, owner string, kind store.Notice
 // question's schema here (422 on failure), stores the answer, and tells
 // the owner, which hands it to the tool. It reports false when no other
 // process runs the elicitation's run.
-func (s *Server) elicitationElsewhere(ctx context.Context, user string, e store.Elicitation, ans store.ElicitationAnswer, kind store.NoticeKind) (bool, error) {
-	r, err := s.store.GetRun(ctx, user, e.RunID)
+func (m *Service) elicitationElsewhere(ctx context.Context, user string, e store.Elicitation, ans store.ElicitationAnswer, kind store.NoticeKind) (bool, error) {
+	r, err := m.st.GetRun(ctx, user, e.RunID)
 	if err != nil {
 		return false, nil
 	}
-	owner := s.runs.elsewhere(r)
+	owner := m.elsewhere(r)
 	if owner == "" {
 		return false, nil
 	}
 	if err := validAnswer(e, ans); err != nil {
 		return true, err
 	}
-	if _, err := s.store.ResolveElicitation(ctx, user, e.ID, ans); err != nil {
+	if _, err := m.st.ResolveElicitation(ctx, user, e.ID, ans); err != nil {
 		return true, err
 	}
-	return true, s.runs.notify(ctx, owner, kind, r, e.ID)
+	return true, m.notify(ctx, owner, kind, r, e.ID)
 }
 
 // validAnswer checks accepted content against the question's schema.

@@ -1,0 +1,75 @@
+// Package runs is Trellis' run service, with no HTTP in it: it starts
+// runs, lets callers follow their events, parks runs that wait for a
+// human and resumes them, cancels and edits them, recovers the runs of a
+// process that is gone and, with several processes on one database,
+// tells the owner of a run what a user did and takes over the runs of
+// processes that died. Package api serves it over HTTP; every protocol
+// adapter is a translator over the same Service.
+//
+// # Example
+//
+//	svc, err := runs.New(runs.Config{Store: st, Models: models, Elicit: elicit.NewManager(elicit.Config{})})
+//	if err != nil { … }
+//	svc.Recover(ctx, users) // continue runs a previous process left running
+//	rn, sub, err := svc.Start(ctx, runs.StartRequest{UserID: "u", Input: nodes.Input{Message: "hi"}, Interactive: true})
+//	if err != nil { … } // ErrTooManyRuns, store.ErrRunActive, …
+//	defer sub.Close()
+//	svc.Follow(ctx, runs.FollowRequest{User: "u", ConversationID: rn.ConversationID(), RunID: rn.ID(), Sub: sub},
+//		func(e *runs.Event) error { … e.Payload … })
+//	…
+//	svc.Shutdown(ctx) // park runs, end followers
+//
+// # Runs and their events
+//
+// A run is one turn of a conversation, with one id for its whole life.
+// The service starts it (one active run per conversation: the store's
+// unique index refuses a second with store.ErrRunActive), drives the
+// agent's event iterator on a goroutine of its own whose context is
+// detached from the request that started it, and ends it with exactly
+// one terminal event.
+//
+// Every event goes through one pipeline. On the run's goroutine the
+// envelope (run_id, conversation_id, ts) is added and the event queued
+// in the run's outbox; the outbox stores the queue in batches on a
+// goroutine of its own (store.AppendEvents numbers them: seq, from 1, no
+// gaps) and only then publishes each batch to the run's hub, which hands
+// every event, typed (Event.Payload) and encoded (Event.Data), to each
+// subscriber's bounded buffer. The run goes on while its events are
+// written. A subscriber that falls behind is cut; the run never waits
+// for a reader.
+//
+// A follower subscribes first, then replays from the store what came
+// after the last event it has, then takes live events, skipping those it
+// replayed: nothing is lost or handed out twice (see Follow). Replays,
+// and the reads of a run another process runs, go a page at a time, so
+// what a reader holds does not grow with the run.
+//
+// # Approvals, clarifications, elicitations
+//
+// When the agent stops for an approval, the run waits for
+// Config.InterruptAfter while an interactive subscriber follows it: an
+// answer in that time continues the run in the same segment. Otherwise
+// the run emits run.interrupted (reason approval) and is parked
+// durably; a later answer (AnswerApproval) resumes it in the background,
+// its events numbered on after the run.interrupted. Answers and cancels
+// are serialised: of an answer and a cancel racing, exactly one wins. A
+// clarifying question ends the run with run.interrupted (reason
+// clarification); the user's next message is a new run that answers it.
+// A tool's question (an elicitation) waits in the elicitation manager
+// while an interactive subscriber follows the run, for
+// Config.ElicitTimeout at most; then the run parks on the question,
+// which stays pending in the store, and an answer given later, to any
+// process, resumes it (AnswerElicitation).
+//
+// # Shutdown, recovery, a lost database
+//
+// Shutdown cancels every live run; each stops at its next checkpoint,
+// emits run.interrupted with reason shutdown and stays running in the
+// store. Recover, at the next start, continues such runs from their last
+// checkpoint, as after a crash. With a Cluster, a run whose events, end
+// or checkpoint cannot be stored because the database went away is
+// stranded, not failed: it goes on once the database is back, here or
+// on a peer that took it over; a process that loses its session stops
+// its runs, starts none (ErrUnavailable) and takes its session again by
+// itself (SessionLostSince tells the probes).
+package runs

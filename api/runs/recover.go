@@ -1,0 +1,133 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/nodes"
+)
+
+// Shutdown refuses new runs, stops the live ones at their next checkpoint
+// (their streams end with run.interrupted, reason shutdown, and Recover
+// continues them at the next start), parks runs waiting for approvals,
+// and ends every Follow. It waits for ctx's end at most.
+func (m *Service) Shutdown(ctx context.Context) error {
+	err := m.shutdown(ctx)
+	m.end()
+	m.bg.Wait()
+	return err
+}
+
+// Recover continues the runs of users a previous process left: runs
+// still running in the store under another owner (a shutdown or a
+// crash) continue from their last checkpoint, and parked runs whose
+// approvals or questions were answered without being resumed are
+// resumed. Call it once at start, before serving. Without a Cluster it
+// takes over every running run it did not start, so no other live
+// process may share the store; with one it takes only the runs of
+// processes that are gone (Cluster.ClaimOrphans), as every live process
+// keeps doing every ClaimInterval. It returns how many runs it
+// continued.
+func (m *Service) Recover(ctx context.Context, users []string) (int, error) {
+	n := 0
+	var errs []error
+	for _, user := range users {
+		page := store.Page{Limit: store.MaxLimit}
+		for {
+			p, err := m.st.ListConversations(ctx, user, page)
+			if err != nil {
+				return n, fmt.Errorf("runs: recover: %w", err)
+			}
+			for _, c := range p.Conversations {
+				if c.Status != store.RunRunning && c.Status != store.RunInterrupted {
+					continue
+				}
+				ok, err := m.recoverConversation(ctx, user, c.ID)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				if ok {
+					n++
+				}
+			}
+			if p.NextCursor == "" {
+				break
+			}
+			page.Cursor = p.NextCursor
+		}
+	}
+	if m.cfg.Cluster != nil {
+		claimed, err := m.claim(ctx)
+		n += claimed
+		errs = append(errs, err)
+	}
+	return n, errors.Join(errs...)
+}
+
+func (m *Service) recoverConversation(ctx context.Context, user, conversationID string) (bool, error) {
+	r, err := m.st.LatestRun(ctx, user, conversationID)
+	if err != nil || r.Superseded {
+		return false, err
+	}
+	switch {
+	case r.Status == store.RunRunning && r.Owner != m.cfg.Owner && m.cfg.Cluster == nil:
+		return true, m.continueRun(ctx, r)
+	case r.Status == store.RunInterrupted && (r.InterruptReason == store.InterruptApproval || r.InterruptReason == store.InterruptElicitation):
+		return m.resumeAnswered(ctx, r)
+	}
+	return false, nil
+}
+
+// continueRun takes over a run whose process is gone: the agent
+// continues from the last checkpoint. A tool's question it left pending
+// stays so: the tool asks it again under the same id, and an answer given
+// meanwhile is its answer.
+func (m *Service) continueRun(ctx context.Context, r store.Run) error {
+	m.gate.RLock()
+	defer m.gate.RUnlock()
+	if err := m.refusing(); err != nil {
+		return err
+	}
+	m.reserve(r.UserID, true)
+	rn := m.newRun(ctx, r)
+	rn.recovered = true
+	rn.log.LogAttrs(ctx, slog.LevelInfo, "continuing a run whose process is gone", slog.String("owner", r.Owner))
+	m.launch(rn, func(ctx context.Context) iter.Seq2[nodes.Event, error] {
+		return m.agent.Continue(ctx, rn.conversationID)
+	}, false, nil)
+	return nil
+}
+
+// resumeAnswered resumes a parked run whose approval or tool's question
+// the store has answered but whose agent still waits (the process
+// stopped in between).
+func (m *Service) resumeAnswered(ctx context.Context, r store.Run) (bool, error) {
+	pending, err := m.agent.Pending(ctx, r.ConversationID)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range pending {
+		switch p.Kind {
+		case nodes.PendingApproval:
+			a, err := m.st.GetApproval(ctx, r.UserID, p.ID)
+			if err != nil || !decided(a) {
+				continue
+			}
+			d := decisionOf(a)
+			return true, m.resume(ctx, r.UserID, r.ID, false, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
+				return m.agent.Resume(ctx, conversationID, d)
+			})
+		case nodes.PendingElicitation:
+			e, err := m.st.GetElicitation(ctx, r.UserID, p.ElicitationID)
+			if err != nil || !answered(e) {
+				continue
+			}
+			return true, m.resumeElicitation(ctx, e)
+		}
+	}
+	return false, nil
+}
