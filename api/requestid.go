@@ -16,7 +16,6 @@ func (k *ctxKey) String() string { return "api context value " + k.name }
 var (
 	requestIDKey = &ctxKey{"request id"}
 	userKey      = &ctxKey{"user"}
-	runKey       = &ctxKey{"run"}
 )
 
 // RequestIDHeader carries the request id both ways.
