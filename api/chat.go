@@ -146,9 +146,9 @@ type syncToolCall struct {
 // syncPending is what an interrupted run waits for; Clarification is an
 // addition for runs that asked a question.
 type syncPending struct {
-	Approvals     []store.Approval    `json:"approvals"`
-	Elicitations  []store.Elicitation `json:"elicitations"`
-	Clarification *clarification      `json:"clarification,omitempty"`
+	Approvals     []store.HumanRequest `json:"approvals"`
+	Elicitations  []store.HumanRequest `json:"elicitations"`
+	Clarification *clarification       `json:"clarification,omitempty"`
 }
 
 type clarification struct {
@@ -193,8 +193,8 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if res.Status == string(store.RunInterrupted) && res.Reason == string(nodes.PendingApproval) {
-		res.Pending = &syncPending{Approvals: []store.Approval{}, Elicitations: []store.Elicitation{}}
-		approvals, err := s.store.PendingApprovals(r.Context(), user, rn.ConversationID())
+		res.Pending = &syncPending{Approvals: []store.HumanRequest{}, Elicitations: []store.HumanRequest{}}
+		approvals, err := s.store.PendingHumanRequests(r.Context(), store.KindApproval, user, rn.ConversationID())
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -231,7 +231,7 @@ func (res *syncResponse) apply(typ string, p nodes.Payload) {
 	case *nodes.RunInterrupted:
 		res.Reason = d.Reason
 		if d.Reason == string(nodes.PendingClarification) {
-			res.Pending = &syncPending{Approvals: []store.Approval{}, Elicitations: []store.Elicitation{},
+			res.Pending = &syncPending{Approvals: []store.HumanRequest{}, Elicitations: []store.HumanRequest{},
 				Clarification: &clarification{ID: d.ClarificationID, Question: d.Question}}
 		}
 	case *nodes.RunFailed:

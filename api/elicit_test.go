@@ -35,7 +35,12 @@ func TestElicitationAnswered(t *testing.T) {
 				t.Fatalf("elicitation.request %s", req.Raw)
 			}
 			status, body := e.do("GET", "/api/v1/elicitation/pending?conversation_id="+conv, nil)
-			pending := jsonOf[struct{ Elicitations []store.Elicitation }](t, body)
+			pending := jsonOf[struct {
+				Elicitations []struct {
+					ID    string `json:"elicitation_id"`
+					RunID string `json:"run_id"`
+				}
+			}](t, body)
 			if status != 200 || len(pending.Elicitations) != 1 || pending.Elicitations[0].ID != id || pending.Elicitations[0].RunID != runID {
 				t.Fatalf("pending: %d %s", status, body)
 			}
@@ -66,8 +71,8 @@ func TestElicitationAnswered(t *testing.T) {
 			if resp := s.events[indexOf(evs, "elicitation.response")]; resp.str("action") != "accept" || resp.str("elicitation_id") != id {
 				t.Errorf("elicitation.response %s", resp.Raw)
 			}
-			el, err := e.store.GetElicitation(t.Context(), "alice", id)
-			if err != nil || el.Status != store.ElicitationAccepted || !strings.Contains(string(el.Content), "Ada") {
+			el, err := e.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id)
+			if err != nil || el.Status != store.HumanAccepted || !strings.Contains(string(el.Elicitation.Content), "Ada") {
 				t.Errorf("stored %+v %v", el, err)
 			}
 		})
@@ -95,7 +100,7 @@ func TestElicitationDeclined(t *testing.T) {
 	if got := toolResult(t, evs); got != "the user would not say (decline)" {
 		t.Errorf("tool result %q", got)
 	}
-	if el, _ := e.store.GetElicitation(t.Context(), "alice", id); el.Status != store.ElicitationDeclined {
+	if el, _ := e.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id); el.Status != store.HumanDeclined {
 		t.Errorf("stored status %s", el.Status)
 	}
 }
@@ -119,7 +124,7 @@ func TestElicitationNotAnsweredInTimeParks(t *testing.T) {
 			if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunInterrupted || r.InterruptReason != store.InterruptElicitation {
 				t.Fatalf("run %+v %v", r, err)
 			}
-			if el, _ := e.store.GetElicitation(t.Context(), "alice", id); el.Status != store.ElicitationPending {
+			if el, _ := e.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id); el.Status != store.HumanPending {
 				t.Fatalf("stored status %s, want pending", el.Status)
 			}
 			// A new message waits for the answer.
@@ -144,7 +149,7 @@ func TestElicitationNotAnsweredInTimeParks(t *testing.T) {
 			if got := toolResult(t, rest); got != "hello Late" {
 				t.Errorf("tool result %q", got)
 			}
-			if el, _ := e.store.GetElicitation(t.Context(), "alice", id); el.Status != store.ElicitationAccepted {
+			if el, _ := e.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id); el.Status != store.HumanAccepted {
 				t.Errorf("stored status %s", el.Status)
 			}
 			e.close()
@@ -166,7 +171,7 @@ func TestElicitationCancelled(t *testing.T) {
 	if resp := evs[indexOf(evs, "elicitation.response")]; resp.str("action") != "cancel" {
 		t.Errorf("elicitation.response %s", resp.Raw)
 	}
-	if el, _ := e.store.GetElicitation(t.Context(), "alice", id); el.Status != store.ElicitationCancelled {
+	if el, _ := e.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id); el.Status != store.HumanCancelled {
 		t.Errorf("stored status %s", el.Status)
 	}
 	status, body = e.do("DELETE", "/api/v1/elicitation/"+id, nil)
@@ -186,7 +191,7 @@ func TestCancelWhileAToolAsks(t *testing.T) {
 	if evs[len(evs)-1].Type != "run.cancelled" {
 		t.Errorf("run: %v", types(evs))
 	}
-	if el, _ := e.store.GetElicitation(t.Context(), "alice", id); el.Status == store.ElicitationPending {
+	if el, _ := e.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id); el.Status == store.HumanPending {
 		t.Errorf("the elicitation of a cancelled run is still pending")
 	}
 	e.close()

@@ -34,8 +34,8 @@ func (e *env) snapshot() string {
 			msgs, _ := e.store.ListMessages(ctx, user, c.ID)
 			fmt.Fprintf(&b, "  %d messages\n", len(msgs))
 		}
-		as, _ := e.store.PendingApprovals(ctx, user, "")
-		es, _ := e.store.PendingElicitations(ctx, user, "")
+		as, _ := e.store.PendingHumanRequests(ctx, store.KindApproval, user, "")
+		es, _ := e.store.PendingHumanRequests(ctx, store.KindElicitation, user, "")
 		fmt.Fprintf(&b, "%s: %d approvals, %d elicitations pending\n", user, len(as), len(es))
 	}
 	return b.String()

@@ -10,17 +10,21 @@ import (
 	"github.com/trellis-ai/trellis/operators"
 )
 
-// handlePendingApprovals is GET /api/v1/approvals/pending?conversation_id=.
-func (s *Server) handlePendingApprovals(w http.ResponseWriter, r *http.Request) {
-	as, err := s.store.PendingApprovals(r.Context(), userOf(r), r.URL.Query().Get("conversation_id"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+// handlePending is GET /api/v1/approvals/pending and GET
+// /api/v1/elicitation/pending (?conversation_id=): the user's pending
+// human requests of the kind, as a list named key.
+func (s *Server) handlePending(kind store.HumanKind, key string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		hs, err := s.store.PendingHumanRequests(r.Context(), kind, userOf(r), r.URL.Query().Get("conversation_id"))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if hs == nil {
+			hs = []store.HumanRequest{}
+		}
+		writeJSON(w, http.StatusOK, map[string][]store.HumanRequest{key: hs})
 	}
-	if as == nil {
-		as = []store.Approval{}
-	}
-	writeJSON(w, http.StatusOK, map[string][]store.Approval{"approvals": as})
 }
 
 // approvalRequest is the body of POST /api/v1/approvals/{approval_id}.
@@ -94,19 +98,6 @@ func (s *Server) handleElicitationRespond(w http.ResponseWriter, r *http.Request
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "processed", "elicitation_id": body.ElicitationID, "action": string(body.Action)})
-}
-
-// handlePendingElicitations is GET /api/v1/elicitation/pending?conversation_id=.
-func (s *Server) handlePendingElicitations(w http.ResponseWriter, r *http.Request) {
-	es, err := s.store.PendingElicitations(r.Context(), userOf(r), r.URL.Query().Get("conversation_id"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if es == nil {
-		es = []store.Elicitation{}
-	}
-	writeJSON(w, http.StatusOK, map[string][]store.Elicitation{"elicitations": es})
 }
 
 // handleElicitationCancel is DELETE /api/v1/elicitation/{id}: the waiting

@@ -65,7 +65,7 @@ func TestCancelRacingApprove(t *testing.T) {
 						<-e.tools.deleted
 					}
 					t.Logf("round %d: cancel %d, approve %d, stream ended %s, run %s, tool ran %d", i, cancelSt, approveSt, end, r.Status, ran)
-					a, err := e.store.GetApproval(t.Context(), "alice", id)
+					a, err := e.store.GetHumanRequest(t.Context(), store.KindApproval, "alice", id)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -77,7 +77,7 @@ func TestCancelRacingApprove(t *testing.T) {
 						if approveSt == http.StatusOK {
 							// The answer won the approval; the cancel came
 							// after it and stopped the run it resumed.
-							if a.Status != store.ApprovalApproved {
+							if a.Status != store.HumanApproved {
 								t.Errorf("round %d: approve answered 200 but the approval is %s", i, a.Status)
 							}
 							break
@@ -85,11 +85,11 @@ func TestCancelRacingApprove(t *testing.T) {
 						// The cancel won: the answer was refused and
 						// recorded nothing; the tool never ran.
 						wantError(t, approveSt, approveB, http.StatusConflict)
-						if a.Status != store.ApprovalExpired || ran != 0 {
+						if a.Status != store.HumanExpired || ran != 0 {
 							t.Errorf("round %d: cancel won, but the approval is %s and the tool ran %d times", i, a.Status, ran)
 						}
 					case store.RunCompleted:
-						if end != "run.completed" || ran != 1 || approveSt != http.StatusOK || a.Status != store.ApprovalApproved {
+						if end != "run.completed" || ran != 1 || approveSt != http.StatusOK || a.Status != store.HumanApproved {
 							t.Fatalf("round %d: completed run: stream %v, tool ran %d times, approve %d %s, approval %s", i, types(evs), ran, approveSt, approveB, a.Status)
 						}
 						if cancelSt != http.StatusAccepted {

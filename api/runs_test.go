@@ -186,7 +186,12 @@ func TestApprovalAnsweredOnTheOpenStream(t *testing.T) {
 				t.Fatalf("approval.required %s", req.Raw)
 			}
 			status, body := e.do("GET", "/api/v1/approvals/pending?conversation_id="+conv, nil)
-			pending := jsonOf[struct{ Approvals []store.Approval }](t, body)
+			pending := jsonOf[struct {
+				Approvals []struct {
+					ID    string `json:"approval_id"`
+					RunID string `json:"run_id"`
+				}
+			}](t, body)
 			if status != 200 || len(pending.Approvals) != 1 || pending.Approvals[0].ID != id || pending.Approvals[0].RunID != runID {
 				t.Fatalf("pending: %d %s", status, body)
 			}
@@ -212,8 +217,8 @@ func TestApprovalAnsweredOnTheOpenStream(t *testing.T) {
 			if got := <-e.tools.deleted; got != "/tmp/a.txt" {
 				t.Errorf("deleted %q", got)
 			}
-			a, err := e.store.GetApproval(t.Context(), "alice", id)
-			if err != nil || a.Status != store.ApprovalApproved {
+			a, err := e.store.GetHumanRequest(t.Context(), store.KindApproval, "alice", id)
+			if err != nil || a.Status != store.HumanApproved {
 				t.Errorf("stored approval %+v %v", a, err)
 			}
 		})
@@ -535,8 +540,8 @@ func TestCancelARunWaitingForAnApproval(t *testing.T) {
 				if err != nil || r.Status != store.RunCancelled {
 					t.Fatalf("run %+v %v", r, err)
 				}
-				a, err := e.store.GetApproval(t.Context(), "alice", id)
-				if err != nil || a.Status != store.ApprovalExpired {
+				a, err := e.store.GetHumanRequest(t.Context(), store.KindApproval, "alice", id)
+				if err != nil || a.Status != store.HumanExpired {
 					t.Errorf("approval %+v %v", a, err)
 				}
 				status, body = e.do("POST", "/api/v1/approvals/"+id, map[string]any{"decision": "approve"})

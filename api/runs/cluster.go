@@ -141,16 +141,16 @@ func (m *Service) notice(n store.Notice) {
 	var err error
 	switch n.Kind {
 	case store.NoticeApproval:
-		var a store.Approval
-		if a, err = m.st.GetApproval(ctx, n.UserID, n.ID); err == nil && decided(a) {
-			err = m.approvalAnswered(ctx, a, decisionOf(a), false)
+		var a store.HumanRequest
+		if a, err = m.st.GetHumanRequest(ctx, store.KindApproval, n.UserID, n.ID); err == nil && a.Status.Answered() {
+			err = m.approvalAnswered(ctx, a, false)
 		}
 	case store.NoticeCancel:
 		_, err = m.cancel(ctx, n.UserID, n.ConversationID, false)
 	case store.NoticeElicitation:
-		var e store.Elicitation
-		if e, err = m.st.GetElicitation(ctx, n.UserID, n.ID); err == nil && e.Status != store.ElicitationPending {
-			err = m.elicit.Respond(n.UserID, operators.ElicitResponse{ElicitationID: e.ID, Action: actionOf(e.Status), Content: e.Content})
+		var e store.HumanRequest
+		if e, err = m.st.GetHumanRequest(ctx, store.KindElicitation, n.UserID, n.ID); err == nil && e.Status != store.HumanPending {
+			err = m.elicit.Respond(n.UserID, responseOf(e))
 		}
 	case store.NoticeElicitationCancel:
 		err = m.elicit.Cancel(n.UserID, n.ID)
@@ -395,7 +395,7 @@ func (m *Service) notify(ctx context.Context, owner string, kind store.NoticeKin
 // question's schema here (422 on failure), stores the answer, and tells
 // the owner, which hands it to the tool. It reports false when no other
 // process runs the elicitation's run.
-func (m *Service) elicitationElsewhere(ctx context.Context, user string, e store.Elicitation, ans store.ElicitationAnswer, kind store.NoticeKind) (bool, error) {
+func (m *Service) elicitationElsewhere(ctx context.Context, user string, e store.HumanRequest, ans store.ElicitationAnswer, kind store.NoticeKind) (bool, error) {
 	r, err := m.st.GetRun(ctx, user, e.RunID)
 	if err != nil {
 		return false, nil
@@ -407,40 +407,42 @@ func (m *Service) elicitationElsewhere(ctx context.Context, user string, e store
 	if err := validAnswer(e, ans); err != nil {
 		return true, err
 	}
-	if _, err := m.st.ResolveElicitation(ctx, user, e.ID, ans); err != nil {
+	if _, err := m.st.ResolveHumanRequest(ctx, user, e.ID, ans); err != nil {
 		return true, err
 	}
 	return true, m.notify(ctx, owner, kind, r, e.ID)
 }
 
 // validAnswer checks accepted content against the question's schema.
-func validAnswer(e store.Elicitation, ans store.ElicitationAnswer) error {
+func validAnswer(e store.HumanRequest, ans store.ElicitationAnswer) error {
 	if ans.Action != store.ActionAccept {
 		return nil
 	}
 	var schema *jsonschema.Schema
-	if json.Unmarshal(e.Schema, &schema) != nil {
+	if json.Unmarshal(e.Elicitation.Schema, &schema) != nil {
 		schema = nil
 	}
 	return elicit.Validate(e.ID, schema, ans.Content)
 }
 
-// decided reports whether an approval holds the user's answer.
-func decided(a store.Approval) bool {
-	return a.Status == store.ApprovalApproved || a.Status == store.ApprovalEdited || a.Status == store.ApprovalRejected
+// decisionOf is the agent's form of an answered approval.
+func decisionOf(a store.HumanRequest) nodes.ApprovalDecision {
+	return nodes.ApprovalDecision{ApprovalID: a.ID, Decision: nodes.DecisionKind(a.Approval.Decision), Args: a.Approval.EditedArgs,
+		Reason: a.Approval.Reason}
 }
 
-// decisionOf is the agent's form of a stored answer.
-func decisionOf(a store.Approval) nodes.ApprovalDecision {
-	return nodes.ApprovalDecision{ApprovalID: a.ID, Decision: nodes.DecisionKind(a.Decision), Args: a.EditedArgs, Reason: a.Reason}
+// responseOf is the tool's form of a resolved elicitation: an expired one
+// is a cancel.
+func responseOf(e store.HumanRequest) operators.ElicitResponse {
+	return operators.ElicitResponse{ElicitationID: e.ID, Action: actionOf(e.Status), Content: e.Elicitation.Content}
 }
 
 // actionOf is the action a resolved elicitation's status records.
-func actionOf(s store.ElicitationStatus) operators.ElicitAction {
+func actionOf(s store.HumanStatus) operators.ElicitAction {
 	switch s {
-	case store.ElicitationAccepted:
+	case store.HumanAccepted:
 		return operators.ElicitAccept
-	case store.ElicitationDeclined:
+	case store.HumanDeclined:
 		return operators.ElicitDecline
 	}
 	return operators.ElicitCancel

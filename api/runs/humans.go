@@ -52,15 +52,13 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 			schema = b
 		}
 	}
-	if _, err := m.st.CreateElicitation(bg, store.NewElicitation{ID: id, RunID: rn.id, Source: store.ToValidText(req.Source),
-		Message: store.ToValidText(req.Message), Schema: schema}); errors.Is(err, store.ErrConflict) {
+	if _, err := m.st.CreateHumanRequest(bg, store.NewHumanRequest{ID: id, Kind: store.KindElicitation, RunID: rn.id,
+		Elicitation: store.Elicitation{Source: store.ToValidText(req.Source), Message: store.ToValidText(req.Message), Schema: schema},
+	}); errors.Is(err, store.ErrConflict) {
 		// Asked again (the call issued again, or the run continued after
 		// a crash): an answer stored meanwhile is the answer.
-		if st, gerr := m.st.GetElicitation(bg, rn.userID, id); gerr == nil && st.Status != store.ElicitationPending {
-			if st.Status == store.ElicitationExpired {
-				return operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, nil
-			}
-			return operators.ElicitResponse{ElicitationID: id, Action: actionOf(st.Status), Content: st.Content}, nil
+		if st, gerr := m.st.GetHumanRequest(bg, store.KindElicitation, rn.userID, id); gerr == nil && st.Status != store.HumanPending {
+			return responseOf(st), nil
 		}
 	} else if err != nil {
 		return operators.ElicitResponse{Action: operators.ElicitCancel}, fmt.Errorf("runs: store elicitation %s: %w", id, err)
@@ -84,8 +82,8 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 			// An answer that reached the store before the question was
 			// registered here (through another process, or while this
 			// run was on its way to asking again) is the answer.
-			if st, err := m.st.GetElicitation(bg, rn.userID, id); err == nil && answered(st) {
-				_ = m.elicit.Respond(rn.userID, operators.ElicitResponse{ElicitationID: id, Action: actionOf(st.Status), Content: st.Content})
+			if st, err := m.st.GetHumanRequest(bg, store.KindElicitation, rn.userID, id); err == nil && st.Status.Answered() {
+				_ = m.elicit.Respond(rn.userID, responseOf(st))
 			}
 			return nil
 		},
@@ -106,7 +104,7 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 	if resp.Action != operators.ElicitAccept {
 		ans.Content = nil
 	}
-	if _, rerr := m.st.ResolveElicitation(bg, rn.userID, id, ans); rerr != nil && !errors.Is(rerr, store.ErrAlreadyResolved) {
+	if _, rerr := m.st.ResolveHumanRequest(bg, rn.userID, id, ans); rerr != nil && !errors.Is(rerr, store.ErrAlreadyResolved) {
 		rn.log.LogAttrs(bg, slog.LevelError, "recording an elicitation's outcome failed", slog.String("elicitation_id", id), slog.Any("error", rerr))
 	}
 	return resp, nil
@@ -181,7 +179,7 @@ func (m *Service) forgetReady(id string, f *readyFlag) {
 // awaitElicitation waits, briefly, until the elicitation id is
 // registered with the manager when its run is live here: the event
 // announcing it may reach a client just before the tool's request does.
-func (m *Service) awaitElicitation(ctx context.Context, e store.Elicitation) {
+func (m *Service) awaitElicitation(ctx context.Context, e store.HumanRequest) {
 	rn := m.live(e.ConversationID)
 	if rn == nil || rn.id != e.RunID {
 		return
@@ -219,7 +217,7 @@ func (m *Service) AnswerElicitation(ctx context.Context, user, id string, ans st
 		return err
 	}
 	// The waiting tool has the answer; the store may have it already too.
-	if _, err := m.st.ResolveElicitation(ctx, user, e.ID, ans); err != nil && !errors.Is(err, store.ErrAlreadyResolved) {
+	if _, err := m.st.ResolveHumanRequest(ctx, user, e.ID, ans); err != nil && !errors.Is(err, store.ErrAlreadyResolved) {
 		m.log.LogAttrs(ctx, slog.LevelError, "recording an elicitation answer failed", slog.String("elicitation_id", e.ID), slog.Any("error", err))
 	}
 	return nil
@@ -240,7 +238,7 @@ func (m *Service) CancelElicitation(ctx context.Context, user, id string) error 
 	if err != nil {
 		return err
 	}
-	if _, err := m.st.ResolveElicitation(ctx, user, e.ID, cancel); err != nil && !errors.Is(err, store.ErrAlreadyResolved) {
+	if _, err := m.st.ResolveHumanRequest(ctx, user, e.ID, cancel); err != nil && !errors.Is(err, store.ErrAlreadyResolved) {
 		m.log.LogAttrs(ctx, slog.LevelError, "recording an elicitation cancel failed", slog.String("elicitation_id", e.ID), slog.Any("error", err))
 	}
 	return nil
@@ -253,14 +251,14 @@ func (m *Service) CancelElicitation(ctx context.Context, user, id string) error 
 // The content is checked against the question's schema first, and of
 // concurrent answers the first stored wins (store.ErrAlreadyResolved for
 // the others).
-func (m *Service) answerElicitation(ctx context.Context, user string, e store.Elicitation, ans store.ElicitationAnswer, kind store.NoticeKind) error {
+func (m *Service) answerElicitation(ctx context.Context, user string, e store.HumanRequest, ans store.ElicitationAnswer, kind store.NoticeKind) error {
 	if handled, err := m.elicitationElsewhere(ctx, user, e, ans, kind); handled {
 		return err
 	}
 	if err := validAnswer(e, ans); err != nil {
 		return err
 	}
-	e, err := m.st.ResolveElicitation(ctx, user, e.ID, ans)
+	e, err := m.st.ResolveHumanRequest(ctx, user, e.ID, ans)
 	if err != nil {
 		return err
 	}
@@ -269,12 +267,12 @@ func (m *Service) answerElicitation(ctx context.Context, user string, e store.El
 
 // pendingElicitation returns the user's pending elicitation, once the
 // tool waiting for it can take an answer.
-func (m *Service) pendingElicitation(ctx context.Context, user, id string) (store.Elicitation, error) {
-	e, err := m.st.GetElicitation(ctx, user, id)
+func (m *Service) pendingElicitation(ctx context.Context, user, id string) (store.HumanRequest, error) {
+	e, err := m.st.GetHumanRequest(ctx, store.KindElicitation, user, id)
 	if err != nil {
 		return e, err
 	}
-	if e.Status != store.ElicitationPending {
+	if e.Status != store.HumanPending {
 		return e, store.ErrAlreadyResolved
 	}
 	m.awaitElicitation(ctx, e)

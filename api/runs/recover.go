@@ -111,23 +111,19 @@ func (m *Service) resumeAnswered(ctx context.Context, r store.Run) (bool, error)
 		return false, err
 	}
 	for _, p := range pending {
+		kind, id := store.KindApproval, p.ID
 		switch p.Kind {
 		case nodes.PendingApproval:
-			a, err := m.st.GetApproval(ctx, r.UserID, p.ID)
-			if err != nil || !decided(a) {
-				continue
-			}
-			d := decisionOf(a)
-			return true, m.resume(ctx, r.UserID, r.ID, false, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
-				return m.agent.Resume(ctx, conversationID, d)
-			})
 		case nodes.PendingElicitation:
-			e, err := m.st.GetElicitation(ctx, r.UserID, p.ElicitationID)
-			if err != nil || !answered(e) {
-				continue
-			}
-			return true, m.resumeElicitation(ctx, e)
+			kind, id = store.KindElicitation, p.ElicitationID
+		default:
+			continue // a clarification's answer is not stored: it comes with the resume
 		}
+		h, err := m.st.GetHumanRequest(ctx, kind, r.UserID, id)
+		if err != nil || !h.Status.Answered() {
+			continue
+		}
+		return true, m.resumeWith(ctx, h)
 	}
 	return false, nil
 }

@@ -392,14 +392,14 @@ func (m *Service) record(rn *Run, ev nodes.Event) bool {
 	ctx := context.WithoutCancel(rn.ctx)
 	switch d := ev.Data.(type) {
 	case *nodes.ApprovalRequired:
-		_, err := m.st.CreateApproval(ctx, store.NewApproval{ID: d.ApprovalID, RunID: rn.id, ToolCallID: d.ToolCallID,
-			Tool: d.Tool, Args: d.Args, Revision: d.Revision})
+		_, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.ApprovalID, Kind: store.KindApproval, RunID: rn.id,
+			Approval: store.Approval{ToolCallID: d.ToolCallID, Tool: d.Tool, Args: d.Args, Revision: d.Revision}})
 		if errors.Is(err, store.ErrConflict) {
 			// Announced before this resumption or recovery. A recovered
 			// run asks again what its process died waiting for; an answer
 			// stored meanwhile (it may have gone to that process) is
 			// applied now.
-			if a, gerr := m.st.GetApproval(ctx, rn.userID, d.ApprovalID); rn.recovered && gerr == nil && decided(a) {
+			if a, gerr := m.st.GetHumanRequest(ctx, store.KindApproval, rn.userID, d.ApprovalID); rn.recovered && gerr == nil && a.Status.Answered() {
 				select {
 				case rn.answers <- decisionOf(a):
 				default:
@@ -411,8 +411,9 @@ func (m *Service) record(rn *Run, ev nodes.Event) bool {
 			rn.log.LogAttrs(ctx, slog.LevelError, "storing an approval failed", slog.String("approval_id", d.ApprovalID), slog.Any("error", err))
 		}
 	case *nodes.ElicitationRequest:
-		if _, err := m.st.CreateElicitation(ctx, store.NewElicitation{ID: d.ElicitationID, RunID: rn.id, Source: store.ToValidText(d.Source),
-			Message: store.ToValidText(d.Message), Schema: d.Schema}); err != nil && !errors.Is(err, store.ErrConflict) {
+		if _, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.ElicitationID, Kind: store.KindElicitation, RunID: rn.id,
+			Elicitation: store.Elicitation{Source: store.ToValidText(d.Source), Message: store.ToValidText(d.Message), Schema: d.Schema},
+		}); err != nil && !errors.Is(err, store.ErrConflict) {
 			rn.log.LogAttrs(ctx, slog.LevelError, "storing an elicitation failed", slog.String("elicitation_id", d.ElicitationID), slog.Any("error", err))
 		}
 	case *nodes.ResponseDone:
@@ -591,28 +592,27 @@ func (m *Service) setState(rn *Run, s runState) {
 // recorded approval, the answer stands but its run could not take it.
 // Errors: store.ErrNotFound, store.ErrAlreadyResolved, ErrRunCancelling,
 // ErrBusy, ErrShuttingDown.
-func (m *Service) AnswerApproval(ctx context.Context, user, id string, ans store.ApprovalAnswer) (store.Approval, error) {
-	d := nodes.ApprovalDecision{ApprovalID: id, Decision: nodes.DecisionKind(ans.Decision), Args: ans.Args, Reason: ans.Reason}
+func (m *Service) AnswerApproval(ctx context.Context, user, id string, ans store.ApprovalAnswer) (store.HumanRequest, error) {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
-	a, err := m.st.GetApproval(ctx, user, id)
-	if err == nil && a.Status != store.ApprovalPending {
+	a, err := m.st.GetHumanRequest(ctx, store.KindApproval, user, id)
+	if err == nil && a.Status != store.HumanPending {
 		err = store.ErrAlreadyResolved
 	}
 	if err != nil {
-		return store.Approval{}, err
+		return store.HumanRequest{}, err
 	}
 	m.mu.Lock()
 	rn := m.byConv[a.ConversationID]
 	cancelling := rn != nil && rn.id == a.RunID && rn.cancelling
 	m.mu.Unlock()
 	if cancelling {
-		return store.Approval{}, ErrRunCancelling
+		return store.HumanRequest{}, ErrRunCancelling
 	}
-	if a, err = m.st.ResolveApproval(ctx, user, id, ans); err != nil {
-		return store.Approval{}, err
+	if a, err = m.st.ResolveHumanRequest(ctx, user, id, ans); err != nil {
+		return store.HumanRequest{}, err
 	}
-	return a, m.approvalAnsweredLocked(ctx, a, d, true)
+	return a, m.approvalAnsweredLocked(ctx, a, true)
 }
 
 // approvalAnswered takes an answer the store has just recorded: a live
@@ -623,19 +623,19 @@ func (m *Service) AnswerApproval(ctx context.Context, user, id string, ans store
 // With forward set, an answer for a run another live process owns (it
 // waits on that process's open stream) is sent there (see Cluster);
 // forward is unset for an answer that came as such a notice.
-func (m *Service) approvalAnswered(ctx context.Context, a store.Approval, d nodes.ApprovalDecision, forward bool) error {
+func (m *Service) approvalAnswered(ctx context.Context, a store.HumanRequest, forward bool) error {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
-	return m.approvalAnsweredLocked(ctx, a, d, forward)
+	return m.approvalAnsweredLocked(ctx, a, forward)
 }
 
 // approvalAnsweredLocked is approvalAnswered with m.resumeMu held.
-func (m *Service) approvalAnsweredLocked(ctx context.Context, a store.Approval, d nodes.ApprovalDecision, forward bool) error {
+func (m *Service) approvalAnsweredLocked(ctx context.Context, a store.HumanRequest, forward bool) error {
 	m.mu.Lock()
 	rn := m.byConv[a.ConversationID]
 	if rn != nil && rn.id == a.RunID && rn.state != stateParking {
 		select {
-		case rn.answers <- d:
+		case rn.answers <- decisionOf(a):
 			m.mu.Unlock()
 			return nil
 		default:
@@ -655,9 +655,7 @@ func (m *Service) approvalAnsweredLocked(ctx context.Context, a store.Approval, 
 			return ctx.Err()
 		}
 	}
-	err := m.resume(ctx, a.UserID, a.RunID, false, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
-		return m.agent.Resume(ctx, conversationID, d)
-	})
+	err := m.resumeWith(ctx, a)
 	if forward && errors.Is(err, store.ErrConflict) {
 		if r, gerr := m.st.GetRun(ctx, a.UserID, a.RunID); gerr == nil {
 			if owner := m.elsewhere(r); owner != "" {
@@ -700,12 +698,12 @@ func (m *Service) park(rn *Run, ri *nodes.RunInterrupted) {
 	m.finish(rn, ri, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptElicitation})
 	ctx := context.WithoutCancel(rn.ctx)
 	for _, id := range ri.ElicitationIDs {
-		e, err := m.st.GetElicitation(ctx, rn.userID, id)
-		if err != nil || !answered(e) {
+		e, err := m.st.GetHumanRequest(ctx, store.KindElicitation, rn.userID, id)
+		if err != nil || !e.Status.Answered() {
 			continue
 		}
 		// A new segment, launched from this one as it ends.
-		if err := m.resumeElicitation(ctx, e); err != nil && !errors.Is(err, store.ErrConflict) {
+		if err := m.resumeWith(ctx, e); err != nil && !errors.Is(err, store.ErrConflict) {
 			rn.log.LogAttrs(ctx, slog.LevelError, "resuming a run whose question was answered as it parked failed",
 				slog.String("elicitation_id", id), slog.Any("error", err))
 		}
@@ -713,18 +711,12 @@ func (m *Service) park(rn *Run, ri *nodes.RunInterrupted) {
 	}
 }
 
-// answered reports whether an elicitation holds the user's answer (or
-// cancel), not merely expired with its run.
-func answered(e store.Elicitation) bool {
-	return e.Status != store.ElicitationPending && e.Status != store.ElicitationExpired
-}
-
 // elicitationAnswered takes the answer to an elicitation that no tool in
 // this process waits for: a run parked on it resumes with the answer; a
 // run still running here finds it stored when its tool asks again (it
 // keeps its id), or resumes with it if it parks meanwhile (see park).
 // The answer is stored already.
-func (m *Service) elicitationAnswered(ctx context.Context, e store.Elicitation) error {
+func (m *Service) elicitationAnswered(ctx context.Context, e store.HumanRequest) error {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
 	r, err := m.st.GetRun(ctx, e.UserID, e.RunID)
@@ -734,18 +726,23 @@ func (m *Service) elicitationAnswered(ctx context.Context, e store.Elicitation) 
 	if r.Superseded || r.Status != store.RunInterrupted || r.InterruptReason != store.InterruptElicitation {
 		return nil
 	}
-	err = m.resumeElicitation(ctx, e)
+	err = m.resumeWith(ctx, e)
 	if errors.Is(err, store.ErrConflict) {
 		return nil // resumed already
 	}
 	return err
 }
 
-// resumeElicitation resumes the run parked on e with e's stored answer.
-func (m *Service) resumeElicitation(ctx context.Context, e store.Elicitation) error {
-	ans := nodes.ElicitationAnswer{ElicitationID: e.ID, Action: actionOf(e.Status), Content: e.Content}
-	return m.resume(ctx, e.UserID, e.RunID, false, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
-		return m.agent.AnswerElicitation(ctx, conversationID, ans)
+// resumeWith resumes the run parked on a human request with its stored
+// answer: an approval's decision, or an elicitation's response.
+func (m *Service) resumeWith(ctx context.Context, h store.HumanRequest) error {
+	return m.resume(ctx, h.UserID, h.RunID, false, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
+		if h.Kind == store.KindApproval {
+			return m.agent.Resume(ctx, conversationID, decisionOf(h))
+		}
+		r := responseOf(h)
+		return m.agent.AnswerElicitation(ctx, conversationID, nodes.ElicitationAnswer{ElicitationID: r.ElicitationID, Action: r.Action,
+			Content: r.Content})
 	})
 }
 

@@ -10,8 +10,7 @@ type Store interface {
 	Conversations
 	Runs
 	Events
-	Approvals
-	Elicitations
+	HumanRequests
 
 	// Ping reports whether the database answers and its schema is
 	// migrated; it backs /readyz.
@@ -142,56 +141,34 @@ type Events interface {
 	EventsAfter(ctx context.Context, userID, runID string, afterSeq int64, limit int) ([]Event, error)
 }
 
-// Approvals keeps the tool calls waiting for a human's decision.
-type Approvals interface {
-	// CreateApproval stores a pending approval for a tool call of the run,
-	// in the run's conversation and owned by the run's user. An empty
-	// a.ID gets a fresh one. Returns ErrNotFound for an unknown run,
-	// ErrConflict when a.ID is taken, and ErrInvalid for malformed args.
-	CreateApproval(ctx context.Context, a NewApproval) (Approval, error)
+// HumanRequests keeps the questions runs wait on until a human answers:
+// approvals and elicitations, one kind each (see HumanKind).
+type HumanRequests interface {
+	// CreateHumanRequest stores a pending request of the run, in the run's
+	// conversation and owned by the run's user. An empty r.ID gets a fresh
+	// one. Returns ErrNotFound for an unknown run, ErrConflict when r.ID
+	// is taken by a request of its kind, and ErrInvalid for an unknown
+	// kind or a malformed part (args, schema).
+	CreateHumanRequest(ctx context.Context, r NewHumanRequest) (HumanRequest, error)
 
-	// GetApproval returns the user's approval. Returns ErrNotFound when it
-	// is unknown or another user's.
-	GetApproval(ctx context.Context, userID, id string) (Approval, error)
+	// GetHumanRequest returns the user's request of the kind. Returns
+	// ErrNotFound when it is unknown, of another kind or another user's.
+	GetHumanRequest(ctx context.Context, kind HumanKind, userID, id string) (HumanRequest, error)
 
-	// PendingApprovals returns the user's pending approvals, oldest first,
-	// of one conversation, or of all when conversationID is "". Returns
-	// ErrNotFound when a conversation is named that is unknown or another
-	// user's.
-	PendingApprovals(ctx context.Context, userID, conversationID string) ([]Approval, error)
+	// PendingHumanRequests returns the user's pending requests of the
+	// kind, oldest first, of one conversation, or of all when
+	// conversationID is "". Returns ErrNotFound when a conversation is
+	// named that is unknown or another user's.
+	PendingHumanRequests(ctx context.Context, kind HumanKind, userID, conversationID string) ([]HumanRequest, error)
 
-	// ResolveApproval records the answer if the approval is still pending:
-	// of several concurrent answers exactly one wins and the others get
-	// ErrAlreadyResolved, as does any answer to an expired approval.
-	// Returns ErrNotFound when the approval is unknown or another user's,
-	// and ErrInvalid for an answer that cannot be used (unknown decision,
-	// edit without an args object); then nothing is changed.
-	ResolveApproval(ctx context.Context, userID, id string, ans ApprovalAnswer) (Approval, error)
-}
-
-// Elicitations keeps the questions tools ask the user.
-type Elicitations interface {
-	// CreateElicitation stores a pending elicitation of the run, in the
-	// run's conversation and owned by the run's user. An empty e.ID gets a
-	// fresh one. Returns ErrNotFound for an unknown run, ErrConflict when
-	// e.ID is taken, and ErrInvalid for a malformed schema.
-	CreateElicitation(ctx context.Context, e NewElicitation) (Elicitation, error)
-
-	// GetElicitation returns the user's elicitation. Returns ErrNotFound
-	// when it is unknown or another user's.
-	GetElicitation(ctx context.Context, userID, id string) (Elicitation, error)
-
-	// PendingElicitations returns the user's pending elicitations, oldest
-	// first, of one conversation, or of all when conversationID is "".
-	// Returns ErrNotFound when a conversation is named that is unknown or
-	// another user's.
-	PendingElicitations(ctx context.Context, userID, conversationID string) ([]Elicitation, error)
-
-	// ResolveElicitation records the answer if the elicitation is still
-	// pending; like ResolveApproval, exactly one of several concurrent
-	// answers wins and the others get ErrAlreadyResolved. Checking
-	// ans.Content against the schema is the caller's job (HTTP 422).
-	// Returns ErrNotFound when the elicitation is unknown or another
-	// user's, and ErrInvalid for an unknown action or malformed content.
-	ResolveElicitation(ctx context.Context, userID, id string, ans ElicitationAnswer) (Elicitation, error)
+	// ResolveHumanRequest records the answer if the request (of the
+	// answer's kind) is still pending: of several concurrent answers
+	// exactly one wins and the others get ErrAlreadyResolved, as does any
+	// answer to an expired request. Checking an elicitation's content
+	// against its schema is the caller's job (HTTP 422). Returns
+	// ErrNotFound when the request is unknown or another user's, and
+	// ErrInvalid for an answer that cannot be used (unknown decision or
+	// action, edit without an args object, malformed content); then
+	// nothing is changed.
+	ResolveHumanRequest(ctx context.Context, userID, id string, ans HumanAnswer) (HumanRequest, error)
 }

@@ -15,26 +15,28 @@ func testApprovals(t *testing.T, s store.Store) {
 	c1, c2 := newConversation(t, s, alice), newConversation(t, s, alice)
 	r1, r2 := startRun(t, s, c1, "one"), startRun(t, s, c2, "two")
 	args := json.RawMessage(`{"path": "/etc/hosts", "mode": 420}`)
-	a := must(s.CreateApproval(ctx, store.NewApproval{ID: "interrupt-7", RunID: r1.ID, ToolCallID: "call-1", Tool: "write_file", Args: args, Revision: 2}))(t)
-	want := store.Approval{ID: "interrupt-7", ConversationID: c1.ID, RunID: r1.ID, UserID: alice, ToolCallID: "call-1", Tool: "write_file",
-		Args: args, Revision: 2, Status: store.ApprovalPending, CreatedAt: a.CreatedAt}
+	a := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "interrupt-7", RunID: r1.ID, Kind: store.KindApproval, Approval: store.Approval{ToolCallID: "call-1", Tool: "write_file", Args: args, Revision: 2}}))(t)
+	want := store.HumanRequest{ID: "interrupt-7", Kind: store.KindApproval, ConversationID: c1.ID, RunID: r1.ID, UserID: alice,
+		Status: store.HumanPending, CreatedAt: a.CreatedAt, Approval: store.Approval{ToolCallID: "call-1", Tool: "write_file", Args: args, Revision: 2}}
 	if !reflect.DeepEqual(a, want) {
 		t.Errorf("CreateApproval = %+v\nwant %+v", a, want)
 	}
 	utc(t, "approval", a.CreatedAt)
-	if got := must(s.GetApproval(ctx, alice, a.ID))(t); !reflect.DeepEqual(got, a) {
+	if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); !reflect.DeepEqual(got, a) {
 		t.Errorf("GetApproval = %+v\nwant %+v", got, a)
 	}
-	wantErr(t, "CreateApproval with a taken id", second(s.CreateApproval(ctx, store.NewApproval{ID: a.ID, RunID: r2.ID, Tool: "x"})), store.ErrConflict)
-	noArgs := must(s.CreateApproval(ctx, store.NewApproval{RunID: r1.ID, Tool: "list"}))(t)
-	if noArgs.ID == "" || string(noArgs.Args) != "{}" {
+	wantErr(t, "an approval asked for as an elicitation", second(s.GetHumanRequest(ctx, store.KindElicitation, alice, a.ID)), store.ErrNotFound)
+	wantErr(t, "an approval answered as an elicitation", second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ElicitationAnswer{Action: store.ActionCancel})), store.ErrNotFound)
+	wantErr(t, "CreateApproval with a taken id", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: a.ID, RunID: r2.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}})), store.ErrConflict)
+	noArgs := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r1.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "list"}}))(t)
+	if noArgs.ID == "" || string(noArgs.Approval.Args) != "{}" {
 		t.Errorf("approval without id and args: %+v, want a fresh id and args {}", noArgs)
 	}
 	third := newApproval(t, s, r2, "delete")
 
 	pendingIDs := func(conversationID string) []string {
 		var out []string
-		for _, p := range must(s.PendingApprovals(ctx, alice, conversationID))(t) {
+		for _, p := range must(s.PendingHumanRequests(ctx, store.KindApproval, alice, conversationID))(t) {
 			out = append(out, p.ID)
 		}
 		return out
@@ -47,25 +49,25 @@ func testApprovals(t *testing.T, s store.Store) {
 	}
 
 	edited := json.RawMessage(`{"path":"/tmp/hosts"}`)
-	res := must(s.ResolveApproval(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: edited, Reason: "safer"}))(t)
-	if res.Status != store.ApprovalEdited || res.Decision != store.DecisionEdit || string(res.EditedArgs) != string(edited) ||
-		string(res.Args) != string(args) || res.Reason != "safer" || res.ResolvedAt == nil {
+	res := must(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: edited, Reason: "safer"}))(t)
+	if res.Status != store.HumanEdited || res.Approval.Decision != store.DecisionEdit || string(res.Approval.EditedArgs) != string(edited) ||
+		string(res.Approval.Args) != string(args) || res.Approval.Reason != "safer" || res.ResolvedAt == nil {
 		t.Errorf("ResolveApproval(edit) = %+v", res)
 	} else {
 		utc(t, "resolved", *res.ResolvedAt)
 	}
-	if got := must(s.GetApproval(ctx, alice, a.ID))(t); !reflect.DeepEqual(got, res) {
+	if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); !reflect.DeepEqual(got, res) {
 		t.Errorf("GetApproval = %+v\nwant %+v as resolved", got, res)
 	}
-	wantErr(t, "a second answer", second(s.ResolveApproval(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})), store.ErrAlreadyResolved)
-	if got := must(s.GetApproval(ctx, alice, a.ID))(t); !reflect.DeepEqual(got, res) {
+	wantErr(t, "a second answer", second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})), store.ErrAlreadyResolved)
+	if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); !reflect.DeepEqual(got, res) {
 		t.Errorf("a refused answer changed the approval: %+v", got)
 	}
-	rej := must(s.ResolveApproval(ctx, alice, noArgs.ID, store.ApprovalAnswer{Decision: store.DecisionReject, Reason: "no", Args: edited}))(t)
-	if rej.Status != store.ApprovalRejected || rej.Reason != "no" || rej.EditedArgs != nil {
+	rej := must(s.ResolveHumanRequest(ctx, alice, noArgs.ID, store.ApprovalAnswer{Decision: store.DecisionReject, Reason: "no", Args: edited}))(t)
+	if rej.Status != store.HumanRejected || rej.Approval.Reason != "no" || rej.Approval.EditedArgs != nil {
 		t.Errorf("ResolveApproval(reject) = %+v: want rejected, reason kept, args ignored", rej)
 	}
-	if ok := must(s.ResolveApproval(ctx, alice, third.ID, store.ApprovalAnswer{Decision: store.DecisionApprove}))(t); ok.Status != store.ApprovalApproved {
+	if ok := must(s.ResolveHumanRequest(ctx, alice, third.ID, store.ApprovalAnswer{Decision: store.DecisionApprove}))(t); ok.Status != store.HumanApproved {
 		t.Errorf("ResolveApproval(approve) = %+v", ok)
 	}
 	if got := pendingIDs(""); len(got) != 0 {
@@ -127,10 +129,10 @@ func testApprovalResolveConcurrent(t *testing.T, s store.Store) {
 		{Decision: store.DecisionEdit, Args: json.RawMessage(`{"env":"staging"}`)},
 	}
 	w := resolveRace(t, 8, func(i int) error {
-		_, err := s.ResolveApproval(t.Context(), alice, a.ID, decisions[i%3])
+		_, err := s.ResolveHumanRequest(t.Context(), alice, a.ID, decisions[i%3])
 		return err
 	})
-	if got := must(s.GetApproval(t.Context(), alice, a.ID))(t); got.Decision != decisions[w%3].Decision || got.Reason != decisions[w%3].Reason {
+	if got := must(s.GetHumanRequest(t.Context(), store.KindApproval, alice, a.ID))(t); got.Approval.Decision != decisions[w%3].Decision || got.Approval.Reason != decisions[w%3].Reason {
 		t.Errorf("stored %+v, want the winner's answer %+v", got, decisions[w%3])
 	}
 }
@@ -140,50 +142,52 @@ func testElicitations(t *testing.T, s store.Store) {
 	c1, c2 := newConversation(t, s, alice), newConversation(t, s, alice)
 	r1, r2 := startRun(t, s, c1, "one"), startRun(t, s, c2, "two")
 	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
-	e := must(s.CreateElicitation(ctx, store.NewElicitation{ID: "elicit_1", RunID: r1.ID, Source: "mcp:calc", Message: "how many?", Schema: schema}))(t)
-	want := store.Elicitation{ID: "elicit_1", ConversationID: c1.ID, RunID: r1.ID, UserID: alice, Source: "mcp:calc", Message: "how many?",
-		Schema: schema, Status: store.ElicitationPending, CreatedAt: e.CreatedAt}
+	e := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "elicit_1", RunID: r1.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Source: "mcp:calc", Message: "how many?", Schema: schema}}))(t)
+	want := store.HumanRequest{ID: "elicit_1", Kind: store.KindElicitation, ConversationID: c1.ID, RunID: r1.ID, UserID: alice,
+		Status: store.HumanPending, CreatedAt: e.CreatedAt, Elicitation: store.Elicitation{Source: "mcp:calc", Message: "how many?", Schema: schema}}
 	if !reflect.DeepEqual(e, want) {
 		t.Errorf("CreateElicitation = %+v\nwant %+v", e, want)
 	}
 	utc(t, "elicitation", e.CreatedAt)
-	if got := must(s.GetElicitation(ctx, alice, e.ID))(t); !reflect.DeepEqual(got, e) {
+	if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e.ID))(t); !reflect.DeepEqual(got, e) {
 		t.Errorf("GetElicitation = %+v\nwant %+v", got, e)
 	}
-	wantErr(t, "CreateElicitation with a taken id", second(s.CreateElicitation(ctx, store.NewElicitation{ID: e.ID, RunID: r2.ID})), store.ErrConflict)
-	e2 := must(s.CreateElicitation(ctx, store.NewElicitation{RunID: r2.ID, Message: "name?"}))(t)
-	if e2.ID == "" || string(e2.Schema) != "{}" {
+	wantErr(t, "an elicitation asked for as an approval", second(s.GetHumanRequest(ctx, store.KindApproval, alice, e.ID)), store.ErrNotFound)
+	wantErr(t, "an elicitation answered as an approval", second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})), store.ErrNotFound)
+	wantErr(t, "CreateElicitation with a taken id", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: e.ID, RunID: r2.ID, Kind: store.KindElicitation})), store.ErrConflict)
+	e2 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r2.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Message: "name?"}}))(t)
+	if e2.ID == "" || string(e2.Elicitation.Schema) != "{}" {
 		t.Errorf("elicitation without id and schema: %+v", e2)
 	}
 	e3 := newElicitation(t, s, r2, "colour?")
 	var pending []string
-	for _, p := range must(s.PendingElicitations(ctx, alice, c2.ID))(t) {
+	for _, p := range must(s.PendingHumanRequests(ctx, store.KindElicitation, alice, c2.ID))(t) {
 		pending = append(pending, p.ID)
 	}
 	if want := []string{e2.ID, e3.ID}; !reflect.DeepEqual(pending, want) {
 		t.Errorf("pending of %s = %v, want %v", c2.ID, pending, want)
 	}
-	if all := must(s.PendingElicitations(ctx, alice, ""))(t); len(all) != 3 {
+	if all := must(s.PendingHumanRequests(ctx, store.KindElicitation, alice, ""))(t); len(all) != 3 {
 		t.Errorf("%d pending in all, want 3", len(all))
 	}
 
 	content := json.RawMessage(`{"n": 3}`)
-	acc := must(s.ResolveElicitation(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: content}))(t)
-	if acc.Status != store.ElicitationAccepted || string(acc.Content) != string(content) || acc.ResolvedAt == nil {
+	acc := must(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: content}))(t)
+	if acc.Status != store.HumanAccepted || string(acc.Elicitation.Content) != string(content) || acc.ResolvedAt == nil {
 		t.Errorf("accept = %+v", acc)
 	}
-	if got := must(s.GetElicitation(ctx, alice, e.ID))(t); !reflect.DeepEqual(got, acc) {
+	if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e.ID))(t); !reflect.DeepEqual(got, acc) {
 		t.Errorf("GetElicitation = %+v\nwant %+v as resolved", got, acc)
 	}
-	wantErr(t, "a second answer", second(s.ResolveElicitation(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionCancel})), store.ErrAlreadyResolved)
-	dec := must(s.ResolveElicitation(ctx, alice, e2.ID, store.ElicitationAnswer{Action: store.ActionDecline, Content: content}))(t)
-	if dec.Status != store.ElicitationDeclined || dec.Content != nil {
+	wantErr(t, "a second answer", second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionCancel})), store.ErrAlreadyResolved)
+	dec := must(s.ResolveHumanRequest(ctx, alice, e2.ID, store.ElicitationAnswer{Action: store.ActionDecline, Content: content}))(t)
+	if dec.Status != store.HumanDeclined || dec.Elicitation.Content != nil {
 		t.Errorf("decline = %+v: want declined, content ignored", dec)
 	}
-	if can := must(s.ResolveElicitation(ctx, alice, e3.ID, store.ElicitationAnswer{Action: store.ActionCancel}))(t); can.Status != store.ElicitationCancelled {
+	if can := must(s.ResolveHumanRequest(ctx, alice, e3.ID, store.ElicitationAnswer{Action: store.ActionCancel}))(t); can.Status != store.HumanCancelled {
 		t.Errorf("cancel = %+v", can)
 	}
-	if all := must(s.PendingElicitations(ctx, alice, ""))(t); len(all) != 0 {
+	if all := must(s.PendingHumanRequests(ctx, store.KindElicitation, alice, ""))(t); len(all) != 0 {
 		t.Errorf("pending after answering all: %+v", all)
 	}
 }
@@ -196,10 +200,10 @@ func testElicitationResolveConcurrent(t *testing.T, s store.Store) {
 		{Action: store.ActionCancel},
 	}
 	w := resolveRace(t, 8, func(i int) error {
-		_, err := s.ResolveElicitation(t.Context(), alice, e.ID, answers[i%3])
+		_, err := s.ResolveHumanRequest(t.Context(), alice, e.ID, answers[i%3])
 		return err
 	})
-	if got := must(s.GetElicitation(t.Context(), alice, e.ID))(t); got.Status != answers[w%3].Status() {
+	if got := must(s.GetHumanRequest(t.Context(), store.KindElicitation, alice, e.ID))(t); got.Status != answers[w%3].Status() {
 		t.Errorf("stored %+v, want the winner's answer %+v", got, answers[w%3])
 	}
 }
@@ -210,16 +214,16 @@ func testFinalRunExpiresPending(t *testing.T, s store.Store) {
 		r := startRun(t, s, newConversation(t, s, alice), "x")
 		a, e := newApproval(t, s, r, "t"), newElicitation(t, s, r, "q")
 		finish(t, s, r.ID, store.RunInterrupted, store.InterruptApproval)
-		if got := must(s.GetApproval(ctx, alice, a.ID))(t); got.Status != store.ApprovalPending {
+		if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); got.Status != store.HumanPending {
 			t.Errorf("an interrupted run's approval is %s, want pending: it is what the run waits for", got.Status)
 		}
 		finish(t, s, r.ID, status, "")
-		if got := must(s.GetApproval(ctx, alice, a.ID))(t); got.Status != store.ApprovalExpired || got.ResolvedAt == nil {
+		if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); got.Status != store.HumanExpired || got.ResolvedAt == nil {
 			t.Errorf("approval after the run %s: %+v, want expired", status, got)
 		}
-		if got := must(s.GetElicitation(ctx, alice, e.ID))(t); got.Status != store.ElicitationExpired || got.ResolvedAt == nil {
+		if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e.ID))(t); got.Status != store.HumanExpired || got.ResolvedAt == nil {
 			t.Errorf("elicitation after the run %s: %+v, want expired", status, got)
 		}
-		wantErr(t, "answering after the run ended", second(s.ResolveElicitation(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionCancel})), store.ErrAlreadyResolved)
+		wantErr(t, "answering after the run ended", second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionCancel})), store.ErrAlreadyResolved)
 	}
 }

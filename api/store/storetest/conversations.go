@@ -180,16 +180,16 @@ func testDeleteCascades(t *testing.T, s store.Store) {
 		"ListRuns":            second(s.ListRuns(ctx, alice, gone.ID, store.RunQuery{})),
 		"ListMessages":        second(s.ListMessages(ctx, alice, gone.ID)),
 		"EventsAfter":         second(s.EventsAfter(ctx, alice, run.ID, 0, 0)),
-		"GetApproval":         second(s.GetApproval(ctx, alice, ap.ID)),
-		"GetElicitation":      second(s.GetElicitation(ctx, alice, el.ID)),
+		"GetApproval":         second(s.GetHumanRequest(ctx, store.KindApproval, alice, ap.ID)),
+		"GetElicitation":      second(s.GetHumanRequest(ctx, store.KindElicitation, alice, el.ID)),
 		"AppendEvent":         second(s.AppendEvent(ctx, store.NewEvent{RunID: run.ID, Type: "x", Data: json.RawMessage(`{}`)})),
 		"ResumeRun":           second(s.ResumeRun(ctx, run.ID, "p")),
 		"AddMessage":          second(s.AddMessage(ctx, store.NewMessage{RunID: run.ID, Role: store.RoleAssistant})),
-		"ResolveApproval":     second(s.ResolveApproval(ctx, alice, ap.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})),
-		"PendingApprovals":    second(s.PendingApprovals(ctx, alice, gone.ID)),
-		"PendingElicitations": second(s.PendingElicitations(ctx, alice, gone.ID)),
+		"ResolveApproval":     second(s.ResolveHumanRequest(ctx, alice, ap.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})),
+		"PendingApprovals":    second(s.PendingHumanRequests(ctx, store.KindApproval, alice, gone.ID)),
+		"PendingElicitations": second(s.PendingHumanRequests(ctx, store.KindElicitation, alice, gone.ID)),
 	}, store.ErrNotFound)
-	pending := must(s.PendingApprovals(ctx, alice, ""))(t)
+	pending := must(s.PendingHumanRequests(ctx, store.KindApproval, alice, ""))(t)
 	if len(pending) != 1 || pending[0].ID != keptAp.ID {
 		t.Errorf("pending approvals after delete = %+v, want only %s", pending, keptAp.ID)
 	}

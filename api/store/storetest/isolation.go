@@ -47,22 +47,22 @@ func userCalls(user string, id records) map[string]func(ctx context.Context, s s
 			return second(s.EventsAfter(ctx, user, id.run, 0, 0))
 		},
 		"GetApproval": func(ctx context.Context, s store.Store) error {
-			return second(s.GetApproval(ctx, user, id.approval))
+			return second(s.GetHumanRequest(ctx, store.KindApproval, user, id.approval))
 		},
 		"PendingApprovals": func(ctx context.Context, s store.Store) error {
-			return second(s.PendingApprovals(ctx, user, id.conversation))
+			return second(s.PendingHumanRequests(ctx, store.KindApproval, user, id.conversation))
 		},
 		"ResolveApproval": func(ctx context.Context, s store.Store) error {
-			return second(s.ResolveApproval(ctx, user, id.approval, store.ApprovalAnswer{Decision: store.DecisionApprove}))
+			return second(s.ResolveHumanRequest(ctx, user, id.approval, store.ApprovalAnswer{Decision: store.DecisionApprove}))
 		},
 		"GetElicitation": func(ctx context.Context, s store.Store) error {
-			return second(s.GetElicitation(ctx, user, id.elicitation))
+			return second(s.GetHumanRequest(ctx, store.KindElicitation, user, id.elicitation))
 		},
 		"PendingElicitations": func(ctx context.Context, s store.Store) error {
-			return second(s.PendingElicitations(ctx, user, id.conversation))
+			return second(s.PendingHumanRequests(ctx, store.KindElicitation, user, id.conversation))
 		},
 		"ResolveElicitation": func(ctx context.Context, s store.Store) error {
-			return second(s.ResolveElicitation(ctx, user, id.elicitation, store.ElicitationAnswer{Action: store.ActionCancel}))
+			return second(s.ResolveHumanRequest(ctx, user, id.elicitation, store.ElicitationAnswer{Action: store.ActionCancel}))
 		},
 	}
 }
@@ -83,10 +83,10 @@ func testOtherUsersIDs(t *testing.T, s store.Store) {
 	if p := must(s.ListConversations(ctx, bob, store.Page{}))(t); len(p.Conversations) != 1 || p.Conversations[0].UserID != bob {
 		t.Errorf("bob lists %+v, want his one conversation", p.Conversations)
 	}
-	if p := must(s.PendingApprovals(ctx, bob, ""))(t); len(p) != 0 {
+	if p := must(s.PendingHumanRequests(ctx, store.KindApproval, bob, ""))(t); len(p) != 0 {
 		t.Errorf("bob's pending approvals = %+v, want none", p)
 	}
-	if p := must(s.PendingElicitations(ctx, bob, ""))(t); len(p) != 0 {
+	if p := must(s.PendingHumanRequests(ctx, store.KindElicitation, bob, ""))(t); len(p) != 0 {
 		t.Errorf("bob's pending elicitations = %+v, want none", p)
 	}
 }
@@ -114,10 +114,10 @@ func testUnknownIDs(t *testing.T, s store.Store) {
 			return second(s.AddMessage(ctx, store.NewMessage{RunID: nope, Role: store.RoleUser}))
 		},
 		"CreateApproval": func(ctx context.Context) error {
-			return second(s.CreateApproval(ctx, store.NewApproval{RunID: nope, Tool: "x"}))
+			return second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: nope, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}}))
 		},
 		"CreateElicitation": func(ctx context.Context) error {
-			return second(s.CreateElicitation(ctx, store.NewElicitation{RunID: nope}))
+			return second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: nope, Kind: store.KindElicitation}))
 		},
 	} {
 		wantErr(t, name+" with an unknown run", call(t.Context()), store.ErrNotFound)
@@ -157,14 +157,19 @@ func testInvalidInput(t *testing.T, s store.Store) {
 		"AppendEvent with a CR":             event("x", "{\"a\":1}\r"),
 		"AddMessage with bad role":          second(s.AddMessage(ctx, store.NewMessage{RunID: r.ID, Role: "tool"})),
 		"AddMessage with bad citations":     second(s.AddMessage(ctx, store.NewMessage{RunID: r.ID, Role: store.RoleAssistant, Citations: json.RawMessage(`[`)})),
-		"CreateApproval with array args":    second(s.CreateApproval(ctx, store.NewApproval{RunID: r.ID, Tool: "x", Args: json.RawMessage(`[]`)})),
-		"CreateApproval without tool":       second(s.CreateApproval(ctx, store.NewApproval{RunID: r.ID})),
-		"CreateElicitation, schema array":   second(s.CreateElicitation(ctx, store.NewElicitation{RunID: r.ID, Schema: json.RawMessage(`[]`)})),
-		"ResolveApproval, bad decision":     second(s.ResolveApproval(ctx, alice, a.ID, store.ApprovalAnswer{Decision: "maybe"})),
-		"ResolveApproval, edit no args":     second(s.ResolveApproval(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit})),
-		"ResolveApproval, edit bad args":    second(s.ResolveApproval(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: json.RawMessage(`"x"`)})),
-		"ResolveElicitation, bad action":    second(s.ResolveElicitation(ctx, alice, e.ID, store.ElicitationAnswer{Action: "ignore"})),
-		"ResolveElicitation, bad content":   second(s.ResolveElicitation(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: json.RawMessage(`[1]`)})),
+		"CreateApproval with array args":    second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x", Args: json.RawMessage(`[]`)}})),
+		"CreateApproval without tool":       second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval})),
+		"CreateElicitation, schema array":   second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Schema: json.RawMessage(`[]`)}})),
+		"ResolveApproval, bad decision":     second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: "maybe"})),
+		"ResolveApproval, edit no args":     second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit})),
+		"ResolveApproval, edit bad args":    second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: json.RawMessage(`"x"`)})),
+		"ResolveElicitation, bad action":    second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: "ignore"})),
+		"ResolveElicitation, bad content":   second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: json.RawMessage(`[1]`)})),
+		"CreateHumanRequest without kind":   second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Approval: store.Approval{Tool: "x"}})),
+		"CreateHumanRequest, unknown kind":  second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: "clarification"})),
+		"GetHumanRequest, unknown kind":     second(s.GetHumanRequest(ctx, "clarification", alice, a.ID)),
+		"PendingHumanRequests, no kind":     second(s.PendingHumanRequests(ctx, "", alice, "")),
+		"ResolveHumanRequest, no answer":    second(s.ResolveHumanRequest(ctx, alice, a.ID, nil)),
 		"ListConversations, limit -1":       second(s.ListConversations(ctx, alice, store.Page{Limit: -1})),
 		"ListConversations, bad cursor":     second(s.ListConversations(ctx, alice, store.Page{Cursor: "not-a-cursor"})),
 		"ListRuns, limit -1":                second(s.ListRuns(ctx, alice, c.ID, store.RunQuery{Limit: -1})),

@@ -195,13 +195,13 @@ func testSupersede(t *testing.T, s store.Store) {
 	if want := []bool{false, true, true, false}; !reflect.DeepEqual(got, want) || runs[0].ID != r1.ID || runs[3].ID != r4.ID {
 		t.Errorf("superseded flags %v, want %v for %s, %s, %s, %s", got, want, r1.ID, r2.ID, r3.ID, r4.ID)
 	}
-	if a := must(s.GetApproval(ctx, alice, a3.ID))(t); a.Status != store.ApprovalExpired || a.ResolvedAt == nil {
+	if a := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a3.ID))(t); a.Status != store.HumanExpired || a.ResolvedAt == nil {
 		t.Errorf("approval of a superseded run: %+v, want expired", a)
 	}
-	if e := must(s.GetElicitation(ctx, alice, e3.ID))(t); e.Status != store.ElicitationExpired {
+	if e := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e3.ID))(t); e.Status != store.HumanExpired {
 		t.Errorf("elicitation of a superseded run: %+v, want expired", e)
 	}
-	wantErr(t, "answering an expired approval", second(s.ResolveApproval(ctx, alice, a3.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})), store.ErrAlreadyResolved)
+	wantErr(t, "answering an expired approval", second(s.ResolveHumanRequest(ctx, alice, a3.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})), store.ErrAlreadyResolved)
 	wantErr(t, "resuming a superseded run", second(s.ResumeRun(ctx, r3.ID, "p")), store.ErrConflict)
 	for _, m := range must(s.ListMessages(ctx, alice, c.ID))(t) {
 		if m.Superseded != (m.RunID == r2.ID || m.RunID == r3.ID) {

@@ -121,16 +121,14 @@ func appendEvent(t *testing.T, s store.Store, r store.Run, typ string) store.Eve
 	return must(s.AppendEvent(t.Context(), store.NewEvent{RunID: r.ID, Type: typ, Data: json.RawMessage(data)}))(t)
 }
 
-func newApproval(t *testing.T, s store.Store, r store.Run, tool string) store.Approval {
+func newApproval(t *testing.T, s store.Store, r store.Run, tool string) store.HumanRequest {
 	t.Helper()
-	return must(s.CreateApproval(t.Context(), store.NewApproval{RunID: r.ID, ToolCallID: "call-" + tool, Tool: tool,
-		Args: json.RawMessage(`{"path":"/tmp/x","n":1}`), Revision: 0}))(t)
+	return must(s.CreateHumanRequest(t.Context(), store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{ToolCallID: "call-" + tool, Tool: tool, Args: json.RawMessage(`{"path":"/tmp/x","n":1}`), Revision: 0}}))(t)
 }
 
-func newElicitation(t *testing.T, s store.Store, r store.Run, msg string) store.Elicitation {
+func newElicitation(t *testing.T, s store.Store, r store.Run, msg string) store.HumanRequest {
 	t.Helper()
-	return must(s.CreateElicitation(t.Context(), store.NewElicitation{RunID: r.ID, Source: "mcp:files", Message: msg,
-		Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)}))(t)
+	return must(s.CreateHumanRequest(t.Context(), store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Source: "mcp:files", Message: msg, Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)}}))(t)
 }
 
 // snapshot is everything a user can read about one conversation, so a
@@ -139,8 +137,8 @@ type snapshot struct {
 	Conversation store.Conversation
 	Runs         []store.RunWithEvents
 	Messages     []store.Message
-	Approvals    []store.Approval
-	Elicitations []store.Elicitation
+	Approvals    []store.HumanRequest
+	Elicitations []store.HumanRequest
 }
 
 func take(t *testing.T, s store.Store, user, conversationID string) snapshot {
@@ -162,10 +160,10 @@ func take(t *testing.T, s store.Store, user, conversationID string) snapshot {
 				t.Fatalf("event %s/%d data: %v", e.RunID, e.Seq, err)
 			}
 			if ids.Approval != "" {
-				snap.Approvals = append(snap.Approvals, must(s.GetApproval(ctx, user, ids.Approval))(t))
+				snap.Approvals = append(snap.Approvals, must(s.GetHumanRequest(ctx, store.KindApproval, user, ids.Approval))(t))
 			}
 			if ids.Elicitation != "" {
-				snap.Elicitations = append(snap.Elicitations, must(s.GetElicitation(ctx, user, ids.Elicitation))(t))
+				snap.Elicitations = append(snap.Elicitations, must(s.GetHumanRequest(ctx, store.KindElicitation, user, ids.Elicitation))(t))
 			}
 		}
 	}
@@ -223,7 +221,7 @@ func sameSnapshot(t *testing.T, what string, before, after snapshot) {
 // run with events, then a run interrupted on an approval and an
 // elicitation, both pending and announced by events (so take finds
 // them).
-func busy(t *testing.T, s store.Store, user string) (store.Conversation, store.Run, store.Approval, store.Elicitation) {
+func busy(t *testing.T, s store.Store, user string) (store.Conversation, store.Run, store.HumanRequest, store.HumanRequest) {
 	t.Helper()
 	ctx := t.Context()
 	c := newConversation(t, s, user)

@@ -48,10 +48,10 @@ func testUnstorableIDs(t *testing.T, s store.Store) {
 			if p, err := s.ListConversations(ctx, bad, store.Page{}); err != nil || len(p.Conversations) != 0 {
 				t.Errorf("ListConversations of a user %q = %+v, %v; want none", bad, p, err)
 			}
-			if as, err := s.PendingApprovals(ctx, bad, ""); err != nil || len(as) != 0 {
+			if as, err := s.PendingHumanRequests(ctx, store.KindApproval, bad, ""); err != nil || len(as) != 0 {
 				t.Errorf("PendingApprovals of a user %q = %+v, %v; want none", bad, as, err)
 			}
-			if es, err := s.PendingElicitations(ctx, bad, ""); err != nil || len(es) != 0 {
+			if es, err := s.PendingHumanRequests(ctx, store.KindElicitation, bad, ""); err != nil || len(es) != 0 {
 				t.Errorf("PendingElicitations of a user %q = %+v, %v; want none", bad, es, err)
 			}
 		})
@@ -77,10 +77,10 @@ func runCalls(runID string) map[string]func(ctx context.Context, s store.Store) 
 			return second(s.AddMessage(ctx, store.NewMessage{RunID: runID, Role: store.RoleAssistant, Content: "x"}))
 		},
 		"CreateApproval": func(ctx context.Context, s store.Store) error {
-			return second(s.CreateApproval(ctx, store.NewApproval{RunID: runID, Tool: "x"}))
+			return second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: runID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}}))
 		},
 		"CreateElicitation": func(ctx context.Context, s store.Store) error {
-			return second(s.CreateElicitation(ctx, store.NewElicitation{RunID: runID}))
+			return second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: runID, Kind: store.KindElicitation}))
 		},
 	}
 }
@@ -142,18 +142,18 @@ func testUnstorableText(t *testing.T, s store.Store) {
 				"AppendEvent, owner":             event(store.NewEvent{Owner: bad}),
 				"FinishRun, owner":               second(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted, Owner: bad})),
 				"ResumeRun, owner":               second(s.ResumeRun(ctx, r.ID, bad)),
-				"CreateApproval, id":             second(s.CreateApproval(ctx, store.NewApproval{ID: bad, RunID: r.ID, Tool: "x"})),
-				"CreateApproval, tool":           second(s.CreateApproval(ctx, store.NewApproval{RunID: r.ID, Tool: bad})),
-				"CreateApproval, tool call id":   second(s.CreateApproval(ctx, store.NewApproval{RunID: r.ID, Tool: "x", ToolCallID: bad})),
-				"CreateApproval, args":           second(s.CreateApproval(ctx, store.NewApproval{RunID: r.ID, Tool: "x", Args: badJSON})),
-				"ResolveApproval, reason":        second(s.ResolveApproval(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionReject, Reason: bad})),
-				"ResolveApproval, edit reason":   second(s.ResolveApproval(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: json.RawMessage(`{}`), Reason: bad})),
-				"ResolveApproval, edited args":   second(s.ResolveApproval(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: badJSON})),
-				"CreateElicitation, id":          second(s.CreateElicitation(ctx, store.NewElicitation{ID: bad, RunID: r.ID})),
-				"CreateElicitation, source":      second(s.CreateElicitation(ctx, store.NewElicitation{RunID: r.ID, Source: bad})),
-				"CreateElicitation, message":     second(s.CreateElicitation(ctx, store.NewElicitation{RunID: r.ID, Message: bad})),
-				"CreateElicitation, schema":      second(s.CreateElicitation(ctx, store.NewElicitation{RunID: r.ID, Schema: badJSON})),
-				"ResolveElicitation, content":    second(s.ResolveElicitation(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: badJSON})),
+				"CreateApproval, id":             second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: bad, RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}})),
+				"CreateApproval, tool":           second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: bad}})),
+				"CreateApproval, tool call id":   second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x", ToolCallID: bad}})),
+				"CreateApproval, args":           second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x", Args: badJSON}})),
+				"ResolveApproval, reason":        second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionReject, Reason: bad})),
+				"ResolveApproval, edit reason":   second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: json.RawMessage(`{}`), Reason: bad})),
+				"ResolveApproval, edited args":   second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: badJSON})),
+				"CreateElicitation, id":          second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: bad, RunID: r.ID, Kind: store.KindElicitation})),
+				"CreateElicitation, source":      second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Source: bad}})),
+				"CreateElicitation, message":     second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Message: bad}})),
+				"CreateElicitation, schema":      second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Schema: badJSON}})),
+				"ResolveElicitation, content":    second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: badJSON})),
 			}, store.ErrInvalid)
 		})
 	}
@@ -176,21 +176,21 @@ func testJSONEscapesKept(t *testing.T, s store.Store) {
 	const obj = `{"nul":"a\u0000b","lone":"\ud800","fine":"caf\u00e9 ✓"}`
 	data := `{"type":"tool.complete","result":"\u0000"}`
 	ev := must(s.AppendEvent(ctx, store.NewEvent{RunID: r.ID, Type: "tool.complete", Data: json.RawMessage(data)}))(t)
-	a := must(s.CreateApproval(ctx, store.NewApproval{RunID: r.ID, Tool: "x", Args: json.RawMessage(obj)}))(t)
-	e := must(s.CreateElicitation(ctx, store.NewElicitation{RunID: r.ID, Schema: json.RawMessage(obj)}))(t)
+	a := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x", Args: json.RawMessage(obj)}}))(t)
+	e := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Schema: json.RawMessage(obj)}}))(t)
 	m := must(s.AddMessage(ctx, store.NewMessage{RunID: r.ID, Role: store.RoleAssistant, Content: "x",
 		Citations: json.RawMessage(`[` + obj + `]`), Meta: json.RawMessage(obj)}))(t)
-	a = must(s.ResolveApproval(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: json.RawMessage(obj)}))(t)
-	must(s.ResolveElicitation(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: json.RawMessage(obj)}))(t)
+	a = must(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: json.RawMessage(obj)}))(t)
+	must(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: json.RawMessage(obj)}))(t)
 
 	if got := must(s.EventsAfter(ctx, alice, r.ID, 0, 0))(t); len(got) != 1 || string(got[0].Data) != string(ev.Data) {
 		t.Errorf("events = %+v, want %s", got, ev.Data)
 	}
-	if got := must(s.GetApproval(ctx, alice, a.ID))(t); string(got.Args) != obj || string(got.EditedArgs) != obj {
-		t.Errorf("approval args %s, edited %s; want %s", got.Args, got.EditedArgs, obj)
+	if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); string(got.Approval.Args) != obj || string(got.Approval.EditedArgs) != obj {
+		t.Errorf("approval args %s, edited %s; want %s", got.Approval.Args, got.Approval.EditedArgs, obj)
 	}
-	if got := must(s.GetElicitation(ctx, alice, e.ID))(t); string(got.Schema) != obj || string(got.Content) != obj {
-		t.Errorf("elicitation schema %s, content %s; want %s", got.Schema, got.Content, obj)
+	if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e.ID))(t); string(got.Elicitation.Schema) != obj || string(got.Elicitation.Content) != obj {
+		t.Errorf("elicitation schema %s, content %s; want %s", got.Elicitation.Schema, got.Elicitation.Content, obj)
 	}
 	msgs := must(s.ListMessages(ctx, alice, c.ID))(t)
 	if last := msgs[len(msgs)-1]; last.ID != m.ID || string(last.Citations) != `[`+obj+`]` || string(last.Meta) != obj {

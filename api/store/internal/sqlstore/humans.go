@@ -12,25 +12,36 @@ import (
 	"github.com/trellis-ai/trellis/internal/ids"
 )
 
-// Approvals and elicitations are both records a run waits on, owned by a
-// user and pending until answered; a human is one of the two tables, and
-// the functions below do for either what is the same for both.
-type human[T any] struct {
+// A human request of each kind is a row of the kind's table: the
+// functions below do for either what is the same for both, and the
+// methods of store.HumanRequests pick the table by kind.
+type human struct {
 	table string // approvals or elicitations
 	cols  string // read by scan
-	scan  func(Row) (T, error)
+	scan  func(Row) (store.HumanRequest, error)
 }
 
 var (
-	approvals    = human[store.Approval]{"approvals", approvalCols, scanApproval}
-	elicitations = human[store.Elicitation]{"elicitations", elicitationCols, scanElicitation}
+	approvals    = human{"approvals", approvalCols, scanApproval}
+	elicitations = human{"elicitations", elicitationCols, scanElicitation}
 )
+
+// humanOf returns the table of a kind.
+func humanOf(kind store.HumanKind) (human, error) {
+	switch kind {
+	case store.KindApproval:
+		return approvals, nil
+	case store.KindElicitation:
+		return elicitations, nil
+	}
+	return human{}, fmt.Errorf("%w: kind %q is not approval or elicitation", store.ErrInvalid, kind)
+}
 
 // create inserts a pending record of h's table for a run, with cols (a
 // column list) set to vals, and reads the run's conversation and user
 // into conversationID and userID: they come from the run, in the
 // statement that inserts.
-func (h human[T]) create(ctx context.Context, s *Store, id, runID string, created time.Time, cols string, vals []any,
+func (h human) create(ctx context.Context, s *Store, id, runID string, created time.Time, cols string, vals []any,
 	conversationID, userID *string) error {
 	args := append(append([]any{id}, vals...), s.db.Time(created), runID)
 	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
@@ -51,8 +62,8 @@ RETURNING conversation_id, user_id`, args...).Scan(conversationID, userID)
 // record if it is still pending: one conditional update, so only an
 // answer that finds it pending changes it. On PostgreSQL a concurrent
 // answer waits for the row's lock and then finds it answered.
-func (h human[T]) resolve(ctx context.Context, s *Store, userID, id, set string, vals ...any) (T, error) {
-	var v T
+func (h human) resolve(ctx context.Context, s *Store, userID, id, set string, vals ...any) (store.HumanRequest, error) {
+	var v store.HumanRequest
 	args := append(vals, s.db.Time(storeutil.Now()), id, userID)
 	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
 		var err error
@@ -68,7 +79,7 @@ WHERE id = ? AND user_id = ? AND status = 'pending' RETURNING `+h.cols, args...)
 
 // existsOr tells why a conditional update of a pending record found
 // nothing: ErrAlreadyResolved when the record exists, else ErrNotFound.
-func (h human[T]) existsOr(ctx context.Context, q Querier, userID, id string) error {
+func (h human) existsOr(ctx context.Context, q Querier, userID, id string) error {
 	var one int
 	switch err := q.QueryRow(ctx, `SELECT 1 FROM `+h.table+` WHERE id = ? AND user_id = ?`, id, userID).Scan(&one); {
 	case noRows(err):
@@ -80,8 +91,8 @@ func (h human[T]) existsOr(ctx context.Context, q Querier, userID, id string) er
 }
 
 // get reads one record by id, scoped to its user.
-func (h human[T]) get(ctx context.Context, s *Store, userID, id string) (T, error) {
-	var zero T
+func (h human) get(ctx context.Context, s *Store, userID, id string) (store.HumanRequest, error) {
+	var zero store.HumanRequest
 	if err := storeutil.CheckIDs(userID, id); err != nil {
 		return zero, s.errorf("get %s: %w", h.table, err)
 	}
@@ -98,14 +109,14 @@ func (h human[T]) get(ctx context.Context, s *Store, userID, id string) (T, erro
 // pending lists the user's pending records, oldest first, of one
 // conversation when conversationID is set (ErrNotFound if it is not the
 // user's). It never returns nil.
-func (h human[T]) pending(ctx context.Context, s *Store, userID, conversationID string) ([]T, error) {
+func (h human) pending(ctx context.Context, s *Store, userID, conversationID string) ([]store.HumanRequest, error) {
 	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
 		if conversationID != "" {
 			return nil, s.errorf("pending %s: %w", h.table, err)
 		}
-		return []T{}, nil // no such user, so nothing is pending
+		return []store.HumanRequest{}, nil // no such user, so nothing is pending
 	}
-	var out []T
+	var out []store.HumanRequest
 	err := s.db.Read(ctx, func(q Querier) error {
 		query, args := `SELECT `+h.cols+` FROM `+h.table+` WHERE user_id = ? AND status = 'pending'`, []any{userID}
 		if conversationID != "" {
@@ -127,92 +138,81 @@ func (h human[T]) pending(ctx context.Context, s *Store, userID, conversationID 
 	return out, nil
 }
 
-// CreateApproval implements store.Approvals.
-func (s *Store) CreateApproval(ctx context.Context, na store.NewApproval) (store.Approval, error) {
-	if err := cmp.Or(na.Validate(), storeutil.CheckIDs(na.RunID)); err != nil {
-		return store.Approval{}, s.errorf("create approval: %w", err)
+// CreateHumanRequest implements store.HumanRequests.
+func (s *Store) CreateHumanRequest(ctx context.Context, n store.NewHumanRequest) (store.HumanRequest, error) {
+	if err := cmp.Or(n.Validate(), storeutil.CheckIDs(n.RunID)); err != nil {
+		return store.HumanRequest{}, s.errorf("create %s: %w", cmp.Or(string(n.Kind), "human request"), err)
 	}
-	a := store.Approval{ID: na.ID, RunID: na.RunID, ToolCallID: na.ToolCallID, Tool: na.Tool,
-		Args: []byte(objectOr(na.Args)), Revision: na.Revision, Status: store.ApprovalPending, CreatedAt: storeutil.Now()}
-	if a.ID == "" {
-		a.ID = ids.New()
+	r := store.HumanRequest{ID: n.ID, Kind: n.Kind, RunID: n.RunID, Status: store.HumanPending, CreatedAt: storeutil.Now()}
+	if r.ID == "" {
+		r.ID = ids.New()
 	}
-	err := approvals.create(ctx, s, a.ID, a.RunID, a.CreatedAt, "tool_call_id, tool, args, revision",
-		[]any{a.ToolCallID, a.Tool, string(a.Args), a.Revision}, &a.ConversationID, &a.UserID)
+	h, cols, vals := approvals, "tool_call_id, tool, args, revision", []any(nil)
+	switch n.Kind {
+	case store.KindApproval:
+		a := n.Approval
+		r.Approval = store.Approval{ToolCallID: a.ToolCallID, Tool: a.Tool, Args: []byte(objectOr(a.Args)), Revision: a.Revision}
+		vals = []any{a.ToolCallID, a.Tool, string(r.Approval.Args), a.Revision}
+	case store.KindElicitation:
+		e := n.Elicitation
+		r.Elicitation = store.Elicitation{Source: e.Source, Message: e.Message, Schema: []byte(objectOr(e.Schema))}
+		h, cols, vals = elicitations, "source, message, schema", []any{e.Source, e.Message, string(r.Elicitation.Schema)}
+	}
+	if err := h.create(ctx, s, r.ID, r.RunID, r.CreatedAt, cols, vals, &r.ConversationID, &r.UserID); err != nil {
+		return store.HumanRequest{}, s.errorf("create %s %s for run %s: %w", n.Kind, r.ID, n.RunID, err)
+	}
+	return r, nil
+}
+
+// GetHumanRequest implements store.HumanRequests.
+func (s *Store) GetHumanRequest(ctx context.Context, kind store.HumanKind, userID, id string) (store.HumanRequest, error) {
+	h, err := humanOf(kind)
 	if err != nil {
-		return store.Approval{}, s.errorf("create approval %s for run %s: %w", a.ID, na.RunID, err)
+		return store.HumanRequest{}, s.errorf("get human request %s: %w", id, err)
 	}
-	return a, nil
+	return h.get(ctx, s, userID, id)
 }
 
-// GetApproval implements store.Approvals.
-func (s *Store) GetApproval(ctx context.Context, userID, id string) (store.Approval, error) {
-	return approvals.get(ctx, s, userID, id)
+// PendingHumanRequests implements store.HumanRequests.
+func (s *Store) PendingHumanRequests(ctx context.Context, kind store.HumanKind, userID, conversationID string) ([]store.HumanRequest, error) {
+	h, err := humanOf(kind)
+	if err != nil {
+		return nil, s.errorf("pending human requests: %w", err)
+	}
+	return h.pending(ctx, s, userID, conversationID)
 }
 
-// PendingApprovals implements store.Approvals.
-func (s *Store) PendingApprovals(ctx context.Context, userID, conversationID string) ([]store.Approval, error) {
-	return approvals.pending(ctx, s, userID, conversationID)
-}
-
-// ResolveApproval implements store.Approvals.
-func (s *Store) ResolveApproval(ctx context.Context, userID, id string, ans store.ApprovalAnswer) (store.Approval, error) {
+// ResolveHumanRequest implements store.HumanRequests.
+func (s *Store) ResolveHumanRequest(ctx context.Context, userID, id string, ans store.HumanAnswer) (store.HumanRequest, error) {
+	if ans == nil {
+		return store.HumanRequest{}, s.errorf("resolve human request %s: %w: no answer", id, store.ErrInvalid)
+	}
 	if err := cmp.Or(ans.Validate(), storeutil.CheckIDs(userID, id)); err != nil {
-		return store.Approval{}, s.errorf("resolve approval %s: %w", id, err)
+		return store.HumanRequest{}, s.errorf("resolve %s %s: %w", ans.Kind(), id, err)
 	}
-	var edited any
-	if ans.Decision == store.DecisionEdit {
-		edited = string(ans.Args)
+	var (
+		r   store.HumanRequest
+		err error
+	)
+	switch ans := ans.(type) {
+	case store.ApprovalAnswer:
+		var edited any
+		if ans.Decision == store.DecisionEdit {
+			edited = string(ans.Args)
+		}
+		r, err = approvals.resolve(ctx, s, userID, id, `status = ?, decision = ?, edited_args = ?, reason = ?`,
+			ans.Status(), ans.Decision, edited, ans.Reason)
+	case store.ElicitationAnswer:
+		var content any
+		if ans.Action == store.ActionAccept {
+			content = nullJSON(ans.Content)
+		}
+		r, err = elicitations.resolve(ctx, s, userID, id, `status = ?, content = ?`, ans.Status(), content)
+	default:
+		err = fmt.Errorf("%w: answer of kind %q", store.ErrInvalid, ans.Kind())
 	}
-	a, err := approvals.resolve(ctx, s, userID, id, `status = ?, decision = ?, edited_args = ?, reason = ?`,
-		ans.Status(), ans.Decision, edited, ans.Reason)
 	if err != nil {
-		return store.Approval{}, s.errorf("resolve approval %s: %w", id, err)
+		return store.HumanRequest{}, s.errorf("resolve %s %s: %w", ans.Kind(), id, err)
 	}
-	return a, nil
-}
-
-// CreateElicitation implements store.Elicitations.
-func (s *Store) CreateElicitation(ctx context.Context, ne store.NewElicitation) (store.Elicitation, error) {
-	if err := cmp.Or(ne.Validate(), storeutil.CheckIDs(ne.RunID)); err != nil {
-		return store.Elicitation{}, s.errorf("create elicitation: %w", err)
-	}
-	e := store.Elicitation{ID: ne.ID, RunID: ne.RunID, Source: ne.Source, Message: ne.Message,
-		Schema: []byte(objectOr(ne.Schema)), Status: store.ElicitationPending, CreatedAt: storeutil.Now()}
-	if e.ID == "" {
-		e.ID = ids.New()
-	}
-	err := elicitations.create(ctx, s, e.ID, e.RunID, e.CreatedAt, "source, message, schema",
-		[]any{e.Source, e.Message, string(e.Schema)}, &e.ConversationID, &e.UserID)
-	if err != nil {
-		return store.Elicitation{}, s.errorf("create elicitation %s for run %s: %w", e.ID, ne.RunID, err)
-	}
-	return e, nil
-}
-
-// GetElicitation implements store.Elicitations.
-func (s *Store) GetElicitation(ctx context.Context, userID, id string) (store.Elicitation, error) {
-	return elicitations.get(ctx, s, userID, id)
-}
-
-// PendingElicitations implements store.Elicitations.
-func (s *Store) PendingElicitations(ctx context.Context, userID, conversationID string) ([]store.Elicitation, error) {
-	return elicitations.pending(ctx, s, userID, conversationID)
-}
-
-// ResolveElicitation implements store.Elicitations, as ResolveApproval
-// does approvals.
-func (s *Store) ResolveElicitation(ctx context.Context, userID, id string, ans store.ElicitationAnswer) (store.Elicitation, error) {
-	if err := cmp.Or(ans.Validate(), storeutil.CheckIDs(userID, id)); err != nil {
-		return store.Elicitation{}, s.errorf("resolve elicitation %s: %w", id, err)
-	}
-	var content any
-	if ans.Action == store.ActionAccept {
-		content = nullJSON(ans.Content)
-	}
-	e, err := elicitations.resolve(ctx, s, userID, id, `status = ?, content = ?`, ans.Status(), content)
-	if err != nil {
-		return store.Elicitation{}, s.errorf("resolve elicitation %s: %w", id, err)
-	}
-	return e, nil
+	return r, nil
 }

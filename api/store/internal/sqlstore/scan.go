@@ -99,39 +99,41 @@ func scanEvent(row Row) (store.Event, error) {
 const approvalCols = `id, conversation_id, run_id, user_id, tool_call_id, tool, args, revision, status, decision,
     edited_args, reason, created_at, resolved_at`
 
-func scanApproval(row Row) (store.Approval, error) {
+func scanApproval(row Row) (store.HumanRequest, error) {
 	var (
-		a                 store.Approval
+		r                 = store.HumanRequest{Kind: store.KindApproval}
+		a                 = &r.Approval
 		args, edited      []byte
 		created, resolved dbTime
 	)
-	err := row.Scan(&a.ID, &a.ConversationID, &a.RunID, &a.UserID, &a.ToolCallID, &a.Tool, &args, &a.Revision,
-		&a.Status, &a.Decision, &edited, &a.Reason, &created, &resolved)
+	err := row.Scan(&r.ID, &r.ConversationID, &r.RunID, &r.UserID, &a.ToolCallID, &a.Tool, &args, &a.Revision,
+		&r.Status, &a.Decision, &edited, &a.Reason, &created, &resolved)
 	if err != nil {
-		return a, err
+		return r, err
 	}
 	a.Args, a.EditedArgs = json.RawMessage(args), rawJSON(edited)
-	a.CreatedAt, a.ResolvedAt = created.t, resolved.ptr()
-	return a, nil
+	r.CreatedAt, r.ResolvedAt = created.t, resolved.ptr()
+	return r, nil
 }
 
 // elicitationCols are read by scanElicitation.
 const elicitationCols = `id, conversation_id, run_id, user_id, source, message, schema, status, content, created_at, resolved_at`
 
-func scanElicitation(row Row) (store.Elicitation, error) {
+func scanElicitation(row Row) (store.HumanRequest, error) {
 	var (
-		e                 store.Elicitation
+		r                 = store.HumanRequest{Kind: store.KindElicitation}
+		e                 = &r.Elicitation
 		schema, content   []byte
 		created, resolved dbTime
 	)
-	err := row.Scan(&e.ID, &e.ConversationID, &e.RunID, &e.UserID, &e.Source, &e.Message, &schema, &e.Status,
+	err := row.Scan(&r.ID, &r.ConversationID, &r.RunID, &r.UserID, &e.Source, &e.Message, &schema, &r.Status,
 		&content, &created, &resolved)
 	if err != nil {
-		return e, err
+		return r, err
 	}
 	e.Schema, e.Content = json.RawMessage(schema), rawJSON(content)
-	e.CreatedAt, e.ResolvedAt = created.t, resolved.ptr()
-	return e, nil
+	r.CreatedAt, r.ResolvedAt = created.t, resolved.ptr()
+	return r, nil
 }
 
 // rawJSON keeps NULL as nil.

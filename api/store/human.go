@@ -1,0 +1,290 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// HumanKind says what a human is asked: a run waits on a human request of
+// one kind. Clarifications are not human requests: the agent asks them in
+// its own state (its checkpoint holds the question and the resume carries
+// the answer), so there is no record here to answer them through.
+type HumanKind string
+
+// Human request kinds.
+const (
+	// KindApproval: may a tool call run (approve, edit or reject)?
+	KindApproval HumanKind = "approval"
+	// KindElicitation: a tool asks the user for input (MCP elicitation).
+	KindElicitation HumanKind = "elicitation"
+)
+
+// HumanStatus is where a human request is in its life: pending, answered
+// (in a kind's own words) or expired. All but pending are final.
+type HumanStatus string
+
+// Human request statuses.
+const (
+	HumanPending HumanStatus = "pending"
+	// HumanExpired: the run ended, or was superseded, before anyone
+	// answered.
+	HumanExpired HumanStatus = "expired"
+
+	// An approval's answers.
+	HumanApproved HumanStatus = "approved"
+	HumanEdited   HumanStatus = "edited"
+	HumanRejected HumanStatus = "rejected"
+
+	// An elicitation's answers.
+	HumanAccepted  HumanStatus = "accepted"
+	HumanDeclined  HumanStatus = "declined"
+	HumanCancelled HumanStatus = "cancelled"
+)
+
+// Answered reports whether a human answered: the status is final and not
+// expired.
+func (s HumanStatus) Answered() bool { return s != HumanPending && s != HumanExpired && s != "" }
+
+// HumanRequest is a question a run waits on until a human answers it,
+// owned by the run's user. What is asked, and answered, is in the part
+// of its Kind; the other part is zero.
+type HumanRequest struct {
+	ID             string
+	Kind           HumanKind
+	ConversationID string
+	RunID          string
+	UserID         string
+	Status         HumanStatus
+	CreatedAt      time.Time
+	ResolvedAt     *time.Time
+
+	Approval    Approval    // with KindApproval
+	Elicitation Elicitation // with KindElicitation
+}
+
+// Approval is the part of a human request of KindApproval: a tool call
+// waiting for a human's yes, and the decision on it.
+type Approval struct {
+	ToolCallID string
+	Tool       string
+	Args       json.RawMessage // as proposed
+	Revision   int
+	Decision   Decision
+	// EditedArgs are the arguments an edit decided on.
+	EditedArgs json.RawMessage
+	Reason     string
+}
+
+// Elicitation is the part of a human request of KindElicitation: a tool's
+// request for input from the user, and what the user accepted with.
+type Elicitation struct {
+	Source  string
+	Message string
+	Schema  json.RawMessage // JSON Schema of the requested object
+	Content json.RawMessage
+}
+
+// approvalJSON and elicitationJSON are a human request as the API shows
+// it: an item of GET /approvals/pending (named as approval.required names
+// them) and of GET /elicitation/pending (named as elicitation.request
+// names them).
+type (
+	approvalJSON struct {
+		ID             string          `json:"approval_id"`
+		ConversationID string          `json:"conversation_id"`
+		RunID          string          `json:"run_id"`
+		ToolCallID     string          `json:"tool_call_id"`
+		Tool           string          `json:"tool"`
+		Args           json.RawMessage `json:"args"`
+		Revision       int             `json:"revision"`
+		Status         HumanStatus     `json:"status"`
+		Decision       Decision        `json:"decision,omitempty"`
+		EditedArgs     json.RawMessage `json:"edited_args,omitempty"`
+		Reason         string          `json:"reason,omitempty"`
+		CreatedAt      time.Time       `json:"created_at"`
+		ResolvedAt     *time.Time      `json:"resolved_at,omitempty"`
+	}
+	elicitationJSON struct {
+		ID             string          `json:"elicitation_id"`
+		ConversationID string          `json:"conversation_id"`
+		RunID          string          `json:"run_id"`
+		Source         string          `json:"source"`
+		Message        string          `json:"message"`
+		Schema         json.RawMessage `json:"schema"`
+		Status         HumanStatus     `json:"status"`
+		Content        json.RawMessage `json:"content,omitempty"`
+		CreatedAt      time.Time       `json:"created_at"`
+		ResolvedAt     *time.Time      `json:"resolved_at,omitempty"`
+	}
+)
+
+// MarshalJSON writes the request as the API shows one of its kind.
+func (r HumanRequest) MarshalJSON() ([]byte, error) {
+	switch r.Kind {
+	case KindApproval:
+		a := r.Approval
+		return json.Marshal(approvalJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
+			ToolCallID: a.ToolCallID, Tool: a.Tool, Args: a.Args, Revision: a.Revision, Status: r.Status,
+			Decision: a.Decision, EditedArgs: a.EditedArgs, Reason: a.Reason, CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt})
+	case KindElicitation:
+		e := r.Elicitation
+		return json.Marshal(elicitationJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
+			Source: e.Source, Message: e.Message, Schema: e.Schema, Status: r.Status, Content: e.Content,
+			CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt})
+	}
+	return nil, fmt.Errorf("%w: human request %s has no kind %q", ErrInvalid, r.ID, r.Kind)
+}
+
+// NewHumanRequest is what CreateHumanRequest needs: what is asked, in the
+// part of its Kind (answer fields there are ignored).
+type NewHumanRequest struct {
+	ID          string // "" for a fresh one
+	Kind        HumanKind
+	RunID       string      // required
+	Approval    Approval    // Tool required; Args a JSON object, nil means {}
+	Elicitation Elicitation // Schema a JSON object, nil means {}
+}
+
+// Validate reports an ErrInvalid error for a request that cannot be
+// stored.
+func (n NewHumanRequest) Validate() error {
+	if n.RunID == "" {
+		return fmt.Errorf("%w: run id is required", ErrInvalid)
+	}
+	switch n.Kind {
+	case KindApproval:
+		a := n.Approval
+		switch {
+		case a.Tool == "":
+			return fmt.Errorf("%w: tool is required", ErrInvalid)
+		case a.Args != nil && !isObject(a.Args):
+			return fmt.Errorf("%w: args of %s are not a JSON object", ErrInvalid, a.Tool)
+		case a.Revision < 0:
+			return fmt.Errorf("%w: revision %d is negative", ErrInvalid, a.Revision)
+		}
+		return checkText("approval id", n.ID, "tool call id", a.ToolCallID, "tool", a.Tool)
+	case KindElicitation:
+		e := n.Elicitation
+		if e.Schema != nil && !isObject(e.Schema) {
+			return fmt.Errorf("%w: schema is not a JSON object", ErrInvalid)
+		}
+		return checkText("elicitation id", n.ID, "source", e.Source, "message", e.Message)
+	}
+	return fmt.Errorf("%w: kind %q is not approval or elicitation", ErrInvalid, n.Kind)
+}
+
+// HumanAnswer is a human's answer to a request of its Kind: an
+// ApprovalAnswer or an ElicitationAnswer.
+type HumanAnswer interface {
+	// Kind is the kind of request the answer is for.
+	Kind() HumanKind
+	// Validate reports an ErrInvalid error for an answer that cannot be
+	// recorded.
+	Validate() error
+	// Status is the status a request answered so takes.
+	Status() HumanStatus
+}
+
+var (
+	_ HumanAnswer = ApprovalAnswer{}
+	_ HumanAnswer = ElicitationAnswer{}
+)
+
+// Decision is a human's answer to an approval.
+type Decision string
+
+// Decisions, as POST /approvals/{id} takes them.
+const (
+	DecisionApprove Decision = "approve"
+	DecisionEdit    Decision = "edit"
+	DecisionReject  Decision = "reject"
+)
+
+// ApprovalAnswer is a human's decision on an approval.
+type ApprovalAnswer struct {
+	Decision Decision
+	// Args are the edited arguments, a JSON object; required with edit
+	// and ignored otherwise.
+	Args   json.RawMessage
+	Reason string
+}
+
+// Kind is KindApproval.
+func (ApprovalAnswer) Kind() HumanKind { return KindApproval }
+
+// Validate reports an ErrInvalid error for an answer that cannot be
+// recorded.
+func (a ApprovalAnswer) Validate() error {
+	switch a.Decision {
+	case DecisionApprove, DecisionReject:
+		return checkText("reason", a.Reason)
+	case DecisionEdit:
+		if !isObject(a.Args) {
+			return fmt.Errorf("%w: an edit needs its args as a JSON object", ErrInvalid)
+		}
+		return checkText("reason", a.Reason)
+	}
+	return fmt.Errorf("%w: decision %q is not approve, edit or reject", ErrInvalid, a.Decision)
+}
+
+// Status is the status an approval answered so takes.
+func (a ApprovalAnswer) Status() HumanStatus {
+	switch a.Decision {
+	case DecisionApprove:
+		return HumanApproved
+	case DecisionEdit:
+		return HumanEdited
+	case DecisionReject:
+		return HumanRejected
+	}
+	return ""
+}
+
+// ElicitationAction is the user's answer to an elicitation.
+type ElicitationAction string
+
+// Actions, as POST /elicitation/respond takes them.
+const (
+	ActionAccept  ElicitationAction = "accept"
+	ActionDecline ElicitationAction = "decline"
+	ActionCancel  ElicitationAction = "cancel"
+)
+
+// ElicitationAnswer is the user's answer to an elicitation.
+type ElicitationAnswer struct {
+	Action ElicitationAction
+	// Content is the requested object, with accept; ignored otherwise.
+	Content json.RawMessage
+}
+
+// Kind is KindElicitation.
+func (ElicitationAnswer) Kind() HumanKind { return KindElicitation }
+
+// Validate reports an ErrInvalid error for an answer that cannot be
+// recorded.
+func (a ElicitationAnswer) Validate() error {
+	switch a.Action {
+	case ActionAccept:
+		if a.Content != nil && !isObject(a.Content) {
+			return fmt.Errorf("%w: content is not a JSON object", ErrInvalid)
+		}
+		return nil
+	case ActionDecline, ActionCancel:
+		return nil
+	}
+	return fmt.Errorf("%w: action %q is not accept, decline or cancel", ErrInvalid, a.Action)
+}
+
+// Status is the status an elicitation answered so takes.
+func (a ElicitationAnswer) Status() HumanStatus {
+	switch a.Action {
+	case ActionAccept:
+		return HumanAccepted
+	case ActionDecline:
+		return HumanDeclined
+	case ActionCancel:
+		return HumanCancelled
+	}
+	return ""
+}
