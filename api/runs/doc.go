@@ -59,7 +59,10 @@
 // while an interactive subscriber follows the run, for
 // Config.ElicitTimeout at most; then the run parks on the question,
 // which stays pending in the store, and an answer given later, to any
-// process, resumes it (AnswerElicitation).
+// process, resumes it (AnswerElicitation). Both are store.HumanRequest
+// records of their kind, and what is the same for both is done once: a
+// parked run resumes with the stored answer of either kind (an answer
+// given later, a question answered as its run parked, recovery).
 //
 // # Shutdown, recovery, a lost database
 //

@@ -1,6 +1,7 @@
 // Package store is the chat service's persistent record: conversations,
-// runs, the messages and events of each run, and the approvals and
-// elicitations a run waits on. It owns the domain types, the Store
+// runs, the messages and events of each run, and the human requests a
+// run waits on: approvals and elicitations, one HumanRequest with a
+// HumanKind, a shared HumanStatus and a typed part per kind. It owns the domain types, the Store
 // interface the service calls, and the sentinel errors the HTTP layer maps
 // to status codes; implementations live in subpackages named for their
 // database (sqlitestore, pgstore) and all pass storetest.Run. Their SQL is
@@ -14,7 +15,7 @@
 // through takes the user id too, and answers ErrNotFound for another
 // user's ids exactly as for unknown ones, changing nothing. Methods that
 // only the process running a run calls (AppendEvent, FinishRun, ResumeRun,
-// AddMessage, CreateApproval, CreateElicitation) take the run's id alone.
+// AddMessage, CreateHumanRequest) take the run's id alone.
 //
 // # Text
 //
