@@ -147,12 +147,17 @@ func (s *Store) CreateHumanRequest(ctx context.Context, n store.NewHumanRequest)
 	if r.ID == "" {
 		r.ID = ids.New()
 	}
-	h, cols, vals := approvals, "tool_call_id, tool, args, revision", []any(nil)
+	// What is asked is the kind's part: its columns and their values.
+	var (
+		h    human
+		cols string
+		vals []any
+	)
 	switch n.Kind {
 	case store.KindApproval:
 		a := n.Approval
 		r.Approval = store.Approval{ToolCallID: a.ToolCallID, Tool: a.Tool, Args: []byte(objectOr(a.Args)), Revision: a.Revision}
-		vals = []any{a.ToolCallID, a.Tool, string(r.Approval.Args), a.Revision}
+		h, cols, vals = approvals, "tool_call_id, tool, args, revision", []any{a.ToolCallID, a.Tool, string(r.Approval.Args), a.Revision}
 	case store.KindElicitation:
 		e := n.Elicitation
 		r.Elicitation = store.Elicitation{Source: e.Source, Message: e.Message, Schema: []byte(objectOr(e.Schema))}
