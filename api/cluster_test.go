@@ -133,7 +133,7 @@ func TestClusterTakeoverFencesTheFormerOwner(t *testing.T) {
 	close(a.tools.release)
 	evs := s.all()
 	for _, ev := range evs {
-		if isTerminalType(ev.Type) {
+		if terminal(ev.Type) {
 			t.Fatalf("the former owner ended the run: %v", types(evs))
 		}
 	}
@@ -148,12 +148,4 @@ func TestClusterTakeoverFencesTheFormerOwner(t *testing.T) {
 	}
 	a.close()
 	b.close()
-}
-
-func isTerminalType(typ string) bool {
-	switch typ {
-	case "run.completed", "run.cancelled", "run.failed", "run.interrupted":
-		return true
-	}
-	return false
 }
