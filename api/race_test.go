@@ -2,12 +2,9 @@ package api_test
 
 import (
 	"net/http"
-	"strconv"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/store"
 )
 
@@ -26,24 +23,10 @@ func TestCancelRacingApprove(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				noLeaks(t)
-				e := newEnv(t, envOptions{backend: b, configure: func(c *api.Config) {
-					c.InterruptAfter = time.Minute
-					if parked {
-						c.InterruptAfter = -1
-					}
-				}})
+				e := newApprovalEnv(t, b, parked)
 				defer e.close()
 				for i := range 10 {
-					s := e.chat(map[string]any{"message": "please delete /tmp/a.txt"})
-					conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
-					id := s.until("approval.required").str("approval_id")
-					stream := s
-					if parked {
-						last := s.until("run.interrupted")
-						s.close()
-						stream = e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey,
-							"Last-Event-ID", strconv.FormatInt(last.ID, 10)))
-					}
+					stream, conv, runID, id := e.awaitApproval(parked)
 					var (
 						wg                  sync.WaitGroup
 						cancelSt, approveSt int

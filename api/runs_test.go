@@ -497,6 +497,33 @@ func TestShutdownParksRunsAndRecoverContinuesThem(t *testing.T) {
 	}
 }
 
+// newApprovalEnv is a server whose runs wait for an approval on their
+// open stream (a minute at most), or park at once.
+func newApprovalEnv(t *testing.T, b backend, parked bool) *env {
+	return newEnv(t, envOptions{backend: b, configure: func(c *api.Config) {
+		c.InterruptAfter = time.Minute
+		if parked {
+			c.InterruptAfter = -1 // parks at once
+		}
+	}})
+}
+
+// awaitApproval starts a run that asks to approve delete_file and
+// returns a stream of it: its own, waiting, or, parked, a watcher from
+// its run.interrupted on.
+func (e *env) awaitApproval(parked bool) (s *stream, conv, runID, approvalID string) {
+	s = e.chat(map[string]any{"message": "please delete /tmp/a.txt"})
+	conv, runID = s.header("X-Conversation-ID"), s.header("X-Run-ID")
+	approvalID = s.until("approval.required").str("approval_id")
+	if parked {
+		last := s.until("run.interrupted")
+		s.close()
+		s = e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey,
+			"Last-Event-ID", strconv.FormatInt(last.ID, 10)))
+	}
+	return s, conv, runID, approvalID
+}
+
 // TestCancelARunWaitingForAnApproval: cancel ends a run whether it waits
 // on its open stream or is parked; the tool never runs, the approval
 // expires, and the next message starts a fresh turn.
@@ -509,22 +536,8 @@ func TestCancelARunWaitingForAnApproval(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				noLeaks(t)
-				e := newEnv(t, envOptions{backend: b, configure: func(c *api.Config) {
-					c.InterruptAfter = time.Minute
-					if parked {
-						c.InterruptAfter = -1 // parks at once
-					}
-				}})
-				s := e.chat(map[string]any{"message": "please delete /tmp/a.txt"})
-				conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
-				id := s.until("approval.required").str("approval_id")
-				stream := s
-				if parked {
-					last := s.until("run.interrupted")
-					s.close()
-					stream = e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey,
-						"Last-Event-ID", strconv.FormatInt(last.ID, 10)))
-				}
+				e := newApprovalEnv(t, b, parked)
+				stream, conv, runID, id := e.awaitApproval(parked)
 				status, body := e.do("POST", "/api/v1/conversations/"+conv+"/cancel", nil)
 				if status != http.StatusAccepted {
 					t.Fatalf("cancel: %d %s", status, body)
