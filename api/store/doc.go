@@ -1,6 +1,6 @@
 // Package store is the chat service's persistent record: conversations,
 // runs, the messages and events of each run, and the human requests a
-// run waits on: approvals and elicitations, one HumanRequest with a
+// run waits on: approvals, elicitations and clarifications, one HumanRequest with a
 // HumanKind, a shared HumanStatus and a typed part per kind. It owns the domain types, the Store
 // interface the service calls, and the sentinel errors the HTTP layer maps
 // to status codes; implementations live in subpackages named for their

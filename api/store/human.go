@@ -7,9 +7,7 @@ import (
 )
 
 // HumanKind says what a human is asked: a run waits on a human request of
-// one kind. Clarifications are not human requests: the agent asks them in
-// its own state (its checkpoint holds the question and the resume carries
-// the answer), so there is no record here to answer them through.
+// one kind.
 type HumanKind string
 
 // Human request kinds.
@@ -18,6 +16,10 @@ const (
 	KindApproval HumanKind = "approval"
 	// KindElicitation: a tool asks the user for input (MCP elicitation).
 	KindElicitation HumanKind = "elicitation"
+	// KindClarification: the agent asks the user a clarifying question.
+	// The user's next message on the conversation is the answer: it is
+	// recorded by the StartRun that starts the run carrying it.
+	KindClarification HumanKind = "clarification"
 )
 
 // HumanStatus is where a human request is in its life: pending, answered
@@ -40,6 +42,9 @@ const (
 	HumanAccepted  HumanStatus = "accepted"
 	HumanDeclined  HumanStatus = "declined"
 	HumanCancelled HumanStatus = "cancelled"
+
+	// A clarification's answer.
+	HumanAnswered HumanStatus = "answered"
 )
 
 // Answered reports whether a human answered: the status is final and not
@@ -59,8 +64,9 @@ type HumanRequest struct {
 	CreatedAt      time.Time
 	ResolvedAt     *time.Time
 
-	Approval    Approval    // with KindApproval
-	Elicitation Elicitation // with KindElicitation
+	Approval      Approval      // with KindApproval
+	Elicitation   Elicitation   // with KindElicitation
+	Clarification Clarification // with KindClarification
 }
 
 // Approval is the part of a human request of KindApproval: a tool call
@@ -85,10 +91,19 @@ type Elicitation struct {
 	Content json.RawMessage
 }
 
-// approvalJSON and elicitationJSON are a human request as the API shows
-// it: an item of GET /approvals/pending (named as approval.required names
-// them) and of GET /elicitation/pending (named as elicitation.request
-// names them).
+// Clarification is the part of a human request of KindClarification: the
+// agent's question, and the message that answered it.
+type Clarification struct {
+	Question string
+	Answer   string
+}
+
+// approvalJSON, elicitationJSON and clarificationJSON are a human request
+// as the API shows it: an item of GET /approvals/pending (named as
+// approval.required names them), of GET /elicitation/pending (named as
+// elicitation.request names them) and of GET /clarifications/pending
+// (named as run.interrupted and sync chat's pending.clarification name
+// them).
 type (
 	approvalJSON struct {
 		ID             string          `json:"approval_id"`
@@ -117,6 +132,16 @@ type (
 		CreatedAt      time.Time       `json:"created_at"`
 		ResolvedAt     *time.Time      `json:"resolved_at,omitempty"`
 	}
+	clarificationJSON struct {
+		ID             string      `json:"clarification_id"`
+		ConversationID string      `json:"conversation_id"`
+		RunID          string      `json:"run_id"`
+		Question       string      `json:"question"`
+		Status         HumanStatus `json:"status"`
+		Answer         string      `json:"answer,omitempty"`
+		CreatedAt      time.Time   `json:"created_at"`
+		ResolvedAt     *time.Time  `json:"resolved_at,omitempty"`
+	}
 )
 
 // MarshalJSON writes the request as the API shows one of its kind.
@@ -132,6 +157,10 @@ func (r HumanRequest) MarshalJSON() ([]byte, error) {
 		return json.Marshal(elicitationJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
 			Source: e.Source, Message: e.Message, Schema: e.Schema, Status: r.Status, Content: e.Content,
 			CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt})
+	case KindClarification:
+		c := r.Clarification
+		return json.Marshal(clarificationJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
+			Question: c.Question, Status: r.Status, Answer: c.Answer, CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt})
 	}
 	return nil, fmt.Errorf("%w: human request %s has no kind %q", ErrInvalid, r.ID, r.Kind)
 }
@@ -139,11 +168,12 @@ func (r HumanRequest) MarshalJSON() ([]byte, error) {
 // NewHumanRequest is what CreateHumanRequest needs: what is asked, in the
 // part of its Kind (answer fields there are ignored).
 type NewHumanRequest struct {
-	ID          string // "" for a fresh one
-	Kind        HumanKind
-	RunID       string      // required
-	Approval    Approval    // Tool required; Args a JSON object, nil means {}
-	Elicitation Elicitation // Schema a JSON object, nil means {}
+	ID            string // "" for a fresh one
+	Kind          HumanKind
+	RunID         string        // required
+	Approval      Approval      // Tool required; Args a JSON object, nil means {}
+	Elicitation   Elicitation   // Schema a JSON object, nil means {}
+	Clarification Clarification // Question required
 }
 
 // Validate reports an ErrInvalid error for a request that cannot be
@@ -170,8 +200,13 @@ func (n NewHumanRequest) Validate() error {
 			return fmt.Errorf("%w: schema is not a JSON object", ErrInvalid)
 		}
 		return checkText("elicitation id", n.ID, "source", e.Source, "message", e.Message)
+	case KindClarification:
+		if n.Clarification.Question == "" {
+			return fmt.Errorf("%w: question is required", ErrInvalid)
+		}
+		return checkText("clarification id", n.ID, "question", n.Clarification.Question)
 	}
-	return fmt.Errorf("%w: kind %q is not approval or elicitation", ErrInvalid, n.Kind)
+	return fmt.Errorf("%w: kind %q is not approval, elicitation or clarification", ErrInvalid, n.Kind)
 }
 
 // HumanAnswer is a human's answer to a request of its Kind: an

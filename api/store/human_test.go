@@ -10,7 +10,8 @@ import (
 )
 
 // A human request is shown as the API's item of its kind: these are the
-// bytes GET /approvals/pending and GET /elicitation/pending list.
+// bytes GET /approvals/pending, GET /elicitation/pending and GET
+// /clarifications/pending list.
 func TestHumanRequestJSON(t *testing.T) {
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	resolved := created.Add(time.Minute)
@@ -37,6 +38,15 @@ func TestHumanRequestJSON(t *testing.T) {
 				Content: json.RawMessage(`{"n":3}`)}},
 			`{"elicitation_id":"e1","conversation_id":"c","run_id":"r","source":"mcp:x","message":"n?","schema":{"type":"object"},` +
 				`"status":"accepted","content":{"n":3},"created_at":"2026-01-02T03:04:05Z","resolved_at":"2026-01-02T03:05:05Z"}`},
+		{"pending clarification", store.HumanRequest{ID: "q1", Kind: store.KindClarification, ConversationID: "c", RunID: "r",
+			Status: store.HumanPending, CreatedAt: created, Clarification: store.Clarification{Question: "Which city?"}},
+			`{"clarification_id":"q1","conversation_id":"c","run_id":"r","question":"Which city?","status":"pending",` +
+				`"created_at":"2026-01-02T03:04:05Z"}`},
+		{"answered clarification", store.HumanRequest{ID: "q1", Kind: store.KindClarification, ConversationID: "c", RunID: "r",
+			Status: store.HumanAnswered, CreatedAt: created, ResolvedAt: &resolved,
+			Clarification: store.Clarification{Question: "Which city?", Answer: "Oslo"}},
+			`{"clarification_id":"q1","conversation_id":"c","run_id":"r","question":"Which city?","status":"answered",` +
+				`"answer":"Oslo","created_at":"2026-01-02T03:04:05Z","resolved_at":"2026-01-02T03:05:05Z"}`},
 	} {
 		got, err := json.Marshal(tc.r)
 		if err != nil || string(got) != tc.want {
@@ -53,6 +63,7 @@ func TestHumanStatusAnswered(t *testing.T) {
 		store.HumanPending: false, store.HumanExpired: false, "": false,
 		store.HumanApproved: true, store.HumanEdited: true, store.HumanRejected: true,
 		store.HumanAccepted: true, store.HumanDeclined: true, store.HumanCancelled: true,
+		store.HumanAnswered: true,
 	} {
 		if got := s.Answered(); got != want {
 			t.Errorf("%q.Answered() = %v, want %v", s, got, want)

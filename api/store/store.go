@@ -33,7 +33,7 @@ type Conversations interface {
 	ListConversations(ctx context.Context, userID string, page Page) (ConversationPage, error)
 
 	// DeleteConversation removes the conversation with its runs, messages,
-	// events, approvals and elicitations, all at once. The caller then
+	// events and human requests, all at once. The caller then
 	// deletes the graph thread of the same id; a thread left behind by a
 	// crash in between is unreachable. Deleting a conversation whose run
 	// is still running makes that run's next AppendEvent fail with
@@ -62,9 +62,13 @@ type Runs interface {
 	// the same transaction, and the run is its first.
 	//
 	// With r.Supersedes set it first marks that run and every later run
-	// of the conversation superseded and expires their pending approvals
-	// and elicitations (edit and rerun); r.CheckpointID defaults to the
+	// of the conversation superseded and expires their pending human
+	// requests (edit and rerun); r.CheckpointID defaults to the
 	// superseded run's.
+	//
+	// The message answers the conversation's pending clarifying question,
+	// if one waits (the agent takes it as the answer): the request is
+	// recorded answered, with the message, in the same transaction.
 	//
 	// It returns ErrRunActive when the conversation has an active run
 	// (see Run.Active) that is not being superseded, or when a run being
@@ -97,7 +101,7 @@ type Runs interface {
 	// FinishRun ends the stream of a running or interrupted run with
 	// end.Status (anything but running), records end.Usage as the run's
 	// total and sets CompletedAt. A final status (completed, cancelled,
-	// failed) also expires the run's pending approvals and elicitations;
+	// failed) also expires the run's pending human requests;
 	// interrupted keeps them, since they are what the run waits for.
 	// Returns ErrNotFound for an unknown run, ErrConflict when the run has
 	// ended already, and ErrInvalid for a status or reason that cannot
@@ -142,7 +146,8 @@ type Events interface {
 }
 
 // HumanRequests keeps the questions runs wait on until a human answers:
-// approvals and elicitations, one kind each (see HumanKind).
+// approvals, elicitations and clarifications, one kind each (see
+// HumanKind).
 type HumanRequests interface {
 	// CreateHumanRequest stores a pending request of the run, in the run's
 	// conversation and owned by the run's user. An empty r.ID gets a fresh

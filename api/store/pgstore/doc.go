@@ -11,7 +11,7 @@
 // across processes is held by the database: a partial unique index allows
 // one active run per conversation; a run's event numbers come from a
 // counter on the run's row, taken and used in the one statement that
-// stores the event; answers to approvals and elicitations are conditional
+// stores the event; answers to human requests are conditional
 // updates, so the first wins. Nothing is cached in the process. The
 // processes find each other through the database too (see Listen), and
 // Lost tells the errors of a database that went away, which the caller

@@ -264,9 +264,10 @@ func wrapRows(r *sql.Rows, err error) (sqlstore.Rows, error) {
 // of those sqlstore asks about can fail here, as every write holds the
 // database's write lock from its first statement.
 var uniqueColumns = map[string]string{
-	"runs_one_active":   "runs.conversation_id",
-	"approvals_pkey":    "approvals.id",
-	"elicitations_pkey": "elicitations.id",
+	"runs_one_active":     "runs.conversation_id",
+	"approvals_pkey":      "approvals.id",
+	"elicitations_pkey":   "elicitations.id",
+	"clarifications_pkey": "clarifications.id",
 }
 
 // Violates implements sqlstore.DB.

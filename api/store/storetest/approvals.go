@@ -227,3 +227,71 @@ func testFinalRunExpiresPending(t *testing.T, s store.Store) {
 		wantErr(t, "answering after the run ended", second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionCancel})), store.ErrAlreadyResolved)
 	}
 }
+
+// A clarifying question waits while its run is parked on it; the message
+// that starts the conversation's next run answers it, in the same
+// transaction; a run that is cancelled or superseded instead expires it.
+func testClarifications(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	r := startRun(t, s, c, "book a table")
+	q := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "clar-1", RunID: r.ID, Kind: store.KindClarification,
+		Clarification: store.Clarification{Question: "Which city?"}}))(t)
+	if q.Status != store.HumanPending || q.ConversationID != c.ID || q.UserID != alice || q.Clarification.Question != "Which city?" {
+		t.Fatalf("created %+v", q)
+	}
+	wantErr(t, "the same id again", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "clar-1", RunID: r.ID,
+		Kind: store.KindClarification, Clarification: store.Clarification{Question: "Which city?"}})), store.ErrConflict)
+	wantErr(t, "no question", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindClarification})), store.ErrInvalid)
+	finish(t, s, r.ID, store.RunInterrupted, store.InterruptClarification)
+
+	pending := must(s.PendingHumanRequests(ctx, store.KindClarification, alice, c.ID))(t)
+	if len(pending) != 1 || pending[0].ID != q.ID {
+		t.Fatalf("pending clarifications %+v, want %s", pending, q.ID)
+	}
+	if got := must(s.PendingHumanRequests(ctx, store.KindClarification, bob, ""))(t); len(got) != 0 {
+		t.Errorf("bob sees alice's clarifications: %+v", got)
+	}
+	if got := must(s.PendingHumanRequests(ctx, store.KindApproval, alice, c.ID))(t); len(got) != 0 {
+		t.Errorf("a clarification is listed as an approval: %+v", got)
+	}
+	wantErr(t, "as another kind", second(s.GetHumanRequest(ctx, store.KindApproval, alice, q.ID)), store.ErrNotFound)
+	wantErr(t, "another user's", second(s.GetHumanRequest(ctx, store.KindClarification, bob, q.ID)), store.ErrNotFound)
+
+	answer := startRun(t, s, c, "Oslo, tonight")
+	got := must(s.GetHumanRequest(ctx, store.KindClarification, alice, q.ID))(t)
+	if got.Status != store.HumanAnswered || got.Clarification.Answer != "Oslo, tonight" || got.ResolvedAt == nil {
+		t.Errorf("after the next message: %+v, want answered with it", got)
+	}
+	if got := must(s.PendingHumanRequests(ctx, store.KindClarification, alice, ""))(t); len(got) != 0 {
+		t.Errorf("still pending after the answer: %+v", got)
+	}
+	finish(t, s, answer.ID, store.RunCompleted, "")
+	if got := must(s.GetHumanRequest(ctx, store.KindClarification, alice, q.ID))(t); got.Status != store.HumanAnswered {
+		t.Errorf("the answered question after the answering run ended: %+v", got)
+	}
+
+	// Cancelled while it waits: expired, and the next message answers nothing.
+	r2 := startRun(t, s, c, "and a taxi")
+	q2 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r2.ID, Kind: store.KindClarification,
+		Clarification: store.Clarification{Question: "When?"}}))(t)
+	finish(t, s, r2.ID, store.RunInterrupted, store.InterruptClarification)
+	finish(t, s, r2.ID, store.RunCancelled, "")
+	startRun(t, s, c, "never mind")
+	if got := must(s.GetHumanRequest(ctx, store.KindClarification, alice, q2.ID))(t); got.Status != store.HumanExpired || got.Clarification.Answer != "" {
+		t.Errorf("a cancelled run's question: %+v, want expired and unanswered", got)
+	}
+
+	// Superseded by an edit: expired, not answered by the edited message.
+	c3 := newConversation(t, s, alice)
+	r3 := startRun(t, s, c3, "plan a trip")
+	finish(t, s, r3.ID, store.RunCompleted, "")
+	r4 := startRun(t, s, c3, "somewhere warm")
+	q4 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r4.ID, Kind: store.KindClarification,
+		Clarification: store.Clarification{Question: "Which month?"}}))(t)
+	finish(t, s, r4.ID, store.RunInterrupted, store.InterruptClarification)
+	must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c3.ID, UserMessage: "somewhere cold", Supersedes: r4.ID}))(t)
+	if got := must(s.GetHumanRequest(ctx, store.KindClarification, alice, q4.ID))(t); got.Status != store.HumanExpired {
+		t.Errorf("a superseded run's question: %+v, want expired", got)
+	}
+}

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Elicitations", testElicitations},
 		{"ElicitationResolveConcurrent", testElicitationResolveConcurrent},
 		{"FinalRunExpiresPending", testFinalRunExpiresPending},
+		{"Clarifications", testClarifications},
 		{"OtherUsersIDs", testOtherUsersIDs},
 		{"UnknownIDs", testUnknownIDs},
 		{"InvalidInputChangesNothing", testInvalidInput},

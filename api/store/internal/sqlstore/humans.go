@@ -16,14 +16,15 @@ import (
 // functions below do for either what is the same for both, and the
 // methods of store.HumanRequests pick the table by kind.
 type human struct {
-	table string // approvals or elicitations
+	table string // approvals, elicitations or clarifications
 	cols  string // read by scan
 	scan  func(Row) (store.HumanRequest, error)
 }
 
 var (
-	approvals    = human{"approvals", approvalCols, scanApproval}
-	elicitations = human{"elicitations", elicitationCols, scanElicitation}
+	approvals      = human{"approvals", approvalCols, scanApproval}
+	elicitations   = human{"elicitations", elicitationCols, scanElicitation}
+	clarifications = human{"clarifications", clarificationCols, scanClarification}
 )
 
 // humanOf returns the table of a kind.
@@ -33,8 +34,10 @@ func humanOf(kind store.HumanKind) (human, error) {
 		return approvals, nil
 	case store.KindElicitation:
 		return elicitations, nil
+	case store.KindClarification:
+		return clarifications, nil
 	}
-	return human{}, fmt.Errorf("%w: kind %q is not approval or elicitation", store.ErrInvalid, kind)
+	return human{}, fmt.Errorf("%w: kind %q is not approval, elicitation or clarification", store.ErrInvalid, kind)
 }
 
 // create inserts a pending record of h's table for a run, with cols (a
@@ -162,6 +165,9 @@ func (s *Store) CreateHumanRequest(ctx context.Context, n store.NewHumanRequest)
 		e := n.Elicitation
 		r.Elicitation = store.Elicitation{Source: e.Source, Message: e.Message, Schema: []byte(objectOr(e.Schema))}
 		h, cols, vals = elicitations, "source, message, schema", []any{e.Source, e.Message, string(r.Elicitation.Schema)}
+	case store.KindClarification:
+		r.Clarification = store.Clarification{Question: n.Clarification.Question}
+		h, cols, vals = clarifications, "question", []any{n.Clarification.Question}
 	}
 	if err := h.create(ctx, s, r.ID, r.RunID, r.CreatedAt, cols, vals, &r.ConversationID, &r.UserID); err != nil {
 		return store.HumanRequest{}, s.errorf("create %s %s for run %s: %w", n.Kind, r.ID, n.RunID, err)
@@ -220,4 +226,15 @@ func (s *Store) ResolveHumanRequest(ctx context.Context, userID, id string, ans 
 		return store.HumanRequest{}, s.errorf("resolve %s %s: %w", ans.Kind(), id, err)
 	}
 	return r, nil
+}
+
+// answerClarification records message as the answer to the
+// conversation's pending clarifying question, if one waits: the agent
+// takes the message that starts the conversation's next run as the
+// answer, so StartRun records it in the transaction that stores the
+// message.
+func answerClarification(ctx context.Context, q Querier, conversationID, message string, at any) error {
+	_, err := q.Exec(ctx, `UPDATE clarifications SET status = 'answered', answer = ?, resolved_at = ?
+WHERE conversation_id = ? AND status = 'pending'`, message, at, conversationID)
+	return err
 }

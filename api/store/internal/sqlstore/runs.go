@@ -49,6 +49,11 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.Use
 				return err
 			}
 		}
+		if nr.NewConversation == nil {
+			if err := answerClarification(ctx, q, nr.ConversationID, nr.UserMessage, at); err != nil {
+				return err
+			}
+		}
 		_, err = q.Exec(ctx, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, request_id, owner,
     checkpoint_id, created_at) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)`,
 			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, r.RequestID, r.Owner, r.CheckpointID, at)
@@ -69,7 +74,7 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.Use
 
 // humanTables hold what a run waits on; a run that ends or is superseded
 // expires what it left pending in them.
-var humanTables = [...]string{"approvals", "elicitations"}
+var humanTables = [...]string{"approvals", "elicitations", "clarifications"}
 
 // supersede marks run from and every later run of the conversation
 // superseded and expires what they left pending, at now (DB.Time).

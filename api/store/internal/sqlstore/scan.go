@@ -136,6 +136,22 @@ func scanElicitation(row Row) (store.HumanRequest, error) {
 	return r, nil
 }
 
+// clarificationCols are read by scanClarification.
+const clarificationCols = `id, conversation_id, run_id, user_id, question, status, answer, created_at, resolved_at`
+
+func scanClarification(row Row) (store.HumanRequest, error) {
+	var (
+		r                 = store.HumanRequest{Kind: store.KindClarification}
+		c                 = &r.Clarification
+		created, resolved dbTime
+	)
+	if err := row.Scan(&r.ID, &r.ConversationID, &r.RunID, &r.UserID, &c.Question, &r.Status, &c.Answer, &created, &resolved); err != nil {
+		return r, err
+	}
+	r.CreatedAt, r.ResolvedAt = created.t, resolved.ptr()
+	return r, nil
+}
+
 // rawJSON keeps NULL as nil.
 func rawJSON(b []byte) json.RawMessage {
 	if b == nil {
