@@ -91,6 +91,7 @@ func TestFailedAuthIsRateLimitedPerAddress(t *testing.T) {
 		{"conversations", "GET", "/api/v1/conversations", nil, nil},
 		{"approvals", "GET", "/api/v1/approvals/pending", nil, nil},
 		{"elicitation", "GET", "/api/v1/elicitation/pending", nil, nil},
+		{"clarifications", "GET", "/api/v1/clarifications/pending", nil, nil},
 		{"tools", "GET", "/api/v1/tools", nil, nil},
 		{"mcp", "POST", "/mcp", mcpInitialize, mcpAccept},
 	}

@@ -137,6 +137,7 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"elicitation: unknown field", "POST", "/api/v1/elicitation/respond", `{"elicitation_id": "nope", "action": "accept", "answer": {}}`, nil, "", 400},
 		{"elicitation: cancel unknown", "DELETE", "/api/v1/elicitation/nope", "", nil, "", 404},
 		{"elicitations: another user's conversation", "GET", "/api/v1/elicitation/pending?conversation_id=" + bobConv, "", nil, "", 404},
+		{"clarifications: another user's conversation", "GET", "/api/v1/clarifications/pending?conversation_id=" + bobConv, "", nil, "", 404},
 		{"unknown endpoint", "GET", "/api/v1/nothing-here", "", nil, "", 404},
 		{"wrong method", "PUT", "/api/v1/chat", `{"message": "hi"}`, nil, "", 405},
 	}

@@ -10,9 +10,10 @@ import (
 	"github.com/trellis-ai/trellis/operators"
 )
 
-// handlePending is GET /api/v1/approvals/pending and GET
-// /api/v1/elicitation/pending (?conversation_id=): the user's pending
-// human requests of the kind, as a list named key.
+// handlePending is GET /api/v1/approvals/pending, GET
+// /api/v1/elicitation/pending and GET /api/v1/clarifications/pending
+// (?conversation_id=): the user's pending human requests of the kind, as
+// a list named key.
 func (s *Server) handlePending(kind store.HumanKind, key string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		hs, err := s.store.PendingHumanRequests(r.Context(), kind, userOf(r), r.URL.Query().Get("conversation_id"))

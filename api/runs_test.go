@@ -334,37 +334,85 @@ func TestStreamHeartbeat(t *testing.T) {
 	}
 }
 
+// A clarifying question is a human request like an approval: it is
+// listed as pending while the run waits on it, the next message answers
+// it, and a cancel expires it.
 func TestClarificationThenAnswer(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	s := e.chat(map[string]any{"message": "book a table for two"})
-	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
-	evs := s.all()
-	checkRun(t, evs, 1, runID, conv)
-	last := evs[len(evs)-1]
-	if last.Type != "run.interrupted" || last.str("reason") != "clarification" || last.str("question") != "In which city?" {
-		t.Fatalf("last %s", last.Raw)
-	}
-	r, _ := e.store.GetRun(t.Context(), "alice", runID)
-	if r.Status != store.RunInterrupted || r.InterruptReason != store.InterruptClarification {
-		t.Errorf("run %+v", r)
-	}
-	// The next message answers it, in a new run.
-	status, body := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "Paris", "conversation_id": conv})
-	res := jsonOf[struct {
-		Status, Response string
-		RunID            string `json:"run_id"`
-	}](t, body)
-	if status != 200 || res.Status != "completed" || res.RunID == runID || res.Response != "Done: all good." {
-		t.Errorf("answer: %d %s", status, body)
-	}
-	msgs, _ := e.store.ListMessages(t.Context(), "alice", conv)
-	if len(msgs) != 4 || msgs[1].Content != "In which city?" || msgs[2].Content != "Paris" {
-		t.Errorf("messages %+v", msgs)
-	}
-	// Sync reports a clarification as pending.
-	status, body = e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "book a table again", "conversation_id": conv})
-	if !strings.Contains(string(body), `"clarification":{"id":`) || !strings.Contains(string(body), `"status":"interrupted"`) || status != 200 {
-		t.Errorf("sync clarification: %d %s", status, body)
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := newEnv(t, envOptions{backend: b})
+			s := e.chat(map[string]any{"message": "book a table for two"})
+			conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+			evs := s.all()
+			checkRun(t, evs, 1, runID, conv)
+			last := evs[len(evs)-1]
+			if last.Type != "run.interrupted" || last.str("reason") != "clarification" || last.str("question") != "In which city?" {
+				t.Fatalf("last %s", last.Raw)
+			}
+			r, _ := e.store.GetRun(t.Context(), "alice", runID)
+			if r.Status != store.RunInterrupted || r.InterruptReason != store.InterruptClarification {
+				t.Errorf("run %+v", r)
+			}
+			type clarification struct {
+				ID             string `json:"clarification_id"`
+				ConversationID string `json:"conversation_id"`
+				RunID          string `json:"run_id"`
+				Question       string
+				Status         string
+				Answer         string
+			}
+			pending := func() []clarification {
+				t.Helper()
+				status, body := e.do("GET", "/api/v1/clarifications/pending?conversation_id="+conv, nil)
+				if status != 200 {
+					t.Fatalf("pending clarifications: %d %s", status, body)
+				}
+				return jsonOf[struct{ Clarifications []clarification }](t, body).Clarifications
+			}
+			want := clarification{ID: last.str("clarification_id"), ConversationID: conv, RunID: runID, Question: "In which city?", Status: "pending"}
+			if got := pending(); len(got) != 1 || got[0] != want || want.ID == "" {
+				t.Errorf("pending %+v, want %+v", got, want)
+			}
+			// The next message answers it, in a new run.
+			status, body := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "Paris", "conversation_id": conv})
+			res := jsonOf[struct {
+				Status, Response string
+				RunID            string `json:"run_id"`
+			}](t, body)
+			if status != 200 || res.Status != "completed" || res.RunID == runID || res.Response != "Done: all good." {
+				t.Errorf("answer: %d %s", status, body)
+			}
+			msgs, _ := e.store.ListMessages(t.Context(), "alice", conv)
+			if len(msgs) != 4 || msgs[1].Content != "In which city?" || msgs[2].Content != "Paris" {
+				t.Errorf("messages %+v", msgs)
+			}
+			if got := pending(); len(got) != 0 {
+				t.Errorf("pending after the answer: %+v", got)
+			}
+			if h, err := e.store.GetHumanRequest(t.Context(), store.KindClarification, "alice", want.ID); err != nil ||
+				h.Status != store.HumanAnswered || h.Clarification.Answer != "Paris" {
+				t.Errorf("the answered clarification: %+v, %v", h, err)
+			}
+			// Sync reports a clarification as pending; a cancel expires it.
+			status, body = e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "book a table again", "conversation_id": conv})
+			if !strings.Contains(string(body), `"clarification":{"id":`) || !strings.Contains(string(body), `"status":"interrupted"`) || status != 200 {
+				t.Errorf("sync clarification: %d %s", status, body)
+			}
+			again := pending()
+			if len(again) != 1 {
+				t.Fatalf("pending after asking again: %+v", again)
+			}
+			if status, body := e.do("POST", "/api/v1/conversations/"+conv+"/cancel", nil); status != 202 {
+				t.Fatalf("cancel: %d %s", status, body)
+			}
+			waitFor(t, "the cancelled question expires", func() bool {
+				h, err := e.store.GetHumanRequest(t.Context(), store.KindClarification, "alice", again[0].ID)
+				return err == nil && h.Status == store.HumanExpired
+			})
+			if got := pending(); len(got) != 0 {
+				t.Errorf("pending after the cancel: %+v", got)
+			}
+		})
 	}
 }
 

@@ -160,6 +160,7 @@ func (s *Server) routes() http.Handler {
 		r.Post("/approvals/{approval_id}", s.handleApproval)
 		r.Post("/elicitation/respond", s.handleElicitationRespond)
 		r.Get("/elicitation/pending", s.handlePending(store.KindElicitation, "elicitations"))
+		r.Get("/clarifications/pending", s.handlePending(store.KindClarification, "clarifications"))
 		r.Delete("/elicitation/{id}", s.handleElicitationCancel)
 		r.Get("/tools", s.handleTools)
 	})

@@ -56,6 +56,7 @@ func hostileCases(conv, runID, approval, elicitation string) []hostileCase {
 		add("approve, "+n, "POST", "/api/v1/approvals/"+x, `{"decision": "approve"}`, 404, "not_found")
 		add("pending approvals, "+n, "GET", "/api/v1/approvals/pending?conversation_id="+x, "", 404, "not_found")
 		add("pending elicitations, "+n, "GET", "/api/v1/elicitation/pending?conversation_id="+x, "", 404, "not_found")
+		add("pending clarifications, "+n, "GET", "/api/v1/clarifications/pending?conversation_id="+x, "", 404, "not_found")
 		add("cancel elicitation, "+n, "DELETE", "/api/v1/elicitation/"+x, "", 404, "not_found")
 	}
 	// A cursor of the right shape naming an id that cannot exist.

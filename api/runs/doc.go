@@ -54,7 +54,9 @@
 // its events numbered on after the run.interrupted. Answers and cancels
 // are serialised: of an answer and a cancel racing, exactly one wins. A
 // clarifying question ends the run with run.interrupted (reason
-// clarification); the user's next message is a new run that answers it.
+// clarification), recorded as a pending human request of its kind; the
+// user's next message is a new run that answers it (the store records
+// the answer as it starts the run).
 // A tool's question (an elicitation) waits in the elicitation manager
 // while an interactive subscriber follows the run, for
 // Config.ElicitTimeout at most; then the run parks on the question,

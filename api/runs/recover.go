@@ -117,7 +117,7 @@ func (m *Service) resumeAnswered(ctx context.Context, r store.Run) (bool, error)
 		case nodes.PendingElicitation:
 			kind, id = store.KindElicitation, p.ElicitationID
 		default:
-			continue // a clarification's answer is not stored: it comes with the resume
+			continue // a clarification is answered by the next message, which starts a run of its own
 		}
 		h, err := m.st.GetHumanRequest(ctx, kind, r.UserID, id)
 		if err != nil || !h.Status.Answered() {

@@ -344,6 +344,7 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[nodes.Event, error]) (*nodes.Ru
 		case string(nodes.PendingElicitation):
 			m.park(rn, t)
 		default:
+			m.askClarification(rn, t)
 			m.finish(rn, t, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptClarification})
 		}
 	case *nodes.RunCancelled:
@@ -377,6 +378,23 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[nodes.Event, error]) (*nodes.Ru
 			store.RunEnd{Status: store.RunFailed})
 	}
 	return nil, false
+}
+
+// askClarification records the clarifying question a run parks on as a
+// human request, before the run.interrupted announcing it is stored, so a
+// client that reads the event finds the question pending. A recovered run
+// asks again what it asked before its process died: the record stays.
+func (m *Service) askClarification(rn *Run, t *nodes.RunInterrupted) {
+	if t.ClarificationID == "" {
+		return // parked on something the agent does not know (a static interrupt)
+	}
+	ctx := context.WithoutCancel(rn.ctx)
+	_, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: t.ClarificationID, Kind: store.KindClarification, RunID: rn.id,
+		Clarification: store.Clarification{Question: store.ToValidText(t.Question)}})
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		rn.log.LogAttrs(ctx, slog.LevelError, "storing a clarifying question failed", slog.String("clarification_id", t.ClarificationID),
+			slog.Any("error", err))
+	}
 }
 
 // reasonShutdown is run.interrupted's reason when the server stopped the

@@ -121,13 +121,16 @@ func runStatus(t *testing.T, c *child, conv, status string) {
 	}
 }
 
-// pendingIDs lists the ids of what waits for the user (kind "approvals"
-// or "elicitations") in the conversation.
+// pendingIDs lists the ids of what waits for the user (kind "approvals",
+// "elicitations" or "clarifications") in the conversation.
 func pendingIDs(t *testing.T, c *child, kind, conv string) []string {
 	t.Helper()
 	path, idField := "/api/v1/approvals/pending", "approval_id"
-	if kind == "elicitations" {
+	switch kind {
+	case "elicitations":
 		path, idField = "/api/v1/elicitation/pending", "elicitation_id"
+	case "clarifications":
+		path, idField = "/api/v1/clarifications/pending", "clarification_id"
 	}
 	var list map[string][]map[string]any
 	if err := json.NewDecoder(c.do("GET", path+"?conversation_id="+conv, nil).Body).Decode(&list); err != nil {
@@ -265,6 +268,41 @@ func TestCrashWhileAnMCPToolAsks(t *testing.T) {
 				t.Errorf("still pending: %v", ids)
 			}
 			third.stop(syscall.SIGTERM)
+		})
+	}
+}
+
+// A clarifying question survives a crash of the process its run parked
+// in: the next process lists it pending under the same id, and the
+// user's next message, sent to that process, answers it.
+func TestCrashWhileAClarificationWaits(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			e := newCrashEnv(t, db)
+			first := e.start()
+			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "book a table for two"})
+			conv := resp.Header.Get("X-Conversation-ID")
+			seen := events(t, resp, nil)
+			last := seen[len(seen)-1]
+			question, _ := last.data["clarification_id"].(string)
+			if last.typ != "run.interrupted" || question == "" {
+				t.Fatalf("the run ended with %s %v", last.typ, last.data)
+			}
+			first.stop(syscall.SIGKILL)
+
+			second := e.start()
+			if ids := pendingIDs(t, second, "clarifications", conv); len(ids) != 1 || ids[0] != question {
+				t.Fatalf("pending questions after a crash: %v, want [%s]", ids, question)
+			}
+			r := second.do("POST", "/api/v1/chat/sync", map[string]any{"message": "Oslo", "conversation_id": conv})
+			var res struct{ Status string }
+			if err := json.NewDecoder(r.Body).Decode(&res); err != nil || r.StatusCode != http.StatusOK || res.Status != "completed" {
+				t.Fatalf("the answer: %d %+v %v\n%s", r.StatusCode, res, err, second.logs.String())
+			}
+			if ids := pendingIDs(t, second, "clarifications", conv); len(ids) != 0 {
+				t.Errorf("still pending after the answer: %v", ids)
+			}
+			second.stop(syscall.SIGTERM)
 		})
 	}
 }
