@@ -26,8 +26,21 @@
 // With a Checkpointer and a RunConfig.ThreadID, a checkpoint is written
 // before the first step and after every superstep. Only fields whose value
 // changed are stored, and append fields only what they gained, so a step
-// costs the same at the thousandth turn as at the first. A step that fails
+// writes the same at the thousandth turn as at the first. A step that fails
 // or pauses keeps the writes of its finished tasks, which never run again.
+//
+// Nor does a run read the whole thread again: a run that ends or pauses
+// leaves its state in memory (CompileOptions.ThreadCacheBytes bounds how
+// much), and the next run on the thread takes it from there when the
+// thread's newest checkpoint is still the one it belongs to, which one
+// List of a single checkpoint tells. Otherwise — another process wrote the
+// thread, UpdateState or a fork did, the process restarted, the state was
+// evicted — the run loads the thread from the Checkpointer, which decodes
+// every append field from its first value on. Invoke's result and values
+// events have their slices clipped, so appending to them never writes into
+// the state the next run continues. A cached state is the run's own, not
+// its JSON round trip: fields that JSON does not store outlive a run only
+// while its state is cached, so keep them out of the state.
 // Invoke with a nil input continues a thread from its checkpoint: after a
 // crash, or with a resume value after Interrupt. GetState, History,
 // UpdateState and RunConfig.CheckpointID read, edit and fork threads.

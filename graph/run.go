@@ -66,6 +66,7 @@ func (c *Compiled[S]) Stream(ctx context.Context, input *S, cfg RunConfig) iter.
 		defer r.cancel(nil)
 		_, err := r.execute(input)
 		r.releaseScratch()
+		r.leaveState(err)
 		if err != nil && !r.stopped {
 			yield(Event[S]{}, err)
 		}
@@ -81,6 +82,12 @@ func (c *Compiled[S]) Invoke(ctx context.Context, input *S, cfg RunConfig) (S, e
 	defer r.cancel(nil)
 	s, err := r.execute(input)
 	r.releaseScratch()
+	if r.leaveState(err) {
+		// The next run on the thread appends to the cached state's slices
+		// in place; the caller's copy gets no spare capacity to append
+		// into, so its appends never meet the next run's.
+		r.g.schema.clipSlices(&s)
+	}
 	return s, err
 }
 
@@ -132,6 +139,9 @@ type run[S any] struct {
 	versions    map[string]string
 	resume      map[string]json.RawMessage
 	overwritten fieldMask
+	// sizes are the stored bytes of each field's value, which the thread
+	// cache counts; nil when the run will not leave its state there.
+	sizes []int
 }
 
 // saveScratch is what writing checkpoints reuses from step to step: the
@@ -255,7 +265,11 @@ func (r *run[S]) execute(input *S) (S, error) {
 
 // start merges the input into the thread's state and plans START's edges.
 func (r *run[S]) start(input *S) error {
-	if r.saver != nil {
+	hit, err := r.takeState()
+	if err != nil {
+		return err
+	}
+	if r.saver != nil && !hit {
 		saved, err := r.saver.Get(r.ctx, Ref{ThreadID: r.thread, Namespace: r.nsKey, ID: r.cfg.CheckpointID})
 		switch {
 		case err == nil:
@@ -326,14 +340,74 @@ func (r *run[S]) restore(saved *Saved) error {
 	if err != nil {
 		return err
 	}
-	cp := &saved.Checkpoint
+	if r.caches() {
+		r.sizes = make([]int, len(r.g.schema.fields))
+		for _, b := range saved.Blobs {
+			if i, ok := r.g.schema.byName[b.Field]; ok {
+				r.sizes[i] += len(b.Data)
+			}
+		}
+	}
+	r.restoreCheckpoint(&saved.Checkpoint, state)
+	return nil
+}
+
+// restoreCheckpoint sets the run's state, versions, step and joins'
+// arrivals to those of cp, whose state is state.
+func (r *run[S]) restoreCheckpoint(cp *Checkpoint, state S) {
 	r.state, r.versions, r.parentID, r.step = state, cp.Versions, cp.ID, cp.Step
 	for i, j := range r.g.joins {
 		for k, from := range j.from {
 			r.barriers[i][k] = slices.Contains(cp.Barriers[j.key], r.g.nodes[from].spec.name)
 		}
 	}
-	return nil
+}
+
+// caches reports whether the run leaves its state in the thread cache
+// when it ends: root runs on a thread do, subgraphs' runs do not.
+func (r *run[S]) caches() bool {
+	return r.g.threads != nil && r.saver != nil && r.link == nil
+}
+
+// takeState continues the thread from the state its last run left in the
+// cache, if that is still the state of the thread's newest checkpoint,
+// which one List of a single checkpoint tells. A fork, from an older
+// checkpoint, loads it from the saver as always.
+func (r *run[S]) takeState() (bool, error) {
+	if !r.caches() || r.cfg.CheckpointID != "" {
+		return false, nil
+	}
+	key := threadKey{r.thread, r.nsKey}
+	if !r.g.threads.has(key) {
+		return false, nil
+	}
+	newest, err := r.saver.List(r.ctx, ListOptions{ThreadID: r.thread, Namespace: r.nsKey, Limit: 1})
+	if err != nil {
+		return false, fmt.Errorf("graph: load thread %s: %w", r.thread, err)
+	}
+	if len(newest) == 0 {
+		r.g.threads.drop(key)
+		return false, nil
+	}
+	e := r.g.threads.take(key, newest[0].ID)
+	if e == nil {
+		return false, nil
+	}
+	r.restoreCheckpoint(&newest[0], e.state)
+	r.sizes = e.sizes
+	return true, nil
+}
+
+// leaveState leaves the run's state in the thread cache for the next run
+// on the thread, when it is the state of the checkpoint saved last: the
+// run ended, or paused at an interrupt before merging its step, but did
+// not fail or stop midway through one. It reports whether it did.
+func (r *run[S]) leaveState(err error) bool {
+	if !r.caches() || r.parentID == "" || r.sizes == nil || (err != nil && !errors.Is(err, ErrInterrupted)) {
+		return false
+	}
+	r.g.threads.put(threadKey{r.thread, r.nsKey}, r.parentID, r.state, r.sizes)
+	return true
 }
 
 // resumeTasks turns a checkpoint's planned tasks into this run's tasks.
@@ -480,7 +554,13 @@ func (r *run[S]) deliverValues() error {
 	if r.modes&ModeValues == 0 {
 		return nil
 	}
-	return r.deliver(&Event[S]{Mode: ModeValues, Namespace: r.ns, Step: r.step, State: r.state})
+	ev := Event[S]{Mode: ModeValues, Namespace: r.ns, Step: r.step, State: r.state}
+	if r.caches() {
+		// As for Invoke's result: the state may outlive the run in the
+		// thread cache, whose next run appends to it in place.
+		r.g.schema.clipSlices(&ev.State)
+	}
+	return r.deliver(&ev)
 }
 
 // commit saves a checkpoint for the plan of the next step and makes it the
@@ -527,6 +607,9 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 	id := ids.Sortable(now)
 	sc := r.g.schema
 	scr := r.saving()
+	if r.sizes == nil && r.caches() {
+		r.sizes = make([]int, len(sc.fields))
+	}
 	versions := r.versions
 	if versions == nil {
 		if scr.versions == nil {
@@ -549,8 +632,16 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 		if f.kind == kindAppend && prev != "" && !r.overwritten.has(i) && r.marked {
 			from, b.Delta, b.Base = scr.deltaFrom[i], true, prev
 		}
+		n := enc.buf.Len()
 		if err := enc.append(sc, &r.state, i, from); err != nil {
 			return "", err
+		}
+		if r.sizes != nil {
+			if b.Delta {
+				r.sizes[i] += enc.buf.Len() - n
+			} else {
+				r.sizes[i] = enc.buf.Len() - n
+			}
 		}
 		blobs, ends = append(blobs, b), append(ends, enc.buf.Len())
 		versions[f.name] = id
