@@ -149,7 +149,10 @@ type Checkpointer interface {
 	// is left out; the engine then fails loudly rather than guess.
 	// TaskSpec.Input comes back as equal JSON, not necessarily equal bytes.
 	Get(ctx context.Context, ref Ref) (*Saved, error)
-	// List returns checkpoints, newest first, without blobs.
+	// List returns checkpoints, newest first, without blobs. A run on a
+	// thread whose state the engine holds in memory starts with a List of
+	// Limit 1, to learn whether that state is still the newest: it should
+	// cost one index lookup, whatever the thread's length.
 	List(ctx context.Context, opts ListOptions) ([]Checkpoint, error)
 	// DeleteThread removes every checkpoint, blob and write of a thread, in
 	// every namespace.

@@ -139,9 +139,10 @@ type run[S any] struct {
 	versions    map[string]string
 	resume      map[string]json.RawMessage
 	overwritten fieldMask
-	// sizes are the stored bytes of each field's value, which the thread
-	// cache counts; nil when the run will not leave its state there.
-	sizes []int
+	// kept is the thread cache entry the run's state goes into when the
+	// run ends; meanwhile it counts the stored bytes of each field. nil
+	// when the run leaves nothing there.
+	kept *threadEntry[S]
 }
 
 // saveScratch is what writing checkpoints reuses from step to step: the
@@ -341,10 +342,10 @@ func (r *run[S]) restore(saved *Saved) error {
 		return err
 	}
 	if r.caches() {
-		r.sizes = make([]int, len(r.g.schema.fields))
+		r.kept = &threadEntry[S]{sizes: make([]int, len(r.g.schema.fields))}
 		for _, b := range saved.Blobs {
 			if i, ok := r.g.schema.byName[b.Field]; ok {
-				r.sizes[i] += len(b.Data)
+				r.kept.sizes[i] += len(b.Data)
 			}
 		}
 	}
@@ -394,7 +395,8 @@ func (r *run[S]) takeState() (bool, error) {
 		return false, nil
 	}
 	r.restoreCheckpoint(&newest[0], e.state)
-	r.sizes = e.sizes
+	var none S
+	e.state, r.kept = none, e
 	return true, nil
 }
 
@@ -403,10 +405,12 @@ func (r *run[S]) takeState() (bool, error) {
 // run ended, or paused at an interrupt before merging its step, but did
 // not fail or stop midway through one. It reports whether it did.
 func (r *run[S]) leaveState(err error) bool {
-	if !r.caches() || r.parentID == "" || r.sizes == nil || (err != nil && !errors.Is(err, ErrInterrupted)) {
+	e := r.kept
+	if e == nil || r.parentID == "" || (err != nil && !errors.Is(err, ErrInterrupted)) {
 		return false
 	}
-	r.g.threads.put(threadKey{r.thread, r.nsKey}, r.parentID, r.state, r.sizes)
+	e.key, e.checkpoint, e.state = threadKey{r.thread, r.nsKey}, r.parentID, r.state
+	r.g.threads.put(e)
 	return true
 }
 
@@ -607,8 +611,8 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 	id := ids.Sortable(now)
 	sc := r.g.schema
 	scr := r.saving()
-	if r.sizes == nil && r.caches() {
-		r.sizes = make([]int, len(sc.fields))
+	if r.kept == nil && r.caches() {
+		r.kept = &threadEntry[S]{sizes: make([]int, len(sc.fields))}
 	}
 	versions := r.versions
 	if versions == nil {
@@ -636,11 +640,11 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 		if err := enc.append(sc, &r.state, i, from); err != nil {
 			return "", err
 		}
-		if r.sizes != nil {
+		if r.kept != nil {
 			if b.Delta {
-				r.sizes[i] += enc.buf.Len() - n
+				r.kept.sizes[i] += enc.buf.Len() - n
 			} else {
-				r.sizes[i] = enc.buf.Len() - n
+				r.kept.sizes[i] = enc.buf.Len() - n
 			}
 		}
 		blobs, ends = append(blobs, b), append(ends, enc.buf.Len())

@@ -208,6 +208,11 @@ func (c *Compiled[S]) DeleteThread(ctx context.Context, threadID string) error {
 	if c.opts.Checkpointer == nil {
 		return fmt.Errorf("graph: delete thread: %w", ErrNoCheckpointer)
 	}
+	if c.threads != nil {
+		// A later run would find the thread gone anyway; this frees the
+		// memory now.
+		c.threads.drop(threadKey{thread: threadID})
+	}
 	if err := c.opts.Checkpointer.DeleteThread(ctx, threadID); err != nil {
 		return fmt.Errorf("graph: delete thread %s: %w", threadID, err)
 	}

@@ -84,17 +84,16 @@ func (c *threadCache[S]) drop(key threadKey) {
 	}
 }
 
-// put keeps state as the state of checkpoint, replacing what key held,
-// and evicts the oldest entries beyond the bound. An entry larger than
-// the whole bound is not kept.
-func (c *threadCache[S]) put(key threadKey, checkpoint string, state S, sizes []int) {
-	e := &threadEntry[S]{key: key, checkpoint: checkpoint, state: state, sizes: sizes, bytes: entryOverhead}
-	for _, n := range sizes {
+// put keeps e, replacing what its key held, and evicts the oldest entries
+// beyond the bound. An entry larger than the whole bound is not kept.
+func (c *threadCache[S]) put(e *threadEntry[S]) {
+	e.bytes = entryOverhead
+	for _, n := range e.sizes {
 		e.bytes += int64(n)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old := c.entries[key]; old != nil {
+	if old := c.entries[e.key]; old != nil {
 		c.remove(old)
 	}
 	if e.bytes > c.limit {
@@ -103,7 +102,7 @@ func (c *threadCache[S]) put(key threadKey, checkpoint string, state S, sizes []
 	for c.size+e.bytes > c.limit {
 		c.remove(c.head.prev)
 	}
-	c.entries[key] = e
+	c.entries[e.key] = e
 	c.size += e.bytes
 	e.prev, e.next = &c.head, c.head.next
 	e.next.prev, c.head.next = e, e
