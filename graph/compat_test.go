@@ -215,6 +215,34 @@ func checkCompat(t *testing.T, cp graph.Checkpointer, historyFile string) {
 	if !slices.Equal(out.Messages, wantMsgs) || out.Turns != long.Turns+1 {
 		t.Fatalf("turn on the old thread: %+v", out)
 	}
+	// That turn merged the old one-blob-a-step chain into one blob, and
+	// the thread reads back the same through it.
+	saved, err := cp.Get(ctx, graph.Ref{ThreadID: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, b := range saved.Blobs {
+		if b.Field == "Messages" {
+			n++
+		}
+	}
+	if n > 3 { // the first full one, the merged one, the turn's second step
+		t.Errorf("after a turn, the old thread reads %d blobs of Messages back", n)
+	}
+	snap, err := c.GetState(ctx, graph.Ref{ThreadID: "long"})
+	if err != nil || !slices.Equal(snap.Values.Messages, wantMsgs) {
+		t.Fatalf("the old thread read back after a turn: %+v, %v", snap.Values.Messages, err)
+	}
+	after, err := c.History(ctx, "long", graph.HistoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotOld, _ := json.Marshal(after[3:]) // the turn wrote its input and two steps
+	wantOld, _ := json.Marshal(hist["long"])
+	if !bytes.Equal(gotOld, wantOld) {
+		t.Fatalf("the old checkpoints read back differently after a turn:\n%s", firstDiff(gotOld, wantOld))
+	}
 	oldest := hist["long"][len(hist["long"])-1].Checkpoint.ID
 	forked, err := c.Invoke(ctx, &compatState{Last: "from the start"}, graph.RunConfig{ThreadID: "long", CheckpointID: oldest})
 	if err != nil {

@@ -139,9 +139,10 @@ type run[S any] struct {
 	versions    map[string]string
 	resume      map[string]json.RawMessage
 	overwritten fieldMask
-	// kept is the thread cache entry the run's state goes into when the
-	// run ends; meanwhile it counts the stored bytes of each field. nil
-	// when the run leaves nothing there.
+	// kept is what the run knows of how its thread is stored: each
+	// field's stored size and each append field's delta chain. It is the
+	// thread cache entry the run's state goes into when the run ends, if
+	// the run caches. nil until the run loads or saves a checkpoint.
 	kept *threadEntry[S]
 }
 
@@ -337,18 +338,12 @@ func (r *run[S]) continueThread() error {
 
 // restore sets the run's state and versions from a checkpoint.
 func (r *run[S]) restore(saved *Saved) error {
-	state, err := r.g.decodeState(saved)
+	kept := newThreadEntry[S](len(r.g.schema.fields))
+	state, err := r.g.decodeState(saved, kept)
 	if err != nil {
 		return err
 	}
-	if r.caches() {
-		r.kept = &threadEntry[S]{sizes: make([]int, len(r.g.schema.fields))}
-		for _, b := range saved.Blobs {
-			if i, ok := r.g.schema.byName[b.Field]; ok {
-				r.kept.sizes[i] += len(b.Data)
-			}
-		}
-	}
+	r.kept = kept
 	r.restoreCheckpoint(&saved.Checkpoint, state)
 	return nil
 }
@@ -406,7 +401,7 @@ func (r *run[S]) takeState() (bool, error) {
 // not fail or stop midway through one. It reports whether it did.
 func (r *run[S]) leaveState(err error) bool {
 	e := r.kept
-	if e == nil || r.parentID == "" || (err != nil && !errors.Is(err, ErrInterrupted)) {
+	if !r.caches() || e == nil || r.parentID == "" || (err != nil && !errors.Is(err, ErrInterrupted)) {
 		return false
 	}
 	e.key, e.checkpoint, e.state = threadKey{r.thread, r.nsKey}, r.parentID, r.state
@@ -611,9 +606,10 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 	id := ids.Sortable(now)
 	sc := r.g.schema
 	scr := r.saving()
-	if r.kept == nil && r.caches() {
-		r.kept = &threadEntry[S]{sizes: make([]int, len(sc.fields))}
+	if r.kept == nil {
+		r.kept = newThreadEntry[S](len(sc.fields))
 	}
+	kept := r.kept
 	versions := r.versions
 	if versions == nil {
 		if scr.versions == nil {
@@ -634,19 +630,16 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 		b := Blob{Field: f.name, Version: id}
 		from := 0
 		if f.kind == kindAppend && prev != "" && !r.overwritten.has(i) && r.marked {
-			from, b.Delta, b.Base = scr.deltaFrom[i], true, prev
+			b.Delta = true
+			b.Base, from = kept.link(i, id, prev, scr.deltaFrom[i], f.length(&r.state))
+		} else {
+			kept.chains[i] = kept.chains[i][:0]
 		}
 		n := enc.buf.Len()
 		if err := enc.append(sc, &r.state, i, from); err != nil {
 			return "", err
 		}
-		if r.kept != nil {
-			if b.Delta {
-				r.kept.sizes[i] += enc.buf.Len() - n
-			} else {
-				r.kept.sizes[i] = enc.buf.Len() - n
-			}
-		}
+		kept.stored(i, enc.buf.Len()-n, b.Delta)
 		blobs, ends = append(blobs, b), append(ends, enc.buf.Len())
 		versions[f.name] = id
 	}

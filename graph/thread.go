@@ -63,7 +63,7 @@ func (c *Compiled[S]) History(ctx context.Context, threadID string, opts History
 }
 
 func (c *Compiled[S]) snapshot(saved *Saved) (Snapshot[S], error) {
-	state, err := c.decodeState(saved)
+	state, err := c.decodeState(saved, nil)
 	if err != nil {
 		return Snapshot[S]{}, err
 	}

@@ -52,7 +52,7 @@ func TestThreadCacheSameAsLoading(t *testing.T) {
 	hot := compatGraph(t, gets, 0)
 	cold := compatGraph(t, saver, -1)
 	var texts []string
-	for i := range 20 {
+	for i := range 150 { // 300 deltas: chains merge at both tiers
 		texts = append(texts, fmt.Sprint("turn ", i))
 		wantTurns(t, compatTurn(t, hot, "hot", texts[i]), texts...)
 		wantTurns(t, compatTurn(t, cold, "cold", texts[i]), texts...)
