@@ -26,10 +26,10 @@
 // With a Checkpointer and a RunConfig.ThreadID, a checkpoint is written
 // before the first step and after every superstep. Only fields whose value
 // changed are stored, and append fields only what they gained, as a delta
-// on the previous value; every 16th delta merges the 15 before it, and
-// every 256th the merged ones likewise, so that loading a thread reads a
-// few dozen blobs, not one per step, while a step writes the same, on
-// average, at the thousandth turn as at the first. A step that fails or
+// on the previous value. Once the newest deltas hold 16 elements they are
+// merged into one, and once the merged ones hold 256 so are they: loading
+// a thread reads a few dozen blobs, not one per step, while a step writes
+// the same, on average, at the thousandth turn as at the first. A step that fails or
 // pauses keeps the writes of its finished tasks, which never run again.
 //
 // Nor does a run read the whole thread again: a run that ends or pauses
