@@ -50,8 +50,8 @@ type compatState struct {
 
 // compatGraph is a two-node chat turn: "user" appends the input as a
 // message (or, for the input "ask", waits for an answer first), "reply"
-// appends an answer. cacheBytes is its CompileOptions.ThreadCacheBytes.
-func compatGraph(t testing.TB, cp graph.Checkpointer, cacheBytes int64) *graph.Compiled[compatState] {
+// appends an answer, keeping threads in a cache within limits.
+func compatGraph(t testing.TB, cp graph.Checkpointer, limits graph.ThreadCacheLimits) *graph.Compiled[compatState] {
 	g := graph.New[compatState](
 		graph.Append(func(s *compatState) *[]compatMsg { return &s.Messages }),
 		graph.Sum(func(s *compatState) *int { return &s.Turns }),
@@ -74,7 +74,7 @@ func compatGraph(t testing.TB, cp graph.Checkpointer, cacheBytes int64) *graph.C
 	g.AddEdge(graph.START, "user")
 	g.AddEdge("user", "reply")
 	g.AddEdge("reply", graph.END)
-	c, err := g.Compile(graph.CompileOptions{Checkpointer: cp, ThreadCacheBytes: cacheBytes})
+	c, err := g.Compile(graph.CompileOptions{Checkpointer: cp, ThreadCache: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +154,8 @@ func TestCompatFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			writeCompatThreads(t, compatGraph(t, s, 0))
-			writeFile(t, filepath.Join(compatDir, "v1-sqlite-history.json"), compatHistory(t, compatGraph(t, s, 0)))
+			writeCompatThreads(t, compatGraph(t, s, graph.ThreadCacheLimits{}))
+			writeFile(t, filepath.Join(compatDir, "v1-sqlite-history.json"), compatHistory(t, compatGraph(t, s, graph.ThreadCacheLimits{})))
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -176,8 +176,8 @@ func TestCompatFixtures(t *testing.T) {
 			t.Fatal(err)
 		}
 		if *compatWrite {
-			writeCompatThreads(t, compatGraph(t, s, 0))
-			writeFile(t, filepath.Join(compatDir, "v1-postgres-history.json"), compatHistory(t, compatGraph(t, s, 0)))
+			writeCompatThreads(t, compatGraph(t, s, graph.ThreadCacheLimits{}))
+			writeFile(t, filepath.Join(compatDir, "v1-postgres-history.json"), compatHistory(t, compatGraph(t, s, graph.ThreadCacheLimits{})))
 			writeFile(t, filepath.Join(compatDir, "v1-postgres.sql"), dumpPostgres(t, pool))
 			pool = pgtest.New(t)
 			if s, err = postgres.New(t.Context(), pool); err != nil {
@@ -194,7 +194,7 @@ func TestCompatFixtures(t *testing.T) {
 // parked thread waits for.
 func checkCompat(t *testing.T, cp graph.Checkpointer, historyFile string) {
 	ctx := t.Context()
-	c := compatGraph(t, cp, 0)
+	c := compatGraph(t, cp, graph.ThreadCacheLimits{})
 	want, err := os.ReadFile(historyFile)
 	if err != nil {
 		t.Fatal(err)

@@ -32,13 +32,11 @@ type CompileOptions struct {
 	// every task of a step runs at once. A subgraph's steps are bounded by
 	// its own graph's option.
 	MaxConcurrency int
-	// ThreadCacheBytes bounds the states that finished runs leave in
-	// memory for the next run on their thread, which then continues from
-	// memory instead of loading the thread's history from the
-	// Checkpointer (see Persistence in the package doc). States count
-	// for their size as stored; the oldest go first. 0 means
-	// DefaultThreadCacheBytes; a negative value keeps none.
-	ThreadCacheBytes int64
+	// ThreadCache bounds the states that finished runs leave in memory
+	// for the next run on their thread, which then continues from memory
+	// instead of loading the thread from the Checkpointer. The zero value
+	// keeps up to 1024 threads and 64 MiB.
+	ThreadCache ThreadCacheLimits
 }
 
 // Compiled is a validated graph, ready to run. It is safe for concurrent
@@ -182,12 +180,8 @@ func (g *StateGraph[S]) Compile(opts CompileOptions) (*Compiled[S], error) {
 		n.next = slices.DeleteFunc(n.next, func(i int) bool { return i < 0 })
 	}
 	c.start.next = slices.DeleteFunc(c.start.next, func(i int) bool { return i < 0 })
-	if opts.Checkpointer != nil && opts.ThreadCacheBytes >= 0 {
-		limit := opts.ThreadCacheBytes
-		if limit == 0 {
-			limit = DefaultThreadCacheBytes
-		}
-		c.threads = newThreadCache[S](limit)
+	if opts.Checkpointer != nil {
+		c.threads = newThreadCache[S](opts.ThreadCache)
 	}
 	return c, nil
 }

@@ -338,7 +338,7 @@ func (r *run[S]) continueThread() error {
 
 // restore sets the run's state and versions from a checkpoint.
 func (r *run[S]) restore(saved *Saved) error {
-	kept := newThreadEntry[S](len(r.g.schema.fields))
+	kept := r.newEntry()
 	state, err := r.g.decodeState(saved, kept)
 	if err != nil {
 		return err
@@ -357,6 +357,15 @@ func (r *run[S]) restoreCheckpoint(cp *Checkpoint, state S) {
 			r.barriers[i][k] = slices.Contains(cp.Barriers[j.key], r.g.nodes[from].spec.name)
 		}
 	}
+}
+
+// newEntry returns an entry for the run's bookkeeping, one the thread
+// cache evicted if it has one.
+func (r *run[S]) newEntry() *threadEntry[S] {
+	if r.g.threads != nil {
+		return r.g.threads.entry(len(r.g.schema.fields))
+	}
+	return newThreadEntry[S](len(r.g.schema.fields))
 }
 
 // caches reports whether the run leaves its state in the thread cache
@@ -607,7 +616,7 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 	sc := r.g.schema
 	scr := r.saving()
 	if r.kept == nil {
-		r.kept = newThreadEntry[S](len(sc.fields))
+		r.kept = r.newEntry()
 	}
 	kept := r.kept
 	versions := r.versions

@@ -5,9 +5,32 @@ import (
 	"unsafe"
 )
 
-// DefaultThreadCacheBytes is how much state CompileOptions.ThreadCacheBytes
-// keeps by default, measured as stored.
-const DefaultThreadCacheBytes = 64 << 20
+// ThreadCacheLimits bounds a graph's thread cache, which keeps the state
+// of the threads run last so that their next run continues from memory
+// (see Persistence in the package doc). The oldest states go first. The
+// zero value keeps DefaultThreadCacheThreads threads and
+// DefaultThreadCacheBytes.
+type ThreadCacheLimits struct {
+	// Threads bounds how many threads' states are kept; 0 means
+	// DefaultThreadCacheThreads, and a negative value keeps none, so that
+	// every run loads its thread from the Checkpointer.
+	Threads int
+	// Bytes bounds the states' size as stored; 0 or less means
+	// DefaultThreadCacheBytes.
+	Bytes int64
+}
+
+// The thread cache's default bounds. A state in memory costs several
+// times its stored size, and every pointer in it is work for the garbage
+// collector: the threads bound keeps that work small when states are.
+const (
+	DefaultThreadCacheThreads = 1024
+	DefaultThreadCacheBytes   = 64 << 20
+)
+
+// spareEntries is how many evicted entries the cache keeps for runs to
+// reuse.
+const spareEntries = 8
 
 // entryOverhead is what one cached thread is counted for beyond its
 // state's stored bytes: its key, its entry and its map slot, so that many
@@ -24,14 +47,19 @@ const entryOverhead = 256
 // process sharing the store, UpdateState, a fork — wrote a newer one),
 // and takes it away: no two runs ever hold the same state, so a run
 // appends to its slices in place, as the run that left them would have.
-// Entries are evicted oldest first once their stored bytes pass the bound.
+// Entries are evicted oldest first beyond the bounds.
 type threadCache[S any] struct {
-	mu      sync.Mutex
-	limit   int64
-	size    int64
-	entries map[threadKey]*threadEntry[S]
+	mu         sync.Mutex
+	maxThreads int
+	maxBytes   int64
+	size       int64
+	entries    map[threadKey]*threadEntry[S]
 	// head is the sentinel of the list of entries, newest first.
 	head threadEntry[S]
+	// spare holds entries evicted or dropped, cleared, for the next runs'
+	// bookkeeping: once the cache is full, a run that starts a thread —
+	// or a run on a thread the cache lost — allocates no entry of its own.
+	spare []*threadEntry[S]
 }
 
 type threadKey struct{ thread, ns string }
@@ -57,10 +85,34 @@ func newThreadEntry[S any](fields int) *threadEntry[S] {
 	return &threadEntry[S]{sizes: make([]int, fields), chains: make([][]chainLink, fields)}
 }
 
-func newThreadCache[S any](limit int64) *threadCache[S] {
-	c := &threadCache[S]{limit: limit, entries: make(map[threadKey]*threadEntry[S])}
+// newThreadCache returns a cache within limits, or nil if they keep
+// nothing.
+func newThreadCache[S any](limits ThreadCacheLimits) *threadCache[S] {
+	if limits.Threads < 0 {
+		return nil
+	}
+	c := &threadCache[S]{maxThreads: limits.Threads, maxBytes: limits.Bytes, entries: make(map[threadKey]*threadEntry[S])}
+	if c.maxThreads == 0 {
+		c.maxThreads = DefaultThreadCacheThreads
+	}
+	if c.maxBytes <= 0 {
+		c.maxBytes = DefaultThreadCacheBytes
+	}
 	c.head.prev, c.head.next = &c.head, &c.head
 	return c
+}
+
+// entry returns a spare entry, or a new one, for a run's bookkeeping.
+func (c *threadCache[S]) entry(fields int) *threadEntry[S] {
+	c.mu.Lock()
+	if n := len(c.spare); n > 0 {
+		e := c.spare[n-1]
+		c.spare = c.spare[:n-1]
+		c.mu.Unlock()
+		return e
+	}
+	c.mu.Unlock()
+	return newThreadEntry[S](fields)
 }
 
 // has reports whether anything is cached for key, so that a run on a
@@ -83,6 +135,7 @@ func (c *threadCache[S]) take(key threadKey, checkpoint string) *threadEntry[S] 
 	}
 	c.remove(e)
 	if e.checkpoint != checkpoint {
+		c.recycle(e)
 		return nil
 	}
 	return e
@@ -94,6 +147,7 @@ func (c *threadCache[S]) drop(key threadKey) {
 	defer c.mu.Unlock()
 	if e := c.entries[key]; e != nil {
 		c.remove(e)
+		c.recycle(e)
 	}
 }
 
@@ -111,17 +165,37 @@ func (c *threadCache[S]) put(e *threadEntry[S]) {
 	defer c.mu.Unlock()
 	if old := c.entries[e.key]; old != nil {
 		c.remove(old)
+		c.recycle(old)
 	}
-	if e.bytes > c.limit {
+	if e.bytes > c.maxBytes {
+		c.recycle(e)
 		return
 	}
-	for c.size+e.bytes > c.limit {
-		c.remove(c.head.prev)
+	for len(c.entries) >= c.maxThreads || c.size+e.bytes > c.maxBytes {
+		old := c.head.prev
+		c.remove(old)
+		c.recycle(old)
 	}
 	c.entries[e.key] = e
 	c.size += e.bytes
 	e.prev, e.next = &c.head, c.head.next
 	e.next.prev, c.head.next = e, e
+}
+
+// recycle clears e, which nothing else holds, and keeps it as a spare;
+// the caller holds c.mu.
+func (c *threadCache[S]) recycle(e *threadEntry[S]) {
+	if len(c.spare) == spareEntries {
+		return
+	}
+	var none S
+	e.key, e.checkpoint, e.state, e.bytes = threadKey{}, "", none, 0
+	clear(e.sizes)
+	for i, links := range e.chains {
+		clear(links)
+		e.chains[i] = links[:0]
+	}
+	c.spare = append(c.spare, e)
 }
 
 // remove unlinks e; the caller holds c.mu.

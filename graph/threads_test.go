@@ -49,8 +49,8 @@ func wantTurns(t *testing.T, got compatState, texts ...string) {
 func TestThreadCacheSameAsLoading(t *testing.T) {
 	saver := memory.New()
 	gets := &getCounter{Checkpointer: saver}
-	hot := compatGraph(t, gets, 0)
-	cold := compatGraph(t, saver, -1)
+	hot := compatGraph(t, gets, graph.ThreadCacheLimits{})
+	cold := compatGraph(t, saver, graph.ThreadCacheLimits{Threads: -1})
 	var texts []string
 	for i := range 150 { // 300 deltas: chains merge at both tiers
 		texts = append(texts, fmt.Sprint("turn ", i))
@@ -72,8 +72,8 @@ func TestThreadCacheSameAsLoading(t *testing.T) {
 // loads the thread instead.
 func TestThreadCacheMissesWhenOthersWrote(t *testing.T) {
 	saver := memory.New()
-	a := compatGraph(t, saver, 0)
-	b := compatGraph(t, saver, 0) // another process on the same store
+	a := compatGraph(t, saver, graph.ThreadCacheLimits{})
+	b := compatGraph(t, saver, graph.ThreadCacheLimits{}) // another process on the same store
 	compatTurn(t, a, "t", "one")
 	compatTurn(t, b, "t", "two")
 	wantTurns(t, compatTurn(t, a, "t", "three"), "one", "two", "three")
@@ -105,7 +105,7 @@ func TestThreadCacheMissesWhenOthersWrote(t *testing.T) {
 // The state Invoke returns and the values events carry are the caller's:
 // appending to them does not reach the state the next run continues from.
 func TestThreadCacheCallerOwnsItsState(t *testing.T) {
-	c := compatGraph(t, memory.New(), 0)
+	c := compatGraph(t, memory.New(), graph.ThreadCacheLimits{})
 	out := compatTurn(t, c, "t", "one")
 	out.Messages = append(out.Messages, compatMsg{"mine", "x"})
 	var last compatState
@@ -122,23 +122,32 @@ func TestThreadCacheCallerOwnsItsState(t *testing.T) {
 	}
 }
 
-// A cache smaller than the threads' states evicts the oldest; runs on
-// evicted threads load them and go on the same.
+// A cache smaller than the threads' states, or fewer threads than run,
+// evicts the oldest; runs on evicted threads load them and go on the
+// same.
 func TestThreadCacheEvicts(t *testing.T) {
-	c := compatGraph(t, memory.New(), 2000)
-	var texts []string
-	for i := range 10 {
-		texts = append(texts, fmt.Sprint("turn ", i))
-		for th := range 5 {
-			wantTurns(t, compatTurn(t, c, fmt.Sprint("t", th), texts[i]), texts...)
-		}
+	for _, limits := range []graph.ThreadCacheLimits{{Bytes: 2000}, {Threads: 3}} {
+		t.Run(fmt.Sprintf("%+v", limits), func(t *testing.T) {
+			gets := &getCounter{Checkpointer: memory.New()}
+			c := compatGraph(t, gets, limits)
+			var texts []string
+			for i := range 10 {
+				texts = append(texts, fmt.Sprint("turn ", i))
+				for th := range 5 {
+					wantTurns(t, compatTurn(t, c, fmt.Sprint("t", th), texts[i]), texts...)
+				}
+			}
+			if n := gets.n.Load(); n <= 5 {
+				t.Errorf("threads were loaded %d times: nothing was evicted", n)
+			}
+		})
 	}
 }
 
 // Runs on many threads at once, and on one thread at once, share the cache
 // safely; the race detector watches.
 func TestThreadCacheConcurrent(t *testing.T) {
-	c := compatGraph(t, memory.New(), 0)
+	c := compatGraph(t, memory.New(), graph.ThreadCacheLimits{})
 	var wg sync.WaitGroup
 	for th := range 8 {
 		wg.Go(func() {

@@ -57,16 +57,16 @@ func BenchmarkTurn(b *testing.B) {
 				_, err := c.Invoke(context.Background(), &compatState{Last: turnText}, graph.RunConfig{ThreadID: thread})
 				return err
 			}
-			tmpl := compatGraph(b, saver, 0)
+			tmpl := compatGraph(b, saver, graph.ThreadCacheLimits{})
 			at := buildTurns(b, saver, turnSizes, func(thread string) error { return turn(tmpl, thread) })
 			for _, mode := range []struct {
-				name  string
-				cache int64
-			}{{"hot", 0}, {"cold", -1}} {
+				name   string
+				limits graph.ThreadCacheLimits
+			}{{"hot", graph.ThreadCacheLimits{}}, {"cold", graph.ThreadCacheLimits{Threads: -1}}} {
 				for _, n := range turnSizes {
 					b.Run(fmt.Sprintf("%s/n=%d", mode.name, n), func(b *testing.B) {
-						c := compatGraph(b, saver, mode.cache)
-						benchTurns(b, saver, at[n], n, mode.cache >= 0, func(thread string) error { return turn(c, thread) })
+						c := compatGraph(b, saver, mode.limits)
+						benchTurns(b, saver, at[n], n, mode.limits.Threads >= 0, func(thread string) error { return turn(c, thread) })
 					})
 				}
 			}
