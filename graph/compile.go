@@ -40,7 +40,8 @@ type CompileOptions struct {
 }
 
 // Compiled is a validated graph, ready to run. It is safe for concurrent
-// use: runs share nothing but the checkpointer and the node caches.
+// use: runs share nothing but the checkpointer, the node caches and the
+// thread cache.
 type Compiled[S any] struct {
 	schema *schema[S]
 	nodes  []*cnode[S] // sorted by name: the merge and run order

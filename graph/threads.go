@@ -20,9 +20,10 @@ type ThreadCacheLimits struct {
 	Bytes int64
 }
 
-// The thread cache's default bounds. A state in memory costs several
-// times its stored size, and every pointer in it is work for the garbage
-// collector: the threads bound keeps that work small when states are.
+// The thread cache's default bounds. Every pointer in a cached state is
+// work for the garbage collector, however small the state: the threads
+// bound keeps that work in check when many small states would fit the
+// bytes bound.
 const (
 	DefaultThreadCacheThreads = 1024
 	DefaultThreadCacheBytes   = 64 << 20
