@@ -91,6 +91,9 @@ type Blob struct {
 	// Delta marks a value that holds only what an append reducer added
 	// since Base, so an ever-growing list costs what it grows by, not what
 	// it holds. Readers concatenate the chain from the oldest full blob.
+	// Base need not be the field's previous version: the engine now and
+	// then writes a delta that merges the chain's newest ones, based
+	// where the first of them was, to keep chains short.
 	Delta bool
 	Base  string
 	Data  []byte
@@ -149,7 +152,10 @@ type Checkpointer interface {
 	// is left out; the engine then fails loudly rather than guess.
 	// TaskSpec.Input comes back as equal JSON, not necessarily equal bytes.
 	Get(ctx context.Context, ref Ref) (*Saved, error)
-	// List returns checkpoints, newest first, without blobs.
+	// List returns checkpoints, newest first, without blobs. A run on a
+	// thread whose state the engine holds in memory starts with a List of
+	// Limit 1, to learn whether that state is still the newest: it should
+	// cost one index lookup, whatever the thread's length.
 	List(ctx context.Context, opts ListOptions) ([]Checkpoint, error)
 	// DeleteThread removes every checkpoint, blob and write of a thread, in
 	// every namespace.
@@ -184,8 +190,10 @@ func DecodeCheckpoint(data []byte) (Checkpoint, error) {
 }
 
 // decodeState rebuilds a state from a checkpoint's blobs, following delta
-// chains back to their full value.
-func (c *Compiled[S]) decodeState(saved *Saved) (S, error) {
+// chains back to their full value. With kept it also records, for the
+// run that continues from the state, each field's stored size and each
+// append field's chain (see threadEntry.link).
+func (c *Compiled[S]) decodeState(saved *Saved, kept *threadEntry[S]) (S, error) {
 	var s S
 	type key struct{ field, version string }
 	blobs := make(map[key]*Blob, len(saved.Blobs))
@@ -214,9 +222,23 @@ func (c *Compiled[S]) decodeState(saved *Saved) (S, error) {
 			}
 			v = b.Base
 		}
+		f := &c.schema.fields[i]
 		for k := len(chain) - 1; k >= 0; k-- {
-			if err := c.schema.decodeField(&s, i, chain[k].Data, chain[k].Delta); err != nil {
+			b := chain[k]
+			start := 0
+			if f.length != nil {
+				start = f.length(&s)
+			}
+			if err := c.schema.decodeField(&s, i, b.Data, b.Delta); err != nil {
 				return s, fmt.Errorf("graph: checkpoint %s: %w", cp.ID, err)
+			}
+			if kept == nil {
+				continue
+			}
+			kept.sizes[i] += len(b.Data)
+			if f.kind == kindAppend && k < len(chain)-1 {
+				kept.chains[i] = append(kept.chains[i], chainLink{version: b.Version, base: b.Base,
+					start: start, end: f.length(&s), bytes: len(b.Data)})
 			}
 		}
 	}

@@ -32,10 +32,16 @@ type CompileOptions struct {
 	// every task of a step runs at once. A subgraph's steps are bounded by
 	// its own graph's option.
 	MaxConcurrency int
+	// ThreadCache bounds the states that finished runs leave in memory
+	// for the next run on their thread, which then continues from memory
+	// instead of loading the thread from the Checkpointer. The zero value
+	// keeps up to 1024 threads and 64 MiB.
+	ThreadCache ThreadCacheLimits
 }
 
 // Compiled is a validated graph, ready to run. It is safe for concurrent
-// use: runs share nothing but the checkpointer and the node caches.
+// use: runs share nothing but the checkpointer, the node caches and the
+// thread cache.
 type Compiled[S any] struct {
 	schema *schema[S]
 	nodes  []*cnode[S] // sorted by name: the merge and run order
@@ -48,6 +54,8 @@ type Compiled[S any] struct {
 	spec   *StateGraph[S] // for drawing
 	// scratch holds *saveScratch[S] that finished runs left for later ones.
 	scratch sync.Pool
+	// threads is nil without a checkpointer or with the cache turned off.
+	threads *threadCache[S]
 }
 
 type cnode[S any] struct {
@@ -173,6 +181,9 @@ func (g *StateGraph[S]) Compile(opts CompileOptions) (*Compiled[S], error) {
 		n.next = slices.DeleteFunc(n.next, func(i int) bool { return i < 0 })
 	}
 	c.start.next = slices.DeleteFunc(c.start.next, func(i int) bool { return i < 0 })
+	if opts.Checkpointer != nil {
+		c.threads = newThreadCache[S](opts.ThreadCache)
+	}
 	return c, nil
 }
 

@@ -66,6 +66,7 @@ func (c *Compiled[S]) Stream(ctx context.Context, input *S, cfg RunConfig) iter.
 		defer r.cancel(nil)
 		_, err := r.execute(input)
 		r.releaseScratch()
+		r.leaveState(err)
 		if err != nil && !r.stopped {
 			yield(Event[S]{}, err)
 		}
@@ -81,6 +82,12 @@ func (c *Compiled[S]) Invoke(ctx context.Context, input *S, cfg RunConfig) (S, e
 	defer r.cancel(nil)
 	s, err := r.execute(input)
 	r.releaseScratch()
+	if r.leaveState(err) {
+		// The next run on the thread appends to the cached state's slices
+		// in place; the caller's copy gets no spare capacity to append
+		// into, so its appends never meet the next run's.
+		r.g.schema.clipSlices(&s)
+	}
 	return s, err
 }
 
@@ -132,6 +139,11 @@ type run[S any] struct {
 	versions    map[string]string
 	resume      map[string]json.RawMessage
 	overwritten fieldMask
+	// kept is what the run knows of how its thread is stored: each
+	// field's stored size and each append field's delta chain. It is the
+	// thread cache entry the run's state goes into when the run ends, if
+	// the run caches. nil until the run loads or saves a checkpoint.
+	kept *threadEntry[S]
 }
 
 // saveScratch is what writing checkpoints reuses from step to step: the
@@ -255,7 +267,11 @@ func (r *run[S]) execute(input *S) (S, error) {
 
 // start merges the input into the thread's state and plans START's edges.
 func (r *run[S]) start(input *S) error {
-	if r.saver != nil {
+	hit, err := r.takeState()
+	if err != nil {
+		return err
+	}
+	if r.saver != nil && !hit {
 		saved, err := r.saver.Get(r.ctx, Ref{ThreadID: r.thread, Namespace: r.nsKey, ID: r.cfg.CheckpointID})
 		switch {
 		case err == nil:
@@ -322,18 +338,84 @@ func (r *run[S]) continueThread() error {
 
 // restore sets the run's state and versions from a checkpoint.
 func (r *run[S]) restore(saved *Saved) error {
-	state, err := r.g.decodeState(saved)
+	kept := r.newEntry()
+	state, err := r.g.decodeState(saved, kept)
 	if err != nil {
 		return err
 	}
-	cp := &saved.Checkpoint
+	r.kept = kept
+	r.restoreCheckpoint(&saved.Checkpoint, state)
+	return nil
+}
+
+// restoreCheckpoint sets the run's state, versions, step and joins'
+// arrivals to those of cp, whose state is state.
+func (r *run[S]) restoreCheckpoint(cp *Checkpoint, state S) {
 	r.state, r.versions, r.parentID, r.step = state, cp.Versions, cp.ID, cp.Step
 	for i, j := range r.g.joins {
 		for k, from := range j.from {
 			r.barriers[i][k] = slices.Contains(cp.Barriers[j.key], r.g.nodes[from].spec.name)
 		}
 	}
-	return nil
+}
+
+// newEntry returns an entry for the run's bookkeeping, one the thread
+// cache evicted if it has one.
+func (r *run[S]) newEntry() *threadEntry[S] {
+	if r.g.threads != nil {
+		return r.g.threads.entry(len(r.g.schema.fields))
+	}
+	return newThreadEntry[S](len(r.g.schema.fields))
+}
+
+// caches reports whether the run leaves its state in the thread cache
+// when it ends: root runs on a thread do, subgraphs' runs do not.
+func (r *run[S]) caches() bool {
+	return r.g.threads != nil && r.saver != nil && r.link == nil
+}
+
+// takeState continues the thread from the state its last run left in the
+// cache, if that is still the state of the thread's newest checkpoint,
+// which one List of a single checkpoint tells. A fork, from an older
+// checkpoint, loads it from the saver as always.
+func (r *run[S]) takeState() (bool, error) {
+	if !r.caches() || r.cfg.CheckpointID != "" {
+		return false, nil
+	}
+	key := threadKey{r.thread, r.nsKey}
+	if !r.g.threads.has(key) {
+		return false, nil
+	}
+	newest, err := r.saver.List(r.ctx, ListOptions{ThreadID: r.thread, Namespace: r.nsKey, Limit: 1})
+	if err != nil {
+		return false, fmt.Errorf("graph: load thread %s: %w", r.thread, err)
+	}
+	if len(newest) == 0 {
+		r.g.threads.drop(key)
+		return false, nil
+	}
+	e := r.g.threads.take(key, newest[0].ID)
+	if e == nil {
+		return false, nil
+	}
+	r.restoreCheckpoint(&newest[0], e.state)
+	var none S
+	e.state, r.kept = none, e
+	return true, nil
+}
+
+// leaveState leaves the run's state in the thread cache for the next run
+// on the thread, when it is the state of the checkpoint saved last: the
+// run ended, or paused at an interrupt before merging its step, but did
+// not fail or stop midway through one. It reports whether it did.
+func (r *run[S]) leaveState(err error) bool {
+	e := r.kept
+	if !r.caches() || e == nil || r.parentID == "" || (err != nil && !errors.Is(err, ErrInterrupted)) {
+		return false
+	}
+	e.key, e.checkpoint, e.state = threadKey{r.thread, r.nsKey}, r.parentID, r.state
+	r.g.threads.put(e)
+	return true
 }
 
 // resumeTasks turns a checkpoint's planned tasks into this run's tasks.
@@ -480,7 +562,13 @@ func (r *run[S]) deliverValues() error {
 	if r.modes&ModeValues == 0 {
 		return nil
 	}
-	return r.deliver(&Event[S]{Mode: ModeValues, Namespace: r.ns, Step: r.step, State: r.state})
+	ev := Event[S]{Mode: ModeValues, Namespace: r.ns, Step: r.step, State: r.state}
+	if r.caches() {
+		// As for Invoke's result: the state may outlive the run in the
+		// thread cache, whose next run appends to it in place.
+		r.g.schema.clipSlices(&ev.State)
+	}
+	return r.deliver(&ev)
 }
 
 // commit saves a checkpoint for the plan of the next step and makes it the
@@ -527,6 +615,10 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 	id := ids.Sortable(now)
 	sc := r.g.schema
 	scr := r.saving()
+	if r.kept == nil {
+		r.kept = r.newEntry()
+	}
+	kept := r.kept
 	versions := r.versions
 	if versions == nil {
 		if scr.versions == nil {
@@ -547,11 +639,16 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 		b := Blob{Field: f.name, Version: id}
 		from := 0
 		if f.kind == kindAppend && prev != "" && !r.overwritten.has(i) && r.marked {
-			from, b.Delta, b.Base = scr.deltaFrom[i], true, prev
+			b.Delta = true
+			b.Base, from = kept.link(i, id, prev, scr.deltaFrom[i], f.length(&r.state))
+		} else {
+			kept.chains[i] = kept.chains[i][:0]
 		}
+		n := enc.buf.Len()
 		if err := enc.append(sc, &r.state, i, from); err != nil {
 			return "", err
 		}
+		kept.stored(i, enc.buf.Len()-n, b.Delta)
 		blobs, ends = append(blobs, b), append(ends, enc.buf.Len())
 		versions[f.name] = id
 	}

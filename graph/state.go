@@ -133,6 +133,8 @@ type field[S any] struct {
 type schema[S any] struct {
 	fields []field[S]
 	byName map[string]int
+	// slices are the offsets of the slice fields, for clipSlices.
+	slices []uintptr
 }
 
 func newSchema[S any](decls []Field[S]) (*schema[S], error) {
@@ -150,6 +152,9 @@ func newSchema[S any](decls []Field[S]) (*schema[S], error) {
 		zero, ok := zeroTests(f.Type, f.Offset, t.Align())
 		sc.fields = append(sc.fields, field[S]{name: f.Name, index: i, offset: f.Offset, size: f.Type.Size(),
 			zero: zero, zeroOK: ok})
+		if f.Type.Kind() == reflect.Slice {
+			sc.slices = append(sc.slices, f.Offset)
+		}
 	}
 	if len(sc.fields) > 64 {
 		return nil, fmt.Errorf("graph: state type %v has %d exported fields; at most 64 are supported", t, len(sc.fields))
@@ -256,16 +261,23 @@ func (sc *schema[S]) changed(a, b *S) fieldMask {
 }
 
 // clipSlices caps the capacity of s's slice fields at their length, so
-// nodes running in parallel that append to their copy of the state each
-// get a new array instead of writing into a shared one.
+// that whoever appends to this copy of a state — nodes running in
+// parallel, a caller handed a state the thread cache keeps — gets a new
+// array instead of writing into a shared one. It writes the slice headers
+// directly, without reflection: it runs on every state a cached run hands
+// out.
 func (sc *schema[S]) clipSlices(s *S) {
-	v := reflect.ValueOf(s).Elem()
-	for _, f := range sc.fields {
-		fv := v.Field(f.index)
-		if fv.Kind() == reflect.Slice && fv.Cap() > fv.Len() {
-			fv.SetCap(fv.Len())
-		}
+	p := unsafe.Pointer(s)
+	for _, off := range sc.slices {
+		h := (*sliceHeader)(unsafe.Add(p, off))
+		h.cap = h.len
 	}
+}
+
+// sliceHeader is the layout of every slice value.
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
 }
 
 // names returns the names of the fields in mask, in declaration order.

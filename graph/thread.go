@@ -63,7 +63,7 @@ func (c *Compiled[S]) History(ctx context.Context, threadID string, opts History
 }
 
 func (c *Compiled[S]) snapshot(saved *Saved) (Snapshot[S], error) {
-	state, err := c.decodeState(saved)
+	state, err := c.decodeState(saved, nil)
 	if err != nil {
 		return Snapshot[S]{}, err
 	}
@@ -207,6 +207,11 @@ func (c *Compiled[S]) UpdateState(ctx context.Context, ref Ref, asNode string, c
 func (c *Compiled[S]) DeleteThread(ctx context.Context, threadID string) error {
 	if c.opts.Checkpointer == nil {
 		return fmt.Errorf("graph: delete thread: %w", ErrNoCheckpointer)
+	}
+	if c.threads != nil {
+		// A later run would find the thread gone anyway; this frees the
+		// memory now.
+		c.threads.drop(threadKey{thread: threadID})
 	}
 	if err := c.opts.Checkpointer.DeleteThread(ctx, threadID); err != nil {
 		return fmt.Errorf("graph: delete thread %s: %w", threadID, err)

@@ -113,19 +113,25 @@ ORDER BY checkpoint_id DESC LIMIT 1`
 	// selectBlobs starts from the checkpoint's versions, a JSON object of
 	// field to version, and follows each delta blob's base. UNION, not
 	// UNION ALL, drops pairs already seen, which also ends a corrupt cycle.
+	//
+	// CROSS JOIN makes chain the outer loop, so each of its rows is one
+	// primary-key lookup. Left to itself the planner read every blob of
+	// the thread's namespace for the final join (SEARCH b USING INDEX
+	// (thread_id=? AND ns=?)), and a thread's load grew with the square of
+	// its length.
 	selectBlobs = `
 WITH RECURSIVE chain (field, version) AS (
     SELECT key, value FROM json_each(?3)
     UNION
     SELECT b.field, b.base
     FROM chain
-    JOIN checkpoint_blobs b
+    CROSS JOIN checkpoint_blobs b
       ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = chain.field AND b.version = chain.version
     WHERE b.delta AND b.base <> ''
 )
 SELECT b.field, b.version, b.delta, b.base, b.data
 FROM chain
-JOIN checkpoint_blobs b
+CROSS JOIN checkpoint_blobs b
   ON b.thread_id = ?1 AND b.ns = ?2 AND b.field = chain.field AND b.version = chain.version
 ORDER BY b.field, b.version`
 
