@@ -7,6 +7,15 @@
 // cut into overlapping chunks that keep their offsets and pages (Chunk),
 // and the extractive summaries the offline path gives (Extractive).
 //
+// # Reading PDFs
+//
+// pdfcpu (pure Go) parses the file, decrypts it and decodes its streams,
+// every stream under one budget (Limits.MaxDecodedBytes) so a file small on
+// the wire cannot decode to gigabytes; the text operators of each page's
+// content are read here. Strings are decoded as UTF-16 (with its byte order
+// mark) or WinAnsi: right for the standard and simple fonts; composite
+// fonts that need their ToUnicode map are not decoded yet.
+//
 // It imports nothing of nodes or api: the record of documents and chunks
 // (with their full-text index) lives in api/store, the processing jobs run
 // on internal/jobs, and the HTTP endpoints are api's.
