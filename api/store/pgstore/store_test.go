@@ -114,3 +114,9 @@ func BenchmarkAppendEvent(b *testing.B) {
 func BenchmarkAppendEventParallel(b *testing.B) {
 	storetest.BenchmarkAppendEventParallel(b, newStore(b))
 }
+
+func TestDocumentsConformance(t *testing.T) {
+	storetest.RunDocuments(t, func(t *testing.T) storetest.DocStore { return newStore(t) })
+}
+
+func BenchmarkSearchChunks(b *testing.B) { storetest.BenchmarkSearchChunks(b, newStore(b)) }
