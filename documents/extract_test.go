@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/trellis-ai/trellis/documents"
-	"github.com/trellis-ai/trellis/documents/internal/pdfmake"
+	"github.com/trellis-ai/trellis/internal/pdfmake"
 )
 
 func TestSniff(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/documents"
-	"github.com/trellis-ai/trellis/documents/internal/pdfmake"
+	"github.com/trellis-ai/trellis/internal/pdfmake"
 )
 
 // FuzzExtract: whatever the bytes, Extract answers text or one of its

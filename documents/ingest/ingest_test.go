@@ -17,8 +17,8 @@ import (
 	"github.com/trellis-ai/trellis/api/store/sqlitestore"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/ingest"
-	"github.com/trellis-ai/trellis/documents/internal/pdfmake"
 	"github.com/trellis-ai/trellis/internal/jobs"
+	"github.com/trellis-ai/trellis/internal/pdfmake"
 	"github.com/trellis-ai/trellis/internal/pgtest"
 )
 

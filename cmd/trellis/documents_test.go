@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// uploadTo posts a document to a trellis serve process.
+func uploadTo(t *testing.T, c *child, conversationID, name string, data []byte) map[string]any {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	if conversationID != "" {
+		mw.WriteField("conversation_id", conversationID)
+	}
+	fw, _ := mw.CreateFormFile("file", name)
+	fw.Write(data)
+	mw.Close()
+	resp, err := http.Post(c.url+"/api/v1/documents", mw.FormDataContentType(), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload %s: %d %s", name, resp.StatusCode, b)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func getJSON(t *testing.T, c *child, path string) (int, map[string]any) {
+	t.Helper()
+	resp := c.do(http.MethodGet, path, nil)
+	b, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	json.Unmarshal(b, &out)
+	return resp.StatusCode, out
+}
+
+// Documents through trellis serve, on SQLite (files encrypted at rest)
+// and on PostgreSQL (a directory declared shared): the Markdown and the
+// PDF of testdata are uploaded, processed as jobs to ready, listed,
+// downloaded and deleted with their files.
+func TestServeDocuments(t *testing.T) {
+	md, err := os.ReadFile("../../documents/testdata/handbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdf, err := os.ReadFile("../../documents/testdata/handbook.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			dir := t.TempDir()
+			files := filepath.Join(dir, "docs")
+			env := []string{"TRELLIS_DATA_DIR=" + dir, "TRELLIS_DOCUMENTS_DIR=" + files}
+			if backend == "postgres" {
+				env = append(env, "DATABASE_URL="+pgDSN(t), "TRELLIS_DOCUMENTS_SHARED=true")
+			} else {
+				env = append(env, "TRELLIS_DOCUMENTS_KEY="+strings.Repeat("5a", 32))
+			}
+			c := startServe(t, env...)
+			d := uploadTo(t, c, "", "handbook.md", md)
+			conv := d["conversation_id"].(string)
+			p := uploadTo(t, c, conv, "handbook.pdf", pdf)
+			for _, doc := range []map[string]any{d, p} {
+				deadline := time.Now().Add(30 * time.Second)
+				for {
+					code, st := getJSON(t, c, "/api/v1/documents/"+conv+"/"+doc["document_id"].(string)+"/status")
+					if code != http.StatusOK || st["status"] == "error" {
+						t.Fatalf("status: %d %v", code, st)
+					}
+					if st["status"] == "ready" {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s not ready: %v", doc["filename"], st)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+			code, list := getJSON(t, c, "/api/v1/documents/"+conv)
+			docs, _ := list["documents"].([]any)
+			if code != http.StatusOK || len(docs) != 2 {
+				t.Fatalf("list: %d %v", code, list)
+			}
+			if s, _ := docs[1].(map[string]any)["summary"].(string); !strings.Contains(s, "Staff handbook") {
+				t.Fatalf("the PDF's summary: %q", s)
+			}
+			resp := c.do(http.MethodGet, "/api/v1/documents/"+conv+"/"+p["document_id"].(string)+"/content", nil)
+			got, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK || !bytes.Equal(got, pdf) || resp.Header.Get("Content-Type") != "application/pdf" {
+				t.Fatalf("content: %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(got))
+			}
+			if backend == "sqlite" {
+				// Encrypted at rest: no stored file holds the Markdown.
+				filepath.WalkDir(files, func(path string, e fs.DirEntry, err error) error {
+					if err == nil && !e.IsDir() {
+						if b, _ := os.ReadFile(path); bytes.Contains(b, []byte("Bertha")) {
+							t.Errorf("%s holds the plain text", path)
+						}
+					}
+					return nil
+				})
+			}
+			if resp := c.do(http.MethodDelete, "/api/v1/conversations/"+conv, nil); resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("delete conversation: %d", resp.StatusCode)
+			}
+			n := 0
+			filepath.WalkDir(files, func(path string, e fs.DirEntry, err error) error {
+				if err == nil && !e.IsDir() {
+					n++
+				}
+				return nil
+			})
+			if n != 0 {
+				t.Fatalf("%d files left after deleting the conversation", n)
+			}
+		})
+	}
+}
