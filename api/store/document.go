@@ -58,9 +58,10 @@ type Documents interface {
 	// ErrInvalid for chunks that cannot be stored.
 	PutChunks(ctx context.Context, id string, chunks []NewChunk, omitted int) error
 
-	// SetChunkSummary records the summary of the document's chunk index.
-	// Returns ErrNotFound when there is no such chunk.
-	SetChunkSummary(ctx context.Context, id string, index int, summary string) error
+	// SetChunkSummaries records summaries of the document's chunks, by
+	// chunk index, in one transaction. Returns ErrNotFound, and changes
+	// nothing, when the document or one of the chunks is unknown.
+	SetChunkSummaries(ctx context.Context, id string, summaries map[int]string) error
 
 	// FinishDocument records the document's summary and makes it ready.
 	// Returns ErrNotFound when it is unknown.

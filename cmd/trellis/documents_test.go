@@ -133,3 +133,40 @@ func TestServeDocuments(t *testing.T) {
 		})
 	}
 }
+
+func TestParseDocuments(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{"HOME": "/home/ada"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	c, err := parseServe(nil, env(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := c.documents
+	if d.dir != "/home/ada/.local/share/trellis/documents" || d.maxBytes != 1_000_000 || d.maxPerConv != 5 || d.shared || d.s3 != nil || d.key != nil {
+		t.Errorf("defaults: %+v", d)
+	}
+	c, err = parseServe([]string{"--max-documents", "3"}, env("TRELLIS_DOCUMENTS_KEY", strings.Repeat("ab", 32),
+		"TRELLIS_DOCUMENTS_S3_ENDPOINT", "127.0.0.1:9000", "TRELLIS_DOCUMENTS_S3_BUCKET", "docs", "TRELLIS_DOCUMENTS_S3_PATH_STYLE", "true",
+		"TRELLIS_DOCUMENTS_SHARED", "true", "TRELLIS_MAX_DOCUMENT_BYTES", "2000000"), io.Discard)
+	d = c.documents
+	if err != nil || d.maxPerConv != 3 || d.maxBytes != 2_000_000 || !d.shared || len(d.key) != 32 || d.s3 == nil || !d.s3.PathStyle || d.s3.Bucket != "docs" {
+		t.Errorf("set: %+v %v", d, err)
+	}
+	for _, bad := range [][]string{
+		{"TRELLIS_DOCUMENTS_KEY", "short"},
+		{"TRELLIS_DOCUMENTS_S3_ENDPOINT", "127.0.0.1:9000"}, // no bucket
+		{"TRELLIS_DOCUMENTS_S3_ENDPOINT", "x", "TRELLIS_DOCUMENTS_S3_BUCKET", "b", "TRELLIS_DOCUMENTS_S3_INSECURE", "maybe"},
+		{"TRELLIS_MAX_DOCUMENT_BYTES", "0"},
+		{"TRELLIS_MAX_DOCUMENTS", "many"},
+		{"TRELLIS_DOCUMENTS_SHARED", "sort of"},
+	} {
+		if _, err := parseServe(nil, env(bad...), io.Discard); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}

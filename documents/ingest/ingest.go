@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/internal/jobs"
@@ -328,31 +326,43 @@ func (s *Service) summarize(ctx context.Context, d store.Document) error {
 	if err != nil {
 		return err
 	}
+	// Every missing summary is tried, SummaryConcurrency at a time;
+	// those made are stored together, also when others failed, so a
+	// retry asks only for the rest.
 	summaries := make([]string, len(chunks))
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.cfg.SummaryConcurrency)
+	made := map[int]string{}
+	var (
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		errs  []error
+		slots = make(chan struct{}, s.cfg.SummaryConcurrency)
+	)
 	for i, c := range chunks {
 		if c.Summary != "" {
 			summaries[i] = c.Summary
 			continue
 		}
-		g.Go(func() error {
-			sum, err := s.cfg.Summarizer.SummarizeChunk(gctx, c.Text)
-			if err != nil {
-				return fmt.Errorf("summarise chunk %d: %w", c.Index, err)
-			}
-			if err := s.cfg.Store.SetChunkSummary(gctx, d.ID, c.Index, sum); err != nil {
-				return err
-			}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			sum, err := s.cfg.Summarizer.SummarizeChunk(ctx, c.Text)
 			mu.Lock()
-			summaries[i] = sum
-			mu.Unlock()
-			return nil
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("summarise chunk %d: %w", c.Index, err))
+				return
+			}
+			summaries[i], made[c.Index] = sum, sum
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return err
+	wg.Wait()
+	if len(made) > 0 {
+		if err := s.cfg.Store.SetChunkSummaries(ctx, d.ID, made); err != nil {
+			return err
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	var text strings.Builder
 	for i, c := range chunks {

@@ -91,16 +91,16 @@ func testDocumentLifecycle(t *testing.T, s DocStore) {
 	if err := s.PutChunks(ctx, d.ID, chunks, 42); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetChunkSummary(ctx, d.ID, 1, "about gamma"); err != nil {
+	if err := s.SetChunkSummaries(ctx, d.ID, map[int]string{1: "about gamma"}); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "SetChunkSummary of a missing chunk", s.SetChunkSummary(ctx, d.ID, 7, "x"), store.ErrNotFound)
+	wantErr(t, "SetChunkSummaries of a missing chunk", s.SetChunkSummaries(ctx, d.ID, map[int]string{0: "changed", 7: "x"}), store.ErrNotFound)
 	done := must(s.FinishDocument(ctx, d.ID, "a summary"))(t)
 	if done.Status != store.DocReady || done.Summary != "a summary" || done.Chunks != 2 || done.OmittedChars != 42 {
 		t.Fatalf("FinishDocument = %+v", done)
 	}
 	all := must(s.DocumentChunks(ctx, alice, d.ID, nil))(t)
-	if len(all) != 2 || all[1].Text != "beta. gamma ü" || all[1].Summary != "about gamma" || all[1].LastPage != 2 || all[0].Start != 0 || all[1].Start != 6 || all[1].End != 20 {
+	if len(all) != 2 || all[1].Text != "beta. gamma ü" || all[1].Summary != "about gamma" || all[0].Summary != "" || all[1].LastPage != 2 || all[0].Start != 0 || all[1].Start != 6 || all[1].End != 20 {
 		t.Fatalf("DocumentChunks = %+v", all)
 	}
 	one := must(s.DocumentChunks(ctx, alice, d.ID, []int{1, 9}))(t)
@@ -128,14 +128,14 @@ func testDocumentLifecycle(t *testing.T, s DocStore) {
 		t.Fatalf("DeleteDocument returned %+v", gone)
 	}
 	wantErrs(t, " after delete", map[string]error{
-		"GetDocument":     second(s.GetDocument(ctx, alice, c.ID, d.ID)),
-		"DeleteDocument":  second(s.DeleteDocument(ctx, alice, c.ID, d.ID)),
-		"LookupDocument":  second(s.LookupDocument(ctx, d.ID)),
-		"DocumentChunks":  second(s.DocumentChunks(ctx, alice, d.ID, nil)),
-		"SetStatus":       second(s.SetDocumentStatus(ctx, d.ID, store.DocReady, "")),
-		"FinishDocument":  second(s.FinishDocument(ctx, d.ID, "")),
-		"PutChunks":       s.PutChunks(ctx, d.ID, chunks, 0),
-		"SetChunkSummary": s.SetChunkSummary(ctx, d.ID, 0, "x"),
+		"GetDocument":       second(s.GetDocument(ctx, alice, c.ID, d.ID)),
+		"DeleteDocument":    second(s.DeleteDocument(ctx, alice, c.ID, d.ID)),
+		"LookupDocument":    second(s.LookupDocument(ctx, d.ID)),
+		"DocumentChunks":    second(s.DocumentChunks(ctx, alice, d.ID, nil)),
+		"SetStatus":         second(s.SetDocumentStatus(ctx, d.ID, store.DocReady, "")),
+		"FinishDocument":    second(s.FinishDocument(ctx, d.ID, "")),
+		"PutChunks":         s.PutChunks(ctx, d.ID, chunks, 0),
+		"SetChunkSummaries": s.SetChunkSummaries(ctx, d.ID, map[int]string{0: "x"}),
 	}, store.ErrNotFound)
 }
 

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -236,9 +238,15 @@ func (s *Store) PutChunks(ctx context.Context, id string, chunks []store.NewChun
 		if _, err := q.Exec(ctx, `DELETE FROM chunks WHERE document_id = ?`, id); err != nil {
 			return err
 		}
-		for _, c := range chunks {
-			_, err := q.Exec(ctx, `INSERT INTO chunks (document_id, idx, start_char, end_char, page, last_page, text)
-                VALUES (?, ?, ?, ?, ?, ?, ?)`, id, c.Index, c.Start, c.End, c.Page, c.LastPage, c.Text)
+		// Rows go in batches, one statement each: a round trip per
+		// batch, not per chunk.
+		for batch := range slices.Chunk(chunks, rowsPerStatement) {
+			args := make([]any, 0, 7*len(batch))
+			for _, c := range batch {
+				args = append(args, id, c.Index, c.Start, c.End, c.Page, c.LastPage, c.Text)
+			}
+			_, err := q.Exec(ctx, `INSERT INTO chunks (document_id, idx, start_char, end_char, page, last_page, text) VALUES `+
+				strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", len(batch)), ", "), args...)
 			if err != nil {
 				return err
 			}
@@ -251,20 +259,37 @@ func (s *Store) PutChunks(ctx context.Context, id string, chunks []store.NewChun
 	return nil
 }
 
-// SetChunkSummary implements store.Documents.
-func (s *Store) SetChunkSummary(ctx context.Context, id string, index int, summary string) error {
-	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+// SetChunkSummaries implements store.Documents, in index order.
+func (s *Store) SetChunkSummaries(ctx context.Context, id string, summaries map[int]string) error {
+	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		if storeutil.CheckIDs(id) != nil {
 			return store.ErrNotFound
 		}
-		n, err := q.Exec(ctx, `UPDATE chunks SET summary = ? WHERE document_id = ? AND idx = ?`, store.ToValidText(summary), id, index)
-		if err == nil && n == 0 {
-			err = store.ErrNotFound
+		for batch := range slices.Chunk(slices.Sorted(maps.Keys(summaries)), rowsPerStatement) {
+			// One statement a batch: CASE picks each row's summary.
+			var sets strings.Builder
+			args := make([]any, 0, 3*len(batch)+1)
+			for _, i := range batch {
+				sets.WriteString(" WHEN ? THEN ?")
+				args = append(args, i, store.ToValidText(summaries[i]))
+			}
+			args = append(args, id)
+			for _, i := range batch {
+				args = append(args, i)
+			}
+			n, err := q.Exec(ctx, `UPDATE chunks SET summary = CASE idx`+sets.String()+` END
+                WHERE document_id = ? AND idx IN (`+placeholders(len(batch))+`)`, args...)
+			if err != nil {
+				return err
+			}
+			if n != int64(len(batch)) {
+				return store.ErrNotFound
+			}
 		}
-		return err
+		return nil
 	})
 	if err != nil {
-		return s.errorf("set summary of chunk %d of %s: %w", index, id, err)
+		return s.errorf("set chunk summaries of %s: %w", id, err)
 	}
 	return nil
 }
@@ -307,6 +332,10 @@ func (s *Store) DocumentChunks(ctx context.Context, userID, id string, indexes [
 	}
 	return cs, nil
 }
+
+// rowsPerStatement bounds the rows one statement writes: few round trips,
+// and far below either database's limit on parameters.
+const rowsPerStatement = 100
 
 // maxSearchTerms bounds the words a search looks for.
 const maxSearchTerms = 32
