@@ -16,6 +16,7 @@ import (
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/documents/s3store"
 	"github.com/trellis-ai/trellis/internal/jobs"
+	"github.com/trellis-ai/trellis/llm"
 )
 
 // documentsConfig is what serve reads about documents: where their files
@@ -81,7 +82,7 @@ func parseDocuments(c *documentsConfig, dir, shared, maxBytes, maxDocs string, g
 // says when documents are off: on PostgreSQL with the filesystem backend
 // on a directory not declared shared, since another process could not
 // read the files this one stores.
-func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, log *slog.Logger, cleanup *closers) (*ingest.Service, string, error) {
+func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, models *llm.Registry, log *slog.Logger, cleanup *closers) (*ingest.Service, string, error) {
 	dc := cfg.documents
 	var files documents.Storage
 	var desc string
@@ -115,7 +116,12 @@ func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, log *sl
 	if !ok {
 		return nil, "", errors.New("documents: the store keeps no documents")
 	}
-	svc, err := ingest.New(ingest.Config{Store: rec, Files: files, MaxBytes: dc.maxBytes, MaxPerConversation: dc.maxPerConv, Logger: log})
+	sum, sumDesc, err := summarizer(ctx, models)
+	if err != nil {
+		return nil, "", err
+	}
+	desc += ", " + sumDesc
+	svc, err := ingest.New(ingest.Config{Store: rec, Files: files, Summarizer: sum, MaxBytes: dc.maxBytes, MaxPerConversation: dc.maxPerConv, Logger: log})
 	if err != nil {
 		return nil, "", err
 	}
@@ -157,6 +163,25 @@ func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, log *sl
 	})
 	svc.Attach(queue)
 	return svc, desc, nil
+}
+
+// summarizer is the fast model's summariser (the registry wraps it in the
+// resilience policy), or the extractive one when the fast model is the
+// offline model, which cannot summarise, or a scripted one, whose script
+// drives the agent, not summaries.
+func summarizer(ctx context.Context, models *llm.Registry) (documents.Summarizer, string, error) {
+	mc, err := models.Resolve("fast")
+	if err != nil {
+		return nil, "", err
+	}
+	if mc.Provider == llm.ProviderOffline || mc.Provider == llm.ProviderScripted {
+		return documents.Extractive{}, "extractive summaries", nil
+	}
+	m, err := models.Model(ctx, "fast")
+	if err != nil {
+		return nil, "", fmt.Errorf("documents: the summaries' model: %w", err)
+	}
+	return documents.ModelSummarizer{Model: m}, "summaries by " + mc.ID, nil
 }
 
 // documentsDefaultDir is where the filesystem backend keeps files.

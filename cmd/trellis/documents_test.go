@@ -74,6 +74,9 @@ func TestServeDocuments(t *testing.T) {
 				env = append(env, "TRELLIS_DOCUMENTS_KEY="+strings.Repeat("5a", 32))
 			}
 			c := startServe(t, env...)
+			if !strings.Contains(c.logs.String()+c.startLine, "documents files "+files) || !strings.Contains(c.startLine, "extractive summaries") {
+				t.Fatalf("the start line does not tell the documents' files and summaries: %q", c.startLine)
+			}
 			d := uploadTo(t, c, "", "handbook.md", md)
 			conv := d["conversation_id"].(string)
 			p := uploadTo(t, c, conv, "handbook.pdf", pdf)
@@ -168,5 +171,22 @@ func TestParseDocuments(t *testing.T) {
 		if _, err := parseServe(nil, env(bad...), io.Discard); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+// On PostgreSQL a directory not declared shared is refused: documents are
+// off, the start line says why, and the endpoints are not served.
+func TestServeDocumentsOffOnPostgresWithoutSharedDir(t *testing.T) {
+	c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(), "DATABASE_URL="+pgDSN(t))
+	if !strings.Contains(c.startLine, "documents off (PostgreSQL: set TRELLIS_DOCUMENTS_S3_*") {
+		t.Fatalf("start line %q", c.startLine)
+	}
+	resp, err := http.Post(c.url+"/api/v1/documents", "multipart/form-data; boundary=x", strings.NewReader("--x--\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("upload with documents off: %d", resp.StatusCode)
 	}
 }

@@ -355,7 +355,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err := joinCluster(ctx, st, cfg, &apiCfg, cleanup); err != nil {
 		return app{}, err
 	}
-	docs, docDesc, err := openDocuments(ctx, cfg, st, log, cleanup)
+	docs, docDesc, err := openDocuments(ctx, cfg, st, models, log, cleanup)
 	if err != nil {
 		return app{}, err
 	}
