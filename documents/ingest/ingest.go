@@ -85,7 +85,8 @@ func (s *Service) MaxBytes() int64 { return s.cfg.MaxBytes }
 
 // processArgs is the processing job of one document.
 type processArgs struct {
-	DocumentID string `json:"document_id"`
+	DocumentID     string `json:"document_id"`
+	ConversationID string `json:"conversation_id"`
 }
 
 func (processArgs) Kind() string { return "document_process" }
@@ -150,7 +151,7 @@ func (s *Service) Upload(ctx context.Context, u Upload) (store.Document, error) 
 	key := documents.Key{User: d.UserID, Conversation: d.ConversationID, Document: d.ID, Name: documents.Original}.String()
 	err = s.cfg.Files.Put(ctx, key, u.Data)
 	if err == nil {
-		_, err = s.queue.Enqueue(ctx, processArgs{DocumentID: d.ID}, jobs.EnqueueOptions{Unique: true})
+		_, err = s.queue.Enqueue(ctx, processArgs{DocumentID: d.ID, ConversationID: d.ConversationID}, jobs.EnqueueOptions{Unique: true})
 	}
 	if err != nil {
 		// Undo, so a refused upload leaves nothing; past the request's
@@ -211,14 +212,16 @@ func (s *Service) Content(ctx context.Context, userID, conversationID, id string
 	return d, data, nil
 }
 
-// Delete deletes the document's record, chunks and index rows, then its
-// files. A processing job still waiting or running finds the record gone
-// and ends without doing anything.
+// Delete deletes the document's record, chunks and index rows, its
+// processing job if it has not finished, then its files. A job the cancel
+// misses (it was being taken at that moment) finds the record gone and
+// ends without doing anything.
 func (s *Service) Delete(ctx context.Context, userID, conversationID, id string) error {
 	d, err := s.cfg.Store.DeleteDocument(ctx, userID, conversationID, id)
 	if err != nil {
 		return err
 	}
+	s.cancelJobs(ctx, "document_id", d.ID)
 	prefix, err := documents.DocumentPrefix(d.UserID, d.ConversationID, d.ID)
 	if err == nil {
 		err = documents.DeletePrefix(ctx, s.cfg.Files, prefix)
@@ -229,10 +232,11 @@ func (s *Service) Delete(ctx context.Context, userID, conversationID, id string)
 	return nil
 }
 
-// DeleteConversationFiles deletes the files of a conversation's
-// documents, after the conversation's record is deleted (which takes its
-// documents' rows with it).
+// DeleteConversationFiles deletes the processing jobs and the files of a
+// conversation's documents, after the conversation's record is deleted
+// (which takes its documents' rows with it).
 func (s *Service) DeleteConversationFiles(ctx context.Context, userID, conversationID string) error {
+	s.cancelJobs(ctx, "conversation_id", conversationID)
 	prefix, err := documents.ConversationPrefix(userID, conversationID)
 	if err == nil {
 		err = documents.DeletePrefix(ctx, s.cfg.Files, prefix)
@@ -241,6 +245,17 @@ func (s *Service) DeleteConversationFiles(ctx context.Context, userID, conversat
 		return fmt.Errorf("ingest: delete the files of conversation %s: %w", conversationID, err)
 	}
 	return nil
+}
+
+// cancelJobs cancels the processing jobs whose field is value. A failure
+// is logged: such a job finds its record gone and ends on its own.
+func (s *Service) cancelJobs(ctx context.Context, field, value string) {
+	if s.queue == nil {
+		return
+	}
+	if _, err := s.queue.CancelMatching(ctx, processArgs{}.Kind(), field, value); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "cannot cancel processing jobs", slog.String(field, value), slog.String("error", err.Error()))
+	}
 }
 
 // process is the processing job: every step can run again (a retry, or a

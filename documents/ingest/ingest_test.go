@@ -248,3 +248,47 @@ func TestSummaryRetriedThenError(t *testing.T) {
 		t.Fatalf("error status says %q", got.Error)
 	}
 }
+
+// Deleting a document, or its conversation, before its job ran cancels
+// the job.
+func TestDeleteCancelsJob(t *testing.T) {
+	r := newRig(t, "sqlite", ingest.Config{}, jobs.Config{})
+	ctx := t.Context()
+	// Stop the workers, so the jobs wait.
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.queue.Stop(sctx); err != nil {
+		t.Fatal(err)
+	}
+	a, err := r.svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "a.txt", Data: []byte("alpha")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "b.txt", Data: []byte("beta")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []store.Document{a, b} {
+		if ids, err := r.queue.Unfinished(ctx, "document_process", "document_id", d.ID); err != nil || len(ids) != 1 {
+			t.Fatalf("jobs of %s: %v, %v; want one waiting", d.Filename, ids, err)
+		}
+	}
+	if err := r.svc.Delete(ctx, "alice", a.ConversationID, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := r.queue.Unfinished(ctx, "document_process", "document_id", a.ID); len(ids) != 0 {
+		t.Fatalf("the deleted document's job is still waiting: %v", ids)
+	}
+	if ids, _ := r.queue.Unfinished(ctx, "document_process", "document_id", b.ID); len(ids) != 1 {
+		t.Fatalf("the other document's job went too: %v", ids)
+	}
+	if err := r.st.DeleteConversation(ctx, "alice", b.ConversationID); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.svc.DeleteConversationFiles(ctx, "alice", b.ConversationID); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := r.queue.Unfinished(ctx, "document_process", "conversation_id", b.ConversationID); len(ids) != 0 {
+		t.Fatalf("the deleted conversation's job is still waiting: %v", ids)
+	}
+}

@@ -151,6 +151,7 @@ type client interface {
 	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
 	JobGet(ctx context.Context, id int64) (*rivertype.JobRow, error)
 	JobCancel(ctx context.Context, id int64) (*rivertype.JobRow, error)
+	JobList(ctx context.Context, params *river.JobListParams) (*river.JobListResult, error)
 }
 
 // Queue is a durable job queue and this process's workers of it.
@@ -289,6 +290,42 @@ func (q *Queue) Cancel(ctx context.Context, id int64) error {
 		return fmt.Errorf("jobs: cancel %d: %w", id, err)
 	}
 	return nil
+}
+
+// CancelMatching cancels the jobs of kind not yet finished (waiting,
+// scheduled, retrying or running) whose argument field (a top-level key
+// of Args' JSON) is value, as Cancel does, and returns how many it
+// cancelled. Deleting a document cancels its processing job so.
+func (q *Queue) CancelMatching(ctx context.Context, kind, field, value string) (int, error) {
+	ids, err := q.Unfinished(ctx, kind, field, value)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		if err := q.Cancel(ctx, id); err != nil {
+			return 0, err
+		}
+	}
+	return len(ids), nil
+}
+
+// Unfinished returns the ids of the jobs of kind not yet finished whose
+// argument field is value (see CancelMatching), at most 1,000.
+func (q *Queue) Unfinished(ctx context.Context, kind, field, value string) ([]int64, error) {
+	params := river.NewJobListParams().Kinds(kind).
+		States(rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStateRetryable,
+			rivertype.JobStatePending, rivertype.JobStateRunning).
+		Where("CAST(args ->> @field AS TEXT) = @value", river.NamedArgs{"field": field, "value": value}).
+		First(1000)
+	res, err := q.c.JobList(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: list %s jobs of %s %s: %w", kind, field, value, err)
+	}
+	ids := make([]int64, len(res.Jobs))
+	for i, j := range res.Jobs {
+		ids[i] = j.ID
+	}
+	return ids, nil
 }
 
 // State is where a job is.

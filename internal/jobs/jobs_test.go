@@ -184,6 +184,22 @@ func TestUniqueAndCancel(t *testing.T) {
 			if st, _, _ := q.JobState(t.Context(), later); st != jobs.StateCancelled {
 				t.Fatalf("cancelled job is %s", st)
 			}
+			keep, err := q.Enqueue(t.Context(), echoArgs{N: 9}, jobs.EnqueueOptions{Delay: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			drop, err := q.Enqueue(t.Context(), echoArgs{N: 10}, jobs.EnqueueOptions{Delay: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := q.CancelMatching(t.Context(), echoArgs{}.Kind(), "n", "10"); err != nil || n != 1 {
+				t.Fatalf("CancelMatching = %d, %v; want 1", n, err)
+			}
+			for id, want := range map[int64]jobs.State{keep: jobs.StateScheduled, drop: jobs.StateCancelled} {
+				if st, _, _ := q.JobState(t.Context(), id); st != want {
+					t.Errorf("job %d is %s, want %s", id, st, want)
+				}
+			}
 			if _, _, err := q.JobState(t.Context(), 987654); !errors.Is(err, jobs.ErrNotFound) {
 				t.Fatalf("unknown job: %v", err)
 			}
