@@ -7,11 +7,15 @@ import (
 	"io/fs"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 )
 
 // uploadTo posts a document to a trellis serve process.
@@ -188,5 +192,54 @@ func TestServeDocumentsOffOnPostgresWithoutSharedDir(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("upload with documents off: %d", resp.StatusCode)
+	}
+}
+
+// With TRELLIS_DOCUMENTS_S3_*, serve keeps documents in the bucket (here
+// an in-process S3 server), encrypted with TRELLIS_DOCUMENTS_KEY.
+func TestServeDocumentsInS3(t *testing.T) {
+	backend := s3mem.New()
+	if err := backend.CreateBucket("trellis-docs"); err != nil {
+		t.Fatal(err)
+	}
+	s3 := httptest.NewServer(gofakes3.New(backend).Server())
+	defer s3.Close()
+	c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(),
+		"TRELLIS_DOCUMENTS_S3_ENDPOINT="+strings.TrimPrefix(s3.URL, "http://"), "TRELLIS_DOCUMENTS_S3_BUCKET=trellis-docs",
+		"TRELLIS_DOCUMENTS_S3_ACCESS_KEY=k", "TRELLIS_DOCUMENTS_S3_SECRET_KEY=s", "TRELLIS_DOCUMENTS_S3_REGION=us-east-1",
+		"TRELLIS_DOCUMENTS_S3_INSECURE=true", "TRELLIS_DOCUMENTS_S3_PATH_STYLE=true",
+		"TRELLIS_DOCUMENTS_KEY="+strings.Repeat("0f", 32))
+	if !strings.Contains(c.startLine, "documents s3 ") || !strings.Contains(c.startLine, "/trellis-docs encrypted") {
+		t.Fatalf("start line %q", c.startLine)
+	}
+	d := uploadTo(t, c, "", "notes.md", []byte("# Notes\n\nThe vault code is 4711."))
+	conv, id := d["conversation_id"].(string), d["document_id"].(string)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, st := getJSON(t, c, "/api/v1/documents/"+conv+"/"+id+"/status")
+		if st["status"] == "ready" {
+			break
+		}
+		if st["status"] == "error" || time.Now().After(deadline) {
+			t.Fatalf("status %v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	objs, err := backend.ListBucket("trellis-docs", nil, gofakes3.ListBucketPage{})
+	if err != nil || len(objs.Contents) != 1 || !strings.HasSuffix(objs.Contents[0].Key, "/document/"+id+"/original") {
+		t.Fatalf("bucket: %+v, %v", objs, err)
+	}
+	obj, err := backend.GetObject("trellis-docs", objs.Contents[0].Key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(obj.Contents)
+	obj.Contents.Close()
+	if bytes.Contains(raw, []byte("4711")) {
+		t.Fatal("the bucket holds the plain text")
+	}
+	resp := c.do(http.MethodGet, "/api/v1/documents/"+conv+"/"+id+"/content", nil)
+	if got, _ := io.ReadAll(resp.Body); !bytes.Contains(got, []byte("4711")) {
+		t.Fatalf("content %q", got)
 	}
 }
