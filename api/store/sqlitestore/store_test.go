@@ -157,4 +157,4 @@ func TestChunkIndexIntegrity(t *testing.T) {
 	}
 }
 
-func BenchmarkSearchChunks(b *testing.B) { storetest.BenchmarkSearchChunks(b, newDocStore(b)) }
+func BenchmarkSearchChunks(b *testing.B) { storetest.BenchmarkSearchChunks(b, newDocStore(b), nil) }

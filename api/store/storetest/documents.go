@@ -393,8 +393,11 @@ func testDocumentInvalid(t *testing.T, s DocStore) {
 // query is three words, searched across all the user's documents (user:
 // the widest scope, 10,000 chunks) and across one conversation's
 // (conversation: 1,000 chunks); each reports the latency's p50 and p99 in
-// milliseconds.
-func BenchmarkSearchChunks(b *testing.B, s DocStore) {
+// milliseconds. settle, when not nil, runs after the load and before the
+// searches: PostgreSQL's ANALYZE, say, which autovacuum would run after
+// such a load (without statistics the planner walks the GIN index once
+// per document).
+func BenchmarkSearchChunks(b *testing.B, s DocStore, settle func()) {
 	ctx := b.Context()
 	rng := rand.New(rand.NewPCG(1, 2))
 	vocab := make([]string, 5000)
@@ -437,6 +440,9 @@ func BenchmarkSearchChunks(b *testing.B, s DocStore) {
 				b.Fatal(err)
 			}
 		}
+	}
+	if settle != nil {
+		settle()
 	}
 	for _, scope := range []struct {
 		name string
