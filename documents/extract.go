@@ -31,8 +31,8 @@ var (
 	// message lists the supported types. HTTP 415.
 	ErrUnsupported = errors.New("documents: unsupported file type; supported: text/plain, text/markdown (.md), text/html, application/pdf")
 	// ErrUnreadable: the file is of a supported type but cannot be read:
-	// a PDF that does not parse or decodes to more than the limit, text
-	// that is not UTF-8. HTTP 400.
+	// a PDF that does not parse or decodes to more than the limit, a file
+	// named .pdf that is not a PDF, text that is not UTF-8. HTTP 400.
 	ErrUnreadable = errors.New("documents: the file cannot be read")
 	// ErrEmpty: the file is empty, or has no text. HTTP 400.
 	ErrEmpty = errors.New("documents: the file has no text")
@@ -88,7 +88,9 @@ func (t Text) PageAt(off int) int {
 
 // Sniff tells the type of data from its bytes; filename only tells
 // Markdown from plain text (a .md or .markdown name), since their bytes
-// are alike. A type that cannot be read is ErrUnsupported.
+// are alike, and a file named .pdf whose bytes are not a PDF is refused
+// (ErrUnreadable): it is broken or not what it claims. A type that cannot
+// be read is ErrUnsupported.
 func Sniff(data []byte, filename string) (Type, error) {
 	if len(data) == 0 {
 		return "", ErrEmpty
@@ -96,6 +98,9 @@ func Sniff(data []byte, filename string) (Type, error) {
 	// A PDF header may follow some junk within the first kilobyte.
 	if i := bytes.Index(data[:min(len(data), 1024)], []byte("%PDF-")); i >= 0 {
 		return TypePDF, nil
+	}
+	if strings.EqualFold(path.Ext(filename), ".pdf") {
+		return "", fmt.Errorf("%w: the file is named %s but is not a PDF", ErrUnreadable, path.Base(filename))
 	}
 	sniffed, _, _ := strings.Cut(http.DetectContentType(data), ";")
 	switch sniffed {
