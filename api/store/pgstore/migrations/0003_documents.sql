@@ -1,8 +1,10 @@
 -- Documents uploaded into conversations, their chunks, and the full-text
--- index over chunks: a stored tsvector of each chunk's text (English
--- stemming and stop words) under a GIN index. The vector is a column of
--- the chunk, so deleting a chunk (or cascading to it) deletes its index
--- entry.
+-- index over chunks: a tsvector of each chunk's text (English stemming
+-- and stop words) under a GIN index. The vector is a column of the chunk,
+-- so deleting a chunk (or cascading to it) deletes its index entry. A
+-- trigger computes it when the text is written, and only then: a stored
+-- generated column would be computed again by every update of the row,
+-- such as recording the chunk's summary.
 
 CREATE TABLE documents (
     id              text        COLLATE "C" PRIMARY KEY,
@@ -32,8 +34,11 @@ CREATE TABLE chunks (
     last_page   integer  NOT NULL DEFAULT 0,
     text        text     NOT NULL,
     summary     text     NOT NULL DEFAULT '',
-    tsv         tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
+    tsv         tsvector NOT NULL DEFAULT ''::tsvector,
     PRIMARY KEY (document_id, idx)
 );
+
+CREATE TRIGGER chunks_tsv BEFORE INSERT OR UPDATE OF text ON chunks
+    FOR EACH ROW EXECUTE FUNCTION tsvector_update_trigger(tsv, 'pg_catalog.english', text);
 
 CREATE INDEX chunks_tsv ON chunks USING GIN (tsv);
