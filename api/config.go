@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/llm"
@@ -23,6 +24,9 @@ import (
 type Config struct {
 	// Store is the service's record. Required.
 	Store store.Store
+	// Documents is the document service behind /api/v1/documents; nil
+	// leaves those endpoints out (404).
+	Documents *ingest.Service
 	// Models resolves the model names requests and the agent use; nil
 	// means a registry holding only the offline model.
 	Models *llm.Registry

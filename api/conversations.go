@@ -132,6 +132,7 @@ func (s *Server) handleDeleteConversation(w http.ResponseWriter, r *http.Request
 		s.writeError(w, r, err)
 		return
 	}
+	s.deleteConversationFiles(r, r.PathValue("id"))
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -4,7 +4,8 @@
 // serves. It owns no run: every run is started, followed, answered,
 // cancelled, edited and recovered through package api/runs, the run
 // service, whose errors it maps to API.md's statuses in one place
-// (writeError); package store is the record both read.
+// (writeError); package store is the record both read. The documents
+// endpoints are thin the same way, over documents/ingest (Config.Documents).
 //
 // # Example
 //

@@ -163,6 +163,9 @@ func (s *Server) routes() http.Handler {
 		r.Get("/clarifications/pending", s.handlePending(store.KindClarification, "clarifications"))
 		r.Delete("/elicitation/{id}", s.handleElicitationCancel)
 		r.Get("/tools", s.handleTools)
+		if s.cfg.Documents != nil {
+			s.documentRoutes(r)
+		}
 	})
 	if s.cfg.MCP != nil {
 		r.Group(func(r chi.Router) {
@@ -178,13 +181,19 @@ func (s *Server) routes() http.Handler {
 	return r
 }
 
-// limitBody caps every API request body at Limits.MaxBodyBytes.
+// limitBody caps every API request body at Limits.MaxBodyBytes, but a
+// document upload's at the document limit and its framing, when that is
+// more.
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	limit := s.cfg.Limits.MaxBodyBytes
 	if limit < 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit := limit
+		if s.cfg.Documents != nil && r.Method == http.MethodPost && r.URL.Path == uploadPath {
+			limit = s.uploadLimit()
+		}
 		if r.ContentLength > limit {
 			s.writeError(w, r, &http.MaxBytesError{Limit: limit})
 			return

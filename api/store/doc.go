@@ -1,7 +1,9 @@
 // Package store is the chat service's persistent record: conversations,
 // runs, the messages and events of each run, and the human requests a
 // run waits on: approvals, elicitations and clarifications, one HumanRequest with a
-// HumanKind, a shared HumanStatus and a typed part per kind. It owns the domain types, the Store
+// HumanKind, a shared HumanStatus and a typed part per kind; and, through
+// Documents, the records of uploaded documents, their chunks and the
+// full-text index over them. It owns the domain types, the Store
 // interface the service calls, and the sentinel errors the HTTP layer maps
 // to status codes; implementations live in subpackages named for their
 // database (sqlitestore, pgstore) and all pass storetest.Run. Their SQL is
@@ -48,6 +50,18 @@
 // StartRun with NewRun.Supersedes marks that run and every later run of the
 // conversation superseded, expires what they left pending, and starts the
 // new run, all in one transaction: a request that fails changes nothing.
+//
+// # Documents
+//
+// Documents is an interface beside Store, which both backends implement:
+// a document's record (its bytes live in documents.Storage), its status
+// as processing moves it, its chunks, and ranked full-text search over
+// chunks scoped to a user, a conversation or chosen documents. The index
+// is each database's own (FTS5 and BM25 on SQLite, a tsvector with a GIN
+// index and ts_rank on PostgreSQL); the rest of the SQL is shared. The
+// per-conversation document limit is enforced in the transaction that
+// stores the document, under the conversation's row lock, so concurrent
+// uploads cannot pass it.
 //
 // # Pagination
 //

@@ -26,4 +26,7 @@ var (
 	// RunEnd.Owner) found the run owned by another process: it was taken
 	// over, and the writer must stop acting for it. Nothing was changed.
 	ErrNotOwner = errors.New("store: the run is owned by another process")
+	// ErrTooMany: the conversation holds as many documents as it may.
+	// Nothing was changed. HTTP 409.
+	ErrTooMany = errors.New("store: the conversation has as many documents as it may hold")
 )

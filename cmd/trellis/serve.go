@@ -54,6 +54,7 @@ type serveConfig struct {
 	maxToolResult      int
 	unhealthyAfter     time.Duration
 	logLevel           slog.Level
+	documents          documentsConfig
 }
 
 // parseServe reads the configuration. Model settings (TRELLIS_MODEL,
@@ -75,6 +76,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		maxBody, maxMsg, rate, burst, maxRuns string
 		cancelOnDisconnect, maxToolResult     string
 		authPerMin, authBurst, proxies        string
+		docDir, docShared, docMax, docCount   string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -98,6 +100,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&proxies, "trusted-proxies", env("TRELLIS_TRUSTED_PROXIES", ""), "reverse proxies whose X-Forwarded-For names the client, CIDRs or addresses, comma-separated (TRELLIS_TRUSTED_PROXIES)")
 	fs.StringVar(&maxRuns, "max-runs-per-user", env("TRELLIS_MAX_RUNS_PER_USER", strconv.Itoa(api.DefaultMaxConcurrentRuns)), "runs a user may have going at once, -1 for no limit (TRELLIS_MAX_RUNS_PER_USER)")
 	fs.StringVar(&maxToolResult, "max-tool-result-bytes", env("TRELLIS_MAX_TOOL_RESULT_BYTES", strconv.Itoa(operators.DefaultMaxResultBytes)), "tool results above this are cut, with a note, -1 for no cap (TRELLIS_MAX_TOOL_RESULT_BYTES)")
+	fs.StringVar(&docDir, "documents-dir", env("TRELLIS_DOCUMENTS_DIR", ""), "where uploaded documents' files are kept (TRELLIS_DOCUMENTS_DIR); default <data dir>/documents")
+	fs.StringVar(&docShared, "documents-shared", env("TRELLIS_DOCUMENTS_SHARED", "false"), "every process sharing the PostgreSQL database sees documents-dir (TRELLIS_DOCUMENTS_SHARED)")
+	fs.StringVar(&docMax, "max-document-bytes", env("TRELLIS_MAX_DOCUMENT_BYTES", "1000000"), "largest document accepted, in bytes (TRELLIS_MAX_DOCUMENT_BYTES)")
+	fs.StringVar(&docCount, "max-documents", env("TRELLIS_MAX_DOCUMENTS", "5"), "documents a conversation may hold (TRELLIS_MAX_DOCUMENTS)")
 	fs.StringVar(&logLevel, "log-level", env("TRELLIS_LOG_LEVEL", "info"), "debug, info, warn or error (TRELLIS_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -149,6 +155,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
 		errs = append(errs, fmt.Errorf("log-level: %w", err))
 	}
+	if docDir == "" {
+		docDir = documentsDefaultDir(c.dataDir)
+	}
+	errs = append(errs, parseDocuments(&c.documents, docDir, docShared, docMax, docCount, getenv)...)
 	if c.addr == "" {
 		c.addr = "127.0.0.1:8080"
 		if len(c.keys) > 0 {
@@ -236,7 +246,7 @@ func serveUntil(ctx context.Context, cfg serveConfig, getenv func(string) string
 	}
 	recoverRuns(ctx, svc.srv, log)
 	front.serve(svc.srv.Handler())
-	fmt.Fprintln(stdout, startLine(front.ln.Addr().String(), svc.storage, svc.models, cfg, svc.mcpServers))
+	fmt.Fprintln(stdout, startLine(front.ln.Addr().String(), svc.storage, svc.models, cfg, svc.mcpServers)+" · documents "+svc.documents)
 
 	select {
 	case <-ctx.Done():
@@ -305,6 +315,7 @@ type app struct {
 	storage    string
 	models     *llm.Registry
 	mcpServers int // enabled
+	documents  string
 }
 
 // assemble opens storage, the models and the tools, joins the cluster on
@@ -344,11 +355,16 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err := joinCluster(ctx, st, cfg, &apiCfg, cleanup); err != nil {
 		return app{}, err
 	}
+	docs, docDesc, err := openDocuments(ctx, cfg, st, models, log, cleanup)
+	if err != nil {
+		return app{}, err
+	}
+	apiCfg.Documents = docs
 	srv, err := api.New(apiCfg)
 	if err != nil {
 		return app{}, err
 	}
-	return app{srv: srv, storage: storage, models: models, mcpServers: tools.enabled}, nil
+	return app{srv: srv, storage: storage, models: models, mcpServers: tools.enabled, documents: docDesc}, nil
 }
 
 // toolset is every tool source behind one provider.

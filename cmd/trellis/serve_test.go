@@ -92,6 +92,8 @@ type child struct {
 	url  string
 	logs *lockedBuffer
 	done chan error
+	// startLine is the line serve printed at start.
+	startLine string
 }
 
 type lockedBuffer struct {
@@ -162,7 +164,7 @@ func startServe(t *testing.T, env ...string) *child {
 		if strings.Contains(line, "password") {
 			t.Fatalf("the start line shows a password: %q", line)
 		}
-		c.url = f[2]
+		c.url, c.startLine = f[2], line
 	case err := <-c.done:
 		t.Fatalf("trellis serve exited: %v\n%s", err, c.logs.String())
 	case <-time.After(30 * time.Second):

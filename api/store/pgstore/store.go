@@ -28,7 +28,10 @@ type Store struct {
 	owned bool // Close closes pool
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store     = (*Store)(nil)
+	_ store.Documents = (*Store)(nil)
+)
 
 // shared is the store written once for both databases. Embedded under
 // this name, it gives Store its methods without an exported field.
@@ -123,6 +126,19 @@ func (d *db) Time(t time.Time) any { return t }
 // Violates implements sqlstore.DB: constraint names are unique in the
 // schema.
 func (d *db) Violates(err error, constraint string) bool { return violates(err, constraint) }
+
+// chunkSearch asks the GIN index over the chunks' tsvector, ranked by
+// ts_rank. The words (letters and digits only, so none is tsquery
+// syntax) are OR-ed, English-stemmed, stop words dropped.
+var chunkSearch = sqlstore.ChunkSearch{
+	From:  "chunks c CROSS JOIN to_tsquery('english', ?) AS query",
+	Match: "c.tsv @@ query",
+	Score: "ts_rank(c.tsv, query)",
+	Terms: func(words []string) string { return strings.Join(words, " | ") },
+}
+
+// ChunkSearch implements sqlstore.DB.
+func (d *db) ChunkSearch() sqlstore.ChunkSearch { return chunkSearch }
 
 // violates reports whether err is a violation of the named constraint
 // (unique, foreign key, …).

@@ -114,3 +114,20 @@ func BenchmarkAppendEvent(b *testing.B) {
 func BenchmarkAppendEventParallel(b *testing.B) {
 	storetest.BenchmarkAppendEventParallel(b, newStore(b))
 }
+
+func TestDocumentsConformance(t *testing.T) {
+	storetest.RunDocuments(t, func(t *testing.T) storetest.DocStore { return newStore(t) })
+}
+
+func BenchmarkSearchChunks(b *testing.B) {
+	pool := pgtest.New(b)
+	s, err := pgstore.New(b.Context(), pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	storetest.BenchmarkSearchChunks(b, s, func() {
+		if _, err := pool.Exec(b.Context(), "ANALYZE"); err != nil {
+			b.Fatal(err)
+		}
+	})
+}

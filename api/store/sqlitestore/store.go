@@ -30,7 +30,10 @@ type Store struct {
 // shared embeds sqlstore.Store without an exported field.
 type shared = sqlstore.Store
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store     = (*Store)(nil)
+	_ store.Documents = (*Store)(nil)
+)
 
 // migrationFS holds the schema's migrations: SQLite's types (text times,
 // integer booleans) make them its own.
@@ -269,6 +272,19 @@ var uniqueColumns = map[string]string{
 	"elicitations_pkey":   "elicitations.id",
 	"clarifications_pkey": "clarifications.id",
 }
+
+// chunkSearch asks the FTS5 index, ranked by BM25 (which FTS5 scores
+// lower for better, hence the minus). The words are quoted, so none is
+// read as FTS5 syntax, and any of them matches.
+var chunkSearch = sqlstore.ChunkSearch{
+	From:  "chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid",
+	Match: "chunks_fts MATCH ?",
+	Score: "-bm25(chunks_fts)",
+	Terms: func(words []string) string { return `"` + strings.Join(words, `" OR "`) + `"` },
+}
+
+// ChunkSearch implements sqlstore.DB.
+func (d *db) ChunkSearch() sqlstore.ChunkSearch { return chunkSearch }
 
 // Violates implements sqlstore.DB.
 func (d *db) Violates(err error, constraint string) bool {

@@ -2,7 +2,9 @@ package sqlitestore_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -102,3 +104,57 @@ func BenchmarkAppendEvent(b *testing.B) {
 func BenchmarkAppendEventParallel(b *testing.B) {
 	storetest.BenchmarkAppendEventParallel(b, open(b, filepath.Join(b.TempDir(), "bench.db")))
 }
+
+func TestDocumentsConformance(t *testing.T) {
+	storetest.RunDocuments(t, func(t *testing.T) storetest.DocStore { return newDocStore(t) })
+}
+
+func newDocStore(t testing.TB) *sqlitestore.Store {
+	return open(t, filepath.Join(t.TempDir(), "docs.db"))
+}
+
+// The FTS5 index follows the chunks through every way they go: replaced,
+// deleted with their document, cascaded from their conversation. FTS5's
+// integrity check compares the index with the chunks' text.
+func TestChunkIndexIntegrity(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "fts.db")
+	s := open(t, path)
+	var docs []store.Document
+	for i := range 3 {
+		c, err := s.CreateConversation(ctx, store.NewConversation{UserID: "u"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := s.CreateDocument(ctx, store.NewDocument{UserID: "u", ConversationID: c.ID, Filename: "f", ContentType: "text/plain"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // put twice: the second replaces the first
+			if err := s.PutChunks(ctx, d.ID, []store.NewChunk{{Index: 0, End: 5, Text: fmt.Sprintf("words %d", i)}, {Index: 1, End: 5, Text: "more words"}}, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		docs = append(docs, d)
+	}
+	if _, err := s.DeleteDocument(ctx, "u", docs[0].ConversationID, docs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteConversation(ctx, "u", docs[1].ConversationID); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
+		t.Fatalf("FTS5 index out of step with the chunks: %v", err)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'words'`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("index rows matching: %d, %v; want the 2 of the document left", n, err)
+	}
+}
+
+func BenchmarkSearchChunks(b *testing.B) { storetest.BenchmarkSearchChunks(b, newDocStore(b), nil) }

@@ -48,6 +48,31 @@ type DB interface {
 	// named as the PostgreSQL schema names it (runs_one_active,
 	// approvals_pkey, messages_run_id_fkey …).
 	Violates(err error, constraint string) bool
+
+	// ChunkSearch is how the database's full-text index over chunks is
+	// asked: the one part of the documents' SQL each writes its own.
+	ChunkSearch() ChunkSearch
+}
+
+// ChunkSearch is the SQL a backend's full-text index over chunks is asked
+// with. SearchChunks writes
+//
+//	SELECT <chunk columns>, <Score> FROM <From> JOIN documents d ON …
+//	WHERE <Match> AND <scope> ORDER BY <Score> DESC …
+//
+// and passes the query argument (Terms of the searched words) as the
+// first argument: exactly one ? in From and Match together, in From or
+// at the start of Match.
+type ChunkSearch struct {
+	// From names the chunks as c, joined to the index.
+	From string
+	// Match restricts the rows to those matching the query.
+	Match string
+	// Score ranks a row; higher is better.
+	Score string
+	// Terms makes the query argument from the words searched for: one
+	// or more, lower case, letters and digits only.
+	Terms func(words []string) string
 }
 
 // Querier runs one statement, written with ? placeholders.

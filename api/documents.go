@@ -1,0 +1,222 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/documents"
+	"github.com/trellis-ai/trellis/documents/ingest"
+)
+
+// uploadPath is the one route whose body may be larger than
+// Limits.MaxBodyBytes: a document of the service's size limit and its
+// multipart framing.
+const uploadPath = "/api/v1/documents"
+
+// multipartSlack is what multipart framing and the conversation_id field
+// may add to a document's bytes.
+const multipartSlack = 64 << 10
+
+// uploadLimit is the body limit of an upload.
+func (s *Server) uploadLimit() int64 {
+	return max(s.cfg.Limits.MaxBodyBytes, s.cfg.Documents.MaxBytes()+multipartSlack)
+}
+
+func (s *Server) documentRoutes(r interface {
+	Get(string, http.HandlerFunc)
+	Post(string, http.HandlerFunc)
+	Delete(string, http.HandlerFunc)
+}) {
+	r.Post("/documents", s.handleUploadDocument)
+	r.Get("/documents/{conversation_id}", s.handleListDocuments)
+	r.Get("/documents/{conversation_id}/{document_id}/status", s.handleDocumentStatus)
+	r.Get("/documents/{conversation_id}/{document_id}/content", s.handleDocumentContent)
+	r.Delete("/documents/{conversation_id}/{document_id}", s.handleDeleteDocument)
+}
+
+// uploadAnswer is the 202 of an upload.
+type uploadAnswer struct {
+	DocumentID     string               `json:"document_id"`
+	ConversationID string               `json:"conversation_id"`
+	Filename       string               `json:"filename"`
+	ContentType    string               `json:"content_type"`
+	SizeBytes      int64                `json:"size_bytes"`
+	Status         store.DocumentStatus `json:"status"`
+}
+
+// handleUploadDocument is POST /api/v1/documents: multipart with a file
+// part "file" and an optional field "conversation_id". The file is read
+// to one byte past the limit, so a file too large is refused without
+// reading the rest of it into memory.
+func (s *Server) handleUploadDocument(w http.ResponseWriter, r *http.Request) {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != "multipart/form-data" {
+		s.writeError(w, r, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type",
+			"upload a document as multipart/form-data with the file in a part named \"file\" (and optionally conversation_id)"))
+		return
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		s.writeError(w, r, errorf(http.StatusBadRequest, "invalid_multipart", "the multipart body cannot be read: "+err.Error()))
+		return
+	}
+	limit := s.cfg.Documents.MaxBytes()
+	var up ingest.Upload
+	gotFile := false
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			s.writeError(w, r, multipartError(err))
+			return
+		}
+		switch part.FormName() {
+		case "file":
+			if gotFile {
+				s.writeError(w, r, errorf(http.StatusBadRequest, "invalid_multipart", "send one file per upload"))
+				return
+			}
+			gotFile = true
+			up.Filename = part.FileName()
+			up.Data, err = io.ReadAll(io.LimitReader(part, limit+1))
+			if err != nil {
+				s.writeError(w, r, multipartError(err))
+				return
+			}
+			if int64(len(up.Data)) > limit {
+				s.writeError(w, r, s.documentError(&ingest.TooLarge{Limit: limit}))
+				return
+			}
+		case "conversation_id":
+			b, err := io.ReadAll(io.LimitReader(part, 257))
+			if err != nil {
+				s.writeError(w, r, multipartError(err))
+				return
+			}
+			up.ConversationID = strings.TrimSpace(string(b))
+			if up.ConversationID == "" {
+				s.writeError(w, r, errorf(http.StatusBadRequest, "invalid_request", "conversation_id is empty; leave the field out for a new conversation"))
+				return
+			}
+		}
+		part.Close()
+	}
+	if !gotFile {
+		s.writeError(w, r, errorf(http.StatusBadRequest, "missing_file", "the upload has no part named \"file\""))
+		return
+	}
+	up.UserID = userOf(r)
+	d, err := s.cfg.Documents.Upload(r.Context(), up)
+	if err != nil {
+		s.writeError(w, r, s.documentError(err))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, uploadAnswer{DocumentID: d.ID, ConversationID: d.ConversationID, Filename: d.Filename,
+		ContentType: d.ContentType, SizeBytes: d.SizeBytes, Status: d.Status})
+}
+
+// multipartError is a body that broke off or was too large.
+func multipartError(err error) error {
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return err
+	}
+	return errorf(http.StatusBadRequest, "invalid_multipart", "the multipart body cannot be read: "+err.Error())
+}
+
+// documentError maps the document service's errors to API.md's.
+func (s *Server) documentError(err error) error {
+	var tooLarge *ingest.TooLarge
+	switch {
+	case errors.As(err, &tooLarge):
+		return errorf(http.StatusRequestEntityTooLarge, "document_too_large",
+			fmt.Sprintf("the file is larger than %d bytes, the most a document may be", tooLarge.Limit))
+	case errors.Is(err, documents.ErrUnsupported):
+		return errorf(http.StatusUnsupportedMediaType, "unsupported_document_type", strings.TrimPrefix(err.Error(), "documents: "))
+	case errors.Is(err, documents.ErrEmpty):
+		return errorf(http.StatusBadRequest, "empty_document", "the file is empty or has no text")
+	case errors.Is(err, documents.ErrUnreadable):
+		return errorf(http.StatusBadRequest, "unreadable_document", strings.TrimPrefix(err.Error(), "documents: "))
+	case errors.Is(err, store.ErrTooMany):
+		return errorf(http.StatusConflict, "too_many_documents", "the conversation holds as many documents as it may; delete one first")
+	}
+	return err
+}
+
+func (s *Server) handleListDocuments(w http.ResponseWriter, r *http.Request) {
+	ds, err := s.cfg.Documents.List(r.Context(), userOf(r), r.PathValue("conversation_id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string][]store.Document{"documents": ds})
+}
+
+// documentStatus is the answer of GET …/status.
+type documentStatus struct {
+	DocumentID string               `json:"document_id"`
+	Status     store.DocumentStatus `json:"status"`
+	Error      string               `json:"error"`
+}
+
+func (s *Server) handleDocumentStatus(w http.ResponseWriter, r *http.Request) {
+	d, err := s.cfg.Documents.Get(r.Context(), userOf(r), r.PathValue("conversation_id"), r.PathValue("document_id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, documentStatus{DocumentID: d.ID, Status: d.Status, Error: d.Error})
+}
+
+// handleDocumentContent answers the original bytes with their sniffed
+// type, as an attachment in a sandbox: an uploaded HTML page must not
+// run as the API's origin.
+func (s *Server) handleDocumentContent(w http.ResponseWriter, r *http.Request) {
+	d, data, err := s.cfg.Documents.Content(r.Context(), userOf(r), r.PathValue("conversation_id"), r.PathValue("document_id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ct := d.ContentType
+	if strings.HasPrefix(ct, "text/") {
+		ct += "; charset=utf-8"
+	}
+	h := w.Header()
+	h.Set("Content-Type", ct)
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": d.Filename}))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+}
+
+func (s *Server) handleDeleteDocument(w http.ResponseWriter, r *http.Request) {
+	if err := s.cfg.Documents.Delete(r.Context(), userOf(r), r.PathValue("conversation_id"), r.PathValue("document_id")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// deleteConversationFiles deletes the files of a deleted conversation's
+// documents (their rows went with the conversation). A failure leaves
+// files no record names, which is logged; the conversation is gone
+// either way.
+func (s *Server) deleteConversationFiles(r *http.Request, conversationID string) {
+	if s.cfg.Documents == nil {
+		return
+	}
+	if err := s.cfg.Documents.DeleteConversationFiles(r.Context(), userOf(r), conversationID); err != nil {
+		s.log.LogAttrs(r.Context(), slog.LevelError, "cannot delete a deleted conversation's files",
+			slog.String("conversation_id", conversationID), slog.String("error", err.Error()))
+	}
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/documents"
+	"github.com/trellis-ai/trellis/documents/ingest"
+	"github.com/trellis-ai/trellis/documents/s3store"
+	"github.com/trellis-ai/trellis/internal/jobs"
+	"github.com/trellis-ai/trellis/llm"
+)
+
+// documentsConfig is what serve reads about documents: where their files
+// go, their limits, and the key that encrypts them at rest.
+type documentsConfig struct {
+	// dir holds the files with the filesystem backend; default
+	// <data dir>/documents.
+	dir string
+	// shared says every process sharing the PostgreSQL database sees
+	// dir: without it (or S3) documents are off on PostgreSQL.
+	shared bool
+	// s3 is the bucket, when TRELLIS_DOCUMENTS_S3_ENDPOINT is set.
+	s3 *s3store.Config
+	// key encrypts files at rest when set (TRELLIS_DOCUMENTS_KEY).
+	key        []byte
+	maxBytes   int64
+	maxPerConv int
+}
+
+// parseDocuments reads the documents' settings: flags for the shapes,
+// the environment alone for the bucket's secrets and the key.
+func parseDocuments(c *documentsConfig, dir, shared, maxBytes, maxDocs string, getenv func(string) string) []error {
+	var errs []error
+	c.dir = dir
+	var err error
+	if c.shared, err = strconv.ParseBool(shared); err != nil {
+		errs = append(errs, fmt.Errorf("documents-shared: %q is not true or false", shared))
+	}
+	if c.maxBytes, err = strconv.ParseInt(maxBytes, 10, 64); err != nil || c.maxBytes <= 0 {
+		errs = append(errs, fmt.Errorf("max-document-bytes: %q is not a positive number", maxBytes))
+	}
+	if c.maxPerConv, err = strconv.Atoi(maxDocs); err != nil || c.maxPerConv <= 0 {
+		errs = append(errs, fmt.Errorf("max-documents: %q is not a positive number", maxDocs))
+	}
+	if k := getenv("TRELLIS_DOCUMENTS_KEY"); k != "" {
+		if c.key, err = documents.ParseKey(k); err != nil {
+			errs = append(errs, fmt.Errorf("TRELLIS_DOCUMENTS_KEY: %w", err))
+		}
+	}
+	if ep := getenv("TRELLIS_DOCUMENTS_S3_ENDPOINT"); ep != "" {
+		s3 := &s3store.Config{Endpoint: ep, Bucket: getenv("TRELLIS_DOCUMENTS_S3_BUCKET"),
+			AccessKey: getenv("TRELLIS_DOCUMENTS_S3_ACCESS_KEY"), SecretKey: getenv("TRELLIS_DOCUMENTS_S3_SECRET_KEY"),
+			Region: getenv("TRELLIS_DOCUMENTS_S3_REGION")}
+		for name, b := range map[string]*bool{"TRELLIS_DOCUMENTS_S3_INSECURE": &s3.Insecure, "TRELLIS_DOCUMENTS_S3_PATH_STYLE": &s3.PathStyle} {
+			if v := getenv(name); v != "" {
+				if *b, err = strconv.ParseBool(v); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %q is not true or false", name, v))
+				}
+			}
+		}
+		if s3.Bucket == "" {
+			errs = append(errs, errors.New("TRELLIS_DOCUMENTS_S3_BUCKET is required with TRELLIS_DOCUMENTS_S3_ENDPOINT"))
+		}
+		c.s3 = s3
+	}
+	return errs
+}
+
+// openDocuments builds the document service: its file storage, its job
+// queue (River: a second pool on the PostgreSQL database, so River's
+// listening connection never starves the store's pool; or jobs.db beside
+// the SQLite files), started. It returns nil and what the start line
+// says when documents are off: on PostgreSQL with the filesystem backend
+// on a directory not declared shared, since another process could not
+// read the files this one stores.
+func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, models *llm.Registry, log *slog.Logger, cleanup *closers) (*ingest.Service, string, error) {
+	dc := cfg.documents
+	var files documents.Storage
+	var desc string
+	switch {
+	case dc.s3 != nil:
+		s, err := s3store.New(*dc.s3)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := s.Check(ctx); err != nil {
+			return nil, "", fmt.Errorf("documents: %w", err)
+		}
+		files, desc = s, "s3 "+dc.s3.Endpoint+"/"+dc.s3.Bucket
+	case cfg.databaseURL != "" && !dc.shared:
+		return nil, "off (PostgreSQL: set TRELLIS_DOCUMENTS_S3_* or, if every process sees " + dc.dir + ", TRELLIS_DOCUMENTS_SHARED=true)", nil
+	default:
+		fsys, err := documents.NewFileStorage(dc.dir)
+		if err != nil {
+			return nil, "", err
+		}
+		files, desc = fsys, "files "+fsys.Root()
+	}
+	if dc.key != nil {
+		enc, err := documents.NewEncrypted(files, dc.key)
+		if err != nil {
+			return nil, "", err
+		}
+		files, desc = enc, desc+" encrypted"
+	}
+	rec, ok := st.(ingest.Record)
+	if !ok {
+		return nil, "", errors.New("documents: the store keeps no documents")
+	}
+	sum, sumDesc, err := summarizer(ctx, models)
+	if err != nil {
+		return nil, "", err
+	}
+	desc += ", " + sumDesc
+	svc, err := ingest.New(ingest.Config{Store: rec, Files: files, Summarizer: sum, MaxBytes: dc.maxBytes, MaxPerConversation: dc.maxPerConv, Logger: log})
+	if err != nil {
+		return nil, "", err
+	}
+	ws := jobs.NewWorkers()
+	svc.Register(ws)
+	jcfg := jobs.Config{Logger: log}
+	var queue *jobs.Queue
+	if cfg.databaseURL != "" {
+		pool, err := pgxpool.New(ctx, cfg.databaseURL)
+		if err != nil {
+			return nil, "", fmt.Errorf("jobs: %w", err)
+		}
+		cleanup.add(pool.Close)
+		queue, err = jobs.Postgres(ctx, pool, ws, jcfg)
+		if err != nil {
+			return nil, "", err
+		}
+	} else {
+		if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
+			return nil, "", err
+		}
+		queue, err = jobs.SQLite(ctx, filepath.Join(cfg.dataDir, "jobs.db"), ws, jcfg)
+		if err != nil {
+			return nil, "", err
+		}
+	}
+	cleanup.add(func() { _ = queue.Close() })
+	// The queue outlives the signal that ends serve: its jobs get the
+	// shutdown timeout to finish (see the stop below), not a cancel.
+	if err := queue.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, "", err
+	}
+	cleanup.add(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+		defer cancel()
+		if err := queue.Stop(sctx); err != nil {
+			log.LogAttrs(sctx, slog.LevelWarn, "stopping the job queue", slog.Any("error", err))
+		}
+	})
+	svc.Attach(queue)
+	return svc, desc, nil
+}
+
+// summarizer is the fast model's summariser (the registry wraps it in the
+// resilience policy), or the extractive one when the fast model is the
+// offline model, which cannot summarise, or a scripted one, whose script
+// drives the agent, not summaries.
+func summarizer(ctx context.Context, models *llm.Registry) (documents.Summarizer, string, error) {
+	mc, err := models.Resolve("fast")
+	if err != nil {
+		return nil, "", err
+	}
+	if mc.Provider == llm.ProviderOffline || mc.Provider == llm.ProviderScripted {
+		return documents.Extractive{}, "extractive summaries", nil
+	}
+	m, err := models.Model(ctx, "fast")
+	if err != nil {
+		return nil, "", fmt.Errorf("documents: the summaries' model: %w", err)
+	}
+	return documents.ModelSummarizer{Model: m}, "summaries by " + mc.ID, nil
+}
+
+// documentsDefaultDir is where the filesystem backend keeps files.
+func documentsDefaultDir(dataDir string) string { return filepath.Join(dataDir, "documents") }

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+)
+
+// uploadTo posts a document to a trellis serve process.
+func uploadTo(t *testing.T, c *child, conversationID, name string, data []byte) map[string]any {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	if conversationID != "" {
+		mw.WriteField("conversation_id", conversationID)
+	}
+	fw, _ := mw.CreateFormFile("file", name)
+	fw.Write(data)
+	mw.Close()
+	resp, err := http.Post(c.url+"/api/v1/documents", mw.FormDataContentType(), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload %s: %d %s", name, resp.StatusCode, b)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func getJSON(t *testing.T, c *child, path string) (int, map[string]any) {
+	t.Helper()
+	resp := c.do(http.MethodGet, path, nil)
+	b, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	json.Unmarshal(b, &out)
+	return resp.StatusCode, out
+}
+
+// Documents through trellis serve, on SQLite (files encrypted at rest)
+// and on PostgreSQL (a directory declared shared): the Markdown and the
+// PDF of testdata are uploaded, processed as jobs to ready, listed,
+// downloaded and deleted with their files.
+func TestServeDocuments(t *testing.T) {
+	md, err := os.ReadFile("../../documents/testdata/handbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdf, err := os.ReadFile("../../documents/testdata/handbook.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			dir := t.TempDir()
+			files := filepath.Join(dir, "docs")
+			env := []string{"TRELLIS_DATA_DIR=" + dir, "TRELLIS_DOCUMENTS_DIR=" + files}
+			if backend == "postgres" {
+				env = append(env, "DATABASE_URL="+pgDSN(t), "TRELLIS_DOCUMENTS_SHARED=true")
+			} else {
+				env = append(env, "TRELLIS_DOCUMENTS_KEY="+strings.Repeat("5a", 32))
+			}
+			c := startServe(t, env...)
+			if !strings.Contains(c.logs.String()+c.startLine, "documents files "+files) || !strings.Contains(c.startLine, "extractive summaries") {
+				t.Fatalf("the start line does not tell the documents' files and summaries: %q", c.startLine)
+			}
+			d := uploadTo(t, c, "", "handbook.md", md)
+			conv := d["conversation_id"].(string)
+			p := uploadTo(t, c, conv, "handbook.pdf", pdf)
+			for _, doc := range []map[string]any{d, p} {
+				deadline := time.Now().Add(30 * time.Second)
+				for {
+					code, st := getJSON(t, c, "/api/v1/documents/"+conv+"/"+doc["document_id"].(string)+"/status")
+					if code != http.StatusOK || st["status"] == "error" {
+						t.Fatalf("status: %d %v", code, st)
+					}
+					if st["status"] == "ready" {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s not ready: %v", doc["filename"], st)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+			code, list := getJSON(t, c, "/api/v1/documents/"+conv)
+			docs, _ := list["documents"].([]any)
+			if code != http.StatusOK || len(docs) != 2 {
+				t.Fatalf("list: %d %v", code, list)
+			}
+			if s, _ := docs[1].(map[string]any)["summary"].(string); !strings.Contains(s, "Staff handbook") {
+				t.Fatalf("the PDF's summary: %q", s)
+			}
+			resp := c.do(http.MethodGet, "/api/v1/documents/"+conv+"/"+p["document_id"].(string)+"/content", nil)
+			got, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK || !bytes.Equal(got, pdf) || resp.Header.Get("Content-Type") != "application/pdf" {
+				t.Fatalf("content: %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(got))
+			}
+			if backend == "sqlite" {
+				// Encrypted at rest: no stored file holds the Markdown.
+				filepath.WalkDir(files, func(path string, e fs.DirEntry, err error) error {
+					if err == nil && !e.IsDir() {
+						if b, _ := os.ReadFile(path); bytes.Contains(b, []byte("Bertha")) {
+							t.Errorf("%s holds the plain text", path)
+						}
+					}
+					return nil
+				})
+			}
+			if resp := c.do(http.MethodDelete, "/api/v1/conversations/"+conv, nil); resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("delete conversation: %d", resp.StatusCode)
+			}
+			n := 0
+			filepath.WalkDir(files, func(path string, e fs.DirEntry, err error) error {
+				if err == nil && !e.IsDir() {
+					n++
+				}
+				return nil
+			})
+			if n != 0 {
+				t.Fatalf("%d files left after deleting the conversation", n)
+			}
+		})
+	}
+}
+
+func TestParseDocuments(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{"HOME": "/home/ada"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	c, err := parseServe(nil, env(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := c.documents
+	if d.dir != "/home/ada/.local/share/trellis/documents" || d.maxBytes != 1_000_000 || d.maxPerConv != 5 || d.shared || d.s3 != nil || d.key != nil {
+		t.Errorf("defaults: %+v", d)
+	}
+	c, err = parseServe([]string{"--max-documents", "3"}, env("TRELLIS_DOCUMENTS_KEY", strings.Repeat("ab", 32),
+		"TRELLIS_DOCUMENTS_S3_ENDPOINT", "127.0.0.1:9000", "TRELLIS_DOCUMENTS_S3_BUCKET", "docs", "TRELLIS_DOCUMENTS_S3_PATH_STYLE", "true",
+		"TRELLIS_DOCUMENTS_SHARED", "true", "TRELLIS_MAX_DOCUMENT_BYTES", "2000000"), io.Discard)
+	d = c.documents
+	if err != nil || d.maxPerConv != 3 || d.maxBytes != 2_000_000 || !d.shared || len(d.key) != 32 || d.s3 == nil || !d.s3.PathStyle || d.s3.Bucket != "docs" {
+		t.Errorf("set: %+v %v", d, err)
+	}
+	for _, bad := range [][]string{
+		{"TRELLIS_DOCUMENTS_KEY", "short"},
+		{"TRELLIS_DOCUMENTS_S3_ENDPOINT", "127.0.0.1:9000"}, // no bucket
+		{"TRELLIS_DOCUMENTS_S3_ENDPOINT", "x", "TRELLIS_DOCUMENTS_S3_BUCKET", "b", "TRELLIS_DOCUMENTS_S3_INSECURE", "maybe"},
+		{"TRELLIS_MAX_DOCUMENT_BYTES", "0"},
+		{"TRELLIS_MAX_DOCUMENTS", "many"},
+		{"TRELLIS_DOCUMENTS_SHARED", "sort of"},
+	} {
+		if _, err := parseServe(nil, env(bad...), io.Discard); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// On PostgreSQL a directory not declared shared is refused: documents are
+// off, the start line says why, and the endpoints are not served.
+func TestServeDocumentsOffOnPostgresWithoutSharedDir(t *testing.T) {
+	c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(), "DATABASE_URL="+pgDSN(t))
+	if !strings.Contains(c.startLine, "documents off (PostgreSQL: set TRELLIS_DOCUMENTS_S3_*") {
+		t.Fatalf("start line %q", c.startLine)
+	}
+	resp, err := http.Post(c.url+"/api/v1/documents", "multipart/form-data; boundary=x", strings.NewReader("--x--\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("upload with documents off: %d", resp.StatusCode)
+	}
+}
+
+// With TRELLIS_DOCUMENTS_S3_*, serve keeps documents in the bucket (here
+// an in-process S3 server), encrypted with TRELLIS_DOCUMENTS_KEY.
+func TestServeDocumentsInS3(t *testing.T) {
+	backend := s3mem.New()
+	if err := backend.CreateBucket("trellis-docs"); err != nil {
+		t.Fatal(err)
+	}
+	s3 := httptest.NewServer(gofakes3.New(backend).Server())
+	defer s3.Close()
+	c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(),
+		"TRELLIS_DOCUMENTS_S3_ENDPOINT="+strings.TrimPrefix(s3.URL, "http://"), "TRELLIS_DOCUMENTS_S3_BUCKET=trellis-docs",
+		"TRELLIS_DOCUMENTS_S3_ACCESS_KEY=k", "TRELLIS_DOCUMENTS_S3_SECRET_KEY=s", "TRELLIS_DOCUMENTS_S3_REGION=us-east-1",
+		"TRELLIS_DOCUMENTS_S3_INSECURE=true", "TRELLIS_DOCUMENTS_S3_PATH_STYLE=true",
+		"TRELLIS_DOCUMENTS_KEY="+strings.Repeat("0f", 32))
+	if !strings.Contains(c.startLine, "documents s3 ") || !strings.Contains(c.startLine, "/trellis-docs encrypted") {
+		t.Fatalf("start line %q", c.startLine)
+	}
+	d := uploadTo(t, c, "", "notes.md", []byte("# Notes\n\nThe vault code is 4711."))
+	conv, id := d["conversation_id"].(string), d["document_id"].(string)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, st := getJSON(t, c, "/api/v1/documents/"+conv+"/"+id+"/status")
+		if st["status"] == "ready" {
+			break
+		}
+		if st["status"] == "error" || time.Now().After(deadline) {
+			t.Fatalf("status %v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	objs, err := backend.ListBucket("trellis-docs", nil, gofakes3.ListBucketPage{})
+	if err != nil || len(objs.Contents) != 1 || !strings.HasSuffix(objs.Contents[0].Key, "/document/"+id+"/original") {
+		t.Fatalf("bucket: %+v, %v", objs, err)
+	}
+	obj, err := backend.GetObject("trellis-docs", objs.Contents[0].Key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(obj.Contents)
+	obj.Contents.Close()
+	if bytes.Contains(raw, []byte("4711")) {
+		t.Fatal("the bucket holds the plain text")
+	}
+	resp := c.do(http.MethodGet, "/api/v1/documents/"+conv+"/"+id+"/content", nil)
+	if got, _ := io.ReadAll(resp.Body); !bytes.Contains(got, []byte("4711")) {
+		t.Fatalf("content %q", got)
+	}
+}

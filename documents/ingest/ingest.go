@@ -1,0 +1,401 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/documents"
+	"github.com/trellis-ai/trellis/internal/jobs"
+)
+
+// Config is what the service is built from; Store, Files and Queue are
+// required (Queue after Register: see New).
+type Config struct {
+	// Store keeps documents' records, chunks and index.
+	Store Record
+	// Files keeps the uploaded bytes.
+	Files documents.Storage
+	// Summarizer summarises chunks and documents; nil is
+	// documents.Extractive.
+	Summarizer documents.Summarizer
+	// MaxBytes is the largest file accepted. Default 1 MB (1,000,000).
+	MaxBytes int64
+	// MaxPerConversation is how many documents a conversation may hold.
+	// Default 5.
+	MaxPerConversation int
+	// Chunks shapes chunks; the zero value is seed 002's.
+	Chunks documents.ChunkConfig
+	// Extract bounds extraction.
+	Extract documents.Limits
+	// SummaryConcurrency is how many summaries of one document run at
+	// once. Default 5.
+	SummaryConcurrency int
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Record is what the service needs of the store: documents, and
+// deleting a conversation an upload created when the upload fails.
+type Record interface {
+	store.Documents
+	DeleteConversation(ctx context.Context, userID, id string) error
+}
+
+// Service is the document service. Build it with New, register its job
+// with Register before the queue opens, then Attach the queue.
+type Service struct {
+	cfg   Config
+	queue *jobs.Queue
+	log   *slog.Logger
+}
+
+// New returns the service; Attach a queue before uploading.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil || cfg.Files == nil {
+		return nil, errors.New("ingest: a store and a file storage are required")
+	}
+	if cfg.Summarizer == nil {
+		cfg.Summarizer = documents.Extractive{}
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = 1_000_000
+	}
+	if cfg.MaxPerConversation <= 0 {
+		cfg.MaxPerConversation = 5
+	}
+	if cfg.SummaryConcurrency <= 0 {
+		cfg.SummaryConcurrency = 5
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if _, err := (documents.Text{}).Chunk(cfg.Chunks); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	return &Service{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// MaxBytes is the largest file the service accepts.
+func (s *Service) MaxBytes() int64 { return s.cfg.MaxBytes }
+
+// processArgs is the processing job of one document.
+type processArgs struct {
+	DocumentID     string `json:"document_id"`
+	ConversationID string `json:"conversation_id"`
+}
+
+func (processArgs) Kind() string { return "document_process" }
+
+// Register registers the processing job's handler on ws, before the
+// queue is opened with them.
+func (s *Service) Register(ws *jobs.Workers) {
+	jobs.Handle(ws, s.process, jobs.HandleOptions{})
+}
+
+// Attach gives the service the queue its jobs go to.
+func (s *Service) Attach(q *jobs.Queue) { s.queue = q }
+
+// Sentinel errors of uploads; the store's (ErrNotFound, ErrTooMany) and
+// extraction's (documents.ErrUnsupported, ErrUnreadable, ErrEmpty) pass
+// through too.
+var (
+	// ErrTooLarge: the file is over MaxBytes. HTTP 413.
+	ErrTooLarge = errors.New("ingest: the file is too large")
+)
+
+// TooLarge is ErrTooLarge with the limit, for the message.
+type TooLarge struct{ Limit int64 }
+
+func (e *TooLarge) Error() string {
+	return fmt.Sprintf("the file is larger than %d bytes, the most a document may be", e.Limit)
+}
+
+func (e *TooLarge) Unwrap() error { return ErrTooLarge }
+
+// Upload is one file a user uploads.
+type Upload struct {
+	UserID string
+	// ConversationID is the conversation; "" creates one.
+	ConversationID string
+	Filename       string
+	Data           []byte
+}
+
+// Upload checks the file (size, sniffed type, readable text), then stores
+// its record (status uploading), its bytes and its processing job, and
+// returns the record; processing goes on as a job. A refused upload
+// stores nothing: a failure after the record was stored deletes it and
+// the file again.
+func (s *Service) Upload(ctx context.Context, u Upload) (store.Document, error) {
+	if s.queue == nil {
+		return store.Document{}, errors.New("ingest: no queue attached")
+	}
+	if int64(len(u.Data)) > s.cfg.MaxBytes {
+		return store.Document{}, &TooLarge{Limit: s.cfg.MaxBytes}
+	}
+	name := cleanName(u.Filename)
+	text, err := documents.Extract(ctx, u.Data, name, s.cfg.Extract)
+	if err != nil {
+		return store.Document{}, err
+	}
+	d, err := s.cfg.Store.CreateDocument(ctx, store.NewDocument{UserID: u.UserID, ConversationID: u.ConversationID,
+		Filename: name, ContentType: string(text.Type), SizeBytes: int64(len(u.Data)), MaxPerConversation: s.cfg.MaxPerConversation})
+	if err != nil {
+		return store.Document{}, err
+	}
+	key := documents.Key{User: d.UserID, Conversation: d.ConversationID, Document: d.ID, Name: documents.Original}.String()
+	err = s.cfg.Files.Put(ctx, key, u.Data)
+	if err == nil {
+		_, err = s.queue.Enqueue(ctx, processArgs{DocumentID: d.ID, ConversationID: d.ConversationID}, jobs.EnqueueOptions{Unique: true})
+	}
+	if err != nil {
+		// Undo, so a refused upload leaves nothing; past the request's
+		// context, which may be what failed.
+		undo := context.WithoutCancel(ctx)
+		s.cfg.Store.DeleteDocument(undo, d.UserID, d.ConversationID, d.ID)
+		s.cfg.Files.Delete(undo, key)
+		if u.ConversationID == "" { // the upload made it
+			s.cfg.Store.DeleteConversation(undo, d.UserID, d.ConversationID)
+		}
+		return store.Document{}, fmt.Errorf("ingest: store the upload: %w", err)
+	}
+	return d, nil
+}
+
+// cleanName keeps a file name's last path element, without control
+// characters, at most 255 bytes; "document" when nothing is left.
+func cleanName(name string) string {
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(name, ""))
+	name = strings.TrimSpace(name)
+	for len(name) > 255 {
+		name = strings.ToValidUTF8(name[:255], "")
+	}
+	if name == "" || name == "." || name == ".." {
+		return "document"
+	}
+	return name
+}
+
+// List returns the conversation's documents.
+func (s *Service) List(ctx context.Context, userID, conversationID string) ([]store.Document, error) {
+	return s.cfg.Store.ListDocuments(ctx, userID, conversationID)
+}
+
+// Get returns one document's record.
+func (s *Service) Get(ctx context.Context, userID, conversationID, id string) (store.Document, error) {
+	return s.cfg.Store.GetDocument(ctx, userID, conversationID, id)
+}
+
+// Content returns the document's record and its original bytes.
+func (s *Service) Content(ctx context.Context, userID, conversationID, id string) (store.Document, []byte, error) {
+	d, err := s.cfg.Store.GetDocument(ctx, userID, conversationID, id)
+	if err != nil {
+		return store.Document{}, nil, err
+	}
+	data, err := s.cfg.Files.Get(ctx, documents.Key{User: d.UserID, Conversation: d.ConversationID, Document: d.ID, Name: documents.Original}.String())
+	if err != nil {
+		return store.Document{}, nil, fmt.Errorf("ingest: content of %s: %w", id, err)
+	}
+	return d, data, nil
+}
+
+// Delete deletes the document's record, chunks and index rows, its
+// processing job if it has not finished, then its files. A job the cancel
+// misses (it was being taken at that moment) finds the record gone and
+// ends without doing anything.
+func (s *Service) Delete(ctx context.Context, userID, conversationID, id string) error {
+	d, err := s.cfg.Store.DeleteDocument(ctx, userID, conversationID, id)
+	if err != nil {
+		return err
+	}
+	s.cancelJobs(ctx, "document_id", d.ID)
+	prefix, err := documents.DocumentPrefix(d.UserID, d.ConversationID, d.ID)
+	if err == nil {
+		err = documents.DeletePrefix(ctx, s.cfg.Files, prefix)
+	}
+	if err != nil {
+		return fmt.Errorf("ingest: delete the files of %s: %w", id, err)
+	}
+	return nil
+}
+
+// DeleteConversationFiles deletes the processing jobs and the files of a
+// conversation's documents, after the conversation's record is deleted
+// (which takes its documents' rows with it).
+func (s *Service) DeleteConversationFiles(ctx context.Context, userID, conversationID string) error {
+	s.cancelJobs(ctx, "conversation_id", conversationID)
+	prefix, err := documents.ConversationPrefix(userID, conversationID)
+	if err == nil {
+		err = documents.DeletePrefix(ctx, s.cfg.Files, prefix)
+	}
+	if err != nil {
+		return fmt.Errorf("ingest: delete the files of conversation %s: %w", conversationID, err)
+	}
+	return nil
+}
+
+// cancelJobs cancels the processing jobs whose field is value. A failure
+// is logged: such a job finds its record gone and ends on its own.
+func (s *Service) cancelJobs(ctx context.Context, field, value string) {
+	if s.queue == nil {
+		return
+	}
+	if _, err := s.queue.CancelMatching(ctx, processArgs{}.Kind(), field, value); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "cannot cancel processing jobs", slog.String(field, value), slog.String("error", err.Error()))
+	}
+}
+
+// process is the processing job: every step can run again (a retry, or a
+// crash's rescue) and leaves the same result. A document deleted
+// meanwhile ends the job quietly. The last attempt's failure is recorded
+// as the document's error.
+func (s *Service) process(ctx context.Context, j jobs.Job[processArgs]) error {
+	err := s.processDocument(ctx, j.Args.DocumentID)
+	switch {
+	case err == nil, errors.Is(err, store.ErrNotFound):
+		return nil
+	case errors.Is(err, documents.ErrUnsupported), errors.Is(err, documents.ErrUnreadable), errors.Is(err, documents.ErrEmpty),
+		errors.Is(err, documents.ErrDecrypt), errors.Is(err, documents.ErrNotExist):
+		s.fail(ctx, j.Args.DocumentID, err)
+		return jobs.Permanent(err)
+	}
+	if j.Attempt >= j.MaxAttempts {
+		s.fail(ctx, j.Args.DocumentID, err)
+	}
+	s.log.LogAttrs(ctx, slog.LevelWarn, "document processing failed", slog.String("document_id", j.Args.DocumentID),
+		slog.Int("attempt", j.Attempt), slog.String("error", err.Error()))
+	return err
+}
+
+// fail records why processing failed.
+func (s *Service) fail(ctx context.Context, id string, cause error) {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := s.cfg.Store.SetDocumentStatus(ctx, id, store.DocError, cause.Error()); err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.log.LogAttrs(ctx, slog.LevelError, "cannot record a document's failure", slog.String("document_id", id), slog.String("error", err.Error()))
+	}
+}
+
+func (s *Service) processDocument(ctx context.Context, id string) error {
+	d, err := s.cfg.Store.LookupDocument(ctx, id)
+	if err != nil {
+		return err
+	}
+	if d.Status == store.DocReady {
+		return nil
+	}
+	if d.Status != store.DocSummarizing || d.Chunks == 0 {
+		if err := s.chunk(ctx, d); err != nil {
+			return err
+		}
+	}
+	return s.summarize(ctx, d)
+}
+
+// chunk extracts the file's text, cuts it and stores the chunks (their
+// index rows with them), then moves the document to summarizing.
+func (s *Service) chunk(ctx context.Context, d store.Document) error {
+	if _, err := s.cfg.Store.SetDocumentStatus(ctx, d.ID, store.DocChunking, ""); err != nil {
+		return err
+	}
+	data, err := s.cfg.Files.Get(ctx, documents.Key{User: d.UserID, Conversation: d.ConversationID, Document: d.ID, Name: documents.Original}.String())
+	if err != nil {
+		return err
+	}
+	text, err := documents.Extract(ctx, data, d.Filename, s.cfg.Extract)
+	if err != nil {
+		return err
+	}
+	cut, err := text.Chunk(s.cfg.Chunks)
+	if err != nil {
+		return err
+	}
+	chunks := make([]store.NewChunk, len(cut.Chunks))
+	for i, c := range cut.Chunks {
+		chunks[i] = store.NewChunk{Index: c.Index, Start: c.Start, End: c.End, Page: c.Page, LastPage: c.LastPage, Text: c.Text}
+	}
+	if err := s.cfg.Store.PutChunks(ctx, d.ID, chunks, cut.Omitted); err != nil {
+		return err
+	}
+	_, err = s.cfg.Store.SetDocumentStatus(ctx, d.ID, store.DocSummarizing, "")
+	return err
+}
+
+// summarize summarises the chunks not summarised yet (a retry does only
+// what is left), SummaryConcurrency at a time, then the document, and
+// makes it ready.
+func (s *Service) summarize(ctx context.Context, d store.Document) error {
+	chunks, err := s.cfg.Store.DocumentChunks(ctx, d.UserID, d.ID, nil)
+	if err != nil {
+		return err
+	}
+	// Every missing summary is tried, SummaryConcurrency at a time;
+	// those made are stored together, also when others failed, so a
+	// retry asks only for the rest.
+	summaries := make([]string, len(chunks))
+	made := map[int]string{}
+	var (
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		errs  []error
+		slots = make(chan struct{}, s.cfg.SummaryConcurrency)
+	)
+	for i, c := range chunks {
+		if c.Summary != "" {
+			summaries[i] = c.Summary
+			continue
+		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			sum, err := s.cfg.Summarizer.SummarizeChunk(ctx, c.Text)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("summarise chunk %d: %w", c.Index, err))
+				return
+			}
+			summaries[i], made[c.Index] = sum, sum
+		})
+	}
+	wg.Wait()
+	if len(made) > 0 {
+		if err := s.cfg.Store.SetChunkSummaries(ctx, d.ID, made); err != nil {
+			return err
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	var text strings.Builder
+	for i, c := range chunks {
+		// The chunks overlap: each adds what follows the one before.
+		if i == 0 {
+			text.WriteString(c.Text)
+			continue
+		}
+		if skip := chunks[i-1].End - c.Start; skip > 0 && skip <= len([]rune(c.Text)) {
+			text.WriteString(string([]rune(c.Text)[skip:]))
+		} else {
+			text.WriteString(c.Text)
+		}
+	}
+	sum, err := s.cfg.Summarizer.SummarizeDocument(ctx, d.Filename, text.String(), summaries)
+	if err != nil {
+		return fmt.Errorf("summarise the document: %w", err)
+	}
+	_, err = s.cfg.Store.FinishDocument(ctx, d.ID, sum)
+	return err
+}

@@ -1,0 +1,127 @@
+package documents
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/pdfcpu/pdfcpu/pkg/api"
+	"github.com/pdfcpu/pdfcpu/pkg/filter"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
+)
+
+// pdfcpuOnce keeps pdfcpu from its configuration directory: by default it
+// writes a configuration file and fonts under the user's config dir on
+// first use. Trellis never wants that, so this is set once, before any
+// PDF is read.
+var pdfcpuOnce sync.Once
+
+// pdfText returns the text of each page of a PDF. pdfcpu parses the file,
+// decrypts and decodes its streams (each within lim); content streams'
+// text operators are read by pdfContentText. A file that does not parse,
+// or whose streams decode past the limit, is ErrUnreadable.
+func pdfText(ctx context.Context, data []byte, lim Limits) (pages []string, err error) {
+	pdfcpuOnce.Do(api.DisableConfigDir)
+	defer func() {
+		// pdfcpu guards its entry points, but a hostile file must not be
+		// able to take the process down through a path it missed.
+		if r := recover(); r != nil {
+			pages, err = nil, fmt.Errorf("%w: the PDF is malformed (%v)", ErrUnreadable, r)
+		}
+	}()
+	conf := model.NewDefaultConfiguration()
+	conf.ValidationMode = model.ValidationRelaxed
+	conf.Limits.MaxDecodeBytes = lim.decoded()
+	conf.Limits.MaxStreamBytes = lim.decoded()
+	pctx, err := pdfcpu.ReadWithContext(ctx, bytes.NewReader(data), conf)
+	if err != nil {
+		return nil, unreadable(ctx, err)
+	}
+	if err := pctx.EnsurePageCount(); err != nil {
+		return nil, unreadable(ctx, err)
+	}
+	if pctx.PageCount > lim.pages() {
+		return nil, fmt.Errorf("%w: the PDF has %d pages, more than %d", ErrUnreadable, pctx.PageCount, lim.pages())
+	}
+	budget := lim.decoded()
+	for n := 1; n <= pctx.PageCount; n++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		content, err := pageContent(pctx, n, &budget)
+		if err != nil {
+			if errors.Is(err, filter.ErrDecodeLimitExceeded) || budget < 0 {
+				return nil, fmt.Errorf("%w: the PDF's pages decode to more than %d bytes", ErrUnreadable, lim.decoded())
+			}
+			return nil, unreadable(ctx, fmt.Errorf("page %d: %w", n, err))
+		}
+		pages = append(pages, pdfContentText(content))
+	}
+	return pages, nil
+}
+
+// unreadable wraps a pdfcpu error as ErrUnreadable, unless ctx ended.
+func unreadable(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("%w: the PDF cannot be parsed: %v", ErrUnreadable, err)
+}
+
+// pageContent decodes page n's content streams within what is left of
+// budget, and takes what it decoded from budget. pdfcpu's own page
+// content reader decodes under a fixed 512 MiB bound, so the streams are
+// decoded here, each under the budget left.
+func pageContent(pctx *model.Context, n int, budget *int64) ([]byte, error) {
+	d, _, _, err := pctx.PageDict(n, false)
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		return nil, errors.New("no page dictionary")
+	}
+	o, found := d.Find("Contents")
+	if !found || o == nil {
+		return nil, nil // a page with nothing on it
+	}
+	o, err = pctx.Dereference(o)
+	if err != nil || o == nil {
+		return nil, err
+	}
+	var streams []*types.StreamDict
+	switch o := o.(type) {
+	case types.StreamDict:
+		streams = append(streams, &o)
+	case types.Array:
+		for _, el := range o {
+			sd, _, err := pctx.DereferenceStreamDict(el)
+			if err != nil {
+				return nil, err
+			}
+			if sd != nil {
+				streams = append(streams, sd)
+			}
+		}
+	default:
+		return nil, errors.New("page contents are not a stream")
+	}
+	var out []byte
+	for _, sd := range streams {
+		if *budget <= 0 {
+			return nil, filter.ErrDecodeLimitExceeded
+		}
+		if err := sd.DecodeWithLimit(*budget); err != nil {
+			return nil, err
+		}
+		if *budget -= int64(len(sd.Content)); *budget < 0 {
+			return nil, filter.ErrDecodeLimitExceeded
+		}
+		out = append(out, sd.Content...)
+		out = append(out, '\n')
+	}
+	return out, nil
+}

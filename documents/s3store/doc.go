@@ -1,0 +1,4 @@
+// Package s3store is documents.Storage in a bucket of an S3-compatible
+// object store (AWS S3, MinIO, Ceph, R2 …) through minio-go. Keys are the
+// documents keys as they are; the bucket must exist.
+package s3store

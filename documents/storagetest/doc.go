@@ -1,0 +1,3 @@
+// Package storagetest is the conformance suite of documents.Storage: every
+// backend (the filesystem, S3, each with and without encryption) runs it.
+package storagetest

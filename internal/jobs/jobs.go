@@ -1,0 +1,359 @@
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/trellis-ai/trellis/internal/sqlopen"
+)
+
+// Args are a job's arguments, stored as JSON; Kind names the handler
+// (Handle) that works them and must be stable across releases.
+type Args interface {
+	Kind() string
+}
+
+// Job is one attempt at a job, as its handler sees it.
+type Job[A Args] struct {
+	ID int64
+	// Attempt counts from 1; MaxAttempts is the last one.
+	Attempt, MaxAttempts int
+	Args                 A
+}
+
+// Workers holds the handlers of a queue, registered before it opens.
+type Workers struct {
+	w *river.Workers
+}
+
+// NewWorkers returns an empty set of handlers.
+func NewWorkers() *Workers { return &Workers{w: river.NewWorkers()} }
+
+// HandleOptions tune one kind of job; the zero value is the queue's
+// defaults.
+type HandleOptions struct {
+	// Timeout bounds one attempt (its ctx is cancelled then); 0 is
+	// Config.JobTimeout.
+	Timeout time.Duration
+	// Backoff is the wait before attempt n+1 after attempt n failed; nil
+	// is DefaultBackoff.
+	Backoff func(attempt int) time.Duration
+}
+
+// DefaultBackoff waits 1 s after the first failure and doubles each
+// time, to at most 5 minutes, with up to 10% jitter so retries of many
+// jobs spread out.
+func DefaultBackoff(attempt int) time.Duration {
+	d := time.Second << min(max(attempt-1, 0), 9)
+	d = min(d, 5*time.Minute)
+	return d + time.Duration(rand.Int64N(int64(d)/10+1))
+}
+
+// Handle registers h for jobs of A's kind. It panics if the kind has a
+// handler already: a wiring mistake, found at start.
+func Handle[A Args](ws *Workers, h func(ctx context.Context, j Job[A]) error, opt HandleOptions) {
+	if opt.Backoff == nil {
+		opt.Backoff = DefaultBackoff
+	}
+	river.AddWorker(ws.w, &worker[A]{h: h, opt: opt})
+}
+
+// worker adapts a handler to River.
+type worker[A Args] struct {
+	river.WorkerDefaults[A]
+	h   func(ctx context.Context, j Job[A]) error
+	opt HandleOptions
+}
+
+func (w *worker[A]) Work(ctx context.Context, j *river.Job[A]) error {
+	return w.h(ctx, Job[A]{ID: j.ID, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Args: j.Args})
+}
+
+func (w *worker[A]) NextRetry(j *river.Job[A]) time.Time {
+	return time.Now().Add(w.opt.Backoff(j.Attempt))
+}
+
+func (w *worker[A]) Timeout(*river.Job[A]) time.Duration { return w.opt.Timeout }
+
+// Permanent marks err as one no retry can fix: the job ends at once,
+// cancelled, with err recorded.
+func Permanent(err error) error { return river.JobCancel(err) }
+
+// Config tunes a queue; the zero value works.
+type Config struct {
+	// Concurrency is how many jobs this process works at once. Default 4.
+	Concurrency int
+	// JobTimeout bounds one attempt of a job. Default 5 minutes.
+	JobTimeout time.Duration
+	// MaxAttempts is how many times a job is tried before it is
+	// discarded. Default 8.
+	MaxAttempts int
+	// RescueAfter is how long after an attempt began a job still marked
+	// running is taken for abandoned (its process died) and run again.
+	// It must exceed JobTimeout. Default JobTimeout + 1 minute.
+	RescueAfter time.Duration
+	// PollInterval is how often idle workers look for jobs that no
+	// notification announced (SQLite has no notifications; PostgreSQL's
+	// LISTEN/NOTIFY wakes them at once). Default 1 s; the least time
+	// between two looks is 100 ms, or PollInterval if shorter.
+	PollInterval time.Duration
+	// Logger receives River's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c Config) river(ws *Workers) *river.Config {
+	c.Concurrency = cmpOr(c.Concurrency, 4)
+	c.JobTimeout = cmpOr(c.JobTimeout, 5*time.Minute)
+	c.MaxAttempts = cmpOr(c.MaxAttempts, 8)
+	c.RescueAfter = cmpOr(c.RescueAfter, c.JobTimeout+time.Minute)
+	c.PollInterval = cmpOr(c.PollInterval, time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &river.Config{
+		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: c.Concurrency}},
+		Workers:              ws.w,
+		JobTimeout:           c.JobTimeout,
+		MaxAttempts:          c.MaxAttempts,
+		RescueStuckJobsAfter: c.RescueAfter,
+		FetchPollInterval:    c.PollInterval,
+		FetchCooldown:        min(c.PollInterval, 100*time.Millisecond),
+		Logger:               c.Logger,
+	}
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// client is what Queue asks of River's client, whichever its driver.
+type client interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+	StopAndCancel(ctx context.Context) error
+	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	JobGet(ctx context.Context, id int64) (*rivertype.JobRow, error)
+	JobCancel(ctx context.Context, id int64) (*rivertype.JobRow, error)
+	JobList(ctx context.Context, params *river.JobListParams) (*river.JobListResult, error)
+}
+
+// Queue is a durable job queue and this process's workers of it.
+type Queue struct {
+	c     client
+	close func() error
+	name  string
+}
+
+// SQLite opens (creating it) the queue in the SQLite database file at
+// path, which should be a file of its own beside the store's, and
+// migrates River's schema into it. River's SQLite driver wants one
+// connection, so the pool holds one.
+func SQLite(ctx context.Context, path string, ws *Workers, cfg Config) (*Queue, error) {
+	db, _, err := sqlopen.SQLite(path)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: sqlite %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	q, err := sqliteQueue(ctx, db, ws, cfg)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("jobs: sqlite %s: %w", path, err)
+	}
+	return q, nil
+}
+
+func sqliteQueue(ctx context.Context, db *sql.DB, ws *Workers, cfg Config) (*Queue, error) {
+	driver := riversqlite.New(db)
+	if err := migrate(ctx, driver); err != nil {
+		return nil, err
+	}
+	rc := cfg.river(ws)
+	rc.PollOnly = true // SQLite has no LISTEN/NOTIFY
+	c, err := river.NewClient(driver, rc)
+	if err != nil {
+		return nil, err
+	}
+	return &Queue{c: c, close: db.Close, name: "sqlite"}, nil
+}
+
+// Postgres opens the queue in pool's database, in the schema of its
+// search_path, and migrates River's schema there. The pool stays the
+// caller's; River holds one of its connections for LISTEN while started.
+func Postgres(ctx context.Context, pool *pgxpool.Pool, ws *Workers, cfg Config) (*Queue, error) {
+	driver := riverpgxv5.New(pool)
+	if err := migrate(ctx, driver); err != nil {
+		return nil, fmt.Errorf("jobs: postgres: %w", err)
+	}
+	c, err := river.NewClient(driver, cfg.river(ws))
+	if err != nil {
+		return nil, fmt.Errorf("jobs: postgres: %w", err)
+	}
+	return &Queue{c: c, close: func() error { return nil }, name: "postgres"}, nil
+}
+
+// migrate brings River's schema up to date; River's migrator takes its
+// own lock, so processes starting together do not race.
+func migrate[TTx any](ctx context.Context, driver riverdriver.Driver[TTx]) error {
+	m, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// Start starts this process's workers; jobs enqueued before, by this or
+// another process, are worked from now on. Cancelling ctx stops them as
+// an impatient Stop would, so give it the process's context, not a
+// request's.
+func (q *Queue) Start(ctx context.Context) error {
+	if err := q.c.Start(ctx); err != nil {
+		return fmt.Errorf("jobs: start: %w", err)
+	}
+	return nil
+}
+
+// Stop stops taking jobs and waits for the running ones to finish, until
+// ctx is done; then it cancels those still running (their attempts fail
+// and are retried later, here or elsewhere) and returns ctx's error.
+func (q *Queue) Stop(ctx context.Context) error {
+	err := q.c.Stop(ctx)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		q.c.StopAndCancel(cctx)
+		return fmt.Errorf("jobs: stop: running jobs cancelled: %w", ctx.Err())
+	}
+	return fmt.Errorf("jobs: stop: %w", err)
+}
+
+// Close releases what the queue opened (the SQLite file); Stop it first.
+func (q *Queue) Close() error { return q.close() }
+
+// EnqueueOptions tune one job; the zero value is the queue's defaults.
+type EnqueueOptions struct {
+	// MaxAttempts overrides Config.MaxAttempts for this job.
+	MaxAttempts int
+	// Unique makes the job one of its kind and arguments: while one
+	// with the same arguments waits or runs, enqueueing another returns
+	// it instead.
+	Unique bool
+	// Delay runs the job no sooner than this from now.
+	Delay time.Duration
+}
+
+// Enqueue stores a job, to be worked by a started queue of this database,
+// and returns its id.
+func (q *Queue) Enqueue(ctx context.Context, args Args, opts EnqueueOptions) (int64, error) {
+	io := &river.InsertOpts{MaxAttempts: opts.MaxAttempts}
+	if opts.Unique {
+		io.UniqueOpts = river.UniqueOpts{ByArgs: true}
+	}
+	if opts.Delay > 0 {
+		io.ScheduledAt = time.Now().Add(opts.Delay)
+	}
+	res, err := q.c.Insert(ctx, args, io)
+	if err != nil {
+		return 0, fmt.Errorf("jobs: enqueue %s: %w", args.Kind(), err)
+	}
+	return res.Job.ID, nil
+}
+
+// Cancel cancels the job: one waiting will not run, one running has its
+// context cancelled and is not retried. Cancelling a finished or unknown
+// job does nothing.
+func (q *Queue) Cancel(ctx context.Context, id int64) error {
+	_, err := q.c.JobCancel(ctx, id)
+	if err != nil && !errors.Is(err, river.ErrNotFound) {
+		return fmt.Errorf("jobs: cancel %d: %w", id, err)
+	}
+	return nil
+}
+
+// CancelMatching cancels the jobs of kind not yet finished (waiting,
+// scheduled, retrying or running) whose argument field (a top-level key
+// of Args' JSON) is value, as Cancel does, and returns how many it
+// cancelled. Deleting a document cancels its processing job so.
+func (q *Queue) CancelMatching(ctx context.Context, kind, field, value string) (int, error) {
+	ids, err := q.Unfinished(ctx, kind, field, value)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		if err := q.Cancel(ctx, id); err != nil {
+			return 0, err
+		}
+	}
+	return len(ids), nil
+}
+
+// Unfinished returns the ids of the jobs of kind not yet finished whose
+// argument field is value (see CancelMatching), at most 1,000.
+func (q *Queue) Unfinished(ctx context.Context, kind, field, value string) ([]int64, error) {
+	params := river.NewJobListParams().Kinds(kind).
+		States(rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStateRetryable,
+			rivertype.JobStatePending, rivertype.JobStateRunning).
+		Where("CAST(args ->> @field AS TEXT) = @value", river.NamedArgs{"field": field, "value": value}).
+		First(1000)
+	res, err := q.c.JobList(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: list %s jobs of %s %s: %w", kind, field, value, err)
+	}
+	ids := make([]int64, len(res.Jobs))
+	for i, j := range res.Jobs {
+		ids[i] = j.ID
+	}
+	return ids, nil
+}
+
+// State is where a job is.
+type State string
+
+// The states of a job (River's).
+const (
+	StateAvailable State = "available"
+	StateScheduled State = "scheduled"
+	StateRunning   State = "running"
+	StateRetryable State = "retryable"
+	StateCompleted State = "completed"
+	StateCancelled State = "cancelled"
+	StateDiscarded State = "discarded"
+)
+
+// JobState returns the job's state and its attempts so far. Returns an
+// error matching ErrNotFound for an unknown job.
+func (q *Queue) JobState(ctx context.Context, id int64) (State, int, error) {
+	j, err := q.c.JobGet(ctx, id)
+	if errors.Is(err, river.ErrNotFound) {
+		return "", 0, fmt.Errorf("jobs: job %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("jobs: job %d: %w", id, err)
+	}
+	return State(j.State), j.Attempt, nil
+}
+
+// ErrNotFound: no such job.
+var ErrNotFound = errors.New("jobs: no such job")
