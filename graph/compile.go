@@ -32,6 +32,10 @@ type CompileOptions struct {
 	// every task of a step runs at once. A subgraph's steps are bounded by
 	// its own graph's option.
 	MaxConcurrency int
+	// Durability says when runs write their checkpoints (see Durability);
+	// a run's RunConfig.Durability overrides it. DurabilityDefault means
+	// DurabilitySync.
+	Durability Durability
 }
 
 // Compiled is a validated graph, ready to run. It is safe for concurrent

@@ -45,6 +45,14 @@ type RunConfig struct {
 	// StreamBuffer is how many events nodes may emit ahead of the consumer
 	// before Emit blocks; 0 means 64.
 	StreamBuffer int
+	// Durability says when this run writes its checkpoints (see
+	// Durability); DurabilityDefault means the graph's mode.
+	Durability Durability
+	// NewThread tells the run that its thread has no checkpoint yet (its
+	// caller just created it), so a run with an input does not look for
+	// one. Set on a thread that has checkpoints, the run starts over
+	// from its input alone, as a root beside them.
+	NewThread bool
 }
 
 var errStreamClosed = errors.New("graph: stream consumer stopped")
@@ -132,6 +140,11 @@ type run[S any] struct {
 	versions    map[string]string
 	resume      map[string]json.RawMessage
 	overwritten fieldMask
+
+	// exit: the run's durability is DurabilityExit; held is the
+	// checkpoint it has not written yet (see hold).
+	exit bool
+	held *heldCheckpoint
 }
 
 // saveScratch is what writing checkpoints reuses from step to step: the
@@ -191,6 +204,7 @@ func (c *Compiled[S]) newRun(ctx context.Context, cfg RunConfig, yield func(Even
 		}
 	} else if c.opts.Checkpointer != nil {
 		r.saver, r.thread = c.opts.Checkpointer, cfg.ThreadID
+		r.exit = r.durability() == DurabilityExit
 	}
 	r.limit = cmp(cfg.RecursionLimit, c.opts.RecursionLimit, DefaultRecursionLimit)
 	r.maxConc = c.opts.MaxConcurrency
@@ -247,6 +261,11 @@ func (r *run[S]) execute(input *S) (S, error) {
 	for err == nil && len(r.tasks) > 0 {
 		err = r.superstep()
 	}
+	// A run in exit mode that stopped short (failed, cancelled, broken
+	// out of) saves where it got to, as a run in sync mode has.
+	if ferr := r.flushHeld(); ferr != nil && err == nil {
+		err = ferr
+	}
 	if r.stopped {
 		return r.state, errStreamClosed
 	}
@@ -255,7 +274,7 @@ func (r *run[S]) execute(input *S) (S, error) {
 
 // start merges the input into the thread's state and plans START's edges.
 func (r *run[S]) start(input *S) error {
-	if r.saver != nil {
+	if r.saver != nil && !(r.cfg.NewThread && r.link == nil && r.cfg.CheckpointID == "") {
 		saved, err := r.saver.Get(r.ctx, Ref{ThreadID: r.thread, Namespace: r.nsKey, ID: r.cfg.CheckpointID})
 		switch {
 		case err == nil:
@@ -494,7 +513,16 @@ func (r *run[S]) commit(source Source, changed fieldMask, next []*task[S], after
 		}
 	}
 	cpID := ""
-	if r.saver != nil {
+	switch {
+	case r.saver == nil:
+	case r.hold(source, changed, next, stopBefore || len(after) > 0):
+		r.tasks = next
+		return nil
+	default:
+		if r.held != nil { // what the held steps changed is written now
+			changed |= r.held.changed
+			r.held = nil
+		}
 		var err error
 		if cpID, err = r.save(source, changed, next, stopBefore, after); err != nil {
 			return err
@@ -520,11 +548,15 @@ func (r *run[S]) commit(source Source, changed fieldMask, next []*task[S], after
 	return ie
 }
 
-// save writes a checkpoint: the blobs of changed fields (append fields as
-// deltas) and the plan of the next step.
+// save writes a checkpoint made now (see write).
 func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before bool, after []string) (string, error) {
 	now := time.Now()
-	id := ids.Sortable(now)
+	return r.write(ids.Sortable(now), now, source, changed, next, before, after)
+}
+
+// write writes checkpoint id, made at now: the blobs of changed fields
+// (append fields as deltas) and the plan of the next step.
+func (r *run[S]) write(id string, now time.Time, source Source, changed fieldMask, next []*task[S], before bool, after []string) (string, error) {
 	sc := r.g.schema
 	scr := r.saving()
 	versions := r.versions
@@ -567,12 +599,8 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 		InterruptedBefore: before, InterruptedAfter: after,
 	}
 	specs := scr.specs[:0]
-	for k, t := range next {
-		// The first task's id is the checkpoint's own: unique, and free.
-		t.id = id
-		if k > 0 {
-			t.id = id + "." + strconv.Itoa(k)
-		}
+	setTaskIDs(id, next)
+	for _, t := range next {
 		spec := TaskSpec{ID: t.id, Node: t.node.spec.name}
 		if t.hasInput {
 			in, err := encodeState(&t.input)
@@ -605,6 +633,17 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 	return id, nil
 }
 
+// setTaskIDs names the tasks a checkpoint plans after it.
+func setTaskIDs[S any](id string, next []*task[S]) {
+	for k, t := range next {
+		// The first task's id is the checkpoint's own: unique, and free.
+		t.id = id
+		if k > 0 {
+			t.id = id + "." + strconv.Itoa(k)
+		}
+	}
+}
+
 // saveContext is the context checkpoints are written with: the run's
 // values without its cancellation, so that a cancel arriving while a
 // finished step is being saved does not tear the save. Savers bound their
@@ -620,6 +659,9 @@ func (r *run[S]) putWrites(ws []Write) error {
 	if r.saver == nil || len(ws) == 0 {
 		return nil
 	}
+	if err := r.flushHeld(); err != nil { // the writes name its tasks
+		return err
+	}
 	if err := r.saver.PutWrites(r.saveContext(), Ref{ThreadID: r.thread, Namespace: r.nsKey, ID: r.parentID}, ws); err != nil {
 		return fmt.Errorf("graph: save writes of thread %s step %d: %w", r.thread, r.step+1, err)
 	}
@@ -629,7 +671,7 @@ func (r *run[S]) putWrites(ws []Write) error {
 // markDeltas records the length of append fields before a step merges, so
 // the checkpoint can store only what the step appended.
 func (r *run[S]) markDeltas() {
-	if r.saver == nil {
+	if r.saver == nil || r.held != nil { // deltas go from the last checkpoint written
 		return
 	}
 	deltaFrom := r.saving().deltaFrom

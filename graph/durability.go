@@ -1,0 +1,116 @@
+package graph
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/trellis-ai/trellis/internal/ids"
+)
+
+// Durability says when a run writes its checkpoints, as LangGraph's
+// durability modes do. It trades what a crash in the middle of a run
+// loses for what the run spends writing.
+type Durability uint8
+
+const (
+	// DurabilityDefault is the graph's mode (CompileOptions.Durability)
+	// in RunConfig, and DurabilitySync in CompileOptions.
+	DurabilityDefault Durability = iota
+	// DurabilitySync writes the checkpoint of each step before the next
+	// step starts: a run continued after a crash repeats at most the
+	// step that was running.
+	DurabilitySync
+	// DurabilityExit writes the input's checkpoint and then only the
+	// run's last one: when it ends, pauses, fails or is stopped, and
+	// before it saves pending writes (an interrupt, a failed step's
+	// finished tasks), which name that checkpoint. The steps between
+	// are not saved on their own, so a run continued after a crash
+	// starts again from the input (or the last checkpoint before it); a
+	// run that returns has saved everything it did, as in sync mode.
+	DurabilityExit
+)
+
+// String names the mode as TRELLIS_DURABILITY takes it.
+func (d Durability) String() string {
+	switch d {
+	case DurabilityDefault:
+		return "default"
+	case DurabilitySync:
+		return "sync"
+	case DurabilityExit:
+		return "exit"
+	}
+	return fmt.Sprintf("Durability(%d)", uint8(d))
+}
+
+// ParseDurability reads "sync" or "exit" ("" is DurabilityDefault).
+func ParseDurability(s string) (Durability, error) {
+	switch s {
+	case "":
+		return DurabilityDefault, nil
+	case "sync":
+		return DurabilitySync, nil
+	case "exit":
+		return DurabilityExit, nil
+	}
+	return 0, fmt.Errorf("graph: durability %q: want sync or exit", s)
+}
+
+// heldCheckpoint is a checkpoint an exit-mode run planned but has not
+// written: its id (its tasks carry ids derived from it), when and
+// from what step, and the fields changed since the last written one.
+type heldCheckpoint struct {
+	id      string
+	at      time.Time
+	step    int
+	source  Source
+	changed fieldMask
+}
+
+// durability is the run's mode, resolved from its config and graph.
+func (r *run[S]) durability() Durability {
+	if r.cfg.Durability != DurabilityDefault {
+		return r.cfg.Durability
+	}
+	if r.g.opts.Durability != DurabilityDefault {
+		return r.g.opts.Durability
+	}
+	return DurabilitySync
+}
+
+// hold keeps the checkpoint of a step in exit mode instead of writing it,
+// when nothing needs it written now: the run goes on, its state and
+// tasks are where the checkpoint would have put them, and the fields
+// changed add up until one is written. It assigns the next tasks their
+// ids as save would. It reports false when the checkpoint is to be
+// written.
+func (r *run[S]) hold(source Source, changed fieldMask, next []*task[S], stop bool) bool {
+	if !r.exit || source == SourceInput || stop || len(next) == 0 {
+		return false
+	}
+	now := time.Now()
+	h := heldCheckpoint{id: ids.Sortable(now), at: now, step: r.step, source: source, changed: changed}
+	if r.held != nil {
+		h.changed |= r.held.changed
+	}
+	r.held = &h
+	setTaskIDs(h.id, next)
+	return true
+}
+
+// flushHeld writes the checkpoint an exit-mode run holds, if any: the
+// state and the tasks planned when it was held, which the run still has
+// (a step in progress merges nothing before its writes are saved).
+func (r *run[S]) flushHeld() error {
+	h := r.held
+	if h == nil {
+		return nil
+	}
+	r.held = nil
+	step := r.step
+	r.step = h.step
+	_, err := r.write(h.id, h.at, h.source, h.changed, r.tasks, false, nil)
+	r.step = step
+	r.overwritten = 0
+	return err
+}
