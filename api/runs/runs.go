@@ -144,6 +144,12 @@ func (m *Service) Start(ctx context.Context, req StartRequest) (*Run, *Subscript
 		first = func(ctx context.Context) iter.Seq2[nodes.Event, error] {
 			return m.agent.Edit(ctx, rn.conversationID, editOf, in)
 		}
+	} else if nr.NewConversation != nil {
+		// The store has just created the conversation: the agent has
+		// no state of it to look up.
+		first = func(ctx context.Context) iter.Seq2[nodes.Event, error] {
+			return m.agent.Start(ctx, rn.conversationID, in)
+		}
 	} else {
 		first = func(ctx context.Context) iter.Seq2[nodes.Event, error] {
 			return m.agent.Run(ctx, rn.conversationID, in)

@@ -53,6 +53,7 @@ type serveConfig struct {
 	claimInterval      time.Duration
 	maxToolResult      int
 	unhealthyAfter     time.Duration
+	durability         graph.Durability
 	logLevel           slog.Level
 }
 
@@ -75,6 +76,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		maxBody, maxMsg, rate, burst, maxRuns string
 		cancelOnDisconnect, maxToolResult     string
 		authPerMin, authBurst, proxies        string
+		durability                            string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -98,6 +100,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&proxies, "trusted-proxies", env("TRELLIS_TRUSTED_PROXIES", ""), "reverse proxies whose X-Forwarded-For names the client, CIDRs or addresses, comma-separated (TRELLIS_TRUSTED_PROXIES)")
 	fs.StringVar(&maxRuns, "max-runs-per-user", env("TRELLIS_MAX_RUNS_PER_USER", strconv.Itoa(api.DefaultMaxConcurrentRuns)), "runs a user may have going at once, -1 for no limit (TRELLIS_MAX_RUNS_PER_USER)")
 	fs.StringVar(&maxToolResult, "max-tool-result-bytes", env("TRELLIS_MAX_TOOL_RESULT_BYTES", strconv.Itoa(operators.DefaultMaxResultBytes)), "tool results above this are cut, with a note, -1 for no cap (TRELLIS_MAX_TOOL_RESULT_BYTES)")
+	fs.StringVar(&durability, "durability", env("TRELLIS_DURABILITY", "sync"), "when a run writes its checkpoints: sync (every step, before the next) or exit (its input and its end; a crash repeats the turn) (TRELLIS_DURABILITY)")
 	fs.StringVar(&logLevel, "log-level", env("TRELLIS_LOG_LEVEL", "info"), "debug, info, warn or error (TRELLIS_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -145,6 +148,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	if c.cancelOnDisconnect, err = strconv.ParseBool(cancelOnDisconnect); err != nil {
 		errs = append(errs, fmt.Errorf("cancel-on-disconnect: %q is not true or false", cancelOnDisconnect))
+	}
+	if c.durability, err = graph.ParseDurability(durability); err != nil {
+		errs = append(errs, fmt.Errorf("durability: %w", err))
 	}
 	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
 		errs = append(errs, fmt.Errorf("log-level: %w", err))
@@ -206,7 +212,7 @@ func serve(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "trellis serve: %v\n", err)
 		return 2
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	log := serveLogger(stderr, cfg.logLevel)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := serveUntil(ctx, cfg, getenv, stdout, log); err != nil {
@@ -215,6 +221,11 @@ func serve(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 		return 1
 	}
 	return 0
+}
+
+// serveLogger is serve's logger: JSON lines on w from level up.
+func serveLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
 // serveUntil serves until ctx ends: it listens, assembles the service,
@@ -341,6 +352,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, ShutdownTimeout: cfg.shutdownTimeout,
 		UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: metrics, Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
 	}
+	apiCfg.Agent.Durability = cfg.durability
 	if err := joinCluster(ctx, st, cfg, &apiCfg, cleanup); err != nil {
 		return app{}, err
 	}

@@ -316,7 +316,7 @@ func TestRestartWithAParkedApproval(t *testing.T) {
 }
 
 // pgDSN makes a fresh schema and returns a URL whose connections use it.
-func pgDSN(t *testing.T) string {
+func pgDSN(t testing.TB) string {
 	pool := pgtest.New(t)
 	cfg := pool.Config()
 	schema := cfg.ConnConfig.RuntimeParams["search_path"]
