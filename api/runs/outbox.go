@@ -14,11 +14,15 @@ import (
 // still nothing is sent before it is stored: the events queued while one
 // batch is written make the next, so a fast run stores its events in a
 // few transactions rather than one each.
+//
+// A response.chunk queued right behind another joins it (see put).
 type outbox struct {
 	st    store.Events
 	hub   *hub
 	ctx   context.Context // not cancelled: events are written to the end
 	fail  func(error)     // called once, on the flusher, when a batch cannot be stored
+	// encode is the run's envelope, for a joined chunk's data.
+	encode func(nodes.Payload) ([]byte, error)
 	mu    sync.Mutex
 	idle  sync.Cond // signalled when the flusher stops
 	queue []store.NewEvent
@@ -27,19 +31,28 @@ type outbox struct {
 	err   error           // why storing stopped; nothing is stored after it
 }
 
-func newOutbox(ctx context.Context, st store.Events, h *hub, fail func(error)) *outbox {
-	o := &outbox{st: st, hub: h, ctx: context.WithoutCancel(ctx), fail: fail}
+func newOutbox(ctx context.Context, st store.Events, h *hub, encode func(nodes.Payload) ([]byte, error), fail func(error)) *outbox {
+	o := &outbox{st: st, hub: h, ctx: context.WithoutCancel(ctx), encode: encode, fail: fail}
 	o.idle.L = &o.mu
 	return o
 }
 
 // put queues e; it fails once a batch could not be stored, and then the
 // run must stop.
+//
+// A response.chunk whose predecessor in the queue is one too is joined
+// to it: one event with both contents, in order. Both wait for the same
+// batch anyway, so nobody sees the text later; but a model that streams
+// faster than the store commits (the offline model sends one chunk per
+// word) costs a row per batch instead of one per chunk.
 func (o *outbox) put(e store.NewEvent, p nodes.Payload) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.err != nil {
 		return o.err
+	}
+	if o.join(p) {
+		return nil
 	}
 	o.queue = append(o.queue, e)
 	o.typed = append(o.typed, p)
@@ -48,6 +61,27 @@ func (o *outbox) put(e store.NewEvent, p nodes.Payload) error {
 		go o.flush()
 	}
 	return nil
+}
+
+// join joins chunk p to the queue's last event when that is a chunk too,
+// and reports whether it did. Callers hold o.mu.
+func (o *outbox) join(p nodes.Payload) bool {
+	c, ok := p.(*nodes.ResponseChunk)
+	n := len(o.typed)
+	if !ok || n == 0 {
+		return false
+	}
+	last, ok := o.typed[n-1].(*nodes.ResponseChunk)
+	if !ok {
+		return false
+	}
+	joined := &nodes.ResponseChunk{Content: last.Content + c.Content}
+	data, err := o.encode(joined)
+	if err != nil {
+		return false // queued on its own, as it came
+	}
+	o.queue[n-1].Data, o.typed[n-1] = data, joined
+	return true
 }
 
 // flush stores and publishes batches until the queue is empty.

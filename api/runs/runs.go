@@ -167,7 +167,7 @@ func (m *Service) Start(ctx context.Context, req StartRequest) (*Run, *Subscript
 func (m *Service) launch(rn *Run, first func(context.Context) iter.Seq2[nodes.Event, error], announce bool, subscribe *bool) *Subscription {
 	m.mu.Lock()
 	rn.hub = m.acquireHubLocked(rn.id)
-	rn.out = newOutbox(rn.ctx, m.st, rn.hub, func(err error) {
+	rn.out = newOutbox(rn.ctx, m.st, rn.hub, rn.envelope, func(err error) {
 		lvl, msg, cause := slog.LevelError, "storing events failed; the run stops", errEventsLost
 		switch {
 		case errors.Is(err, store.ErrNotFound):
