@@ -497,9 +497,18 @@ func openStorage(ctx context.Context, cfg serveConfig) (store.Store, graph.Check
 			pool.Close()
 			return nil, nil, "", nil, err
 		}
-		saver, err := postgres.New(ctx, pool)
+		cpPool, err := checkpointPool(ctx, cfg.databaseURL)
 		if err != nil {
 			pool.Close()
+			return nil, nil, "", nil, err
+		}
+		closePools := func() {
+			cpPool.Close()
+			pool.Close()
+		}
+		saver, err := postgres.New(ctx, cpPool)
+		if err != nil {
+			closePools()
 			return nil, nil, "", nil, err
 		}
 		cc := pool.Config().ConnConfig
@@ -507,7 +516,7 @@ func openStorage(ctx context.Context, cfg serveConfig) (store.Store, graph.Check
 		if sp := cc.RuntimeParams["search_path"]; sp != "" {
 			desc += " (schema " + sp + ")"
 		}
-		return st, saver, desc, pool.Close, nil
+		return st, saver, desc, closePools, nil
 	}
 	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
 		return nil, nil, "", nil, fmt.Errorf("data dir: %w", err)
@@ -526,6 +535,31 @@ func openStorage(ctx context.Context, cfg serveConfig) (store.Store, graph.Check
 		_ = saver.Close()
 		_ = st.Close()
 	}, nil
+}
+
+// checkpointPool is the checkpointer's pool on PostgreSQL: its
+// transactions commit with synchronous_commit off, unless the URL sets
+// it, so a step's checkpoint does not wait for its WAL to reach the
+// disk (on this machine class, that wait was most of a sync chat's
+// time). Nothing acknowledged is lost by it: what clients are told
+// (events, a run's end) commits synchronously on the store's pool, and
+// a synchronous commit flushes the WAL up to its own record, every
+// checkpoint committed before it included. A crash of the database
+// server can lose only checkpoints that no told event follows, and a
+// process of Trellis that dies loses none (they are committed).
+func checkpointPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if _, set := pc.ConnConfig.RuntimeParams["synchronous_commit"]; !set {
+		pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	return pool, nil
 }
 
 // startLine is the one line serve prints: where it listens and what it
