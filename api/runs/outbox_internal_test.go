@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"testing"
 
 	"github.com/trellis-ai/trellis/api/store"
@@ -70,5 +71,49 @@ func TestOutboxJoinsChunksThatWaitTogether(t *testing.T) {
 		if got[1][i] != want[1][i] {
 			t.Errorf("batch 2 event %d: %s, want %s", i, got[1][i], want[1][i])
 		}
+	}
+}
+
+func TestOutboxHoldReturnsWhatWaitsBehindTheBatch(t *testing.T) {
+	st := &heldEvents{entered: make(chan struct{}), release: make(chan struct{})}
+	encode := func(p nodes.Payload) ([]byte, error) { return json.Marshal(p) }
+	o := newOutbox(t.Context(), st, newHub("run"), encode, func(err error) { t.Error(err) })
+	put := func(node string) {
+		p := &nodes.NodeStart{Node: node}
+		data, _ := encode(p)
+		if err := o.put(store.NewEvent{RunID: "run", Type: p.EventType(), Data: data}, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a")
+	<-st.entered // a is being written
+	put("b")
+	put("c")
+	type held struct {
+		rest []store.NewEvent
+		err  error
+	}
+	done := make(chan held, 1)
+	go func() {
+		rest, _, err := o.hold()
+		done <- held{rest, err}
+	}()
+	for held := false; !held; { // hold waits for a's batch
+		o.mu.Lock()
+		held = o.held
+		o.mu.Unlock()
+		runtime.Gosched()
+	}
+	st.release <- struct{}{} // a's batch ends; hold takes b and c, unwritten
+	h := <-done
+	if h.err != nil || len(h.rest) != 2 || string(h.rest[0].Data) != `{"node":"b"}` || len(st.batches) != 1 {
+		t.Fatalf("held %+v after %d batches", h, len(st.batches))
+	}
+	// Released, they are written as put's are.
+	o.release(h.rest, []nodes.Payload{&nodes.NodeStart{Node: "b"}, &nodes.NodeStart{Node: "c"}})
+	<-st.entered
+	st.release <- struct{}{}
+	if err := o.drain(); err != nil || len(st.batches) != 2 || len(st.batches[1]) != 2 {
+		t.Fatalf("after release: %v, batches %v", err, st.batches)
 	}
 }

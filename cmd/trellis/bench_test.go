@@ -132,4 +132,3 @@ func benchClients(b *testing.B, url string) {
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
 }
-
