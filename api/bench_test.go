@@ -64,15 +64,18 @@ func BenchmarkSyncChat(b *testing.B) {
 			e := newEnv(b, envOptions{backend: be, local: true, configure: benchConfig})
 			run(b, e.ts.URL, e.ts.Client())
 		})
-		// The agent in exit durability: a turn writes its input's
-		// checkpoint and its last.
-		b.Run("trellis-"+string(be)+"-exit", func(b *testing.B) {
-			e := newEnv(b, envOptions{backend: be, local: true, configure: func(c *api.Config) {
-				benchConfig(c)
-				c.Agent.Durability = graph.DurabilityExit
-			}})
-			run(b, e.ts.URL, e.ts.Client())
-		})
+		// The agent in the other durability modes: async writes a
+		// turn's checkpoints while it goes on, exit writes its input's
+		// and its last.
+		for _, d := range []graph.Durability{graph.DurabilityAsync, graph.DurabilityExit} {
+			b.Run("trellis-"+string(be)+"-"+d.String(), func(b *testing.B) {
+				e := newEnv(b, envOptions{backend: be, local: true, configure: func(c *api.Config) {
+					benchConfig(c)
+					c.Agent.Durability = d
+				}})
+				run(b, e.ts.URL, e.ts.Client())
+			})
+		}
 	}
 }
 

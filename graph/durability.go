@@ -1,7 +1,11 @@
 package graph
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/trellis-ai/trellis/internal/ids"
@@ -20,6 +24,13 @@ const (
 	// step starts: a run continued after a crash repeats at most the
 	// step that was running.
 	DurabilitySync
+	// DurabilityAsync writes each step's checkpoint, in order, on a
+	// goroutine of the run while the next step runs. The run waits for
+	// them before it returns and before it saves pending writes, so a
+	// run that returns has saved everything, as in sync mode; a crash
+	// may lose the last steps' checkpoints, and a run continued after
+	// it repeats them.
+	DurabilityAsync
 	// DurabilityExit writes the input's checkpoint and then only the
 	// run's last one: when it ends, pauses, fails or is stopped, and
 	// before it saves pending writes (an interrupt, a failed step's
@@ -37,23 +48,28 @@ func (d Durability) String() string {
 		return "default"
 	case DurabilitySync:
 		return "sync"
+	case DurabilityAsync:
+		return "async"
 	case DurabilityExit:
 		return "exit"
 	}
 	return fmt.Sprintf("Durability(%d)", uint8(d))
 }
 
-// ParseDurability reads "sync" or "exit" ("" is DurabilityDefault).
+// ParseDurability reads "sync", "async" or "exit" ("" is
+// DurabilityDefault).
 func ParseDurability(s string) (Durability, error) {
 	switch s {
 	case "":
 		return DurabilityDefault, nil
 	case "sync":
 		return DurabilitySync, nil
+	case "async":
+		return DurabilityAsync, nil
 	case "exit":
 		return DurabilityExit, nil
 	}
-	return 0, fmt.Errorf("graph: durability %q: want sync or exit", s)
+	return 0, fmt.Errorf("graph: durability %q: want sync, async or exit", s)
 }
 
 // heldCheckpoint is a checkpoint an exit-mode run planned but has not
@@ -112,5 +128,94 @@ func (r *run[S]) flushHeld() error {
 	_, err := r.write(h.id, h.at, h.source, h.changed, r.tasks, false, nil)
 	r.step = step
 	r.overwritten = 0
+	return err
+}
+
+// background writes an async-mode run's checkpoints in order, on a
+// goroutine of its own, and keeps the first error: checkpoints after a
+// failed one are not written (their deltas may build on it).
+type background struct {
+	saver  Checkpointer
+	ctx    context.Context
+	thread string
+	jobs   chan checkpointJob
+	wg     sync.WaitGroup // one count per job queued and not done
+	mu     sync.Mutex
+	err    error
+	done   chan struct{}
+}
+
+type checkpointJob struct {
+	cp    Checkpoint
+	blobs []Blob
+}
+
+// backgroundQueue is how many checkpoints a run may have waiting before
+// its next one waits too: a run never gets far ahead of its store.
+const backgroundQueue = 4
+
+func newBackground(saver Checkpointer, ctx context.Context, thread string) *background {
+	b := &background{saver: saver, ctx: ctx, thread: thread, jobs: make(chan checkpointJob, backgroundQueue), done: make(chan struct{})}
+	go b.loop()
+	return b
+}
+
+func (b *background) loop() {
+	defer close(b.done)
+	for j := range b.jobs {
+		if b.failed() == nil {
+			if err := b.saver.Put(b.ctx, j.cp, j.blobs); err != nil {
+				b.mu.Lock()
+				b.err = fmt.Errorf("graph: checkpoint thread %s step %d: %w", b.thread, j.cp.Step, err)
+				b.mu.Unlock()
+			}
+		}
+		b.wg.Done()
+	}
+}
+
+func (b *background) failed() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// put queues a checkpoint, taking copies of what the run reuses (the
+// blob bytes, task list and version map live in its scratch). It
+// returns the error of an earlier write, which stops the run.
+func (b *background) put(cp Checkpoint, blobs []Blob) error {
+	if err := b.failed(); err != nil {
+		return err
+	}
+	size := 0
+	for _, bl := range blobs {
+		size += len(bl.Data)
+	}
+	data := make([]byte, 0, size)
+	own := slices.Clone(blobs)
+	for i := range own {
+		start := len(data)
+		data = append(data, own[i].Data...)
+		own[i].Data = data[start:len(data):len(data)]
+	}
+	cp.Versions = maps.Clone(cp.Versions)
+	cp.Tasks = slices.Clone(cp.Tasks)
+	b.wg.Add(1)
+	b.jobs <- checkpointJob{cp: cp, blobs: own}
+	return nil
+}
+
+// wait returns once every queued checkpoint is written, with the first
+// error.
+func (b *background) wait() error {
+	b.wg.Wait()
+	return b.failed()
+}
+
+// close is wait, then stops the goroutine.
+func (b *background) close() error {
+	err := b.wait()
+	close(b.jobs)
+	<-b.done
 	return err
 }

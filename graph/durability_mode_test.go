@@ -51,7 +51,7 @@ func sources(t *testing.T, saver graph.Checkpointer, thread string) []graph.Sour
 }
 
 func TestDurabilityExitWritesInputAndLast(t *testing.T) {
-	for _, d := range []graph.Durability{graph.DurabilitySync, graph.DurabilityExit} {
+	for _, d := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit} {
 		t.Run(d.String(), func(t *testing.T) {
 			saver := &countingSaver{Checkpointer: memory.New()}
 			c := modeGraph(t, saver, d, nil, false)
@@ -68,7 +68,7 @@ func TestDurabilityExitWritesInputAndLast(t *testing.T) {
 					t.Fatalf("turn %d: stored %+v next %v", turn, snap.Values, snap.Next)
 				}
 			}
-			puts := map[graph.Durability]int{graph.DurabilitySync: 8, graph.DurabilityExit: 4}[d]
+			puts := map[graph.Durability]int{graph.DurabilitySync: 8, graph.DurabilityAsync: 8, graph.DurabilityExit: 4}[d]
 			if len(saver.bytes) != puts {
 				t.Fatalf("%d checkpoints written, want %d", len(saver.bytes), puts)
 			}
@@ -183,5 +183,27 @@ func TestNewThreadStartsFromTheInput(t *testing.T) {
 	out = must[State](t)(c.Invoke(t.Context(), &State{Items: []string{"in"}}, graph.RunConfig{ThreadID: "t"}))
 	if len(out.Items) != 8 {
 		t.Fatalf("the next run continues the thread: %+v", out)
+	}
+}
+
+// A run in async mode that pauses has written its checkpoints first: the
+// interrupt's writes name the last one.
+func TestDurabilityAsyncWritesBeforeItReturns(t *testing.T) {
+	saver := memory.New()
+	c := modeGraph(t, saver, graph.DurabilityAsync, nil, true)
+	_, err := c.Invoke(t.Context(), &State{}, graph.RunConfig{ThreadID: "t"})
+	var ie *graph.InterruptError
+	if !errors.As(err, &ie) {
+		t.Fatalf("want an interrupt, got %v", err)
+	}
+	if got := sources(t, saver, "t"); !slices.Equal(got, []graph.Source{graph.SourceInput, graph.SourceLoop}) {
+		t.Fatalf("saved at the interrupt: %v", got)
+	}
+	out := must[State](t)(c.Invoke(t.Context(), nil, graph.RunConfig{ThreadID: "t", Resume: "yes"}))
+	if !slices.Equal(out.Items, []string{"a", "b", "c"}) {
+		t.Fatalf("resumed: %+v", out)
+	}
+	if got := sources(t, saver, "t"); len(got) != 4 {
+		t.Fatalf("checkpoints after the run: %v", got)
 	}
 }

@@ -145,6 +145,8 @@ type run[S any] struct {
 	// checkpoint it has not written yet (see hold).
 	exit bool
 	held *heldCheckpoint
+	// bg writes the checkpoints of a run in async mode; nil otherwise.
+	bg *background
 }
 
 // saveScratch is what writing checkpoints reuses from step to step: the
@@ -204,7 +206,6 @@ func (c *Compiled[S]) newRun(ctx context.Context, cfg RunConfig, yield func(Even
 		}
 	} else if c.opts.Checkpointer != nil {
 		r.saver, r.thread = c.opts.Checkpointer, cfg.ThreadID
-		r.exit = r.durability() == DurabilityExit
 	}
 	r.limit = cmp(cfg.RecursionLimit, c.opts.RecursionLimit, DefaultRecursionLimit)
 	r.maxConc = c.opts.MaxConcurrency
@@ -252,6 +253,16 @@ func (r *run[S]) execute(input *S) (S, error) {
 	if r.cfg.ThreadID != "" && r.g.opts.Checkpointer == nil && (input == nil || r.cfg.Resume != nil || r.cfg.ResumeByID != nil) {
 		return r.state, fmt.Errorf("graph: continue thread %s: %w", r.cfg.ThreadID, ErrNoCheckpointer)
 	}
+	// The thread's run writes as its durability says; a subgraph's run
+	// inside a node writes its checkpoints at once.
+	if r.saver != nil && r.link == nil {
+		switch r.durability() {
+		case DurabilityExit:
+			r.exit = true
+		case DurabilityAsync:
+			r.bg = newBackground(r.saver, r.saveContext(), r.thread)
+		}
+	}
 	var err error
 	if input != nil {
 		err = r.start(input)
@@ -265,6 +276,12 @@ func (r *run[S]) execute(input *S) (S, error) {
 	// out of) saves where it got to, as a run in sync mode has.
 	if ferr := r.flushHeld(); ferr != nil && err == nil {
 		err = ferr
+	}
+	// A run in async mode returns once its checkpoints are written.
+	if r.bg != nil {
+		if berr := r.bg.close(); berr != nil && err == nil {
+			err = berr
+		}
 	}
 	if r.stopped {
 		return r.state, errStreamClosed
@@ -623,7 +640,11 @@ func (r *run[S]) write(id string, now time.Time, source Source, changed fieldMas
 			}
 		}
 	}
-	if err := r.saver.Put(r.saveContext(), cp, blobs); err != nil {
+	if r.bg != nil {
+		if err := r.bg.put(cp, blobs); err != nil {
+			return "", err
+		}
+	} else if err := r.saver.Put(r.saveContext(), cp, blobs); err != nil {
 		return "", fmt.Errorf("graph: checkpoint thread %s step %d: %w", r.thread, r.step, err)
 	}
 	r.versions, r.parentID = versions, id
@@ -661,6 +682,11 @@ func (r *run[S]) putWrites(ws []Write) error {
 	}
 	if err := r.flushHeld(); err != nil { // the writes name its tasks
 		return err
+	}
+	if r.bg != nil {
+		if err := r.bg.wait(); err != nil { // and its checkpoint
+			return err
+		}
 	}
 	if err := r.saver.PutWrites(r.saveContext(), Ref{ThreadID: r.thread, Namespace: r.nsKey, ID: r.parentID}, ws); err != nil {
 		return fmt.Errorf("graph: save writes of thread %s step %d: %w", r.thread, r.step+1, err)

@@ -53,7 +53,9 @@ type Options struct {
 	StreamBuffer int
 	// Durability says when a turn writes its checkpoints (see
 	// graph.Durability); the zero value is graph.DurabilitySync, each
-	// step's before the next starts. In graph.DurabilityExit a turn
+	// step's before the next starts. In graph.DurabilityAsync they are
+	// written while the next steps run, and a turn that ends has written
+	// them all. In graph.DurabilityExit a turn
 	// writes its input's and its last, so a turn cut by a crash is
 	// continued from its start (its model calls and tools run again).
 	Durability graph.Durability

@@ -80,7 +80,7 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_CANCEL_ON_DISCONNECT", "perhaps"},
 		{"TRELLIS_UNHEALTHY_AFTER", "later"},
 		{"TRELLIS_LOG_LEVEL", "loud"},
-		{"TRELLIS_DURABILITY", "async"},
+		{"TRELLIS_DURABILITY", "later"},
 		{"TRELLIS_MAX_TOOL_RESULT_BYTES", "0"},
 		{"TRELLIS_MAX_TOOL_RESULT_BYTES", "1MB"},
 	} {
