@@ -24,7 +24,10 @@
 // # Persistence
 //
 // With a Checkpointer and a RunConfig.ThreadID, a checkpoint is written
-// before the first step and after every superstep. Only fields whose value
+// before the first step and after every superstep, each before the next
+// step starts; a Durability (per graph or per run) writes them in the
+// background instead (async), or only the input's and the run's last
+// (exit). Only fields whose value
 // changed are stored, and append fields only what they gained, so a step
 // costs the same at the thousandth turn as at the first. A step that fails
 // or pauses keeps the writes of its finished tasks, which never run again.
