@@ -72,6 +72,26 @@ func ParseDurability(s string) (Durability, error) {
 	return 0, fmt.Errorf("graph: durability %q: want sync, async or exit", s)
 }
 
+// durable is what a run in exit or async mode keeps to write its
+// checkpoints; a nil *durable is sync mode's.
+type durable struct {
+	exit bool
+	// held is the checkpoint an exit-mode run has not written yet (see
+	// hold).
+	held *heldCheckpoint
+	// bg writes an async-mode run's checkpoints.
+	bg *background
+}
+
+func (d *durable) holding() bool { return d != nil && d.held != nil }
+
+func (d *durable) background() *background {
+	if d == nil {
+		return nil
+	}
+	return d.bg
+}
+
 // heldCheckpoint is a checkpoint an exit-mode run planned but has not
 // written: its id (its tasks carry ids derived from it), when and
 // from what step, and the fields changed since the last written one.
@@ -101,15 +121,16 @@ func (r *run[S]) durability() Durability {
 // ids as save would. It reports false when the checkpoint is to be
 // written.
 func (r *run[S]) hold(source Source, changed fieldMask, next []*task[S], stop bool) bool {
-	if !r.exit || source == SourceInput || stop || len(next) == 0 {
+	d := r.durable
+	if d == nil || !d.exit || source == SourceInput || stop || len(next) == 0 {
 		return false
 	}
 	now := time.Now()
 	h := heldCheckpoint{id: ids.Sortable(now), at: now, step: r.step, source: source, changed: changed}
-	if r.held != nil {
-		h.changed |= r.held.changed
+	if d.held != nil {
+		h.changed |= d.held.changed
 	}
-	r.held = &h
+	d.held = &h
 	setTaskIDs(h.id, next)
 	return true
 }
@@ -118,11 +139,11 @@ func (r *run[S]) hold(source Source, changed fieldMask, next []*task[S], stop bo
 // state and the tasks planned when it was held, which the run still has
 // (a step in progress merges nothing before its writes are saved).
 func (r *run[S]) flushHeld() error {
-	h := r.held
-	if h == nil {
+	if !r.durable.holding() {
 		return nil
 	}
-	r.held = nil
+	h := r.durable.held
+	r.durable.held = nil
 	step := r.step
 	r.step = h.step
 	_, err := r.write(h.id, h.at, h.source, h.changed, r.tasks, false, nil)

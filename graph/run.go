@@ -32,6 +32,14 @@ type RunConfig struct {
 	ResumeByID map[string]any
 	// Modes selects what Stream yields.
 	Modes Mode
+	// Durability says when this run writes its checkpoints (see
+	// Durability); DurabilityDefault means the graph's mode.
+	Durability Durability
+	// NewThread tells the run that its thread has no checkpoint yet (its
+	// caller just created it), so a run with an input does not look for
+	// one. Set on a thread that has checkpoints, the run starts over
+	// from its input alone, as a root beside them.
+	NewThread bool
 	// InterruptBefore and InterruptAfter add static interrupts to those
 	// given at compile time, for this run.
 	InterruptBefore []string
@@ -45,14 +53,6 @@ type RunConfig struct {
 	// StreamBuffer is how many events nodes may emit ahead of the consumer
 	// before Emit blocks; 0 means 64.
 	StreamBuffer int
-	// Durability says when this run writes its checkpoints (see
-	// Durability); DurabilityDefault means the graph's mode.
-	Durability Durability
-	// NewThread tells the run that its thread has no checkpoint yet (its
-	// caller just created it), so a run with an input does not look for
-	// one. Set on a thread that has checkpoints, the run starts over
-	// from its input alone, as a root beside them.
-	NewThread bool
 }
 
 var errStreamClosed = errors.New("graph: stream consumer stopped")
@@ -141,12 +141,9 @@ type run[S any] struct {
 	resume      map[string]json.RawMessage
 	overwritten fieldMask
 
-	// exit: the run's durability is DurabilityExit; held is the
-	// checkpoint it has not written yet (see hold).
-	exit bool
-	held *heldCheckpoint
-	// bg writes the checkpoints of a run in async mode; nil otherwise.
-	bg *background
+	// durable is how a run not in sync mode writes its checkpoints; nil
+	// in sync mode.
+	durable *durable
 }
 
 // saveScratch is what writing checkpoints reuses from step to step: the
@@ -258,9 +255,9 @@ func (r *run[S]) execute(input *S) (S, error) {
 	if r.saver != nil && r.link == nil {
 		switch r.durability() {
 		case DurabilityExit:
-			r.exit = true
+			r.durable = &durable{exit: true}
 		case DurabilityAsync:
-			r.bg = newBackground(r.saver, r.saveContext(), r.thread)
+			r.durable = &durable{bg: newBackground(r.saver, r.saveContext(), r.thread)}
 		}
 	}
 	var err error
@@ -278,8 +275,8 @@ func (r *run[S]) execute(input *S) (S, error) {
 		err = ferr
 	}
 	// A run in async mode returns once its checkpoints are written.
-	if r.bg != nil {
-		if berr := r.bg.close(); berr != nil && err == nil {
+	if bg := r.durable.background(); bg != nil {
+		if berr := bg.close(); berr != nil && err == nil {
 			err = berr
 		}
 	}
@@ -536,9 +533,9 @@ func (r *run[S]) commit(source Source, changed fieldMask, next []*task[S], after
 		r.tasks = next
 		return nil
 	default:
-		if r.held != nil { // what the held steps changed is written now
-			changed |= r.held.changed
-			r.held = nil
+		if r.durable.holding() { // what the held steps changed is written now
+			changed |= r.durable.held.changed
+			r.durable.held = nil
 		}
 		var err error
 		if cpID, err = r.save(source, changed, next, stopBefore, after); err != nil {
@@ -640,8 +637,8 @@ func (r *run[S]) write(id string, now time.Time, source Source, changed fieldMas
 			}
 		}
 	}
-	if r.bg != nil {
-		if err := r.bg.put(cp, blobs); err != nil {
+	if bg := r.durable.background(); bg != nil {
+		if err := bg.put(cp, blobs); err != nil {
 			return "", err
 		}
 	} else if err := r.saver.Put(r.saveContext(), cp, blobs); err != nil {
@@ -683,8 +680,8 @@ func (r *run[S]) putWrites(ws []Write) error {
 	if err := r.flushHeld(); err != nil { // the writes name its tasks
 		return err
 	}
-	if r.bg != nil {
-		if err := r.bg.wait(); err != nil { // and its checkpoint
+	if bg := r.durable.background(); bg != nil {
+		if err := bg.wait(); err != nil { // and its checkpoint
 			return err
 		}
 	}
@@ -697,7 +694,7 @@ func (r *run[S]) putWrites(ws []Write) error {
 // markDeltas records the length of append fields before a step merges, so
 // the checkpoint can store only what the step appended.
 func (r *run[S]) markDeltas() {
-	if r.saver == nil || r.held != nil { // deltas go from the last checkpoint written
+	if r.saver == nil || r.durable.holding() { // deltas go from the last checkpoint written
 		return
 	}
 	deltaFrom := r.saving().deltaFrom

@@ -172,7 +172,7 @@ func (r *run[S]) spawn(tasks []*task[S], k, n, limit int) (int, int) {
 // In exit mode it leaves them to settle: the step's checkpoint may not
 // be written, and a crash loses the step anyway.
 func (r *run[S]) keep(t *task[S]) {
-	if r.saver == nil || r.exit || r.saveErr != nil || (t.err != nil && len(t.interrupts) == 0) {
+	if r.saver == nil || (r.durable != nil && r.durable.exit) || r.saveErr != nil || (t.err != nil && len(t.interrupts) == 0) {
 		return
 	}
 	ws, err := r.finishedWrites(t)
