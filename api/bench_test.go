@@ -19,6 +19,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/graph"
 )
 
 // The benchmarks run each measurement beside its baseline, a bare chi
@@ -49,8 +50,8 @@ func bareJSON() *httptest.Server {
 }
 
 // BenchmarkSyncChat measures POST /api/v1/chat/sync, each request a new
-// conversation answered by the agent, in requests per second, with two
-// clients at once (GOMAXPROCS).
+// conversation answered by the agent, in requests per second, with 16
+// clients at once (8 per GOMAXPROCS).
 func BenchmarkSyncChat(b *testing.B) {
 	run := benchSync
 	b.Run("bare-chi", func(b *testing.B) {
@@ -63,6 +64,18 @@ func BenchmarkSyncChat(b *testing.B) {
 			e := newEnv(b, envOptions{backend: be, local: true, configure: benchConfig})
 			run(b, e.ts.URL, e.ts.Client())
 		})
+		// The agent in the other durability modes: async writes a
+		// turn's checkpoints while it goes on, exit writes its input's
+		// and its last.
+		for _, d := range []graph.Durability{graph.DurabilityAsync, graph.DurabilityExit} {
+			b.Run("trellis-"+string(be)+"-"+d.String(), func(b *testing.B) {
+				e := newEnv(b, envOptions{backend: be, local: true, configure: func(c *api.Config) {
+					benchConfig(c)
+					c.Agent.Durability = d
+				}})
+				run(b, e.ts.URL, e.ts.Client())
+			})
+		}
 	}
 }
 

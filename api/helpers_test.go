@@ -99,7 +99,13 @@ func (s *storage) open(t testing.TB, dsn, checkpointDSN string) (store.Store, gr
 		if err != nil {
 			t.Fatal(err)
 		}
-		saver, err := postgres.Open(ctx, cmp.Or(checkpointDSN, s.dsn))
+		// As trellis serve opens it (cmd/trellis checkpointPool): the
+		// checkpoints commit without waiting for the WAL flush.
+		sep := "?"
+		if strings.Contains(s.dsn, "?") {
+			sep = "&"
+		}
+		saver, err := postgres.Open(ctx, cmp.Or(checkpointDSN, s.dsn+sep+"synchronous_commit=off"))
 		if err != nil {
 			t.Fatal(err)
 		}

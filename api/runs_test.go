@@ -13,6 +13,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/graph"
 )
 
 // noLeaks checks, after every other cleanup of the test (registered
@@ -416,10 +417,16 @@ func TestClarificationThenAnswer(t *testing.T) {
 	}
 }
 
+// TestEditAndRerun runs in every durability mode: an edit forks from a
+// turn's input checkpoint, which exit mode writes too.
 func TestEditAndRerun(t *testing.T) {
-	for _, b := range backends {
-		t.Run(string(b), func(t *testing.T) {
-			e := newEnv(t, envOptions{backend: b})
+	for _, tc := range []struct {
+		b backend
+		d graph.Durability
+	}{{sqliteBackend, graph.DurabilitySync}, {postgresBackend, graph.DurabilitySync}, {sqliteBackend, graph.DurabilityExit}, {postgresBackend, graph.DurabilityExit},
+		{sqliteBackend, graph.DurabilityAsync}, {postgresBackend, graph.DurabilityAsync}} {
+		t.Run(string(tc.b)+"-"+tc.d.String(), func(t *testing.T) {
+			e := newEnv(t, envOptions{backend: tc.b, configure: func(c *api.Config) { c.Agent.Durability = tc.d }})
 			s1 := e.chat(map[string]any{"message": "first question"})
 			s1.all()
 			conv, run1 := s1.header("X-Conversation-ID"), s1.header("X-Run-ID")

@@ -37,6 +37,10 @@ type CompileOptions struct {
 	// instead of loading the thread from the Checkpointer. The zero value
 	// keeps up to 1024 threads and 64 MiB.
 	ThreadCache ThreadCacheLimits
+	// Durability says when runs write their checkpoints (see Durability);
+	// a run's RunConfig.Durability overrides it. DurabilityDefault means
+	// DurabilitySync.
+	Durability Durability
 }
 
 // Compiled is a validated graph, ready to run. It is safe for concurrent

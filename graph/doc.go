@@ -24,18 +24,20 @@
 // # Persistence
 //
 // With a Checkpointer and a RunConfig.ThreadID, a checkpoint is written
-// before the first step and after every superstep. Only fields whose value
-// changed are stored, and append fields only what they gained, as a delta
-// on the previous value. Once the newest deltas hold 16 elements they are
-// merged into one, and once the merged ones hold 256 so are they: loading
-// a thread reads a few dozen blobs, not one per step, while a step writes
-// the same, on average, at the thousandth turn as at the first. A step
-// that fails or pauses keeps the writes of its finished tasks, which never
-// run again. Invoke with a nil input continues a thread from its
-// checkpoint: after a crash, or with a resume value after Interrupt.
-// GetState, History, UpdateState and RunConfig.CheckpointID read, edit and
-// fork threads. Backends live in graph/checkpoint: memory, sqlite and
-// postgres.
+// before the first step and after every superstep, each before the next
+// step starts; a Durability (per graph or per run) writes them in the
+// background instead (async), or only the input's and the run's last
+// (exit). Only fields whose value changed are stored, and append fields
+// only what they gained, as a delta on the previous value. Once the newest
+// deltas hold 16 elements they are merged into one, and once the merged
+// ones hold 256 so are they: loading a thread reads a few dozen blobs, not
+// one per step, while a step writes the same, on average, at the
+// thousandth turn as at the first. A step that fails or pauses keeps the
+// writes of its finished tasks, which never run again. Invoke with a nil
+// input continues a thread from its checkpoint: after a crash, or with a
+// resume value after Interrupt. GetState, History, UpdateState and
+// RunConfig.CheckpointID read, edit and fork threads. Backends live in
+// graph/checkpoint: memory, sqlite and postgres.
 //
 // Nor does a run load its thread again when it need not: a run that ends
 // or pauses leaves its state in memory (CompileOptions.ThreadCache bounds
@@ -48,5 +50,6 @@
 // appending to them never writes into the state the next run continues. A
 // cached state is the run's own, not its JSON round trip: fields that JSON
 // does not store outlive a run only while its state is cached, so keep
-// them out of the state.
+// them out of the state. RunConfig.NewThread tells a run that its thread
+// has no checkpoint yet, so it looks for none.
 package graph

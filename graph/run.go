@@ -32,6 +32,14 @@ type RunConfig struct {
 	ResumeByID map[string]any
 	// Modes selects what Stream yields.
 	Modes Mode
+	// Durability says when this run writes its checkpoints (see
+	// Durability); DurabilityDefault means the graph's mode.
+	Durability Durability
+	// NewThread tells the run that its thread has no checkpoint yet (its
+	// caller just created it), so a run with an input does not look for
+	// one. Set on a thread that has checkpoints, the run starts over
+	// from its input alone, as a root beside them.
+	NewThread bool
 	// InterruptBefore and InterruptAfter add static interrupts to those
 	// given at compile time, for this run.
 	InterruptBefore []string
@@ -144,6 +152,10 @@ type run[S any] struct {
 	// thread cache entry the run's state goes into when the run ends, if
 	// the run caches. nil until the run loads or saves a checkpoint.
 	kept *threadEntry[S]
+
+	// durable is how a run not in sync mode writes its checkpoints; nil
+	// in sync mode.
+	durable *durable
 }
 
 // saveScratch is what writing checkpoints reuses from step to step: the
@@ -250,6 +262,16 @@ func (r *run[S]) execute(input *S) (S, error) {
 	if r.cfg.ThreadID != "" && r.g.opts.Checkpointer == nil && (input == nil || r.cfg.Resume != nil || r.cfg.ResumeByID != nil) {
 		return r.state, fmt.Errorf("graph: continue thread %s: %w", r.cfg.ThreadID, ErrNoCheckpointer)
 	}
+	// The thread's run writes as its durability says; a subgraph's run
+	// inside a node writes its checkpoints at once.
+	if r.saver != nil && r.link == nil {
+		switch r.durability() {
+		case DurabilityExit:
+			r.durable = &durable{exit: true}
+		case DurabilityAsync:
+			r.durable = &durable{bg: newBackground(r.saver, r.saveContext(), r.thread)}
+		}
+	}
 	var err error
 	if input != nil {
 		err = r.start(input)
@@ -259,6 +281,17 @@ func (r *run[S]) execute(input *S) (S, error) {
 	for err == nil && len(r.tasks) > 0 {
 		err = r.superstep()
 	}
+	// A run in exit mode that stopped short (failed, cancelled, broken
+	// out of) saves where it got to, as a run in sync mode has.
+	if ferr := r.flushHeld(); ferr != nil && err == nil {
+		err = ferr
+	}
+	// A run in async mode returns once its checkpoints are written.
+	if bg := r.durable.background(); bg != nil {
+		if berr := bg.close(); berr != nil && err == nil {
+			err = berr
+		}
+	}
 	if r.stopped {
 		return r.state, errStreamClosed
 	}
@@ -267,11 +300,16 @@ func (r *run[S]) execute(input *S) (S, error) {
 
 // start merges the input into the thread's state and plans START's edges.
 func (r *run[S]) start(input *S) error {
-	hit, err := r.takeState()
-	if err != nil {
-		return err
+	// A thread its caller has just created has nothing to take or load.
+	fresh := r.cfg.NewThread && r.link == nil && r.cfg.CheckpointID == ""
+	hit := false
+	if !fresh {
+		var err error
+		if hit, err = r.takeState(); err != nil {
+			return err
+		}
 	}
-	if r.saver != nil && !hit {
+	if r.saver != nil && !fresh && !hit {
 		saved, err := r.saver.Get(r.ctx, Ref{ThreadID: r.thread, Namespace: r.nsKey, ID: r.cfg.CheckpointID})
 		switch {
 		case err == nil:
@@ -582,7 +620,16 @@ func (r *run[S]) commit(source Source, changed fieldMask, next []*task[S], after
 		}
 	}
 	cpID := ""
-	if r.saver != nil {
+	switch {
+	case r.saver == nil:
+	case r.hold(source, changed, next, stopBefore || len(after) > 0):
+		r.tasks = next
+		return nil
+	default:
+		if r.durable.holding() { // what the held steps changed is written now
+			changed |= r.durable.held.changed
+			r.durable.held = nil
+		}
 		var err error
 		if cpID, err = r.save(source, changed, next, stopBefore, after); err != nil {
 			return err
@@ -608,11 +655,15 @@ func (r *run[S]) commit(source Source, changed fieldMask, next []*task[S], after
 	return ie
 }
 
-// save writes a checkpoint: the blobs of changed fields (append fields as
-// deltas) and the plan of the next step.
+// save writes a checkpoint made now (see write).
 func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before bool, after []string) (string, error) {
 	now := time.Now()
-	id := ids.Sortable(now)
+	return r.write(ids.Sortable(now), now, source, changed, next, before, after)
+}
+
+// write writes checkpoint id, made at now: the blobs of changed fields
+// (append fields as deltas) and the plan of the next step.
+func (r *run[S]) write(id string, now time.Time, source Source, changed fieldMask, next []*task[S], before bool, after []string) (string, error) {
 	sc := r.g.schema
 	scr := r.saving()
 	if r.kept == nil {
@@ -664,12 +715,8 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 		InterruptedBefore: before, InterruptedAfter: after,
 	}
 	specs := scr.specs[:0]
-	for k, t := range next {
-		// The first task's id is the checkpoint's own: unique, and free.
-		t.id = id
-		if k > 0 {
-			t.id = id + "." + strconv.Itoa(k)
-		}
+	setTaskIDs(id, next)
+	for _, t := range next {
 		spec := TaskSpec{ID: t.id, Node: t.node.spec.name}
 		if t.hasInput {
 			in, err := encodeState(&t.input)
@@ -692,7 +739,11 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 			}
 		}
 	}
-	if err := r.saver.Put(r.saveContext(), cp, blobs); err != nil {
+	if bg := r.durable.background(); bg != nil {
+		if err := bg.put(cp, blobs); err != nil {
+			return "", err
+		}
+	} else if err := r.saver.Put(r.saveContext(), cp, blobs); err != nil {
 		return "", fmt.Errorf("graph: checkpoint thread %s step %d: %w", r.thread, r.step, err)
 	}
 	r.versions, r.parentID = versions, id
@@ -700,6 +751,17 @@ func (r *run[S]) save(source Source, changed fieldMask, next []*task[S], before 
 		return id, r.deliver(&Event[S]{Mode: ModeDebug, Namespace: r.ns, Step: r.step, Data: DebugEvent{Kind: DebugCheckpoint, CheckpointID: id}})
 	}
 	return id, nil
+}
+
+// setTaskIDs names the tasks a checkpoint plans after it.
+func setTaskIDs[S any](id string, next []*task[S]) {
+	for k, t := range next {
+		// The first task's id is the checkpoint's own: unique, and free.
+		t.id = id
+		if k > 0 {
+			t.id = id + "." + strconv.Itoa(k)
+		}
+	}
 }
 
 // saveContext is the context checkpoints are written with: the run's
@@ -717,6 +779,14 @@ func (r *run[S]) putWrites(ws []Write) error {
 	if r.saver == nil || len(ws) == 0 {
 		return nil
 	}
+	if err := r.flushHeld(); err != nil { // the writes name its tasks
+		return err
+	}
+	if bg := r.durable.background(); bg != nil {
+		if err := bg.wait(); err != nil { // and its checkpoint
+			return err
+		}
+	}
 	if err := r.saver.PutWrites(r.saveContext(), Ref{ThreadID: r.thread, Namespace: r.nsKey, ID: r.parentID}, ws); err != nil {
 		return fmt.Errorf("graph: save writes of thread %s step %d: %w", r.thread, r.step+1, err)
 	}
@@ -726,7 +796,7 @@ func (r *run[S]) putWrites(ws []Write) error {
 // markDeltas records the length of append fields before a step merges, so
 // the checkpoint can store only what the step appended.
 func (r *run[S]) markDeltas() {
-	if r.saver == nil {
+	if r.saver == nil || r.durable.holding() { // deltas go from the last checkpoint written
 		return
 	}
 	deltaFrom := r.saving().deltaFrom

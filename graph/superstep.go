@@ -169,8 +169,10 @@ func (r *run[S]) spawn(tasks []*task[S], k, n, limit int) (int, int) {
 
 // keep saves a finished task's writes at once, while its siblings still
 // run, so that a crash later in the step does not make it run again.
+// In exit mode it leaves them to settle: the step's checkpoint may not
+// be written, and a crash loses the step anyway.
 func (r *run[S]) keep(t *task[S]) {
-	if r.saver == nil || r.saveErr != nil || (t.err != nil && len(t.interrupts) == 0) {
+	if r.saver == nil || (r.durable != nil && r.durable.exit) || r.saveErr != nil || (t.err != nil && len(t.interrupts) == 0) {
 		return
 	}
 	ws, err := r.finishedWrites(t)

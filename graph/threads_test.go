@@ -171,3 +171,36 @@ func TestThreadCacheConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// In every durability mode, the state a run leaves in the cache is the
+// state its checkpoints store: a graph that loads the thread reads what
+// the cached turns wrote, merged delta chains included.
+func TestThreadCacheInEveryDurability(t *testing.T) {
+	for _, mode := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			saver := memory.New()
+			gets := &getCounter{Checkpointer: saver}
+			hot := compatGraph(t, gets, graph.ThreadCacheLimits{})
+			cold := compatGraph(t, saver, graph.ThreadCacheLimits{Threads: -1})
+			var texts []string
+			for i := range 60 {
+				texts = append(texts, fmt.Sprint("turn ", i))
+				out, err := hot.Invoke(t.Context(), &compatState{Last: texts[i]}, graph.RunConfig{ThreadID: "t", Durability: mode})
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantTurns(t, out, texts...)
+				if i%7 == 0 {
+					s, err := cold.GetState(t.Context(), graph.Ref{ThreadID: "t"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					wantTurns(t, s.Values, texts...)
+				}
+			}
+			if n := gets.n.Load(); n != 1 {
+				t.Errorf("the cached thread was loaded %d times, want once", n)
+			}
+		})
+	}
+}

@@ -119,6 +119,23 @@ func (a *Agent) Run(ctx context.Context, conversationID string, in Input) iter.S
 	}
 }
 
+// Start is Run for a conversation with no state yet, one its caller has
+// just created: with nothing to look up (a pending interrupt, a
+// checkpoint to continue), the turn starts from the message at once.
+// Called on a conversation that has state, it starts the conversation
+// over from this message, beside what was there.
+func (a *Agent) Start(ctx context.Context, conversationID string, in Input) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		in.Message = strings.TrimSpace(in.Message)
+		if conversationID == "" || in.Message == "" {
+			fail(yield, fmt.Errorf("nodes: start: %w: conversation id and message are required", ErrInvalidInput))
+			return
+		}
+		in.ConversationID = conversationID
+		a.runGraph(ctx, yield, &ChatState{Input: in}, graph.RunConfig{ThreadID: conversationID, NewThread: true})
+	}
+}
+
 // Resume answers the approval a parked run waits for and continues the
 // run; it yields approval.resolved first, then the run's events, with the
 // contract of Run. d.ApprovalID may be empty when a single approval waits.

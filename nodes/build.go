@@ -63,7 +63,7 @@ func (a *Agent) build() (*graph.Compiled[ChatState], error) {
 		"wait": NodeClarify,
 		"done": graph.END,
 	})
-	return g.Compile(graph.CompileOptions{Checkpointer: a.saver})
+	return g.Compile(graph.CompileOptions{Checkpointer: a.saver, Durability: a.opts.Durability})
 }
 
 // routeDecision follows the supervisor's decision.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -50,6 +51,14 @@ type Options struct {
 	// whole graph events, about 1 KB each with ChatState, allocated per
 	// run.)
 	StreamBuffer int
+	// Durability says when a turn writes its checkpoints (see
+	// graph.Durability); the zero value is graph.DurabilitySync, each
+	// step's before the next starts. In graph.DurabilityAsync they are
+	// written while the next steps run, and a turn that ends has written
+	// them all. In graph.DurabilityExit a turn
+	// writes its input's and its last, so a turn cut by a crash is
+	// continued from its start (its model calls and tools run again).
+	Durability graph.Durability
 	// Logger receives hook and loader failures; nil discards.
 	Logger *slog.Logger
 }

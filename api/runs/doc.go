@@ -35,7 +35,8 @@
 // gaps) and only then publishes each batch to the run's hub, which hands
 // every event, typed (Event.Payload) and encoded (Event.Data), to each
 // subscriber's bounded buffer. The run goes on while its events are
-// written. A subscriber that falls behind is cut; the run never waits
+// written. A run's end, the events still queued and its terminal event
+// commit together (store.EndRun). A subscriber that falls behind is cut; the run never waits
 // for a reader.
 //
 // A follower subscribes first, then replays from the store what came

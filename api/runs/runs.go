@@ -144,6 +144,12 @@ func (m *Service) Start(ctx context.Context, req StartRequest) (*Run, *Subscript
 		first = func(ctx context.Context) iter.Seq2[nodes.Event, error] {
 			return m.agent.Edit(ctx, rn.conversationID, editOf, in)
 		}
+	} else if nr.NewConversation != nil {
+		// The store has just created the conversation: the agent has
+		// no state of it to look up.
+		first = func(ctx context.Context) iter.Seq2[nodes.Event, error] {
+			return m.agent.Start(ctx, rn.conversationID, in)
+		}
 	} else {
 		first = func(ctx context.Context) iter.Seq2[nodes.Event, error] {
 			return m.agent.Run(ctx, rn.conversationID, in)
@@ -161,7 +167,7 @@ func (m *Service) Start(ctx context.Context, req StartRequest) (*Run, *Subscript
 func (m *Service) launch(rn *Run, first func(context.Context) iter.Seq2[nodes.Event, error], announce bool, subscribe *bool) *Subscription {
 	m.mu.Lock()
 	rn.hub = m.acquireHubLocked(rn.id)
-	rn.out = newOutbox(rn.ctx, m.st, rn.hub, func(err error) {
+	rn.out = newOutbox(rn.ctx, m.st, rn.hub, rn.envelope, func(err error) {
 		lvl, msg, cause := slog.LevelError, "storing events failed; the run stops", errEventsLost
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -470,21 +476,45 @@ func (m *Service) fence() string {
 }
 
 // finish records how the run ended (end's zero Status leaves the run as it
-// is, for shutdown), then stores the terminal event, then sends it; what
-// a lost database kept from being stored is stored once it is back (see
-// endLater). The end is recorded first because a watcher replaying from
-// the store may read the event before it is sent: whoever sees a terminal
-// event must find the run ended, and may start the next run at once.
+// is, for shutdown) and stores the events still queued and the terminal
+// event, all in one transaction (store.EndRun), then sends them; what a
+// lost database kept from being stored is stored once it is back (see
+// endLater). The end is recorded with the event, or first when the store
+// refuses the two together, because a watcher replaying from the store
+// may read the event before it is sent: whoever sees a terminal event
+// must find the run ended, and may start the next run at once.
 func (m *Service) finish(rn *Run, p nodes.Payload, end store.RunEnd) {
-	if rn.out.drain() != nil {
+	rest, typed, herr := rn.out.hold()
+	if herr != nil {
 		m.abandon(rn)
 		return
 	}
 	m.fold(rn)
+	ctx := context.WithoutCancel(rn.ctx)
 	status := string(end.Status)
-	if end.Status != "" {
-		end.Usage, end.Owner = store.Usage(rn.usage), m.fence()
-		_, ferr := m.st.FinishRun(context.WithoutCancel(rn.ctx), rn.id, end)
+	end.Usage, end.Owner = store.Usage(rn.usage), m.fence()
+	data, err := rn.envelope(p)
+	var e store.Event
+	stored := false // the queued events and the terminal one, with the end
+	if end.Status != "" && err == nil {
+		evs, ferr := m.st.EndRun(ctx, rn.id, end, append(rest, store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data, Owner: end.Owner}))
+		if ferr == nil {
+			rn.out.publish(evs[:len(rest)], typed)
+			e, stored = evs[len(rest)], true
+		}
+	}
+	if !stored {
+		// Refused together (the run ended already, say), or no end to
+		// record: the queued events, the end and the terminal event go
+		// one after the other, each as far as it can.
+		rn.out.release(rest, typed)
+		if rn.out.drain() != nil {
+			m.abandon(rn)
+			return
+		}
+	}
+	if end.Status != "" && !stored {
+		_, ferr := m.st.FinishRun(ctx, rn.id, end)
 		if errors.Is(ferr, store.ErrNotOwner) {
 			// Taken over: the new owner ends the run and its streams.
 			rn.log.LogAttrs(rn.ctx, slog.LevelWarn, "another process took the run over; it stops here")
@@ -499,13 +529,12 @@ func (m *Service) finish(rn *Run, p nodes.Payload, end store.RunEnd) {
 		if ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
 			rn.log.LogAttrs(rn.ctx, slog.LevelError, "recording the end of the run failed", slog.String("status", status), slog.Any("error", ferr))
 		}
-	} else {
+	}
+	if end.Status == "" {
 		status = reasonShutdown
 	}
-	data, err := rn.envelope(p)
-	var e store.Event
-	if err == nil {
-		e, err = m.st.AppendEvent(context.WithoutCancel(rn.ctx), store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data, Owner: m.fence()})
+	if !stored && err == nil {
+		e, err = m.st.AppendEvent(ctx, store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data, Owner: m.fence()})
 	}
 	if m.lostErr(err) {
 		m.endLater(rn, p, nil, status)

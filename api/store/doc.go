@@ -16,8 +16,8 @@
 // Everything belongs to one user. Every method a request can name an id
 // through takes the user id too, and answers ErrNotFound for another
 // user's ids exactly as for unknown ones, changing nothing. Methods that
-// only the process running a run calls (AppendEvent, FinishRun, ResumeRun,
-// AddMessage, CreateHumanRequest) take the run's id alone.
+// only the process running a run calls (AppendEvent, FinishRun, EndRun,
+// ResumeRun, AddMessage, CreateHumanRequest) take the run's id alone.
 //
 // # Text
 //

@@ -108,6 +108,14 @@ type Runs interface {
 	// be used.
 	FinishRun(ctx context.Context, runID string, end RunEnd) (Run, error)
 
+	// EndRun is FinishRun and then AppendEvents of evs, the run's last
+	// events (the one announcing the end last), in one transaction: a
+	// reader who sees the events finds the run ended, and a run that
+	// ends costs one commit. evs must be of runID, with end.Owner as
+	// their owner. Errors are FinishRun's and AppendEvents'; on an
+	// error nothing is stored.
+	EndRun(ctx context.Context, runID string, end RunEnd, evs []NewEvent) ([]Event, error)
+
 	// ResumeRun sets an interrupted, not superseded run running again,
 	// owned by owner, and clears CompletedAt and InterruptReason. It
 	// returns ErrNotFound for an unknown run, ErrConflict when the run is

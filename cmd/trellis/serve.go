@@ -53,6 +53,7 @@ type serveConfig struct {
 	claimInterval      time.Duration
 	maxToolResult      int
 	unhealthyAfter     time.Duration
+	durability         graph.Durability
 	logLevel           slog.Level
 	documents          documentsConfig
 }
@@ -77,6 +78,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		cancelOnDisconnect, maxToolResult     string
 		authPerMin, authBurst, proxies        string
 		docDir, docShared, docMax, docCount   string
+		durability                            string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -104,6 +106,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&docShared, "documents-shared", env("TRELLIS_DOCUMENTS_SHARED", "false"), "every process sharing the PostgreSQL database sees documents-dir (TRELLIS_DOCUMENTS_SHARED)")
 	fs.StringVar(&docMax, "max-document-bytes", env("TRELLIS_MAX_DOCUMENT_BYTES", "1000000"), "largest document accepted, in bytes (TRELLIS_MAX_DOCUMENT_BYTES)")
 	fs.StringVar(&docCount, "max-documents", env("TRELLIS_MAX_DOCUMENTS", "5"), "documents a conversation may hold (TRELLIS_MAX_DOCUMENTS)")
+	fs.StringVar(&durability, "durability", env("TRELLIS_DURABILITY", "sync"), "when a run writes its checkpoints: sync (every step, before the next), async (every step, while the next runs) or exit (its input and its end; a crash repeats the turn) (TRELLIS_DURABILITY)")
 	fs.StringVar(&logLevel, "log-level", env("TRELLIS_LOG_LEVEL", "info"), "debug, info, warn or error (TRELLIS_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -151,6 +154,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	if c.cancelOnDisconnect, err = strconv.ParseBool(cancelOnDisconnect); err != nil {
 		errs = append(errs, fmt.Errorf("cancel-on-disconnect: %q is not true or false", cancelOnDisconnect))
+	}
+	if c.durability, err = graph.ParseDurability(durability); err != nil {
+		errs = append(errs, fmt.Errorf("durability: %w", err))
 	}
 	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
 		errs = append(errs, fmt.Errorf("log-level: %w", err))
@@ -216,7 +222,7 @@ func serve(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "trellis serve: %v\n", err)
 		return 2
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	log := serveLogger(stderr, cfg.logLevel)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := serveUntil(ctx, cfg, getenv, stdout, log); err != nil {
@@ -225,6 +231,11 @@ func serve(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 		return 1
 	}
 	return 0
+}
+
+// serveLogger is serve's logger: JSON lines on w from level up.
+func serveLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
 // serveUntil serves until ctx ends: it listens, assembles the service,
@@ -352,6 +363,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, ShutdownTimeout: cfg.shutdownTimeout,
 		UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: metrics, Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
 	}
+	apiCfg.Agent.Durability = cfg.durability
 	if err := joinCluster(ctx, st, cfg, &apiCfg, cleanup); err != nil {
 		return app{}, err
 	}
@@ -501,9 +513,18 @@ func openStorage(ctx context.Context, cfg serveConfig) (store.Store, graph.Check
 			pool.Close()
 			return nil, nil, "", nil, err
 		}
-		saver, err := postgres.New(ctx, pool)
+		cpPool, err := checkpointPool(ctx, cfg.databaseURL)
 		if err != nil {
 			pool.Close()
+			return nil, nil, "", nil, err
+		}
+		closePools := func() {
+			cpPool.Close()
+			pool.Close()
+		}
+		saver, err := postgres.New(ctx, cpPool)
+		if err != nil {
+			closePools()
 			return nil, nil, "", nil, err
 		}
 		cc := pool.Config().ConnConfig
@@ -511,7 +532,7 @@ func openStorage(ctx context.Context, cfg serveConfig) (store.Store, graph.Check
 		if sp := cc.RuntimeParams["search_path"]; sp != "" {
 			desc += " (schema " + sp + ")"
 		}
-		return st, saver, desc, pool.Close, nil
+		return st, saver, desc, closePools, nil
 	}
 	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
 		return nil, nil, "", nil, fmt.Errorf("data dir: %w", err)
@@ -530,6 +551,31 @@ func openStorage(ctx context.Context, cfg serveConfig) (store.Store, graph.Check
 		_ = saver.Close()
 		_ = st.Close()
 	}, nil
+}
+
+// checkpointPool is the checkpointer's pool on PostgreSQL: its
+// transactions commit with synchronous_commit off, unless the URL sets
+// it, so a step's checkpoint does not wait for its WAL to reach the
+// disk (on this machine class, that wait was most of a sync chat's
+// time). Nothing acknowledged is lost by it: what clients are told
+// (events, a run's end) commits synchronously on the store's pool, and
+// a synchronous commit flushes the WAL up to its own record, every
+// checkpoint committed before it included. A crash of the database
+// server can lose only checkpoints that no told event follows, and a
+// process of Trellis that dies loses none (they are committed).
+func checkpointPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if _, set := pc.ConnConfig.RuntimeParams["synchronous_commit"]; !set {
+		pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	return pool, nil
 }
 
 // startLine is the one line serve prints: where it listens and what it

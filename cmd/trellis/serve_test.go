@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/internal/pgtest"
 )
 
@@ -48,7 +49,7 @@ func TestParseServe(t *testing.T) {
 	}
 	c, err := parseServe(nil, env("HOME", "/home/ada"), io.Discard)
 	if err != nil || c.addr != "127.0.0.1:8080" || len(c.keys) != 0 || c.dataDir != "/home/ada/.local/share/trellis" ||
-		c.interruptAfter != time.Minute || c.cancelOnDisconnect || c.maxToolResult != 1<<20 || c.unhealthyAfter != time.Minute {
+		c.interruptAfter != time.Minute || c.cancelOnDisconnect || c.maxToolResult != 1<<20 || c.unhealthyAfter != time.Minute || c.durability != graph.DurabilitySync {
 		t.Errorf("defaults: %+v %v", c, err)
 	}
 	if c.limits.AuthFailuresPerMinute != api.DefaultAuthFailuresPerMin || c.limits.AuthFailureBurst != api.DefaultAuthFailureBurst || c.trustedProxies != nil {
@@ -61,6 +62,9 @@ func TestParseServe(t *testing.T) {
 		c.maxToolResult != -1 ||
 		c.limits.AuthFailuresPerMinute != -1 || c.limits.AuthFailureBurst != 3 || !slices.Equal(c.trustedProxies, []string{"10.0.0.0/8", "127.0.0.1"}) {
 		t.Errorf("with keys: %+v %v", c, err)
+	}
+	if c, err = parseServe(nil, env("TRELLIS_DURABILITY", "exit"), io.Discard); err != nil || c.durability != graph.DurabilityExit {
+		t.Errorf("durability exit: %v %v", c.durability, err)
 	}
 	// A flag wins over its variable.
 	c, err = parseServe([]string{"--addr", "127.0.0.1:9999"}, env("TRELLIS_ADDR", "127.0.0.1:7777"), io.Discard)
@@ -76,6 +80,7 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_CANCEL_ON_DISCONNECT", "perhaps"},
 		{"TRELLIS_UNHEALTHY_AFTER", "later"},
 		{"TRELLIS_LOG_LEVEL", "loud"},
+		{"TRELLIS_DURABILITY", "later"},
 		{"TRELLIS_MAX_TOOL_RESULT_BYTES", "0"},
 		{"TRELLIS_MAX_TOOL_RESULT_BYTES", "1MB"},
 	} {
@@ -318,7 +323,7 @@ func TestRestartWithAParkedApproval(t *testing.T) {
 }
 
 // pgDSN makes a fresh schema and returns a URL whose connections use it.
-func pgDSN(t *testing.T) string {
+func pgDSN(t testing.TB) string {
 	pool := pgtest.New(t)
 	cfg := pool.Config()
 	schema := cfg.ConnConfig.RuntimeParams["search_path"]

@@ -25,13 +25,15 @@ ins AS (INSERT INTO events (run_id, seq, type, data, created_at)
 SELECT max(seq) FROM ins`
 
 // AppendEvents implements sqlstore.DB in one statement, one round trip.
-func (d *db) AppendEvents(ctx context.Context, owner string, evs []store.Event, tails []string) (bool, error) {
+// The statement's placeholders are numbered already, which q's rebinding
+// keeps.
+func (d *db) AppendEvents(ctx context.Context, q sqlstore.Querier, owner string, evs []store.Event, tails []string) (bool, error) {
 	types := make([]string, len(evs))
 	for i, e := range evs {
 		types[i] = e.Type
 	}
 	var last *int64 // NULL when the run is unknown: nothing was inserted
-	err := d.pool.QueryRow(ctx, appendEvents, evs[0].RunID, types, tails, evs[0].CreatedAt, owner).Scan(&last)
+	err := q.QueryRow(ctx, appendEvents, evs[0].RunID, types, tails, evs[0].CreatedAt, owner).Scan(&last)
 	if err != nil || last == nil {
 		return false, err
 	}

@@ -19,30 +19,25 @@ const (
 )
 
 // AppendEvents implements sqlstore.DB: a statement per event, each
-// prepared once, in a transaction of the group commit. SQLite has no
-// unnest to take them all in one, and in process a statement costs no
-// round trip.
-func (d *db) AppendEvents(ctx context.Context, owner string, evs []store.Event, tails []string) (bool, error) {
+// prepared once, in the caller's transaction of the group commit. SQLite
+// has no unnest to take them all in one, and in process a statement
+// costs no round trip.
+func (d *db) AppendEvents(ctx context.Context, q sqlstore.Querier, owner string, evs []store.Event, tails []string) (bool, error) {
 	runID := evs[0].RunID
 	created := d.Time(evs[0].CreatedAt)
-	var found bool
-	err := d.Tx(ctx, func(ctx context.Context, q sqlstore.Querier) error {
-		var last int64
-		err := q.QueryRow(ctx, appendSeq, len(evs), runID, owner, owner).Scan(&last)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
+	var last int64
+	err := q.QueryRow(ctx, appendSeq, len(evs), runID, owner, owner).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	sqlstore.Number(evs, last, tails)
+	for _, e := range evs {
+		if _, err := q.Exec(ctx, insertEvent, runID, e.Seq, e.Type, string(e.Data), created); err != nil {
+			return false, err
 		}
-		if err != nil {
-			return err
-		}
-		found = true
-		sqlstore.Number(evs, last, tails)
-		for _, e := range evs {
-			if _, err := q.Exec(ctx, insertEvent, runID, e.Seq, e.Type, string(e.Data), created); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return found && err == nil, err
+	}
+	return true, nil
 }

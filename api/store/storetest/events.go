@@ -311,3 +311,54 @@ func testFencing(t *testing.T, s store.Store) {
 	_, err = s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunFailed, Owner: "p1"})
 	wantErr(t, "a fenced end of an ended run", err, store.ErrConflict)
 }
+
+// testEndRun: the end and the last events commit together; a refused
+// end stores neither.
+func testEndRun(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	r := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "go", Owner: "p1"}))(t)
+	ev := func(typ, owner string) store.NewEvent {
+		return store.NewEvent{RunID: r.ID, Type: typ, Data: json.RawMessage(`{"x":1}`), Owner: owner}
+	}
+	must(s.AppendEvent(ctx, ev("node.start", "p1")))(t)
+	a := newApproval(t, s, r, "calc")
+	for _, bad := range []struct {
+		what string
+		end  store.RunEnd
+		evs  []store.NewEvent
+		want error
+	}{
+		{"another owner", store.RunEnd{Status: store.RunCompleted, Owner: "p2"}, []store.NewEvent{ev("run.completed", "p2")}, store.ErrNotOwner},
+		{"events of another owner", store.RunEnd{Status: store.RunCompleted, Owner: "p1"}, []store.NewEvent{ev("run.completed", "p2")}, store.ErrInvalid},
+		{"no events", store.RunEnd{Status: store.RunCompleted, Owner: "p1"}, nil, store.ErrInvalid},
+		{"a running end", store.RunEnd{Status: store.RunRunning, Owner: "p1"}, []store.NewEvent{ev("run.completed", "p1")}, store.ErrInvalid},
+	} {
+		_, err := s.EndRun(ctx, r.ID, bad.end, bad.evs)
+		wantErr(t, "an end with "+bad.what, err, bad.want)
+	}
+	if got := must(s.GetRun(ctx, alice, r.ID))(t); got.Status != store.RunRunning || got.LastSeq != 1 {
+		t.Fatalf("after refused ends: status %s, last seq %d", got.Status, got.LastSeq)
+	}
+	got := must(s.EndRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted, Usage: store.Usage{TotalTokens: 7}, Owner: "p1"},
+		[]store.NewEvent{ev("response.done", "p1"), ev("run.completed", "p1")}))(t)
+	if len(got) != 2 || got[0].Seq != 2 || got[1].Seq != 3 || got[1].Type != "run.completed" {
+		t.Fatalf("stored %+v", got)
+	}
+	stored := allEvents(t, s, alice, r.ID, 0, 10)
+	if len(stored) != 3 || string(stored[2].Data) != string(got[1].Data) {
+		t.Fatalf("events %+v", stored)
+	}
+	run := must(s.GetRun(ctx, alice, r.ID))(t)
+	if run.Status != store.RunCompleted || run.Usage.TotalTokens != 7 || run.CompletedAt == nil {
+		t.Errorf("run %+v", run)
+	}
+	if h := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); h.Status != store.HumanExpired {
+		t.Errorf("approval %s after a final end", h.Status)
+	}
+	_, err := s.EndRun(ctx, r.ID, store.RunEnd{Status: store.RunFailed, Owner: "p1"}, []store.NewEvent{ev("run.failed", "p1")})
+	wantErr(t, "an end of an ended run", err, store.ErrConflict)
+	if got := must(s.GetRun(ctx, alice, r.ID))(t); got.LastSeq != 3 {
+		t.Errorf("last seq %d after a refused end", got.LastSeq)
+	}
+}

@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"EventSeqConcurrent", testEventSeqConcurrent},
 		{"AppendEvents", testAppendEvents},
 		{"Fencing", testFencing},
+		{"EndRun", testEndRun},
 		{"Approvals", testApprovals},
 		{"ApprovalResolveConcurrent", testApprovalResolveConcurrent},
 		{"Elicitations", testElicitations},

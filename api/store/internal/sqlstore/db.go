@@ -32,12 +32,13 @@ type DB interface {
 
 	// AppendEvents takes the next len(evs) sequence numbers of the run
 	// of evs, if it exists and owner is "" or its owner, and stores evs
-	// under them in one transaction, setting each one's Seq and Data
-	// (see Number; tails are what follows each number). It reports
-	// found false, and stores nothing, when no run matched. This is
-	// where the databases differ most: PostgreSQL does it in one
-	// statement (unnest), SQLite a statement per event.
-	AppendEvents(ctx context.Context, owner string, evs []store.Event, tails []string) (found bool, err error)
+	// under them with q, setting each one's Seq and Data (see Number;
+	// tails are what follows each number). q is a transaction of Tx,
+	// or of Auto: on PostgreSQL it is one statement, which commits
+	// alone. It reports found false, and stores nothing, when no run
+	// matched. This is where the databases differ most: PostgreSQL
+	// does it in one statement (unnest), SQLite a statement per event.
+	AppendEvents(ctx context.Context, q Querier, owner string, evs []store.Event, tails []string) (found bool, err error)
 
 	// Time is t as the database stores it (PostgreSQL: timestamptz;
 	// SQLite: FormatTime's text). A call encodes its time once and

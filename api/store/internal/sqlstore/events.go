@@ -22,19 +22,28 @@ func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store
 	if err != nil {
 		return nil, s.errorf("append events: %w", err)
 	}
+	out := newEvents(runID, nes)
+	err = s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		found, err := s.db.AppendEvents(ctx, q, owner, out, tails)
+		if err == nil && !found {
+			err = RunMissingOr(ctx, q, runID, owner, store.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, s.errorf("append %d events (%s first) to run %s: %w", len(nes), nes[0].Type, runID, err)
+	}
+	return out, nil
+}
+
+// newEvents are the events of nes, to be numbered and stored now.
+func newEvents(runID string, nes []store.NewEvent) []store.Event {
 	now := storeutil.Now()
 	out := make([]store.Event, len(nes))
 	for i, ne := range nes {
 		out[i] = store.Event{RunID: runID, Type: ne.Type, CreatedAt: now}
 	}
-	found, err := s.db.AppendEvents(ctx, owner, out, tails)
-	if err == nil && !found {
-		err = RunMissingOr(ctx, s.db, runID, owner, store.ErrNotFound)
-	}
-	if err != nil {
-		return nil, s.errorf("append %d events (%s first) to run %s: %w", len(nes), nes[0].Type, runID, err)
-	}
-	return out, nil
+	return out
 }
 
 // EventsAfter implements store.Events. The run comes back even without

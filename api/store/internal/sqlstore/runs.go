@@ -236,34 +236,73 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 	if err != nil {
 		return store.Run{}, s.errorf("finish run %s: %w", runID, err)
 	}
-	now := s.db.Time(storeutil.Now())
 	var r store.Run
 	err = s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		var err error
-		r, err = ScanRun(q.QueryRow(ctx, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?
-WHERE id = ? AND status IN ('running', 'interrupted') AND (? = '' OR owner = ?) RETURNING `+RunCols,
-			end.Status, end.Reason, string(usage), now, runID, end.Owner, end.Owner))
-		if noRows(err) {
-			return RunMissingOr(ctx, q, runID, end.Owner, fmt.Errorf("run has ended: %w", store.ErrConflict))
-		}
-		if err != nil {
-			return err
-		}
-		if end.Status.Final() {
-			for _, table := range humanTables {
-				if _, err := q.Exec(ctx, `UPDATE `+table+` SET status = 'expired', resolved_at = ?
-WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {
-					return err
-				}
-			}
-		}
-		_, err = q.Exec(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?`, now, r.ConversationID)
+		r, err = s.finishRun(ctx, q, runID, end, usage)
 		return err
 	})
 	if err != nil {
 		return store.Run{}, s.errorf("finish run %s as %s: %w", runID, end.Status, err)
 	}
 	return r, nil
+}
+
+// finishRun is FinishRun's transaction, on q; usage is end.Usage
+// encoded.
+func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end store.RunEnd, usage []byte) (store.Run, error) {
+	now := s.db.Time(storeutil.Now())
+	r, err := ScanRun(q.QueryRow(ctx, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?
+WHERE id = ? AND status IN ('running', 'interrupted') AND (? = '' OR owner = ?) RETURNING `+RunCols,
+		end.Status, end.Reason, string(usage), now, runID, end.Owner, end.Owner))
+	if noRows(err) {
+		return r, RunMissingOr(ctx, q, runID, end.Owner, fmt.Errorf("run has ended: %w", store.ErrConflict))
+	}
+	if err != nil {
+		return r, err
+	}
+	if end.Status.Final() {
+		for _, table := range humanTables {
+			if _, err := q.Exec(ctx, `UPDATE `+table+` SET status = 'expired', resolved_at = ?
+WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {
+				return r, err
+			}
+		}
+	}
+	_, err = q.Exec(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?`, now, r.ConversationID)
+	return r, err
+}
+
+// EndRun implements store.Runs: FinishRun's statements, then
+// AppendEvents', in one transaction.
+func (s *Store) EndRun(ctx context.Context, runID string, end store.RunEnd, nes []store.NewEvent) ([]store.Event, error) {
+	evRun, owner, tails, err := storeutil.Batch(nes)
+	if err == nil && (evRun != runID || owner != end.Owner) {
+		err = fmt.Errorf("%w: the events are of run %s, owner %q, not of run %s, owner %q", store.ErrInvalid, evRun, owner, runID, end.Owner)
+	}
+	err = cmp.Or(err, end.Validate(), storeutil.CheckIDs(runID))
+	if err != nil {
+		return nil, s.errorf("end run %s: %w", runID, err)
+	}
+	usage, err := json.Marshal(end.Usage)
+	if err != nil {
+		return nil, s.errorf("end run %s: %w", runID, err)
+	}
+	out := newEvents(runID, nes)
+	err = s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+		if _, err := s.finishRun(ctx, q, runID, end, usage); err != nil {
+			return err
+		}
+		found, err := s.db.AppendEvents(ctx, q, owner, out, tails)
+		if err == nil && !found { // finishRun found it, in this transaction
+			err = fmt.Errorf("run %s vanished: %w", runID, store.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, s.errorf("end run %s as %s with %d events (%s last): %w", runID, end.Status, len(nes), nes[len(nes)-1].Type, err)
+	}
+	return out, nil
 }
 
 // ResumeRun implements store.Runs.

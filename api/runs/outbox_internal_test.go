@@ -1,0 +1,119 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"runtime"
+	"testing"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/nodes"
+)
+
+// heldEvents is a store.Events whose AppendEvents waits for release, and
+// records each batch.
+type heldEvents struct {
+	store.Events
+	entered chan struct{}
+	release chan struct{}
+	batches [][]store.NewEvent
+}
+
+func (h *heldEvents) AppendEvents(ctx context.Context, evs []store.NewEvent) ([]store.Event, error) {
+	h.entered <- struct{}{}
+	<-h.release
+	h.batches = append(h.batches, evs)
+	out := make([]store.Event, len(evs))
+	for i, e := range evs {
+		out[i] = store.Event{Type: e.Type, Data: e.Data}
+	}
+	return out, nil
+}
+
+func TestOutboxJoinsChunksThatWaitTogether(t *testing.T) {
+	st := &heldEvents{entered: make(chan struct{}), release: make(chan struct{})}
+	encode := func(p nodes.Payload) ([]byte, error) { return json.Marshal(p) }
+	o := newOutbox(t.Context(), st, newHub("run"), encode, func(err error) { t.Error(err) })
+	put := func(p nodes.Payload) {
+		data, _ := encode(p)
+		if err := o.put(store.NewEvent{RunID: "run", Type: p.EventType(), Data: data}, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(&nodes.ResponseChunk{Content: "one"})
+	<-st.entered // the first batch is being written: the next wait
+	for _, p := range []nodes.Payload{&nodes.ResponseChunk{Content: " two"}, &nodes.ResponseChunk{Content: " three"},
+		&nodes.NodeEnd{Node: "write"}, &nodes.ResponseChunk{Content: " four"}} {
+		put(p)
+	}
+	st.release <- struct{}{}
+	<-st.entered
+	st.release <- struct{}{}
+	if err := o.drain(); err != nil {
+		t.Fatal(err)
+	}
+	var got [][]string
+	for _, b := range st.batches {
+		var row []string
+		for _, e := range b {
+			row = append(row, e.Type+" "+string(e.Data))
+		}
+		got = append(got, row)
+	}
+	want := [][]string{
+		{`response.chunk {"content":"one"}`},
+		{`response.chunk {"content":" two three"}`, `node.end {"node":"write","duration_ms":0}`, `response.chunk {"content":" four"}`},
+	}
+	if len(got) != len(want) || len(got[1]) != len(want[1]) || got[0][0] != want[0][0] {
+		t.Fatalf("batches %q, want %q", got, want)
+	}
+	for i := range want[1] {
+		if got[1][i] != want[1][i] {
+			t.Errorf("batch 2 event %d: %s, want %s", i, got[1][i], want[1][i])
+		}
+	}
+}
+
+func TestOutboxHoldReturnsWhatWaitsBehindTheBatch(t *testing.T) {
+	st := &heldEvents{entered: make(chan struct{}), release: make(chan struct{})}
+	encode := func(p nodes.Payload) ([]byte, error) { return json.Marshal(p) }
+	o := newOutbox(t.Context(), st, newHub("run"), encode, func(err error) { t.Error(err) })
+	put := func(node string) {
+		p := &nodes.NodeStart{Node: node}
+		data, _ := encode(p)
+		if err := o.put(store.NewEvent{RunID: "run", Type: p.EventType(), Data: data}, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a")
+	<-st.entered // a is being written
+	put("b")
+	put("c")
+	type held struct {
+		rest []store.NewEvent
+		err  error
+	}
+	done := make(chan held, 1)
+	go func() {
+		rest, _, err := o.hold()
+		done <- held{rest, err}
+	}()
+	for held := false; !held; { // hold waits for a's batch
+		o.mu.Lock()
+		held = o.held
+		o.mu.Unlock()
+		runtime.Gosched()
+	}
+	st.release <- struct{}{} // a's batch ends; hold takes b and c, unwritten
+	h := <-done
+	if h.err != nil || len(h.rest) != 2 || string(h.rest[0].Data) != `{"node":"b"}` || len(st.batches) != 1 {
+		t.Fatalf("held %+v after %d batches", h, len(st.batches))
+	}
+	// Released, they are written as put's are.
+	o.release(h.rest, []nodes.Payload{&nodes.NodeStart{Node: "b"}, &nodes.NodeStart{Node: "c"}})
+	<-st.entered
+	st.release <- struct{}{}
+	if err := o.drain(); err != nil || len(st.batches) != 2 || len(st.batches[1]) != 2 {
+		t.Fatalf("after release: %v, batches %v", err, st.batches)
+	}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// BenchmarkServeSyncChat measures POST /api/v1/chat/sync against the
+// server serveUntil builds, as `trellis serve` runs it: its flags and
+// environment (defaults but the two limits a benchmark would hit),
+// storage, logger (JSON, to a file), offline model and HTTP server. 16
+// clients with a kept-alive connection each, as `wrk -c16` drives the
+// binary, each request a new conversation; beside it, in the same run,
+// a bare chi handler with the same clients:
+//
+//	go test -run '^$' -bench ServeSyncChat -count 6 ./cmd/trellis/
+//
+// api's BenchmarkSyncChat measures the service under the scripted
+// model; this one keeps what cmd/trellis adds from drifting away
+// unseen.
+func BenchmarkServeSyncChat(b *testing.B) {
+	b.Run("bare-chi", func(b *testing.B) {
+		r := chi.NewRouter()
+		body := []byte(`{"conversation_id":"c","run_id":"r","request_id":"q","status":"completed","response":"Done.","usage":{},"tool_calls":[],"citations":[]}` + "\n")
+		r.Post("/api/v1/chat/sync", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(body)
+		})
+		ts := httptest.NewServer(r)
+		defer ts.Close()
+		benchClients(b, ts.URL)
+	})
+	for _, mode := range []string{"sync", "async", "exit"} {
+		b.Run("sqlite-"+mode, func(b *testing.B) {
+			benchClients(b, startBenchServe(b, "TRELLIS_DATA_DIR", b.TempDir(), "TRELLIS_DURABILITY", mode))
+		})
+		b.Run("postgres-"+mode, func(b *testing.B) {
+			benchClients(b, startBenchServe(b, "DATABASE_URL", pgDSN(b), "TRELLIS_DURABILITY", mode))
+		})
+	}
+}
+
+// startBenchServe runs serveUntil in this process on a free loopback
+// port with the environment env (pairs) and returns its URL; it stops
+// when b ends.
+func startBenchServe(b *testing.B, env ...string) string {
+	b.Helper()
+	vars := map[string]string{"HOME": b.TempDir(), "TRELLIS_ADDR": "127.0.0.1:0",
+		"TRELLIS_RATE_PER_MINUTE": "-1", "TRELLIS_MAX_RUNS_PER_USER": "-1"}
+	for i := 0; i+1 < len(env); i += 2 {
+		vars[env[i]] = env[i+1]
+	}
+	getenv := func(k string) string { return vars[k] }
+	cfg, err := parseServe(nil, getenv, io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	logs, err := os.Create(filepath.Join(b.TempDir(), "stderr"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, lines := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveUntil(ctx, cfg, getenv, lines, serveLogger(logs, cfg.logLevel)) }()
+	start := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			start <- sc.Text()
+		}
+	}()
+	b.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
+		_ = lines.Close()
+		_ = logs.Close()
+	})
+	select {
+	case line := <-start:
+		// trellis serve: http://127.0.0.1:PORT · storage … · models offline (default) · …
+		f := strings.Fields(line)
+		if len(f) < 3 || !strings.Contains(line, "offline (default)") {
+			b.Fatalf("start line %q", line)
+		}
+		return f[2]
+	case err := <-done:
+		b.Fatalf("serve: %v", err)
+	case <-time.After(30 * time.Second):
+		b.Fatal("no start line")
+	}
+	return ""
+}
+
+// benchClients posts chat/sync from 16 clients, each with a connection
+// kept alive, and reports requests per second.
+func benchClients(b *testing.B, url string) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	defer client.CloseIdleConnections()
+	body := []byte(`{"message": "hello"}`)
+	b.SetParallelism(8)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			resp, err := client.Post(url+"/api/v1/chat/sync", "application/json", bytes.NewReader(body))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !bytes.Contains(got, []byte(`"completed"`)) {
+				b.Errorf("%d %s", resp.StatusCode, got)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+}
