@@ -271,6 +271,9 @@ func (t *tools) waitReadable(parent context.Context, call operators.Call, id str
 		if err := parent.Err(); err != nil {
 			return store.Document{}, err
 		}
+		if status == "" {
+			return store.Document{}, fmt.Errorf("document %q could not be read within %s; try again shortly", id, t.cfg.Wait)
+		}
 		return store.Document{}, fmt.Errorf("document %q is still being processed (%s) after %s; try again shortly", id, status, t.cfg.Wait)
 	}
 }

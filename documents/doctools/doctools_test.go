@@ -210,6 +210,9 @@ func TestTools(t *testing.T) {
 					t.Fatalf("search scoped to the Markdown file found %+v", r)
 				}
 			}
+			if e := call(t, tp, alice, "search_documents", `{"query":"xylophone"}`, &found); e != "" || len(found.Results) != 0 || found.Note != "nothing matched" {
+				t.Fatalf("a search that matches nothing: %+v %q", found, e)
+			}
 			for _, args := range []string{`{}`, `{"query":"x","limit":21}`, `{"query":"x","limit":"3"}`, `{"query":"x","extra":1}`} {
 				if e := call(t, tp, alice, "search_documents", args, &found); !strings.Contains(e, "invalid arguments") {
 					t.Errorf("search_documents %s: %q, want invalid arguments", args, e)
@@ -340,6 +343,21 @@ func TestLoadWaitBounded(t *testing.T) {
 	res = p.Execute(ctx, "load_document", json.RawMessage(`{"document_id":"d1"}`), c)
 	if res.Status != operators.StatusError || strings.Contains(res.Error, "after 1h") {
 		t.Fatalf("cancelled: %+v", res)
+	}
+}
+
+// failed is a store whose documents failed processing.
+type failed struct{ doctools.Store }
+
+func (failed) GetDocument(ctx context.Context, userID, conversationID, id string) (store.Document, error) {
+	return store.Document{ID: id, Filename: "broken.pdf", Status: store.DocError, Error: "the PDF is unreadable"}, nil
+}
+
+func TestLoadFailedDocument(t *testing.T) {
+	p := provider(doctools.Config{Store: failed{}})
+	res := p.Execute(t.Context(), "load_document", json.RawMessage(`{"document_id":"d1"}`), operators.Call{UserID: "alice", ConversationID: "c1"})
+	if res.Status != operators.StatusError || !strings.Contains(res.Error, "could not be processed: the PDF is unreadable") {
+		t.Fatalf("%+v", res)
 	}
 }
 
