@@ -243,3 +243,78 @@ func TestServeDocumentsInS3(t *testing.T) {
 		t.Fatalf("content %q", got)
 	}
 }
+
+// docScript has the supervisor search the conversation's documents for a
+// question about the coffee machine, then answer.
+const docScript = `{"steps": [
+  {"name": "a question about the coffee machine searches the documents", "match": {"node": "supervisor", "contains": "coffee machine", "tool_result": false},
+   "reply": {"tool_calls": [{"name": "search_documents", "args": {"query": "coffee machine descaling"}}]}, "repeat": true},
+  {"name": "reflect is satisfied", "match": {"node": "reflect"}, "reply": {"json": {"assessment": "satisfied"}}, "repeat": true},
+  {"name": "then the supervisor answers", "match": {"node": "supervisor"}, "reply": {"json": {"action": "ANSWER"}}, "repeat": true},
+  {"name": "write answers", "match": {"node": "write"}, "reply": {"text": "Bertha, every second Friday."}, "repeat": true}
+]}`
+
+// The agent searches an uploaded document through trellis serve: a
+// Markdown file is uploaded and processed to ready, and a question in its
+// conversation makes the scripted supervisor call search_documents, whose
+// result holds the passage with its document id and character offsets.
+func TestServeAgentSearchesDocuments(t *testing.T) {
+	md, err := os.ReadFile("../../documents/testdata/handbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "docs.json")
+	if err := os.WriteFile(script, []byte(docScript), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startServe(t, "TRELLIS_DATA_DIR="+dir, "TRELLIS_DOCUMENTS_DIR="+filepath.Join(dir, "docs"), "TRELLIS_MODEL=scripted:"+script)
+	d := uploadTo(t, c, "", "handbook.md", md)
+	conv, id := d["conversation_id"].(string), d["document_id"].(string)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, st := getJSON(t, c, "/api/v1/documents/"+conv+"/"+id+"/status")
+		if code != http.StatusOK || st["status"] == "error" {
+			t.Fatalf("status: %d %v", code, st)
+		}
+		if st["status"] == "ready" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready: %v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp := c.do(http.MethodPost, "/api/v1/chat", map[string]any{"message": "when does the coffee machine need descaling?", "conversation_id": conv})
+	var result string
+	seen := events(t, resp, func(e event) bool { return e.typ == "run.completed" || e.typ == "run.failed" })
+	for _, e := range seen {
+		if e.typ == "tool.complete" {
+			if name, _ := e.data["tool"].(string); name != "" && name != "search_documents" {
+				t.Fatalf("tool.complete of %q: %v", name, e.data)
+			}
+			result, _ = e.data["result"].(string)
+		}
+	}
+	var got struct {
+		Results []struct {
+			DocumentID string `json:"document_id"`
+			Filename   string `json:"filename"`
+			Chunk      int    `json:"chunk"`
+			Start, End int
+			Text       string `json:"text"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(result), &got); err != nil || len(got.Results) == 0 {
+		t.Fatalf("tool.complete result %q: %v\nevents %v", result, err, seen)
+	}
+	h := got.Results[0]
+	want := "The coffee machine on the third floor is called Bertha."
+	if h.DocumentID != id || h.Filename != "handbook.md" || !strings.Contains(h.Text, want) || h.End <= h.Start ||
+		h.End-h.Start != len([]rune(h.Text)) {
+		t.Fatalf("passage %+v", h)
+	}
+	if i := strings.Index(string(md), want); i < h.Start || i+len(want) > h.End {
+		t.Fatalf("the passage at [%d, %d) does not hold offset %d of the file", h.Start, h.End, i)
+	}
+}

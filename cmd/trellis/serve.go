@@ -26,6 +26,7 @@ import (
 	"github.com/trellis-ai/trellis/api/store/pgstore"
 	"github.com/trellis-ai/trellis/api/store/sqlitestore"
 	"github.com/trellis-ai/trellis/api/web"
+	"github.com/trellis-ai/trellis/documents/doctools"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
@@ -372,6 +373,13 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		return app{}, err
 	}
 	apiCfg.Documents = docs
+	if rec, ok := st.(doctools.Store); ok && docs != nil {
+		// The agent's document tools, in the one provider beside the
+		// built-in ones.
+		if err := tools.local.Add(doctools.New(doctools.Config{Store: rec})...); err != nil {
+			return app{}, err
+		}
+	}
 	srv, err := api.New(apiCfg)
 	if err != nil {
 		return app{}, err
@@ -382,9 +390,10 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 // toolset is every tool source behind one provider.
 type toolset struct {
 	provider *operators.Provider
-	ready    func() error // required MCP servers are up; nil without MCP
-	exported []string     // MCP tools served again at /mcp
-	enabled  int          // MCP servers configured and enabled
+	local    *operators.Registry // the local tools, the provider's
+	ready    func() error        // required MCP servers are up; nil without MCP
+	exported []string            // MCP tools served again at /mcp
+	enabled  int                 // MCP servers configured and enabled
 }
 
 // buildTools makes the provider over the local tools, the operators and
@@ -409,7 +418,7 @@ func buildTools(ctx context.Context, cfg serveConfig, models *llm.Registry, metr
 		mcpServers = mc.Servers
 		pcfg.SourceResilience = mc.SourceResilience(operators.RemoteToolDefaults())
 	}
-	t := toolset{provider: operators.NewProvider(pcfg)}
+	t := toolset{provider: operators.NewProvider(pcfg), local: local}
 	local.MustAdd(operators.Builtins(operators.BuiltinConfig{
 		Info:  operators.SelfInfo{Name: "Trellis", Version: version(), Model: models.Default().ID},
 		Tools: t.provider, Operators: ops,
