@@ -1,0 +1,131 @@
+// Package turnbench is the harness of the benchmarks that measure one
+// more turn on a conversation that already has n turns, on each
+// checkpoint backend: graph's BenchmarkTurn (the engine alone) and
+// nodes' BenchmarkAgentTurn (the agent) build their template thread and
+// time their turns through it, so that the two measure alike.
+package turnbench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/graph/checkpoint/memory"
+	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
+	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
+	"github.com/trellis-ai/trellis/internal/pgtest"
+)
+
+// Sizes are the conversation lengths, in prior turns, at which one more
+// turn is measured.
+var Sizes = []int{10, 100, 1000, 10000}
+
+// Message is a turn's user message: a chat message's length.
+var Message = "a question of about the length people ask in a chat, " + strings.Repeat("word ", 10)
+
+// Saver is a checkpoint backend to measure on.
+type Saver struct {
+	Name string
+	Open func(b *testing.B) graph.Checkpointer
+}
+
+// Savers are memory, SQLite in a temporary file, and PostgreSQL in a
+// schema of its own (skipped without a database, see pgtest).
+var Savers = []Saver{
+	{"memory", func(b *testing.B) graph.Checkpointer { return memory.New() }},
+	{"sqlite", func(b *testing.B) graph.Checkpointer {
+		s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "turns.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	}},
+	{"postgres", func(b *testing.B) graph.Checkpointer {
+		s, err := postgres.New(b.Context(), pgtest.New(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}},
+}
+
+// template is the thread Build grows and Run copies.
+const template = "template"
+
+// Build runs turns on the template thread through the real path, up to
+// the largest of Sizes, and returns, per size, the id of the thread's
+// newest checkpoint once it had that many turns.
+func Build(b *testing.B, saver graph.Checkpointer, turn func(thread string) error) map[int]string {
+	at := map[int]string{}
+	for i := 1; i <= Sizes[len(Sizes)-1]; i++ {
+		if err := turn(template); err != nil {
+			b.Fatal(err)
+		}
+		for _, n := range Sizes {
+			if n == i {
+				cps, err := saver.List(context.Background(), graph.ListOptions{ThreadID: template, Limit: 1})
+				if err != nil || len(cps) != 1 {
+					b.Fatal(cps, err)
+				}
+				at[n] = cps[0].ID
+			}
+		}
+	}
+	return at
+}
+
+var copies atomic.Int64
+
+// Run times turns on copies of the template thread at checkpoint from,
+// which has n turns. A copy serves at most n/10 timed turns (at least
+// one), so what is measured is a turn at n to 1.1 n. With hot, an untimed
+// first turn on each copy loads it into the cache that the timed ones
+// continue from; without, cold (if not nil) runs untimed before every
+// timed turn, to forget what the last one left. Copying happens with the
+// timer stopped too.
+//
+// A copy is the checkpoint and every blob it reaches, in one Put: all
+// that a turn reads of a thread.
+func Run(b *testing.B, saver graph.Checkpointer, from string, n int, hot bool, turn func(thread string) error, cold func()) {
+	ctx := context.Background()
+	saved, err := saver.Get(ctx, graph.Ref{ThreadID: template, ID: from})
+	if err != nil {
+		b.Fatal(err)
+	}
+	budget := max(1, n/10)
+	left := 0
+	var thread string
+	b.ReportAllocs()
+	for b.Loop() {
+		if left == 0 || (!hot && cold != nil) {
+			b.StopTimer()
+			if left == 0 {
+				thread = fmt.Sprint("copy-", copies.Add(1))
+				cp := saved.Checkpoint
+				cp.ThreadID = thread
+				if err := saver.Put(ctx, cp, saved.Blobs); err != nil {
+					b.Fatal(err)
+				}
+				left = budget
+				if hot {
+					if err := turn(thread); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			if !hot && cold != nil {
+				cold()
+			}
+			b.StartTimer()
+		}
+		if err := turn(thread); err != nil {
+			b.Fatal(err)
+		}
+		left--
+	}
+}
