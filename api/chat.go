@@ -64,11 +64,15 @@ func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest
 			return runs.StartRequest{}, errorf(http.StatusBadRequest, "invalid_field", `"document_ids" must not hold empty ids`)
 		}
 	}
+	conversationID := strings.TrimSpace(body.ConversationID)
+	if err := s.checkDocuments(r, conversationID, body.DocumentIDs); err != nil {
+		return runs.StartRequest{}, err
+	}
 	in := nodes.Input{Message: msg, Model: body.Model, DocumentIDs: body.DocumentIDs}
 	if c := bytes.TrimSpace(body.Context); len(c) > 0 && c[0] == '{' {
 		in.Context = c
 	}
-	return runs.StartRequest{UserID: userOf(r), ConversationID: strings.TrimSpace(body.ConversationID),
+	return runs.StartRequest{UserID: userOf(r), ConversationID: conversationID,
 		RequestID: requestID(r.Context()), Input: in, Interactive: interactive}, nil
 }
 

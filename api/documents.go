@@ -1,18 +1,21 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/ingest"
+	"github.com/trellis-ai/trellis/nodes"
 )
 
 // uploadPath is the one route whose body may be larger than
@@ -219,4 +222,56 @@ func (s *Server) deleteConversationFiles(r *http.Request, conversationID string)
 		s.log.LogAttrs(r.Context(), slog.LevelError, "cannot delete a deleted conversation's files",
 			slog.String("conversation_id", conversationID), slog.String("error", err.Error()))
 	}
+}
+
+// checkDocuments answers 404 unless every id is a document of the user's
+// in the conversation: a request scoped to documents that are not there
+// starts no run. A new conversation (no id) has none.
+func (s *Server) checkDocuments(r *http.Request, conversationID string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if conversationID == "" || s.cfg.Documents == nil {
+		return errorf(http.StatusNotFound, "not_found", fmt.Sprintf("no document %q in this conversation", ids[0]))
+	}
+	for _, id := range ids {
+		if _, err := s.cfg.Documents.Get(r.Context(), userOf(r), conversationID, id); errors.Is(err, store.ErrNotFound) {
+			return errorf(http.StatusNotFound, "not_found", fmt.Sprintf("no document %q in this conversation", id))
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// documentSummaries is the agent's view of a conversation's documents,
+// over the document service: the supervisor reads it before deciding.
+type documentSummaries struct{ svc *ingest.Service }
+
+func (d documentSummaries) DocumentSummaries(ctx context.Context, userID, conversationID string, ids []string) ([]nodes.DataSummary, error) {
+	if conversationID == "" {
+		return nil, nil
+	}
+	docs, err := d.svc.List(ctx, userID, conversationID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []nodes.DataSummary
+	for _, doc := range docs {
+		if len(ids) > 0 && !slices.Contains(ids, doc.ID) {
+			continue
+		}
+		summary := doc.Summary
+		switch {
+		case doc.Status == store.DocError:
+			summary = "could not be processed: " + doc.Error
+		case summary == "":
+			summary = "(no summary yet)"
+		}
+		out = append(out, nodes.DataSummary{DocumentID: doc.ID, Title: doc.Filename, Status: string(doc.Status), Summary: summary})
+	}
+	return out, nil
 }

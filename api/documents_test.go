@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/internal/jobs"
@@ -278,3 +279,62 @@ func TestDocumentUploadRefused(t *testing.T) {
 }
 
 func must2(code int, body []byte) []byte { return body }
+
+// A chat request's document_ids must be the user's documents in that
+// conversation: any other id answers 404 before a run starts, and
+// nothing is stored.
+func TestChatDocumentIDs(t *testing.T) {
+	md, err := os.ReadFile("../documents/testdata/handbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := newDocEnv(t, b, ingest.Config{})
+			code, body := e.upload(aliceKey, "", "handbook.md", md)
+			if code != http.StatusAccepted {
+				t.Fatalf("upload: %d %s", code, body)
+			}
+			d := jsonOf[uploaded](t, body)
+			code, body = e.upload(bobKey, "", "bob.md", md)
+			if code != http.StatusAccepted {
+				t.Fatalf("upload: %d %s", code, body)
+			}
+			other := jsonOf[uploaded](t, body)
+			code, body = e.upload(aliceKey, "", "elsewhere.md", md)
+			if code != http.StatusAccepted {
+				t.Fatalf("upload: %d %s", code, body)
+			}
+			elsewhere := jsonOf[uploaded](t, body)
+			for name, req := range map[string]map[string]any{
+				"bob's document":                  {"conversation_id": d.ConversationID, "document_ids": []string{other.DocumentID}},
+				"another conversation's":          {"conversation_id": d.ConversationID, "document_ids": []string{d.DocumentID, elsewhere.DocumentID}},
+				"an unknown id":                   {"conversation_id": d.ConversationID, "document_ids": []string{"nope"}},
+				"a new conversation":              {"document_ids": []string{d.DocumentID}},
+				"bob's conversation and document": {"conversation_id": other.ConversationID, "document_ids": []string{other.DocumentID}},
+			} {
+				req["message"] = "hello"
+				for _, path := range []string{"/api/v1/chat/sync", "/api/v1/chat"} {
+					if code, body := e.do(http.MethodPost, path, req); code != http.StatusNotFound || !strings.Contains(string(body), "not_found") {
+						t.Errorf("%s, %s: %d %s", name, path, code, body)
+					}
+				}
+			}
+			page, err := e.store.ListConversations(t.Context(), "alice", store.Page{})
+			if err != nil || len(page.Conversations) != 2 {
+				t.Fatalf("alice's conversations: %+v, %v", page, err)
+			}
+			for _, c := range page.Conversations {
+				rs, err := e.store.ListRuns(t.Context(), "alice", c.ID, store.RunQuery{})
+				if err != nil || len(rs.Runs) != 0 || c.Status != store.StatusIdle {
+					t.Errorf("conversation %+v, runs %+v, %v", c, rs.Runs, err)
+				}
+			}
+			code, body = e.do(http.MethodPost, "/api/v1/chat/sync", map[string]any{"message": "hello",
+				"conversation_id": d.ConversationID, "document_ids": []string{d.DocumentID}})
+			if code != http.StatusOK {
+				t.Fatalf("scoped chat: %d %s", code, body)
+			}
+		})
+	}
+}

@@ -76,6 +76,9 @@ func New(cfg Config) (*Server, error) {
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
+	if cfg.Documents != nil && cfg.Agent.Documents == nil {
+		cfg.Agent.Documents = documentSummaries{cfg.Documents}
+	}
 	s.runs, err = runs.New(runs.Config{Store: cfg.Store, Models: s.models, Tools: cfg.Tools, Checkpointer: cfg.Checkpointer,
 		Agent: cfg.Agent, Elicit: elicits, ElicitTimeout: cfg.ElicitTimeout, InterruptAfter: cfg.InterruptAfter,
 		CancelOnDisconnect: cfg.CancelOnDisconnect, MaxRunsPerUser: cfg.Limits.MaxConcurrentRunsPerUser,

@@ -46,6 +46,10 @@ const OfflineNotice = "I'm Trellis' offline model: no language model is configur
 //     self_info → "About me: …"; any other tool → "<tool> returned: …". A JSON
 //     object result shows its "result", "value", "time", "datetime",
 //     "formatted", "text" or "error" field when it has one.
+//     search_documents and load_document → the best passages (at most
+//     two), each quoted by the one or two sentences sharing most words
+//     with the question, with its file name and its number [n] from the
+//     prompt's numbered sources (under SourcesHeading) when it has them.
 //  2. Tool calls. Otherwise, for each intent it finds whose tool is offered,
 //     it returns one tool call (several when a question has several intents,
 //     e.g. time and arithmetic, so they can run in parallel), with empty
@@ -58,6 +62,10 @@ const OfflineNotice = "I'm Trellis' offline model: no language model is configur
 //     - "what can you do", "what tools …" → list_tools {}; "who are you",
 //     "which model …" → self_info {}; each falls back to the other when only
 //     one is offered.
+//     - any other question, when a prompt lists the conversation's
+//     documents (under DocumentsHeading) with one of them "[ready]" and
+//     search_documents is offered → search_documents {"query": <the
+//     question>}.
 //     Argument names follow the offered tool's JSON Schema: when it has no
 //     "expression" (or "timezone") property, its first required string
 //     property is used. Call ids are "offline_call_<n>", n counting the
@@ -127,8 +135,16 @@ func findTool(tools []llms.Tool, name string) (llms.Tool, bool) {
 func offlineReply(msgs []llms.MessageContent, tools []llms.Tool) (string, []llms.ToolCall) {
 	q, hi := lastHuman(msgs)
 	if results := toolResultsAfter(msgs, hi); len(results) > 0 {
+		var sources map[int]string
 		lines := make([]string, 0, len(results))
 		for _, r := range results {
+			if isDocumentTool(r.name) {
+				if sources == nil {
+					sources = numberedSources(msgs)
+				}
+				lines = append(lines, quotePassages(q, r, sources))
+				continue
+			}
 			lines = append(lines, describeResult(r))
 		}
 		return strings.Join(lines, "\n"), nil
@@ -176,6 +192,9 @@ func offlineReply(msgs []llms.MessageContent, tools []llms.Tool) (string, []llms
 		case hasTool(tools, other):
 			call(other, nil)
 		}
+	}
+	if len(calls) == 0 && len(missing) == 0 && hasTool(tools, "search_documents") && hasReadyDocuments(msgs) {
+		call("search_documents", map[string]string{"query": q})
 	}
 	if len(calls) > 0 {
 		return "", calls

@@ -35,7 +35,7 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 	}
 
 	x := &execution{a: a, conversationID: s.Input.ConversationID, requestID: s.Input.RequestID, userID: s.Input.UserID,
-		iteration: s.Iteration, steps: steps, rejected: rejected, edited: map[string]bool{}}
+		documentIDs: s.Input.DocumentIDs, iteration: s.Iteration, steps: steps, rejected: rejected, edited: map[string]bool{}}
 	for _, r := range records {
 		if r.Decision == DecisionEdit {
 			x.edited[r.ToolCallID] = true
@@ -79,7 +79,8 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 		for _, c := range x.chunks[i] {
 			next++
 			r.Sources = append(r.Sources, next)
-			upd.DataChunks = append(upd.DataChunks, DataChunk{Number: next, ToolCallID: r.ToolCallID, Source: c.Source, Title: c.Title, Text: c.Text})
+			upd.DataChunks = append(upd.DataChunks, DataChunk{Number: next, ToolCallID: r.ToolCallID, Source: c.Source, Title: c.Title, Text: c.Text,
+				Document: c.Document})
 		}
 		upd.DirectResponses = append(upd.DirectResponses, x.direct[i]...)
 	}
@@ -110,6 +111,7 @@ type execution struct {
 	conversationID string
 	requestID      string
 	userID         string
+	documentIDs    []string // the request's scope for the document tools
 	iteration      int
 	steps          []WorkflowStep
 	rejected       map[string]string // tool call id → the text the model reads
@@ -295,7 +297,7 @@ func (x *execution) call(ctx context.Context, i int, args json.RawMessage) {
 		toolCallID: st.ToolCallID, tool: st.Tool, answers: x.answers}
 	start := time.Now()
 	res := x.a.tools.Execute(ctx, st.Tool, args, operators.Call{
-		ToolCallID: st.ToolCallID, ConversationID: x.conversationID, UserID: x.userID,
+		ToolCallID: st.ToolCallID, ConversationID: x.conversationID, UserID: x.userID, DocumentIDs: x.documentIDs,
 		Messenger: m, Model: x.model,
 	})
 	if q := m.parkedOn(); q != nil {

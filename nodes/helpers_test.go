@@ -56,6 +56,19 @@ func testTools(t testing.TB) (*operators.Provider, *[]string) {
 				},
 			}, nil
 		}, operators.ReadOnly()),
+		operators.NewTool("passages", "Searches the conversation's documents.", func(ctx context.Context, c operators.Call, in searchIn) (operators.Result, error) {
+			scope, _ := json.Marshal(c.DocumentIDs)
+			return operators.Result{
+				Status:   operators.StatusSuccess,
+				Contents: []operators.Content{operators.TextContent("scope " + string(scope))},
+				Chunks: []operators.DataChunk{
+					{Source: "document d1, chunk 2", Title: "plan.md", Text: "Launch is on 3 May.",
+						Document: &operators.DocumentSpan{DocumentID: "d1", Filename: "plan.md", Chunk: 2, Start: 40, End: 59}},
+					{Source: "document d1, chunk 0", Title: "plan.md", Text: "The plan.",
+						Document: &operators.DocumentSpan{DocumentID: "d1", Filename: "plan.md", Chunk: 0, Start: 0, End: 9}},
+				},
+			}, nil
+		}, operators.ReadOnly()),
 		operators.NewTool("flaky", "Looks something up; fails on bad input.", func(ctx context.Context, c operators.Call, in searchIn) (operators.Result, error) {
 			if in.Q == "bad" {
 				return operators.Result{}, errors.New("upstream said 400: bad query")

@@ -81,9 +81,9 @@ func (a *Agent) loadContext(nodeCtx context.Context, s *ChatState) (string, []Da
 	}
 	if docs != nil {
 		wait++
-		conv, ids := s.Input.ConversationID, s.Input.DocumentIDs
+		user, conv, ids := s.Input.UserID, s.Input.ConversationID, s.Input.DocumentIDs
 		go func() {
-			d, err := docs(ctx, conv, ids)
+			d, err := docs.DocumentSummaries(ctx, user, conv, ids)
 			if err != nil {
 				logFail("document summaries", err)
 			}

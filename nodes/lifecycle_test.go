@@ -272,10 +272,10 @@ func TestContextLoaders(t *testing.T) {
 			seen = userID + ":" + query
 			return "prefers short answers", nil
 		},
-		Documents: func(ctx context.Context, conv string, ids []string) ([]nodes.DataSummary, error) {
+		Documents: nodes.DocumentSourceFunc(func(ctx context.Context, user, conv string, ids []string) ([]nodes.DataSummary, error) {
 			<-ctx.Done() // too slow: the turn goes on without it
 			return nil, ctx.Err()
-		},
+		}),
 		ContextTimeout: 20 * time.Millisecond,
 	})
 	r := collect(h.agent.Run(t.Context(), "c1", nodes.Input{Message: "hi", UserID: "u7"}))

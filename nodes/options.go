@@ -42,7 +42,7 @@ type Options struct {
 	Cognition func(ctx context.Context, userID, query string) (string, error)
 	// Documents loads summaries of the conversation's documents for the
 	// supervisor; nil loads none. It is given ContextTimeout.
-	Documents func(ctx context.Context, conversationID string, documentIDs []string) ([]DataSummary, error)
+	Documents DocumentSource
 	// ContextTimeout bounds Cognition and Documents; on timeout or error
 	// the turn goes on without them. 0 means 100 ms.
 	ContextTimeout time.Duration
@@ -79,6 +79,24 @@ func positive(v, def int) int {
 		return v
 	}
 	return def
+}
+
+// DocumentSource is what the agent reads of a conversation's documents
+// before the supervisor decides; the service implements it over its
+// document store.
+type DocumentSource interface {
+	// DocumentSummaries describes the user's documents in the
+	// conversation, oldest first: only those of documentIDs when it is
+	// not empty. A conversation with none has none (no error).
+	DocumentSummaries(ctx context.Context, userID, conversationID string, documentIDs []string) ([]DataSummary, error)
+}
+
+// DocumentSourceFunc is a function as a DocumentSource.
+type DocumentSourceFunc func(ctx context.Context, userID, conversationID string, documentIDs []string) ([]DataSummary, error)
+
+// DocumentSummaries calls f.
+func (f DocumentSourceFunc) DocumentSummaries(ctx context.Context, userID, conversationID string, documentIDs []string) ([]DataSummary, error) {
+	return f(ctx, userID, conversationID, documentIDs)
 }
 
 // Hooks let the service store and learn from what the agent says. They run

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/trellis-ai/trellis/llm"
 )
 
 // DefaultSystemPrompt opens every model call unless Options.SystemPrompt
@@ -113,8 +115,11 @@ func (a *Agent) systemLen(s *ChatState) int {
 func (a *Agent) supervisorSystem(s *ChatState, iteration int, tools string) string {
 	var b strings.Builder
 	size := a.systemLen(s) + 2 + len(supervisorTask) + len(tools) + len(s.Cognitive) + len(s.TaskContext) + 200 + 64*len(s.Actions)
+	if len(s.DataSummaries) > 0 {
+		size += len(documentsIntro) + 40
+	}
 	for _, d := range s.DataSummaries {
-		size += len(d.DocumentID) + len(d.Title) + len(d.Summary) + 8
+		size += len(d.DocumentID) + len(d.Title) + len(d.Status) + len(d.Summary) + 12
 	}
 	b.Grow(size)
 	a.writeSystem(&b, s)
@@ -130,6 +135,11 @@ func (a *Agent) supervisorInstructions(s *ChatState, iteration int, tools string
 	a.writeSupervisorInstructions(&b, s, iteration, tools)
 	return b.String()
 }
+
+// documentsIntro tells the supervisor what the document list is for.
+const documentsIntro = "The user uploaded these documents (id, file name, status: summary). " +
+	"When the question may be answered by them, check them first — search_documents for passages, " +
+	"load_document to read one — before other tools or your own knowledge.\n"
 
 const supervisorTask = "## Your task: decide the next step\n" +
 	"Decide what to do about the user's latest message. Either call the tools you need directly, " +
@@ -147,11 +157,15 @@ func (a *Agent) writeSupervisorInstructions(b *strings.Builder, s *ChatState, it
 		b.WriteString(tools)
 	}
 	if len(s.DataSummaries) > 0 {
-		b.WriteString("\n## Documents in this conversation (load them before searching elsewhere)\n")
+		b.WriteString("\n" + llm.DocumentsHeading + "\n")
+		b.WriteString(documentsIntro)
 		for _, d := range s.DataSummaries {
 			b.WriteString("- " + d.DocumentID)
 			if d.Title != "" {
 				b.WriteString(" (" + d.Title + ")")
+			}
+			if d.Status != "" {
+				b.WriteString(" [" + d.Status + "]")
 			}
 			b.WriteString(": ")
 			b.WriteString(d.Summary)
@@ -219,13 +233,16 @@ func synthesisInstructions(s *ChatState) string {
 		return b.String()
 	}
 	b.WriteString(" Cite the sources below with their numbers in square brackets, like [1], right after the facts they support; " +
-		"cite only these sources, and only for what they say.\n\n## Sources\n")
+		"cite only these sources, and only for what they say.\n\n" + llm.SourcesHeading + "\n")
 	for _, c := range s.DataChunks {
 		b.WriteString("[" + strconv.Itoa(c.Number) + "] ")
 		if c.Title != "" {
 			b.WriteString(c.Title + " — ")
 		}
 		b.WriteString(c.Source)
+		if d := c.Document; d != nil {
+			b.WriteString(", characters " + strconv.Itoa(d.Start) + "–" + strconv.Itoa(d.End))
+		}
 		b.WriteString("\n")
 		b.WriteString(clip(c.Text, 2000))
 		b.WriteString("\n\n")

@@ -12,7 +12,7 @@ func TestSupervisorSystemPrompt(t *testing.T) {
 	a := &Agent{opts: Options{SystemPrompt: "You help."}}
 	s := &ChatState{
 		Summary:       "- User: earlier",
-		DataSummaries: []DataSummary{{DocumentID: "d1", Title: "Plan", Summary: "the plan"}, {DocumentID: "d2", Summary: "notes"}},
+		DataSummaries: []DataSummary{{DocumentID: "d1", Title: "Plan", Status: "ready", Summary: "the plan"}, {DocumentID: "d2", Summary: "notes"}},
 		Cognitive:     "likes tables",
 		Actions: []ActionRecord{
 			{Iteration: 1, Action: ActionCallTool, Tools: []string{"search", "calculator"}},
@@ -29,7 +29,8 @@ func TestSupervisorSystemPrompt(t *testing.T) {
 	for _, line := range []string{
 		"You help.\n\n## Earlier in this conversation (summary)\n- User: earlier\n\n## Your task: decide the next step\n",
 		"\n## Tools\n- search [local]: Searches.\n",
-		"- d1 (Plan): the plan\n- d2: notes\n",
+		"\n## Documents in this conversation\nThe user uploaded these documents (id, file name, status: summary). When the question may be answered by them, check them first",
+		"- d1 (Plan) [ready]: the plan\n- d2: notes\n",
 		"\n## About the user\nlikes tables\n",
 		"\n## Progress\nThis is step 3 of at most 5 for this message.\n- step 1: CALL_TOOL search, calculator\n- step 2: ANSWER\n",
 		"The user has rejected 1 proposed tool call(s) this turn; after 3 rejections you must stop proposing.\n" +

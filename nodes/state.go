@@ -5,6 +5,7 @@ import (
 
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/operators"
 )
 
 // ChatState is the agent graph's state: everything a conversation's turns
@@ -65,10 +66,12 @@ type ChatState struct {
 	// ---- Context.
 
 	// DataChunks are the citable chunks tools returned this turn, numbered
-	// from 1 (append; per turn).
+	// from 1 (append; per turn): among them the passages the document
+	// tools loaded, each placed in its document (DataChunk.Document).
 	DataChunks []DataChunk `json:"data_chunks,omitempty"`
 	// DataSummaries describe the conversation's documents for the
-	// supervisor (per turn, loaded by initialize).
+	// supervisor (per turn, loaded by initialize through
+	// Options.Documents; replaced whole).
 	DataSummaries []DataSummary `json:"data_summaries,omitempty"`
 	// SourceCounter is the number of the last data chunk (sum; per turn).
 	SourceCounter int `json:"source_counter,omitempty"`
@@ -331,13 +334,19 @@ type DataChunk struct {
 	Source     string `json:"source"`
 	Title      string `json:"title,omitempty"`
 	Text       string `json:"text"`
+	// Document places a passage of an uploaded document; nil for other
+	// sources.
+	Document *operators.DocumentSpan `json:"document,omitempty"`
 }
 
 // DataSummary describes one document of the conversation.
 type DataSummary struct {
 	DocumentID string `json:"document_id"`
-	Title      string `json:"title,omitempty"`
-	Summary    string `json:"summary"`
+	// Title is the document's file name.
+	Title string `json:"title,omitempty"`
+	// Status is its processing status (ready, summarizing, …, error).
+	Status  string `json:"status,omitempty"`
+	Summary string `json:"summary"`
 }
 
 // DirectResponse is content an operator showed the user directly.
@@ -348,12 +357,66 @@ type DirectResponse struct {
 	WidgetType  string `json:"widget_type,omitempty"`
 }
 
-// Citation is a numbered source an answer cites.
+// Citation is a numbered source an answer cites. A passage of an
+// uploaded document (DocumentID set) is written as API.md's document
+// citation, {"index", "document_id", "filename", "chunk", "start", "end",
+// "text"}; any other source as {"number", "source", "title", "text"}.
 type Citation struct {
+	Number int
+	Source string
+	Title  string
+	Text   string
+	// DocumentID, Filename, Chunk, Start and End place a document's
+	// passage: its chunk and character offsets [Start, End).
+	DocumentID string
+	Filename   string
+	Chunk      int
+	Start      int
+	End        int
+}
+
+type sourceCitation struct {
 	Number int    `json:"number"`
 	Source string `json:"source"`
 	Title  string `json:"title,omitempty"`
 	Text   string `json:"text,omitempty"`
+}
+
+type documentCitation struct {
+	Index      int    `json:"index"`
+	DocumentID string `json:"document_id"`
+	Filename   string `json:"filename"`
+	Chunk      int    `json:"chunk"`
+	Start      int    `json:"start"`
+	End        int    `json:"end"`
+	Text       string `json:"text"`
+}
+
+// MarshalJSON writes the citation in its API shape.
+func (c Citation) MarshalJSON() ([]byte, error) {
+	if c.DocumentID != "" {
+		return json.Marshal(documentCitation{Index: c.Number, DocumentID: c.DocumentID, Filename: c.Filename,
+			Chunk: c.Chunk, Start: c.Start, End: c.End, Text: c.Text})
+	}
+	return json.Marshal(sourceCitation{Number: c.Number, Source: c.Source, Title: c.Title, Text: c.Text})
+}
+
+// UnmarshalJSON reads either shape back.
+func (c *Citation) UnmarshalJSON(b []byte) error {
+	var d documentCitation
+	if err := json.Unmarshal(b, &d); err != nil {
+		return err
+	}
+	if d.DocumentID != "" {
+		*c = Citation{Number: d.Index, DocumentID: d.DocumentID, Filename: d.Filename, Chunk: d.Chunk, Start: d.Start, End: d.End, Text: d.Text}
+		return nil
+	}
+	var s sourceCitation
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*c = Citation{Number: s.Number, Source: s.Source, Title: s.Title, Text: s.Text}
+	return nil
 }
 
 // BriefKind says what the write node is writing.

@@ -79,7 +79,13 @@ func cited(text string, chunks []DataChunk) []Citation {
 	}
 	for _, c := range chunks {
 		if seen[c.Number] {
-			out = append(out, Citation{Number: c.Number, Source: c.Source, Title: c.Title, Text: clip(c.Text, 500)})
+			ci := Citation{Number: c.Number, Source: c.Source, Title: c.Title, Text: clip(c.Text, 500)}
+			if d := c.Document; d != nil {
+				// A passage is cited whole, so its offsets describe its text.
+				ci = Citation{Number: c.Number, Text: c.Text, DocumentID: d.DocumentID, Filename: d.Filename,
+					Chunk: d.Chunk, Start: d.Start, End: d.End}
+			}
+			out = append(out, ci)
 		}
 	}
 	return out

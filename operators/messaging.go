@@ -105,6 +105,9 @@ type Call struct {
 	ToolCallID     string
 	ConversationID string
 	UserID         string
+	// DocumentIDs, when not empty, limit the document tools to these
+	// documents of the conversation (the chat request's document_ids).
+	DocumentIDs []string
 	// Messenger reaches the user; nil means nobody is attached
 	// ([NopMessenger]).
 	Messenger Messenger

@@ -132,6 +132,19 @@ type DataChunk struct {
 	Source string `json:"source"`
 	Title  string `json:"title,omitempty"`
 	Text   string `json:"text"`
+	// Document is set when the chunk is a passage of an uploaded
+	// document: it is then cited by document, chunk and offsets.
+	Document *DocumentSpan `json:"document,omitempty"`
+}
+
+// DocumentSpan places a passage in an uploaded document: its chunk
+// number and its character offsets [Start, End) in the extracted text.
+type DocumentSpan struct {
+	DocumentID string `json:"document_id"`
+	Filename   string `json:"filename,omitempty"`
+	Chunk      int    `json:"chunk"`
+	Start      int    `json:"start"`
+	End        int    `json:"end"`
 }
 
 // Result is what a tool call produced.

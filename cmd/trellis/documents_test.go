@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"mime/multipart"
@@ -316,5 +317,189 @@ func TestServeAgentSearchesDocuments(t *testing.T) {
 	}
 	if i := strings.Index(string(md), want); i < h.Start || i+len(want) > h.End {
 		t.Fatalf("the passage at [%d, %d) does not hold offset %d of the file", h.Start, h.End, i)
+	}
+}
+
+// waitDocReady polls a document's status on a serve process until ready.
+func waitDocReady(t *testing.T, c *child, conv string, doc map[string]any) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, st := getJSON(t, c, "/api/v1/documents/"+conv+"/"+doc["document_id"].(string)+"/status")
+		if code != http.StatusOK || st["status"] == "error" {
+			t.Fatalf("status: %d %v", code, st)
+		}
+		if st["status"] == "ready" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready: %v", doc["filename"], st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// askDocuments sends a chat message and returns its events up to the end
+// of the run, the names of the tools it completed and its response.done.
+func askDocuments(t *testing.T, c *child, body map[string]any) (tools []string, done map[string]any, seen []event) {
+	t.Helper()
+	resp := c.do(http.MethodPost, "/api/v1/chat", body)
+	seen = events(t, resp, func(e event) bool { return e.typ == "run.completed" || e.typ == "run.failed" })
+	for _, e := range seen {
+		switch e.typ {
+		case "tool.complete":
+			name, _ := e.data["tool"].(string)
+			tools = append(tools, name)
+		case "response.done":
+			done = e.data
+		}
+	}
+	if done == nil {
+		t.Fatalf("no response.done: %v", seen)
+	}
+	return tools, done, seen
+}
+
+// docCitation is API.md's document citation.
+type docCitation struct {
+	Index      int    `json:"index"`
+	DocumentID string `json:"document_id"`
+	Filename   string `json:"filename"`
+	Chunk      int    `json:"chunk"`
+	Start      int    `json:"start"`
+	End        int    `json:"end"`
+	Text       string `json:"text"`
+}
+
+func citationsOf(t *testing.T, done map[string]any) []docCitation {
+	t.Helper()
+	b, _ := json.Marshal(done["citations"])
+	var out []docCitation
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("citations %s: %v", b, err)
+	}
+	return out
+}
+
+// citeScript answers a question about the office plant (only in the PDF)
+// and one about the coffee machine (only in the Markdown) from
+// search_documents, citing the first passage.
+const citeScript = `{"steps": [
+  {"match": {"node": "supervisor", "contains": "office plant", "tool_result": false},
+   "reply": {"tool_calls": [{"name": "search_documents", "args": {"query": "office plant named"}}]}, "repeat": true},
+  {"match": {"node": "supervisor", "contains": "coffee machine", "tool_result": false},
+   "reply": {"tool_calls": [{"name": "search_documents", "args": {"query": "coffee machine descaling"}}]}, "repeat": true},
+  {"match": {"node": "reflect"}, "reply": {"json": {"assessment": "satisfied"}}, "repeat": true},
+  {"match": {"node": "write", "contains": "office plant"}, "reply": {"text": "The office plant is named Gerald [1]."}, "repeat": true},
+  {"match": {"node": "write", "contains": "coffee machine"}, "reply": {"text": "Bertha needs descaling every second Friday [1]."}, "repeat": true}
+]}`
+
+// The agent answers from uploaded documents with numbered citations,
+// through trellis serve on SQLite and PostgreSQL: a Markdown file and a
+// PDF are processed to ready; a question scoped to the PDF by the chat's
+// document_ids, and one about the Markdown file, each make the scripted
+// supervisor call search_documents, and response.done cites the passage
+// by document, chunk and character offsets.
+func TestServeAgentCitesDocuments(t *testing.T) {
+	md, err := os.ReadFile("../../documents/testdata/handbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdf, err := os.ReadFile("../../documents/testdata/handbook.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			dir := t.TempDir()
+			script := filepath.Join(dir, "cite.json")
+			if err := os.WriteFile(script, []byte(citeScript), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			env := []string{"TRELLIS_DATA_DIR=" + dir, "TRELLIS_DOCUMENTS_DIR=" + filepath.Join(dir, "docs"), "TRELLIS_MODEL=scripted:" + script}
+			if backend == "postgres" {
+				env = append(env, "DATABASE_URL="+pgDSN(t), "TRELLIS_DOCUMENTS_SHARED=true")
+			}
+			c := startServe(t, env...)
+			d := uploadTo(t, c, "", "handbook.md", md)
+			conv := d["conversation_id"].(string)
+			p := uploadTo(t, c, conv, "handbook.pdf", pdf)
+			waitDocReady(t, c, conv, d)
+			waitDocReady(t, c, conv, p)
+			pdfID, mdID := p["document_id"].(string), d["document_id"].(string)
+
+			// Scoped to the PDF: only its passages come back.
+			tools, done, seen := askDocuments(t, c, map[string]any{"message": "what is the office plant named?", "conversation_id": conv,
+				"document_ids": []string{pdfID}})
+			cites := citationsOf(t, done)
+			if len(tools) != 1 || tools[0] != "search_documents" || len(cites) != 1 {
+				t.Fatalf("tools %v, citations %v\nevents %v", tools, done["citations"], seen)
+			}
+			for _, e := range seen {
+				if e.typ == "tool.complete" && strings.Contains(fmt.Sprint(e.data["result"]), mdID) {
+					t.Errorf("a search scoped to the PDF returned the Markdown file: %v", e.data["result"])
+				}
+			}
+			ct := cites[0]
+			if done["content"] != "The office plant is named Gerald [1]." || ct.Index != 1 || ct.DocumentID != pdfID || ct.Filename != "handbook.pdf" ||
+				!strings.Contains(ct.Text, "The office plant is named Gerald.") || ct.End-ct.Start != len([]rune(ct.Text)) {
+				t.Fatalf("response.done %v", done)
+			}
+
+			tools, done, seen = askDocuments(t, c, map[string]any{"message": "when does the coffee machine need descaling?", "conversation_id": conv})
+			cites = citationsOf(t, done)
+			if len(tools) != 1 || tools[0] != "search_documents" || len(cites) != 1 {
+				t.Fatalf("tools %v, citations %v\nevents %v", tools, done["citations"], seen)
+			}
+			ct = cites[0]
+			want := "The coffee machine on the third floor is called Bertha."
+			if ct.Index != 1 || ct.DocumentID != mdID || ct.Filename != "handbook.md" || ct.Chunk != 0 || !strings.Contains(ct.Text, want) ||
+				ct.End-ct.Start != len([]rune(ct.Text)) {
+				t.Fatalf("citation %+v", ct)
+			}
+			if i := strings.Index(string(md), want); i < ct.Start || i+len(want) > ct.End {
+				t.Fatalf("the citation at [%d, %d) does not hold offset %d of the file", ct.Start, ct.End, i)
+			}
+			// The answer is stored with its citations.
+			code, conversation := getJSON(t, c, "/api/v1/conversations/"+conv)
+			if b, _ := json.Marshal(conversation["messages"]); code != http.StatusOK || !strings.Contains(string(b), `"document_id":"`+mdID+`"`) {
+				t.Fatalf("conversation: %d %s", code, b)
+			}
+
+			// A document that is not in the conversation: 404, no run.
+			resp := c.do(http.MethodPost, "/api/v1/chat/sync", map[string]any{"message": "what is the office plant named?", "conversation_id": conv,
+				"document_ids": []string{"nope"}})
+			if resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("an unknown document id: %d", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// With no model configured, the offline model answers a question about an
+// uploaded document: it searches the documents and quotes the passage
+// with its numbered citation.
+func TestServeOfflineAnswersFromDocuments(t *testing.T) {
+	md, err := os.ReadFile("../../documents/testdata/handbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	c := startServe(t, "TRELLIS_DATA_DIR="+dir, "TRELLIS_DOCUMENTS_DIR="+filepath.Join(dir, "docs"), "TRELLIS_MODEL=offline")
+	d := uploadTo(t, c, "", "handbook.md", md)
+	conv := d["conversation_id"].(string)
+	waitDocReady(t, c, conv, d)
+	tools, done, seen := askDocuments(t, c, map[string]any{"message": "When does the coffee machine need descaling?", "conversation_id": conv})
+	cites := citationsOf(t, done)
+	content, _ := done["content"].(string)
+	if len(tools) != 1 || tools[0] != "search_documents" || len(cites) != 1 {
+		t.Fatalf("tools %v, response.done %v\nevents %v", tools, done, seen)
+	}
+	if !strings.Contains(content, "From handbook.md: “The coffee machine on the third floor is called Bertha. She needs descaling every second Friday") ||
+		!strings.HasSuffix(content, "[1]") {
+		t.Fatalf("answer %q", content)
+	}
+	if ct := cites[0]; ct.Index != 1 || ct.DocumentID != d["document_id"] || ct.Filename != "handbook.md" || !strings.Contains(ct.Text, "Bertha") {
+		t.Fatalf("citation %+v", ct)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -77,6 +78,32 @@ func scope(call operators.Call) error {
 	return nil
 }
 
+// inScope reports whether the call may see document id: every document
+// of its conversation, or only those the chat request named.
+func inScope(call operators.Call, id string) bool {
+	return len(call.DocumentIDs) == 0 || slices.Contains(call.DocumentIDs, id)
+}
+
+// searchScope is the documents a search looks in: those asked for,
+// within the call's scope; ok is false when none of them is in it.
+func searchScope(call operators.Call, asked []string) (ids []string, ok bool) {
+	if len(asked) == 0 {
+		return call.DocumentIDs, true
+	}
+	for _, id := range asked {
+		if inScope(call, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, len(ids) > 0
+}
+
+// chunk is a passage as a citable data chunk.
+func (p passage) chunk() operators.DataChunk {
+	return operators.DataChunk{Source: fmt.Sprintf("document %s, chunk %d", p.DocumentID, p.Chunk), Title: p.Filename, Text: p.Text,
+		Document: &operators.DocumentSpan{DocumentID: p.DocumentID, Filename: p.Filename, Chunk: p.Chunk, Start: p.Start, End: p.End}}
+}
+
 // notFound says the same of an unknown document and another's.
 func notFound(id string) error {
 	return fmt.Errorf("no document %q in this conversation: list_documents gives the ids", id)
@@ -111,6 +138,9 @@ func (t *tools) list() operators.Tool {
 			}
 			items := make([]docItem, 0, len(docs))
 			for _, d := range docs {
+				if !inScope(call, d.ID) {
+					continue
+				}
 				items = append(items, docItem{ID: d.ID, Filename: d.Filename, Status: string(d.Status), Error: d.Error,
 					Summary: d.Summary, Chunks: d.Chunks, OmittedChars: d.OmittedChars})
 			}
@@ -150,10 +180,15 @@ func (t *tools) search() operators.Tool {
 				limit = DefaultSearchLimit
 			}
 			limit = min(limit, MaxSearchLimit)
-			hits, err := t.cfg.Store.SearchChunks(ctx, store.ChunkQuery{UserID: call.UserID, ConversationID: call.ConversationID,
-				DocumentIDs: in.DocumentIDs, Query: in.Query, Limit: limit})
-			if err != nil {
-				return operators.Result{}, err
+			ids, ok := searchScope(call, in.DocumentIDs)
+			var hits []store.ChunkHit
+			if ok {
+				var err error
+				hits, err = t.cfg.Store.SearchChunks(ctx, store.ChunkQuery{UserID: call.UserID, ConversationID: call.ConversationID,
+					DocumentIDs: ids, Query: in.Query, Limit: limit})
+				if err != nil {
+					return operators.Result{}, err
+				}
 			}
 			out := make([]passage, 0, len(hits))
 			budget, cut := t.cfg.MaxChars, 0
@@ -167,6 +202,11 @@ func (t *tools) search() operators.Tool {
 				out = append(out, passage{DocumentID: h.DocumentID, Filename: h.Filename, Chunk: h.Index, Start: h.Start, End: h.End,
 					Page: h.Page, LastPage: h.LastPage, Text: h.Text})
 			}
+			if !ok {
+				res := map[string]any{"query": in.Query, "results": out,
+					"note": "none of these documents is among those this message is about"}
+				return jsonResult(res)
+			}
 			res := map[string]any{"query": in.Query, "results": out}
 			if cut > 0 {
 				res["left_out"] = cut
@@ -174,7 +214,7 @@ func (t *tools) search() operators.Tool {
 			if len(out) == 0 {
 				res["note"] = t.pendingNote(ctx, call)
 			}
-			return jsonResult(res)
+			return withChunks(jsonResult(res))(out)
 		}, operators.ReadOnly(), operators.WithOutputTypes(operators.OutputJSON),
 		operators.WithSchema(func(s *jsonschema.Schema) {
 			if p := s.Properties["limit"]; p != nil {
@@ -214,6 +254,9 @@ func (t *tools) load() operators.Tool {
 		func(ctx context.Context, call operators.Call, in loadInput) (operators.Result, error) {
 			if err := scope(call); err != nil {
 				return operators.Result{}, err
+			}
+			if !inScope(call, in.DocumentID) {
+				return operators.Result{}, notFound(in.DocumentID)
 			}
 			d, err := t.waitReadable(ctx, call, in.DocumentID)
 			if err != nil {
@@ -297,7 +340,7 @@ func (t *tools) loadChunks(ctx context.Context, call operators.Call, d store.Doc
 			continue
 		}
 		budget -= n
-		out = append(out, passage{DocumentID: d.ID, Chunk: c.Index, Start: c.Start, End: c.End, Page: c.Page, LastPage: c.LastPage, Text: c.Text})
+		out = append(out, passage{DocumentID: d.ID, Filename: d.Filename, Chunk: c.Index, Start: c.Start, End: c.End, Page: c.Page, LastPage: c.LastPage, Text: c.Text})
 	}
 	res := map[string]any{"document_id": d.ID, "filename": d.Filename, "status": d.Status, "total_chunks": d.Chunks, "chunks": out}
 	if len(left) > 0 {
@@ -307,7 +350,7 @@ func (t *tools) loadChunks(ctx context.Context, call operators.Call, d store.Doc
 	if len(chunks) < len(want) {
 		res["unknown_chunks"] = fmt.Sprintf("the document has chunks 0 to %d", d.Chunks-1)
 	}
-	return jsonResult(res)
+	return withChunks(jsonResult(res))(out)
 }
 
 // loadText returns the document's text from chunk from on, the chunks'
@@ -333,6 +376,7 @@ func (t *tools) loadText(ctx context.Context, call operators.Call, d store.Docum
 		return operators.Result{}, err
 	}
 	var text []rune
+	var read []passage
 	start, end, last := -1, 0, from-1
 	budget := t.cfg.MaxChars
 	for _, c := range chunks {
@@ -351,6 +395,7 @@ func (t *tools) loadText(ctx context.Context, call operators.Call, d store.Docum
 			start = max(c.Start, end)
 		}
 		text = append(text, r...)
+		read = append(read, passage{DocumentID: d.ID, Filename: d.Filename, Chunk: c.Index, Start: c.Start, End: c.End, Text: c.Text})
 		budget -= len(r)
 		end, last = c.End, c.Index
 	}
@@ -363,7 +408,7 @@ func (t *tools) loadText(ctx context.Context, call operators.Call, d store.Docum
 		res["omitted_chars"] = d.OmittedChars
 		res["note"] = "the end of the document was not kept (it is longer than the chunk limit)"
 	}
-	return jsonResult(res)
+	return withChunks(jsonResult(res))(read)
 }
 
 func jsonResult(v any) (operators.Result, error) {
@@ -372,6 +417,19 @@ func jsonResult(v any) (operators.Result, error) {
 		return operators.Result{}, err
 	}
 	return operators.Result{Status: operators.StatusSuccess, Contents: []operators.Content{c}}, nil
+}
+
+// withChunks adds the passages a result holds as its citable chunks.
+func withChunks(res operators.Result, err error) func([]passage) (operators.Result, error) {
+	return func(ps []passage) (operators.Result, error) {
+		if err != nil {
+			return res, err
+		}
+		for _, p := range ps {
+			res.Chunks = append(res.Chunks, p.chunk())
+		}
+		return res, nil
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

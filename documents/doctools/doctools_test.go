@@ -301,6 +301,41 @@ func TestTools(t *testing.T) {
 				t.Errorf("no conversation: %q", e)
 			}
 
+			// A request's document_ids scope every tool to those documents.
+			onlyPDF := operators.Call{UserID: "alice", ConversationID: d.ConversationID, DocumentIDs: []string{p.ID}}
+			if e := call(t, tp, onlyPDF, "list_documents", `{}`, &raw); e != "" || len(raw["documents"]) != 1 || raw["documents"][0]["document_id"] != p.ID {
+				t.Errorf("scoped list: %v %q", raw, e)
+			}
+			if e := call(t, tp, onlyPDF, "search_documents", `{"query":"office plant named"}`, &found); e != "" || len(found.Results) == 0 {
+				t.Fatalf("scoped search: %+v %q", found, e)
+			}
+			for _, r := range found.Results {
+				if r.DocumentID != p.ID {
+					t.Errorf("scoped search found %+v", r)
+				}
+			}
+			if e := call(t, tp, onlyPDF, "search_documents", `{"query":"office plant named","document_ids":["`+d.ID+`"]}`, &found); e != "" || len(found.Results) != 0 {
+				t.Errorf("search outside the scope: %+v %q", found, e)
+			}
+			if e := call(t, tp, onlyPDF, "load_document", `{"document_id":"`+d.ID+`"}`, &some); !strings.Contains(e, "no document") {
+				t.Errorf("load outside the scope: %q", e)
+			}
+			// Every passage a tool returns is a citable chunk, placed in
+			// its document.
+			res := tp.Execute(ctx, "search_documents", json.RawMessage(`{"query":"Bertha descaling"}`), alice)
+			if len(res.Chunks) == 0 {
+				t.Fatalf("search_documents has no chunks: %+v", res)
+			}
+			for _, c := range res.Chunks {
+				if c.Document == nil || c.Document.DocumentID == "" || c.Document.End-c.Document.Start != len([]rune(c.Text)) || c.Title != c.Document.Filename {
+					t.Errorf("chunk %+v %+v", c, c.Document)
+				}
+			}
+			res = tp.Execute(ctx, "load_document", json.RawMessage(`{"document_id":"`+d.ID+`","chunks":[1]}`), alice)
+			if len(res.Chunks) != 1 || res.Chunks[0].Document.Chunk != 1 || res.Chunks[0].Document.Filename != "handbook.md" {
+				t.Errorf("load_document chunks %+v", res.Chunks)
+			}
+
 			// load_document waits for a document being processed.
 			w, err := svc.Upload(ctx, ingest.Upload{UserID: "alice", ConversationID: d.ConversationID, Filename: "again.md", Data: md})
 			if err != nil {
