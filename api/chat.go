@@ -273,8 +273,12 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, req runs.Follo
 	sw := startSSE(w, req.ConversationID, req.RunID, s.cfg.StreamWriteTimeout)
 	req.Heartbeat, req.Idle = s.cfg.Heartbeat, sw.ping
 	if s.cfg.Documents != nil {
-		dw := &documentWatch{s: s, ctx: r.Context(), user: req.User, conv: req.ConversationID, sw: sw}
-		req.PollEvery, req.Poll = documentPoll, dw.poll
+		// Watched before the first read, so that no change falls
+		// between.
+		w := s.cfg.Documents.Watch(req.ConversationID)
+		defer w.Close()
+		dw := &documentWatch{s: s, ctx: r.Context(), user: req.User, conv: req.ConversationID, sw: sw, w: w}
+		req.PollEvery, req.PollNow, req.Poll = documentPoll, w.C, dw.poll
 	}
 	terminal, _ := s.runs.Follow(r.Context(), req, func(e *runs.Event) error { return sw.event(e.Seq, e.Type, e.Data) })
 	return terminal

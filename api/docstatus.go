@@ -7,29 +7,36 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
 // documentPoll is how often an open stream reads its conversation's
-// documents for document.status: one indexed read of a conversation's
-// rows (at most its document limit), the same whichever process runs
-// the document's job.
+// documents from the store for document.status: one indexed read of a
+// conversation's rows (at most its document limit). It is how a stream
+// learns of a job that another process runs; this process's own status
+// changes come at once, each of them (ingest.Watcher).
 const documentPoll = 250 * time.Millisecond
 
 // documentWatch sends document.status on one open stream of a
-// conversation: each time it reads the conversation's documents, one
-// event per document whose status (or error) is not what the stream
-// last said. The first read tells every document's status, so a client
-// that connects (or reconnects) learns where each one is. A status held
-// for less than a read's interval may be passed over; the latest one,
-// ready or error included, always comes.
+// conversation: one event per document each time its status (or error)
+// is not what the stream last said. The first read of the store tells
+// every document's status, so a client that connects (or reconnects)
+// learns where each one is; then each change this process stores comes
+// as it is stored, and the reads of the store bring those of other
+// processes (where a status held for less than a read's interval may be
+// passed over; the latest one, ready or error included, always comes).
+// A status never goes back: a read may run ahead of changes still
+// waiting in the Watcher.
 type documentWatch struct {
 	s    *Server
 	ctx  context.Context
 	user string
 	conv string
 	sw   *sseWriter
-	seen map[string]store.Document
+	w    *ingest.Watcher
+	sent map[string]store.Document // what the stream last said, by id
+	read time.Time                 // the last read of the store
 }
 
 // documentData is document.status's data line: the vocabulary's payload
@@ -41,8 +48,25 @@ type documentData struct {
 	nodes.DocumentStatus
 }
 
-// poll reads the conversation's documents and writes what changed.
+// poll writes this process's status changes, then, once every
+// documentPoll, what a read of the store tells.
 func (d *documentWatch) poll() (bool, error) {
+	wrote := false
+	for _, doc := range d.w.Take() {
+		if doc.UserID != d.user || doc.ConversationID != d.conv {
+			continue
+		}
+		ok, err := d.tell(doc)
+		if err != nil {
+			return wrote, err
+		}
+		wrote = wrote || ok
+	}
+	if time.Since(d.read) < documentPoll*3/4 { // a tick comes every documentPoll, give or take
+
+		return wrote, nil
+	}
+	d.read = time.Now()
 	docs, err := d.s.cfg.Documents.List(d.ctx, d.user, d.conv)
 	if err != nil {
 		// The stream goes on: the next read may succeed; a
@@ -50,27 +74,49 @@ func (d *documentWatch) poll() (bool, error) {
 		if d.ctx.Err() == nil {
 			d.s.log.LogAttrs(d.ctx, slog.LevelDebug, "reading documents for document.status", slog.String("conversation_id", d.conv), slog.Any("error", err))
 		}
-		return false, nil
+		return wrote, nil
 	}
-	wrote := false
-	now := make(map[string]store.Document, len(docs))
+	listed := make(map[string]bool, len(docs))
 	for _, doc := range docs {
-		now[doc.ID] = doc
-		old, ok := d.seen[doc.ID]
-		if ok && old.Status == doc.Status && old.Error == doc.Error {
-			continue
-		}
-		b, err := json.Marshal(documentData{Type: nodes.EventDocumentStatus, ConversationID: d.conv,
-			TS:             time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"),
-			DocumentStatus: nodes.DocumentStatus{DocumentID: doc.ID, Status: string(doc.Status), Error: doc.Error}})
+		listed[doc.ID] = true
+		ok, err := d.tell(doc)
 		if err != nil {
 			return wrote, err
 		}
-		if err := d.sw.notice(nodes.EventDocumentStatus, b); err != nil {
-			return wrote, err
-		}
-		wrote = true
+		wrote = wrote || ok
 	}
-	d.seen = now
+	for id := range d.sent {
+		if !listed[id] {
+			delete(d.sent, id) // deleted
+		}
+	}
 	return wrote, nil
+}
+
+// statusRank orders statuses as processing moves through them.
+var statusRank = map[store.DocumentStatus]int{
+	store.DocUploading: 0, store.DocChunking: 1, store.DocSummarizing: 2, store.DocReady: 3, store.DocError: 3,
+}
+
+// tell writes doc's status unless the stream said it, or a later one,
+// already.
+func (d *documentWatch) tell(doc store.Document) (bool, error) {
+	old, ok := d.sent[doc.ID]
+	if ok && (old.Status == doc.Status && old.Error == doc.Error || statusRank[doc.Status] < statusRank[old.Status]) {
+		return false, nil
+	}
+	b, err := json.Marshal(documentData{Type: nodes.EventDocumentStatus, ConversationID: d.conv,
+		TS:             time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		DocumentStatus: nodes.DocumentStatus{DocumentID: doc.ID, Status: string(doc.Status), Error: doc.Error}})
+	if err != nil {
+		return false, err
+	}
+	if err := d.sw.notice(nodes.EventDocumentStatus, b); err != nil {
+		return false, err
+	}
+	if d.sent == nil {
+		d.sent = map[string]store.Document{}
+	}
+	d.sent[doc.ID] = doc
+	return true, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/internal/jobs"
@@ -321,8 +322,9 @@ func TestDocumentStatusOnStream(t *testing.T) {
 			docEvent(left.until("document.status"), 0)
 			left.close() // a disconnect mid-way
 
-			last, statuses := -1, []string{}
-			for last != order["ready"] {
+			// This process's changes come each as it is stored.
+			var statuses []string
+			for last := -1; last != order["ready"]; {
 				ev := s.until("document.status")
 				last = docEvent(ev, last)
 				statuses = append(statuses, ev.str("status"))
@@ -330,7 +332,17 @@ func TestDocumentStatusOnStream(t *testing.T) {
 					t.Fatalf("Last-Event-ID after document.status: %q", ev.LastID)
 				}
 			}
-			t.Logf("statuses seen: %v", statuses)
+			if got := strings.Join(statuses, " "); got != "uploading chunking summarizing ready" {
+				t.Errorf("statuses on the stream: %s", got)
+			}
+			// A change another process stores comes by reading the
+			// record.
+			if _, err := e.store.(store.Documents).SetDocumentStatus(t.Context(), d.DocumentID, store.DocError, "changed elsewhere"); err != nil {
+				t.Fatal(err)
+			}
+			if ev := s.until("document.status"); ev.str("status") != "error" || ev.str("error") != "changed elsewhere" {
+				t.Fatalf("after a change elsewhere: %s", ev.Raw)
+			}
 
 			close(e.tools.release)
 			evs := s.all()

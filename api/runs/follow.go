@@ -91,8 +91,9 @@ type FollowRequest struct {
 	// every PollEvery, on Follow's goroutine (so it may write to the
 	// caller's stream between events): what the caller sends beside the
 	// run's events, such as document.status. It reports whether it
-	// wrote; an error ends Follow.
+	// wrote; an error ends Follow. A value on PollNow calls it at once.
 	PollEvery time.Duration
+	PollNow   <-chan struct{}
 	Poll      func() (wrote bool, err error)
 }
 
@@ -180,7 +181,9 @@ func (f *follower) run() (bool, error) {
 		poll = pt.C
 	}
 	var side <-chan time.Time
+	var now <-chan struct{}
 	if f.req.Poll != nil && f.req.PollEvery > 0 {
+		now = f.req.PollNow
 		if err := f.poll(); err != nil {
 			return false, err
 		}
@@ -219,6 +222,10 @@ func (f *follower) run() (bool, error) {
 				return done, err
 			}
 		case <-side:
+			if err := f.poll(); err != nil {
+				return false, err
+			}
+		case <-now:
 			if err := f.poll(); err != nil {
 				return false, err
 			}
