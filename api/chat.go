@@ -267,7 +267,8 @@ func (res *syncResponse) toolCall(id, tool string) *syncToolCall {
 	return &res.ToolCalls[len(res.ToolCalls)-1]
 }
 
-// serveSSE writes a run's events as SSE (see runs.Service.Follow) until
+// serveSSE writes a run's events as SSE (see runs.Service.Follow), and
+// with documents on the conversation's document.status, until
 // a terminal event (it then reports true), the client leaves, the
 // subscriber is cut, or the server ends its streams.
 func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, req runs.FollowRequest) bool {
@@ -275,6 +276,14 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, req runs.Follo
 	defer s.metrics.openStreams.Add(-1)
 	sw := startSSE(w, req.ConversationID, req.RunID, s.cfg.StreamWriteTimeout)
 	req.Heartbeat, req.Idle = s.cfg.Heartbeat, sw.ping
+	if s.cfg.Documents != nil {
+		// Watched before the first read, so that no change falls
+		// between.
+		w := s.cfg.Documents.Watch(req.ConversationID)
+		defer w.Close()
+		dw := &documentWatch{s: s, ctx: r.Context(), user: req.User, conv: req.ConversationID, sw: sw, w: w}
+		req.PollEvery, req.PollNow, req.Poll = documentPoll, w.C, dw.poll
+	}
 	terminal, _ := s.runs.Follow(r.Context(), req, func(e *runs.Event) error { return sw.event(e.Seq, e.Type, e.Data) })
 	return terminal
 }

@@ -338,3 +338,83 @@ func TestChatDocumentIDs(t *testing.T) {
 		})
 	}
 }
+
+// A document's status changes reach the conversation's open streams as
+// document.status, with no id: the run's events keep their seqs, and a
+// stream left mid-way leaves nothing running.
+func TestDocumentStatusOnStream(t *testing.T) {
+	md, err := os.ReadFile("../documents/testdata/handbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := map[string]int{"uploading": 0, "chunking": 1, "summarizing": 2, "ready": 3}
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			noLeaks(t)
+			e := newDocEnv(t, b, ingest.Config{})
+			s := e.chat(map[string]any{"message": "wait for it"})
+			conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+			<-e.tools.waiting
+			s.until("tool.start")
+			// A second stream of the conversation, left before the
+			// document is ready.
+			left := e.open(e.request(http.MethodGet, "/api/v1/conversations/"+conv+"/stream", nil, aliceKey))
+
+			code, body := e.upload(aliceKey, conv, "handbook.md", md)
+			if code != http.StatusAccepted {
+				t.Fatalf("upload: %d %s", code, body)
+			}
+			d := jsonOf[uploaded](t, body)
+
+			docEvent := func(ev event, last int) int {
+				t.Helper()
+				if ev.str("document_id") != d.DocumentID || ev.str("conversation_id") != conv || ev.str("type") != "document.status" ||
+					ev.Data["seq"] != nil || ev.Data["run_id"] != nil || ev.str("ts") == "" {
+					t.Fatalf("document.status: %s", ev.Raw)
+				}
+				n, ok := order[ev.str("status")]
+				if !ok || n < last {
+					t.Fatalf("document.status %q after %d: %s", ev.str("status"), last, ev.Raw)
+				}
+				return n
+			}
+			docEvent(left.until("document.status"), 0)
+			left.close() // a disconnect mid-way
+
+			// This process's changes come each as it is stored.
+			var statuses []string
+			for last := -1; last != order["ready"]; {
+				ev := s.until("document.status")
+				last = docEvent(ev, last)
+				statuses = append(statuses, ev.str("status"))
+				if ev.LastID == "" || ev.LastID == d.DocumentID {
+					t.Fatalf("Last-Event-ID after document.status: %q", ev.LastID)
+				}
+			}
+			if got := strings.Join(statuses, " "); got != "uploading chunking summarizing ready" {
+				t.Errorf("statuses on the stream: %s", got)
+			}
+			// A change another process stores comes by reading the
+			// record.
+			if _, err := e.store.(store.Documents).SetDocumentStatus(t.Context(), d.DocumentID, store.DocError, "changed elsewhere"); err != nil {
+				t.Fatal(err)
+			}
+			if ev := s.until("document.status"); ev.str("status") != "error" || ev.str("error") != "changed elsewhere" {
+				t.Fatalf("after a change elsewhere: %s", ev.Raw)
+			}
+
+			close(e.tools.release)
+			evs := s.all()
+			var run []event
+			for _, ev := range evs {
+				if ev.Type != "document.status" {
+					run = append(run, ev)
+				}
+			}
+			checkRun(t, run, 1, runID, conv)
+			if ty := run[len(run)-1].Type; ty != "run.completed" {
+				t.Fatalf("the run ended with %s", ty)
+			}
+		})
+	}
+}

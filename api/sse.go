@@ -44,6 +44,19 @@ func (s *sseWriter) event(seq int64, typ string, data []byte) error {
 	return s.write(b)
 }
 
+// notice writes an event that is no run's (document.status): event and
+// data lines with no id, so it takes no seq and leaves the client's
+// Last-Event-ID where the run's events put it.
+func (s *sseWriter) notice(typ string, data []byte) error {
+	b := append(s.buf[:0], "event: "...)
+	b = append(b, typ...)
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	b = append(b, "\n\n"...)
+	s.buf = b
+	return s.write(b)
+}
+
 // ping writes the heartbeat comment.
 func (s *sseWriter) ping() error { return s.write([]byte(": ping\n\n")) }
 

@@ -31,6 +31,10 @@ const (
 	EventRunInterrupted      = "run.interrupted"
 	EventRunCancelled        = "run.cancelled"
 	EventRunFailed           = "run.failed"
+	// EventDocumentStatus is not a run's event: the service sends it on
+	// a conversation's open stream when a document of the conversation
+	// changes status, with no seq and no SSE id (API.md, README).
+	EventDocumentStatus = "document.status"
 )
 
 // Event is one agent event. Its JSON is API.md's data object for Type
@@ -234,6 +238,15 @@ type RunFailed struct {
 	Error ErrorInfo `json:"error"`
 }
 
+// DocumentStatus is document.status: a document of the conversation is
+// now at Status (uploading, chunking, summarizing, ready or error, with
+// Error saying why). It belongs to no run, so it carries no seq.
+type DocumentStatus struct {
+	DocumentID string `json:"document_id"`
+	Status     string `json:"status"`
+	Error      string `json:"error"`
+}
+
 // ErrorInfo is run.failed's {code, message}.
 type ErrorInfo struct {
 	Code    string `json:"code"`
@@ -259,6 +272,7 @@ func (*RunCompleted) EventType() string        { return EventRunCompleted }
 func (*RunInterrupted) EventType() string      { return EventRunInterrupted }
 func (*RunCancelled) EventType() string        { return EventRunCancelled }
 func (*RunFailed) EventType() string           { return EventRunFailed }
+func (*DocumentStatus) EventType() string      { return EventDocumentStatus }
 
 // payloads makes an empty payload for each event type, for DecodeEvent.
 var payloads = map[string]func() Payload{
@@ -281,6 +295,7 @@ var payloads = map[string]func() Payload{
 	EventRunInterrupted:      func() Payload { return new(RunInterrupted) },
 	EventRunCancelled:        func() Payload { return new(RunCancelled) },
 	EventRunFailed:           func() Payload { return new(RunFailed) },
+	EventDocumentStatus:      func() Payload { return new(DocumentStatus) },
 }
 
 // ErrUnknownEvent: DecodeEvent was given a type the vocabulary lacks.

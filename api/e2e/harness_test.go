@@ -40,6 +40,8 @@ type server struct {
 
 	mu   sync.Mutex
 	reqs []request
+	// stop runs after the server's shutdown, before its databases close.
+	stop []func()
 }
 
 // request is one request the server got, as the recorder saw it.
@@ -62,7 +64,7 @@ type booking struct {
 // testdata/<script>. A cleanup shuts it down as trellis serve does and
 // closes its databases; it runs after the browser's cleanup, since the
 // browser is started later.
-func newServer(t *testing.T, script string) *server {
+func newServer(t *testing.T, script string, opts ...func(*server, *api.Config)) *server {
 	t.Helper()
 	ctx := context.Background()
 	dbPath := filepath.Join(t.TempDir(), "trellis.db")
@@ -89,12 +91,16 @@ func newServer(t *testing.T, script string) *server {
 	}
 	s := &server{t: t, model: model, deleted: make(chan string, 16), booked: make(chan booking, 16)}
 	metrics := api.NewMetrics()
-	srv, err := api.New(api.Config{
+	cfg := api.Config{
 		Store: st, Checkpointer: saver, Models: models, Metrics: metrics,
 		Tools:  s.tools(metrics),
 		Web:    web.Handler(),
 		Limits: api.Limits{RatePerMinute: -1},
-	})
+	}
+	for _, o := range opts {
+		o(s, &cfg)
+	}
+	srv, err := api.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +114,9 @@ func newServer(t *testing.T, script string) *server {
 		}
 		ts.CloseClientConnections()
 		ts.Close()
+		for _, stop := range s.stop {
+			stop()
+		}
 		saver.Close()
 		st.Close()
 	})

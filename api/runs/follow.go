@@ -87,6 +87,14 @@ type FollowRequest struct {
 	// event, which Shutdown makes it send, does). Without it, either ends
 	// Follow, and the client reconnects.
 	Rejoin bool
+	// Poll, when set, is called once before the live events and then
+	// every PollEvery, on Follow's goroutine (so it may write to the
+	// caller's stream between events): what the caller sends beside the
+	// run's events, such as document.status. It reports whether it
+	// wrote; an error ends Follow. A value on PollNow calls it at once.
+	PollEvery time.Duration
+	PollNow   <-chan struct{}
+	Poll      func() (wrote bool, err error)
 }
 
 // clusterPoll is how often a follower reads the store for the events of
@@ -172,6 +180,17 @@ func (f *follower) run() (bool, error) {
 		defer pt.Stop()
 		poll = pt.C
 	}
+	var side <-chan time.Time
+	var now <-chan struct{}
+	if f.req.Poll != nil && f.req.PollEvery > 0 {
+		now = f.req.PollNow
+		if err := f.poll(); err != nil {
+			return false, err
+		}
+		st := time.NewTicker(f.req.PollEvery)
+		defer st.Stop()
+		side = st.C
+	}
 	life := f.m.life.Done()
 	if f.req.Rejoin {
 		life = nil
@@ -202,6 +221,14 @@ func (f *follower) run() (bool, error) {
 			if done, err := f.live(e); done || err != nil {
 				return done, err
 			}
+		case <-side:
+			if err := f.poll(); err != nil {
+				return false, err
+			}
+		case <-now:
+			if err := f.poll(); err != nil {
+				return false, err
+			}
 		case <-tick:
 			if !f.wrote {
 				if err := f.req.Idle(); err != nil {
@@ -230,6 +257,15 @@ func (f *follower) run() (bool, error) {
 			}
 		}
 	}
+}
+
+// poll calls the request's Poll.
+func (f *follower) poll() error {
+	wrote, err := f.req.Poll()
+	if wrote {
+		f.wrote = true
+	}
+	return err
 }
 
 // eachStored calls fn with each of the run's stored events after after,

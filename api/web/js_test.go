@@ -113,3 +113,31 @@ func TestSSEParser(t *testing.T) {
 		t.Errorf("parsed\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// TestDocumentCitations renders response.done's citations of documents
+// (API.md's {index, document_id, filename, chunk, start, end, text}) with
+// the page's own function: numbered references that open the passage.
+// No run of this branch's agent cites a document yet, so this drives the
+// renderer directly rather than through a run.
+func TestDocumentCitations(t *testing.T) {
+	p := open(t, newContractFake(t, nil))
+	got := webtest.Eval[string](p, `import("/static/turn.js").then((m) => {
+		const list = document.createElement("ol");
+		list.id = "cites";
+		document.body.append(list);
+		m.renderCitations(list, [
+			{index: 1, document_id: "d1", filename: "handbook.md", chunk: 0, start: 0, end: 42, text: "The trellis holds the vines."},
+			{index: 2, document_id: "d2", filename: "<b>x</b>.pdf", chunk: 3, start: 1200, end: 1800, text: "<script>alert(1)</script>"},
+		]);
+		list.querySelector("li:nth-of-type(2) button").click();
+		const d = document.querySelector("#passage");
+		return [list.querySelector("li").value, list.textContent, d.open, d.querySelector("#passage-title").textContent,
+			d.querySelector("#passage-where").textContent, d.querySelector("#passage-text").innerHTML].join("|");
+	})`)
+	want := "1|handbook.md, chunk 0<b>x</b>.pdf, chunk 3|true|[2] <b>x</b>.pdf|Chunk 3, characters 1200–1800 of the document|&lt;script&gt;alert(1)&lt;/script&gt;"
+	if got != want {
+		t.Errorf("citations:\n got %s\nwant %s", got, want)
+	}
+	p.Click("#passage-close")
+	p.WaitJS("the passage closed", `() => !document.querySelector("#passage").open`)
+}

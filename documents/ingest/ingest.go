@@ -52,6 +52,7 @@ type Service struct {
 	cfg   Config
 	queue *jobs.Queue
 	log   *slog.Logger
+	watch watchers
 }
 
 // New returns the service; Attach a queue before uploading.
@@ -164,6 +165,7 @@ func (s *Service) Upload(ctx context.Context, u Upload) (store.Document, error) 
 		}
 		return store.Document{}, fmt.Errorf("ingest: store the upload: %w", err)
 	}
+	s.published(d)
 	return d, nil
 }
 
@@ -283,8 +285,12 @@ func (s *Service) process(ctx context.Context, j jobs.Job[processArgs]) error {
 // fail records why processing failed.
 func (s *Service) fail(ctx context.Context, id string, cause error) {
 	ctx = context.WithoutCancel(ctx)
-	if _, err := s.cfg.Store.SetDocumentStatus(ctx, id, store.DocError, cause.Error()); err != nil && !errors.Is(err, store.ErrNotFound) {
+	d, err := s.cfg.Store.SetDocumentStatus(ctx, id, store.DocError, cause.Error())
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.log.LogAttrs(ctx, slog.LevelError, "cannot record a document's failure", slog.String("document_id", id), slog.String("error", err.Error()))
+	}
+	if err == nil {
+		s.published(d)
 	}
 }
 
@@ -307,7 +313,7 @@ func (s *Service) processDocument(ctx context.Context, id string) error {
 // chunk extracts the file's text, cuts it and stores the chunks (their
 // index rows with them), then moves the document to summarizing.
 func (s *Service) chunk(ctx context.Context, d store.Document) error {
-	if _, err := s.cfg.Store.SetDocumentStatus(ctx, d.ID, store.DocChunking, ""); err != nil {
+	if err := s.setStatus(ctx, d.ID, store.DocChunking); err != nil {
 		return err
 	}
 	data, err := s.cfg.Files.Get(ctx, documents.Key{User: d.UserID, Conversation: d.ConversationID, Document: d.ID, Name: documents.Original}.String())
@@ -329,7 +335,15 @@ func (s *Service) chunk(ctx context.Context, d store.Document) error {
 	if err := s.cfg.Store.PutChunks(ctx, d.ID, chunks, cut.Omitted); err != nil {
 		return err
 	}
-	_, err = s.cfg.Store.SetDocumentStatus(ctx, d.ID, store.DocSummarizing, "")
+	return s.setStatus(ctx, d.ID, store.DocSummarizing)
+}
+
+// setStatus stores the document's new status and tells the watchers.
+func (s *Service) setStatus(ctx context.Context, id string, status store.DocumentStatus) error {
+	d, err := s.cfg.Store.SetDocumentStatus(ctx, id, status, "")
+	if err == nil {
+		s.published(d)
+	}
 	return err
 }
 
@@ -396,6 +410,9 @@ func (s *Service) summarize(ctx context.Context, d store.Document) error {
 	if err != nil {
 		return fmt.Errorf("summarise the document: %w", err)
 	}
-	_, err = s.cfg.Store.FinishDocument(ctx, d.ID, sum)
+	done, err := s.cfg.Store.FinishDocument(ctx, d.ID, sum)
+	if err == nil {
+		s.published(done)
+	}
 	return err
 }

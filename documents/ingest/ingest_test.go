@@ -293,3 +293,51 @@ func TestDeleteCancelsJob(t *testing.T) {
 		t.Fatalf("the deleted conversation's job is still waiting: %v", ids)
 	}
 }
+
+// A Watcher sees each status change of its conversation's documents in
+// order, and nothing once closed.
+func TestWatch(t *testing.T) {
+	ctx := t.Context()
+	r := newRig(t, "sqlite", ingest.Config{}, jobs.Config{})
+	first, err := r.svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "a.md", Data: []byte("# A\n\nsome text")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, r, first, store.DocReady)
+	w := r.svc.Watch(first.ConversationID)
+	other := r.svc.Watch("another conversation")
+	defer other.Close()
+	d, err := r.svc.Upload(ctx, ingest.Upload{UserID: "alice", ConversationID: first.ConversationID, Filename: "b.md", Data: []byte("# B\n\nmore text")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != string(store.DocReady) {
+		select {
+		case <-w.C:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("statuses so far: %v", got)
+		}
+		for _, c := range w.Take() {
+			if c.ID != d.ID || c.ConversationID != d.ConversationID {
+				t.Fatalf("a change of another document: %+v", c)
+			}
+			got = append(got, string(c.Status))
+		}
+	}
+	if s := strings.Join(got, " "); s != "uploading chunking summarizing ready" {
+		t.Errorf("statuses: %s", s)
+	}
+	w.Close()
+	e, err := r.svc.Upload(ctx, ingest.Upload{UserID: "alice", ConversationID: first.ConversationID, Filename: "c.md", Data: []byte("# C\n\ntext")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, r, e, store.DocReady)
+	if left := w.Take(); len(left) != 0 {
+		t.Errorf("changes after Close: %v", left)
+	}
+	if left := other.Take(); len(left) != 0 {
+		t.Errorf("another conversation's watcher got %v", left)
+	}
+}

@@ -63,6 +63,22 @@ export class Client {
   }
 
   /**
+   * upload posts a multipart form (a document) and returns its decoded
+   * JSON answer; the browser sets the multipart Content-Type.
+   */
+  async upload(url, form, signal) {
+    let resp;
+    try {
+      resp = await fetch(url, { method: "POST", headers: this.headers(), body: form, signal, cache: "no-store" });
+    } catch (err) {
+      if (err.name === "AbortError") throw err;
+      throw new APIError(0, "network_error", "The server cannot be reached. Check your connection and try again.");
+    }
+    if (!resp.ok) throw await errorOf(resp);
+    return resp.json();
+  }
+
+  /**
    * stream sends a request that answers with an event stream and returns
    * the Response, whose body is still unread. lastEventId, when set, goes
    * in the Last-Event-ID header.

@@ -6,6 +6,7 @@
 // /conversations/{id}/stream and Last-Event-ID, after a growing pause.
 
 import { APIError, Client, path } from "./api.js";
+import { Documents } from "./documents.js";
 import { el } from "./dom.js";
 import { readEvents } from "./sse.js";
 import { TERMINAL, Turn } from "./turn.js";
@@ -67,6 +68,19 @@ const state = {
   load: 0, // bumps on every conversation switch, to drop stale loads
   stick: true, // keep the transcript scrolled to the bottom
 };
+
+const docs = new Documents({
+  client,
+  conversation: () => state.cid,
+  onConversation: (cid) => {
+    setConversation(cid);
+    ui.title.textContent = "Conversation";
+    refreshConversations();
+  },
+  streaming: () => !!state.follow,
+  showError,
+  announce: (text) => announce(text),
+});
 
 const turnContext = {
   client,
@@ -132,6 +146,7 @@ function newConversation() {
   state.load++;
   clearTranscript();
   setConversation(null);
+  docs.show(null);
   ui.title.textContent = "New conversation";
   updateControls();
 }
@@ -141,6 +156,7 @@ async function openConversation(id) {
   const load = ++state.load;
   clearTranscript();
   setConversation(id);
+  docs.show(id);
   ui.title.textContent = "Loading…";
   updateControls();
   let conv, runs;
@@ -275,6 +291,7 @@ async function start(turn, method, url, body) {
   const cid = resp.headers.get("X-Conversation-ID");
   if (cid && cid !== state.cid) {
     setConversation(cid);
+    docs.show(cid);
     ui.title.textContent = "Conversation";
   }
   turn.setRunId(resp.headers.get("X-Run-ID"));
@@ -383,6 +400,12 @@ async function read(turn, resp, ctl, onEvent) {
         continue;
       }
       if (!ev.type) ev.type = msg.event;
+      if (ev.type === "document.status") {
+        // No run's event: it has no id and takes no seq.
+        docs.apply(ev);
+        onEvent();
+        continue;
+      }
       if (!ev.seq && msg.id) ev.seq = Number(msg.id);
       const target = turnFor(turn, ev);
       if (!target.apply(ev)) continue;
@@ -576,6 +599,8 @@ function init() {
   };
   ui.input.addEventListener("input", autosize);
   ui.cancel.addEventListener("click", cancelRun);
+  docs.init($("#main"));
+  $("#passage-close").addEventListener("click", () => $("#passage").close());
   $("#new-chat").addEventListener("click", () => {
     newConversation();
     closeNav();

@@ -479,7 +479,18 @@ function sandboxed(html, title) {
   return frame;
 }
 
-function renderCitations(list, citations) {
+/** openPassage shows a cited passage of a document with where it is. */
+function openPassage(c) {
+  const dlg = document.querySelector("#passage");
+  if (!dlg) return;
+  dlg.querySelector("#passage-title").textContent = `[${Number(c.index) || ""}] ${c.filename || c.document_id}`;
+  dlg.querySelector("#passage-where").textContent =
+    `Chunk ${Number(c.chunk) || 0}, characters ${Number(c.start) || 0}–${Number(c.end) || 0} of the document`;
+  dlg.querySelector("#passage-text").textContent = String(c.text ?? "");
+  dlg.showModal();
+}
+
+export function renderCitations(list, citations) {
   list.replaceChildren();
   if (!Array.isArray(citations) || citations.length === 0) {
     list.hidden = true;
@@ -489,6 +500,15 @@ function renderCitations(list, citations) {
     const item = el("li", {});
     if (typeof c === "string") {
       item.append(/^https?:\/\//i.test(c) ? el("a", { href: c, target: "_blank", rel: "noopener noreferrer" }, c) : c);
+    } else if (c && typeof c === "object" && typeof c.document_id === "string" && c.document_id) {
+      // A passage of a document (API.md): {index, document_id, filename, chunk, start, end, text}.
+      const n = Number(c.index) || i + 1;
+      item.value = n;
+      item.classList.add("doc-citation");
+      const open = el("button", { type: "button", class: "link", "data-cite": String(n) },
+        `${c.filename || c.document_id}, chunk ${Number(c.chunk) || 0}`);
+      open.addEventListener("click", () => openPassage(c));
+      item.append(open);
     } else if (c && typeof c === "object") {
       const n = Number(c.number) || i + 1;
       item.value = n;

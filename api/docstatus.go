@@ -1,0 +1,122 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/documents/ingest"
+	"github.com/trellis-ai/trellis/nodes"
+)
+
+// documentPoll is how often an open stream reads its conversation's
+// documents from the store for document.status: one indexed read of a
+// conversation's rows (at most its document limit). It is how a stream
+// learns of a job that another process runs; this process's own status
+// changes come at once, each of them (ingest.Watcher).
+const documentPoll = 250 * time.Millisecond
+
+// documentWatch sends document.status on one open stream of a
+// conversation: one event per document each time its status (or error)
+// is not what the stream last said. The first read of the store tells
+// every document's status, so a client that connects (or reconnects)
+// learns where each one is; then each change this process stores comes
+// as it is stored, and the reads of the store bring those of other
+// processes (where a status held for less than a read's interval may be
+// passed over; the latest one, ready or error included, always comes).
+// A status never goes back: a read may run ahead of changes still
+// waiting in the Watcher.
+type documentWatch struct {
+	s    *Server
+	ctx  context.Context
+	user string
+	conv string
+	sw   *sseWriter
+	w    *ingest.Watcher
+	sent map[string]store.Document // what the stream last said, by id
+	read time.Time                 // the last read of the store
+}
+
+// documentData is document.status's data line: the vocabulary's payload
+// with conversation_id and ts, and no seq or run_id (it is no run's).
+type documentData struct {
+	Type           string `json:"type"`
+	ConversationID string `json:"conversation_id"`
+	TS             string `json:"ts"`
+	nodes.DocumentStatus
+}
+
+// poll writes this process's status changes, then, once every
+// documentPoll, what a read of the store tells.
+func (d *documentWatch) poll() (bool, error) {
+	wrote := false
+	for _, doc := range d.w.Take() {
+		if doc.UserID != d.user || doc.ConversationID != d.conv {
+			continue
+		}
+		ok, err := d.tell(doc)
+		if err != nil {
+			return wrote, err
+		}
+		wrote = wrote || ok
+	}
+	if time.Since(d.read) < documentPoll*3/4 { // a tick comes every documentPoll, give or take
+
+		return wrote, nil
+	}
+	d.read = time.Now()
+	docs, err := d.s.cfg.Documents.List(d.ctx, d.user, d.conv)
+	if err != nil {
+		// The stream goes on: the next read may succeed; a
+		// conversation deleted has nothing left to tell.
+		if d.ctx.Err() == nil {
+			d.s.log.LogAttrs(d.ctx, slog.LevelDebug, "reading documents for document.status", slog.String("conversation_id", d.conv), slog.Any("error", err))
+		}
+		return wrote, nil
+	}
+	listed := make(map[string]bool, len(docs))
+	for _, doc := range docs {
+		listed[doc.ID] = true
+		ok, err := d.tell(doc)
+		if err != nil {
+			return wrote, err
+		}
+		wrote = wrote || ok
+	}
+	for id := range d.sent {
+		if !listed[id] {
+			delete(d.sent, id) // deleted
+		}
+	}
+	return wrote, nil
+}
+
+// statusRank orders statuses as processing moves through them.
+var statusRank = map[store.DocumentStatus]int{
+	store.DocUploading: 0, store.DocChunking: 1, store.DocSummarizing: 2, store.DocReady: 3, store.DocError: 3,
+}
+
+// tell writes doc's status unless the stream said it, or a later one,
+// already.
+func (d *documentWatch) tell(doc store.Document) (bool, error) {
+	old, ok := d.sent[doc.ID]
+	if ok && (old.Status == doc.Status && old.Error == doc.Error || statusRank[doc.Status] < statusRank[old.Status]) {
+		return false, nil
+	}
+	b, err := json.Marshal(documentData{Type: nodes.EventDocumentStatus, ConversationID: d.conv,
+		TS:             time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		DocumentStatus: nodes.DocumentStatus{DocumentID: doc.ID, Status: string(doc.Status), Error: doc.Error}})
+	if err != nil {
+		return false, err
+	}
+	if err := d.sw.notice(nodes.EventDocumentStatus, b); err != nil {
+		return false, err
+	}
+	if d.sent == nil {
+		d.sent = map[string]store.Document{}
+	}
+	d.sent[doc.ID] = doc
+	return true, nil
+}
