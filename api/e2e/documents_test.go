@@ -14,6 +14,7 @@ import (
 	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/web/webtest"
 	"github.com/trellis-ai/trellis/documents"
+	"github.com/trellis-ai/trellis/documents/doctools"
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/internal/jobs"
 )
@@ -49,6 +50,11 @@ func withDocuments(t *testing.T, maxBytes int64) func(*server, *api.Config) {
 			queue.Close()
 		})
 		cfg.Documents = svc
+		// The agent's document tools, in the one provider, as serve
+		// adds them.
+		if err := s.local.Add(doctools.New(doctools.Config{Store: cfg.Store.(doctools.Store)})...); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -107,6 +113,16 @@ func TestE2EDocuments(t *testing.T) {
 	}
 	p.Click(pendingApproval + ` [data-action="approve"]`)
 	p.WaitText(webtest.LastAnswer, "6 × 7 = 42.")
+
+	// Asked about it, the agent searches the documents and cites the
+	// passage; the citation opens it.
+	p.Send("What holds the vines?")
+	p.WaitText(webtest.LastAnswer, "The trellis holds the vines [1].")
+	p.Click(webtest.LastTurn + ` ol.citations button[data-cite="1"]`)
+	p.WaitVisible("#passage")
+	p.WaitText("#passage-title", "notes.md")
+	p.WaitText("#passage-text", "The trellis holds the vines.")
+	p.Click("#passage-close")
 
 	// Refusals: a third document (409), then after removing one, a
 	// type that cannot be read (415) and a file too large (413).

@@ -37,6 +37,9 @@ type server struct {
 	deleted chan string
 	// booked gets what the book_table tool received from the user.
 	booked chan booking
+	// local is the provider's registry of local tools, for options that
+	// add tools.
+	local *operators.Registry
 
 	mu   sync.Mutex
 	reqs []request
@@ -128,6 +131,7 @@ func newServer(t *testing.T, script string, opts ...func(*server, *api.Config)) 
 // book_table (asks the user three questions).
 func (s *server) tools(metrics *api.Metrics) *operators.Provider {
 	local := operators.NewRegistry()
+	s.local = local
 	p := operators.NewProvider(operators.ProviderConfig{Local: local, OnBreakerChange: metrics.BreakerChanged,
 		Approval: operators.ApprovalPolicy{Tools: []string{"calculator"}}})
 	local.MustAdd(operators.Builtins(operators.BuiltinConfig{Info: operators.SelfInfo{Name: "Trellis", Version: "e2e"}, Tools: p})...)
