@@ -1,8 +1,3 @@
-// Package turnbench is the harness of the benchmarks that measure one
-// more turn on a conversation that already has n turns, on each
-// checkpoint backend: graph's BenchmarkTurn (the engine alone) and
-// nodes' BenchmarkAgentTurn (the agent) build their template thread and
-// time their turns through it, so that the two measure alike.
 package turnbench
 
 import (
