@@ -166,7 +166,8 @@ var stopWords = map[string]bool{"the": true, "and": true, "what": true, "when": 
 	"you": true, "your": true, "can": true, "could": true, "would": true, "should": true, "have": true, "has": true,
 	"tell": true, "please": true, "document": true, "documents": true, "say": true, "says": true}
 
-// queryWords are the question's words worth matching, lower case.
+// queryWords are the question's words worth matching, lower case and
+// stemmed.
 func queryWords(q string) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -174,10 +175,26 @@ func queryWords(q string) []string {
 		if len([]rune(w)) < 3 || stopWords[w] || seen[w] {
 			continue
 		}
+		w = stem(w)
+		if seen[w] {
+			continue
+		}
 		seen[w] = true
 		out = append(out, w)
 	}
 	return out
+}
+
+// stem cuts an English inflection off a question's word, so that it
+// matches the passage's other forms by prefix: "descales" finds
+// "descaled" and "descaling". The stem keeps four letters at least.
+func stem(w string) string {
+	for _, suffix := range []string{"ing", "es", "ed", "s"} {
+		if base, ok := strings.CutSuffix(w, suffix); ok && len([]rune(base)) >= 4 {
+			return base
+		}
+	}
+	return w
 }
 
 // bestSentences returns the one or two consecutive sentences of text

@@ -92,6 +92,27 @@ func TestOfflineQuotesDocumentPassages(t *testing.T) {
 	}
 }
 
+// A question's words match the passage's other forms of them: "who
+// descales" finds the sentence that says "descaled", beside the one that
+// names the machine.
+func TestOfflineMatchesWordForms(t *testing.T) {
+	notes := "# Office handbook\n\n## Coffee\n\nThe coffee machine on the third floor is called Bertha. It is descaled every Tuesday by Sam.\n\n## Parking\n\nVisitors park in bay 12."
+	result := `{"query":"q","results":[{"document_id":"d1","filename":"notes.md","chunk":0,"start":0,"end":150,"text":` + jsonString(notes) + `}]}`
+	msgs := []llms.MessageContent{human("Who descales the coffee machine?"),
+		{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{ID: "c1", Type: "function",
+			FunctionCall: &llms.FunctionCall{Name: "search_documents", Arguments: `{"query":"who descales the coffee machine"}`}}}},
+		{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "c1", Name: "search_documents", Content: result}}},
+	}
+	resp, err := llm.NewOffline().GenerateContent(t.Context(), msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "From notes.md: “The coffee machine on the third floor is called Bertha. It is descaled every Tuesday by Sam.”"
+	if got := llm.TextFrom(resp); got != want {
+		t.Errorf("answer\n got %q\nwant %q", got, want)
+	}
+}
+
 func jsonString(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
