@@ -12,9 +12,21 @@
 // pdfcpu (pure Go) parses the file, decrypts it and decodes its streams,
 // every stream under one budget (Limits.MaxDecodedBytes) so a file small on
 // the wire cannot decode to gigabytes; the text operators of each page's
-// content are read here. Strings are decoded as UTF-16 (with its byte order
-// mark) or WinAnsi: right for the standard and simple fonts; composite
-// fonts that need their ToUnicode map are not decoded yet.
+// content are read here. A string is read through its font's ToUnicode
+// CMap when the font has one: composite fonts (Type0 over a CIDFont, such
+// as Identity-H with its two-byte codes, what office software writes) and
+// simple fonts alike, the CMap preferred to a simple font's encoding. The
+// CMap is parsed here (cmap.go): codespace ranges (codes of 1 to 4
+// bytes), bfchar and bfrange in both forms, UTF-16BE destinations with
+// surrogate pairs and ligatures; its stream decodes under the same budget,
+// its entries are bounded, and ranges map arithmetically, never expanded.
+// A CMap that cannot be read is not used: a simple font falls back to its
+// encoding, and a composite font shows no text, rather than its codes read
+// as WinAnsi, which would be garbage presented as text. Strings in fonts
+// without ToUnicode are decoded as UTF-16 (with its byte order mark) or
+// WinAnsi: right for the standard and simple fonts; composite fonts
+// without one, Type3 fonts and text inside form XObjects are not read
+// properly.
 //
 // It imports nothing of nodes or api: the record of documents and chunks
 // (with their full-text index) lives in api/store, the processing jobs run

@@ -45,17 +45,39 @@ func FuzzExtract(f *testing.F) {
 	})
 }
 
-// FuzzPDFContent feeds the content-stream reader arbitrary operators
-// through a real PDF around them.
+// FuzzPDFContent feeds the content-stream reader arbitrary text through a
+// real PDF around it; with a cmap, the text is shown in a font of its own
+// (composite with Identity-H, or simple) whose ToUnicode CMap is the
+// fuzzed one.
 func FuzzPDFContent(f *testing.F) {
-	f.Add("BT (Hello) Tj ET")
-	f.Add("BT [(A) -300 (B)] TJ 0 -14 Td (C) ' ET")
-	f.Add("BI /W 1 /H 1 ID \x00\xff EI Q <48656c6c6f> Tj")
-	f.Fuzz(func(t *testing.T, line string) {
-		data := pdfmake.Make([]pdfmake.Page{{line}}, pdfmake.Options{})
-		_, err := documents.Extract(t.Context(), data, "x.pdf", documents.Limits{})
-		if err != nil && !errors.Is(err, documents.ErrUnreadable) && !errors.Is(err, documents.ErrEmpty) {
-			t.Fatal(err)
+	f.Add("BT (Hello) Tj ET", "", false)
+	f.Add("BT [(A) -300 (B)] TJ 0 -14 Td (C) ' ET", "", false)
+	f.Add("BI /W 1 /H 1 ID \x00\xff EI Q <48656c6c6f> Tj", "", false)
+	f.Add("The \ufb01rst caf\u00e9", pdfmake.CMap(2, map[int]string{0x0300: "fi"}, []pdfmake.BFRange{{Lo: 0x0120, Hi: 0x017e, Dst: " "}, {Lo: 0x01e9, Hi: 0x01ea, Dsts: []string{"\u00e9", "\U0001F600"}}}), true)
+	f.Add("abc", pdfmake.CMap(1, map[int]string{0x61: "x"}, []pdfmake.BFRange{{Lo: 0x62, Hi: 0xff, Dst: "b"}}), false)
+	f.Add("abc", "1 beginbfrange <0000> <FFFF> <D800> endbfrange", true)
+	f.Fuzz(func(t *testing.T, line, cmap string, composite bool) {
+		opt := pdfmake.Options{}
+		if cmap != "" {
+			codes := map[string]int{"\ufb01": 0x0300}
+			for r := rune(0); r < 0x100; r++ {
+				codes[string(r)] = int(r)
+				if composite {
+					codes[string(r)] += 0x100
+				}
+			}
+			opt.Font = &pdfmake.Font{Composite: composite, Codes: codes, ToUnicode: cmap}
+		}
+		data := pdfmake.Make([]pdfmake.Page{{line}}, opt)
+		got, err := documents.Extract(t.Context(), data, "x.pdf", documents.Limits{})
+		if err != nil {
+			if !errors.Is(err, documents.ErrUnreadable) && !errors.Is(err, documents.ErrEmpty) {
+				t.Fatal(err)
+			}
+			return
+		}
+		if !utf8.ValidString(got.Text) || strings.ContainsAny(got.Text, "\x00\r") {
+			t.Fatalf("text %q", got.Text)
 		}
 	})
 }

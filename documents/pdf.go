@@ -22,7 +22,8 @@ var pdfcpuOnce sync.Once
 
 // pdfText returns the text of each page of a PDF. pdfcpu parses the file,
 // decrypts and decodes its streams (each within lim); content streams'
-// text operators are read by pdfContentText. A file that does not parse,
+// text operators are read by pdfContentText, through the page's fonts and
+// their ToUnicode CMaps (pageFonts). A file that does not parse,
 // or whose streams decode past the limit, is ErrUnreadable.
 func pdfText(ctx context.Context, data []byte, lim Limits) (pages []string, err error) {
 	pdfcpuOnce.Do(api.DisableConfigDir)
@@ -48,18 +49,19 @@ func pdfText(ctx context.Context, data []byte, lim Limits) (pages []string, err 
 		return nil, fmt.Errorf("%w: the PDF has %d pages, more than %d", ErrUnreadable, pctx.PageCount, lim.pages())
 	}
 	budget := lim.decoded()
+	seen := map[int]*pdfFont{} // fonts read, by object number
 	for n := 1; n <= pctx.PageCount; n++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		content, err := pageContent(pctx, n, &budget)
+		content, fonts, err := pageContent(pctx, n, &budget, seen)
 		if err != nil {
 			if errors.Is(err, filter.ErrDecodeLimitExceeded) || budget < 0 {
 				return nil, fmt.Errorf("%w: the PDF's pages decode to more than %d bytes", ErrUnreadable, lim.decoded())
 			}
 			return nil, unreadable(ctx, fmt.Errorf("page %d: %w", n, err))
 		}
-		pages = append(pages, pdfContentText(content))
+		pages = append(pages, pdfContentText(content, fonts))
 	}
 	return pages, nil
 }
@@ -72,25 +74,26 @@ func unreadable(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: the PDF cannot be parsed: %v", ErrUnreadable, err)
 }
 
-// pageContent decodes page n's content streams within what is left of
-// budget, and takes what it decoded from budget. pdfcpu's own page
-// content reader decodes under a fixed 512 MiB bound, so the streams are
-// decoded here, each under the budget left.
-func pageContent(pctx *model.Context, n int, budget *int64) ([]byte, error) {
-	d, _, _, err := pctx.PageDict(n, false)
+// pageContent decodes page n's content streams, and its fonts'
+// ToUnicode streams (see pageFonts), within what is left of budget, and
+// takes what it decoded from budget. pdfcpu's own page content reader
+// decodes under a fixed 512 MiB bound, so the streams are decoded here,
+// each under the budget left.
+func pageContent(pctx *model.Context, n int, budget *int64, seen map[int]*pdfFont) ([]byte, map[string]*pdfFont, error) {
+	d, _, inherited, err := pctx.PageDict(n, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if d == nil {
-		return nil, errors.New("no page dictionary")
+		return nil, nil, errors.New("no page dictionary")
 	}
 	o, found := d.Find("Contents")
 	if !found || o == nil {
-		return nil, nil // a page with nothing on it
+		return nil, nil, nil // a page with nothing on it
 	}
 	o, err = pctx.Dereference(o)
 	if err != nil || o == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var streams []*types.StreamDict
 	switch o := o.(type) {
@@ -100,28 +103,32 @@ func pageContent(pctx *model.Context, n int, budget *int64) ([]byte, error) {
 		for _, el := range o {
 			sd, _, err := pctx.DereferenceStreamDict(el)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if sd != nil {
 				streams = append(streams, sd)
 			}
 		}
 	default:
-		return nil, errors.New("page contents are not a stream")
+		return nil, nil, errors.New("page contents are not a stream")
 	}
 	var out []byte
 	for _, sd := range streams {
 		if *budget <= 0 {
-			return nil, filter.ErrDecodeLimitExceeded
+			return nil, nil, filter.ErrDecodeLimitExceeded
 		}
 		if err := sd.DecodeWithLimit(*budget); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if *budget -= int64(len(sd.Content)); *budget < 0 {
-			return nil, filter.ErrDecodeLimitExceeded
+			return nil, nil, filter.ErrDecodeLimitExceeded
 		}
 		out = append(out, sd.Content...)
 		out = append(out, '\n')
 	}
-	return out, nil
+	fonts, err := pageFonts(pctx, d, inherited, budget, seen)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, fonts, nil
 }

@@ -9,13 +9,16 @@ import (
 // pdfContentText reads the text a page's content stream shows: the strings
 // of Tj, TJ, ' and ", with a newline where the text moves to another line
 // (T*, Td/TD with a vertical move, Tm to another y, ET) and a space where
-// TJ kerns a word apart. Strings are decoded as UTF-16 when they carry its
-// byte order mark and as WinAnsi otherwise: right for the standard fonts
-// and most simple fonts; the two-byte codes of composite fonts, which
-// need the font's ToUnicode map, come out as what they are not and are
-// dropped where they are control characters (see normalize).
-func pdfContentText(content []byte) string {
+// TJ kerns a word apart. Each string is read through the font Tf last
+// selected (fonts, by resource name; q and Q save and restore it): through
+// its ToUnicode CMap when it has one, composite fonts with Identity-H
+// included (see pdfFont.text). A string in a font without one is decoded
+// as UTF-16 when it carries its byte order mark and as WinAnsi otherwise:
+// right for the standard fonts and most simple fonts.
+func pdfContentText(content []byte, fonts map[string]*pdfFont) string {
 	p := contentParser{src: content}
+	var font *pdfFont
+	var saved []*pdfFont // q's stack of fonts
 	var b strings.Builder
 	var operands []operand
 	lastY, haveY := 0.0, false
@@ -39,30 +42,42 @@ func pdfContentText(content []byte) string {
 		switch tok.text {
 		case "Tj":
 			if s, ok := last(operands, strKind); ok {
-				b.WriteString(decodePDFString(s.text))
+				b.WriteString(font.text(s.text))
 			}
 		case "'":
 			nl()
 			if s, ok := last(operands, strKind); ok {
-				b.WriteString(decodePDFString(s.text))
+				b.WriteString(font.text(s.text))
 			}
 		case "\"":
 			nl()
 			if s, ok := last(operands, strKind); ok {
-				b.WriteString(decodePDFString(s.text))
+				b.WriteString(font.text(s.text))
 			}
 		case "TJ":
 			if a, ok := last(operands, arrKind); ok {
 				for _, el := range a.items {
 					switch el.kind {
 					case strKind:
-						b.WriteString(decodePDFString(el.text))
+						b.WriteString(font.text(el.text))
 					case numKind:
 						if v, err := strconv.ParseFloat(el.text, 64); err == nil && v < -200 {
 							b.WriteByte(' ')
 						}
 					}
 				}
+			}
+		case "Tf":
+			if len(operands) >= 2 && operands[len(operands)-2].kind == nameKind {
+				font = fonts[operands[len(operands)-2].text[1:]]
+			}
+		case "q":
+			if len(saved) < 64 {
+				saved = append(saved, font)
+			}
+		case "Q":
+			if len(saved) > 0 {
+				font, saved = saved[len(saved)-1], saved[:len(saved)-1]
 			}
 		case "T*":
 			nl()
@@ -342,6 +357,11 @@ func decodePDFString(s string) string {
 		}
 		return string(utf16.Decode(u))
 	}
+	return decodeWinAnsi(s)
+}
+
+// decodeWinAnsi reads a string's bytes as WinAnsiEncoding.
+func decodeWinAnsi(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
