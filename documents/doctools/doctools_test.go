@@ -4,99 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/trellis-ai/trellis/api/store"
-	"github.com/trellis-ai/trellis/api/store/pgstore"
-	"github.com/trellis-ai/trellis/api/store/sqlitestore"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/doctools"
 	"github.com/trellis-ai/trellis/documents/ingest"
+	"github.com/trellis-ai/trellis/documents/ingest/ingesttest"
 	"github.com/trellis-ai/trellis/internal/jobs"
-	"github.com/trellis-ai/trellis/internal/pgtest"
 	"github.com/trellis-ai/trellis/operators"
 )
-
-// newService builds the document service on a backend, its queue
-// started, so documents go through the real ingest path.
-func newService(t *testing.T, backend string, cfg ingest.Config) (*ingest.Service, ingest.Record) {
-	t.Helper()
-	ctx := t.Context()
-	dir := t.TempDir()
-	files, err := documents.NewFileStorage(filepath.Join(dir, "files"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Files = files
-	var pool *pgxpool.Pool
-	switch backend {
-	case "sqlite":
-		st, err := sqlitestore.Open(ctx, filepath.Join(dir, "trellis.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		cfg.Store = st
-	case "postgres":
-		pool = pgtest.New(t)
-		st, err := pgstore.New(ctx, pool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Store = st
-	}
-	svc, err := ingest.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := jobs.NewWorkers()
-	svc.Register(ws)
-	jcfg := jobs.Config{PollInterval: 50 * time.Millisecond}
-	var q *jobs.Queue
-	if backend == "sqlite" {
-		q, err = jobs.SQLite(ctx, filepath.Join(dir, "jobs.db"), ws, jcfg)
-	} else {
-		q, err = jobs.Postgres(ctx, pool, ws, jcfg)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close() })
-	svc.Attach(q)
-	if err := q.Start(context.WithoutCancel(ctx)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		q.Stop(sctx)
-	})
-	return svc, cfg.Store
-}
-
-func waitReady(t *testing.T, svc *ingest.Service, d store.Document) store.Document {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := svc.Get(t.Context(), d.UserID, d.ConversationID, d.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == store.DocReady {
-			return got
-		}
-		if got.Status == store.DocError || time.Now().After(deadline) {
-			t.Fatalf("document is %s (%s), want ready", got.Status, got.Error)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 func provider(cfg doctools.Config) *operators.Provider {
 	local := operators.NewRegistry()
@@ -149,7 +69,8 @@ func TestTools(t *testing.T) {
 		t.Run(b, func(t *testing.T) {
 			// Small chunks, so the Markdown file has several and
 			// load_document pages through them.
-			svc, st := newService(t, b, ingest.Config{Chunks: documents.ChunkConfig{Size: 120, Overlap: 30, MinSize: 60}})
+			rig := ingesttest.New(t, b, ingest.Config{Chunks: documents.ChunkConfig{Size: 120, Overlap: 30, MinSize: 60}}, jobs.Config{})
+			svc, st := rig.Svc, rig.Store
 			ctx := t.Context()
 			d, err := svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "handbook.md", Data: md})
 			if err != nil {
@@ -163,8 +84,8 @@ func TestTools(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, p = waitReady(t, svc, d), waitReady(t, svc, p)
-			waitReady(t, svc, other)
+			d, p = ingesttest.WaitStatus(t, svc, d, store.DocReady), ingesttest.WaitStatus(t, svc, p, store.DocReady)
+			ingesttest.WaitStatus(t, svc, other, store.DocReady)
 			if d.Chunks < 3 {
 				t.Fatalf("want several chunks, got %+v", d)
 			}

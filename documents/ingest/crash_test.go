@@ -16,6 +16,7 @@ import (
 	"github.com/trellis-ai/trellis/api/store/sqlitestore"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/ingest"
+	"github.com/trellis-ai/trellis/documents/ingest/ingesttest"
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/internal/pgtest"
 )
@@ -130,7 +131,7 @@ func TestCrashDuringProcessingResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, backend := range backendNames {
+	for _, backend := range ingesttest.Backends {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
 			p := place{backend: backend, dir: t.TempDir()}

@@ -4,108 +4,18 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/trellis-ai/trellis/api/store"
-	"github.com/trellis-ai/trellis/api/store/pgstore"
-	"github.com/trellis-ai/trellis/api/store/sqlitestore"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/ingest"
+	"github.com/trellis-ai/trellis/documents/ingest/ingesttest"
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/internal/pdfmake"
-	"github.com/trellis-ai/trellis/internal/pgtest"
 )
-
-type rig struct {
-	svc   *ingest.Service
-	st    ingest.Record
-	files documents.Storage
-	queue *jobs.Queue
-}
-
-// newRig builds the service on a backend: its store, file storage and
-// queue, started.
-func newRig(t *testing.T, backend string, cfg ingest.Config, jcfg jobs.Config) *rig {
-	t.Helper()
-	ctx := t.Context()
-	dir := t.TempDir()
-	files, err := documents.NewFileStorage(filepath.Join(dir, "files"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Files = files
-	ws := jobs.NewWorkers()
-	var q *jobs.Queue
-	var pool *pgxpool.Pool
-	switch backend {
-	case "sqlite":
-		st, err := sqlitestore.Open(ctx, filepath.Join(dir, "trellis.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		cfg.Store = st
-	case "postgres":
-		pool = pgtest.New(t)
-		st, err := pgstore.New(ctx, pool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Store = st
-	}
-	svc, err := ingest.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.Register(ws)
-	jcfg.PollInterval = 50 * time.Millisecond
-	switch backend {
-	case "sqlite":
-		q, err = jobs.SQLite(ctx, filepath.Join(dir, "jobs.db"), ws, jcfg)
-	case "postgres":
-		q, err = jobs.Postgres(ctx, pool, ws, jcfg)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close() })
-	svc.Attach(q)
-	if err := q.Start(context.WithoutCancel(ctx)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		q.Stop(sctx)
-	})
-	return &rig{svc: svc, st: cfg.Store, files: files, queue: q}
-}
-
-func waitStatus(t *testing.T, r *rig, d store.Document, want store.DocumentStatus) store.Document {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := r.svc.Get(t.Context(), d.UserID, d.ConversationID, d.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == want {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("document is %s (%s) after 30 s, want %s", got.Status, got.Error, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-var backendNames = []string{"sqlite", "postgres"}
 
 func TestUploadProcessDelete(t *testing.T) {
 	md, err := os.ReadFile("../testdata/handbook.md")
@@ -116,54 +26,54 @@ func TestUploadProcessDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range backendNames {
+	for _, b := range ingesttest.Backends {
 		t.Run(b, func(t *testing.T) {
-			r := newRig(t, b, ingest.Config{}, jobs.Config{})
+			r := ingesttest.New(t, b, ingest.Config{}, jobs.Config{})
 			ctx := t.Context()
-			d, err := r.svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "../../handbook.md", Data: md})
+			d, err := r.Svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "../../handbook.md", Data: md})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if d.Status != store.DocUploading || d.Filename != "handbook.md" || d.ContentType != "text/markdown" || d.SizeBytes != int64(len(md)) || d.ConversationID == "" {
 				t.Fatalf("upload answered %+v", d)
 			}
-			ready := waitStatus(t, r, d, store.DocReady)
+			ready := ingesttest.WaitStatus(t, r.Svc, d, store.DocReady)
 			if ready.Chunks != 1 || !strings.HasPrefix(ready.Summary, "Sections: Field guide") {
 				t.Fatalf("ready %+v", ready)
 			}
-			p, err := r.svc.Upload(ctx, ingest.Upload{UserID: "alice", ConversationID: d.ConversationID, Filename: "handbook.pdf", Data: pdf})
+			p, err := r.Svc.Upload(ctx, ingest.Upload{UserID: "alice", ConversationID: d.ConversationID, Filename: "handbook.pdf", Data: pdf})
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitStatus(t, r, p, store.DocReady)
-			hits, err := r.st.SearchChunks(ctx, store.ChunkQuery{UserID: "alice", ConversationID: d.ConversationID, Query: "what is the office plant named"})
+			ingesttest.WaitStatus(t, r.Svc, p, store.DocReady)
+			hits, err := r.Store.SearchChunks(ctx, store.ChunkQuery{UserID: "alice", ConversationID: d.ConversationID, Query: "what is the office plant named"})
 			if err != nil || len(hits) == 0 || hits[0].DocumentID != p.ID || hits[0].Page != 1 || hits[0].LastPage != 2 {
 				t.Fatalf("search: %+v, %v", hits, err)
 			}
-			hits, _ = r.st.SearchChunks(ctx, store.ChunkQuery{UserID: "alice", Query: "Bertha descaling"})
+			hits, _ = r.Store.SearchChunks(ctx, store.ChunkQuery{UserID: "alice", Query: "Bertha descaling"})
 			if len(hits) == 0 || hits[0].DocumentID != d.ID || hits[0].Summary == "" {
 				t.Fatalf("search for the coffee machine: %+v", hits)
 			}
-			_, content, err := r.svc.Content(ctx, "alice", d.ConversationID, d.ID)
+			_, content, err := r.Svc.Content(ctx, "alice", d.ConversationID, d.ID)
 			if err != nil || string(content) != string(md) {
 				t.Fatalf("content: %d bytes, %v", len(content), err)
 			}
-			if _, _, err := r.svc.Content(ctx, "bob", d.ConversationID, d.ID); !errors.Is(err, store.ErrNotFound) {
+			if _, _, err := r.Svc.Content(ctx, "bob", d.ConversationID, d.ID); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("bob's content: %v", err)
 			}
-			if err := r.svc.Delete(ctx, "alice", d.ConversationID, d.ID); err != nil {
+			if err := r.Svc.Delete(ctx, "alice", d.ConversationID, d.ID); err != nil {
 				t.Fatal(err)
 			}
-			if keys, _ := r.files.List(ctx, "user/alice/"); len(keys) != 1 {
+			if keys, _ := r.Files.List(ctx, "user/alice/"); len(keys) != 1 {
 				t.Fatalf("files after deleting one of two: %v", keys)
 			}
-			if err := r.st.DeleteConversation(ctx, "alice", d.ConversationID); err != nil {
+			if err := r.Store.DeleteConversation(ctx, "alice", d.ConversationID); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.svc.DeleteConversationFiles(ctx, "alice", d.ConversationID); err != nil {
+			if err := r.Svc.DeleteConversationFiles(ctx, "alice", d.ConversationID); err != nil {
 				t.Fatal(err)
 			}
-			if keys, _ := r.files.List(ctx, ""); len(keys) != 0 {
+			if keys, _ := r.Files.List(ctx, ""); len(keys) != 0 {
 				t.Fatalf("files after deleting the conversation: %v", keys)
 			}
 		})
@@ -172,9 +82,9 @@ func TestUploadProcessDelete(t *testing.T) {
 
 func TestRefusedUploadsStoreNothing(t *testing.T) {
 	bomb := pdfmake.Make([]pdfmake.Page{{"boom"}}, pdfmake.Options{Flate: true, Padding: 64 << 20})
-	r := newRig(t, "sqlite", ingest.Config{MaxBytes: 500_000, MaxPerConversation: 1, Extract: documents.Limits{MaxDecodedBytes: 8 << 20}}, jobs.Config{})
+	r := ingesttest.New(t, "sqlite", ingest.Config{MaxBytes: 500_000, MaxPerConversation: 1, Extract: documents.Limits{MaxDecodedBytes: 8 << 20}}, jobs.Config{})
 	ctx := t.Context()
-	first, err := r.svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "a.txt", Data: []byte("first")})
+	first, err := r.Svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "a.txt", Data: []byte("first")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,15 +107,15 @@ func TestRefusedUploadsStoreNothing(t *testing.T) {
 			if tc.u.UserID == "" {
 				tc.u.UserID = "alice"
 			}
-			if _, err := r.svc.Upload(ctx, tc.u); !errors.Is(err, tc.want) {
+			if _, err := r.Svc.Upload(ctx, tc.u); !errors.Is(err, tc.want) {
 				t.Fatalf("Upload: %v, want %v", err, tc.want)
 			}
 		})
 	}
-	if keys, _ := r.files.List(ctx, ""); len(keys) != 1 {
+	if keys, _ := r.Files.List(ctx, ""); len(keys) != 1 {
 		t.Fatalf("files after refusals: %v", keys)
 	}
-	if list, _ := r.svc.List(ctx, "alice", first.ConversationID); len(list) != 1 {
+	if list, _ := r.Svc.List(ctx, "alice", first.ConversationID); len(list) != 1 {
 		t.Fatalf("documents after refusals: %+v", list)
 	}
 }
@@ -230,22 +140,22 @@ func (f *flaky) SummarizeDocument(ctx context.Context, name, text string, sums [
 
 func TestSummaryRetriedThenError(t *testing.T) {
 	ctx := t.Context()
-	r := newRig(t, "sqlite", ingest.Config{Summarizer: &flaky{}}, jobs.Config{})
-	d, err := r.svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "a.md", Data: []byte("# A\n\nsome text")})
+	r := ingesttest.New(t, "sqlite", ingest.Config{Summarizer: &flaky{}}, jobs.Config{})
+	d, err := r.Svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "a.md", Data: []byte("# A\n\nsome text")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Attempts 1 and 2 fail, after 1 s and 2 s of backoff the third works.
-	if got := waitStatus(t, r, d, store.DocReady); got.Summary == "" {
+	if got := ingesttest.WaitStatus(t, r.Svc, d, store.DocReady); got.Summary == "" {
 		t.Fatalf("ready without a summary: %+v", got)
 	}
 
-	r = newRig(t, "sqlite", ingest.Config{Summarizer: &flaky{broken: true}}, jobs.Config{MaxAttempts: 2})
-	d, err = r.svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "a.md", Data: []byte("# A\n\nsome text")})
+	r = ingesttest.New(t, "sqlite", ingest.Config{Summarizer: &flaky{broken: true}}, jobs.Config{MaxAttempts: 2})
+	d, err = r.Svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "a.md", Data: []byte("# A\n\nsome text")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := waitStatus(t, r, d, store.DocError); !strings.Contains(got.Error, "model overloaded") {
+	if got := ingesttest.WaitStatus(t, r.Svc, d, store.DocError); !strings.Contains(got.Error, "model overloaded") {
 		t.Fatalf("error status says %q", got.Error)
 	}
 }
@@ -253,43 +163,43 @@ func TestSummaryRetriedThenError(t *testing.T) {
 // Deleting a document, or its conversation, before its job ran cancels
 // the job.
 func TestDeleteCancelsJob(t *testing.T) {
-	r := newRig(t, "sqlite", ingest.Config{}, jobs.Config{})
+	r := ingesttest.New(t, "sqlite", ingest.Config{}, jobs.Config{})
 	ctx := t.Context()
 	// Stop the workers, so the jobs wait.
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := r.queue.Stop(sctx); err != nil {
+	if err := r.Queue.Stop(sctx); err != nil {
 		t.Fatal(err)
 	}
-	a, err := r.svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "a.txt", Data: []byte("alpha")})
+	a, err := r.Svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "a.txt", Data: []byte("alpha")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := r.svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "b.txt", Data: []byte("beta")})
+	b, err := r.Svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "b.txt", Data: []byte("beta")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []store.Document{a, b} {
-		if ids, err := r.queue.Unfinished(ctx, "document_process", "document_id", d.ID); err != nil || len(ids) != 1 {
+		if ids, err := r.Queue.Unfinished(ctx, "document_process", "document_id", d.ID); err != nil || len(ids) != 1 {
 			t.Fatalf("jobs of %s: %v, %v; want one waiting", d.Filename, ids, err)
 		}
 	}
-	if err := r.svc.Delete(ctx, "alice", a.ConversationID, a.ID); err != nil {
+	if err := r.Svc.Delete(ctx, "alice", a.ConversationID, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	if ids, _ := r.queue.Unfinished(ctx, "document_process", "document_id", a.ID); len(ids) != 0 {
+	if ids, _ := r.Queue.Unfinished(ctx, "document_process", "document_id", a.ID); len(ids) != 0 {
 		t.Fatalf("the deleted document's job is still waiting: %v", ids)
 	}
-	if ids, _ := r.queue.Unfinished(ctx, "document_process", "document_id", b.ID); len(ids) != 1 {
+	if ids, _ := r.Queue.Unfinished(ctx, "document_process", "document_id", b.ID); len(ids) != 1 {
 		t.Fatalf("the other document's job went too: %v", ids)
 	}
-	if err := r.st.DeleteConversation(ctx, "alice", b.ConversationID); err != nil {
+	if err := r.Store.DeleteConversation(ctx, "alice", b.ConversationID); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.svc.DeleteConversationFiles(ctx, "alice", b.ConversationID); err != nil {
+	if err := r.Svc.DeleteConversationFiles(ctx, "alice", b.ConversationID); err != nil {
 		t.Fatal(err)
 	}
-	if ids, _ := r.queue.Unfinished(ctx, "document_process", "conversation_id", b.ConversationID); len(ids) != 0 {
+	if ids, _ := r.Queue.Unfinished(ctx, "document_process", "conversation_id", b.ConversationID); len(ids) != 0 {
 		t.Fatalf("the deleted conversation's job is still waiting: %v", ids)
 	}
 }
@@ -298,16 +208,16 @@ func TestDeleteCancelsJob(t *testing.T) {
 // order, and nothing once closed.
 func TestWatch(t *testing.T) {
 	ctx := t.Context()
-	r := newRig(t, "sqlite", ingest.Config{}, jobs.Config{})
-	first, err := r.svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "a.md", Data: []byte("# A\n\nsome text")})
+	r := ingesttest.New(t, "sqlite", ingest.Config{}, jobs.Config{})
+	first, err := r.Svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "a.md", Data: []byte("# A\n\nsome text")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, r, first, store.DocReady)
-	w := r.svc.Watch(first.ConversationID)
-	other := r.svc.Watch("another conversation")
+	ingesttest.WaitStatus(t, r.Svc, first, store.DocReady)
+	w := r.Svc.Watch(first.ConversationID)
+	other := r.Svc.Watch("another conversation")
 	defer other.Close()
-	d, err := r.svc.Upload(ctx, ingest.Upload{UserID: "alice", ConversationID: first.ConversationID, Filename: "b.md", Data: []byte("# B\n\nmore text")})
+	d, err := r.Svc.Upload(ctx, ingest.Upload{UserID: "alice", ConversationID: first.ConversationID, Filename: "b.md", Data: []byte("# B\n\nmore text")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,11 +239,11 @@ func TestWatch(t *testing.T) {
 		t.Errorf("statuses: %s", s)
 	}
 	w.Close()
-	e, err := r.svc.Upload(ctx, ingest.Upload{UserID: "alice", ConversationID: first.ConversationID, Filename: "c.md", Data: []byte("# C\n\ntext")})
+	e, err := r.Svc.Upload(ctx, ingest.Upload{UserID: "alice", ConversationID: first.ConversationID, Filename: "c.md", Data: []byte("# C\n\ntext")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, r, e, store.DocReady)
+	ingesttest.WaitStatus(t, r.Svc, e, store.DocReady)
 	if left := w.Take(); len(left) != 0 {
 		t.Errorf("changes after Close: %v", left)
 	}
