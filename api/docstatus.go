@@ -18,6 +18,12 @@ import (
 // changes come at once, each of them (ingest.Watcher).
 const documentPoll = 250 * time.Millisecond
 
+// documentSettled is how often a stream reads the store instead once
+// every document of its conversation is ready or failed (or it has
+// none): only an upload through another process can change that, and an
+// idle stream should not cost the database four reads a second.
+const documentSettled = 5 * time.Second
+
 // documentWatch sends document.status on one open stream of a
 // conversation: one event per document each time its status (or error)
 // is not what the stream last said. The first read of the store tells
@@ -37,6 +43,9 @@ type documentWatch struct {
 	w    *ingest.Watcher
 	sent map[string]store.Document // what the stream last said, by id
 	read time.Time                 // the last read of the store
+	// settled: the last read found nothing still being processed, and
+	// this process has changed nothing since.
+	settled bool
 }
 
 // documentData is document.status's data line: the vocabulary's payload
@@ -56,14 +65,18 @@ func (d *documentWatch) poll() (bool, error) {
 		if doc.UserID != d.user || doc.ConversationID != d.conv {
 			continue
 		}
+		d.settled = false
 		ok, err := d.tell(doc)
 		if err != nil {
 			return wrote, err
 		}
 		wrote = wrote || ok
 	}
-	if time.Since(d.read) < documentPoll*3/4 { // a tick comes every documentPoll, give or take
-
+	every := documentPoll
+	if d.settled {
+		every = documentSettled
+	}
+	if time.Since(d.read) < every-documentPoll/4 { // a tick comes every documentPoll, give or take
 		return wrote, nil
 	}
 	d.read = time.Now()
@@ -77,8 +90,10 @@ func (d *documentWatch) poll() (bool, error) {
 		return wrote, nil
 	}
 	listed := make(map[string]bool, len(docs))
+	d.settled = true
 	for _, doc := range docs {
 		listed[doc.ID] = true
+		d.settled = d.settled && (doc.Status == store.DocReady || doc.Status == store.DocError)
 		ok, err := d.tell(doc)
 		if err != nil {
 			return wrote, err
