@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/trellis-ai/trellis/api/runs"
 )
 
 // authenticator checks bearer keys. It keeps only the keys' SHA-256
@@ -99,7 +99,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey, user)))
+		next.ServeHTTP(w, r.WithContext(runs.WithUser(r.Context(), user)))
 	})
 }
 
@@ -167,12 +167,4 @@ func parseTrustedProxies(list []string) ([]netip.Prefix, error) {
 }
 
 // userOf returns the authenticated user of the request.
-func userOf(r *http.Request) string { return UserFrom(r.Context()) }
-
-// UserFrom returns the user the server authenticated for the request
-// whose context ctx is, or derives from ("" outside one). Handlers
-// mounted through Config (MCP) use it to scope their work.
-func UserFrom(ctx context.Context) string {
-	u, _ := ctx.Value(userKey).(string)
-	return u
-}
+func userOf(r *http.Request) string { return runs.UserFrom(r.Context()) }

@@ -120,7 +120,7 @@ type Config struct {
 	Ready func() error
 	// MCP is mounted at /mcp when set (Trellis' tools over MCP), behind
 	// the same authentication, body limit and rate limit as the API;
-	// UserFrom tells it the user.
+	// runs.UserFrom tells it the user.
 	MCP http.Handler
 	// Web serves the chat page at / when set (api/web's Handler).
 	Web http.Handler

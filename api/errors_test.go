@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/api/store"
 )
 
@@ -404,7 +405,7 @@ func TestAPIKeysRedact(t *testing.T) {
 
 func TestMountsMCPBehindAuthAndTheWebPage(t *testing.T) {
 	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "mcp for %s at %s", api.UserFrom(r.Context()), r.URL.Path)
+		fmt.Fprintf(w, "mcp for %s at %s", runs.UserFrom(r.Context()), r.URL.Path)
 	})
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "<html>chat</html>") })
 	e := newEnv(t, envOptions{configure: func(c *api.Config) { c.MCP, c.Web = mcpHandler, page }})

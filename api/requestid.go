@@ -13,10 +13,7 @@ type ctxKey struct{ name string }
 
 func (k *ctxKey) String() string { return "api context value " + k.name }
 
-var (
-	requestIDKey = &ctxKey{"request id"}
-	userKey      = &ctxKey{"user"}
-)
+var requestIDKey = &ctxKey{"request id"}
 
 // RequestIDHeader carries the request id both ways.
 const RequestIDHeader = "X-Request-Id"

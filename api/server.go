@@ -170,12 +170,10 @@ func (s *Server) routes() http.Handler {
 			s.documentRoutes(r)
 		}
 	})
-	if s.cfg.MCP != nil {
-		r.Group(func(r chi.Router) {
-			r.Use(s.limitBody, s.clientIP, s.authenticate, s.limitRate)
-			r.Mount("/mcp", s.cfg.MCP)
-		})
-	}
+	r.Group(func(r chi.Router) {
+		r.Use(s.limitBody, s.clientIP, s.authenticate, s.limitRate)
+		s.protocolRoutes(r)
+	})
 	if s.cfg.Web != nil {
 		r.NotFound(s.cfg.Web.ServeHTTP)
 	} else {

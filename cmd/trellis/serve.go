@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/api/store/pgstore"
 	"github.com/trellis-ai/trellis/api/store/sqlitestore"
@@ -355,7 +356,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	// Trellis' own tools over MCP at /mcp, as the user the API
 	// authenticated.
 	mcpServer := mcp.NewServer(tools.provider, mcp.ServerOptions{Name: "trellis", Version: version(), Export: tools.exported, Logger: log,
-		CallInfo: func(ctx context.Context) operators.Call { return operators.Call{UserID: api.UserFrom(ctx)} }})
+		CallInfo: func(ctx context.Context) operators.Call { return operators.Call{UserID: runs.UserFrom(ctx)} }})
 	mcpHandler := mcp.HTTPHandler(mcpServer, mcp.HTTPOptions{Logger: log})
 
 	apiCfg := api.Config{
