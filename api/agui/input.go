@@ -13,11 +13,11 @@ import (
 // (state, tools, context, forwardedProps) are accepted and ignored:
 // Trellis' tools are its own and its state is the conversation's.
 type input struct {
-	ThreadID       string            `json:"threadId"`
-	RunID          string            `json:"runId"`
-	ParentRunID    string            `json:"parentRunId"`
-	Messages       []json.RawMessage `json:"messages"`
-	Resume         []resumeEntry     `json:"resume"`
+	ThreadID    string            `json:"threadId"`
+	RunID       string            `json:"runId"`
+	ParentRunID string            `json:"parentRunId"`
+	Messages    []json.RawMessage `json:"messages"`
+	Resume      []resumeEntry     `json:"resume"`
 	// message is the text of the last message, which must be the
 	// user's unless the input resumes.
 	message string
