@@ -21,6 +21,9 @@ type input struct {
 	// message is the text of the last message, which must be the
 	// user's unless the input resumes.
 	message string
+	// calls are the ids of the tool calls the client's messages hold:
+	// a resumed run does not announce them again.
+	calls map[string]bool
 }
 
 // resumeEntry answers one interrupt.
@@ -39,9 +42,12 @@ type approvalPayload struct {
 
 // message is one of the client's messages, as far as Trellis reads it.
 type message struct {
-	ID      string          `json:"id"`
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	ID        string          `json:"id"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	ToolCalls []struct {
+		ID string `json:"id"`
+	} `json:"toolCalls"`
 }
 
 // errBadInput marks a RunAgentInput Trellis cannot run: a 400.
@@ -68,6 +74,7 @@ func decodeInput(r io.Reader) (input, error) {
 		return input{}, badInput("threadId and runId are required")
 	}
 	roles := make([]string, len(in.Messages))
+	in.calls = map[string]bool{}
 	for i, raw := range in.Messages {
 		var m message
 		if err := json.Unmarshal(raw, &m); err != nil || m.ID == "" || m.Role == "" {
@@ -79,6 +86,9 @@ func decodeInput(r io.Reader) (input, error) {
 			return input{}, badInput("messages[%d] has the unknown role %q", i, m.Role)
 		}
 		roles[i] = m.Role
+		for _, c := range m.ToolCalls {
+			in.calls[c.ID] = true
+		}
 		if i == len(in.Messages)-1 && m.Role == "user" {
 			text, err := textOf(m.Content)
 			if err != nil {

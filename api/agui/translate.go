@@ -29,7 +29,11 @@ type translator struct {
 }
 
 func newTranslator(in input, conv, runID string, emit func(any) error) *translator {
-	return &translator{in: in, emit: emit, runID: runID, conv: conv, announced: map[string]bool{},
+	announced := map[string]bool{}
+	for id := range in.calls {
+		announced[id] = true
+	}
+	return &translator{in: in, emit: emit, runID: runID, conv: conv, announced: announced,
 		questions: map[string]nodes.ElicitationRequest{}}
 }
 
