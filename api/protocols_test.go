@@ -3,6 +3,7 @@ package api_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -190,5 +191,58 @@ func TestAGUIElicitation(t *testing.T) {
 	// Answered once: a second answer is a conflict.
 	if st, body := e.do(http.MethodPost, "/ag-ui", resume); st != http.StatusConflict {
 		t.Errorf("the question answered again: %d %s", st, body)
+	}
+}
+
+// TestAGUIApprovalEdited: an approval answered with editedArgs runs the
+// call with them.
+func TestAGUIApprovalEdited(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	fs := frames(t, e.post(aliceKey, "/ag-ui", aguiInput("editing", "please delete it")), nil)
+	outcome, _ := fs[len(fs)-1]["outcome"].(map[string]any)
+	interrupts, _ := outcome["interrupts"].([]any)
+	if len(interrupts) != 1 {
+		t.Fatalf("events %v, last %v", typesOf(fs), fs[len(fs)-1])
+	}
+	id := interrupts[0].(map[string]any)["id"]
+	resume := aguiInput("editing", "please delete it")
+	resume["resume"] = []map[string]any{{"interruptId": id, "status": "resolved",
+		"payload": map[string]any{"approved": true, "editedArgs": map[string]any{"path": "/tmp/b.txt"}}}}
+	fs = frames(t, e.post(aliceKey, "/ag-ui", resume), nil)
+	if fs[len(fs)-1]["type"] != "RUN_FINISHED" {
+		t.Fatalf("events %v", typesOf(fs))
+	}
+	if got := <-e.tools.deleted; got != "/tmp/b.txt" {
+		t.Errorf("deleted %q, want the edited path", got)
+	}
+	bad := aguiInput("editing", "x")
+	bad["resume"] = []map[string]any{{"interruptId": id, "status": "resolved", "payload": map[string]any{"approved": "yes"}}}
+	if st, body := e.do(http.MethodPost, "/ag-ui", bad); st != http.StatusBadRequest && st != http.StatusConflict {
+		t.Errorf("a malformed payload: %d %s", st, body)
+	}
+}
+
+// TestAISDKRegenerate: regenerate-message reruns the chat's last message
+// as an edit: the first run is superseded.
+func TestAISDKRegenerate(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	frames(t, e.post(aliceKey, "/api/ai-sdk/chat", aisdkInput("regen", "hello")), nil)
+	again := aisdkInput("regen", "hello")
+	again["trigger"] = "regenerate-message"
+	fs := frames(t, e.post(aliceKey, "/api/ai-sdk/chat", again), nil)
+	if got := typesOf(fs); got[len(got)-1] != "[DONE]" || got[len(got)-2] != "finish" {
+		t.Fatalf("chunks %v", got)
+	}
+	runs, err := e.store.ListRuns(t.Context(), "alice", "regen", store.RunQuery{})
+	if err != nil || len(runs.Runs) != 2 || !runs.Runs[0].Superseded || runs.Runs[1].Superseded || runs.Runs[1].Status != store.RunCompleted {
+		t.Fatalf("runs %+v %v: want the first superseded by a completed second", runs.Runs, err)
+	}
+	fresh := aisdkInput("never-ran", "hello")
+	fresh["trigger"] = "regenerate-message"
+	if st, body := e.do(http.MethodPost, "/api/ai-sdk/chat", fresh); st != http.StatusBadRequest {
+		t.Errorf("regenerating in a chat without runs: %d %s", st, body)
+	}
+	if _, err := e.store.GetConversation(t.Context(), "alice", "never-ran"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the refused regenerate made a conversation: %v", err)
 	}
 }

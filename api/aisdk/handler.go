@@ -87,16 +87,10 @@ func (h *Handler) Chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	svc := h.cfg.Runs
-	conv, err := svc.OpenConversation(ctx, user, t.chat, t.message)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.orphans.claim(conv.ID, false) // a run whose client left: the user moved on
-	req := runs.StartRequest{UserID: user, ConversationID: conv.ID, RequestID: w.Header().Get("X-Request-Id"),
-		Input: nodes.Input{Message: t.message}}
+	var edits string
 	if t.regenerate {
-		last, err := svc.Store().LatestRun(ctx, user, conv.ID)
+		// Looked up first: a chat Trellis does not know is not made for it.
+		last, err := svc.Store().LatestRun(ctx, user, t.chat)
 		if errors.Is(err, store.ErrNotFound) {
 			err = badRequest("the chat has no answer to regenerate")
 		}
@@ -104,8 +98,16 @@ func (h *Handler) Chat(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, err)
 			return
 		}
-		req.Edits = last.ID
+		edits = last.ID
 	}
+	conv, err := svc.OpenConversation(ctx, user, t.chat, t.message)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.orphans.claim(conv.ID, false) // a run whose client left: the user moved on
+	req := runs.StartRequest{UserID: user, ConversationID: conv.ID, RequestID: w.Header().Get("X-Request-Id"),
+		Input: nodes.Input{Message: t.message}, Edits: edits}
 	rn, sub, err := svc.Start(ctx, req)
 	if errors.Is(err, store.ErrRunActive) {
 		// A run waiting for an approval the user chose not to answer is
