@@ -94,6 +94,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer sub.Close()
 	t := newTranslator(in, conv.ID, rn.ID(), nil)
+	t.lookup = h.lookup(ctx, user)
 	h.stream(w, r, t, runs.FollowRequest{User: user, ConversationID: conv.ID, RunID: rn.ID(), Sub: sub})
 }
 
@@ -168,13 +169,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, user string, in
 		return
 	}
 	t := newTranslator(in, first.ConversationID, first.RunID, nil)
-	t.lookup = func(id string) (nodes.ApprovalRequired, bool) {
-		a, err := st.GetHumanRequest(context.WithoutCancel(ctx), store.KindApproval, user, id)
-		if err != nil {
-			return nodes.ApprovalRequired{}, false
-		}
-		return nodes.ApprovalRequired{ApprovalID: a.ID, ToolCallID: a.Approval.ToolCallID, Tool: a.Approval.Tool, Args: a.Approval.Args}, true
-	}
+	t.lookup = h.lookup(ctx, user)
 	if cancel {
 		_, err = svc.Cancel(ctx, user, first.ConversationID)
 	}
@@ -195,6 +190,15 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, user string, in
 	}
 	h.stream(w, r, t, runs.FollowRequest{User: user, ConversationID: first.ConversationID, RunID: first.RunID, Sub: sub,
 		After: run.LastSeq, Replay: true})
+}
+
+// lookup reads the user's human requests from the record.
+func (h *Handler) lookup(ctx context.Context, user string) func(store.HumanKind, string) (store.HumanRequest, bool) {
+	st := h.cfg.Runs.Store()
+	return func(kind store.HumanKind, id string) (store.HumanRequest, bool) {
+		hr, err := st.GetHumanRequest(context.WithoutCancel(ctx), kind, user, id)
+		return hr, err == nil
+	}
 }
 
 // stream writes RUN_STARTED and then the run's events, translated, to

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/trellis-ai/trellis/api/runs"
+	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -21,9 +22,10 @@ type translator struct {
 	calls     *assistantMessage // the assistant message holding this run's tool calls
 	announced map[string]bool   // tool calls whose TOOL_CALL_START went out
 	approvals []nodes.ApprovalRequired
-	// lookup finds an approval announced before this stream began (a
-	// resumed run asks again only what it had not asked).
-	lookup    func(approvalID string) (nodes.ApprovalRequired, bool)
+	// lookup finds a human request (an approval, a tool's question)
+	// announced before this stream began: a resumed run asks again only
+	// what it had not asked.
+	lookup    func(kind store.HumanKind, id string) (store.HumanRequest, bool)
 	questions map[string]nodes.ElicitationRequest
 	added     []any // messages the run added, in order
 }
@@ -94,7 +96,9 @@ func (t *translator) approval(id string) (nodes.ApprovalRequired, bool) {
 		}
 	}
 	if t.lookup != nil {
-		return t.lookup(id)
+		if a, ok := t.lookup(store.KindApproval, id); ok {
+			return nodes.ApprovalRequired{ApprovalID: a.ID, ToolCallID: a.Approval.ToolCallID, Tool: a.Approval.Tool, Args: a.Approval.Args}, true
+		}
 	}
 	return nodes.ApprovalRequired{}, false
 }
@@ -182,7 +186,12 @@ func (t *translator) interrupted(id string, d *nodes.RunInterrupted) error {
 		}
 	case string(nodes.PendingElicitation):
 		for _, eid := range d.ElicitationIDs {
-			q := t.questions[eid]
+			q, ok := t.questions[eid]
+			if !ok && t.lookup != nil {
+				if e, found := t.lookup(store.KindElicitation, eid); found {
+					q = nodes.ElicitationRequest{ElicitationID: eid, Message: e.Elicitation.Message, Schema: e.Elicitation.Schema}
+				}
+			}
 			schema := q.Schema
 			if len(schema) == 0 || schema[0] != '{' {
 				schema = json.RawMessage(`{"type":"object"}`)
