@@ -1,6 +1,13 @@
 package api
 
-import "github.com/go-chi/chi/v5"
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/trellis-ai/trellis/api/agui"
+	"github.com/trellis-ai/trellis/api/aisdk"
+)
 
 // protocolRoutes mounts the surfaces that speak someone else's protocol:
 // Trellis' tools over MCP and the client-protocol adapters. They sit
@@ -11,4 +18,10 @@ func (s *Server) protocolRoutes(r chi.Router) {
 	if s.cfg.MCP != nil {
 		r.Mount("/mcp", s.cfg.MCP)
 	}
+	r.Method(http.MethodPost, "/ag-ui", agui.New(agui.Config{Runs: s.runs, Logger: s.log, Heartbeat: s.cfg.Heartbeat,
+		WriteTimeout: s.cfg.StreamWriteTimeout, MaxMessageRunes: s.cfg.Limits.MaxMessageRunes}))
+	ai := aisdk.New(aisdk.Config{Runs: s.runs, Logger: s.log, Heartbeat: s.cfg.Heartbeat,
+		WriteTimeout: s.cfg.StreamWriteTimeout, MaxMessageRunes: s.cfg.Limits.MaxMessageRunes})
+	r.Post("/api/ai-sdk/chat", ai.Chat)
+	r.Get("/api/ai-sdk/chat/{id}/stream", ai.Resume)
 }
