@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -17,6 +19,10 @@ type Conversation struct {
 	// Status is the status of the conversation's latest run, or
 	// StatusIdle when it has none.
 	Status RunStatus `json:"status"`
+	// Metadata is a JSON object a client keeps with the conversation
+	// (the LangGraph adapter's thread metadata); {} when none was set.
+	// The native API does not show it.
+	Metadata json.RawMessage `json:"-"`
 }
 
 // StatusIdle is the Status of a conversation without runs.
@@ -26,6 +32,8 @@ const StatusIdle RunStatus = "idle"
 type NewConversation struct {
 	UserID string // required
 	Title  string
+	// Metadata is a JSON object, or empty for {}.
+	Metadata json.RawMessage
 }
 
 // Validate reports an ErrInvalid error for a conversation that cannot be
@@ -34,7 +42,22 @@ func (c NewConversation) Validate() error {
 	if c.UserID == "" {
 		return fmt.Errorf("%w: user id is required", ErrInvalid)
 	}
+	if err := CheckMetadata(c.Metadata); err != nil {
+		return err
+	}
 	return checkText("user id", c.UserID, "title", c.Title)
+}
+
+// CheckMetadata reports an ErrInvalid error for conversation metadata
+// that is neither empty nor a JSON object.
+func CheckMetadata(m json.RawMessage) error {
+	if len(m) == 0 {
+		return nil
+	}
+	if !validJSON(m) || bytes.TrimSpace(m)[0] != '{' {
+		return fmt.Errorf("%w: metadata must be a JSON object", ErrInvalid)
+	}
+	return nil
 }
 
 // Page selects a page of a list.
