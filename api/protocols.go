@@ -1,6 +1,10 @@
 package api
 
-import "github.com/go-chi/chi/v5"
+import (
+	"github.com/go-chi/chi/v5"
+
+	"github.com/trellis-ai/trellis/api/langgraph"
+)
 
 // protocolRoutes mounts the surfaces that speak someone else's protocol:
 // Trellis' tools over MCP and the client-protocol adapters. They sit
@@ -11,4 +15,8 @@ func (s *Server) protocolRoutes(r chi.Router) {
 	if s.cfg.MCP != nil {
 		r.Mount("/mcp", s.cfg.MCP)
 	}
+	// The LangGraph Agent Server API subset: the SDK's apiUrl is
+	// <server>/langgraph.
+	r.Mount("/langgraph", langgraph.New(langgraph.Config{Runs: s.runs, Store: s.store, Heartbeat: s.cfg.Heartbeat,
+		WriteTimeout: s.cfg.StreamWriteTimeout, Logger: s.log}))
 }
