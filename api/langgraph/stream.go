@@ -66,8 +66,10 @@ func (t *translator) metadata() map[string]any {
 }
 
 // add appends or replaces (by id) a message and returns the events that
-// say so: values, updates from node, and complete in the messages modes.
-func (t *translator) add(out []sseEvent, node string, m message) []sseEvent {
+// say so: values, updates from node, and complete in the messages modes
+// (in messages-tuple only when tuple: an answer went out chunk by chunk
+// already).
+func (t *translator) add(out []sseEvent, node string, m message, tuple bool) []sseEvent {
 	replaced := false
 	for i := range t.msgs {
 		if t.msgs[i].ID == m.ID {
@@ -83,7 +85,7 @@ func (t *translator) add(out []sseEvent, node string, m message) []sseEvent {
 	if t.modes.has(modeValues) {
 		out = append(out, sseEvent{"values", values{Messages: t.msgs}})
 	}
-	if t.modes.has(modeMessagesTuple) && m.Type != "human" {
+	if t.modes.has(modeMessagesTuple) && tuple {
 		out = append(out, sseEvent{"messages", []any{m, t.metadata()}})
 	}
 	if t.modes.has(modeMessages) && m.Type != "human" {
@@ -110,9 +112,9 @@ func (t *translator) proposal(out []sseEvent, id, tool string, args json.RawMess
 			}
 		}
 		m.ToolCalls = append(append([]toolCall(nil), m.ToolCalls...), newToolCall(id, tool, args))
-		return t.add(out, "supervisor", m)
+		return t.add(out, "supervisor", m, true)
 	}
-	out = t.add(out, "supervisor", message{Type: "ai", Content: reasoning, ID: callsID(id), ToolCalls: []toolCall{newToolCall(id, tool, args)}})
+	out = t.add(out, "supervisor", message{Type: "ai", Content: reasoning, ID: callsID(id), ToolCalls: []toolCall{newToolCall(id, tool, args)}}, true)
 	t.calls = len(t.msgs) - 1
 	return out
 }
@@ -124,7 +126,7 @@ func (t *translator) translate(typ string, p nodes.Payload) []sseEvent {
 	case *runs.RunStarted:
 		if t.human != "" {
 			t.node = "initialize"
-			out = t.add(out, "initialize", message{Type: "human", Content: t.human, ID: humanID(t.turn, t.users)})
+			out = t.add(out, "initialize", message{Type: "human", Content: t.human, ID: humanID(t.turn, t.users)}, false)
 			t.users++
 		}
 	case *nodes.NodeStart:
@@ -148,13 +150,13 @@ func (t *translator) translate(typ string, p nodes.Payload) []sseEvent {
 		}
 	case *nodes.ToolComplete:
 		out = t.add(out, "execute_tool", message{Type: "tool", Content: d.Result, ID: toolID(d.ToolCallID), ToolCallID: d.ToolCallID,
-			Name: d.Tool, Status: "success"})
+			Name: d.Tool, Status: "success"}, true)
 		if t.modes.has(modeEvents) {
 			out = append(out, t.chainEvent("on_tool_end", d.Tool, map[string]any{"output": d.Result}))
 		}
 	case *nodes.ToolErrorEvent:
 		out = t.add(out, "execute_tool", message{Type: "tool", Content: d.Error, ID: toolID(d.ToolCallID), ToolCallID: d.ToolCallID,
-			Name: d.Tool, Status: "error"})
+			Name: d.Tool, Status: "error"}, true)
 		if t.modes.has(modeEvents) {
 			out = append(out, t.chainEvent("on_tool_end", d.Tool, map[string]any{"output": d.Error}))
 		}
@@ -163,13 +165,11 @@ func (t *translator) translate(typ string, p nodes.Payload) []sseEvent {
 	case *nodes.ResponseDone:
 		id := answerID(t.turn, t.answers)
 		t.answers++
-		if t.streamed.Len() == 0 && d.Content != "" && t.modes.has(modeMessagesTuple) {
-			// Nothing was streamed (a direct answer): the tuple mode gets
-			// the answer whole.
-			out = append(out, sseEvent{"messages", []any{message{Type: "AIMessageChunk", Content: d.Content, ID: id}, t.metadata()}})
-		}
+		// An answer nothing streamed (a direct answer) goes out whole in
+		// the tuple mode.
+		whole := t.streamed.Len() == 0 && d.Content != ""
 		t.streamed.Reset()
-		out = t.add(out, "stream", message{Type: "ai", Content: d.Content, ID: id})
+		out = t.add(out, "stream", message{Type: "ai", Content: d.Content, ID: id}, whole)
 	case *nodes.RunCompleted, *nodes.RunCancelled:
 		out = t.end(out, nil)
 	case *nodes.RunInterrupted:
