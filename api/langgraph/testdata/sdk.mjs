@@ -4,6 +4,7 @@
 // with its message; the Go test (sdk_test.go) runs each scenario.
 import assert from "node:assert/strict";
 import { Client } from "@langchain/langgraph-sdk";
+import { StreamOrchestrator } from "@langchain/langgraph-sdk/ui";
 
 const apiUrl = process.env.LANGGRAPH_URL;
 const alice = new Client({ apiUrl, apiKey: process.env.KEY_ALICE });
@@ -224,6 +225,79 @@ const scenarios = {
     }
     assert.equal(seen.concat(rest).join(""), "one two three four five six seven eight nine ten eleven twelve.");
     return { before: seen.length, after: rest.length };
+  },
+
+  // A client that goes away cancels its run only with on_disconnect:
+  // cancel; otherwise the run goes on to its end.
+  async disconnect() {
+    const leave = async (threadId, payload) => {
+      const ctl = new AbortController();
+      let runId;
+      try {
+        for await (const part of alice.runs.stream(threadId, "agent", {
+          ...payload, signal: ctl.signal, streamMode: ["messages-tuple"], onRunCreated: (m) => { runId = m.run_id; },
+          input: { messages: [{ type: "human", content: "say something slow" }] },
+        })) {
+          if (part.event === "messages") ctl.abort();
+        }
+      } catch (err) {
+        assert.equal(err.name, "AbortError");
+      }
+      return runId;
+    };
+    const a = await alice.threads.create();
+    const cancelled = await leave(a.thread_id, { onDisconnect: "cancel" });
+    let status;
+    for (let i = 0; i < 100; i++) {
+      status = (await alice.runs.get(a.thread_id, cancelled)).status;
+      if (status !== "running") break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(status, "interrupted", "on_disconnect cancel cancels the run");
+    const next = await collect(a.thread_id, { input: { messages: [{ type: "human", content: "hello" }] }, streamMode: "messages-tuple" });
+    assert.equal(texts(next.parts), "Hello there!", "the next message is accepted at once");
+
+    const b = await alice.threads.create();
+    const kept = await leave(b.thread_id, {});
+    const final = await alice.runs.join(b.thread_id, kept);
+    assert.equal(final.messages.at(-1).content, "one two three four five six seven eight nine ten eleven twelve.");
+    assert.equal((await alice.runs.get(b.thread_id, kept)).status, "success");
+    return {};
+  },
+
+  // useStream's framework-free core, as agent-chat-ui drives it: a new
+  // thread, a message, an approval shown from the interrupt and answered
+  // with submit({}, {command: {resume: {decisions}}}), history fetched.
+  async usestream() {
+    let threadId;
+    const orch = new StreamOrchestrator(
+      { assistantId: "agent", fetchStateHistory: true, onThreadId: (id) => { threadId = id; } },
+      { getClient: () => alice, getAssistantId: () => "agent", getMessagesKey: () => "messages" },
+    );
+    orch.initThreadId(undefined);
+    const settle = async () => {
+      for (let i = 0; i < 200 && orch.isLoading; i++) await new Promise((r) => setTimeout(r, 25));
+      assert.equal(orch.isLoading, false);
+      if (orch.error) throw orch.error;
+    };
+    await orch.submit({ messages: [{ type: "human", content: "hello" }] });
+    await settle();
+    assert.ok(threadId, "the core created a thread");
+    assert.deepEqual(orch.messages.map((m) => [m.type, m.content]), [["human", "hello"], ["ai", "Hello there!"]]);
+
+    await orch.submit({ messages: [{ type: "human", content: "what is 6*7?" }] });
+    await settle();
+    const hitl = orch.interrupt?.value;
+    assert.ok(hitl, "the interrupt is shown");
+    assert.equal((hitl.action_requests ?? hitl.actionRequests)[0].name, "calculator");
+
+    await orch.submit({}, { command: { resume: { decisions: [{ type: "approve" }] } } });
+    await settle();
+    assert.equal(orch.interrupt, undefined);
+    assert.equal(orch.messages.at(-1).content, "6 × 7 = 42.");
+    assert.ok(orch.messages.some((m) => m.type === "tool" && m.content === "42"));
+    orch.dispose();
+    return { thread: threadId, messages: orch.messages.length };
   },
 
   // Another user's thread is not found; client mistakes are 4xx.
