@@ -121,7 +121,10 @@ type runSpec struct {
 	// the run resumes.
 	answers []store.ApprovalAnswer
 	// resuming: command.resume was given.
-	resuming           bool
+	resuming bool
+	// interrupt: multitask_strategy interrupt or rollback, which cancel
+	// the thread's run going before this one starts.
+	interrupt          bool
 	modes              modes
 	cancelOnDisconnect bool
 	metadata           json.RawMessage
@@ -150,7 +153,9 @@ func parseRun(body []byte) (runSpec, error) {
 		return runSpec{}, badRequest(`on_disconnect must be "cancel" or "continue"`)
 	}
 	switch b.MultitaskStrategy {
-	case "", "reject", "interrupt", "rollback", "enqueue":
+	case "", "reject", "enqueue":
+	case "interrupt", "rollback":
+		spec.interrupt = true
 	default:
 		return runSpec{}, badRequest(`multitask_strategy must be reject, interrupt, rollback or enqueue`)
 	}

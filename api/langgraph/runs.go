@@ -3,6 +3,7 @@ package langgraph
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -66,7 +67,7 @@ type begun struct {
 // begin starts the run a request asks for: a new message on the thread,
 // or the answers to the approvals it waits on. The caller closes
 // b.sub.
-func (h *handler) begin(w http.ResponseWriter, r *http.Request) (*begun, error) {
+func (h *handler) begin(w http.ResponseWriter, r *http.Request) (_ *begun, err error) {
 	raw, err := body(r)
 	if err != nil {
 		return nil, err
@@ -83,10 +84,6 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request) (*begun, error) 
 	if err != nil {
 		return nil, err
 	}
-	// threads/search finds the threads of a graph by these.
-	if c, err = h.mergeMetadata(ctx, c, map[string]any{"graph_id": graphID, "assistant_id": graphID}); err != nil {
-		return nil, err
-	}
 	snap, err := h.agent.State(ctx, c.ID)
 	if err != nil && !errors.Is(err, nodes.ErrNoConversation) {
 		return nil, err
@@ -96,10 +93,20 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request) (*begun, error) 
 	if spec.answers != nil {
 		return b, h.resume(ctx, b, snap, state)
 	}
+	defer func() {
+		if err == nil {
+			h.tag(ctx, c)
+		}
+	}()
 	turn := snap.State.Turn + 1
 	for _, p := range snap.Pending {
 		if p.Kind == nodes.PendingClarification {
 			turn = snap.State.Turn // the message answers the question, in its turn
+		}
+	}
+	if spec.interrupt {
+		if err := h.interruptRunning(ctx, c); err != nil {
+			return nil, err
 		}
 	}
 	reqID := w.Header().Get("X-Request-Id")
@@ -115,6 +122,36 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request) (*begun, error) 
 	b.follow = runs.FollowRequest{User: user(r), ConversationID: c.ID, RunID: rn.ID(), Sub: sub}
 	b.tr = newTranslator(c.ID, rn.ID(), spec.modes, turn, snap.State.Messages, spec.message, state)
 	return b, nil
+}
+
+// interruptRunning cancels the thread's run going, if any, and returns
+// once it has ended (multitask_strategy interrupt and rollback; Trellis
+// keeps the cancelled run's record either way).
+func (h *handler) interruptRunning(ctx context.Context, c store.Conversation) error {
+	last, err := h.st.LatestRun(ctx, c.UserID, c.ID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && last.Status != store.RunRunning) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sub := h.runs.Subscribe(last.ID, false)
+	defer sub.Close()
+	if _, err := h.runs.Cancel(ctx, c.UserID, c.ID); err != nil && !errors.Is(err, runs.ErrNothingToRun) {
+		return err
+	}
+	_, err = h.runs.Follow(ctx, runs.FollowRequest{User: c.UserID, ConversationID: c.ID, RunID: last.ID, Sub: sub,
+		After: last.LastSeq, Replay: true, Rejoin: true}, func(*runs.Event) error { return nil })
+	return err
+}
+
+// tag records the graph in the metadata of a thread a run started on,
+// for threads/search (agent-chat-ui lists a graph's threads by it). A
+// run that could not start leaves the thread as it was.
+func (h *handler) tag(ctx context.Context, c store.Conversation) {
+	if _, err := h.mergeMetadata(ctx, c, map[string]any{"graph_id": graphID, "assistant_id": graphID}); err != nil {
+		h.log.LogAttrs(ctx, slog.LevelWarn, "langgraph: recording the thread's graph failed", slog.String("thread_id", c.ID), slog.Any("error", err))
+	}
 }
 
 // resume answers the thread's pending approvals with the decisions, in

@@ -194,6 +194,14 @@ const scenarios = {
     await expectStatus(alice.runs.cancel(thread.thread_id, runId), 409);
     const next = await collect(thread.thread_id, { input: { messages: [{ type: "human", content: "hello" }] }, streamMode: "messages-tuple" });
     assert.equal(texts(next.parts), "Hello there!");
+
+    // multitask_strategy interrupt cancels the run going, then starts.
+    const bg = await alice.runs.create(thread.thread_id, "agent", { input: { messages: [{ type: "human", content: "say something slow" }] } });
+    const over = await collect(thread.thread_id, {
+      input: { messages: [{ type: "human", content: "hello" }] }, streamMode: "messages-tuple", multitaskStrategy: "interrupt",
+    });
+    assert.equal(texts(over.parts), "Hello there!");
+    assert.equal((await alice.runs.get(thread.thread_id, bg.run_id)).status, "interrupted");
     return { chunks };
   },
 
