@@ -123,7 +123,7 @@ func nodeModules(t *testing.T) {
 func TestSDK(t *testing.T) {
 	nodeModules(t)
 	url := server(t)
-	for _, name := range []string{"chat", "tool", "approve", "reject", "cancel", "rejoin", "disconnect", "usestream", "mistakes"} {
+	for _, name := range []string{"chat", "tool", "approve", "edit", "reject", "cancel", "rejoin", "disconnect", "usestream", "mistakes"} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()

@@ -155,6 +155,18 @@ const scenarios = {
     return { messages: values.messages.map((m) => m.type) };
   },
 
+  // An approval answered with edited arguments: the tool runs with them.
+  async edit() {
+    const thread = await alice.threads.create();
+    await collect(thread.thread_id, { input: { messages: [{ type: "human", content: "what is 6*7?" }] } });
+    const second = await collect(thread.thread_id, {
+      command: { resume: { decisions: [{ type: "edit", edited_action: { name: "calculator", args: { expression: "6*8" } } }] } },
+    });
+    const values = lastValues(second.parts);
+    assert.match(values.messages.find((m) => m.type === "tool").content, /ran with {"expression":"6\*8"}.*\n48$/s);
+    return {};
+  },
+
   // An approval rejected with a message: the tool does not run.
   async reject() {
     const thread = await alice.threads.create();
