@@ -329,6 +329,11 @@ func (h *handler) listRuns(w http.ResponseWriter, r *http.Request) {
 		for _, rw := range p.Runs {
 			all = append(all, runOf(rw.Run))
 		}
+		// The store pages oldest first; only the newest offset+n are
+		// kept, so what is held is bounded by the answer, not the thread.
+		if keep := offset + n; len(all) > keep {
+			all = append(all[:0], all[len(all)-keep:]...)
+		}
 		if cursor = p.NextCursor; cursor == "" {
 			break
 		}

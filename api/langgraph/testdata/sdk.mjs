@@ -98,6 +98,10 @@ const scenarios = {
     const waited = await alice.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "hello again" }] } });
     assert.equal(waited.messages.at(-1).content, "Hello there!");
     assert.equal(waited.messages.length, 4);
+    const [newest] = await alice.runs.list(thread.thread_id, { limit: 1 });
+    assert.notEqual(newest.run_id, created.run_id, "runs are listed newest first");
+    const [older] = await alice.runs.list(thread.thread_id, { limit: 1, offset: 1 });
+    assert.equal(older.run_id, created.run_id);
     return { messages: values.messages.length, history: history.length };
   },
 
