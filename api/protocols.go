@@ -18,5 +18,5 @@ func (s *Server) protocolRoutes(r chi.Router) {
 	// The LangGraph Agent Server API subset: the SDK's apiUrl is
 	// <server>/langgraph.
 	r.Mount("/langgraph", langgraph.New(langgraph.Config{Runs: s.runs, Store: s.store, Heartbeat: s.cfg.Heartbeat,
-		WriteTimeout: s.cfg.StreamWriteTimeout, Logger: s.log}))
+		WriteTimeout: s.cfg.StreamWriteTimeout, MaxMessageRunes: s.cfg.Limits.MaxMessageRunes, Logger: s.log}))
 }

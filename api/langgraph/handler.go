@@ -32,6 +32,9 @@ type Config struct {
 	// WriteTimeout drops a stream whose client takes nothing for that
 	// long; 0 means 30 s.
 	WriteTimeout time.Duration
+	// MaxMessageRunes caps a human message in characters (400 beyond
+	// it); 0 means no cap.
+	MaxMessageRunes int
 	// Version is reported by /info.
 	Version string
 	// Logger receives what goes wrong on the server's side; nil discards.

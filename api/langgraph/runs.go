@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -103,6 +105,10 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request) (_ *begun, err e
 		if p.Kind == nodes.PendingClarification {
 			turn = snap.State.Turn // the message answers the question, in its turn
 		}
+	}
+	spec.message = strings.TrimSpace(spec.message)
+	if limit := h.cfg.MaxMessageRunes; limit > 0 && utf8.RuneCountInString(spec.message) > limit {
+		return nil, badRequest("the message is longer than %d characters", limit)
 	}
 	if spec.interrupt {
 		if err := h.interruptRunning(ctx, c); err != nil {

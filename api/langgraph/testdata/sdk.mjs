@@ -336,6 +336,7 @@ const scenarios = {
     await expectStatus(alice.assistants.get("no-such-assistant"), 404);
     await expectStatus(collect(thread.thread_id, { input: { messages: [{ type: "human", content: "hello" }] }, streamMode: "no-such-mode" }), 400);
     await expectStatus(collect(thread.thread_id, { input: {} }), 400);
+    await expectStatus(collect(thread.thread_id, { input: { messages: [{ type: "human", content: "x".repeat(40000) }] } }), 400);
     await expectStatus(collect(thread.thread_id, { command: { resume: { decisions: [{ type: "approve" }] } } }), 409);
     const raw = await fetch(`${apiUrl}/threads/${thread.thread_id}/runs/stream`, {
       method: "POST", headers: { "content-type": "application/json", "x-api-key": process.env.KEY_ALICE },
