@@ -210,7 +210,7 @@ func (h *handler) streamRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer b.sub.Close()
-	sw := startStream(w, b.conv.ID, b.runID, h.cfg.WriteTimeout)
+	sw := startStream(w, b.conv.ID, b.runID, b.spec.modes, h.cfg.WriteTimeout)
 	if sw.event("metadata", map[string]any{"run_id": b.runID, "thread_id": b.conv.ID, "attempt": 1}, 0) != nil {
 		h.gone(r, b)
 		return
@@ -408,7 +408,7 @@ func (h *handler) joinStream(w http.ResponseWriter, r *http.Request) {
 	}
 	tr, sub := h.joiner(r, rn, m)
 	defer sub.Close()
-	sw := startStream(w, rn.ConversationID, rn.ID, h.cfg.WriteTimeout)
+	sw := startStream(w, rn.ConversationID, rn.ID, m, h.cfg.WriteTimeout)
 	if last == 0 && sw.event("metadata", map[string]any{"run_id": rn.ID, "thread_id": rn.ConversationID, "attempt": 1}, 0) != nil {
 		return
 	}

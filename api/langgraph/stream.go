@@ -3,7 +3,10 @@ package langgraph
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -248,14 +251,21 @@ type sseWriter struct {
 }
 
 // startStream sends the headers: Content-Location names the run
-// (onRunCreated), Location the stream to rejoin.
-func startStream(w http.ResponseWriter, threadID, runID string, timeout time.Duration) *sseWriter {
+// (onRunCreated), Location the stream to rejoin, in the same modes (the
+// SDK reconnects there with Last-Event-ID when the connection drops).
+func startStream(w http.ResponseWriter, threadID, runID string, m modes, timeout time.Duration) *sseWriter {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	h.Set("Content-Location", "/threads/"+threadID+"/runs/"+runID)
-	h.Set("Location", "/threads/"+threadID+"/runs/"+runID+"/stream")
+	q := url.Values{}
+	for _, name := range slices.Sorted(maps.Keys(modeNames)) {
+		if x := modeNames[name]; x != modeOther && m.has(x) {
+			q.Add("stream_mode", name)
+		}
+	}
+	h.Set("Location", "/threads/"+threadID+"/runs/"+runID+"/stream?"+q.Encode())
 	w.WriteHeader(http.StatusOK)
 	s := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
 	_ = s.rc.Flush()

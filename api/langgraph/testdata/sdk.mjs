@@ -248,6 +248,19 @@ const scenarios = {
       if (part.event === "messages") rest.push(part.data[0].content);
     }
     assert.equal(seen.concat(rest).join(""), "one two three four five six seven eight nine ten eleven twelve.");
+
+    // The stream's Location, where the SDK reconnects by itself when the
+    // connection drops, rejoins in the same modes.
+    const res = await fetch(`${apiUrl}/threads/${thread.thread_id}/runs/stream`, {
+      method: "POST", headers: { "content-type": "application/json", "x-api-key": process.env.KEY_ALICE },
+      body: JSON.stringify({ assistant_id: "agent", input: { messages: [{ type: "human", content: "hello" }] }, stream_mode: ["messages-tuple", "updates"] }),
+    });
+    const location = res.headers.get("location");
+    assert.match(location, /^\/threads\/[^/]+\/runs\/[^/]+\/stream\?stream_mode=messages-tuple&stream_mode=updates$/);
+    await res.text();
+    const again = await (await fetch(`${apiUrl}${location}`, { headers: { "x-api-key": process.env.KEY_ALICE } })).text();
+    assert.match(again, /event: messages\n/);
+    assert.match(again, /event: updates\n/);
     return { before: seen.length, after: rest.length };
   },
 
