@@ -55,7 +55,9 @@ func (a *authenticator) user(key string) string {
 
 // authenticate is the middleware: in local mode every request is user
 // "local"; otherwise a request needs Authorization: Bearer <key> naming a
-// configured key, or gets 401 with WWW-Authenticate: Bearer.
+// configured key, or gets 401 with WWW-Authenticate: Bearer. The key may
+// come as X-Api-Key: <key> instead, as the LangGraph SDK sends it; with
+// both, Authorization is the one read.
 //
 // Guessing keys is slowed per client address (see clientAddress): each
 // request presenting credentials that name no key spends a token of the
@@ -73,7 +75,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		user := LocalUser
 		if !s.auth.local() {
 			creds := r.Header.Get("Authorization")
-			if creds == "" {
+			apiKey := r.Header.Get("X-Api-Key")
+			if creds == "" && apiKey == "" {
 				s.metrics.authFailed(authMissing)
 				s.writeError(w, r, errUnauthorized)
 				return
@@ -87,9 +90,12 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				s.writeError(w, r, e)
 				return
 			}
-			if scheme, key, ok := strings.Cut(creds, " "); ok && strings.EqualFold(scheme, "Bearer") {
+			switch scheme, key, ok := strings.Cut(creds, " "); {
+			case creds == "":
+				user = s.auth.user(strings.TrimSpace(apiKey))
+			case ok && strings.EqualFold(scheme, "Bearer"):
 				user = s.auth.user(strings.TrimSpace(key))
-			} else {
+			default:
 				user = ""
 			}
 			if user == "" {

@@ -247,3 +247,26 @@ func linesOf(snapshot, user string) string {
 	}
 	return b.String()
 }
+
+// The key may come as X-Api-Key, as the LangGraph SDK sends it: it names
+// the same user as Bearer, and wrong keys there are counted against the
+// address like any others.
+func TestAPIKeyHeader(t *testing.T) {
+	e, _ := authLimited(t, nil)
+	c := e.from("127.0.0.3")
+	list := func(headers ...string) reply {
+		return send(t, c, e.request("GET", "/api/v1/conversations", nil, "", headers...))
+	}
+	if r := list("X-Api-Key", aliceKey); r.status != http.StatusOK {
+		t.Fatalf("a right key in X-Api-Key: %d %s", r.status, r.body)
+	}
+	// Authorization wins when both come.
+	r := list("X-Api-Key", aliceKey, "Authorization", "Bearer wrong")
+	wantError(t, r.status, r.body, http.StatusUnauthorized)
+	for range 2 {
+		r := list("X-Api-Key", "wrong")
+		wantError(t, r.status, r.body, http.StatusUnauthorized)
+	}
+	wantRateLimited(t, list("X-Api-Key", "wrong"), "10")
+	wantRateLimited(t, list("X-Api-Key", aliceKey), "10")
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/agui"
 	"github.com/trellis-ai/trellis/api/aisdk"
+	"github.com/trellis-ai/trellis/api/langgraph"
 )
 
 // protocolRoutes mounts the surfaces that speak someone else's protocol:
@@ -24,4 +25,8 @@ func (s *Server) protocolRoutes(r chi.Router) {
 		WriteTimeout: s.cfg.StreamWriteTimeout, MaxMessageRunes: s.cfg.Limits.MaxMessageRunes})
 	r.Post("/api/ai-sdk/chat", ai.Chat)
 	r.Get("/api/ai-sdk/chat/{id}/stream", ai.Resume)
+	// The LangGraph Agent Server API subset: the SDK's apiUrl is
+	// <server>/langgraph.
+	r.Mount("/langgraph", langgraph.New(langgraph.Config{Runs: s.runs, Store: s.store, Heartbeat: s.cfg.Heartbeat,
+		WriteTimeout: s.cfg.StreamWriteTimeout, MaxMessageRunes: s.cfg.Limits.MaxMessageRunes, Logger: s.log}))
 }

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -17,6 +19,10 @@ type Conversation struct {
 	// Status is the status of the conversation's latest run, or
 	// StatusIdle when it has none.
 	Status RunStatus `json:"status"`
+	// Metadata is a JSON object a client keeps with the conversation
+	// (the LangGraph adapter's thread metadata); {} when none was set.
+	// The native API does not show it.
+	Metadata json.RawMessage `json:"-"`
 }
 
 // StatusIdle is the Status of a conversation without runs.
@@ -31,6 +37,8 @@ type NewConversation struct {
 	// protocols). CreateConversation returns ErrConflict when a
 	// conversation of any user has it already. StartRun ignores it.
 	ID string
+	// Metadata is a JSON object, or empty for {}.
+	Metadata json.RawMessage
 }
 
 // Validate reports an ErrInvalid error for a conversation that cannot be
@@ -39,7 +47,22 @@ func (c NewConversation) Validate() error {
 	if c.UserID == "" {
 		return fmt.Errorf("%w: user id is required", ErrInvalid)
 	}
+	if err := CheckMetadata(c.Metadata); err != nil {
+		return err
+	}
 	return checkText("user id", c.UserID, "title", c.Title, "id", c.ID)
+}
+
+// CheckMetadata reports an ErrInvalid error for conversation metadata
+// that is neither empty nor a JSON object.
+func CheckMetadata(m json.RawMessage) error {
+	if len(m) == 0 {
+		return nil
+	}
+	if !validJSON(m) || bytes.TrimSpace(m)[0] != '{' {
+		return fmt.Errorf("%w: metadata must be a JSON object", ErrInvalid)
+	}
+	return nil
 }
 
 // Page selects a page of a list.

@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+)
 
 // Store is everything the chat service keeps. Implementations are safe for
 // concurrent use, also by several processes sharing one database, and pass
@@ -32,6 +35,12 @@ type Conversations interface {
 	// first. Returns ErrInvalid for a negative limit or a cursor that
 	// ListConversations did not make.
 	ListConversations(ctx context.Context, userID string, page Page) (ConversationPage, error)
+
+	// SetConversationMetadata replaces the conversation's metadata (a
+	// JSON object; empty means {}) and returns the conversation.
+	// Returns ErrNotFound when the conversation is unknown or another
+	// user's, ErrInvalid for metadata that is not a JSON object.
+	SetConversationMetadata(ctx context.Context, userID, id string, metadata json.RawMessage) (Conversation, error)
 
 	// DeleteConversation removes the conversation with its runs, messages,
 	// events and human requests, all at once. The caller then

@@ -277,3 +277,49 @@ func testConversationGivenID(t *testing.T, s store.Store) {
 		t.Errorf("run in conversation %q", r.ConversationID)
 	}
 }
+
+// A conversation keeps a JSON object of metadata: {} by default, as
+// given at creation (also with its first run), replaced whole by
+// SetConversationMetadata, only by its user, and never anything but an
+// object.
+func testConversationMetadata(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	plain := newConversation(t, s, alice)
+	if string(plain.Metadata) != "{}" {
+		t.Errorf("metadata of a conversation created without: %s, want {}", plain.Metadata)
+	}
+	c := must(s.CreateConversation(ctx, store.NewConversation{UserID: alice, Metadata: json.RawMessage(`{"graph_id": "agent", "n": 1}`)}))(t)
+	if got := must(s.GetConversation(ctx, alice, c.ID))(t); string(got.Metadata) != `{"graph_id":"agent","n":1}` {
+		t.Errorf("metadata read back: %s", got.Metadata)
+	}
+	got := must(s.SetConversationMetadata(ctx, alice, c.ID, json.RawMessage(`{"graph_id":"agent","assistant_id":"a1"}`)))(t)
+	if string(got.Metadata) != `{"graph_id":"agent","assistant_id":"a1"}` || got.ID != c.ID {
+		t.Errorf("SetConversationMetadata = %+v", got)
+	}
+	page := must(s.ListConversations(ctx, alice, store.Page{}))(t)
+	for _, l := range page.Conversations {
+		if l.ID == c.ID && string(l.Metadata) != string(got.Metadata) {
+			t.Errorf("listed metadata %s, want %s", l.Metadata, got.Metadata)
+		}
+	}
+	r := must(s.StartRun(ctx, store.NewRun{UserID: alice, UserMessage: "hi",
+		NewConversation: &store.NewConversation{UserID: alice, Metadata: json.RawMessage(`{"k":"v"}`)}}))(t)
+	if got := must(s.GetConversation(ctx, alice, r.ConversationID))(t); string(got.Metadata) != `{"k":"v"}` {
+		t.Errorf("metadata of a conversation its first run created: %s", got.Metadata)
+	}
+
+	if _, err := s.SetConversationMetadata(ctx, bob, c.ID, json.RawMessage(`{}`)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("bob sets alice's metadata: %v, want ErrNotFound", err)
+	}
+	for _, bad := range []string{`[1]`, `"x"`, `{`, "{\"a\":\"\xff\"}"} {
+		if _, err := s.SetConversationMetadata(ctx, alice, c.ID, json.RawMessage(bad)); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("metadata %q: %v, want ErrInvalid", bad, err)
+		}
+		if _, err := s.CreateConversation(ctx, store.NewConversation{UserID: alice, Metadata: json.RawMessage(bad)}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("new conversation with metadata %q: %v, want ErrInvalid", bad, err)
+		}
+	}
+	if got := must(s.GetConversation(ctx, alice, c.ID))(t); string(got.Metadata) != `{"graph_id":"agent","assistant_id":"a1"}` {
+		t.Errorf("refused changes changed the metadata: %s", got.Metadata)
+	}
+}

@@ -25,6 +25,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Ping", testPing},
 		{"ConversationRoundTrip", testConversationRoundTrip},
 		{"ConversationGivenID", testConversationGivenID},
+		{"ConversationMetadata", testConversationMetadata},
 		{"Pagination", testPagination},
 		{"PaginationStableUnderWrites", testPaginationStable},
 		{"DeleteCascades", testDeleteCascades},

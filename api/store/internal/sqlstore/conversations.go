@@ -1,8 +1,10 @@
 package sqlstore
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/trellis-ai/trellis/api/store"
@@ -16,15 +18,16 @@ func (s *Store) CreateConversation(ctx context.Context, nc store.NewConversation
 		return store.Conversation{}, s.errorf("create conversation: %w", err)
 	}
 	now := storeutil.Now()
-	c := store.Conversation{ID: cmp.Or(nc.ID, ids.New()), UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now, Status: store.StatusIdle}
+	c := store.Conversation{ID: cmp.Or(nc.ID, ids.New()), UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now,
+		Status: store.StatusIdle, Metadata: metadataOf(nc.Metadata)}
 	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
 		if nc.ID == "" {
 			return insertConversation(ctx, q, c, s.db.Time(now))
 		}
 		// A caller's id may be anyone's: taken is a conflict, not a
 		// failure of the database.
-		n, err := q.Exec(ctx, `INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (id) DO NOTHING`, c.ID, c.UserID, c.Title, s.db.Time(now), s.db.Time(now))
+		at := s.db.Time(now)
+		n, err := q.Exec(ctx, insertConversationSQL+` ON CONFLICT (id) DO NOTHING`, c.ID, c.UserID, c.Title, at, at, string(c.Metadata))
 		if err == nil && n == 0 {
 			err = fmt.Errorf("conversation id %q is taken: %w", nc.ID, store.ErrConflict)
 		}
@@ -36,12 +39,45 @@ ON CONFLICT (id) DO NOTHING`, c.ID, c.UserID, c.Title, s.db.Time(now), s.db.Time
 	return c, nil
 }
 
+const insertConversationSQL = `INSERT INTO conversations (id, user_id, title, created_at, updated_at, metadata) VALUES (?, ?, ?, ?, ?, ?)`
+
 // insertConversation stores a conversation without runs, created and
 // updated at (DB.Time).
 func insertConversation(ctx context.Context, q Querier, c store.Conversation, at any) error {
-	_, err := q.Exec(ctx, `INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
-		c.ID, c.UserID, c.Title, at, at)
+	_, err := q.Exec(ctx, insertConversationSQL,
+		c.ID, c.UserID, c.Title, at, at, string(metadataOf(c.Metadata)))
 	return err
+}
+
+// metadataOf is metadata as stored: {} for none, else compacted.
+func metadataOf(m json.RawMessage) json.RawMessage {
+	if len(m) == 0 {
+		return json.RawMessage("{}")
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, m) != nil {
+		return m
+	}
+	return b.Bytes()
+}
+
+// SetConversationMetadata implements store.Conversations.
+func (s *Store) SetConversationMetadata(ctx context.Context, userID, id string, metadata json.RawMessage) (store.Conversation, error) {
+	if err := cmp.Or(storeutil.CheckIDs(userID, id), store.CheckMetadata(metadata)); err != nil {
+		return store.Conversation{}, s.errorf("set conversation metadata: %w", err)
+	}
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		n, err := q.Exec(ctx, `UPDATE conversations SET metadata = ? WHERE id = ? AND user_id = ?`,
+			string(metadataOf(metadata)), id, userID)
+		if err == nil && n == 0 {
+			err = store.ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return store.Conversation{}, s.errorf("set conversation metadata %s: %w", id, err)
+	}
+	return s.GetConversation(ctx, userID, id)
 }
 
 // GetConversation implements store.Conversations.

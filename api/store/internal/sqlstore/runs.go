@@ -30,7 +30,7 @@ func (s *Store) StartRun(ctx context.Context, nr store.NewRun) (store.Run, error
 	at := s.db.Time(now)
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		if nc := nr.NewConversation; nc != nil {
-			c := store.Conversation{ID: nr.ConversationID, UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now}
+			c := store.Conversation{ID: nr.ConversationID, UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now, Metadata: nc.Metadata}
 			if err := insertConversation(ctx, q, c, at); err != nil {
 				return err
 			}

@@ -1,0 +1,48 @@
+package langgraph
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// FuzzParseRun feeds run bodies to the decoder: it never panics, every
+// refusal is a client error (4xx, which the SDK does not retry), and
+// what it accepts is a run that can start or resume.
+func FuzzParseRun(f *testing.F) {
+	for _, seed := range []string{
+		`{"assistant_id":"agent","input":{"messages":[{"type":"human","content":"hi"}]},"stream_mode":["values","messages-tuple"]}`,
+		`{"input":{"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]},"stream_mode":"updates","on_disconnect":"cancel"}`,
+		`{"input":{},"command":{"resume":{"decisions":[{"type":"approve"},{"type":"reject","message":"no"}]}}}`,
+		`{"command":{"resume":{"decisions":[{"type":"edit","edited_action":{"name":"calculator","args":{"expression":"1+1"}}}]}}}`,
+		`{"command":{"resume":"the answer"}}`,
+		`{"command":{"goto":"x"}}`,
+		`{"input":null,"stream_mode":7}`,
+		`{"input":{"messages":[{"type":"ai","content":"x"}]}}`,
+		`{"metadata":[1],"input":{"messages":[{"type":"human","content":"hi"}]}}`,
+		`[]`, `null`, ``, `{"input":{"messages":"x"}}`, "{\"input\":\"\xff\"}",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		spec, err := parseRun(body)
+		if err != nil {
+			var e *apiError
+			if !errors.As(err, &e) || e.status < 400 || e.status > 499 {
+				t.Fatalf("parseRun(%q) = %v: want a 4xx *apiError", body, err)
+			}
+			return
+		}
+		if spec.modes == 0 {
+			t.Fatalf("parseRun(%q): no stream mode", body)
+		}
+		switch {
+		case spec.answers != nil:
+			if !spec.resuming || len(spec.answers) == 0 {
+				t.Fatalf("parseRun(%q): answers without a resume: %+v", body, spec)
+			}
+		case strings.TrimSpace(spec.message) == "":
+			t.Fatalf("parseRun(%q): accepted with neither a message nor decisions", body)
+		}
+	})
+}

@@ -1,0 +1,235 @@
+package langgraph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/trellis-ai/trellis/api/runs"
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/nodes"
+)
+
+// graphID is the one graph Trellis serves, and the id of its one
+// assistant: agent-chat-ui's default.
+const graphID = "agent"
+
+// Config configures the adapter. Runs and Store are required.
+type Config struct {
+	// Runs runs everything; Store is read for threads and runs.
+	Runs  *runs.Service
+	Store store.Store
+	// Heartbeat is how often an idle stream gets a keep-alive comment;
+	// 0 means 15 s.
+	Heartbeat time.Duration
+	// WriteTimeout drops a stream whose client takes nothing for that
+	// long; 0 means 30 s.
+	WriteTimeout time.Duration
+	// MaxMessageRunes caps a human message in characters (400 beyond
+	// it); 0 means no cap.
+	MaxMessageRunes int
+	// Version is reported by /info.
+	Version string
+	// Logger receives what goes wrong on the server's side; nil discards.
+	Logger *slog.Logger
+}
+
+// handler serves the API.
+type handler struct {
+	cfg   Config
+	runs  *runs.Service
+	st    store.Store
+	agent *nodes.Agent
+	log   *slog.Logger
+}
+
+// New returns the API's handler, to be mounted where the SDK's apiUrl
+// points, behind authentication that sets runs.WithUser.
+func New(cfg Config) http.Handler {
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 15 * time.Second
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &handler{cfg: cfg, runs: cfg.Runs, st: cfg.Store, agent: cfg.Runs.Agent(), log: cfg.Logger}
+	r := chi.NewRouter()
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		h.fail(w, r, errorf(http.StatusNotFound, "not_found", "no such endpoint in Trellis' LangGraph API subset: %s %s", r.Method, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		h.fail(w, r, errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", r.Method, r.URL.Path))
+	})
+	r.Get("/info", h.info)
+	r.Get("/ok", h.info)
+	r.Post("/assistants/search", h.searchAssistants)
+	r.Get("/assistants/{assistant_id}", h.getAssistant)
+	r.Get("/assistants/{assistant_id}/graph", h.assistantGraph)
+	r.Post("/threads", h.createThread)
+	r.Post("/threads/search", h.searchThreads)
+	r.Get("/threads/{thread_id}", h.getThread)
+	r.Patch("/threads/{thread_id}", h.patchThread)
+	r.Delete("/threads/{thread_id}", h.deleteThread)
+	r.Get("/threads/{thread_id}/state", h.getState)
+	r.Post("/threads/{thread_id}/history", h.postHistory)
+	r.Get("/threads/{thread_id}/history", h.getHistory)
+	r.Post("/threads/{thread_id}/runs/stream", h.streamRun)
+	r.Post("/threads/{thread_id}/runs/wait", h.waitRun)
+	r.Post("/threads/{thread_id}/runs", h.backgroundRun)
+	r.Get("/threads/{thread_id}/runs", h.listRuns)
+	r.Get("/threads/{thread_id}/runs/{run_id}", h.getRun)
+	r.Get("/threads/{thread_id}/runs/{run_id}/join", h.joinRun)
+	r.Get("/threads/{thread_id}/runs/{run_id}/stream", h.joinStream)
+	r.Post("/threads/{thread_id}/runs/{run_id}/cancel", h.cancelRun)
+	return r
+}
+
+// fail answers err: an *apiError as it is, the run service's and the
+// store's errors by their meaning, anything else 500 (logged).
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var e *apiError
+	switch {
+	case errors.As(err, &e):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, nodes.ErrUnknownTurn):
+		e = errorf(http.StatusNotFound, "not_found", "no such thread or run")
+	case errors.Is(err, store.ErrRunActive):
+		e = errorf(http.StatusConflict, "thread_busy", "the thread has a run going or waiting for an answer; wait, cancel it, or answer its interrupt with command.resume")
+	case errors.Is(err, store.ErrAlreadyResolved), errors.Is(err, runs.ErrRunCancelling):
+		e = errorf(http.StatusConflict, "already_resolved", "the interrupt was answered or cancelled already")
+	case errors.Is(err, runs.ErrNothingToRun):
+		e = errorf(http.StatusConflict, "not_running", "the run is not running or waiting")
+	case errors.Is(err, store.ErrInvalid):
+		e = badRequest("%s", err.Error())
+	case errors.Is(err, runs.ErrTooManyRuns):
+		w.Header().Set("Retry-After", "1")
+		e = errorf(http.StatusTooManyRequests, "too_many_runs", "too many runs going at once; retry when one ends")
+	case errors.Is(err, runs.ErrBusy):
+		e = errorf(http.StatusConflict, "busy", "the run has too many answers waiting; retry in a moment")
+	case errors.Is(err, runs.ErrShuttingDown), errors.Is(err, runs.ErrUnavailable):
+		w.Header().Set("Retry-After", "1")
+		e = errorf(http.StatusServiceUnavailable, "unavailable", "the server cannot start runs now; retry in a moment")
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		return // the client is gone
+	default:
+		h.log.LogAttrs(r.Context(), slog.LevelError, "langgraph: request failed", slog.String("path", r.URL.Path), slog.Any("error", err))
+		e = errorf(http.StatusInternalServerError, "internal_error", "internal error; the server logged it")
+	}
+	writeJSON(w, e.status, map[string]any{"error": map[string]string{"code": e.code, "message": e.message}, "detail": e.message})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, status = []byte(`{"error":{"code":"internal_error","message":"the response could not be encoded"}}`), http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// body reads a request body; an empty one reads as {}.
+func body(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, errorf(http.StatusRequestEntityTooLarge, "too_large", "the body is larger than %d bytes", tooBig.Limit)
+	}
+	if err != nil {
+		return nil, badRequest("the body could not be read")
+	}
+	if len(b) == 0 {
+		b = []byte("{}")
+	}
+	return b, nil
+}
+
+func user(r *http.Request) string { return runs.UserFrom(r.Context()) }
+
+// info is GET /info: agent-chat-ui's connection probe.
+func (h *handler) info(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"version": h.cfg.Version, "langgraph_py_version": "", "context": "trellis",
+		"flags": map[string]bool{"assistants": true, "crons": false, "langsmith": false}})
+}
+
+// assistant is the one assistant: the chat agent, graph "agent".
+type assistant struct {
+	AssistantID string         `json:"assistant_id"`
+	GraphID     string         `json:"graph_id"`
+	Config      map[string]any `json:"config"`
+	Context     map[string]any `json:"context"`
+	Metadata    map[string]any `json:"metadata"`
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Version     int            `json:"version"`
+	CreatedAt   string         `json:"created_at"`
+	UpdatedAt   string         `json:"updated_at"`
+}
+
+var epoch = timestamp(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+
+func theAssistant() assistant {
+	return assistant{AssistantID: graphID, GraphID: graphID, Config: map[string]any{}, Context: map[string]any{},
+		Metadata: map[string]any{"created_by": "system"}, Name: "Trellis",
+		Description: "Trellis' chat agent: supervisor, tools with approvals, reflection, a streamed answer.",
+		Version:     1, CreatedAt: epoch, UpdatedAt: epoch}
+}
+
+// checkAssistant accepts the one assistant, by its id or its graph's;
+// "" means it.
+func checkAssistant(id string) error {
+	if id != "" && id != graphID {
+		return errorf(http.StatusNotFound, "not_found", "no assistant %q; Trellis serves one, %q", id, graphID)
+	}
+	return nil
+}
+
+func (h *handler) searchAssistants(w http.ResponseWriter, r *http.Request) {
+	b, err := body(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var q searchBody
+	if err := unmarshal(b, &q); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	limit, offset, err := page(q.Limit, q.Offset, 10, 1000)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := []assistant{}
+	if (q.GraphID == "" || q.GraphID == graphID) && offset == 0 && limit > 0 {
+		out = append(out, theAssistant())
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *handler) getAssistant(w http.ResponseWriter, r *http.Request) {
+	if err := checkAssistant(chi.URLParam(r, "assistant_id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, theAssistant())
+}
+
+// assistantGraph is GET /assistants/{id}/graph: the agent's nodes.
+func (h *handler) assistantGraph(w http.ResponseWriter, r *http.Request) {
+	if err := checkAssistant(chi.URLParam(r, "assistant_id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"mermaid": h.agent.Mermaid()})
+}

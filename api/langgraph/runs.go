@@ -1,0 +1,451 @@
+package langgraph
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/trellis-ai/trellis/api/runs"
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/internal/ids"
+	"github.com/trellis-ai/trellis/nodes"
+)
+
+// run is a Trellis run as LangGraph's.
+type run struct {
+	RunID             string         `json:"run_id"`
+	ThreadID          string         `json:"thread_id"`
+	AssistantID       string         `json:"assistant_id"`
+	Status            string         `json:"status"`
+	CreatedAt         string         `json:"created_at"`
+	UpdatedAt         string         `json:"updated_at"`
+	Metadata          map[string]any `json:"metadata"`
+	MultitaskStrategy string         `json:"multitask_strategy"`
+	Kwargs            map[string]any `json:"kwargs"`
+}
+
+// runStatus maps a run's status: a cancelled run is interrupted, as the
+// Agent Server reports it.
+func runStatus(s store.RunStatus) string {
+	switch s {
+	case store.RunRunning:
+		return "running"
+	case store.RunCompleted:
+		return "success"
+	case store.RunFailed:
+		return "error"
+	}
+	return "interrupted"
+}
+
+func runOf(r store.Run) run {
+	updated := r.CreatedAt
+	if r.CompletedAt != nil {
+		updated = *r.CompletedAt
+	}
+	return run{RunID: r.ID, ThreadID: r.ConversationID, AssistantID: graphID, Status: runStatus(r.Status),
+		CreatedAt: timestamp(r.CreatedAt), UpdatedAt: timestamp(updated), Metadata: map[string]any{},
+		MultitaskStrategy: "reject", Kwargs: map[string]any{}}
+}
+
+// begun is a run a request started or resumed, subscribed to.
+type begun struct {
+	spec   runSpec
+	conv   store.Conversation
+	runID  string
+	sub    *runs.Subscription
+	follow runs.FollowRequest
+	tr     *translator
+}
+
+// begin starts the run a request asks for: a new message on the thread,
+// or the answers to the approvals it waits on. The caller closes
+// b.sub.
+func (h *handler) begin(w http.ResponseWriter, r *http.Request) (_ *begun, err error) {
+	raw, err := body(r)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := parseRun(raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkAssistant(spec.assistant); err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	c, err := h.conversation(r)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := h.agent.State(ctx, c.ID)
+	if err != nil && !errors.Is(err, nodes.ErrNoConversation) {
+		return nil, err
+	}
+	b := &begun{spec: spec, conv: c}
+	state := func() (nodes.Snapshot, error) { return h.agent.State(context.WithoutCancel(ctx), c.ID) }
+	if spec.answers != nil {
+		return b, h.resume(ctx, b, snap, state)
+	}
+	defer func() {
+		if err == nil {
+			h.tag(ctx, c)
+		}
+	}()
+	turn := snap.State.Turn + 1
+	for _, p := range snap.Pending {
+		if p.Kind == nodes.PendingClarification {
+			turn = snap.State.Turn // the message answers the question, in its turn
+		}
+	}
+	spec.message = strings.TrimSpace(spec.message)
+	if limit := h.cfg.MaxMessageRunes; limit > 0 && utf8.RuneCountInString(spec.message) > limit {
+		return nil, badRequest("the message is longer than %d characters", limit)
+	}
+	if spec.interrupt {
+		if err := h.interruptRunning(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	reqID := w.Header().Get("X-Request-Id")
+	if reqID == "" {
+		reqID = ids.Random("req_", 8)
+	}
+	rn, sub, err := h.runs.Start(ctx, runs.StartRequest{UserID: user(r), ConversationID: c.ID, RequestID: reqID,
+		Input: nodes.Input{Message: spec.message}})
+	if err != nil {
+		return nil, err
+	}
+	b.runID, b.sub = rn.ID(), sub
+	b.follow = runs.FollowRequest{User: user(r), ConversationID: c.ID, RunID: rn.ID(), Sub: sub}
+	b.tr = newTranslator(c.ID, rn.ID(), spec.modes, turn, snap.State.Messages, spec.message, state)
+	return b, nil
+}
+
+// interruptRunning cancels the thread's run going, if any, and returns
+// once it has ended (multitask_strategy interrupt and rollback; Trellis
+// keeps the cancelled run's record either way).
+func (h *handler) interruptRunning(ctx context.Context, c store.Conversation) error {
+	last, err := h.st.LatestRun(ctx, c.UserID, c.ID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && last.Status != store.RunRunning) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sub := h.runs.Subscribe(last.ID, false)
+	defer sub.Close()
+	if _, err := h.runs.Cancel(ctx, c.UserID, c.ID); err != nil && !errors.Is(err, runs.ErrNothingToRun) {
+		return err
+	}
+	_, err = h.runs.Follow(ctx, runs.FollowRequest{User: c.UserID, ConversationID: c.ID, RunID: last.ID, Sub: sub,
+		After: last.LastSeq, Replay: true, Rejoin: true}, func(*runs.Event) error { return nil })
+	return err
+}
+
+// tag records the graph in the metadata of a thread a run started on,
+// for threads/search (agent-chat-ui lists a graph's threads by it). A
+// run that could not start leaves the thread as it was.
+func (h *handler) tag(ctx context.Context, c store.Conversation) {
+	if _, err := h.mergeMetadata(ctx, c, map[string]any{"graph_id": graphID, "assistant_id": graphID}); err != nil {
+		h.log.LogAttrs(ctx, slog.LevelWarn, "langgraph: recording the thread's graph failed", slog.String("thread_id", c.ID), slog.Any("error", err))
+	}
+}
+
+// resume answers the thread's pending approvals with the decisions, in
+// order, and follows the run they resume from its run.interrupted on.
+func (h *handler) resume(ctx context.Context, b *begun, snap nodes.Snapshot, state func() (nodes.Snapshot, error)) error {
+	var pending []nodes.Pending
+	for _, p := range snap.Pending {
+		if p.Kind == nodes.PendingApproval {
+			pending = append(pending, p)
+		}
+	}
+	if len(pending) == 0 {
+		return errorf(http.StatusConflict, "nothing_to_resume", "the thread waits for no approval; send input instead")
+	}
+	if len(b.spec.answers) != len(pending) {
+		return badRequest("%d decisions for %d action requests; give one decision per action request, in order", len(b.spec.answers), len(pending))
+	}
+	requests, err := h.st.PendingHumanRequests(ctx, store.KindApproval, b.conv.UserID, b.conv.ID)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(requests, func(hr store.HumanRequest) bool { return hr.ID == pending[0].ID })
+	if i < 0 {
+		return errorf(http.StatusConflict, "already_resolved", "the interrupt was answered or cancelled already")
+	}
+	rn, err := h.st.GetRun(ctx, b.conv.UserID, requests[i].RunID)
+	if err != nil {
+		return err
+	}
+	// Subscribed before the answers, so that nothing of the resumed run
+	// falls between; the replay starts after what the run sent so far.
+	sub := h.runs.Subscribe(rn.ID, false)
+	for k, p := range pending {
+		if _, err := h.runs.AnswerApproval(ctx, b.conv.UserID, p.ID, b.spec.answers[k]); err != nil {
+			sub.Close()
+			return err
+		}
+	}
+	b.runID, b.sub = rn.ID, sub
+	b.follow = runs.FollowRequest{User: b.conv.UserID, ConversationID: b.conv.ID, RunID: rn.ID, Sub: sub, After: rn.LastSeq, Replay: true}
+	b.tr = newTranslator(b.conv.ID, rn.ID, b.spec.modes, snap.State.Turn, snap.State.Messages, "", state)
+	return nil
+}
+
+// streamRun is POST /threads/{id}/runs/stream.
+func (h *handler) streamRun(w http.ResponseWriter, r *http.Request) {
+	b, err := h.begin(w, r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	defer b.sub.Close()
+	sw := startStream(w, b.conv.ID, b.runID, b.spec.modes, h.cfg.WriteTimeout)
+	if sw.event("metadata", map[string]any{"run_id": b.runID, "thread_id": b.conv.ID, "attempt": 1}, 0) != nil {
+		h.gone(r, b)
+		return
+	}
+	b.follow.Heartbeat, b.follow.Idle = h.cfg.Heartbeat, sw.ping
+	if !h.follow(r.Context(), b.follow, b.tr, 0, func(ev sseEvent, id int64) error { return sw.event(ev.name, ev.data, id) }) {
+		h.gone(r, b)
+	}
+}
+
+// gone is told that a stream ended before its run: with on_disconnect
+// cancel and the client gone, the run is cancelled.
+func (h *handler) gone(r *http.Request, b *begun) {
+	if b.spec.cancelOnDisconnect && r.Context().Err() != nil {
+		_, _ = h.runs.Cancel(context.WithoutCancel(r.Context()), b.conv.UserID, b.conv.ID)
+	}
+}
+
+// waitRun is POST /threads/{id}/runs/wait: the final values, as JSON.
+func (h *handler) waitRun(w http.ResponseWriter, r *http.Request) {
+	b, err := h.begin(w, r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	defer b.sub.Close()
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	b.follow.Rejoin = true
+	b.tr.modes = 0
+	if !h.follow(r.Context(), b.follow, b.tr, 0, func(sseEvent, int64) error { return nil }) {
+		h.gone(r, b)
+		if r.Context().Err() != nil {
+			return
+		}
+	}
+	h.writeFinal(w, b.tr)
+}
+
+// writeFinal answers a run's end as runs/wait and join do.
+func (h *handler) writeFinal(w http.ResponseWriter, tr *translator) {
+	if tr.failed != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"__error__": map[string]string{"error": tr.failed.Code, "message": tr.failed.Message}})
+		return
+	}
+	writeJSON(w, http.StatusOK, tr.final)
+}
+
+// backgroundRun is POST /threads/{id}/runs: the run starts and is
+// answered at once.
+func (h *handler) backgroundRun(w http.ResponseWriter, r *http.Request) {
+	b, err := h.begin(w, r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	b.sub.Close()
+	rn, err := h.st.GetRun(r.Context(), b.conv.UserID, b.runID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, runOf(rn))
+}
+
+// threadRun returns the run the path names, of the thread it names: 404
+// for another thread's run or another user's.
+func (h *handler) threadRun(r *http.Request) (store.Run, error) {
+	rn, err := h.st.GetRun(r.Context(), user(r), chi.URLParam(r, "run_id"))
+	if err == nil && rn.ConversationID != chi.URLParam(r, "thread_id") {
+		err = store.ErrNotFound
+	}
+	return rn, err
+}
+
+func (h *handler) getRun(w http.ResponseWriter, r *http.Request) {
+	rn, err := h.threadRun(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, runOf(rn))
+}
+
+// listRuns is GET /threads/{id}/runs: newest first, ?limit (10) and
+// ?offset.
+func (h *handler) listRuns(w http.ResponseWriter, r *http.Request) {
+	c, err := h.conversation(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var limit *int
+	offset := 0
+	q := r.URL.Query()
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			h.fail(w, r, badRequest("limit must be a number"))
+			return
+		}
+		limit = &n
+	}
+	if s := q.Get("offset"); s != "" {
+		if offset, err = strconv.Atoi(s); err != nil {
+			h.fail(w, r, badRequest("offset must be a number"))
+			return
+		}
+	}
+	n, offset, err := page(limit, offset, 10, 1000)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var all []run
+	cursor := ""
+	for {
+		p, err := h.st.ListRuns(r.Context(), c.UserID, c.ID, store.RunQuery{Limit: store.MaxRunLimit, Cursor: cursor, EventLimit: 1})
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		for _, rw := range p.Runs {
+			all = append(all, runOf(rw.Run))
+		}
+		// The store pages oldest first; only the newest offset+n are
+		// kept, so what is held is bounded by the answer, not the thread.
+		if keep := offset + n; len(all) > keep {
+			all = append(all[:0], all[len(all)-keep:]...)
+		}
+		if cursor = p.NextCursor; cursor == "" {
+			break
+		}
+	}
+	slices.Reverse(all)
+	all = all[min(offset, len(all)):]
+	out := append([]run{}, all[:min(n, len(all))]...)
+	writeJSON(w, http.StatusOK, out)
+}
+
+// joinRun is GET /threads/{id}/runs/{run_id}/join: the final values once
+// the run ends (at once for one that has).
+func (h *handler) joinRun(w http.ResponseWriter, r *http.Request) {
+	rn, err := h.threadRun(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	tr, sub := h.joiner(r, rn, 0)
+	defer sub.Close()
+	req := runs.FollowRequest{User: rn.UserID, ConversationID: rn.ConversationID, RunID: rn.ID, Sub: sub, Replay: true, Rejoin: true}
+	if !h.follow(r.Context(), req, tr, 0, func(sseEvent, int64) error { return nil }) && r.Context().Err() != nil {
+		return
+	}
+	h.writeFinal(w, tr)
+}
+
+// joiner subscribes to a run to follow it from its first event, with a
+// translator that starts from the thread's messages before the run's
+// turn (the run's turn is the thread's latest, or the next one when the
+// run has not yet stored its first step).
+func (h *handler) joiner(r *http.Request, rn store.Run, m modes) (*translator, *runs.Subscription) {
+	sub := h.runs.Subscribe(rn.ID, false)
+	ctx := context.WithoutCancel(r.Context())
+	snap, _ := h.agent.State(ctx, rn.ConversationID)
+	turn := snap.State.Turn
+	if snap.State.Input.RequestID != rn.RequestID {
+		turn++
+	}
+	prior := slices.DeleteFunc(slices.Clone(snap.State.Messages), func(m nodes.Message) bool { return m.Turn >= turn })
+	state := func() (nodes.Snapshot, error) { return h.agent.State(ctx, rn.ConversationID) }
+	return newTranslator(rn.ConversationID, rn.ID, m, turn, prior, rn.UserMessage, state), sub
+}
+
+// joinStream is GET /threads/{id}/runs/{run_id}/stream: the run's
+// stream, from its start or after Last-Event-ID, in the modes of
+// ?stream_mode (values when absent).
+func (h *handler) joinStream(w http.ResponseWriter, r *http.Request) {
+	rn, err := h.threadRun(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	m, err := parseModes(r.URL.Query()["stream_mode"])
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var last int64
+	if s := r.Header.Get("Last-Event-ID"); s != "" {
+		if last, err = strconv.ParseInt(s, 10, 64); err != nil || last < 0 {
+			h.fail(w, r, badRequest("Last-Event-ID must be an event id this server sent"))
+			return
+		}
+	}
+	tr, sub := h.joiner(r, rn, m)
+	defer sub.Close()
+	sw := startStream(w, rn.ConversationID, rn.ID, m, h.cfg.WriteTimeout)
+	if last == 0 && sw.event("metadata", map[string]any{"run_id": rn.ID, "thread_id": rn.ConversationID, "attempt": 1}, 0) != nil {
+		return
+	}
+	req := runs.FollowRequest{User: rn.UserID, ConversationID: rn.ConversationID, RunID: rn.ID, Sub: sub, Replay: true,
+		Heartbeat: h.cfg.Heartbeat, Idle: sw.ping}
+	h.follow(r.Context(), req, tr, last, func(ev sseEvent, id int64) error { return sw.event(ev.name, ev.data, id) })
+}
+
+// cancelRun is POST /threads/{id}/runs/{run_id}/cancel: the run stops
+// (status interrupted) and the thread is idle again; with ?wait=1 the
+// answer comes once it has stopped.
+func (h *handler) cancelRun(w http.ResponseWriter, r *http.Request) {
+	rn, err := h.threadRun(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if !rn.Active() {
+		h.fail(w, r, errorf(http.StatusConflict, "not_running", "run %s is not running or waiting", rn.ID))
+		return
+	}
+	wait := r.URL.Query().Get("wait")
+	var sub *runs.Subscription
+	if wait == "1" || wait == "true" {
+		sub = h.runs.Subscribe(rn.ID, false)
+		defer sub.Close()
+	}
+	if _, err := h.runs.Cancel(r.Context(), rn.UserID, rn.ConversationID); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if sub == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	req := runs.FollowRequest{User: rn.UserID, ConversationID: rn.ConversationID, RunID: rn.ID, Sub: sub, After: rn.LastSeq,
+		Replay: true, Rejoin: true}
+	_, _ = h.runs.Follow(r.Context(), req, func(*runs.Event) error { return nil })
+	w.WriteHeader(http.StatusNoContent)
+}
