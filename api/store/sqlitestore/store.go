@@ -33,6 +33,7 @@ type shared = sqlstore.Store
 var (
 	_ store.Store     = (*Store)(nil)
 	_ store.Documents = (*Store)(nil)
+	_ store.Memories  = (*Store)(nil)
 )
 
 // migrationFS holds the schema's migrations: SQLite's types (text times,
@@ -285,6 +286,17 @@ var chunkSearch = sqlstore.ChunkSearch{
 
 // ChunkSearch implements sqlstore.DB.
 func (d *db) ChunkSearch() sqlstore.ChunkSearch { return chunkSearch }
+
+// memorySearch asks the FTS5 index over memories as chunkSearch does.
+var memorySearch = sqlstore.ChunkSearch{
+	From:  "memories_fts JOIN memories m ON m.rowid = memories_fts.rowid",
+	Match: "memories_fts MATCH ?",
+	Score: "-bm25(memories_fts)",
+	Terms: chunkSearch.Terms,
+}
+
+// MemorySearch implements sqlstore.DB.
+func (d *db) MemorySearch() sqlstore.ChunkSearch { return memorySearch }
 
 // Violates implements sqlstore.DB.
 func (d *db) Violates(err error, constraint string) bool {

@@ -53,6 +53,10 @@ type DB interface {
 	// ChunkSearch is how the database's full-text index over chunks is
 	// asked: the one part of the documents' SQL each writes its own.
 	ChunkSearch() ChunkSearch
+
+	// MemorySearch is the same of the full-text index over memories:
+	// From names the memories as m.
+	MemorySearch() ChunkSearch
 }
 
 // ChunkSearch is the SQL a backend's full-text index over chunks is asked
