@@ -137,9 +137,9 @@ func TestJaccardAndMerge(t *testing.T) {
 		want   string // "" is no merge
 	}{
 		{[]string{"go", "sql", "index", "btree"}, "m1"}, // 0.75
-		{[]string{"go", "sql", "btree"}, ""},           // 0.5
-		{[]string{"rust", "wasm"}, "m2"},               // 1
-		{[]string{"rust", "wasm", "simd"}, ""},         // 0.67: just under
+		{[]string{"go", "sql", "btree"}, ""},            // 0.5
+		{[]string{"rust", "wasm"}, "m2"},                // 1
+		{[]string{"rust", "wasm", "simd"}, ""},          // 0.67: just under
 		{nil, ""},
 	} {
 		m, ok := cognition.Nearest(ms, tc.topics, 0.7)
