@@ -110,7 +110,8 @@ func (s *Service) Learn(ctx context.Context, t Turn) error {
 			}
 		}
 	}
-	if ep, ok := Episode(t, sig); ok {
+	// A turn that told a fact to remember is remembered as that fact.
+	if ep, ok := Episode(t, sig); ok && len(sig.Facts) == 0 {
 		if err := s.remember(ctx, t.UserID, t.ConversationID, ep.Summary, ep.Outcome, ep.Importance); err != nil {
 			return err
 		}
