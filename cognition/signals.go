@@ -27,7 +27,9 @@ type Signal struct {
 	// the statement's first topic).
 	Preferences map[string]string
 	// Facts are things the user asked to be remembered.
-	Facts  []string
+	Facts []string
+	// Topics are what the message asks about (stated facts and
+	// preferences left out): the user's interests.
 	Topics []string
 }
 
@@ -54,8 +56,11 @@ var (
 // Signals reads one message.
 func Signals(msg string) Signal {
 	low := strings.ToLower(msg)
+	// Interests come from what the user asks about, not from what they
+	// state of themself: a fact to remember, once deleted, must not
+	// linger in the profile.
 	s := Signal{Question: strings.Contains(msg, "?"), Words: len(strings.Fields(msg)), Preferences: map[string]string{},
-		Topics: Topics(msg, 8)}
+		Topics: Topics(statement.ReplaceAllString(fact.ReplaceAllString(msg, " "), " "), 8)}
 	for _, w := range noviceSignals {
 		if strings.Contains(low, w) {
 			s.Novice++

@@ -414,6 +414,9 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	}
 	if cog != nil {
 		apiCfg.Cognition = cog
+		// The agent waits for its context loaders (memory and document
+		// summaries alike) as long as the memory's budget.
+		apiCfg.Agent.ContextTimeout = cfg.cognition.budget
 		if err := tools.local.Add(memtools.New(cog)...); err != nil {
 			return app{}, err
 		}
