@@ -34,19 +34,19 @@ type rig struct {
 
 type backend struct {
 	name string
-	open func(t *testing.T) (cognition.Store, func(t *testing.T, ws *jobs.Workers, cfg jobs.Config) *jobs.Queue)
+	open func(t testing.TB) (cognition.Store, func(t testing.TB, ws *jobs.Workers, cfg jobs.Config) *jobs.Queue)
 }
 
 func backends() []backend {
 	return []backend{
-		{"sqlite", func(t *testing.T) (cognition.Store, func(*testing.T, *jobs.Workers, jobs.Config) *jobs.Queue) {
+		{"sqlite", func(t testing.TB) (cognition.Store, func(testing.TB, *jobs.Workers, jobs.Config) *jobs.Queue) {
 			dir := t.TempDir()
 			st, err := sqlitestore.Open(t.Context(), filepath.Join(dir, "trellis.db"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { st.Close() })
-			return st, func(t *testing.T, ws *jobs.Workers, cfg jobs.Config) *jobs.Queue {
+			return st, func(t testing.TB, ws *jobs.Workers, cfg jobs.Config) *jobs.Queue {
 				q, err := jobs.SQLite(t.Context(), filepath.Join(dir, "jobs.db"), ws, cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -55,7 +55,7 @@ func backends() []backend {
 				return q
 			}
 		}},
-		{"postgres", func(t *testing.T) (cognition.Store, func(*testing.T, *jobs.Workers, jobs.Config) *jobs.Queue) {
+		{"postgres", func(t testing.TB) (cognition.Store, func(testing.TB, *jobs.Workers, jobs.Config) *jobs.Queue) {
 			if os.Getenv("TRELLIS_TEST_DATABASE") == "" {
 				t.Skip("TRELLIS_TEST_DATABASE is not set")
 			}
@@ -64,7 +64,7 @@ func backends() []backend {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return st, func(t *testing.T, ws *jobs.Workers, cfg jobs.Config) *jobs.Queue {
+			return st, func(t testing.TB, ws *jobs.Workers, cfg jobs.Config) *jobs.Queue {
 				jp, err := pgxpool.NewWithConfig(t.Context(), pool.Config())
 				if err != nil {
 					t.Fatal(err)

@@ -142,15 +142,15 @@ var chunkSearch = sqlstore.ChunkSearch{
 func (d *db) ChunkSearch() sqlstore.ChunkSearch { return chunkSearch }
 
 // memorySearch asks the GIN index over memories as chunkSearch does.
-var memorySearch = sqlstore.ChunkSearch{
+var memorySearch = sqlstore.MemorySearch{
 	From:  "memories m CROSS JOIN to_tsquery('english', ?) AS query",
 	Match: "m.tsv @@ query",
 	Score: "ts_rank(m.tsv, query)",
-	Terms: chunkSearch.Terms,
+	Terms: func(words []string, _ string) string { return chunkSearch.Terms(words) },
 }
 
 // MemorySearch implements sqlstore.DB.
-func (d *db) MemorySearch() sqlstore.ChunkSearch { return memorySearch }
+func (d *db) MemorySearch() sqlstore.MemorySearch { return memorySearch }
 
 // violates reports whether err is a violation of the named constraint
 // (unique, foreign key, …).

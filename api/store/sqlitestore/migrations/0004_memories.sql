@@ -23,25 +23,29 @@ CREATE INDEX memories_by_user ON memories (user_id, created_at, id);
 CREATE INDEX memories_by_importance ON memories (user_id, importance, last_accessed);
 CREATE INDEX memories_by_use ON memories (last_accessed);
 
+-- owner is a token made of the user id ('u' and its hex), so a search
+-- asks the index for one user's matches (owner : "u…" AND (…)) instead of
+-- scoring every user's and keeping one's. It is never read back.
 CREATE VIRTUAL TABLE memories_fts USING fts5 (
     summary,
     topic_text,
+    owner,
     content = 'memories',
     content_rowid = 'rowid',
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 
 CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-    INSERT INTO memories_fts (rowid, summary, topic_text) VALUES (new.rowid, new.summary, new.topic_text);
+    INSERT INTO memories_fts (rowid, summary, topic_text, owner) VALUES (new.rowid, new.summary, new.topic_text, 'u' || hex(new.user_id));
 END;
 
 CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
-    INSERT INTO memories_fts (memories_fts, rowid, summary, topic_text) VALUES ('delete', old.rowid, old.summary, old.topic_text);
+    INSERT INTO memories_fts (memories_fts, rowid, summary, topic_text, owner) VALUES ('delete', old.rowid, old.summary, old.topic_text, 'u' || hex(old.user_id));
 END;
 
 CREATE TRIGGER memories_fts_update AFTER UPDATE OF summary, topic_text ON memories BEGIN
-    INSERT INTO memories_fts (memories_fts, rowid, summary, topic_text) VALUES ('delete', old.rowid, old.summary, old.topic_text);
-    INSERT INTO memories_fts (rowid, summary, topic_text) VALUES (new.rowid, new.summary, new.topic_text);
+    INSERT INTO memories_fts (memories_fts, rowid, summary, topic_text, owner) VALUES ('delete', old.rowid, old.summary, old.topic_text, 'u' || hex(old.user_id));
+    INSERT INTO memories_fts (rowid, summary, topic_text, owner) VALUES (new.rowid, new.summary, new.topic_text, 'u' || hex(new.user_id));
 END;
 
 CREATE TABLE profiles (
