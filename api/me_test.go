@@ -1,13 +1,16 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/cognition"
+	"github.com/trellis-ai/trellis/internal/jobs"
 )
 
 // newMemoryEnv is a server with memory on, and its cognition service.
@@ -148,4 +151,47 @@ func TestMeOff(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	status, body := e.do(http.MethodGet, "/api/v1/me/memories", nil)
 	wantError(t, status, body, http.StatusNotFound)
+}
+
+// BenchmarkSyncChatMemory is BenchmarkSyncChat with memory off and on
+// (context loaded before each answer, a learning job enqueued and worked
+// after it), in the same run, so their ratio is what memory adds to the
+// answer path:
+//
+//	go test -run '^$' -bench SyncChatMemory -count 6 ./api/ | benchstat -col /memory -
+func BenchmarkSyncChatMemory(b *testing.B) {
+	for _, be := range backends {
+		b.Run("backend="+string(be)+"/memory=off", func(b *testing.B) {
+			e := newEnv(b, envOptions{backend: be, local: true, configure: benchConfig})
+			benchSync(b, e.ts.URL, e.ts.Client())
+		})
+		b.Run("backend="+string(be)+"/memory=on", func(b *testing.B) {
+			e := newEnv(b, envOptions{backend: be, local: true, configure: func(c *api.Config) {
+				benchConfig(c)
+				svc, err := cognition.New(cognition.Config{Store: c.Store.(cognition.Store), Budget: time.Second})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ws := jobs.NewWorkers()
+				svc.Register(ws)
+				q, err := jobs.SQLite(b.Context(), filepath.Join(b.TempDir(), "jobs.db"), ws, jobs.Config{PollInterval: 50 * time.Millisecond})
+				if err != nil {
+					b.Fatal(err)
+				}
+				svc.Attach(q)
+				if err := q.Start(context.WithoutCancel(b.Context())); err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					_ = q.Stop(ctx)
+					_ = q.Close()
+					svc.Close()
+				})
+				c.Cognition = svc
+			}})
+			benchSync(b, e.ts.URL, e.ts.Client())
+		})
+	}
 }
