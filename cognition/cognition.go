@@ -55,7 +55,9 @@ type Service struct {
 	// their use, off the request's path.
 	touches chan touch
 	done    chan struct{}
-	close   sync.Once
+	// mu guards closed: touched sends only while the recorder runs.
+	mu     sync.RWMutex
+	closed bool
 
 	identity identityCache
 }
@@ -100,10 +102,13 @@ func New(cfg Config) (*Service, error) {
 
 // Close stops recording recalls once those queued are recorded.
 func (s *Service) Close() {
-	s.close.Do(func() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
 		close(s.touches)
-		<-s.done
-	})
+	}
+	s.mu.Unlock()
+	<-s.done
 }
 
 // recordTouches records recalls as they come. A recall whose record fails
@@ -129,7 +134,11 @@ func (s *Service) touched(userID string, ms []store.Memory) {
 	for i, m := range ms {
 		ids[i] = m.ID
 	}
-	defer func() { _ = recover() }() // Close raced us: the count is dropped
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return
+	}
 	select {
 	case s.touches <- touch{userID: userID, ids: ids, at: time.Now()}:
 	default:
