@@ -22,6 +22,9 @@ type chatRequest struct {
 	Model          string          `json:"model"`
 	DocumentIDs    []string        `json:"document_ids"`
 	Context        json.RawMessage `json:"context"`
+	// Memory false keeps this request out of the agent's memory: nothing
+	// remembered is loaded, nothing is learnt. Absent is true.
+	Memory *bool `json:"memory"`
 }
 
 // editRequest is the body of POST /conversations/{id}/runs/{run_id}/edit.
@@ -68,7 +71,7 @@ func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest
 	if err := s.checkDocuments(r, conversationID, body.DocumentIDs); err != nil {
 		return runs.StartRequest{}, err
 	}
-	in := nodes.Input{Message: msg, Model: body.Model, DocumentIDs: body.DocumentIDs}
+	in := nodes.Input{Message: msg, Model: body.Model, DocumentIDs: body.DocumentIDs, NoMemory: body.Memory != nil && !*body.Memory}
 	if c := bytes.TrimSpace(body.Context); len(c) > 0 && c[0] == '{' {
 		in.Context = c
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/internal/ids"
@@ -27,6 +28,11 @@ type Config struct {
 	// Documents is the document service behind /api/v1/documents; nil
 	// leaves those endpoints out (404).
 	Documents *ingest.Service
+	// Cognition is what the agent remembers of each user: it gives the
+	// agent its context loader and learning hook (unless Agent has them)
+	// and serves /api/v1/me/profile and /me/memories; nil leaves memory
+	// off and those endpoints out (404).
+	Cognition *cognition.Service
 	// Models resolves the model names requests and the agent use; nil
 	// means a registry holding only the offline model.
 	Models *llm.Registry

@@ -26,6 +26,7 @@ import (
 //	trellis_sse_streams_open                   SSE responses being written
 //	trellis_http_requests_total{code}          answered requests, by status
 //	trellis_auth_failures_total{reason}        requests refused at authentication
+//	trellis_cognition_context_failures_total{reason}  cognitive contexts not loaded: timeout or error
 //
 // and the Go runtime's (go_*) and the process's (process_*) metrics, so
 // that goroutine and memory leaks can be watched.
@@ -48,6 +49,7 @@ type Metrics struct {
 	breakers     *prometheus.GaugeVec
 	requests     *prometheus.CounterVec
 	authFailures *prometheus.CounterVec
+	cognition    *prometheus.CounterVec
 }
 
 // durationBuckets are the upper bounds of run_duration_seconds, in seconds.
@@ -91,6 +93,10 @@ func NewMetrics() *Metrics {
 			Name: "trellis_auth_failures_total",
 			Help: "Requests refused at authentication: missing or invalid API key (401), or refused unchecked after too many invalid ones from the client's address (rate_limited, 429).",
 		}, []string{"reason"}),
+		cognition: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trellis_cognition_context_failures_total",
+			Help: "Cognitive contexts (profile, memories) not loaded in their budget (timeout) or failed (error); the run went on without them.",
+		}, []string{"reason"}),
 	}
 	// Series that exist from the start read 0 rather than being absent,
 	// so rates over them work from the first scrape.
@@ -100,8 +106,11 @@ func NewMetrics() *Metrics {
 	for _, r := range []string{authMissing, authInvalid, authRateLimited} {
 		m.authFailures.WithLabelValues(r)
 	}
+	for _, r := range []string{"timeout", "error"} {
+		m.cognition.WithLabelValues(r)
+	}
 	m.reg.MustRegister(
-		m.runs, m.duration, m.tokens, m.tools, m.breakers, m.requests, m.authFailures,
+		m.runs, m.duration, m.tokens, m.tools, m.breakers, m.requests, m.authFailures, m.cognition,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "trellis_runs_active", Help: "Runs live in this process."},
 			func() float64 { return float64(m.activeRuns.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "trellis_sse_streams_open", Help: "SSE responses being written."},
@@ -148,6 +157,12 @@ func (m *Metrics) toolCall(tool, status string) {
 
 func (m *Metrics) request(code int) {
 	m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
+}
+
+// CognitionFailed counts a cognitive context not loaded, by reason
+// (timeout or error); give it as cognition.Config.OnContextFailure.
+func (m *Metrics) CognitionFailed(reason string) {
+	m.cognition.WithLabelValues(reason).Inc()
 }
 
 func (m *Metrics) authFailed(reason string) {

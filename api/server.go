@@ -79,6 +79,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Documents != nil && cfg.Agent.Documents == nil {
 		cfg.Agent.Documents = documentSummaries{cfg.Documents}
 	}
+	if c := cfg.Cognition; c != nil {
+		if cfg.Agent.Cognition == nil {
+			cfg.Agent.Cognition = c.ContextText
+		}
+		if cfg.Agent.Hooks.Learn == nil {
+			cfg.Agent.Hooks.Learn = learnHook(c, s.log)
+		}
+	}
 	s.runs, err = runs.New(runs.Config{Store: cfg.Store, Models: s.models, Tools: cfg.Tools, Checkpointer: cfg.Checkpointer,
 		Agent: cfg.Agent, Elicit: elicits, ElicitTimeout: cfg.ElicitTimeout, InterruptAfter: cfg.InterruptAfter,
 		CancelOnDisconnect: cfg.CancelOnDisconnect, MaxRunsPerUser: cfg.Limits.MaxConcurrentRunsPerUser,
@@ -168,6 +176,9 @@ func (s *Server) routes() http.Handler {
 		r.Get("/tools", s.handleTools)
 		if s.cfg.Documents != nil {
 			s.documentRoutes(r)
+		}
+		if s.cfg.Cognition != nil {
+			s.meRoutes(r)
 		}
 	})
 	r.Group(func(r chi.Router) {

@@ -43,7 +43,9 @@ const OfflineNotice = "I'm Trellis' offline model: no language model is configur
 //     "2+2*3 = 8"; current_time → "The current time in Asia/Tokyo is …";
 //     list_tools → "Here are the tools I can use:" and a bullet per tool
 //     (a JSON list of {name, description}, or {"tools": […]}, is formatted);
-//     self_info → "About me: …"; any other tool → "<tool> returned: …". A JSON
+//     self_info → "About me: …"; remember → "I'll remember that: …";
+//     recall → "Here is what I remember about you:" and a bullet per
+//     memory; any other tool → "<tool> returned: …". A JSON
 //     object result shows its "result", "value", "time", "datetime",
 //     "formatted", "text" or "error" field when it has one.
 //     search_documents and load_document → the best passages (at most
@@ -62,6 +64,8 @@ const OfflineNotice = "I'm Trellis' offline model: no language model is configur
 //     - "what can you do", "what tools …" → list_tools {}; "who are you",
 //     "which model …" → self_info {}; each falls back to the other when only
 //     one is offered.
+//     - "remember that <fact>" → remember {"fact": <fact>}; "what do you
+//     remember about me?" → recall {};
 //     - any other question, when a prompt lists the conversation's
 //     documents (under DocumentsHeading) with one of them "[ready]" and
 //     search_documents is offered → search_documents {"query": <the
@@ -193,6 +197,11 @@ func offlineReply(msgs []llms.MessageContent, tools []llms.Tool) (string, []llms
 			call(other, nil)
 		}
 	}
+	if fact := rememberRequest(q); fact != "" && hasTool(tools, "remember") {
+		call("remember", map[string]string{"fact": fact})
+	} else if recallQuestion(q) && hasTool(tools, "recall") {
+		call("recall", nil)
+	}
 	if len(calls) == 0 && len(missing) == 0 && hasTool(tools, "search_documents") && hasReadyDocuments(msgs) {
 		call("search_documents", map[string]string{"query": q})
 	}
@@ -319,6 +328,8 @@ func describeResult(r toolResult) string {
 		return "Here are the tools I can use:\n" + toolList(r.content)
 	case "self_info":
 		return "About me: " + value
+	case "remember", "recall":
+		return describeMemory(r, value, isErr)
 	}
 	name := r.name
 	if name == "" {

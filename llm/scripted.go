@@ -75,6 +75,7 @@ type scriptStep struct {
 	Step
 	label     string
 	contains  string // lower case
+	system    string // lower case
 	text      string
 	chunks    []string
 	delay     time.Duration
@@ -90,6 +91,7 @@ func NewScripted(s *Script) *Scripted {
 			Step:     st,
 			label:    st.label(i),
 			contains: strings.ToLower(st.Match.Contains),
+			system:   strings.ToLower(st.Match.System),
 			delay:    time.Duration(st.Reply.DelayMS) * time.Millisecond,
 		}
 		r := st.Reply
@@ -186,6 +188,18 @@ func (m *Scripted) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	lastIsTool := len(msgs) > 0 && msgs[len(msgs)-1].Role == llms.ChatMessageTypeTool
 	node := NodeFrom(ctx)
 	lowerQ := strings.ToLower(q)
+	var sys strings.Builder
+	for _, msg := range msgs {
+		if msg.Role == llms.ChatMessageTypeSystem {
+			for _, p := range msg.Parts {
+				if t, ok := p.(llms.TextContent); ok {
+					sys.WriteString(strings.ToLower(t.Text))
+					sys.WriteByte('\n')
+				}
+			}
+		}
+	}
+	lowerSys := sys.String()
 
 	m.mu.Lock()
 	idx := -1
@@ -194,7 +208,7 @@ func (m *Scripted) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 		if m.used[i] && !st.Repeat {
 			continue
 		}
-		if st.matches(node, lowerQ, turn, lastIsTool, &o) {
+		if st.matches(node, lowerQ, lowerSys, turn, lastIsTool, &o) {
 			idx = i
 			break
 		}
@@ -215,12 +229,14 @@ func (m *Scripted) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	return st.play(ctx, &o, msgs, callNo)
 }
 
-func (st *scriptStep) matches(node, lowerQ string, turn int, lastIsTool bool, o *llms.CallOptions) bool {
+func (st *scriptStep) matches(node, lowerQ, lowerSys string, turn int, lastIsTool bool, o *llms.CallOptions) bool {
 	mt := st.Match
 	switch {
 	case mt.Node != "" && mt.Node != node:
 		return false
 	case st.contains != "" && !strings.Contains(lowerQ, st.contains):
+		return false
+	case st.system != "" && !strings.Contains(lowerSys, st.system):
 		return false
 	case mt.Turn != 0 && mt.Turn != turn:
 		return false

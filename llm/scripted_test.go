@@ -114,6 +114,7 @@ func TestScriptedMatchers(t *testing.T) {
 		{"match":{"contains":"WEATHER"},"reply":{"text":"weather"},"repeat":true},
 		{"match":{"tool":"search"},"reply":{"text":"search offered"},"repeat":true},
 		{"match":{"tool_result":true},"reply":{"text":"after tool"},"repeat":true},
+		{"match":{"system":"PREFERS SHORT"},"reply":{"text":"system says short"},"repeat":true},
 		{"match":{"node":"write"},"reply":{"text":"write node"},"repeat":true},
 		{"reply":{"text":"default"},"repeat":true}]}`)
 	toolMsg := llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "1", Content: "r"}}}
@@ -128,6 +129,8 @@ func TestScriptedMatchers(t *testing.T) {
 		{"contains ignores case", t.Context(), []llms.MessageContent{human("the Weather today")}, nil, "weather"},
 		{"tool offered", t.Context(), []llms.MessageContent{human("x")}, []llms.CallOption{llms.WithTools([]llms.Tool{tool("search", nil)})}, "search offered"},
 		{"tool result", t.Context(), []llms.MessageContent{human("x"), toolMsg}, nil, "after tool"},
+		{"system", t.Context(), []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, "The user prefers short answers."), human("x")}, nil, "system says short"},
+		{"system elsewhere is not system", t.Context(), []llms.MessageContent{human("the user prefers short answers")}, nil, "default"},
 		{"node", llm.WithNode(t.Context(), "write"), []llms.MessageContent{human("x")}, nil, "write node"},
 		{"fallback", llm.WithNode(t.Context(), "supervisor"), []llms.MessageContent{human("x")}, nil, "default"},
 	} {

@@ -47,6 +47,9 @@ func (a *Agent) initialize(ctx context.Context, s ChatState) (graph.Command[Chat
 // is abandoned (its result, when it comes, is dropped).
 func (a *Agent) loadContext(nodeCtx context.Context, s *ChatState) (string, []DataSummary) {
 	cog, docs := a.opts.Cognition, a.opts.Documents
+	if s.Input.NoMemory {
+		cog = nil
+	}
 	if cog == nil && docs == nil {
 		return "", nil
 	}

@@ -172,6 +172,9 @@ type Input struct {
 	DocumentIDs []string `json:"document_ids,omitempty"`
 	// Context is the request's optional "context" object.
 	Context json.RawMessage `json:"context,omitempty"`
+	// NoMemory keeps the turn out of the user's memory: Options.Cognition
+	// is not asked and Hooks.Learn not called.
+	NoMemory bool `json:"no_memory,omitempty"`
 }
 
 // Role is who wrote a message.

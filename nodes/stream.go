@@ -36,7 +36,7 @@ func (a *Agent) stream(ctx context.Context, s ChatState) (ChatState, error) {
 				slog.String("conversation_id", s.Input.ConversationID), slog.Any("error", err))
 		}
 	}
-	if h := a.opts.Hooks.Learn; h != nil && outcome != OutcomeClarify {
+	if h := a.opts.Hooks.Learn; h != nil && outcome != OutcomeClarify && !s.Input.NoMemory {
 		h(ctx, ans)
 	}
 	upd := ChatState{Messages: []Message{msg}, FinalResponse: content, Outcome: outcome}

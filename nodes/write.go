@@ -26,7 +26,13 @@ func (a *Agent) write(ctx context.Context, s ChatState) (ChatState, error) {
 			brief = Brief{Kind: BriefSynthesis, Instructions: synthesisInstructions(&s)}
 		}
 	}
-	text, usage, err := a.generate(ctx, &s, brief)
+	gen := brief
+	if s.Cognitive != "" {
+		// The writer fits length and register to the user as the
+		// supervisor was told of them.
+		gen.Instructions += "\n\n## About the user\n" + s.Cognitive
+	}
+	text, usage, err := a.generate(ctx, &s, gen)
 	if err != nil {
 		if brief.Fallback == "" {
 			return ChatState{}, fmt.Errorf("nodes: write: %w", err)

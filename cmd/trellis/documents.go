@@ -75,14 +75,13 @@ func parseDocuments(c *documentsConfig, dir, shared, maxBytes, maxDocs string, g
 	return errs
 }
 
-// openDocuments builds the document service: its file storage, its job
-// queue (River: a second pool on the PostgreSQL database, so River's
-// listening connection never starves the store's pool; or jobs.db beside
-// the SQLite files), started. It returns nil and what the start line
-// says when documents are off: on PostgreSQL with the filesystem backend
-// on a directory not declared shared, since another process could not
-// read the files this one stores.
-func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, models *llm.Registry, log *slog.Logger, cleanup *closers) (*ingest.Service, string, error) {
+// openDocuments builds the document service and registers its job with
+// ws (the queue is opened once every service has registered, see
+// openQueue). It returns nil and what the start line says when
+// documents are off: on PostgreSQL with the filesystem backend on a
+// directory not declared shared, since another process could not read
+// the files this one stores.
+func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, models *llm.Registry, ws *jobs.Workers, log *slog.Logger) (*ingest.Service, string, error) {
 	dc := cfg.documents
 	var files documents.Storage
 	var desc string
@@ -125,34 +124,42 @@ func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, models 
 	if err != nil {
 		return nil, "", err
 	}
-	ws := jobs.NewWorkers()
 	svc.Register(ws)
-	jcfg := jobs.Config{Logger: log}
+	return svc, desc, nil
+}
+
+// openQueue opens the one job queue of the services that registered
+// with ws, and starts it: River on a second pool on the PostgreSQL
+// database, so River's listening connection never starves the store's
+// pool; or jobs.db beside the SQLite files.
+func openQueue(ctx context.Context, cfg serveConfig, ws *jobs.Workers, periodic []jobs.Periodic, log *slog.Logger, cleanup *closers) (*jobs.Queue, error) {
+	jcfg := jobs.Config{Logger: log, Periodic: periodic}
 	var queue *jobs.Queue
+	var err error
 	if cfg.databaseURL != "" {
 		pool, err := pgxpool.New(ctx, cfg.databaseURL)
 		if err != nil {
-			return nil, "", fmt.Errorf("jobs: %w", err)
+			return nil, fmt.Errorf("jobs: %w", err)
 		}
 		cleanup.add(pool.Close)
 		queue, err = jobs.Postgres(ctx, pool, ws, jcfg)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 	} else {
 		if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		queue, err = jobs.SQLite(ctx, filepath.Join(cfg.dataDir, "jobs.db"), ws, jcfg)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 	}
 	cleanup.add(func() { _ = queue.Close() })
 	// The queue outlives the signal that ends serve: its jobs get the
 	// shutdown timeout to finish (see the stop below), not a cancel.
 	if err := queue.Start(context.WithoutCancel(ctx)); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	cleanup.add(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
@@ -161,8 +168,7 @@ func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, models 
 			log.LogAttrs(sctx, slog.LevelWarn, "stopping the job queue", slog.Any("error", err))
 		}
 	})
-	svc.Attach(queue)
-	return svc, desc, nil
+	return queue, nil
 }
 
 // summarizer is the fast model's summariser (the registry wraps it in the

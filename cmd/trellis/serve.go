@@ -27,10 +27,12 @@ import (
 	"github.com/trellis-ai/trellis/api/store/pgstore"
 	"github.com/trellis-ai/trellis/api/store/sqlitestore"
 	"github.com/trellis-ai/trellis/api/web"
+	"github.com/trellis-ai/trellis/cognition/memtools"
 	"github.com/trellis-ai/trellis/documents/doctools"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
+	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp"
 	"github.com/trellis-ai/trellis/operators"
@@ -58,6 +60,7 @@ type serveConfig struct {
 	durability         graph.Durability
 	logLevel           slog.Level
 	documents          documentsConfig
+	cognition          cognitionConfig
 }
 
 // parseServe reads the configuration. Model settings (TRELLIS_MODEL,
@@ -81,6 +84,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		authPerMin, authBurst, proxies        string
 		docDir, docShared, docMax, docCount   string
 		durability                            string
+		cogOn, cogBudget, memMax, memTTL      string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -109,6 +113,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&docMax, "max-document-bytes", env("TRELLIS_MAX_DOCUMENT_BYTES", "1000000"), "largest document accepted, in bytes (TRELLIS_MAX_DOCUMENT_BYTES)")
 	fs.StringVar(&docCount, "max-documents", env("TRELLIS_MAX_DOCUMENTS", "5"), "documents a conversation may hold (TRELLIS_MAX_DOCUMENTS)")
 	fs.StringVar(&durability, "durability", env("TRELLIS_DURABILITY", "sync"), "when a run writes its checkpoints: sync (every step, before the next), async (every step, while the next runs) or exit (its input and its end; a crash repeats the turn) (TRELLIS_DURABILITY)")
+	fs.StringVar(&cogOn, "cognition", env("TRELLIS_COGNITION", "on"), "remember users across conversations and learn in the background: on or off (TRELLIS_COGNITION)")
+	fs.StringVar(&cogBudget, "cognition-budget", env("TRELLIS_COGNITION_BUDGET", "100ms"), "how long loading what is remembered of the user may take before the run goes on without it (TRELLIS_COGNITION_BUDGET)")
+	fs.StringVar(&memMax, "max-memories", env("TRELLIS_MAX_MEMORIES", "100"), "memories kept per user, the least important pruned first (TRELLIS_MAX_MEMORIES)")
+	fs.StringVar(&memTTL, "memory-ttl", env("TRELLIS_MEMORY_TTL", "2160h"), "memories unused this long are pruned (TRELLIS_MEMORY_TTL)")
 	fs.StringVar(&logLevel, "log-level", env("TRELLIS_LOG_LEVEL", "info"), "debug, info, warn or error (TRELLIS_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -167,6 +175,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		docDir = documentsDefaultDir(c.dataDir)
 	}
 	errs = append(errs, parseDocuments(&c.documents, docDir, docShared, docMax, docCount, getenv)...)
+	errs = append(errs, parseCognition(&c.cognition, cogOn, cogBudget, memMax, memTTL)...)
 	if c.addr == "" {
 		c.addr = "127.0.0.1:8080"
 		if len(c.keys) > 0 {
@@ -259,7 +268,7 @@ func serveUntil(ctx context.Context, cfg serveConfig, getenv func(string) string
 	}
 	recoverRuns(ctx, svc.srv, log)
 	front.serve(svc.srv.Handler())
-	fmt.Fprintln(stdout, startLine(front.ln.Addr().String(), svc.storage, svc.models, cfg, svc.mcpServers)+" · documents "+svc.documents)
+	fmt.Fprintln(stdout, startLine(front.ln.Addr().String(), svc.storage, svc.models, cfg, svc.mcpServers)+" · documents "+svc.documents+" · memory "+svc.cognition)
 
 	select {
 	case <-ctx.Done():
@@ -329,6 +338,7 @@ type app struct {
 	models     *llm.Registry
 	mcpServers int // enabled
 	documents  string
+	cognition  string
 }
 
 // assemble opens storage, the models and the tools, joins the cluster on
@@ -369,9 +379,30 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err := joinCluster(ctx, st, cfg, &apiCfg, cleanup); err != nil {
 		return app{}, err
 	}
-	docs, docDesc, err := openDocuments(ctx, cfg, st, models, log, cleanup)
+	ws := jobs.NewWorkers()
+	docs, docDesc, err := openDocuments(ctx, cfg, st, models, ws, log)
 	if err != nil {
 		return app{}, err
+	}
+	cog, cogDesc, err := openCognition(ctx, cfg, st, models, metrics, ws, log, cleanup)
+	if err != nil {
+		return app{}, err
+	}
+	if docs != nil || cog != nil {
+		var periodic []jobs.Periodic
+		if cog != nil {
+			periodic = cog.Periodic()
+		}
+		queue, err := openQueue(ctx, cfg, ws, periodic, log, cleanup)
+		if err != nil {
+			return app{}, err
+		}
+		if docs != nil {
+			docs.Attach(queue)
+		}
+		if cog != nil {
+			cog.Attach(queue)
+		}
 	}
 	apiCfg.Documents = docs
 	if rec, ok := st.(doctools.Store); ok && docs != nil {
@@ -381,11 +412,20 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 			return app{}, err
 		}
 	}
+	if cog != nil {
+		apiCfg.Cognition = cog
+		// The agent waits for its context loaders (memory and document
+		// summaries alike) as long as the memory's budget.
+		apiCfg.Agent.ContextTimeout = cfg.cognition.budget
+		if err := tools.local.Add(memtools.New(cog)...); err != nil {
+			return app{}, err
+		}
+	}
 	srv, err := api.New(apiCfg)
 	if err != nil {
 		return app{}, err
 	}
-	return app{srv: srv, storage: storage, models: models, mcpServers: tools.enabled, documents: docDesc}, nil
+	return app{srv: srv, storage: storage, models: models, mcpServers: tools.enabled, documents: docDesc, cognition: cogDesc}, nil
 }
 
 // toolset is every tool source behind one provider.

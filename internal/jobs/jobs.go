@@ -112,6 +112,18 @@ type Config struct {
 	PollInterval time.Duration
 	// Logger receives River's logs; nil discards them.
 	Logger *slog.Logger
+	// Periodic are jobs enqueued on a schedule. Of the processes sharing
+	// a queue, only the one River elects leader enqueues them, so each
+	// runs once a period, not once a process.
+	Periodic []Periodic
+}
+
+// Periodic is a job enqueued every Every with Args.
+type Periodic struct {
+	Every time.Duration
+	Args  Args
+	// RunOnStart enqueues one as the leader starts, too.
+	RunOnStart bool
 }
 
 func (c Config) river(ws *Workers) *river.Config {
@@ -123,7 +135,16 @@ func (c Config) river(ws *Workers) *river.Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	var periodic []*river.PeriodicJob
+	for _, p := range c.Periodic {
+		args := p.Args
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(p.Every),
+			func() (river.JobArgs, *river.InsertOpts) {
+				return args, nil
+			}, &river.PeriodicJobOpts{RunOnStart: p.RunOnStart}))
+	}
 	return &river.Config{
+		PeriodicJobs:         periodic,
 		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: c.Concurrency}},
 		Workers:              ws.w,
 		JobTimeout:           c.JobTimeout,

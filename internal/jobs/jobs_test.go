@@ -361,3 +361,31 @@ func TestCrashedJobResumes(t *testing.T) {
 		})
 	}
 }
+
+type tickArgs struct{}
+
+func (tickArgs) Kind() string { return "test_tick" }
+
+// A periodic job is enqueued at start (RunOnStart) and again each period.
+func TestPeriodic(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ticks := make(chan struct{}, 16)
+			ws := jobs.NewWorkers()
+			jobs.Handle(ws, func(context.Context, jobs.Job[tickArgs]) error {
+				ticks <- struct{}{}
+				return nil
+			}, jobs.HandleOptions{})
+			cfg := fast()
+			cfg.Periodic = []jobs.Periodic{{Every: 300 * time.Millisecond, Args: tickArgs{}, RunOnStart: true}}
+			start(t, b.open(t, ws, cfg))
+			for i := range 2 {
+				select {
+				case <-ticks:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("periodic job ran %d times in 30 s, want 2", i)
+				}
+			}
+		})
+	}
+}

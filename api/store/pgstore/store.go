@@ -31,6 +31,7 @@ type Store struct {
 var (
 	_ store.Store     = (*Store)(nil)
 	_ store.Documents = (*Store)(nil)
+	_ store.Memories  = (*Store)(nil)
 )
 
 // shared is the store written once for both databases. Embedded under
@@ -139,6 +140,17 @@ var chunkSearch = sqlstore.ChunkSearch{
 
 // ChunkSearch implements sqlstore.DB.
 func (d *db) ChunkSearch() sqlstore.ChunkSearch { return chunkSearch }
+
+// memorySearch asks the GIN index over memories as chunkSearch does.
+var memorySearch = sqlstore.MemorySearch{
+	From:  "memories m CROSS JOIN to_tsquery('english', ?) AS query",
+	Match: "m.tsv @@ query",
+	Score: "ts_rank(m.tsv, query)",
+	Terms: func(words []string, _ string) string { return chunkSearch.Terms(words) },
+}
+
+// MemorySearch implements sqlstore.DB.
+func (d *db) MemorySearch() sqlstore.MemorySearch { return memorySearch }
 
 // violates reports whether err is a violation of the named constraint
 // (unique, foreign key, …).

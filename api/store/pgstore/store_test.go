@@ -115,6 +115,10 @@ func BenchmarkAppendEventParallel(b *testing.B) {
 	storetest.BenchmarkAppendEventParallel(b, newStore(b))
 }
 
+func TestMemoriesConformance(t *testing.T) {
+	storetest.RunMemories(t, func(t *testing.T) storetest.MemStore { return newStore(t) })
+}
+
 func TestDocumentsConformance(t *testing.T) {
 	storetest.RunDocuments(t, func(t *testing.T) storetest.DocStore { return newStore(t) })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -33,6 +34,7 @@ type shared = sqlstore.Store
 var (
 	_ store.Store     = (*Store)(nil)
 	_ store.Documents = (*Store)(nil)
+	_ store.Memories  = (*Store)(nil)
 )
 
 // migrationFS holds the schema's migrations: SQLite's types (text times,
@@ -285,6 +287,22 @@ var chunkSearch = sqlstore.ChunkSearch{
 
 // ChunkSearch implements sqlstore.DB.
 func (d *db) ChunkSearch() sqlstore.ChunkSearch { return chunkSearch }
+
+// memorySearch asks the FTS5 index over memories for one user's matches:
+// the owner column holds a token of the user id (see migration 0004), so
+// FTS5 intersects the user's short list with the words' lists rather than
+// score every user's matches; the owner column weighs nothing in BM25.
+var memorySearch = sqlstore.MemorySearch{
+	From:  "memories_fts JOIN memories m ON m.rowid = memories_fts.rowid",
+	Match: "memories_fts MATCH ?",
+	Score: "-bm25(memories_fts, 1.0, 1.0, 0.0)",
+	Terms: func(words []string, userID string) string {
+		return `owner : "u` + strings.ToUpper(hex.EncodeToString([]byte(userID))) + `" AND (` + chunkSearch.Terms(words) + `)`
+	},
+}
+
+// MemorySearch implements sqlstore.DB.
+func (d *db) MemorySearch() sqlstore.MemorySearch { return memorySearch }
 
 // Violates implements sqlstore.DB.
 func (d *db) Violates(err error, constraint string) bool {

@@ -105,6 +105,10 @@ func BenchmarkAppendEventParallel(b *testing.B) {
 	storetest.BenchmarkAppendEventParallel(b, open(b, filepath.Join(b.TempDir(), "bench.db")))
 }
 
+func TestMemoriesConformance(t *testing.T) {
+	storetest.RunMemories(t, func(t *testing.T) storetest.MemStore { return newDocStore(t) })
+}
+
 func TestDocumentsConformance(t *testing.T) {
 	storetest.RunDocuments(t, func(t *testing.T) storetest.DocStore { return newDocStore(t) })
 }

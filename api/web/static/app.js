@@ -8,6 +8,7 @@
 import { APIError, Client, path } from "./api.js";
 import { Documents } from "./documents.js";
 import { el } from "./dom.js";
+import { Memory } from "./memory.js";
 import { readEvents } from "./sse.js";
 import { TERMINAL, Turn } from "./turn.js";
 
@@ -81,6 +82,8 @@ const docs = new Documents({
   showError,
   announce: (text) => announce(text),
 });
+
+const memory = new Memory({ client, showError, announce: (text) => announce(text) });
 
 const turnContext = {
   client,
@@ -634,6 +637,7 @@ function init() {
   new MutationObserver(() => scrollToEnd(false)).observe(ui.transcript, { childList: true, subtree: true, characterData: true });
 
   window.addEventListener("hashchange", route);
+  memory.init();
   loadTools();
   refreshConversations();
   route().finally(() => {

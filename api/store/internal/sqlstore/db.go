@@ -53,6 +53,18 @@ type DB interface {
 	// ChunkSearch is how the database's full-text index over chunks is
 	// asked: the one part of the documents' SQL each writes its own.
 	ChunkSearch() ChunkSearch
+
+	// MemorySearch is the same of the full-text index over memories.
+	MemorySearch() MemorySearch
+}
+
+// MemorySearch is the SQL a backend's full-text index over memories is
+// asked with: as ChunkSearch, but From names the memories m, and Terms
+// is given the user too, for an index that can narrow to one user's
+// rows itself. SearchMemories adds AND m.user_id = ? after Match.
+type MemorySearch struct {
+	From, Match, Score string
+	Terms              func(words []string, userID string) string
 }
 
 // ChunkSearch is the SQL a backend's full-text index over chunks is asked

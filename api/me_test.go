@@ -1,0 +1,197 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/cognition"
+	"github.com/trellis-ai/trellis/internal/jobs"
+)
+
+// newMemoryEnv is a server with memory on, and its cognition service.
+func newMemoryEnv(t *testing.T, b backend) (*env, *cognition.Service) {
+	var svc *cognition.Service
+	e := newEnv(t, envOptions{backend: b, configure: func(c *api.Config) {
+		var err error
+		// A generous budget: these tests check who sees what.
+		svc, err = cognition.New(cognition.Config{Store: c.Store.(cognition.Store), Budget: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(svc.Close)
+		c.Cognition = svc
+	}})
+	return e, svc
+}
+
+type memoryPage struct {
+	Memories []struct {
+		ID      string `json:"memory_id"`
+		Summary string `json:"summary"`
+	} `json:"memories"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// Two users never see or touch each other's memories or profile, through
+// any endpoint.
+func TestMeIsolation(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e, svc := newMemoryEnv(t, b)
+			ctx := t.Context()
+			if err := svc.Remember(ctx, "alice", "", "my boat is called Nautilus"); err != nil {
+				t.Fatal(err)
+			}
+			status, body := e.do(http.MethodPatch, "/api/v1/me/profile", map[string]any{"style": "concise", "preferences": map[string]string{"units": "metric"}})
+			if status != http.StatusOK {
+				t.Fatalf("patch: %d %s", status, body)
+			}
+			p := jsonOf[store.Profile](t, body)
+			if p.Style != "concise" || p.Preferences["units"] != "metric" || p.Preferences["style"] != "concise" {
+				t.Errorf("patched profile %s", body)
+			}
+
+			status, body = e.do(http.MethodGet, "/api/v1/me/memories", nil)
+			alice := jsonOf[memoryPage](t, body)
+			if status != http.StatusOK || len(alice.Memories) != 1 || alice.Memories[0].Summary != "my boat is called Nautilus" {
+				t.Fatalf("alice's memories: %d %s", status, body)
+			}
+			id := alice.Memories[0].ID
+
+			status, body = e.doAs(bobKey, http.MethodGet, "/api/v1/me/memories", nil)
+			if status != http.StatusOK || len(jsonOf[memoryPage](t, body).Memories) != 0 {
+				t.Errorf("bob's memories: %d %s", status, body)
+			}
+			status, body = e.doAs(bobKey, http.MethodGet, "/api/v1/me/profile", nil)
+			if bp := jsonOf[store.Profile](t, body); status != http.StatusOK || bp.Style != "" || len(bp.Preferences) != 0 {
+				t.Errorf("bob's profile: %d %s", status, body)
+			}
+			status, body = e.doAs(bobKey, http.MethodDelete, "/api/v1/me/memories/"+id, nil)
+			wantError(t, status, body, http.StatusNotFound)
+			status, body = e.doAs(bobKey, http.MethodDelete, "/api/v1/me/memories", nil)
+			if status != http.StatusOK || string(body) != `{"deleted":0}`+"\n" {
+				t.Errorf("bob forgets all: %d %q", status, body)
+			}
+			if c, err := svc.Context(ctx, "bob", "what is my boat called"); err != nil || len(c.Memories) != 0 || c.Profile.Style != "" {
+				t.Errorf("bob's context: %+v, %v", c, err)
+			}
+			// Alice's are untouched.
+			if _, body = e.do(http.MethodGet, "/api/v1/me/memories", nil); len(jsonOf[memoryPage](t, body).Memories) != 1 {
+				t.Errorf("alice's memories after bob: %s", body)
+			}
+			if status, _ = e.do(http.MethodDelete, "/api/v1/me/memories/"+id, nil); status != http.StatusNoContent {
+				t.Errorf("alice deletes hers: %d", status)
+			}
+			status, body = e.do(http.MethodDelete, "/api/v1/me/memories/"+id, nil)
+			wantError(t, status, body, http.StatusNotFound)
+		})
+	}
+}
+
+func TestMeBadInput(t *testing.T) {
+	e, svc := newMemoryEnv(t, sqliteBackend)
+	for i := range 3 {
+		if err := svc.Remember(t.Context(), "alice", "", []string{"tea is best", "cats are fine", "boats float"}[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := make(map[string]string, 51)
+	for i := range 51 {
+		long[string(rune('a'+i%26))+string(rune('a'+i/26))] = "x"
+	}
+	for _, tc := range []struct {
+		name, method, path string
+		body               any
+		want               int
+	}{
+		{"unknown style", http.MethodPatch, "/api/v1/me/profile", map[string]any{"style": "loud"}, http.StatusBadRequest},
+		{"unknown expertise", http.MethodPatch, "/api/v1/me/profile", map[string]any{"expertise": "guru"}, http.StatusBadRequest},
+		{"unknown field", http.MethodPatch, "/api/v1/me/profile", map[string]any{"mood": "happy"}, http.StatusBadRequest},
+		{"too many preferences", http.MethodPatch, "/api/v1/me/profile", map[string]any{"preferences": long}, http.StatusBadRequest},
+		{"empty preference name", http.MethodPatch, "/api/v1/me/profile", map[string]any{"preferences": map[string]string{"": "x"}}, http.StatusBadRequest},
+		{"negative limit", http.MethodGet, "/api/v1/me/memories?limit=-1", nil, http.StatusBadRequest},
+		{"bad cursor", http.MethodGet, "/api/v1/me/memories?cursor=nope", nil, http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := e.do(tc.method, tc.path, tc.body)
+			wantError(t, status, body, tc.want)
+		})
+	}
+	// Pages of two.
+	var got []string
+	cursor := ""
+	for range 3 {
+		status, body := e.do(http.MethodGet, "/api/v1/me/memories?limit=2&cursor="+cursor, nil)
+		p := jsonOf[memoryPage](t, body)
+		if status != http.StatusOK || len(p.Memories) > 2 {
+			t.Fatalf("page: %d %s", status, body)
+		}
+		for _, m := range p.Memories {
+			got = append(got, m.Summary)
+		}
+		if cursor = p.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if len(got) != 3 || got[0] != "boats float" {
+		t.Errorf("pages = %v", got)
+	}
+	if status, body := e.do(http.MethodGet, "/api/v1/cognition/identity", nil); status != http.StatusOK {
+		t.Errorf("identity: %d %s", status, body)
+	}
+}
+
+// Without a cognition service the endpoints are not there.
+func TestMeOff(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	status, body := e.do(http.MethodGet, "/api/v1/me/memories", nil)
+	wantError(t, status, body, http.StatusNotFound)
+}
+
+// BenchmarkSyncChatMemory is BenchmarkSyncChat with memory off and on
+// (context loaded before each answer, a learning job enqueued and worked
+// after it), in the same run, so their ratio is what memory adds to the
+// answer path:
+//
+//	go test -run '^$' -bench SyncChatMemory -count 6 ./api/ | benchstat -col /memory -
+func BenchmarkSyncChatMemory(b *testing.B) {
+	for _, be := range backends {
+		b.Run("backend="+string(be)+"/memory=off", func(b *testing.B) {
+			e := newEnv(b, envOptions{backend: be, local: true, configure: benchConfig})
+			benchSync(b, e.ts.URL, e.ts.Client())
+		})
+		b.Run("backend="+string(be)+"/memory=on", func(b *testing.B) {
+			e := newEnv(b, envOptions{backend: be, local: true, configure: func(c *api.Config) {
+				benchConfig(c)
+				svc, err := cognition.New(cognition.Config{Store: c.Store.(cognition.Store), Budget: time.Second})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ws := jobs.NewWorkers()
+				svc.Register(ws)
+				q, err := jobs.SQLite(b.Context(), filepath.Join(b.TempDir(), "jobs.db"), ws, jobs.Config{PollInterval: 50 * time.Millisecond})
+				if err != nil {
+					b.Fatal(err)
+				}
+				svc.Attach(q)
+				if err := q.Start(context.WithoutCancel(b.Context())); err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					_ = q.Stop(ctx)
+					_ = q.Close()
+					svc.Close()
+				})
+				c.Cognition = svc
+			}})
+			benchSync(b, e.ts.URL, e.ts.Client())
+		})
+	}
+}

@@ -1,0 +1,192 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Memories keeps what the agent remembers of each user across
+// conversations (package cognition decides what that is): episodic
+// memories under a full-text index (SQLite's FTS5 ranked by BM25, or
+// PostgreSQL's tsvector under a GIN index ranked by ts_rank), one
+// profile per user, and the agent's own performance per tool.
+//
+// Every method that names a memory takes the user id too: another
+// user's memory is ErrNotFound, as an unknown one is.
+type Memories interface {
+	// AddMemory stores a memory. Returns ErrInvalid for one that cannot
+	// be stored (no user, no summary, importance outside [0, 1]).
+	AddMemory(ctx context.Context, m NewMemory) (Memory, error)
+
+	// UpdateMemory replaces the user's memory's summary, outcome, topics
+	// and importance with m's (m.UserID and m.ConversationID are
+	// ignored), and returns it. Returns ErrNotFound when it is unknown or
+	// another user's, and ErrInvalid as AddMemory does.
+	UpdateMemory(ctx context.Context, userID, id string, m NewMemory) (Memory, error)
+
+	// ListMemories returns a page of the user's memories, newest first.
+	// Returns ErrInvalid for a negative limit or a cursor ListMemories
+	// did not make.
+	ListMemories(ctx context.Context, userID string, page Page) (MemoryPage, error)
+
+	// SearchMemories returns the user's memories that best match
+	// q.Query, best first by full-text relevance; with no word to search
+	// for, the most important ones, the most recently used first among
+	// equals. Returns ErrInvalid for a negative limit or a missing user.
+	SearchMemories(ctx context.Context, q MemoryQuery) ([]MemoryHit, error)
+
+	// TouchMemories records that the user's memories ids were recalled
+	// at: their access count goes up by one. Unknown ids, and other
+	// users', are skipped.
+	TouchMemories(ctx context.Context, userID string, ids []string, at time.Time) error
+
+	// DeleteMemory deletes the user's memory. Returns ErrNotFound when it
+	// is unknown or another user's.
+	DeleteMemory(ctx context.Context, userID, id string) error
+
+	// DeleteMemories deletes all the user's memories and profile, and
+	// returns how many memories there were.
+	DeleteMemories(ctx context.Context, userID string) (int, error)
+
+	// PruneMemories deletes memories last used before rule.UsedBefore
+	// (when it is set), then, of each user with more than
+	// rule.MaxPerUser (when it is positive), the least important (the
+	// oldest first among equals), and returns how many it deleted.
+	PruneMemories(ctx context.Context, rule PruneRule) (int, error)
+
+	// GetProfile returns the user's profile; a user with none has the
+	// zero profile (with UserID set), not an error.
+	GetProfile(ctx context.Context, userID string) (Profile, error)
+
+	// UpdateProfile calls fn with the user's profile (GetProfile's) and
+	// stores what fn leaves in it, in one transaction, so concurrent
+	// updates of one profile apply one after the other. An error from
+	// fn stores nothing and is returned. Returns ErrInvalid for a
+	// missing user or a profile that cannot be stored.
+	UpdateProfile(ctx context.Context, userID string, fn func(p *Profile) error) (Profile, error)
+
+	// AddToolStats adds each stat's counts to the tool's totals.
+	AddToolStats(ctx context.Context, stats []ToolStat) error
+
+	// ToolStats returns every tool's totals, by tool name.
+	ToolStats(ctx context.Context) ([]ToolStat, error)
+}
+
+// Memory is one thing the agent remembers of a user: an episode of a
+// conversation, or a fact the user asked it to remember. Its JSON is the
+// item of GET /me/memories.
+type Memory struct {
+	ID             string `json:"memory_id"`
+	UserID         string `json:"-"`
+	ConversationID string `json:"conversation_id,omitempty"`
+	Summary        string `json:"summary"`
+	// Outcome is how the turn went: success, partial or failure; "" for
+	// a fact.
+	Outcome string   `json:"outcome,omitempty"`
+	Topics  []string `json:"topics"`
+	// Importance is from 0 to 1; pruning deletes the least important
+	// first.
+	Importance   float64   `json:"importance"`
+	AccessCount  int       `json:"access_count"`
+	CreatedAt    time.Time `json:"created_at"`
+	LastAccessed time.Time `json:"last_accessed"`
+}
+
+// NewMemory is what AddMemory and UpdateMemory need.
+type NewMemory struct {
+	UserID         string // required
+	ConversationID string
+	Summary        string // required
+	Outcome        string
+	Topics         []string
+	Importance     float64
+}
+
+// Validate reports an ErrInvalid error for a memory that cannot be
+// stored.
+func (m NewMemory) Validate() error {
+	switch {
+	case m.UserID == "":
+		return fmt.Errorf("%w: user id is required", ErrInvalid)
+	case m.Summary == "":
+		return fmt.Errorf("%w: summary is required", ErrInvalid)
+	case !(m.Importance >= 0 && m.Importance <= 1):
+		return fmt.Errorf("%w: importance %v is not within [0, 1]", ErrInvalid, m.Importance)
+	}
+	for _, t := range m.Topics {
+		if err := checkText("topic", t); err != nil {
+			return err
+		}
+	}
+	return checkText("user id", m.UserID, "conversation id", m.ConversationID, "summary", m.Summary, "outcome", m.Outcome)
+}
+
+// MemoryPage is one page of ListMemories.
+type MemoryPage struct {
+	Memories []Memory `json:"memories"`
+	// NextCursor fetches the next page; "" when this page is the last.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// MemoryQuery asks SearchMemories for memories.
+type MemoryQuery struct {
+	UserID string // required
+	// Query is what to look for, in words (see ChunkQuery.Query).
+	Query string
+	// Limit is the most hits; 0 is DefaultSearchLimit, and more than
+	// MaxSearchLimit is MaxSearchLimit.
+	Limit int
+}
+
+// MemoryHit is a memory SearchMemories found, with its full-text score:
+// higher is better, comparable only within one search; 0 when the query
+// had no word to search for.
+type MemoryHit struct {
+	Memory
+	Score float64 `json:"score"`
+}
+
+// PruneRule says which memories PruneMemories deletes.
+type PruneRule struct {
+	// UsedBefore deletes memories last used before it; zero keeps them.
+	UsedBefore time.Time
+	// MaxPerUser is the most memories a user keeps; 0 is no limit.
+	MaxPerUser int
+}
+
+// Profile is what the agent knows of how a user works with it. Its JSON is
+// the body of GET /me/profile.
+type Profile struct {
+	UserID string `json:"-"`
+	// Expertise is novice, intermediate or expert; "" before any
+	// inference.
+	Expertise string `json:"expertise"`
+	// Style is concise, detailed or technical; "" before any inference.
+	Style string `json:"style"`
+	// Interests are topics the user asks about, most frequent first.
+	Interests []string `json:"interests"`
+	// Patterns count how the user interacts (questions, turns, …).
+	Patterns map[string]int `json:"patterns"`
+	// Preferences are what the user stated, by name: they win over
+	// inference.
+	Preferences map[string]string `json:"preferences"`
+	UpdatedAt   time.Time         `json:"updated_at"`
+}
+
+// ToolStat is a tool's performance: how many times it was called, failed,
+// left a run blocked, and how many of its calls a user rejected. Tool
+// AgentTool holds the agent's own: answers given (Calls), failed
+// (Failures), blocked and with a rejection, and the sum of the answers'
+// confidence.
+type ToolStat struct {
+	Tool          string  `json:"tool"`
+	Calls         int64   `json:"calls"`
+	Failures      int64   `json:"failures"`
+	Blocked       int64   `json:"blocked"`
+	Rejections    int64   `json:"rejections"`
+	ConfidenceSum float64 `json:"confidence_sum"`
+}
+
+// AgentTool names the agent's own line among the tool stats.
+const AgentTool = "(agent)"

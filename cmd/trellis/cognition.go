@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/cognition"
+	"github.com/trellis-ai/trellis/internal/jobs"
+	"github.com/trellis-ai/trellis/llm"
+)
+
+// cognitionConfig is what serve reads about memory.
+type cognitionConfig struct {
+	off         bool
+	budget      time.Duration
+	maxMemories int
+	ttl         time.Duration
+}
+
+// parseCognition reads the memory settings.
+func parseCognition(c *cognitionConfig, on, budget, maxMemories, ttl string) []error {
+	var errs []error
+	switch on {
+	case "off", "false", "0":
+		c.off = true
+	case "on", "true", "1":
+	default:
+		errs = append(errs, fmt.Errorf("cognition: %q is not on or off", on))
+	}
+	var err error
+	if c.budget, err = time.ParseDuration(budget); err != nil || c.budget <= 0 {
+		errs = append(errs, fmt.Errorf("cognition-budget: %q is not a positive duration", budget))
+	}
+	if c.maxMemories, err = strconv.Atoi(maxMemories); err != nil || c.maxMemories <= 0 {
+		errs = append(errs, fmt.Errorf("max-memories: %q is not a positive number", maxMemories))
+	}
+	if c.ttl, err = time.ParseDuration(ttl); err != nil || c.ttl <= 0 {
+		errs = append(errs, fmt.Errorf("memory-ttl: %q is not a positive duration", ttl))
+	}
+	return errs
+}
+
+// openCognition builds the cognition service and registers its jobs with
+// ws; nil, and what the start line says, when it is off. With a real
+// fast model, a model extracts what to remember (through the registry's
+// resilience policy); with the offline or a scripted model, the rules do.
+func openCognition(ctx context.Context, cfg serveConfig, st store.Store, models *llm.Registry, metrics *api.Metrics,
+	ws *jobs.Workers, log *slog.Logger, cleanup *closers) (*cognition.Service, string, error) {
+	if cfg.cognition.off {
+		return nil, "off", nil
+	}
+	rec, ok := st.(cognition.Store)
+	if !ok {
+		return nil, "", errors.New("cognition: the store keeps no memories")
+	}
+	ccfg := cognition.Config{Store: rec, Budget: cfg.cognition.budget, MaxMemories: cfg.cognition.maxMemories,
+		TTL: cfg.cognition.ttl, OnContextFailure: metrics.CognitionFailed, Logger: log}
+	desc := "on, learnt by rules"
+	mc, err := models.Resolve("fast")
+	if err != nil {
+		return nil, "", err
+	}
+	if mc.Provider != llm.ProviderOffline && mc.Provider != llm.ProviderScripted {
+		m, err := models.Model(ctx, "fast")
+		if err != nil {
+			return nil, "", fmt.Errorf("cognition: the extraction model: %w", err)
+		}
+		ccfg.Extractor = cognition.ModelExtractor{Model: m}
+		desc = "on, learnt by " + mc.ID
+	}
+	svc, err := cognition.New(ccfg)
+	if err != nil {
+		return nil, "", err
+	}
+	cleanup.add(svc.Close)
+	svc.Register(ws)
+	return svc, desc, nil
+}

@@ -1,0 +1,236 @@
+package cognition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/internal/jobs"
+)
+
+// Store is the record the service keeps its rows in.
+type Store interface {
+	store.Memories
+}
+
+// Config is what the service is built from; Store is required, and the
+// zero value of every other field is its default.
+type Config struct {
+	Store Store
+	// Budget bounds Context. Default 100 ms.
+	Budget time.Duration
+	// MaxMemories is the most memories a user keeps. Default 100.
+	MaxMemories int
+	// TTL drops memories unused for this long. Default 90 days.
+	TTL time.Duration
+	// PruneEvery is how often pruning runs. Default 1 hour.
+	PruneEvery time.Duration
+	// RecallLimit is the most memories Context returns. Default 5.
+	RecallLimit int
+	// MergeAt is the topic similarity (Jaccard) at and above which a new
+	// memory merges into an old one. Default 0.7.
+	MergeAt float64
+	// Extractor, when set, reads facts, preferences and memory decisions
+	// from a turn with a model; nil keeps to the rules.
+	Extractor Extractor
+	// OnContextFailure is told each Context that failed: "timeout" or
+	// "error" (a metric counts them); nil tells no one.
+	OnContextFailure func(reason string)
+	// Logger receives failures of background work; nil discards.
+	Logger *slog.Logger
+}
+
+// Service is the cognition service. Build it with New, Register its jobs
+// before the queue opens, Attach the queue, and Close it last.
+type Service struct {
+	cfg   Config
+	queue *jobs.Queue
+	log   *slog.Logger
+
+	// touches carries recalled memories to the goroutine that records
+	// their use, off the request's path.
+	touches chan touch
+	done    chan struct{}
+	// mu guards closed: touched sends only while the recorder runs.
+	mu     sync.RWMutex
+	closed bool
+
+	identity identityCache
+}
+
+type touch struct {
+	userID string
+	ids    []string
+	at     time.Time
+}
+
+// New returns the service and starts its recorder of recalls.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("cognition: a store is required")
+	}
+	if cfg.Budget <= 0 {
+		cfg.Budget = 100 * time.Millisecond
+	}
+	if cfg.MaxMemories <= 0 {
+		cfg.MaxMemories = 100
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = 90 * 24 * time.Hour
+	}
+	if cfg.PruneEvery <= 0 {
+		cfg.PruneEvery = time.Hour
+	}
+	if cfg.RecallLimit <= 0 {
+		cfg.RecallLimit = 5
+	}
+	if cfg.MergeAt <= 0 {
+		cfg.MergeAt = 0.7
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Service{cfg: cfg, log: log, touches: make(chan touch, 256), done: make(chan struct{})}
+	go s.recordTouches()
+	return s, nil
+}
+
+// Close stops recording recalls once those queued are recorded.
+func (s *Service) Close() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.touches)
+	}
+	s.mu.Unlock()
+	<-s.done
+}
+
+// recordTouches records recalls as they come. A recall whose record fails
+// is only a count lost, so it is logged, not retried.
+func (s *Service) recordTouches() {
+	defer close(s.done)
+	for t := range s.touches {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := s.cfg.Store.TouchMemories(ctx, t.userID, t.ids, t.at); err != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "cognition: recording a recall", slog.Any("error", err))
+		}
+		cancel()
+	}
+}
+
+// touched queues the record of a recall; when the recorder is behind, the
+// count is dropped rather than the request slowed.
+func (s *Service) touched(userID string, ms []store.Memory) {
+	if len(ms) == 0 {
+		return
+	}
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return
+	}
+	select {
+	case s.touches <- touch{userID: userID, ids: ids, at: time.Now()}:
+	default:
+	}
+}
+
+// Register registers the service's jobs (learning, pruning) with ws.
+func (s *Service) Register(ws *jobs.Workers) {
+	jobs.Handle(ws, func(ctx context.Context, j jobs.Job[Turn]) error { return s.Learn(ctx, j.Args) },
+		jobs.HandleOptions{Timeout: 2 * time.Minute})
+	jobs.Handle(ws, s.prune, jobs.HandleOptions{})
+}
+
+// Periodic is the service's periodic job (pruning), for jobs.Config.
+func (s *Service) Periodic() []jobs.Periodic {
+	return []jobs.Periodic{{Every: s.cfg.PruneEvery, Args: PruneArgs{}, RunOnStart: true}}
+}
+
+// Attach gives the service the queue its jobs go to.
+func (s *Service) Attach(q *jobs.Queue) { s.queue = q }
+
+// ErrNoUser: a call names no user.
+var ErrNoUser = errors.New("cognition: no user")
+
+// Profile returns the user's profile.
+func (s *Service) Profile(ctx context.Context, userID string) (store.Profile, error) {
+	if userID == "" {
+		return store.Profile{}, ErrNoUser
+	}
+	return s.cfg.Store.GetProfile(ctx, userID)
+}
+
+// SetPreferences records what the user states of themself: each
+// preference set (an empty value removes it), and expertise and style
+// when not "" (they then win over inference). ErrInvalid for an unknown
+// expertise or style.
+func (s *Service) SetPreferences(ctx context.Context, userID string, prefs map[string]string, expertise, style string) (store.Profile, error) {
+	if userID == "" {
+		return store.Profile{}, ErrNoUser
+	}
+	if expertise != "" && !validExpertise(expertise) {
+		return store.Profile{}, fmt.Errorf("%w: expertise %q is not novice, intermediate or expert", store.ErrInvalid, expertise)
+	}
+	if style != "" && !validStyle(style) {
+		return store.Profile{}, fmt.Errorf("%w: style %q is not concise, detailed or technical", store.ErrInvalid, style)
+	}
+	return s.cfg.Store.UpdateProfile(ctx, userID, func(p *store.Profile) error {
+		for k, v := range prefs {
+			if v == "" {
+				delete(p.Preferences, k)
+			} else {
+				p.Preferences[k] = v
+			}
+		}
+		if expertise != "" {
+			p.Preferences[PrefExpertise], p.Expertise = expertise, expertise
+		}
+		if style != "" {
+			p.Preferences[PrefStyle], p.Style = style, style
+		}
+		return nil
+	})
+}
+
+// Memories returns a page of the user's memories, newest first.
+func (s *Service) Memories(ctx context.Context, userID string, page store.Page) (store.MemoryPage, error) {
+	if userID == "" {
+		return store.MemoryPage{}, ErrNoUser
+	}
+	return s.cfg.Store.ListMemories(ctx, userID, page)
+}
+
+// Forget deletes the user's memory: store.ErrNotFound when it is unknown
+// or another user's.
+func (s *Service) Forget(ctx context.Context, userID, id string) error {
+	if userID == "" {
+		return ErrNoUser
+	}
+	return s.cfg.Store.DeleteMemory(ctx, userID, id)
+}
+
+// ForgetAll cancels the user's learning jobs not yet done, then deletes
+// every memory and the profile of the user, and returns how many
+// memories there were.
+func (s *Service) ForgetAll(ctx context.Context, userID string) (int, error) {
+	if userID == "" {
+		return 0, ErrNoUser
+	}
+	if s.queue != nil {
+		if _, err := s.queue.CancelMatching(ctx, Turn{}.Kind(), "user_id", userID); err != nil {
+			return 0, fmt.Errorf("cognition: cancel learning: %w", err)
+		}
+	}
+	return s.cfg.Store.DeleteMemories(ctx, userID)
+}

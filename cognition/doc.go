@@ -1,0 +1,27 @@
+// Package cognition is what the agent knows of each user across
+// conversations, and of itself: seed 002's "System 3".
+//
+//   - Theory of mind: a profile per user (expertise, communication style,
+//     interests, interaction patterns, explicit preferences) inferred from
+//     signals in the user's messages; what the user states outright ("I
+//     prefer short answers", PATCH /me/profile) wins over inference.
+//   - Episodic memory: after each turn, a memory {summary, outcome, topics,
+//     importance, access count, created, last accessed}. A new memory whose
+//     topics are similar enough to an old one's (Jaccard ≥ 0.7) merges into
+//     it; with a model configured, an Extractor decides add / update /
+//     delete / nothing against the nearest memories instead, so a changed
+//     fact replaces the old one. Pruning keeps at most 100 a user, drops
+//     those unused for 90 days, least important first, as a periodic job.
+//     Recall ranks by full-text relevance, importance and recency.
+//   - Identity and self-monitoring: the agent's answers, tool calls, tool
+//     failures, blocked runs and rejected tool calls per tool, and a
+//     confidence score per answer, summed in the record.
+//
+// Service.Context loads it for a request within a hard budget (100 ms by
+// default); Service.EnqueueLearning stores a learning job on the durable
+// queue (internal/jobs) and returns at once, and the job does the rest
+// in the background. The rows live in the record (api/store.Memories).
+//
+// The package knows nothing of the agent's graph: the service adapts the
+// agent's hooks to Turn (see cmd/trellis).
+package cognition

@@ -1,0 +1,352 @@
+package cognition
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/internal/jobs"
+)
+
+// Turn is one turn of a conversation to learn from: the arguments of a
+// learning job.
+type Turn struct {
+	UserID         string `json:"user_id"`
+	ConversationID string `json:"conversation_id"`
+	// RequestID identifies the turn: learning it twice is one job.
+	RequestID string `json:"request_id"`
+	Query     string `json:"query"`
+	Answer    string `json:"answer"`
+	// Outcome is how the turn ended: answered, direct, blocked or
+	// failed.
+	Outcome string        `json:"outcome"`
+	Tools   []ToolOutcome `json:"tools,omitempty"`
+}
+
+// ToolOutcome is one tool call of the turn: status success, error,
+// rejected (by the user) or skipped.
+type ToolOutcome struct {
+	Tool   string `json:"tool"`
+	Status string `json:"status"`
+}
+
+// Kind implements jobs.Args.
+func (Turn) Kind() string { return "cognition_learn" }
+
+// Outcomes of Turn.Outcome that are not an answer.
+const (
+	OutcomeBlocked = "blocked"
+	OutcomeFailed  = "failed"
+)
+
+// PruneArgs are the pruning job's arguments: none.
+type PruneArgs struct{}
+
+// Kind implements jobs.Args.
+func (PruneArgs) Kind() string { return "cognition_prune" }
+
+// maxAnswer bounds the answer a learning job carries.
+const maxAnswer = 2000
+
+// EnqueueLearning stores a job to learn from the turn and returns at once:
+// the job runs in the background, here or in another process, and
+// survives a crash. Enqueueing one turn twice is one job.
+func (s *Service) EnqueueLearning(ctx context.Context, t Turn) error {
+	if t.UserID == "" {
+		return ErrNoUser
+	}
+	if s.queue == nil {
+		return fmt.Errorf("cognition: enqueue learning: no queue attached")
+	}
+	t.Answer = clip(t.Answer, maxAnswer)
+	if _, err := s.queue.Enqueue(ctx, t, jobs.EnqueueOptions{Unique: true, MaxAttempts: 3}); err != nil {
+		return fmt.Errorf("cognition: enqueue learning: %w", err)
+	}
+	return nil
+}
+
+// Learn learns from the turn now: the profile, the episodic memory, the
+// facts the user stated, and the agent's stats. The learning job calls
+// it; a retry after a failure part-way may count the turn's signals
+// twice, which only nudges an inference.
+func (s *Service) Learn(ctx context.Context, t Turn) error {
+	if t.UserID == "" {
+		return ErrNoUser
+	}
+	sig := Signals(t.Query)
+	var ext *Extraction
+	if s.cfg.Extractor != nil {
+		nearest, err := s.recall(ctx, t.UserID, t.Query, 5)
+		if err != nil {
+			return err
+		}
+		e, err := s.cfg.Extractor.Extract(ctx, t, nearest)
+		if err != nil {
+			// The model failed past its own retries: the rules still
+			// learn what they can.
+			s.log.LogAttrs(ctx, slog.LevelWarn, "cognition: extraction failed; learning by the rules", slog.Any("error", err))
+		} else {
+			ext = &e
+		}
+	}
+	if _, err := s.cfg.Store.UpdateProfile(ctx, t.UserID, func(p *store.Profile) error {
+		Infer(p, sig, ext)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if ext != nil {
+		if err := s.apply(ctx, t, ext.Memories); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range sig.Facts {
+			if err := s.remember(ctx, t.UserID, t.ConversationID, f, "", 0.9); err != nil {
+				return err
+			}
+		}
+	}
+	// A turn that told a fact to remember is remembered as that fact.
+	if ep, ok := Episode(t, sig); ok && len(sig.Facts) == 0 {
+		if err := s.remember(ctx, t.UserID, t.ConversationID, ep.Summary, ep.Outcome, ep.Importance); err != nil {
+			return err
+		}
+	}
+	return s.cfg.Store.AddToolStats(ctx, Stats(t))
+}
+
+// Remember stores a fact the user asked the agent to remember, merged
+// into a memory of the same topics if there is one.
+func (s *Service) Remember(ctx context.Context, userID, conversationID, fact string) error {
+	if userID == "" {
+		return ErrNoUser
+	}
+	fact = strings.TrimSpace(fact)
+	if fact == "" {
+		return fmt.Errorf("%w: nothing to remember", store.ErrInvalid)
+	}
+	return s.remember(ctx, userID, conversationID, clip(fact, 500), "", 0.9)
+}
+
+// remember adds a memory, or merges it into the user's memory whose
+// topics are most similar, when they are at least MergeAt similar.
+func (s *Service) remember(ctx context.Context, userID, conversationID, summary, outcome string, importance float64) error {
+	topics := Topics(summary, 8)
+	page, err := s.cfg.Store.ListMemories(ctx, userID, store.Page{Limit: store.MaxLimit})
+	if err != nil {
+		return err
+	}
+	nm := store.NewMemory{UserID: userID, ConversationID: conversationID, Summary: summary, Outcome: outcome,
+		Topics: topics, Importance: importance}
+	if old, ok := Nearest(page.Memories, topics, s.cfg.MergeAt); ok {
+		_, err := s.cfg.Store.UpdateMemory(ctx, userID, old.ID, Merge(old, nm))
+		return err
+	}
+	_, err = s.cfg.Store.AddMemory(ctx, nm)
+	return err
+}
+
+// apply carries out a model's memory decisions. An id the model made up
+// (not one of the user's) is skipped.
+func (s *Service) apply(ctx context.Context, t Turn, ds []Decision) error {
+	for _, d := range ds {
+		text := clip(strings.TrimSpace(d.Text), 500)
+		switch d.Event {
+		case EventAdd:
+			if text == "" {
+				continue
+			}
+			if err := s.remember(ctx, t.UserID, t.ConversationID, text, "", 0.8); err != nil {
+				return err
+			}
+		case EventUpdate:
+			if text == "" {
+				continue
+			}
+			_, err := s.cfg.Store.UpdateMemory(ctx, t.UserID, d.ID, store.NewMemory{Summary: text, Topics: Topics(text, 8), Importance: 0.8})
+			if err != nil && !isNotFound(err) {
+				return err
+			}
+		case EventDelete:
+			if err := s.cfg.Store.DeleteMemory(ctx, t.UserID, d.ID); err != nil && !isNotFound(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// prune is the periodic pruning job.
+func (s *Service) prune(ctx context.Context, _ jobs.Job[PruneArgs]) error {
+	n, err := s.cfg.Store.PruneMemories(ctx, store.PruneRule{UsedBefore: time.Now().Add(-s.cfg.TTL), MaxPerUser: s.cfg.MaxMemories})
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		s.log.LogAttrs(ctx, slog.LevelInfo, "cognition: pruned memories", slog.Int("deleted", n))
+	}
+	return nil
+}
+
+// Jaccard is |a ∩ b| / |a ∪ b| of two topic sets; 0 when both are empty.
+func Jaccard(a, b []string) float64 {
+	set := make(map[string]bool, len(a))
+	for _, x := range a {
+		set[x] = true
+	}
+	inter, union := 0, len(set)
+	seen := map[string]bool{}
+	for _, y := range b {
+		if seen[y] {
+			continue
+		}
+		seen[y] = true
+		if set[y] {
+			inter++
+		} else {
+			union++
+		}
+	}
+	if union == 0 {
+		return 0
+	}
+	return float64(inter) / float64(union)
+}
+
+// Nearest returns the memory whose topics are most similar to topics,
+// when that similarity is at least at.
+func Nearest(ms []store.Memory, topics []string, at float64) (store.Memory, bool) {
+	best, bestSim := store.Memory{}, -1.0
+	for _, m := range ms {
+		if sim := Jaccard(m.Topics, topics); sim > bestSim {
+			best, bestSim = m, sim
+		}
+	}
+	return best, bestSim >= at && bestSim > 0
+}
+
+// Merge is old and nm as one memory: nm's summary and outcome (the newer),
+// the union of their topics (old's first, at most 8), and the greater
+// importance raised by 0.05, since a thing that comes back matters more.
+func Merge(old store.Memory, nm store.NewMemory) store.NewMemory {
+	topics := slices.Clone(old.Topics)
+	for _, t := range nm.Topics {
+		if !slices.Contains(topics, t) {
+			topics = append(topics, t)
+		}
+	}
+	nm.Topics = topics[:min(len(topics), 8)]
+	nm.Importance = min(max(old.Importance, nm.Importance)+0.05, 1)
+	return nm
+}
+
+// Episode is the memory of a turn, when it is worth one: a turn with no
+// topic to find it by is not.
+func Episode(t Turn, sig Signal) (store.NewMemory, bool) {
+	topics := Topics(t.Query, 8)
+	if len(topics) == 0 {
+		return store.NewMemory{}, false
+	}
+	outcome := "success"
+	importance := 0.4
+	failures, ok := 0, 0
+	for _, c := range t.Tools {
+		switch c.Status {
+		case "error":
+			failures++
+		case "success":
+			ok++
+		}
+	}
+	switch {
+	case t.Outcome == OutcomeBlocked || t.Outcome == OutcomeFailed:
+		outcome, importance = "failure", importance-0.1
+	case failures > 0:
+		outcome = "partial"
+	}
+	if ok > 0 {
+		importance += 0.2
+	}
+	if len(sig.Preferences) > 0 || len(sig.Facts) > 0 {
+		importance += 0.3
+	}
+	summary := "Asked: " + clip(oneLine(t.Query), 200)
+	return store.NewMemory{UserID: t.UserID, ConversationID: t.ConversationID, Summary: summary, Outcome: outcome,
+		Topics: topics, Importance: min(max(importance, 0), 1)}, true
+}
+
+// Stats are the turn's counts for the record: one line per tool called,
+// and the agent's own line with the answer's confidence.
+func Stats(t Turn) []store.ToolStat {
+	by := map[string]*store.ToolStat{}
+	var order []string
+	agent := store.ToolStat{Tool: store.AgentTool, Calls: 1}
+	for _, c := range t.Tools {
+		st := by[c.Tool]
+		if st == nil {
+			st = &store.ToolStat{Tool: c.Tool}
+			by[c.Tool] = st
+			order = append(order, c.Tool)
+		}
+		st.Calls++
+		switch c.Status {
+		case "error":
+			st.Failures++
+		case "rejected":
+			st.Rejections++
+			agent.Rejections++
+		}
+		if t.Outcome == OutcomeBlocked {
+			st.Blocked = 1
+		}
+	}
+	switch t.Outcome {
+	case OutcomeBlocked:
+		agent.Blocked = 1
+	case OutcomeFailed:
+		agent.Failures = 1
+	}
+	agent.ConfidenceSum = Confidence(t)
+	out := []store.ToolStat{agent}
+	for _, name := range order {
+		out = append(out, *by[name])
+	}
+	return out
+}
+
+// Confidence scores an answer from 0 to 1: 0.9 for one given without
+// trouble, less for each failed or rejected tool call, 0.2 for a turn
+// that ended blocked, 0 for one that failed.
+func Confidence(t Turn) float64 {
+	switch t.Outcome {
+	case OutcomeFailed:
+		return 0
+	case OutcomeBlocked:
+		return 0.2
+	}
+	c := 0.9
+	if n := len(t.Tools); n > 0 {
+		bad := 0
+		for _, x := range t.Tools {
+			if x.Status == "error" || x.Status == "rejected" {
+				bad++
+			}
+		}
+		c -= 0.4 * float64(bad) / float64(n)
+	}
+	return c
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
