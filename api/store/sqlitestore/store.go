@@ -289,7 +289,7 @@ var chunkSearch = sqlstore.ChunkSearch{
 func (d *db) ChunkSearch() sqlstore.ChunkSearch { return chunkSearch }
 
 // memorySearch asks the FTS5 index over memories for one user's matches:
-// the owner column holds a token of the user id (see migration 0004), so
+// the owner column holds a token of the user id (see migration 0005), so
 // FTS5 intersects the user's short list with the words' lists rather than
 // score every user's matches; the owner column weighs nothing in BM25.
 var memorySearch = sqlstore.MemorySearch{
