@@ -23,6 +23,7 @@ import (
 // every approval they need. Failures are results the model reads, never
 // errors of the run.
 func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error) {
+	budgetFrom(ctx).adopt(s.Input.Budget)
 	steps := plannedSteps(s.Decision)
 	calls := make([]ToolCall, len(steps))
 	for i, st := range steps {

@@ -37,6 +37,7 @@ func (a *Agent) reflect(ctx context.Context, s ChatState) (ChatState, error) {
 		return ChatState{Reflection: Reflection{Assessment: AssessNeedMore, Reasoning: why}, TaskContext: why}, nil
 	}
 
+	budgetFrom(ctx).adopt(s.Input.Budget)
 	if why := budgetFrom(ctx).exceeded(); why != "" {
 		return ChatState{Reflection: Reflection{Assessment: AssessBlocked, Reasoning: "the run's budget is used up: " + why}, BudgetExceeded: why}, nil
 	}

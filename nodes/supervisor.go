@@ -22,6 +22,7 @@ func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) 
 		d := Decision{Action: ActionBlocked, Reasoning: fmt.Sprintf("reached the limit of %d steps for one message", a.opts.maxIterations())}
 		return a.decided(ctx, &s, d, iteration, llm.TokenUsage{}), nil
 	}
+	budgetFrom(ctx).adopt(s.Input.Budget)
 	if why := budgetFrom(ctx).exceeded(); why != "" {
 		d := Decision{Action: ActionBlocked, Reasoning: "reached the run's budget: " + why}
 		upd := a.decided(ctx, &s, d, iteration, llm.TokenUsage{})

@@ -1,0 +1,183 @@
+package nodes_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/trellis-ai/trellis/nodes"
+)
+
+var testSubAgents = nodes.SubAgents{Agents: []nodes.SubAgent{
+	{Name: "researcher", Description: "finds things on the web", SystemPrompt: "You research.", Tools: []string{"search"}},
+	{Name: "janitor", Description: "cleans up files", Tools: []string{"delete_file"}},
+}}
+
+// delegateScript: the supervisor delegates two jobs at once; the
+// researcher searches, the janitor deletes a file (which needs approval).
+// Every step is matched by the message its agent works on, and consumed
+// once: a sub-agent that ran again would find no step and fail.
+const delegateScript = `{"steps": [
+	{"match": {"node": "supervisor", "contains": "plan the launch", "tool_result": false, "tool": "task"},
+	 "reply": {"tool_calls": [
+		{"id": "call_r", "name": "task", "args": {"agent": "researcher", "task": "find the go news"}},
+		{"id": "call_j", "name": "task", "args": {"agent": "janitor", "task": "delete /tmp/a.txt"}}]}},
+	{"match": {"node": "supervisor", "contains": "find the go news", "tool_result": false},
+	 "reply": {"tool_calls": [{"id": "s1", "name": "search", "args": {"q": "go news"}}]}},
+	{"match": {"node": "reflect", "contains": "find the go news"}, "reply": {"json": {"assessment": "satisfied"}}},
+	{"match": {"node": "write", "contains": "find the go news"}, "reply": {"text": "Go 1.26 adds new(expr)."}},
+	{"match": {"node": "supervisor", "contains": "delete /tmp/a.txt", "tool_result": false},
+	 "reply": {"tool_calls": [{"id": "d1", "name": "delete_file", "args": {"path": "/tmp/a.txt"}}]}},
+	{"match": {"node": "reflect", "contains": "delete /tmp/a.txt"}, "reply": {"json": {"assessment": "satisfied"}}},
+	{"match": {"node": "write", "contains": "delete /tmp/a.txt"}, "reply": {"text": "Deleted /tmp/a.txt."}},
+	{"match": {"node": "reflect", "contains": "plan the launch"}, "reply": {"json": {"assessment": "satisfied"}}},
+	{"match": {"node": "write", "contains": "plan the launch"}, "reply": {"text": "All done."}}
+]}`
+
+func TestSubagentsDelegateInParallelWithApproval(t *testing.T) {
+	h := newHarness(t, delegateScript, nodes.Options{SubAgents: testSubAgents})
+	r := h.run(t, "c1", "plan the launch")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	req := last[*nodes.ApprovalRequired](r)
+	if req == nil || req.Tool != "delete_file" {
+		t.Fatalf("no approval for the janitor's call: %s", r.trace())
+	}
+	var reqEv nodes.Event
+	starts := map[string]string{}
+	var researcherDone bool
+	for _, e := range r.events {
+		switch d := e.Data.(type) {
+		case *nodes.ApprovalRequired:
+			reqEv = e
+		case *nodes.SubagentStart:
+			if e.Agent != "" {
+				t.Errorf("subagent.start of %s carries agent %q: the root emitted it", d.Agent, e.Agent)
+			}
+			starts[d.Name] = d.Agent
+		case *nodes.SubagentEnd:
+			if d.Name == "researcher" && d.Status == nodes.SubagentCompleted && d.Result == "Go 1.26 adds new(expr)." {
+				researcherDone = true
+			}
+		case *nodes.ToolComplete:
+			if d.Tool == "search" && e.Agent != "researcher:call_r" {
+				t.Errorf("the researcher's search carries agent %q", e.Agent)
+			}
+		case *nodes.ResponseChunk, *nodes.ResponseDone:
+			t.Errorf("a sub-agent's answer reached the stream as %s", e.Type)
+		}
+	}
+	if starts["researcher"] != "researcher:call_r" || starts["janitor"] != "janitor:call_j" {
+		t.Errorf("subagent.start paths = %v", starts)
+	}
+	if !researcherDone {
+		t.Errorf("the researcher did not finish while the janitor waited: %s", r.trace())
+	}
+	if reqEv.Agent != "janitor:call_j" {
+		t.Errorf("approval.required agent = %q", reqEv.Agent)
+	}
+	if len(*h.deleted) != 0 {
+		t.Fatal("deleted before approval")
+	}
+	pend, err := h.agent.Pending(t.Context(), "c1")
+	if err != nil || len(pend) != 1 || pend[0].ID != req.ApprovalID || pend[0].Agent != "janitor:call_j" {
+		t.Fatalf("pending = %+v, %v", pend, err)
+	}
+
+	r = h.resume(t, "c1", nodes.ApprovalDecision{ApprovalID: req.ApprovalID, Decision: nodes.DecisionApprove})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if done := last[*nodes.ResponseDone](r); done == nil || done.Content != "All done." {
+		t.Fatalf("after approval: %s", r.trace())
+	}
+	if !slices.Equal(*h.deleted, []string{"/tmp/a.txt"}) {
+		t.Errorf("deleted = %v", *h.deleted)
+	}
+	for _, e := range r.events {
+		if d, ok := e.Data.(*nodes.ToolStart); ok && d.Tool == "search" {
+			t.Error("the researcher's search ran again after the approval")
+		}
+	}
+	h.allConsumed(t)
+	s := h.state(t, "c1")
+	if got := toolNames(s.ToolResults); !slices.Equal(got, []string{"task=success", "task=success"}) {
+		t.Errorf("root tool results = %v", got)
+	}
+	if !strings.Contains(s.ToolResults[0].Content, "new(expr)") || !strings.Contains(s.ToolResults[1].Content, "Deleted") {
+		t.Errorf("task results = %+v", s.ToolResults)
+	}
+	if got := roles(s.Messages); got != "user,assistant,tool,tool,assistant" {
+		t.Errorf("root messages = %s: a sub-agent's history leaked into the parent's", got)
+	}
+}
+
+// A sub-agent may call only its tools; and approval is the parent's
+// policy: the researcher, allowed delete_file, would still be asked.
+func TestSubagentToolsAreLimited(t *testing.T) {
+	const script = `{"steps": [
+		{"match": {"node": "supervisor", "contains": "go", "tool_result": false, "tool": "task"},
+		 "reply": {"tool_calls": [{"id": "c1", "name": "task", "args": {"agent": "researcher", "task": "tidy up"}}]}},
+		{"match": {"node": "supervisor", "contains": "tidy up", "tool_result": false},
+		 "reply": {"tool_calls": [{"id": "d1", "name": "delete_file", "args": {"path": "/x"}}]}},
+		{"match": {"node": "reflect", "contains": "tidy up"}, "reply": {"json": {"assessment": "blocked", "reasoning": "no tool"}}},
+		{"match": {"node": "write", "contains": "tidy up"}, "reply": {"text": "I cannot delete files."}},
+		{"match": {"node": "reflect", "contains": "go"}, "reply": {"json": {"assessment": "satisfied"}}},
+		{"match": {"node": "write", "contains": "go"}, "reply": {"text": "It could not."}}
+	]}`
+	h := newHarness(t, script, nodes.Options{SubAgents: testSubAgents})
+	r := h.run(t, "c1", "go")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(*h.deleted) != 0 || last[*nodes.ApprovalRequired](r) != nil {
+		t.Fatalf("a tool outside the researcher's list was asked for or ran: %s", r.trace())
+	}
+	end := last[*nodes.SubagentEnd](r)
+	if end == nil || end.Status != nodes.SubagentBlocked {
+		t.Errorf("subagent.end = %+v", end)
+	}
+	h.allConsumed(t)
+}
+
+func TestSubagentBadDefinition(t *testing.T) {
+	reg, _ := scriptedModels(t, `{"steps": [{"reply": {"text": "x"}, "repeat": true}]}`)
+	for _, subs := range []nodes.SubAgents{
+		{Agents: []nodes.SubAgent{{Name: "a b"}}},
+		{Agents: []nodes.SubAgent{{Name: "a"}, {Name: "a"}}},
+	} {
+		if _, err := nodes.New(reg, nil, nil, nodes.Options{SubAgents: subs}); err == nil {
+			t.Errorf("%+v: no error", subs)
+		}
+	}
+}
+
+// Cancelling the parent stops the sub-agents it runs; TestMain's goleak
+// finds any goroutine left.
+func TestSubagentCancel(t *testing.T) {
+	const script = `{"steps": [
+		{"match": {"node": "supervisor", "contains": "go", "tool_result": false, "tool": "task"},
+		 "reply": {"tool_calls": [
+			{"id": "c1", "name": "task", "args": {"agent": "researcher", "task": "slow one"}},
+			{"id": "c2", "name": "task", "args": {"agent": "researcher", "task": "slow two"}}]}},
+		{"match": {"node": "supervisor", "contains": "slow"}, "reply": {"text": "never", "delay_ms": 60000}, "repeat": true}
+	]}`
+	h := newHarness(t, script, nodes.Options{SubAgents: testSubAgents})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	started := 0
+	var last nodes.Event
+	for ev := range h.agent.Run(ctx, "c1", nodes.Input{Message: "go"}) {
+		if _, ok := ev.Data.(*nodes.SupervisorThinking); ok && ev.Agent != "" {
+			if started++; started == 2 {
+				cancel()
+			}
+		}
+		last = ev
+	}
+	if last.Type != nodes.EventRunCancelled {
+		t.Fatalf("last event %s", last.Type)
+	}
+}
