@@ -22,6 +22,10 @@ type chatRequest struct {
 	Model          string          `json:"model"`
 	DocumentIDs    []string        `json:"document_ids"`
 	Context        json.RawMessage `json:"context"`
+	// Budget tightens the server's run budget for this request:
+	// {"tokens", "tool_calls", "time_ms"}, each 0 or absent for the
+	// server's (README, API additions).
+	Budget *nodes.Budget `json:"budget"`
 }
 
 // editRequest is the body of POST /conversations/{id}/runs/{run_id}/edit.
@@ -68,7 +72,13 @@ func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest
 	if err := s.checkDocuments(r, conversationID, body.DocumentIDs); err != nil {
 		return runs.StartRequest{}, err
 	}
+	if b := body.Budget; b != nil && (b.Tokens < 0 || b.ToolCalls < 0 || b.TimeMS < 0) {
+		return runs.StartRequest{}, errorf(http.StatusBadRequest, "invalid_field", `"budget" limits must not be negative`)
+	}
 	in := nodes.Input{Message: msg, Model: body.Model, DocumentIDs: body.DocumentIDs}
+	if b := body.Budget; b != nil && !b.Zero() {
+		in.Budget = b
+	}
 	if c := bytes.TrimSpace(body.Context); len(c) > 0 && c[0] == '{' {
 		in.Context = c
 	}

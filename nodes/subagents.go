@@ -231,3 +231,31 @@ func (a *Agent) buildSubagents() (*subagentMiddleware, error) {
 	}
 	return m, nil
 }
+
+// ParseSubAgents reads a sub-agents file: a JSON object {"agents":
+// [{"name", "description", "system_prompt", "tools", "model"}, …],
+// "max_depth", "max_parallel"}, unknown fields refused. Errors match
+// ErrBadSubAgent.
+func ParseSubAgents(data []byte) (SubAgents, error) {
+	var cfg SubAgents
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return SubAgents{}, fmt.Errorf("%w: %w", ErrBadSubAgent, err)
+	}
+	if dec.More() {
+		return SubAgents{}, fmt.Errorf("%w: data after the object", ErrBadSubAgent)
+	}
+	if cfg.MaxDepth < 0 || cfg.MaxParallel < 0 {
+		return SubAgents{}, fmt.Errorf("%w: max_depth and max_parallel must not be negative", ErrBadSubAgent)
+	}
+	for _, d := range cfg.Agents {
+		if strings.TrimSpace(d.Description) == "" {
+			return SubAgents{}, fmt.Errorf("%w: sub-agent %q needs a description (the supervisor chooses by it)", ErrBadSubAgent, d.Name)
+		}
+	}
+	if _, err := newSubagents(cfg); err != nil {
+		return SubAgents{}, err
+	}
+	return cfg, nil
+}

@@ -2,6 +2,7 @@ package nodes_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -180,4 +181,36 @@ func TestSubagentCancel(t *testing.T) {
 	if last.Type != nodes.EventRunCancelled {
 		t.Fatalf("last event %s", last.Type)
 	}
+}
+
+func TestParseSubAgents(t *testing.T) {
+	cfg, err := nodes.ParseSubAgents([]byte(`{"agents": [{"name": "researcher", "description": "finds things", "tools": ["search"], "model": "m"}], "max_depth": 1}`))
+	if err != nil || len(cfg.Agents) != 1 || cfg.Agents[0].Tools[0] != "search" || cfg.MaxDepth != 1 {
+		t.Fatalf("%+v, %v", cfg, err)
+	}
+	for _, bad := range []string{`{"agents": [{"name": "x"}]}`, `{"agents": [], "extra": 1}`, `{"agents": [{"name": "a b", "description": "d"}]}`,
+		`{"max_depth": -1}`, `[]`, `{} {}`} {
+		if _, err := nodes.ParseSubAgents([]byte(bad)); !errors.Is(err, nodes.ErrBadSubAgent) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
+
+func FuzzParseSubAgents(f *testing.F) {
+	f.Add([]byte(`{"agents": [{"name": "researcher", "description": "finds things", "tools": ["search"]}], "max_depth": 2, "max_parallel": 3}`))
+	f.Add([]byte(`{"agents": [{"name": "a", "description": "b"}, {"name": "a", "description": "c"}]}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := nodes.ParseSubAgents(data)
+		if err != nil {
+			if !errors.Is(err, nodes.ErrBadSubAgent) {
+				t.Fatalf("error %v does not match ErrBadSubAgent", err)
+			}
+			return
+		}
+		reg, _ := scriptedModels(t, `{"steps": [{"reply": {"text": "x"}, "repeat": true}]}`)
+		if _, err := nodes.New(reg, nil, nil, nodes.Options{SubAgents: cfg}); err != nil {
+			t.Fatalf("parsed %+v but New refuses it: %v", cfg, err)
+		}
+	})
 }

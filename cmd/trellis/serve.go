@@ -33,6 +33,7 @@ import (
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp"
+	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -58,6 +59,8 @@ type serveConfig struct {
 	durability         graph.Durability
 	logLevel           slog.Level
 	documents          documentsConfig
+	subAgents          nodes.SubAgents
+	budget             nodes.Budget
 }
 
 // parseServe reads the configuration. Model settings (TRELLIS_MODEL,
@@ -81,6 +84,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		authPerMin, authBurst, proxies        string
 		docDir, docShared, docMax, docCount   string
 		durability                            string
+		subAgents, budgetTokens, budgetCalls  string
+		budgetTime                            string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -109,6 +114,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&docMax, "max-document-bytes", env("TRELLIS_MAX_DOCUMENT_BYTES", "1000000"), "largest document accepted, in bytes (TRELLIS_MAX_DOCUMENT_BYTES)")
 	fs.StringVar(&docCount, "max-documents", env("TRELLIS_MAX_DOCUMENTS", "5"), "documents a conversation may hold (TRELLIS_MAX_DOCUMENTS)")
 	fs.StringVar(&durability, "durability", env("TRELLIS_DURABILITY", "sync"), "when a run writes its checkpoints: sync (every step, before the next), async (every step, while the next runs) or exit (its input and its end; a crash repeats the turn) (TRELLIS_DURABILITY)")
+	fs.StringVar(&subAgents, "subagents", env("TRELLIS_SUBAGENTS", ""), "sub-agents file (JSON) the supervisor may delegate to with the task tool (TRELLIS_SUBAGENTS)")
+	fs.StringVar(&budgetTokens, "budget-tokens", env("TRELLIS_BUDGET_TOKENS", "0"), "model tokens a run may spend, its sub-agents' included; 0 for no limit (TRELLIS_BUDGET_TOKENS)")
+	fs.StringVar(&budgetCalls, "budget-tool-calls", env("TRELLIS_BUDGET_TOOL_CALLS", "0"), "tool calls a run may make, its sub-agents' included; 0 for no limit (TRELLIS_BUDGET_TOOL_CALLS)")
+	fs.StringVar(&budgetTime, "budget-time", env("TRELLIS_BUDGET_TIME", "0s"), "wall time a run may take; 0 for no limit (TRELLIS_BUDGET_TIME)")
 	fs.StringVar(&logLevel, "log-level", env("TRELLIS_LOG_LEVEL", "info"), "debug, info, warn or error (TRELLIS_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -151,6 +160,19 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	num("auth-failures-per-minute", authPerMin, &c.limits.AuthFailuresPerMinute)
 	num("auth-failure-burst", authBurst, &c.limits.AuthFailureBurst)
 	num("max-tool-result-bytes", maxToolResult, &c.maxToolResult)
+	num("budget-tokens", budgetTokens, &c.budget.Tokens)
+	num("budget-tool-calls", budgetCalls, &c.budget.ToolCalls)
+	dur("budget-time", budgetTime, &c.budget.Time)
+	if c.budget.Tokens < 0 || c.budget.ToolCalls < 0 || c.budget.Time < 0 {
+		errs = append(errs, errors.New("budget: limits must not be negative (0 is no limit)"))
+	}
+	if subAgents != "" {
+		if data, err := os.ReadFile(subAgents); err != nil {
+			errs = append(errs, fmt.Errorf("subagents: %w", err))
+		} else if c.subAgents, err = nodes.ParseSubAgents(data); err != nil {
+			errs = append(errs, fmt.Errorf("subagents %s: %w", subAgents, err))
+		}
+	}
 	if c.maxToolResult == 0 {
 		errs = append(errs, errors.New("max-tool-result-bytes: 0 would cut every result; give -1 for no cap"))
 	}
@@ -366,6 +388,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: metrics, Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
 	}
 	apiCfg.Agent.Durability = cfg.durability
+	apiCfg.Agent.SubAgents, apiCfg.Agent.Budget = cfg.subAgents, cfg.budget
 	if err := joinCluster(ctx, st, cfg, &apiCfg, cleanup); err != nil {
 		return app{}, err
 	}
