@@ -39,6 +39,9 @@ type Agent struct {
 	allow map[string]bool
 	// def is a sub-agent's definition; zero for the root agent.
 	def SubAgent
+	// memo runs plain calls beside delegations (see callKept); nil
+	// without sub-agents.
+	memo *graph.Compiled[keptCall]
 }
 
 // New builds an agent over a model registry, a tool provider and a
@@ -66,6 +69,9 @@ func New(models *llm.Registry, tools *operators.Provider, saver graph.Checkpoint
 		}
 	}
 	a.chain = newChain(a.middleware(a, subs))
+	if subs != nil {
+		a.memo = subs.memo
+	}
 	g, err := a.build()
 	if err != nil {
 		return nil, fmt.Errorf("nodes: build agent graph: %w", err)

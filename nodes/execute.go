@@ -47,6 +47,11 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 			}
 			x.extra[t.Def.Function.Name] = t
 		}
+		for _, st := range steps {
+			if _, ok := x.extra[st.Tool]; ok {
+				x.delegates = true
+			}
+		}
 	}
 	for _, r := range records {
 		if r.Decision == DecisionEdit {
@@ -153,6 +158,8 @@ type execution struct {
 	extra map[string]Tool
 	input Input
 	halts []error
+	// delegates: some step calls a middleware's tool (see callKept).
+	delegates bool
 
 	mu         sync.Mutex
 	usage      llm.TokenUsage // the middleware tools' (sub-agents')
@@ -367,6 +374,75 @@ func (x *execution) call(ctx context.Context, i int, args json.RawMessage) {
 		x.results[i] = x.skip(ctx, i, st.Tool+" is not among this sub-agent's tools")
 		return
 	}
+	if !isExtra && x.delegates && x.a.memo != nil {
+		x.callKept(ctx, i, args)
+		return
+	}
+	x.callNow(ctx, i, args, extra, isExtra)
+}
+
+// callKept runs step i's plain call as a graph of its own, named after
+// the call, in an execution that also delegates: when a sub-agent's
+// question pauses the execution, the call's outcome is kept in that
+// graph's checkpoint, and the execution run again finds it there instead
+// of calling the tool twice.
+func (x *execution) callKept(ctx context.Context, i int, args json.RawMessage) {
+	st := x.steps[i]
+	run := func(ctx context.Context) (keptCall, bool) {
+		x.callNow(ctx, i, args, Tool{}, false)
+		if x.parked[i] != nil {
+			return keptCall{}, false
+		}
+		return keptCall{Result: x.results[i], Chunks: x.chunks[i], Direct: x.direct[i]}, true
+	}
+	out, err := x.a.memo.Invoke(graph.Child(context.WithValue(ctx, keptKey{}, run), "call:"+st.ToolCallID), &keptCall{}, graph.RunConfig{})
+	if err != nil {
+		if x.parked[i] == nil && x.results[i].Status == "" {
+			x.results[i] = x.skip(ctx, i, "the call could not be kept: "+err.Error())
+		}
+		return
+	}
+	x.results[i], x.chunks[i], x.direct[i] = out.Result, out.Chunks, out.Direct
+}
+
+// keptCall is a plain call's outcome, the state of the graph callKept
+// runs it in.
+type keptCall struct {
+	Result ToolResult            `json:"result"`
+	Chunks []operators.DataChunk `json:"chunks,omitempty"`
+	Direct []DirectResponse      `json:"direct,omitempty"`
+}
+
+type keptKey struct{}
+
+// errCallParked: the kept call parked on a question; its graph ends
+// unfinished, so the call runs again once the question is answered.
+var errCallParked = errors.New("nodes: the call parked on a question")
+
+// keptCalls is the graph callKept runs a call in: one node, which runs
+// the call its context carries.
+func keptCalls() (*graph.Compiled[keptCall], error) {
+	g := graph.New[keptCall]()
+	g.AddNode("call", func(ctx context.Context, _ keptCall) (keptCall, error) {
+		run, _ := ctx.Value(keptKey{}).(func(context.Context) (keptCall, bool))
+		if run == nil {
+			return keptCall{}, errors.New("nodes: a kept call without its call")
+		}
+		out, ok := run(ctx)
+		if !ok {
+			return keptCall{}, errCallParked
+		}
+		return out, nil
+	})
+	g.AddEdge(graph.START, "call")
+	g.AddEdge("call", graph.END)
+	return g.Compile(graph.CompileOptions{})
+}
+
+// callNow runs step i's call: a middleware's tool (extra) or the
+// provider's.
+func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, extra Tool, isExtra bool) {
+	st := x.steps[i]
 	source := x.sources[st.Tool]
 	if isExtra {
 		source = "agent"

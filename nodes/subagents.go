@@ -65,6 +65,8 @@ type subagentMiddleware struct {
 	maxDepth int
 	parallel int
 	tool     Tool
+	// memo is every agent's graph for plain calls beside delegations.
+	memo *graph.Compiled[keptCall]
 }
 
 func (*subagentMiddleware) Name() string { return "subagents" }
@@ -208,6 +210,9 @@ func (a *Agent) buildSubagents() (*subagentMiddleware, error) {
 	if err != nil {
 		return nil, err
 	}
+	if m.memo, err = keptCalls(); err != nil {
+		return nil, fmt.Errorf("nodes: build the kept calls' graph: %w", err)
+	}
 	for _, d := range m.defs {
 		opts := a.opts
 		opts.SystemPrompt = firstNonEmpty(d.SystemPrompt, a.opts.SystemPrompt)
@@ -216,7 +221,7 @@ func (a *Agent) buildSubagents() (*subagentMiddleware, error) {
 		// What a sub-agent says is the task call's result, not a message
 		// of the conversation, and nothing to learn from.
 		opts.Hooks = Hooks{}
-		child := &Agent{models: a.models, tools: a.tools, saver: a.saver, opts: opts, log: a.log, def: d}
+		child := &Agent{models: a.models, tools: a.tools, saver: a.saver, opts: opts, log: a.log, def: d, memo: m.memo}
 		if len(d.Tools) > 0 {
 			child.allow = map[string]bool{}
 			for _, t := range d.Tools {

@@ -214,3 +214,44 @@ func FuzzParseSubAgents(f *testing.F) {
 		}
 	})
 }
+
+// A plain call made beside a delegation that pauses is not made again
+// when the run goes on: its outcome is kept.
+func TestSubagentPlainCallBesideADelegationRunsOnce(t *testing.T) {
+	const script = `{"steps": [
+		{"match": {"node": "supervisor", "contains": "both", "tool_result": false},
+		 "reply": {"tool_calls": [
+			{"id": "call_s", "name": "search", "args": {"q": "go"}},
+			{"id": "call_j", "name": "task", "args": {"agent": "janitor", "task": "delete /tmp/a.txt"}}]}},
+		{"match": {"node": "supervisor", "contains": "delete /tmp/a.txt", "tool_result": false},
+		 "reply": {"tool_calls": [{"id": "d1", "name": "delete_file", "args": {"path": "/tmp/a.txt"}}]}},
+		{"match": {"node": "reflect", "contains": "delete /tmp/a.txt"}, "reply": {"json": {"assessment": "satisfied"}}},
+		{"match": {"node": "write", "contains": "delete /tmp/a.txt"}, "reply": {"text": "Deleted."}},
+		{"match": {"node": "reflect", "contains": "both"}, "reply": {"json": {"assessment": "satisfied"}}},
+		{"match": {"node": "write", "contains": "both"}, "reply": {"text": "Both done [1]."}}
+	]}`
+	h := newHarness(t, script, nodes.Options{SubAgents: testSubAgents})
+	r := h.run(t, "c1", "both")
+	req := last[*nodes.ApprovalRequired](r)
+	if r.err != nil || req == nil {
+		t.Fatalf("%v: %s", r.err, r.trace())
+	}
+	if !strings.Contains(r.trace(), "tool.complete:search") {
+		t.Fatalf("search did not run beside the delegation: %s", r.trace())
+	}
+	r = h.resume(t, "c1", nodes.ApprovalDecision{ApprovalID: req.ApprovalID, Decision: nodes.DecisionApprove})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if strings.Contains(r.trace(), "tool.start:search") {
+		t.Errorf("search ran again: %s", r.trace())
+	}
+	s := h.state(t, "c1")
+	if got := toolNames(s.ToolResults); !slices.Equal(got, []string{"search=success", "task=success"}) || len(s.DataChunks) != 2 {
+		t.Errorf("results %v, chunks %d", got, len(s.DataChunks))
+	}
+	if d := last[*nodes.ResponseDone](r); d == nil || len(d.Citations) != 1 {
+		t.Errorf("response.done = %+v", d)
+	}
+	h.allConsumed(t)
+}
