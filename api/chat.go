@@ -142,6 +142,9 @@ type syncResponse struct {
 	Status         string           `json:"status"`
 	Response       string           `json:"response"`
 	Usage          llm.TokenUsage   `json:"usage"`
+	// Budget is response.done's: the run's use of its budget, when it
+	// has one.
+	Budget *nodes.BudgetUsage `json:"budget,omitempty"`
 	ToolCalls      []syncToolCall   `json:"tool_calls"`
 	Citations      []nodes.Citation `json:"citations"`
 	Pending        *syncPending     `json:"pending,omitempty"`
@@ -236,7 +239,7 @@ func (res *syncResponse) apply(typ string, p nodes.Payload) {
 		tc := res.toolCall(d.ToolCallID, d.Tool)
 		tc.Status, tc.Result = "error", d.Error
 	case *nodes.ResponseDone:
-		res.Response, res.Usage = d.Content, d.Usage
+		res.Response, res.Usage, res.Budget = d.Content, d.Usage, d.Budget
 		if d.Citations != nil {
 			res.Citations = d.Citations
 		}
