@@ -136,20 +136,20 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, rn *runs.Run, 
 // syncResponse is POST /chat/sync's answer. Reason and Error are
 // additions: why an interrupted run waits, and how a failed one failed.
 type syncResponse struct {
-	ConversationID string           `json:"conversation_id"`
-	RunID          string           `json:"run_id"`
-	RequestID      string           `json:"request_id"`
-	Status         string           `json:"status"`
-	Response       string           `json:"response"`
-	Usage          llm.TokenUsage   `json:"usage"`
+	ConversationID string         `json:"conversation_id"`
+	RunID          string         `json:"run_id"`
+	RequestID      string         `json:"request_id"`
+	Status         string         `json:"status"`
+	Response       string         `json:"response"`
+	Usage          llm.TokenUsage `json:"usage"`
 	// Budget is response.done's: the run's use of its budget, when it
 	// has one.
-	Budget *nodes.BudgetUsage `json:"budget,omitempty"`
-	ToolCalls      []syncToolCall   `json:"tool_calls"`
-	Citations      []nodes.Citation `json:"citations"`
-	Pending        *syncPending     `json:"pending,omitempty"`
-	Reason         string           `json:"reason,omitempty"`
-	Error          *nodes.ErrorInfo `json:"error,omitempty"`
+	Budget    *nodes.BudgetUsage `json:"budget,omitempty"`
+	ToolCalls []syncToolCall     `json:"tool_calls"`
+	Citations []nodes.Citation   `json:"citations"`
+	Pending   *syncPending       `json:"pending,omitempty"`
+	Reason    string             `json:"reason,omitempty"`
+	Error     *nodes.ErrorInfo   `json:"error,omitempty"`
 }
 
 type syncToolCall struct {
