@@ -416,7 +416,11 @@ func (a *Agent) interrupts(ctx context.Context, conversationID string) ([]graph.
 // runGraph streams one run of the graph as agent events, ending with the
 // terminal event (see Run).
 func (a *Agent) runGraph(ctx context.Context, yield func(Event, error) bool, input *ChatState, cfg graph.RunConfig) {
-	ctx = withBudget(ctx, a.opts.Budget)
+	if !a.opts.Budget.Zero() || input == nil || input.Input.Budget != nil {
+		// A run resumed (input nil) may have a request's budget in its
+		// state; a run without limits tracks nothing.
+		ctx = withBudget(ctx, a.opts.Budget)
+	}
 	cfg.Modes = graph.ModeCustom | graph.ModeMessages
 	cfg.StreamBuffer = a.opts.streamBuffer()
 	var usage llm.TokenUsage

@@ -150,24 +150,26 @@ func newChain(ms []Middleware) chain {
 }
 
 // startTurn runs every TurnStarter (concurrently when there are several)
-// and returns what they set, in chain order.
+// and returns what they set, in chain order; nil when none sets anything.
 func (c *chain) startTurn(ctx context.Context, s *ChatState, logFail func(name string, err error)) []func(*ChatState) {
-	sets := make([]func(*ChatState), len(c.starts))
-	run := func(i int) {
+	run := func(i int) func(*ChatState) {
 		set, err := c.starts[i].StartTurn(ctx, s)
 		if err != nil {
 			logFail(c.starts[i].(Middleware).Name(), err)
-			return
+			return nil
 		}
-		sets[i] = set
+		return set
 	}
 	if len(c.starts) == 1 {
-		run(0)
-		return sets
+		if set := run(0); set != nil {
+			return []func(*ChatState){set}
+		}
+		return nil
 	}
+	sets := make([]func(*ChatState), len(c.starts))
 	var wg sync.WaitGroup
 	for i := range c.starts {
-		wg.Go(func() { run(i) })
+		wg.Go(func() { sets[i] = run(i) })
 	}
 	wg.Wait()
 	return sets
