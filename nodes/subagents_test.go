@@ -2,12 +2,14 @@ package nodes_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/operators"
 )
 
 var testSubAgents = nodes.SubAgents{Agents: []nodes.SubAgent{
@@ -254,4 +256,42 @@ func TestSubagentPlainCallBesideADelegationRunsOnce(t *testing.T) {
 		t.Errorf("response.done = %+v", d)
 	}
 	h.allConsumed(t)
+}
+
+// A sub-agent's tool that asks the user parks the whole run on the
+// question; answering it reaches the sub-agent, whose tool acts once.
+func TestSubagentQuestionParksTheRun(t *testing.T) {
+	const script = `{"steps": [
+		{"match": {"node": "supervisor", "contains": "clean", "tool_result": false, "tool": "task"},
+		 "reply": {"tool_calls": [{"id": "call_c", "name": "task", "args": {"agent": "cleaner", "task": "delete /tmp/b"}}]}},
+		{"match": {"node": "supervisor", "contains": "delete /tmp/b", "tool_result": false},
+		 "reply": {"tool_calls": [{"id": "cd1", "name": "careful_delete", "args": {"path": "/tmp/b"}}]}},
+		{"match": {"node": "reflect", "contains": "delete /tmp/b"}, "reply": {"json": {"assessment": "satisfied"}}},
+		{"match": {"node": "write", "contains": "delete /tmp/b"}, "reply": {"text": "Deleted /tmp/b."}},
+		{"match": {"node": "reflect", "contains": "clean"}, "reply": {"json": {"assessment": "satisfied"}}},
+		{"match": {"node": "write", "contains": "clean"}, "reply": {"text": "Clean."}}
+	]}`
+	q := &questionTools{}
+	reg, model := scriptedModels(t, script)
+	a, err := nodes.New(reg, q.provider(t), nil, nodes.Options{Elicitor: &parkingElicitor{},
+		SubAgents: nodes.SubAgents{Agents: []nodes.SubAgent{{Name: "cleaner", Description: "cleans", Tools: []string{"careful_delete"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := collect(a.Run(t.Context(), "c1", nodes.Input{Message: "clean up"}))
+	ri := last[*nodes.RunInterrupted](r)
+	if r.err != nil || ri == nil || ri.Reason != "elicitation" || len(ri.ElicitationIDs) != 1 || ri.Pending[0].Agent != "cleaner:call_c" {
+		t.Fatalf("%v: %s %+v", r.err, r.trace(), ri)
+	}
+	r = collect(a.AnswerElicitation(t.Context(), "c1", nodes.ElicitationAnswer{ElicitationID: ri.ElicitationIDs[0],
+		Action: operators.ElicitAccept, Content: json.RawMessage(`{"confirm": true}`)}))
+	if d := last[*nodes.ResponseDone](r); r.err != nil || d == nil || d.Content != "Clean." {
+		t.Fatalf("%v: %s", r.err, r.trace())
+	}
+	if n := q.deletes.Load(); n != 1 {
+		t.Errorf("deleted %d times", n)
+	}
+	if left := model.Unconsumed(); len(left) > 0 {
+		t.Errorf("unused steps %v", left)
+	}
 }
