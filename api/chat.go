@@ -25,6 +25,10 @@ type chatRequest struct {
 	// Memory false keeps this request out of the agent's memory: nothing
 	// remembered is loaded, nothing is learnt. Absent is true.
 	Memory *bool `json:"memory"`
+	// Budget tightens the server's run budget for this request:
+	// {"tokens", "tool_calls", "time_ms"}, each 0 or absent for the
+	// server's (README, API additions).
+	Budget *nodes.Budget `json:"budget"`
 }
 
 // editRequest is the body of POST /conversations/{id}/runs/{run_id}/edit.
@@ -71,7 +75,13 @@ func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest
 	if err := s.checkDocuments(r, conversationID, body.DocumentIDs); err != nil {
 		return runs.StartRequest{}, err
 	}
+	if b := body.Budget; b != nil && (b.Tokens < 0 || b.ToolCalls < 0 || b.TimeMS < 0) {
+		return runs.StartRequest{}, errorf(http.StatusBadRequest, "invalid_field", `"budget" limits must not be negative`)
+	}
 	in := nodes.Input{Message: msg, Model: body.Model, DocumentIDs: body.DocumentIDs, NoMemory: body.Memory != nil && !*body.Memory}
+	if b := body.Budget; b != nil && !b.Zero() {
+		in.Budget = b
+	}
 	if c := bytes.TrimSpace(body.Context); len(c) > 0 && c[0] == '{' {
 		in.Context = c
 	}
@@ -129,17 +139,20 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, rn *runs.Run, 
 // syncResponse is POST /chat/sync's answer. Reason and Error are
 // additions: why an interrupted run waits, and how a failed one failed.
 type syncResponse struct {
-	ConversationID string           `json:"conversation_id"`
-	RunID          string           `json:"run_id"`
-	RequestID      string           `json:"request_id"`
-	Status         string           `json:"status"`
-	Response       string           `json:"response"`
-	Usage          llm.TokenUsage   `json:"usage"`
-	ToolCalls      []syncToolCall   `json:"tool_calls"`
-	Citations      []nodes.Citation `json:"citations"`
-	Pending        *syncPending     `json:"pending,omitempty"`
-	Reason         string           `json:"reason,omitempty"`
-	Error          *nodes.ErrorInfo `json:"error,omitempty"`
+	ConversationID string         `json:"conversation_id"`
+	RunID          string         `json:"run_id"`
+	RequestID      string         `json:"request_id"`
+	Status         string         `json:"status"`
+	Response       string         `json:"response"`
+	Usage          llm.TokenUsage `json:"usage"`
+	// Budget is response.done's: the run's use of its budget, when it
+	// has one.
+	Budget    *nodes.BudgetUsage `json:"budget,omitempty"`
+	ToolCalls []syncToolCall     `json:"tool_calls"`
+	Citations []nodes.Citation   `json:"citations"`
+	Pending   *syncPending       `json:"pending,omitempty"`
+	Reason    string             `json:"reason,omitempty"`
+	Error     *nodes.ErrorInfo   `json:"error,omitempty"`
 }
 
 type syncToolCall struct {
@@ -229,7 +242,7 @@ func (res *syncResponse) apply(typ string, p nodes.Payload) {
 		tc := res.toolCall(d.ToolCallID, d.Tool)
 		tc.Status, tc.Result = "error", d.Error
 	case *nodes.ResponseDone:
-		res.Response, res.Usage = d.Content, d.Usage
+		res.Response, res.Usage, res.Budget = d.Content, d.Usage, d.Budget
 		if d.Citations != nil {
 			res.Citations = d.Citations
 		}

@@ -75,7 +75,7 @@ type taskHandle interface {
 	emit(mode Mode, data any) error
 	interrupt(payload any) (json.RawMessage, error)
 	resumed() bool
-	childLink() *parentLink
+	childLink(ctx context.Context) *parentLink
 }
 
 type taskKey struct{}

@@ -530,3 +530,70 @@ func TestCancelKeepsLastCompletedStep(t *testing.T) {
 		t.Fatalf("continued: %v", out.Items)
 	}
 }
+
+// Two graphs a node runs side by side under names of their own keep their
+// own checkpoints: when one pauses, the node runs again on resume, the
+// finished one returns its answer without running again, and the paused
+// one goes on with its resume value.
+func TestNamedChildRunsKeepTheirOwnCheckpoints(t *testing.T) {
+	var runs atomic.Int32
+	sub := newGraph()
+	sub.AddNode("work", func(ctx context.Context, s State) (State, error) {
+		runs.Add(1)
+		if s.Route == "ask" {
+			ok, err := graph.Interrupt[bool](ctx, "go on?")
+			if err != nil || !ok {
+				return s, err
+			}
+		}
+		return State{Answer: "done " + s.Route}, nil
+	})
+	sub.AddEdge(graph.START, "work")
+	sub.AddEdge("work", graph.END)
+	subc := must[*graph.Compiled[State]](t)(sub.Compile(graph.CompileOptions{}))
+
+	g := newGraph()
+	g.AddNode("fan", func(ctx context.Context, s State) (State, error) {
+		var answers [2]string
+		var errs [2]error
+		done := make(chan int, 2)
+		for i, route := range []string{"plain", "ask"} {
+			go func() {
+				out, err := subc.Invoke(graph.Child(ctx, "@"+route), &State{Route: route}, graph.RunConfig{})
+				answers[i], errs[i] = out.Answer, err
+				done <- i
+			}()
+		}
+		<-done
+		<-done
+		var all []graph.PendingInterrupt
+		for _, err := range errs {
+			var ie *graph.InterruptError
+			if errors.As(err, &ie) {
+				all = append(all, ie.Interrupts...)
+			} else if err != nil {
+				return s, err
+			}
+		}
+		if len(all) > 0 {
+			return s, &graph.InterruptError{Interrupts: all}
+		}
+		return State{Items: answers[:]}, nil
+	})
+	g.AddEdge(graph.START, "fan")
+	g.AddEdge("fan", graph.END)
+	c := compile(t, g, graph.CompileOptions{})
+
+	_, err := c.Invoke(t.Context(), &State{}, graph.RunConfig{ThreadID: "n"})
+	ins := interruptOf(t, err)
+	if len(ins) != 1 || !strings.Contains(ins[0].Namespace, "@ask") || runs.Load() != 2 {
+		t.Fatalf("interrupts %+v, runs %d", ins, runs.Load())
+	}
+	out := must[State](t)(c.Invoke(t.Context(), nil, graph.RunConfig{ThreadID: "n", ResumeByID: map[string]any{ins[0].ID: true}}))
+	if !slices.Equal(out.Items, []string{"done plain", "done ask"}) {
+		t.Fatalf("got %+v", out)
+	}
+	if n := runs.Load(); n != 3 { // the paused one again; the finished one not
+		t.Errorf("the children's node ran %d times, want 3", n)
+	}
+}

@@ -208,7 +208,7 @@ func (c *Compiled[S]) newRun(ctx context.Context, cfg RunConfig, yield func(Even
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	if cfg.ThreadID == "" {
 		if t := taskFrom(ctx); t != nil {
-			r.link = t.childLink()
+			r.link = t.childLink(ctx)
 			r.modes = r.link.modes
 			r.saver, r.thread, r.ns = r.link.saver, r.link.thread, r.link.ns
 			r.nsKey = strings.Join(r.ns, "|")

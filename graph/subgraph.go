@@ -32,6 +32,32 @@ func (g *StateGraph[S]) AddSubgraph(name string, sub *Compiled[S], opts ...NodeO
 	}
 }
 
+// Child names the graph run a node starts with the returned context:
+// its namespace is the node's with name added, instead of the node's
+// alone. A node that runs several graphs (side by side, or one after
+// another) gives each its own name, so each keeps its own checkpoints:
+// when the node runs again after a pause or a crash, a named run that
+// had finished returns its final state without running anything again,
+// and one that had paused picks up where it stopped. name must be unique
+// among the node's runs and stable across its re-runs; it applies only
+// to a run started by the node whose context ctx is, not to runs nested
+// deeper.
+func Child(ctx context.Context, name string) context.Context {
+	t := taskFrom(ctx)
+	if t == nil || name == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, childKey{}, childName{t: t, name: name})
+}
+
+type childKey struct{}
+
+// childName is Child's name for the runs of task t.
+type childName struct {
+	t    taskHandle
+	name string
+}
+
 // subgraphRef lets drawing reach a subgraph without knowing its type.
 type subgraphRef interface {
 	mermaidBody(prefix string) string
@@ -62,15 +88,19 @@ func (e Event[S]) parts() (Mode, []string, string, int, any) {
 	return e.Mode, e.Namespace, e.Node, e.Step, e.Data
 }
 
-func (t *task[S]) childLink() *parentLink {
+func (t *task[S]) childLink(ctx context.Context) *parentLink {
 	r := t.r
 	id := t.id
 	if id == "" {
 		id = fmt.Sprintf("%d.%s", r.step, t.label())
 	}
+	ns := append(slices.Clip(r.ns), t.node.spec.name+":"+id)
+	if c, ok := ctx.Value(childKey{}).(childName); ok && c.t == taskHandle(t) {
+		ns = append(ns, c.name)
+	}
 	return &parentLink{
 		saver: r.saver, thread: r.thread, resume: r.resume, modes: r.modes,
-		ns:      append(slices.Clip(r.ns), t.node.spec.name+":"+id),
+		ns:      ns,
 		forward: t.forwardChild,
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tmc/langchaingo/llms"
+
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/memory"
 	"github.com/trellis-ai/trellis/llm"
@@ -31,6 +33,15 @@ type Agent struct {
 	// assess added, for the supervisor and reflect.
 	decideTools, assessTools toolsWith
 	sources                  sourceCache // tool name → source, for tool.start
+	// chain is the agent's middleware.
+	chain chain
+	// allow lists the tools a sub-agent may call; nil allows every tool.
+	allow map[string]bool
+	// def is a sub-agent's definition; zero for the root agent.
+	def SubAgent
+	// memo runs plain calls beside delegations (see callKept); nil
+	// without sub-agents.
+	memo *graph.Compiled[keptCall]
 }
 
 // New builds an agent over a model registry, a tool provider and a
@@ -50,12 +61,63 @@ func New(models *llm.Registry, tools *operators.Provider, saver graph.Checkpoint
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
+	var subs *subagentMiddleware
+	if len(opts.SubAgents.Agents) > 0 {
+		var err error
+		if subs, err = a.buildSubagents(); err != nil {
+			return nil, err
+		}
+	}
+	a.chain = newChain(a.middleware(a, subs))
+	if subs != nil {
+		a.memo = subs.memo
+	}
 	g, err := a.build()
 	if err != nil {
 		return nil, fmt.Errorf("nodes: build agent graph: %w", err)
 	}
 	a.graph = g
 	return a, nil
+}
+
+// middleware is the chain of agent x: the built-ins, then
+// Options.Middleware.
+func (a *Agent) middleware(x *Agent, subs *subagentMiddleware) []Middleware {
+	ms := []Middleware{windowMiddleware{w: &x.opts.Window}}
+	if x.opts.Documents != nil {
+		ms = append(ms, documentsMiddleware{src: x.opts.Documents, timeout: x.opts.contextTimeout()})
+	}
+	if x.opts.Cognition != nil {
+		ms = append(ms, cognitionMiddleware{load: x.opts.Cognition, timeout: x.opts.contextTimeout()})
+	}
+	if subs != nil {
+		ms = append(ms, subs)
+	}
+	return append(ms, x.opts.Middleware...)
+}
+
+// catalog returns the tools the agent may call, as the supervisor's
+// summary lines and the models' definitions: the provider's, or a
+// sub-agent's allowed share of them.
+func (a *Agent) catalog(_ *ChatState) (string, []llms.Tool) {
+	cat := a.tools.Catalog()
+	if a.allow == nil {
+		return cat.Summaries, cat.LLMTools
+	}
+	var defs []llms.Tool
+	for _, t := range cat.LLMTools {
+		if t.Function != nil && a.allow[t.Function.Name] {
+			defs = append(defs, t)
+		}
+	}
+	var b strings.Builder
+	for line := range strings.Lines(cat.Summaries) {
+		name, _, _ := strings.Cut(strings.TrimPrefix(line, "- "), " ")
+		if a.allow[name] {
+			b.WriteString(line)
+		}
+	}
+	return b.String(), defs
 }
 
 // Mermaid draws the agent graph.
@@ -354,6 +416,11 @@ func (a *Agent) interrupts(ctx context.Context, conversationID string) ([]graph.
 // runGraph streams one run of the graph as agent events, ending with the
 // terminal event (see Run).
 func (a *Agent) runGraph(ctx context.Context, yield func(Event, error) bool, input *ChatState, cfg graph.RunConfig) {
+	if !a.opts.Budget.Zero() || input == nil || input.Input.Budget != nil {
+		// A run resumed (input nil) may have a request's budget in its
+		// state; a run without limits tracks nothing.
+		ctx = withBudget(ctx, a.opts.Budget)
+	}
 	cfg.Modes = graph.ModeCustom | graph.ModeMessages
 	cfg.StreamBuffer = a.opts.streamBuffer()
 	var usage llm.TokenUsage
@@ -373,7 +440,10 @@ func (a *Agent) runGraph(ctx context.Context, yield func(Event, error) bool, inp
 			default:
 				continue
 			}
-			if d, ok := e.Data.(*ResponseDone); ok {
+			if len(ev.Namespace) > 0 {
+				e.Agent = agentPath(ev.Namespace)
+			}
+			if d, ok := e.Data.(*ResponseDone); ok && e.Agent == "" {
 				usage = d.Usage
 			}
 			if !yield(e, nil) {
@@ -381,7 +451,9 @@ func (a *Agent) runGraph(ctx context.Context, yield func(Event, error) bool, inp
 			}
 		case graph.ModeMessages:
 			c, ok := ev.Data.(graph.MessageChunk)
-			if !ok || c.Reasoning || c.Text == "" {
+			if !ok || c.Reasoning || c.Text == "" || len(ev.Namespace) > 0 {
+				// A sub-agent's answer is its task call's result, in
+				// subagent.end, not the user's answer.
 				continue
 			}
 			if !yield(newEvent(&ResponseChunk{Content: c.Text}), nil) {
@@ -404,7 +476,9 @@ func (a *Agent) finish(ctx context.Context, yield func(Event, error) bool, err e
 			case PendingApproval:
 				ri.Reason = string(PendingApproval)
 				ri.ApprovalIDs = append(ri.ApprovalIDs, p.ID)
-				if !yield(newEvent(&ApprovalRequired{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Tool: p.Tool, Args: p.Args, Revision: p.Revision}), nil) {
+				e := newEvent(&ApprovalRequired{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Tool: p.Tool, Args: p.Args, Revision: p.Revision})
+				e.Agent = p.Agent
+				if !yield(e, nil) {
 					return
 				}
 			case PendingClarification:
@@ -473,6 +547,9 @@ type Pending struct {
 	Message       string          `json:"message,omitempty"`
 	Schema        json.RawMessage `json:"schema,omitempty"`
 	Replayable    bool            `json:"replayable,omitempty"`
+	// Agent is the path of the sub-agent that asks; "" for the root
+	// agent.
+	Agent string `json:"agent,omitempty"`
 }
 
 // pendingFrom reads the agent's interrupts; others (static interrupts a

@@ -26,6 +26,21 @@ func (a *Agent) handleBlocked(_ context.Context, s ChatState) (ChatState, error)
 func (a *Agent) blockedAccount(s *ChatState, who, whoMid string) string {
 	var lines []string
 	switch {
+	case s.BudgetExceeded != "":
+		lines = append(lines, fmt.Sprintf("%s reached this run's budget — %s — so %s stopped before finishing.", who, s.BudgetExceeded, whoMid))
+		var done []string
+		for _, r := range s.ToolResults {
+			if r.Status == ToolSuccess {
+				done = append(done, fmt.Sprintf("- %s: %s", r.Tool, clip(r.Content, 300)))
+			}
+		}
+		if len(done) > 0 {
+			lines = append(lines, "Done before the budget ran out:")
+			lines = append(lines, done...)
+		} else {
+			lines = append(lines, "Nothing was completed before the budget ran out.")
+		}
+		lines = append(lines, "Not done: the rest of the request ("+clip(s.Input.Message, 300)+"); ask again with a larger budget to go on.")
 	case s.Rejections >= a.opts.maxRevisions():
 		lines = append(lines, fmt.Sprintf("%s proposed tool calls %d times and the user rejected each, so %s stopped proposing:",
 			who, s.Rejections, whoMid))

@@ -17,8 +17,9 @@
 // The nodes:
 //
 //   - initialize resets the per-turn fields, appends the user's message,
-//     folds old turns into the rolling summary, and loads cognitive context
-//     and document summaries (bounded by Options.ContextTimeout).
+//     and lets the middleware prepare the turn (the window folds old turns
+//     into the rolling summary; documents and cognition load their
+//     context, bounded by Options.ContextTimeout).
 //   - supervisor makes one decision — ANSWER, CALL_TOOL, CREATE_WORKFLOW or
 //     CLARIFY — through a `decide` tool, a direct call of real tools
 //     (CALL_TOOL), a JSON object, or plain text (ANSWER), with one repair
@@ -69,6 +70,19 @@
 // are not run again, and the asking call runs again with its answer given
 // at once, or, when its question could not take a late answer, is
 // reported to the model as expired.
+//
+// # Middleware, sub-agents and budgets
+//
+// A chain of Middleware shapes what models see and may call: it adds to
+// system prompts, contributes tools, and hooks before and after each model
+// call, as a sandwich (before first to last, after last to first). The
+// context window, documents, cognition and sub-agents are built-in
+// middleware. SubAgents define agents the supervisor delegates to with
+// the task tool; each runs as a named subgraph of execute_tool
+// (graph.Child), its events on the parent's stream (Event.Agent), its
+// approvals and questions pausing the whole run. A Budget limits a run's
+// tokens, tool calls and time across its sub-agents; a run that reaches
+// one ends through handle_blocked.
 //
 // # State
 //

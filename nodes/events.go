@@ -31,6 +31,10 @@ const (
 	EventRunInterrupted      = "run.interrupted"
 	EventRunCancelled        = "run.cancelled"
 	EventRunFailed           = "run.failed"
+	// EventSubagentStart and EventSubagentEnd frame a sub-agent's work
+	// (an addition to API.md; see the README).
+	EventSubagentStart = "subagent.start"
+	EventSubagentEnd   = "subagent.end"
 	// EventDocumentStatus is not a run's event: the service sends it on
 	// a conversation's open stream when a document of the conversation
 	// changes status, with no seq and no SSE id (API.md, README).
@@ -44,9 +48,14 @@ const (
 // Data is the payload struct named after the type: *NodeStart for
 // node.start, *ToolComplete for tool.complete, and so on; switch on its
 // type or on Type.
+//
+// Agent is the path of the sub-agent that emitted the event
+// ("researcher:call_1", nested ones joined with "/": see SubAgents); ""
+// for the root agent's. It is written as the "agent" field.
 type Event struct {
-	Type string
-	Data Payload
+	Type  string
+	Data  Payload
+	Agent string
 }
 
 // Payload is an event's data; each event type has its own struct.
@@ -68,9 +77,14 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		}
 	}
 	typ, _ := json.Marshal(e.Type)
-	out := make([]byte, 0, len(body)+len(typ)+10)
+	out := make([]byte, 0, len(body)+len(typ)+len(e.Agent)+24)
 	out = append(out, `{"type":`...)
 	out = append(out, typ...)
+	if e.Agent != "" {
+		agent, _ := json.Marshal(e.Agent)
+		out = append(out, `,"agent":`...)
+		out = append(out, agent...)
+	}
 	if len(body) > 2 {
 		out = append(out, ',')
 		out = append(out, body[1:]...)
@@ -203,11 +217,42 @@ type ResponseChunk struct {
 }
 
 // ResponseDone is response.done. Usage is the run's (every model call
-// since the run started or resumed).
+// since the run started or resumed, its sub-agents' included). Budget is
+// the run's use of its budget, when it has one (an addition to API.md).
 type ResponseDone struct {
 	Content   string         `json:"content"`
 	Citations []Citation     `json:"citations"`
 	Usage     llm.TokenUsage `json:"usage"`
+	Budget    *BudgetUsage   `json:"budget,omitempty"`
+}
+
+// SubagentStatus is how a sub-agent's work ended.
+type SubagentStatus string
+
+const (
+	SubagentCompleted SubagentStatus = "completed"
+	SubagentFailed    SubagentStatus = "failed"
+	SubagentCancelled SubagentStatus = "cancelled"
+	// SubagentBlocked: it ended through its handle_blocked (it could not
+	// do the job, or the run's budget ran out); Result says why.
+	SubagentBlocked SubagentStatus = "blocked"
+)
+
+// SubagentStart is subagent.start: the agent delegated Task to the
+// sub-agent Name, whose events carry Agent as their "agent" field.
+type SubagentStart struct {
+	Agent string `json:"agent"`
+	Name  string `json:"name"`
+	Task  string `json:"task"`
+}
+
+// SubagentEnd is subagent.end: the sub-agent at Agent finished, its
+// answer (or what went wrong) in Result.
+type SubagentEnd struct {
+	Agent  string         `json:"agent"`
+	Name   string         `json:"name"`
+	Status SubagentStatus `json:"status"`
+	Result string         `json:"result,omitempty"`
 }
 
 // RunCompleted is run.completed, the last event of a run that finished.
@@ -273,6 +318,8 @@ func (*RunInterrupted) EventType() string      { return EventRunInterrupted }
 func (*RunCancelled) EventType() string        { return EventRunCancelled }
 func (*RunFailed) EventType() string           { return EventRunFailed }
 func (*DocumentStatus) EventType() string      { return EventDocumentStatus }
+func (*SubagentStart) EventType() string       { return EventSubagentStart }
+func (*SubagentEnd) EventType() string         { return EventSubagentEnd }
 
 // payloads makes an empty payload for each event type, for DecodeEvent.
 var payloads = map[string]func() Payload{
@@ -296,6 +343,8 @@ var payloads = map[string]func() Payload{
 	EventRunCancelled:        func() Payload { return new(RunCancelled) },
 	EventRunFailed:           func() Payload { return new(RunFailed) },
 	EventDocumentStatus:      func() Payload { return new(DocumentStatus) },
+	EventSubagentStart:       func() Payload { return new(SubagentStart) },
+	EventSubagentEnd:         func() Payload { return new(SubagentEnd) },
 }
 
 // ErrUnknownEvent: DecodeEvent was given a type the vocabulary lacks.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -21,6 +23,7 @@ import (
 // every approval they need. Failures are results the model reads, never
 // errors of the run.
 func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error) {
+	budgetFrom(ctx).adopt(s.Input.Budget)
 	steps := plannedSteps(s.Decision)
 	calls := make([]ToolCall, len(steps))
 	for i, st := range steps {
@@ -36,6 +39,20 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 
 	x := &execution{a: a, conversationID: s.Input.ConversationID, requestID: s.Input.RequestID, userID: s.Input.UserID,
 		documentIDs: s.Input.DocumentIDs, iteration: s.Iteration, steps: steps, rejected: rejected, edited: map[string]bool{}}
+	if len(a.chain.tools) > 0 {
+		x.input = s.Input
+		for _, t := range a.chain.extraTools(&s) {
+			if x.extra == nil {
+				x.extra = map[string]Tool{}
+			}
+			x.extra[t.Def.Function.Name] = t
+		}
+		for _, st := range steps {
+			if _, ok := x.extra[st.Tool]; ok {
+				x.delegates = true
+			}
+		}
+	}
 	for _, r := range records {
 		if r.Decision == DecisionEdit {
 			x.edited[r.ToolCallID] = true
@@ -52,6 +69,9 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 	// nil lets the operator registry use its default.
 	x.model, _ = a.models.Model(ctx, s.Input.Model)
 	x.run(ctx)
+	if ie := x.halted(); ie != nil {
+		return ChatState{}, ie
+	}
 	if q := x.parkedQuestion(); q != nil {
 		_, err := graph.Interrupt[questionAnswered](ctx, q)
 		return ChatState{}, err
@@ -70,6 +90,8 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 	if resumed {
 		upd.UsageBase = s.TurnUsage
 	}
+	upd.Usage, upd.TurnUsage = x.usage, x.usage
+	upd.BudgetExceeded = x.overBudget
 	names := make([]string, 0, len(steps))
 	next := s.SourceCounter
 	for i := range x.results {
@@ -129,6 +151,35 @@ type execution struct {
 	resumedFrom *parkedQuestion
 	// parked is, by step, the question that parked the step's call.
 	parked []*Pending
+
+	// extra are the middleware's tools by name, input what they are told
+	// of the turn; halts are, by step, the pauses of their calls (a
+	// sub-agent's approval).
+	extra map[string]Tool
+	input Input
+	halts []error
+	// delegates: some step calls a middleware's tool (see callKept).
+	delegates bool
+
+	mu         sync.Mutex
+	usage      llm.TokenUsage // the middleware tools' (sub-agents')
+	overBudget string         // why a call was not run, when the budget ran out
+}
+
+// halted returns the pauses of the execution's calls as one interrupt;
+// nil when none paused.
+func (x *execution) halted() error {
+	var all []graph.PendingInterrupt
+	for _, err := range x.halts {
+		var ie *graph.InterruptError
+		if errors.As(err, &ie) {
+			all = append(all, ie.Interrupts...)
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	return &graph.InterruptError{Interrupts: all}
 }
 
 // run executes the steps in waves: every step whose dependencies are done
@@ -141,6 +192,7 @@ func (x *execution) run(ctx context.Context) {
 	x.chunks = make([][]operators.DataChunk, n)
 	x.direct = make([][]DirectResponse, n)
 	x.parked = make([]*Pending, n)
+	x.halts = make([]error, n)
 	done := make([]bool, n)
 	index := make(map[string]int, n)
 	for i, st := range x.steps {
@@ -162,7 +214,8 @@ func (x *execution) run(ctx context.Context) {
 		args json.RawMessage
 	}
 	var calls []pending
-	for left > 0 && !x.parkedAny() {
+	var slots map[string]chan struct{} // per tool with a Parallel bound
+	for left > 0 && !x.parkedAny() && !x.haltedAny() {
 		var wave []int
 		for i, st := range x.steps {
 			if done[i] {
@@ -213,11 +266,28 @@ func (x *execution) run(ctx context.Context) {
 			}
 			var wg sync.WaitGroup
 			for _, c := range calls {
+				var slot chan struct{}
+				if t, ok := x.extra[x.steps[c.i].Tool]; ok && t.Parallel > 0 {
+					if slots == nil {
+						slots = map[string]chan struct{}{}
+					}
+					if slot = slots[t.Def.Function.Name]; slot == nil {
+						slot = make(chan struct{}, t.Parallel)
+						slots[t.Def.Function.Name] = slot
+					}
+				}
 				wg.Go(func() {
 					select {
 					case sem <- struct{}{}:
 						defer func() { <-sem }()
 					case <-ctx.Done(): // the call fails at once with ctx's error
+					}
+					if slot != nil {
+						select {
+						case slot <- struct{}{}:
+							defer func() { <-slot }()
+						case <-ctx.Done():
+						}
 					}
 					x.call(ctx, c.i, c.args)
 				})
@@ -225,7 +295,7 @@ func (x *execution) run(ctx context.Context) {
 			wg.Wait()
 		}
 		for _, i := range wave {
-			if x.parked[i] == nil {
+			if x.parked[i] == nil && x.halts[i] == nil {
 				done[i] = true
 				left--
 			}
@@ -292,14 +362,112 @@ func (x *execution) fill(i int) json.RawMessage {
 // tool.complete (or tool.error).
 func (x *execution) call(ctx context.Context, i int, args json.RawMessage) {
 	st := x.steps[i]
-	_ = emit(ctx, &ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: x.sources[st.Tool], Args: args})
-	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.conversationID, requestID: x.requestID,
-		toolCallID: st.ToolCallID, tool: st.Tool, answers: x.answers}
-	start := time.Now()
-	res := x.a.tools.Execute(ctx, st.Tool, args, operators.Call{
-		ToolCallID: st.ToolCallID, ConversationID: x.conversationID, UserID: x.userID, DocumentIDs: x.documentIDs,
-		Messenger: m, Model: x.model,
+	extra, isExtra := x.extra[st.Tool]
+	if why := budgetFrom(ctx).call(); why != "" {
+		x.mu.Lock()
+		x.overBudget = why
+		x.mu.Unlock()
+		x.results[i] = x.skip(ctx, i, "the run's budget is used up: "+why)
+		return
+	}
+	if x.a.allow != nil && !isExtra && !x.a.allow[st.Tool] {
+		x.results[i] = x.skip(ctx, i, st.Tool+" is not among this sub-agent's tools")
+		return
+	}
+	if !isExtra && x.delegates && x.a.memo != nil {
+		x.callKept(ctx, i, args)
+		return
+	}
+	x.callNow(ctx, i, args, extra, isExtra)
+}
+
+// callKept runs step i's plain call as a graph of its own, named after
+// the call, in an execution that also delegates: when a sub-agent's
+// question pauses the execution, the call's outcome is kept in that
+// graph's checkpoint, and the execution run again finds it there instead
+// of calling the tool twice.
+func (x *execution) callKept(ctx context.Context, i int, args json.RawMessage) {
+	st := x.steps[i]
+	run := func(ctx context.Context) (keptCall, bool) {
+		x.callNow(ctx, i, args, Tool{}, false)
+		if x.parked[i] != nil {
+			return keptCall{}, false
+		}
+		return keptCall{Result: x.results[i], Chunks: x.chunks[i], Direct: x.direct[i]}, true
+	}
+	out, err := x.a.memo.Invoke(graph.Child(context.WithValue(ctx, keptKey{}, run), "call:"+st.ToolCallID), &keptCall{}, graph.RunConfig{})
+	if err != nil {
+		if x.parked[i] == nil && x.results[i].Status == "" {
+			x.results[i] = x.skip(ctx, i, "the call could not be kept: "+err.Error())
+		}
+		return
+	}
+	x.results[i], x.chunks[i], x.direct[i] = out.Result, out.Chunks, out.Direct
+}
+
+// keptCall is a plain call's outcome, the state of the graph callKept
+// runs it in.
+type keptCall struct {
+	Result ToolResult            `json:"result"`
+	Chunks []operators.DataChunk `json:"chunks,omitempty"`
+	Direct []DirectResponse      `json:"direct,omitempty"`
+}
+
+type keptKey struct{}
+
+// errCallParked: the kept call parked on a question; its graph ends
+// unfinished, so the call runs again once the question is answered.
+var errCallParked = errors.New("nodes: the call parked on a question")
+
+// keptCalls is the graph callKept runs a call in: one node, which runs
+// the call its context carries.
+func keptCalls() (*graph.Compiled[keptCall], error) {
+	g := graph.New[keptCall]()
+	g.AddNode("call", func(ctx context.Context, _ keptCall) (keptCall, error) {
+		run, _ := ctx.Value(keptKey{}).(func(context.Context) (keptCall, bool))
+		if run == nil {
+			return keptCall{}, errors.New("nodes: a kept call without its call")
+		}
+		out, ok := run(ctx)
+		if !ok {
+			return keptCall{}, errCallParked
+		}
+		return out, nil
 	})
+	g.AddEdge(graph.START, "call")
+	g.AddEdge("call", graph.END)
+	return g.Compile(graph.CompileOptions{})
+}
+
+// callNow runs step i's call: a middleware's tool (extra) or the
+// provider's.
+func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, extra Tool, isExtra bool) {
+	st := x.steps[i]
+	source := x.sources[st.Tool]
+	if isExtra {
+		source = "agent"
+	}
+	_ = emit(ctx, &ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: source, Args: args})
+	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.conversationID, requestID: x.requestID,
+		toolCallID: st.ToolCallID, tool: st.Tool, answers: x.answers, agent: x.input.Agent}
+	start := time.Now()
+	var res operators.Result
+	if isExtra {
+		out, err := extra.Run(ctx, ToolRun{ToolCallID: st.ToolCallID, Args: args, Input: x.input})
+		if err != nil {
+			x.halts[i] = err // its result is unused: the call runs again once the run goes on
+			return
+		}
+		res = out.Result
+		x.mu.Lock()
+		x.usage = x.usage.Add(out.Usage)
+		x.mu.Unlock()
+	} else {
+		res = x.a.tools.Execute(ctx, st.Tool, args, operators.Call{
+			ToolCallID: st.ToolCallID, ConversationID: x.conversationID, UserID: x.userID, DocumentIDs: x.documentIDs,
+			Messenger: m, Model: x.model,
+		})
+	}
 	if q := m.parkedOn(); q != nil {
 		x.parked[i] = q // its result is unused: the call runs again once the question is answered
 		return
@@ -331,6 +499,12 @@ func (x *execution) skip(ctx context.Context, i int, why string) ToolResult {
 	text := "Not run: " + why + "."
 	_ = emit(ctx, &ToolErrorEvent{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: text})
 	return ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Status: ToolSkipped, Content: text, Iteration: x.iteration}
+}
+
+// haltedAny reports whether a middleware tool's call paused the
+// execution: no further wave starts.
+func (x *execution) haltedAny() bool {
+	return slices.ContainsFunc(x.halts, func(err error) bool { return err != nil })
 }
 
 // parkedAny reports whether a call's question has parked the execution:

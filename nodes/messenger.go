@@ -24,6 +24,7 @@ type messenger struct {
 	requestID      string
 	toolCallID     string
 	tool           string
+	agent          string // the asking agent's path
 	// answers answer, at once, questions the call asked before the run
 	// parked on them (by elicitation id).
 	answers map[string]questionAnswered
@@ -92,7 +93,7 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 		m.mu.Lock()
 		if m.parked == nil {
 			m.parked = &Pending{Kind: PendingElicitation, ToolCallID: m.toolCallID, Tool: m.tool, ElicitationID: r.ElicitationID,
-				Source: r.Source, Message: r.Message, Schema: schema, Replayable: r.Replayable}
+				Source: r.Source, Message: r.Message, Schema: schema, Replayable: r.Replayable, Agent: m.agent}
 		}
 		m.mu.Unlock()
 		// The tool returns on this error (operators.ErrAskLater says so),

@@ -59,6 +59,17 @@ type Options struct {
 	// writes its input's and its last, so a turn cut by a crash is
 	// continued from its start (its model calls and tools run again).
 	Durability graph.Durability
+	// Middleware extends the agent (see Middleware). The agent puts its
+	// built-ins first — the window (always), documents (with Documents),
+	// cognition (with Cognition), sub-agents (with SubAgents.Agents) —
+	// then these, in order.
+	Middleware []Middleware
+	// SubAgents are the agents the supervisor may delegate to (see
+	// SubAgents); none by default.
+	SubAgents SubAgents
+	// Budget limits every run (see Budget); a request may tighten it
+	// (Input.Budget). The zero value limits nothing.
+	Budget Budget
 	// Logger receives hook and loader failures; nil discards.
 	Logger *slog.Logger
 }

@@ -75,12 +75,13 @@ func (a *Agent) systemPrompt() string {
 	return DefaultSystemPrompt
 }
 
-// system adds the rolling summary and the node's instructions to the
-// system prompt.
-func (a *Agent) system(s *ChatState, instructions string) string {
+// system writes the system prompt of a model call of node: the agent's
+// prompt, the middleware's sections, and the node's instructions.
+func (a *Agent) system(s *ChatState, node, instructions string) string {
 	var b strings.Builder
-	b.Grow(a.systemLen(s) + 2 + len(instructions))
-	a.writeSystem(&b, s)
+	b.Grow(len(a.systemPrompt()) + 2 + len(instructions) + len(s.Summary) + 64)
+	b.WriteString(a.systemPrompt())
+	a.chain.prompt(&b, s, node)
 	if instructions != "" {
 		b.WriteString("\n\n")
 		b.WriteString(instructions)
@@ -88,41 +89,18 @@ func (a *Agent) system(s *ChatState, instructions string) string {
 	return b.String()
 }
 
-// summaryHeading introduces the rolling summary in the system prompt.
-const summaryHeading = "\n\n## Earlier in this conversation (summary)\n"
-
-// writeSystem writes the system prompt and the rolling summary.
-func (a *Agent) writeSystem(b *strings.Builder, s *ChatState) {
-	b.WriteString(a.systemPrompt())
-	if s.Summary != "" {
-		b.WriteString(summaryHeading)
-		b.WriteString(s.Summary)
-	}
-}
-
-// systemLen is the length writeSystem writes.
-func (a *Agent) systemLen(s *ChatState) int {
-	n := len(a.systemPrompt())
-	if s.Summary != "" {
-		n += len(summaryHeading) + len(s.Summary)
-	}
-	return n
-}
-
-// supervisorSystem is system(s, supervisorInstructions(s, iteration,
-// tools)), written into one buffer sized up front: the supervisor's prompt
-// is the longest the agent writes, and it writes one per decision.
+// supervisorSystem is system(s, supervisor, its instructions), written
+// into one buffer sized up front: the supervisor's prompt is the longest
+// the agent writes, and it writes one per decision.
 func (a *Agent) supervisorSystem(s *ChatState, iteration int, tools string) string {
 	var b strings.Builder
-	size := a.systemLen(s) + 2 + len(supervisorTask) + len(tools) + len(s.Cognitive) + len(s.TaskContext) + 200 + 64*len(s.Actions)
-	if len(s.DataSummaries) > 0 {
-		size += len(documentsIntro) + 40
-	}
+	size := len(a.systemPrompt()) + len(s.Summary) + 2 + len(supervisorTask) + len(tools) + len(s.Cognitive) + len(s.TaskContext) + 300 + 64*len(s.Actions)
 	for _, d := range s.DataSummaries {
 		size += len(d.DocumentID) + len(d.Title) + len(d.Status) + len(d.Summary) + 12
 	}
 	b.Grow(size)
-	a.writeSystem(&b, s)
+	b.WriteString(a.systemPrompt())
+	a.chain.prompt(&b, s, NodeSupervisor)
 	b.WriteString("\n\n")
 	a.writeSupervisorInstructions(&b, s, iteration, tools)
 	return b.String()
@@ -135,11 +113,6 @@ func (a *Agent) supervisorInstructions(s *ChatState, iteration int, tools string
 	a.writeSupervisorInstructions(&b, s, iteration, tools)
 	return b.String()
 }
-
-// documentsIntro tells the supervisor what the document list is for.
-const documentsIntro = "The user uploaded these documents (id, file name, status: summary). " +
-	"When the question may be answered by them, check them first — search_documents for passages, " +
-	"load_document to read one — before other tools or your own knowledge.\n"
 
 const supervisorTask = "## Your task: decide the next step\n" +
 	"Decide what to do about the user's latest message. Either call the tools you need directly, " +
@@ -155,27 +128,6 @@ func (a *Agent) writeSupervisorInstructions(b *strings.Builder, s *ChatState, it
 	if tools != "" {
 		b.WriteString("\n## Tools\n")
 		b.WriteString(tools)
-	}
-	if len(s.DataSummaries) > 0 {
-		b.WriteString("\n" + llm.DocumentsHeading + "\n")
-		b.WriteString(documentsIntro)
-		for _, d := range s.DataSummaries {
-			b.WriteString("- " + d.DocumentID)
-			if d.Title != "" {
-				b.WriteString(" (" + d.Title + ")")
-			}
-			if d.Status != "" {
-				b.WriteString(" [" + d.Status + "]")
-			}
-			b.WriteString(": ")
-			b.WriteString(d.Summary)
-			b.WriteByte('\n')
-		}
-	}
-	if s.Cognitive != "" {
-		b.WriteString("\n## About the user\n")
-		b.WriteString(s.Cognitive)
-		b.WriteByte('\n')
 	}
 	b.WriteString("\n## Progress\nThis is step ")
 	b.WriteString(strconv.Itoa(iteration))

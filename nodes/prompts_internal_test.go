@@ -10,6 +10,7 @@ import (
 // read exactly as the system prompt around the instructions.
 func TestSupervisorSystemPrompt(t *testing.T) {
 	a := &Agent{opts: Options{SystemPrompt: "You help."}}
+	a.chain = newChain([]Middleware{windowMiddleware{w: &a.opts.Window}, documentsMiddleware{}, cognitionMiddleware{}})
 	s := &ChatState{
 		Summary:       "- User: earlier",
 		DataSummaries: []DataSummary{{DocumentID: "d1", Title: "Plan", Status: "ready", Summary: "the plan"}, {DocumentID: "d2", Summary: "notes"}},
@@ -23,11 +24,12 @@ func TestSupervisorSystemPrompt(t *testing.T) {
 		TaskContext: "try again",
 	}
 	got := a.supervisorSystem(s, 3, "- search [local]: Searches.\n")
-	if want := a.system(s, a.supervisorInstructions(s, 3, "- search [local]: Searches.\n")); got != want {
+	if want := a.system(s, NodeSupervisor, a.supervisorInstructions(s, 3, "- search [local]: Searches.\n")); got != want {
 		t.Errorf("supervisorSystem\n got %q\nwant %q", got, want)
 	}
 	for _, line := range []string{
-		"You help.\n\n## Earlier in this conversation (summary)\n- User: earlier\n\n## Your task: decide the next step\n",
+		"You help.\n\n## Earlier in this conversation (summary)\n- User: earlier\n\n## Documents in this conversation\n",
+		"\n\n## Your task: decide the next step\n",
 		"\n## Tools\n- search [local]: Searches.\n",
 		"\n## Documents in this conversation\nThe user uploaded these documents (id, file name, status: summary). When the question may be answered by them, check them first",
 		"- d1 (Plan) [ready]: the plan\n- d2: notes\n",

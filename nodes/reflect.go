@@ -37,15 +37,27 @@ func (a *Agent) reflect(ctx context.Context, s ChatState) (ChatState, error) {
 		return ChatState{Reflection: Reflection{Assessment: AssessNeedMore, Reasoning: why}, TaskContext: why}, nil
 	}
 
+	budgetFrom(ctx).adopt(s.Input.Budget)
+	if why := budgetFrom(ctx).exceeded(); why != "" {
+		return ChatState{Reflection: Reflection{Assessment: AssessBlocked, Reasoning: "the run's budget is used up: " + why}, BudgetExceeded: why}, nil
+	}
 	model, err := a.models.Model(ctx, firstNonEmpty(a.opts.ReflectModel, s.Input.Model))
 	if err != nil {
 		return ChatState{}, fmt.Errorf("nodes: reflect: %w", err)
 	}
-	defs := a.tools.Catalog().LLMTools
-	msgs := toLLM(a.system(&s, reflectInstructions), a.opts.Window.view(&s))
-	resp, err := model.GenerateContent(ctx, msgs,
-		llms.WithTools(a.assessTools.with(defs, assessTool)),
-		llms.WithToolChoice(llms.ToolChoice{Type: "function", Function: &llms.FunctionReference{Name: assessToolName}}))
+	_, defs := a.catalog(&s)
+	var tools []llms.Tool
+	if extra := a.chain.extraTools(&s); len(extra) > 0 || a.allow != nil {
+		tools = withTool(defs, assessTool)
+		for _, t := range extra {
+			tools = append(tools, t.Def)
+		}
+	} else {
+		tools = a.assessTools.with(defs, assessTool)
+	}
+	resp, err := a.callModel(ctx, model, &ModelCall{Node: NodeReflect, State: &s, System: a.system(&s, NodeReflect, reflectInstructions),
+		Options: []llms.CallOption{llms.WithTools(tools),
+			llms.WithToolChoice(llms.ToolChoice{Type: "function", Function: &llms.FunctionReference{Name: assessToolName}})}})
 	var usage llm.TokenUsage
 	var ref Reflection
 	ok := false

@@ -108,6 +108,9 @@ type ChatState struct {
 	ClarifyQuestion string `json:"clarify_question,omitempty"`
 	// Outcome says how the turn ended.
 	Outcome Outcome `json:"outcome,omitempty"`
+	// BudgetExceeded names the run's limit the turn reached, with its
+	// figures; "" while none (per turn).
+	BudgetExceeded string `json:"budget_exceeded,omitempty"`
 }
 
 // schemaFields declares how ChatState's fields merge; undeclared fields
@@ -152,6 +155,7 @@ func resetTurn(s *ChatState) {
 	s.Citations = nil
 	s.ClarifyQuestion = ""
 	s.Outcome = ""
+	s.BudgetExceeded = ""
 }
 
 // Input is one user message and its request: the input section of the
@@ -175,6 +179,12 @@ type Input struct {
 	// NoMemory keeps the turn out of the user's memory: Options.Cognition
 	// is not asked and Hooks.Learn not called.
 	NoMemory bool `json:"no_memory,omitempty"`
+	// Budget tightens Options.Budget for this request's runs; nil keeps
+	// it.
+	Budget *Budget `json:"budget,omitempty"`
+	// Agent is the sub-agent's path ("researcher:call_1", nested ones
+	// joined with "/"); "" for the root agent. The sub-agent tool sets it.
+	Agent string `json:"agent,omitempty"`
 }
 
 // Role is who wrote a message.

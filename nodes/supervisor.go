@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -21,16 +22,32 @@ func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) 
 		d := Decision{Action: ActionBlocked, Reasoning: fmt.Sprintf("reached the limit of %d steps for one message", a.opts.maxIterations())}
 		return a.decided(ctx, &s, d, iteration, llm.TokenUsage{}), nil
 	}
+	budgetFrom(ctx).adopt(s.Input.Budget)
+	if why := budgetFrom(ctx).exceeded(); why != "" {
+		d := Decision{Action: ActionBlocked, Reasoning: "reached the run's budget: " + why}
+		upd := a.decided(ctx, &s, d, iteration, llm.TokenUsage{})
+		upd.BudgetExceeded = why
+		return upd, nil
+	}
 	_ = emit(ctx, &SupervisorThinking{Message: "Deciding how to handle your request…"})
 	model, err := a.models.Model(ctx, firstNonEmpty(a.opts.SupervisorModel, s.Input.Model))
 	if err != nil {
 		return ChatState{}, fmt.Errorf("nodes: supervisor: %w", err)
 	}
-	cat := a.tools.Catalog()
-	summaries, defs := cat.Summaries, cat.LLMTools
-	msgs := toLLM(a.supervisorSystem(&s, iteration, summaries), a.opts.Window.view(&s))
-	opts := []llms.CallOption{llms.WithTools(a.decideTools.with(defs, decideTool))}
-	resp, err := model.GenerateContent(ctx, msgs, opts...)
+	summaries, defs := a.catalog(&s)
+	var tools []llms.Tool
+	if extra := a.chain.extraTools(&s); len(extra) > 0 || a.allow != nil {
+		tools = withTool(defs, decideTool)
+		for _, t := range extra {
+			tools = append(tools, t.Def)
+			summaries += t.Summary + "\n"
+		}
+	} else {
+		tools = a.decideTools.with(defs, decideTool)
+	}
+	mc := &ModelCall{Node: NodeSupervisor, State: &s, System: a.supervisorSystem(&s, iteration, summaries),
+		Options: []llms.CallOption{llms.WithTools(tools)}}
+	resp, err := a.callModel(ctx, model, mc)
 	if err != nil {
 		return ChatState{}, fmt.Errorf("nodes: supervisor: %w", err)
 	}
@@ -38,8 +55,8 @@ func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) 
 	text, calls := llm.TextFrom(resp), llm.ToolCallsFrom(resp)
 	d, perr := parseDecision(text, calls)
 	if perr != nil {
-		repair := append(msgs[:len(msgs):len(msgs)], badReply(text, calls), llms.TextParts(llms.ChatMessageTypeHuman, repairPrompt(perr)))
-		resp, err = model.GenerateContent(ctx, repair, opts...)
+		mc = &ModelCall{Node: NodeSupervisor, State: &s, System: mc.System, Options: mc.Options}
+		resp, err = a.callModel(ctx, model, mc, badReply(text, calls), llms.TextParts(llms.ChatMessageTypeHuman, repairPrompt(perr)))
 		if err != nil {
 			return ChatState{}, fmt.Errorf("nodes: supervisor repair: %w", err)
 		}
@@ -54,6 +71,18 @@ func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) 
 // decided names the decision's calls, emits supervisor.decided and
 // returns the update.
 func (a *Agent) decided(ctx context.Context, s *ChatState, d Decision, iteration int, usage llm.TokenUsage) ChatState {
+	var extra []Tool
+	if len(a.chain.tools) > 0 {
+		extra = a.chain.extraTools(s)
+	}
+	gate := func(tool string) Gate {
+		// A middleware's tool asks nothing itself (a sub-agent asks for
+		// its own calls), and a tool a sub-agent may not call will not run.
+		if slices.ContainsFunc(extra, func(t Tool) bool { return t.Def.Function.Name == tool }) || (a.allow != nil && !a.allow[tool]) {
+			return GateNone
+		}
+		return a.gate(tool)
+	}
 	var tools []string
 	var calls []ToolCall
 	switch d.Action {
@@ -63,7 +92,7 @@ func (a *Agent) decided(ctx context.Context, s *ChatState, d Decision, iteration
 			if c.ID == "" {
 				c.ID = fmt.Sprintf("call_t%d_i%d_%d", s.Turn, iteration, i+1)
 			}
-			c.Gate = a.gate(c.Tool)
+			c.Gate = gate(c.Tool)
 			tools = append(tools, c.Tool)
 		}
 		calls = d.ToolCalls
@@ -71,7 +100,7 @@ func (a *Agent) decided(ctx context.Context, s *ChatState, d Decision, iteration
 		for i := range d.Workflow {
 			st := &d.Workflow[i]
 			st.ToolCallID = fmt.Sprintf("wf_t%d_i%d_%s", s.Turn, iteration, st.ID)
-			st.Gate = a.gate(st.Tool)
+			st.Gate = gate(st.Tool)
 			tools = append(tools, st.Tool)
 			calls = append(calls, ToolCall{ID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Gate: st.Gate})
 		}

@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -26,13 +27,17 @@ func (a *Agent) write(ctx context.Context, s ChatState) (ChatState, error) {
 			brief = Brief{Kind: BriefSynthesis, Instructions: synthesisInstructions(&s)}
 		}
 	}
-	gen := brief
-	if s.Cognitive != "" {
-		// The writer fits length and register to the user as the
-		// supervisor was told of them.
-		gen.Instructions += "\n\n## About the user\n" + s.Cognitive
+	var (
+		text  string
+		usage llm.TokenUsage
+		err   error
+	)
+	if brief.Fallback != "" && strings.HasPrefix(s.BudgetExceeded, "tokens") {
+		// The tokens ran out: no model call; the fallback says it all.
+		err = errBudget
+	} else {
+		text, usage, err = a.generate(ctx, &s, brief)
 	}
-	text, usage, err := a.generate(ctx, &s, gen)
 	if err != nil {
 		if brief.Fallback == "" {
 			return ChatState{}, fmt.Errorf("nodes: write: %w", err)
@@ -49,27 +54,27 @@ func (a *Agent) write(ctx context.Context, s ChatState) (ChatState, error) {
 	return ChatState{FinalResponse: text, Brief: brief, Outcome: outcome, Usage: usage, TurnUsage: usage}, nil
 }
 
+// errBudget: the run's token budget is spent.
+var errBudget = errors.New("the run's token budget is spent")
+
 // generate makes the streaming model call of the write node.
 func (a *Agent) generate(ctx context.Context, s *ChatState, brief Brief) (string, llm.TokenUsage, error) {
 	model, err := a.models.Model(ctx, s.Input.Model)
 	if err != nil {
 		return "", llm.TokenUsage{}, err
 	}
-	view := a.opts.Window.view(s)
-	msgs := toLLM(a.system(s, brief.Instructions), view)
 	var streamed atomic.Bool
 	// Tokens go out through the node's context, whatever context the
 	// provider hands its streaming func.
-	opts := []llms.CallOption{llms.WithStreamingFunc(llm.TextStream(func(_ context.Context, chunk []byte) error {
-		streamed.Store(true)
-		return graph.EmitMessage(ctx, graph.MessageChunk{ID: "answer", Text: string(chunk)})
-	}))}
-	if hasToolMessages(view) {
-		// Some providers refuse tool calls in the history without tool
-		// definitions; offer them, and ask for text.
-		opts = append(opts, llms.WithTools(a.tools.Catalog().LLMTools), llms.WithToolChoice("none"))
-	}
-	resp, err := model.GenerateContent(ctx, msgs, opts...)
+	mc := &ModelCall{Node: NodeWrite, State: s, System: a.system(s, NodeWrite, brief.Instructions),
+		Options: []llms.CallOption{llms.WithStreamingFunc(llm.TextStream(func(_ context.Context, chunk []byte) error {
+			streamed.Store(true)
+			return graph.EmitMessage(ctx, graph.MessageChunk{ID: "answer", Text: string(chunk)})
+		}))}}
+	// Some providers refuse tool calls in the history without tool
+	// definitions; offer them then, and ask for text.
+	mc.historyTools = true
+	resp, err := a.callModel(ctx, model, mc)
 	if err != nil {
 		return "", llm.TokenUsage{}, err
 	}

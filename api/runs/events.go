@@ -10,8 +10,12 @@ import (
 
 // envelope returns the event's data line without seq, which the store
 // adds: {"run_id","conversation_id","ts", then the agent's fields}.
-func (rn *Run) envelope(p nodes.Payload) ([]byte, error) {
-	body, err := json.Marshal(nodes.Event{Type: p.EventType(), Data: p})
+func (rn *Run) envelope(p nodes.Payload) ([]byte, error) { return rn.envelopeOf(p, "") }
+
+// envelopeOf is envelope for an event of the sub-agent at agent ("" for
+// the root agent), which it names in its "agent" field.
+func (rn *Run) envelopeOf(p nodes.Payload, agent string) ([]byte, error) {
+	body, err := json.Marshal(nodes.Event{Type: p.EventType(), Data: p, Agent: agent})
 	if err != nil {
 		return nil, err
 	}

@@ -334,7 +334,7 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[nodes.Event, error]) (*nodes.Ru
 		if !m.record(rn, ev) {
 			continue // a repeat (an approval the run announced already)
 		}
-		if !m.emit(rn, ev.Data) {
+		if !m.emitAs(rn, ev.Data, ev.Agent) {
 			m.abandon(rn) // breaking out of the loop has stopped the agent
 			return nil, false
 		}
@@ -454,8 +454,12 @@ func (m *Service) record(rn *Run, ev nodes.Event) bool {
 // It reports false once the run's events can no longer be stored (the
 // conversation was deleted, or the database failed): nothing unstored is
 // ever sent.
-func (m *Service) emit(rn *Run, p nodes.Payload) bool {
-	data, err := rn.envelope(p)
+func (m *Service) emit(rn *Run, p nodes.Payload) bool { return m.emitAs(rn, p, "") }
+
+// emitAs is emit for an event of the sub-agent at agent (see
+// nodes.Event.Agent).
+func (m *Service) emitAs(rn *Run, p nodes.Payload, agent string) bool {
+	data, err := rn.envelopeOf(p, agent)
 	if err != nil {
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "encoding an event failed; the run stops", slog.String("type", p.EventType()), slog.Any("error", err))
 		return false

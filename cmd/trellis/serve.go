@@ -35,6 +35,7 @@ import (
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp"
+	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -61,6 +62,8 @@ type serveConfig struct {
 	logLevel           slog.Level
 	documents          documentsConfig
 	cognition          cognitionConfig
+	subAgents          nodes.SubAgents
+	budget             nodes.Budget
 }
 
 // parseServe reads the configuration. Model settings (TRELLIS_MODEL,
@@ -85,6 +88,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		docDir, docShared, docMax, docCount   string
 		durability                            string
 		cogOn, cogBudget, memMax, memTTL      string
+		subAgents, budgetTokens, budgetCalls  string
+		budgetTime                            string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -117,6 +122,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&cogBudget, "cognition-budget", env("TRELLIS_COGNITION_BUDGET", "100ms"), "how long loading what is remembered of the user may take before the run goes on without it (TRELLIS_COGNITION_BUDGET)")
 	fs.StringVar(&memMax, "max-memories", env("TRELLIS_MAX_MEMORIES", "100"), "memories kept per user, the least important pruned first (TRELLIS_MAX_MEMORIES)")
 	fs.StringVar(&memTTL, "memory-ttl", env("TRELLIS_MEMORY_TTL", "2160h"), "memories unused this long are pruned (TRELLIS_MEMORY_TTL)")
+	fs.StringVar(&subAgents, "subagents", env("TRELLIS_SUBAGENTS", ""), "sub-agents file (JSON) the supervisor may delegate to with the task tool (TRELLIS_SUBAGENTS)")
+	fs.StringVar(&budgetTokens, "budget-tokens", env("TRELLIS_BUDGET_TOKENS", "0"), "model tokens a run may spend, its sub-agents' included; 0 for no limit (TRELLIS_BUDGET_TOKENS)")
+	fs.StringVar(&budgetCalls, "budget-tool-calls", env("TRELLIS_BUDGET_TOOL_CALLS", "0"), "tool calls a run may make, its sub-agents' included; 0 for no limit (TRELLIS_BUDGET_TOOL_CALLS)")
+	fs.StringVar(&budgetTime, "budget-time", env("TRELLIS_BUDGET_TIME", "0s"), "wall time a run may take; 0 for no limit (TRELLIS_BUDGET_TIME)")
 	fs.StringVar(&logLevel, "log-level", env("TRELLIS_LOG_LEVEL", "info"), "debug, info, warn or error (TRELLIS_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -159,6 +168,19 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	num("auth-failures-per-minute", authPerMin, &c.limits.AuthFailuresPerMinute)
 	num("auth-failure-burst", authBurst, &c.limits.AuthFailureBurst)
 	num("max-tool-result-bytes", maxToolResult, &c.maxToolResult)
+	num("budget-tokens", budgetTokens, &c.budget.Tokens)
+	num("budget-tool-calls", budgetCalls, &c.budget.ToolCalls)
+	dur("budget-time", budgetTime, &c.budget.Time)
+	if c.budget.Tokens < 0 || c.budget.ToolCalls < 0 || c.budget.Time < 0 {
+		errs = append(errs, errors.New("budget: limits must not be negative (0 is no limit)"))
+	}
+	if subAgents != "" {
+		if data, err := os.ReadFile(subAgents); err != nil {
+			errs = append(errs, fmt.Errorf("subagents: %w", err))
+		} else if c.subAgents, err = nodes.ParseSubAgents(data); err != nil {
+			errs = append(errs, fmt.Errorf("subagents %s: %w", subAgents, err))
+		}
+	}
 	if c.maxToolResult == 0 {
 		errs = append(errs, errors.New("max-tool-result-bytes: 0 would cut every result; give -1 for no cap"))
 	}
@@ -376,6 +398,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: metrics, Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
 	}
 	apiCfg.Agent.Durability = cfg.durability
+	apiCfg.Agent.SubAgents, apiCfg.Agent.Budget = cfg.subAgents, cfg.budget
 	if err := joinCluster(ctx, st, cfg, &apiCfg, cleanup); err != nil {
 		return app{}, err
 	}

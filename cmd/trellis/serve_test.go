@@ -66,6 +66,10 @@ func TestParseServe(t *testing.T) {
 	if c, err = parseServe(nil, env("TRELLIS_DURABILITY", "exit"), io.Discard); err != nil || c.durability != graph.DurabilityExit {
 		t.Errorf("durability exit: %v %v", c.durability, err)
 	}
+	if c, err = parseServe(nil, env("TRELLIS_BUDGET_TOKENS", "5000", "TRELLIS_BUDGET_TOOL_CALLS", "7", "TRELLIS_BUDGET_TIME", "2m"), io.Discard); err != nil ||
+		c.budget.Tokens != 5000 || c.budget.ToolCalls != 7 || c.budget.Time != 2*time.Minute || len(c.subAgents.Agents) != 0 {
+		t.Errorf("budget: %+v %v", c.budget, err)
+	}
 	// A flag wins over its variable.
 	c, err = parseServe([]string{"--addr", "127.0.0.1:9999"}, env("TRELLIS_ADDR", "127.0.0.1:7777"), io.Discard)
 	if err != nil || c.addr != "127.0.0.1:9999" {
@@ -83,6 +87,10 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_DURABILITY", "later"},
 		{"TRELLIS_MAX_TOOL_RESULT_BYTES", "0"},
 		{"TRELLIS_MAX_TOOL_RESULT_BYTES", "1MB"},
+		{"TRELLIS_BUDGET_TOKENS", "-5"},
+		{"TRELLIS_BUDGET_TOOL_CALLS", "many"},
+		{"TRELLIS_BUDGET_TIME", "a while"},
+		{"TRELLIS_SUBAGENTS", "/nonexistent/subagents.json"},
 	} {
 		if _, err := parseServe(nil, env(bad...), io.Discard); err == nil {
 			t.Errorf("%v accepted", bad)

@@ -5,6 +5,7 @@
 //
 //   - write {note}: appends "write <note>". The tests list it in
 //     requireApproval: it must never run without a human's yes.
+//   - log {note}: appends "log <note>"; it needs no approval.
 //   - ask_name: asks the user's name (a 2026-07-28 input request) and
 //     appends "ask <name>" once answered; a tool that asks before it
 //     acts, as that revision expects.
@@ -46,6 +47,14 @@ func main() {
 				return mcpgo.NewToolResultError(err.Error()), nil
 			}
 			return mcpgo.NewToolResultText("wrote " + note), nil
+		})
+	s.AddTool(mcpgo.NewTool("log", mcpgo.WithDescription("Logs a note."), mcpgo.WithString("note", mcpgo.Required())),
+		func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			note := req.GetString("note", "")
+			if err := record("log " + note); err != nil {
+				return mcpgo.NewToolResultError(err.Error()), nil
+			}
+			return mcpgo.NewToolResultText("logged " + note), nil
 		})
 	s.AddTool(mcpgo.NewTool("ask_name", mcpgo.WithDescription("Greets the user by name, asking it first.")),
 		func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {

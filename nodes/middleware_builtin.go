@@ -1,0 +1,150 @@
+package nodes
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/trellis-ai/trellis/llm"
+)
+
+// The built-in middleware: what the agent's nodes used to do by name.
+
+// windowMiddleware is the context window and the rolling summary: at a
+// turn's start it folds earlier turns that outgrew the window into the
+// summary, it puts the summary in every system prompt, and it narrows
+// every model call's messages to the window (see Window).
+type windowMiddleware struct{ w *Window }
+
+func (windowMiddleware) Name() string { return "window" }
+
+func (m windowMiddleware) StartTurn(ctx context.Context, s *ChatState) (func(*ChatState), error) {
+	summary, upTo, folded, err := m.w.fold(ctx, s)
+	if err != nil || !folded {
+		return nil, err
+	}
+	return func(st *ChatState) { st.Summary, st.SummaryUpTo = summary, upTo }, nil
+}
+
+// summaryHeading introduces the rolling summary in the system prompt.
+const summaryHeading = "\n\n## Earlier in this conversation (summary)\n"
+
+func (windowMiddleware) Prompt(b *strings.Builder, s *ChatState, _ string) {
+	if s.Summary != "" {
+		b.WriteString(summaryHeading)
+		b.WriteString(s.Summary)
+	}
+}
+
+func (m windowMiddleware) BeforeModel(_ context.Context, c *ModelCall) error {
+	c.Messages = m.w.view(c.State)
+	return nil
+}
+
+// documentsMiddleware is the documents integration: at a turn's start it
+// loads summaries of the conversation's documents (bounded by
+// Options.ContextTimeout), and it lists them in the supervisor's prompt
+// so it reads them with the document tools before other sources.
+type documentsMiddleware struct {
+	src     DocumentSource
+	timeout time.Duration
+}
+
+func (documentsMiddleware) Name() string { return "documents" }
+
+func (m documentsMiddleware) StartTurn(ctx context.Context, s *ChatState) (func(*ChatState), error) {
+	user, conv, ids := s.Input.UserID, s.Input.ConversationID, s.Input.DocumentIDs
+	docs, err := bounded(ctx, m.timeout, func(ctx context.Context) ([]DataSummary, error) {
+		return m.src.DocumentSummaries(ctx, user, conv, ids)
+	})
+	if len(docs) == 0 {
+		return nil, err
+	}
+	return func(st *ChatState) { st.DataSummaries = docs }, err
+}
+
+// documentsIntro tells the supervisor what the document list is for.
+const documentsIntro = "The user uploaded these documents (id, file name, status: summary). " +
+	"When the question may be answered by them, check them first — search_documents for passages, " +
+	"load_document to read one — before other tools or your own knowledge.\n"
+
+func (documentsMiddleware) Prompt(b *strings.Builder, s *ChatState, node string) {
+	if node != NodeSupervisor || len(s.DataSummaries) == 0 {
+		return
+	}
+	b.WriteString("\n\n" + llm.DocumentsHeading + "\n")
+	b.WriteString(documentsIntro)
+	for _, d := range s.DataSummaries {
+		b.WriteString("- " + d.DocumentID)
+		if d.Title != "" {
+			b.WriteString(" (" + d.Title + ")")
+		}
+		if d.Status != "" {
+			b.WriteString(" [" + d.Status + "]")
+		}
+		b.WriteString(": ")
+		b.WriteString(d.Summary)
+		b.WriteByte('\n')
+	}
+}
+
+// cognitionMiddleware is the user's cognitive context: loaded at a turn's
+// start through Options.Cognition (bounded by Options.ContextTimeout) and
+// shown to the supervisor, and to the writer, which fits length and
+// register to the user. A turn with Input.NoMemory loads nothing.
+type cognitionMiddleware struct {
+	load    func(ctx context.Context, userID, query string) (string, error)
+	timeout time.Duration
+}
+
+func (cognitionMiddleware) Name() string { return "cognition" }
+
+func (m cognitionMiddleware) StartTurn(ctx context.Context, s *ChatState) (func(*ChatState), error) {
+	if s.Input.NoMemory {
+		return nil, nil
+	}
+	user, query := s.Input.UserID, s.Input.Message
+	c, err := bounded(ctx, m.timeout, func(ctx context.Context) (string, error) { return m.load(ctx, user, query) })
+	if c == "" {
+		return nil, err
+	}
+	return func(st *ChatState) { st.Cognitive = c }, err
+}
+
+func (cognitionMiddleware) Prompt(b *strings.Builder, s *ChatState, node string) {
+	if (node != NodeSupervisor && node != NodeWrite) || s.Cognitive == "" {
+		return
+	}
+	b.WriteString("\n\n## About the user\n")
+	b.WriteString(s.Cognitive)
+	b.WriteByte('\n')
+}
+
+// bounded runs load and waits for it at most timeout; a load that ignores
+// its context is abandoned (its result, when it comes, is dropped).
+func bounded[T any](nodeCtx context.Context, timeout time.Duration, load func(ctx context.Context) (T, error)) (T, error) {
+	// The load runs under a context of its own, cancelled with the
+	// node's: one that overstays is abandoned, and must then hold nothing
+	// of the node's context, which the engine reuses once the node
+	// returns (even a deadline's timer reads its parent after waking us).
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	stop := context.AfterFunc(nodeCtx, cancel)
+	defer stop()
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := load(ctx)
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}

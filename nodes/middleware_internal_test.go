@@ -1,0 +1,69 @@
+package nodes
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// recorder is a middleware that logs its hooks into a shared trace.
+type recorder struct {
+	name  string
+	trace *[]string
+}
+
+func (r recorder) Name() string { return r.name }
+func (r recorder) BeforeModel(_ context.Context, c *ModelCall) error {
+	*r.trace = append(*r.trace, "before:"+r.name)
+	c.System += "+" + r.name
+	return nil
+}
+func (r recorder) AfterModel(_ context.Context, _ *ModelCall) error {
+	*r.trace = append(*r.trace, "after:"+r.name)
+	return nil
+}
+func (r recorder) Prompt(b *strings.Builder, _ *ChatState, node string) {
+	b.WriteString("[" + r.name + "@" + node + "]")
+}
+
+// The chain is a sandwich: before first to last, after last to first;
+// prompts in order.
+func TestMiddlewareSandwich(t *testing.T) {
+	var trace []string
+	c := newChain([]Middleware{recorder{"a", &trace}, recorder{"b", &trace}, recorder{"c", &trace}})
+	mc := &ModelCall{System: "sys"}
+	if err := c.beforeModel(t.Context(), mc); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.afterModel(t.Context(), mc); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"before:a", "before:b", "before:c", "after:c", "after:b", "after:a"}; !slices.Equal(trace, want) {
+		t.Errorf("order %v, want %v", trace, want)
+	}
+	if mc.System != "sys+a+b+c" {
+		t.Errorf("system %q: each before hook sees the one before it", mc.System)
+	}
+	var b strings.Builder
+	c.prompt(&b, &ChatState{}, NodeWrite)
+	if b.String() != "[a@write][b@write][c@write]" {
+		t.Errorf("prompt %q", b.String())
+	}
+}
+
+// The task tool is offered to agents shallower than MaxDepth.
+func TestSubagentDepth(t *testing.T) {
+	m, err := newSubagents(SubAgents{Agents: []SubAgent{{Name: "r"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{"": 1, "r:c1": 1, "r:c1/r:c2": 0} {
+		if got := len(m.Tools(&ChatState{Input: Input{Agent: path}})); got != want {
+			t.Errorf("agent %q: %d tools, want %d", path, got, want)
+		}
+	}
+	if got := agentPath([]string{"execute_tool:x", "@r:c1", "execute_tool:y", "@q:c7"}); got != "r:c1/q:c7" {
+		t.Errorf("agentPath = %q", got)
+	}
+}
