@@ -35,6 +35,9 @@ const (
 	// a conversation's open stream when a document of the conversation
 	// changes status, with no seq and no SSE id (API.md, README).
 	EventDocumentStatus = "document.status"
+	// EventTasksUpdated is the task board after the agent wrote it
+	// (write_todos), whole (README).
+	EventTasksUpdated = "tasks.updated"
 )
 
 // Event is one agent event. Its JSON is API.md's data object for Type
@@ -296,6 +299,7 @@ var payloads = map[string]func() Payload{
 	EventRunCancelled:        func() Payload { return new(RunCancelled) },
 	EventRunFailed:           func() Payload { return new(RunFailed) },
 	EventDocumentStatus:      func() Payload { return new(DocumentStatus) },
+	EventTasksUpdated:        func() Payload { return new(TasksUpdated) },
 }
 
 // ErrUnknownEvent: DecodeEvent was given a type the vocabulary lacks.

@@ -48,6 +48,7 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 		resumed = true
 	}
 	x.sources = a.sources.sources(a.tools.Catalog().Tools)
+	x.board = s.Tasks
 	// Operators that need a model get the run's; when it cannot be had,
 	// nil lets the operator registry use its default.
 	x.model, _ = a.models.Model(ctx, s.Input.Model)
@@ -57,7 +58,7 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 		return ChatState{}, err
 	}
 
-	upd := ChatState{ToolResults: x.results, Approvals: records}
+	upd := ChatState{ToolResults: x.results, Approvals: records, Tasks: x.newBoard()}
 	if s.Decision.Action == ActionCreateWorkflow {
 		upd.WorkflowSteps = steps
 		for i := range upd.WorkflowSteps {
@@ -129,6 +130,8 @@ type execution struct {
 	resumedFrom *parkedQuestion
 	// parked is, by step, the question that parked the step's call.
 	parked []*Pending
+	// board is the task board before the execution (see writeTodos).
+	board TaskBoard
 }
 
 // run executes the steps in waves: every step whose dependencies are done
@@ -293,6 +296,10 @@ func (x *execution) fill(i int) json.RawMessage {
 func (x *execution) call(ctx context.Context, i int, args json.RawMessage) {
 	st := x.steps[i]
 	_ = emit(ctx, &ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: x.sources[st.Tool], Args: args})
+	if st.Tool == WriteTodosTool {
+		x.writeTodos(ctx, i, args)
+		return
+	}
 	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.conversationID, requestID: x.requestID,
 		toolCallID: st.ToolCallID, tool: st.Tool, answers: x.answers}
 	start := time.Now()

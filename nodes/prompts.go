@@ -114,7 +114,8 @@ func (a *Agent) systemLen(s *ChatState) int {
 // is the longest the agent writes, and it writes one per decision.
 func (a *Agent) supervisorSystem(s *ChatState, iteration int, tools string) string {
 	var b strings.Builder
-	size := a.systemLen(s) + 2 + len(supervisorTask) + len(tools) + len(s.Cognitive) + len(s.TaskContext) + 200 + 64*len(s.Actions)
+	size := a.systemLen(s) + 2 + len(supervisorTask) + len(tools) + len(s.Cognitive) + len(s.TaskContext) + 200 + 64*len(s.Actions) +
+		boardLen(s.Tasks)
 	if len(s.DataSummaries) > 0 {
 		size += len(documentsIntro) + 40
 	}
@@ -177,6 +178,7 @@ func (a *Agent) writeSupervisorInstructions(b *strings.Builder, s *ChatState, it
 		b.WriteString(s.Cognitive)
 		b.WriteByte('\n')
 	}
+	writeBoard(b, s.Tasks)
 	b.WriteString("\n## Progress\nThis is step ")
 	b.WriteString(strconv.Itoa(iteration))
 	b.WriteString(" of at most ")
