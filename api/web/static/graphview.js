@@ -114,7 +114,7 @@ export class GraphView {
     this.caption = el("p", { id: "graph-caption", class: "hint", "aria-live": "polite" }, "Idle");
     this.svgHolder = el("div", { class: "graph-drawing" });
     this.tree = el("ul", { id: "subagent-tree", class: "subagent-tree", "aria-label": "Sub-agents" });
-    root.append(this.caption, this.svgHolder, this.tree);
+    root.append(this.caption, this.tree, this.svgHolder);
   }
 
   /** load reads the agent's graph and draws it; a failure leaves a note. */
