@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -96,5 +97,40 @@ func TestEditTaskRefusesBadEdits(t *testing.T) {
 	}
 	if b, _ := h.agent.Tasks(t.Context(), "c1"); b.Revision != 1 {
 		t.Errorf("a refused edit changed the board: %+v", b)
+	}
+}
+
+// TestOfflineModelWritesTheBoard: with no key, the offline model plans
+// with write_todos through the whole graph, so the board is demonstrable.
+func TestOfflineModelWritesTheBoard(t *testing.T) {
+	reg, err := llm.NewRegistry(llm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, _ := testTools(t)
+	agent, err := nodes.New(reg, tools, nil, nodes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := collect(agent.Run(t.Context(), "offline-plan", nodes.Input{Message: "Make a plan for the shed: buy wood; build the frame, then paint it."}))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking supervisor.decided:call_tool -supervisor
+		+execute_tool tool.start:write_todos tasks.updated tool.complete:write_todos -execute_tool +reflect -reflect
+		+synthesize -synthesize +write response.chunk* -write +stream response.done -stream run.completed`)
+	board, err := agent.Tasks(t.Context(), "offline-plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var titles []string
+	for _, tk := range board.Tasks {
+		titles = append(titles, tk.ID+":"+tk.Title+":"+string(tk.Status))
+	}
+	if got := strings.Join(titles, "|"); got != "t1:buy wood:pending|t2:build the frame:pending|t3:paint it:pending" {
+		t.Errorf("the board: %s", got)
+	}
+	if done := last[*nodes.ResponseDone](r); !strings.Contains(done.Content, "3 task(s)") {
+		t.Errorf("the answer %q does not tell the board", done.Content)
 	}
 }
