@@ -42,6 +42,9 @@ type Match struct {
 	ToolResult *bool `json:"tool_result,omitempty"`
 	// Tool requires that a tool of this name is offered with the call.
 	Tool string `json:"tool,omitempty"`
+	// SystemContains must occur in the call's system prompt, exactly
+	// (case included): a script can require what the model is told.
+	SystemContains string `json:"system_contains,omitempty"`
 }
 
 // Reply is a scripted model reply.

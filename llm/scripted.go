@@ -206,6 +206,7 @@ func (m *Scripted) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	lastIsTool := len(msgs) > 0 && msgs[len(msgs)-1].Role == llms.ChatMessageTypeTool
 	node := NodeFrom(ctx)
 	lowerQ := strings.ToLower(q)
+	system := systemText(msgs)
 
 	m.mu.Lock()
 	idx := -1
@@ -214,12 +215,12 @@ func (m *Scripted) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 		if m.used[i] && !st.Repeat {
 			continue
 		}
-		if st.matches(node, lowerQ, turn, lastIsTool, &o) {
+		if st.matches(node, lowerQ, system, turn, lastIsTool, &o) {
 			idx = i
 			break
 		}
 	}
-	rec := ScriptCall{Node: node, Turn: turn, LastHuman: q, System: systemText(msgs)}
+	rec := ScriptCall{Node: node, Turn: turn, LastHuman: q, System: system}
 	if idx >= 0 {
 		rec.Step = m.steps[idx].label
 		m.used[idx] = true
@@ -235,10 +236,12 @@ func (m *Scripted) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	return st.play(ctx, &o, msgs, callNo)
 }
 
-func (st *scriptStep) matches(node, lowerQ string, turn int, lastIsTool bool, o *llms.CallOptions) bool {
+func (st *scriptStep) matches(node, lowerQ, system string, turn int, lastIsTool bool, o *llms.CallOptions) bool {
 	mt := st.Match
 	switch {
 	case mt.Node != "" && mt.Node != node:
+		return false
+	case mt.SystemContains != "" && !strings.Contains(system, mt.SystemContains):
 		return false
 	case st.contains != "" && !strings.Contains(lowerQ, st.contains):
 		return false
