@@ -45,12 +45,14 @@ const OwnerAgent = "agent"
 
 // Board limits: what a model or a user may write.
 const (
-	MaxTasks         = 50
-	MaxTaskTitle     = 200
-	maxTaskIDLen     = 64
-	maxTaskOwnerLen  = 64
-	writeTodosResult = "The task board now has %d task(s): %d pending, %d in progress, %d done."
+	MaxTasks        = 50
+	MaxTaskTitle    = 200
+	maxTaskIDLen    = 64
+	maxTaskOwnerLen = 64
 )
+
+// writeTodosResult is write_todos' result as the model reads it.
+const writeTodosResult = "The task board now has %d task(s): %d pending, %d in progress, %d done."
 
 // Task is one item of the board.
 type Task struct {

@@ -111,6 +111,7 @@ func TestE2ELiveViewAndTaskBoard(t *testing.T) {
 		p.WaitJS("the board the agent wrote", `() => [...document.querySelectorAll("#task-list .task-title")].map((i) => i.value).join("|") ===
 			"Buy the wood|Build the frame|Paint it"`)
 		p.WaitText("#task-list li:nth-child(3) .task-owner", "researcher")
+		p.WaitJS("the board locked while the run goes", `() => [...document.querySelectorAll("#task-list select, #task-list input")].every((c) => c.disabled)`)
 	}
 	lit()
 	p.CheckAccessible()
@@ -126,6 +127,7 @@ func TestE2ELiveViewAndTaskBoard(t *testing.T) {
 	p.WaitJS("visited nodes stay marked", `() => document.querySelector('#graph-view .graph-node.visited[data-node="reflect"]')`)
 
 	// The user edits the board on the page.
+	p.WaitJS("the board open again", `() => !document.querySelector("#task-list select").disabled`)
 	p.Fill("#task-list li:nth-child(2) select.task-status", "done")
 	p.WaitJS("task 2 done", `() => document.querySelector('#task-list li:nth-child(2)')?.dataset.status === "done"`)
 	p.Fill("#task-list li:nth-child(3) input.task-title", "Paint it green")

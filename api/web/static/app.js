@@ -118,6 +118,7 @@ function updateControls() {
   ui.send.title = b ? "Wait for the current answer, or cancel it" : "";
   ui.cancel.hidden = !state.turns.some((t) => t.active);
   ui.cancel.disabled = false;
+  board.setBusy(b);
   for (const t of state.turns) t.refreshControls();
   ui.empty.hidden = state.turns.length > 0;
 }

@@ -24,6 +24,7 @@ export class Board {
     this.cid = null;
     this.revision = -1;
     this.tasks = [];
+    this.busy = false;
     this.list = el("ol", { id: "task-list", class: "task-list" });
     this.empty = el("p", { class: "hint", id: "task-empty" }, "No plan yet. For a task of several steps the agent writes one here.");
     root.append(this.empty, this.list);
@@ -62,6 +63,17 @@ export class Board {
     this.tasks = tasks;
     this.empty.hidden = tasks.length > 0;
     this.list.replaceChildren(...tasks.map((t, i) => this.item(t, i, tasks.length)));
+    this.setBusy(this.busy);
+  }
+
+  /**
+   * setBusy disables the board's controls while a run goes or waits: the
+   * server refuses edits then (409), since the run owns the plan.
+   */
+  setBusy(busy) {
+    this.busy = busy;
+    this.list.title = busy ? "The board can be edited once the run ends." : "";
+    for (const c of this.list.querySelectorAll("select, input, button")) c.disabled = busy || c.hasAttribute("data-edge");
   }
 
   item(t, i, n) {
@@ -82,9 +94,9 @@ export class Board {
         title.blur();
       }
     });
-    const up = el("button", { type: "button", class: "icon-button task-up", "aria-label": `Move task ${n1} up`, disabled: i === 0 }, "↑");
+    const up = el("button", { type: "button", class: "icon-button task-up", "aria-label": `Move task ${n1} up`, "data-edge": i === 0 }, "↑");
     up.addEventListener("click", () => this.edit(t.id, { position: i - 1 }));
-    const down = el("button", { type: "button", class: "icon-button task-down", "aria-label": `Move task ${n1} down`, disabled: i === n - 1 }, "↓");
+    const down = el("button", { type: "button", class: "icon-button task-down", "aria-label": `Move task ${n1} down`, "data-edge": i === n - 1 }, "↓");
     down.addEventListener("click", () => this.edit(t.id, { position: i + 1 }));
     return el("li", { class: "task", "data-task-id": t.id, "data-status": t.status },
       status, title,
