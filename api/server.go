@@ -174,6 +174,9 @@ func (s *Server) routes() http.Handler {
 		r.Get("/clarifications/pending", s.handlePending(store.KindClarification, "clarifications"))
 		r.Delete("/elicitation/{id}", s.handleElicitationCancel)
 		r.Get("/tools", s.handleTools)
+		r.Get("/conversations/{id}/tasks", s.handleTasks)
+		r.Patch("/conversations/{id}/tasks/{task_id}", s.handleEditTask)
+		r.Get("/agent/graph", s.handleAgentGraph)
 		if s.cfg.Documents != nil {
 			s.documentRoutes(r)
 		}

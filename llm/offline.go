@@ -201,6 +201,14 @@ func offlineReply(msgs []llms.MessageContent, tools []llms.Tool) (string, []llms
 		call("remember", map[string]string{"fact": fact})
 	} else if recallQuestion(q) && hasTool(tools, "recall") {
 		call("recall", nil)
+	} else if steps := planSteps(q); len(steps) > 0 && hasTool(tools, "write_todos") {
+		todos := make([]map[string]string, len(steps))
+		for i, st := range steps {
+			todos[i] = map[string]string{"title": st}
+		}
+		b, _ := json.Marshal(map[string]any{"todos": todos})
+		calls = append(calls, llms.ToolCall{ID: fmt.Sprintf("offline_call_%d", prior+len(calls)+1), Type: "function",
+			FunctionCall: &llms.FunctionCall{Name: "write_todos", Arguments: string(b)}})
 	}
 	if len(calls) == 0 && len(missing) == 0 && hasTool(tools, "search_documents") && hasReadyDocuments(msgs) {
 		call("search_documents", map[string]string{"query": q})

@@ -210,3 +210,26 @@ func TestOfflineCall(t *testing.T) {
 		t.Errorf("Call = %q, %v", got, err)
 	}
 }
+
+// TestOfflinePlansWithWriteTodos: a request for a plan, with write_todos
+// offered, becomes one write_todos call with a task per step.
+func TestOfflinePlansWithWriteTodos(t *testing.T) {
+	tools := []llms.Tool{{Type: "function", Function: &llms.FunctionDefinition{Name: "write_todos"}}}
+	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Make a plan for the shed: buy wood; build the frame, then paint it.")}
+	resp, err := llm.NewOffline().GenerateContent(t.Context(), msgs, llms.WithTools(tools))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := llm.ToolCallsFrom(resp)
+	if len(calls) != 1 || calls[0].FunctionCall.Name != "write_todos" {
+		t.Fatalf("calls = %+v, want one write_todos", calls)
+	}
+	want := `{"todos":[{"title":"buy wood"},{"title":"build the frame"},{"title":"paint it"}]}`
+	if got := calls[0].FunctionCall.Arguments; got != want {
+		t.Errorf("args = %s, want %s", got, want)
+	}
+	msgs = []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "what is a plan?")}
+	if resp, _ := llm.NewOffline().GenerateContent(t.Context(), msgs, llms.WithTools(tools)); len(llm.ToolCallsFrom(resp)) != 0 {
+		t.Errorf("a question about plans became a call: %+v", llm.ToolCallsFrom(resp))
+	}
+}

@@ -42,8 +42,9 @@ type Match struct {
 	ToolResult *bool `json:"tool_result,omitempty"`
 	// Tool requires that a tool of this name is offered with the call.
 	Tool string `json:"tool,omitempty"`
-	// System must occur in the call's system messages, ignoring case:
-	// what the caller put in the prompt (a user's profile, say).
+	// System must occur in the call's system prompt, ignoring case:
+	// what the caller put in the prompt (a user's profile, the task
+	// board).
 	System string `json:"system,omitempty"`
 }
 

@@ -49,6 +49,9 @@ type ScriptCall struct {
 	Turn      int    // human messages in the conversation
 	LastHuman string // the last human message
 	Step      string // the step's label, "" when none matched
+	// System is the call's system prompt, for a test to assert what the
+	// model was told.
+	System string
 }
 
 // NoMatchError is returned for a call that no remaining step matches.
@@ -172,6 +175,23 @@ func (m *Scripted) Unconsumed() []string {
 	return out
 }
 
+// systemText is the text of the call's first system message; a single
+// text part, the usual case, is returned without a copy.
+func systemText(msgs []llms.MessageContent) string {
+	for _, m := range msgs {
+		if m.Role != llms.ChatMessageTypeSystem {
+			continue
+		}
+		if len(m.Parts) == 1 {
+			if t, ok := m.Parts[0].(llms.TextContent); ok {
+				return t.Text
+			}
+		}
+		return partsText(m.Parts)
+	}
+	return ""
+}
+
 // GenerateContent answers with the first matching step; see Scripted.
 func (m *Scripted) GenerateContent(ctx context.Context, msgs []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
 	var o llms.CallOptions
@@ -188,18 +208,8 @@ func (m *Scripted) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	lastIsTool := len(msgs) > 0 && msgs[len(msgs)-1].Role == llms.ChatMessageTypeTool
 	node := NodeFrom(ctx)
 	lowerQ := strings.ToLower(q)
-	var sys strings.Builder
-	for _, msg := range msgs {
-		if msg.Role == llms.ChatMessageTypeSystem {
-			for _, p := range msg.Parts {
-				if t, ok := p.(llms.TextContent); ok {
-					sys.WriteString(strings.ToLower(t.Text))
-					sys.WriteByte('\n')
-				}
-			}
-		}
-	}
-	lowerSys := sys.String()
+	system := systemText(msgs)
+	lowerSys := strings.ToLower(system)
 
 	m.mu.Lock()
 	idx := -1
@@ -213,7 +223,7 @@ func (m *Scripted) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 			break
 		}
 	}
-	rec := ScriptCall{Node: node, Turn: turn, LastHuman: q}
+	rec := ScriptCall{Node: node, Turn: turn, LastHuman: q, System: system}
 	if idx >= 0 {
 		rec.Step = m.steps[idx].label
 		m.used[idx] = true

@@ -49,7 +49,7 @@ func (d ApprovalDecision) validate() error {
 // gate decides whether a call to tool needs approval, once, as the
 // supervisor proposes it (see ToolCall.Gate).
 func (a *Agent) gate(tool string) Gate {
-	if a.tools.NeedsApproval(tool) {
+	if tool != WriteTodosTool && a.tools.NeedsApproval(tool) {
 		return GateAsk
 	}
 	return GateNone

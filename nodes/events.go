@@ -39,6 +39,9 @@ const (
 	// a conversation's open stream when a document of the conversation
 	// changes status, with no seq and no SSE id (API.md, README).
 	EventDocumentStatus = "document.status"
+	// EventTasksUpdated is the task board after the agent wrote it
+	// (write_todos), whole (README).
+	EventTasksUpdated = "tasks.updated"
 )
 
 // Event is one agent event. Its JSON is API.md's data object for Type
@@ -345,6 +348,7 @@ var payloads = map[string]func() Payload{
 	EventDocumentStatus:      func() Payload { return new(DocumentStatus) },
 	EventSubagentStart:       func() Payload { return new(SubagentStart) },
 	EventSubagentEnd:         func() Payload { return new(SubagentEnd) },
+	EventTasksUpdated:        func() Payload { return new(TasksUpdated) },
 }
 
 // ErrUnknownEvent: DecodeEvent was given a type the vocabulary lacks.

@@ -65,6 +65,7 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 		resumed = true
 	}
 	x.sources = a.sources.sources(a.tools.Catalog().Tools)
+	x.board = s.Tasks
 	// Operators that need a model get the run's; when it cannot be had,
 	// nil lets the operator registry use its default.
 	x.model, _ = a.models.Model(ctx, s.Input.Model)
@@ -77,7 +78,7 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 		return ChatState{}, err
 	}
 
-	upd := ChatState{ToolResults: x.results, Approvals: records}
+	upd := ChatState{ToolResults: x.results, Approvals: records, Tasks: x.newBoard()}
 	if s.Decision.Action == ActionCreateWorkflow {
 		upd.WorkflowSteps = steps
 		for i := range upd.WorkflowSteps {
@@ -164,6 +165,9 @@ type execution struct {
 	mu         sync.Mutex
 	usage      llm.TokenUsage // the middleware tools' (sub-agents')
 	overBudget string         // why a call was not run, when the budget ran out
+
+	// board is the task board before the execution (see writeTodos).
+	board TaskBoard
 }
 
 // halted returns the pauses of the execution's calls as one interrupt;
@@ -368,6 +372,11 @@ func (x *execution) call(ctx context.Context, i int, args json.RawMessage) {
 		x.overBudget = why
 		x.mu.Unlock()
 		x.results[i] = x.skip(ctx, i, "the run's budget is used up: "+why)
+		return
+	}
+	if st.Tool == WriteTodosTool {
+		_ = emit(ctx, &ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: x.sources[st.Tool], Args: args})
+		x.writeTodos(ctx, i, args)
 		return
 	}
 	if x.a.allow != nil && !isExtra && !x.a.allow[st.Tool] {

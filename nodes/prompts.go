@@ -94,7 +94,8 @@ func (a *Agent) system(s *ChatState, node, instructions string) string {
 // the agent writes, and it writes one per decision.
 func (a *Agent) supervisorSystem(s *ChatState, iteration int, tools string) string {
 	var b strings.Builder
-	size := len(a.systemPrompt()) + len(s.Summary) + 2 + len(supervisorTask) + len(tools) + len(s.Cognitive) + len(s.TaskContext) + 300 + 64*len(s.Actions)
+	size := len(a.systemPrompt()) + len(s.Summary) + 2 + len(supervisorTask) + len(tools) + len(s.Cognitive) + len(s.TaskContext) + 300 + 64*len(s.Actions) +
+		boardLen(s.Tasks)
 	for _, d := range s.DataSummaries {
 		size += len(d.DocumentID) + len(d.Title) + len(d.Status) + len(d.Summary) + 12
 	}
@@ -129,6 +130,7 @@ func (a *Agent) writeSupervisorInstructions(b *strings.Builder, s *ChatState, it
 		b.WriteString("\n## Tools\n")
 		b.WriteString(tools)
 	}
+	writeBoard(b, s.Tasks)
 	b.WriteString("\n## Progress\nThis is step ")
 	b.WriteString(strconv.Itoa(iteration))
 	b.WriteString(" of at most ")

@@ -85,6 +85,13 @@ type ChatState struct {
 	// (append).
 	DirectResponses []DirectResponse `json:"direct_responses,omitempty"`
 
+	// ---- Plan.
+
+	// Tasks is the task board the agent writes with write_todos and a
+	// user may edit between runs; it lasts for the conversation. The
+	// newest revision wins (see TaskBoard).
+	Tasks TaskBoard `json:"tasks"`
+
 	// ---- Token usage.
 
 	// Usage sums every model call of the conversation.
@@ -127,6 +134,7 @@ func schemaFields() []graph.Field[ChatState] {
 		graph.Sum(func(s *ChatState) *int { return &s.SourceCounter }),
 		graph.Reduce(func(s *ChatState) *llm.TokenUsage { return &s.Usage }, addUsage),
 		graph.Reduce(func(s *ChatState) *llm.TokenUsage { return &s.TurnUsage }, addUsage),
+		graph.Reduce(func(s *ChatState) *TaskBoard { return &s.Tasks }, newestBoard),
 	}
 }
 

@@ -37,13 +37,13 @@ func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) 
 	summaries, defs := a.catalog(&s)
 	var tools []llms.Tool
 	if extra := a.chain.extraTools(&s); len(extra) > 0 || a.allow != nil {
-		tools = withTool(defs, decideTool)
+		tools = withTool(defs, decideTool, writeTodosDef)
 		for _, t := range extra {
 			tools = append(tools, t.Def)
 			summaries += t.Summary + "\n"
 		}
 	} else {
-		tools = a.decideTools.with(defs, decideTool)
+		tools = a.decideTools.with(defs, decideTool, writeTodosDef)
 	}
 	mc := &ModelCall{Node: NodeSupervisor, State: &s, System: a.supervisorSystem(&s, iteration, summaries),
 		Options: []llms.CallOption{llms.WithTools(tools)}}
@@ -134,13 +134,11 @@ func badReply(text string, calls []llms.ToolCall) llms.MessageContent {
 	return llms.TextParts(llms.ChatMessageTypeAI, b.String())
 }
 
-// withTool returns defs and one more tool, in a new slice: defs is the
-// provider's catalog and shared.
-func withTool(defs []llms.Tool, t llms.Tool) []llms.Tool {
-	out := make([]llms.Tool, len(defs)+1)
-	copy(out, defs)
-	out[len(defs)] = t
-	return out
+// withTool returns defs and the agent's own tools ts, in a new slice:
+// defs is the provider's catalog and shared.
+func withTool(defs []llms.Tool, ts ...llms.Tool) []llms.Tool {
+	out := make([]llms.Tool, 0, len(defs)+len(ts))
+	return append(append(out, defs...), ts...)
 }
 
 // toolsWith keeps withTool's result for the catalog it was made from, so
@@ -156,12 +154,13 @@ type toolsWithEntry struct {
 	out  []llms.Tool
 }
 
-// with returns withTool(defs, t), t being the same tool on every call.
-func (c *toolsWith) with(defs []llms.Tool, t llms.Tool) []llms.Tool {
+// with returns withTool(defs, ts...), ts being the same tools on every
+// call.
+func (c *toolsWith) with(defs []llms.Tool, ts ...llms.Tool) []llms.Tool {
 	if e := c.last.Load(); e != nil && sameList(e.defs, defs) {
 		return e.out
 	}
-	out := withTool(defs, t)
+	out := withTool(defs, ts...)
 	c.last.Store(&toolsWithEntry{defs: defs, out: out})
 	return out
 }

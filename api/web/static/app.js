@@ -6,8 +6,10 @@
 // /conversations/{id}/stream and Last-Event-ID, after a growing pause.
 
 import { APIError, Client, path } from "./api.js";
+import { Board } from "./board.js";
 import { Documents } from "./documents.js";
 import { el } from "./dom.js";
+import { GraphView } from "./graphview.js";
 import { Memory } from "./memory.js";
 import { readEvents } from "./sse.js";
 import { TERMINAL, Turn } from "./turn.js";
@@ -39,6 +41,8 @@ const ui = {
   nav: $("#sidebar"),
   navToggle: $("#nav-toggle"),
   title: $("#conversation-title"),
+  live: $("#live"),
+  liveToggle: $("#live-toggle"),
 };
 
 const storage = {
@@ -70,11 +74,23 @@ const state = {
   stick: true, // keep the transcript scrolled to the bottom
 };
 
+// The live view beside the chat: the agent's graph with the running node
+// lit, its sub-agents, and the task board.
+const graphView = new GraphView({ client, root: $("#graph-view") });
+const board = new Board({ client, root: $("#task-board"), conversation: () => state.cid, showError });
+
+/** live passes one event of a run to the live view. */
+function live(ev) {
+  graphView.apply(ev);
+  board.apply(ev);
+}
+
 const docs = new Documents({
   client,
   conversation: () => state.cid,
   onConversation: (cid) => {
     setConversation(cid);
+    board.load(cid);
     ui.title.textContent = "Conversation";
     refreshConversations();
   },
@@ -105,6 +121,7 @@ function updateControls() {
   ui.send.title = b ? "Wait for the current answer, or cancel it" : "";
   ui.cancel.hidden = !state.turns.some((t) => t.active);
   ui.cancel.disabled = false;
+  board.setBusy(b);
   for (const t of state.turns) t.refreshControls();
   ui.empty.hidden = state.turns.length > 0;
 }
@@ -150,6 +167,8 @@ function newConversation() {
   clearTranscript();
   setConversation(null);
   docs.show(null);
+  board.load(null);
+  graphView.reset();
   ui.title.textContent = "New conversation";
   updateControls();
 }
@@ -160,6 +179,8 @@ async function openConversation(id) {
   clearTranscript();
   setConversation(id);
   docs.show(id);
+  board.load(id);
+  graphView.reset();
   ui.title.textContent = "Loading…";
   updateControls();
   let conv, runs;
@@ -176,7 +197,9 @@ async function openConversation(id) {
   ui.title.textContent = conv.title || listed?.textContent || "Conversation";
   for (const run of runs) {
     const turn = addTurn({ runId: run.id, message: run.user_message });
-    for (const ev of Array.isArray(run.events) ? run.events : []) turn.apply(ev, true);
+    for (const ev of Array.isArray(run.events) ? run.events : []) {
+      if (turn.apply(ev, true)) live(ev);
+    }
     turn.finishReplay(run);
   }
   if (runs.length === 0 && Array.isArray(conv.messages)) {
@@ -412,6 +435,7 @@ async function read(turn, resp, ctl, onEvent) {
       if (!ev.seq && msg.id) ev.seq = Number(msg.id);
       const target = turnFor(turn, ev);
       if (!target.apply(ev)) continue;
+      live(ev);
       onEvent();
       updateControls();
       if (TERMINAL.has(ev.type)) {
@@ -533,6 +557,7 @@ function saveSettings() {
   storage.set(KEY_MODEL, ui.model.value.trim());
   hideError();
   loadTools();
+  graphView.load();
   refreshConversations();
   if (state.cid && !busy()) openConversation(state.cid);
 }
@@ -616,6 +641,10 @@ function init() {
   ui.banner.querySelector("[data-action=settings]").addEventListener("click", openSettings);
 
   ui.navToggle.addEventListener("click", () => (ui.nav.classList.contains("open") ? closeNav() : openNav()));
+  ui.liveToggle.addEventListener("click", () => {
+    const open = ui.live.classList.toggle("open");
+    ui.liveToggle.setAttribute("aria-expanded", String(open));
+  });
   ui.list.addEventListener("click", (e) => {
     if (e.target.closest("a")) closeNav();
   });
@@ -639,6 +668,7 @@ function init() {
   window.addEventListener("hashchange", route);
   memory.init();
   loadTools();
+  graphView.load();
   refreshConversations();
   route().finally(() => {
     document.body.dataset.ready = "true";

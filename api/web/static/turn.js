@@ -258,11 +258,13 @@ const HANDLERS = {
     this.setState("running");
   },
   "node.start"(ev) {
-    const item = this.log("act-node", el("span", { class: "icon", "aria-hidden": "true" }, "▸"), " ", el("code", {}, ev.node), el("span", { class: "act-meta" }, " running"));
-    this.nodes.set(ev.node, item);
+    const who = ev.agent ? `${ev.agent} › ` : "";
+    const item = this.log("act-node", el("span", { class: "icon", "aria-hidden": "true" }, "▸"), " ", who, el("code", {}, ev.node), el("span", { class: "act-meta" }, " running"));
+    this.nodes.set(`${ev.agent || ""}|${ev.node}`, item); // a sub-agent's nodes have the same names
   },
   "node.end"(ev) {
-    const item = this.nodes.get(ev.node);
+    const key = `${ev.agent || ""}|${ev.node}`;
+    const item = this.nodes.get(key);
     const text = ev.duration_ms !== undefined ? ` ${ev.duration_ms} ms` : " done";
     if (!item) {
       this.log("act-node done", el("span", { class: "icon", "aria-hidden": "true" }, "✓"), " ", el("code", {}, ev.node), el("span", { class: "act-meta" }, text));
@@ -271,7 +273,17 @@ const HANDLERS = {
     item.classList.add("done");
     item.querySelector(".icon").textContent = "✓";
     item.querySelector(".act-meta").textContent = text;
-    this.nodes.delete(ev.node);
+    this.nodes.delete(key);
+  },
+  "subagent.start"(ev) {
+    this.log("act-other", el("span", { class: "icon", "aria-hidden": "true" }, "⇲"), ` Sub-agent ${ev.name || ev.agent}`, ev.task ? `: ${ev.task}` : "");
+  },
+  "subagent.end"(ev) {
+    this.log("act-other", el("span", { class: "icon", "aria-hidden": "true" }, "⇱"), ` Sub-agent ${ev.name || ev.agent} ${ev.status || "ended"}`);
+  },
+  "tasks.updated"(ev) {
+    const n = Array.isArray(ev.tasks) ? ev.tasks.length : 0;
+    this.log("act-other", el("span", { class: "icon", "aria-hidden": "true" }, "☰"), ` Task board: ${n} task${n === 1 ? "" : "s"}`);
   },
   "supervisor.thinking"(ev) {
     this.log("act-think", el("span", { class: "icon", "aria-hidden": "true" }, "…"), " Thinking", ev.message ? `: ${ev.message}` : "");

@@ -1,0 +1,135 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/llm"
+)
+
+// scriptedWith replaces the env's models with one scripted model playing
+// testdata/<script>, returned for its calls.
+func scriptedWith(t testing.TB, script string) (*llm.Scripted, func(*api.Config)) {
+	t.Helper()
+	sc, err := llm.LoadScript("testdata/" + script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := llm.NewScripted(sc)
+	models, err := llm.NewRegistry(llm.Config{
+		Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: model, ToolCalling: true}},
+		Resilience: llm.ResilienceConfig{Disabled: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return model, func(c *api.Config) { c.Models = models }
+}
+
+type boardBody struct {
+	Tasks []struct {
+		ID, Title, Status, Owner string
+	}
+	Revision int
+}
+
+func (b boardBody) line() string {
+	var parts []string
+	for _, t := range b.Tasks {
+		parts = append(parts, t.ID+"="+t.Status+":"+t.Title+"@"+t.Owner)
+	}
+	return strings.Join(parts, " | ")
+}
+
+// TestTaskBoardAPI: the agent's write_todos shows in tasks.updated and
+// GET …/tasks; PATCH validates strictly, is 404 for another user and 409
+// while a run waits; a user's edit is in the supervisor's next prompt.
+func TestTaskBoardAPI(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			model, configure := scriptedWith(t, "tasks.json")
+			e := newEnv(t, envOptions{backend: b, configure: configure, approval: []string{"calculator"}})
+
+			s := e.chat(map[string]any{"message": "plan the launch"})
+			conv := s.header("X-Conversation-ID")
+			up := s.until("tasks.updated")
+			if n := len(up.Data["tasks"].([]any)); n != 3 || up.Data["revision"] != 1.0 {
+				t.Errorf("tasks.updated %s", up.Raw)
+			}
+			s.until("run.completed")
+			tasks := "/api/v1/conversations/" + conv + "/tasks"
+
+			status, body := e.do("GET", tasks, nil)
+			if status != http.StatusOK {
+				t.Fatalf("GET tasks: %d %s", status, body)
+			}
+			want := "t1=in_progress:Pick a date@agent | t2=pending:Write the announcement@agent | t3=pending:Tell the team@herald"
+			if got := jsonOf[boardBody](t, body); got.line() != want || got.Revision != 1 {
+				t.Errorf("GET tasks = %s", body)
+			}
+
+			// Bad bodies: 4xx with API.md's error, and nothing changes.
+			for _, bad := range []struct {
+				body   string
+				status int
+			}{
+				{`{}`, 400}, {`{"status":"later"}`, 400}, {`{"title":""}`, 400}, {`{"title":"  "}`, 400},
+				{`{"title":null}`, 400}, {`{"position":-1}`, 400}, {`{"position":1.5}`, 400}, {`{"position":"1"}`, 400},
+				{`{"colour":"red"}`, 400}, {`{"title":"` + strings.Repeat("x", 201) + `"}`, 400}, {`[`, 400},
+			} {
+				st, body := e.do("PATCH", tasks+"/t2", bad.body)
+				wantError(t, st, body, bad.status)
+			}
+			st, body := e.do("PATCH", tasks+"/t9", `{"status":"done"}`)
+			wantError(t, st, body, http.StatusNotFound)
+			// Bob sees neither Alice's board nor can he edit it.
+			st, body = e.doAs(bobKey, "GET", tasks, nil)
+			wantError(t, st, body, http.StatusNotFound)
+			st, body = e.doAs(bobKey, "PATCH", tasks+"/t2", `{"status":"done"}`)
+			wantError(t, st, body, http.StatusNotFound)
+
+			// While a run waits for an approval, the board is the run's.
+			s = e.chat(map[string]any{"message": "calculate 2+2", "conversation_id": conv})
+			s.until("approval.required")
+			st, body = e.do("PATCH", tasks+"/t2", `{"status":"done"}`)
+			wantError(t, st, body, http.StatusConflict)
+			if st, body := e.do("POST", "/api/v1/conversations/"+conv+"/cancel", nil); st != http.StatusOK && st != http.StatusAccepted {
+				t.Fatalf("cancel: %d %s", st, body)
+			}
+			waitFor(t, "the cancel", func() bool {
+				st, _ := e.do("PATCH", tasks+"/t2", `{"title":"Write the announcement (short)","status":"done","position":0}`)
+				return st == http.StatusOK
+			})
+			status, body = e.do("GET", tasks, nil)
+			want = "t2=done:Write the announcement (short)@agent | t1=in_progress:Pick a date@agent | t3=pending:Tell the team@herald"
+			if got := jsonOf[boardBody](t, body); status != http.StatusOK || got.line() != want || got.Revision != 2 {
+				t.Errorf("after the edit: %d %s", status, body)
+			}
+
+			// The agent's next turn sees the user's edit.
+			s = e.chat(map[string]any{"message": "go on", "conversation_id": conv})
+			s.until("run.completed")
+			var prompt string
+			for _, c := range model.Calls() {
+				if c.Node == "supervisor" && c.LastHuman == "go on" {
+					prompt = c.System
+				}
+			}
+			if !strings.Contains(prompt, "- [done] t2: Write the announcement (short)\n- [in_progress] t1: Pick a date\n- [pending] t3: Tell the team (owner: herald)\n") {
+				t.Errorf("the supervisor's prompt after the edit:\n%s", prompt)
+			}
+		})
+	}
+}
+
+// TestAgentGraph: GET /agent/graph is the engine's drawing of the agent.
+func TestAgentGraph(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	status, body := e.do("GET", "/api/v1/agent/graph", nil)
+	g := jsonOf[struct{ Mermaid string }](t, body)
+	if status != http.StatusOK || g.Mermaid != e.srv.Agent().Mermaid() || !strings.Contains(g.Mermaid, "supervisor -.->|call_tool| execute_tool") {
+		t.Errorf("GET /agent/graph: %d %s", status, body)
+	}
+}
