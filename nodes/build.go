@@ -51,6 +51,7 @@ func (a *Agent) build() (*graph.Compiled[ChatState], error) {
 		string(AssessBlocked):        NodeHandleBlocked,
 		string(AssessDirectResponse): NodeStream,
 		"max_iterations":             NodeHandleBlocked,
+		"client_tools":               NodeStream,
 	})
 	g.AddEdge(NodeSynthesize, NodeWrite)
 	g.AddEdge(NodeHandleBlocked, NodeWrite)
@@ -85,6 +86,9 @@ func routeDecision(_ context.Context, s ChatState) (string, error) {
 // routeReflection follows the reflection, sending a need_more that has
 // used up the iterations to handle_blocked.
 func (a *Agent) routeReflection(_ context.Context, s ChatState) (string, error) {
+	if s.Outcome == OutcomeClientTools {
+		return "client_tools", nil
+	}
 	as := s.Reflection.Assessment
 	if as == "" {
 		as = AssessSatisfied

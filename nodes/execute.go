@@ -22,6 +22,9 @@ import (
 // errors of the run.
 func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error) {
 	steps := plannedSteps(s.Decision)
+	if len(s.Input.ClientTools) > 0 && slices.ContainsFunc(steps, func(st WorkflowStep) bool { return s.Input.clientTool(st.Tool) }) {
+		return clientCalls(ctx, &s, steps), nil
+	}
 	calls := make([]ToolCall, len(steps))
 	for i, st := range steps {
 		calls[i] = ToolCall{ID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Gate: st.Gate}
@@ -87,6 +90,20 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 	upd.SourceCounter = next - s.SourceCounter
 	upd.CurrentTool = strings.Join(names, ",")
 	return upd, nil
+}
+
+// clientCalls ends the turn with the decision's calls of client tools,
+// unrun: the client runs them and sends the results in a new request. A
+// Trellis tool called with them is not run either; the turn never
+// hands a Trellis tool to the client, and the model may call it again
+// once the client's results are in.
+func clientCalls(ctx context.Context, s *ChatState, steps []WorkflowStep) ChatState {
+	for _, st := range steps {
+		if s.Input.clientTool(st.Tool) {
+			_ = emit(ctx, &ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: SourceClient, Args: argsOrEmpty(st.Args)})
+		}
+	}
+	return ChatState{Outcome: OutcomeClientTools}
 }
 
 // plannedSteps returns the decision's calls as workflow steps; plain tool

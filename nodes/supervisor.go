@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -27,9 +28,12 @@ func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) 
 		return ChatState{}, fmt.Errorf("nodes: supervisor: %w", err)
 	}
 	cat := a.tools.Catalog()
-	summaries, defs := cat.Summaries, cat.LLMTools
+	summaries, defs := cat.Summaries, a.decideTools.with(cat.LLMTools, decideTool)
+	if len(s.Input.ClientTools) > 0 {
+		summaries, defs = withClientTools(summaries, defs, s.Input.ClientTools)
+	}
 	msgs := toLLM(a.supervisorSystem(&s, iteration, summaries), a.opts.Window.view(&s))
-	opts := []llms.CallOption{llms.WithTools(a.decideTools.with(defs, decideTool))}
+	opts := []llms.CallOption{llms.WithTools(defs)}
 	resp, err := model.GenerateContent(ctx, msgs, opts...)
 	if err != nil {
 		return ChatState{}, fmt.Errorf("nodes: supervisor: %w", err)
@@ -88,6 +92,26 @@ func (a *Agent) decided(ctx context.Context, s *ChatState, d Decision, iteration
 		upd.Messages = []Message{{Role: RoleAssistant, Content: d.Reasoning, ToolCalls: calls, Turn: s.Turn}}
 	}
 	return upd
+}
+
+// withClientTools adds the client's tools to the supervisor's summaries
+// and definitions, in new values: both are shared.
+func withClientTools(summaries string, defs []llms.Tool, tools []ClientTool) (string, []llms.Tool) {
+	var b strings.Builder
+	b.WriteString(summaries)
+	out := make([]llms.Tool, len(defs), len(defs)+len(tools))
+	copy(out, defs)
+	for _, t := range tools {
+		fmt.Fprintf(&b, "\n- %s [client]: %s", t.Name, t.Description)
+		params := map[string]any{"type": "object", "properties": map[string]any{}}
+		if len(t.Parameters) > 0 {
+			// The adapter checked the schema is a JSON object.
+			_ = json.Unmarshal(t.Parameters, &params)
+		}
+		out = append(out, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+			Name: t.Name, Description: t.Description, Parameters: params}})
+	}
+	return b.String(), out
 }
 
 // badReply is the model's unusable reply, shown back to it for repair.
