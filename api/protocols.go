@@ -1,6 +1,10 @@
 package api
 
-import "github.com/go-chi/chi/v5"
+import (
+	"github.com/go-chi/chi/v5"
+
+	"github.com/trellis-ai/trellis/api/openai"
+)
 
 // protocolRoutes mounts the surfaces that speak someone else's protocol:
 // Trellis' tools over MCP and the client-protocol adapters. They sit
@@ -11,4 +15,5 @@ func (s *Server) protocolRoutes(r chi.Router) {
 	if s.cfg.MCP != nil {
 		r.Mount("/mcp", s.cfg.MCP)
 	}
+	r.Mount("/v1", openai.Handler(openai.Config{Runs: s.runs, Logger: s.log}))
 }

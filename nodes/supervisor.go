@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -95,12 +96,18 @@ func (a *Agent) decided(ctx context.Context, s *ChatState, d Decision, iteration
 }
 
 // withClientTools adds the client's tools to the supervisor's summaries
-// and definitions, in new values: both are shared.
+// and definitions, in new values: both are shared. A client tool named
+// like one of Trellis' hides it for the turn (providers refuse two
+// functions of one name, and the client asked for its own).
 func withClientTools(summaries string, defs []llms.Tool, tools []ClientTool) (string, []llms.Tool) {
 	var b strings.Builder
 	b.WriteString(summaries)
-	out := make([]llms.Tool, len(defs), len(defs)+len(tools))
-	copy(out, defs)
+	out := make([]llms.Tool, 0, len(defs)+len(tools))
+	for _, d := range defs {
+		if d.Function == nil || !slices.ContainsFunc(tools, func(t ClientTool) bool { return t.Name == d.Function.Name }) {
+			out = append(out, d)
+		}
+	}
 	for _, t := range tools {
 		fmt.Fprintf(&b, "\n- %s [client]: %s", t.Name, t.Description)
 		params := map[string]any{"type": "object", "properties": map[string]any{}}
