@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+	"go.opentelemetry.io/otel/codes"
 
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/operators"
@@ -313,6 +314,10 @@ func (x *execution) call(ctx context.Context, i int, args json.RawMessage) {
 	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.conversationID, requestID: x.requestID,
 		toolCallID: st.ToolCallID, tool: st.Tool, answers: x.answers}
 	start := time.Now()
+	ctx, span := x.a.toolSpan(ctx, st.Tool, st.ToolCallID, x.sources[st.Tool])
+	if span != nil {
+		defer span.End()
+	}
 	res := x.a.tools.Execute(ctx, st.Tool, args, operators.Call{
 		ToolCallID: st.ToolCallID, ConversationID: x.conversationID, UserID: x.userID, DocumentIDs: x.documentIDs,
 		Messenger: m, Model: x.model,
@@ -325,6 +330,9 @@ func (x *execution) call(ctx context.Context, i int, args json.RawMessage) {
 	r := ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: args, Iteration: x.iteration, DurationMS: dur,
 		DirectResponse: res.DirectResponse}
 	if res.IsError() {
+		if span != nil {
+			span.SetStatus(codes.Error, res.Error)
+		}
 		r.Status, r.Content = ToolError, res.Error
 		if r.Content == "" {
 			r.Content = "the tool failed without saying why"
