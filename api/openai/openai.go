@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -152,12 +153,15 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return err
 			}
-			return c.take(p, out)
+			if err := c.take(p, out); err != nil {
+				return fmt.Errorf("%w: %w", errClientWrite, err)
+			}
+			return nil
 		})
 	if done {
 		return
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || errors.Is(err, errClientWrite) {
 		h.clientGone(ctx, user, rn.ConversationID(), rn.ID(), sub)
 		return
 	}
@@ -166,6 +170,9 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	out.fail(err)
 }
+
+// errClientWrite: writing to the client failed; it is gone.
+var errClientWrite = errors.New("openai: writing to the client failed")
 
 // clientGone cancels the run of a client that went away and waits a
 // little for its end, so the user's next request finds its slot free.
