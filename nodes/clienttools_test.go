@@ -63,4 +63,7 @@ func TestHistoryPrecedesTheMessage(t *testing.T) {
 	if got := roles(st.Messages); got != "user,assistant,user,assistant" || st.Turn != 2 || st.Messages[1].Turn != 1 {
 		t.Errorf("messages %s, turn %d", got, st.Turn)
 	}
+	if st.Input.History != nil {
+		t.Error("the history is kept twice: in the messages and in the input")
+	}
 }

@@ -33,6 +33,10 @@ func (a *Agent) initialize(ctx context.Context, s ChatState) (graph.Command[Chat
 		// after Update and would undo it.
 		Overwrite: func(st *ChatState) {
 			resetTurn(st)
+			// History and Continued are in Messages now; kept in the
+			// input too, every checkpoint of the turn would store them
+			// twice.
+			st.Input.History, st.Input.Continued = nil, nil
 			st.Turn = turn
 			st.Cognitive, st.DataSummaries = cognitive, docs
 			if folded {
