@@ -1,8 +1,12 @@
 package api
 
 import (
+	"net/http"
+
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/agui"
+	"github.com/trellis-ai/trellis/api/aisdk"
 	"github.com/trellis-ai/trellis/api/openai"
 )
 
@@ -15,5 +19,11 @@ func (s *Server) protocolRoutes(r chi.Router) {
 	if s.cfg.MCP != nil {
 		r.Mount("/mcp", s.cfg.MCP)
 	}
+	r.Method(http.MethodPost, "/ag-ui", agui.New(agui.Config{Runs: s.runs, Logger: s.log, Heartbeat: s.cfg.Heartbeat,
+		WriteTimeout: s.cfg.StreamWriteTimeout, MaxMessageRunes: s.cfg.Limits.MaxMessageRunes}))
+	ai := aisdk.New(aisdk.Config{Runs: s.runs, Logger: s.log, Heartbeat: s.cfg.Heartbeat,
+		WriteTimeout: s.cfg.StreamWriteTimeout, MaxMessageRunes: s.cfg.Limits.MaxMessageRunes})
+	r.Post("/api/ai-sdk/chat", ai.Chat)
+	r.Get("/api/ai-sdk/chat/{id}/stream", ai.Resume)
 	r.Mount("/v1", openai.Handler(openai.Config{Runs: s.runs, Logger: s.log}))
 }

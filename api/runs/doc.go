@@ -67,6 +67,17 @@
 // parked run resumes with the stored answer of either kind (an answer
 // given later, a question answered as its run parked, recovery).
 //
+// # Client protocols
+//
+// The protocol adapters (api/agui, api/aisdk, …) drive runs through the
+// same calls, plus three made for clients that name their threads and
+// stop a run by aborting its request: OpenConversation (a thread id the
+// client made becomes the conversation's), CancelRun (cancel the run a
+// request started, as the user's cancel does, and wait for its end) and
+// AwaitIdle (a message sent right after an abort waits for the aborted
+// run to end instead of being refused). Store gives them the record to
+// read.
+//
 // # Shutdown, recovery, a lost database
 //
 // Shutdown cancels every live run; each stops at its next checkpoint,

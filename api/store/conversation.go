@@ -26,6 +26,11 @@ const StatusIdle RunStatus = "idle"
 type NewConversation struct {
 	UserID string // required
 	Title  string
+	// ID, when set, is the new conversation's id instead of a minted
+	// one: for clients that name their threads themselves (the client
+	// protocols). CreateConversation returns ErrConflict when a
+	// conversation of any user has it already. StartRun ignores it.
+	ID string
 }
 
 // Validate reports an ErrInvalid error for a conversation that cannot be
@@ -34,7 +39,7 @@ func (c NewConversation) Validate() error {
 	if c.UserID == "" {
 		return fmt.Errorf("%w: user id is required", ErrInvalid)
 	}
-	return checkText("user id", c.UserID, "title", c.Title)
+	return checkText("user id", c.UserID, "title", c.Title, "id", c.ID)
 }
 
 // Page selects a page of a list.

@@ -19,8 +19,9 @@ type Store interface {
 
 // Conversations keeps conversations and their messages.
 type Conversations interface {
-	// CreateConversation stores a new, empty conversation of c.UserID.
-	// Returns ErrInvalid when the user id is empty.
+	// CreateConversation stores a new, empty conversation of c.UserID,
+	// with c.ID as its id when set. Returns ErrInvalid when the user id
+	// is empty, and ErrConflict when c.ID is taken (by any user).
 	CreateConversation(ctx context.Context, c NewConversation) (Conversation, error)
 
 	// GetConversation returns the user's conversation. Returns ErrNotFound

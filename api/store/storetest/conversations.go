@@ -247,3 +247,33 @@ func testMessages(t *testing.T, s store.Store) {
 		t.Errorf("AddMessage with role system: %v, want ErrInvalid", err)
 	}
 }
+
+// testConversationGivenID: a conversation may take the id its client
+// named it by; an id taken, by the same user or another, is a conflict
+// and changes nothing.
+func testConversationGivenID(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	const id = "thread-0f1e2d"
+	c := must(s.CreateConversation(ctx, store.NewConversation{UserID: alice, Title: "named", ID: id}))(t)
+	if c.ID != id {
+		t.Fatalf("CreateConversation with ID %q made %q", id, c.ID)
+	}
+	if got := must(s.GetConversation(ctx, alice, id))(t); got.Title != "named" {
+		t.Errorf("GetConversation = %+v", got)
+	}
+	for _, user := range []string{alice, bob} {
+		if _, err := s.CreateConversation(ctx, store.NewConversation{UserID: user, Title: "again", ID: id}); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("a second conversation %q of %s: %v, want ErrConflict", id, user, err)
+		}
+	}
+	if _, err := s.GetConversation(ctx, bob, id); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("bob reads alice's conversation: %v, want ErrNotFound", err)
+	}
+	if got := must(s.GetConversation(ctx, alice, id))(t); got.Title != "named" {
+		t.Errorf("after the conflicts: %+v", got)
+	}
+	r := startRun(t, s, c, "hi")
+	if r.ConversationID != id {
+		t.Errorf("run in conversation %q", r.ConversationID)
+	}
+}

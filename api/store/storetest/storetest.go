@@ -24,6 +24,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}{
 		{"Ping", testPing},
 		{"ConversationRoundTrip", testConversationRoundTrip},
+		{"ConversationGivenID", testConversationGivenID},
 		{"Pagination", testPagination},
 		{"PaginationStableUnderWrites", testPaginationStable},
 		{"DeleteCascades", testDeleteCascades},

@@ -1,7 +1,9 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/api/store/internal/storeutil"
@@ -14,9 +16,19 @@ func (s *Store) CreateConversation(ctx context.Context, nc store.NewConversation
 		return store.Conversation{}, s.errorf("create conversation: %w", err)
 	}
 	now := storeutil.Now()
-	c := store.Conversation{ID: ids.New(), UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now, Status: store.StatusIdle}
+	c := store.Conversation{ID: cmp.Or(nc.ID, ids.New()), UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now, Status: store.StatusIdle}
 	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
-		return insertConversation(ctx, q, c, s.db.Time(now))
+		if nc.ID == "" {
+			return insertConversation(ctx, q, c, s.db.Time(now))
+		}
+		// A caller's id may be anyone's: taken is a conflict, not a
+		// failure of the database.
+		n, err := q.Exec(ctx, `INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (id) DO NOTHING`, c.ID, c.UserID, c.Title, s.db.Time(now), s.db.Time(now))
+		if err == nil && n == 0 {
+			err = fmt.Errorf("conversation id %q is taken: %w", nc.ID, store.ErrConflict)
+		}
+		return err
 	})
 	if err != nil {
 		return store.Conversation{}, s.errorf("create conversation: %w", err)

@@ -1,0 +1,139 @@
+package agui
+
+import "encoding/json"
+
+// AG-UI 1.0 events, as Trellis sends them. Optional fields are omitted
+// when empty, never null: the client reads a null as a deprecated
+// absence and warns.
+
+type runStarted struct {
+	Type        string `json:"type"`
+	ThreadID    string `json:"threadId"`
+	RunID       string `json:"runId"`
+	ParentRunID string `json:"parentRunId,omitempty"`
+}
+
+type textMessageStart struct {
+	Type      string `json:"type"`
+	MessageID string `json:"messageId"`
+	Role      string `json:"role"`
+}
+
+type textMessageContent struct {
+	Type      string `json:"type"`
+	MessageID string `json:"messageId"`
+	Delta     string `json:"delta"`
+}
+
+type textMessageEnd struct {
+	Type      string `json:"type"`
+	MessageID string `json:"messageId"`
+}
+
+type toolCallStart struct {
+	Type            string `json:"type"`
+	ToolCallID      string `json:"toolCallId"`
+	ToolCallName    string `json:"toolCallName"`
+	ParentMessageID string `json:"parentMessageId,omitempty"`
+}
+
+type toolCallArgs struct {
+	Type       string `json:"type"`
+	ToolCallID string `json:"toolCallId"`
+	Delta      string `json:"delta"`
+}
+
+type toolCallEnd struct {
+	Type       string `json:"type"`
+	ToolCallID string `json:"toolCallId"`
+}
+
+type toolCallResult struct {
+	Type       string `json:"type"`
+	MessageID  string `json:"messageId"`
+	ToolCallID string `json:"toolCallId"`
+	Content    string `json:"content"`
+	Role       string `json:"role"`
+}
+
+type messagesSnapshot struct {
+	Type     string            `json:"type"`
+	Messages []json.RawMessage `json:"messages"`
+}
+
+type stateSnapshot struct {
+	Type     string `json:"type"`
+	Snapshot state  `json:"snapshot"`
+}
+
+// state is what STATE_SNAPSHOT says of the thread: Trellis' ids for it
+// and its last run, and how that run ended.
+type state struct {
+	ConversationID string `json:"conversationId"`
+	RunID          string `json:"trellisRunId"`
+	Status         string `json:"status"`
+}
+
+type runFinished struct {
+	Type     string       `json:"type"`
+	ThreadID string       `json:"threadId"`
+	RunID    string       `json:"runId"`
+	Outcome  outcome      `json:"outcome"`
+	Usage    []tokenUsage `json:"usage,omitempty"`
+}
+
+type outcome struct {
+	Type       string      `json:"type"` // success, interrupt, cancelled
+	Interrupts []interrupt `json:"interrupts,omitempty"`
+}
+
+type interrupt struct {
+	ID             string          `json:"id"`
+	Reason         string          `json:"reason"`
+	Message        string          `json:"message,omitempty"`
+	ToolCallID     string          `json:"toolCallId,omitempty"`
+	ResponseSchema json.RawMessage `json:"responseSchema,omitempty"`
+}
+
+type tokenUsage struct {
+	InputTokens     int `json:"inputTokens"`
+	OutputTokens    int `json:"outputTokens"`
+	TotalTokens     int `json:"totalTokens"`
+	ReasoningTokens int `json:"reasoningTokens,omitempty"`
+}
+
+type runError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	Code    string `json:"code,omitempty"`
+}
+
+// approvalSchema is the responseSchema of an approval's interrupt.
+var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approved":{"type":"boolean"},"editedArgs":{"type":"object"},"reason":{"type":"string"}},"required":["approved"]}`)
+
+// Wire messages of MESSAGES_SNAPSHOT that the run adds.
+
+type assistantMessage struct {
+	ID        string     `json:"id"`
+	Role      string     `json:"role"`
+	Content   string     `json:"content,omitempty"`
+	ToolCalls []toolCall `json:"toolCalls,omitempty"`
+}
+
+type toolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type toolMessage struct {
+	ID         string `json:"id"`
+	Role       string `json:"role"`
+	Content    string `json:"content"`
+	ToolCallID string `json:"toolCallId"`
+}

@@ -1,0 +1,99 @@
+// Drives trellis serve's POST /ag-ui with the real @ag-ui/client HttpAgent
+// (its event verifier and schema check run on every run) through one
+// scenario, and prints what the client saw as one JSON line for the Go
+// test to check. Usage: node agui.mjs <base url> <scenario>.
+import { HttpAgent } from "@ag-ui/client";
+import { randomUUID } from "node:crypto";
+
+const [base, scenario] = process.argv.slice(2);
+const url = base + "/ag-ui";
+const warnings = [];
+console.warn = (...a) => warnings.push(a.map(String).join(" "));
+console.error = (...a) => warnings.push(a.map(String).join(" "));
+
+function agent(threadId = randomUUID()) {
+  const a = new HttpAgent({ url, threadId });
+  a.seen = [];
+  a.outcomes = [];
+  a.subscribe({
+    onEvent: ({ event }) => { a.seen.push(event.type); },
+    onRunFinishedEvent: (p) => { a.outcomes.push({ outcome: p.outcome, interrupts: p.interrupts ?? [] }); },
+  });
+  return a;
+}
+
+function say(a, text) {
+  a.addMessage({ id: randomUUID(), role: "user", content: text });
+}
+
+async function run(a, params) {
+  try {
+    await a.runAgent(params);
+    return null;
+  } catch (e) {
+    return String(e && e.message || e);
+  }
+}
+
+function report(a, extra = {}) {
+  return { events: a.seen, outcomes: a.outcomes, messages: a.messages, state: a.state, warnings, ...extra };
+}
+
+const scenarios = {
+  // A tool call that needs no approval, answered.
+  async tool() {
+    const a = agent();
+    say(a, "what time is it?");
+    const error = await run(a);
+    return report(a, { error });
+  },
+  // An approval approved, and one rejected, on one thread.
+  async approvals() {
+    const a = agent();
+    say(a, "what is 2+2?");
+    const errors = [await run(a)];
+    const first = a.pendingInterrupts.map((i) => ({ ...i }));
+    errors.push(await run(a, { resume: first.map((i) => ({ interruptId: i.id, status: "resolved", payload: { approved: true } })) }));
+    say(a, "and 3+3?");
+    errors.push(await run(a));
+    const second = a.pendingInterrupts.map((i) => ({ ...i }));
+    errors.push(await run(a, { resume: second.map((i) => ({ interruptId: i.id, status: "resolved", payload: { approved: false } })) }));
+    return report(a, { errors, first, second });
+  },
+  // A run aborted mid-stream; the next message is accepted at once.
+  async cancel() {
+    const a = agent();
+    say(a, "tell me slowly");
+    let chunks = 0;
+    const sub = a.subscribe({ onTextMessageContentEvent: () => { if (++chunks === 2) a.abortRun(); } });
+    const aborted = await run(a);
+    sub.unsubscribe();
+    a.abortController = new AbortController();
+    say(a, "hello again");
+    const started = Date.now();
+    const error = await run(a);
+    return report(a, { aborted, chunks, error, ms: Date.now() - started });
+  },
+  // Client mistakes: a body without runId (raw fetch), a last message
+  // that is not the user's, new input on a thread waiting for an
+  // interrupt, and a resume naming no interrupt of the thread.
+  async bad() {
+    const raw = await fetch(url, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ threadId: "t", messages: [] }) });
+    const rawBody = await raw.text();
+    const a = agent();
+    a.addMessage({ id: randomUUID(), role: "assistant", content: "hi" });
+    const notUser = await run(a);
+    const b = agent();
+    say(b, "what is 2+2?");
+    await run(b);
+    const waiting = b.pendingInterrupts.length;
+    const c = agent(b.threadId);
+    say(c, "something else");
+    const busy = await run(c);
+    const unknown = await run(c, { resume: [{ interruptId: "no-such-interrupt", status: "resolved", payload: { approved: true } }] });
+    return { raw: { status: raw.status, body: rawBody }, notUser, waiting, busy, unknown, warnings };
+  },
+};
+
+const out = await scenarios[scenario]();
+process.stdout.write(JSON.stringify(out) + "\n");

@@ -1,0 +1,231 @@
+package aisdk
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/trellis-ai/trellis/api/runs"
+	"github.com/trellis-ai/trellis/nodes"
+)
+
+// UI message chunks, as Trellis sends them: only the types ai 5 knows
+// (a closed union there), and tool-approval-request and
+// tool-output-denied for clients that take approvals.
+
+type chunk struct {
+	Type string `json:"type"`
+	// start
+	MessageID string `json:"messageId,omitempty"`
+	// text-*
+	ID    string `json:"id,omitempty"`
+	Delta string `json:"delta,omitempty"`
+	// tool-*
+	ToolCallID string          `json:"toolCallId,omitempty"`
+	ToolName   string          `json:"toolName,omitempty"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	Dynamic    bool            `json:"dynamic,omitempty"`
+	Output     *string         `json:"output,omitempty"`
+	ApprovalID string          `json:"approvalId,omitempty"`
+	// tool-output-error, error
+	ErrorText string `json:"errorText,omitempty"`
+	// finish
+	FinishReason string `json:"finishReason,omitempty"`
+}
+
+// translator turns one run's events into the chunks of its assistant
+// message.
+type translator struct {
+	emit      func(chunk) error
+	runID     string
+	approvals bool // the client takes approval chunks
+
+	step      string // the open step's kind: "", "tool" or "text"
+	text      string // the open text's id
+	announced map[string]bool
+	// through is the seq up to which a replay's terminal events end
+	// segments the run went on from: they are passed over.
+	through int64
+	// byApproval maps an approval's id to its tool call; denied holds
+	// the calls whose approval was rejected.
+	byApproval map[string]string
+	denied     map[string]bool
+}
+
+func newTranslator(runID string, approvals bool, emit func(chunk) error) *translator {
+	return &translator{emit: emit, runID: runID, approvals: approvals, announced: map[string]bool{},
+		byApproval: map[string]string{}, denied: map[string]bool{}}
+}
+
+// begin opens the assistant message: the run's id is its id, so a run
+// continued after an approval continues the same message.
+func (t *translator) begin() error { return t.emit(chunk{Type: "start", MessageID: t.runID}) }
+
+// event translates one run event; done reports that the stream's
+// finishing chunk went out.
+func (t *translator) event(e *runs.Event) (done bool, err error) {
+	if nodes.Terminal(e.Type) && e.Seq <= t.through {
+		return false, nil
+	}
+	p, err := e.Typed()
+	if err != nil {
+		return false, err
+	}
+	id := t.runID + "-" + strconv.FormatInt(e.Seq, 10)
+	switch d := p.(type) {
+	case *nodes.ApprovalRequired:
+		t.byApproval[d.ApprovalID] = d.ToolCallID
+		if err := t.input(d.ToolCallID, d.Tool, d.Args); err != nil {
+			return false, err
+		}
+		if t.approvals {
+			return false, t.emit(chunk{Type: "tool-approval-request", ApprovalID: d.ApprovalID, ToolCallID: d.ToolCallID})
+		}
+		return false, t.whole(id, "The call of "+d.Tool+" waits for approval "+d.ApprovalID+
+			" — this client cannot answer it; approve or reject it in Trellis.")
+	case *nodes.ApprovalResolved:
+		if d.Decision == nodes.DecisionReject {
+			t.denied[t.byApproval[d.ApprovalID]] = true
+		}
+	case *nodes.ToolStart:
+		return false, t.input(d.ToolCallID, d.Tool, d.Args)
+	case *nodes.ToolComplete:
+		if err := t.toolStep(); err != nil {
+			return false, err
+		}
+		out := d.Result
+		return false, t.emit(chunk{Type: "tool-output-available", ToolCallID: d.ToolCallID, Output: &out, Dynamic: true})
+	case *nodes.ToolErrorEvent:
+		if err := t.toolStep(); err != nil {
+			return false, err
+		}
+		if t.denied[d.ToolCallID] && t.approvals {
+			return false, t.emit(chunk{Type: "tool-output-denied", ToolCallID: d.ToolCallID})
+		}
+		return false, t.emit(chunk{Type: "tool-output-error", ToolCallID: d.ToolCallID, ErrorText: d.Error, Dynamic: true})
+	case *nodes.ResponseChunk:
+		return false, t.delta(id, d.Content)
+	case *nodes.ResponseDone:
+		if t.text == "" && d.Content != "" {
+			if err := t.delta(id, d.Content); err != nil {
+				return false, err
+			}
+		}
+		return false, t.closeText()
+	case *nodes.DirectResponseEvent:
+		return false, t.whole(id, d.Content)
+	case *nodes.RunCompleted:
+		return true, t.finish("stop")
+	case *nodes.RunInterrupted:
+		switch d.Reason {
+		case string(nodes.PendingApproval):
+			return true, t.finish("tool-calls")
+		case string(nodes.PendingClarification):
+			if err := t.whole(id, d.Question); err != nil {
+				return false, err
+			}
+			return true, t.finish("stop")
+		case string(nodes.PendingElicitation):
+			if err := t.whole(id, "A tool asks something this client cannot answer; answer it in Trellis."); err != nil {
+				return false, err
+			}
+			return true, t.finish("other")
+		}
+		if err := t.emit(chunk{Type: "error", ErrorText: "the server stopped the run on its way down; send the message again"}); err != nil {
+			return false, err
+		}
+		return true, t.finish("error")
+	case *nodes.RunCancelled:
+		if err := t.end(); err != nil {
+			return false, err
+		}
+		return true, t.emit(chunk{Type: "abort"})
+	case *nodes.RunFailed:
+		if err := t.end(); err != nil {
+			return false, err
+		}
+		if err := t.emit(chunk{Type: "error", ErrorText: d.Error.Message}); err != nil {
+			return false, err
+		}
+		return true, t.emit(chunk{Type: "finish", FinishReason: "error"})
+	}
+	return false, nil
+}
+
+// input announces a tool call once, in a step of tool calls.
+func (t *translator) input(callID, tool string, args []byte) error {
+	if t.announced[callID] {
+		return nil
+	}
+	t.announced[callID] = true
+	if err := t.toolStep(); err != nil {
+		return err
+	}
+	return t.emit(chunk{Type: "tool-input-available", ToolCallID: callID, ToolName: tool, Input: jsonValue(args), Dynamic: true})
+}
+
+// toolStep makes the open step one of tool calls.
+func (t *translator) toolStep() error { return t.stepOf("tool") }
+
+func (t *translator) stepOf(kind string) error {
+	if t.step == kind {
+		return nil
+	}
+	if err := t.end(); err != nil {
+		return err
+	}
+	t.step = kind
+	return t.emit(chunk{Type: "start-step"})
+}
+
+// delta sends text, opening a text (in a step of its own) first.
+func (t *translator) delta(id, s string) error {
+	if s == "" {
+		return nil
+	}
+	if t.text == "" {
+		if err := t.stepOf("text"); err != nil {
+			return err
+		}
+		t.text = id
+		if err := t.emit(chunk{Type: "text-start", ID: id}); err != nil {
+			return err
+		}
+	}
+	return t.emit(chunk{Type: "text-delta", ID: t.text, Delta: s})
+}
+
+// whole sends a whole text.
+func (t *translator) whole(id, s string) error {
+	if err := t.delta(id, s); err != nil {
+		return err
+	}
+	return t.closeText()
+}
+
+func (t *translator) closeText() error {
+	if t.text == "" {
+		return nil
+	}
+	id := t.text
+	t.text = ""
+	return t.emit(chunk{Type: "text-end", ID: id})
+}
+
+// end closes the open text and step.
+func (t *translator) end() error {
+	if err := t.closeText(); err != nil {
+		return err
+	}
+	if t.step == "" {
+		return nil
+	}
+	t.step = ""
+	return t.emit(chunk{Type: "finish-step"})
+}
+
+func (t *translator) finish(reason string) error {
+	if err := t.end(); err != nil {
+		return err
+	}
+	return t.emit(chunk{Type: "finish", FinishReason: reason})
+}
