@@ -8,6 +8,7 @@ import (
 	"github.com/trellis-ai/trellis/api/agui"
 	"github.com/trellis-ai/trellis/api/aisdk"
 	"github.com/trellis-ai/trellis/api/langgraph"
+	"github.com/trellis-ai/trellis/api/openai"
 )
 
 // protocolRoutes mounts the surfaces that speak someone else's protocol:
@@ -29,4 +30,5 @@ func (s *Server) protocolRoutes(r chi.Router) {
 	// <server>/langgraph.
 	r.Mount("/langgraph", langgraph.New(langgraph.Config{Runs: s.runs, Store: s.store, Heartbeat: s.cfg.Heartbeat,
 		WriteTimeout: s.cfg.StreamWriteTimeout, MaxMessageRunes: s.cfg.Limits.MaxMessageRunes, Logger: s.log}))
+	r.Mount("/v1", openai.Handler(openai.Config{Runs: s.runs, Logger: s.log}))
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/tmc/langchaingo/llms"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Provider names the API a model is reached through.
@@ -127,6 +128,9 @@ type Config struct {
 	HTTPClient *http.Client `json:"-"`
 	// Getenv reads API keys; nil means os.Getenv.
 	Getenv func(string) string `json:"-"`
+	// Tracer, when set, puts every model call in an OpenTelemetry span
+	// (GenAI conventions); nil: no spans, and no wrapper.
+	Tracer trace.Tracer `json:"-"`
 }
 
 // roleAliases resolve to the default model when no configured model claims
@@ -146,12 +150,14 @@ type Registry struct {
 	built   map[string]llms.Model  // by model ID
 	breaker map[string]*Resilience // by provider endpoint
 	scripts map[string]*Scripted   // by script path, so models sharing a script share its steps
+	tracer  trace.Tracer
 }
 
 // NewRegistry validates cfg and returns a registry. It builds no provider:
 // that happens on the first Model call for each model.
 func NewRegistry(cfg Config) (*Registry, error) {
 	r := &Registry{
+		tracer:  cfg.Tracer,
 		byName:  map[string]int{},
 		getenv:  cfg.Getenv,
 		http:    cfg.HTTPClient,
@@ -253,6 +259,9 @@ func (r *Registry) Model(ctx context.Context, name string) (llms.Model, error) {
 	m, err := r.build(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("llm: build model %q: %w", cfg.ID, err)
+	}
+	if r.tracer != nil {
+		m = traced(m, r.tracer, cfg)
 	}
 	r.built[cfg.ID] = m
 	return m, nil

@@ -25,15 +25,15 @@ const (
 // package doc).
 func (a *Agent) build() (*graph.Compiled[ChatState], error) {
 	g := graph.New[ChatState](schemaFields()...)
-	g.AddCommandNode(NodeInitialize, wrapCommand(NodeInitialize, a.initialize), nil)
-	g.AddNode(NodeSupervisor, wrap(NodeSupervisor, a.supervisor))
-	g.AddNode(NodeExecuteTool, wrap(NodeExecuteTool, a.executeTool))
-	g.AddNode(NodeReflect, wrap(NodeReflect, a.reflect))
-	g.AddNode(NodeSynthesize, wrap(NodeSynthesize, a.synthesize))
-	g.AddNode(NodeWrite, wrap(NodeWrite, a.write))
-	g.AddNode(NodeStream, wrap(NodeStream, a.stream))
-	g.AddCommandNode(NodeClarify, wrapCommand(NodeClarify, a.clarify), nil)
-	g.AddNode(NodeHandleBlocked, wrap(NodeHandleBlocked, a.handleBlocked))
+	g.AddCommandNode(NodeInitialize, wrapCommand(NodeInitialize, a.tracedCommand(NodeInitialize, a.initialize)), nil)
+	g.AddNode(NodeSupervisor, wrap(NodeSupervisor, a.traced(NodeSupervisor, a.supervisor)))
+	g.AddNode(NodeExecuteTool, wrap(NodeExecuteTool, a.traced(NodeExecuteTool, a.executeTool)))
+	g.AddNode(NodeReflect, wrap(NodeReflect, a.traced(NodeReflect, a.reflect)))
+	g.AddNode(NodeSynthesize, wrap(NodeSynthesize, a.traced(NodeSynthesize, a.synthesize)))
+	g.AddNode(NodeWrite, wrap(NodeWrite, a.traced(NodeWrite, a.write)))
+	g.AddNode(NodeStream, wrap(NodeStream, a.traced(NodeStream, a.stream)))
+	g.AddCommandNode(NodeClarify, wrapCommand(NodeClarify, a.tracedCommand(NodeClarify, a.clarify)), nil)
+	g.AddNode(NodeHandleBlocked, wrap(NodeHandleBlocked, a.traced(NodeHandleBlocked, a.handleBlocked)))
 
 	g.AddEdge(graph.START, NodeInitialize)
 	g.AddEdge(NodeInitialize, NodeSupervisor)
@@ -51,6 +51,7 @@ func (a *Agent) build() (*graph.Compiled[ChatState], error) {
 		string(AssessBlocked):        NodeHandleBlocked,
 		string(AssessDirectResponse): NodeStream,
 		"max_iterations":             NodeHandleBlocked,
+		"client_tools":               NodeStream,
 	})
 	g.AddEdge(NodeSynthesize, NodeWrite)
 	g.AddEdge(NodeHandleBlocked, NodeWrite)
@@ -85,6 +86,9 @@ func routeDecision(_ context.Context, s ChatState) (string, error) {
 // routeReflection follows the reflection, sending a need_more that has
 // used up the iterations to handle_blocked.
 func (a *Agent) routeReflection(_ context.Context, s ChatState) (string, error) {
+	if s.Outcome == OutcomeClientTools {
+		return "client_tools", nil
+	}
 	as := s.Reflection.Assessment
 	if as == "" {
 		as = AssessSatisfied

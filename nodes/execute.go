@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+	"go.opentelemetry.io/otel/codes"
 
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/llm"
@@ -25,6 +26,9 @@ import (
 func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error) {
 	budgetFrom(ctx).adopt(s.Input.Budget)
 	steps := plannedSteps(s.Decision)
+	if len(s.Input.ClientTools) > 0 && slices.ContainsFunc(steps, func(st WorkflowStep) bool { return s.Input.clientTool(st.Tool) }) {
+		return clientCalls(ctx, &s, steps), nil
+	}
 	calls := make([]ToolCall, len(steps))
 	for i, st := range steps {
 		calls[i] = ToolCall{ID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Gate: st.Gate}
@@ -110,6 +114,20 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 	upd.SourceCounter = next - s.SourceCounter
 	upd.CurrentTool = strings.Join(names, ",")
 	return upd, nil
+}
+
+// clientCalls ends the turn with the decision's calls of client tools,
+// unrun: the client runs them and sends the results in a new request. A
+// Trellis tool called with them is not run either; the turn never
+// hands a Trellis tool to the client, and the model may call it again
+// once the client's results are in.
+func clientCalls(ctx context.Context, s *ChatState, steps []WorkflowStep) ChatState {
+	for _, st := range steps {
+		if s.Input.clientTool(st.Tool) {
+			_ = emit(ctx, &ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: SourceClient, Args: argsOrEmpty(st.Args)})
+		}
+	}
+	return ChatState{Outcome: OutcomeClientTools}
 }
 
 // plannedSteps returns the decision's calls as workflow steps; plain tool
@@ -460,6 +478,10 @@ func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, ex
 	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.conversationID, requestID: x.requestID,
 		toolCallID: st.ToolCallID, tool: st.Tool, answers: x.answers, agent: x.input.Agent}
 	start := time.Now()
+	ctx, span := x.a.toolSpan(ctx, st.Tool, st.ToolCallID, source)
+	if span != nil {
+		defer span.End()
+	}
 	var res operators.Result
 	if isExtra {
 		out, err := extra.Run(ctx, ToolRun{ToolCallID: st.ToolCallID, Args: args, Input: x.input})
@@ -485,6 +507,9 @@ func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, ex
 	r := ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: args, Iteration: x.iteration, DurationMS: dur,
 		DirectResponse: res.DirectResponse}
 	if res.IsError() {
+		if span != nil {
+			span.SetStatus(codes.Error, res.Error)
+		}
 		r.Status, r.Content = ToolError, res.Error
 		if r.Content == "" {
 			r.Content = "the tool failed without saying why"

@@ -19,7 +19,7 @@ func (a *Agent) initialize(ctx context.Context, s ChatState) (graph.Command[Chat
 	if query == "" {
 		return graph.Command[ChatState]{}, fmt.Errorf("nodes: initialize: %w: empty message", ErrInvalidInput)
 	}
-	turn := s.Turn + 1
+	history, turn := numbered(s.Input.History, s.Turn)
 	var sets []func(*ChatState)
 	if len(a.chain.starts) > 0 {
 		conversationID := s.Input.ConversationID
@@ -29,11 +29,15 @@ func (a *Agent) initialize(ctx context.Context, s ChatState) (graph.Command[Chat
 		})
 	}
 	return graph.Command[ChatState]{
-		Update: ChatState{Messages: []Message{{Role: RoleUser, Content: query, Turn: turn}}},
+		Update: ChatState{Messages: turnMessages(history, query, s.Input.Continued, turn)},
 		// Per-turn fields are set here, not in Update: Overwrite applies
 		// after Update and would undo it.
 		Overwrite: func(st *ChatState) {
 			resetTurn(st)
+			// History and Continued are in Messages now; kept in the
+			// input too, every checkpoint of the turn would store them
+			// twice.
+			st.Input.History, st.Input.Continued = nil, nil
 			st.Turn = turn
 			for _, set := range sets {
 				if set != nil {
@@ -42,4 +46,36 @@ func (a *Agent) initialize(ctx context.Context, s ChatState) (graph.Command[Chat
 			}
 		},
 	}, nil
+}
+
+// numbered returns a stateless client's history with turn numbers, each
+// user message starting a turn after last, and the number of the turn
+// the new message starts.
+func numbered(history []Message, last int) ([]Message, int) {
+	if len(history) == 0 {
+		return nil, last + 1
+	}
+	out := make([]Message, len(history))
+	turn := last
+	for i, m := range history {
+		if m.Role == RoleUser || turn == last {
+			turn++
+		}
+		m.Turn = turn
+		out[i] = m
+	}
+	return out, turn + 1
+}
+
+// turnMessages is what a turn adds to the conversation: the client's
+// history, the user's message, and what the client sent after it.
+func turnMessages(history []Message, query string, continued []Message, turn int) []Message {
+	out := make([]Message, 0, len(history)+1+len(continued))
+	out = append(out, history...)
+	out = append(out, Message{Role: RoleUser, Content: query, Turn: turn})
+	for _, m := range continued {
+		m.Turn = turn
+		out = append(out, m)
+	}
+	return out
 }

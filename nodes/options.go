@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
@@ -72,6 +74,11 @@ type Options struct {
 	Budget Budget
 	// Logger receives hook and loader failures; nil discards.
 	Logger *slog.Logger
+	// Tracer, when set, puts each node and each tool call in an
+	// OpenTelemetry span (GenAI conventions for tools), children of the
+	// span in the run's context; nil: no spans and no wrapper, so tracing
+	// off costs nothing per node.
+	Tracer trace.Tracer
 }
 
 func (o *Options) maxIterations() int    { return positive(o.MaxIterations, 5) }

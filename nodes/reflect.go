@@ -18,6 +18,9 @@ import (
 // model judges, and when its verdict is unusable (or it fails) a rule
 // does: need_more if every call failed, satisfied otherwise.
 func (a *Agent) reflect(ctx context.Context, s ChatState) (ChatState, error) {
+	if s.Outcome == OutcomeClientTools {
+		return ChatState{}, nil // the client has the calls; routeReflection ends the turn
+	}
 	batch := latestBatch(&s)
 	var rejected []string
 	for _, r := range batch {

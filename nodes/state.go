@@ -193,6 +193,43 @@ type Input struct {
 	// Agent is the sub-agent's path ("researcher:call_1", nested ones
 	// joined with "/"); "" for the root agent. The sub-agent tool sets it.
 	Agent string `json:"agent,omitempty"`
+
+	// A stateless client (an OpenAI-style one) sends the whole
+	// conversation with each request. History is what came before
+	// Message; Continued is what came after it: the assistant's calls of
+	// client tools and the client's results, from which the turn goes
+	// on. initialize adds both to the conversation around the user's
+	// message. Turn numbers follow History's user messages.
+	History   []Message `json:"history,omitempty"`
+	Continued []Message `json:"continued,omitempty"`
+	// ClientTools are tools the client runs itself: offered to the
+	// supervisor beside Trellis' own, and never run here. A turn whose
+	// decision calls one ends at once with the call (Outcome
+	// OutcomeClientTools; tool.start with source "client" per call), for
+	// the client to run it and send the result in a new request.
+	ClientTools []ClientTool `json:"client_tools,omitempty"`
+}
+
+// ClientTool is a tool the client declares and runs (see
+// Input.ClientTools). Parameters is its JSON Schema; nil is an object
+// with no properties.
+type ClientTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// SourceClient is ToolStart.Source for a call of a client tool.
+const SourceClient = "client"
+
+// clientTool reports whether name is one of the input's client tools.
+func (in *Input) clientTool(name string) bool {
+	for i := range in.ClientTools {
+		if in.ClientTools[i].Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Role is who wrote a message.
@@ -469,4 +506,7 @@ const (
 	OutcomeDirect   Outcome = "direct"
 	OutcomeBlocked  Outcome = "blocked"
 	OutcomeClarify  Outcome = "clarify"
+	// OutcomeClientTools: the turn ended with calls of client tools (see
+	// Input.ClientTools), for the client to run.
+	OutcomeClientTools Outcome = "client_tools"
 )

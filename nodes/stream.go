@@ -28,6 +28,11 @@ func (a *Agent) stream(ctx context.Context, s ChatState) (ChatState, error) {
 		_ = emit(ctx, &ResponseDone{Content: content, Citations: citations, Usage: sub(s.TurnUsage, s.UsageBase), Budget: budgetFrom(ctx).usage()})
 	}
 	msg := Message{Role: RoleAssistant, Content: content, Turn: s.Turn}
+	if outcome == OutcomeClientTools && len(s.Messages) > 0 {
+		// The supervisor's message with the calls is the answer, and is
+		// in the conversation already.
+		msg = s.Messages[len(s.Messages)-1]
+	}
 	ans := Answer{
 		ConversationID: s.Input.ConversationID, UserID: s.Input.UserID, RequestID: s.Input.RequestID, Query: s.Input.Message,
 		Message: msg, Outcome: outcome, Citations: citations, Usage: s.TurnUsage, ToolResults: s.ToolResults,
@@ -38,10 +43,13 @@ func (a *Agent) stream(ctx context.Context, s ChatState) (ChatState, error) {
 				slog.String("conversation_id", s.Input.ConversationID), slog.Any("error", err))
 		}
 	}
-	if h := a.opts.Hooks.Learn; h != nil && outcome != OutcomeClarify && !s.Input.NoMemory {
+	if h := a.opts.Hooks.Learn; h != nil && outcome != OutcomeClarify && outcome != OutcomeClientTools && !s.Input.NoMemory {
 		h(ctx, ans)
 	}
-	upd := ChatState{Messages: []Message{msg}, FinalResponse: content, Outcome: outcome}
+	upd := ChatState{FinalResponse: content, Outcome: outcome}
+	if outcome != OutcomeClientTools {
+		upd.Messages = []Message{msg}
+	}
 	if len(citations) > 0 { // an empty list would be stored as [] and read back non-nil
 		upd.Citations = citations
 	}

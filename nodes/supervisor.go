@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -44,6 +45,9 @@ func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) 
 		}
 	} else {
 		tools = a.decideTools.with(defs, decideTool, writeTodosDef)
+	}
+	if len(s.Input.ClientTools) > 0 {
+		summaries, tools = withClientTools(summaries, tools, s.Input.ClientTools)
 	}
 	mc := &ModelCall{Node: NodeSupervisor, State: &s, System: a.supervisorSystem(&s, iteration, summaries),
 		Options: []llms.CallOption{llms.WithTools(tools)}}
@@ -117,6 +121,32 @@ func (a *Agent) decided(ctx context.Context, s *ChatState, d Decision, iteration
 		upd.Messages = []Message{{Role: RoleAssistant, Content: d.Reasoning, ToolCalls: calls, Turn: s.Turn}}
 	}
 	return upd
+}
+
+// withClientTools adds the client's tools to the supervisor's summaries
+// and definitions, in new values: both are shared. A client tool named
+// like one of Trellis' hides it for the turn (providers refuse two
+// functions of one name, and the client asked for its own).
+func withClientTools(summaries string, defs []llms.Tool, tools []ClientTool) (string, []llms.Tool) {
+	var b strings.Builder
+	b.WriteString(summaries)
+	out := make([]llms.Tool, 0, len(defs)+len(tools))
+	for _, d := range defs {
+		if d.Function == nil || !slices.ContainsFunc(tools, func(t ClientTool) bool { return t.Name == d.Function.Name }) {
+			out = append(out, d)
+		}
+	}
+	for _, t := range tools {
+		fmt.Fprintf(&b, "\n- %s [client]: %s", t.Name, t.Description)
+		params := map[string]any{"type": "object", "properties": map[string]any{}}
+		if len(t.Parameters) > 0 {
+			// The adapter checked the schema is a JSON object.
+			_ = json.Unmarshal(t.Parameters, &params)
+		}
+		out = append(out, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+			Name: t.Name, Description: t.Description, Parameters: params}})
+	}
+	return b.String(), out
 }
 
 // badReply is the model's unusable reply, shown back to it for repair.

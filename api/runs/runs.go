@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
@@ -48,6 +50,8 @@ type Run struct {
 	usage, seg llm.TokenUsage
 	// prefix opens every event's data: {"run_id":…,"conversation_id":…,
 	prefix []byte
+	// span is the segment's trace span; nil when tracing is off.
+	span trace.Span
 }
 
 // runFrom returns the run whose context ctx derives from.
@@ -295,7 +299,12 @@ func (m *Service) drive(rn *Run, first func(context.Context) iter.Seq2[nodes.Eve
 			return
 		}
 	}
-	seq := first(rn.ctx)
+	actx, span := m.traceSegment(rn)
+	if span != nil {
+		rn.span = span
+		defer span.End()
+	}
+	seq := first(actx)
 	for {
 		held, ok := m.consume(rn, seq)
 		if !ok {
@@ -313,7 +322,7 @@ func (m *Service) drive(rn *Run, first func(context.Context) iter.Seq2[nodes.Eve
 			return
 		}
 		m.fold(rn)
-		seq = m.agent.Resume(rn.ctx, rn.conversationID, d)
+		seq = m.agent.Resume(actx, rn.conversationID, d)
 	}
 }
 
@@ -548,6 +557,7 @@ func (m *Service) finish(rn *Run, p nodes.Payload, end store.RunEnd) {
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "storing the terminal event failed", slog.String("type", p.EventType()), slog.Any("error", err))
 	}
 	m.metrics.RunEnded(status, time.Since(rn.started))
+	traceEnd(rn, status)
 	rn.log.LogAttrs(rn.ctx, slog.LevelInfo, "run ended", slog.String("status", status), slog.Duration("duration", time.Since(rn.started)))
 	m.detach(rn)
 	if err != nil {

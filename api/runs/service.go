@@ -228,6 +228,10 @@ func New(cfg Config) (*Service, error) {
 // Agent is the service's agent.
 func (m *Service) Agent() *nodes.Agent { return m.agent }
 
+// Models is the agent's model registry: what a protocol adapter lists
+// and checks a request's model against.
+func (m *Service) Models() *llm.Registry { return m.cfg.Models }
+
 // Draining reports whether Shutdown has begun: no run starts any more.
 func (m *Service) Draining() bool { return m.draining.Load() }
 

@@ -367,6 +367,10 @@ type app struct {
 // PostgreSQL, and builds the API server over them; what it opened is
 // closed by cleanup.
 func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, log *slog.Logger, cleanup *closers) (app, error) {
+	tracer, err := startTracing(ctx, getenv, log, cleanup)
+	if err != nil {
+		return app{}, err
+	}
 	st, saver, storage, closeStorage, err := openStorage(ctx, cfg)
 	if err != nil {
 		return app{}, err
@@ -376,6 +380,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err != nil {
 		return app{}, err
 	}
+	modelCfg.Tracer = tracer
 	models, err := llm.NewRegistry(modelCfg)
 	if err != nil {
 		return app{}, err
@@ -399,6 +404,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	}
 	apiCfg.Agent.Durability = cfg.durability
 	apiCfg.Agent.SubAgents, apiCfg.Agent.Budget = cfg.subAgents, cfg.budget
+	apiCfg.Agent.Tracer = tracer
 	if err := joinCluster(ctx, st, cfg, &apiCfg, cleanup); err != nil {
 		return app{}, err
 	}

@@ -1,0 +1,265 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/nodes"
+)
+
+// completion turns one run's events into one chat completion: the
+// answer's text, the calls of client tools, the usage, and how it
+// finished.
+type completion struct {
+	id, model string
+	created   int64
+	// streamed: response.chunk carried the text, so response.done's
+	// content is not sent again.
+	streamed  bool
+	calls     []toolCall
+	approvals []*nodes.ApprovalRequired
+	usage     llm.TokenUsage
+}
+
+// answerer writes a completion, streamed or whole.
+type answerer interface {
+	content(delta string) error
+	toolCall(index int, c toolCall) error
+	end(finish string, usage llm.TokenUsage) error
+	// fail ends the answer with a server error saying err.
+	fail(err error)
+}
+
+// take translates one event of the run.
+func (c *completion) take(p nodes.Payload, out answerer) error {
+	switch e := p.(type) {
+	case *nodes.ResponseChunk:
+		c.streamed = true
+		return out.content(e.Content)
+	case *nodes.ToolStart:
+		if e.Source != nodes.SourceClient {
+			return nil // Trellis' own tools run inside the run
+		}
+		tc := toolCall{ID: e.ToolCallID, Type: "function", Function: functionCall{Name: e.Tool, Arguments: string(e.Args)}}
+		c.calls = append(c.calls, tc)
+		return out.toolCall(len(c.calls)-1, tc)
+	case *nodes.ApprovalRequired:
+		c.approvals = append(c.approvals, e)
+	case *nodes.ResponseDone:
+		c.usage = e.Usage
+		if !c.streamed && e.Content != "" {
+			c.streamed = true
+			return out.content(e.Content)
+		}
+	case *nodes.RunCompleted:
+		if !e.Usage.IsZero() {
+			c.usage = e.Usage
+		}
+		if len(c.calls) > 0 {
+			return out.end("tool_calls", c.usage)
+		}
+		return out.end("stop", c.usage)
+	case *nodes.RunInterrupted:
+		if text := c.waiting(e); text != "" {
+			if err := out.content(text); err != nil {
+				return err
+			}
+		}
+		return out.end("stop", c.usage)
+	case *nodes.RunCancelled:
+		return out.end("stop", c.usage)
+	case *nodes.RunFailed:
+		out.fail(fmt.Errorf("openai: the run failed: %s: %s", e.Error.Code, e.Error.Message))
+	}
+	return nil
+}
+
+// waiting says what a run that stopped for a human waits for. A
+// clarifying question is already the answer's text.
+func (c *completion) waiting(e *nodes.RunInterrupted) string {
+	switch {
+	case e.Reason == "approval":
+		var b strings.Builder
+		b.WriteString("Trellis is waiting for approval before running ")
+		for i, a := range c.approvals {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s (approval id %s)", a.Tool, a.ApprovalID)
+		}
+		if len(c.approvals) == 0 {
+			fmt.Fprintf(&b, "a tool (approval ids %s)", strings.Join(e.ApprovalIDs, ", "))
+		}
+		b.WriteString(". Answer it in Trellis (POST /api/v1/approvals/{approval_id}); the tool has not run.")
+		return b.String()
+	case len(e.ElicitationIDs) > 0:
+		return "Trellis is waiting for your input to a tool (elicitation ids " + strings.Join(e.ElicitationIDs, ", ") + "); answer it in Trellis."
+	}
+	return ""
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func usageOf(u llm.TokenUsage) usage {
+	total := u.TotalTokens
+	if total == 0 {
+		total = u.InputTokens + u.OutputTokens
+	}
+	return usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: total}
+}
+
+// collector answers one chat.completion when the run ends.
+type collector struct {
+	w     http.ResponseWriter
+	c     *completion
+	text  strings.Builder
+	calls []toolCall
+}
+
+func (a *collector) content(delta string) error { a.text.WriteString(delta); return nil }
+
+func (a *collector) toolCall(_ int, c toolCall) error { a.calls = append(a.calls, c); return nil }
+
+type answerMessage struct {
+	Role      string     `json:"role"`
+	Content   *string    `json:"content"`
+	Refusal   *string    `json:"refusal"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
+}
+
+func (a *collector) end(finish string, u llm.TokenUsage) error {
+	msg := answerMessage{Role: "assistant"}
+	if text := a.text.String(); text != "" || len(a.calls) == 0 {
+		msg.Content = &text
+	}
+	msg.ToolCalls = a.calls
+	_ = http.NewResponseController(a.w).SetWriteDeadline(time.Now().Add(writeTimeout))
+	writeJSON(a.w, http.StatusOK, map[string]any{
+		"id": a.c.id, "object": "chat.completion", "created": a.c.created, "model": a.c.model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
+		"usage":   usageOf(u),
+	})
+	return nil
+}
+
+func (a *collector) fail(err error) { writeError(a.w, runFailed(err)) }
+
+// runFailed is a failed run as the client sees it: a server error, so
+// the client may retry.
+func runFailed(err error) *apiError {
+	msg := "the run failed"
+	if err != nil {
+		msg = err.Error()
+	}
+	return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: msg}
+}
+
+// writeTimeout bounds each write to the client.
+const writeTimeout = 30 * time.Second
+
+// streamer writes chat.completion.chunk frames as the run goes.
+type streamer struct {
+	w            http.ResponseWriter
+	rc           *http.ResponseController
+	c            *completion
+	includeUsage bool
+	buf          []byte
+}
+
+// newStreamer sends the headers and the first chunk, with the role, at
+// once: the client sees the response begin while the agent thinks.
+func newStreamer(w http.ResponseWriter, c *completion, includeUsage bool) *streamer {
+	s := &streamer{w: w, rc: http.NewResponseController(w), c: c, includeUsage: includeUsage}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	_ = s.chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+	return s
+}
+
+type chunkChoice struct {
+	Index        int     `json:"index"`
+	Delta        any     `json:"delta"`
+	Logprobs     any     `json:"logprobs"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+type chunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *usage        `json:"usage,omitempty"`
+}
+
+func (s *streamer) chunk(delta any, finish *string) error {
+	return s.frame(chunk{ID: s.c.id, Object: "chat.completion.chunk", Created: s.c.created, Model: s.c.model,
+		Choices: []chunkChoice{{Delta: delta, FinishReason: finish}}})
+}
+
+func (s *streamer) frame(v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.data(data)
+}
+
+func (s *streamer) data(data []byte) error {
+	b := append(s.buf[:0], "data: "...)
+	b = append(b, data...)
+	b = append(b, "\n\n"...)
+	s.buf = b
+	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := s.w.Write(b); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (s *streamer) content(delta string) error {
+	if delta == "" {
+		return nil
+	}
+	return s.chunk(map[string]string{"content": delta}, nil)
+}
+
+type toolCallDelta struct {
+	Index int `json:"index"`
+	toolCall
+}
+
+func (s *streamer) toolCall(index int, c toolCall) error {
+	return s.chunk(map[string]any{"tool_calls": []toolCallDelta{{Index: index, toolCall: c}}}, nil)
+}
+
+func (s *streamer) end(finish string, u llm.TokenUsage) error {
+	if err := s.chunk(struct{}{}, &finish); err != nil {
+		return err
+	}
+	if s.includeUsage {
+		us := usageOf(u)
+		if err := s.frame(chunk{ID: s.c.id, Object: "chat.completion.chunk", Created: s.c.created, Model: s.c.model,
+			Choices: []chunkChoice{}, Usage: &us}); err != nil {
+			return err
+		}
+	}
+	return s.data([]byte("[DONE]"))
+}
+
+// fail sends an error frame, which the openai client raises as an
+// APIError; the status was sent with the first chunk.
+func (s *streamer) fail(err error) {
+	_ = s.frame(map[string]*apiError{"error": runFailed(err)})
+}

@@ -1,0 +1,49 @@
+// Package openai serves the OpenAI Chat Completions protocol over the run
+// service, for OpenAI-compatible chat UIs and agent frameworks (the
+// official openai client's chat.completions.create, .stream and
+// .runTools). Package api mounts it at /v1, behind its authentication
+// (the client's "Authorization: Bearer <key>") and limits.
+//
+// # Endpoints
+//
+//   - GET /v1/models and GET /v1/models/{id}: the model registry, each id
+//     and each alias one model entry.
+//   - POST /v1/chat/completions: a run of the agent, answered as one
+//     chat.completion, or streamed as chat.completion.chunk frames ending
+//     with "data: [DONE]" (usage in a last chunk with
+//     stream_options.include_usage).
+//
+// # Conversations
+//
+// The protocol is stateless: every request carries the whole
+// conversation. Each request is a run in a fresh Trellis conversation
+// (titled after the last user message; the response's
+// X-Trellis-Conversation-Id header names it), replaying the request's
+// messages: the last user message is the turn's message, what came
+// before it the conversation so far (nodes.Input.History), what came
+// after it the assistant's calls of client tools and their results
+// (nodes.Input.Continued). System and developer messages are given to
+// the agent as the request's context ({"instructions": [...]}); Trellis
+// keeps its own system prompt.
+//
+// # Tools
+//
+// Trellis' own tools run inside the run and never appear as tool_calls.
+// Tools the request declares are offered to the model beside them; a
+// call of one ends the run unrun and comes back as tool_calls with
+// finish_reason "tool_calls", for the client to run and answer with a
+// tool message in its next request. A Trellis tool that needs approval
+// ends the response at once without running: the answer is an assistant
+// message saying which tool waits and the approval's id, to be answered
+// through the native API (POST /api/v1/approvals/{approval_id}), with
+// finish_reason "stop".
+//
+// # Errors and cancel
+//
+// A client mistake is a 4xx in OpenAI's shape, {"error": {"message",
+// "type", "param", "code"}}: the client retries 5xx, 408, 409 and 429. A
+// client that goes away cancels its run.
+//
+// The package is a translator: it drives runs only through api/runs and
+// imports neither package api nor another adapter.
+package openai

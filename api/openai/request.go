@@ -1,0 +1,257 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/trellis-ai/trellis/nodes"
+)
+
+// chatRequest is the part of a chat completion request Trellis reads;
+// the protocol's other fields (temperature, max_tokens, …) are accepted
+// and ignored: the agent's models are configured on the server.
+type chatRequest struct {
+	Model         string          `json:"model"`
+	Messages      []message       `json:"messages"`
+	Stream        bool            `json:"stream"`
+	StreamOptions *streamOptions  `json:"stream_options"`
+	Tools         []tool          `json:"tools"`
+	ToolChoice    json.RawMessage `json:"tool_choice"`
+	N             *int            `json:"n"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type message struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []toolCall      `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+	Name       string          `json:"name"`
+}
+
+type toolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type tool struct {
+	Type     string      `json:"type"`
+	Function functionDef `json:"function"`
+}
+
+type functionDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// turn is a decoded request: the run's input (without user and
+// conversation) and how to answer.
+type turn struct {
+	model        string
+	stream       bool
+	includeUsage bool
+	input        nodes.Input
+}
+
+// toolName is what OpenAI accepts as a function's name.
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// parseRequest decodes and checks a chat completion request. Every
+// error is an *apiError with status 400.
+func parseRequest(body []byte) (turn, error) {
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return turn{}, invalid("", "the request body is not a valid chat completion request: "+err.Error())
+	}
+	if strings.TrimSpace(req.Model) == "" {
+		return turn{}, invalid("model", "you must provide a model parameter")
+	}
+	if req.N != nil && *req.N != 1 {
+		return turn{}, invalid("n", "only n=1 is supported")
+	}
+	if len(req.Messages) == 0 {
+		return turn{}, invalid("messages", "messages must be a non-empty array")
+	}
+	t := turn{model: req.Model, stream: req.Stream, includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
+	offer, err := toolChoice(req.ToolChoice)
+	if err != nil {
+		return turn{}, err
+	}
+	if t.input.ClientTools, err = clientTools(req.Tools); err != nil {
+		return turn{}, err
+	}
+	if !offer {
+		t.input.ClientTools = nil
+	}
+	last := -1
+	for i, m := range req.Messages {
+		if m.Role == "user" {
+			last = i
+		}
+	}
+	if last < 0 {
+		return turn{}, invalid("messages", "messages must include a user message")
+	}
+	var instructions []string
+	for i, m := range req.Messages {
+		param := fmt.Sprintf("messages[%d]", i)
+		text, err := content(m.Content, param)
+		if err != nil {
+			return turn{}, err
+		}
+		var nm nodes.Message
+		switch m.Role {
+		case "system", "developer":
+			if text != "" {
+				instructions = append(instructions, text)
+			}
+			continue
+		case "user":
+			if i == last {
+				if strings.TrimSpace(text) == "" {
+					return turn{}, invalid(param+".content", "the last user message is empty")
+				}
+				t.input.Message = text
+				continue
+			}
+			nm = nodes.Message{Role: nodes.RoleUser, Content: text}
+		case "assistant":
+			nm = nodes.Message{Role: nodes.RoleAssistant, Content: text}
+			for j, c := range m.ToolCalls {
+				args := json.RawMessage(c.Function.Arguments)
+				if c.ID == "" || c.Function.Name == "" || !json.Valid(args) {
+					return turn{}, invalid(fmt.Sprintf("%s.tool_calls[%d]", param, j), "a tool call needs an id, a function name and JSON arguments")
+				}
+				nm.ToolCalls = append(nm.ToolCalls, nodes.ToolCall{ID: c.ID, Tool: c.Function.Name, Args: args})
+			}
+		case "tool":
+			if m.ToolCallID == "" {
+				return turn{}, invalid(param+".tool_call_id", "a tool message needs the tool_call_id it answers")
+			}
+			nm = nodes.Message{Role: nodes.RoleTool, ToolCallID: m.ToolCallID, Name: toolCalled(req.Messages[:i], m.ToolCallID), Content: text}
+		default:
+			return turn{}, invalid(param+".role", fmt.Sprintf("unknown role %q: use system, developer, user, assistant or tool", m.Role))
+		}
+		if i < last {
+			t.input.History = append(t.input.History, nm)
+		} else {
+			t.input.Continued = append(t.input.Continued, nm)
+		}
+	}
+	if len(instructions) > 0 {
+		t.input.Context, _ = json.Marshal(map[string][]string{"instructions": instructions})
+	}
+	t.input.Model = req.Model
+	return t, nil
+}
+
+// content reads a message's content: a string, an array of text parts,
+// or null.
+func content(raw json.RawMessage, param string) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", nil
+	}
+	var s string
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", invalid(param+".content", "content is not a valid string")
+		}
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", invalid(param+".content", "content must be a string or an array of content parts")
+	}
+	texts := make([]string, 0, len(parts))
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", invalid(param+".content", fmt.Sprintf("content parts of type %q are not supported; only text", p.Type))
+		}
+		texts = append(texts, p.Text)
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+// toolChoice reports whether the client's tools are offered: "auto" (or
+// absent) offers them, "none" does not. Forcing a call ("required" or a
+// named function) is not something the agent can promise.
+func toolChoice(raw json.RawMessage) (bool, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return true, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		switch s {
+		case "auto":
+			return true, nil
+		case "none":
+			return false, nil
+		}
+	}
+	return false, invalid("tool_choice", `only tool_choice "auto" and "none" are supported`)
+}
+
+// clientTools checks the request's tool definitions.
+func clientTools(tools []tool) ([]nodes.ClientTool, error) {
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	out := make([]nodes.ClientTool, 0, len(tools))
+	seen := make(map[string]bool, len(tools))
+	for i, t := range tools {
+		param := fmt.Sprintf("tools[%d]", i)
+		if t.Type != "function" {
+			return nil, invalid(param+".type", `only tools of type "function" are supported`)
+		}
+		f := t.Function
+		if !toolName.MatchString(f.Name) {
+			return nil, invalid(param+".function.name", "a function name is 1 to 64 letters, digits, _ or -")
+		}
+		if seen[f.Name] {
+			return nil, invalid(param+".function.name", fmt.Sprintf("two tools are named %q", f.Name))
+		}
+		seen[f.Name] = true
+		params := bytes.TrimSpace(f.Parameters)
+		if bytes.Equal(params, []byte("null")) {
+			params = nil
+		}
+		if len(params) > 0 {
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(params, &obj); err != nil {
+				return nil, invalid(param+".function.parameters", "parameters must be a JSON Schema object")
+			}
+		}
+		out = append(out, nodes.ClientTool{Name: f.Name, Description: f.Description, Parameters: params})
+	}
+	return out, nil
+}
+
+// toolCalled names the function of the call id among earlier messages.
+func toolCalled(before []message, id string) string {
+	for i := len(before) - 1; i >= 0; i-- {
+		for _, c := range before[i].ToolCalls {
+			if c.ID == id {
+				return c.Function.Name
+			}
+		}
+	}
+	return ""
+}
