@@ -291,7 +291,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, req runs.Follo
 	s.metrics.openStreams.Add(1)
 	defer s.metrics.openStreams.Add(-1)
 	sw := startSSE(w, req.ConversationID, req.RunID, s.cfg.StreamWriteTimeout)
-	req.Heartbeat, req.Idle = s.cfg.Heartbeat, sw.ping
+	req.Heartbeat, req.Idle = s.cfg.Heartbeat, sw.Ping
 	if s.cfg.Documents != nil {
 		// Watched before the first read, so that no change falls
 		// between.
@@ -300,6 +300,6 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, req runs.Follo
 		dw := &documentWatch{s: s, ctx: r.Context(), user: req.User, conv: req.ConversationID, sw: sw, w: w}
 		req.PollEvery, req.PollNow, req.Poll = documentPoll, w.C, dw.poll
 	}
-	terminal, _ := s.runs.Follow(r.Context(), req, func(e *runs.Event) error { return sw.event(e.Seq, e.Type, e.Data) })
+	terminal, _ := s.runs.Follow(r.Context(), req, func(e *runs.Event) error { return sw.Event(e.Seq, e.Type, e.Data) })
 	return terminal
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/documents/ingest"
+	"github.com/trellis-ai/trellis/internal/sse"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -39,7 +40,7 @@ type documentWatch struct {
 	ctx  context.Context
 	user string
 	conv string
-	sw   *sseWriter
+	sw   *sse.Writer
 	w    *ingest.Watcher
 	sent map[string]store.Document // what the stream last said, by id
 	read time.Time                 // the last read of the store
@@ -126,7 +127,7 @@ func (d *documentWatch) tell(doc store.Document) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := d.sw.notice(nodes.EventDocumentStatus, b); err != nil {
+	if err := d.sw.Event(0, nodes.EventDocumentStatus, b); err != nil {
 		return false, err
 	}
 	if d.sent == nil {

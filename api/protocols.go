@@ -30,5 +30,5 @@ func (s *Server) protocolRoutes(r chi.Router) {
 	// <server>/langgraph.
 	r.Mount("/langgraph", langgraph.New(langgraph.Config{Runs: s.runs, Store: s.store, Heartbeat: s.cfg.Heartbeat,
 		WriteTimeout: s.cfg.StreamWriteTimeout, MaxMessageRunes: s.cfg.Limits.MaxMessageRunes, Logger: s.log}))
-	r.Mount("/v1", openai.Handler(openai.Config{Runs: s.runs, Logger: s.log}))
+	r.Mount("/v1", openai.Handler(openai.Config{Runs: s.runs, Logger: s.log, WriteTimeout: s.cfg.StreamWriteTimeout}))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/internal/sse"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -205,13 +206,14 @@ func (h *Handler) lookup(ctx context.Context, user string) func(store.HumanKind,
 // its terminal event. A client that goes away cancels the run.
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, t *translator, req runs.FollowRequest) {
 	ctx := r.Context()
-	sw := startSSE(w, h.cfg.WriteTimeout)
-	t.emit = sw.event
+	// AG-UI's framing: data lines of one event's JSON, no names, no ids.
+	sw := sse.Start(w, h.cfg.WriteTimeout)
+	t.emit = func(v any) error { return sw.JSON(0, "", v) }
 	if err := t.emit(runStarted{Type: "RUN_STARTED", ThreadID: t.in.ThreadID, RunID: t.in.RunID, ParentRunID: t.in.ParentRunID}); err != nil {
 		h.gone(ctx, req)
 		return
 	}
-	req.Heartbeat, req.Idle, req.Rejoin = h.cfg.Heartbeat, sw.ping, true
+	req.Heartbeat, req.Idle, req.Rejoin = h.cfg.Heartbeat, sw.Ping, true
 	finished := false
 	_, err := h.cfg.Runs.Follow(ctx, req, func(e *runs.Event) error {
 		done, err := t.event(e)
@@ -220,7 +222,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, t *translator, 
 	})
 	switch {
 	case finished:
-	case ctx.Err() != nil || sw.failed:
+	case ctx.Err() != nil || sw.Failed():
 		h.gone(ctx, req)
 	default:
 		h.log.LogAttrs(ctx, slog.LevelWarn, "an AG-UI stream ended before its run", slog.String("run_id", req.RunID), slog.Any("error", err))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/internal/sse"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -255,13 +256,18 @@ func (h *Handler) lastInterrupt(ctx context.Context, user, runID string) (int64,
 // [DONE]. A client that goes away leaves its run orphaned (see left).
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, tr *translator, req runs.FollowRequest) {
 	ctx := r.Context()
-	sw := startSSE(w, h.cfg.WriteTimeout)
-	tr.emit = sw.chunk
+	// The UI message stream: data lines of one chunk's JSON, ended by
+	// [DONE], under its protocol header.
+	w.Header().Set("X-Vercel-Ai-Ui-Message-Stream", "v1")
+	sw := sse.Start(w, h.cfg.WriteTimeout)
+	emit := func(c chunk) error { return sw.JSON(0, "", c) }
+	done := func() error { return sw.Event(0, "", []byte("[DONE]")) }
+	tr.emit = emit
 	if err := tr.begin(); err != nil {
 		h.left(ctx, req)
 		return
 	}
-	req.Heartbeat, req.Idle, req.Rejoin = h.cfg.Heartbeat, sw.ping, true
+	req.Heartbeat, req.Idle, req.Rejoin = h.cfg.Heartbeat, sw.Ping, true
 	var (
 		finished bool
 		err      error
@@ -281,13 +287,13 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, tr *translator,
 	}
 	switch {
 	case finished:
-		_ = sw.done()
-	case ctx.Err() != nil || sw.failed:
+		_ = done()
+	case ctx.Err() != nil || sw.Failed():
 		h.left(ctx, req)
 	default:
 		h.log.LogAttrs(ctx, slog.LevelWarn, "an AI SDK stream ended before its run", slog.String("run_id", req.RunID), slog.Any("error", err))
-		_ = sw.chunk(chunk{Type: "error", ErrorText: "the stream of the run broke off; the run goes on in Trellis"})
-		_ = sw.done()
+		_ = emit(chunk{Type: "error", ErrorText: "the stream of the run broke off; the run goes on in Trellis"})
+		_ = done()
 	}
 }
 

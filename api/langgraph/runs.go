@@ -211,12 +211,12 @@ func (h *handler) streamRun(w http.ResponseWriter, r *http.Request) {
 	}
 	defer b.sub.Close()
 	sw := startStream(w, b.conv.ID, b.runID, b.spec.modes, h.cfg.WriteTimeout)
-	if sw.event("metadata", map[string]any{"run_id": b.runID, "thread_id": b.conv.ID, "attempt": 1}, 0) != nil {
+	if sw.JSON(0, "metadata", map[string]any{"run_id": b.runID, "thread_id": b.conv.ID, "attempt": 1}) != nil {
 		h.gone(r, b)
 		return
 	}
-	b.follow.Heartbeat, b.follow.Idle = h.cfg.Heartbeat, sw.ping
-	if !h.follow(r.Context(), b.follow, b.tr, 0, func(ev sseEvent, id int64) error { return sw.event(ev.name, ev.data, id) }) {
+	b.follow.Heartbeat, b.follow.Idle = h.cfg.Heartbeat, heartbeat(sw)
+	if !h.follow(r.Context(), b.follow, b.tr, 0, func(ev sseEvent, id int64) error { return sw.JSON(id, ev.name, ev.data) }) {
 		h.gone(r, b)
 	}
 }
@@ -409,12 +409,12 @@ func (h *handler) joinStream(w http.ResponseWriter, r *http.Request) {
 	tr, sub := h.joiner(r, rn, m)
 	defer sub.Close()
 	sw := startStream(w, rn.ConversationID, rn.ID, m, h.cfg.WriteTimeout)
-	if last == 0 && sw.event("metadata", map[string]any{"run_id": rn.ID, "thread_id": rn.ConversationID, "attempt": 1}, 0) != nil {
+	if last == 0 && sw.JSON(0, "metadata", map[string]any{"run_id": rn.ID, "thread_id": rn.ConversationID, "attempt": 1}) != nil {
 		return
 	}
 	req := runs.FollowRequest{User: rn.UserID, ConversationID: rn.ConversationID, RunID: rn.ID, Sub: sub, Replay: true,
-		Heartbeat: h.cfg.Heartbeat, Idle: sw.ping}
-	h.follow(r.Context(), req, tr, last, func(ev sseEvent, id int64) error { return sw.event(ev.name, ev.data, id) })
+		Heartbeat: h.cfg.Heartbeat, Idle: heartbeat(sw)}
+	h.follow(r.Context(), req, tr, last, func(ev sseEvent, id int64) error { return sw.JSON(id, ev.name, ev.data) })
 }
 
 // cancelRun is POST /threads/{id}/runs/{run_id}/cancel: the run stops

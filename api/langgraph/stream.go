@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/trellis-ai/trellis/api/runs"
+	"github.com/trellis-ai/trellis/internal/sse"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -240,24 +240,13 @@ func (t *translator) end(out []sseEvent, pending []nodes.Pending) []sseEvent {
 	return out
 }
 
-// sseWriter writes a LangGraph stream: event and data lines, an id on
-// the last event made of each run event (Last-Event-ID), a keep-alive
-// comment while idle, a write deadline per write.
-type sseWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
-	buf     []byte
-}
-
-// startStream sends the headers: Content-Location names the run
+// startStream starts a LangGraph stream: Content-Location names the run
 // (onRunCreated), Location the stream to rejoin, in the same modes (the
 // SDK reconnects there with Last-Event-ID when the connection drops).
-func startStream(w http.ResponseWriter, threadID, runID string, m modes, timeout time.Duration) *sseWriter {
+// Frames carry the mode as event name, an id on the last frame made of
+// each run event (Last-Event-ID), and ": heartbeat" comments while idle.
+func startStream(w http.ResponseWriter, threadID, runID string, m modes, timeout time.Duration) *sse.Writer {
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
 	h.Set("Content-Location", "/threads/"+threadID+"/runs/"+runID)
 	q := url.Values{}
 	for _, name := range slices.Sorted(maps.Keys(modeNames)) {
@@ -266,38 +255,12 @@ func startStream(w http.ResponseWriter, threadID, runID string, m modes, timeout
 		}
 	}
 	h.Set("Location", "/threads/"+threadID+"/runs/"+runID+"/stream?"+q.Encode())
-	w.WriteHeader(http.StatusOK)
-	s := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
-	_ = s.rc.Flush()
-	return s
+	return sse.Start(w, timeout)
 }
 
-func (s *sseWriter) event(name string, data any, id int64) error {
-	body, err := json.Marshal(data)
-	if err != nil {
-		return err
-	}
-	b := append(s.buf[:0], "event: "...)
-	b = append(b, name...)
-	b = append(b, "\ndata: "...)
-	b = append(b, body...)
-	if id > 0 {
-		b = append(b, "\nid: "...)
-		b = strconv.AppendInt(b, id, 10)
-	}
-	b = append(b, "\n\n"...)
-	s.buf = b
-	return s.write(b)
-}
-
-func (s *sseWriter) ping() error { return s.write([]byte(": heartbeat\n\n")) }
-
-func (s *sseWriter) write(b []byte) error {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
-	if _, err := s.w.Write(b); err != nil {
-		return err
-	}
-	return s.rc.Flush()
+// heartbeat is the keep-alive of a LangGraph stream.
+func heartbeat(sw *sse.Writer) func() error {
+	return func() error { return sw.Comment("heartbeat") }
 }
 
 // follow hands the run's events to tr and what tr makes of them to emit,

@@ -1,12 +1,12 @@
 package openai
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/trellis-ai/trellis/internal/sse"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
 )
@@ -118,10 +118,11 @@ func usageOf(u llm.TokenUsage) usage {
 
 // collector answers one chat.completion when the run ends.
 type collector struct {
-	w     http.ResponseWriter
-	c     *completion
-	text  strings.Builder
-	calls []toolCall
+	w       http.ResponseWriter
+	c       *completion
+	timeout time.Duration // of the answer's write
+	text    strings.Builder
+	calls   []toolCall
 }
 
 func (a *collector) content(delta string) error { a.text.WriteString(delta); return nil }
@@ -141,7 +142,7 @@ func (a *collector) end(finish string, u llm.TokenUsage) error {
 		msg.Content = &text
 	}
 	msg.ToolCalls = a.calls
-	_ = http.NewResponseController(a.w).SetWriteDeadline(time.Now().Add(writeTimeout))
+	_ = http.NewResponseController(a.w).SetWriteDeadline(time.Now().Add(a.timeout))
 	writeJSON(a.w, http.StatusOK, map[string]any{
 		"id": a.c.id, "object": "chat.completion", "created": a.c.created, "model": a.c.model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
@@ -162,27 +163,18 @@ func runFailed(err error) *apiError {
 	return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: msg}
 }
 
-// writeTimeout bounds each write to the client.
-const writeTimeout = 30 * time.Second
-
-// streamer writes chat.completion.chunk frames as the run goes.
+// streamer writes chat.completion.chunk frames as the run goes: data
+// lines of one chunk's JSON, ended by [DONE].
 type streamer struct {
-	w            http.ResponseWriter
-	rc           *http.ResponseController
+	sw           *sse.Writer
 	c            *completion
 	includeUsage bool
-	buf          []byte
 }
 
 // newStreamer sends the headers and the first chunk, with the role, at
 // once: the client sees the response begin while the agent thinks.
-func newStreamer(w http.ResponseWriter, c *completion, includeUsage bool) *streamer {
-	s := &streamer{w: w, rc: http.NewResponseController(w), c: c, includeUsage: includeUsage}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+func newStreamer(w http.ResponseWriter, c *completion, includeUsage bool, timeout time.Duration) *streamer {
+	s := &streamer{sw: sse.Start(w, timeout), c: c, includeUsage: includeUsage}
 	_ = s.chunk(map[string]any{"role": "assistant", "content": ""}, nil)
 	return s
 }
@@ -208,25 +200,7 @@ func (s *streamer) chunk(delta any, finish *string) error {
 		Choices: []chunkChoice{{Delta: delta, FinishReason: finish}}})
 }
 
-func (s *streamer) frame(v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return s.data(data)
-}
-
-func (s *streamer) data(data []byte) error {
-	b := append(s.buf[:0], "data: "...)
-	b = append(b, data...)
-	b = append(b, "\n\n"...)
-	s.buf = b
-	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, err := s.w.Write(b); err != nil {
-		return err
-	}
-	return s.rc.Flush()
-}
+func (s *streamer) frame(v any) error { return s.sw.JSON(0, "", v) }
 
 func (s *streamer) content(delta string) error {
 	if delta == "" {
@@ -255,7 +229,7 @@ func (s *streamer) end(finish string, u llm.TokenUsage) error {
 			return err
 		}
 	}
-	return s.data([]byte("[DONE]"))
+	return s.sw.Event(0, "", []byte("[DONE]"))
 }
 
 // fail sends an error frame, which the openai client raises as an

@@ -27,6 +27,8 @@ type Config struct {
 	// for its cancelled run to end, so that the user's next request finds
 	// the run's slot free; 0 means 5 s.
 	CancelWait time.Duration
+	// WriteTimeout bounds each write to the client; 0 means 30 s.
+	WriteTimeout time.Duration
 }
 
 type handler struct {
@@ -39,6 +41,9 @@ type handler struct {
 func Handler(cfg Config) http.Handler {
 	if cfg.CancelWait <= 0 {
 		cfg.CancelWait = 5 * time.Second
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 30 * time.Second
 	}
 	h := &handler{cfg: cfg, log: cfg.Logger, created: time.Now().Unix()}
 	if h.log == nil {
@@ -143,9 +148,9 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 	c := &completion{id: "chatcmpl-" + rn.ID(), model: t.model, created: time.Now().Unix()}
 	var out answerer
 	if t.stream {
-		out = newStreamer(w, c, t.includeUsage)
+		out = newStreamer(w, c, t.includeUsage, h.cfg.WriteTimeout)
 	} else {
-		out = &collector{w: w, c: c}
+		out = &collector{w: w, c: c, timeout: h.cfg.WriteTimeout}
 	}
 	done, err := h.cfg.Runs.Follow(ctx, runs.FollowRequest{User: user, ConversationID: rn.ConversationID(), RunID: rn.ID(), Sub: sub},
 		func(e *runs.Event) error {
