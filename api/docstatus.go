@@ -59,8 +59,31 @@ type documentData struct {
 }
 
 // poll writes this process's status changes, then, once every
-// documentPoll, what a read of the store tells.
+// documentPoll, what a read of the store tells. The store is read before
+// the changes are taken: this process tells the Watcher of a change
+// after storing it and before making the next, so every change of its
+// own that the read shows has been handed to the Watcher by then, and
+// goes out before the read's later status could hide it.
 func (d *documentWatch) poll() (bool, error) {
+	every := documentPoll
+	if d.settled {
+		every = documentSettled
+	}
+	var docs []store.Document
+	read := false
+	if time.Since(d.read) >= every-documentPoll/4 { // a tick comes every documentPoll, give or take
+		d.read = time.Now()
+		var err error
+		docs, err = d.s.cfg.Documents.List(d.ctx, d.user, d.conv)
+		switch {
+		case err == nil:
+			read = true
+		case d.ctx.Err() == nil:
+			// The stream goes on: the next read may succeed; a
+			// conversation deleted has nothing left to tell.
+			d.s.log.LogAttrs(d.ctx, slog.LevelDebug, "reading documents for document.status", slog.String("conversation_id", d.conv), slog.Any("error", err))
+		}
+	}
 	wrote := false
 	for _, doc := range d.w.Take() {
 		if doc.UserID != d.user || doc.ConversationID != d.conv {
@@ -73,34 +96,21 @@ func (d *documentWatch) poll() (bool, error) {
 		}
 		wrote = wrote || ok
 	}
-	every := documentPoll
-	if d.settled {
-		every = documentSettled
-	}
-	if time.Since(d.read) < every-documentPoll/4 { // a tick comes every documentPoll, give or take
-		return wrote, nil
-	}
-	d.read = time.Now()
-	docs, err := d.s.cfg.Documents.List(d.ctx, d.user, d.conv)
-	if err != nil {
-		// The stream goes on: the next read may succeed; a
-		// conversation deleted has nothing left to tell.
-		if d.ctx.Err() == nil {
-			d.s.log.LogAttrs(d.ctx, slog.LevelDebug, "reading documents for document.status", slog.String("conversation_id", d.conv), slog.Any("error", err))
-		}
+	if !read {
 		return wrote, nil
 	}
 	listed := make(map[string]bool, len(docs))
-	d.settled = true
+	settled := true
 	for _, doc := range docs {
 		listed[doc.ID] = true
-		d.settled = d.settled && (doc.Status == store.DocReady || doc.Status == store.DocError)
+		settled = settled && (doc.Status == store.DocReady || doc.Status == store.DocError)
 		ok, err := d.tell(doc)
 		if err != nil {
 			return wrote, err
 		}
 		wrote = wrote || ok
 	}
+	d.settled = settled
 	for id := range d.sent {
 		if !listed[id] {
 			delete(d.sent, id) // deleted
