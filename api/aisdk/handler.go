@@ -261,7 +261,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, tr *translator,
 	w.Header().Set("X-Vercel-Ai-Ui-Message-Stream", "v1")
 	sw := sse.Start(w, h.cfg.WriteTimeout)
 	emit := func(c chunk) error { return sw.JSON(0, "", c) }
-	done := func() error { return sw.Event(0, "", []byte("[DONE]")) }
+	end := func() error { return sw.Event(0, "", []byte("[DONE]")) }
 	tr.emit = emit
 	if err := tr.begin(); err != nil {
 		h.left(ctx, req)
@@ -287,13 +287,13 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, tr *translator,
 	}
 	switch {
 	case finished:
-		_ = done()
+		_ = end()
 	case ctx.Err() != nil || sw.Failed():
 		h.left(ctx, req)
 	default:
 		h.log.LogAttrs(ctx, slog.LevelWarn, "an AI SDK stream ended before its run", slog.String("run_id", req.RunID), slog.Any("error", err))
 		_ = emit(chunk{Type: "error", ErrorText: "the stream of the run broke off; the run goes on in Trellis"})
-		_ = done()
+		_ = end()
 	}
 }
 
