@@ -286,7 +286,7 @@ func TestCrashWhileLearningResumes(t *testing.T) {
 			noMemories(t, rec)
 
 			start(t, child{place: p, Mode: "learn", ModelURL: srv.BaseURL(),
-				LearnTimeout: 3 * time.Second, RescueAfter: 4 * time.Second})
+				LearnTimeout: 10 * time.Second, RescueAfter: 11 * time.Second})
 			learnedOnce(t, q, rec, ids[0], 2, "The user lives in Lisbon")
 			if n := len(srv.Requests()); n != 2 {
 				t.Fatalf("the model was asked %d times, want 2 (one before the kill, one after)", n)
