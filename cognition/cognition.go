@@ -29,6 +29,11 @@ type Config struct {
 	TTL time.Duration
 	// PruneEvery is how often pruning runs. Default 1 hour.
 	PruneEvery time.Duration
+	// LearnTimeout bounds one attempt of a learning job. A learning job
+	// left running by a process that died is taken over by another no
+	// sooner than this (nor than the queue's RescueAfter) after its
+	// attempt began. Default 2 minutes.
+	LearnTimeout time.Duration
 	// RecallLimit is the most memories Context returns. Default 5.
 	RecallLimit int
 	// MergeAt is the topic similarity (Jaccard) at and above which a new
@@ -84,6 +89,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.PruneEvery <= 0 {
 		cfg.PruneEvery = time.Hour
+	}
+	if cfg.LearnTimeout <= 0 {
+		cfg.LearnTimeout = 2 * time.Minute
 	}
 	if cfg.RecallLimit <= 0 {
 		cfg.RecallLimit = 5
@@ -148,7 +156,7 @@ func (s *Service) touched(userID string, ms []store.Memory) {
 // Register registers the service's jobs (learning, pruning) with ws.
 func (s *Service) Register(ws *jobs.Workers) {
 	jobs.Handle(ws, func(ctx context.Context, j jobs.Job[Turn]) error { return s.Learn(ctx, j.Args) },
-		jobs.HandleOptions{Timeout: 2 * time.Minute})
+		jobs.HandleOptions{Timeout: s.cfg.LearnTimeout})
 	jobs.Handle(ws, s.prune, jobs.HandleOptions{})
 }
 

@@ -22,7 +22,14 @@ import (
 	"github.com/trellis-ai/trellis/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// A crash test's child process is this binary, told what to be.
+	if spec := os.Getenv(childEnv); spec != "" {
+		runChild(spec)
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // rig is the service on a real backend, with its job queue (not
 // started unless a test starts it).
