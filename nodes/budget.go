@@ -22,7 +22,8 @@ type Budget struct {
 	// ToolCalls caps the tool calls of the run, delegations to
 	// sub-agents included.
 	ToolCalls int `json:"tool_calls,omitempty"`
-	// Time caps the run's wall time.
+	// Time caps the run's working time: wall time, less the time the
+	// run was paused waiting for a person (see BudgetSpent.WorkMS).
 	Time time.Duration `json:"-"`
 	// TimeMS is Time in milliseconds, as a request gives it.
 	TimeMS int64 `json:"time_ms,omitempty"`
@@ -61,7 +62,8 @@ func (b Budget) tighter(o Budget) Budget {
 type BudgetUsage struct {
 	// Limits are the run's limits (0: none).
 	Limits Budget `json:"limits"`
-	// Tokens, ToolCalls and TimeMS are what the run used.
+	// Tokens, ToolCalls and TimeMS are what the run used, across its
+	// pauses and resumptions.
 	Tokens    int   `json:"tokens"`
 	ToolCalls int   `json:"tool_calls"`
 	TimeMS    int64 `json:"time_ms"`
