@@ -228,3 +228,38 @@ func supervisors(r run) int {
 	}
 	return n
 }
+
+// A sub-agent parked at an approval holds the run's use so far in its own
+// checkpoint (its parent's lacks what the sub-agent spent): resumed, the
+// run takes it up, and the approved call, over the token budget, is not
+// made.
+func TestBudgetSurvivesSubagentApproval(t *testing.T) {
+	const script = `{"steps": [
+		{"match": {"node": "supervisor", "contains": "tidy up", "tool_result": false, "tool": "task"},
+		 "reply": {"tool_calls": [{"id": "call_j", "name": "task", "args": {"agent": "janitor", "task": "delete /tmp/a.txt"}}],
+		           "usage": {"input_tokens": 15, "output_tokens": 5}}},
+		{"match": {"node": "supervisor", "contains": "delete /tmp/a.txt", "tool_result": false},
+		 "reply": {"tool_calls": [{"id": "d1", "name": "delete_file", "args": {"path": "/tmp/a.txt"}}],
+		           "usage": {"input_tokens": 40, "output_tokens": 10}}}
+	]}`
+	h := newHarness(t, script, nodes.Options{SubAgents: testSubAgents})
+	r := collect(h.agent.Run(t.Context(), "c1", nodes.Input{Message: "tidy up", Budget: &nodes.Budget{Tokens: 70}}))
+	if req := last[*nodes.ApprovalRequired](r); req == nil || req.Tool != "delete_file" {
+		t.Fatalf("first segment: %s, %v", r.trace(), r.err)
+	}
+	r = approveAll(t, h.agent, "c1", r)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(*h.deleted) != 0 {
+		t.Errorf("the call over budget ran: deleted %v", *h.deleted)
+	}
+	d := last[*nodes.ResponseDone](r)
+	if d == nil || d.Budget == nil || d.Budget.Exceeded != "tokens" || d.Budget.Tokens != 70 {
+		t.Fatalf("response.done = %+v: %s", d, r.trace())
+	}
+	if s := h.state(t, "c1"); s.Outcome != nodes.OutcomeBlocked {
+		t.Errorf("outcome %s", s.Outcome)
+	}
+	h.allConsumed(t)
+}
