@@ -173,13 +173,18 @@ func (b *budget) resume(s *ChatState) {
 	}
 }
 
-// spent is the run's use so far, for the state; zero without a tracker.
+// spent is the run's use so far, for the state; zero without a tracker
+// or without limits (a resumed run's tracker, whose request set none),
+// so that a run with no budget records nothing.
 func (b *budget) spent() BudgetSpent {
 	if b == nil {
 		return BudgetSpent{}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.limits.Zero() {
+		return BudgetSpent{}
+	}
 	return BudgetSpent{Tokens: b.tokens, ToolCalls: b.calls, WorkMS: time.Since(b.start).Milliseconds()}
 }
 

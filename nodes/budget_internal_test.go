@@ -51,4 +51,12 @@ func TestBudgetResumeTakesTheLarger(t *testing.T) {
 	if s := none.spent(); s != (BudgetSpent{}) {
 		t.Errorf("nil tracker spent = %+v", s)
 	}
+	// A resumed run's tracker whose request set no limits records
+	// nothing in the state.
+	unlimited := &budget{start: time.Now()}
+	unlimited.adopt(nil)
+	unlimited.spend(llm.TokenUsage{TotalTokens: 9})
+	if s := unlimited.spent(); s != (BudgetSpent{}) {
+		t.Errorf("unlimited tracker spent = %+v", s)
+	}
 }
