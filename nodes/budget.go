@@ -22,7 +22,8 @@ type Budget struct {
 	// ToolCalls caps the tool calls of the run, delegations to
 	// sub-agents included.
 	ToolCalls int `json:"tool_calls,omitempty"`
-	// Time caps the run's wall time.
+	// Time caps the run's working time: wall time, less the time the
+	// run was paused waiting for a person (see BudgetSpent.WorkMS).
 	Time time.Duration `json:"-"`
 	// TimeMS is Time in milliseconds, as a request gives it.
 	TimeMS int64 `json:"time_ms,omitempty"`
@@ -61,7 +62,8 @@ func (b Budget) tighter(o Budget) Budget {
 type BudgetUsage struct {
 	// Limits are the run's limits (0: none).
 	Limits Budget `json:"limits"`
-	// Tokens, ToolCalls and TimeMS are what the run used.
+	// Tokens, ToolCalls and TimeMS are what the run used, across its
+	// pauses and resumptions.
 	Tokens    int   `json:"tokens"`
 	ToolCalls int   `json:"tool_calls"`
 	TimeMS    int64 `json:"time_ms"`
@@ -71,15 +73,42 @@ type BudgetUsage struct {
 }
 
 // budget tracks one run's use, shared by every agent of the run's tree
-// (it travels in the context, which sub-agents' runs inherit).
+// (it travels in the context, which sub-agents' runs inherit). A run
+// paused for a human, or cut by a crash, goes on in a new segment with a
+// new tracker: the tracker's figures are run totals, written to the state
+// after each step (ChatState.BudgetSpent) and adopted back from it when a
+// resumed segment's steps start (resume), so a resumption never spends
+// the budget again.
 type budget struct {
-	start time.Time
-
 	mu      sync.Mutex
+	start   time.Time // the run's working time is time.Since(start)
 	limits  Budget
 	adopted bool
 	tokens  int
 	calls   int
+}
+
+// BudgetSpent is a run's use of its budget so far, kept in the state
+// (ChatState.BudgetSpent) so that a run resumed after an approval, a
+// question or a crash goes on counting from it.
+type BudgetSpent struct {
+	// Tokens are the model tokens of the whole run, its sub-agents'
+	// included. (The root's TurnUsage lacks a paused sub-agent's use so
+	// far, which its own state holds; hence this count.)
+	Tokens int `json:"tokens,omitempty"`
+	// ToolCalls are the tool calls made, delegations included.
+	ToolCalls int `json:"tool_calls,omitempty"`
+	// WorkMS is the run's working time in milliseconds: from its start to
+	// its last step, less the time it was paused waiting for a human (or
+	// lying crashed) — the time between a pause and its resumption does
+	// not count.
+	WorkMS int64 `json:"work_ms,omitempty"`
+}
+
+// maxSpent merges two snapshots of the same run's growing totals: the
+// larger of each.
+func maxSpent(a, b BudgetSpent) BudgetSpent {
+	return BudgetSpent{Tokens: max(a.Tokens, b.Tokens), ToolCalls: max(a.ToolCalls, b.ToolCalls), WorkMS: max(a.WorkMS, b.WorkMS)}
 }
 
 type budgetKey struct{}
@@ -120,6 +149,43 @@ func (b *budget) spend(u llm.TokenUsage) {
 	b.mu.Lock()
 	b.tokens += n
 	b.mu.Unlock()
+}
+
+// resume adopts what the run had used before this segment, as the state
+// s of the step about to run records it. Every figure is a run total, so
+// the larger of the tracker's and the state's is the run's: adopting at
+// every step is safe, and a step of a sub-agent resumed inside its
+// parent's step raises the figures to what the sub-agent had seen. A
+// checkpoint written before BudgetSpent existed still gives the turn's
+// tokens (TurnUsage).
+func (b *budget) resume(s *ChatState) {
+	if b == nil {
+		return
+	}
+	was := s.BudgetSpent
+	tokens := max(was.Tokens, s.TurnUsage.TotalTokens, s.TurnUsage.InputTokens+s.TurnUsage.OutputTokens)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tokens = max(b.tokens, tokens)
+	b.calls = max(b.calls, was.ToolCalls)
+	if work := time.Duration(was.WorkMS) * time.Millisecond; time.Since(b.start) < work {
+		b.start = time.Now().Add(-work)
+	}
+}
+
+// spent is the run's use so far, for the state; zero without a tracker
+// or without limits (a resumed run's tracker, whose request set none),
+// so that a run with no budget records nothing.
+func (b *budget) spent() BudgetSpent {
+	if b == nil {
+		return BudgetSpent{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.limits.Zero() {
+		return BudgetSpent{}
+	}
+	return BudgetSpent{Tokens: b.tokens, ToolCalls: b.calls, WorkMS: time.Since(b.start).Milliseconds()}
 }
 
 // call counts one tool call about to run, or says why it may not.

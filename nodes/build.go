@@ -122,15 +122,22 @@ type commandFunc func(ctx context.Context, s ChatState) (graph.Command[ChatState
 
 // wrap emits node.start and node.end around a node and names the node for
 // model calls (llm.WithNode). A node that fails or pauses emits no
-// node.end.
+// node.end. It also carries the run's budget across segments: the
+// tracker takes the request's limits and adopts the use the state
+// records before the node runs, and the node's update records the
+// tracker's figures after it.
 func wrap(name string, fn nodeFunc) graph.NodeFunc[ChatState] {
 	return func(ctx context.Context, s ChatState) (ChatState, error) {
 		start := time.Now()
 		_ = emit(ctx, &NodeStart{Node: name})
+		b := budgetFrom(ctx)
+		b.adopt(s.Input.Budget)
+		b.resume(&s)
 		out, err := fn(llm.WithNode(ctx, name), s)
 		if err != nil {
 			return out, err
 		}
+		out.BudgetSpent = b.spent()
 		_ = emit(ctx, &NodeEnd{Node: name, DurationMS: time.Since(start).Milliseconds()})
 		return out, nil
 	}

@@ -81,8 +81,9 @@
 // the task tool; each runs as a named subgraph of execute_tool
 // (graph.Child), its events on the parent's stream (Event.Agent), its
 // approvals and questions pausing the whole run. A Budget limits a run's
-// tokens, tool calls and time across its sub-agents; a run that reaches
-// one ends through handle_blocked.
+// tokens, tool calls and working time across its sub-agents and its
+// pauses (the use is checkpointed in ChatState.BudgetSpent); a run that
+// reaches one ends through handle_blocked.
 //
 // # State
 //

@@ -118,6 +118,11 @@ type ChatState struct {
 	// BudgetExceeded names the run's limit the turn reached, with its
 	// figures; "" while none (per turn).
 	BudgetExceeded string `json:"budget_exceeded,omitempty"`
+	// BudgetSpent is the run's use of its budget so far, run totals
+	// written after every step (the larger of each figure wins; per
+	// turn): a run resumed after a pause or a crash adopts it, and goes
+	// on counting from it.
+	BudgetSpent BudgetSpent `json:"budget_spent"`
 }
 
 // schemaFields declares how ChatState's fields merge; undeclared fields
@@ -135,6 +140,7 @@ func schemaFields() []graph.Field[ChatState] {
 		graph.Reduce(func(s *ChatState) *llm.TokenUsage { return &s.Usage }, addUsage),
 		graph.Reduce(func(s *ChatState) *llm.TokenUsage { return &s.TurnUsage }, addUsage),
 		graph.Reduce(func(s *ChatState) *TaskBoard { return &s.Tasks }, newestBoard),
+		graph.Reduce(func(s *ChatState) *BudgetSpent { return &s.BudgetSpent }, maxSpent),
 	}
 }
 
@@ -164,6 +170,7 @@ func resetTurn(s *ChatState) {
 	s.ClarifyQuestion = ""
 	s.Outcome = ""
 	s.BudgetExceeded = ""
+	s.BudgetSpent = BudgetSpent{}
 }
 
 // Input is one user message and its request: the input section of the

@@ -1,0 +1,62 @@
+package nodes
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trellis-ai/trellis/llm"
+)
+
+// A resumed segment's tracker takes up the run's working time from the
+// state: a run that had worked 1.5s of a 1s budget before its pause is
+// over its time when it resumes, however long the pause lasted, and one
+// that had worked 0.2s is not, however long the pause lasted (the wait is
+// not in the state).
+func TestBudgetResumeAdoptsWorkingTime(t *testing.T) {
+	over := &budget{start: time.Now(), limits: Budget{Time: time.Second}}
+	over.resume(&ChatState{BudgetSpent: BudgetSpent{WorkMS: 1500}})
+	if why := over.exceeded(); !strings.HasPrefix(why, "time (1.5") {
+		t.Errorf("exceeded = %q", why)
+	}
+	if u := over.usage(); u.Exceeded != "time" || u.TimeMS < 1500 {
+		t.Errorf("usage = %+v", u)
+	}
+	under := &budget{start: time.Now(), limits: Budget{Time: time.Second}}
+	under.resume(&ChatState{BudgetSpent: BudgetSpent{WorkMS: 200}})
+	if why := under.exceeded(); why != "" {
+		t.Errorf("exceeded = %q", why)
+	}
+}
+
+// Figures are run totals: adopting a smaller one (an earlier step's, or a
+// parent's behind its sub-agent's) never lowers the tracker's, and the
+// turn's token usage counts for a checkpoint written before BudgetSpent.
+func TestBudgetResumeTakesTheLarger(t *testing.T) {
+	b := &budget{start: time.Now(), limits: Budget{Tokens: 100, ToolCalls: 5}}
+	b.resume(&ChatState{BudgetSpent: BudgetSpent{Tokens: 40, ToolCalls: 3}})
+	b.resume(&ChatState{BudgetSpent: BudgetSpent{Tokens: 10, ToolCalls: 1}})
+	if s := b.spent(); s.Tokens != 40 || s.ToolCalls != 3 {
+		t.Errorf("spent = %+v", s)
+	}
+	b.resume(&ChatState{TurnUsage: llm.TokenUsage{InputTokens: 50, OutputTokens: 20}})
+	if s := b.spent(); s.Tokens != 70 || s.ToolCalls != 3 {
+		t.Errorf("spent after an old checkpoint = %+v", s)
+	}
+	if got := maxSpent(BudgetSpent{Tokens: 1, ToolCalls: 9, WorkMS: 3}, BudgetSpent{Tokens: 5, ToolCalls: 2, WorkMS: 7}); got != (BudgetSpent{Tokens: 5, ToolCalls: 9, WorkMS: 7}) {
+		t.Errorf("maxSpent = %+v", got)
+	}
+	var none *budget
+	none.resume(&ChatState{BudgetSpent: BudgetSpent{ToolCalls: 1}})
+	if s := none.spent(); s != (BudgetSpent{}) {
+		t.Errorf("nil tracker spent = %+v", s)
+	}
+	// A resumed run's tracker whose request set no limits records
+	// nothing in the state.
+	unlimited := &budget{start: time.Now()}
+	unlimited.adopt(nil)
+	unlimited.spend(llm.TokenUsage{TotalTokens: 9})
+	if s := unlimited.spent(); s != (BudgetSpent{}) {
+		t.Errorf("unlimited tracker spent = %+v", s)
+	}
+}
