@@ -34,19 +34,27 @@ func (s *Server) handleGetProfile(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, p)
 }
 
-// profilePatch is the body of PATCH /api/v1/me/profile: what the user
-// states of themself, winning over inference.
+// profilePatch is the body of PATCH /api/v1/me/profile: any of the
+// fields GET shows, what the user states of themself winning over
+// inference. user_id and updated_at are the server's: user_id may only
+// repeat the caller's own, and updated_at is ignored, so a GET body can
+// be sent back edited.
 type profilePatch struct {
-	// Preferences are set by name; an empty value removes one.
-	Preferences map[string]string `json:"preferences"`
-	Expertise   string            `json:"expertise"`
-	Style       string            `json:"style"`
+	UserID             *string           `json:"user_id"`
+	ExpertiseLevel     string            `json:"expertise_level"`
+	CommunicationStyle string            `json:"communication_style"`
+	Interests          []string          `json:"interests"`
+	Preferences        map[string]string `json:"preferences"`
+	UpdatedAt          *time.Time        `json:"updated_at"`
 }
 
-// Bounds of a profile patch.
+// Bounds of a profile patch; the agent keeps at most maxInterests
+// interests of its own too.
 const (
 	maxPreferences   = 50
 	maxPreferenceLen = 500
+	maxInterests     = 10
+	maxNameLen       = 100
 )
 
 // handlePatchProfile is PATCH /api/v1/me/profile.
@@ -56,18 +64,35 @@ func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	invalid := func(msg string) {
+		s.writeError(w, r, errorf(http.StatusBadRequest, "invalid_field", msg))
+	}
+	if body.UserID != nil && *body.UserID != userOf(r) {
+		invalid(`"user_id" is the caller's own and cannot be changed`)
+		return
+	}
 	if len(body.Preferences) > maxPreferences {
-		s.writeError(w, r, errorf(http.StatusBadRequest, "invalid_field", `"preferences" holds more than 50 entries`))
+		invalid(`"preferences" holds more than 50 entries`)
 		return
 	}
 	for k, v := range body.Preferences {
-		if k == "" || len(k) > 100 || len(v) > maxPreferenceLen {
-			s.writeError(w, r, errorf(http.StatusBadRequest, "invalid_field",
-				`each of "preferences" needs a name of at most 100 bytes and a value of at most 500`))
+		if k == "" || len(k) > maxNameLen || len(v) > maxPreferenceLen {
+			invalid(`each of "preferences" needs a name of at most 100 bytes and a value of at most 500`)
 			return
 		}
 	}
-	p, err := s.cfg.Cognition.SetPreferences(r.Context(), userOf(r), body.Preferences, body.Expertise, body.Style)
+	if len(body.Interests) > maxInterests {
+		invalid(`"interests" holds more than 10 entries`)
+		return
+	}
+	for _, t := range body.Interests {
+		if t == "" || len(t) > maxNameLen {
+			invalid(`each of "interests" needs 1 to 100 bytes`)
+			return
+		}
+	}
+	p, err := s.cfg.Cognition.SetPreferences(r.Context(), userOf(r), cognition.ProfileEdit{Preferences: body.Preferences,
+		Expertise: body.ExpertiseLevel, Style: body.CommunicationStyle, Interests: body.Interests})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -88,6 +113,9 @@ func (s *Server) handleListMemories(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if p.Memories == nil {
+		p.Memories = []store.Memory{}
+	}
 	writeJSON(w, http.StatusOK, p)
 }
 
@@ -102,14 +130,13 @@ func (s *Server) handleForget(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleForgetAll is DELETE /api/v1/me/memories: every memory and the
-// profile, and the learning jobs still queued.
+// profile, and the learning jobs still queued; 204.
 func (s *Server) handleForgetAll(w http.ResponseWriter, r *http.Request) {
-	n, err := s.cfg.Cognition.ForgetAll(r.Context(), userOf(r))
-	if err != nil {
+	if _, err := s.cfg.Cognition.ForgetAll(r.Context(), userOf(r)); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"deleted": n})
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // handleIdentity is GET /api/v1/cognition/identity: the agent's

@@ -2,8 +2,10 @@ package api_test
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,10 +33,88 @@ func newMemoryEnv(t *testing.T, b backend) (*env, *cognition.Service) {
 
 type memoryPage struct {
 	Memories []struct {
-		ID      string `json:"memory_id"`
+		ID      string `json:"id"`
 		Summary string `json:"summary"`
 	} `json:"memories"`
 	NextCursor string `json:"next_cursor"`
+}
+
+// keysOf returns the keys of the JSON object in b, sorted.
+func keysOf(t *testing.T, b []byte) []string {
+	t.Helper()
+	return slices.Sorted(maps.Keys(jsonOf[map[string]any](t, b)))
+}
+
+// The bodies have exactly the keys API.md lists, and PATCH takes any of
+// the profile's fields, a GET body sent back included.
+func TestMeShapes(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e, svc := newMemoryEnv(t, b)
+			if err := svc.Remember(t.Context(), "alice", "", "my boat is called Nautilus"); err != nil {
+				t.Fatal(err)
+			}
+			profileKeys := []string{"communication_style", "expertise_level", "interests", "preferences", "updated_at", "user_id"}
+			status, body := e.do(http.MethodGet, "/api/v1/me/profile", nil)
+			if status != http.StatusOK || !slices.Equal(keysOf(t, body), profileKeys) {
+				t.Fatalf("profile: %d %s", status, body)
+			}
+			if p := jsonOf[map[string]any](t, body); p["user_id"] != "alice" || p["expertise_level"] != "" {
+				t.Errorf("fresh profile %s", body)
+			}
+
+			status, body = e.do(http.MethodPatch, "/api/v1/me/profile", map[string]any{"expertise_level": "expert",
+				"communication_style": "technical", "interests": []string{"boats", "sails"}, "preferences": map[string]string{"units": "metric"}})
+			if status != http.StatusOK || !slices.Equal(keysOf(t, body), profileKeys) {
+				t.Fatalf("patch: %d %s", status, body)
+			}
+			p := jsonOf[struct {
+				UserID      string            `json:"user_id"`
+				Expertise   string            `json:"expertise_level"`
+				Style       string            `json:"communication_style"`
+				Interests   []string          `json:"interests"`
+				Preferences map[string]string `json:"preferences"`
+				UpdatedAt   time.Time         `json:"updated_at"`
+			}](t, body)
+			if p.UserID != "alice" || p.Expertise != "expert" || p.Style != "technical" || !slices.Equal(p.Interests, []string{"boats", "sails"}) ||
+				p.Preferences["units"] != "metric" || p.UpdatedAt.IsZero() {
+				t.Errorf("patched profile %s", body)
+			}
+			// What GET shows can be sent back as it is.
+			_, got := e.do(http.MethodGet, "/api/v1/me/profile", nil)
+			if status, body := e.do(http.MethodPatch, "/api/v1/me/profile", jsonOf[map[string]any](t, got)); status != http.StatusOK {
+				t.Errorf("patch with the GET body: %d %s", status, body)
+			}
+
+			status, body = e.do(http.MethodGet, "/api/v1/me/memories", nil)
+			if status != http.StatusOK || !slices.Equal(keysOf(t, body), []string{"memories", "next_cursor"}) {
+				t.Fatalf("memories: %d %s", status, body)
+			}
+			page := jsonOf[struct {
+				Memories []map[string]any `json:"memories"`
+			}](t, body)
+			if len(page.Memories) != 1 {
+				t.Fatalf("memories: %s", body)
+			}
+			m := page.Memories[0]
+			want := []string{"access_count", "conversation_id", "created_at", "id", "importance", "last_accessed", "outcome", "summary", "topics"}
+			if got := slices.Sorted(maps.Keys(m)); !slices.Equal(got, want) || m["summary"] != "my boat is called Nautilus" || m["id"] == "" {
+				t.Errorf("memory keys %v, want %v: %s", got, want, body)
+			}
+
+			// Forgetting everything answers 204 and takes the profile too.
+			status, body = e.do(http.MethodDelete, "/api/v1/me/memories", nil)
+			if status != http.StatusNoContent || len(body) != 0 {
+				t.Fatalf("forget all: %d %q", status, body)
+			}
+			if _, body = e.do(http.MethodGet, "/api/v1/me/memories", nil); string(body) != `{"memories":[],"next_cursor":""}`+"\n" {
+				t.Errorf("memories after forgetting all: %s", body)
+			}
+			if _, body = e.do(http.MethodGet, "/api/v1/me/profile", nil); jsonOf[map[string]any](t, body)["expertise_level"] != "" {
+				t.Errorf("profile after forgetting all: %s", body)
+			}
+		})
+	}
 }
 
 // Two users never see or touch each other's memories or profile, through
@@ -47,7 +127,7 @@ func TestMeIsolation(t *testing.T) {
 			if err := svc.Remember(ctx, "alice", "", "my boat is called Nautilus"); err != nil {
 				t.Fatal(err)
 			}
-			status, body := e.do(http.MethodPatch, "/api/v1/me/profile", map[string]any{"style": "concise", "preferences": map[string]string{"units": "metric"}})
+			status, body := e.do(http.MethodPatch, "/api/v1/me/profile", map[string]any{"communication_style": "concise", "preferences": map[string]string{"units": "metric"}})
 			if status != http.StatusOK {
 				t.Fatalf("patch: %d %s", status, body)
 			}
@@ -74,7 +154,7 @@ func TestMeIsolation(t *testing.T) {
 			status, body = e.doAs(bobKey, http.MethodDelete, "/api/v1/me/memories/"+id, nil)
 			wantError(t, status, body, http.StatusNotFound)
 			status, body = e.doAs(bobKey, http.MethodDelete, "/api/v1/me/memories", nil)
-			if status != http.StatusOK || string(body) != `{"deleted":0}`+"\n" {
+			if status != http.StatusNoContent || len(body) != 0 {
 				t.Errorf("bob forgets all: %d %q", status, body)
 			}
 			if c, err := svc.Context(ctx, "bob", "what is my boat called"); err != nil || len(c.Memories) != 0 || c.Profile.Style != "" {
@@ -109,8 +189,14 @@ func TestMeBadInput(t *testing.T) {
 		body               any
 		want               int
 	}{
-		{"unknown style", http.MethodPatch, "/api/v1/me/profile", map[string]any{"style": "loud"}, http.StatusBadRequest},
-		{"unknown expertise", http.MethodPatch, "/api/v1/me/profile", map[string]any{"expertise": "guru"}, http.StatusBadRequest},
+		{"unknown style", http.MethodPatch, "/api/v1/me/profile", map[string]any{"communication_style": "loud"}, http.StatusBadRequest},
+		{"unknown expertise", http.MethodPatch, "/api/v1/me/profile", map[string]any{"expertise_level": "guru"}, http.StatusBadRequest},
+		{"old style name", http.MethodPatch, "/api/v1/me/profile", map[string]any{"style": "concise"}, http.StatusBadRequest},
+		{"old expertise name", http.MethodPatch, "/api/v1/me/profile", map[string]any{"expertise": "expert"}, http.StatusBadRequest},
+		{"another user id", http.MethodPatch, "/api/v1/me/profile", map[string]any{"user_id": "bob"}, http.StatusBadRequest},
+		{"interests not a list", http.MethodPatch, "/api/v1/me/profile", map[string]any{"interests": "boats"}, http.StatusBadRequest},
+		{"too many interests", http.MethodPatch, "/api/v1/me/profile", map[string]any{"interests": make([]string, 11)}, http.StatusBadRequest},
+		{"empty interest", http.MethodPatch, "/api/v1/me/profile", map[string]any{"interests": []string{""}}, http.StatusBadRequest},
 		{"unknown field", http.MethodPatch, "/api/v1/me/profile", map[string]any{"mood": "happy"}, http.StatusBadRequest},
 		{"too many preferences", http.MethodPatch, "/api/v1/me/profile", map[string]any{"preferences": long}, http.StatusBadRequest},
 		{"empty preference name", http.MethodPatch, "/api/v1/me/profile", map[string]any{"preferences": map[string]string{"": "x"}}, http.StatusBadRequest},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -179,33 +180,46 @@ func (s *Service) Profile(ctx context.Context, userID string) (store.Profile, er
 	return s.cfg.Store.GetProfile(ctx, userID)
 }
 
+// ProfileEdit is what a user states of themself (PATCH /me/profile).
+type ProfileEdit struct {
+	// Preferences are set by name; an empty value removes one.
+	Preferences map[string]string
+	// Expertise and Style, when not "", win over inference.
+	Expertise, Style string
+	// Interests, when not nil, replace the inferred ones.
+	Interests []string
+}
+
 // SetPreferences records what the user states of themself: each
-// preference set (an empty value removes it), and expertise and style
-// when not "" (they then win over inference). ErrInvalid for an unknown
-// expertise or style.
-func (s *Service) SetPreferences(ctx context.Context, userID string, prefs map[string]string, expertise, style string) (store.Profile, error) {
+// preference set (an empty value removes it), expertise and style when
+// not "" (they then win over inference), and interests when not nil.
+// ErrInvalid for an unknown expertise or style.
+func (s *Service) SetPreferences(ctx context.Context, userID string, e ProfileEdit) (store.Profile, error) {
 	if userID == "" {
 		return store.Profile{}, ErrNoUser
 	}
-	if expertise != "" && !validExpertise(expertise) {
-		return store.Profile{}, fmt.Errorf("%w: expertise %q is not novice, intermediate or expert", store.ErrInvalid, expertise)
+	if e.Expertise != "" && !validExpertise(e.Expertise) {
+		return store.Profile{}, fmt.Errorf("%w: expertise %q is not novice, intermediate or expert", store.ErrInvalid, e.Expertise)
 	}
-	if style != "" && !validStyle(style) {
-		return store.Profile{}, fmt.Errorf("%w: style %q is not concise, detailed or technical", store.ErrInvalid, style)
+	if e.Style != "" && !validStyle(e.Style) {
+		return store.Profile{}, fmt.Errorf("%w: style %q is not concise, detailed or technical", store.ErrInvalid, e.Style)
 	}
 	return s.cfg.Store.UpdateProfile(ctx, userID, func(p *store.Profile) error {
-		for k, v := range prefs {
+		for k, v := range e.Preferences {
 			if v == "" {
 				delete(p.Preferences, k)
 			} else {
 				p.Preferences[k] = v
 			}
 		}
-		if expertise != "" {
-			p.Preferences[PrefExpertise], p.Expertise = expertise, expertise
+		if e.Expertise != "" {
+			p.Preferences[PrefExpertise], p.Expertise = e.Expertise, e.Expertise
 		}
-		if style != "" {
-			p.Preferences[PrefStyle], p.Style = style, style
+		if e.Style != "" {
+			p.Preferences[PrefStyle], p.Style = e.Style, e.Style
+		}
+		if e.Interests != nil {
+			p.Interests = slices.Clone(e.Interests)
 		}
 		return nil
 	})

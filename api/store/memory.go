@@ -77,13 +77,13 @@ type Memories interface {
 // conversation, or a fact the user asked it to remember. Its JSON is the
 // item of GET /me/memories.
 type Memory struct {
-	ID             string `json:"memory_id"`
+	ID             string `json:"id"`
 	UserID         string `json:"-"`
-	ConversationID string `json:"conversation_id,omitempty"`
+	ConversationID string `json:"conversation_id"`
 	Summary        string `json:"summary"`
 	// Outcome is how the turn went: success, partial or failure; "" for
 	// a fact.
-	Outcome string   `json:"outcome,omitempty"`
+	Outcome string   `json:"outcome"`
 	Topics  []string `json:"topics"`
 	// Importance is from 0 to 1; pruning deletes the least important
 	// first.
@@ -126,7 +126,8 @@ func (m NewMemory) Validate() error {
 type MemoryPage struct {
 	Memories []Memory `json:"memories"`
 	// NextCursor fetches the next page; "" when this page is the last.
-	NextCursor string `json:"next_cursor,omitempty"`
+	// The key is always there, as API.md lists it.
+	NextCursor string `json:"next_cursor"`
 }
 
 // MemoryQuery asks SearchMemories for memories.
@@ -158,16 +159,17 @@ type PruneRule struct {
 // Profile is what the agent knows of how a user works with it. Its JSON is
 // the body of GET /me/profile.
 type Profile struct {
-	UserID string `json:"-"`
+	UserID string `json:"user_id"`
 	// Expertise is novice, intermediate or expert; "" before any
 	// inference.
-	Expertise string `json:"expertise"`
+	Expertise string `json:"expertise_level"`
 	// Style is concise, detailed or technical; "" before any inference.
-	Style string `json:"style"`
+	Style string `json:"communication_style"`
 	// Interests are topics the user asks about, most frequent first.
 	Interests []string `json:"interests"`
-	// Patterns count how the user interacts (questions, turns, …).
-	Patterns map[string]int `json:"patterns"`
+	// Patterns count how the user interacts (questions, turns, …): the
+	// agent's bookkeeping, not part of the profile API.md shows.
+	Patterns map[string]int `json:"-"`
 	// Preferences are what the user stated, by name: they win over
 	// inference.
 	Preferences map[string]string `json:"preferences"`

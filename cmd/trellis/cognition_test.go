@@ -45,7 +45,7 @@ func chatTurn(t *testing.T, c *child, body map[string]any) turnResult {
 }
 
 type memoryItem struct {
-	ID      string `json:"memory_id"`
+	ID      string `json:"id"`
 	Summary string `json:"summary"`
 }
 
@@ -113,7 +113,7 @@ func TestServeRemembersAcrossConversations(t *testing.T) {
 					}
 				}
 				_, p := getJSON(t, c, "/api/v1/me/profile")
-				return fact.ID != "" && p["style"] == "concise"
+				return fact.ID != "" && p["communication_style"] == "concise"
 			})
 
 			b := chatTurn(t, c, map[string]any{"message": "What is my boat called?"})
@@ -146,7 +146,7 @@ func TestServeRemembersAcrossConversations(t *testing.T) {
 
 			// Forgetting everything: the profile goes too.
 			resp := c.do(http.MethodDelete, "/api/v1/me/memories", nil)
-			if resp.StatusCode != http.StatusOK {
+			if resp.StatusCode != http.StatusNoContent {
 				t.Fatalf("forget all: %d", resp.StatusCode)
 			}
 			if ms := listMemories(t, c); len(ms) != 0 {

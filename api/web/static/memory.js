@@ -48,11 +48,11 @@ export class Memory {
 
   item(m) {
     const forget = el("button", { type: "button", class: "icon-button", "aria-label": `Forget: ${m.summary}`, title: "Forget this" }, "✕");
-    const li = el("li", { "data-memory-id": m.memory_id }, el("span", { class: "memory-summary" }, m.summary), forget);
+    const li = el("li", { "data-memory-id": m.id }, el("span", { class: "memory-summary" }, m.summary), forget);
     forget.addEventListener("click", async () => {
       forget.disabled = true;
       try {
-        await this.ctx.client.json("DELETE", path`/api/v1/me/memories/${m.memory_id}`);
+        await this.ctx.client.json("DELETE", path`/api/v1/me/memories/${m.id}`);
       } catch (err) {
         // Gone already (another tab): the list is what matters.
         if (!(err instanceof APIError && err.status === 404)) {
