@@ -129,10 +129,12 @@ func TestE2ELiveViewAndTaskBoard(t *testing.T) {
 	// The user edits the board on the page.
 	p.WaitJS("the board open again", `() => !document.querySelector("#task-list select").disabled`)
 	p.Fill("#task-list li:nth-child(2) select.task-status", "done")
-	p.WaitJS("task 2 done", `() => document.querySelector('#task-list li:nth-child(2)')?.dataset.status === "done"`)
+	p.WaitJS("task 2 done", `() => document.querySelector('#task-list li:nth-child(2)')?.dataset.status === "done" &&
+		!document.querySelector("#task-list").hasAttribute("aria-busy")`)
 	p.Fill("#task-list li:nth-child(3) input.task-title", "Paint it green")
+	// Saved, and the board read again, before the next control is used.
 	p.WaitJS("the new title kept", `() => document.querySelector('#task-list li:nth-child(3) .task-title')?.value === "Paint it green" &&
-		document.querySelectorAll("#task-list li").length === 3`)
+		document.querySelectorAll("#task-list li").length === 3 && !document.querySelector("#task-list").hasAttribute("aria-busy")`)
 	p.Click("#task-list li:nth-child(3) button.task-up")
 	p.WaitJS("task 3 moved up", `() => document.querySelector('#task-list li:nth-child(2)')?.dataset.taskId === "t3"`)
 	p.CheckAccessible()

@@ -121,13 +121,17 @@ export class Board {
   async edit(taskId, change) {
     const cid = this.cid || this.conversation();
     if (!cid) return;
+    // aria-busy while an edit is on its way, until the board is read again.
+    this.pending = (this.pending || 0) + 1;
+    this.list.setAttribute("aria-busy", "true");
     try {
       await this.client.json("PATCH", path`/api/v1/conversations/${cid}/tasks/${taskId}`, change);
+      if (this.cid === cid) await this.refresh(cid);
     } catch (err) {
       this.showError(err);
       this.render(this.tasks); // put the controls back as the board is
-      return;
+    } finally {
+      if (--this.pending === 0) this.list.removeAttribute("aria-busy");
     }
-    if (this.cid === cid) await this.refresh(cid);
   }
 }
