@@ -9,8 +9,10 @@ import (
 	"github.com/trellis-ai/trellis/nodes"
 )
 
-// taskBoard is GET …/tasks' and PATCH …/tasks/{task_id}'s answer: the
-// whole board, in order, with its revision.
+// taskBoard is GET …/tasks' answer: the whole board, in order, each task
+// {"id", "title", "status", "owner", "position"} (position is the task's
+// 0-based index on the board), with the board's revision (a count of its
+// changes, which the page uses to drop an older board than the one shown).
 type taskBoard struct {
 	Tasks    []nodes.Task `json:"tasks"`
 	Revision int          `json:"revision"`
@@ -36,7 +38,8 @@ func (s *Server) handleTasks(w http.ResponseWriter, r *http.Request) {
 
 // handleEditTask is PATCH /api/v1/conversations/{id}/tasks/{task_id}
 // with {"title"?, "status"?, "position"?}: a user's edit of one task,
-// answered with the whole board after it. 409 run_active while a run of
+// answered with that task after it ({"id", "title", "status", "owner",
+// "position"}; position is where the task now is). 409 run_active while a run of
 // the conversation goes or waits; 404 for another user's conversation or
 // an unknown task.
 func (s *Server) handleEditTask(w http.ResponseWriter, r *http.Request) {
@@ -45,7 +48,7 @@ func (s *Server) handleEditTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	b, err := s.runs.EditTask(r.Context(), userOf(r), r.PathValue("id"), r.PathValue("task_id"), e)
+	t, err := s.runs.EditTask(r.Context(), userOf(r), r.PathValue("id"), r.PathValue("task_id"), e)
 	if errors.Is(err, nodes.ErrUnknownTask) {
 		err = errorf(http.StatusNotFound, "not_found", "the conversation's task board has no task with this id")
 	}
@@ -53,7 +56,7 @@ func (s *Server) handleEditTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, boardOf(b))
+	writeJSON(w, http.StatusOK, t)
 }
 
 // taskPatch is the PATCH body as it comes: each field present or not,

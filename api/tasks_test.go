@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,10 +30,13 @@ func scriptedWith(t testing.TB, script string) (*llm.Scripted, func(*api.Config)
 	return model, func(c *api.Config) { c.Models = models }
 }
 
+type taskBody struct {
+	ID, Title, Status, Owner string
+	Position                 int
+}
+
 type boardBody struct {
-	Tasks []struct {
-		ID, Title, Status, Owner string
-	}
+	Tasks    []taskBody
 	Revision int
 }
 
@@ -41,6 +46,40 @@ func (b boardBody) line() string {
 		parts = append(parts, t.ID+"="+t.Status+":"+t.Title+"@"+t.Owner)
 	}
 	return strings.Join(parts, " | ")
+}
+
+// taskKeys is API.md's task object: these fields, no others.
+var taskKeys = []string{"id", "owner", "position", "status", "title"}
+
+// checkTask fails t unless task (a decoded JSON object) has exactly
+// API.md's fields.
+func checkTask(t testing.TB, what string, task any) {
+	t.Helper()
+	m, ok := task.(map[string]any)
+	if !ok {
+		t.Errorf("%s: %v is not an object", what, task)
+		return
+	}
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if !slices.Equal(keys, taskKeys) {
+		t.Errorf("%s: task fields %v, want %v", what, keys, taskKeys)
+	}
+}
+
+// checkBoard fails t unless the board's tasks have exactly API.md's
+// fields and each task's position is its place on the board.
+func checkBoard(t testing.TB, what string, tasks []any) {
+	t.Helper()
+	for i, task := range tasks {
+		checkTask(t, what, task)
+		if m, _ := task.(map[string]any); m["position"] != float64(i) {
+			t.Errorf("%s: task %d has position %v", what, i, m["position"])
+		}
+	}
 }
 
 // TestTaskBoardAPI: the agent's write_todos shows in tasks.updated and
@@ -58,6 +97,7 @@ func TestTaskBoardAPI(t *testing.T) {
 			if n := len(up.Data["tasks"].([]any)); n != 3 || up.Data["revision"] != 1.0 {
 				t.Errorf("tasks.updated %s", up.Raw)
 			}
+			checkBoard(t, "tasks.updated", up.Data["tasks"].([]any))
 			s.until("run.completed")
 			tasks := "/api/v1/conversations/" + conv + "/tasks"
 
@@ -69,6 +109,7 @@ func TestTaskBoardAPI(t *testing.T) {
 			if got := jsonOf[boardBody](t, body); got.line() != want || got.Revision != 1 {
 				t.Errorf("GET tasks = %s", body)
 			}
+			checkBoard(t, "GET tasks", jsonOf[struct{ Tasks []any }](t, body).Tasks)
 
 			// Bad bodies: 4xx with API.md's error, and nothing changes.
 			for _, bad := range []struct {
@@ -98,14 +139,36 @@ func TestTaskBoardAPI(t *testing.T) {
 			if st, body := e.do("POST", "/api/v1/conversations/"+conv+"/cancel", nil); st != http.StatusOK && st != http.StatusAccepted {
 				t.Fatalf("cancel: %d %s", st, body)
 			}
+			var patched []byte
 			waitFor(t, "the cancel", func() bool {
-				st, _ := e.do("PATCH", tasks+"/t2", `{"title":"Write the announcement (short)","status":"done","position":0}`)
+				st, body := e.do("PATCH", tasks+"/t2", `{"title":"Write the announcement (short)","status":"done","position":0}`)
+				patched = body
 				return st == http.StatusOK
 			})
+			// The answer is the task after the edit, at its new place.
+			if got, want := jsonOf[taskBody](t, patched), (taskBody{ID: "t2", Title: "Write the announcement (short)", Status: "done", Owner: "agent", Position: 0}); got != want {
+				t.Errorf("PATCH answered %s, want %+v", patched, want)
+			}
+			var raw any
+			if err := json.Unmarshal(patched, &raw); err != nil {
+				t.Fatal(err)
+			}
+			checkTask(t, "PATCH", raw)
 			status, body = e.do("GET", tasks, nil)
 			want = "t2=done:Write the announcement (short)@agent | t1=in_progress:Pick a date@agent | t3=pending:Tell the team@herald"
 			if got := jsonOf[boardBody](t, body); status != http.StatusOK || got.line() != want || got.Revision != 2 {
 				t.Errorf("after the edit: %d %s", status, body)
+			}
+			checkBoard(t, "GET tasks after the edit", jsonOf[struct{ Tasks []any }](t, body).Tasks)
+
+			// A move to the end (or past it) answers the task's new place.
+			st, body = e.do("PATCH", tasks+"/t2", `{"position":7}`)
+			if got := jsonOf[taskBody](t, body); st != http.StatusOK || got.ID != "t2" || got.Position != 2 || got.Status != "done" {
+				t.Errorf("PATCH position 7: %d %s", st, body)
+			}
+			st, body = e.do("PATCH", tasks+"/t2", `{"position":0}`)
+			if got := jsonOf[taskBody](t, body); st != http.StatusOK || got.Position != 0 {
+				t.Errorf("PATCH position 0: %d %s", st, body)
 			}
 
 			// The agent's next turn sees the user's edit.

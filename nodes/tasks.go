@@ -61,6 +61,18 @@ type Task struct {
 	Status TaskStatus `json:"status"`
 	// Owner is OwnerAgent or a sub-agent's name.
 	Owner string `json:"owner"`
+	// Position is the task's 0-based place on the board: always its
+	// index in TaskBoard.Tasks (positioned sets it after every change, and
+	// Agent.Tasks on reading a board saved before positions existed).
+	Position int `json:"position"`
+}
+
+// positioned returns tasks with each Position set to its index, in place.
+func positioned(tasks []Task) []Task {
+	for i := range tasks {
+		tasks[i].Position = i
+	}
+	return tasks
 }
 
 // TaskBoard is the conversation's plan, in order. Revision counts its
@@ -80,7 +92,8 @@ func newestBoard(current, update TaskBoard) TaskBoard {
 	return update
 }
 
-// TasksUpdated is tasks.updated: the board after a change, whole.
+// TasksUpdated is tasks.updated: the board after a change, whole, each
+// task with its position.
 type TasksUpdated struct {
 	Tasks    []Task `json:"tasks"`
 	Revision int    `json:"revision"`
@@ -113,9 +126,18 @@ var writeTodosDef = llms.Tool{Type: "function", Function: &llms.FunctionDefiniti
 	},
 }}
 
-// writeTodosArgs are write_todos' arguments.
+// writeTodosArgs are write_todos' arguments: the tasks in order (a
+// task's position is its place in the list, not an argument).
 type writeTodosArgs struct {
-	Todos []Task `json:"todos"`
+	Todos []todoArg `json:"todos"`
+}
+
+// todoArg is one task as the model writes it.
+type todoArg struct {
+	ID     string     `json:"id"`
+	Title  string     `json:"title"`
+	Status TaskStatus `json:"status"`
+	Owner  string     `json:"owner"`
 }
 
 // planBoard turns write_todos' arguments into the board that follows
@@ -134,7 +156,8 @@ func planBoard(board TaskBoard, raw json.RawMessage) (TaskBoard, error) {
 	next := nextTaskNumber(board.Tasks)
 	seen := make(map[string]bool, len(args.Todos))
 	out := make([]Task, 0, len(args.Todos))
-	for i, t := range args.Todos {
+	for i, a := range args.Todos {
+		t := Task{ID: a.ID, Title: a.Title, Status: a.Status, Owner: a.Owner, Position: i}
 		t.Title = strings.TrimSpace(t.Title)
 		t.ID = strings.TrimSpace(t.ID)
 		t.Owner = strings.TrimSpace(t.Owner)
@@ -262,41 +285,42 @@ func (a *Agent) Tasks(ctx context.Context, conversationID string) (TaskBoard, er
 		return TaskBoard{}, fmt.Errorf("nodes: tasks of %s: %w", conversationID, err)
 	}
 	b := snap.Values.Tasks
-	b.Tasks = nonNil(b.Tasks)
+	b.Tasks = positioned(slices.Clone(nonNil(b.Tasks)))
 	return b, nil
 }
 
 // EditTask applies a user's edit to one task of the board and writes the
 // new board into the conversation's state, where the supervisor reads it
-// on its next decision. It must not run alongside a run of the
+// on its next decision. It returns the edited task (with its position
+// after the change) and the whole new board. It must not run alongside a run of the
 // conversation (the service refuses with 409 while one goes or waits);
 // the planned next step of the thread is kept. Errors: ErrInvalidInput
 // (an empty edit, a bad title or status, a negative position),
 // ErrUnknownTask (also for a conversation with no state).
-func (a *Agent) EditTask(ctx context.Context, conversationID, taskID string, e TaskEdit) (TaskBoard, error) {
+func (a *Agent) EditTask(ctx context.Context, conversationID, taskID string, e TaskEdit) (Task, TaskBoard, error) {
 	if e.Title == nil && e.Status == nil && e.Position == nil {
-		return TaskBoard{}, fmt.Errorf("nodes: edit task: %w: nothing to change", ErrInvalidInput)
+		return Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task: %w: nothing to change", ErrInvalidInput)
 	}
 	if e.Title != nil {
 		t := strings.TrimSpace(*e.Title)
 		if err := checkTitle(t); err != nil {
-			return TaskBoard{}, fmt.Errorf("nodes: edit task: %w: %w", ErrInvalidInput, err)
+			return Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task: %w: %w", ErrInvalidInput, err)
 		}
 		e.Title = &t
 	}
 	if e.Status != nil && !e.Status.Valid() {
-		return TaskBoard{}, fmt.Errorf("nodes: edit task: %w: status %q is not pending, in_progress or done", ErrInvalidInput, *e.Status)
+		return Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task: %w: status %q is not pending, in_progress or done", ErrInvalidInput, *e.Status)
 	}
 	if e.Position != nil && *e.Position < 0 {
-		return TaskBoard{}, fmt.Errorf("nodes: edit task: %w: position must be 0 or more", ErrInvalidInput)
+		return Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task: %w: position must be 0 or more", ErrInvalidInput)
 	}
 	board, err := a.Tasks(ctx, conversationID)
 	if err != nil {
-		return TaskBoard{}, err
+		return Task{}, TaskBoard{}, err
 	}
 	i := slices.IndexFunc(board.Tasks, func(t Task) bool { return t.ID == taskID })
 	if i < 0 {
-		return TaskBoard{}, fmt.Errorf("nodes: edit task %q of %s: %w", taskID, conversationID, ErrUnknownTask)
+		return Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task %q of %s: %w", taskID, conversationID, ErrUnknownTask)
 	}
 	tasks := slices.Clone(board.Tasks)
 	t := tasks[i]
@@ -311,11 +335,11 @@ func (a *Agent) EditTask(ctx context.Context, conversationID, taskID string, e T
 		tasks = slices.Delete(tasks, i, i+1)
 		tasks = slices.Insert(tasks, min(*e.Position, len(tasks)), t)
 	}
-	next := TaskBoard{Tasks: tasks, Revision: board.Revision + 1}
+	next := TaskBoard{Tasks: positioned(tasks), Revision: board.Revision + 1}
 	if _, err := a.graph.UpdateState(ctx, graph.Ref{ThreadID: conversationID}, "", graph.Command[ChatState]{Update: ChatState{Tasks: next}}); err != nil {
-		return TaskBoard{}, fmt.Errorf("nodes: edit task %q of %s: %w", taskID, conversationID, err)
+		return Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task %q of %s: %w", taskID, conversationID, err)
 	}
-	return next, nil
+	return next.Tasks[slices.IndexFunc(next.Tasks, func(t Task) bool { return t.ID == taskID })], next, nil
 }
 
 // writeTodos runs write_todos as step i of the execution: the agent's own

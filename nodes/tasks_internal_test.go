@@ -25,7 +25,10 @@ func FuzzPlanBoard(f *testing.F) {
 			t.Fatalf("board %+v", b)
 		}
 		seen := map[string]bool{}
-		for _, tk := range b.Tasks {
+		for i, tk := range b.Tasks {
+			if tk.Position != i {
+				t.Fatalf("task %+v at %d", tk, i)
+			}
 			if tk.ID == "" || seen[tk.ID] || tk.ID == "t7" && tk.Title == "" || checkTitle(tk.Title) != nil || !tk.Status.Valid() || tk.Owner == "" {
 				t.Fatalf("task %+v of %+v", tk, b)
 			}

@@ -37,9 +37,9 @@ func TestTaskBoardWrittenEditedAndSeen(t *testing.T) {
 	if up == nil {
 		t.Fatalf("no tasks.updated in %s", r.trace())
 	}
-	if got := mustJSON(t, up); got != `{"tasks":[{"id":"t1","title":"Gather the figures","status":"in_progress","owner":"agent"},`+
-		`{"id":"t2","title":"Draft the report","status":"pending","owner":"agent"},`+
-		`{"id":"t3","title":"Check the sums","status":"pending","owner":"auditor"}],"revision":1}` {
+	if got := mustJSON(t, up); got != `{"tasks":[{"id":"t1","title":"Gather the figures","status":"in_progress","owner":"agent","position":0},`+
+		`{"id":"t2","title":"Draft the report","status":"pending","owner":"agent","position":1},`+
+		`{"id":"t3","title":"Check the sums","status":"pending","owner":"auditor","position":2}],"revision":1}` {
 		t.Errorf("tasks.updated = %s", got)
 	}
 	board, err := h.agent.Tasks(t.Context(), "c1")
@@ -48,12 +48,23 @@ func TestTaskBoardWrittenEditedAndSeen(t *testing.T) {
 	}
 
 	title, done, first := "Draft the report (two pages)", nodes.TaskDone, 0
-	board, err = h.agent.EditTask(t.Context(), "c1", "t2", nodes.TaskEdit{Title: &title, Status: &done, Position: &first})
+	task, board, err := h.agent.EditTask(t.Context(), "c1", "t2", nodes.TaskEdit{Title: &title, Status: &done, Position: &first})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if board.Revision != 2 || board.Tasks[0].ID != "t2" || board.Tasks[0].Title != title || board.Tasks[0].Status != nodes.TaskDone {
+	if want := (nodes.Task{ID: "t2", Title: title, Status: nodes.TaskDone, Owner: nodes.OwnerAgent, Position: 0}); task != want {
+		t.Errorf("the edited task = %+v, want %+v", task, want)
+	}
+	if board.Revision != 2 || board.Tasks[0] != task {
 		t.Errorf("after the edit: %+v", board)
+	}
+	for i, tk := range board.Tasks {
+		if tk.Position != i {
+			t.Errorf("task %s at %d has position %d", tk.ID, i, tk.Position)
+		}
+	}
+	if got, err := h.agent.Tasks(t.Context(), "c1"); err != nil || got.Tasks[1].ID != "t1" || got.Tasks[1].Position != 1 || got.Tasks[2].Position != 2 {
+		t.Errorf("Tasks after the edit = %+v, %v", got, err)
 	}
 
 	if r := h.run(t, "c1", "go on"); r.err != nil {
@@ -84,15 +95,15 @@ func TestEditTaskRefusesBadEdits(t *testing.T) {
 	for name, e := range map[string]nodes.TaskEdit{
 		"nothing": {}, "empty title": {Title: &empty}, "long title": {Title: &long}, "bad status": {Status: &bad}, "negative position": {Position: &neg},
 	} {
-		if _, err := h.agent.EditTask(t.Context(), "c1", "t1", e); !errors.Is(err, nodes.ErrInvalidInput) {
+		if _, _, err := h.agent.EditTask(t.Context(), "c1", "t1", e); !errors.Is(err, nodes.ErrInvalidInput) {
 			t.Errorf("%s: err = %v, want ErrInvalidInput", name, err)
 		}
 	}
 	done := nodes.TaskDone
-	if _, err := h.agent.EditTask(t.Context(), "c1", "t9", nodes.TaskEdit{Status: &done}); !errors.Is(err, nodes.ErrUnknownTask) {
+	if _, _, err := h.agent.EditTask(t.Context(), "c1", "t9", nodes.TaskEdit{Status: &done}); !errors.Is(err, nodes.ErrUnknownTask) {
 		t.Errorf("unknown task: err = %v", err)
 	}
-	if _, err := h.agent.EditTask(t.Context(), "nobody", "t1", nodes.TaskEdit{Status: &done}); !errors.Is(err, nodes.ErrUnknownTask) {
+	if _, _, err := h.agent.EditTask(t.Context(), "nobody", "t1", nodes.TaskEdit{Status: &done}); !errors.Is(err, nodes.ErrUnknownTask) {
 		t.Errorf("unknown conversation: err = %v", err)
 	}
 	if b, _ := h.agent.Tasks(t.Context(), "c1"); b.Revision != 1 {

@@ -129,10 +129,12 @@ func TestE2ELiveViewAndTaskBoard(t *testing.T) {
 	// The user edits the board on the page.
 	p.WaitJS("the board open again", `() => !document.querySelector("#task-list select").disabled`)
 	p.Fill("#task-list li:nth-child(2) select.task-status", "done")
-	p.WaitJS("task 2 done", `() => document.querySelector('#task-list li:nth-child(2)')?.dataset.status === "done"`)
+	p.WaitJS("task 2 done", `() => document.querySelector('#task-list li:nth-child(2)')?.dataset.status === "done" &&
+		!document.querySelector("#task-list").hasAttribute("aria-busy")`)
 	p.Fill("#task-list li:nth-child(3) input.task-title", "Paint it green")
+	// Saved, and the board read again, before the next control is used.
 	p.WaitJS("the new title kept", `() => document.querySelector('#task-list li:nth-child(3) .task-title')?.value === "Paint it green" &&
-		document.querySelectorAll("#task-list li").length === 3`)
+		document.querySelectorAll("#task-list li").length === 3 && !document.querySelector("#task-list").hasAttribute("aria-busy")`)
 	p.Click("#task-list li:nth-child(3) button.task-up")
 	p.WaitJS("task 3 moved up", `() => document.querySelector('#task-list li:nth-child(2)')?.dataset.taskId === "t3"`)
 	p.CheckAccessible()
@@ -141,12 +143,20 @@ func TestE2ELiveViewAndTaskBoard(t *testing.T) {
 		len(s.requests("PATCH", "/api/v1/conversations/"+conversationID(t, p)+"/tasks/t3")); n != 3 {
 		t.Errorf("%d PATCHes of tasks, want 3", n)
 	}
+	// The page shows the board the server has (each PATCH answers only
+	// its task; the page reads the board again), positions included.
 	board := getJSON[struct {
-		Tasks []struct{ ID, Title, Status string }
+		Tasks []struct {
+			ID, Title, Status string
+			Position          int
+		}
 	}](s, "/api/v1/conversations/"+conversationID(t, p)+"/tasks")
 	var got []string
-	for _, tk := range board.Tasks {
+	for i, tk := range board.Tasks {
 		got = append(got, tk.ID+" "+tk.Status+" "+tk.Title)
+		if tk.Position != i {
+			t.Errorf("the server's task %s at %d has position %d", tk.ID, i, tk.Position)
+		}
 	}
 	if want := "t1 in_progress Buy the wood|t3 pending Paint it green|t2 done Build the frame"; strings.Join(got, "|") != want {
 		t.Errorf("the server's board: %q, want %q", strings.Join(got, "|"), want)

@@ -26,16 +26,18 @@ func (m *Service) Tasks(ctx context.Context, userID, conversationID string) (nod
 // instant between that check and the write may keep its own board (the
 // newest checkpoint wins); the edit's answer then says what was written,
 // and the stream's next tasks.updated what the agent has.
-// Errors: store.ErrNotFound (no such conversation of the user's, or no
-// such task: nodes.ErrUnknownTask), store.ErrRunActive,
+// It returns the edited task, with its position after the change.
+// Errors: store.ErrNotFound (no such conversation of the user's),
+// nodes.ErrUnknownTask (no such task), store.ErrRunActive,
 // nodes.ErrInvalidInput.
-func (m *Service) EditTask(ctx context.Context, userID, conversationID, taskID string, e nodes.TaskEdit) (nodes.TaskBoard, error) {
+func (m *Service) EditTask(ctx context.Context, userID, conversationID, taskID string, e nodes.TaskEdit) (nodes.Task, error) {
 	c, err := m.st.GetConversation(ctx, userID, conversationID)
 	if err != nil {
-		return nodes.TaskBoard{}, err
+		return nodes.Task{}, err
 	}
 	if c.Status == store.RunRunning || c.Status == store.RunInterrupted || m.live(conversationID) != nil {
-		return nodes.TaskBoard{}, fmt.Errorf("runs: edit task of conversation %s: %w", conversationID, store.ErrRunActive)
+		return nodes.Task{}, fmt.Errorf("runs: edit task of conversation %s: %w", conversationID, store.ErrRunActive)
 	}
-	return m.agent.EditTask(ctx, conversationID, taskID, e)
+	t, _, err := m.agent.EditTask(ctx, conversationID, taskID, e)
+	return t, err
 }

@@ -44,11 +44,23 @@ func TestTaskBoardAcrossARestart(t *testing.T) {
 			if r.StatusCode != http.StatusOK {
 				t.Fatalf("PATCH: %d %s", r.StatusCode, body)
 			}
+			// The answer is the edited task, at its new place.
+			var task map[string]any
+			if err := json.Unmarshal(body, &task); err != nil || len(task) != 5 || task["id"] != "t2" || task["position"] != 0.0 ||
+				task["status"] != "done" || task["title"] != "Write the announcement (short)" || task["owner"] != "agent" {
+				t.Fatalf("PATCH answered %s %v", body, err)
+			}
+			r = second.do("GET", "/api/v1/conversations/"+conv+"/tasks", nil)
+			body, _ = io.ReadAll(r.Body)
 			var board struct {
-				Tasks    []struct{ ID string }
+				Tasks []struct {
+					ID       string
+					Position int
+				}
 				Revision int
 			}
-			if err := json.Unmarshal(body, &board); err != nil || board.Revision != 2 || len(board.Tasks) != 3 || board.Tasks[0].ID != "t2" {
+			if err := json.Unmarshal(body, &board); err != nil || board.Revision != 2 || len(board.Tasks) != 3 || board.Tasks[0].ID != "t2" ||
+				board.Tasks[1].ID != "t1" || board.Tasks[1].Position != 1 || board.Tasks[2].Position != 2 {
 				t.Fatalf("the board after the edit: %s %v", body, err)
 			}
 			seen = events(t, second.do("POST", "/api/v1/chat", map[string]any{"message": "go on", "conversation_id": conv}), nil)

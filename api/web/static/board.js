@@ -1,8 +1,10 @@
 // The task board beside the chat: the plan the agent keeps with
 // write_todos (GET /conversations/{id}/tasks, then tasks.updated events),
 // which the user may edit — a task's status or title, or its place —
-// with PATCH /conversations/{id}/tasks/{task_id}. The agent reads the
-// board on its next turn.
+// with PATCH /conversations/{id}/tasks/{task_id}, which answers the
+// edited task; the page then reads the board again. Each task is
+// {id, title, status, owner, position}, position its 0-based place on the
+// board. The agent reads the board on its next turn.
 
 import { path } from "./api.js";
 import { el } from "./dom.js";
@@ -36,6 +38,11 @@ export class Board {
     this.revision = -1;
     this.render([]);
     if (!cid) return;
+    await this.refresh(cid);
+  }
+
+  /** refresh reads the board of conversation cid again. */
+  async refresh(cid) {
     try {
       const b = await this.client.json("GET", path`/api/v1/conversations/${cid}/tasks`);
       if (this.cid === cid) this.show(b);
@@ -56,7 +63,10 @@ export class Board {
     const rev = Number(b.revision) || 0;
     if (rev < this.revision) return; // an older board than the one shown
     this.revision = rev;
-    this.render(Array.isArray(b.tasks) ? b.tasks : []);
+    const tasks = Array.isArray(b.tasks) ? [...b.tasks] : [];
+    // The board's order is the tasks' positions.
+    tasks.sort((a, c) => (Number(a.position) || 0) - (Number(c.position) || 0));
+    this.render(tasks);
   }
 
   render(tasks) {
@@ -104,16 +114,24 @@ export class Board {
       el("span", { class: "task-move" }, up, down));
   }
 
-  /** edit sends one change; the answer is the board after it. */
+  /**
+   * edit sends one change; the answer is the edited task, so the page
+   * reads the whole board again (a move shifts the others' positions).
+   */
   async edit(taskId, change) {
     const cid = this.cid || this.conversation();
     if (!cid) return;
+    // aria-busy while an edit is on its way, until the board is read again.
+    this.pending = (this.pending || 0) + 1;
+    this.list.setAttribute("aria-busy", "true");
     try {
-      const b = await this.client.json("PATCH", path`/api/v1/conversations/${cid}/tasks/${taskId}`, change);
-      if (this.cid === cid) this.show(b);
+      await this.client.json("PATCH", path`/api/v1/conversations/${cid}/tasks/${taskId}`, change);
+      if (this.cid === cid) await this.refresh(cid);
     } catch (err) {
       this.showError(err);
       this.render(this.tasks); // put the controls back as the board is
+    } finally {
+      if (--this.pending === 0) this.list.removeAttribute("aria-busy");
     }
   }
 }
