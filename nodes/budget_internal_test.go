@@ -19,7 +19,7 @@ func TestBudgetResumeAdoptsWorkingTime(t *testing.T) {
 	if why := over.exceeded(); !strings.HasPrefix(why, "time (1.5") {
 		t.Errorf("exceeded = %q", why)
 	}
-	if u := over.usage(); u.Exceeded != "time" || u.TimeMS < 1500 {
+	if u := over.usage(); u.Exceeded != "time" || u.Seconds < 1.5 {
 		t.Errorf("usage = %+v", u)
 	}
 	under := &budget{start: time.Now(), limits: Budget{Time: time.Second}}
