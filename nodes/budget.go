@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -34,6 +35,9 @@ type Budget struct {
 func (b Budget) limit() time.Duration {
 	if b.Time > 0 {
 		return b.Time
+	}
+	if b.Seconds >= float64(math.MaxInt64)/float64(time.Second) {
+		return math.MaxInt64 // no overflow: as good as no limit
 	}
 	return time.Duration(b.Seconds * float64(time.Second))
 }
