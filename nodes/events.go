@@ -83,7 +83,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	out := make([]byte, 0, len(body)+len(typ)+len(e.Namespace)+28)
 	out = append(out, `{"type":`...)
 	out = append(out, typ...)
-	if e.Namespace != "" {
+	if e.Namespace != "" && !framesSubagent(e.Data) {
 		ns, _ := json.Marshal(e.Namespace)
 		out = append(out, `,"namespace":`...)
 		out = append(out, ns...)
@@ -95,6 +95,18 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		out = append(out, '}')
 	}
 	return out, nil
+}
+
+// framesSubagent reports whether p is subagent.start or subagent.end,
+// whose own "namespace" (the sub-agent's path) is the event's: a nested
+// sub-agent's frame is emitted inside its parent, whose path it does not
+// repeat.
+func framesSubagent(p Payload) bool {
+	switch p.(type) {
+	case *SubagentStart, *SubagentEnd:
+		return true
+	}
+	return false
 }
 
 // emit sends a payload to the run's stream. It fails only when the run is

@@ -295,3 +295,25 @@ func TestSubagentQuestionParksTheRun(t *testing.T) {
 		t.Errorf("unused steps %v", left)
 	}
 }
+
+// Sub-agent frames and inner events speak API.md's names: subagent,
+// task, status, result and the namespace path; a nested frame carries
+// its own path once.
+func TestSubagentEventJSON(t *testing.T) {
+	for _, c := range []struct {
+		ev   nodes.Event
+		want string
+	}{
+		{nodes.Event{Type: nodes.EventSubagentStart, Data: &nodes.SubagentStart{Subagent: "checker", Task: "sum", Namespace: "r:c1/checker:c2"}, Namespace: "r:c1"},
+			`{"type":"subagent.start","subagent":"checker","task":"sum","namespace":"r:c1/checker:c2"}`},
+		{nodes.Event{Type: nodes.EventSubagentEnd, Data: &nodes.SubagentEnd{Subagent: "r", Namespace: "r:c1", Status: nodes.SubagentCompleted}},
+			`{"type":"subagent.end","subagent":"r","namespace":"r:c1","status":"completed","result":""}`},
+		{nodes.Event{Type: nodes.EventNodeStart, Data: &nodes.NodeStart{Node: "supervisor"}, Namespace: "r:c1"},
+			`{"type":"node.start","namespace":"r:c1","node":"supervisor"}`},
+	} {
+		got, err := json.Marshal(c.ev)
+		if err != nil || string(got) != c.want {
+			t.Errorf("%s: %s, %v\nwant %s", c.ev.Type, got, err, c.want)
+		}
+	}
+}
