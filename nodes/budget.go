@@ -242,7 +242,10 @@ func (b *budget) usage() *BudgetUsage {
 		return nil
 	}
 	u := &BudgetUsage{Limits: b.limits, Tokens: b.tokens, ToolCalls: b.calls, Seconds: float64(time.Since(b.start).Milliseconds()) / 1000}
-	u.Limits.Time = 0
+	u.Limits.Time, u.Limits.Seconds = 0, 0
+	if t := b.limits.limit(); t > 0 {
+		u.Limits.Seconds = t.Seconds() // the server's limit (Time) too
+	}
 	if why != "" {
 		for _, k := range []string{"tokens", "time", "tool_calls"} {
 			if len(why) >= len(k) && why[:len(k)] == k {
