@@ -26,7 +26,7 @@ type chatRequest struct {
 	// remembered is loaded, nothing is learnt. Absent is true.
 	Memory *bool `json:"memory"`
 	// Budget tightens the server's run budget for this request:
-	// {"tokens", "tool_calls", "time_ms"}, each 0 or absent for the
+	// {"max_tokens", "max_tool_calls", "max_seconds"}, each 0 or absent for the
 	// server's (README, API additions).
 	Budget *nodes.Budget `json:"budget"`
 }
@@ -75,7 +75,7 @@ func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest
 	if err := s.checkDocuments(r, conversationID, body.DocumentIDs); err != nil {
 		return runs.StartRequest{}, err
 	}
-	if b := body.Budget; b != nil && (b.Tokens < 0 || b.ToolCalls < 0 || b.TimeMS < 0) {
+	if b := body.Budget; b != nil && (b.Tokens < 0 || b.ToolCalls < 0 || b.Seconds < 0) {
 		return runs.StartRequest{}, errorf(http.StatusBadRequest, "invalid_field", `"budget" limits must not be negative`)
 	}
 	in := nodes.Input{Message: msg, Model: body.Model, DocumentIDs: body.DocumentIDs, NoMemory: body.Memory != nil && !*body.Memory}

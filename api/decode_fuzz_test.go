@@ -51,8 +51,8 @@ func FuzzDecodeChat(f *testing.F) {
 		`{"message": "lone \ud800"}`,
 		`{"message": "x"} {"message": "\u0000"}`,
 		`{"mess\u0000age": "x"}`,
-		`{"message": "x", "budget": {"tokens": 100, "tool_calls": 3, "time_ms": 5000}}`,
-		`{"message": "x", "budget": {"tokens": -1, "extra": 2}}`,
+		`{"message": "x", "budget": {"max_tokens": 100, "max_tool_calls": 3, "max_seconds": 5.5}}`,
+		`{"message": "x", "budget": {"max_tokens": -1, "extra": 2}}`,
 		``,
 	} {
 		f.Add([]byte(seed))

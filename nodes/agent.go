@@ -441,9 +441,9 @@ func (a *Agent) runGraph(ctx context.Context, yield func(Event, error) bool, inp
 				continue
 			}
 			if len(ev.Namespace) > 0 {
-				e.Agent = agentPath(ev.Namespace)
+				e.Namespace = agentPath(ev.Namespace)
 			}
-			if d, ok := e.Data.(*ResponseDone); ok && e.Agent == "" {
+			if d, ok := e.Data.(*ResponseDone); ok && e.Namespace == "" {
 				usage = d.Usage
 			}
 			if !yield(e, nil) {
@@ -477,7 +477,7 @@ func (a *Agent) finish(ctx context.Context, yield func(Event, error) bool, err e
 				ri.Reason = string(PendingApproval)
 				ri.ApprovalIDs = append(ri.ApprovalIDs, p.ID)
 				e := newEvent(&ApprovalRequired{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Tool: p.Tool, Args: p.Args, Revision: p.Revision})
-				e.Agent = p.Agent
+				e.Namespace = p.Namespace
 				if !yield(e, nil) {
 					return
 				}
@@ -547,9 +547,9 @@ type Pending struct {
 	Message       string          `json:"message,omitempty"`
 	Schema        json.RawMessage `json:"schema,omitempty"`
 	Replayable    bool            `json:"replayable,omitempty"`
-	// Agent is the path of the sub-agent that asks; "" for the root
-	// agent.
-	Agent string `json:"agent,omitempty"`
+	// Namespace is the path of the sub-agent that asks; "" for the
+	// root agent.
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // pendingFrom reads the agent's interrupts; others (static interrupts a

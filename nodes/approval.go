@@ -69,7 +69,7 @@ func (a *Agent) approve(ctx context.Context, s ChatState, calls []ToolCall) (out
 			continue
 		}
 		d, err := graph.Interrupt[ApprovalDecision](ctx, Pending{
-			Kind: PendingApproval, ToolCallID: c.ID, Tool: c.Tool, Args: argsOrEmpty(c.Args), Revision: revision, Agent: s.Input.Agent,
+			Kind: PendingApproval, ToolCallID: c.ID, Tool: c.Tool, Args: argsOrEmpty(c.Args), Revision: revision, Namespace: s.Input.Namespace,
 		})
 		if err != nil {
 			return nil, nil, nil, resumed, err

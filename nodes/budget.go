@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -18,15 +19,16 @@ import (
 // steps: a model call or a tool under way finishes.
 type Budget struct {
 	// Tokens caps the model tokens (input and output) of the run.
-	Tokens int `json:"tokens,omitempty"`
+	Tokens int `json:"max_tokens,omitempty"`
 	// ToolCalls caps the tool calls of the run, delegations to
 	// sub-agents included.
-	ToolCalls int `json:"tool_calls,omitempty"`
+	ToolCalls int `json:"max_tool_calls,omitempty"`
 	// Time caps the run's working time: wall time, less the time the
 	// run was paused waiting for a person (see BudgetSpent.WorkMS).
 	Time time.Duration `json:"-"`
-	// TimeMS is Time in milliseconds, as a request gives it.
-	TimeMS int64 `json:"time_ms,omitempty"`
+	// Seconds is Time in seconds (a number, fractions allowed), as a
+	// request gives it.
+	Seconds float64 `json:"max_seconds,omitempty"`
 }
 
 // limit returns the budget's wall time.
@@ -34,7 +36,10 @@ func (b Budget) limit() time.Duration {
 	if b.Time > 0 {
 		return b.Time
 	}
-	return time.Duration(b.TimeMS) * time.Millisecond
+	if b.Seconds >= float64(math.MaxInt64)/float64(time.Second) {
+		return math.MaxInt64 // no overflow: as good as no limit
+	}
+	return time.Duration(b.Seconds * float64(time.Second))
 }
 
 // Zero reports whether the budget sets no limit.
@@ -54,7 +59,7 @@ func (b Budget) tighter(o Budget) Budget {
 	if ot := o.limit(); ot > 0 && (t <= 0 || ot < t) {
 		t = ot
 	}
-	out.Time, out.TimeMS = t, t.Milliseconds()
+	out.Time, out.Seconds = t, t.Seconds()
 	return out
 }
 
@@ -62,11 +67,12 @@ func (b Budget) tighter(o Budget) Budget {
 type BudgetUsage struct {
 	// Limits are the run's limits (0: none).
 	Limits Budget `json:"limits"`
-	// Tokens, ToolCalls and TimeMS are what the run used, across its
-	// pauses and resumptions.
-	Tokens    int   `json:"tokens"`
-	ToolCalls int   `json:"tool_calls"`
-	TimeMS    int64 `json:"time_ms"`
+	// Tokens, ToolCalls and Seconds are what the run used, across its
+	// pauses and resumptions, against Limits' max_tokens, max_tool_calls
+	// and max_seconds.
+	Tokens    int     `json:"tokens"`
+	ToolCalls int     `json:"tool_calls"`
+	Seconds   float64 `json:"seconds"`
 	// Exceeded names the limit the run reached: tokens, tool_calls or
 	// time; "" when none.
 	Exceeded string `json:"exceeded,omitempty"`
@@ -235,8 +241,11 @@ func (b *budget) usage() *BudgetUsage {
 	if b.limits.Zero() {
 		return nil
 	}
-	u := &BudgetUsage{Limits: b.limits, Tokens: b.tokens, ToolCalls: b.calls, TimeMS: time.Since(b.start).Milliseconds()}
-	u.Limits.Time = 0
+	u := &BudgetUsage{Limits: b.limits, Tokens: b.tokens, ToolCalls: b.calls, Seconds: float64(time.Since(b.start).Milliseconds()) / 1000}
+	u.Limits.Time, u.Limits.Seconds = 0, 0
+	if t := b.limits.limit(); t > 0 {
+		u.Limits.Seconds = t.Seconds() // the server's limit (Time) too
+	}
 	if why != "" {
 		for _, k := range []string{"tokens", "time", "tool_calls"} {
 			if len(why) >= len(k) && why[:len(k)] == k {

@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func TestBudgetResumeAdoptsWorkingTime(t *testing.T) {
 	if why := over.exceeded(); !strings.HasPrefix(why, "time (1.5") {
 		t.Errorf("exceeded = %q", why)
 	}
-	if u := over.usage(); u.Exceeded != "time" || u.TimeMS < 1500 {
+	if u := over.usage(); u.Exceeded != "time" || u.Seconds < 1.5 || u.Limits.Seconds != 1 {
 		t.Errorf("usage = %+v", u)
 	}
 	under := &budget{start: time.Now(), limits: Budget{Time: time.Second}}
@@ -58,5 +59,30 @@ func TestBudgetResumeTakesTheLarger(t *testing.T) {
 	unlimited.spend(llm.TokenUsage{TotalTokens: 9})
 	if s := unlimited.spent(); s != (BudgetSpent{}) {
 		t.Errorf("unlimited tracker spent = %+v", s)
+	}
+}
+
+// response.done's budget names its limits as the request does
+// (max_tokens, max_tool_calls, max_seconds) beside the usage.
+func TestBudgetUsageJSON(t *testing.T) {
+	b := &budget{start: time.Now(), limits: Budget{Tokens: 100, ToolCalls: 5, Time: 1500 * time.Millisecond}}
+	got, err := json.Marshal(b.usage())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	_ = json.Unmarshal(got, &m)
+	l, _ := m["limits"].(map[string]any)
+	if l["max_tokens"] != float64(100) || l["max_tool_calls"] != float64(5) || l["max_seconds"] != 1.5 || len(l) != 3 {
+		t.Errorf("limits %s", got)
+	}
+	for _, k := range []string{"tokens", "tool_calls", "seconds"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("no %q in %s", k, got)
+		}
+	}
+	var req Budget
+	if err := json.Unmarshal([]byte(`{"max_tokens": 7, "max_tool_calls": 2, "max_seconds": 0.25}`), &req); err != nil || req.Tokens != 7 || req.ToolCalls != 2 || req.limit() != 250*time.Millisecond {
+		t.Errorf("request budget %+v, %v", req, err)
 	}
 }

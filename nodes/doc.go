@@ -79,7 +79,7 @@
 // context window, documents, cognition and sub-agents are built-in
 // middleware. SubAgents define agents the supervisor delegates to with
 // the task tool; each runs as a named subgraph of execute_tool
-// (graph.Child), its events on the parent's stream (Event.Agent), its
+// (graph.Child), its events on the parent's stream (Event.Namespace), its
 // approvals and questions pausing the whole run. A Budget limits a run's
 // tokens, tool calls and working time across its sub-agents and its
 // pauses (the use is checkpointed in ChatState.BudgetSpent); a run that

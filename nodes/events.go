@@ -52,13 +52,13 @@ const (
 // node.start, *ToolComplete for tool.complete, and so on; switch on its
 // type or on Type.
 //
-// Agent is the path of the sub-agent that emitted the event
+// Namespace is the path of the sub-agent that emitted the event
 // ("researcher:call_1", nested ones joined with "/": see SubAgents); ""
-// for the root agent's. It is written as the "agent" field.
+// for the root agent's. It is written as the "namespace" field.
 type Event struct {
-	Type  string
-	Data  Payload
-	Agent string
+	Type      string
+	Data      Payload
+	Namespace string
 }
 
 // Payload is an event's data; each event type has its own struct.
@@ -80,13 +80,13 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		}
 	}
 	typ, _ := json.Marshal(e.Type)
-	out := make([]byte, 0, len(body)+len(typ)+len(e.Agent)+24)
+	out := make([]byte, 0, len(body)+len(typ)+len(e.Namespace)+28)
 	out = append(out, `{"type":`...)
 	out = append(out, typ...)
-	if e.Agent != "" {
-		agent, _ := json.Marshal(e.Agent)
-		out = append(out, `,"agent":`...)
-		out = append(out, agent...)
+	if e.Namespace != "" && !framesSubagent(e.Data) {
+		ns, _ := json.Marshal(e.Namespace)
+		out = append(out, `,"namespace":`...)
+		out = append(out, ns...)
 	}
 	if len(body) > 2 {
 		out = append(out, ',')
@@ -95,6 +95,18 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		out = append(out, '}')
 	}
 	return out, nil
+}
+
+// framesSubagent reports whether p is subagent.start or subagent.end,
+// whose own "namespace" (the sub-agent's path) is the event's: a nested
+// sub-agent's frame is emitted inside its parent, whose path it does not
+// repeat.
+func framesSubagent(p Payload) bool {
+	switch p.(type) {
+	case *SubagentStart, *SubagentEnd:
+		return true
+	}
+	return false
 }
 
 // emit sends a payload to the run's stream. It fails only when the run is
@@ -242,20 +254,22 @@ const (
 )
 
 // SubagentStart is subagent.start: the agent delegated Task to the
-// sub-agent Name, whose events carry Agent as their "agent" field.
+// sub-agent named Subagent, at path Namespace ("<name>:<call id>",
+// nested ones joined with "/"), whose events carry Namespace as their
+// "namespace" field.
 type SubagentStart struct {
-	Agent string `json:"agent"`
-	Name  string `json:"name"`
-	Task  string `json:"task"`
+	Subagent  string `json:"subagent"`
+	Task      string `json:"task"`
+	Namespace string `json:"namespace"`
 }
 
-// SubagentEnd is subagent.end: the sub-agent at Agent finished, its
-// answer (or what went wrong) in Result.
+// SubagentEnd is subagent.end: the sub-agent Subagent at Namespace
+// finished, its answer (or what went wrong) in Result.
 type SubagentEnd struct {
-	Agent  string         `json:"agent"`
-	Name   string         `json:"name"`
-	Status SubagentStatus `json:"status"`
-	Result string         `json:"result,omitempty"`
+	Subagent  string         `json:"subagent"`
+	Namespace string         `json:"namespace"`
+	Status    SubagentStatus `json:"status"`
+	Result    string         `json:"result"`
 }
 
 // RunCompleted is run.completed, the last event of a run that finished.

@@ -476,7 +476,7 @@ func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, ex
 	}
 	_ = emit(ctx, &ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: source, Args: args})
 	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.conversationID, requestID: x.requestID,
-		toolCallID: st.ToolCallID, tool: st.Tool, answers: x.answers, agent: x.input.Agent}
+		toolCallID: st.ToolCallID, tool: st.Tool, answers: x.answers, agent: x.input.Namespace}
 	start := time.Now()
 	ctx, span := x.a.toolSpan(ctx, st.Tool, st.ToolCallID, source)
 	if span != nil {

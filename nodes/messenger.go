@@ -93,7 +93,7 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 		m.mu.Lock()
 		if m.parked == nil {
 			m.parked = &Pending{Kind: PendingElicitation, ToolCallID: m.toolCallID, Tool: m.tool, ElicitationID: r.ElicitationID,
-				Source: r.Source, Message: r.Message, Schema: schema, Replayable: r.Replayable, Agent: m.agent}
+				Source: r.Source, Message: r.Message, Schema: schema, Replayable: r.Replayable, Namespace: m.agent}
 		}
 		m.mu.Unlock()
 		// The tool returns on this error (operators.ErrAskLater says so),

@@ -59,7 +59,7 @@ func TestSubagentDepth(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]int{"": 1, "r:c1": 1, "r:c1/r:c2": 0} {
-		if got := len(m.Tools(&ChatState{Input: Input{Agent: path}})); got != want {
+		if got := len(m.Tools(&ChatState{Input: Input{Namespace: path}})); got != want {
 			t.Errorf("agent %q: %d tools, want %d", path, got, want)
 		}
 	}

@@ -197,9 +197,10 @@ type Input struct {
 	// Budget tightens Options.Budget for this request's runs; nil keeps
 	// it.
 	Budget *Budget `json:"budget,omitempty"`
-	// Agent is the sub-agent's path ("researcher:call_1", nested ones
-	// joined with "/"); "" for the root agent. The sub-agent tool sets it.
-	Agent string `json:"agent,omitempty"`
+	// Namespace is the sub-agent's path ("researcher:call_1", nested
+	// ones joined with "/"); "" for the root agent. The sub-agent tool
+	// sets it.
+	Namespace string `json:"namespace,omitempty"`
 
 	// A stateless client (an OpenAI-style one) sends the whole
 	// conversation with each request. History is what came before

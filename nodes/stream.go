@@ -24,7 +24,7 @@ func (a *Agent) stream(ctx context.Context, s ChatState) (ChatState, error) {
 		outcome = OutcomeAnswered
 	}
 	citations := cited(content, s.DataChunks)
-	if s.Input.Agent == "" { // a sub-agent's answer is its task call's result (subagent.end)
+	if s.Input.Namespace == "" { // a sub-agent's answer is its task call's result (subagent.end)
 		_ = emit(ctx, &ResponseDone{Content: content, Citations: citations, Usage: sub(s.TurnUsage, s.UsageBase), Budget: budgetFrom(ctx).usage()})
 	}
 	msg := Message{Role: RoleAssistant, Content: content, Turn: s.Turn}

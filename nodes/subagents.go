@@ -34,7 +34,7 @@ type SubAgent struct {
 // SubAgents configure delegation. A sub-agent runs as a subgraph of the
 // execute_tool node that calls it, with its own message history and its
 // own checkpoints in the parent's thread; its events reach the parent's
-// stream (Event.Agent names it), its approvals and questions pause the
+// stream (Event.Namespace names it), its approvals and questions pause the
 // whole run like the parent's own, and its final answer is the task
 // call's result.
 type SubAgents struct {
@@ -73,7 +73,7 @@ func (*subagentMiddleware) Name() string { return "subagents" }
 
 // Tools offers the task tool to agents shallower than MaxDepth.
 func (m *subagentMiddleware) Tools(s *ChatState) []Tool {
-	if depth(s.Input.Agent) >= m.maxDepth {
+	if depth(s.Input.Namespace) >= m.maxDepth {
 		return nil
 	}
 	return []Tool{m.tool}
@@ -157,29 +157,29 @@ func (m *subagentMiddleware) run(ctx context.Context, c ToolRun) (ToolOutput, er
 	}
 	seg := args.Agent + ":" + c.ToolCallID
 	path := seg
-	if p := c.Input.Agent; p != "" {
+	if p := c.Input.Namespace; p != "" {
 		path = p + "/" + seg
 	}
-	_ = emit(ctx, &SubagentStart{Agent: path, Name: args.Agent, Task: args.Task})
+	_ = emit(ctx, &SubagentStart{Subagent: args.Agent, Task: args.Task, Namespace: path})
 	in := c.Input
 	in = Input{Message: strings.TrimSpace(args.Task), ConversationID: in.ConversationID, RequestID: in.RequestID, UserID: in.UserID,
-		Model: firstNonEmpty(child.def.Model, in.Model), DocumentIDs: in.DocumentIDs, Agent: path}
+		Model: firstNonEmpty(child.def.Model, in.Model), DocumentIDs: in.DocumentIDs, Namespace: path}
 	final, err := child.graph.Invoke(graph.Child(ctx, agentSegment+seg), &ChatState{Input: in}, graph.RunConfig{})
 	switch {
 	case errors.Is(err, graph.ErrInterrupted):
 		return ToolOutput{}, err // the whole run waits for the sub-agent's question
 	case err != nil && ctx.Err() != nil:
-		_ = emit(ctx, &SubagentEnd{Agent: path, Name: args.Agent, Status: SubagentCancelled})
+		_ = emit(ctx, &SubagentEnd{Subagent: args.Agent, Namespace: path, Status: SubagentCancelled})
 		return ToolOutput{Result: operators.Errorf("the sub-agent %s was cancelled", args.Agent)}, nil
 	case err != nil:
-		_ = emit(ctx, &SubagentEnd{Agent: path, Name: args.Agent, Status: SubagentFailed, Result: err.Error()})
+		_ = emit(ctx, &SubagentEnd{Subagent: args.Agent, Namespace: path, Status: SubagentFailed, Result: err.Error()})
 		return ToolOutput{Result: operators.Errorf("the sub-agent %s failed: %v", args.Agent, err)}, nil
 	}
 	status := SubagentCompleted
 	if final.Outcome == OutcomeBlocked {
 		status = SubagentBlocked
 	}
-	_ = emit(ctx, &SubagentEnd{Agent: path, Name: args.Agent, Status: status, Result: final.FinalResponse})
+	_ = emit(ctx, &SubagentEnd{Subagent: args.Agent, Namespace: path, Status: status, Result: final.FinalResponse})
 	text := final.FinalResponse
 	if status == SubagentBlocked {
 		text = "The sub-agent " + args.Agent + " could not finish: " + text

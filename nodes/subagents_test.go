@@ -56,17 +56,17 @@ func TestSubagentsDelegateInParallelWithApproval(t *testing.T) {
 		case *nodes.ApprovalRequired:
 			reqEv = e
 		case *nodes.SubagentStart:
-			if e.Agent != "" {
-				t.Errorf("subagent.start of %s carries agent %q: the root emitted it", d.Agent, e.Agent)
+			if e.Namespace != "" {
+				t.Errorf("subagent.start of %s carries namespace %q: the root emitted it", d.Namespace, e.Namespace)
 			}
-			starts[d.Name] = d.Agent
+			starts[d.Subagent] = d.Namespace
 		case *nodes.SubagentEnd:
-			if d.Name == "researcher" && d.Status == nodes.SubagentCompleted && d.Result == "Go 1.26 adds new(expr)." {
+			if d.Subagent == "researcher" && d.Namespace == "researcher:call_r" && d.Status == nodes.SubagentCompleted && d.Result == "Go 1.26 adds new(expr)." {
 				researcherDone = true
 			}
 		case *nodes.ToolComplete:
-			if d.Tool == "search" && e.Agent != "researcher:call_r" {
-				t.Errorf("the researcher's search carries agent %q", e.Agent)
+			if d.Tool == "search" && e.Namespace != "researcher:call_r" {
+				t.Errorf("the researcher's search carries namespace %q", e.Namespace)
 			}
 		case *nodes.ResponseChunk, *nodes.ResponseDone:
 			t.Errorf("a sub-agent's answer reached the stream as %s", e.Type)
@@ -78,14 +78,14 @@ func TestSubagentsDelegateInParallelWithApproval(t *testing.T) {
 	if !researcherDone {
 		t.Errorf("the researcher did not finish while the janitor waited: %s", r.trace())
 	}
-	if reqEv.Agent != "janitor:call_j" {
-		t.Errorf("approval.required agent = %q", reqEv.Agent)
+	if reqEv.Namespace != "janitor:call_j" {
+		t.Errorf("approval.required namespace = %q", reqEv.Namespace)
 	}
 	if len(*h.deleted) != 0 {
 		t.Fatal("deleted before approval")
 	}
 	pend, err := h.agent.Pending(t.Context(), "c1")
-	if err != nil || len(pend) != 1 || pend[0].ID != req.ApprovalID || pend[0].Agent != "janitor:call_j" {
+	if err != nil || len(pend) != 1 || pend[0].ID != req.ApprovalID || pend[0].Namespace != "janitor:call_j" {
 		t.Fatalf("pending = %+v, %v", pend, err)
 	}
 
@@ -173,7 +173,7 @@ func TestSubagentCancel(t *testing.T) {
 	started := 0
 	var last nodes.Event
 	for ev := range h.agent.Run(ctx, "c1", nodes.Input{Message: "go"}) {
-		if _, ok := ev.Data.(*nodes.SupervisorThinking); ok && ev.Agent != "" {
+		if _, ok := ev.Data.(*nodes.SupervisorThinking); ok && ev.Namespace != "" {
 			if started++; started == 2 {
 				cancel()
 			}
@@ -280,7 +280,7 @@ func TestSubagentQuestionParksTheRun(t *testing.T) {
 	}
 	r := collect(a.Run(t.Context(), "c1", nodes.Input{Message: "clean up"}))
 	ri := last[*nodes.RunInterrupted](r)
-	if r.err != nil || ri == nil || ri.Reason != "elicitation" || len(ri.ElicitationIDs) != 1 || ri.Pending[0].Agent != "cleaner:call_c" {
+	if r.err != nil || ri == nil || ri.Reason != "elicitation" || len(ri.ElicitationIDs) != 1 || ri.Pending[0].Namespace != "cleaner:call_c" {
 		t.Fatalf("%v: %s %+v", r.err, r.trace(), ri)
 	}
 	r = collect(a.AnswerElicitation(t.Context(), "c1", nodes.ElicitationAnswer{ElicitationID: ri.ElicitationIDs[0],
@@ -293,5 +293,27 @@ func TestSubagentQuestionParksTheRun(t *testing.T) {
 	}
 	if left := model.Unconsumed(); len(left) > 0 {
 		t.Errorf("unused steps %v", left)
+	}
+}
+
+// Sub-agent frames and inner events speak API.md's names: subagent,
+// task, status, result and the namespace path; a nested frame carries
+// its own path once.
+func TestSubagentEventJSON(t *testing.T) {
+	for _, c := range []struct {
+		ev   nodes.Event
+		want string
+	}{
+		{nodes.Event{Type: nodes.EventSubagentStart, Data: &nodes.SubagentStart{Subagent: "checker", Task: "sum", Namespace: "r:c1/checker:c2"}, Namespace: "r:c1"},
+			`{"type":"subagent.start","subagent":"checker","task":"sum","namespace":"r:c1/checker:c2"}`},
+		{nodes.Event{Type: nodes.EventSubagentEnd, Data: &nodes.SubagentEnd{Subagent: "r", Namespace: "r:c1", Status: nodes.SubagentCompleted}},
+			`{"type":"subagent.end","subagent":"r","namespace":"r:c1","status":"completed","result":""}`},
+		{nodes.Event{Type: nodes.EventNodeStart, Data: &nodes.NodeStart{Node: "supervisor"}, Namespace: "r:c1"},
+			`{"type":"node.start","namespace":"r:c1","node":"supervisor"}`},
+	} {
+		got, err := json.Marshal(c.ev)
+		if err != nil || string(got) != c.want {
+			t.Errorf("%s: %s, %v\nwant %s", c.ev.Type, got, err, c.want)
+		}
 	}
 }

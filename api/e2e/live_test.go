@@ -11,29 +11,29 @@ import (
 )
 
 // The sub-agent events of the contract the page draws (subagent.start,
-// subagent.end, and inner events carrying the sub-agent's "agent" path).
+// subagent.end, and inner events carrying the sub-agent's "namespace" path).
 // The sub-agent feature is built on another branch; here the test's
 // delegate tool emits them into the real run as a fixture, so they travel
 // through the real service, store and stream.
 type (
 	subagentStart struct {
-		Agent string `json:"agent"`
-		Name  string `json:"name"`
-		Task  string `json:"task"`
+		Subagent  string `json:"subagent"`
+		Task      string `json:"task"`
+		Namespace string `json:"namespace"`
 	}
 	subagentEnd struct {
-		Agent  string `json:"agent"`
-		Name   string `json:"name"`
-		Status string `json:"status"`
-		Result string `json:"result"`
+		Subagent  string `json:"subagent"`
+		Namespace string `json:"namespace"`
+		Status    string `json:"status"`
+		Result    string `json:"result"`
 	}
 	innerNodeStart struct {
-		Node  string `json:"node"`
-		Agent string `json:"agent"`
+		Node      string `json:"node"`
+		Namespace string `json:"namespace"`
 	}
 	innerNodeEnd struct {
 		Node       string `json:"node"`
-		Agent      string `json:"agent"`
+		Namespace  string `json:"namespace"`
 		DurationMS int64  `json:"duration_ms"`
 	}
 )
@@ -54,10 +54,10 @@ func withDelegate(release <-chan struct{}) func(*server, *api.Config) {
 	return func(s *server, _ *api.Config) {
 		s.local.MustAdd(operators.NewTool("delegate", "Delegates research to a sub-agent.", func(ctx context.Context, c operators.Call, _ emptyIn) (operators.Result, error) {
 			for _, ev := range []any{
-				&subagentStart{Agent: researcher, Name: "researcher", Task: "find the shed's measurements"},
-				&innerNodeStart{Node: "supervisor", Agent: researcher},
-				&subagentStart{Agent: checker, Name: "checker", Task: "check the sums"},
-				&innerNodeStart{Node: "execute_tool", Agent: checker},
+				&subagentStart{Namespace: researcher, Subagent: "researcher", Task: "find the shed's measurements"},
+				&innerNodeStart{Node: "supervisor", Namespace: researcher},
+				&subagentStart{Namespace: checker, Subagent: "checker", Task: "check the sums"},
+				&innerNodeStart{Node: "execute_tool", Namespace: checker},
 			} {
 				if err := graph.Emit(ctx, ev); err != nil {
 					return operators.Result{}, err
@@ -69,10 +69,10 @@ func withDelegate(release <-chan struct{}) func(*server, *api.Config) {
 				return operators.Result{}, ctx.Err()
 			}
 			for _, ev := range []any{
-				&innerNodeEnd{Node: "execute_tool", Agent: checker, DurationMS: 5},
-				&subagentEnd{Agent: checker, Name: "checker", Status: "completed", Result: "the sums add up"},
-				&innerNodeEnd{Node: "supervisor", Agent: researcher, DurationMS: 9},
-				&subagentEnd{Agent: researcher, Name: "researcher", Status: "completed", Result: "2 m by 3 m"},
+				&innerNodeEnd{Node: "execute_tool", Namespace: checker, DurationMS: 5},
+				&subagentEnd{Namespace: checker, Subagent: "checker", Status: "completed", Result: "the sums add up"},
+				&innerNodeEnd{Node: "supervisor", Namespace: researcher, DurationMS: 9},
+				&subagentEnd{Namespace: researcher, Subagent: "researcher", Status: "completed", Result: "2 m by 3 m"},
 			} {
 				if err := graph.Emit(ctx, ev); err != nil {
 					return operators.Result{}, err
@@ -102,8 +102,8 @@ func TestE2ELiveViewAndTaskBoard(t *testing.T) {
 		p.WaitJS("execute_tool lit", `() => document.querySelector('#graph-view .graph-node.active')?.dataset.node === "execute_tool"`)
 		p.WaitText("#graph-caption", "Running: execute_tool")
 		p.WaitJS("the checker nested in the researcher, running execute_tool", `() => {
-			const r = document.querySelector('#subagent-tree > li.subagent[data-agent="researcher:call_r1"]');
-			const c = r?.querySelector(':scope > ul > li.subagent[data-agent="researcher:call_r1/checker:call_c1"]');
+			const r = document.querySelector('#subagent-tree > li.subagent[data-namespace="researcher:call_r1"]');
+			const c = r?.querySelector(':scope > ul > li.subagent[data-namespace="researcher:call_r1/checker:call_c1"]');
 			return r?.dataset.status === "running" && r.querySelector(".subagent-node")?.dataset.node === "supervisor" &&
 				c?.dataset.status === "running" && c.querySelector(".subagent-node")?.dataset.node === "execute_tool" &&
 				c.textContent.includes("check the sums");

@@ -12,10 +12,10 @@ import (
 // adds: {"run_id","conversation_id","ts", then the agent's fields}.
 func (rn *Run) envelope(p nodes.Payload) ([]byte, error) { return rn.envelopeOf(p, "") }
 
-// envelopeOf is envelope for an event of the sub-agent at agent ("" for
-// the root agent), which it names in its "agent" field.
-func (rn *Run) envelopeOf(p nodes.Payload, agent string) ([]byte, error) {
-	body, err := json.Marshal(nodes.Event{Type: p.EventType(), Data: p, Agent: agent})
+// envelopeOf is envelope for an event of the sub-agent at namespace (""
+// for the root agent), which it names in its "namespace" field.
+func (rn *Run) envelopeOf(p nodes.Payload, namespace string) ([]byte, error) {
+	body, err := json.Marshal(nodes.Event{Type: p.EventType(), Data: p, Namespace: namespace})
 	if err != nil {
 		return nil, err
 	}

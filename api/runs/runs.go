@@ -343,7 +343,7 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[nodes.Event, error]) (*nodes.Ru
 		if !m.record(rn, ev) {
 			continue // a repeat (an approval the run announced already)
 		}
-		if !m.emitAs(rn, ev.Data, ev.Agent) {
+		if !m.emitAs(rn, ev.Data, ev.Namespace) {
 			m.abandon(rn) // breaking out of the loop has stopped the agent
 			return nil, false
 		}
@@ -465,10 +465,10 @@ func (m *Service) record(rn *Run, ev nodes.Event) bool {
 // ever sent.
 func (m *Service) emit(rn *Run, p nodes.Payload) bool { return m.emitAs(rn, p, "") }
 
-// emitAs is emit for an event of the sub-agent at agent (see
-// nodes.Event.Agent).
-func (m *Service) emitAs(rn *Run, p nodes.Payload, agent string) bool {
-	data, err := rn.envelopeOf(p, agent)
+// emitAs is emit for an event of the sub-agent at namespace (see
+// nodes.Event.Namespace).
+func (m *Service) emitAs(rn *Run, p nodes.Payload, namespace string) bool {
+	data, err := rn.envelopeOf(p, namespace)
 	if err != nil {
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "encoding an event failed; the run stops", slog.String("type", p.EventType()), slog.Any("error", err))
 		return false

@@ -45,19 +45,19 @@ func TestSubagentsApprovalSurvivesACrash(t *testing.T) {
 			seen := events(t, resp, func(ev event) bool { return ev.typ == "approval.required" })
 			req := seen[len(seen)-1]
 			approval, _ := req.data["approval_id"].(string)
-			if approval == "" || req.data["tool"] != "write" || req.data["agent"] != "writer:call_w" {
+			if approval == "" || req.data["tool"] != "write" || req.data["namespace"] != "writer:call_w" {
 				t.Fatalf("no approval of the writer's write: %+v", req)
 			}
 			starts, researcherDone := map[string]string{}, false
 			for _, ev := range seen {
 				switch ev.typ {
 				case "subagent.start":
-					starts[ev.data["name"].(string)], _ = ev.data["agent"].(string)
+					starts[ev.data["subagent"].(string)], _ = ev.data["namespace"].(string)
 				case "subagent.end":
-					researcherDone = researcherDone || (ev.data["name"] == "researcher" && ev.data["status"] == "completed")
+					researcherDone = researcherDone || (ev.data["subagent"] == "researcher" && ev.data["namespace"] == "researcher:call_r" && ev.data["status"] == "completed")
 				case "tool.complete":
-					if ev.data["tool"] == "log" && ev.data["agent"] != "researcher:call_r" {
-						t.Errorf("the researcher's log carries agent %v", ev.data["agent"])
+					if ev.data["tool"] == "log" && ev.data["namespace"] != "researcher:call_r" {
+						t.Errorf("the researcher's log carries namespace %v", ev.data["namespace"])
 					}
 				}
 			}
@@ -88,7 +88,7 @@ func TestSubagentsApprovalSurvivesACrash(t *testing.T) {
 			var answer string
 			for _, ev := range seen {
 				if ev.typ == "response.done" {
-					if ev.data["agent"] != nil {
+					if ev.data["namespace"] != nil {
 						t.Errorf("a sub-agent's response.done reached the stream: %v", ev.data)
 					}
 					answer, _ = ev.data["content"].(string)
@@ -108,7 +108,7 @@ func TestSubagentsApprovalSurvivesACrash(t *testing.T) {
 func TestSubagentsBudgetEndsHonestly(t *testing.T) {
 	e := subagentsEnv(t, "sqlite")
 	c := e.startConnected()
-	resp := c.do("POST", "/api/v1/chat", map[string]any{"message": "the budgeted launch", "budget": map[string]any{"tokens": 350}})
+	resp := c.do("POST", "/api/v1/chat", map[string]any{"message": "the budgeted launch", "budget": map[string]any{"max_tokens": 350}})
 	seen := events(t, resp, nil)
 	var done map[string]any
 	for _, ev := range seen {
@@ -121,7 +121,7 @@ func TestSubagentsBudgetEndsHonestly(t *testing.T) {
 	}
 	b, _ := done["budget"].(map[string]any)
 	limits, _ := b["limits"].(map[string]any)
-	if b["exceeded"] != "tokens" || b["tokens"] != float64(400) || limits["tokens"] != float64(350) || b["tool_calls"] != float64(2) {
+	if b["exceeded"] != "tokens" || b["tokens"] != float64(400) || limits["max_tokens"] != float64(350) || b["tool_calls"] != float64(2) {
 		t.Errorf("budget %v", b)
 	}
 	content, _ := done["content"].(string)
@@ -134,8 +134,10 @@ func TestSubagentsBudgetEndsHonestly(t *testing.T) {
 		t.Errorf("log ran %d times", n)
 	}
 	// A negative limit is refused.
-	if r := c.do("POST", "/api/v1/chat/sync", map[string]any{"message": "x", "budget": map[string]any{"tokens": -1}}); r.StatusCode != http.StatusBadRequest {
-		t.Errorf("negative budget: %d", r.StatusCode)
+	for _, bad := range []map[string]any{{"max_tokens": -1}, {"max_tool_calls": -2}, {"max_seconds": -0.5}, {"tokens": 5}} {
+		if r := c.do("POST", "/api/v1/chat/sync", map[string]any{"message": "x", "budget": bad}); r.StatusCode != http.StatusBadRequest {
+			t.Errorf("budget %v: %d, want 400", bad, r.StatusCode)
+		}
 	}
 	c.stop(syscall.SIGTERM)
 }

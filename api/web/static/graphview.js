@@ -2,7 +2,7 @@
 // /api/v1/agent/graph, a Mermaid flowchart), laid out here in layers and
 // drawn as SVG, with the node that runs lit as node.start and node.end
 // events arrive, and the sub-agents a run starts (subagent.start,
-// subagent.end, and every event carrying an "agent" path) nested below it.
+// subagent.end, and every event carrying a "namespace" path) nested below it.
 
 import { path } from "./api.js";
 import { el } from "./dom.js";
@@ -192,7 +192,7 @@ export class GraphView {
       return;
     }
     if (ev.type === "subagent.end") {
-      const sa = this.subagents.get(ev.agent);
+      const sa = this.subagents.get(ev.namespace);
       if (sa) {
         sa.status = ev.status || "completed";
         sa.node = "";
@@ -200,8 +200,8 @@ export class GraphView {
       }
       return;
     }
-    if (ev.agent) {
-      const sa = this.subagents.get(ev.agent) || this.startSubagent({ agent: ev.agent, name: ev.agent.split("/").pop().split(":")[0] });
+    if (ev.namespace) {
+      const sa = this.subagents.get(ev.namespace) || this.startSubagent({ namespace: ev.namespace, subagent: ev.namespace.split("/").pop().split(":")[0] });
       if (ev.type === "node.start") sa.node = ev.node;
       else if (ev.type === "node.end" && sa.node === ev.node) sa.node = "";
       else if (ev.type === "tool.start") sa.activity = `tool ${ev.tool}`;
@@ -217,16 +217,16 @@ export class GraphView {
   }
 
   startSubagent(ev) {
-    const pathStr = String(ev.agent || "");
+    const pathStr = String(ev.namespace || "");
     let sa = this.subagents.get(pathStr);
     if (!sa) {
-      const li = el("li", { class: "subagent", "data-agent": pathStr });
+      const li = el("li", { class: "subagent", "data-namespace": pathStr });
       sa = { path: pathStr, li, nested: el("ul", { class: "subagent-tree" }) };
       this.subagents.set(pathStr, sa);
       const parent = this.subagents.get(pathStr.includes("/") ? pathStr.slice(0, pathStr.lastIndexOf("/")) : "");
       (parent ? parent.nested : this.tree).append(li);
     }
-    Object.assign(sa, { name: ev.name || sa.name || pathStr, task: ev.task ?? sa.task ?? "", status: "running", node: "" });
+    Object.assign(sa, { name: ev.subagent || sa.name || pathStr, task: ev.task ?? sa.task ?? "", status: "running", node: "" });
     this.renderSubagent(sa);
     return sa;
   }

@@ -258,12 +258,12 @@ const HANDLERS = {
     this.setState("running");
   },
   "node.start"(ev) {
-    const who = ev.agent ? `${ev.agent} › ` : "";
+    const who = ev.namespace ? `${ev.namespace} › ` : "";
     const item = this.log("act-node", el("span", { class: "icon", "aria-hidden": "true" }, "▸"), " ", who, el("code", {}, ev.node), el("span", { class: "act-meta" }, " running"));
-    this.nodes.set(`${ev.agent || ""}|${ev.node}`, item); // a sub-agent's nodes have the same names
+    this.nodes.set(`${ev.namespace || ""}|${ev.node}`, item); // a sub-agent's nodes have the same names
   },
   "node.end"(ev) {
-    const key = `${ev.agent || ""}|${ev.node}`;
+    const key = `${ev.namespace || ""}|${ev.node}`;
     const item = this.nodes.get(key);
     const text = ev.duration_ms !== undefined ? ` ${ev.duration_ms} ms` : " done";
     if (!item) {
@@ -276,10 +276,10 @@ const HANDLERS = {
     this.nodes.delete(key);
   },
   "subagent.start"(ev) {
-    this.log("act-other", el("span", { class: "icon", "aria-hidden": "true" }, "⇲"), ` Sub-agent ${ev.name || ev.agent}`, ev.task ? `: ${ev.task}` : "");
+    this.log("act-other", el("span", { class: "icon", "aria-hidden": "true" }, "⇲"), ` Sub-agent ${ev.subagent || ev.namespace}`, ev.task ? `: ${ev.task}` : "");
   },
   "subagent.end"(ev) {
-    this.log("act-other", el("span", { class: "icon", "aria-hidden": "true" }, "⇱"), ` Sub-agent ${ev.name || ev.agent} ${ev.status || "ended"}`);
+    this.log("act-other", el("span", { class: "icon", "aria-hidden": "true" }, "⇱"), ` Sub-agent ${ev.subagent || ev.namespace} ${ev.status || "ended"}`);
   },
   "tasks.updated"(ev) {
     const n = Array.isArray(ev.tasks) ? ev.tasks.length : 0;
