@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/documents"
@@ -394,17 +395,19 @@ func (s *Service) summarize(ctx context.Context, d store.Document) error {
 		return errors.Join(errs...)
 	}
 	var text strings.Builder
+	if len(chunks) > 0 {
+		text.Grow(chunks[len(chunks)-1].End)
+	}
 	for i, c := range chunks {
 		// The chunks overlap: each adds what follows the one before.
-		if i == 0 {
-			text.WriteString(c.Text)
-			continue
+		// Offsets count characters, so the overlap is skipped by runes.
+		rest := c.Text
+		if i > 0 {
+			if skip := chunks[i-1].End - c.Start; skip > 0 {
+				rest = skipRunes(c.Text, skip)
+			}
 		}
-		if skip := chunks[i-1].End - c.Start; skip > 0 && skip <= len([]rune(c.Text)) {
-			text.WriteString(string([]rune(c.Text)[skip:]))
-		} else {
-			text.WriteString(c.Text)
-		}
+		text.WriteString(rest)
 	}
 	sum, err := s.cfg.Summarizer.SummarizeDocument(ctx, d.Filename, text.String(), summaries)
 	if err != nil {
@@ -415,4 +418,18 @@ func (s *Service) summarize(ctx context.Context, d store.Document) error {
 		s.published(done)
 	}
 	return err
+}
+
+// skipRunes is s without its first n characters, or s whole when it has
+// fewer than n (offsets that do not line up are not trusted to cut).
+func skipRunes(s string, n int) string {
+	i := 0
+	for range n {
+		if i >= len(s) {
+			return s
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[i:]
 }
