@@ -184,10 +184,14 @@ func normalize(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	newlines := 0
-	pendingSpace := 0 // spaces and tabs not yet written: dropped before a newline
-	var spaces strings.Builder
+	// spaces holds the spaces and tabs not yet written (dropped before a
+	// newline); truncated, not reset, so a run of them allocates nothing.
+	spaces := make([]byte, 0, 64)
 	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
 		i += size
 		switch {
 		case r == '\r':
@@ -200,13 +204,11 @@ func normalize(s string) string {
 		}
 		switch {
 		case r == '\n':
-			pendingSpace = 0
-			spaces.Reset()
+			spaces = spaces[:0]
 			newlines++
 			continue
 		case r == ' ' || r == '\t':
-			pendingSpace++
-			spaces.WriteRune(r)
+			spaces = append(spaces, byte(r))
 			continue
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
 			continue
@@ -217,12 +219,15 @@ func normalize(s string) string {
 			}
 			newlines = 0
 		}
-		if pendingSpace > 0 && b.Len() > 0 {
-			b.WriteString(spaces.String())
+		if len(spaces) > 0 && b.Len() > 0 {
+			b.Write(spaces)
 		}
-		pendingSpace = 0
-		spaces.Reset()
-		b.WriteRune(r)
+		spaces = spaces[:0]
+		if r < utf8.RuneSelf {
+			b.WriteByte(byte(r))
+		} else {
+			b.WriteRune(r)
+		}
 	}
 	return b.String()
 }

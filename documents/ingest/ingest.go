@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/documents"
@@ -302,40 +303,52 @@ func (s *Service) processDocument(ctx context.Context, id string) error {
 	if d.Status == store.DocReady {
 		return nil
 	}
+	// Chunks just stored are summarised as they are; a resumed document's
+	// are read back, with the summaries an earlier attempt made.
+	var chunks []store.DocumentChunk
 	if d.Status != store.DocSummarizing || d.Chunks == 0 {
-		if err := s.chunk(ctx, d); err != nil {
-			return err
-		}
+		chunks, err = s.chunk(ctx, d)
+	} else {
+		chunks, err = s.cfg.Store.DocumentChunks(ctx, d.UserID, d.ID, nil)
 	}
-	return s.summarize(ctx, d)
+	if err != nil {
+		return err
+	}
+	return s.summarize(ctx, d, chunks)
 }
 
 // chunk extracts the file's text, cuts it and stores the chunks (their
-// index rows with them), then moves the document to summarizing.
-func (s *Service) chunk(ctx context.Context, d store.Document) error {
+// index rows with them), then moves the document to summarizing. It
+// returns the chunks as stored.
+func (s *Service) chunk(ctx context.Context, d store.Document) ([]store.DocumentChunk, error) {
 	if err := s.setStatus(ctx, d.ID, store.DocChunking); err != nil {
-		return err
+		return nil, err
 	}
 	data, err := s.cfg.Files.Get(ctx, documents.Key{User: d.UserID, Conversation: d.ConversationID, Document: d.ID, Name: documents.Original}.String())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	text, err := documents.Extract(ctx, data, d.Filename, s.cfg.Extract)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cut, err := text.Chunk(s.cfg.Chunks)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	chunks := make([]store.NewChunk, len(cut.Chunks))
+	stored := make([]store.DocumentChunk, len(cut.Chunks))
 	for i, c := range cut.Chunks {
 		chunks[i] = store.NewChunk{Index: c.Index, Start: c.Start, End: c.End, Page: c.Page, LastPage: c.LastPage, Text: c.Text}
+		stored[i] = store.DocumentChunk{DocumentID: d.ID, Index: c.Index, Start: c.Start, End: c.End, Page: c.Page, LastPage: c.LastPage, Text: c.Text}
 	}
 	if err := s.cfg.Store.PutChunks(ctx, d.ID, chunks, cut.Omitted); err != nil {
-		return err
+		return nil, err
 	}
-	return s.setStatus(ctx, d.ID, store.DocSummarizing)
+	if err := s.setStatus(ctx, d.ID, store.DocSummarizing); err != nil {
+		return nil, err
+	}
+	return stored, nil
 }
 
 // setStatus stores the document's new status and tells the watchers.
@@ -350,11 +363,7 @@ func (s *Service) setStatus(ctx context.Context, id string, status store.Documen
 // summarize summarises the chunks not summarised yet (a retry does only
 // what is left), SummaryConcurrency at a time, then the document, and
 // makes it ready.
-func (s *Service) summarize(ctx context.Context, d store.Document) error {
-	chunks, err := s.cfg.Store.DocumentChunks(ctx, d.UserID, d.ID, nil)
-	if err != nil {
-		return err
-	}
+func (s *Service) summarize(ctx context.Context, d store.Document, chunks []store.DocumentChunk) error {
 	// Every missing summary is tried, SummaryConcurrency at a time;
 	// those made are stored together, also when others failed, so a
 	// retry asks only for the rest.
@@ -394,17 +403,19 @@ func (s *Service) summarize(ctx context.Context, d store.Document) error {
 		return errors.Join(errs...)
 	}
 	var text strings.Builder
+	if len(chunks) > 0 {
+		text.Grow(chunks[len(chunks)-1].End)
+	}
 	for i, c := range chunks {
 		// The chunks overlap: each adds what follows the one before.
-		if i == 0 {
-			text.WriteString(c.Text)
-			continue
+		// Offsets count characters, so the overlap is skipped by runes.
+		rest := c.Text
+		if i > 0 {
+			if skip := chunks[i-1].End - c.Start; skip > 0 {
+				rest = skipRunes(c.Text, skip)
+			}
 		}
-		if skip := chunks[i-1].End - c.Start; skip > 0 && skip <= len([]rune(c.Text)) {
-			text.WriteString(string([]rune(c.Text)[skip:]))
-		} else {
-			text.WriteString(c.Text)
-		}
+		text.WriteString(rest)
 	}
 	sum, err := s.cfg.Summarizer.SummarizeDocument(ctx, d.Filename, text.String(), summaries)
 	if err != nil {
@@ -415,4 +426,18 @@ func (s *Service) summarize(ctx context.Context, d store.Document) error {
 		s.published(done)
 	}
 	return err
+}
+
+// skipRunes is s without its first n characters, or s whole when it has
+// fewer than n (offsets that do not line up are not trusted to cut).
+func skipRunes(s string, n int) string {
+	i := 0
+	for range n {
+		if i >= len(s) {
+			return s
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[i:]
 }

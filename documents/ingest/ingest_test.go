@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -249,5 +250,44 @@ func TestWatch(t *testing.T) {
 	}
 	if left := other.Take(); len(left) != 0 {
 		t.Errorf("another conversation's watcher got %v", left)
+	}
+}
+
+// documentText records the text the document summary is asked of.
+type documentText struct{ text chan string }
+
+func (documentText) SummarizeChunk(ctx context.Context, text string) (string, error) {
+	return documents.Extractive{}.SummarizeChunk(ctx, text)
+}
+
+func (d documentText) SummarizeDocument(ctx context.Context, name, text string, sums []string) (string, error) {
+	d.text <- text
+	return documents.Extractive{}.SummarizeDocument(ctx, name, text, sums)
+}
+
+// The document summary is asked of the whole text once, rebuilt from
+// overlapping chunks whose offsets count characters, not bytes.
+func TestDocumentSummaryReadsWholeText(t *testing.T) {
+	var b strings.Builder
+	for i := range 60 {
+		fmt.Fprintf(&b, "## Größe %d\n\nÜber Straße %d führt ein Weg nach Köln — naïve café, 東京 %d.\n\n", i, i, i)
+	}
+	data := []byte(b.String())
+	want, err := documents.Extract(t.Context(), data, "a.md", documents.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := documentText{text: make(chan string, 1)}
+	r := ingesttest.New(t, "sqlite", ingest.Config{Summarizer: got,
+		Chunks: documents.ChunkConfig{Size: 700, Overlap: 200, MinSize: 300}}, jobs.Config{})
+	d, err := r.Svc.Upload(t.Context(), ingest.Upload{UserID: "alice", Filename: "a.md", Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ready := ingesttest.WaitStatus(t, r.Svc, d, store.DocReady); ready.Chunks < 5 {
+		t.Fatalf("%d chunks, want several overlapping ones", ready.Chunks)
+	}
+	if text := <-got.text; text != want.Text {
+		t.Fatalf("document summary asked of %d bytes, want the %d extracted", len(text), len(want.Text))
 	}
 }
