@@ -59,19 +59,13 @@ type Service struct {
 
 	// touches carries recalled memories to the goroutine that records
 	// their use, off the request's path.
-	touches chan touch
+	touches chan store.Recall
 	done    chan struct{}
 	// mu guards closed: touched sends only while the recorder runs.
 	mu     sync.RWMutex
 	closed bool
 
 	identity identityCache
-}
-
-type touch struct {
-	userID string
-	ids    []string
-	at     time.Time
 }
 
 // New returns the service and starts its recorder of recalls.
@@ -104,7 +98,7 @@ func New(cfg Config) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{cfg: cfg, log: log, touches: make(chan touch, 256), done: make(chan struct{})}
+	s := &Service{cfg: cfg, log: log, touches: make(chan store.Recall, 256), done: make(chan struct{})}
 	go s.recordTouches()
 	return s, nil
 }
@@ -120,14 +114,31 @@ func (s *Service) Close() {
 	<-s.done
 }
 
-// recordTouches records recalls as they come. A recall whose record fails
-// is only a count lost, so it is logged, not retried.
+// recordTouches records recalls as they come, those queued meanwhile in
+// one batch: one commit for many recalls, so that under load the
+// recorder's writes do not crowd the requests' reads. A batch whose
+// record fails is only counts lost, so it is logged, not retried.
 func (s *Service) recordTouches() {
 	defer close(s.done)
-	for t := range s.touches {
+	var batch []store.Recall
+	for r := range s.touches {
+		batch = append(batch[:0], r)
+	drain:
+		for len(batch) < cap(s.touches) {
+			select {
+			case r, ok := <-s.touches:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := s.cfg.Store.TouchMemories(ctx, t.userID, t.ids, t.at); err != nil {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "cognition: recording a recall", slog.Any("error", err))
+		if err := s.cfg.Store.TouchMemories(ctx, batch); err != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "cognition: recording recalls", slog.Int("recalls", len(batch)),
+				slog.Any("error", err))
 		}
 		cancel()
 	}
@@ -149,7 +160,7 @@ func (s *Service) touched(userID string, ms []store.Memory) {
 		return
 	}
 	select {
-	case s.touches <- touch{userID: userID, ids: ids, at: time.Now()}:
+	case s.touches <- store.Recall{UserID: userID, MemoryIDs: ids, At: time.Now()}:
 	default:
 	}
 }

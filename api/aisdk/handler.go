@@ -2,7 +2,6 @@ package aisdk
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/internal/sse"
@@ -320,34 +320,13 @@ func (h *Handler) left(ctx context.Context, req runs.FollowRequest) {
 // fail answers a request Trellis cannot take with a JSON error, 4xx for
 // the client's mistakes; useChat shows the body as the chat's error.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	status, code := http.StatusInternalServerError, "internal"
+	p := httperr.Of(err)
 	switch {
-	case errors.Is(err, errBadRequest), errors.Is(err, store.ErrInvalid):
-		status, code = http.StatusBadRequest, "invalid_request"
-	case errors.Is(err, store.ErrNotFound):
-		status, code = http.StatusNotFound, "not_found"
-	case errors.Is(err, store.ErrRunActive):
-		status, code = http.StatusConflict, "run_active"
-	case errors.Is(err, store.ErrAlreadyResolved), errors.Is(err, store.ErrConflict), errors.Is(err, runs.ErrRunCancelling), errors.Is(err, runs.ErrNothingToRun):
-		status, code = http.StatusConflict, "conflict"
-	case errors.Is(err, runs.ErrBusy), errors.Is(err, runs.ErrTooManyRuns):
-		status, code = http.StatusTooManyRequests, "too_many_runs"
-	case errors.Is(err, runs.ErrShuttingDown), errors.Is(err, runs.ErrUnavailable):
-		status, code = http.StatusServiceUnavailable, "unavailable"
-	}
-	msg := err.Error()
-	if status == http.StatusInternalServerError {
+	case errors.Is(err, errBadRequest):
+		p = httperr.New(http.StatusBadRequest, "invalid_request", err.Error())
+	case p == nil:
 		h.log.LogAttrs(r.Context(), slog.LevelError, "AI SDK request failed", slog.Any("error", err))
-		msg = "internal error; the server logged it"
+		p = httperr.Internal("")
 	}
-	var body struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	body.Error.Code, body.Error.Message = code, msg
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
+	httperr.Write(w, p)
 }

@@ -9,24 +9,17 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/api/store"
 )
 
-// apiError is an answer given on purpose: Trellis' {"error": {code,
-// message}} with the status, plus LangGraph's "detail". Every mistake of
-// the client is a 4xx: the SDK retries 5xx.
-type apiError struct {
-	status        int
-	code, message string
+// errorf is an answer given on purpose. Every mistake of the client is a
+// 4xx: the SDK retries 5xx.
+func errorf(status int, code, format string, args ...any) *httperr.Problem {
+	return httperr.New(status, code, fmt.Sprintf(format, args...))
 }
 
-func (e *apiError) Error() string { return e.code + ": " + e.message }
-
-func errorf(status int, code, format string, args ...any) *apiError {
-	return &apiError{status: status, code: code, message: fmt.Sprintf(format, args...)}
-}
-
-func badRequest(format string, args ...any) *apiError {
+func badRequest(format string, args ...any) *httperr.Problem {
 	return errorf(http.StatusBadRequest, "invalid_request", format, args...)
 }
 
@@ -130,7 +123,7 @@ type runSpec struct {
 	metadata           json.RawMessage
 }
 
-// parseRun decodes a run request's body. Any mistake is an *apiError
+// parseRun decodes a run request's body. Any mistake is an *httperr.Problem
 // with a 4xx status.
 func parseRun(body []byte) (runSpec, error) {
 	var b runBody

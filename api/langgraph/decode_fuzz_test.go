@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/trellis-ai/trellis/api/httperr"
 )
 
 // FuzzParseRun feeds run bodies to the decoder: it never panics, every
@@ -27,9 +29,9 @@ func FuzzParseRun(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		spec, err := parseRun(body)
 		if err != nil {
-			var e *apiError
-			if !errors.As(err, &e) || e.status < 400 || e.status > 499 {
-				t.Fatalf("parseRun(%q) = %v: want a 4xx *apiError", body, err)
+			var e *httperr.Problem
+			if !errors.As(err, &e) || e.Status < 400 || e.Status > 499 {
+				t.Fatalf("parseRun(%q) = %v: want a 4xx *httperr.Problem", body, err)
 			}
 			return
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/nodes"
@@ -94,37 +95,21 @@ func New(cfg Config) http.Handler {
 	return r
 }
 
-// fail answers err: an *apiError as it is, the run service's and the
-// store's errors by their meaning, anything else 500 (logged).
+// fail answers err as httperr classifies it, anything else 500 (logged),
+// in Trellis' {"error": {code, message}} plus LangGraph's "detail".
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var e *apiError
+	p := httperr.Of(err)
 	switch {
-	case errors.As(err, &e):
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, nodes.ErrUnknownTurn):
-		e = errorf(http.StatusNotFound, "not_found", "no such thread or run")
-	case errors.Is(err, store.ErrRunActive):
-		e = errorf(http.StatusConflict, "thread_busy", "the thread has a run going or waiting for an answer; wait, cancel it, or answer its interrupt with command.resume")
-	case errors.Is(err, store.ErrAlreadyResolved), errors.Is(err, runs.ErrRunCancelling):
-		e = errorf(http.StatusConflict, "already_resolved", "the interrupt was answered or cancelled already")
-	case errors.Is(err, runs.ErrNothingToRun):
-		e = errorf(http.StatusConflict, "not_running", "the run is not running or waiting")
-	case errors.Is(err, store.ErrInvalid):
-		e = badRequest("%s", err.Error())
-	case errors.Is(err, runs.ErrTooManyRuns):
-		w.Header().Set("Retry-After", "1")
-		e = errorf(http.StatusTooManyRequests, "too_many_runs", "too many runs going at once; retry when one ends")
-	case errors.Is(err, runs.ErrBusy):
-		e = errorf(http.StatusConflict, "busy", "the run has too many answers waiting; retry in a moment")
-	case errors.Is(err, runs.ErrShuttingDown), errors.Is(err, runs.ErrUnavailable):
-		w.Header().Set("Retry-After", "1")
-		e = errorf(http.StatusServiceUnavailable, "unavailable", "the server cannot start runs now; retry in a moment")
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+	case p == httperr.RunActive:
+		p = errorf(p.Status, p.Code, "the thread has a run going or waiting for an answer; wait, cancel it, or answer its interrupt with command.resume")
+	case p == nil && errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		return // the client is gone
-	default:
+	case p == nil:
 		h.log.LogAttrs(r.Context(), slog.LevelError, "langgraph: request failed", slog.String("path", r.URL.Path), slog.Any("error", err))
-		e = errorf(http.StatusInternalServerError, "internal_error", "internal error; the server logged it")
+		p = httperr.Internal("")
 	}
-	writeJSON(w, e.status, map[string]any{"error": map[string]string{"code": e.code, "message": e.message}, "detail": e.message})
+	p.Header(w.Header())
+	writeJSON(w, p.Status, map[string]any{"error": map[string]string{"code": p.Code, "message": p.Message}, "detail": p.Message})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/trellis-ai/trellis/api/runs"
+	"github.com/trellis-ai/trellis/api/httperr"
 )
 
 // apiError is an error answered in OpenAI's shape.
@@ -31,23 +31,30 @@ func ptr(s string) *string {
 	return &s
 }
 
-// writeError answers err: an *apiError as it is, the run service's
-// refusals with their status, anything else a 500 that says nothing of
-// the cause (it is logged by the caller).
+// writeError answers err: an *apiError as it is, what httperr knows
+// with its status and code under OpenAI's error types, anything else a
+// 500 that says nothing of the cause (it is logged by the caller).
 func writeError(w http.ResponseWriter, err error) {
 	var e *apiError
-	switch {
-	case errors.As(err, &e):
-	case errors.Is(err, runs.ErrTooManyRuns):
-		e = &apiError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: ptr("too_many_runs"),
-			Message: "too many runs going at once; wait for one to end"}
-	case errors.Is(err, runs.ErrShuttingDown), errors.Is(err, runs.ErrUnavailable):
-		e = &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: ptr("unavailable"),
-			Message: "the service is unavailable for a moment; try again"}
-	default:
+	if !errors.As(err, &e) {
 		e = &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "internal error"}
+		if p := httperr.Of(err); p != nil {
+			e = &apiError{Status: p.Status, Type: errorType(p.Status), Code: ptr(p.Code), Message: p.Message}
+			p.Header(w.Header())
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status)
 	_ = json.NewEncoder(w).Encode(map[string]*apiError{"error": e})
+}
+
+// errorType is the OpenAI error type of an HTTP status.
+func errorType(status int) string {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
 }

@@ -9,7 +9,8 @@ import (
 // Memories keeps what the agent remembers of each user across
 // conversations (package cognition decides what that is): episodic
 // memories under a full-text index (SQLite's FTS5 ranked by BM25, or
-// PostgreSQL's tsvector under a GIN index ranked by ts_rank), one
+// PostgreSQL's stored tsvector, read for the user's rows alone and ranked
+// by ts_rank), one
 // profile per user, and the agent's own performance per tool.
 //
 // Every method that names a memory takes the user id too: another
@@ -36,10 +37,10 @@ type Memories interface {
 	// equals. Returns ErrInvalid for a negative limit or a missing user.
 	SearchMemories(ctx context.Context, q MemoryQuery) ([]MemoryHit, error)
 
-	// TouchMemories records that the user's memories ids were recalled
-	// at: their access count goes up by one. Unknown ids, and other
-	// users', are skipped.
-	TouchMemories(ctx context.Context, userID string, ids []string, at time.Time) error
+	// TouchMemories records recalls, in one transaction: each adds one to
+	// its memories' access count and sets their last use to its time.
+	// Unknown ids, and other users', are skipped.
+	TouchMemories(ctx context.Context, recalls []Recall) error
 
 	// DeleteMemory deletes the user's memory. Returns ErrNotFound when it
 	// is unknown or another user's.
@@ -128,6 +129,13 @@ type MemoryPage struct {
 	// NextCursor fetches the next page; "" when this page is the last.
 	// The key is always there, as API.md lists it.
 	NextCursor string `json:"next_cursor"`
+}
+
+// Recall is one use of some of a user's memories, for TouchMemories.
+type Recall struct {
+	UserID    string
+	MemoryIDs []string
+	At        time.Time
 }
 
 // MemoryQuery asks SearchMemories for memories.

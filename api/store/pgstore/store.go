@@ -141,7 +141,9 @@ var chunkSearch = sqlstore.ChunkSearch{
 // ChunkSearch implements sqlstore.DB.
 func (d *db) ChunkSearch() sqlstore.ChunkSearch { return chunkSearch }
 
-// memorySearch asks the GIN index over memories as chunkSearch does.
+// memorySearch matches one user's memories, found by user id, against
+// the stored tsvector, ranked as chunkSearch ranks (migration 0006 says
+// why there is no GIN index to ask).
 var memorySearch = sqlstore.MemorySearch{
 	From:  "memories m CROSS JOIN to_tsquery('english', ?) AS query",
 	Match: "m.tsv @@ query",

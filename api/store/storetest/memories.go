@@ -155,7 +155,7 @@ func testMemoryOtherUsers(t *testing.T, s MemStore) {
 	if n := must(s.DeleteMemories(ctx, bob))(t); n != 0 {
 		t.Errorf("bob's DeleteMemories deleted %d", n)
 	}
-	if err := s.TouchMemories(ctx, bob, []string{m.ID}, time.Now()); err != nil {
+	if err := s.TouchMemories(ctx, []store.Recall{{UserID: bob, MemoryIDs: []string{m.ID}, At: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
 	if p := must(s.ListMemories(ctx, bob, store.Page{}))(t); len(p.Memories) != 0 {
@@ -214,10 +214,15 @@ func testMemoryTouch(t *testing.T, s MemStore) {
 	m := addMemory(t, s, alice, "a", 0.5)
 	other := addMemory(t, s, alice, "b", 0.5)
 	at := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
-	for range 2 {
-		if err := s.TouchMemories(ctx, alice, []string{m.ID, "unknown", "bad\x00"}, at); err != nil {
-			t.Fatal(err)
-		}
+	// Two recalls of m in one batch count twice; the other user's,
+	// the unknown and the invalid ids change nothing.
+	recall := store.Recall{UserID: alice, MemoryIDs: []string{m.ID, "unknown", "bad\x00"}, At: at}
+	if err := s.TouchMemories(ctx, []store.Recall{recall, {UserID: bob, MemoryIDs: []string{other.ID}, At: at},
+		{UserID: "bad\x00", MemoryIDs: []string{other.ID}, At: at}, recall}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TouchMemories(ctx, nil); err != nil {
+		t.Fatal(err)
 	}
 	for _, got := range must(s.ListMemories(ctx, alice, store.Page{}))(t).Memories {
 		switch got.ID {
@@ -246,7 +251,7 @@ func testMemoryPrune(t *testing.T, s MemStore) {
 	// old was last used long ago.
 	cutoff := time.Now().UTC().Add(time.Minute)
 	for _, m := range []store.Memory{low, mid, high, tie, b1} {
-		if err := s.TouchMemories(ctx, m.UserID, []string{m.ID}, cutoff.Add(time.Hour)); err != nil {
+		if err := s.TouchMemories(ctx, []store.Recall{{UserID: m.UserID, MemoryIDs: []string{m.ID}, At: cutoff.Add(time.Hour)}}); err != nil {
 			t.Fatal(err)
 		}
 	}

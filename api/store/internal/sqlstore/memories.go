@@ -192,25 +192,36 @@ func (s *Store) searchMemories(ctx context.Context, mq store.MemoryQuery) ([]sto
 	})
 }
 
-// TouchMemories implements store.Memories.
-func (s *Store) TouchMemories(ctx context.Context, userID string, memoryIDs []string, at time.Time) error {
-	var valid []string
-	for _, id := range memoryIDs {
-		if storeutil.CheckIDs(id) == nil {
-			valid = append(valid, id)
+// TouchMemories implements store.Memories: an UPDATE a recall, one
+// commit for all.
+func (s *Store) TouchMemories(ctx context.Context, recalls []store.Recall) error {
+	var updates [][]any
+	for _, r := range recalls {
+		if storeutil.CheckIDs(r.UserID) != nil {
+			continue
+		}
+		args := []any{s.db.Time(r.At.UTC().Truncate(time.Microsecond)), r.UserID}
+		for _, id := range r.MemoryIDs {
+			if storeutil.CheckIDs(id) == nil {
+				args = append(args, id)
+			}
+		}
+		if len(args) > 2 {
+			updates = append(updates, args)
 		}
 	}
-	if len(valid) == 0 || storeutil.CheckIDs(userID) != nil {
+	if len(updates) == 0 {
 		return nil
 	}
-	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
-		args := []any{s.db.Time(at.UTC().Truncate(time.Microsecond)), userID}
-		for _, id := range valid {
-			args = append(args, id)
+	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+		for _, args := range updates {
+			_, err := q.Exec(ctx, `UPDATE memories SET access_count = access_count + 1, last_accessed = ?
+                WHERE user_id = ? AND id IN (`+placeholders(len(args)-2)+`)`, args...)
+			if err != nil {
+				return err
+			}
 		}
-		_, err := q.Exec(ctx, `UPDATE memories SET access_count = access_count + 1, last_accessed = ?
-            WHERE user_id = ? AND id IN (`+placeholders(len(valid))+`)`, args...)
-		return err
+		return nil
 	})
 	if err != nil {
 		return s.errorf("touch memories: %w", err)

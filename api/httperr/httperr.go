@@ -1,0 +1,142 @@
+package httperr
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/trellis-ai/trellis/api/runs"
+	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/mcp/elicit"
+	"github.com/trellis-ai/trellis/nodes"
+)
+
+// Problem is an error as HTTP answers it.
+type Problem struct {
+	Status  int
+	Code    string
+	Message string
+	// RetryAfter, in seconds, is sent as Retry-After when positive.
+	RetryAfter int
+}
+
+func (p *Problem) Error() string { return p.Code + ": " + p.Message }
+
+// New returns a problem with no Retry-After.
+func New(status int, code, message string) *Problem {
+	return &Problem{Status: status, Code: code, Message: message}
+}
+
+// Header sets the headers p asks for on h: Retry-After.
+func (p *Problem) Header(h http.Header) {
+	if p.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(p.RetryAfter))
+	}
+}
+
+// Problems the classification answers with, for callers that answer
+// them before any error exists.
+var (
+	ShuttingDown = New(http.StatusServiceUnavailable, "shutting_down",
+		"the server is shutting down; retry on another instance or after it restarts")
+	// Unavailable answers a request that failed because the database
+	// went away, or a run asked for while the process has lost it.
+	Unavailable = &Problem{Status: http.StatusServiceUnavailable, Code: "unavailable", RetryAfter: 1,
+		Message: "the server lost its database connection and is reconnecting; retry in a moment"}
+	TooManyRuns = &Problem{Status: http.StatusTooManyRequests, Code: "too_many_runs", RetryAfter: 1,
+		Message: "you have the most runs going at once that are allowed; wait for one to end"}
+	NothingToRun = New(http.StatusConflict, "not_running", "no run is running or waiting on this conversation")
+	// RunCancelling answers an answer to a question whose run the user
+	// has just cancelled: the cancel won.
+	RunCancelling = New(http.StatusConflict, "run_cancelled", "the run was cancelled; this approval is no longer asked")
+	Busy          = New(http.StatusConflict, "busy", "the run has too many answers waiting; retry in a moment")
+	NotFound      = New(http.StatusNotFound, "not_found", "no such resource, or it is not yours")
+	RunActive     = New(http.StatusConflict, "run_active",
+		"a run is already active on this conversation; wait for it, cancel it, or answer what it waits for")
+	AlreadyResolved = New(http.StatusConflict, "already_resolved", "this was already answered, cancelled or expired")
+	Conflict        = New(http.StatusConflict, "conflict",
+		"the request conflicts with the resource's state (an edit of a superseded run, say)")
+	ApprovalPending   = New(http.StatusConflict, "approval_pending", "the conversation waits for an approval; answer it first")
+	NoPendingApproval = New(http.StatusConflict, "no_pending_approval", "the run no longer waits for this approval")
+	UnknownModel      = New(http.StatusBadRequest, "unknown_model",
+		"no model has that id or alias; GET /api/v1/tools lists tools, the server's start line lists models")
+)
+
+// Of returns err's problem: a *Problem in err's chain as it is, a
+// sentinel of the run service, the record, the agent or the elicitation
+// manager with its meaning, an over-long body as 413; nil for anything
+// else, which the caller answers as an internal error (and logs).
+func Of(err error) *Problem {
+	var (
+		p       *Problem
+		tooBig  *http.MaxBytesError
+		invalid *elicit.ValidationError
+	)
+	switch {
+	case errors.As(err, &p):
+		return p
+	case errors.Is(err, runs.ErrShuttingDown):
+		return ShuttingDown
+	case errors.Is(err, runs.ErrUnavailable):
+		return Unavailable
+	case errors.Is(err, runs.ErrTooManyRuns):
+		return TooManyRuns
+	case errors.Is(err, runs.ErrNothingToRun):
+		return NothingToRun
+	case errors.Is(err, runs.ErrRunCancelling):
+		return RunCancelling
+	case errors.Is(err, runs.ErrBusy):
+		return Busy
+	case errors.As(err, &tooBig):
+		return New(http.StatusRequestEntityTooLarge, "body_too_large",
+			"the request body is larger than "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
+	case errors.As(err, &invalid):
+		return New(http.StatusUnprocessableEntity, "invalid_content", invalid.Reason)
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, elicit.ErrNotFound), errors.Is(err, nodes.ErrUnknownTurn):
+		return NotFound
+	case errors.Is(err, store.ErrRunActive):
+		return RunActive
+	case errors.Is(err, store.ErrAlreadyResolved), errors.Is(err, elicit.ErrResolved):
+		return AlreadyResolved
+	case errors.Is(err, store.ErrConflict):
+		return Conflict
+	case errors.Is(err, nodes.ErrApprovalPending):
+		return ApprovalPending
+	case errors.Is(err, nodes.ErrNoPendingApproval):
+		return NoPendingApproval
+	case errors.Is(err, store.ErrInvalid), errors.Is(err, nodes.ErrInvalidInput), errors.Is(err, elicit.ErrInvalidAction):
+		return New(http.StatusBadRequest, "invalid_request", err.Error())
+	case errors.Is(err, llm.ErrUnknownModel):
+		return UnknownModel
+	}
+	return nil
+}
+
+// body is API.md's error shape.
+type body struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// Write answers p in API.md's error shape, {"error": {"code",
+// "message"}}, with its status and headers.
+func Write(w http.ResponseWriter, p *Problem) {
+	var b body
+	b.Error.Code, b.Error.Message = p.Code, p.Message
+	data, _ := json.Marshal(b) // two strings: cannot fail
+	p.Header(w.Header())
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)+1))
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(data, '\n'))
+}
+
+// Internal is the problem of an error Of does not know: a 500 whose
+// message says where the cause was logged, never the cause itself.
+func Internal(where string) *Problem {
+	return New(http.StatusInternalServerError, "internal_error", "internal error; the server logged it"+where)
+}
