@@ -38,7 +38,10 @@ func BenchmarkContext(b *testing.B) {
 			var ds []time.Duration
 			for b.Loop() {
 				user := fmt.Sprintf("user-%d", rng.IntN(1000))
-				q := benchWords[rng.IntN(len(benchWords))] + " " + benchWords[rng.IntN(len(benchWords))] + "?"
+				// A question as a user asks it: Context's query is the
+				// message, stop words and all.
+				q := "What do you remember about " + benchWords[rng.IntN(len(benchWords))] + " and " +
+					benchWords[rng.IntN(len(benchWords))] + "?"
 				start := time.Now()
 				if _, err := svc.Context(b.Context(), user, q); err != nil {
 					b.Fatal(err)
