@@ -306,3 +306,43 @@ func TestCrashWhileAClarificationWaits(t *testing.T) {
 		})
 	}
 }
+
+// A run's budget holds across a crash: of a budget of two tool calls, one
+// is spent before the process is killed (SIGKILL while reflect waits on
+// the model), and of the two calls the supervisor plans in the process
+// that recovers the run, one runs and the other is refused.
+func TestCrashKeepsTheBudgetSpent(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			e := newCrashEnv(t, db)
+			first := e.start()
+			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "tally three sums",
+				"budget": map[string]any{"max_tool_calls": 2}})
+			conv := resp.Header.Get("X-Conversation-ID")
+			seen := events(t, resp, func(ev event) bool { return ev.typ == "tool.complete" })
+			if last := seen[len(seen)-1]; last.typ != "tool.complete" {
+				t.Fatalf("the run ended with %s %v", last.typ, last.data)
+			}
+			first.stop(syscall.SIGKILL)
+
+			second := e.start()
+			runID, _ := seen[0].data["run_id"].(string)
+			seen = followToEnd(t, second, conv, runID, seen)
+			var results int
+			var done map[string]any
+			for _, ev := range seen {
+				switch ev.typ {
+				case "tool.complete":
+					results++
+				case "response.done":
+					done = ev.data
+				}
+			}
+			b, _ := done["budget"].(map[string]any)
+			if b["exceeded"] != "tool_calls" || b["tool_calls"] != float64(2) || results != 2 {
+				t.Errorf("budget %v, %d tools run; want tool_calls exceeded at 2, 2 tools run", b, results)
+			}
+			second.stop(syscall.SIGTERM)
+		})
+	}
+}
