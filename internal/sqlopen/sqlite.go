@@ -20,6 +20,11 @@ import (
 // shared file before the other.
 const BusyTimeout = 10 * time.Second
 
+// MaxIdleConns is how many connections to a database file the pool
+// keeps open between uses: about as many as read at once under load, so
+// a read finds a connection with its statements prepared.
+const MaxIdleConns = 16
+
 // params are appended to every connection's DSN. busy_timeout comes first
 // (the driver orders it so) and covers the others. WAL lets readers go on
 // while one writes. synchronous=NORMAL: a commit survives the process
@@ -55,5 +60,9 @@ func SQLite(path string) (db *sql.DB, oneConn bool, err error) {
 		db.SetConnMaxLifetime(0)
 		return db, true, nil
 	}
+	// database/sql keeps two idle connections by default: under a
+	// dozen concurrent requests every other read closed its connection
+	// and the next opened one anew, preparing its statements again.
+	db.SetMaxIdleConns(MaxIdleConns)
 	return db, false, nil
 }

@@ -27,7 +27,7 @@ func (s *Store) CreateConversation(ctx context.Context, nc store.NewConversation
 		// A caller's id may be anyone's: taken is a conflict, not a
 		// failure of the database.
 		at := s.db.Time(now)
-		n, err := q.Exec(ctx, insertConversationSQL+` ON CONFLICT (id) DO NOTHING`, c.ID, c.UserID, c.Title, at, at, string(c.Metadata))
+		n, err := q.Exec(ctx, insertConversationSQL+` ON CONFLICT (id) DO NOTHING`, c.ID, c.UserID, c.Title, at, at, string(c.Metadata), 0)
 		if err == nil && n == 0 {
 			err = fmt.Errorf("conversation id %q is taken: %w", nc.ID, store.ErrConflict)
 		}
@@ -39,13 +39,21 @@ func (s *Store) CreateConversation(ctx context.Context, nc store.NewConversation
 	return c, nil
 }
 
-const insertConversationSQL = `INSERT INTO conversations (id, user_id, title, created_at, updated_at, metadata) VALUES (?, ?, ?, ?, ?, ?)`
+const insertConversationSQL = `INSERT INTO conversations (id, user_id, title, created_at, updated_at, metadata, run_count)
+VALUES (?, ?, ?, ?, ?, ?, ?)`
 
 // insertConversation stores a conversation without runs, created and
 // updated at (DB.Time).
 func insertConversation(ctx context.Context, q Querier, c store.Conversation, at any) error {
+	return insertConversationRuns(ctx, q, c, at, 0)
+}
+
+// insertConversationRuns is insertConversation with runs run numbers
+// taken already (runs.num): StartRun stores a new conversation with its
+// first run counted, sparing the statement that would count it.
+func insertConversationRuns(ctx context.Context, q Querier, c store.Conversation, at any, runs int64) error {
 	_, err := q.Exec(ctx, insertConversationSQL,
-		c.ID, c.UserID, c.Title, at, at, string(metadataOf(c.Metadata)))
+		c.ID, c.UserID, c.Title, at, at, string(metadataOf(c.Metadata)), runs)
 	return err
 }
 

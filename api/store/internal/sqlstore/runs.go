@@ -29,20 +29,23 @@ func (s *Store) StartRun(ctx context.Context, nr store.NewRun) (store.Run, error
 		UserMessage: nr.UserMessage, CreatedAt: now, CheckpointID: nr.CheckpointID, RequestID: nr.RequestID, Owner: nr.Owner}
 	at := s.db.Time(now)
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+		var num int64
 		if nc := nr.NewConversation; nc != nil {
+			// Stored with this run counted: it is the first.
+			num = 1
 			c := store.Conversation{ID: nr.ConversationID, UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now, Metadata: nc.Metadata}
-			if err := insertConversation(ctx, q, c, at); err != nil {
+			if err := insertConversationRuns(ctx, q, c, at, num); err != nil {
 				return err
 			}
-		}
-		var num int64
-		err := q.QueryRow(ctx, `UPDATE conversations SET run_count = run_count + 1, updated_at = ?
+		} else {
+			err := q.QueryRow(ctx, `UPDATE conversations SET run_count = run_count + 1, updated_at = ?
 WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.UserID).Scan(&num)
-		if noRows(err) {
-			return store.ErrNotFound
-		}
-		if err != nil {
-			return err
+			if noRows(err) {
+				return store.ErrNotFound
+			}
+			if err != nil {
+				return err
+			}
 		}
 		if nr.Supersedes != "" {
 			if err := supersede(ctx, q, nr.ConversationID, nr.Supersedes, at, &r.CheckpointID); err != nil {
@@ -54,7 +57,7 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.Use
 				return err
 			}
 		}
-		_, err = q.Exec(ctx, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, request_id, owner,
+		_, err := q.Exec(ctx, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, request_id, owner,
     checkpoint_id, created_at) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)`,
 			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, r.RequestID, r.Owner, r.CheckpointID, at)
 		if s.db.Violates(err, "runs_one_active") {
@@ -75,6 +78,12 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.Use
 // humanTables hold what a run waits on; a run that ends or is superseded
 // expires what it left pending in them.
 var humanTables = [...]string{"approvals", "elicitations", "clarifications"}
+
+// pendingHuman is true when the run of the row (runs.id) has a pending
+// request in one of humanTables.
+const pendingHuman = `(EXISTS (SELECT 1 FROM approvals WHERE run_id = runs.id AND status = 'pending')
+    OR EXISTS (SELECT 1 FROM elicitations WHERE run_id = runs.id AND status = 'pending')
+    OR EXISTS (SELECT 1 FROM clarifications WHERE run_id = runs.id AND status = 'pending'))`
 
 // supersede marks run from and every later run of the conversation
 // superseded and expires what they left pending, at now (DB.Time).
@@ -252,16 +261,20 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 // encoded.
 func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end store.RunEnd, usage []byte) (store.Run, error) {
 	now := s.db.Time(storeutil.Now())
-	r, err := ScanRun(q.QueryRow(ctx, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?
-WHERE id = ? AND status IN ('running', 'interrupted') AND (? = '' OR owner = ?) RETURNING `+RunCols,
-		end.Status, end.Reason, string(usage), now, runID, end.Owner, end.Owner))
+	// pending tells, in the same statement, whether the run left a human
+	// request pending: most runs leave none, and then the statements
+	// that would expire them are spared.
+	var pending bool
+	r, err := ScanRun(firstCol{q.QueryRow(ctx, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?
+WHERE id = ? AND status IN ('running', 'interrupted') AND (? = '' OR owner = ?) RETURNING `+pendingHuman+`, `+RunCols,
+		end.Status, end.Reason, string(usage), now, runID, end.Owner, end.Owner), &pending})
 	if noRows(err) {
 		return r, RunMissingOr(ctx, q, runID, end.Owner, fmt.Errorf("run has ended: %w", store.ErrConflict))
 	}
 	if err != nil {
 		return r, err
 	}
-	if end.Status.Final() {
+	if end.Status.Final() && pending {
 		for _, table := range humanTables {
 			if _, err := q.Exec(ctx, `UPDATE `+table+` SET status = 'expired', resolved_at = ?
 WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {

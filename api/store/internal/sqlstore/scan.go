@@ -53,18 +53,18 @@ func ScanRun(row Row) (store.Run, error) {
 func scanNumberedRun(row Row) (storeutil.NumberedRun, error) {
 	var r storeutil.NumberedRun
 	var err error
-	r.Run, err = ScanRun(numFirst{row, &r.Num})
+	r.Run, err = ScanRun(firstCol{row, &r.Num})
 	return r, err
 }
 
-// numFirst scans a row's first column into num and the rest into what
+// firstCol scans a row's first column into first and the rest into what
 // Scan is given.
-type numFirst struct {
-	row Row
-	num *int64
+type firstCol struct {
+	row   Row
+	first any
 }
 
-func (n numFirst) Scan(dest ...any) error { return n.row.Scan(append([]any{n.num}, dest...)...) }
+func (f firstCol) Scan(dest ...any) error { return f.row.Scan(append([]any{f.first}, dest...)...) }
 
 // messageCols are read by scanMessage; m is messages, r its run.
 const messageCols = `m.id, m.conversation_id, m.run_id, m.role, m.content, m.citations, m.meta, m.created_at, r.superseded`
