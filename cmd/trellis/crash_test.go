@@ -308,9 +308,13 @@ func TestCrashWhileAClarificationWaits(t *testing.T) {
 }
 
 // A run's budget holds across a crash: of a budget of two tool calls, one
-// is spent before the process is killed (SIGKILL while reflect waits on
-// the model), and of the two calls the supervisor plans in the process
-// that recovers the run, one runs and the other is refused.
+// is spent before the process is killed (SIGKILL once reflect started,
+// so after the step that made the call was checkpointed, while reflect
+// waits on the model), and of the two calls the supervisor plans in the
+// process that recovers the run, one runs and the other is refused. (A
+// process killed inside the step that makes a call runs that step again:
+// a tool's call is at least once, and the budget counts what the
+// checkpoints saw.)
 func TestCrashKeepsTheBudgetSpent(t *testing.T) {
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
@@ -319,8 +323,8 @@ func TestCrashKeepsTheBudgetSpent(t *testing.T) {
 			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "tally three sums",
 				"budget": map[string]any{"max_tool_calls": 2}})
 			conv := resp.Header.Get("X-Conversation-ID")
-			seen := events(t, resp, func(ev event) bool { return ev.typ == "tool.complete" })
-			if last := seen[len(seen)-1]; last.typ != "tool.complete" {
+			seen := events(t, resp, func(ev event) bool { return ev.typ == "node.start" && ev.data["node"] == "reflect" })
+			if last := seen[len(seen)-1]; last.typ != "node.start" {
 				t.Fatalf("the run ended with %s %v", last.typ, last.data)
 			}
 			first.stop(syscall.SIGKILL)
