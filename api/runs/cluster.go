@@ -316,7 +316,7 @@ func (m *Service) unstrand(ctx context.Context) {
 	var keep []*strandedRun
 	for i, sr := range todo {
 		err := m.retryStranded(ctx, sr)
-		if m.lostErr(err) || ctx.Err() != nil {
+		if m.awayAgain(err) || ctx.Err() != nil {
 			keep = todo[i:]
 			break
 		}
@@ -369,9 +369,25 @@ func (m *Service) claim(ctx context.Context) (int, error) {
 	runs, err := m.cfg.Cluster.ClaimOrphans(ctx, m.cfg.Owner)
 	errs := []error{err}
 	for _, r := range runs {
-		errs = append(errs, m.continueRun(ctx, r))
+		if err := m.continueRun(ctx, r); m.awayAgain(err) {
+			// Claimed, it is this process's: the sweep continues it
+			// once the database is back, unless another process has
+			// claimed it meanwhile.
+			m.later(&strandedRun{run: r})
+		} else {
+			errs = append(errs, err)
+		}
 	}
 	return len(runs), errors.Join(errs...)
+}
+
+// awayAgain reports whether err stopped a run from going on only because
+// the database went away again: lost, or this process's session lost and
+// the process suspended (ErrUnavailable) between the sweep's check and
+// the run's start. Such a run stays this process's, running in the store,
+// so it must wait for the next sweep rather than be dropped.
+func (m *Service) awayAgain(err error) bool {
+	return m.lostErr(err) || errors.Is(err, ErrUnavailable)
 }
 
 // elsewhere returns who runs r elsewhere: the owner of a running run that
