@@ -9,9 +9,9 @@ import (
 // Memories keeps what the agent remembers of each user across
 // conversations (package cognition decides what that is): episodic
 // memories under a full-text index (SQLite's FTS5 ranked by BM25, or
-// PostgreSQL's stored tsvector, read for the user's rows alone and ranked
-// by ts_rank), one
-// profile per user, and the agent's own performance per tool.
+// PostgreSQL's stored tsvector, read for the user's rows alone and
+// ranked by ts_rank), one profile per user, and the agent's own
+// performance per tool.
 //
 // Every method that names a memory takes the user id too: another
 // user's memory is ErrNotFound, as an unknown one is.
