@@ -64,7 +64,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	user := runs.UserFrom(ctx)
 	in, err := decodeInput(r.Body)
 	if err == nil && h.cfg.MaxMessageRunes > 0 && utf8.RuneCountInString(in.message) > h.cfg.MaxMessageRunes {
-		err = badInput("the message is longer than %d characters", h.cfg.MaxMessageRunes)
+		err = httperr.Invalid("the message is longer than %d characters", h.cfg.MaxMessageRunes)
 	}
 	if err != nil {
 		h.fail(w, r, err)
@@ -127,7 +127,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, user string, in
 			err = store.ErrAlreadyResolved
 		}
 		if err == nil && len(answers) > 0 && hr.RunID != answers[0].hr.RunID {
-			err = badInput("resume[%d] answers an interrupt of another run", i)
+			err = httperr.Invalid("resume[%d] answers an interrupt of another run", i)
 		}
 		if err != nil {
 			h.fail(w, r, fmt.Errorf("resume[%d], interrupt %s: %w", i, e.InterruptID, err))
@@ -152,7 +152,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, user string, in
 			}
 		default:
 			if len(e.Payload) == 0 || e.Payload[0] != '{' {
-				h.fail(w, r, badInput("resume[%d]: a question's payload is the object it asks for", i))
+				h.fail(w, r, httperr.Invalid("resume[%d]: a question's payload is the object it asks for", i))
 				return
 			}
 			a.elicit = store.ElicitationAnswer{Action: store.ActionAccept, Content: e.Payload}
@@ -244,10 +244,7 @@ func (h *Handler) gone(ctx context.Context, req runs.FollowRequest) {
 // 4xx status for the client's mistakes (the client shows the body).
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p := httperr.Of(err)
-	switch {
-	case errors.Is(err, errBadInput):
-		p = httperr.New(http.StatusBadRequest, "invalid_request", err.Error())
-	case p == nil:
+	if p == nil {
 		h.log.LogAttrs(r.Context(), slog.LevelError, "AG-UI request failed", slog.Any("error", err))
 		p = httperr.Internal("")
 	}

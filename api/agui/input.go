@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/trellis-ai/trellis/api/httperr"
 )
 
 // input is the part of a RunAgentInput Trellis reads. Other fields
@@ -50,13 +52,6 @@ type message struct {
 	} `json:"toolCalls"`
 }
 
-// errBadInput marks a RunAgentInput Trellis cannot run: a 400.
-var errBadInput = errors.New("agui: bad input")
-
-func badInput(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errBadInput, fmt.Sprintf(format, args...))
-}
-
 // decodeInput reads and checks a RunAgentInput: threadId and runId are
 // required; with no resume the last message must be the user's, with
 // text; resume entries name their interrupt, have a known status, and
@@ -65,25 +60,25 @@ func decodeInput(r io.Reader) (input, error) {
 	var in input
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&in); err != nil {
-		return input{}, badInput("the body is not a RunAgentInput: %v", err)
+		return input{}, httperr.Invalid("the body is not a RunAgentInput: %v", err)
 	}
 	if dec.More() {
-		return input{}, badInput("the body holds more than one JSON value")
+		return input{}, httperr.Invalid("the body holds more than one JSON value")
 	}
 	if strings.TrimSpace(in.ThreadID) == "" || strings.TrimSpace(in.RunID) == "" {
-		return input{}, badInput("threadId and runId are required")
+		return input{}, httperr.Invalid("threadId and runId are required")
 	}
 	roles := make([]string, len(in.Messages))
 	in.calls = map[string]bool{}
 	for i, raw := range in.Messages {
 		var m message
 		if err := json.Unmarshal(raw, &m); err != nil || m.ID == "" || m.Role == "" {
-			return input{}, badInput("messages[%d] is not a message with an id and a role", i)
+			return input{}, httperr.Invalid("messages[%d] is not a message with an id and a role", i)
 		}
 		switch m.Role {
 		case "user", "assistant", "system", "developer", "tool", "activity", "reasoning":
 		default:
-			return input{}, badInput("messages[%d] has the unknown role %q", i, m.Role)
+			return input{}, httperr.Invalid("messages[%d] has the unknown role %q", i, m.Role)
 		}
 		roles[i] = m.Role
 		for _, c := range m.ToolCalls {
@@ -92,7 +87,7 @@ func decodeInput(r io.Reader) (input, error) {
 		if i == len(in.Messages)-1 && m.Role == "user" {
 			text, err := textOf(m.Content)
 			if err != nil {
-				return input{}, badInput("messages[%d]: %v", i, err)
+				return input{}, httperr.Invalid("messages[%d]: %v", i, err)
 			}
 			in.message = strings.TrimSpace(text)
 		}
@@ -101,20 +96,20 @@ func decodeInput(r io.Reader) (input, error) {
 	for i, e := range in.Resume {
 		switch {
 		case e.InterruptID == "":
-			return input{}, badInput("resume[%d] names no interruptId", i)
+			return input{}, httperr.Invalid("resume[%d] names no interruptId", i)
 		case seen[e.InterruptID]:
-			return input{}, badInput("resume[%d] answers interrupt %s again", i, e.InterruptID)
+			return input{}, httperr.Invalid("resume[%d] answers interrupt %s again", i, e.InterruptID)
 		case e.Status != "resolved" && e.Status != "cancelled":
-			return input{}, badInput("resume[%d].status must be resolved or cancelled", i)
+			return input{}, httperr.Invalid("resume[%d].status must be resolved or cancelled", i)
 		}
 		seen[e.InterruptID] = true
 	}
 	if len(in.Resume) == 0 {
 		if len(roles) == 0 || roles[len(roles)-1] != "user" {
-			return input{}, badInput("the last message must be the user's: Trellis answers it (the thread keeps the rest)")
+			return input{}, httperr.Invalid("the last message must be the user's: Trellis answers it (the thread keeps the rest)")
 		}
 		if in.message == "" {
-			return input{}, badInput("the user's message has no text")
+			return input{}, httperr.Invalid("the user's message has no text")
 		}
 	}
 	return in, nil
@@ -155,11 +150,11 @@ func textOf(content json.RawMessage) (string, error) {
 func decodeApproval(raw json.RawMessage) (approvalPayload, error) {
 	var p approvalPayload
 	if err := json.Unmarshal(raw, &p); err != nil || p.Approved == nil {
-		return p, badInput("an approval's payload is {approved: boolean, editedArgs?: object}")
+		return p, httperr.Invalid("an approval's payload is {approved: boolean, editedArgs?: object}")
 	}
 	if a := bytes.TrimSpace(p.EditedArgs); len(a) > 0 && !bytes.Equal(a, []byte("null")) {
 		if a[0] != '{' || !json.Valid(a) {
-			return p, badInput("editedArgs must be an object")
+			return p, httperr.Invalid("editedArgs must be an object")
 		}
 		p.EditedArgs = a
 	} else {

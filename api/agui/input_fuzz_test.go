@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/trellis-ai/trellis/api/httperr"
 )
 
 // FuzzDecodeInput: any body either decodes into an input Trellis can
@@ -31,7 +34,7 @@ func FuzzDecodeInput(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		in, err := decodeInput(bytes.NewReader(body))
 		if err != nil {
-			if !errors.Is(err, errBadInput) {
+			if !invalid(err) {
 				t.Fatalf("error %v is not a bad input", err)
 			}
 			return
@@ -50,9 +53,16 @@ func FuzzDecodeInput(f *testing.F) {
 				if p.Approved == nil || p.EditedArgs != nil && (p.EditedArgs[0] != '{' || !json.Valid(p.EditedArgs)) {
 					t.Fatalf("approval payload %+v", p)
 				}
-			} else if !errors.Is(err, errBadInput) {
+			} else if !invalid(err) {
 				t.Fatalf("payload error %v is not a bad input", err)
 			}
 		}
 	})
+}
+
+// invalid reports whether err is the 400 a client's mistake is answered
+// with.
+func invalid(err error) bool {
+	var p *httperr.Problem
+	return errors.As(err, &p) && p.Status == http.StatusBadRequest
 }

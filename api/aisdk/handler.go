@@ -77,7 +77,7 @@ func (h *Handler) Chat(w http.ResponseWriter, r *http.Request) {
 	user := runs.UserFrom(ctx)
 	t, err := decodeRequest(r.Body)
 	if err == nil && h.cfg.MaxMessageRunes > 0 && utf8.RuneCountInString(t.message) > h.cfg.MaxMessageRunes {
-		err = badRequest("the message is longer than %d characters", h.cfg.MaxMessageRunes)
+		err = httperr.Invalid("the message is longer than %d characters", h.cfg.MaxMessageRunes)
 	}
 	if err != nil {
 		h.fail(w, r, err)
@@ -93,7 +93,7 @@ func (h *Handler) Chat(w http.ResponseWriter, r *http.Request) {
 		// Looked up first: a chat Trellis does not know is not made for it.
 		last, err := svc.Store().LatestRun(ctx, user, t.chat)
 		if errors.Is(err, store.ErrNotFound) {
-			err = badRequest("the chat has no answer to regenerate")
+			err = httperr.Invalid("the chat has no answer to regenerate")
 		}
 		if err != nil {
 			h.fail(w, r, err)
@@ -163,7 +163,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, user string, t 
 			err = store.ErrAlreadyResolved
 		}
 		if err == nil && i > 0 && hr.RunID != first.RunID {
-			err = badRequest("the approvals answered belong to different runs")
+			err = httperr.Invalid("the approvals answered belong to different runs")
 		}
 		if err != nil {
 			h.fail(w, r, fmt.Errorf("approval %s: %w", a.approvalID, err))
@@ -321,10 +321,7 @@ func (h *Handler) left(ctx context.Context, req runs.FollowRequest) {
 // the client's mistakes; useChat shows the body as the chat's error.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p := httperr.Of(err)
-	switch {
-	case errors.Is(err, errBadRequest):
-		p = httperr.New(http.StatusBadRequest, "invalid_request", err.Error())
-	case p == nil:
+	if p == nil {
 		h.log.LogAttrs(r.Context(), slog.LevelError, "AI SDK request failed", slog.Any("error", err))
 		p = httperr.Internal("")
 	}

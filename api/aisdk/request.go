@@ -3,10 +3,10 @@ package aisdk
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"strings"
+
+	"github.com/trellis-ai/trellis/api/httperr"
 )
 
 // chatRequest is DefaultChatTransport's body: the chat's id, its whole
@@ -60,36 +60,29 @@ type answer struct {
 	reason                 string
 }
 
-// errBadRequest marks a request Trellis cannot take: a 400.
-var errBadRequest = errors.New("aisdk: bad request")
-
-func badRequest(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, args...))
-}
-
 // decodeRequest reads a chat request and says what it asks.
 func decodeRequest(r io.Reader) (turn, error) {
 	var req chatRequest
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&req); err != nil {
-		return turn{}, badRequest("the body is not a chat request {id, messages, trigger}: %v", err)
+		return turn{}, httperr.Invalid("the body is not a chat request {id, messages, trigger}: %v", err)
 	}
 	if dec.More() {
-		return turn{}, badRequest("the body holds more than one JSON value")
+		return turn{}, httperr.Invalid("the body holds more than one JSON value")
 	}
 	t := turn{chat: strings.TrimSpace(req.ID), approvals: req.Approvals == nil || *req.Approvals}
 	switch {
 	case t.chat == "":
-		return turn{}, badRequest("id (the chat's id) is required")
+		return turn{}, httperr.Invalid("id (the chat's id) is required")
 	case len(req.Messages) == 0:
-		return turn{}, badRequest("messages must hold the chat's messages")
+		return turn{}, httperr.Invalid("messages must hold the chat's messages")
 	}
 	switch req.Trigger {
 	case "", "submit-message":
 	case "regenerate-message":
 		t.regenerate = true
 	default:
-		return turn{}, badRequest("trigger must be submit-message or regenerate-message")
+		return turn{}, httperr.Invalid("trigger must be submit-message or regenerate-message")
 	}
 	last := req.Messages[len(req.Messages)-1]
 	switch last.Role {
@@ -105,27 +98,27 @@ func decodeRequest(r io.Reader) (turn, error) {
 		}
 		t.message = strings.TrimSpace(b.String())
 		if t.message == "" {
-			return turn{}, badRequest("the user's message has no text")
+			return turn{}, httperr.Invalid("the user's message has no text")
 		}
 	case "assistant":
 		if t.regenerate {
-			return turn{}, badRequest("regenerate-message ends with the user's message")
+			return turn{}, httperr.Invalid("regenerate-message ends with the user's message")
 		}
 		for _, p := range last.Parts {
 			if !isToolPart(p.Type) || p.State != "approval-responded" {
 				continue
 			}
 			if p.Approval == nil || p.Approval.ID == "" || p.Approval.Approved == nil || p.ToolCallID == "" {
-				return turn{}, badRequest("a tool part in state approval-responded needs toolCallId and approval {id, approved}")
+				return turn{}, httperr.Invalid("a tool part in state approval-responded needs toolCallId and approval {id, approved}")
 			}
 			t.answers = append(t.answers, answer{approvalID: p.Approval.ID, toolCallID: p.ToolCallID,
 				approved: *p.Approval.Approved, reason: p.Approval.Reason})
 		}
 		if len(t.answers) == 0 {
-			return turn{}, badRequest("the last message is the assistant's and answers no approval: send the user's message")
+			return turn{}, httperr.Invalid("the last message is the assistant's and answers no approval: send the user's message")
 		}
 	default:
-		return turn{}, badRequest("the last message's role must be user or assistant")
+		return turn{}, httperr.Invalid("the last message's role must be user or assistant")
 	}
 	return t, nil
 }

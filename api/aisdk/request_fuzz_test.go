@@ -3,7 +3,10 @@ package aisdk
 import (
 	"bytes"
 	"errors"
+	"net/http"
 	"testing"
+
+	"github.com/trellis-ai/trellis/api/httperr"
 )
 
 // FuzzDecodeRequest: any body either decodes into a turn Trellis can
@@ -29,7 +32,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		tn, err := decodeRequest(bytes.NewReader(body))
 		if err != nil {
-			if !errors.Is(err, errBadRequest) {
+			if !invalid(err) {
 				t.Fatalf("error %v is not a bad request", err)
 			}
 			return
@@ -43,4 +46,11 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// invalid reports whether err is the 400 a client's mistake is answered
+// with.
+func invalid(err error) bool {
+	var p *httperr.Problem
+	return errors.As(err, &p) && p.Status == http.StatusBadRequest
 }

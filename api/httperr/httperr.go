@@ -3,6 +3,7 @@ package httperr
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -34,6 +35,12 @@ func (p *Problem) Header(h http.Header) {
 	if p.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(p.RetryAfter))
 	}
+}
+
+// Invalid is a 400 invalid_request whose message says what is wrong
+// with the request: how every surface refuses what it cannot decode.
+func Invalid(format string, args ...any) *Problem {
+	return New(http.StatusBadRequest, "invalid_request", fmt.Sprintf(format, args...))
 }
 
 // Problems the classification answers with, for callers that answer
@@ -107,7 +114,7 @@ func Of(err error) *Problem {
 	case errors.Is(err, nodes.ErrNoPendingApproval):
 		return NoPendingApproval
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, nodes.ErrInvalidInput), errors.Is(err, elicit.ErrInvalidAction):
-		return New(http.StatusBadRequest, "invalid_request", err.Error())
+		return Invalid("%s", err.Error())
 	case errors.Is(err, llm.ErrUnknownModel):
 		return UnknownModel
 	}

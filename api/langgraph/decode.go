@@ -19,10 +19,6 @@ func errorf(status int, code, format string, args ...any) *httperr.Problem {
 	return httperr.New(status, code, fmt.Sprintf(format, args...))
 }
 
-func badRequest(format string, args ...any) *httperr.Problem {
-	return errorf(http.StatusBadRequest, "invalid_request", format, args...)
-}
-
 // mode is one stream mode, a bit of a modes set.
 type mode uint16
 
@@ -57,7 +53,7 @@ func parseModes(names []string) (modes, error) {
 	for _, n := range names {
 		x, ok := modeNames[n]
 		if !ok {
-			return 0, badRequest("unknown stream_mode %q; supported: values, updates, messages-tuple, messages, events, custom", n)
+			return 0, httperr.Invalid("unknown stream_mode %q; supported: values, updates, messages-tuple, messages, events, custom", n)
 		}
 		m |= modes(x)
 	}
@@ -143,18 +139,18 @@ func parseRun(body []byte) (runSpec, error) {
 	case "cancel":
 		spec.cancelOnDisconnect = true
 	default:
-		return runSpec{}, badRequest(`on_disconnect must be "cancel" or "continue"`)
+		return runSpec{}, httperr.Invalid(`on_disconnect must be "cancel" or "continue"`)
 	}
 	switch b.MultitaskStrategy {
 	case "", "reject", "enqueue":
 	case "interrupt", "rollback":
 		spec.interrupt = true
 	default:
-		return runSpec{}, badRequest(`multitask_strategy must be reject, interrupt, rollback or enqueue`)
+		return runSpec{}, httperr.Invalid(`multitask_strategy must be reject, interrupt, rollback or enqueue`)
 	}
 	if m := bytes.TrimSpace(b.Metadata); len(m) > 0 && !bytes.Equal(m, []byte("null")) {
 		if err := store.CheckMetadata(m); err != nil {
-			return runSpec{}, badRequest("metadata must be a JSON object")
+			return runSpec{}, httperr.Invalid("metadata must be a JSON object")
 		}
 		spec.metadata = m
 	}
@@ -178,7 +174,7 @@ func parseRun(body []byte) (runSpec, error) {
 // human (or role user) in input.messages.
 func parseInput(raw json.RawMessage) (string, error) {
 	if !isSet(raw) {
-		return "", badRequest("input.messages must hold a human message, or command.resume must answer an interrupt")
+		return "", httperr.Invalid("input.messages must hold a human message, or command.resume must answer an interrupt")
 	}
 	var in inputBody
 	if err := unmarshal(raw, &in); err != nil {
@@ -194,11 +190,11 @@ func parseInput(raw json.RawMessage) (string, error) {
 			return "", err
 		}
 		if strings.TrimSpace(text) == "" {
-			return "", badRequest("the human message is empty")
+			return "", httperr.Invalid("the human message is empty")
 		}
 		return text, nil
 	}
-	return "", badRequest("input.messages must hold a human message (type human or role user)")
+	return "", httperr.Invalid("input.messages must hold a human message (type human or role user)")
 }
 
 // contentText reads a message's content: a string, or a list of content
@@ -215,7 +211,7 @@ func contentText(raw json.RawMessage) (string, error) {
 		Text string `json:"text"`
 	}
 	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &blocks) != nil {
-		return "", badRequest("a message's content must be a string or a list of content blocks")
+		return "", httperr.Invalid("a message's content must be a string or a list of content blocks")
 	}
 	var b strings.Builder
 	for _, bl := range blocks {
@@ -234,7 +230,7 @@ func parseResume(raw json.RawMessage) ([]store.ApprovalAnswer, string, error) {
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil || strings.TrimSpace(s) == "" {
-			return nil, "", badRequest("command.resume as a string must be a non-empty answer")
+			return nil, "", httperr.Invalid("command.resume as a string must be a non-empty answer")
 		}
 		return nil, s, nil
 	}
@@ -242,13 +238,13 @@ func parseResume(raw json.RawMessage) ([]store.ApprovalAnswer, string, error) {
 		Decisions []decision `json:"decisions"`
 	}
 	if raw[0] != '{' {
-		return nil, "", badRequest("command.resume must be {decisions: [...]} or a string")
+		return nil, "", httperr.Invalid("command.resume must be {decisions: [...]} or a string")
 	}
 	if err := unmarshal(raw, &r); err != nil {
 		return nil, "", err
 	}
 	if len(r.Decisions) == 0 {
-		return nil, "", badRequest("command.resume.decisions must hold one decision per action request")
+		return nil, "", httperr.Invalid("command.resume.decisions must hold one decision per action request")
 	}
 	out := make([]store.ApprovalAnswer, len(r.Decisions))
 	for i, d := range r.Decisions {
@@ -259,11 +255,11 @@ func parseResume(raw json.RawMessage) ([]store.ApprovalAnswer, string, error) {
 			out[i] = store.ApprovalAnswer{Decision: store.DecisionReject, Reason: d.Message}
 		case "edit":
 			if d.EditedAction == nil || len(bytes.TrimSpace(d.EditedAction.Args)) == 0 || bytes.TrimSpace(d.EditedAction.Args)[0] != '{' {
-				return nil, "", badRequest("an edit decision needs edited_action.args, a JSON object")
+				return nil, "", httperr.Invalid("an edit decision needs edited_action.args, a JSON object")
 			}
 			out[i] = store.ApprovalAnswer{Decision: store.DecisionEdit, Args: d.EditedAction.Args}
 		default:
-			return nil, "", badRequest("decision %d: type must be approve, edit or reject", i)
+			return nil, "", httperr.Invalid("decision %d: type must be approve, edit or reject", i)
 		}
 	}
 	return out, "", nil
@@ -304,7 +300,7 @@ func page(limit *int, offset, def, most int) (int, int, error) {
 		n = *limit
 	}
 	if n < 1 || offset < 0 {
-		return 0, 0, badRequest("limit must be positive and offset not negative")
+		return 0, 0, httperr.Invalid("limit must be positive and offset not negative")
 	}
 	return min(n, most), offset, nil
 }
@@ -313,10 +309,10 @@ func page(limit *int, offset, def, most int) (int, int, error) {
 // UTF-8, or has a field of the wrong type is a 400 naming it.
 func unmarshal(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return badRequest("the body is empty; send a JSON object")
+		return httperr.Invalid("the body is empty; send a JSON object")
 	}
 	if !utf8.Valid(body) {
-		return badRequest("the body is not valid UTF-8")
+		return httperr.Invalid("the body is not valid UTF-8")
 	}
 	err := json.Unmarshal(body, v)
 	var typ *json.UnmarshalTypeError
@@ -324,11 +320,11 @@ func unmarshal(body []byte, v any) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &typ) && typ.Field != "":
-		return badRequest("field %q must be %s", typ.Field, typ.Type)
+		return httperr.Invalid("field %q must be %s", typ.Field, typ.Type)
 	case errors.As(err, &typ):
-		return badRequest("the body must be a JSON object")
+		return httperr.Invalid("the body must be a JSON object")
 	}
-	return badRequest("the body is not valid JSON: %v", err)
+	return httperr.Invalid("the body is not valid JSON: %v", err)
 }
 
 // stringOrList reads a field that is a string or a list of strings.
@@ -344,7 +340,7 @@ func stringOrList(raw json.RawMessage, field string) ([]string, error) {
 	if json.Unmarshal(raw, &list) == nil {
 		return list, nil
 	}
-	return nil, badRequest("%s must be a string or a list of strings", field)
+	return nil, httperr.Invalid("%s must be a string or a list of strings", field)
 }
 
 // isSet reports whether a field was given and is not null.

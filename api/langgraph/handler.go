@@ -131,7 +131,7 @@ func body(r *http.Request) ([]byte, error) {
 		return nil, errorf(http.StatusRequestEntityTooLarge, "too_large", "the body is larger than %d bytes", tooBig.Limit)
 	}
 	if err != nil {
-		return nil, badRequest("the body could not be read")
+		return nil, httperr.Invalid("the body could not be read")
 	}
 	if len(b) == 0 {
 		b = []byte("{}")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/internal/ids"
@@ -108,7 +109,7 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request) (_ *begun, err e
 	}
 	spec.message = strings.TrimSpace(spec.message)
 	if limit := h.cfg.MaxMessageRunes; limit > 0 && utf8.RuneCountInString(spec.message) > limit {
-		return nil, badRequest("the message is longer than %d characters", limit)
+		return nil, httperr.Invalid("the message is longer than %d characters", limit)
 	}
 	if spec.interrupt {
 		if err := h.interruptRunning(ctx, c); err != nil {
@@ -173,7 +174,7 @@ func (h *handler) resume(ctx context.Context, b *begun, snap nodes.Snapshot, sta
 		return errorf(http.StatusConflict, "nothing_to_resume", "the thread waits for no approval; send input instead")
 	}
 	if len(b.spec.answers) != len(pending) {
-		return badRequest("%d decisions for %d action requests; give one decision per action request, in order", len(b.spec.answers), len(pending))
+		return httperr.Invalid("%d decisions for %d action requests; give one decision per action request, in order", len(b.spec.answers), len(pending))
 	}
 	requests, err := h.st.PendingHumanRequests(ctx, store.KindApproval, b.conv.UserID, b.conv.ID)
 	if err != nil {
@@ -308,14 +309,14 @@ func (h *handler) listRuns(w http.ResponseWriter, r *http.Request) {
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
-			h.fail(w, r, badRequest("limit must be a number"))
+			h.fail(w, r, httperr.Invalid("limit must be a number"))
 			return
 		}
 		limit = &n
 	}
 	if s := q.Get("offset"); s != "" {
 		if offset, err = strconv.Atoi(s); err != nil {
-			h.fail(w, r, badRequest("offset must be a number"))
+			h.fail(w, r, httperr.Invalid("offset must be a number"))
 			return
 		}
 	}
@@ -402,7 +403,7 @@ func (h *handler) joinStream(w http.ResponseWriter, r *http.Request) {
 	var last int64
 	if s := r.Header.Get("Last-Event-ID"); s != "" {
 		if last, err = strconv.ParseInt(s, 10, 64); err != nil || last < 0 {
-			h.fail(w, r, badRequest("Last-Event-ID must be an event id this server sent"))
+			h.fail(w, r, httperr.Invalid("Last-Event-ID must be an event id this server sent"))
 			return
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/nodes"
 )
@@ -84,7 +85,7 @@ func (h *handler) createThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if isSet(tb.Metadata) && store.CheckMetadata(tb.Metadata) != nil {
-		h.fail(w, r, badRequest("metadata must be a JSON object"))
+		h.fail(w, r, httperr.Invalid("metadata must be a JSON object"))
 		return
 	}
 	if tb.ThreadID != "" {
@@ -150,7 +151,7 @@ func (h *handler) patchThread(w http.ResponseWriter, r *http.Request) {
 	}
 	var add map[string]any
 	if isSet(tb.Metadata) && json.Unmarshal(tb.Metadata, &add) != nil {
-		h.fail(w, r, badRequest("metadata must be a JSON object"))
+		h.fail(w, r, httperr.Invalid("metadata must be a JSON object"))
 		return
 	}
 	if c, err = h.mergeMetadata(r.Context(), c, add); err != nil {
@@ -206,7 +207,7 @@ func (h *handler) searchThreads(w http.ResponseWriter, r *http.Request) {
 	}
 	var want map[string]any
 	if isSet(q.Metadata) && json.Unmarshal(q.Metadata, &want) != nil {
-		h.fail(w, r, badRequest("metadata must be a JSON object"))
+		h.fail(w, r, httperr.Invalid("metadata must be a JSON object"))
 		return
 	}
 	match := func(c store.Conversation) bool {
@@ -324,7 +325,7 @@ func (h *handler) getHistory(w http.ResponseWriter, r *http.Request) {
 	if s := r.URL.Query().Get("limit"); s != "" {
 		var n int
 		if err := json.Unmarshal([]byte(s), &n); err != nil {
-			h.fail(w, r, badRequest("limit must be a number"))
+			h.fail(w, r, httperr.Invalid("limit must be a number"))
 			return
 		}
 		limit = &n
