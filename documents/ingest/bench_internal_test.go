@@ -78,9 +78,11 @@ func BenchmarkIngest(b *testing.B) {
 					b.Fatal(err)
 				}
 				key := documents.Key{User: "u", Conversation: c.ID, Document: d.ID, Name: documents.Original}.String()
+				b.StopTimer()
 				if err := files.Put(ctx, key, data); err != nil {
 					b.Fatal(err)
 				}
+				b.StartTimer()
 				if err := svc.processDocument(ctx, d.ID); err != nil {
 					b.Fatal(err)
 				}

@@ -136,6 +136,7 @@ var chunkSearch = sqlstore.ChunkSearch{
 	Match: "c.tsv @@ query",
 	Score: "ts_rank(c.tsv, query)",
 	Terms: func(words []string) string { return strings.Join(words, " | ") },
+	Index: chunkIndex,
 }
 
 // ChunkSearch implements sqlstore.DB.

@@ -86,6 +86,20 @@ type ChunkSearch struct {
 	// Terms makes the query argument from the words searched for: one
 	// or more, lower case, letters and digits only.
 	Terms func(words []string) string
+	// Index, when set, computes the index's entry of a chunk in the
+	// client as PutChunks stores it; without it the database does.
+	Index *ChunkIndex
+}
+
+// ChunkIndex computes the full-text index's entries of chunks in the
+// client; PutChunks stores them in Column.
+type ChunkIndex struct {
+	Column string
+	// Compute returns each text's entry, as the driver takes it; where
+	// the database must compute the entry itself, the column's empty
+	// value. It may ask the database with q, the transaction storing
+	// them.
+	Compute func(ctx context.Context, q Querier, texts []string) ([]any, error)
 }
 
 // Querier runs one statement, written with ? placeholders.

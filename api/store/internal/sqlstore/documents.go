@@ -239,14 +239,33 @@ func (s *Store) PutChunks(ctx context.Context, id string, chunks []store.NewChun
 			return err
 		}
 		// Rows go in batches, one statement each: a round trip per
-		// batch, not per chunk.
-		for batch := range slices.Chunk(chunks, rowsPerStatement) {
-			args := make([]any, 0, 7*len(batch))
-			for _, c := range batch {
-				args = append(args, id, c.Index, c.Start, c.End, c.Page, c.LastPage, c.Text)
+		// batch, not per chunk. Index entries made in the client are
+		// made for all the chunks at once, so the database is asked
+		// what it must be asked once.
+		cols, row := "", "(?, ?, ?, ?, ?, ?, ?), "
+		var entries []any
+		ix := s.db.ChunkSearch().Index
+		if ix != nil {
+			cols, row = ", "+ix.Column, "(?, ?, ?, ?, ?, ?, ?, ?), "
+			texts := make([]string, len(chunks))
+			for i, c := range chunks {
+				texts[i] = c.Text
 			}
-			_, err := q.Exec(ctx, `INSERT INTO chunks (document_id, idx, start_char, end_char, page, last_page, text) VALUES `+
-				strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", len(batch)), ", "), args...)
+			if entries, err = ix.Compute(ctx, q, texts); err != nil {
+				return err
+			}
+		}
+		for start := 0; start < len(chunks); start += rowsPerStatement {
+			batch := chunks[start:min(start+rowsPerStatement, len(chunks))]
+			args := make([]any, 0, 8*len(batch))
+			for i, c := range batch {
+				args = append(args, id, c.Index, c.Start, c.End, c.Page, c.LastPage, c.Text)
+				if ix != nil {
+					args = append(args, entries[start+i])
+				}
+			}
+			_, err := q.Exec(ctx, `INSERT INTO chunks (document_id, idx, start_char, end_char, page, last_page, text`+cols+`) VALUES `+
+				strings.TrimSuffix(strings.Repeat(row, len(batch)), ", "), args...)
 			if err != nil {
 				return err
 			}
