@@ -27,8 +27,11 @@ func scanDocument(row Row) (store.Document, error) {
 	return d, err
 }
 
-// chunkCols are read by scanChunk.
-const chunkCols = `c.document_id, c.idx, c.start_char, c.end_char, c.page, c.last_page, c.text, c.summary`
+// chunkCols are read by scanChunk, from chunks c joined by chunkSummary.
+const (
+	chunkCols    = `c.document_id, c.idx, c.start_char, c.end_char, c.page, c.last_page, c.text, COALESCE(cs.summary, '')`
+	chunkSummary = ` LEFT JOIN chunk_summaries cs ON cs.document_id = c.document_id AND cs.idx = c.idx`
+)
 
 func scanChunk(row Row) (store.DocumentChunk, error) {
 	var c store.DocumentChunk
@@ -285,19 +288,21 @@ func (s *Store) SetChunkSummaries(ctx context.Context, id string, summaries map[
 			return store.ErrNotFound
 		}
 		for batch := range slices.Chunk(slices.Sorted(maps.Keys(summaries)), rowsPerStatement) {
-			// One statement a batch: CASE picks each row's summary.
-			var sets strings.Builder
-			args := make([]any, 0, 3*len(batch)+1)
+			// One statement a batch. The join with chunks keeps a
+			// summary only where its chunk is, so a row short is a
+			// chunk not found; WHERE true lets SQLite read ON CONFLICT
+			// as the upsert's.
+			args := make([]any, 0, 2*len(batch)+1)
 			for _, i := range batch {
-				sets.WriteString(" WHEN ? THEN ?")
 				args = append(args, i, store.ToValidText(summaries[i]))
 			}
 			args = append(args, id)
-			for _, i := range batch {
-				args = append(args, i)
-			}
-			n, err := q.Exec(ctx, `UPDATE chunks SET summary = CASE idx`+sets.String()+` END
-                WHERE document_id = ? AND idx IN (`+placeholders(len(batch))+`)`, args...)
+			n, err := q.Exec(ctx, `INSERT INTO chunk_summaries (document_id, idx, summary)
+                SELECT c.document_id, c.idx, v.column2
+                FROM (VALUES `+strings.TrimSuffix(strings.Repeat("(CAST(? AS integer), CAST(? AS text)), ", len(batch)), ", ")+`) AS v
+                JOIN chunks c ON c.document_id = ? AND c.idx = v.column1
+                WHERE true
+                ON CONFLICT (document_id, idx) DO UPDATE SET summary = excluded.summary`, args...)
 			if err != nil {
 				return err
 			}
@@ -328,7 +333,7 @@ func (s *Store) DocumentChunks(ctx context.Context, userID, id string, indexes [
 		if err != nil {
 			return err
 		}
-		query := `SELECT ` + chunkCols + ` FROM chunks c WHERE c.document_id = ?`
+		query := `SELECT ` + chunkCols + ` FROM chunks c` + chunkSummary + ` WHERE c.document_id = ?`
 		args := []any{id}
 		if len(indexes) > 0 {
 			query += ` AND c.idx IN (` + placeholders(len(indexes)) + `)`
@@ -427,7 +432,7 @@ func (s *Store) searchChunks(ctx context.Context, cq store.ChunkQuery) ([]store.
 	}
 	cs := s.db.ChunkSearch()
 	query := `SELECT ` + chunkCols + `, d.filename, ` + cs.Score + ` AS score FROM ` + cs.From + `
-        JOIN documents d ON d.id = c.document_id
+        JOIN documents d ON d.id = c.document_id` + chunkSummary + `
         WHERE ` + cs.Match + ` AND d.user_id = ?`
 	args := []any{cs.Terms(terms), cq.UserID}
 	if cq.ConversationID != "" {
