@@ -70,7 +70,7 @@ func chunkVectors(ctx context.Context, q sqlstore.Querier, texts []string) ([]an
 	if len(words) == 0 {
 		return out, nil
 	}
-	wordLexemes, lexemes, err := lexemesOf(ctx, q, words)
+	wordLexemes, known, lexemes, err := lexemesOf(ctx, q, words)
 	if err != nil {
 		return nil, err
 	}
@@ -83,12 +83,11 @@ func chunkVectors(ctx context.Context, q sqlstore.Querier, texts []string) ([]an
 		touched = touched[:0]
 		ok, total := true, 0
 		for p, w := range ids {
-			ls, known := wordLexemes[w]
-			if !known {
+			if !known[w] {
 				ok = false
 				break
 			}
-			for _, l := range ls {
+			for _, l := range wordLexemes[w] {
 				if len(positions[l]) == 0 {
 					touched = append(touched, l)
 				}
@@ -117,22 +116,21 @@ func chunkVectors(ctx context.Context, q sqlstore.Querier, texts []string) ([]an
 }
 
 // lexemesOf asks the server what each word becomes alone: wordLexemes
-// maps a word's index to the indexes in lexemes of its lexemes (none for
-// a stop word), and has no entry for a word the server read as more than
-// one token.
-func lexemesOf(ctx context.Context, q sqlstore.Querier, words []string) (map[int32][]int32, []string, error) {
+// holds, at a word's index, the indexes in lexemes of its lexemes (none
+// for a stop word); known is false for a word the server read as more
+// than one token.
+func lexemesOf(ctx context.Context, q sqlstore.Querier, words []string) (wordLexemes [][]int32, known []bool, lexemes []string, err error) {
 	rows, err := q.Query(ctx, `SELECT w.i, l.lexeme, l.positions
         FROM unnest(?::text[]) WITH ORDINALITY AS w (word, i),
              unnest(to_tsvector('pg_catalog.english', w.word || ' `+sentinel+`')) AS l`, words)
 	if err != nil {
-		return nil, nil, fmt.Errorf("lexemes of %d words: %w", len(words), err)
+		return nil, nil, nil, fmt.Errorf("lexemes of %d words: %w", len(words), err)
 	}
 	defer rows.Close()
-	found := make(map[int32][]int32, len(words))
+	wordLexemes = make([][]int32, len(words))
 	single := make([]bool, len(words)) // the sentinel came second
 	broken := make([]bool, len(words)) // a lexeme of the word is past position 1
 	lexemeIDs := map[string]int32{}
-	var lexemes []string
 	for rows.Next() {
 		var (
 			i   int64
@@ -140,9 +138,9 @@ func lexemesOf(ctx context.Context, q sqlstore.Querier, words []string) (map[int
 			pos []int16
 		)
 		if err := rows.Scan(&i, &lex, &pos); err != nil {
-			return nil, nil, fmt.Errorf("lexemes of %d words: %w", len(words), err)
+			return nil, nil, nil, fmt.Errorf("lexemes of %d words: %w", len(words), err)
 		}
-		w := int32(i - 1)
+		w := i - 1
 		for _, p := range pos {
 			switch {
 			case lex == sentinel && p == 2:
@@ -156,20 +154,18 @@ func lexemesOf(ctx context.Context, q sqlstore.Querier, words []string) (map[int
 					lexemeIDs[lex] = id
 					lexemes = append(lexemes, lex)
 				}
-				found[w] = append(found[w], id)
+				wordLexemes[w] = append(wordLexemes[w], id)
 			}
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("lexemes of %d words: %w", len(words), err)
+		return nil, nil, nil, fmt.Errorf("lexemes of %d words: %w", len(words), err)
 	}
-	wordLexemes := make(map[int32][]int32, len(words))
+	known = make([]bool, len(words))
 	for w := range words {
-		if single[w] && !broken[w] {
-			wordLexemes[int32(w)] = found[int32(w)]
-		}
+		known[w] = single[w] && !broken[w]
 	}
-	return wordLexemes, lexemes, nil
+	return wordLexemes, known, lexemes, nil
 }
 
 // splitWords calls id for each word of text, in order, and returns the
