@@ -187,7 +187,31 @@ func normalize(s string) string {
 	// spaces holds the spaces and tabs not yet written (dropped before a
 	// newline); truncated, not reset, so a run of them allocates nothing.
 	spaces := make([]byte, 0, 64)
+	// pending writes what comes before the next character kept: the
+	// newlines and spaces seen since the last one, but none at the start.
+	pending := func() {
+		if newlines > 0 {
+			if b.Len() > 0 {
+				b.WriteString("\n\n\n"[:min(newlines, 3)])
+			}
+			newlines = 0
+		}
+		if len(spaces) > 0 && b.Len() > 0 {
+			b.Write(spaces)
+		}
+		spaces = spaces[:0]
+	}
 	for i := 0; i < len(s); {
+		// A run of printable ASCII but the space is kept as it is, and
+		// written whole: most text is made of such runs.
+		if j := i; s[j] > ' ' && s[j] < 0x7f {
+			for j++; j < len(s) && s[j] > ' ' && s[j] < 0x7f; j++ {
+			}
+			pending()
+			b.WriteString(s[i:j])
+			i = j
+			continue
+		}
 		r, size := rune(s[i]), 1
 		if r >= utf8.RuneSelf {
 			r, size = utf8.DecodeRuneInString(s[i:])
@@ -213,21 +237,8 @@ func normalize(s string) string {
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
 			continue
 		}
-		if newlines > 0 {
-			if b.Len() > 0 {
-				b.WriteString("\n\n\n"[:min(newlines, 3)])
-			}
-			newlines = 0
-		}
-		if len(spaces) > 0 && b.Len() > 0 {
-			b.Write(spaces)
-		}
-		spaces = spaces[:0]
-		if r < utf8.RuneSelf {
-			b.WriteByte(byte(r))
-		} else {
-			b.WriteRune(r)
-		}
+		pending()
+		b.WriteRune(r)
 	}
 	return b.String()
 }
