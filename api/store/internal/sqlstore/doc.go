@@ -5,8 +5,9 @@
 // truly differs: opening and migrating, the driver adapters (PostgreSQL
 // rebinds ? to $n; SQLite keeps prepared statements and writes through its
 // group-commit writer), how a batch of events is appended (one unnest
-// statement on PostgreSQL), and PostgreSQL's cluster primitives
-// (LISTEN/NOTIFY, advisory locks).
+// statement on PostgreSQL), the full-text indexes (ChunkSearch,
+// MemorySearch, and ChunkIndex where the client builds a chunk's entry),
+// and PostgreSQL's cluster primitives (LISTEN/NOTIFY, advisory locks).
 //
 // The SQL here is the subset both databases read alike: RETURNING, row
 // values, `true` and `NOT` on a boolean column (SQLite's 0/1 integers),
