@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -14,31 +13,35 @@ import (
 // A chunk's tsvector is what to_tsvector('pg_catalog.english', text)
 // makes of its text. Computed by the server, it is most of the cost of
 // storing a document: PostgreSQL's default parser reads about 4–6 MB/s,
-// where everything else ingest does runs at over 20. So for text in a
-// subset of ASCII whose every word the parser provably reads alone,
-// the vector is built here: the text is split into words, the server
-// is asked once per batch for what each distinct word becomes (so the
-// dictionaries, stop words and stemming stay PostgreSQL's), and the
-// words' lexemes are laid out at the positions the parser would give
-// them. Any other text gets an empty vector, which the chunks' trigger
-// replaces with the server's own (migration 0007).
+// where everything else ingest does runs at over 20. Yet a text repeats
+// itself: a document of a million characters has a few thousand distinct
+// pieces between white space. So the vector is built here, from what the
+// server makes of each distinct piece alone: the text is cut at ASCII
+// white space, which ends every token of the parser's but a tag's; the
+// server is asked once per document what each distinct piece becomes,
+// lexemes and positions, and how many positions it takes (a sentinel
+// word after it counts them, stop words included); and each piece's
+// lexemes are laid out after the positions of the pieces before it.
+// Dictionaries, stop words, stemming and the parser's reading of each
+// piece, its locale included, stay PostgreSQL's. A text with a tag
+// ('<'), or one that would meet a tsvector's limits, gets an empty
+// vector, which the chunks' trigger replaces with the server's own
+// (migration 0007).
 
 // chunkIndex is pgstore's sqlstore.ChunkIndex.
 var chunkIndex = &sqlstore.ChunkIndex{Column: "tsv", Compute: chunkVectors}
 
 // Limits of a tsvector that the parser applies silently: a position past
-// maxPosition is stored as maxPosition, a lexeme keeps at most
-// maxPositions positions, a word of maxWord bytes or more is skipped. A
-// text that would meet any of them is left to the server.
+// maxPosition is stored as maxPosition, and a lexeme keeps at most
+// maxPositions positions. A text that would meet either is left to the
+// server.
 const (
 	maxPosition  = 1<<14 - 1
 	maxPositions = 255
-	maxWord      = 2047
 )
 
-// sentinel follows each word asked of the server, so the position the
-// server gives it counts the tokens the word was read as: 2 when it was
-// one token, whether or not that token was a stop word.
+// sentinel follows each piece asked of the server, so the position the
+// server gives it is one past the positions the piece takes.
 const sentinel = "zzyzx"
 
 // chunkVectors returns, for each text, its tsvector, or an empty one
@@ -46,54 +49,79 @@ const sentinel = "zzyzx"
 // (pgx's TSVector): PostgreSQL's text input for tsvector reads about 18
 // MB/s, which would give back much of what building them here saves.
 func chunkVectors(ctx context.Context, q sqlstore.Querier, texts []string) ([]any, error) {
-	wordIDs := map[string]int32{}
-	var words []string
-	textWords := make([][]int32, len(texts))
-	for i, t := range texts {
-		ids, ok := splitWords(t, func(w string) int32 {
-			id, seen := wordIDs[w]
-			if !seen {
-				id = int32(len(words))
-				wordIDs[w] = id
-				words = append(words, w)
-			}
-			return id
-		})
-		if ok && len(ids) <= maxPosition {
-			textWords[i] = ids
+	// A piece that begins its text is read apart (see piece); few do.
+	pieceIDs, firstIDs := map[string]int32{}, map[string]int32{}
+	var pieces []piece
+	intern := func(s string, first bool) int32 {
+		ids := pieceIDs
+		if first {
+			ids = firstIDs
 		}
+		id, seen := ids[s]
+		if !seen {
+			id = int32(len(pieces))
+			ids[s] = id
+			pieces = append(pieces, piece{s, first})
+		}
+		return id
+	}
+	textPieces := make([][]int32, len(texts))
+	for i, t := range texts {
+		// A tag may hold white space ("<a href=x>"), and is not indexed.
+		if strings.IndexByte(t, '<') >= 0 {
+			continue
+		}
+		// ASCII white space bytes are never part of a longer UTF-8
+		// sequence, so the text is cut bytewise.
+		ids := make([]int32, 0, len(t)/6)
+		start := -1
+		for j := 0; j <= len(t); j++ {
+			if j < len(t) && !isSpace(t[j]) {
+				if start < 0 {
+					start = j
+				}
+				continue
+			}
+			if start >= 0 {
+				ids = append(ids, intern(t[start:j], start == 0))
+				start = -1
+			}
+		}
+		textPieces[i] = ids
 	}
 	out := make([]any, len(texts))
 	for i := range out {
 		out[i] = pgtype.TSVector{Valid: true}
 	}
-	if len(words) == 0 {
+	if len(pieces) == 0 {
 		return out, nil
 	}
-	wordLexemes, known, lexemes, err := lexemesOf(ctx, q, words)
+	read, lexemes, err := readPieces(ctx, q, pieces)
 	if err != nil {
 		return nil, err
 	}
 	positions := make([][]pgtype.TSVectorPosition, len(lexemes))
 	var touched []int32
-	for i, ids := range textWords {
+	for i, ids := range textPieces {
 		if ids == nil {
 			continue
 		}
 		touched = touched[:0]
-		ok, total := true, 0
-		for p, w := range ids {
-			if !known[w] {
+		ok, base, total := true, 0, 0
+		for _, id := range ids {
+			r := read[id]
+			if r.span < 0 || base+r.span > maxPosition {
 				ok = false
 				break
 			}
-			for _, l := range wordLexemes[w] {
-				if len(positions[l]) == 0 {
-					touched = append(touched, l)
+			for _, e := range r.entries {
+				if len(positions[e.lexeme]) == 0 {
+					touched = append(touched, e.lexeme)
 				}
-				positions[l] = append(positions[l], pgtype.TSVectorPosition{Position: uint16(p + 1)})
+				positions[e.lexeme] = append(positions[e.lexeme], pgtype.TSVectorPosition{Position: uint16(base + e.position)})
 				total++
 			}
+			base += r.span
 		}
 		// One array holds the text's positions, each lexeme a slice of it.
 		all := make([]pgtype.TSVectorPosition, 0, total)
@@ -115,119 +143,99 @@ func chunkVectors(ctx context.Context, q sqlstore.Querier, texts []string) ([]an
 	return out, nil
 }
 
-// lexemesOf asks the server what each word becomes alone: wordLexemes
-// holds, at a word's index, the indexes in lexemes of its lexemes (none
-// for a stop word); known is false for a word the server read as more
-// than one token.
-func lexemesOf(ctx context.Context, q sqlstore.Querier, words []string) (wordLexemes [][]int32, known []bool, lexemes []string, err error) {
+// reading is what the server made of one piece alone: its lexemes at
+// positions counted from 1, in the order the server listed them, and the
+// number of positions the piece takes (span), or -1 if the reply did not
+// say.
+type reading struct {
+	entries []entry
+	span    int
+}
+
+type entry struct {
+	lexeme   int32 // index in readPieces' lexemes
+	position int
+}
+
+// piece is text between white space, and whether it begins its text: the
+// parser reads a few characters otherwise there ("~x" is a file at the
+// start, a word after a space), so a piece is read where it stands.
+type piece struct {
+	text  string
+	first bool
+}
+
+// readPieces asks the server what each piece becomes alone, at the
+// piece's index; lexemes are the distinct lexemes the entries name.
+func readPieces(ctx context.Context, q sqlstore.Querier, pieces []piece) ([]reading, []string, error) {
+	texts, firsts := make([]string, len(pieces)), make([]bool, len(pieces))
+	for i, p := range pieces {
+		texts[i], firsts[i] = p.text, p.first
+	}
 	rows, err := q.Query(ctx, `SELECT w.i, l.lexeme, l.positions
-        FROM unnest(?::text[]) WITH ORDINALITY AS w (word, i),
-             unnest(to_tsvector('pg_catalog.english', w.word || ' `+sentinel+`')) AS l`, words)
+        FROM unnest(?::text[], ?::boolean[]) WITH ORDINALITY AS w (piece, first, i),
+             unnest(to_tsvector('pg_catalog.english',
+                 CASE WHEN w.first THEN '' ELSE ' ' END || w.piece || ' `+sentinel+`')) AS l`, texts, firsts)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("lexemes of %d words: %w", len(words), err)
+		return nil, nil, fmt.Errorf("read %d pieces: %w", len(pieces), err)
 	}
 	defer rows.Close()
-	wordLexemes = make([][]int32, len(words))
-	single := make([]bool, len(words)) // the sentinel came second
-	broken := make([]bool, len(words)) // a lexeme of the word is past position 1
+	read := make([]reading, len(pieces))
+	for i := range read {
+		read[i].span = -1
+	}
+	lost := make([]bool, len(pieces))
 	lexemeIDs := map[string]int32{}
+	var lexemes []string
+	var (
+		i   int64
+		lex string
+		pos []int16
+	)
 	for rows.Next() {
-		var (
-			i   int64
-			lex string
-			pos []int16
-		)
 		if err := rows.Scan(&i, &lex, &pos); err != nil {
-			return nil, nil, nil, fmt.Errorf("lexemes of %d words: %w", len(words), err)
+			return nil, nil, fmt.Errorf("read %d pieces: %w", len(pieces), err)
 		}
-		w := i - 1
+		r := &read[i-1]
+		if lex == sentinel {
+			// The sentinel is the last token: its last position. The
+			// piece's own use of the word, if any, comes before it.
+			r.span = int(pos[len(pos)-1]) - 1
+			pos = pos[:len(pos)-1]
+		}
+		if len(pos) == 0 {
+			continue
+		}
+		if len(pos) >= maxPositions {
+			lost[i-1] = true // the server may have dropped some
+			continue
+		}
+		id, seen := lexemeIDs[lex]
+		if !seen {
+			id = int32(len(lexemes))
+			lexemeIDs[lex] = id
+			lexemes = append(lexemes, lex)
+		}
 		for _, p := range pos {
-			switch {
-			case lex == sentinel && p == 2:
-				single[w] = true
-			case p != 1:
-				broken[w] = true
-			default:
-				id, seen := lexemeIDs[lex]
-				if !seen {
-					id = int32(len(lexemes))
-					lexemeIDs[lex] = id
-					lexemes = append(lexemes, lex)
-				}
-				wordLexemes[w] = append(wordLexemes[w], id)
-			}
+			r.entries = append(r.entries, entry{lexeme: id, position: int(p)})
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, nil, fmt.Errorf("lexemes of %d words: %w", len(words), err)
+		return nil, nil, fmt.Errorf("read %d pieces: %w", len(pieces), err)
 	}
-	known = make([]bool, len(words))
-	for w := range words {
-		known[w] = single[w] && !broken[w]
+	// A position at the parser's limit may be a clamped one; a piece
+	// that lost positions is not read whole.
+	for k := range read {
+		if read[k].span >= maxPosition-1 || lost[k] {
+			read[k].span = -1
+		}
 	}
-	return wordLexemes, known, lexemes, nil
+	return read, lexemes, nil
 }
 
-// splitWords calls id for each word of text, in order, and returns the
-// ids, or false when text is not one whose words the parser reads alone.
-//
-// A word is a run of ASCII letters and digits. Around words there may be
-// only white space and the punctuation in separators, which the parser
-// takes as nothing but a gap between words in any context — with two
-// exceptions: '.' and ':' followed by anything but white space or
-// closing punctuation, which begin hosts, files, versions and URLs
-// ("e.g", "1.5", "a:b", and ".." alone a file). Anything else
-// (other punctuation, such as the '-' of "-1" and "well-known" or the '/'
-// of a path; a control byte; any byte outside ASCII) sends the whole
-// text to the server. A word that the parser itself cuts in two ("1e5x"
-// is 1e5 then x) is found when the server reads it alone.
-func splitWords(text string, id func(word string) int32) ([]int32, bool) {
-	ids := make([]int32, 0, len(text)/6)
-	start := -1
-	for i := 0; i <= len(text); i++ {
-		var c byte
-		if i < len(text) {
-			c = text[i]
-			if isAlnum(c) {
-				if start < 0 {
-					start = i
-				}
-				continue
-			}
-		}
-		if start >= 0 {
-			if i-start >= maxWord {
-				return nil, false
-			}
-			ids = append(ids, id(text[start:i]))
-			start = -1
-		}
-		if i == len(text) {
-			break
-		}
-		switch {
-		case c == ' ' || c == '\n' || c == '\t' || c == '\r':
-		case (c == '.' || c == ':') && i+1 < len(text) && strings.IndexByte(closers, text[i+1]) < 0:
-			return nil, false
-		case strings.IndexByte(separators, c) >= 0:
-		default:
-			return nil, false
-		}
-	}
-	return slices.Clip(ids), true
-}
-
-// separators is the punctuation splitWords passes over: what Markdown
-// and prose put between words (the apostrophe too: "don't" is two
-// words to the parser). closers are what may follow a '.' or ':';
-// Nothing outside ASCII is among them: where the database's LC_CTYPE is
-// C, the parser takes every such character for a letter, so even a
-// typographic quote may join two words.
-const (
-	separators = `.,;:!?()[]"*#_'`
-	closers    = " \n\t\r,;!?)]\"*'"
-)
-
-func isAlnum(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+// isSpace reports the ASCII white space that ends any token of the
+// parser's but a tag's, whatever the database's locale. Other white
+// space (U+00A0 …) stays inside a piece, for the server to read.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v'
 }
