@@ -1,6 +1,6 @@
--- A chunk's tsvector may come with the chunk: pgstore computes it in the
--- client for text whose words PostgreSQL's parser provably reads alone,
--- asking the server what each distinct word becomes (vectors.go). The
+-- A chunk's tsvector may come with the chunk: pgstore builds it in the
+-- client from what the server makes of each distinct piece of the text
+-- between white space (vectors.go); a text with a tag is left out. The
 -- trigger now computes the vector on insert only when none came (the
 -- column's empty default), and on every update of the text, so a chunk's
 -- vector is still always to_tsvector('pg_catalog.english', text).
