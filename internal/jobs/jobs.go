@@ -187,7 +187,7 @@ type Queue struct {
 // migrates River's schema into it. River's SQLite driver wants one
 // connection, so the pool holds one.
 func SQLite(ctx context.Context, path string, ws *Workers, cfg Config) (*Queue, error) {
-	db, _, err := sqlopen.SQLite(path)
+	db, err := sqlopen.SQLite(path)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: sqlite %s: %w", path, err)
 	}

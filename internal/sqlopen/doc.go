@@ -1,6 +1,11 @@
 // Package sqlopen opens the databases of Trellis' stores the one way each
 // is opened, whoever opens it: an SQLite file with the same pragmas and
-// busy timeout for the chat store and the checkpoint saver, which may
-// share it, and a PostgreSQL pool that a store owns. Migrating them is
+// busy timeout for the chat store, the checkpoint saver and the job
+// queue, and a PostgreSQL pool that a store owns. Migrating them is
 // internal/sqlmigrate's.
+//
+// An SQLite connection keeps the prepared statement of each query run on
+// it by its text (up to CachedStatements, the least recently used
+// evicted), so callers, River included, write plain ExecContext and
+// QueryContext and still parse each query once per connection.
 package sqlopen

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // the "sqlite" driver
+	msqlite "modernc.org/sqlite"
 )
 
 // BusyTimeout is how long a connection waits for another process's write
@@ -39,30 +39,29 @@ var params = fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pr
 
 // SQLite opens the database at path: a file name, a "file:" URI, or
 // ":memory:" for a private in-memory database that lives until the
-// returned DB is closed. A plain file name must not contain '?'. oneConn
-// reports that the pool holds a single connection (an in-memory
-// database), which a transaction occupies: nothing else, not even a
-// prepare, can run on the pool meanwhile.
-func SQLite(path string) (db *sql.DB, oneConn bool, err error) {
+// returned DB is closed, on a pool of one connection. A plain file name
+// must not contain '?'.
+func SQLite(path string) (*sql.DB, error) {
 	sep := "?"
 	if strings.Contains(path, "?") {
 		sep = "&"
 	}
-	db, err = sql.Open("sqlite", path+sep+params)
+	c, err := msqlite.NewConnector(path + sep + params)
 	if err != nil {
-		return nil, false, fmt.Errorf("sqlopen: %s: %w", path, err)
+		return nil, fmt.Errorf("sqlopen: %s: %w", path, err)
 	}
+	db := sql.OpenDB(cachingConnector{c})
 	if strings.Contains(path, ":memory:") || strings.Contains(path, "mode=memory") {
 		// Each connection to ":memory:" is a database of its own, so
 		// the pool must hold exactly one, forever.
 		db.SetMaxOpenConns(1)
 		db.SetConnMaxIdleTime(0)
 		db.SetConnMaxLifetime(0)
-		return db, true, nil
+		return db, nil
 	}
 	// database/sql keeps two idle connections by default: under a
 	// dozen concurrent requests every other read closed its connection
 	// and the next opened one anew, preparing its statements again.
 	db.SetMaxIdleConns(MaxIdleConns)
-	return db, false, nil
+	return db, nil
 }

@@ -21,14 +21,11 @@ func TestSQLite(t *testing.T) {
 		{"memory", ":memory:", true, "memory"}, // an in-memory database has no WAL
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			db, oneConn, err := sqlopen.SQLite(tc.path)
+			db, err := sqlopen.SQLite(tc.path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			if oneConn != tc.oneConn {
-				t.Errorf("oneConn = %v, want %v", oneConn, tc.oneConn)
-			}
 			want := map[string]string{
 				"busy_timeout": strconv.FormatInt(sqlopen.BusyTimeout.Milliseconds(), 10),
 				"journal_mode": tc.journalMode, "synchronous": "1", "foreign_keys": "1",

@@ -2,9 +2,10 @@
 // embedded SQLite database through the pure-Go modernc.org/sqlite driver,
 // so a fresh machine needs neither cgo nor a database server. It owns the
 // schema and its embedded migrations, runs the SQL it shares with
-// PostgreSQL (internal/sqlstore) through statements prepared once and
-// kept, and appends events a statement each. The database is opened as
-// every Trellis SQLite file is (internal/sqlopen).
+// PostgreSQL (internal/sqlstore), and appends events a statement each.
+// The database is opened as every Trellis SQLite file is
+// (internal/sqlopen), whose connections keep each query's prepared
+// statement.
 //
 // The database runs in WAL mode, so readers never wait for the writer.
 // Every write is one transaction that takes SQLite's write lock as it

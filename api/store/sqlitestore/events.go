@@ -19,7 +19,7 @@ const (
 )
 
 // AppendEvents implements sqlstore.DB: a statement per event, each
-// prepared once, in the caller's transaction of the group commit. SQLite
+// prepared once per connection (internal/sqlopen), in the caller's transaction of the group commit. SQLite
 // has no unnest to take them all in one, and in process a statement
 // costs no round trip.
 func (d *db) AppendEvents(ctx context.Context, q sqlstore.Querier, owner string, evs []store.Event, tails []string) (bool, error) {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	msqlite "modernc.org/sqlite"
@@ -56,7 +55,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 }
 
 func open(ctx context.Context, path string) (*Store, error) {
-	sdb, oneConn, err := sqlopen.SQLite(path)
+	sdb, err := sqlopen.SQLite(path)
 	if err != nil {
 		return nil, err
 	}
@@ -70,17 +69,13 @@ func open(ctx context.Context, path string) (*Store, error) {
 		sdb.Close()
 		return nil, err
 	}
-	d := &db{db: sdb, writer: writer, oneConn: oneConn}
+	d := &db{db: sdb, writer: writer}
 	return &Store{shared: sqlstore.New(d, "sqlitestore", latest), db: d}, nil
 }
 
 // Close closes the database.
 func (s *Store) Close() error {
 	s.db.writer.Close()
-	s.db.stmts.Range(func(_, v any) bool {
-		v.(*sql.Stmt).Close()
-		return true
-	})
 	if err := s.db.db.Close(); err != nil {
 		return fmt.Errorf("sqlitestore: close: %w", err)
 	}
@@ -88,19 +83,14 @@ func (s *Store) Close() error {
 }
 
 // db is sqlstore.DB over database/sql: every write goes through the
-// group-commit writer, and statements are prepared once and kept.
+// group-commit writer. Statements are prepared once per connection and
+// kept by the connection (see sqlopen.CachedStatements).
 type db struct {
 	db *sql.DB
 	// writer runs every writing transaction, several to a commit, so
 	// this process's writers queue in Go instead of polling SQLite's
 	// lock and share the cost of committing.
 	writer *groupcommit.Writer
-	// stmts holds a prepared statement per query text (see stmt).
-	stmts sync.Map
-	// oneConn: the pool holds one connection (":memory:"), which a
-	// transaction occupies, so nothing can be prepared on the pool
-	// meanwhile; queries then run unprepared.
-	oneConn bool
 }
 
 var _ sqlstore.DB = (*db)(nil)
@@ -110,7 +100,7 @@ var _ sqlstore.DB = (*db)(nil)
 // it committed or failed. fn gets a context that is not cancelled.
 func (d *db) Tx(ctx context.Context, fn func(context.Context, sqlstore.Querier) error) error {
 	return d.writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return fn(ctx, txn{tx: tx, d: d})
+		return fn(ctx, txn{tx: tx})
 	})
 }
 
@@ -127,7 +117,7 @@ func (d *db) Read(ctx context.Context, fn func(sqlstore.Querier) error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	if err := fn(txn{tx: tx, d: d}); err != nil {
+	if err := fn(txn{tx: tx}); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -136,95 +126,31 @@ func (d *db) Read(ctx context.Context, fn func(sqlstore.Querier) error) error {
 	return nil
 }
 
-// stmt returns query's prepared statement, or nil when it cannot be
-// prepared (the caller then runs the query as it is and reports its
-// error). The driver would otherwise parse every query on every call,
-// which costs more than running the short inserts and updates of a run.
-// The queries are constants, or built from a few constants, so the cache
-// stays small.
-func (d *db) stmt(ctx context.Context, query string) *sql.Stmt {
-	if v, ok := d.stmts.Load(query); ok {
-		return v.(*sql.Stmt)
-	}
-	if d.oneConn {
-		return nil
-	}
-	st, err := d.db.PrepareContext(ctx, query)
-	if err != nil {
-		return nil
-	}
-	if v, ok := d.stmts.LoadOrStore(query, st); ok {
-		st.Close() // another goroutine prepared it first
-		return v.(*sql.Stmt)
-	}
-	return st
-}
-
 func (d *db) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	return affected(d.execer(ctx, query).ExecContext(ctx, query, encode(args)...))
+	return affected(d.db.ExecContext(ctx, query, encode(args)...))
 }
 
 func (d *db) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	return wrapRows(d.execer(ctx, query).QueryContext(ctx, query, encode(args)...))
+	return wrapRows(d.db.QueryContext(ctx, query, encode(args)...))
 }
 
 func (d *db) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
-	return d.execer(ctx, query).QueryRowContext(ctx, query, encode(args)...)
+	return d.db.QueryRowContext(ctx, query, encode(args)...)
 }
 
-// execer is query's prepared statement, or the pool when there is none.
-func (d *db) execer(ctx context.Context, query string) execer {
-	if st := d.stmt(ctx, query); st != nil {
-		return stmtExecer{st}
-	}
-	return d.db
-}
-
-// txn is a transaction whose statements are the db's prepared ones.
-type txn struct {
-	tx *sql.Tx
-	d  *db
-}
-
-func (t txn) execer(ctx context.Context, query string) execer {
-	if st := t.d.stmt(ctx, query); st != nil {
-		return stmtExecer{t.tx.StmtContext(ctx, st)}
-	}
-	return t.tx
-}
+// txn is a transaction as a sqlstore.Querier.
+type txn struct{ tx *sql.Tx }
 
 func (t txn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	return affected(t.execer(ctx, query).ExecContext(ctx, query, encode(args)...))
+	return affected(t.tx.ExecContext(ctx, query, encode(args)...))
 }
 
 func (t txn) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	return wrapRows(t.execer(ctx, query).QueryContext(ctx, query, encode(args)...))
+	return wrapRows(t.tx.QueryContext(ctx, query, encode(args)...))
 }
 
 func (t txn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
-	return t.execer(ctx, query).QueryRowContext(ctx, query, encode(args)...)
-}
-
-// execer is a pool, a transaction or a prepared statement (whose query
-// argument is ignored: it is the statement's).
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-type stmtExecer struct{ st *sql.Stmt }
-
-func (s stmtExecer) ExecContext(ctx context.Context, _ string, args ...any) (sql.Result, error) {
-	return s.st.ExecContext(ctx, args...)
-}
-
-func (s stmtExecer) QueryContext(ctx context.Context, _ string, args ...any) (*sql.Rows, error) {
-	return s.st.QueryContext(ctx, args...)
-}
-
-func (s stmtExecer) QueryRowContext(ctx context.Context, _ string, args ...any) *sql.Row {
-	return s.st.QueryRowContext(ctx, args...)
+	return t.tx.QueryRowContext(ctx, query, encode(args)...)
 }
 
 // Time implements sqlstore.DB: fixed-width text, which sorts as time

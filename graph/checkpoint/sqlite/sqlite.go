@@ -34,10 +34,6 @@ type Saver struct {
 	// concurrent runs share the cost of committing and never wait in
 	// SQLite's busy handler for each other.
 	writer *groupcommit.Writer
-	// prepared holds a statement for each query below, keyed by its SQL,
-	// because parsing the recursive blob query costs more than running it.
-	// Written only by Open.
-	prepared map[string]*sql.Stmt
 }
 
 // Open opens, or creates, the database at path and brings its schema up to
@@ -45,11 +41,11 @@ type Saver struct {
 // in-memory database that lives until Close. A plain file name must not
 // contain '?'.
 func Open(ctx context.Context, path string) (*Saver, error) {
-	db, _, err := sqlopen.SQLite(path)
+	db, err := sqlopen.SQLite(path)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s := &Saver{db: db, prepared: make(map[string]*sql.Stmt)}
+	s := &Saver{db: db}
 	if _, err := sqlmigrate.SQLite(ctx, db, migrationTable, migrationFS); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: migrate: %w", path, err)
@@ -58,25 +54,12 @@ func Open(ctx context.Context, path string) (*Saver, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	for _, q := range []string{upsertCheckpoint, insertBlob, upsertWrite, selectByID, selectLatest,
-		selectBlobs, selectWrites, listAll, listBefore} {
-		stmt, err := db.PrepareContext(ctx, q)
-		if err != nil {
-			s.writer.Close()
-			db.Close()
-			return nil, fmt.Errorf("sqlite: open %s: prepare: %w", path, err)
-		}
-		s.prepared[q] = stmt
-	}
 	return s, nil
 }
 
 // Close closes the database.
 func (s *Saver) Close() error {
 	s.writer.Close()
-	for _, stmt := range s.prepared {
-		stmt.Close()
-	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("sqlite: close: %w", err)
 	}
@@ -149,11 +132,6 @@ SELECT body FROM checkpoints WHERE thread_id = ? AND ns = ? AND checkpoint_id < 
 ORDER BY checkpoint_id DESC LIMIT ?`
 )
 
-// stmt returns the prepared statement for query, bound to tx.
-func (s *Saver) stmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
-	return tx.StmtContext(ctx, s.prepared[query])
-}
-
 // Put implements graph.Checkpointer. The checkpoint and its blobs commit
 // together. Putting a checkpoint id again replaces the checkpoint but keeps
 // its pending writes.
@@ -167,13 +145,12 @@ func (s *Saver) Put(ctx context.Context, cp graph.Checkpoint, blobs []graph.Blob
 		return fmt.Errorf("sqlite: put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
 	err = s.writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := s.stmt(ctx, tx, upsertCheckpoint).ExecContext(ctx, cp.ThreadID, cp.Namespace, cp.ID, cp.ParentID,
+		if _, err := tx.ExecContext(ctx, upsertCheckpoint, cp.ThreadID, cp.Namespace, cp.ID, cp.ParentID,
 			cp.Step, string(cp.Source), cp.CreatedAt.Format(timeFormat), body); err != nil {
 			return err
 		}
-		insert := s.stmt(ctx, tx, insertBlob)
 		for _, b := range blobs {
-			if _, err := insert.ExecContext(ctx, cp.ThreadID, cp.Namespace, b.Field, b.Version,
+			if _, err := tx.ExecContext(ctx, insertBlob, cp.ThreadID, cp.Namespace, b.Field, b.Version,
 				b.Delta, b.Base, nonNil(b.Data)); err != nil {
 				return fmt.Errorf("blob %s@%s: %w", b.Field, b.Version, err)
 			}
@@ -199,9 +176,8 @@ func (s *Saver) PutWrites(ctx context.Context, ref graph.Ref, writes []graph.Wri
 		return fmt.Errorf("sqlite: put writes %s/%s: checkpoint id is required: %w", ref.ThreadID, ref.ID, graph.ErrCheckpointNotFound)
 	}
 	err := s.writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		upsert := s.stmt(ctx, tx, upsertWrite)
 		for _, w := range writes {
-			if _, err := upsert.ExecContext(ctx, ref.ThreadID, ref.Namespace, ref.ID,
+			if _, err := tx.ExecContext(ctx, upsertWrite, ref.ThreadID, ref.Namespace, ref.ID,
 				w.TaskID, w.Index, w.Channel, nonNil(w.Value)); err != nil {
 				if sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
 					return graph.ErrCheckpointNotFound
@@ -226,9 +202,9 @@ func (s *Saver) Get(ctx context.Context, ref graph.Ref) (*graph.Saved, error) {
 		var body []byte
 		var row *sql.Row
 		if ref.ID == "" {
-			row = s.stmt(ctx, tx, selectLatest).QueryRowContext(ctx, ref.ThreadID, ref.Namespace)
+			row = tx.QueryRowContext(ctx, selectLatest, ref.ThreadID, ref.Namespace)
 		} else {
-			row = s.stmt(ctx, tx, selectByID).QueryRowContext(ctx, ref.ThreadID, ref.Namespace, ref.ID)
+			row = tx.QueryRowContext(ctx, selectByID, ref.ThreadID, ref.Namespace, ref.ID)
 		}
 		if err := row.Scan(&body); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
@@ -241,10 +217,10 @@ func (s *Saver) Get(ctx context.Context, ref graph.Ref) (*graph.Saved, error) {
 			return err
 		}
 		saved.Checkpoint = cp
-		if saved.Blobs, err = readBlobs(ctx, s.stmt(ctx, tx, selectBlobs), cp); err != nil {
+		if saved.Blobs, err = readBlobs(ctx, tx, cp); err != nil {
 			return err
 		}
-		saved.Writes, err = readWrites(ctx, s.stmt(ctx, tx, selectWrites), cp)
+		saved.Writes, err = readWrites(ctx, tx, cp)
 		return err
 	})
 	if err != nil {
@@ -253,12 +229,12 @@ func (s *Saver) Get(ctx context.Context, ref graph.Ref) (*graph.Saved, error) {
 	return &saved, nil
 }
 
-func readBlobs(ctx context.Context, stmt *sql.Stmt, cp graph.Checkpoint) ([]graph.Blob, error) {
+func readBlobs(ctx context.Context, tx *sql.Tx, cp graph.Checkpoint) ([]graph.Blob, error) {
 	versions, err := json.Marshal(cp.Versions)
 	if err != nil {
 		return nil, fmt.Errorf("versions: %w", err)
 	}
-	rows, err := stmt.QueryContext(ctx, cp.ThreadID, cp.Namespace, string(versions))
+	rows, err := tx.QueryContext(ctx, selectBlobs, cp.ThreadID, cp.Namespace, string(versions))
 	if err != nil {
 		return nil, fmt.Errorf("blobs: %w", err)
 	}
@@ -277,8 +253,8 @@ func readBlobs(ctx context.Context, stmt *sql.Stmt, cp graph.Checkpoint) ([]grap
 	return blobs, nil
 }
 
-func readWrites(ctx context.Context, stmt *sql.Stmt, cp graph.Checkpoint) ([]graph.Write, error) {
-	rows, err := stmt.QueryContext(ctx, cp.ThreadID, cp.Namespace, cp.ID)
+func readWrites(ctx context.Context, tx *sql.Tx, cp graph.Checkpoint) ([]graph.Write, error) {
+	rows, err := tx.QueryContext(ctx, selectWrites, cp.ThreadID, cp.Namespace, cp.ID)
 	if err != nil {
 		return nil, fmt.Errorf("writes: %w", err)
 	}
@@ -303,11 +279,11 @@ func (s *Saver) List(ctx context.Context, opts graph.ListOptions) ([]graph.Check
 	if opts.Limit > 0 {
 		limit = opts.Limit
 	}
-	stmt, args := s.prepared[listAll], []any{opts.ThreadID, opts.Namespace, limit}
+	query, args := listAll, []any{opts.ThreadID, opts.Namespace, limit}
 	if opts.Before != "" {
-		stmt, args = s.prepared[listBefore], []any{opts.ThreadID, opts.Namespace, opts.Before, limit}
+		query, args = listBefore, []any{opts.ThreadID, opts.Namespace, opts.Before, limit}
 	}
-	rows, err := stmt.QueryContext(ctx, args...)
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list checkpoints %s: %w", opts.ThreadID, err)
 	}
