@@ -184,6 +184,7 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	req.AwaitsEnd = true // the events are folded into one answer at the end
 	rn, sub, err := s.runs.Start(r.Context(), req)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -124,6 +124,51 @@ func TestChatSync(t *testing.T) {
 	}
 }
 
+// A sync chat's run lets its events wait, to be stored with its end; a
+// run that waits on a tool still shows them, in the store within
+// EventDelay (a follower in another process reads them there) and to a
+// stream that joins it, and the sync answer is whole.
+func TestSyncRunCanBeWatchedWhileItRuns(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := newEnv(t, envOptions{backend: b})
+			answered := make(chan []byte, 1)
+			go func() {
+				status, body := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "wait for it"})
+				if status != http.StatusOK {
+					t.Errorf("sync chat: %d %s", status, body)
+				}
+				answered <- body
+			}()
+			<-e.tools.waiting
+			page, err := e.store.ListConversations(t.Context(), "alice", store.Page{})
+			if err != nil || len(page.Conversations) != 1 {
+				t.Fatalf("conversations %+v, %v", page, err)
+			}
+			conv := page.Conversations[0].ID
+			run, err := e.store.LatestRun(t.Context(), "alice", conv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the waiting run's tool.start in the store", func() bool {
+				evs, err := e.store.EventsAfter(t.Context(), "alice", run.ID, 0, 0)
+				return err == nil && slices.ContainsFunc(evs, func(ev store.Event) bool { return ev.Type == "tool.start" })
+			})
+			s := e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey))
+			s.until("tool.start")
+			close(e.tools.release)
+			s.until("run.completed")
+			res := jsonOf[struct {
+				Status    string
+				ToolCalls []struct{ Tool, Status string } `json:"tool_calls"`
+			}](t, <-answered)
+			if res.Status != "completed" || len(res.ToolCalls) != 1 || res.ToolCalls[0].Tool != "wait" || res.ToolCalls[0].Status != "success" {
+				t.Errorf("sync answer %+v", res)
+			}
+		})
+	}
+}
+
 func TestLocalModeNeedsNoKey(t *testing.T) {
 	e := newEnv(t, envOptions{local: true})
 	status, body := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "hello"})

@@ -35,7 +35,8 @@
 // gaps) and only then publishes each batch to the run's hub, which hands
 // every event, typed (Event.Payload) and encoded (Event.Data), to each
 // subscriber's bounded buffer. The run goes on while its events are
-// written. A run's end, the events still queued and its terminal event
+// written. While no subscriber streams them (StartRequest.AwaitsEnd), a
+// batch waits up to EventDelay to be written with what follows it. A run's end, the events still queued and its terminal event
 // commit together (store.EndRun). A subscriber that falls behind is cut; the run never waits
 // for a reader.
 //

@@ -35,6 +35,7 @@ type Subscription struct {
 	m           *Service
 	runID       string
 	interactive bool
+	awaitsEnd   bool
 	sub         *subscriber
 }
 
@@ -45,13 +46,16 @@ type Subscription struct {
 func (m *Service) Subscribe(runID string, interactive bool) *Subscription {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.subscriptionLocked(m.acquireHubLocked(runID), interactive)
+	return m.subscriptionLocked(m.acquireHubLocked(runID), interactive, false)
 }
 
 // subscriptionLocked adds a subscriber to h, which holds a reference of
 // h's taken by the caller until Close.
-func (m *Service) subscriptionLocked(h *hub, interactive bool) *Subscription {
-	return &Subscription{m: m, runID: h.runID, interactive: interactive, sub: h.add(m.cfg.StreamBuffer, interactive)}
+// awaitsEnd marks a caller that reads the events only once the run ends
+// (see StartRequest.AwaitsEnd).
+func (m *Service) subscriptionLocked(h *hub, interactive, awaitsEnd bool) *Subscription {
+	return &Subscription{m: m, runID: h.runID, interactive: interactive, awaitsEnd: awaitsEnd,
+		sub: h.add(m.cfg.StreamBuffer, interactive, awaitsEnd)}
 }
 
 // Close takes the subscription off its run.
@@ -60,7 +64,9 @@ func (s *Subscription) Close() { s.m.unsubscribe(s.sub) }
 // rejoin replaces a subscriber that was cut for falling behind.
 func (s *Subscription) rejoin() {
 	s.m.unsubscribe(s.sub)
-	n := s.m.Subscribe(s.runID, s.interactive)
+	s.m.mu.Lock()
+	n := s.m.subscriptionLocked(s.m.acquireHubLocked(s.runID), s.interactive, s.awaitsEnd)
+	s.m.mu.Unlock()
 	s.sub = n.sub
 }
 

@@ -22,6 +22,13 @@ type hub struct {
 	interactive int
 	// unwatched, when made, is closed as interactive drops to zero.
 	unwatched chan struct{}
+	// streaming counts subscribers that hand the events on as they come;
+	// the others wait for the run's end (sync chat). While it is zero,
+	// the run's outbox lets its events wait to be stored together.
+	streaming int
+	// wake, set by the run's outbox, is called as a streaming subscriber
+	// joins, so that what waits is stored and sent now.
+	wake func()
 }
 
 // subscriber is one reader of a hub.
@@ -29,6 +36,7 @@ type subscriber struct {
 	hub         *hub
 	ch          chan *Event
 	interactive bool
+	awaitsEnd   bool // reads the events only once the run ends
 	// gone is set, under the hub's lock, once the subscriber left the
 	// hub: cut, or unsubscribed.
 	gone bool
@@ -52,15 +60,38 @@ func (h *hub) publish(e *Event) {
 	}
 }
 
-func (h *hub) add(buffer int, interactive bool) *subscriber {
-	sub := &subscriber{hub: h, ch: make(chan *Event, buffer), interactive: interactive}
+func (h *hub) add(buffer int, interactive, awaitsEnd bool) *subscriber {
+	sub := &subscriber{hub: h, ch: make(chan *Event, buffer), interactive: interactive, awaitsEnd: awaitsEnd}
 	h.mu.Lock()
 	h.subs[sub] = struct{}{}
 	if interactive {
 		h.interactive++
 	}
+	var wake func()
+	if !awaitsEnd {
+		h.streaming++
+		wake = h.wake
+	}
 	h.mu.Unlock()
+	if wake != nil {
+		wake()
+	}
 	return sub
+}
+
+// setWake makes wake the function called as a streaming subscriber joins.
+func (h *hub) setWake(wake func()) {
+	h.mu.Lock()
+	h.wake = wake
+	h.mu.Unlock()
+}
+
+// streams reports whether a subscriber hands the run's events on as they
+// come.
+func (h *hub) streams() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.streaming > 0
 }
 
 // remove takes sub off the hub; it reports whether it was still on.
@@ -77,6 +108,9 @@ func (h *hub) remove(sub *subscriber) bool {
 func (h *hub) removeLocked(sub *subscriber) {
 	delete(h.subs, sub)
 	sub.gone = true
+	if !sub.awaitsEnd {
+		h.streaming--
+	}
 	if sub.interactive {
 		if h.interactive--; h.interactive == 0 && h.unwatched != nil {
 			close(h.unwatched)

@@ -8,8 +8,8 @@ import (
 
 func TestHubCutsASubscriberThatFallsBehind(t *testing.T) {
 	h := newHub("run")
-	fast := h.add(4, true)
-	slow := h.add(4, true)
+	fast := h.add(4, true, false)
+	slow := h.add(4, true, false)
 	idle := h.idle()
 	for seq := int64(1); seq <= 10; seq++ {
 		h.publish(&Event{Event: &store.Event{Seq: seq}}) // never blocks

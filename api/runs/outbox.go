@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/nodes"
@@ -16,6 +17,15 @@ import (
 // few transactions rather than one each.
 //
 // A response.chunk queued right behind another joins it (see put).
+//
+// While no subscriber streams the run (a sync chat's caller reads the
+// events only at the end), a batch waits up to EventDelay before it is
+// written, so that a short run stores its events with its end, in one
+// transaction, rather than in several of their own. A subscriber that
+// streams, the run ending, or drain stores what waits at once. Nothing
+// waiting has been sent, so nothing acknowledged waits; a follower
+// reading the store from another process sees the events at most
+// EventDelay later.
 type outbox struct {
 	st   store.Events
 	hub  *hub
@@ -32,10 +42,21 @@ type outbox struct {
 	// held: the run is ending, and its caller stores what is queued
 	// (see hold); the flusher stops after the batch it writes.
 	held bool
+	// due, when set, starts the flusher once a waiting batch has waited
+	// delay (EventDelay; see schedule).
+	due   *time.Timer
+	delay time.Duration
+	// draining: the run is ending; nothing waits any more.
+	draining bool
 }
 
+// EventDelay is the longest a run's events wait to be stored together
+// while nobody streams them (see outbox): under a frame of a chat page,
+// so a follower in another process still sees a run move as it goes.
+const EventDelay = 50 * time.Millisecond
+
 func newOutbox(ctx context.Context, st store.Events, h *hub, encode func(nodes.Payload) ([]byte, error), fail func(error)) *outbox {
-	o := &outbox{st: st, hub: h, ctx: context.WithoutCancel(ctx), encode: encode, fail: fail}
+	o := &outbox{st: st, hub: h, ctx: context.WithoutCancel(ctx), encode: encode, fail: fail, delay: EventDelay}
 	o.idle.L = &o.mu
 	return o
 }
@@ -59,11 +80,48 @@ func (o *outbox) put(e store.NewEvent, p nodes.Payload) error {
 	}
 	o.queue = append(o.queue, e)
 	o.typed = append(o.typed, p)
-	if !o.busy {
-		o.busy = true
-		go o.flush()
-	}
+	o.schedule()
 	return nil
+}
+
+// schedule starts the flusher for what is queued or, while nobody
+// streams the run, lets it wait for EventDelay. Callers hold o.mu.
+func (o *outbox) schedule() {
+	if o.busy || o.held || o.err != nil || len(o.queue) == 0 {
+		return
+	}
+	if o.waits() {
+		if o.due == nil {
+			o.due = time.AfterFunc(o.delay, o.wake)
+		}
+		return
+	}
+	o.start()
+}
+
+// waits reports whether queued events may wait to be stored together.
+// Callers hold o.mu.
+func (o *outbox) waits() bool { return !o.draining && !o.hub.streams() }
+
+// start starts the flusher. Callers hold o.mu.
+func (o *outbox) start() {
+	if o.due != nil {
+		o.due.Stop()
+		o.due = nil
+	}
+	o.busy = true
+	go o.flush()
+}
+
+// wake stores what waits now: its time is up, or a subscriber that
+// streams joined.
+func (o *outbox) wake() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.busy || o.held || o.err != nil || len(o.queue) == 0 {
+		return
+	}
+	o.start()
 }
 
 // join joins chunk p to the queue's last event when that is a chunk too,
@@ -87,13 +145,15 @@ func (o *outbox) join(p nodes.Payload) bool {
 	return true
 }
 
-// flush stores and publishes batches until the queue is empty.
+// flush stores and publishes batches until the queue is empty, or until
+// what was queued meanwhile may wait (see schedule).
 func (o *outbox) flush() {
-	for {
+	for first := true; ; first = false {
 		o.mu.Lock()
 		batch, typed := o.queue, o.typed
-		if len(batch) == 0 || o.held {
+		if len(batch) == 0 || o.held || !first && o.waits() {
 			o.busy = false
+			o.schedule()
 			o.idle.Broadcast()
 			o.mu.Unlock()
 			return
@@ -130,7 +190,11 @@ func (o *outbox) publish(evs []store.Event, typed []nodes.Payload) {
 func (o *outbox) hold() ([]store.NewEvent, []nodes.Payload, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.held = true
+	o.held, o.draining = true, true
+	if o.due != nil {
+		o.due.Stop()
+		o.due = nil
+	}
 	for o.busy {
 		o.idle.Wait()
 	}
@@ -146,18 +210,17 @@ func (o *outbox) release(rest []store.NewEvent, typed []nodes.Payload) {
 	defer o.mu.Unlock()
 	o.held = false
 	o.queue, o.typed = append(rest, o.queue...), append(typed, o.typed...)
-	if len(o.queue) > 0 && !o.busy && o.err == nil {
-		o.busy = true
-		go o.flush()
-	}
+	o.schedule()
 }
 
-// drain waits until every queued event is stored and published, so no
-// flusher outlives it, and returns the error that stopped storing, if
-// one did.
+// drain stores what waits, waits until every queued event is stored and
+// published, so no flusher or timer outlives it, and returns the error
+// that stopped storing, if one did.
 func (o *outbox) drain() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.draining = true
+	o.schedule()
 	for o.busy {
 		o.idle.Wait()
 	}

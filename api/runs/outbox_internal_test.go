@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/nodes"
@@ -30,10 +31,18 @@ func (h *heldEvents) AppendEvents(ctx context.Context, evs []store.NewEvent) ([]
 	return out, nil
 }
 
+// streamedHub is a hub with a subscriber that streams the run's events,
+// so its outbox writes each batch as soon as it can.
+func streamedHub() *hub {
+	h := newHub("run")
+	h.add(64, false, false)
+	return h
+}
+
 func TestOutboxJoinsChunksThatWaitTogether(t *testing.T) {
 	st := &heldEvents{entered: make(chan struct{}), release: make(chan struct{})}
 	encode := func(p nodes.Payload) ([]byte, error) { return json.Marshal(p) }
-	o := newOutbox(t.Context(), st, newHub("run"), encode, func(err error) { t.Error(err) })
+	o := newOutbox(t.Context(), st, streamedHub(), encode, func(err error) { t.Error(err) })
 	put := func(p nodes.Payload) {
 		data, _ := encode(p)
 		if err := o.put(store.NewEvent{RunID: "run", Type: p.EventType(), Data: data}, p); err != nil {
@@ -77,7 +86,7 @@ func TestOutboxJoinsChunksThatWaitTogether(t *testing.T) {
 func TestOutboxHoldReturnsWhatWaitsBehindTheBatch(t *testing.T) {
 	st := &heldEvents{entered: make(chan struct{}), release: make(chan struct{})}
 	encode := func(p nodes.Payload) ([]byte, error) { return json.Marshal(p) }
-	o := newOutbox(t.Context(), st, newHub("run"), encode, func(err error) { t.Error(err) })
+	o := newOutbox(t.Context(), st, streamedHub(), encode, func(err error) { t.Error(err) })
 	put := func(node string) {
 		p := &nodes.NodeStart{Node: node}
 		data, _ := encode(p)
@@ -115,5 +124,86 @@ func TestOutboxHoldReturnsWhatWaitsBehindTheBatch(t *testing.T) {
 	st.release <- struct{}{}
 	if err := o.drain(); err != nil || len(st.batches) != 2 || len(st.batches[1]) != 2 {
 		t.Fatalf("after release: %v, batches %v", err, st.batches)
+	}
+}
+
+// While nobody streams the run, its events wait to be written together:
+// with the run's end (hold takes them, unwritten), or, drained, in one
+// batch.
+func TestOutboxLetsEventsWaitWhileNobodyStreams(t *testing.T) {
+	st := &heldEvents{entered: make(chan struct{}, 4), release: make(chan struct{}, 4)}
+	encode := func(p nodes.Payload) ([]byte, error) { return json.Marshal(p) }
+	h := newHub("run")
+	h.add(64, false, true) // a sync chat's caller: reads at the end
+	o := newOutbox(t.Context(), st, h, encode, func(err error) { t.Error(err) })
+	o.delay = time.Hour
+	put := func(o *outbox, node string) {
+		p := &nodes.NodeStart{Node: node}
+		data, _ := encode(p)
+		if err := o.put(store.NewEvent{RunID: "run", Type: p.EventType(), Data: data}, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		put(o, n)
+	}
+	rest, _, err := o.hold()
+	if err != nil || len(rest) != 3 || len(st.batches) != 0 {
+		t.Fatalf("hold took %d events (%v) after %d batches; want all 3, none written", len(rest), err, len(st.batches))
+	}
+
+	o = newOutbox(t.Context(), st, h, encode, func(err error) { t.Error(err) })
+	o.delay = time.Hour
+	for _, n := range []string{"a", "b", "c"} {
+		put(o, n)
+	}
+	st.release <- struct{}{}
+	if err := o.drain(); err != nil || len(st.batches) != 1 || len(st.batches[0]) != 3 {
+		t.Fatalf("drain: %v, batches %v; want the 3 events in one", err, st.batches)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.due != nil {
+		t.Error("a timer outlives drain")
+	}
+}
+
+// A subscriber that streams, joining, has what waits written at once;
+// so does the end of the delay.
+func TestOutboxWritesWhatWaitsWhenAStreamJoins(t *testing.T) {
+	st := &heldEvents{entered: make(chan struct{}), release: make(chan struct{})}
+	encode := func(p nodes.Payload) ([]byte, error) { return json.Marshal(p) }
+	h := newHub("run")
+	o := newOutbox(t.Context(), st, h, encode, func(err error) { t.Error(err) })
+	o.delay = time.Hour
+	h.setWake(o.wake)
+	p := &nodes.NodeStart{Node: "a"}
+	data, _ := encode(p)
+	if err := o.put(store.NewEvent{RunID: "run", Type: p.EventType(), Data: data}, p); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-st.entered:
+		t.Fatal("written while nobody streams the run")
+	case <-time.After(20 * time.Millisecond):
+	}
+	sub := h.add(64, false, false)
+	<-st.entered // the stream woke the outbox
+	st.release <- struct{}{}
+	if e := <-sub.ch; e.Type != "node.start" {
+		t.Fatalf("the stream got %s", e.Type)
+	}
+
+	h.remove(sub)
+	o.mu.Lock()
+	o.delay = time.Millisecond
+	o.mu.Unlock()
+	if err := o.put(store.NewEvent{RunID: "run", Type: p.EventType(), Data: data}, p); err != nil {
+		t.Fatal(err)
+	}
+	<-st.entered // the delay ran out
+	st.release <- struct{}{}
+	if err := o.drain(); err != nil || len(st.batches) != 2 {
+		t.Fatalf("drain: %v, batches %v", err, st.batches)
 	}
 }

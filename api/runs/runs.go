@@ -93,6 +93,11 @@ type StartRequest struct {
 	// for the result; a run stopped for an approval waits for the
 	// answer only while an interactive subscriber follows it.
 	Interactive bool
+	// AwaitsEnd: the caller reads the run's events only once the run
+	// ends (sync chat). Until a subscriber that streams them joins, the
+	// run's events may then wait up to EventDelay to be stored with
+	// later ones, often with the run's end, in fewer transactions.
+	AwaitsEnd bool
 }
 
 // Start stores a new run, subscribes the caller to its events and starts
@@ -159,16 +164,16 @@ func (m *Service) Start(ctx context.Context, req StartRequest) (*Run, *Subscript
 			return m.agent.Run(ctx, rn.conversationID, in)
 		}
 	}
-	sub := m.launch(rn, first, true, &req.Interactive)
+	sub := m.launch(rn, first, true, &req)
 	ok = true
 	return rn, sub, nil
 }
 
 // launch registers rn as live and starts its driving goroutine; with
-// subscribe set, it first subscribes the caller (interactive or not), so
-// the caller sees every event from the first. Callers hold m.gate for
-// reading.
-func (m *Service) launch(rn *Run, first func(context.Context) iter.Seq2[nodes.Event, error], announce bool, subscribe *bool) *Subscription {
+// subscribe set, it first subscribes its caller (as its Interactive and
+// AwaitsEnd say), so the caller sees every event from the first. Callers
+// hold m.gate for reading.
+func (m *Service) launch(rn *Run, first func(context.Context) iter.Seq2[nodes.Event, error], announce bool, subscribe *StartRequest) *Subscription {
 	m.mu.Lock()
 	rn.hub = m.acquireHubLocked(rn.id)
 	rn.out = newOutbox(rn.ctx, m.st, rn.hub, rn.envelope, func(err error) {
@@ -184,10 +189,11 @@ func (m *Service) launch(rn *Run, first func(context.Context) iter.Seq2[nodes.Ev
 		rn.log.LogAttrs(rn.ctx, lvl, msg, slog.Any("error", err))
 		rn.cancel(cause)
 	})
+	rn.hub.setWake(rn.out.wake)
 	var sub *Subscription
 	if subscribe != nil {
 		rn.hub.refs++
-		sub = m.subscriptionLocked(rn.hub, *subscribe)
+		sub = m.subscriptionLocked(rn.hub, subscribe.Interactive, subscribe.AwaitsEnd)
 	}
 	m.byConv[rn.conversationID] = rn
 	m.mu.Unlock()
