@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -31,7 +32,8 @@ type outbox struct {
 	hub  *hub
 	ctx  context.Context // not cancelled: events are written to the end
 	fail func(error)     // called once, on the flusher, when a batch cannot be stored
-	// encode is the run's envelope, for a joined chunk's data.
+	// encode is the run's envelope, for the data of an event queued
+	// without it (see put).
 	encode func(nodes.Payload) ([]byte, error)
 	mu     sync.Mutex
 	idle   sync.Cond // signalled when the flusher stops
@@ -62,20 +64,23 @@ func newOutbox(ctx context.Context, st store.Events, h *hub, encode func(nodes.P
 }
 
 // put queues e; it fails once a batch could not be stored, and then the
-// run must stop.
+// run must stop. An event of the root agent may come without its Data,
+// to be encoded (encode) as its batch is taken, once.
 //
-// A response.chunk whose predecessor in the queue is one too is joined
-// to it: one event with both contents, in order. Both wait for the same
-// batch anyway, so nobody sees the text later; but a model that streams
-// faster than the store commits (the offline model sends one chunk per
-// word) costs a row per batch instead of one per chunk.
+// A response.chunk queued so, whose predecessor in the queue is one too,
+// is joined to it: one event with both contents, in order. Both wait for
+// the same batch anyway, so nobody sees the text later; but a model that
+// streams faster than the store commits (the offline model sends one
+// chunk per word) costs a row per batch instead of one per chunk, and
+// the joined text is encoded once, not once per chunk. A chunk with its
+// Data (a sub-agent's, whose envelope names it) is never joined.
 func (o *outbox) put(e store.NewEvent, p nodes.Payload) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.err != nil {
 		return o.err
 	}
-	if o.join(p) {
+	if e.Data == nil && o.join(p) {
 		return nil
 	}
 	o.queue = append(o.queue, e)
@@ -124,25 +129,37 @@ func (o *outbox) wake() {
 	o.start()
 }
 
-// join joins chunk p to the queue's last event when that is a chunk too,
-// and reports whether it did. Callers hold o.mu.
+// join joins chunk p to the queue's last event when that is a chunk
+// queued without its data too, and reports whether it did. Callers hold
+// o.mu.
 func (o *outbox) join(p nodes.Payload) bool {
 	c, ok := p.(*nodes.ResponseChunk)
 	n := len(o.typed)
-	if !ok || n == 0 {
+	if !ok || n == 0 || o.queue[n-1].Data != nil {
 		return false
 	}
 	last, ok := o.typed[n-1].(*nodes.ResponseChunk)
 	if !ok {
 		return false
 	}
-	joined := &nodes.ResponseChunk{Content: last.Content + c.Content}
-	data, err := o.encode(joined)
-	if err != nil {
-		return false // queued on its own, as it came
-	}
-	o.queue[n-1].Data, o.typed[n-1] = data, joined
+	o.typed[n-1] = &nodes.ResponseChunk{Content: last.Content + c.Content}
 	return true
+}
+
+// encodeQueued gives the events of a batch queued without their data
+// their data. An error fails the batch, as storing it would.
+func (o *outbox) encodeQueued(batch []store.NewEvent, typed []nodes.Payload) error {
+	for i := range batch {
+		if batch[i].Data != nil {
+			continue
+		}
+		data, err := o.encode(typed[i])
+		if err != nil {
+			return fmt.Errorf("encoding %s: %w", batch[i].Type, err)
+		}
+		batch[i].Data = data
+	}
+	return nil
 }
 
 // flush stores and publishes batches until the queue is empty, or until
@@ -160,7 +177,11 @@ func (o *outbox) flush() {
 		}
 		o.queue, o.typed = nil, nil
 		o.mu.Unlock()
-		evs, err := o.st.AppendEvents(o.ctx, batch)
+		err := o.encodeQueued(batch, typed)
+		var evs []store.Event
+		if err == nil {
+			evs, err = o.st.AppendEvents(o.ctx, batch)
+		}
 		if err != nil {
 			o.mu.Lock()
 			o.err, o.queue, o.typed, o.busy = err, nil, nil, false
@@ -200,6 +221,9 @@ func (o *outbox) hold() ([]store.NewEvent, []nodes.Payload, error) {
 	}
 	rest, typed := o.queue, o.typed
 	o.queue, o.typed = nil, nil
+	if o.err == nil {
+		o.err = o.encodeQueued(rest, typed)
+	}
 	return rest, typed, o.err
 }
 

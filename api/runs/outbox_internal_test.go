@@ -43,18 +43,25 @@ func TestOutboxJoinsChunksThatWaitTogether(t *testing.T) {
 	st := &heldEvents{entered: make(chan struct{}), release: make(chan struct{})}
 	encode := func(p nodes.Payload) ([]byte, error) { return json.Marshal(p) }
 	o := newOutbox(t.Context(), st, streamedHub(), encode, func(err error) { t.Error(err) })
-	put := func(p nodes.Payload) {
-		data, _ := encode(p)
+	// As emitAs queues them: the root agent's chunks unencoded, the rest
+	// (and a sub-agent's chunk, whose envelope names it) encoded.
+	put := func(p nodes.Payload, encoded bool) {
+		var data []byte
+		if encoded {
+			data, _ = encode(p)
+		}
 		if err := o.put(store.NewEvent{RunID: "run", Type: p.EventType(), Data: data}, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	put(&nodes.ResponseChunk{Content: "one"})
+	put(&nodes.ResponseChunk{Content: "one"}, false)
 	<-st.entered // the first batch is being written: the next wait
-	for _, p := range []nodes.Payload{&nodes.ResponseChunk{Content: " two"}, &nodes.ResponseChunk{Content: " three"},
-		&nodes.NodeEnd{Node: "write"}, &nodes.ResponseChunk{Content: " four"}} {
-		put(p)
-	}
+	put(&nodes.ResponseChunk{Content: " two"}, false)
+	put(&nodes.ResponseChunk{Content: " three"}, false)
+	put(&nodes.NodeEnd{Node: "write"}, true)
+	put(&nodes.ResponseChunk{Content: " four"}, false)
+	put(&nodes.ResponseChunk{Content: " sub"}, true)
+	put(&nodes.ResponseChunk{Content: " five"}, false)
 	st.release <- struct{}{}
 	<-st.entered
 	st.release <- struct{}{}
@@ -71,7 +78,8 @@ func TestOutboxJoinsChunksThatWaitTogether(t *testing.T) {
 	}
 	want := [][]string{
 		{`response.chunk {"content":"one"}`},
-		{`response.chunk {"content":" two three"}`, `node.end {"node":"write","duration_ms":0}`, `response.chunk {"content":" four"}`},
+		{`response.chunk {"content":" two three"}`, `node.end {"node":"write","duration_ms":0}`, `response.chunk {"content":" four"}`,
+			`response.chunk {"content":" sub"}`, `response.chunk {"content":" five"}`},
 	}
 	if len(got) != len(want) || len(got[1]) != len(want[1]) || got[0][0] != want[0][0] {
 		t.Fatalf("batches %q, want %q", got, want)

@@ -473,11 +473,16 @@ func (m *Service) emit(rn *Run, p nodes.Payload) bool { return m.emitAs(rn, p, "
 
 // emitAs is emit for an event of the sub-agent at namespace (see
 // nodes.Event.Namespace).
+// The root agent's response.chunk is queued unencoded: the outbox joins
+// the chunks that wait together and encodes the text once.
 func (m *Service) emitAs(rn *Run, p nodes.Payload, namespace string) bool {
-	data, err := rn.envelopeOf(p, namespace)
-	if err != nil {
-		rn.log.LogAttrs(rn.ctx, slog.LevelError, "encoding an event failed; the run stops", slog.String("type", p.EventType()), slog.Any("error", err))
-		return false
+	var data []byte
+	if _, chunk := p.(*nodes.ResponseChunk); !chunk || namespace != "" {
+		var err error
+		if data, err = rn.envelopeOf(p, namespace); err != nil {
+			rn.log.LogAttrs(rn.ctx, slog.LevelError, "encoding an event failed; the run stops", slog.String("type", p.EventType()), slog.Any("error", err))
+			return false
+		}
 	}
 	return rn.out.put(store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data, Owner: m.fence()}, p) == nil
 }
