@@ -92,7 +92,7 @@ func (o *outbox) put(e store.NewEvent, p nodes.Payload) error {
 // schedule starts the flusher for what is queued or, while nobody
 // streams the run, lets it wait for EventDelay. Callers hold o.mu.
 func (o *outbox) schedule() {
-	if o.busy || o.held || o.err != nil || len(o.queue) == 0 {
+	if !o.ready() {
 		return
 	}
 	if o.waits() {
@@ -103,6 +103,10 @@ func (o *outbox) schedule() {
 	}
 	o.start()
 }
+
+// ready reports whether there is a batch to write and nothing keeps the
+// flusher from writing it now. Callers hold o.mu.
+func (o *outbox) ready() bool { return !o.busy && !o.held && o.err == nil && len(o.queue) > 0 }
 
 // waits reports whether queued events may wait to be stored together.
 // Callers hold o.mu.
@@ -123,10 +127,9 @@ func (o *outbox) start() {
 func (o *outbox) wake() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.busy || o.held || o.err != nil || len(o.queue) == 0 {
-		return
+	if o.ready() {
+		o.start()
 	}
-	o.start()
 }
 
 // join joins chunk p to the queue's last event when that is a chunk
@@ -147,7 +150,8 @@ func (o *outbox) join(p nodes.Payload) bool {
 }
 
 // encodeQueued gives the events of a batch queued without their data
-// their data. An error fails the batch, as storing it would.
+// their data. An error fails the batch, as storing it would; the chunks
+// queued so, all strings, cannot fail to encode.
 func (o *outbox) encodeQueued(batch []store.NewEvent, typed []nodes.Payload) error {
 	for i := range batch {
 		if batch[i].Data != nil {
