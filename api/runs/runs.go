@@ -472,9 +472,9 @@ func (m *Service) record(rn *Run, ev nodes.Event) bool {
 func (m *Service) emit(rn *Run, p nodes.Payload) bool { return m.emitAs(rn, p, "") }
 
 // emitAs is emit for an event of the sub-agent at namespace (see
-// nodes.Event.Namespace).
-// The root agent's response.chunk is queued unencoded: the outbox joins
-// the chunks that wait together and encodes the text once.
+// nodes.Event.Namespace). The root agent's response.chunk is queued
+// unencoded: the outbox joins the chunks that wait together and encodes
+// the text once.
 func (m *Service) emitAs(rn *Run, p nodes.Payload, namespace string) bool {
 	var data []byte
 	if _, chunk := p.(*nodes.ResponseChunk); !chunk || namespace != "" {
