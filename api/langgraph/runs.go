@@ -69,8 +69,9 @@ type begun struct {
 
 // begin starts the run a request asks for: a new message on the thread,
 // or the answers to the approvals it waits on. The caller closes
-// b.sub.
-func (h *handler) begin(w http.ResponseWriter, r *http.Request) (_ *begun, err error) {
+// b.sub. awaitsEnd: the caller reads a new run's events only once it
+// ends (runs/wait; see runs.StartRequest.AwaitsEnd).
+func (h *handler) begin(w http.ResponseWriter, r *http.Request, awaitsEnd bool) (_ *begun, err error) {
 	raw, err := body(r)
 	if err != nil {
 		return nil, err
@@ -121,7 +122,7 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request) (_ *begun, err e
 		reqID = ids.Random("req_", 8)
 	}
 	rn, sub, err := h.runs.Start(ctx, runs.StartRequest{UserID: user(r), ConversationID: c.ID, RequestID: reqID,
-		Input: nodes.Input{Message: spec.message}})
+		Input: nodes.Input{Message: spec.message}, AwaitsEnd: awaitsEnd})
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +206,7 @@ func (h *handler) resume(ctx context.Context, b *begun, snap nodes.Snapshot, sta
 
 // streamRun is POST /threads/{id}/runs/stream.
 func (h *handler) streamRun(w http.ResponseWriter, r *http.Request) {
-	b, err := h.begin(w, r)
+	b, err := h.begin(w, r, false)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -232,7 +233,7 @@ func (h *handler) gone(r *http.Request, b *begun) {
 
 // waitRun is POST /threads/{id}/runs/wait: the final values, as JSON.
 func (h *handler) waitRun(w http.ResponseWriter, r *http.Request) {
-	b, err := h.begin(w, r)
+	b, err := h.begin(w, r, true)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -262,7 +263,7 @@ func (h *handler) writeFinal(w http.ResponseWriter, tr *translator) {
 // backgroundRun is POST /threads/{id}/runs: the run starts and is
 // answered at once.
 func (h *handler) backgroundRun(w http.ResponseWriter, r *http.Request) {
-	b, err := h.begin(w, r)
+	b, err := h.begin(w, r, false)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -137,7 +137,8 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	user := runs.UserFrom(ctx)
 	t.input.Model = t.model
-	rn, sub, err := h.cfg.Runs.Start(ctx, runs.StartRequest{UserID: user, Input: t.input})
+	// A completion that is not streamed is written once the run ends.
+	rn, sub, err := h.cfg.Runs.Start(ctx, runs.StartRequest{UserID: user, Input: t.input, AwaitsEnd: !t.stream})
 	if err != nil {
 		h.log.LogAttrs(ctx, slog.LevelWarn, "openai: starting a run failed", slog.Any("error", err))
 		writeError(w, err)
@@ -152,7 +153,10 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 	} else {
 		out = &collector{w: w, c: c, timeout: h.cfg.WriteTimeout}
 	}
-	done, err := h.cfg.Runs.Follow(ctx, runs.FollowRequest{User: user, ConversationID: rn.ConversationID(), RunID: rn.ID(), Sub: sub},
+	// Not streamed, it waits for the end as sync chat does: a subscription
+	// cut behind a burst of events is renewed (Rejoin).
+	done, err := h.cfg.Runs.Follow(ctx, runs.FollowRequest{User: user, ConversationID: rn.ConversationID(), RunID: rn.ID(), Sub: sub,
+		Rejoin: !t.stream},
 		func(e *runs.Event) error {
 			p, err := e.Typed()
 			if err != nil {
