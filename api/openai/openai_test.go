@@ -3,6 +3,7 @@ package openai_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +43,9 @@ type server struct {
 	deleted chan string
 }
 
-func newServer(t *testing.T) *server {
+// newServer starts the API on a fresh SQLite database with the scripted
+// model; configure, if given, changes its configuration first.
+func newServer(t *testing.T, configure ...func(*api.Config)) *server {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -74,8 +77,12 @@ func newServer(t *testing.T) *server {
 		s.deleted <- in.Path
 		return operators.TextResult("deleted " + in.Path), nil
 	}, operators.RequiresApproval()))
-	srv, err := api.New(api.Config{Store: st, Models: models, Tools: tools, Checkpointer: saver,
-		Keys: map[api.APIKey]string{aliceKey: "alice"}, Limits: api.Limits{RatePerMinute: -1}})
+	cfg := api.Config{Store: st, Models: models, Tools: tools, Checkpointer: saver,
+		Keys: map[api.APIKey]string{aliceKey: "alice"}, Limits: api.Limits{RatePerMinute: -1}}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	srv, err := api.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,6 +226,38 @@ type report struct {
 // client tool (whole and streamed), an approval-gated Trellis tool
 // ending promptly, an abort mid-stream and the next request, and client
 // mistakes answered 4xx in OpenAI's shape.
+// A completion that is not streamed is written when its run ends, from
+// events that come all at once, with the run's end: with room for one
+// event per subscriber, its subscription is cut behind them, renewed
+// from the store, and the answer is still whole.
+func TestUnstreamedCompletionOutlastsACut(t *testing.T) {
+	s := newServer(t, func(c *api.Config) { c.StreamBuffer = 1 })
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url+"/v1/chat/completions",
+		strings.NewReader(`{"model": "trellis-test", "messages": [{"role": "user", "content": "hello there"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+aliceKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct {
+		Choices []struct {
+			Message      struct{ Content string } `json:"message"`
+			FinishReason string                   `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d: %v", resp.StatusCode, err)
+	}
+	if len(c.Choices) != 1 || c.Choices[0].Message.Content != "Hello from Trellis." || c.Choices[0].FinishReason != "stop" {
+		t.Errorf("completion %+v", c)
+	}
+}
+
 func TestOpenAIClient(t *testing.T) {
 	node := nodeBin(t)
 	s := newServer(t)
