@@ -96,9 +96,12 @@ func (m *Service) continueRun(ctx context.Context, r store.Run) error {
 	rn := m.newRun(ctx, r)
 	rn.recovered = true
 	rn.log.LogAttrs(ctx, slog.LevelInfo, "continuing a run whose process is gone", slog.String("owner", r.Owner))
+	// A run whose process died before any of its events was stored (a
+	// run nobody streams lets them wait; see outbox) still begins with
+	// run.started.
 	m.launch(rn, func(ctx context.Context) iter.Seq2[nodes.Event, error] {
 		return m.agent.Continue(ctx, rn.conversationID)
-	}, false, nil)
+	}, r.LastSeq == 0, nil)
 	return nil
 }
 

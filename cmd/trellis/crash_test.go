@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -345,6 +346,73 @@ func TestCrashKeepsTheBudgetSpent(t *testing.T) {
 			b, _ := done["budget"].(map[string]any)
 			if b["exceeded"] != "tool_calls" || b["tool_calls"] != float64(2) || results != 2 {
 				t.Errorf("budget %v, %d tools run; want tool_calls exceeded at 2, 2 tools run", b, results)
+			}
+			second.stop(syscall.SIGTERM)
+		})
+	}
+}
+
+// A sync chat's events wait to be stored with its end, since nobody
+// streams them. A process killed while they wait loses only events
+// nobody was sent, and the process that continues the run stores a
+// whole log: run.started first, ids without a gap, one run.completed.
+func TestCrashWhileASyncRunsEventsWait(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			e := newCrashEnv(t, db)
+			first := e.start()
+			body, _ := json.Marshal(map[string]any{"message": "tally three sums", "budget": map[string]any{"max_tool_calls": 2}})
+			answered := make(chan struct{})
+			go func() {
+				defer close(answered)
+				// Killed under it: the request fails, and nobody was sent an event.
+				if resp, err := http.Post(first.url+"/api/v1/chat/sync", "application/json", bytes.NewReader(body)); err == nil {
+					resp.Body.Close()
+				}
+			}()
+			// Killed once the turn's first checkpoint is stored (before it,
+			// the next process would find no turn to continue: see the
+			// closing note of issue 14), while the run's first events
+			// still wait for EventDelay.
+			var conv string
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				if conv == "" {
+					var list struct{ Conversations []struct{ ID string } }
+					if json.NewDecoder(first.do("GET", "/api/v1/conversations", nil).Body).Decode(&list) == nil && len(list.Conversations) == 1 {
+						conv = list.Conversations[0].ID
+					}
+				} else {
+					var state struct {
+						Checkpoint struct {
+							ID string `json:"checkpoint_id"`
+						} `json:"checkpoint"`
+					}
+					if json.NewDecoder(first.do("GET", "/langgraph/threads/"+conv+"/state", nil).Body).Decode(&state) == nil && state.Checkpoint.ID != "" {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no turn started\n%s", first.logs.String())
+				}
+			}
+			first.stop(syscall.SIGKILL)
+			<-answered
+
+			second := e.start()
+			runStatus(t, second, conv, "completed")
+			seen := events(t, second.do("GET", "/api/v1/conversations/"+conv+"/stream?after=0", nil), nil)
+			var typs []string
+			counts := map[string]int{}
+			for i, ev := range seen {
+				typs = append(typs, ev.typ)
+				counts[ev.typ]++
+				if ev.id != int64(i+1) {
+					t.Fatalf("event %d has id %d: %v", i, ev.id, typs)
+				}
+			}
+			if len(typs) == 0 || typs[0] != "run.started" || typs[len(typs)-1] != "run.completed" ||
+				counts["run.started"] != 1 || counts["run.completed"] != 1 {
+				t.Errorf("the run's stored events: %v", typs)
 			}
 			second.stop(syscall.SIGTERM)
 		})
