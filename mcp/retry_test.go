@@ -115,6 +115,11 @@ func (f *faultServer) start(addr string) {
 		f.t.Fatal(err)
 	}
 	srv := &http.Server{Handler: f.handler}
+	// Each request has its own connection. A connection the client kept
+	// idle would race stop: a call sent on it fails with EOF, which a
+	// client cannot tell from a server that got the call and died, so it
+	// is not refused, and the tests of refused calls would flake.
+	srv.SetKeepAlivesEnabled(false)
 	f.mu.Lock()
 	f.addr, f.srv = ln.Addr().String(), srv
 	f.mu.Unlock()
