@@ -59,6 +59,10 @@ type Checkpoint struct {
 	Step      int       `json:"step"`
 	Source    Source    `json:"source"`
 	CreatedAt time.Time `json:"created_at"`
+	// RunID is the RunConfig.RunID of the run that wrote the checkpoint
+	// ("" when it named none): how a caller tells whether a run of its
+	// own got as far as storing anything.
+	RunID string `json:"run_id,omitempty"`
 	// Versions maps each state field to the version of its current value.
 	Versions map[string]string `json:"versions,omitempty"`
 	// Tasks are the tasks planned for the next superstep, in run order. An

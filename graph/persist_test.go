@@ -597,3 +597,58 @@ func TestNamedChildRunsKeepTheirOwnCheckpoints(t *testing.T) {
 		t.Errorf("the children's node ran %d times, want 3", n)
 	}
 }
+
+// TestCheckpointsRecordTheirRun: every checkpoint names the run that
+// wrote it, a subgraph's too, and a run that resumes another's pause
+// names itself on what it writes.
+func TestCheckpointsRecordTheirRun(t *testing.T) {
+	sub := newGraph()
+	sub.AddNode("inner", func(ctx context.Context, s State) (State, error) {
+		if err := graph.Emit(ctx, "inside"); err != nil {
+			return s, err
+		}
+		if _, err := graph.Interrupt[bool](ctx, "continue?"); err != nil {
+			return s, err
+		}
+		return State{Items: []string{"inner"}}, nil
+	})
+	sub.AddEdge(graph.START, "inner")
+	sub.AddEdge("inner", graph.END)
+	g := newGraph()
+	g.AddNode("before", appendNode("before"))
+	g.AddSubgraph("child", must[*graph.Compiled[State]](t)(sub.Compile(graph.CompileOptions{})))
+	g.AddEdge(graph.START, "before")
+	g.AddEdge("before", "child")
+	g.AddEdge("child", graph.END)
+	saver := memory.New()
+	c := compile(t, g, graph.CompileOptions{Checkpointer: saver})
+
+	var ns []string
+	for ev, err := range c.Stream(t.Context(), &State{}, graph.RunConfig{ThreadID: "r", RunID: "run-1", Modes: graph.ModeCustom}) {
+		if err == nil && len(ev.Namespace) > 0 {
+			ns = ev.Namespace
+		}
+	}
+	runsOf := func(ns string) []string {
+		cps := must[[]graph.Checkpoint](t)(saver.List(t.Context(), graph.ListOptions{ThreadID: "r", Namespace: ns}))
+		var out []string
+		for _, cp := range slices.Backward(cps) {
+			out = append(out, cp.RunID)
+		}
+		return out
+	}
+	if got := runsOf(""); len(got) != 2 || got[0] != "run-1" || got[1] != "run-1" {
+		t.Fatalf("root checkpoints of the first run: %v", got)
+	}
+	if len(ns) != 1 {
+		t.Fatalf("no subgraph event reached the stream")
+	}
+	if got := runsOf(ns[0]); len(got) == 0 || slices.ContainsFunc(got, func(id string) bool { return id != "run-1" }) {
+		t.Fatalf("subgraph checkpoints of the first run: %v", got)
+	}
+	must[State](t)(c.Invoke(t.Context(), nil, graph.RunConfig{ThreadID: "r", Resume: true, RunID: "run-2"}))
+	root, child := runsOf(""), runsOf(ns[0])
+	if root[len(root)-1] != "run-2" || child[len(child)-1] != "run-2" || root[1] != "run-1" {
+		t.Fatalf("after the resume: root %v, subgraph %v", root, child)
+	}
+}

@@ -53,6 +53,9 @@ type RunConfig struct {
 	// StreamBuffer is how many events nodes may emit ahead of the consumer
 	// before Emit blocks; 0 means 64.
 	StreamBuffer int
+	// RunID names the caller's run. Every checkpoint the run writes, its
+	// subgraphs' too, records it in Checkpoint.RunID.
+	RunID string
 }
 
 var errStreamClosed = errors.New("graph: stream consumer stopped")
@@ -212,6 +215,9 @@ func (c *Compiled[S]) newRun(ctx context.Context, cfg RunConfig, yield func(Even
 			r.modes = r.link.modes
 			r.saver, r.thread, r.ns = r.link.saver, r.link.thread, r.link.ns
 			r.nsKey = strings.Join(r.ns, "|")
+			if r.cfg.RunID == "" {
+				r.cfg.RunID = r.link.runID
+			}
 		}
 	} else if c.opts.Checkpointer != nil {
 		r.saver, r.thread = c.opts.Checkpointer, cfg.ThreadID
@@ -711,7 +717,7 @@ func (r *run[S]) write(id string, now time.Time, source Source, changed fieldMas
 	scr.blobs, scr.ends = blobs, ends
 	cp := Checkpoint{
 		ThreadID: r.thread, Namespace: r.nsKey, ID: id, ParentID: r.parentID,
-		Step: r.step, Source: source, CreatedAt: now.UTC(), Versions: versions,
+		Step: r.step, Source: source, CreatedAt: now.UTC(), RunID: r.cfg.RunID, Versions: versions,
 		InterruptedBefore: before, InterruptedAfter: after,
 	}
 	specs := scr.specs[:0]

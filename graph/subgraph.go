@@ -68,6 +68,7 @@ type subgraphRef interface {
 type parentLink struct {
 	saver  Checkpointer
 	thread string
+	runID  string
 	ns     []string
 	resume map[string]json.RawMessage
 	modes  Mode
@@ -99,7 +100,7 @@ func (t *task[S]) childLink(ctx context.Context) *parentLink {
 		ns = append(ns, c.name)
 	}
 	return &parentLink{
-		saver: r.saver, thread: r.thread, resume: r.resume, modes: r.modes,
+		saver: r.saver, thread: r.thread, runID: r.cfg.RunID, resume: r.resume, modes: r.modes,
 		ns:      ns,
 		forward: t.forwardChild,
 	}

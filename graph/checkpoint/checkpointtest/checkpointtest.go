@@ -161,6 +161,7 @@ func testRoundTrip(t *testing.T, s graph.Checkpointer) {
 		Step:      7,
 		Source:    graph.SourceFork,
 		CreatedAt: created,
+		RunID:     "run-9",
 		Versions:  map[string]string{"Messages": "v3", "Count": "v1"},
 		Tasks: []graph.TaskSpec{
 			{ID: "task-b", Node: "tools"},

@@ -69,6 +69,7 @@ type storedBlob struct {
 // allocations per Put instead of one.
 type entry struct {
 	id, parentID      string
+	runID             string
 	source            graph.Source
 	step              int
 	created           time.Time
@@ -83,7 +84,7 @@ type entry struct {
 
 func newEntry(cp graph.Checkpoint) *entry {
 	e := &entry{
-		id: cp.ID, parentID: cp.ParentID, step: cp.Step, source: cp.Source,
+		id: cp.ID, parentID: cp.ParentID, runID: cp.RunID, step: cp.Step, source: cp.Source,
 		created:           cp.CreatedAt.UTC(), // as the SQL backends return it
 		interruptedBefore: cp.InterruptedBefore,
 	}
@@ -98,7 +99,7 @@ func newEntry(cp graph.Checkpoint) *entry {
 func (e *entry) checkpoint(ns *namespace) graph.Checkpoint {
 	cp := graph.Checkpoint{
 		ThreadID: ns.thread, Namespace: ns.name, ID: e.id, ParentID: e.parentID,
-		Step: e.step, Source: e.source, CreatedAt: e.created,
+		Step: e.step, Source: e.source, CreatedAt: e.created, RunID: e.runID,
 		Barriers: cloneBarriers(e.barriers), InterruptedBefore: e.interruptedBefore,
 		InterruptedAfter: cloneStrings(e.interruptedAfter),
 	}
