@@ -114,6 +114,10 @@ type NewRun struct {
 	// Supersedes names the run an edit reruns: it and every later run of
 	// the conversation are marked superseded.
 	Supersedes string
+	// Input is what the run's starter needs to start the run again
+	// should its process die before the run stored anything elsewhere
+	// (see Runs.RunInput); opaque to the store.
+	Input json.RawMessage
 }
 
 // Validate reports an ErrInvalid error for a run that cannot start.

@@ -94,6 +94,13 @@ type Runs interface {
 	// unknown or another user's.
 	GetRun(ctx context.Context, userID, runID string) (Run, error)
 
+	// RunInput returns the NewRun.Input the user's run started with. It
+	// is kept until the run's stream first ends (FinishRun, EndRun), so
+	// it is nil for a run that has ended or stopped once, and for one
+	// started without it. Returns ErrNotFound when the run is unknown or
+	// another user's.
+	RunInput(ctx context.Context, userID, runID string) (json.RawMessage, error)
+
 	// LatestRun returns the conversation's most recently started run: the
 	// active one if there is one, else the last. Returns ErrNotFound when
 	// the conversation is unknown, another user's, or has no run.

@@ -409,3 +409,40 @@ func testListRunsLimits(t *testing.T, s store.Store) {
 		t.Errorf("last page = %d runs, cursor %q; want the last run alone, no cursor", len(p.Runs), p.NextCursor)
 	}
 }
+
+// testRunInput: a run's input is kept verbatim while the run runs, also
+// in a new conversation and after a crash's takeover, and is gone once
+// its stream ends (EndRun, or FinishRun even as interrupted); a run
+// started without one has none, and another user's is not found.
+func testRunInput(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	in := json.RawMessage(`{"input":{"message":"héllo \u2028","budget":{"max_tool_calls":2}},"edit_of":"req-0"}`)
+	fresh := must(s.StartRun(ctx, store.NewRun{UserID: alice, NewConversation: &store.NewConversation{UserID: alice, Title: "t"},
+		UserMessage: "héllo", Owner: "proc-a", Input: in}))(t)
+	if got := must(s.RunInput(ctx, alice, fresh.ID))(t); string(got) != string(in) {
+		t.Errorf("RunInput = %s, want %s", got, in)
+	}
+	wantErr(t, "RunInput of another user's run", second(s.RunInput(ctx, bob, fresh.ID)), store.ErrNotFound)
+	wantErr(t, "RunInput of an unknown run", second(s.RunInput(ctx, alice, "no-such-run")), store.ErrNotFound)
+	done := fmt.Sprintf(`{"type":"run.completed","run_id":%q,"conversation_id":%q}`, fresh.ID, fresh.ConversationID)
+	must(s.EndRun(ctx, fresh.ID, store.RunEnd{Status: store.RunCompleted},
+		[]store.NewEvent{{RunID: fresh.ID, Type: "run.completed", Data: json.RawMessage(done)}}))(t)
+	if got := must(s.RunInput(ctx, alice, fresh.ID))(t); got != nil {
+		t.Errorf("RunInput after EndRun = %s, want none", got)
+	}
+
+	c := newConversation(t, s, alice)
+	bare := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "hi"}))(t)
+	if got := must(s.RunInput(ctx, alice, bare.ID))(t); got != nil {
+		t.Errorf("RunInput of a run started without one = %s", got)
+	}
+	must(s.FinishRun(ctx, bare.ID, store.RunEnd{Status: store.RunCompleted}))(t)
+	r := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "again", Input: in}))(t)
+	if got := must(s.RunInput(ctx, alice, r.ID))(t); string(got) != string(in) {
+		t.Errorf("RunInput of a later run = %s, want %s", got, in)
+	}
+	must(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptApproval}))(t)
+	if got := must(s.RunInput(ctx, alice, r.ID))(t); got != nil {
+		t.Errorf("RunInput after the run was parked = %s, want none", got)
+	}
+}

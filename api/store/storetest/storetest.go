@@ -31,6 +31,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"DeleteCascades", testDeleteCascades},
 		{"Messages", testMessages},
 		{"RunLifecycle", testRunLifecycle},
+		{"RunInput", testRunInput},
 		{"ActiveRunRule", testActiveRunRule},
 		{"OneActiveRunConcurrent", testOneActiveRunConcurrent},
 		{"ResumeRespectsActiveRun", testResumeRespectsActiveRun},

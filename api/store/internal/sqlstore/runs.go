@@ -58,8 +58,8 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.Use
 			}
 		}
 		_, err := q.Exec(ctx, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, request_id, owner,
-    checkpoint_id, created_at) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)`,
-			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, r.RequestID, r.Owner, r.CheckpointID, at)
+    checkpoint_id, created_at, input) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, r.RequestID, r.Owner, r.CheckpointID, at, string(nr.Input))
 		if s.db.Violates(err, "runs_one_active") {
 			return store.ErrRunActive
 		}
@@ -157,6 +157,25 @@ func (s *Store) GetRun(ctx context.Context, userID, runID string) (store.Run, er
 		return store.Run{}, s.errorf("get run %s: %w", runID, err)
 	}
 	return r, nil
+}
+
+// RunInput implements store.Runs.
+func (s *Store) RunInput(ctx context.Context, userID, runID string) (json.RawMessage, error) {
+	if err := storeutil.CheckIDs(userID, runID); err != nil {
+		return nil, s.errorf("run input: %w", err)
+	}
+	var in string
+	err := s.db.QueryRow(ctx, `SELECT input FROM runs WHERE id = ? AND user_id = ?`, runID, userID).Scan(&in)
+	if noRows(err) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return nil, s.errorf("input of run %s: %w", runID, err)
+	}
+	if in == "" {
+		return nil, nil
+	}
+	return json.RawMessage(in), nil
 }
 
 // LatestRun implements store.Runs.
@@ -265,7 +284,7 @@ func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end stor
 	// request pending: most runs leave none, and then the statements
 	// that would expire them are spared.
 	var pending bool
-	r, err := ScanRun(firstCol{q.QueryRow(ctx, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?
+	r, err := ScanRun(firstCol{q.QueryRow(ctx, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?, input = ''
 WHERE id = ? AND status IN ('running', 'interrupted') AND (? = '' OR owner = ?) RETURNING `+pendingHuman+`, `+RunCols,
 		end.Status, end.Reason, string(usage), now, runID, end.Owner, end.Owner), &pending})
 	if noRows(err) {
