@@ -280,6 +280,33 @@ func (a *Agent) Continue(ctx context.Context, conversationID string) iter.Seq2[E
 	}
 }
 
+// runKey carries the caller's run id (WithRun).
+type runKey struct{}
+
+// WithRun names the caller's run that the agent's calls under ctx belong
+// to. Every checkpoint they write records it (graph.Checkpoint.RunID),
+// so that after a crash Began can tell whether the run stored anything.
+func WithRun(ctx context.Context, runID string) context.Context {
+	return context.WithValue(ctx, runKey{}, runID)
+}
+
+// Began reports whether the run runID (see WithRun) has stored anything
+// of the conversation, that is whether the conversation's newest
+// checkpoint records it. A run that has not begun is one whose process
+// died between the caller recording the run and its first checkpoint:
+// Continue would take up the turn before it, so its caller starts it
+// again from its input instead. A conversation with no checkpoint has
+// not begun. A newest checkpoint that records no run counts as begun:
+// it was written before runs were recorded, or by a state update outside
+// any run, and continuing it, as before, never runs a turn twice.
+func (a *Agent) Began(ctx context.Context, conversationID, runID string) (bool, error) {
+	cps, err := a.saver.List(ctx, graph.ListOptions{ThreadID: conversationID, Limit: 1})
+	if err != nil {
+		return false, fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
+	}
+	return len(cps) > 0 && (cps[0].RunID == "" || cps[0].RunID == runID), nil
+}
+
 // Edit reruns the turn requestID started, with a new input: the run forks
 // from the state just before that turn, so the new branch never saw it or
 // any later turn. History keeps the old branch. Events and errors are as
@@ -423,6 +450,7 @@ func (a *Agent) runGraph(ctx context.Context, yield func(Event, error) bool, inp
 	}
 	cfg.Modes = graph.ModeCustom | graph.ModeMessages
 	cfg.StreamBuffer = a.opts.streamBuffer()
+	cfg.RunID, _ = ctx.Value(runKey{}).(string)
 	var usage llm.TokenUsage
 	for ev, err := range a.graph.Stream(ctx, input, cfg) {
 		if err != nil {

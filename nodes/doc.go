@@ -46,7 +46,9 @@
 // approval, Agent.AnswerElicitation answers a tool's question a run
 // parked on, Agent.Run answers a clarifying question, Agent.Continue picks
 // up a run whose process died (a parked one stays parked, running nothing
-// again), and Agent.Edit reruns a turn from the state before it.
+// again), and Agent.Edit reruns a turn from the state before it. WithRun
+// names the caller's run on every checkpoint, and Agent.Began says
+// whether a run got as far as storing one.
 //
 // # Approval
 //

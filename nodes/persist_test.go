@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -194,4 +195,46 @@ func TestResumeAcrossInstancesPostgres(t *testing.T) {
 	if left := m2.Unconsumed(); len(left) > 0 {
 		t.Errorf("unused steps: %v", left)
 	}
+}
+
+// TestBeganTellsWhetherARunStoredAnything: Began is true once a run
+// named by WithRun has a checkpoint — also a run whose message answers a
+// clarifying question, which resumes the turn before it — and false for
+// a run that stored nothing yet, in a new conversation or an old one. A
+// checkpoint that names no run counts as begun.
+func TestBeganTellsWhetherARunStoredAnything(t *testing.T) {
+	a, _ := newAgentOn(t, memory.New(), `{"steps": [
+		{"match": {"node": "supervisor", "contains": "again"}, "reply": {"json": {"action": "CLARIFY", "question": "Again what?", "reasoning": "vague"}}},
+		{"match": {"node": "supervisor"}, "reply": {"json": {"action": "ANSWER"}}, "repeat": true},
+		{"match": {"node": "reflect"}, "reply": {"json": {"assessment": "satisfied"}}, "repeat": true},
+		{"match": {"node": "write"}, "reply": {"text": "Sure."}, "repeat": true}
+	]}`)
+	ctx := t.Context()
+	began := func(conv, run string, want bool) {
+		t.Helper()
+		if got, err := a.Began(ctx, conv, run); err != nil || got != want {
+			t.Fatalf("Began(%s, %s) = %v, %v; want %v", conv, run, got, err, want)
+		}
+	}
+	turn := func(conv, run, msg string) {
+		t.Helper()
+		if r := collect(a.Run(nodes.WithRun(ctx, run), conv, nodes.Input{Message: msg})); r.err != nil {
+			t.Fatalf("%s: %v (%s)", run, r.err, r.trace())
+		}
+	}
+	began("c", "run-1", false)
+	turn("c", "run-1", "hello")
+	began("c", "run-1", true)
+	began("c", "run-2", false)
+	if r := collect(a.Run(nodes.WithRun(ctx, "run-2"), "c", nodes.Input{Message: "do it again"})); !strings.HasSuffix(r.trace(), "run.interrupted:clarification") {
+		t.Fatalf("the clarifying question did not park the run: %s", r.trace())
+	}
+	began("c", "run-3", false)
+	turn("c", "run-3", "the greeting")
+	began("c", "run-3", true)
+
+	if r := collect(a.Run(ctx, "old", nodes.Input{Message: "hello"})); r.err != nil {
+		t.Fatal(r.err)
+	}
+	began("old", "run-4", true)
 }

@@ -84,10 +84,11 @@
 // Shutdown cancels every live run; each stops at its next checkpoint,
 // emits run.interrupted with reason shutdown and stays running in the
 // store. Recover, at the next start, continues such runs from their last
-// checkpoint, as after a crash. With a Cluster, a run whose events, end
-// or checkpoint cannot be stored because the database went away is
-// stranded, not failed: it goes on once the database is back, here or
-// on a peer that took it over; a process that loses its session stops
-// its runs, starts none (ErrUnavailable) and takes its session again by
-// itself (SessionLostSince tells the probes).
+// checkpoint, as after a crash; a run that died before its first
+// checkpoint starts again from the input the store kept with it. With a
+// Cluster, a run whose events, end or checkpoint cannot be stored because
+// the database went away is stranded, not failed: it goes on once the
+// database is back, here or on a peer that took it over; a process that
+// loses its session stops its runs, starts none (ErrUnavailable) and
+// takes its session again by itself (SessionLostSince tells the probes).
 package runs

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -85,7 +86,10 @@ func (m *Service) recoverConversation(ctx context.Context, user, conversationID 
 // continueRun takes over a run whose process is gone: the agent
 // continues from the last checkpoint. A tool's question it left pending
 // stays so: the tool asks it again under the same id, and an answer given
-// meanwhile is its answer.
+// meanwhile is its answer. A run whose process died before the agent
+// stored anything of it starts again from the input it was stored with;
+// continuing the conversation's last checkpoint would take up the turn
+// before it.
 func (m *Service) continueRun(ctx context.Context, r store.Run) error {
 	m.gate.RLock()
 	defer m.gate.RUnlock()
@@ -100,9 +104,43 @@ func (m *Service) continueRun(ctx context.Context, r store.Run) error {
 	// run nobody streams lets them wait; see outbox) still begins with
 	// run.started.
 	m.launch(rn, func(ctx context.Context) iter.Seq2[nodes.Event, error] {
-		return m.agent.Continue(ctx, rn.conversationID)
+		first, err := m.takeUp(ctx, r)
+		if err == nil {
+			return first(ctx)
+		}
+		// Ended as an agent call's failure is: a lost database strands
+		// the run until it is back, a shutdown leaves it to the next.
+		var end nodes.Payload = &nodes.RunFailed{Error: nodes.ErrorInfo{Code: nodes.CodeInternal, Message: "taking up the run failed"}}
+		if ctx.Err() != nil {
+			end = &nodes.RunCancelled{}
+		}
+		return func(yield func(nodes.Event, error) bool) { yield(nodes.Event{Type: end.EventType(), Data: end}, err) }
 	}, r.LastSeq == 0, nil)
 	return nil
+}
+
+// takeUp is the agent call that goes on with the run r a gone process
+// left: Continue, once the run has a checkpoint, else the call that
+// starts it, from the input the store kept. A run stored without an
+// input (by an older version) continues as it always did.
+func (m *Service) takeUp(ctx context.Context, r store.Run) (func(context.Context) iter.Seq2[nodes.Event, error], error) {
+	cont := func(ctx context.Context) iter.Seq2[nodes.Event, error] {
+		return m.agent.Continue(ctx, r.ConversationID)
+	}
+	began, err := m.agent.Began(ctx, r.ConversationID, r.ID)
+	if err != nil || began {
+		return cont, err
+	}
+	raw, err := m.st.RunInput(ctx, r.UserID, r.ID)
+	if err != nil || raw == nil {
+		return cont, err
+	}
+	var s startInput
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("runs: the stored input of run %s: %w", r.ID, err)
+	}
+	m.log.LogAttrs(ctx, slog.LevelInfo, "starting again a run that had stored nothing", slog.String("run_id", r.ID))
+	return m.first(r.ConversationID, s), nil
 }
 
 // resumeAnswered resumes a parked run whose approval or tool's question

@@ -71,7 +71,8 @@ func (m *Service) newRun(parent context.Context, r store.Run) *Run {
 		started: time.Now(),
 		usage:   llm.TokenUsage(r.Usage),
 	}
-	rn.ctx = context.WithValue(ctx, runKey, rn)
+	// The agent's checkpoints record the run (nodes.Agent.Began).
+	rn.ctx = nodes.WithRun(context.WithValue(ctx, runKey, rn), r.ID)
 	runID, _ := json.Marshal(r.ID)
 	convID, _ := json.Marshal(r.ConversationID)
 	rn.prefix = fmt.Appendf(nil, `{"run_id":%s,"conversation_id":%s,"ts":"`, runID, convID)
@@ -132,41 +133,64 @@ func (m *Service) Start(ctx context.Context, req StartRequest) (*Run, *Subscript
 			m.release(req.UserID)
 		}
 	}()
+	in := req.Input
+	in.RequestID, in.UserID = req.RequestID, req.UserID
+	start := startInput{Input: in, New: req.ConversationID == ""}
+	if edit != nil {
+		start.Edit, start.EditOf = true, edit.RequestID
+	}
 	nr := store.NewRun{UserID: req.UserID, ConversationID: req.ConversationID, UserMessage: req.Input.Message,
 		RequestID: req.RequestID, Owner: m.cfg.Owner}
-	if req.ConversationID == "" {
+	if start.New {
 		nr.NewConversation = &store.NewConversation{UserID: req.UserID, Title: title(req.Input.Message)}
 	}
 	if edit != nil {
 		nr.Supersedes = edit.ID
+	}
+	var err error
+	if nr.Input, err = json.Marshal(start); err != nil {
+		return nil, nil, fmt.Errorf("runs: start run: %w", err)
 	}
 	r, err := m.st.StartRun(ctx, nr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("runs: start run: %w", err)
 	}
 	rn := m.newRun(ctx, r)
-	in := req.Input
-	in.RequestID, in.UserID = req.RequestID, req.UserID
-	var first func(context.Context) iter.Seq2[nodes.Event, error]
-	if edit != nil {
-		editOf := edit.RequestID
-		first = func(ctx context.Context) iter.Seq2[nodes.Event, error] {
-			return m.agent.Edit(ctx, rn.conversationID, editOf, in)
-		}
-	} else if nr.NewConversation != nil {
-		// The store has just created the conversation: the agent has
-		// no state of it to look up.
-		first = func(ctx context.Context) iter.Seq2[nodes.Event, error] {
-			return m.agent.Start(ctx, rn.conversationID, in)
-		}
-	} else {
-		first = func(ctx context.Context) iter.Seq2[nodes.Event, error] {
-			return m.agent.Run(ctx, rn.conversationID, in)
-		}
-	}
-	sub := m.launch(rn, first, true, &req)
+	sub := m.launch(rn, m.first(rn.conversationID, start), true, &req)
 	ok = true
 	return rn, sub, nil
+}
+
+// startInput is how a run starts: what the store keeps of it until the
+// run's stream ends (store.NewRun.Input), so that a run whose process
+// died before the agent stored anything of it starts again (see
+// continueRun).
+type startInput struct {
+	Input nodes.Input `json:"input"`
+	// New: the run's conversation was created with it.
+	New bool `json:"new,omitempty"`
+	// Edit: the run reruns the turn that request EditOf started.
+	Edit   bool   `json:"edit,omitempty"`
+	EditOf string `json:"edit_of,omitempty"`
+}
+
+// first is the agent call that starts a run as s says.
+func (m *Service) first(conversationID string, s startInput) func(context.Context) iter.Seq2[nodes.Event, error] {
+	switch {
+	case s.Edit:
+		return func(ctx context.Context) iter.Seq2[nodes.Event, error] {
+			return m.agent.Edit(ctx, conversationID, s.EditOf, s.Input)
+		}
+	case s.New:
+		// The store has just created the conversation: the agent has no
+		// state of it to look up.
+		return func(ctx context.Context) iter.Seq2[nodes.Event, error] {
+			return m.agent.Start(ctx, conversationID, s.Input)
+		}
+	}
+	return func(ctx context.Context) iter.Seq2[nodes.Event, error] {
+		return m.agent.Run(ctx, conversationID, s.Input)
+	}
 }
 
 // launch registers rn as live and starts its driving goroutine; with

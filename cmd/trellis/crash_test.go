@@ -2,17 +2,26 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trellis-ai/trellis/internal/sqlopen"
 )
 
 // crashEnv is one database and one MCP server (testdata/countserver),
@@ -21,6 +30,8 @@ type crashEnv struct {
 	t     *testing.T
 	env   []string
 	count string // the count server's file of side effects
+	// data is the SQLite data directory; dsn the PostgreSQL database.
+	data, dsn string
 }
 
 func newCrashEnv(t *testing.T, db string) *crashEnv {
@@ -46,11 +57,52 @@ func newCrashEnv(t *testing.T, db string) *crashEnv {
 	e.env = []string{"TRELLIS_MODEL=scripted:" + script, "TRELLIS_MCP_CONFIG=" + cfgPath, "TRELLIS_APPROVAL_TOOLS="}
 	switch db {
 	case "sqlite":
-		e.env = append(e.env, "TRELLIS_DATA_DIR="+filepath.Join(dir, "data"))
+		e.data = filepath.Join(dir, "data")
+		e.env = append(e.env, "TRELLIS_DATA_DIR="+e.data)
 	case "postgres":
-		e.env = append(e.env, "DATABASE_URL="+pgDSN(t))
+		e.dsn = pgDSN(t)
+		e.env = append(e.env, "DATABASE_URL="+e.dsn)
 	}
 	return e
+}
+
+// holdCheckpoints takes the write lock of the checkpoint tables, as a
+// transaction that has not committed yet holds it, and returns what
+// releases it: until then no checkpoint is stored (on SQLite, for the
+// server's busy timeout of 10 s at most), while the chat store writes
+// on.
+func (e *crashEnv) holdCheckpoints() (release func()) {
+	e.t.Helper()
+	ctx := context.Background()
+	if e.dsn != "" {
+		conn, err := pgx.Connect(ctx, e.dsn)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		tx, err := conn.Begin(ctx)
+		if err == nil {
+			_, err = tx.Exec(ctx, `LOCK TABLE checkpoints, checkpoint_blobs, checkpoint_writes IN EXCLUSIVE MODE`)
+		}
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return func() {
+			_ = tx.Rollback(ctx)
+			_ = conn.Close(ctx)
+		}
+	}
+	db, err := sqlopen.SQLite(filepath.Join(e.data, "checkpoints.db"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the write lock
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return func() {
+		_ = tx.Rollback()
+		_ = db.Close()
+	}
 }
 
 func (e *crashEnv) start() *child { return startServe(e.t, e.env...) }
@@ -370,10 +422,9 @@ func TestCrashWhileASyncRunsEventsWait(t *testing.T) {
 					resp.Body.Close()
 				}
 			}()
-			// Killed once the turn's first checkpoint is stored (before it,
-			// the next process would find no turn to continue: see the
-			// closing note of issue 14), while the run's first events
-			// still wait for EventDelay.
+			// Killed once the turn's first checkpoint is stored, while the
+			// run's first events still wait for EventDelay. (Killed before
+			// it, the run starts again: TestCrashBeforeARunsFirstCheckpoint.)
 			var conv string
 			for deadline := time.Now().Add(30 * time.Second); ; {
 				if conv == "" {
@@ -417,4 +468,154 @@ func TestCrashWhileASyncRunsEventsWait(t *testing.T) {
 			second.stop(syscall.SIGTERM)
 		})
 	}
+}
+
+// A process killed after storing a run and before the run's first
+// checkpoint (the checkpoint tables are locked, so none can be stored)
+// leaves nothing of the turn but the run and the user's message. The
+// next process starts the run again from its stored input: a new
+// conversation's first message and a later message of an older one are
+// both answered, each by a run of its own, and neither run fails nor
+// takes up the turn before it.
+func TestCrashBeforeARunsFirstCheckpoint(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			e := newCrashEnv(t, db)
+			e.env = append(e.env, "TRELLIS_RATE_PER_MINUTE=-1") // it polls
+			app := fmt.Sprintf("trellis_crash_%016x", rand.Uint64())
+			env := e.env
+			if db == "postgres" {
+				env = append(slices.Clone(env), "DATABASE_URL="+e.dsn+"&application_name="+app) // the last one counts
+			}
+			first := startServe(t, env...)
+			r := first.do("POST", "/api/v1/chat/sync", map[string]any{"message": "hello"})
+			var turn1 struct {
+				ConversationID string `json:"conversation_id"`
+				Status         string
+			}
+			if err := json.NewDecoder(r.Body).Decode(&turn1); err != nil || turn1.Status != "completed" {
+				t.Fatalf("the first turn: %+v %v", turn1, err)
+			}
+			old := turn1.ConversationID
+
+			release := e.holdCheckpoints()
+			defer release()
+			var sent sync.WaitGroup
+			for _, body := range []map[string]any{{"message": "hello again", "conversation_id": old}, {"message": "hi there"}} {
+				b, _ := json.Marshal(body)
+				sent.Go(func() {
+					// Killed under it: the request fails.
+					if resp, err := http.Post(first.url+"/api/v1/chat/sync", "application/json", bytes.NewReader(b)); err == nil {
+						resp.Body.Close()
+					}
+				})
+			}
+			var fresh string
+			for deadline := time.Now().Add(8 * time.Second); ; {
+				runs := map[string][]string{}
+				var list struct{ Conversations []struct{ ID string } }
+				if json.NewDecoder(first.do("GET", "/api/v1/conversations", nil).Body).Decode(&list) == nil {
+					for _, c := range list.Conversations {
+						runs[c.ID] = conversationRuns(t, first, c.ID).statuses()
+						if c.ID != old {
+							fresh = c.ID
+						}
+					}
+				}
+				if len(runs) == 2 && slices.Equal(runs[old], []string{"completed", "running"}) && slices.Equal(runs[fresh], []string{"running"}) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the two runs did not start: %v\n%s", runs, first.logs.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			first.stop(syscall.SIGKILL)
+			sent.Wait()
+			if db == "postgres" {
+				// A dead client's session lives on until PostgreSQL
+				// notices, and would store the checkpoint it sent once
+				// the lock is gone. The case here is the one where
+				// nothing was stored, so end those sessions first.
+				terminate(t, e.dsn, app)
+			}
+			release()
+
+			second := e.start()
+			for _, tc := range []struct {
+				conv, message string
+				runs          int
+			}{{old, "hello again", 2}, {fresh, "hi there", 1}} {
+				var c convRuns
+				for deadline := time.Now().Add(30 * time.Second); ; {
+					c = conversationRuns(t, second, tc.conv)
+					if st := c.statuses(); len(st) == tc.runs && st[tc.runs-1] != "running" {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("the run was not taken up: %+v\n%s", c, second.logs.String())
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				last := c.Runs[tc.runs-1]
+				var answers []string
+				for _, m := range c.Messages {
+					if m.RunID == last.ID && m.Role == "assistant" {
+						answers = append(answers, m.Content)
+					}
+				}
+				if last.Status != "completed" || last.UserMessage != tc.message || !slices.Equal(answers, []string{"Done."}) {
+					t.Errorf("%s: run %+v, answers %q\n%s", tc.message, last, answers, second.logs.String())
+				}
+			}
+			second.stop(syscall.SIGTERM)
+		})
+	}
+}
+
+// terminate ends the PostgreSQL sessions of application app, and
+// whatever they were doing.
+func terminate(t *testing.T, dsn, app string) {
+	t.Helper()
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE application_name = $1`, app); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// convRuns is what GET /api/v1/conversations/{id} says of its runs and
+// messages.
+type convRuns struct {
+	Runs []struct {
+		ID          string
+		Status      string
+		UserMessage string `json:"user_message"`
+	}
+	Messages []struct {
+		RunID   string `json:"run_id"`
+		Role    string
+		Content string
+	}
+}
+
+func (c convRuns) statuses() []string {
+	var out []string
+	for _, r := range c.Runs {
+		out = append(out, r.Status)
+	}
+	return out
+}
+
+func conversationRuns(t *testing.T, c *child, conv string) convRuns {
+	t.Helper()
+	var got convRuns
+	if err := json.NewDecoder(c.do("GET", "/api/v1/conversations/"+conv, nil).Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
