@@ -290,21 +290,34 @@ func WithRun(ctx context.Context, runID string) context.Context {
 	return context.WithValue(ctx, runKey{}, runID)
 }
 
-// Began reports whether the run runID (see WithRun) has stored anything
-// of the conversation, that is whether the conversation's newest
-// checkpoint records it. A run that has not begun is one whose process
-// died between the caller recording the run and its first checkpoint:
-// Continue would take up the turn before it, so its caller starts it
-// again from its input instead. A conversation with no checkpoint has
-// not begun. A newest checkpoint that records no run counts as begun:
-// it was written before runs were recorded, or by a state update outside
-// any run, and continuing it, as before, never runs a turn twice.
+// Began reports whether the run runID (see WithRun) has stored a
+// checkpoint of the conversation. A run that has not is one whose
+// process died between its caller recording the run and its first
+// checkpoint: Continue would take up the turn before it, so its caller
+// starts it again from its input instead.
+//
+// It reads the conversation's checkpoints newest first, a page at a
+// time, and passes over those that record no run (a state update: an
+// abandoned run, a task edited between runs; or written before runs
+// were recorded). The first that records a run says: the run is runID
+// or another. None found means not begun.
 func (a *Agent) Began(ctx context.Context, conversationID, runID string) (bool, error) {
-	cps, err := a.saver.List(ctx, graph.ListOptions{ThreadID: conversationID, Limit: 1})
-	if err != nil {
-		return false, fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
+	opts := graph.ListOptions{ThreadID: conversationID, Limit: 16}
+	for {
+		cps, err := a.saver.List(ctx, opts)
+		if err != nil {
+			return false, fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
+		}
+		for _, cp := range cps {
+			if cp.RunID != "" {
+				return cp.RunID == runID, nil
+			}
+		}
+		if len(cps) < opts.Limit {
+			return false, nil
+		}
+		opts.Before = cps[len(cps)-1].ID
 	}
-	return len(cps) > 0 && (cps[0].RunID == "" || cps[0].RunID == runID), nil
 }
 
 // Edit reruns the turn requestID started, with a new input: the run forks

@@ -200,11 +200,12 @@ func TestResumeAcrossInstancesPostgres(t *testing.T) {
 // TestBeganTellsWhetherARunStoredAnything: Began is true once a run
 // named by WithRun has a checkpoint — also a run whose message answers a
 // clarifying question, which resumes the turn before it — and false for
-// a run that stored nothing yet, in a new conversation or an old one. A
-// checkpoint that names no run counts as begun.
+// a run that stored nothing yet, in a new conversation or an old one.
+// Checkpoints that record no run (written without WithRun, or by
+// Abandon) are passed over, however many.
 func TestBeganTellsWhetherARunStoredAnything(t *testing.T) {
 	a, _ := newAgentOn(t, memory.New(), `{"steps": [
-		{"match": {"node": "supervisor", "contains": "again"}, "reply": {"json": {"action": "CLARIFY", "question": "Again what?", "reasoning": "vague"}}},
+		{"match": {"node": "supervisor", "contains": "again"}, "reply": {"json": {"action": "CLARIFY", "question": "Again what?", "reasoning": "vague"}}, "repeat": true},
 		{"match": {"node": "supervisor"}, "reply": {"json": {"action": "ANSWER"}}, "repeat": true},
 		{"match": {"node": "reflect"}, "reply": {"json": {"assessment": "satisfied"}}, "repeat": true},
 		{"match": {"node": "write"}, "reply": {"text": "Sure."}, "repeat": true}
@@ -216,25 +217,32 @@ func TestBeganTellsWhetherARunStoredAnything(t *testing.T) {
 			t.Fatalf("Began(%s, %s) = %v, %v; want %v", conv, run, got, err, want)
 		}
 	}
-	turn := func(conv, run, msg string) {
+	turn := func(ctx context.Context, conv, msg, wantEnd string) {
 		t.Helper()
-		if r := collect(a.Run(nodes.WithRun(ctx, run), conv, nodes.Input{Message: msg})); r.err != nil {
-			t.Fatalf("%s: %v (%s)", run, r.err, r.trace())
+		if r := collect(a.Run(ctx, conv, nodes.Input{Message: msg})); !strings.HasSuffix(r.trace(), wantEnd) {
+			t.Fatalf("%s: %v (%s)", msg, r.err, r.trace())
 		}
 	}
 	began("c", "run-1", false)
-	turn("c", "run-1", "hello")
+	turn(nodes.WithRun(ctx, "run-1"), "c", "hello", "run.completed")
 	began("c", "run-1", true)
 	began("c", "run-2", false)
-	if r := collect(a.Run(nodes.WithRun(ctx, "run-2"), "c", nodes.Input{Message: "do it again"})); !strings.HasSuffix(r.trace(), "run.interrupted:clarification") {
-		t.Fatalf("the clarifying question did not park the run: %s", r.trace())
-	}
+	turn(nodes.WithRun(ctx, "run-2"), "c", "do it again", "run.interrupted:clarification")
 	began("c", "run-3", false)
-	turn("c", "run-3", "the greeting")
+	turn(nodes.WithRun(ctx, "run-3"), "c", "the greeting", "run.completed")
 	began("c", "run-3", true)
 
-	if r := collect(a.Run(ctx, "old", nodes.Input{Message: "hello"})); r.err != nil {
-		t.Fatal(r.err)
+	turn(ctx, "old", "hello", "run.completed")
+	began("old", "run-4", false)
+	turn(nodes.WithRun(ctx, "run-4"), "old", "hello", "run.completed")
+	for range 3 { // more checkpoints than a page
+		turn(ctx, "old", "hello", "run.completed")
 	}
 	began("old", "run-4", true)
+	turn(nodes.WithRun(ctx, "run-5"), "old", "do it again", "run.interrupted:clarification")
+	if err := a.Abandon(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	began("old", "run-5", true)
+	began("old", "run-6", false)
 }
