@@ -410,10 +410,10 @@ func testListRunsLimits(t *testing.T, s store.Store) {
 	}
 }
 
-// testRunInput: a run's input is kept verbatim while the run runs, also
-// in a new conversation and after a crash's takeover, and is gone once
-// its stream ends (EndRun, or FinishRun even as interrupted); a run
-// started without one has none, and another user's is not found.
+// testRunInput: a run's input is kept verbatim while the run runs, in a
+// new conversation or an older one, and is gone once its stream ends
+// (EndRun, or FinishRun even as interrupted); a run started without one
+// has none, and another user's is not found.
 func testRunInput(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	in := json.RawMessage(`{"input":{"message":"héllo \u2028","budget":{"max_tool_calls":2}},"edit_of":"req-0"}`)
