@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5/middleware"
-	"github.com/trellis-ai/trellis/api/runs"
+	"github.com/trellis-ai/trellis/runs"
 )
 
 // authenticator checks bearer keys. It keeps only the keys' SHA-256

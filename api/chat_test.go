@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/store"
 )
 
 func TestChatStreamsARun(t *testing.T) {

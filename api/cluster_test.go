@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/api"
-	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // twoProcesses starts two servers on one Postgres database, each a

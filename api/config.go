@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trellis-ai/trellis/api/runs"
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/graph"
@@ -18,6 +16,8 @@ import (
 	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/runs"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // Config configures a Server. Only Store is required: the zero value of

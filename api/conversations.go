@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trellis-ai/trellis/api/runs"
-	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/runs"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // queryCount reads the query parameter name into n: a whole number, 0 or

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-ai/trellis/api"
-	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // database is a role of its own on the test database for one server to

@@ -2,7 +2,7 @@
 // request decoding, authentication and limits, the SSE writer, the sync
 // chat answer and the web page. API.md (the public contract) is what it
 // serves. It owns no run: every run is started, followed, answered,
-// cancelled, edited and recovered through package api/runs, the run
+// cancelled, edited and recovered through package runs, the run
 // service, whose errors it maps to API.md's statuses in one place
 // (writeError); package store is the record both read. The documents
 // endpoints are thin the same way, over documents/ingest (Config.Documents).
@@ -24,7 +24,7 @@
 // POST /api/v1/chat is decoded and checked here (the message, the model,
 // the context), then runs.Service.Start stores the run and subscribes
 // the request to it before its first event. The run's goroutine, in
-// api/runs, queues each event in the run's outbox, which stores the
+// runs, queues each event in the run's outbox, which stores the
 // events in batches off the run's goroutine and only then publishes
 // them: nothing unstored is ever sent. The handler follows the run
 // (runs.Service.Follow) and writes each event as one SSE frame (id:
@@ -41,7 +41,7 @@
 // # Approvals, clarifications, elicitations, shutdown
 //
 // What a run waits for, and how answers resume it, is the run service's
-// (see api/runs); here they are POST /approvals/{id}, POST
+// (see runs); here they are POST /approvals/{id}, POST
 // /elicitation/respond, DELETE /elicitation/{id} and the lists of what is
 // pending of each kind (GET /approvals/pending, /elicitation/pending,
 // /clarifications/pending). A run stopped on

@@ -6,10 +6,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/internal/sse"
 	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // documentPoll is how often an open stream reads its conversation's

@@ -12,10 +12,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // uploadPath is the one route whose body may be larger than

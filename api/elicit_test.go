@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/api"
-	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // toolResult returns the result of the run's tool.complete.

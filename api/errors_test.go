@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/trellis-ai/trellis/api"
-	"github.com/trellis-ai/trellis/api/runs"
-	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/runs"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // snapshot is everything the store holds for the test users, to show a

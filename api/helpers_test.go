@@ -21,15 +21,15 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trellis-ai/trellis/api"
-	"github.com/trellis-ai/trellis/api/store"
-	"github.com/trellis-ai/trellis/api/store/pgstore"
-	"github.com/trellis-ai/trellis/api/store/sqlitestore"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
 	"github.com/trellis-ai/trellis/internal/pgtest"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/pgstore"
+	"github.com/trellis-ai/trellis/store/sqlitestore"
 )
 
 func TestMain(m *testing.M) {

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // handlePending is GET /api/v1/approvals/pending, GET

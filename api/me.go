@@ -8,9 +8,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // meRoutes are the user's view and control of what the agent remembers

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // bigRun stores a finished run of n events (the last run.completed) in a

@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // history is GET /conversations/{id}, the fields paging concerns.

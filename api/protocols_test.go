@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // Tests of the client-protocol adapters (api/agui, api/aisdk) mounted in

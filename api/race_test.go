@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // A cancel and an approval of one waiting run sent at the same moment:

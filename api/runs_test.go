@@ -12,8 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trellis-ai/trellis/api"
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // noLeaks checks, after every other cleanup of the test (registered

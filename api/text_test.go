@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/api"
-	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // hostileCase is a request holding text the store cannot keep, and the

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/cognition"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // benchWords make the memories' summaries and the queries.

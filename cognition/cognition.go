@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/internal/jobs"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // Store is the record the service keeps its rows in.

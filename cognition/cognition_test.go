@@ -14,12 +14,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
-	"github.com/trellis-ai/trellis/api/store"
-	"github.com/trellis-ai/trellis/api/store/pgstore"
-	"github.com/trellis-ai/trellis/api/store/sqlitestore"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/internal/pgtest"
+	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/pgstore"
+	"github.com/trellis-ai/trellis/store/sqlitestore"
 )
 
 func TestMain(m *testing.M) {

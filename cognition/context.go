@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // CognitiveContext is what the agent is told of the user and itself for

@@ -20,7 +20,7 @@
 // Service.Context loads it for a request within a hard budget (100 ms by
 // default); Service.EnqueueLearning stores a learning job on the durable
 // queue (internal/jobs) and returns at once, and the job does the rest
-// in the background. The rows live in the record (api/store.Memories).
+// in the background. The rows live in the record (store.Memories).
 //
 // The package knows nothing of the agent's graph: the service adapts the
 // agent's hooks to Turn (see cmd/trellis).

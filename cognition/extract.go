@@ -9,8 +9,8 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // Extractor reads a turn with a model: the facts worth remembering,

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/internal/jobs"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // Turn is one turn of a conversation to learn from: the arguments of a

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // Names of the preferences that set the profile's fields.

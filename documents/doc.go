@@ -29,7 +29,7 @@
 // properly.
 //
 // It imports nothing of nodes or api: the record of documents and chunks
-// (with their full-text index) lives in api/store, the processing jobs run
+// (with their full-text index) lives in store, the processing jobs run
 // on internal/jobs, and the HTTP endpoints are api's.
 //
 // # Keys

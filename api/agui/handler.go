@@ -10,10 +10,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/api/httperr"
-	"github.com/trellis-ai/trellis/api/runs"
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/internal/sse"
 	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/runs"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // Config configures a Handler. Runs is required; every other zero

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/trellis-ai/trellis/api/runs"
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/runs"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // translator turns one run's events into AG-UI events, and keeps what

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/runs"
 )
 
 // UI message chunks, as Trellis sends them: only the types ai 5 knows

@@ -17,12 +17,12 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trellis-ai/trellis/api"
-	"github.com/trellis-ai/trellis/api/store/sqlitestore"
 	"github.com/trellis-ai/trellis/api/web"
 	"github.com/trellis-ai/trellis/api/web/webtest"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/store/sqlitestore"
 )
 
 // server is the real Trellis server under test: api.New with a SQLite

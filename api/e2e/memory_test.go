@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/trellis-ai/trellis/api"
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/cognition"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // withMemory turns memory on and gives the test its service.

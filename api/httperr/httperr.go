@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/trellis-ai/trellis/api/runs"
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/runs"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // Problem is an error as HTTP answers it.

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/api/httperr"
-	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // errorf is an answer given on purpose. Every mistake of the client is a

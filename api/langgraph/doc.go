@@ -11,7 +11,7 @@
 // approval the agent waits for is an interrupt in the shape of
 // LangChain's HumanInTheLoopMiddleware, answered by a new run carrying
 // command.resume.decisions. Runs start, stop, resume and are followed
-// only through api/runs; users and their isolation come from package
+// only through runs; users and their isolation come from package
 // api's authentication (runs.UserFrom).
 //
 // Mounted by package api at /langgraph:

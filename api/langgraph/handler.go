@@ -13,9 +13,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/api/httperr"
-	"github.com/trellis-ai/trellis/api/runs"
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/runs"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // graphID is the one graph Trellis serves, and the id of its one

@@ -14,10 +14,10 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/api/httperr"
-	"github.com/trellis-ai/trellis/api/runs"
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/runs"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // run is a Trellis run as LangGraph's.

@@ -12,10 +12,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trellis-ai/trellis/api"
-	"github.com/trellis-ai/trellis/api/store/sqlitestore"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/store/sqlitestore"
 
 	"net/http/httptest"
 )

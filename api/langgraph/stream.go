@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/internal/sse"
 	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/runs"
 )
 
 // sseEvent is one event of a LangGraph stream: its name (the mode) and

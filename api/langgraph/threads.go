@@ -11,8 +11,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/api/httperr"
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // thread is a Trellis conversation as LangGraph's thread.

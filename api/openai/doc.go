@@ -44,6 +44,6 @@
 // "type", "param", "code"}}: the client retries 5xx, 408, 409 and 429. A
 // client that goes away cancels its run.
 //
-// The package is a translator: it drives runs only through api/runs and
+// The package is a translator: it drives runs only through runs and
 // imports neither package api nor another adapter.
 package openai

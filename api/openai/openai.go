@@ -13,8 +13,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/trellis-ai/trellis/api/runs"
 	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/runs"
 )
 
 // Config configures the handler. Runs is required.

@@ -16,11 +16,11 @@ import (
 	"net/http/httptest"
 
 	"github.com/trellis-ai/trellis/api"
-	"github.com/trellis-ai/trellis/api/store"
-	"github.com/trellis-ai/trellis/api/store/sqlitestore"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/sqlitestore"
 )
 
 func TestMain(m *testing.M) {

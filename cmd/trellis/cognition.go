@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/api"
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // cognitionConfig is what serve reads about memory.

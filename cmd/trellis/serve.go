@@ -22,10 +22,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/trellis-ai/trellis/api"
-	"github.com/trellis-ai/trellis/api/runs"
-	"github.com/trellis-ai/trellis/api/store"
-	"github.com/trellis-ai/trellis/api/store/pgstore"
-	"github.com/trellis-ai/trellis/api/store/sqlitestore"
 	"github.com/trellis-ai/trellis/api/web"
 	"github.com/trellis-ai/trellis/cognition/memtools"
 	"github.com/trellis-ai/trellis/documents/doctools"
@@ -37,6 +33,10 @@ import (
 	"github.com/trellis-ai/trellis/mcp"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/runs"
+	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/pgstore"
+	"github.com/trellis-ai/trellis/store/sqlitestore"
 )
 
 // serveConfig is everything `trellis serve` reads from flags and the

@@ -8,10 +8,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/trellis-ai/trellis/api/store/sqlitestore"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/cognition/memtools"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/store/sqlitestore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

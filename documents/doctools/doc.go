@@ -1,7 +1,7 @@
 // Package doctools is the agent's document tools: list_documents,
 // search_documents and load_document, local tools over the record of a
 // conversation's documents (their rows, chunks and full-text index in
-// api/store). Each call sees only the documents of its own conversation
+// store). Each call sees only the documents of its own conversation
 // and user; another user's document, or another conversation's, reads as
 // unknown.
 //

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trellis-ai/trellis/api/store"
-	"github.com/trellis-ai/trellis/api/store/pgstore"
-	"github.com/trellis-ai/trellis/api/store/sqlitestore"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/internal/pgtest"
+	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/pgstore"
+	"github.com/trellis-ai/trellis/store/sqlitestore"
 )
 
 // markdown is about n bytes of Markdown: headed sections of paragraphs.

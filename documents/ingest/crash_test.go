@@ -11,14 +11,14 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/trellis-ai/trellis/api/store"
-	"github.com/trellis-ai/trellis/api/store/pgstore"
-	"github.com/trellis-ai/trellis/api/store/sqlitestore"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/documents/ingest/ingesttest"
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/internal/pgtest"
+	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/pgstore"
+	"github.com/trellis-ai/trellis/store/sqlitestore"
 )
 
 const childEnv = "TRELLIS_INGEST_TEST_CHILD"

@@ -6,7 +6,7 @@
 // original bytes, delete with the file, chunks, index rows and job).
 //
 // It sits between documents (storage, extraction, chunking, summaries),
-// api/store (the record and the index) and internal/jobs (the queue),
+// store (the record and the index) and internal/jobs (the queue),
 // which is why it is a package of its own: documents itself imports
 // neither.
 package ingest

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/internal/jobs"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // Config is what the service is built from; Store, Files and Queue are

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-ai/trellis/api/store"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/documents/ingest/ingesttest"
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/internal/pdfmake"
+	"github.com/trellis-ai/trellis/store"
 )
 
 func TestUploadProcessDelete(t *testing.T) {

@@ -3,7 +3,7 @@ package ingest
 import (
 	"sync"
 
-	"github.com/trellis-ai/trellis/api/store"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // watchBuffer is how many status changes a Watcher holds untaken; past

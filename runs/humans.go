@@ -1,0 +1,280 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/trellis-ai/trellis/mcp/elicit"
+	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/store"
+)
+
+// The agent's hooks into the service: its answers are stored as the
+// run's assistant messages, and its tools' questions wait for the user
+// here.
+
+// elicitor is the agent's nodes.Elicitor: a tool's question, recorded in
+// the store, waits in the elicitation manager while an interactive subscriber follows
+// the run, for ElicitTimeout at most, until POST /elicitation/respond
+// answers it or DELETE /elicitation/{id} cancels it. When nobody watches
+// (or nobody answered in time) it fails with operators.ErrAskLater: the
+// run parks on the question, which stays pending in the store, and an
+// answer resumes it later (see elicitationAnswered). The agent emits
+// elicitation.request before and elicitation.response after; the event
+// pipeline stores the request before sending its event.
+type elicitor struct{ m *Service }
+
+var _ nodes.Elicitor = elicitor{}
+
+// errUnwatched: no interactive subscriber follows the run any more.
+var errUnwatched = errors.New("runs: no stream follows the run")
+
+func (e elicitor) Elicit(ctx context.Context, conversationID string, req operators.ElicitRequest) (operators.ElicitResponse, error) {
+	m := e.m
+	rn := runFrom(ctx)
+	if rn == nil {
+		rn = m.live(conversationID)
+	}
+	if rn == nil {
+		return operators.ElicitResponse{Action: operators.ElicitDecline},
+			fmt.Errorf("runs: elicitation on conversation %s: %w: no run of it is live here", conversationID, operators.ErrNoUser)
+	}
+	id := req.ElicitationID
+	bg := context.WithoutCancel(ctx)
+	schema := json.RawMessage("{}")
+	if req.Schema != nil {
+		if b, err := json.Marshal(req.Schema); err == nil {
+			schema = b
+		}
+	}
+	if _, err := m.st.CreateHumanRequest(bg, store.NewHumanRequest{ID: id, Kind: store.KindElicitation, RunID: rn.id,
+		Elicitation: store.Elicitation{Source: store.ToValidText(req.Source), Message: store.ToValidText(req.Message), Schema: schema},
+	}); errors.Is(err, store.ErrConflict) {
+		// Asked again (the call issued again, or the run continued after
+		// a crash): an answer stored meanwhile is the answer.
+		if st, gerr := m.st.GetHumanRequest(bg, store.KindElicitation, rn.userID, id); gerr == nil && st.Status != store.HumanPending {
+			return responseOf(st), nil
+		}
+	} else if err != nil {
+		return operators.ElicitResponse{Action: operators.ElicitCancel}, fmt.Errorf("runs: store elicitation %s: %w", id, err)
+	}
+	flag := m.readyFor(id)
+	defer m.forgetReady(id, flag)
+	wait, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go func() { // ends with the wait
+		select {
+		case <-rn.hub.idle():
+			stop(errUnwatched)
+		case <-wait.Done():
+		}
+	}()
+	var reason elicit.Reason
+	resp, err := m.elicit.Ask(wait, elicit.Request{ElicitRequest: req, ConversationID: rn.conversationID, UserID: rn.userID,
+		Timeout: m.cfg.ElicitTimeout}, elicit.Hooks{
+		Requested: func(context.Context, elicit.Pending) error {
+			m.markReady(id)
+			// An answer that reached the store before the question was
+			// registered here (through another process, or while this
+			// run was on its way to asking again) is the answer.
+			if st, err := m.st.GetHumanRequest(bg, store.KindElicitation, rn.userID, id); err == nil && st.Status.Answered() {
+				_ = m.elicit.Respond(rn.userID, responseOf(st))
+			}
+			return nil
+		},
+		Resolved: func(_ context.Context, r elicit.Resolution) { reason = r.Reason },
+	})
+	if reason == elicit.ReasonTimeout || err != nil && errors.Is(context.Cause(wait), errUnwatched) && ctx.Err() == nil {
+		// Nobody answered while the run could wait: it parks, and the
+		// question stays pending in the store.
+		return resp, fmt.Errorf("runs: elicitation %s: %w", id, operators.ErrAskLater)
+	}
+	if err != nil {
+		return resp, err // the run is ending (cancelled, shutting down): nothing to record
+	}
+	// Record the outcome before the tool goes on, so the record is final
+	// before the run can end. AnswerElicitation records it too;
+	// whichever comes second finds it resolved.
+	ans := store.ElicitationAnswer{Action: store.ElicitationAction(resp.Action), Content: resp.Content}
+	if resp.Action != operators.ElicitAccept {
+		ans.Content = nil
+	}
+	if _, rerr := m.st.ResolveHumanRequest(bg, rn.userID, id, ans); rerr != nil && !errors.Is(rerr, store.ErrAlreadyResolved) {
+		rn.log.LogAttrs(bg, slog.LevelError, "recording an elicitation's outcome failed", slog.String("elicitation_id", id), slog.Any("error", rerr))
+	}
+	return resp, nil
+}
+
+// onAnswer is the agent's OnAnswer hook: it stores the assistant's
+// message in the run's record. A recovered run may say its answer twice
+// (the node ran again after the crash); the second is dropped.
+func (m *Service) onAnswer(ctx context.Context, a nodes.Answer) error {
+	rn := runFrom(ctx)
+	if rn == nil {
+		rn = m.live(a.ConversationID)
+	}
+	if rn == nil {
+		return fmt.Errorf("runs: answer for conversation %s: no live run", a.ConversationID)
+	}
+	ctx = context.WithoutCancel(ctx)
+	if rn.recovered {
+		msgs, err := m.st.ListMessages(ctx, rn.userID, rn.conversationID)
+		if err != nil {
+			return fmt.Errorf("runs: answer of run %s: %w", rn.id, err)
+		}
+		for _, msg := range msgs {
+			if msg.RunID == rn.id && msg.Role == store.RoleAssistant {
+				return nil
+			}
+		}
+	}
+	// The model may have echoed bytes a tool read: keep them repaired
+	// rather than fail the run.
+	nm := store.NewMessage{RunID: rn.id, Role: store.RoleAssistant, Content: store.ToValidText(a.Message.Content)}
+	if len(a.Citations) > 0 {
+		nm.Citations, _ = json.Marshal(a.Citations)
+	}
+	nm.Meta, _ = json.Marshal(map[string]string{"outcome": string(a.Outcome), "request_id": a.RequestID})
+	if _, err := m.st.AddMessage(ctx, nm); err != nil {
+		return fmt.Errorf("runs: store the answer of run %s: %w", rn.id, err)
+	}
+	return nil
+}
+
+// readyFor returns the flag of an elicitation id, made on first use.
+func (m *Service) readyFor(id string) *readyFlag {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.ready[id]
+	if f == nil {
+		f = &readyFlag{ch: make(chan struct{})}
+		m.ready[id] = f
+	}
+	return f
+}
+
+func (m *Service) markReady(id string) {
+	f := m.readyFor(id)
+	m.mu.Lock()
+	if !f.closed {
+		f.closed = true
+		close(f.ch)
+	}
+	m.mu.Unlock()
+}
+
+func (m *Service) forgetReady(id string, f *readyFlag) {
+	m.mu.Lock()
+	if m.ready[id] == f {
+		delete(m.ready, id)
+	}
+	m.mu.Unlock()
+}
+
+// awaitElicitation waits, briefly, until the elicitation id is
+// registered with the manager when its run is live here: the event
+// announcing it may reach a client just before the tool's request does.
+func (m *Service) awaitElicitation(ctx context.Context, e store.HumanRequest) {
+	rn := m.live(e.ConversationID)
+	if rn == nil || rn.id != e.RunID {
+		return
+	}
+	f := m.readyFor(e.ID)
+	t := time.NewTimer(2 * time.Second)
+	defer t.Stop()
+	select {
+	case <-f.ch:
+	case <-t.C:
+		m.forgetReady(e.ID, f)
+	case <-ctx.Done():
+	case <-rn.done:
+		m.forgetReady(e.ID, f)
+	}
+}
+
+// AnswerElicitation takes the user's answer to a tool's question: the
+// tool waiting for it here gets it at once; one waiting in another
+// process is told (see Cluster); a run parked on it resumes with it; a
+// run on its way to asking it again finds it stored. The content is
+// checked against the question's schema first. Of concurrent answers the
+// first stored wins. Errors: store.ErrNotFound, store.ErrAlreadyResolved
+// (answered, cancelled or expired), *elicit.ValidationError (the content
+// does not fit the schema), elicit.ErrInvalidAction.
+func (m *Service) AnswerElicitation(ctx context.Context, user, id string, ans store.ElicitationAnswer) error {
+	e, err := m.pendingElicitation(ctx, user, id)
+	if err == nil {
+		err = m.elicit.Respond(user, operators.ElicitResponse{ElicitationID: e.ID, Action: operators.ElicitAction(ans.Action), Content: ans.Content})
+		if errors.Is(err, elicit.ErrNotFound) || errors.Is(err, elicit.ErrResolved) { // no tool waits here (the store says it is pending)
+			err = m.answerElicitation(ctx, user, e, ans, store.NoticeElicitation)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	// The waiting tool has the answer; the store may have it already too.
+	if _, err := m.st.ResolveHumanRequest(ctx, user, e.ID, ans); err != nil && !errors.Is(err, store.ErrAlreadyResolved) {
+		m.log.LogAttrs(ctx, slog.LevelError, "recording an elicitation answer failed", slog.String("elicitation_id", e.ID), slog.Any("error", err))
+	}
+	return nil
+}
+
+// CancelElicitation cancels a tool's question for the user: the tool sees
+// a cancel, wherever it waits, as for AnswerElicitation. Errors:
+// store.ErrNotFound, store.ErrAlreadyResolved.
+func (m *Service) CancelElicitation(ctx context.Context, user, id string) error {
+	cancel := store.ElicitationAnswer{Action: store.ActionCancel}
+	e, err := m.pendingElicitation(ctx, user, id)
+	if err == nil {
+		err = m.elicit.Cancel(user, e.ID)
+		if errors.Is(err, elicit.ErrNotFound) || errors.Is(err, elicit.ErrResolved) {
+			err = m.answerElicitation(ctx, user, e, cancel, store.NoticeElicitationCancel)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := m.st.ResolveHumanRequest(ctx, user, e.ID, cancel); err != nil && !errors.Is(err, store.ErrAlreadyResolved) {
+		m.log.LogAttrs(ctx, slog.LevelError, "recording an elicitation cancel failed", slog.String("elicitation_id", e.ID), slog.Any("error", err))
+	}
+	return nil
+}
+
+// answerElicitation takes the answer (or cancel) to an elicitation no tool
+// in this process waits for: the tool waits in another process (which is
+// told), or its run is parked on it (and resumes with the answer), or its
+// run is on its way to asking it again (and finds the answer stored).
+// The content is checked against the question's schema first, and of
+// concurrent answers the first stored wins (store.ErrAlreadyResolved for
+// the others).
+func (m *Service) answerElicitation(ctx context.Context, user string, e store.HumanRequest, ans store.ElicitationAnswer, kind store.NoticeKind) error {
+	if handled, err := m.elicitationElsewhere(ctx, user, e, ans, kind); handled {
+		return err
+	}
+	if err := validAnswer(e, ans); err != nil {
+		return err
+	}
+	e, err := m.st.ResolveHumanRequest(ctx, user, e.ID, ans)
+	if err != nil {
+		return err
+	}
+	return m.elicitationAnswered(ctx, e)
+}
+
+// pendingElicitation returns the user's pending elicitation, once the
+// tool waiting for it can take an answer.
+func (m *Service) pendingElicitation(ctx context.Context, user, id string) (store.HumanRequest, error) {
+	e, err := m.st.GetHumanRequest(ctx, store.KindElicitation, user, id)
+	if err != nil {
+		return e, err
+	}
+	if e.Status != store.HumanPending {
+		return e, store.ErrAlreadyResolved
+	}
+	m.awaitElicitation(ctx, e)
+	return e, nil
+}

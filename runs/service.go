@@ -1,0 +1,250 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/mcp/elicit"
+	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/store"
+)
+
+// Errors the service answers with; a caller maps them to its protocol's
+// statuses (api: API.md's codes).
+var (
+	// ErrShuttingDown: the service is stopping and takes no new runs.
+	ErrShuttingDown = errors.New("runs: the service is shutting down")
+	// ErrUnavailable: this process lost its database session (or the
+	// database went away) and is reconnecting; retry in a moment.
+	ErrUnavailable = errors.New("runs: the database connection was lost; reconnecting")
+	// ErrTooManyRuns: the user has Config.MaxRunsPerUser runs live here.
+	ErrTooManyRuns = errors.New("runs: too many runs going at once")
+	// ErrNothingToRun: no run of the conversation is running or waiting.
+	ErrNothingToRun = errors.New("runs: no run is running or waiting on this conversation")
+	// ErrRunCancelling: an answer to an approval whose run the user has
+	// just cancelled; the cancel won.
+	ErrRunCancelling = errors.New("runs: the run was cancelled; this approval is no longer asked")
+	// ErrBusy: the run has too many answers waiting to take another now.
+	ErrBusy = errors.New("runs: the run has too many answers waiting")
+)
+
+// Why a run's context ends; context.Cause tells them apart.
+var (
+	errCancelled    = errors.New("runs: the user cancelled the run")
+	errShutdown     = errors.New("runs: the server is shutting down")
+	errDisconnected = errors.New("runs: the client went away (CancelOnDisconnect)")
+	errDeleted      = errors.New("runs: the conversation was deleted")
+	errRunEnded     = errors.New("runs: the run ended")
+	errEventsLost   = errors.New("runs: the run's events could not be stored")
+	errStorageLost  = errors.New("runs: the database connection was lost")
+)
+
+// Config configures a Service. Store, Models and Elicit are required;
+// every other zero field works, as stated.
+type Config struct {
+	// Store is the service's record.
+	Store store.Store
+	// Models, Tools and Checkpointer are the agent's (see nodes.New).
+	Models       *llm.Registry
+	Tools        *operators.Provider
+	Checkpointer graph.Checkpointer
+	// Agent configures the agent New builds. Its Hooks.OnAnswer and
+	// Elicitor are the service's own: a given OnAnswer is called after
+	// the service has stored the answer, a given Elicitor is ignored.
+	Agent nodes.Options
+	// Elicit holds elicitations while they wait for the user.
+	Elicit *elicit.Manager
+	// ElicitTimeout is how long a tool's question waits for the user
+	// while a stream follows its run; 0 means Elicit's timeout.
+	ElicitTimeout time.Duration
+	// InterruptAfter is how long a run stopped for an approval keeps an
+	// open stream waiting for the answer before it is parked; 0 or
+	// negative parks at once.
+	InterruptAfter time.Duration
+	// CancelOnDisconnect cancels a run when the client that started it
+	// goes away (see ClientGone).
+	CancelOnDisconnect bool
+	// MaxRunsPerUser caps a user's runs live in this process
+	// (ErrTooManyRuns beyond it); 0 or negative: no cap.
+	MaxRunsPerUser int
+	// StreamBuffer is how many events one subscriber may fall behind
+	// before it is cut; 0 means 256.
+	StreamBuffer int
+	// Logger receives the service's logs; nil discards.
+	Logger *slog.Logger
+	// Owner names this process in the runs it starts. Required with a
+	// Cluster.
+	Owner string
+	// Cluster, with Notices listening as Owner, makes this process one
+	// of several sharing Store's database (see Cluster). Nil: this
+	// process is alone with the store.
+	Cluster Cluster
+	Notices Notices
+	// ClaimInterval is how often a process of a Cluster looks for runs of
+	// processes that are gone; 0 means DefaultClaimInterval.
+	ClaimInterval time.Duration
+	// Metrics counts runs, usage and tool calls; nil counts nothing.
+	Metrics Metrics
+}
+
+// Metrics is what the service reports as runs go.
+type Metrics interface {
+	// RunsActive adds delta to the runs live in this process.
+	RunsActive(delta int64)
+	// RunEnded counts a run segment that ended with status after d.
+	RunEnded(status string, d time.Duration)
+	// Usage adds a segment's model tokens.
+	Usage(u llm.TokenUsage)
+	// ToolCall counts a tool call, "success" or "error".
+	ToolCall(tool, status string)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) RunsActive(int64)               {}
+func (noMetrics) RunEnded(string, time.Duration) {}
+func (noMetrics) Usage(llm.TokenUsage)           {}
+func (noMetrics) ToolCall(string, string)        {}
+
+// Service owns the life of every run live in this process: it starts
+// runs, drives the agent's events through the event pipeline, parks runs
+// that wait for a human, resumes them, cancels them, and recovers the
+// runs of a process that is gone.
+type Service struct {
+	st      store.Store
+	agent   *nodes.Agent
+	elicit  *elicit.Manager
+	cfg     Config
+	log     *slog.Logger
+	metrics Metrics
+	// pageReads holds a slot while a replay reads a page of the store:
+	// on SQLite each concurrent read is a connection of its own, whose
+	// page cache lives outside the Go heap, so many replays at once
+	// would otherwise hold a connection each.
+	pageReads chan struct{}
+
+	// gate orders starts before Shutdown: a start holds it for reading
+	// from its checks to its goroutine's launch; Shutdown takes it for
+	// writing to set draining.
+	gate     sync.RWMutex
+	draining atomic.Bool
+	wg       sync.WaitGroup // one per driving goroutine
+
+	// resumeMu serialises answering approvals and cancelling runs: two
+	// answers to one parked run resume it once, and of an answer and a
+	// cancel racing for one waiting run exactly one wins (see
+	// answerApproval).
+	resumeMu sync.Mutex
+
+	mu     sync.Mutex
+	byConv map[string]*Run // live runs by conversation
+	hubs   map[string]*hub // by run id
+	slots  map[string]int  // live runs per user
+	ready  map[string]*readyFlag
+
+	// lost holds the runs stopped by a lost database (see strand).
+	lost stranding
+	// sessionGone is when this process of a cluster lost its session
+	// (zero while it holds it); guarded by mu.
+	sessionGone time.Time
+
+	// life ends when Shutdown has parked the runs: streams that follow
+	// parked runs end with it.
+	life context.Context
+	end  context.CancelFunc
+	// bg holds the cluster's goroutines (see startCluster).
+	bg sync.WaitGroup
+}
+
+// readyFlag is closed once an elicitation is registered with the
+// manager and can take an answer.
+type readyFlag struct {
+	ch     chan struct{}
+	closed bool
+}
+
+// New builds the service and its agent (over cfg's models, tools and
+// checkpointer, with the service's answer hook and elicitor), and, with
+// a Cluster, starts acting on notices and claiming orphaned runs.
+// Shutdown ends it.
+func New(cfg Config) (*Service, error) {
+	switch {
+	case cfg.Store == nil || cfg.Models == nil || cfg.Elicit == nil:
+		return nil, errors.New("runs: new service: Store, Models and Elicit are required")
+	case cfg.Cluster != nil && (cfg.Notices == nil || cfg.Owner == ""):
+		return nil, errors.New("runs: new service: a Cluster needs Notices listening as Owner, and Owner set")
+	}
+	if cfg.StreamBuffer <= 0 {
+		cfg.StreamBuffer = 256
+	}
+	if cfg.ClaimInterval <= 0 {
+		cfg.ClaimInterval = DefaultClaimInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
+	}
+	m := &Service{
+		st: cfg.Store, elicit: cfg.Elicit, cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics,
+		pageReads: make(chan struct{}, max(4, runtime.GOMAXPROCS(0))),
+		byConv:    map[string]*Run{}, hubs: map[string]*hub{}, slots: map[string]int{}, ready: map[string]*readyFlag{},
+	}
+	opts := cfg.Agent
+	then := opts.Hooks.OnAnswer
+	opts.Hooks.OnAnswer = func(ctx context.Context, a nodes.Answer) error {
+		if err := m.onAnswer(ctx, a); err != nil {
+			return err
+		}
+		if then != nil {
+			return then(ctx, a)
+		}
+		return nil
+	}
+	opts.Elicitor = elicitor{m}
+	if opts.Logger == nil {
+		opts.Logger = cfg.Logger
+	}
+	agent, err := nodes.New(cfg.Models, cfg.Tools, cfg.Checkpointer, opts)
+	if err != nil {
+		return nil, fmt.Errorf("runs: new service: %w", err)
+	}
+	m.agent = agent
+	m.life, m.end = context.WithCancel(context.Background())
+	m.startCluster()
+	return m, nil
+}
+
+// Agent is the service's agent.
+func (m *Service) Agent() *nodes.Agent { return m.agent }
+
+// Models is the agent's model registry: what a protocol adapter lists
+// and checks a request's model against.
+func (m *Service) Models() *llm.Registry { return m.cfg.Models }
+
+// Draining reports whether Shutdown has begun: no run starts any more.
+func (m *Service) Draining() bool { return m.draining.Load() }
+
+// SessionLostSince reports since when this process of a cluster has been
+// without its database session; zero while it holds it, or without a
+// Cluster. Its runs stop meanwhile and no new ones start.
+func (m *Service) SessionLostSince() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sessionGone
+}
+
+// Lost reports whether err says the database went away, so that what
+// failed may succeed once it is back (see Cluster.Lost); never without a
+// Cluster.
+func (m *Service) Lost(err error) bool { return m.lostErr(err) }

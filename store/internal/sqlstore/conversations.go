@@ -1,0 +1,165 @@
+package sqlstore
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/trellis-ai/trellis/internal/ids"
+	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/internal/storeutil"
+)
+
+// CreateConversation implements store.Conversations.
+func (s *Store) CreateConversation(ctx context.Context, nc store.NewConversation) (store.Conversation, error) {
+	if err := nc.Validate(); err != nil {
+		return store.Conversation{}, s.errorf("create conversation: %w", err)
+	}
+	now := storeutil.Now()
+	c := store.Conversation{ID: cmp.Or(nc.ID, ids.New()), UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now,
+		Status: store.StatusIdle, Metadata: metadataOf(nc.Metadata)}
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		if nc.ID == "" {
+			return insertConversation(ctx, q, c, s.db.Time(now))
+		}
+		// A caller's id may be anyone's: taken is a conflict, not a
+		// failure of the database.
+		at := s.db.Time(now)
+		n, err := q.Exec(ctx, insertConversationSQL+` ON CONFLICT (id) DO NOTHING`, c.ID, c.UserID, c.Title, at, at, string(c.Metadata), 0)
+		if err == nil && n == 0 {
+			err = fmt.Errorf("conversation id %q is taken: %w", nc.ID, store.ErrConflict)
+		}
+		return err
+	})
+	if err != nil {
+		return store.Conversation{}, s.errorf("create conversation: %w", err)
+	}
+	return c, nil
+}
+
+const insertConversationSQL = `INSERT INTO conversations (id, user_id, title, created_at, updated_at, metadata, run_count)
+VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+// insertConversation stores a conversation without runs, created and
+// updated at (DB.Time).
+func insertConversation(ctx context.Context, q Querier, c store.Conversation, at any) error {
+	return insertConversationRuns(ctx, q, c, at, 0)
+}
+
+// insertConversationRuns is insertConversation with runs run numbers
+// taken already (runs.num): StartRun stores a new conversation with its
+// first run counted, sparing the statement that would count it.
+func insertConversationRuns(ctx context.Context, q Querier, c store.Conversation, at any, runs int64) error {
+	_, err := q.Exec(ctx, insertConversationSQL,
+		c.ID, c.UserID, c.Title, at, at, string(metadataOf(c.Metadata)), runs)
+	return err
+}
+
+// metadataOf is metadata as stored: {} for none, else compacted.
+func metadataOf(m json.RawMessage) json.RawMessage {
+	if len(m) == 0 {
+		return json.RawMessage("{}")
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, m) != nil {
+		return m
+	}
+	return b.Bytes()
+}
+
+// SetConversationMetadata implements store.Conversations.
+func (s *Store) SetConversationMetadata(ctx context.Context, userID, id string, metadata json.RawMessage) (store.Conversation, error) {
+	if err := cmp.Or(storeutil.CheckIDs(userID, id), store.CheckMetadata(metadata)); err != nil {
+		return store.Conversation{}, s.errorf("set conversation metadata: %w", err)
+	}
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		n, err := q.Exec(ctx, `UPDATE conversations SET metadata = ? WHERE id = ? AND user_id = ?`,
+			string(metadataOf(metadata)), id, userID)
+		if err == nil && n == 0 {
+			err = store.ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return store.Conversation{}, s.errorf("set conversation metadata %s: %w", id, err)
+	}
+	return s.GetConversation(ctx, userID, id)
+}
+
+// GetConversation implements store.Conversations.
+func (s *Store) GetConversation(ctx context.Context, userID, id string) (store.Conversation, error) {
+	if err := storeutil.CheckIDs(userID, id); err != nil {
+		return store.Conversation{}, s.errorf("get conversation: %w", err)
+	}
+	c, err := scanConversation(s.db.QueryRow(ctx,
+		`SELECT `+conversationCols+` FROM conversations c WHERE c.id = ? AND c.user_id = ?`, id, userID))
+	if noRows(err) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Conversation{}, s.errorf("get conversation %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// ListConversations implements store.Conversations.
+func (s *Store) ListConversations(ctx context.Context, userID string, page store.Page) (store.ConversationPage, error) {
+	out, err := s.listConversations(ctx, userID, page)
+	if err != nil {
+		return store.ConversationPage{}, s.errorf("list conversations: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) listConversations(ctx context.Context, userID string, page store.Page) (store.ConversationPage, error) {
+	size, err := page.Size()
+	if err != nil {
+		return store.ConversationPage{}, err
+	}
+	cur, after, err := storeutil.DecodeCursor(page.Cursor)
+	if err != nil {
+		return store.ConversationPage{}, err
+	}
+	if storeutil.CheckIDs(userID) != nil {
+		return storeutil.ConversationPage(nil, size), nil // no such user
+	}
+	query := `SELECT ` + conversationCols + ` FROM conversations c WHERE c.user_id = ?`
+	args := []any{userID}
+	if after {
+		query += ` AND (c.created_at, c.id) < (?, ?)`
+		args = append(args, s.db.Time(cur.CreatedAt), cur.ID)
+	}
+	// One more than the page holds tells whether another page follows.
+	query += ` ORDER BY c.created_at DESC, c.id DESC LIMIT ?`
+	args = append(args, size+1)
+	rows, err := s.db.Query(ctx, query, args...)
+	if err != nil {
+		return store.ConversationPage{}, err
+	}
+	cs, err := Collect(rows, scanConversation)
+	if err != nil {
+		return store.ConversationPage{}, err
+	}
+	return storeutil.ConversationPage(cs, size), nil
+}
+
+// DeleteConversation implements store.Conversations. The schema's foreign
+// keys cascade to everything below the conversation, in this statement.
+func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error {
+	if err := storeutil.CheckIDs(userID, id); err != nil {
+		return s.errorf("delete conversation: %w", err)
+	}
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		n, err := q.Exec(ctx, `DELETE FROM conversations WHERE id = ? AND user_id = ?`, id, userID)
+		if err == nil && n == 0 {
+			err = store.ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return s.errorf("delete conversation %s: %w", id, err)
+	}
+	return nil
+}

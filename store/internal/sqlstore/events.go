@@ -1,0 +1,88 @@
+package sqlstore
+
+import (
+	"context"
+
+	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/internal/storeutil"
+)
+
+// AppendEvent implements store.Events.
+func (s *Store) AppendEvent(ctx context.Context, ne store.NewEvent) (store.Event, error) {
+	evs, err := s.AppendEvents(ctx, []store.NewEvent{ne})
+	if err != nil {
+		return store.Event{}, err
+	}
+	return evs[0], nil
+}
+
+// AppendEvents implements store.Events through DB.AppendEvents.
+func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store.Event, error) {
+	runID, owner, tails, err := storeutil.Batch(nes)
+	if err != nil {
+		return nil, s.errorf("append events: %w", err)
+	}
+	out := newEvents(runID, nes)
+	err = s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		found, err := s.db.AppendEvents(ctx, q, owner, out, tails)
+		if err == nil && !found {
+			err = RunMissingOr(ctx, q, runID, owner, store.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, s.errorf("append %d events (%s first) to run %s: %w", len(nes), nes[0].Type, runID, err)
+	}
+	return out, nil
+}
+
+// newEvents are the events of nes, to be numbered and stored now.
+func newEvents(runID string, nes []store.NewEvent) []store.Event {
+	now := storeutil.Now()
+	out := make([]store.Event, len(nes))
+	for i, ne := range nes {
+		out[i] = store.Event{RunID: runID, Type: ne.Type, CreatedAt: now}
+	}
+	return out
+}
+
+// EventsAfter implements store.Events. The run comes back even without
+// events, which tells an unknown run from a quiet one in one query. The
+// page is cut inside the subquery, which reads the primary key from
+// afterSeq on and stops at the limit; with the limit outside the join,
+// the database reads and sorts every later event for each page.
+func (s *Store) EventsAfter(ctx context.Context, userID, runID string, afterSeq int64, limit int) ([]store.Event, error) {
+	if err := storeutil.CheckIDs(userID, runID); err != nil {
+		return nil, s.errorf("events of run: %w", err)
+	}
+	out, err := s.eventsAfter(ctx, userID, runID, afterSeq, limit)
+	if err != nil {
+		return nil, s.errorf("events of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+func (s *Store) eventsAfter(ctx context.Context, userID, runID string, afterSeq int64, limit int) ([]store.Event, error) {
+	size, err := store.EventLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	// A run without events is one row of seq 0 (numbers start at 1).
+	rows, err := s.db.Query(ctx, `SELECT r.id, coalesce(e.seq, 0), coalesce(e.type, ''), coalesce(e.data, ''), e.created_at
+FROM runs r LEFT JOIN (SELECT seq, type, data, created_at FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?) e ON true
+WHERE r.id = ? AND r.user_id = ? ORDER BY e.seq`, runID, afterSeq, size, runID, userID)
+	if err != nil {
+		return nil, err
+	}
+	out, err := Collect(rows, scanEvent)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(out) == 0:
+		return nil, store.ErrNotFound
+	case out[0].Seq == 0:
+		return out[:0], nil
+	}
+	return out, nil
+}

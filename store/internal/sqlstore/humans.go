@@ -1,0 +1,240 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/trellis-ai/trellis/internal/ids"
+	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/internal/storeutil"
+)
+
+// A human request of each kind is a row of the kind's table: the
+// functions below do for either what is the same for both, and the
+// methods of store.HumanRequests pick the table by kind.
+type human struct {
+	table string // approvals, elicitations or clarifications
+	cols  string // read by scan
+	scan  func(Row) (store.HumanRequest, error)
+}
+
+var (
+	approvals      = human{"approvals", approvalCols, scanApproval}
+	elicitations   = human{"elicitations", elicitationCols, scanElicitation}
+	clarifications = human{"clarifications", clarificationCols, scanClarification}
+)
+
+// humanOf returns the table of a kind.
+func humanOf(kind store.HumanKind) (human, error) {
+	switch kind {
+	case store.KindApproval:
+		return approvals, nil
+	case store.KindElicitation:
+		return elicitations, nil
+	case store.KindClarification:
+		return clarifications, nil
+	}
+	return human{}, fmt.Errorf("%w: kind %q is not approval, elicitation or clarification", store.ErrInvalid, kind)
+}
+
+// create inserts a pending record of h's table for a run, with cols (a
+// column list) set to vals, and reads the run's conversation and user
+// into conversationID and userID: they come from the run, in the
+// statement that inserts.
+func (h human) create(ctx context.Context, s *Store, id, runID string, created time.Time, cols string, vals []any,
+	conversationID, userID *string) error {
+	args := append(append([]any{id}, vals...), s.db.Time(created), runID)
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		return q.QueryRow(ctx, `INSERT INTO `+h.table+` (id, conversation_id, run_id, user_id, `+cols+`, status, created_at)
+SELECT ?, conversation_id, id, user_id, `+strings.Repeat("?, ", len(vals))+`'pending', ? FROM runs WHERE id = ?
+RETURNING conversation_id, user_id`, args...).Scan(conversationID, userID)
+	})
+	switch {
+	case noRows(err), s.db.Violates(err, h.table+"_run_id_fkey"):
+		return store.ErrNotFound
+	case s.db.Violates(err, h.table+"_pkey"):
+		return fmt.Errorf("id is taken: %w", store.ErrConflict)
+	}
+	return err
+}
+
+// resolve sets what set names (columns = ?, with vals) on the user's
+// record if it is still pending: one conditional update, so only an
+// answer that finds it pending changes it. On PostgreSQL a concurrent
+// answer waits for the row's lock and then finds it answered.
+func (h human) resolve(ctx context.Context, s *Store, userID, id, set string, vals ...any) (store.HumanRequest, error) {
+	var v store.HumanRequest
+	args := append(vals, s.db.Time(storeutil.Now()), id, userID)
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		var err error
+		v, err = h.scan(q.QueryRow(ctx, `UPDATE `+h.table+` SET `+set+`, resolved_at = ?
+WHERE id = ? AND user_id = ? AND status = 'pending' RETURNING `+h.cols, args...))
+		if noRows(err) {
+			return h.existsOr(ctx, q, userID, id)
+		}
+		return err
+	})
+	return v, err
+}
+
+// existsOr tells why a conditional update of a pending record found
+// nothing: ErrAlreadyResolved when the record exists, else ErrNotFound.
+func (h human) existsOr(ctx context.Context, q Querier, userID, id string) error {
+	var one int
+	switch err := q.QueryRow(ctx, `SELECT 1 FROM `+h.table+` WHERE id = ? AND user_id = ?`, id, userID).Scan(&one); {
+	case noRows(err):
+		return store.ErrNotFound
+	case err != nil:
+		return err
+	}
+	return store.ErrAlreadyResolved
+}
+
+// get reads one record by id, scoped to its user.
+func (h human) get(ctx context.Context, s *Store, userID, id string) (store.HumanRequest, error) {
+	var zero store.HumanRequest
+	if err := storeutil.CheckIDs(userID, id); err != nil {
+		return zero, s.errorf("get %s: %w", h.table, err)
+	}
+	v, err := h.scan(s.db.QueryRow(ctx, `SELECT `+h.cols+` FROM `+h.table+` WHERE id = ? AND user_id = ?`, id, userID))
+	if noRows(err) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return zero, s.errorf("get %s %s: %w", h.table, id, err)
+	}
+	return v, nil
+}
+
+// pending lists the user's pending records, oldest first, of one
+// conversation when conversationID is set (ErrNotFound if it is not the
+// user's). It never returns nil.
+func (h human) pending(ctx context.Context, s *Store, userID, conversationID string) ([]store.HumanRequest, error) {
+	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
+		if conversationID != "" {
+			return nil, s.errorf("pending %s: %w", h.table, err)
+		}
+		return []store.HumanRequest{}, nil // no such user, so nothing is pending
+	}
+	var out []store.HumanRequest
+	err := s.db.Read(ctx, func(q Querier) error {
+		query, args := `SELECT `+h.cols+` FROM `+h.table+` WHERE user_id = ? AND status = 'pending'`, []any{userID}
+		if conversationID != "" {
+			if err := ownsConversation(ctx, q, userID, conversationID); err != nil {
+				return err
+			}
+			query, args = query+` AND conversation_id = ?`, append(args, conversationID)
+		}
+		rows, err := q.Query(ctx, query+` ORDER BY created_at, id`, args...)
+		if err != nil {
+			return err
+		}
+		out, err = Collect(rows, h.scan)
+		return err
+	})
+	if err != nil {
+		return nil, s.errorf("pending %s: %w", h.table, err)
+	}
+	return out, nil
+}
+
+// CreateHumanRequest implements store.HumanRequests.
+func (s *Store) CreateHumanRequest(ctx context.Context, n store.NewHumanRequest) (store.HumanRequest, error) {
+	if err := cmp.Or(n.Validate(), storeutil.CheckIDs(n.RunID)); err != nil {
+		return store.HumanRequest{}, s.errorf("create %s: %w", cmp.Or(string(n.Kind), "human request"), err)
+	}
+	r := store.HumanRequest{ID: n.ID, Kind: n.Kind, RunID: n.RunID, Status: store.HumanPending, CreatedAt: storeutil.Now()}
+	if r.ID == "" {
+		r.ID = ids.New()
+	}
+	// What is asked is the kind's part: its columns and their values.
+	var (
+		h    human
+		cols string
+		vals []any
+	)
+	switch n.Kind {
+	case store.KindApproval:
+		a := n.Approval
+		r.Approval = store.Approval{ToolCallID: a.ToolCallID, Tool: a.Tool, Args: []byte(objectOr(a.Args)), Revision: a.Revision}
+		h, cols, vals = approvals, "tool_call_id, tool, args, revision", []any{a.ToolCallID, a.Tool, string(r.Approval.Args), a.Revision}
+	case store.KindElicitation:
+		e := n.Elicitation
+		r.Elicitation = store.Elicitation{Source: e.Source, Message: e.Message, Schema: []byte(objectOr(e.Schema))}
+		h, cols, vals = elicitations, "source, message, schema", []any{e.Source, e.Message, string(r.Elicitation.Schema)}
+	case store.KindClarification:
+		r.Clarification = store.Clarification{Question: n.Clarification.Question}
+		h, cols, vals = clarifications, "question", []any{n.Clarification.Question}
+	}
+	if err := h.create(ctx, s, r.ID, r.RunID, r.CreatedAt, cols, vals, &r.ConversationID, &r.UserID); err != nil {
+		return store.HumanRequest{}, s.errorf("create %s %s for run %s: %w", n.Kind, r.ID, n.RunID, err)
+	}
+	return r, nil
+}
+
+// GetHumanRequest implements store.HumanRequests.
+func (s *Store) GetHumanRequest(ctx context.Context, kind store.HumanKind, userID, id string) (store.HumanRequest, error) {
+	h, err := humanOf(kind)
+	if err != nil {
+		return store.HumanRequest{}, s.errorf("get human request %s: %w", id, err)
+	}
+	return h.get(ctx, s, userID, id)
+}
+
+// PendingHumanRequests implements store.HumanRequests.
+func (s *Store) PendingHumanRequests(ctx context.Context, kind store.HumanKind, userID, conversationID string) ([]store.HumanRequest, error) {
+	h, err := humanOf(kind)
+	if err != nil {
+		return nil, s.errorf("pending human requests: %w", err)
+	}
+	return h.pending(ctx, s, userID, conversationID)
+}
+
+// ResolveHumanRequest implements store.HumanRequests.
+func (s *Store) ResolveHumanRequest(ctx context.Context, userID, id string, ans store.HumanAnswer) (store.HumanRequest, error) {
+	if ans == nil {
+		return store.HumanRequest{}, s.errorf("resolve human request %s: %w: no answer", id, store.ErrInvalid)
+	}
+	if err := cmp.Or(ans.Validate(), storeutil.CheckIDs(userID, id)); err != nil {
+		return store.HumanRequest{}, s.errorf("resolve %s %s: %w", ans.Kind(), id, err)
+	}
+	var (
+		r   store.HumanRequest
+		err error
+	)
+	switch ans := ans.(type) {
+	case store.ApprovalAnswer:
+		var edited any
+		if ans.Decision == store.DecisionEdit {
+			edited = string(ans.Args)
+		}
+		r, err = approvals.resolve(ctx, s, userID, id, `status = ?, decision = ?, edited_args = ?, reason = ?`,
+			ans.Status(), ans.Decision, edited, ans.Reason)
+	case store.ElicitationAnswer:
+		var content any
+		if ans.Action == store.ActionAccept {
+			content = nullJSON(ans.Content)
+		}
+		r, err = elicitations.resolve(ctx, s, userID, id, `status = ?, content = ?`, ans.Status(), content)
+	default:
+		err = fmt.Errorf("%w: answer of kind %q", store.ErrInvalid, ans.Kind())
+	}
+	if err != nil {
+		return store.HumanRequest{}, s.errorf("resolve %s %s: %w", ans.Kind(), id, err)
+	}
+	return r, nil
+}
+
+// answerClarification records message as the answer to the
+// conversation's pending clarifying question, if one waits: the agent
+// takes the message that starts the conversation's next run as the
+// answer, so StartRun records it in the transaction that stores the
+// message.
+func answerClarification(ctx context.Context, q Querier, conversationID, message string, at any) error {
+	_, err := q.Exec(ctx, `UPDATE clarifications SET status = 'answered', answer = ?, resolved_at = ?
+WHERE conversation_id = ? AND status = 'pending'`, message, at, conversationID)
+	return err
+}

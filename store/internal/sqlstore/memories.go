@@ -1,0 +1,463 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/trellis-ai/trellis/internal/ids"
+	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/internal/storeutil"
+)
+
+// memoryCols are read by scanMemory.
+const memoryCols = `m.id, m.user_id, m.conversation_id, m.summary, m.outcome, m.topics, m.importance, m.access_count,
+    m.created_at, m.last_accessed`
+
+func scanMemory(row Row, extra ...any) (store.Memory, error) {
+	var (
+		m              store.Memory
+		topics         []byte
+		created, since dbTime
+	)
+	dest := append([]any{&m.ID, &m.UserID, &m.ConversationID, &m.Summary, &m.Outcome, &topics, &m.Importance,
+		&m.AccessCount, &created, &since}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return m, err
+	}
+	m.CreatedAt, m.LastAccessed = created.t, since.t
+	m.Topics = []string{}
+	if err := json.Unmarshal(topics, &m.Topics); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// topicsJSON is how topics are stored, never null.
+func topicsJSON(topics []string) string {
+	if topics == nil {
+		topics = []string{}
+	}
+	b, _ := json.Marshal(topics)
+	return string(b)
+}
+
+// AddMemory implements store.Memories.
+func (s *Store) AddMemory(ctx context.Context, nm store.NewMemory) (store.Memory, error) {
+	if err := nm.Validate(); err != nil {
+		return store.Memory{}, s.errorf("add memory: %w", err)
+	}
+	now := storeutil.Now()
+	m := store.Memory{ID: ids.New(), UserID: nm.UserID, ConversationID: nm.ConversationID, Summary: nm.Summary,
+		Outcome: nm.Outcome, Topics: slices.Clone(nm.Topics), Importance: nm.Importance, CreatedAt: now, LastAccessed: now}
+	if m.Topics == nil {
+		m.Topics = []string{}
+	}
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		at := s.db.Time(now)
+		_, err := q.Exec(ctx, `INSERT INTO memories (id, user_id, conversation_id, summary, outcome, topics, topic_text, importance,
+            created_at, last_accessed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			m.ID, m.UserID, m.ConversationID, m.Summary, m.Outcome, topicsJSON(m.Topics), strings.Join(m.Topics, " "),
+			m.Importance, at, at)
+		return err
+	})
+	if err != nil {
+		return store.Memory{}, s.errorf("add memory: %w", err)
+	}
+	return m, nil
+}
+
+// UpdateMemory implements store.Memories.
+func (s *Store) UpdateMemory(ctx context.Context, userID, id string, nm store.NewMemory) (store.Memory, error) {
+	nm.UserID, nm.ConversationID = userID, ""
+	if err := nm.Validate(); err != nil {
+		return store.Memory{}, s.errorf("update memory %s: %w", id, err)
+	}
+	var m store.Memory
+	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+		if storeutil.CheckIDs(id) != nil {
+			return store.ErrNotFound
+		}
+		n, err := q.Exec(ctx, `UPDATE memories SET summary = ?, outcome = ?, topics = ?, topic_text = ?, importance = ?
+            WHERE id = ? AND user_id = ?`,
+			nm.Summary, nm.Outcome, topicsJSON(nm.Topics), strings.Join(nm.Topics, " "), nm.Importance, id, userID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return store.ErrNotFound
+		}
+		m, err = scanMemory(q.QueryRow(ctx, `SELECT `+memoryCols+` FROM memories m WHERE m.id = ?`, id))
+		return err
+	})
+	if err != nil {
+		return store.Memory{}, s.errorf("update memory %s: %w", id, err)
+	}
+	return m, nil
+}
+
+// ListMemories implements store.Memories, paged as ListConversations is.
+func (s *Store) ListMemories(ctx context.Context, userID string, page store.Page) (store.MemoryPage, error) {
+	out, err := s.listMemories(ctx, userID, page)
+	if err != nil {
+		return store.MemoryPage{}, s.errorf("list memories: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) listMemories(ctx context.Context, userID string, page store.Page) (store.MemoryPage, error) {
+	size, err := page.Size()
+	if err != nil {
+		return store.MemoryPage{}, err
+	}
+	cur, after, err := storeutil.DecodeCursor(page.Cursor)
+	if err != nil {
+		return store.MemoryPage{}, err
+	}
+	if storeutil.CheckIDs(userID) != nil {
+		return store.MemoryPage{Memories: []store.Memory{}}, nil
+	}
+	query := `SELECT ` + memoryCols + ` FROM memories m WHERE m.user_id = ?`
+	args := []any{userID}
+	if after {
+		query += ` AND (m.created_at, m.id) < (?, ?)`
+		args = append(args, s.db.Time(cur.CreatedAt), cur.ID)
+	}
+	query += ` ORDER BY m.created_at DESC, m.id DESC LIMIT ?`
+	args = append(args, size+1)
+	rows, err := s.db.Query(ctx, query, args...)
+	if err != nil {
+		return store.MemoryPage{}, err
+	}
+	ms, err := Collect(rows, func(r Row) (store.Memory, error) { return scanMemory(r) })
+	if err != nil {
+		return store.MemoryPage{}, err
+	}
+	if len(ms) <= size {
+		return store.MemoryPage{Memories: ms}, nil
+	}
+	ms = ms[:size]
+	last := ms[size-1]
+	return store.MemoryPage{Memories: ms, NextCursor: storeutil.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}.Encode()}, nil
+}
+
+// SearchMemories implements store.Memories with the backend's
+// MemorySearch.
+func (s *Store) SearchMemories(ctx context.Context, mq store.MemoryQuery) ([]store.MemoryHit, error) {
+	hits, err := s.searchMemories(ctx, mq)
+	if err != nil {
+		return nil, s.errorf("search memories: %w", err)
+	}
+	return hits, nil
+}
+
+func (s *Store) searchMemories(ctx context.Context, mq store.MemoryQuery) ([]store.MemoryHit, error) {
+	if mq.UserID == "" || mq.Limit < 0 {
+		return nil, store.ErrInvalid
+	}
+	limit := mq.Limit
+	switch {
+	case limit == 0:
+		limit = store.DefaultSearchLimit
+	case limit > store.MaxSearchLimit:
+		limit = store.MaxSearchLimit
+	}
+	if storeutil.CheckIDs(mq.UserID) != nil {
+		return []store.MemoryHit{}, nil
+	}
+	var query string
+	var args []any
+	if terms := SearchTerms(mq.Query); len(terms) > 0 {
+		ms := s.db.MemorySearch()
+		query = `SELECT ` + memoryCols + `, ` + ms.Score + ` AS score FROM ` + ms.From + `
+            WHERE ` + ms.Match + ` AND m.user_id = ? ORDER BY score DESC, m.id LIMIT ?`
+		args = []any{ms.Terms(terms, mq.UserID), mq.UserID, limit}
+	} else {
+		query = `SELECT ` + memoryCols + `, 0.0 AS score FROM memories m WHERE m.user_id = ?
+            ORDER BY m.importance DESC, m.last_accessed DESC, m.id LIMIT ?`
+		args = []any{mq.UserID, limit}
+	}
+	rows, err := s.db.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return Collect(rows, func(r Row) (store.MemoryHit, error) {
+		var h store.MemoryHit
+		m, err := scanMemory(r, &h.Score)
+		h.Memory = m
+		return h, err
+	})
+}
+
+// TouchMemories implements store.Memories: an UPDATE a recall, one
+// commit for all.
+func (s *Store) TouchMemories(ctx context.Context, recalls []store.Recall) error {
+	var updates [][]any
+	for _, r := range recalls {
+		if storeutil.CheckIDs(r.UserID) != nil {
+			continue
+		}
+		args := []any{s.db.Time(r.At.UTC().Truncate(time.Microsecond)), r.UserID}
+		for _, id := range r.MemoryIDs {
+			if storeutil.CheckIDs(id) == nil {
+				args = append(args, id)
+			}
+		}
+		if len(args) > 2 {
+			updates = append(updates, args)
+		}
+	}
+	if len(updates) == 0 {
+		return nil
+	}
+	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+		for _, args := range updates {
+			_, err := q.Exec(ctx, `UPDATE memories SET access_count = access_count + 1, last_accessed = ?
+                WHERE user_id = ? AND id IN (`+placeholders(len(args)-2)+`)`, args...)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.errorf("touch memories: %w", err)
+	}
+	return nil
+}
+
+// DeleteMemory implements store.Memories.
+func (s *Store) DeleteMemory(ctx context.Context, userID, id string) error {
+	if err := storeutil.CheckIDs(userID, id); err != nil {
+		return s.errorf("delete memory: %w", err)
+	}
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		n, err := q.Exec(ctx, `DELETE FROM memories WHERE id = ? AND user_id = ?`, id, userID)
+		if err == nil && n == 0 {
+			err = store.ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return s.errorf("delete memory %s: %w", id, err)
+	}
+	return nil
+}
+
+// DeleteMemories implements store.Memories.
+func (s *Store) DeleteMemories(ctx context.Context, userID string) (int, error) {
+	if storeutil.CheckIDs(userID) != nil {
+		return 0, nil
+	}
+	var n int64
+	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+		var err error
+		if n, err = q.Exec(ctx, `DELETE FROM memories WHERE user_id = ?`, userID); err != nil {
+			return err
+		}
+		_, err = q.Exec(ctx, `DELETE FROM profiles WHERE user_id = ?`, userID)
+		return err
+	})
+	if err != nil {
+		return 0, s.errorf("delete memories: %w", err)
+	}
+	return int(n), nil
+}
+
+// PruneMemories implements store.Memories: the TTL first, then each
+// user's least important memories beyond the limit, ranked by a window
+// function (both databases have them).
+func (s *Store) PruneMemories(ctx context.Context, rule store.PruneRule) (int, error) {
+	if rule.MaxPerUser < 0 {
+		return 0, s.errorf("prune memories: %w: negative limit", store.ErrInvalid)
+	}
+	var total int64
+	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+		if !rule.UsedBefore.IsZero() {
+			n, err := q.Exec(ctx, `DELETE FROM memories WHERE last_accessed < ?`, s.db.Time(rule.UsedBefore.UTC()))
+			if err != nil {
+				return err
+			}
+			total += n
+		}
+		if rule.MaxPerUser > 0 {
+			n, err := q.Exec(ctx, `DELETE FROM memories WHERE id IN (
+                SELECT id FROM (
+                    SELECT id, row_number() OVER (PARTITION BY user_id
+                        ORDER BY importance DESC, created_at DESC, id DESC) AS place
+                    FROM memories) AS ranked
+                WHERE place > ?)`, rule.MaxPerUser)
+			if err != nil {
+				return err
+			}
+			total += n
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, s.errorf("prune memories: %w", err)
+	}
+	return int(total), nil
+}
+
+// profileCols are read by scanProfile.
+const profileCols = `user_id, expertise, style, interests, patterns, preferences, updated_at`
+
+func scanProfile(row Row) (store.Profile, error) {
+	var (
+		p                          store.Profile
+		interests, patterns, prefs []byte
+		updated                    dbTime
+	)
+	if err := row.Scan(&p.UserID, &p.Expertise, &p.Style, &interests, &patterns, &prefs, &updated); err != nil {
+		return p, err
+	}
+	p.UpdatedAt = updated.t
+	if err := json.Unmarshal(interests, &p.Interests); err != nil {
+		return p, err
+	}
+	if err := json.Unmarshal(patterns, &p.Patterns); err != nil {
+		return p, err
+	}
+	return p, json.Unmarshal(prefs, &p.Preferences)
+}
+
+// emptyProfile is the profile of a user with none stored.
+func emptyProfile(userID string) store.Profile {
+	return store.Profile{UserID: userID, Interests: []string{}, Patterns: map[string]int{}, Preferences: map[string]string{}}
+}
+
+// fill makes p's collections non-nil, as a stored profile's are.
+func fill(p *store.Profile) {
+	if p.Interests == nil {
+		p.Interests = []string{}
+	}
+	if p.Patterns == nil {
+		p.Patterns = map[string]int{}
+	}
+	if p.Preferences == nil {
+		p.Preferences = map[string]string{}
+	}
+}
+
+// GetProfile implements store.Memories.
+func (s *Store) GetProfile(ctx context.Context, userID string) (store.Profile, error) {
+	if storeutil.CheckIDs(userID) != nil {
+		return emptyProfile(userID), nil
+	}
+	p, err := scanProfile(s.db.QueryRow(ctx, `SELECT `+profileCols+` FROM profiles WHERE user_id = ?`, userID))
+	if noRows(err) {
+		return emptyProfile(userID), nil
+	}
+	if err != nil {
+		return store.Profile{}, s.errorf("get profile: %w", err)
+	}
+	fill(&p)
+	return p, nil
+}
+
+// UpdateProfile implements store.Memories. The row is written before it
+// is read, which locks it in PostgreSQL (SQLite's writers are one at a
+// time anyway), so concurrent updates apply one after the other.
+func (s *Store) UpdateProfile(ctx context.Context, userID string, fn func(p *store.Profile) error) (store.Profile, error) {
+	if userID == "" || !store.ValidText(userID) {
+		return store.Profile{}, s.errorf("update profile: %w: user id", store.ErrInvalid)
+	}
+	var p store.Profile
+	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+		at := s.db.Time(storeutil.Now())
+		if _, err := q.Exec(ctx, `INSERT INTO profiles (user_id, updated_at) VALUES (?, ?)
+            ON CONFLICT (user_id) DO UPDATE SET updated_at = excluded.updated_at`, userID, at); err != nil {
+			return err
+		}
+		var err error
+		if p, err = scanProfile(q.QueryRow(ctx, `SELECT `+profileCols+` FROM profiles WHERE user_id = ?`, userID)); err != nil {
+			return err
+		}
+		fill(&p)
+		if err := fn(&p); err != nil {
+			return err
+		}
+		p.UserID = userID
+		fill(&p)
+		if err := checkProfile(p); err != nil {
+			return err
+		}
+		p.UpdatedAt = storeutil.Now()
+		interests, _ := json.Marshal(p.Interests)
+		patterns, _ := json.Marshal(p.Patterns)
+		prefs, _ := json.Marshal(p.Preferences)
+		_, err = q.Exec(ctx, `UPDATE profiles SET expertise = ?, style = ?, interests = ?, patterns = ?, preferences = ?, updated_at = ?
+            WHERE user_id = ?`, p.Expertise, p.Style, string(interests), string(patterns), string(prefs), s.db.Time(p.UpdatedAt), userID)
+		return err
+	})
+	if err != nil {
+		return store.Profile{}, s.errorf("update profile: %w", err)
+	}
+	return p, nil
+}
+
+// checkProfile refuses text no backend keeps as it is.
+func checkProfile(p store.Profile) error {
+	texts := append([]string{p.Expertise, p.Style}, p.Interests...)
+	for _, k := range slices.Sorted(maps.Keys(p.Preferences)) {
+		texts = append(texts, k, p.Preferences[k])
+	}
+	for k := range p.Patterns {
+		texts = append(texts, k)
+	}
+	for _, t := range texts {
+		if !store.ValidText(t) {
+			return store.ErrInvalid
+		}
+	}
+	return nil
+}
+
+// AddToolStats implements store.Memories: one upsert a tool.
+func (s *Store) AddToolStats(ctx context.Context, stats []store.ToolStat) error {
+	for _, st := range stats {
+		if st.Tool == "" || !store.ValidText(st.Tool) {
+			return s.errorf("add tool stats: %w: tool name", store.ErrInvalid)
+		}
+	}
+	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+		for _, st := range stats {
+			_, err := q.Exec(ctx, `INSERT INTO tool_stats (tool, calls, failures, blocked, rejections, confidence_sum)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (tool) DO UPDATE SET calls = tool_stats.calls + excluded.calls,
+                    failures = tool_stats.failures + excluded.failures, blocked = tool_stats.blocked + excluded.blocked,
+                    rejections = tool_stats.rejections + excluded.rejections,
+                    confidence_sum = tool_stats.confidence_sum + excluded.confidence_sum`,
+				st.Tool, st.Calls, st.Failures, st.Blocked, st.Rejections, st.ConfidenceSum)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.errorf("add tool stats: %w", err)
+	}
+	return nil
+}
+
+// ToolStats implements store.Memories.
+func (s *Store) ToolStats(ctx context.Context) ([]store.ToolStat, error) {
+	rows, err := s.db.Query(ctx, `SELECT tool, calls, failures, blocked, rejections, confidence_sum FROM tool_stats ORDER BY tool`)
+	if err != nil {
+		return nil, s.errorf("tool stats: %w", err)
+	}
+	out, err := Collect(rows, func(r Row) (store.ToolStat, error) {
+		var st store.ToolStat
+		err := r.Scan(&st.Tool, &st.Calls, &st.Failures, &st.Blocked, &st.Rejections, &st.ConfidenceSum)
+		return st, err
+	})
+	if err != nil {
+		return nil, s.errorf("tool stats: %w", err)
+	}
+	return out, nil
+}

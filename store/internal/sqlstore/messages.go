@@ -1,0 +1,69 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+
+	"github.com/trellis-ai/trellis/internal/ids"
+	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/internal/storeutil"
+)
+
+// insertMessage adds a message to its run's conversation; no row comes
+// back when the run is unknown.
+const insertMessage = `
+INSERT INTO messages (id, conversation_id, run_id, role, content, citations, meta, created_at)
+SELECT ?, conversation_id, id, ?, ?, ?, ?, ? FROM runs WHERE id = ?
+RETURNING conversation_id, (SELECT superseded FROM runs WHERE id = run_id)`
+
+// AddMessage implements store.Conversations.
+func (s *Store) AddMessage(ctx context.Context, nm store.NewMessage) (store.Message, error) {
+	if err := cmp.Or(nm.Validate(), storeutil.CheckIDs(nm.RunID)); err != nil {
+		return store.Message{}, s.errorf("add message: %w", err)
+	}
+	m := store.Message{ID: ids.New(), RunID: nm.RunID, Role: nm.Role, Content: nm.Content,
+		Citations: nm.Citations, Meta: nm.Meta, CreatedAt: storeutil.Now()}
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		return s.addMessage(ctx, q, &m, s.db.Time(m.CreatedAt))
+	})
+	if err != nil {
+		return store.Message{}, s.errorf("add message to run %s: %w", nm.RunID, err)
+	}
+	return m, nil
+}
+
+// addMessage stores m, created at (DB.Time of m.CreatedAt), and fills in
+// its conversation.
+func (s *Store) addMessage(ctx context.Context, q Querier, m *store.Message, at any) error {
+	err := q.QueryRow(ctx, insertMessage, m.ID, m.Role, m.Content, nullJSON(m.Citations), nullJSON(m.Meta),
+		at, m.RunID).Scan(&m.ConversationID, &m.Superseded)
+	// A foreign key fails when the conversation is deleted meanwhile.
+	if noRows(err) || s.db.Violates(err, "messages_run_id_fkey") || s.db.Violates(err, "messages_conversation_id_fkey") {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// ListMessages implements store.Conversations.
+func (s *Store) ListMessages(ctx context.Context, userID, conversationID string) ([]store.Message, error) {
+	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
+		return nil, s.errorf("list messages: %w", err)
+	}
+	var out []store.Message
+	err := s.db.Read(ctx, func(q Querier) error {
+		if err := ownsConversation(ctx, q, userID, conversationID); err != nil {
+			return err
+		}
+		rows, err := q.Query(ctx, `SELECT `+messageCols+` FROM messages m JOIN runs r ON r.id = m.run_id
+WHERE m.conversation_id = ? ORDER BY r.num, m.created_at, m.id`, conversationID)
+		if err != nil {
+			return err
+		}
+		out, err = Collect(rows, scanMessage)
+		return err
+	})
+	if err != nil {
+		return nil, s.errorf("list messages of conversation %s: %w", conversationID, err)
+	}
+	return out, nil
+}

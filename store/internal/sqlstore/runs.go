@@ -1,0 +1,370 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/trellis-ai/trellis/internal/ids"
+	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/internal/storeutil"
+)
+
+// StartRun implements store.Runs. Its first statement that writes locks
+// the conversation's row (PostgreSQL) or holds the database's write lock
+// (SQLite), which queues StartRuns of one conversation behind each other,
+// also across processes; the unique index runs_one_active is the last
+// word on whether another run is active. A new conversation is inserted
+// first, in the same transaction.
+func (s *Store) StartRun(ctx context.Context, nr store.NewRun) (store.Run, error) {
+	if err := cmp.Or(nr.Validate(), storeutil.CheckIDs(nr.UserID, nr.ConversationID, nr.Supersedes)); err != nil {
+		return store.Run{}, s.errorf("start run: %w", err)
+	}
+	now := storeutil.Now()
+	if nr.NewConversation != nil {
+		nr.ConversationID = ids.New()
+	}
+	r := store.Run{ID: ids.New(), ConversationID: nr.ConversationID, UserID: nr.UserID, Status: store.RunRunning,
+		UserMessage: nr.UserMessage, CreatedAt: now, CheckpointID: nr.CheckpointID, RequestID: nr.RequestID, Owner: nr.Owner}
+	at := s.db.Time(now)
+	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+		var num int64
+		if nc := nr.NewConversation; nc != nil {
+			// Stored with this run counted: it is the first.
+			num = 1
+			c := store.Conversation{ID: nr.ConversationID, UserID: nc.UserID, Title: nc.Title, CreatedAt: now, UpdatedAt: now, Metadata: nc.Metadata}
+			if err := insertConversationRuns(ctx, q, c, at, num); err != nil {
+				return err
+			}
+		} else {
+			err := q.QueryRow(ctx, `UPDATE conversations SET run_count = run_count + 1, updated_at = ?
+WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.UserID).Scan(&num)
+			if noRows(err) {
+				return store.ErrNotFound
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if nr.Supersedes != "" {
+			if err := supersede(ctx, q, nr.ConversationID, nr.Supersedes, at, &r.CheckpointID); err != nil {
+				return err
+			}
+		}
+		if nr.NewConversation == nil {
+			if err := answerClarification(ctx, q, nr.ConversationID, nr.UserMessage, at); err != nil {
+				return err
+			}
+		}
+		_, err := q.Exec(ctx, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, request_id, owner,
+    checkpoint_id, created_at, input) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, r.RequestID, r.Owner, r.CheckpointID, at, string(nr.Input))
+		if s.db.Violates(err, "runs_one_active") {
+			return store.ErrRunActive
+		}
+		if err != nil {
+			return err
+		}
+		m := store.Message{ID: ids.New(), RunID: r.ID, Role: store.RoleUser, Content: r.UserMessage, CreatedAt: now}
+		return s.addMessage(ctx, q, &m, at)
+	})
+	if err != nil {
+		return store.Run{}, s.errorf("start run on conversation %s: %w", nr.ConversationID, err)
+	}
+	return r, nil
+}
+
+// humanTables hold what a run waits on; a run that ends or is superseded
+// expires what it left pending in them.
+var humanTables = [...]string{"approvals", "elicitations", "clarifications"}
+
+// pendingHuman is true when the run of the row (runs.id) has a pending
+// request in one of humanTables.
+const pendingHuman = `(EXISTS (SELECT 1 FROM approvals WHERE run_id = runs.id AND status = 'pending')
+    OR EXISTS (SELECT 1 FROM elicitations WHERE run_id = runs.id AND status = 'pending')
+    OR EXISTS (SELECT 1 FROM clarifications WHERE run_id = runs.id AND status = 'pending'))`
+
+// supersede marks run from and every later run of the conversation
+// superseded and expires what they left pending, at now (DB.Time).
+// checkpoint, if empty, becomes from's checkpoint.
+//
+// The UPDATE reads the latest status of the runs it marks (on PostgreSQL
+// it locks them), so a run that a concurrent ResumeRun set running is
+// seen running, and refused; a ResumeRun coming after finds its run
+// superseded.
+func supersede(ctx context.Context, q Querier, conversationID, from string, now any, checkpoint *string) error {
+	var (
+		num        int64
+		superseded bool
+		cp         string
+	)
+	err := q.QueryRow(ctx, `SELECT num, superseded, checkpoint_id FROM runs WHERE id = ? AND conversation_id = ?`,
+		from, conversationID).Scan(&num, &superseded, &cp)
+	if noRows(err) {
+		return fmt.Errorf("superseding run %s: %w", from, store.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if superseded {
+		return fmt.Errorf("run %s was superseded already: %w", from, store.ErrConflict)
+	}
+	rows, err := q.Query(ctx, `UPDATE runs SET superseded = true WHERE conversation_id = ? AND num >= ? RETURNING id, status`,
+		conversationID, num)
+	if err != nil {
+		return err
+	}
+	type marked struct {
+		id     string
+		status store.RunStatus
+	}
+	runs, err := Collect(rows, func(row Row) (marked, error) {
+		var m marked
+		return m, row.Scan(&m.id, &m.status)
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if r.status == store.RunRunning {
+			return fmt.Errorf("run %s is still running; cancel it first: %w", r.id, store.ErrRunActive)
+		}
+	}
+	for _, table := range humanTables {
+		if _, err := q.Exec(ctx, `UPDATE `+table+` SET status = 'expired', resolved_at = ?
+WHERE status = 'pending' AND run_id IN (SELECT id FROM runs WHERE conversation_id = ? AND num >= ?)`,
+			now, conversationID, num); err != nil {
+			return err
+		}
+	}
+	if *checkpoint == "" {
+		*checkpoint = cp
+	}
+	return nil
+}
+
+// GetRun implements store.Runs.
+func (s *Store) GetRun(ctx context.Context, userID, runID string) (store.Run, error) {
+	if err := storeutil.CheckIDs(userID, runID); err != nil {
+		return store.Run{}, s.errorf("get run: %w", err)
+	}
+	r, err := ScanRun(s.db.QueryRow(ctx, `SELECT `+RunCols+` FROM runs WHERE id = ? AND user_id = ?`, runID, userID))
+	if noRows(err) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Run{}, s.errorf("get run %s: %w", runID, err)
+	}
+	return r, nil
+}
+
+// RunInput implements store.Runs.
+func (s *Store) RunInput(ctx context.Context, userID, runID string) (json.RawMessage, error) {
+	if err := storeutil.CheckIDs(userID, runID); err != nil {
+		return nil, s.errorf("run input: %w", err)
+	}
+	var in string
+	err := s.db.QueryRow(ctx, `SELECT input FROM runs WHERE id = ? AND user_id = ?`, runID, userID).Scan(&in)
+	if noRows(err) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return nil, s.errorf("input of run %s: %w", runID, err)
+	}
+	if in == "" {
+		return nil, nil
+	}
+	return json.RawMessage(in), nil
+}
+
+// LatestRun implements store.Runs.
+func (s *Store) LatestRun(ctx context.Context, userID, conversationID string) (store.Run, error) {
+	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
+		return store.Run{}, s.errorf("latest run: %w", err)
+	}
+	r, err := ScanRun(s.db.QueryRow(ctx, `SELECT `+RunCols+` FROM runs
+WHERE conversation_id = ? AND user_id = ? ORDER BY num DESC LIMIT 1`, conversationID, userID))
+	if noRows(err) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Run{}, s.errorf("latest run of conversation %s: %w", conversationID, err)
+	}
+	return r, nil
+}
+
+// ListRuns implements store.Runs. A run's first n events are those
+// numbered 1 to n, since sequence numbers have no gaps.
+func (s *Store) ListRuns(ctx context.Context, userID, conversationID string, q store.RunQuery) (store.RunPage, error) {
+	page, err := s.listRuns(ctx, userID, conversationID, q)
+	if err != nil {
+		return store.RunPage{}, s.errorf("list runs of conversation %s: %w", conversationID, err)
+	}
+	return page, nil
+}
+
+func (s *Store) listRuns(ctx context.Context, userID, conversationID string, rq store.RunQuery) (store.RunPage, error) {
+	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
+		return store.RunPage{}, err
+	}
+	size, after, events, err := storeutil.RunQueryOf(rq)
+	if err != nil {
+		return store.RunPage{}, err
+	}
+	var (
+		runs []storeutil.NumberedRun
+		evs  []store.Event
+		msgs []store.Message
+	)
+	err = s.db.Read(ctx, func(q Querier) error {
+		if err := ownsConversation(ctx, q, userID, conversationID); err != nil {
+			return err
+		}
+		// One more than the page holds tells whether another page follows.
+		rows, err := q.Query(ctx, `SELECT num, `+RunCols+` FROM runs WHERE conversation_id = ? AND num > ?
+ORDER BY num LIMIT ?`, conversationID, after, size+1)
+		if err != nil {
+			return err
+		}
+		if runs, err = Collect(rows, scanNumberedRun); err != nil || len(runs) == 0 {
+			return err
+		}
+		last := runs[min(len(runs), size)-1].Num
+		rows, err = q.Query(ctx, `SELECT e.run_id, e.seq, e.type, e.data, e.created_at
+FROM runs r JOIN events e ON e.run_id = r.id
+WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ? AND e.seq <= ? ORDER BY r.num, e.seq`,
+			conversationID, after, last, events)
+		if err != nil {
+			return err
+		}
+		if evs, err = Collect(rows, scanEvent); err != nil {
+			return err
+		}
+		rows, err = q.Query(ctx, `SELECT `+messageCols+` FROM messages m JOIN runs r ON r.id = m.run_id
+WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ? ORDER BY r.num, m.created_at, m.id`, conversationID, after, last)
+		if err != nil {
+			return err
+		}
+		msgs, err = Collect(rows, scanMessage)
+		return err
+	})
+	if err != nil {
+		return store.RunPage{}, err
+	}
+	return storeutil.RunPage(runs, size, evs, msgs), nil
+}
+
+// FinishRun implements store.Runs.
+func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (store.Run, error) {
+	if err := cmp.Or(end.Validate(), storeutil.CheckIDs(runID)); err != nil {
+		return store.Run{}, s.errorf("finish run %s: %w", runID, err)
+	}
+	usage, err := json.Marshal(end.Usage)
+	if err != nil {
+		return store.Run{}, s.errorf("finish run %s: %w", runID, err)
+	}
+	var r store.Run
+	err = s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+		var err error
+		r, err = s.finishRun(ctx, q, runID, end, usage)
+		return err
+	})
+	if err != nil {
+		return store.Run{}, s.errorf("finish run %s as %s: %w", runID, end.Status, err)
+	}
+	return r, nil
+}
+
+// finishRun is FinishRun's transaction, on q; usage is end.Usage
+// encoded.
+func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end store.RunEnd, usage []byte) (store.Run, error) {
+	now := s.db.Time(storeutil.Now())
+	// pending tells, in the same statement, whether the run left a human
+	// request pending: most runs leave none, and then the statements
+	// that would expire them are spared.
+	var pending bool
+	r, err := ScanRun(firstCol{q.QueryRow(ctx, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?, input = ''
+WHERE id = ? AND status IN ('running', 'interrupted') AND (? = '' OR owner = ?) RETURNING `+pendingHuman+`, `+RunCols,
+		end.Status, end.Reason, string(usage), now, runID, end.Owner, end.Owner), &pending})
+	if noRows(err) {
+		return r, RunMissingOr(ctx, q, runID, end.Owner, fmt.Errorf("run has ended: %w", store.ErrConflict))
+	}
+	if err != nil {
+		return r, err
+	}
+	if end.Status.Final() && pending {
+		for _, table := range humanTables {
+			if _, err := q.Exec(ctx, `UPDATE `+table+` SET status = 'expired', resolved_at = ?
+WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {
+				return r, err
+			}
+		}
+	}
+	_, err = q.Exec(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?`, now, r.ConversationID)
+	return r, err
+}
+
+// EndRun implements store.Runs: FinishRun's statements, then
+// AppendEvents', in one transaction.
+func (s *Store) EndRun(ctx context.Context, runID string, end store.RunEnd, nes []store.NewEvent) ([]store.Event, error) {
+	evRun, owner, tails, err := storeutil.Batch(nes)
+	if err == nil && (evRun != runID || owner != end.Owner) {
+		err = fmt.Errorf("%w: the events are of run %s, owner %q, not of run %s, owner %q", store.ErrInvalid, evRun, owner, runID, end.Owner)
+	}
+	err = cmp.Or(err, end.Validate(), storeutil.CheckIDs(runID))
+	if err != nil {
+		return nil, s.errorf("end run %s: %w", runID, err)
+	}
+	usage, err := json.Marshal(end.Usage)
+	if err != nil {
+		return nil, s.errorf("end run %s: %w", runID, err)
+	}
+	out := newEvents(runID, nes)
+	err = s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+		if _, err := s.finishRun(ctx, q, runID, end, usage); err != nil {
+			return err
+		}
+		found, err := s.db.AppendEvents(ctx, q, owner, out, tails)
+		if err == nil && !found { // finishRun found it, in this transaction
+			err = fmt.Errorf("run %s vanished: %w", runID, store.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, s.errorf("end run %s as %s with %d events (%s last): %w", runID, end.Status, len(nes), nes[len(nes)-1].Type, err)
+	}
+	return out, nil
+}
+
+// ResumeRun implements store.Runs.
+func (s *Store) ResumeRun(ctx context.Context, runID, owner string) (store.Run, error) {
+	if !store.ValidText(owner) {
+		return store.Run{}, s.errorf("resume run: %w: owner is not valid UTF-8 or holds a NUL character", store.ErrInvalid)
+	}
+	if err := storeutil.CheckIDs(runID); err != nil {
+		return store.Run{}, s.errorf("resume run: %w", err)
+	}
+	now := s.db.Time(storeutil.Now())
+	var r store.Run
+	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+		var err error
+		r, err = ScanRun(q.QueryRow(ctx, `UPDATE runs SET status = 'running', interrupt_reason = '', completed_at = NULL, owner = ?
+WHERE id = ? AND status = 'interrupted' AND NOT superseded RETURNING `+RunCols, owner, runID))
+		if s.db.Violates(err, "runs_one_active") {
+			return store.ErrRunActive
+		}
+		if noRows(err) {
+			return RunMissingOr(ctx, q, runID, "", fmt.Errorf("run is not interrupted, or was superseded: %w", store.ErrConflict))
+		}
+		if err != nil {
+			return err
+		}
+		_, err = q.Exec(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?`, now, r.ConversationID)
+		return err
+	})
+	if err != nil {
+		return store.Run{}, s.errorf("resume run %s: %w", runID, err)
+	}
+	return r, nil
+}

@@ -1,0 +1,193 @@
+package sqlstore
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/internal/storeutil"
+)
+
+// conversationCols are read by scanConversation; status is the latest
+// run's.
+const conversationCols = `c.id, c.user_id, c.title, c.created_at, c.updated_at, c.metadata,
+    coalesce((SELECT r.status FROM runs r WHERE r.conversation_id = c.id ORDER BY r.num DESC LIMIT 1), 'idle')`
+
+func scanConversation(row Row) (store.Conversation, error) {
+	var (
+		c                store.Conversation
+		created, updated dbTime
+		metadata         string
+	)
+	if err := row.Scan(&c.ID, &c.UserID, &c.Title, &created, &updated, &metadata, &c.Status); err != nil {
+		return c, err
+	}
+	c.CreatedAt, c.UpdatedAt, c.Metadata = created.t, updated.t, json.RawMessage(metadata)
+	return c, nil
+}
+
+// RunCols are read by ScanRun.
+const RunCols = `id, conversation_id, user_id, status, interrupt_reason, superseded, user_message, usage,
+    request_id, owner, checkpoint_id, last_seq, created_at, completed_at`
+
+// ScanRun reads RunCols.
+func ScanRun(row Row) (store.Run, error) {
+	var (
+		r                  store.Run
+		usage              []byte
+		created, completed dbTime
+	)
+	err := row.Scan(&r.ID, &r.ConversationID, &r.UserID, &r.Status, &r.InterruptReason, &r.Superseded,
+		&r.UserMessage, &usage, &r.RequestID, &r.Owner, &r.CheckpointID, &r.LastSeq, &created, &completed)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(usage, &r.Usage); err != nil {
+		return r, fmt.Errorf("run %s usage: %w", r.ID, err)
+	}
+	r.CreatedAt, r.CompletedAt = created.t, completed.ptr()
+	return r, nil
+}
+
+// scanNumberedRun reads num, then RunCols.
+func scanNumberedRun(row Row) (storeutil.NumberedRun, error) {
+	var r storeutil.NumberedRun
+	var err error
+	r.Run, err = ScanRun(firstCol{row, &r.Num})
+	return r, err
+}
+
+// firstCol scans a row's first column into first and the rest into what
+// Scan is given.
+type firstCol struct {
+	row   Row
+	first any
+}
+
+func (f firstCol) Scan(dest ...any) error { return f.row.Scan(append([]any{f.first}, dest...)...) }
+
+// messageCols are read by scanMessage; m is messages, r its run.
+const messageCols = `m.id, m.conversation_id, m.run_id, m.role, m.content, m.citations, m.meta, m.created_at, r.superseded`
+
+func scanMessage(row Row) (store.Message, error) {
+	var (
+		m               store.Message
+		citations, meta []byte
+		created         dbTime
+	)
+	if err := row.Scan(&m.ID, &m.ConversationID, &m.RunID, &m.Role, &m.Content, &citations, &meta, &created, &m.Superseded); err != nil {
+		return m, err
+	}
+	m.Citations, m.Meta, m.CreatedAt = rawJSON(citations), rawJSON(meta), created.t
+	return m, nil
+}
+
+// scanEvent reads run_id, seq, type, data, created_at.
+func scanEvent(row Row) (store.Event, error) {
+	var (
+		e       store.Event
+		data    []byte
+		created dbTime
+	)
+	if err := row.Scan(&e.RunID, &e.Seq, &e.Type, &data, &created); err != nil {
+		return e, err
+	}
+	e.Data, e.CreatedAt = json.RawMessage(data), created.t
+	return e, nil
+}
+
+// approvalCols are read by scanApproval.
+const approvalCols = `id, conversation_id, run_id, user_id, tool_call_id, tool, args, revision, status, decision,
+    edited_args, reason, created_at, resolved_at`
+
+func scanApproval(row Row) (store.HumanRequest, error) {
+	var (
+		r                 = store.HumanRequest{Kind: store.KindApproval}
+		a                 = &r.Approval
+		args, edited      []byte
+		created, resolved dbTime
+	)
+	err := row.Scan(&r.ID, &r.ConversationID, &r.RunID, &r.UserID, &a.ToolCallID, &a.Tool, &args, &a.Revision,
+		&r.Status, &a.Decision, &edited, &a.Reason, &created, &resolved)
+	if err != nil {
+		return r, err
+	}
+	a.Args, a.EditedArgs = json.RawMessage(args), rawJSON(edited)
+	r.CreatedAt, r.ResolvedAt = created.t, resolved.ptr()
+	return r, nil
+}
+
+// elicitationCols are read by scanElicitation.
+const elicitationCols = `id, conversation_id, run_id, user_id, source, message, schema, status, content, created_at, resolved_at`
+
+func scanElicitation(row Row) (store.HumanRequest, error) {
+	var (
+		r                 = store.HumanRequest{Kind: store.KindElicitation}
+		e                 = &r.Elicitation
+		schema, content   []byte
+		created, resolved dbTime
+	)
+	err := row.Scan(&r.ID, &r.ConversationID, &r.RunID, &r.UserID, &e.Source, &e.Message, &schema, &r.Status,
+		&content, &created, &resolved)
+	if err != nil {
+		return r, err
+	}
+	e.Schema, e.Content = json.RawMessage(schema), rawJSON(content)
+	r.CreatedAt, r.ResolvedAt = created.t, resolved.ptr()
+	return r, nil
+}
+
+// clarificationCols are read by scanClarification.
+const clarificationCols = `id, conversation_id, run_id, user_id, question, status, answer, created_at, resolved_at`
+
+func scanClarification(row Row) (store.HumanRequest, error) {
+	var (
+		r                 = store.HumanRequest{Kind: store.KindClarification}
+		c                 = &r.Clarification
+		created, resolved dbTime
+	)
+	if err := row.Scan(&r.ID, &r.ConversationID, &r.RunID, &r.UserID, &c.Question, &r.Status, &c.Answer, &created, &resolved); err != nil {
+		return r, err
+	}
+	r.CreatedAt, r.ResolvedAt = created.t, resolved.ptr()
+	return r, nil
+}
+
+// rawJSON keeps NULL as nil.
+func rawJSON(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+// nullJSON stores nil as NULL, and anything else as the JSON text it is.
+func nullJSON(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+// objectOr returns b, or "{}" when b is nil.
+func objectOr(b []byte) string {
+	if b == nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+// Collect reads every row with scan, into a non-nil slice, and closes
+// rows.
+func Collect[T any](rows Rows, scan func(Row) (T, error)) ([]T, error) {
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,248 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/trellis-ai/trellis/internal/groupcommit"
+	"github.com/trellis-ai/trellis/internal/sqlmigrate"
+	"github.com/trellis-ai/trellis/internal/sqlopen"
+	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/internal/sqlstore"
+)
+
+// Store is a store.Store in one SQLite database file. It is safe for
+// concurrent use, also by several processes sharing the file.
+type Store struct {
+	*shared // the SQL written once for both databases
+	db      *db
+}
+
+// shared embeds sqlstore.Store without an exported field.
+type shared = sqlstore.Store
+
+var (
+	_ store.Store     = (*Store)(nil)
+	_ store.Documents = (*Store)(nil)
+	_ store.Memories  = (*Store)(nil)
+)
+
+// migrationFS holds the schema's migrations: SQLite's types (text times,
+// integer booleans) make them its own.
+//
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Open opens, or creates, the database at path and brings its schema up to
+// date. path is a file name, a "file:" URI, or ":memory:" for a private
+// in-memory database that lives until Close. A plain file name must not
+// contain '?'.
+func Open(ctx context.Context, path string) (*Store, error) {
+	s, err := open(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func open(ctx context.Context, path string) (*Store, error) {
+	sdb, err := sqlopen.SQLite(path)
+	if err != nil {
+		return nil, err
+	}
+	latest, err := sqlmigrate.SQLite(ctx, sdb, sqlstore.MigrationTable, migrationFS)
+	if err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	writer, err := groupcommit.New(ctx, sdb)
+	if err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	d := &db{db: sdb, writer: writer}
+	return &Store{shared: sqlstore.New(d, "sqlitestore", latest), db: d}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	s.db.writer.Close()
+	if err := s.db.db.Close(); err != nil {
+		return fmt.Errorf("sqlitestore: close: %w", err)
+	}
+	return nil
+}
+
+// db is sqlstore.DB over database/sql: every write goes through the
+// group-commit writer. Statements are prepared once per connection and
+// kept by the connection (see sqlopen.CachedStatements).
+type db struct {
+	db *sql.DB
+	// writer runs every writing transaction, several to a commit, so
+	// this process's writers queue in Go instead of polling SQLite's
+	// lock and share the cost of committing.
+	writer *groupcommit.Writer
+}
+
+var _ sqlstore.DB = (*db)(nil)
+
+// Tx runs fn in a transaction holding the write lock, shared with other
+// writers of this process (see groupcommit.Writer.Do), and returns once
+// it committed or failed. fn gets a context that is not cancelled.
+func (d *db) Tx(ctx context.Context, fn func(context.Context, sqlstore.Querier) error) error {
+	return d.writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return fn(ctx, txn{tx: tx})
+	})
+}
+
+// Auto is Tx: every write goes through the group-commit writer.
+func (d *db) Auto(ctx context.Context, fn func(context.Context, sqlstore.Querier) error) error {
+	return d.Tx(ctx, fn)
+}
+
+// Read runs fn in a read-only transaction, which begins deferred and takes
+// no write lock, so its queries share one snapshot.
+func (d *db) Read(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(txn{tx: tx}); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func (d *db) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	return affected(d.db.ExecContext(ctx, query, encode(args)...))
+}
+
+func (d *db) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	return wrapRows(d.db.QueryContext(ctx, query, encode(args)...))
+}
+
+func (d *db) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return d.db.QueryRowContext(ctx, query, encode(args)...)
+}
+
+// txn is a transaction as a sqlstore.Querier.
+type txn struct{ tx *sql.Tx }
+
+func (t txn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	return affected(t.tx.ExecContext(ctx, query, encode(args)...))
+}
+
+func (t txn) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	return wrapRows(t.tx.QueryContext(ctx, query, encode(args)...))
+}
+
+func (t txn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return t.tx.QueryRowContext(ctx, query, encode(args)...)
+}
+
+// Time implements sqlstore.DB: fixed-width text, which sorts as time
+// does.
+func (d *db) Time(t time.Time) any { return sqlstore.FormatTime(t) }
+
+// encode stores a time.Time argument as Time does, should one come
+// unencoded (the driver's own format would not sort); args is changed in
+// place.
+func encode(args []any) []any {
+	for i, a := range args {
+		if t, ok := a.(time.Time); ok {
+			args[i] = sqlstore.FormatTime(t)
+		}
+	}
+	return args
+}
+
+func affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// rows is *sql.Rows as sqlstore.Rows, whose Close reports nothing (Err
+// does).
+type rows struct{ *sql.Rows }
+
+func (r rows) Close() { r.Rows.Close() }
+
+func wrapRows(r *sql.Rows, err error) (sqlstore.Rows, error) {
+	if err != nil {
+		return nil, err
+	}
+	return rows{r}, nil
+}
+
+// uniqueColumns names, for each unique constraint of the PostgreSQL
+// schema that sqlstore asks about, the column SQLite's error names
+// ("table.column"). SQLite's foreign key errors name no constraint; none
+// of those sqlstore asks about can fail here, as every write holds the
+// database's write lock from its first statement.
+var uniqueColumns = map[string]string{
+	"runs_one_active":     "runs.conversation_id",
+	"approvals_pkey":      "approvals.id",
+	"elicitations_pkey":   "elicitations.id",
+	"clarifications_pkey": "clarifications.id",
+}
+
+// chunkSearch asks the FTS5 index, ranked by BM25 (which FTS5 scores
+// lower for better, hence the minus). The words are quoted, so none is
+// read as FTS5 syntax, and any of them matches.
+var chunkSearch = sqlstore.ChunkSearch{
+	From:  "chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid",
+	Match: "chunks_fts MATCH ?",
+	Score: "-bm25(chunks_fts)",
+	Terms: func(words []string) string { return `"` + strings.Join(words, `" OR "`) + `"` },
+}
+
+// ChunkSearch implements sqlstore.DB.
+func (d *db) ChunkSearch() sqlstore.ChunkSearch { return chunkSearch }
+
+// memorySearch asks the FTS5 index over memories for one user's matches:
+// the owner column holds a token of the user id (see migration 0005), so
+// FTS5 intersects the user's short list with the words' lists rather than
+// score every user's matches; the owner column weighs nothing in BM25.
+var memorySearch = sqlstore.MemorySearch{
+	From:  "memories_fts JOIN memories m ON m.rowid = memories_fts.rowid",
+	Match: "memories_fts MATCH ?",
+	Score: "-bm25(memories_fts, 1.0, 1.0, 0.0)",
+	Terms: func(words []string, userID string) string {
+		return `owner : "u` + strings.ToUpper(hex.EncodeToString([]byte(userID))) + `" AND (` + chunkSearch.Terms(words) + `)`
+	},
+}
+
+// MemorySearch implements sqlstore.DB.
+func (d *db) MemorySearch() sqlstore.MemorySearch { return memorySearch }
+
+// Violates implements sqlstore.DB.
+func (d *db) Violates(err error, constraint string) bool {
+	column, ok := uniqueColumns[constraint]
+	if !ok {
+		return false
+	}
+	e, ok := errors.AsType[*msqlite.Error](err)
+	if !ok {
+		return false
+	}
+	switch e.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return strings.Contains(e.Error(), column)
+	}
+	return false
+}

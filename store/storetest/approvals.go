@@ -1,0 +1,297 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/trellis-ai/trellis/store"
+)
+
+func testApprovals(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c1, c2 := newConversation(t, s, alice), newConversation(t, s, alice)
+	r1, r2 := startRun(t, s, c1, "one"), startRun(t, s, c2, "two")
+	args := json.RawMessage(`{"path": "/etc/hosts", "mode": 420}`)
+	a := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "interrupt-7", RunID: r1.ID, Kind: store.KindApproval, Approval: store.Approval{ToolCallID: "call-1", Tool: "write_file", Args: args, Revision: 2}}))(t)
+	want := store.HumanRequest{ID: "interrupt-7", Kind: store.KindApproval, ConversationID: c1.ID, RunID: r1.ID, UserID: alice,
+		Status: store.HumanPending, CreatedAt: a.CreatedAt, Approval: store.Approval{ToolCallID: "call-1", Tool: "write_file", Args: args, Revision: 2}}
+	if !reflect.DeepEqual(a, want) {
+		t.Errorf("CreateApproval = %+v\nwant %+v", a, want)
+	}
+	utc(t, "approval", a.CreatedAt)
+	if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); !reflect.DeepEqual(got, a) {
+		t.Errorf("GetApproval = %+v\nwant %+v", got, a)
+	}
+	wantErr(t, "an approval asked for as an elicitation", second(s.GetHumanRequest(ctx, store.KindElicitation, alice, a.ID)), store.ErrNotFound)
+	wantErr(t, "an approval answered as an elicitation", second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ElicitationAnswer{Action: store.ActionCancel})), store.ErrNotFound)
+	wantErr(t, "CreateApproval with a taken id", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: a.ID, RunID: r2.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}})), store.ErrConflict)
+	noArgs := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r1.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "list"}}))(t)
+	if noArgs.ID == "" || string(noArgs.Approval.Args) != "{}" {
+		t.Errorf("approval without id and args: %+v, want a fresh id and args {}", noArgs)
+	}
+	third := newApproval(t, s, r2, "delete")
+
+	pendingIDs := func(conversationID string) []string {
+		var out []string
+		for _, p := range must(s.PendingHumanRequests(ctx, store.KindApproval, alice, conversationID))(t) {
+			out = append(out, p.ID)
+		}
+		return out
+	}
+	if got, want := pendingIDs(""), []string{a.ID, noArgs.ID, third.ID}; !reflect.DeepEqual(got, want) {
+		t.Errorf("pending = %v, want %v, oldest first", got, want)
+	}
+	if got, want := pendingIDs(c2.ID), []string{third.ID}; !reflect.DeepEqual(got, want) {
+		t.Errorf("pending of %s = %v, want %v", c2.ID, got, want)
+	}
+
+	edited := json.RawMessage(`{"path":"/tmp/hosts"}`)
+	res := must(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: edited, Reason: "safer"}))(t)
+	if res.Status != store.HumanEdited || res.Approval.Decision != store.DecisionEdit || string(res.Approval.EditedArgs) != string(edited) ||
+		string(res.Approval.Args) != string(args) || res.Approval.Reason != "safer" || res.ResolvedAt == nil {
+		t.Errorf("ResolveApproval(edit) = %+v", res)
+	} else {
+		utc(t, "resolved", *res.ResolvedAt)
+	}
+	if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); !reflect.DeepEqual(got, res) {
+		t.Errorf("GetApproval = %+v\nwant %+v as resolved", got, res)
+	}
+	wantErr(t, "a second answer", second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})), store.ErrAlreadyResolved)
+	if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); !reflect.DeepEqual(got, res) {
+		t.Errorf("a refused answer changed the approval: %+v", got)
+	}
+	rej := must(s.ResolveHumanRequest(ctx, alice, noArgs.ID, store.ApprovalAnswer{Decision: store.DecisionReject, Reason: "no", Args: edited}))(t)
+	if rej.Status != store.HumanRejected || rej.Approval.Reason != "no" || rej.Approval.EditedArgs != nil {
+		t.Errorf("ResolveApproval(reject) = %+v: want rejected, reason kept, args ignored", rej)
+	}
+	if ok := must(s.ResolveHumanRequest(ctx, alice, third.ID, store.ApprovalAnswer{Decision: store.DecisionApprove}))(t); ok.Status != store.HumanApproved {
+		t.Errorf("ResolveApproval(approve) = %+v", ok)
+	}
+	if got := pendingIDs(""); len(got) != 0 {
+		t.Errorf("pending after answering all = %v", got)
+	}
+
+	data, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(data, &fields); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"approval_id", "tool_call_id", "tool", "args", "revision", "status", "conversation_id", "run_id"} {
+		if _, ok := fields[k]; !ok {
+			t.Errorf("approval JSON %s lacks %q", data, k)
+		}
+	}
+}
+
+// resolveRace has n answers race for one pending record and checks that
+// exactly one wins.
+func resolveRace(t *testing.T, n int, resolve func(i int) error) (winner int) {
+	t.Helper()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		winners []int
+		lost    int
+	)
+	for i := range n {
+		wg.Go(func() {
+			err := resolve(i)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				winners = append(winners, i)
+			case errors.Is(err, store.ErrAlreadyResolved):
+				lost++
+			default:
+				t.Errorf("answer %d: %v, want success or ErrAlreadyResolved", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(winners) != 1 || lost != n-1 {
+		t.Fatalf("%d concurrent answers: winners %v, %d refused; want exactly one winner", n, winners, lost)
+	}
+	return winners[0]
+}
+
+func testApprovalResolveConcurrent(t *testing.T, s store.Store) {
+	a := newApproval(t, s, startRun(t, s, newConversation(t, s, alice), "go"), "deploy")
+	decisions := []store.ApprovalAnswer{
+		{Decision: store.DecisionApprove},
+		{Decision: store.DecisionReject, Reason: "not now"},
+		{Decision: store.DecisionEdit, Args: json.RawMessage(`{"env":"staging"}`)},
+	}
+	w := resolveRace(t, 8, func(i int) error {
+		_, err := s.ResolveHumanRequest(t.Context(), alice, a.ID, decisions[i%3])
+		return err
+	})
+	if got := must(s.GetHumanRequest(t.Context(), store.KindApproval, alice, a.ID))(t); got.Approval.Decision != decisions[w%3].Decision || got.Approval.Reason != decisions[w%3].Reason {
+		t.Errorf("stored %+v, want the winner's answer %+v", got, decisions[w%3])
+	}
+}
+
+func testElicitations(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c1, c2 := newConversation(t, s, alice), newConversation(t, s, alice)
+	r1, r2 := startRun(t, s, c1, "one"), startRun(t, s, c2, "two")
+	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
+	e := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "elicit_1", RunID: r1.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Source: "mcp:calc", Message: "how many?", Schema: schema}}))(t)
+	want := store.HumanRequest{ID: "elicit_1", Kind: store.KindElicitation, ConversationID: c1.ID, RunID: r1.ID, UserID: alice,
+		Status: store.HumanPending, CreatedAt: e.CreatedAt, Elicitation: store.Elicitation{Source: "mcp:calc", Message: "how many?", Schema: schema}}
+	if !reflect.DeepEqual(e, want) {
+		t.Errorf("CreateElicitation = %+v\nwant %+v", e, want)
+	}
+	utc(t, "elicitation", e.CreatedAt)
+	if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e.ID))(t); !reflect.DeepEqual(got, e) {
+		t.Errorf("GetElicitation = %+v\nwant %+v", got, e)
+	}
+	wantErr(t, "an elicitation asked for as an approval", second(s.GetHumanRequest(ctx, store.KindApproval, alice, e.ID)), store.ErrNotFound)
+	wantErr(t, "an elicitation answered as an approval", second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})), store.ErrNotFound)
+	wantErr(t, "CreateElicitation with a taken id", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: e.ID, RunID: r2.ID, Kind: store.KindElicitation})), store.ErrConflict)
+	e2 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r2.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Message: "name?"}}))(t)
+	if e2.ID == "" || string(e2.Elicitation.Schema) != "{}" {
+		t.Errorf("elicitation without id and schema: %+v", e2)
+	}
+	e3 := newElicitation(t, s, r2, "colour?")
+	var pending []string
+	for _, p := range must(s.PendingHumanRequests(ctx, store.KindElicitation, alice, c2.ID))(t) {
+		pending = append(pending, p.ID)
+	}
+	if want := []string{e2.ID, e3.ID}; !reflect.DeepEqual(pending, want) {
+		t.Errorf("pending of %s = %v, want %v", c2.ID, pending, want)
+	}
+	if all := must(s.PendingHumanRequests(ctx, store.KindElicitation, alice, ""))(t); len(all) != 3 {
+		t.Errorf("%d pending in all, want 3", len(all))
+	}
+
+	content := json.RawMessage(`{"n": 3}`)
+	acc := must(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: content}))(t)
+	if acc.Status != store.HumanAccepted || string(acc.Elicitation.Content) != string(content) || acc.ResolvedAt == nil {
+		t.Errorf("accept = %+v", acc)
+	}
+	if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e.ID))(t); !reflect.DeepEqual(got, acc) {
+		t.Errorf("GetElicitation = %+v\nwant %+v as resolved", got, acc)
+	}
+	wantErr(t, "a second answer", second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionCancel})), store.ErrAlreadyResolved)
+	dec := must(s.ResolveHumanRequest(ctx, alice, e2.ID, store.ElicitationAnswer{Action: store.ActionDecline, Content: content}))(t)
+	if dec.Status != store.HumanDeclined || dec.Elicitation.Content != nil {
+		t.Errorf("decline = %+v: want declined, content ignored", dec)
+	}
+	if can := must(s.ResolveHumanRequest(ctx, alice, e3.ID, store.ElicitationAnswer{Action: store.ActionCancel}))(t); can.Status != store.HumanCancelled {
+		t.Errorf("cancel = %+v", can)
+	}
+	if all := must(s.PendingHumanRequests(ctx, store.KindElicitation, alice, ""))(t); len(all) != 0 {
+		t.Errorf("pending after answering all: %+v", all)
+	}
+}
+
+func testElicitationResolveConcurrent(t *testing.T, s store.Store) {
+	e := newElicitation(t, s, startRun(t, s, newConversation(t, s, alice), "go"), "name?")
+	answers := []store.ElicitationAnswer{
+		{Action: store.ActionAccept, Content: json.RawMessage(`{"name":"a"}`)},
+		{Action: store.ActionDecline},
+		{Action: store.ActionCancel},
+	}
+	w := resolveRace(t, 8, func(i int) error {
+		_, err := s.ResolveHumanRequest(t.Context(), alice, e.ID, answers[i%3])
+		return err
+	})
+	if got := must(s.GetHumanRequest(t.Context(), store.KindElicitation, alice, e.ID))(t); got.Status != answers[w%3].Status() {
+		t.Errorf("stored %+v, want the winner's answer %+v", got, answers[w%3])
+	}
+}
+
+func testFinalRunExpiresPending(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for _, status := range []store.RunStatus{store.RunCompleted, store.RunCancelled, store.RunFailed} {
+		r := startRun(t, s, newConversation(t, s, alice), "x")
+		a, e := newApproval(t, s, r, "t"), newElicitation(t, s, r, "q")
+		finish(t, s, r.ID, store.RunInterrupted, store.InterruptApproval)
+		if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); got.Status != store.HumanPending {
+			t.Errorf("an interrupted run's approval is %s, want pending: it is what the run waits for", got.Status)
+		}
+		finish(t, s, r.ID, status, "")
+		if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); got.Status != store.HumanExpired || got.ResolvedAt == nil {
+			t.Errorf("approval after the run %s: %+v, want expired", status, got)
+		}
+		if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e.ID))(t); got.Status != store.HumanExpired || got.ResolvedAt == nil {
+			t.Errorf("elicitation after the run %s: %+v, want expired", status, got)
+		}
+		wantErr(t, "answering after the run ended", second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionCancel})), store.ErrAlreadyResolved)
+	}
+}
+
+// A clarifying question waits while its run is parked on it; the message
+// that starts the conversation's next run answers it, in the same
+// transaction; a run that is cancelled or superseded instead expires it.
+func testClarifications(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	r := startRun(t, s, c, "book a table")
+	q := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "clar-1", RunID: r.ID, Kind: store.KindClarification,
+		Clarification: store.Clarification{Question: "Which city?"}}))(t)
+	if q.Status != store.HumanPending || q.ConversationID != c.ID || q.UserID != alice || q.Clarification.Question != "Which city?" {
+		t.Fatalf("created %+v", q)
+	}
+	wantErr(t, "the same id again", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "clar-1", RunID: r.ID,
+		Kind: store.KindClarification, Clarification: store.Clarification{Question: "Which city?"}})), store.ErrConflict)
+	wantErr(t, "no question", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindClarification})), store.ErrInvalid)
+	finish(t, s, r.ID, store.RunInterrupted, store.InterruptClarification)
+
+	pending := must(s.PendingHumanRequests(ctx, store.KindClarification, alice, c.ID))(t)
+	if len(pending) != 1 || pending[0].ID != q.ID {
+		t.Fatalf("pending clarifications %+v, want %s", pending, q.ID)
+	}
+	if got := must(s.PendingHumanRequests(ctx, store.KindClarification, bob, ""))(t); len(got) != 0 {
+		t.Errorf("bob sees alice's clarifications: %+v", got)
+	}
+	if got := must(s.PendingHumanRequests(ctx, store.KindApproval, alice, c.ID))(t); len(got) != 0 {
+		t.Errorf("a clarification is listed as an approval: %+v", got)
+	}
+	wantErr(t, "as another kind", second(s.GetHumanRequest(ctx, store.KindApproval, alice, q.ID)), store.ErrNotFound)
+	wantErr(t, "another user's", second(s.GetHumanRequest(ctx, store.KindClarification, bob, q.ID)), store.ErrNotFound)
+
+	answer := startRun(t, s, c, "Oslo, tonight")
+	got := must(s.GetHumanRequest(ctx, store.KindClarification, alice, q.ID))(t)
+	if got.Status != store.HumanAnswered || got.Clarification.Answer != "Oslo, tonight" || got.ResolvedAt == nil {
+		t.Errorf("after the next message: %+v, want answered with it", got)
+	}
+	if got := must(s.PendingHumanRequests(ctx, store.KindClarification, alice, ""))(t); len(got) != 0 {
+		t.Errorf("still pending after the answer: %+v", got)
+	}
+	finish(t, s, answer.ID, store.RunCompleted, "")
+	if got := must(s.GetHumanRequest(ctx, store.KindClarification, alice, q.ID))(t); got.Status != store.HumanAnswered {
+		t.Errorf("the answered question after the answering run ended: %+v", got)
+	}
+
+	// Cancelled while it waits: expired, and the next message answers nothing.
+	r2 := startRun(t, s, c, "and a taxi")
+	q2 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r2.ID, Kind: store.KindClarification,
+		Clarification: store.Clarification{Question: "When?"}}))(t)
+	finish(t, s, r2.ID, store.RunInterrupted, store.InterruptClarification)
+	finish(t, s, r2.ID, store.RunCancelled, "")
+	startRun(t, s, c, "never mind")
+	if got := must(s.GetHumanRequest(ctx, store.KindClarification, alice, q2.ID))(t); got.Status != store.HumanExpired || got.Clarification.Answer != "" {
+		t.Errorf("a cancelled run's question: %+v, want expired and unanswered", got)
+	}
+
+	// Superseded by an edit: expired, not answered by the edited message.
+	c3 := newConversation(t, s, alice)
+	r3 := startRun(t, s, c3, "plan a trip")
+	finish(t, s, r3.ID, store.RunCompleted, "")
+	r4 := startRun(t, s, c3, "somewhere warm")
+	q4 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r4.ID, Kind: store.KindClarification,
+		Clarification: store.Clarification{Question: "Which month?"}}))(t)
+	finish(t, s, r4.ID, store.RunInterrupted, store.InterruptClarification)
+	must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c3.ID, UserMessage: "somewhere cold", Supersedes: r4.ID}))(t)
+	if got := must(s.GetHumanRequest(ctx, store.KindClarification, alice, q4.ID))(t); got.Status != store.HumanExpired {
+		t.Errorf("a superseded run's question: %+v, want expired", got)
+	}
+}

@@ -1,0 +1,91 @@
+package storetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/trellis-ai/trellis/store"
+)
+
+// benchData is a typical response.chunk event, envelope included.
+const benchData = `{"type":"response.chunk","run_id":"0190e3a4-5c1e-7a3b-9f00-1234567890ab",` +
+	`"conversation_id":"0190e3a4-5c1e-7a3b-9f00-ba0987654321","ts":"2026-11-03T14:05:06.123456Z","content":"Hello, wor"}`
+
+// benchRun starts a run for a benchmark.
+func benchRun(b *testing.B, s store.Store) store.Run {
+	b.Helper()
+	c, err := s.CreateConversation(b.Context(), store.NewConversation{UserID: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := s.StartRun(b.Context(), store.NewRun{UserID: "bench", ConversationID: c.ID, UserMessage: "go"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+// BenchmarkAppendEvent measures AppendEvent on one run, one event at a
+// time: the service stores every event before it sends it.
+func BenchmarkAppendEvent(b *testing.B, s store.Store) {
+	r := benchRun(b, s)
+	e := store.NewEvent{RunID: r.ID, Type: "response.chunk", Data: json.RawMessage(benchData)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.AppendEvent(b.Context(), e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAppendEventParallel measures AppendEvent from many goroutines,
+// each on a run of its own, as many conversations streaming at once.
+func BenchmarkAppendEventParallel(b *testing.B, s store.Store) {
+	var mu sync.Mutex
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		mu.Lock()
+		r := benchRun(b, s)
+		mu.Unlock()
+		e := store.NewEvent{RunID: r.ID, Type: "response.chunk", Data: json.RawMessage(benchData)}
+		for pb.Next() {
+			if _, err := s.AppendEvent(b.Context(), e); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// AppendConcurrently appends 100 events to run r through each of stores,
+// all at once, and checks that the run's events are numbered 1..N without
+// gaps. Backends call it with several handles on one database, standing
+// for several processes.
+func AppendConcurrently(t *testing.T, stores []store.Store, r store.Run) {
+	t.Helper()
+	const each = 100
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		wg.Go(func() {
+			for j := range each {
+				data := fmt.Sprintf(`{"type":"x","store":%d,"j":%d}`, i, j)
+				if _, err := s.AppendEvent(t.Context(), store.NewEvent{RunID: r.ID, Type: "x", Data: json.RawMessage(data)}); err != nil {
+					t.Errorf("store %d append %d: %v", i, j, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	events := allEvents(t, stores[0], r.UserID, r.ID, 0, store.MaxEventLimit)
+	for i, e := range events {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: want 1..%d without gaps", i, e.Seq, len(stores)*each)
+		}
+	}
+	if len(events) != len(stores)*each {
+		t.Errorf("%d events, want %d", len(events), len(stores)*each)
+	}
+}

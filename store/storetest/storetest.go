@@ -1,0 +1,278 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/trellis-ai/trellis/store"
+)
+
+// Run checks that stores made by newStore behave as store.Store says.
+// newStore must return an empty store not shared with other calls, and
+// register its own cleanup with t.Cleanup. Subtests run in parallel.
+func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, s store.Store)
+	}{
+		{"Ping", testPing},
+		{"ConversationRoundTrip", testConversationRoundTrip},
+		{"ConversationGivenID", testConversationGivenID},
+		{"ConversationMetadata", testConversationMetadata},
+		{"Pagination", testPagination},
+		{"PaginationStableUnderWrites", testPaginationStable},
+		{"DeleteCascades", testDeleteCascades},
+		{"Messages", testMessages},
+		{"RunLifecycle", testRunLifecycle},
+		{"RunInput", testRunInput},
+		{"ActiveRunRule", testActiveRunRule},
+		{"OneActiveRunConcurrent", testOneActiveRunConcurrent},
+		{"ResumeRespectsActiveRun", testResumeRespectsActiveRun},
+		{"Supersede", testSupersede},
+		{"SupersedeRefused", testSupersedeRefused},
+		{"ListRuns", testListRuns},
+		{"ListRunsPages", testListRunsPages},
+		{"ListRunsLimits", testListRunsLimits},
+		{"EventsVerbatim", testEventsVerbatim},
+		{"EventsAfter", testEventsAfter},
+		{"EventsAfterLimits", testEventsAfterLimits},
+		{"EventSeqConcurrent", testEventSeqConcurrent},
+		{"AppendEvents", testAppendEvents},
+		{"Fencing", testFencing},
+		{"EndRun", testEndRun},
+		{"Approvals", testApprovals},
+		{"ApprovalResolveConcurrent", testApprovalResolveConcurrent},
+		{"Elicitations", testElicitations},
+		{"ElicitationResolveConcurrent", testElicitationResolveConcurrent},
+		{"FinalRunExpiresPending", testFinalRunExpiresPending},
+		{"Clarifications", testClarifications},
+		{"OtherUsersIDs", testOtherUsersIDs},
+		{"UnknownIDs", testUnknownIDs},
+		{"InvalidInputChangesNothing", testInvalidInput},
+		{"UnstorableIDsNameNothing", testUnstorableIDs},
+		{"UnstorableTextIsInvalid", testUnstorableText},
+		{"JSONEscapesKept", testJSONEscapesKept},
+		{"StartRunInNewConversation", testStartRunInNewConversation},
+		{"CanceledContext", testCanceledContext},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, newStore(t))
+		})
+	}
+}
+
+const (
+	alice = "alice"
+	bob   = "bob"
+)
+
+// must takes a call's two results and returns a function that fails the
+// test on the error and otherwise returns the value:
+// must(s.GetRun(ctx, user, id))(t).
+func must[T any](v T, err error) func(t *testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+func wantErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Errorf("%s: error = %v, want %v", what, err, want)
+	}
+}
+
+// wantErrs checks each named error, in name order.
+func wantErrs(t *testing.T, suffix string, errs map[string]error, want error) {
+	t.Helper()
+	for _, name := range slices.Sorted(maps.Keys(errs)) {
+		wantErr(t, name+suffix, errs[name], want)
+	}
+}
+
+func newConversation(t *testing.T, s store.Store, user string) store.Conversation {
+	t.Helper()
+	return must(s.CreateConversation(t.Context(), store.NewConversation{UserID: user, Title: "title of " + user}))(t)
+}
+
+func startRun(t *testing.T, s store.Store, c store.Conversation, msg string) store.Run {
+	t.Helper()
+	return must(s.StartRun(t.Context(), store.NewRun{UserID: c.UserID, ConversationID: c.ID, UserMessage: msg,
+		RequestID: "req-" + msg, Owner: "proc-1", CheckpointID: "cp-before-" + msg}))(t)
+}
+
+func finish(t *testing.T, s store.Store, runID string, status store.RunStatus, reason store.InterruptReason) store.Run {
+	t.Helper()
+	return must(s.FinishRun(t.Context(), runID, store.RunEnd{Status: status, Reason: reason}))(t)
+}
+
+// appendEvent appends an event as the service would build it.
+func appendEvent(t *testing.T, s store.Store, r store.Run, typ string) store.Event {
+	t.Helper()
+	data := fmt.Sprintf(`{"type":%q,"run_id":%q,"conversation_id":%q,"ts":"2026-11-03T14:05:06Z"}`, typ, r.ID, r.ConversationID)
+	return must(s.AppendEvent(t.Context(), store.NewEvent{RunID: r.ID, Type: typ, Data: json.RawMessage(data)}))(t)
+}
+
+func newApproval(t *testing.T, s store.Store, r store.Run, tool string) store.HumanRequest {
+	t.Helper()
+	return must(s.CreateHumanRequest(t.Context(), store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{ToolCallID: "call-" + tool, Tool: tool, Args: json.RawMessage(`{"path":"/tmp/x","n":1}`), Revision: 0}}))(t)
+}
+
+func newElicitation(t *testing.T, s store.Store, r store.Run, msg string) store.HumanRequest {
+	t.Helper()
+	return must(s.CreateHumanRequest(t.Context(), store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Source: "mcp:files", Message: msg, Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)}}))(t)
+}
+
+// snapshot is everything a user can read about one conversation, so a
+// test can show that a call changed nothing.
+type snapshot struct {
+	Conversation store.Conversation
+	Runs         []store.RunWithEvents
+	Messages     []store.Message
+	Approvals    []store.HumanRequest
+	Elicitations []store.HumanRequest
+}
+
+func take(t *testing.T, s store.Store, user, conversationID string) snapshot {
+	t.Helper()
+	ctx := t.Context()
+	snap := snapshot{
+		Conversation: must(s.GetConversation(ctx, user, conversationID))(t),
+		Messages:     must(s.ListMessages(ctx, user, conversationID))(t),
+	}
+	snap.Runs, _ = allRuns(t, s, user, conversationID)
+	// Every approval and elicitation, resolved or not.
+	for _, r := range snap.Runs {
+		for _, e := range r.Events {
+			var ids struct {
+				Approval    string `json:"approval_id"`
+				Elicitation string `json:"elicitation_id"`
+			}
+			if err := json.Unmarshal(e.Data, &ids); err != nil {
+				t.Fatalf("event %s/%d data: %v", e.RunID, e.Seq, err)
+			}
+			if ids.Approval != "" {
+				snap.Approvals = append(snap.Approvals, must(s.GetHumanRequest(ctx, store.KindApproval, user, ids.Approval))(t))
+			}
+			if ids.Elicitation != "" {
+				snap.Elicitations = append(snap.Elicitations, must(s.GetHumanRequest(ctx, store.KindElicitation, user, ids.Elicitation))(t))
+			}
+		}
+	}
+	return snap
+}
+
+// allEvents reads the run's events after after, a page of limit at a
+// time, checking that no page holds more.
+func allEvents(t *testing.T, s store.Store, user, runID string, after int64, limit int) []store.Event {
+	t.Helper()
+	all := []store.Event{}
+	for {
+		page := must(s.EventsAfter(t.Context(), user, runID, after, limit))(t)
+		if len(page) > limit {
+			t.Fatalf("EventsAfter(%d, limit %d) = %d events", after, limit, len(page))
+		}
+		all = append(all, page...)
+		if len(page) < limit {
+			return all
+		}
+		after = page[len(page)-1].Seq
+	}
+}
+
+// allRuns reads every page of the conversation's runs, completes the
+// events of each, and returns them with the pages' messages.
+func allRuns(t *testing.T, s store.Store, user, conversationID string) ([]store.RunWithEvents, []store.Message) {
+	t.Helper()
+	runs, msgs := []store.RunWithEvents{}, []store.Message{}
+	for q := (store.RunQuery{}); ; {
+		page := must(s.ListRuns(t.Context(), user, conversationID, q))(t)
+		for _, r := range page.Runs {
+			if r.EventsTruncated {
+				r.Events = append(r.Events, allEvents(t, s, user, r.ID, r.Events[len(r.Events)-1].Seq, store.MaxEventLimit)...)
+				r.EventsTruncated = false
+			}
+			runs = append(runs, r)
+		}
+		msgs = append(msgs, page.Messages...)
+		if page.NextCursor == "" {
+			return runs, msgs
+		}
+		q.Cursor = page.NextCursor
+	}
+}
+
+func sameSnapshot(t *testing.T, what string, before, after snapshot) {
+	t.Helper()
+	if !reflect.DeepEqual(before, after) {
+		t.Errorf("%s changed stored state:\nbefore %+v\nafter  %+v", what, before, after)
+	}
+}
+
+// busy gives alice a conversation with a bit of everything: a completed
+// run with events, then a run interrupted on an approval and an
+// elicitation, both pending and announced by events (so take finds
+// them).
+func busy(t *testing.T, s store.Store, user string) (store.Conversation, store.Run, store.HumanRequest, store.HumanRequest) {
+	t.Helper()
+	ctx := t.Context()
+	c := newConversation(t, s, user)
+	r1 := startRun(t, s, c, "first")
+	appendEvent(t, s, r1, "run.started")
+	must(s.AddMessage(ctx, store.NewMessage{RunID: r1.ID, Role: store.RoleAssistant, Content: "answer one"}))(t)
+	finish(t, s, r1.ID, store.RunCompleted, "")
+	r2 := startRun(t, s, c, "second")
+	appendEvent(t, s, r2, "run.started")
+	a := newApproval(t, s, r2, "write_file")
+	must(s.AppendEvent(ctx, store.NewEvent{RunID: r2.ID, Type: "approval.required",
+		Data: json.RawMessage(fmt.Sprintf(`{"type":"approval.required","approval_id":%q}`, a.ID))}))(t)
+	e := newElicitation(t, s, r2, "your name?")
+	must(s.AppendEvent(ctx, store.NewEvent{RunID: r2.ID, Type: "elicitation.request",
+		Data: json.RawMessage(fmt.Sprintf(`{"type":"elicitation.request","elicitation_id":%q}`, e.ID))}))(t)
+	r2 = finish(t, s, r2.ID, store.RunInterrupted, store.InterruptApproval)
+	return c, r2, a, e
+}
+
+// utc fails unless ts are all in UTC, to the microsecond.
+func utc(t *testing.T, what string, ts ...time.Time) {
+	t.Helper()
+	for _, v := range ts {
+		if v.Location() != time.UTC || v.IsZero() || v.Nanosecond()%1000 != 0 {
+			t.Errorf("%s time %v: want a non-zero UTC time to the microsecond", what, v)
+		}
+	}
+}
+
+func testPing(t *testing.T, s store.Store) {
+	if err := s.Ping(t.Context()); err != nil {
+		t.Errorf("Ping = %v", err)
+	}
+}
+
+func testCanceledContext(t *testing.T, s store.Store) {
+	c := newConversation(t, s, alice)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "x"}); err == nil {
+		t.Error("StartRun with a canceled context succeeded")
+	}
+	if _, err := s.GetConversation(ctx, alice, c.ID); err == nil {
+		t.Error("GetConversation with a canceled context succeeded")
+	}
+	if _, err := s.LatestRun(t.Context(), alice, c.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after a canceled StartRun, LatestRun = %v, want ErrNotFound: nothing started", err)
+	}
+}
