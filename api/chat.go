@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
@@ -28,7 +28,7 @@ type chatRequest struct {
 	// Budget tightens the server's run budget for this request:
 	// {"max_tokens", "max_tool_calls", "max_seconds"}, each 0 or absent for the
 	// server's (README, API additions).
-	Budget *nodes.Budget `json:"budget"`
+	Budget *events.Budget `json:"budget"`
 }
 
 // editRequest is the body of POST /conversations/{id}/runs/{run_id}/edit.
@@ -139,20 +139,20 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, rn *runs.Run, 
 // syncResponse is POST /chat/sync's answer. Reason and Error are
 // additions: why an interrupted run waits, and how a failed one failed.
 type syncResponse struct {
-	ConversationID string         `json:"conversation_id"`
-	RunID          string         `json:"run_id"`
-	RequestID      string         `json:"request_id"`
-	Status         string         `json:"status"`
-	Response       string         `json:"response"`
-	Usage          llm.TokenUsage `json:"usage"`
+	ConversationID string       `json:"conversation_id"`
+	RunID          string       `json:"run_id"`
+	RequestID      string       `json:"request_id"`
+	Status         string       `json:"status"`
+	Response       string       `json:"response"`
+	Usage          events.Usage `json:"usage"`
 	// Budget is response.done's: the run's use of its budget, when it
 	// has one.
-	Budget    *nodes.BudgetUsage `json:"budget,omitempty"`
-	ToolCalls []syncToolCall     `json:"tool_calls"`
-	Citations []nodes.Citation   `json:"citations"`
-	Pending   *syncPending       `json:"pending,omitempty"`
-	Reason    string             `json:"reason,omitempty"`
-	Error     *nodes.ErrorInfo   `json:"error,omitempty"`
+	Budget    *events.BudgetUsage `json:"budget,omitempty"`
+	ToolCalls []syncToolCall      `json:"tool_calls"`
+	Citations []events.Citation   `json:"citations"`
+	Pending   *syncPending        `json:"pending,omitempty"`
+	Reason    string              `json:"reason,omitempty"`
+	Error     *events.ErrorInfo   `json:"error,omitempty"`
 }
 
 type syncToolCall struct {
@@ -195,7 +195,7 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 	// WriteTimeout may allow.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	res := syncResponse{ConversationID: rn.ConversationID(), RunID: rn.ID(), RequestID: rn.RequestID(),
-		ToolCalls: []syncToolCall{}, Citations: []nodes.Citation{}}
+		ToolCalls: []syncToolCall{}, Citations: []events.Citation{}}
 	user := userOf(r)
 	done, err := s.runs.Follow(r.Context(), runs.FollowRequest{User: user, ConversationID: rn.ConversationID(), RunID: rn.ID(),
 		Sub: sub, Rejoin: true}, func(e *runs.Event) error {
@@ -213,7 +213,7 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if res.Status == string(store.RunInterrupted) && res.Reason == string(nodes.PendingApproval) {
+	if res.Status == string(store.RunInterrupted) && res.Reason == string(events.PendingApproval) {
 		res.Pending = &syncPending{Approvals: []store.HumanRequest{}, Elicitations: []store.HumanRequest{}}
 		approvals, err := s.store.PendingHumanRequests(r.Context(), store.KindApproval, user, rn.ConversationID())
 		if err != nil {
@@ -232,43 +232,43 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 // apply folds one event, of type typ, into the response; p is its
 // payload, nil or partly decoded only if the stored event could not be
 // read back.
-func (res *syncResponse) apply(typ string, p nodes.Payload) {
+func (res *syncResponse) apply(typ string, p events.Payload) {
 	switch d := p.(type) {
-	case *nodes.ToolStart:
+	case *events.ToolStart:
 		res.ToolCalls = append(res.ToolCalls, syncToolCall{ToolCallID: d.ToolCallID, Tool: d.Tool, Args: d.Args, Status: "running"})
-	case *nodes.ToolComplete:
+	case *events.ToolComplete:
 		tc := res.toolCall(d.ToolCallID, d.Tool)
 		tc.Status, tc.Result = "success", d.Result
-	case *nodes.ToolErrorEvent:
+	case *events.ToolError:
 		tc := res.toolCall(d.ToolCallID, d.Tool)
 		tc.Status, tc.Result = "error", d.Error
-	case *nodes.ResponseDone:
+	case *events.ResponseDone:
 		res.Response, res.Usage, res.Budget = d.Content, d.Usage, d.Budget
 		if d.Citations != nil {
 			res.Citations = d.Citations
 		}
-	case *nodes.RunCompleted:
+	case *events.RunCompleted:
 		res.Usage = d.Usage
-	case *nodes.RunInterrupted:
+	case *events.RunInterrupted:
 		res.Reason = d.Reason
-		if d.Reason == string(nodes.PendingClarification) {
+		if d.Reason == string(events.PendingClarification) {
 			res.Pending = &syncPending{Approvals: []store.HumanRequest{}, Elicitations: []store.HumanRequest{},
 				Clarification: &clarification{ID: d.ClarificationID, Question: d.Question}}
 		}
-	case *nodes.RunFailed:
+	case *events.RunFailed:
 		res.Error = &d.Error
 	}
 	switch typ {
-	case nodes.EventRunCompleted:
+	case events.TypeRunCompleted:
 		res.Status = string(store.RunCompleted)
-	case nodes.EventRunInterrupted:
+	case events.TypeRunInterrupted:
 		res.Status = string(store.RunInterrupted)
-	case nodes.EventRunCancelled:
+	case events.TypeRunCancelled:
 		res.Status = string(store.RunCancelled)
-	case nodes.EventRunFailed:
+	case events.TypeRunFailed:
 		res.Status = string(store.RunFailed)
 		if res.Error == nil {
-			res.Error = &nodes.ErrorInfo{}
+			res.Error = &events.ErrorInfo{}
 		}
 	}
 }

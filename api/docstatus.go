@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/documents/ingest"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/sse"
-	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -55,7 +55,7 @@ type documentData struct {
 	Type           string `json:"type"`
 	ConversationID string `json:"conversation_id"`
 	TS             string `json:"ts"`
-	nodes.DocumentStatus
+	events.DocumentStatus
 }
 
 // poll writes this process's status changes, then, once every
@@ -131,13 +131,13 @@ func (d *documentWatch) tell(doc store.Document) (bool, error) {
 	if ok && (old.Status == doc.Status && old.Error == doc.Error || statusRank[doc.Status] < statusRank[old.Status]) {
 		return false, nil
 	}
-	b, err := json.Marshal(documentData{Type: nodes.EventDocumentStatus, ConversationID: d.conv,
+	b, err := json.Marshal(documentData{Type: events.TypeDocumentStatus, ConversationID: d.conv,
 		TS:             time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"),
-		DocumentStatus: nodes.DocumentStatus{DocumentID: doc.ID, Status: string(doc.Status), Error: doc.Error}})
+		DocumentStatus: events.DocumentStatus{DocumentID: doc.ID, Status: string(doc.Status), Error: doc.Error}})
 	if err != nil {
 		return false, err
 	}
-	if err := d.sw.Event(0, nodes.EventDocumentStatus, b); err != nil {
+	if err := d.sw.Event(0, events.TypeDocumentStatus, b); err != nil {
 		return false, err
 	}
 	if d.sent == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 )
 
@@ -139,8 +140,8 @@ func (m *Metrics) runEnded(status string, d time.Duration) {
 	m.duration.WithLabelValues(status).Observe(d.Seconds())
 }
 
-func (m *Metrics) addUsage(u llm.TokenUsage) {
-	if u == (llm.TokenUsage{}) {
+func (m *Metrics) addUsage(u events.Usage) {
+	if u == (events.Usage{}) {
 		return
 	}
 	add := func(kind string, n int) { m.tokens.WithLabelValues(kind).Add(float64(max(n, 0))) }
@@ -183,5 +184,5 @@ type runMetrics struct{ m *Metrics }
 
 func (r runMetrics) RunsActive(delta int64)                  { r.m.activeRuns.Add(delta) }
 func (r runMetrics) RunEnded(status string, d time.Duration) { r.m.runEnded(status, d) }
-func (r runMetrics) Usage(u llm.TokenUsage)                  { r.m.addUsage(u) }
+func (r runMetrics) Usage(u events.Usage)                    { r.m.addUsage(u) }
 func (r runMetrics) ToolCall(tool, status string)            { r.m.toolCall(tool, status) }

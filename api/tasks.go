@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -14,13 +15,13 @@ import (
 // 0-based index on the board), with the board's revision (a count of its
 // changes, which the page uses to drop an older board than the one shown).
 type taskBoard struct {
-	Tasks    []nodes.Task `json:"tasks"`
-	Revision int          `json:"revision"`
+	Tasks    []events.Task `json:"tasks"`
+	Revision int           `json:"revision"`
 }
 
 func boardOf(b nodes.TaskBoard) taskBoard {
 	if b.Tasks == nil {
-		b.Tasks = []nodes.Task{}
+		b.Tasks = []events.Task{}
 	}
 	return taskBoard{Tasks: b.Tasks, Revision: b.Revision}
 }
@@ -91,7 +92,7 @@ func decodeTaskPatch(r *http.Request) (nodes.TaskEdit, error) {
 		e.Title = &t
 	}
 	if p.Status != nil {
-		var st nodes.TaskStatus
+		var st events.TaskStatus
 		if bytes.Equal(p.Status, null) || json.Unmarshal(p.Status, &st) != nil || !st.Valid() {
 			return invalid(`"status" must be "pending", "in_progress" or "done"`)
 		}

@@ -21,7 +21,7 @@
 // # Usage
 //
 // [UsageFrom] reads the token usage of any provider's response into one
-// [TokenUsage]; [TokenUsage.Add] sums them over a run.
+// [events.Usage]; [events.Usage.Add] sums them over a run.
 //
 // # Resilience
 //

@@ -1,6 +1,8 @@
 package llm
 
 import (
+	"github.com/trellis-ai/trellis/events"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -397,7 +399,7 @@ func toolList(content string) string {
 }
 
 // estimateUsage counts words as tokens.
-func estimateUsage(msgs []llms.MessageContent, text string, calls []llms.ToolCall) TokenUsage {
+func estimateUsage(msgs []llms.MessageContent, text string, calls []llms.ToolCall) events.Usage {
 	in := 0
 	for _, m := range msgs {
 		for _, p := range m.Parts {
@@ -417,12 +419,12 @@ func estimateUsage(msgs []llms.MessageContent, text string, calls []llms.ToolCal
 	for _, c := range calls {
 		out += 1 + len(strings.Fields(c.FunctionCall.Arguments))
 	}
-	return TokenUsage{InputTokens: in, OutputTokens: out}.withTotal()
+	return withTotal(events.Usage{InputTokens: in, OutputTokens: out})
 }
 
 // buildResponse makes the one-choice response of the offline and scripted
 // models.
-func buildResponse(text, thinking string, calls []llms.ToolCall, usage TokenUsage, estimated bool) *llms.ContentResponse {
+func buildResponse(text, thinking string, calls []llms.ToolCall, usage events.Usage, estimated bool) *llms.ContentResponse {
 	stop := "stop"
 	if len(calls) > 0 {
 		stop = "tool_calls"

@@ -1,6 +1,8 @@
 package llm
 
 import (
+	"github.com/trellis-ai/trellis/events"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -72,7 +74,7 @@ type Reply struct {
 	// Error makes the call fail, after streaming Text/Chunks if any.
 	Error *ScriptError `json:"error,omitempty"`
 	// Usage is reported for the call; nil means an estimate counting words.
-	Usage *TokenUsage `json:"usage,omitempty"`
+	Usage *events.Usage `json:"usage,omitempty"`
 }
 
 // ScriptToolCall is one scripted tool call.

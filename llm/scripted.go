@@ -1,6 +1,8 @@
 package llm
 
 import (
+	"github.com/trellis-ai/trellis/events"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -310,9 +312,9 @@ func (st *scriptStep) play(ctx context.Context, o *llms.CallOptions, msgs []llms
 			calls[i] = tc
 		}
 	}
-	usage, estimated := TokenUsage{}, r.Usage == nil
+	usage, estimated := events.Usage{}, r.Usage == nil
 	if r.Usage != nil {
-		usage = r.Usage.withTotal()
+		usage = withTotal(*r.Usage)
 	} else {
 		usage = estimateUsage(msgs, st.text+" "+r.Thinking, calls)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 )
 
@@ -69,7 +70,7 @@ func TestScriptedReplaysAnAgentConversation(t *testing.T) {
 	if strings.Join(chunks, "|") != "2+2 |is |4." || llm.TextFrom(resp) != "2+2 is 4." {
 		t.Errorf("chunks = %q, text %q", chunks, llm.TextFrom(resp))
 	}
-	if u := llm.UsageFrom(resp); u != (llm.TokenUsage{InputTokens: 30, OutputTokens: 4, TotalTokens: 34}) {
+	if u := llm.UsageFrom(resp); u != (events.Usage{InputTokens: 30, OutputTokens: 4, TotalTokens: 34}) {
 		t.Errorf("usage = %+v", u)
 	}
 	if left := m.Unconsumed(); len(left) != 0 {

@@ -1,51 +1,19 @@
 package llm
 
 import (
+	"github.com/trellis-ai/trellis/events"
+
 	"github.com/tmc/langchaingo/llms"
 )
 
-// TokenUsage is the token count of one or more model calls, the same for
-// every provider. Its JSON is API.md's "usage" object.
-//
-// InputTokens counts every prompt token the provider processed, cached or
-// not; CacheReadTokens and CacheWriteTokens say how many of those were read
-// from or written to the provider's prompt cache. OutputTokens excludes
-// ThinkingTokens when the provider reports them separately (OpenAI reasoning
-// tokens); Anthropic does not, so its thinking is counted in OutputTokens.
-// TotalTokens = InputTokens + OutputTokens + ThinkingTokens.
-type TokenUsage struct {
-	InputTokens      int `json:"input_tokens"`
-	OutputTokens     int `json:"output_tokens"`
-	ThinkingTokens   int `json:"thinking_tokens"`
-	CacheReadTokens  int `json:"cache_read_tokens"`
-	CacheWriteTokens int `json:"cache_write_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-}
-
-// Add returns the field-by-field sum of u and v. It is the reducer for a
-// run's usage.
-func (u TokenUsage) Add(v TokenUsage) TokenUsage {
-	return TokenUsage{
-		InputTokens:      u.InputTokens + v.InputTokens,
-		OutputTokens:     u.OutputTokens + v.OutputTokens,
-		ThinkingTokens:   u.ThinkingTokens + v.ThinkingTokens,
-		CacheReadTokens:  u.CacheReadTokens + v.CacheReadTokens,
-		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
-		TotalTokens:      u.TotalTokens + v.TotalTokens,
-	}
-}
-
-// IsZero reports whether no tokens were counted.
-func (u TokenUsage) IsZero() bool { return u == TokenUsage{} }
-
 // withTotal fills TotalTokens from the other fields.
-func (u TokenUsage) withTotal() TokenUsage {
+func withTotal(u events.Usage) events.Usage {
 	u.TotalTokens = u.InputTokens + u.OutputTokens + u.ThinkingTokens
 	return u
 }
 
 // UsageKey is the GenerationInfo key under which this package's own models
-// (offline, scripted) store their TokenUsage. UsageFrom reads it first.
+// (offline, scripted) store their events.Usage. UsageFrom reads it first.
 const UsageKey = "TrellisUsage"
 
 // EstimatedKey is set to true in GenerationInfo when the usage is an estimate
@@ -62,9 +30,9 @@ const EstimatedKey = "TrellisUsageEstimated"
 // CacheCreationInputTokens), Google and Bedrock (input_tokens,
 // output_tokens) — and so do their types (int, int32, int64, float64); all are
 // handled. A nil response gives zero usage.
-func UsageFrom(resp *llms.ContentResponse) TokenUsage {
+func UsageFrom(resp *llms.ContentResponse) events.Usage {
 	if resp == nil {
-		return TokenUsage{}
+		return events.Usage{}
 	}
 	for _, c := range resp.Choices {
 		if c == nil || len(c.GenerationInfo) == 0 {
@@ -74,14 +42,14 @@ func UsageFrom(resp *llms.ContentResponse) TokenUsage {
 			return u
 		}
 	}
-	return TokenUsage{}
+	return events.Usage{}
 }
 
-func usageFromInfo(info map[string]any) (TokenUsage, bool) {
-	if u, ok := info[UsageKey].(TokenUsage); ok {
-		return u.withTotal(), true
+func usageFromInfo(info map[string]any) (events.Usage, bool) {
+	if u, ok := info[UsageKey].(events.Usage); ok {
+		return withTotal(u), true
 	}
-	var u TokenUsage
+	var u events.Usage
 	found := false
 	get := func(keys ...string) int {
 		for _, k := range keys {
@@ -99,7 +67,7 @@ func usageFromInfo(info map[string]any) (TokenUsage, bool) {
 		u.CacheWriteTokens = get("CacheCreationInputTokens")
 		u.InputTokens = get("InputTokens") + u.CacheReadTokens + u.CacheWriteTokens
 		u.OutputTokens = get("OutputTokens")
-		return u.withTotal(), found
+		return withTotal(u), found
 	}
 	u.InputTokens = get("PromptTokens", "input_tokens", "prompt_tokens")
 	u.OutputTokens = get("CompletionTokens", "output_tokens", "completion_tokens")
@@ -110,7 +78,7 @@ func usageFromInfo(info map[string]any) (TokenUsage, bool) {
 	if u.ThinkingTokens > 0 && u.OutputTokens >= u.ThinkingTokens {
 		u.OutputTokens -= u.ThinkingTokens
 	}
-	return u.withTotal(), found
+	return withTotal(u), found
 }
 
 func asInt(v any) (int, bool) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 )
 
@@ -22,25 +23,25 @@ func TestUsageFromEachProvider(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		resp *llms.ContentResponse
-		want llm.TokenUsage
+		want events.Usage
 	}{
 		{"openai with reasoning and cache", respWith(map[string]any{
 			"PromptTokens": 100, "CompletionTokens": 50, "TotalTokens": 150, "ReasoningTokens": 20,
 			"ThinkingTokens": 20, "CompletionReasoningTokens": 20, "PromptCachedTokens": 40}),
-			llm.TokenUsage{InputTokens: 100, OutputTokens: 30, ThinkingTokens: 20, CacheReadTokens: 40, TotalTokens: 150}},
+			events.Usage{InputTokens: 100, OutputTokens: 30, ThinkingTokens: 20, CacheReadTokens: 40, TotalTokens: 150}},
 		{"anthropic repeated on every choice", respWith(
 			map[string]any{"InputTokens": 10, "OutputTokens": 7, "CacheReadInputTokens": 100, "CacheCreationInputTokens": 5},
 			map[string]any{"InputTokens": 10, "OutputTokens": 7, "CacheReadInputTokens": 100, "CacheCreationInputTokens": 5}),
-			llm.TokenUsage{InputTokens: 115, OutputTokens: 7, CacheReadTokens: 100, CacheWriteTokens: 5, TotalTokens: 122}},
+			events.Usage{InputTokens: 115, OutputTokens: 7, CacheReadTokens: 100, CacheWriteTokens: 5, TotalTokens: 122}},
 		{"googleai int32", respWith(map[string]any{"PromptTokens": int32(12), "CompletionTokens": int32(3), "TotalTokens": int32(15)}),
-			llm.TokenUsage{InputTokens: 12, OutputTokens: 3, TotalTokens: 15}},
+			events.Usage{InputTokens: 12, OutputTokens: 3, TotalTokens: 15}},
 		{"bedrock snake case float", respWith(map[string]any{"input_tokens": float64(8), "output_tokens": float64(2)}),
-			llm.TokenUsage{InputTokens: 8, OutputTokens: 2, TotalTokens: 10}},
+			events.Usage{InputTokens: 8, OutputTokens: 2, TotalTokens: 10}},
 		{"ollama", respWith(map[string]any{"PromptTokens": 9, "CompletionTokens": 4, "TotalTokens": 13, "ThinkingTokens": 0}),
-			llm.TokenUsage{InputTokens: 9, OutputTokens: 4, TotalTokens: 13}},
+			events.Usage{InputTokens: 9, OutputTokens: 4, TotalTokens: 13}},
 		{"first choice without usage", respWith(nil, map[string]any{"PromptTokens": 1, "CompletionTokens": 1}),
-			llm.TokenUsage{InputTokens: 1, OutputTokens: 1, TotalTokens: 2}},
-		{"nil", nil, llm.TokenUsage{}},
+			events.Usage{InputTokens: 1, OutputTokens: 1, TotalTokens: 2}},
+		{"nil", nil, events.Usage{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := llm.UsageFrom(tc.resp); got != tc.want {
@@ -50,10 +51,10 @@ func TestUsageFromEachProvider(t *testing.T) {
 	}
 }
 
-func TestTokenUsageAddAndJSON(t *testing.T) {
-	a := llm.TokenUsage{InputTokens: 1, OutputTokens: 2, ThinkingTokens: 3, CacheReadTokens: 4, CacheWriteTokens: 5, TotalTokens: 6}
+func TestUsageAddAndJSON(t *testing.T) {
+	a := events.Usage{InputTokens: 1, OutputTokens: 2, ThinkingTokens: 3, CacheReadTokens: 4, CacheWriteTokens: 5, TotalTokens: 6}
 	sum := a.Add(a)
-	if sum != (llm.TokenUsage{InputTokens: 2, OutputTokens: 4, ThinkingTokens: 6, CacheReadTokens: 8, CacheWriteTokens: 10, TotalTokens: 12}) {
+	if sum != (events.Usage{InputTokens: 2, OutputTokens: 4, ThinkingTokens: 6, CacheReadTokens: 8, CacheWriteTokens: 10, TotalTokens: 12}) {
 		t.Errorf("Add = %+v", sum)
 	}
 	b, _ := json.Marshal(a)
@@ -61,7 +62,7 @@ func TestTokenUsageAddAndJSON(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("JSON = %s, want %s (API.md)", b, want)
 	}
-	if !(llm.TokenUsage{}).IsZero() || a.IsZero() {
+	if !(events.Usage{}).IsZero() || a.IsZero() {
 		t.Error("IsZero")
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/llm/llmtest"
 )
@@ -61,7 +62,7 @@ func TestWireAgentRun(t *testing.T) {
 		human("what is 2+2*3, and what time is it in Tokyo?"),
 	}
 	var streamed strings.Builder
-	var usage llm.TokenUsage
+	var usage events.Usage
 	var answer string
 	for turn := 0; turn < 4 && answer == ""; turn++ {
 		resp, err := m.GenerateContent(t.Context(), msgs, llms.WithTools(allTools),
@@ -97,7 +98,7 @@ func TestWireAgentRun(t *testing.T) {
 	if streamed.String() != answer {
 		t.Errorf("user-facing stream = %q; want only the answer text, no tool-call JSON", streamed.String())
 	}
-	want := llm.TokenUsage{InputTokens: 130, OutputTokens: 32, CacheReadTokens: 40, TotalTokens: 162}
+	want := events.Usage{InputTokens: 130, OutputTokens: 32, CacheReadTokens: 40, TotalTokens: 162}
 	if usage != want {
 		t.Errorf("usage = %+v, want %+v", usage, want)
 	}
@@ -145,7 +146,7 @@ func TestWireNonStreaming(t *testing.T) {
 	if llm.TextFrom(resp) != "checking" || len(calls) != 1 || calls[0].ID != "call_1" || calls[0].FunctionCall.Name != "list_tools" {
 		t.Errorf("text %q calls %+v", llm.TextFrom(resp), calls)
 	}
-	if u := llm.UsageFrom(resp); u != (llm.TokenUsage{InputTokens: 20, OutputTokens: 5, ThinkingTokens: 10, TotalTokens: 35}) {
+	if u := llm.UsageFrom(resp); u != (events.Usage{InputTokens: 20, OutputTokens: 5, ThinkingTokens: 10, TotalTokens: 35}) {
 		t.Errorf("usage = %+v", u)
 	}
 	if srv.Requests()[0].Stream {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/mcp"
 	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/operators"
@@ -122,7 +123,7 @@ func checkFakeServer(t *testing.T, h *harness, server string) {
 		var got []string
 		for _, e := range rec.Events() {
 			var p operators.ProgressEvent
-			if e.Type != operators.EventToolProgress || json.Unmarshal(e.Data, &p) != nil || p.ToolCallID != "tc-7" || p.Total != 4 {
+			if e.Type != events.TypeToolProgress || json.Unmarshal(e.Data, &p) != nil || p.ToolCallID != "tc-7" || p.Total != 4 {
 				t.Fatalf("event %s %s", e.Type, e.Data)
 			}
 			got = append(got, p.Message)

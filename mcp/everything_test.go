@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp"
 	"github.com/trellis-ai/trellis/mcp/elicit"
@@ -135,7 +136,7 @@ func checkEverything(t *testing.T, h *harness) {
 		var got []float64
 		for _, e := range rec.Events() {
 			var p operators.ProgressEvent
-			if err := json.Unmarshal(e.Data, &p); err != nil || e.Type != operators.EventToolProgress || p.Total != 4 || p.ToolCallID != "tc-9" {
+			if err := json.Unmarshal(e.Data, &p); err != nil || e.Type != events.TypeToolProgress || p.Total != 4 || p.ToolCallID != "tc-9" {
 				t.Fatalf("event %s %s", e.Type, e.Data)
 			}
 			got = append(got, p.Progress)

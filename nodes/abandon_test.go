@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -19,12 +20,12 @@ const abandonScript = `{"steps": [
 func (h *harness) park(t testing.TB, conv string) {
 	t.Helper()
 	r := h.run(t, conv, "delete /tmp/a.txt")
-	if r.err != nil || last[*nodes.RunInterrupted](r) == nil || last[*nodes.ApprovalRequired](r) == nil {
+	if r.err != nil || last[*events.RunInterrupted](r) == nil || last[*events.ApprovalRequired](r) == nil {
 		t.Fatalf("want a run parked on an approval, got %s, %v", r.trace(), r.err)
 	}
 }
 
-func (h *harness) pending(t testing.TB, conv string) []nodes.Pending {
+func (h *harness) pending(t testing.TB, conv string) []events.Pending {
 	t.Helper()
 	p, err := h.agent.Pending(t.Context(), conv)
 	if err != nil {
@@ -36,7 +37,7 @@ func (h *harness) pending(t testing.TB, conv string) []nodes.Pending {
 func TestAbandonParkedApprovalStartsAFreshTurn(t *testing.T) {
 	h := newHarness(t, abandonScript, nodes.Options{})
 	h.park(t, "c1")
-	if p := h.pending(t, "c1"); len(p) != 1 || p[0].Kind != nodes.PendingApproval {
+	if p := h.pending(t, "c1"); len(p) != 1 || p[0].Kind != events.PendingApproval {
 		t.Fatalf("pending before abandon = %+v", p)
 	}
 
@@ -114,7 +115,7 @@ func TestResumeAfterAbandonFindsNoApproval(t *testing.T) {
 	if err := h.agent.Abandon(t.Context(), "c1"); err != nil {
 		t.Fatal(err)
 	}
-	r := h.resume(t, "c1", nodes.ApprovalDecision{Decision: nodes.DecisionApprove})
+	r := h.resume(t, "c1", nodes.ApprovalDecision{Decision: events.DecisionApprove})
 	if !errors.Is(r.err, nodes.ErrNoPendingApproval) || r.trace() != "run.failed" {
 		t.Errorf("resume after abandon: %s, %v", r.trace(), r.err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/memory"
 	"github.com/trellis-ai/trellis/llm"
@@ -150,8 +151,8 @@ func (a *Agent) Mermaid() string { return a.graph.Mermaid() }
 //
 // Breaking out of the loop cancels the run and returns once every node
 // has stopped; no terminal event follows.
-func (a *Agent) Run(ctx context.Context, conversationID string, in Input) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
+func (a *Agent) Run(ctx context.Context, conversationID string, in Input) iter.Seq2[events.Event, error] {
+	return func(yield func(events.Event, error) bool) {
 		in.Message = strings.TrimSpace(in.Message)
 		if conversationID == "" || in.Message == "" {
 			fail(yield, fmt.Errorf("nodes: run: %w: conversation id and message are required", ErrInvalidInput))
@@ -165,10 +166,10 @@ func (a *Agent) Run(ctx context.Context, conversationID string, in Input) iter.S
 		}
 		for _, p := range pending {
 			switch p.Kind {
-			case PendingApproval:
+			case events.PendingApproval:
 				fail(yield, fmt.Errorf("nodes: run on conversation %s: %w: answer approval %s first", conversationID, ErrApprovalPending, p.ID))
 				return
-			case PendingElicitation:
+			case events.PendingElicitation:
 				fail(yield, fmt.Errorf("nodes: run on conversation %s: %w: answer elicitation %s first", conversationID, ErrApprovalPending, p.ElicitationID))
 				return
 			}
@@ -186,8 +187,8 @@ func (a *Agent) Run(ctx context.Context, conversationID string, in Input) iter.S
 // checkpoint to continue), the turn starts from the message at once.
 // Called on a conversation that has state, it starts the conversation
 // over from this message, beside what was there.
-func (a *Agent) Start(ctx context.Context, conversationID string, in Input) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
+func (a *Agent) Start(ctx context.Context, conversationID string, in Input) iter.Seq2[events.Event, error] {
+	return func(yield func(events.Event, error) bool) {
 		in.Message = strings.TrimSpace(in.Message)
 		if conversationID == "" || in.Message == "" {
 			fail(yield, fmt.Errorf("nodes: start: %w: conversation id and message are required", ErrInvalidInput))
@@ -203,8 +204,8 @@ func (a *Agent) Start(ctx context.Context, conversationID string, in Input) iter
 // contract of Run. d.ApprovalID may be empty when a single approval waits.
 // Errors: ErrInvalidInput for a malformed decision, ErrNoPendingApproval
 // when nothing (or nothing with that id) waits.
-func (a *Agent) Resume(ctx context.Context, conversationID string, d ApprovalDecision) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
+func (a *Agent) Resume(ctx context.Context, conversationID string, d ApprovalDecision) iter.Seq2[events.Event, error] {
+	return func(yield func(events.Event, error) bool) {
 		if err := d.validate(); err != nil {
 			fail(yield, err)
 			return
@@ -214,10 +215,10 @@ func (a *Agent) Resume(ctx context.Context, conversationID string, d ApprovalDec
 			failOrCancel(ctx, yield, err)
 			return
 		}
-		var target *Pending
+		var target *events.Pending
 		for i := range pending {
 			p := &pending[i]
-			if p.Kind == PendingApproval && (d.ApprovalID == "" || d.ApprovalID == p.ID) {
+			if p.Kind == events.PendingApproval && (d.ApprovalID == "" || d.ApprovalID == p.ID) {
 				target = p
 				break
 			}
@@ -227,11 +228,11 @@ func (a *Agent) Resume(ctx context.Context, conversationID string, d ApprovalDec
 			return
 		}
 		args := target.Args
-		if d.Decision == DecisionEdit {
+		if d.Decision == events.DecisionEdit {
 			args = d.Args
 		}
 		d.ApprovalID = target.ID
-		if !yield(newEvent(&ApprovalResolved{ApprovalID: target.ID, Decision: d.Decision, Args: args, Reason: d.Reason}), nil) {
+		if !yield(events.New(&events.ApprovalResolved{ApprovalID: target.ID, Decision: d.Decision, Args: args, Reason: d.Reason}), nil) {
 			return
 		}
 		a.runGraph(ctx, yield, nil, graph.RunConfig{ThreadID: conversationID, ResumeByID: map[string]any{target.ID: d}})
@@ -263,8 +264,8 @@ func (a *Agent) Abandon(ctx context.Context, conversationID string) error {
 // process running it died or its run was cancelled. A conversation parked
 // at an interrupt stays parked (its run ends in run.interrupted again).
 // Events and errors are as for Run.
-func (a *Agent) Continue(ctx context.Context, conversationID string) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
+func (a *Agent) Continue(ctx context.Context, conversationID string) iter.Seq2[events.Event, error] {
+	return func(yield func(events.Event, error) bool) {
 		ins, err := a.interrupts(ctx, conversationID)
 		if err != nil {
 			failOrCancel(ctx, yield, err)
@@ -324,8 +325,8 @@ func (a *Agent) Began(ctx context.Context, conversationID, runID string) (bool, 
 // from the state just before that turn, so the new branch never saw it or
 // any later turn. History keeps the old branch. Events and errors are as
 // for Run; ErrUnknownTurn when no turn has that request id.
-func (a *Agent) Edit(ctx context.Context, conversationID, requestID string, in Input) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
+func (a *Agent) Edit(ctx context.Context, conversationID, requestID string, in Input) iter.Seq2[events.Event, error] {
+	return func(yield func(events.Event, error) bool) {
 		in.Message = strings.TrimSpace(in.Message)
 		if in.Message == "" || requestID == "" {
 			fail(yield, fmt.Errorf("nodes: edit: %w: request id and message are required", ErrInvalidInput))
@@ -374,7 +375,7 @@ type Snapshot struct {
 	// Next lists the nodes that run next; empty when the turn had ended.
 	Next []string
 	// Pending lists what the conversation waits for.
-	Pending []Pending
+	Pending []events.Pending
 }
 
 // State returns the conversation's newest state; ErrNoConversation when it
@@ -407,7 +408,7 @@ func (a *Agent) History(ctx context.Context, conversationID string, limit int) (
 // Pending lists what the conversation waits for: approvals and a
 // clarifying question. None is an empty list, also for an unknown
 // conversation.
-func (a *Agent) Pending(ctx context.Context, conversationID string) ([]Pending, error) {
+func (a *Agent) Pending(ctx context.Context, conversationID string) ([]events.Pending, error) {
 	return a.waiting(ctx, conversationID)
 }
 
@@ -429,7 +430,7 @@ func toSnapshot(s graph.Snapshot[ChatState]) Snapshot {
 
 // waiting returns the conversation's pending interrupts. Its newest
 // checkpoint tells cheaply whether anything is planned at all.
-func (a *Agent) waiting(ctx context.Context, conversationID string) ([]Pending, error) {
+func (a *Agent) waiting(ctx context.Context, conversationID string) ([]events.Pending, error) {
 	ins, err := a.interrupts(ctx, conversationID)
 	if err != nil {
 		return nil, err
@@ -455,7 +456,7 @@ func (a *Agent) interrupts(ctx context.Context, conversationID string) ([]graph.
 
 // runGraph streams one run of the graph as agent events, ending with the
 // terminal event (see Run).
-func (a *Agent) runGraph(ctx context.Context, yield func(Event, error) bool, input *ChatState, cfg graph.RunConfig) {
+func (a *Agent) runGraph(ctx context.Context, yield func(events.Event, error) bool, input *ChatState, cfg graph.RunConfig) {
 	if !a.opts.Budget.Zero() || input == nil || input.Input.Budget != nil {
 		// A run resumed (input nil) may have a request's budget in its
 		// state; a run without limits tracks nothing.
@@ -464,7 +465,7 @@ func (a *Agent) runGraph(ctx context.Context, yield func(Event, error) bool, inp
 	cfg.Modes = graph.ModeCustom | graph.ModeMessages
 	cfg.StreamBuffer = a.opts.streamBuffer()
 	cfg.RunID, _ = ctx.Value(runKey{}).(string)
-	var usage llm.TokenUsage
+	var usage events.Usage
 	for ev, err := range a.graph.Stream(ctx, input, cfg) {
 		if err != nil {
 			a.finish(ctx, yield, err)
@@ -472,11 +473,11 @@ func (a *Agent) runGraph(ctx context.Context, yield func(Event, error) bool, inp
 		}
 		switch ev.Mode {
 		case graph.ModeCustom:
-			var e Event
+			var e events.Event
 			switch d := ev.Data.(type) {
-			case Payload: // what emit sends
-				e = newEvent(d)
-			case Event:
+			case events.Payload: // what emit sends
+				e = events.New(d)
+			case events.Event:
 				e = d
 			default:
 				continue
@@ -484,7 +485,7 @@ func (a *Agent) runGraph(ctx context.Context, yield func(Event, error) bool, inp
 			if len(ev.Namespace) > 0 {
 				e.Namespace = agentPath(ev.Namespace)
 			}
-			if d, ok := e.Data.(*ResponseDone); ok && e.Namespace == "" {
+			if d, ok := e.Data.(*events.ResponseDone); ok && e.Namespace == "" {
 				usage = d.Usage
 			}
 			if !yield(e, nil) {
@@ -497,41 +498,41 @@ func (a *Agent) runGraph(ctx context.Context, yield func(Event, error) bool, inp
 				// subagent.end, not the user's answer.
 				continue
 			}
-			if !yield(newEvent(&ResponseChunk{Content: c.Text}), nil) {
+			if !yield(events.New(&events.ResponseChunk{Content: c.Text}), nil) {
 				return
 			}
 		}
 	}
-	yield(newEvent(&RunCompleted{Status: "completed", Usage: usage}), nil)
+	yield(events.New(&events.RunCompleted{Status: "completed", Usage: usage}), nil)
 }
 
 // finish turns the graph's last error into the run's terminal event.
-func (a *Agent) finish(ctx context.Context, yield func(Event, error) bool, err error) {
+func (a *Agent) finish(ctx context.Context, yield func(events.Event, error) bool, err error) {
 	var ie *graph.InterruptError
 	switch {
 	case errors.As(err, &ie):
 		pending := pendingFrom(ie.Interrupts)
-		ri := &RunInterrupted{Pending: pending, Reason: string(PendingClarification)}
+		ri := &events.RunInterrupted{Pending: pending, Reason: string(events.PendingClarification)}
 		for _, p := range pending {
 			switch p.Kind {
-			case PendingApproval:
-				ri.Reason = string(PendingApproval)
+			case events.PendingApproval:
+				ri.Reason = string(events.PendingApproval)
 				ri.ApprovalIDs = append(ri.ApprovalIDs, p.ID)
-				e := newEvent(&ApprovalRequired{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Tool: p.Tool, Args: p.Args, Revision: p.Revision})
+				e := events.New(&events.ApprovalRequired{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Tool: p.Tool, Args: p.Args, Revision: p.Revision})
 				e.Namespace = p.Namespace
 				if !yield(e, nil) {
 					return
 				}
-			case PendingClarification:
+			case events.PendingClarification:
 				ri.ClarificationID, ri.Question = p.ID, p.Question
-			case PendingElicitation:
-				if ri.Reason != string(PendingApproval) {
-					ri.Reason = string(PendingElicitation)
+			case events.PendingElicitation:
+				if ri.Reason != string(events.PendingApproval) {
+					ri.Reason = string(events.PendingElicitation)
 				}
 				ri.ElicitationIDs = append(ri.ElicitationIDs, p.ElicitationID)
 			}
 		}
-		yield(newEvent(ri), nil)
+		yield(events.New(ri), nil)
 	default:
 		failOrCancel(ctx, yield, err)
 	}
@@ -541,64 +542,25 @@ func (a *Agent) finish(ctx context.Context, yield func(Event, error) bool, err e
 // anything ran, and run.failed otherwise. Once ctx has ended any error is
 // taken for its consequence: a database driver interrupted by it (SQLite's
 // "interrupted") does not always say so.
-func failOrCancel(ctx context.Context, yield func(Event, error) bool, err error) {
+func failOrCancel(ctx context.Context, yield func(events.Event, error) bool, err error) {
 	if ctx.Err() != nil {
-		yield(newEvent(&RunCancelled{}), err)
+		yield(events.New(&events.RunCancelled{}), err)
 		return
 	}
 	fail(yield, err)
 }
 
 // fail yields run.failed for err.
-func fail(yield func(Event, error) bool, err error) {
-	yield(newEvent(&RunFailed{Error: ErrorInfo{Code: errorCode(err), Message: err.Error()}}), err)
-}
-
-// PendingKind says what a parked run waits for.
-type PendingKind string
-
-const (
-	PendingApproval      PendingKind = "approval"
-	PendingClarification PendingKind = "clarification"
-	// PendingElicitation: a tool's question nobody answered while the run
-	// could wait; the call ended and the run parked (see AnswerElicitation).
-	PendingElicitation PendingKind = "elicitation"
-)
-
-// Pending is one thing a parked conversation waits for: a tool call's
-// approval, or the answer to a clarifying question. It is also the payload
-// the agent's interrupts carry.
-type Pending struct {
-	Kind PendingKind `json:"kind"`
-	// ID is the approval_id (or clarification id) to answer.
-	ID string `json:"id,omitempty"`
-	// ToolCallID, Tool, Args and Revision describe the call to approve.
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-	Tool       string          `json:"tool,omitempty"`
-	Args       json.RawMessage `json:"args,omitempty"`
-	Revision   int             `json:"revision"`
-	// Question is the clarifying question.
-	Question string `json:"question,omitempty"`
-	// ElicitationID, Source, Message and Schema are a tool's question
-	// (PendingElicitation), for the call ToolCallID of Tool. Replayable
-	// says the call runs again with the answer; otherwise the answer
-	// comes too late for it and the model is told so.
-	ElicitationID string          `json:"elicitation_id,omitempty"`
-	Source        string          `json:"source,omitempty"`
-	Message       string          `json:"message,omitempty"`
-	Schema        json.RawMessage `json:"schema,omitempty"`
-	Replayable    bool            `json:"replayable,omitempty"`
-	// Namespace is the path of the sub-agent that asks; "" for the
-	// root agent.
-	Namespace string `json:"namespace,omitempty"`
+func fail(yield func(events.Event, error) bool, err error) {
+	yield(events.New(&events.RunFailed{Error: events.ErrorInfo{Code: errorCode(err), Message: err.Error()}}), err)
 }
 
 // pendingFrom reads the agent's interrupts; others (static interrupts a
 // caller added) are reported with an empty kind.
-func pendingFrom(ins []graph.PendingInterrupt) []Pending {
-	out := make([]Pending, 0, len(ins))
+func pendingFrom(ins []graph.PendingInterrupt) []events.Pending {
+	out := make([]events.Pending, 0, len(ins))
 	for _, in := range ins {
-		var p Pending
+		var p events.Pending
 		if len(in.Payload) > 0 {
 			_ = json.Unmarshal(in.Payload, &p)
 		}

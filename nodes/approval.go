@@ -7,16 +7,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
-)
-
-// DecisionKind is a human's answer to an approval request.
-type DecisionKind string
-
-const (
-	DecisionApprove DecisionKind = "approve"
-	DecisionEdit    DecisionKind = "edit"
-	DecisionReject  DecisionKind = "reject"
 )
 
 // ApprovalDecision answers an approval.required: approve the call, run it
@@ -24,8 +16,8 @@ const (
 // before it proposes a revised call.
 type ApprovalDecision struct {
 	// ApprovalID names the approval; "" answers the only one pending.
-	ApprovalID string       `json:"approval_id,omitempty"`
-	Decision   DecisionKind `json:"decision"`
+	ApprovalID string              `json:"approval_id,omitempty"`
+	Decision   events.DecisionKind `json:"decision"`
 	// Args are the new arguments of an edit: a JSON object.
 	Args json.RawMessage `json:"args,omitempty"`
 	// Reason says why a call was rejected.
@@ -34,9 +26,9 @@ type ApprovalDecision struct {
 
 func (d ApprovalDecision) validate() error {
 	switch d.Decision {
-	case DecisionApprove, DecisionReject:
+	case events.DecisionApprove, events.DecisionReject:
 		return nil
-	case DecisionEdit:
+	case events.DecisionEdit:
 		if t := bytes.TrimSpace(d.Args); len(t) == 0 || t[0] != '{' || !json.Valid(t) {
 			return fmt.Errorf("nodes: approval decision: %w: edit needs args, a JSON object", ErrInvalidInput)
 		}
@@ -68,8 +60,8 @@ func (a *Agent) approve(ctx context.Context, s ChatState, calls []ToolCall) (out
 		if c.Gate == GateNone {
 			continue
 		}
-		d, err := graph.Interrupt[ApprovalDecision](ctx, Pending{
-			Kind: PendingApproval, ToolCallID: c.ID, Tool: c.Tool, Args: argsOrEmpty(c.Args), Revision: revision, Namespace: s.Input.Namespace,
+		d, err := graph.Interrupt[ApprovalDecision](ctx, events.Pending{
+			Kind: events.PendingApproval, ToolCallID: c.ID, Tool: c.Tool, Args: argsOrEmpty(c.Args), Revision: revision, Namespace: s.Input.Namespace,
 		})
 		if err != nil {
 			return nil, nil, nil, resumed, err
@@ -77,10 +69,10 @@ func (a *Agent) approve(ctx context.Context, s ChatState, calls []ToolCall) (out
 		resumed = true
 		rec := ApprovalRecord{ApprovalID: d.ApprovalID, ToolCallID: c.ID, Tool: c.Tool, Args: c.Args, Revision: revision, Decision: d.Decision, Reason: d.Reason}
 		switch d.Decision {
-		case DecisionEdit:
+		case events.DecisionEdit:
 			rec.EditedArgs = d.Args
 			out[i].Args = d.Args
-		case DecisionReject:
+		case events.DecisionReject:
 			if rejected == nil {
 				rejected = map[string]string{}
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -29,11 +30,11 @@ func TestApprovalApprove(t *testing.T) {
 	}
 	wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking supervisor.decided:call_tool -supervisor
 		+execute_tool approval.required run.interrupted:approval`)
-	req := last[*nodes.ApprovalRequired](r)
+	req := last[*events.ApprovalRequired](r)
 	if req.ApprovalID == "" || req.ToolCallID != "d1" || req.Tool != "delete_file" || string(req.Args) != `{"path":"/tmp/a.txt"}` || req.Revision != 0 {
 		t.Errorf("approval.required = %+v", req)
 	}
-	if ri := last[*nodes.RunInterrupted](r); !slices.Equal(ri.ApprovalIDs, []string{req.ApprovalID}) {
+	if ri := last[*events.RunInterrupted](r); !slices.Equal(ri.ApprovalIDs, []string{req.ApprovalID}) {
 		t.Errorf("run.interrupted = %+v", ri)
 	}
 	if len(*h.deleted) != 0 {
@@ -44,11 +45,11 @@ func TestApprovalApprove(t *testing.T) {
 		t.Errorf("run while pending: %s, %v", r.trace(), r.err)
 	}
 	// An unknown approval id is refused.
-	if r := h.resume(t, "c1", nodes.ApprovalDecision{ApprovalID: "nope", Decision: nodes.DecisionApprove}); !errors.Is(r.err, nodes.ErrNoPendingApproval) {
+	if r := h.resume(t, "c1", nodes.ApprovalDecision{ApprovalID: "nope", Decision: events.DecisionApprove}); !errors.Is(r.err, nodes.ErrNoPendingApproval) {
 		t.Errorf("unknown id: %v", r.err)
 	}
 
-	r = h.resume(t, "c1", nodes.ApprovalDecision{ApprovalID: req.ApprovalID, Decision: nodes.DecisionApprove})
+	r = h.resume(t, "c1", nodes.ApprovalDecision{ApprovalID: req.ApprovalID, Decision: events.DecisionApprove})
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -58,11 +59,11 @@ func TestApprovalApprove(t *testing.T) {
 		t.Errorf("deleted = %v", *h.deleted)
 	}
 	s := h.state(t, "c1")
-	if len(s.Approvals) != 1 || s.Approvals[0].Decision != nodes.DecisionApprove || s.Approvals[0].ApprovalID != req.ApprovalID {
+	if len(s.Approvals) != 1 || s.Approvals[0].Decision != events.DecisionApprove || s.Approvals[0].ApprovalID != req.ApprovalID {
 		t.Errorf("approvals = %+v", s.Approvals)
 	}
 	// Answered: nothing pending any more.
-	if r := h.resume(t, "c1", nodes.ApprovalDecision{Decision: nodes.DecisionApprove}); !errors.Is(r.err, nodes.ErrNoPendingApproval) {
+	if r := h.resume(t, "c1", nodes.ApprovalDecision{Decision: events.DecisionApprove}); !errors.Is(r.err, nodes.ErrNoPendingApproval) {
 		t.Errorf("second resume: %v", r.err)
 	}
 	h.allConsumed(t)
@@ -71,26 +72,26 @@ func TestApprovalApprove(t *testing.T) {
 func TestApprovalEdit(t *testing.T) {
 	h := newHarness(t, deleteScript, nodes.Options{})
 	r := h.run(t, "c1", "delete /tmp/a.txt")
-	req := last[*nodes.ApprovalRequired](r)
-	if r := h.resume(t, "c1", nodes.ApprovalDecision{Decision: nodes.DecisionEdit, Args: json.RawMessage(`"x"`)}); !errors.Is(r.err, nodes.ErrInvalidInput) {
+	req := last[*events.ApprovalRequired](r)
+	if r := h.resume(t, "c1", nodes.ApprovalDecision{Decision: events.DecisionEdit, Args: json.RawMessage(`"x"`)}); !errors.Is(r.err, nodes.ErrInvalidInput) {
 		t.Errorf("edit without an object: %v", r.err)
 	}
-	r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: nodes.DecisionEdit, Args: json.RawMessage(`{"path": "/tmp/b.txt"}`)})
+	r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: events.DecisionEdit, Args: json.RawMessage(`{"path": "/tmp/b.txt"}`)})
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	res := last[*nodes.ApprovalResolved](r)
-	if res.ApprovalID != req.ApprovalID || res.Decision != nodes.DecisionEdit || string(res.Args) != `{"path": "/tmp/b.txt"}` {
+	res := last[*events.ApprovalResolved](r)
+	if res.ApprovalID != req.ApprovalID || res.Decision != events.DecisionEdit || string(res.Args) != `{"path": "/tmp/b.txt"}` {
 		t.Errorf("approval.resolved = %+v", res)
 	}
-	if st := last[*nodes.ToolStart](r); !strings.Contains(string(st.Args), "/tmp/b.txt") {
+	if st := last[*events.ToolStart](r); !strings.Contains(string(st.Args), "/tmp/b.txt") {
 		t.Errorf("tool.start = %+v", st)
 	}
 	if !slices.Equal(*h.deleted, []string{"/tmp/b.txt"}) {
 		t.Errorf("deleted = %v", *h.deleted)
 	}
 	s := h.state(t, "c1")
-	if s.Approvals[0].Decision != nodes.DecisionEdit || !strings.Contains(string(s.Approvals[0].EditedArgs), "b.txt") ||
+	if s.Approvals[0].Decision != events.DecisionEdit || !strings.Contains(string(s.Approvals[0].EditedArgs), "b.txt") ||
 		!strings.Contains(s.ToolResults[0].Content, "The user edited the arguments") {
 		t.Errorf("approval %+v, result %q", s.Approvals[0], s.ToolResults[0].Content)
 	}
@@ -106,14 +107,14 @@ func TestApprovalRejectAndRevise(t *testing.T) {
 		{"match": {"node": "write"}, "reply": {"text": "Deleted the cache instead."}}
 	]}`, nodes.Options{})
 	r := h.run(t, "c1", "free some disk")
-	first := last[*nodes.ApprovalRequired](r)
-	r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: nodes.DecisionReject, Reason: "never touch /etc"})
+	first := last[*events.ApprovalRequired](r)
+	r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: events.DecisionReject, Reason: "never touch /etc"})
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
 	wantTrace(t, r, `approval.resolved:reject +execute_tool tool.error:delete_file -execute_tool +reflect -reflect
 		+supervisor supervisor.thinking supervisor.decided:call_tool -supervisor +execute_tool approval.required run.interrupted:approval`)
-	second := last[*nodes.ApprovalRequired](r)
+	second := last[*events.ApprovalRequired](r)
 	if second.Revision != 1 || second.ApprovalID == first.ApprovalID || !strings.Contains(string(second.Args), "/tmp/cache") {
 		t.Errorf("revised approval.required = %+v (first %+v)", second, first)
 	}
@@ -126,7 +127,7 @@ func TestApprovalRejectAndRevise(t *testing.T) {
 	if m := s.Messages[2]; m.Role != nodes.RoleTool || !strings.Contains(m.Content, "never touch /etc") {
 		t.Errorf("rejection message = %+v", m)
 	}
-	r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: nodes.DecisionApprove})
+	r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: events.DecisionApprove})
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -151,10 +152,10 @@ func TestApprovalThreeRejectionsStop(t *testing.T) {
 	]}`, nodes.Options{})
 	r := h.run(t, "c1", "clean up")
 	for i, reason := range []string{"too broad", "still too broad", "no"} {
-		if req := last[*nodes.ApprovalRequired](r); req.Revision != i {
+		if req := last[*events.ApprovalRequired](r); req.Revision != i {
 			t.Fatalf("proposal %d has revision %d", i, req.Revision)
 		}
-		r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: nodes.DecisionReject, Reason: reason})
+		r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: events.DecisionReject, Reason: reason})
 		if r.err != nil {
 			t.Fatal(r.err)
 		}

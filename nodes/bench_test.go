@@ -8,6 +8,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph/checkpoint/memory"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
@@ -55,14 +56,14 @@ func benchRuns(b *testing.B, script, msg string) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		var final nodes.Event
+		var final events.Event
 		for ev, err := range a.Run(ctx, "bench-"+strconv.Itoa(i), nodes.Input{Message: msg}) {
 			if err != nil {
 				b.Fatal(err)
 			}
 			final = ev
 		}
-		if final.Type != nodes.EventRunCompleted {
+		if final.Type != events.TypeRunCompleted {
 			b.Fatalf("run ended with %s", final.Type)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/trellis-ai/trellis/events"
 )
 
 // handleBlocked briefs the write node on an honest answer about what
@@ -45,7 +47,7 @@ func (a *Agent) blockedAccount(s *ChatState, who, whoMid string) string {
 		lines = append(lines, fmt.Sprintf("%s proposed tool calls %d times and the user rejected each, so %s stopped proposing:",
 			who, s.Rejections, whoMid))
 		for _, r := range s.Approvals {
-			if r.Decision == DecisionReject {
+			if r.Decision == events.DecisionReject {
 				reason := r.Reason
 				if reason == "" {
 					reason = "no reason given"

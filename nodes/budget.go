@@ -3,79 +3,28 @@ package nodes
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
-	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/events"
 )
-
-// Budget limits one run: the model tokens it spends, the tool calls it
-// makes and the time it takes, its sub-agents' included. A zero field is
-// no limit. A run that reaches a limit makes no further model or tool
-// call: it ends through handle_blocked with an honest answer of what was
-// done and what was not (written from the brief's fallback, with no model
-// call, when the tokens are what ran out). Limits are checked between
-// steps: a model call or a tool under way finishes.
-type Budget struct {
-	// Tokens caps the model tokens (input and output) of the run.
-	Tokens int `json:"max_tokens,omitempty"`
-	// ToolCalls caps the tool calls of the run, delegations to
-	// sub-agents included.
-	ToolCalls int `json:"max_tool_calls,omitempty"`
-	// Time caps the run's working time: wall time, less the time the
-	// run was paused waiting for a person (see BudgetSpent.WorkMS).
-	Time time.Duration `json:"-"`
-	// Seconds is Time in seconds (a number, fractions allowed), as a
-	// request gives it.
-	Seconds float64 `json:"max_seconds,omitempty"`
-}
-
-// limit returns the budget's wall time.
-func (b Budget) limit() time.Duration {
-	if b.Time > 0 {
-		return b.Time
-	}
-	if b.Seconds >= float64(math.MaxInt64)/float64(time.Second) {
-		return math.MaxInt64 // no overflow: as good as no limit
-	}
-	return time.Duration(b.Seconds * float64(time.Second))
-}
-
-// Zero reports whether the budget sets no limit.
-func (b Budget) Zero() bool { return b.Tokens <= 0 && b.ToolCalls <= 0 && b.limit() <= 0 }
 
 // tighter is b with every limit of o that is tighter (or b's unset):
 // a request may lower the server's limits, never raise them.
-func (b Budget) tighter(o Budget) Budget {
+func tighter(b, o events.Budget) events.Budget {
 	pick := func(x, y int) int {
 		if y > 0 && (x <= 0 || y < x) {
 			return y
 		}
 		return x
 	}
-	out := Budget{Tokens: pick(b.Tokens, o.Tokens), ToolCalls: pick(b.ToolCalls, o.ToolCalls)}
-	t := b.limit()
-	if ot := o.limit(); ot > 0 && (t <= 0 || ot < t) {
+	out := events.Budget{Tokens: pick(b.Tokens, o.Tokens), ToolCalls: pick(b.ToolCalls, o.ToolCalls)}
+	t := b.Limit()
+	if ot := o.Limit(); ot > 0 && (t <= 0 || ot < t) {
 		t = ot
 	}
 	out.Time, out.Seconds = t, t.Seconds()
 	return out
-}
-
-// BudgetUsage is a run's use of its budget, in response.done.
-type BudgetUsage struct {
-	// Limits are the run's limits (0: none).
-	Limits Budget `json:"limits"`
-	// Tokens, ToolCalls and Seconds are what the run used, across its
-	// pauses and resumptions, against Limits' max_tokens, max_tool_calls
-	// and max_seconds.
-	Tokens    int     `json:"tokens"`
-	ToolCalls int     `json:"tool_calls"`
-	Seconds   float64 `json:"seconds"`
-	// Exceeded names the limit the run reached: tokens, tool_calls or
-	// time; "" when none.
-	Exceeded string `json:"exceeded,omitempty"`
 }
 
 // budget tracks one run's use, shared by every agent of the run's tree
@@ -88,7 +37,7 @@ type BudgetUsage struct {
 type budget struct {
 	mu      sync.Mutex
 	start   time.Time // the run's working time is time.Since(start)
-	limits  Budget
+	limits  events.Budget
 	adopted bool
 	tokens  int
 	calls   int
@@ -120,7 +69,7 @@ func maxSpent(a, b BudgetSpent) BudgetSpent {
 type budgetKey struct{}
 
 // withBudget starts tracking a run under the agent's default limits.
-func withBudget(ctx context.Context, limits Budget) context.Context {
+func withBudget(ctx context.Context, limits events.Budget) context.Context {
 	return context.WithValue(ctx, budgetKey{}, &budget{start: time.Now(), limits: limits})
 }
 
@@ -133,18 +82,18 @@ func budgetFrom(ctx context.Context) *budget {
 
 // adopt tightens the limits with the request's, once per run (the
 // request is read from the state, which a resumed run loads).
-func (b *budget) adopt(req *Budget) {
+func (b *budget) adopt(req *events.Budget) {
 	if b == nil || req == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.adopted {
-		b.limits, b.adopted = b.limits.tighter(*req), true
+		b.limits, b.adopted = tighter(b.limits, *req), true
 	}
 }
 
-func (b *budget) spend(u llm.TokenUsage) {
+func (b *budget) spend(u events.Usage) {
 	if b == nil {
 		return
 	}
@@ -222,8 +171,8 @@ func (b *budget) exceeded() string {
 	switch l := b.limits; {
 	case l.Tokens > 0 && b.tokens >= l.Tokens:
 		return fmt.Sprintf("tokens (%d of %d spent)", b.tokens, l.Tokens)
-	case l.limit() > 0 && time.Since(b.start) >= l.limit():
-		return fmt.Sprintf("time (%s of %s taken)", time.Since(b.start).Round(time.Millisecond), l.limit())
+	case l.Limit() > 0 && time.Since(b.start) >= l.Limit():
+		return fmt.Sprintf("time (%s of %s taken)", time.Since(b.start).Round(time.Millisecond), l.Limit())
 	case l.ToolCalls > 0 && b.calls >= l.ToolCalls:
 		return fmt.Sprintf("tool_calls (%d of %d made)", b.calls, l.ToolCalls)
 	}
@@ -231,7 +180,7 @@ func (b *budget) exceeded() string {
 }
 
 // usage reports the run's use; nil without limits.
-func (b *budget) usage() *BudgetUsage {
+func (b *budget) usage() *events.BudgetUsage {
 	if b == nil {
 		return nil
 	}
@@ -241,9 +190,9 @@ func (b *budget) usage() *BudgetUsage {
 	if b.limits.Zero() {
 		return nil
 	}
-	u := &BudgetUsage{Limits: b.limits, Tokens: b.tokens, ToolCalls: b.calls, Seconds: float64(time.Since(b.start).Milliseconds()) / 1000}
+	u := &events.BudgetUsage{Limits: b.limits, Tokens: b.tokens, ToolCalls: b.calls, Seconds: float64(time.Since(b.start).Milliseconds()) / 1000}
 	u.Limits.Time, u.Limits.Seconds = 0, 0
-	if t := b.limits.limit(); t > 0 {
+	if t := b.limits.Limit(); t > 0 {
 		u.Limits.Seconds = t.Seconds() // the server's limit (Time) too
 	}
 	if why != "" {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/events"
 )
 
 // A resumed segment's tracker takes up the run's working time from the
@@ -15,7 +15,7 @@ import (
 // that had worked 0.2s is not, however long the pause lasted (the wait is
 // not in the state).
 func TestBudgetResumeAdoptsWorkingTime(t *testing.T) {
-	over := &budget{start: time.Now(), limits: Budget{Time: time.Second}}
+	over := &budget{start: time.Now(), limits: events.Budget{Time: time.Second}}
 	over.resume(&ChatState{BudgetSpent: BudgetSpent{WorkMS: 1500}})
 	if why := over.exceeded(); !strings.HasPrefix(why, "time (1.5") {
 		t.Errorf("exceeded = %q", why)
@@ -23,7 +23,7 @@ func TestBudgetResumeAdoptsWorkingTime(t *testing.T) {
 	if u := over.usage(); u.Exceeded != "time" || u.Seconds < 1.5 || u.Limits.Seconds != 1 {
 		t.Errorf("usage = %+v", u)
 	}
-	under := &budget{start: time.Now(), limits: Budget{Time: time.Second}}
+	under := &budget{start: time.Now(), limits: events.Budget{Time: time.Second}}
 	under.resume(&ChatState{BudgetSpent: BudgetSpent{WorkMS: 200}})
 	if why := under.exceeded(); why != "" {
 		t.Errorf("exceeded = %q", why)
@@ -34,13 +34,13 @@ func TestBudgetResumeAdoptsWorkingTime(t *testing.T) {
 // parent's behind its sub-agent's) never lowers the tracker's, and the
 // turn's token usage counts for a checkpoint written before BudgetSpent.
 func TestBudgetResumeTakesTheLarger(t *testing.T) {
-	b := &budget{start: time.Now(), limits: Budget{Tokens: 100, ToolCalls: 5}}
+	b := &budget{start: time.Now(), limits: events.Budget{Tokens: 100, ToolCalls: 5}}
 	b.resume(&ChatState{BudgetSpent: BudgetSpent{Tokens: 40, ToolCalls: 3}})
 	b.resume(&ChatState{BudgetSpent: BudgetSpent{Tokens: 10, ToolCalls: 1}})
 	if s := b.spent(); s.Tokens != 40 || s.ToolCalls != 3 {
 		t.Errorf("spent = %+v", s)
 	}
-	b.resume(&ChatState{TurnUsage: llm.TokenUsage{InputTokens: 50, OutputTokens: 20}})
+	b.resume(&ChatState{TurnUsage: events.Usage{InputTokens: 50, OutputTokens: 20}})
 	if s := b.spent(); s.Tokens != 70 || s.ToolCalls != 3 {
 		t.Errorf("spent after an old checkpoint = %+v", s)
 	}
@@ -56,7 +56,7 @@ func TestBudgetResumeTakesTheLarger(t *testing.T) {
 	// nothing in the state.
 	unlimited := &budget{start: time.Now()}
 	unlimited.adopt(nil)
-	unlimited.spend(llm.TokenUsage{TotalTokens: 9})
+	unlimited.spend(events.Usage{TotalTokens: 9})
 	if s := unlimited.spent(); s != (BudgetSpent{}) {
 		t.Errorf("unlimited tracker spent = %+v", s)
 	}
@@ -65,7 +65,7 @@ func TestBudgetResumeTakesTheLarger(t *testing.T) {
 // response.done's budget names its limits as the request does
 // (max_tokens, max_tool_calls, max_seconds) beside the usage.
 func TestBudgetUsageJSON(t *testing.T) {
-	b := &budget{start: time.Now(), limits: Budget{Tokens: 100, ToolCalls: 5, Time: 1500 * time.Millisecond}}
+	b := &budget{start: time.Now(), limits: events.Budget{Tokens: 100, ToolCalls: 5, Time: 1500 * time.Millisecond}}
 	got, err := json.Marshal(b.usage())
 	if err != nil {
 		t.Fatal(err)
@@ -81,8 +81,8 @@ func TestBudgetUsageJSON(t *testing.T) {
 			t.Errorf("no %q in %s", k, got)
 		}
 	}
-	var req Budget
-	if err := json.Unmarshal([]byte(`{"max_tokens": 7, "max_tool_calls": 2, "max_seconds": 0.25}`), &req); err != nil || req.Tokens != 7 || req.ToolCalls != 2 || req.limit() != 250*time.Millisecond {
+	var req events.Budget
+	if err := json.Unmarshal([]byte(`{"max_tokens": 7, "max_tool_calls": 2, "max_seconds": 0.25}`), &req); err != nil || req.Tokens != 7 || req.ToolCalls != 2 || req.Limit() != 250*time.Millisecond {
 		t.Errorf("request budget %+v, %v", req, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
 	"github.com/trellis-ai/trellis/llm"
@@ -14,7 +15,7 @@ import (
 )
 
 // budgetAgent is an agent over saver playing script, under budget.
-func budgetAgent(t *testing.T, saver graph.Checkpointer, script string, budget nodes.Budget) (*nodes.Agent, *llm.Scripted) {
+func budgetAgent(t *testing.T, saver graph.Checkpointer, script string, budget events.Budget) (*nodes.Agent, *llm.Scripted) {
 	t.Helper()
 	reg, m := scriptedModels(t, script)
 	tools, _ := testTools(t)
@@ -38,11 +39,11 @@ func sqliteSaver(t *testing.T) graph.Checkpointer {
 // approveAll answers the run's pending approval with a yes.
 func approveAll(t *testing.T, a *nodes.Agent, conv string, r run) run {
 	t.Helper()
-	req := last[*nodes.ApprovalRequired](r)
+	req := last[*events.ApprovalRequired](r)
 	if r.err != nil || req == nil {
 		t.Fatalf("no approval asked: %s, %v", r.trace(), r.err)
 	}
-	return collect(a.Resume(t.Context(), conv, nodes.ApprovalDecision{ApprovalID: req.ApprovalID, Decision: nodes.DecisionApprove}))
+	return collect(a.Resume(t.Context(), conv, nodes.ApprovalDecision{ApprovalID: req.ApprovalID, Decision: events.DecisionApprove}))
 }
 
 // A budget of two tool calls, the run pausing for an approval after one:
@@ -58,9 +59,9 @@ func TestBudgetToolCallsSurviveApproval(t *testing.T) {
 			{"id": "s2", "name": "search", "args": {"q": "b"}}]}},
 		{"match": {"node": "write"}, "reply": {"text": "Searched once, then ran out of tool calls."}}
 	]}`
-	a, m := budgetAgent(t, sqliteSaver(t), script, nodes.Budget{ToolCalls: 2})
+	a, m := budgetAgent(t, sqliteSaver(t), script, events.Budget{ToolCalls: 2})
 	r := collect(a.Run(t.Context(), "c1", nodes.Input{Message: "search then delete"}))
-	if ri := last[*nodes.RunInterrupted](r); ri == nil || ri.Reason != string(nodes.PendingApproval) {
+	if ri := last[*events.RunInterrupted](r); ri == nil || ri.Reason != string(events.PendingApproval) {
 		t.Fatalf("first segment: %s, %v", r.trace(), r.err)
 	}
 	r = approveAll(t, a, "c1", r)
@@ -82,7 +83,7 @@ func TestBudgetToolCallsSurviveApproval(t *testing.T) {
 	if s.Outcome != nodes.OutcomeBlocked || s.BudgetSpent.ToolCalls != 2 {
 		t.Errorf("outcome %s, spent %+v", s.Outcome, s.BudgetSpent)
 	}
-	if d := last[*nodes.ResponseDone](r); d == nil || d.Budget == nil || d.Budget.Exceeded != "tool_calls" || d.Budget.ToolCalls != 2 {
+	if d := last[*events.ResponseDone](r); d == nil || d.Budget == nil || d.Budget.Exceeded != "tool_calls" || d.Budget.ToolCalls != 2 {
 		t.Errorf("response.done = %+v", d)
 	}
 	if left := m.Unconsumed(); len(left) > 0 {
@@ -103,13 +104,13 @@ func TestBudgetTokensSurviveApproval(t *testing.T) {
 		 "usage": {"input_tokens": 10, "output_tokens": 5}}},
 		{"match": {"node": "reflect"}, "reply": {"json": {"assessment": "need_more", "reasoning": "more"}, "usage": {"input_tokens": 15, "output_tokens": 5}}}
 	]}`
-	a, m := budgetAgent(t, sqliteSaver(t), script, nodes.Budget{Tokens: 100})
+	a, m := budgetAgent(t, sqliteSaver(t), script, events.Budget{Tokens: 100})
 	r := collect(a.Run(t.Context(), "c1", nodes.Input{Message: "search then delete"}))
 	r = approveAll(t, a, "c1", r)
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	d := last[*nodes.ResponseDone](r)
+	d := last[*events.ResponseDone](r)
 	if d == nil || d.Budget == nil || d.Budget.Exceeded != "tokens" || d.Budget.Tokens != 110 {
 		t.Fatalf("response.done = %+v: %s", d, r.trace())
 	}
@@ -137,7 +138,7 @@ func TestBudgetSurvivesCrash(t *testing.T) {
 		 "usage": {"input_tokens": 30, "output_tokens": 10}}},
 		{"match": {"node": "reflect"}, "reply": {"json": {"assessment": "need_more", "reasoning": "more"}, "usage": {"input_tokens": 5, "output_tokens": 5}}},
 		{"match": {"node": "supervisor", "tool_result": true}, "reply": {"text": "too late", "delay_ms": 5000}}
-	]}`, nodes.Budget{ToolCalls: 2, Tokens: 1000})
+	]}`, events.Budget{ToolCalls: 2, Tokens: 1000})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var r run
@@ -146,7 +147,7 @@ func TestBudgetSurvivesCrash(t *testing.T) {
 		if err != nil {
 			r.err = err
 		}
-		if s, ok := ev.Data.(*nodes.NodeStart); ok && s.Node == nodes.NodeSupervisor && supervisors(r) == 2 {
+		if s, ok := ev.Data.(*events.NodeStart); ok && s.Node == nodes.NodeSupervisor && supervisors(r) == 2 {
 			cancel()
 		}
 	}
@@ -159,12 +160,12 @@ func TestBudgetSurvivesCrash(t *testing.T) {
 			{"id": "s2", "name": "search", "args": {"q": "b"}},
 			{"id": "s3", "name": "search", "args": {"q": "c"}}], "usage": {"input_tokens": 5, "output_tokens": 5}}},
 		{"match": {"node": "write"}, "reply": {"text": "Searched twice.", "usage": {"input_tokens": 5, "output_tokens": 5}}}
-	]}`, nodes.Budget{ToolCalls: 2, Tokens: 1000})
+	]}`, events.Budget{ToolCalls: 2, Tokens: 1000})
 	r = collect(second.Continue(t.Context(), "c1"))
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	d := last[*nodes.ResponseDone](r)
+	d := last[*events.ResponseDone](r)
 	if d == nil || d.Budget == nil || d.Budget.Exceeded != "tool_calls" || d.Budget.ToolCalls != 2 || d.Budget.Tokens != 70 {
 		t.Fatalf("response.done = %+v: %s", d, r.trace())
 	}
@@ -186,11 +187,11 @@ func TestBudgetSurvivesCrash(t *testing.T) {
 		{"match": {"node": "supervisor", "tool_result": true}, "reply": {"tool_calls": [
 			{"id": "d1", "name": "delete_file", "args": {"path": "/tmp/a"}},
 			{"id": "s2", "name": "search", "args": {"q": "b"}}]}}
-	]}`, nodes.Budget{ToolCalls: 2})
+	]}`, events.Budget{ToolCalls: 2})
 	r = collect(parked.Run(t.Context(), "c2", nodes.Input{Message: "search then delete"}))
 	answering, m := budgetAgent(t, saver, `{"steps": [
 		{"match": {"node": "write"}, "reply": {"text": "Searched; one call was over budget."}}
-	]}`, nodes.Budget{ToolCalls: 2})
+	]}`, events.Budget{ToolCalls: 2})
 	r = approveAll(t, answering, "c2", r)
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -222,7 +223,7 @@ func skipped(results []string) int {
 func supervisors(r run) int {
 	n := 0
 	for _, e := range r.events {
-		if s, ok := e.Data.(*nodes.NodeStart); ok && s.Node == nodes.NodeSupervisor {
+		if s, ok := e.Data.(*events.NodeStart); ok && s.Node == nodes.NodeSupervisor {
 			n++
 		}
 	}
@@ -243,8 +244,8 @@ func TestBudgetSurvivesSubagentApproval(t *testing.T) {
 		           "usage": {"input_tokens": 40, "output_tokens": 10}}}
 	]}`
 	h := newHarness(t, script, nodes.Options{SubAgents: testSubAgents})
-	r := collect(h.agent.Run(t.Context(), "c1", nodes.Input{Message: "tidy up", Budget: &nodes.Budget{Tokens: 70}}))
-	if req := last[*nodes.ApprovalRequired](r); req == nil || req.Tool != "delete_file" {
+	r := collect(h.agent.Run(t.Context(), "c1", nodes.Input{Message: "tidy up", Budget: &events.Budget{Tokens: 70}}))
+	if req := last[*events.ApprovalRequired](r); req == nil || req.Tool != "delete_file" {
 		t.Fatalf("first segment: %s, %v", r.trace(), r.err)
 	}
 	r = approveAll(t, h.agent, "c1", r)
@@ -254,7 +255,7 @@ func TestBudgetSurvivesSubagentApproval(t *testing.T) {
 	if len(*h.deleted) != 0 {
 		t.Errorf("the call over budget ran: deleted %v", *h.deleted)
 	}
-	d := last[*nodes.ResponseDone](r)
+	d := last[*events.ResponseDone](r)
 	if d == nil || d.Budget == nil || d.Budget.Exceeded != "tokens" || d.Budget.Tokens != 70 {
 		t.Fatalf("response.done = %+v: %s", d, r.trace())
 	}

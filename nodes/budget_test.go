@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -21,12 +22,12 @@ func TestBudgetTokensReachedMidWorkflow(t *testing.T) {
 		{"match": {"node": "reflect", "contains": "find the go news"}, "reply": {"json": {"assessment": "satisfied"}, "usage": {"input_tokens": 20, "output_tokens": 5}}},
 		{"match": {"node": "write", "contains": "find the go news"}, "reply": {"text": "Go 1.26 adds new(expr).", "usage": {"input_tokens": 20, "output_tokens": 5}}}
 	]}`
-	h := newHarness(t, script, nodes.Options{SubAgents: testSubAgents, Budget: nodes.Budget{Tokens: 1000, ToolCalls: 10}})
-	r := collect(h.agent.Run(t.Context(), "c1", nodes.Input{Message: "plan the launch", Budget: &nodes.Budget{Tokens: 90}}))
+	h := newHarness(t, script, nodes.Options{SubAgents: testSubAgents, Budget: events.Budget{Tokens: 1000, ToolCalls: 10}})
+	r := collect(h.agent.Run(t.Context(), "c1", nodes.Input{Message: "plan the launch", Budget: &events.Budget{Tokens: 90}}))
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	done := last[*nodes.ResponseDone](r)
+	done := last[*events.ResponseDone](r)
 	if done == nil || done.Budget == nil {
 		t.Fatalf("no budget in response.done: %s", r.trace())
 	}
@@ -51,7 +52,7 @@ func TestBudgetToolCalls(t *testing.T) {
 		 "reply": {"tool_calls": [{"id": "s1", "name": "search", "args": {"q": "a"}}, {"id": "s2", "name": "search", "args": {"q": "b"}}]}},
 		{"match": {"node": "write"}, "reply": {"text": "I could search once only."}}
 	]}`
-	h := newHarness(t, script, nodes.Options{Budget: nodes.Budget{ToolCalls: 1}})
+	h := newHarness(t, script, nodes.Options{Budget: events.Budget{ToolCalls: 1}})
 	r := h.run(t, "c1", "search twice")
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -62,7 +63,7 @@ func TestBudgetToolCalls(t *testing.T) {
 	if len(got) != 2 || got[0] != "search=skipped" || got[1] != "search=success" {
 		t.Errorf("results = %v", got)
 	}
-	if d := last[*nodes.ResponseDone](r); d.Budget == nil || d.Budget.Exceeded != "tool_calls" || d.Budget.ToolCalls != 1 {
+	if d := last[*events.ResponseDone](r); d.Budget == nil || d.Budget.Exceeded != "tool_calls" || d.Budget.ToolCalls != 1 {
 		t.Errorf("response.done = %+v", d)
 	}
 	if s.Outcome != nodes.OutcomeBlocked {

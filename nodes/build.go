@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/llm"
 )
@@ -129,7 +130,7 @@ type commandFunc func(ctx context.Context, s ChatState) (graph.Command[ChatState
 func wrap(name string, fn nodeFunc) graph.NodeFunc[ChatState] {
 	return func(ctx context.Context, s ChatState) (ChatState, error) {
 		start := time.Now()
-		_ = emit(ctx, &NodeStart{Node: name})
+		_ = emit(ctx, &events.NodeStart{Node: name})
 		b := budgetFrom(ctx)
 		b.adopt(s.Input.Budget)
 		b.resume(&s)
@@ -138,7 +139,7 @@ func wrap(name string, fn nodeFunc) graph.NodeFunc[ChatState] {
 			return out, err
 		}
 		out.BudgetSpent = b.spent()
-		_ = emit(ctx, &NodeEnd{Node: name, DurationMS: time.Since(start).Milliseconds()})
+		_ = emit(ctx, &events.NodeEnd{Node: name, DurationMS: time.Since(start).Milliseconds()})
 		return out, nil
 	}
 }
@@ -146,12 +147,12 @@ func wrap(name string, fn nodeFunc) graph.NodeFunc[ChatState] {
 func wrapCommand(name string, fn commandFunc) graph.CommandFunc[ChatState] {
 	return func(ctx context.Context, s ChatState) (graph.Command[ChatState], error) {
 		start := time.Now()
-		_ = emit(ctx, &NodeStart{Node: name})
+		_ = emit(ctx, &events.NodeStart{Node: name})
 		out, err := fn(llm.WithNode(ctx, name), s)
 		if err != nil {
 			return out, err
 		}
-		_ = emit(ctx, &NodeEnd{Node: name, DurationMS: time.Since(start).Milliseconds()})
+		_ = emit(ctx, &events.NodeEnd{Node: name, DurationMS: time.Since(start).Milliseconds()})
 		return out, nil
 	}
 }

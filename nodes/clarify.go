@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 )
 
@@ -17,7 +18,7 @@ func (a *Agent) clarify(ctx context.Context, s ChatState) (graph.Command[ChatSta
 		q := s.Decision.Question
 		return graph.Command[ChatState]{Update: ChatState{ClarifyQuestion: q, FinalResponse: q, Outcome: OutcomeClarify}}, nil
 	}
-	answer, err := graph.Interrupt[string](ctx, Pending{Kind: PendingClarification, Question: s.ClarifyQuestion})
+	answer, err := graph.Interrupt[string](ctx, events.Pending{Kind: events.PendingClarification, Question: s.ClarifyQuestion})
 	if err != nil {
 		return graph.Command[ChatState]{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -26,7 +27,7 @@ func TestClientToolEndsTheTurnAndTheResultContinuesIt(t *testing.T) {
 	}
 	wantTrace(t, first, `+initialize -initialize +supervisor supervisor.thinking supervisor.decided:call_tool -supervisor
 		+execute_tool tool.start:weather -execute_tool +reflect -reflect +stream response.done -stream run.completed`)
-	start := last[*nodes.ToolStart](first)
+	start := last[*events.ToolStart](first)
 	if start.Source != nodes.SourceClient || start.ToolCallID != "call_w" || string(start.Args) != `{"city":"Oslo"}` {
 		t.Errorf("tool.start = %+v, want the client's call", start)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -42,7 +43,7 @@ func TestDocumentsSummariesScopeAndCitations(t *testing.T) {
 	if len(s.DataChunks) != 4 || s.DataChunks[0].Document == nil || s.DataChunks[0].Document.Chunk != 2 || s.DataChunks[2].Document != nil {
 		t.Errorf("chunks %+v", s.DataChunks)
 	}
-	done := last[*nodes.ResponseDone](r)
+	done := last[*events.ResponseDone](r)
 	b, err := json.Marshal(done.Citations)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +53,7 @@ func TestDocumentsSummariesScopeAndCitations(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("citations\n got %s\nwant %s", b, want)
 	}
-	var back []nodes.Citation
+	var back []events.Citation
 	if err := json.Unmarshal(b, &back); err != nil || len(back) != 2 || back[0] != done.Citations[0] || back[1] != done.Citations[1] {
 		t.Errorf("citations read back %+v, %v", back, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"iter"
 	"strconv"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -36,7 +37,7 @@ type ElicitationAnswer struct {
 // parkedQuestion is the interrupt payload of a question that parked the
 // run: the Pending the API sees, and what execute_tool needs back.
 type parkedQuestion struct {
-	Pending
+	events.Pending
 	Done []doneCall `json:"done,omitempty"`
 }
 
@@ -62,8 +63,8 @@ type questionAnswered struct {
 // the run's events, with the contract of Run. Errors: ErrInvalidInput for
 // an unknown action, ErrNoPendingElicitation when no question with that
 // id waits.
-func (a *Agent) AnswerElicitation(ctx context.Context, conversationID string, ans ElicitationAnswer) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
+func (a *Agent) AnswerElicitation(ctx context.Context, conversationID string, ans ElicitationAnswer) iter.Seq2[events.Event, error] {
+	return func(yield func(events.Event, error) bool) {
 		switch ans.Action {
 		case operators.ElicitAccept, operators.ElicitDecline, operators.ElicitCancel:
 		default:
@@ -77,13 +78,13 @@ func (a *Agent) AnswerElicitation(ctx context.Context, conversationID string, an
 		}
 		for _, in := range ins {
 			var q parkedQuestion
-			if json.Unmarshal(in.Payload, &q) != nil || q.Kind != PendingElicitation || q.ElicitationID != ans.ElicitationID {
+			if json.Unmarshal(in.Payload, &q) != nil || q.Kind != events.PendingElicitation || q.ElicitationID != ans.ElicitationID {
 				continue
 			}
 			if ans.Action != operators.ElicitAccept {
 				ans.Content = nil
 			}
-			if !yield(newEvent(&ElicitationResponse{ElicitationID: ans.ElicitationID, Action: string(ans.Action)}), nil) {
+			if !yield(events.New(&events.ElicitationResponse{ElicitationID: ans.ElicitationID, Action: string(ans.Action)}), nil) {
 				return
 			}
 			a.runGraph(ctx, yield, nil, graph.RunConfig{ThreadID: conversationID,

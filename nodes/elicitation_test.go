@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
@@ -95,15 +96,15 @@ func TestAQuestionParksTheRunAndTheAnswerResumesIt(t *testing.T) {
 	el := &parkingElicitor{}
 	a, _ := questionAgent(t, questionScript, tools.provider(t), el)
 	r := collect(a.Run(t.Context(), "c1", nodes.Input{Message: "delete a.txt", RequestID: "req1"}))
-	ri := last[*nodes.RunInterrupted](r)
+	ri := last[*events.RunInterrupted](r)
 	if ri == nil || ri.Reason != "elicitation" || len(ri.ElicitationIDs) != 1 || len(ri.Pending) != 1 {
 		t.Fatalf("run: %s (%v); want it parked on the question", r.trace(), r.err)
 	}
 	p := ri.Pending[0]
-	if p.Kind != nodes.PendingElicitation || p.ToolCallID != "d1" || p.Message != "Delete /tmp/a.txt?" || !p.Replayable || p.ElicitationID != ri.ElicitationIDs[0] {
+	if p.Kind != events.PendingElicitation || p.ToolCallID != "d1" || p.Message != "Delete /tmp/a.txt?" || !p.Replayable || p.ElicitationID != ri.ElicitationIDs[0] {
 		t.Errorf("pending %+v", p)
 	}
-	if req := last[*nodes.ElicitationRequest](r); req == nil || req.ElicitationID != p.ElicitationID {
+	if req := last[*events.ElicitationRequest](r); req == nil || req.ElicitationID != p.ElicitationID {
 		t.Errorf("elicitation.request %+v, want id %s", req, p.ElicitationID)
 	}
 	if strings.Contains(r.trace(), "elicitation.response") {
@@ -114,7 +115,7 @@ func TestAQuestionParksTheRunAndTheAnswerResumesIt(t *testing.T) {
 	}
 	// Continuing the parked run (a restart) runs nothing again.
 	r = collect(a.Continue(t.Context(), "c1"))
-	if ri := last[*nodes.RunInterrupted](r); ri == nil || ri.Reason != "elicitation" || tools.lookups.Load() != 1 {
+	if ri := last[*events.RunInterrupted](r); ri == nil || ri.Reason != "elicitation" || tools.lookups.Load() != 1 {
 		t.Fatalf("continue: %s (%v), lookups %d", r.trace(), r.err, tools.lookups.Load())
 	}
 	// A new message waits for the answer.
@@ -127,7 +128,7 @@ func TestAQuestionParksTheRunAndTheAnswerResumesIt(t *testing.T) {
 
 	r = collect(a.AnswerElicitation(t.Context(), "c1", nodes.ElicitationAnswer{ElicitationID: p.ElicitationID,
 		Action: operators.ElicitAccept, Content: json.RawMessage(`{"confirm": true}`)}))
-	if r.err != nil || last[*nodes.RunCompleted](r) == nil {
+	if r.err != nil || last[*events.RunCompleted](r) == nil {
 		t.Fatalf("answered: %s (%v)", r.trace(), r.err)
 	}
 	if !strings.HasPrefix(r.trace(), "elicitation.response") || strings.Contains(r.trace(), "tool.start:lookup") {
@@ -162,16 +163,16 @@ func TestALateAnswerToAQuestionThatCannotTakeItExpires(t *testing.T) {
 		{"match": {"node": "write"}, "reply": {"text": "Sorry."}}
 	]}`, tools.provider(t), &parkingElicitor{})
 	r := collect(a.Run(t.Context(), "c1", nodes.Input{Message: "ask me", RequestID: "req1"}))
-	ri := last[*nodes.RunInterrupted](r)
+	ri := last[*events.RunInterrupted](r)
 	if ri == nil || ri.Reason != "elicitation" || ri.Pending[0].Replayable {
 		t.Fatalf("run: %s (%v)", r.trace(), r.err)
 	}
 	r = collect(a.AnswerElicitation(t.Context(), "c1", nodes.ElicitationAnswer{ElicitationID: ri.ElicitationIDs[0],
 		Action: operators.ElicitAccept, Content: json.RawMessage(`{"color": "red"}`)}))
-	if r.err != nil || last[*nodes.RunCompleted](r) == nil {
+	if r.err != nil || last[*events.RunCompleted](r) == nil {
 		t.Fatalf("answered: %s (%v)", r.trace(), r.err)
 	}
-	te := last[*nodes.ToolErrorEvent](r)
+	te := last[*events.ToolError](r)
 	if te == nil || te.ToolCallID != "q1" || !strings.Contains(te.Error, "cannot take a late answer") {
 		t.Errorf("tool.error %+v", te)
 	}

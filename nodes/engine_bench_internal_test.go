@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/memory"
 )
@@ -25,9 +26,9 @@ func engineFloor(b *testing.B, persist bool, modes graph.Mode) {
 	g := graph.New[ChatState](schemaFields()...)
 	node := func(name string, upd func(s ChatState) ChatState) {
 		g.AddNode(name, func(ctx context.Context, s ChatState) (ChatState, error) {
-			_ = emit(ctx, &NodeStart{Node: name})
+			_ = emit(ctx, &events.NodeStart{Node: name})
 			u := upd(s)
-			_ = emit(ctx, &NodeEnd{Node: name})
+			_ = emit(ctx, &events.NodeEnd{Node: name})
 			return u, nil
 		})
 	}

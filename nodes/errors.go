@@ -3,6 +3,7 @@ package nodes
 import (
 	"errors"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/llm"
 )
@@ -28,37 +29,25 @@ var (
 	ErrNoConversation = errors.New("nodes: unknown conversation")
 )
 
-// Error codes of run.failed.
-const (
-	CodeInvalidInput    = "invalid_input"
-	CodeApprovalPending = "approval_pending"
-	CodeNoPending       = "no_pending_approval"
-	CodeUnknownTurn     = "unknown_turn"
-	CodeModel           = "model_error"
-	CodeModelUnknown    = "unknown_model"
-	CodeRecursion       = "recursion_limit"
-	CodeInternal        = "internal_error"
-)
-
 // errorCode maps an error to run.failed's code.
 func errorCode(err error) string {
 	switch {
 	case errors.Is(err, ErrInvalidInput):
-		return CodeInvalidInput
+		return events.CodeInvalidInput
 	case errors.Is(err, ErrApprovalPending):
-		return CodeApprovalPending
+		return events.CodeApprovalPending
 	case errors.Is(err, ErrNoPendingApproval), errors.Is(err, ErrNoPendingElicitation), errors.Is(err, graph.ErrUnknownInterrupt):
-		return CodeNoPending
+		return events.CodeNoPending
 	case errors.Is(err, ErrUnknownTurn), errors.Is(err, ErrNoConversation):
-		return CodeUnknownTurn
+		return events.CodeUnknownTurn
 	case errors.Is(err, llm.ErrUnknownModel):
-		return CodeModelUnknown
+		return events.CodeModelUnknown
 	case errors.Is(err, graph.ErrRecursionLimit):
-		return CodeRecursion
+		return events.CodeRecursion
 	}
 	var le *llm.Error
 	if errors.As(err, &le) {
-		return CodeModel
+		return events.CodeModel
 	}
-	return CodeInternal
+	return events.CodeInternal
 }

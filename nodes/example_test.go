@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
@@ -30,8 +31,8 @@ func Example() {
 			panic(err)
 		}
 		switch d := ev.Data.(type) {
-		case *nodes.NodeStart, *nodes.NodeEnd, *nodes.ResponseChunk:
-		case *nodes.ResponseDone:
+		case *events.NodeStart, *events.NodeEnd, *events.ResponseChunk:
+		case *events.ResponseDone:
 			types = append(types, ev.Type+" "+d.Content)
 		default:
 			types = append(types, ev.Type)

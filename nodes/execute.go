@@ -14,8 +14,8 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
-	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -58,7 +58,7 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 		}
 	}
 	for _, r := range records {
-		if r.Decision == DecisionEdit {
+		if r.Decision == events.DecisionEdit {
 			x.edited[r.ToolCallID] = true
 		}
 	}
@@ -124,7 +124,7 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 func clientCalls(ctx context.Context, s *ChatState, steps []WorkflowStep) ChatState {
 	for _, st := range steps {
 		if s.Input.clientTool(st.Tool) {
-			_ = emit(ctx, &ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: SourceClient, Args: argsOrEmpty(st.Args)})
+			_ = emit(ctx, &events.ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: SourceClient, Args: argsOrEmpty(st.Args)})
 		}
 	}
 	return ChatState{Outcome: OutcomeClientTools}
@@ -169,7 +169,7 @@ type execution struct {
 	answers     map[string]questionAnswered
 	resumedFrom *parkedQuestion
 	// parked is, by step, the question that parked the step's call.
-	parked []*Pending
+	parked []*events.Pending
 
 	// extra are the middleware's tools by name, input what they are told
 	// of the turn; halts are, by step, the pauses of their calls (a
@@ -181,8 +181,8 @@ type execution struct {
 	delegates bool
 
 	mu         sync.Mutex
-	usage      llm.TokenUsage // the middleware tools' (sub-agents')
-	overBudget string         // why a call was not run, when the budget ran out
+	usage      events.Usage // the middleware tools' (sub-agents')
+	overBudget string       // why a call was not run, when the budget ran out
 
 	// board is the task board before the execution (see writeTodos).
 	board TaskBoard
@@ -213,7 +213,7 @@ func (x *execution) run(ctx context.Context) {
 	x.results = make([]ToolResult, n)
 	x.chunks = make([][]operators.DataChunk, n)
 	x.direct = make([][]DirectResponse, n)
-	x.parked = make([]*Pending, n)
+	x.parked = make([]*events.Pending, n)
 	x.halts = make([]error, n)
 	done := make([]bool, n)
 	index := make(map[string]int, n)
@@ -393,7 +393,7 @@ func (x *execution) call(ctx context.Context, i int, args json.RawMessage) {
 		return
 	}
 	if st.Tool == WriteTodosTool {
-		_ = emit(ctx, &ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: x.sources[st.Tool], Args: args})
+		_ = emit(ctx, &events.ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: x.sources[st.Tool], Args: args})
 		x.writeTodos(ctx, i, args)
 		return
 	}
@@ -474,7 +474,7 @@ func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, ex
 	if isExtra {
 		source = "agent"
 	}
-	_ = emit(ctx, &ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: source, Args: args})
+	_ = emit(ctx, &events.ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: source, Args: args})
 	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.conversationID, requestID: x.requestID,
 		toolCallID: st.ToolCallID, tool: st.Tool, answers: x.answers, agent: x.input.Namespace}
 	start := time.Now()
@@ -514,10 +514,10 @@ func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, ex
 		if r.Content == "" {
 			r.Content = "the tool failed without saying why"
 		}
-		_ = emit(ctx, &ToolErrorEvent{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: r.Content, Truncated: res.Truncated})
+		_ = emit(ctx, &events.ToolError{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: r.Content, Truncated: res.Truncated})
 	} else {
 		r.Status, r.Content = ToolSuccess, res.Text()
-		_ = emit(ctx, &ToolComplete{ToolCallID: st.ToolCallID, Tool: st.Tool, Result: r.Content, DurationMS: dur, Truncated: res.Truncated})
+		_ = emit(ctx, &events.ToolComplete{ToolCallID: st.ToolCallID, Tool: st.Tool, Result: r.Content, DurationMS: dur, Truncated: res.Truncated})
 	}
 	if x.edited[st.ToolCallID] {
 		r.Content = "(The user edited the arguments before approving; the call ran with " + string(args) + ".)\n" + r.Content
@@ -531,7 +531,7 @@ func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, ex
 func (x *execution) skip(ctx context.Context, i int, why string) ToolResult {
 	st := x.steps[i]
 	text := "Not run: " + why + "."
-	_ = emit(ctx, &ToolErrorEvent{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: text})
+	_ = emit(ctx, &events.ToolError{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: text})
 	return ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Status: ToolSkipped, Content: text, Iteration: x.iteration}
 }
 
@@ -544,7 +544,7 @@ func (x *execution) haltedAny() bool {
 // parkedAny reports whether a call's question has parked the execution:
 // no further wave starts.
 func (x *execution) parkedAny() bool {
-	return slices.ContainsFunc(x.parked, func(p *Pending) bool { return p != nil })
+	return slices.ContainsFunc(x.parked, func(p *events.Pending) bool { return p != nil })
 }
 
 // parkedQuestion is the interrupt payload for the first question that
@@ -552,7 +552,7 @@ func (x *execution) parkedAny() bool {
 // did. Other calls that parked at the same time ask again when the run
 // goes on.
 func (x *execution) parkedQuestion() *parkedQuestion {
-	k := slices.IndexFunc(x.parked, func(p *Pending) bool { return p != nil })
+	k := slices.IndexFunc(x.parked, func(p *events.Pending) bool { return p != nil })
 	if k < 0 {
 		return nil
 	}
@@ -584,13 +584,13 @@ func (x *execution) expired(i int) (string, bool) {
 // and the model both see.
 func (x *execution) expire(ctx context.Context, i int, text string) ToolResult {
 	st := x.steps[i]
-	_ = emit(ctx, &ToolErrorEvent{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: text})
+	_ = emit(ctx, &events.ToolError{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: text})
 	return ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Status: ToolError, Content: text, Iteration: x.iteration}
 }
 
 // reject records a call the user rejected.
 func (x *execution) reject(ctx context.Context, i int, text string) ToolResult {
 	st := x.steps[i]
-	_ = emit(ctx, &ToolErrorEvent{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: text})
+	_ = emit(ctx, &events.ToolError{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: text})
 	return ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Status: ToolRejected, Content: text, Iteration: x.iteration}
 }

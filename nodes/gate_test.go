@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -62,7 +63,7 @@ func TestApprovalGateSurvivesARestart(t *testing.T) {
 	}
 	a, _ := agentWith(first)
 	r := collect(a.Run(t.Context(), "c1", nodes.Input{Message: "mail bob"}))
-	req := last[*nodes.ApprovalRequired](r)
+	req := last[*events.ApprovalRequired](r)
 	if req == nil || req.Tool != "send" {
 		t.Fatalf("no approval asked: %s (%v)", r.trace(), r.err)
 	}
@@ -71,7 +72,7 @@ func TestApprovalGateSurvivesARestart(t *testing.T) {
 	later := &mailSource{}
 	a, p := agentWith(later)
 	r = collect(a.Continue(t.Context(), "c1"))
-	if ri := last[*nodes.RunInterrupted](r); ri == nil || !slices.Equal(ri.ApprovalIDs, []string{req.ApprovalID}) {
+	if ri := last[*events.RunInterrupted](r); ri == nil || !slices.Equal(ri.ApprovalIDs, []string{req.ApprovalID}) {
 		t.Fatalf("continued run: %s (%v); want it still waiting for approval %s", r.trace(), r.err, req.ApprovalID)
 	}
 	if first.sent.Load()+later.sent.Load() != 0 {
@@ -82,14 +83,14 @@ func TestApprovalGateSurvivesARestart(t *testing.T) {
 	// it and runs once.
 	done := make(chan run, 1)
 	go func() {
-		done <- collect(a.Resume(t.Context(), "c1", nodes.ApprovalDecision{ApprovalID: req.ApprovalID, Decision: nodes.DecisionApprove}))
+		done <- collect(a.Resume(t.Context(), "c1", nodes.ApprovalDecision{ApprovalID: req.ApprovalID, Decision: events.DecisionApprove}))
 	}()
 	later.up.Store(true)
 	if err := p.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	r = <-done
-	if r.err != nil || last[*nodes.RunCompleted](r) == nil {
+	if r.err != nil || last[*events.RunCompleted](r) == nil {
 		t.Fatalf("resumed run: %s (%v)", r.trace(), r.err)
 	}
 	if n := later.sent.Load(); n != 1 {

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/memory"
 	"github.com/trellis-ai/trellis/llm"
@@ -140,11 +141,11 @@ func scriptedModels(t testing.TB, script string) (*llm.Registry, *llm.Scripted) 
 
 // run is what one run yielded.
 type run struct {
-	events []nodes.Event
+	events []events.Event
 	err    error
 }
 
-func collect(seq iter.Seq2[nodes.Event, error]) run {
+func collect(seq iter.Seq2[events.Event, error]) run {
 	var r run
 	for ev, err := range seq {
 		r.events = append(r.events, ev)
@@ -168,23 +169,23 @@ func (r run) trace() string {
 	for _, e := range r.events {
 		s := e.Type
 		switch d := e.Data.(type) {
-		case *nodes.NodeStart:
+		case *events.NodeStart:
 			s = "+" + d.Node
-		case *nodes.NodeEnd:
+		case *events.NodeEnd:
 			s = "-" + d.Node
-		case *nodes.SupervisorDecided:
+		case *events.SupervisorDecided:
 			s += ":" + d.Action
-		case *nodes.ToolStart:
+		case *events.ToolStart:
 			s += ":" + d.Tool
-		case *nodes.ToolComplete:
+		case *events.ToolComplete:
 			s += ":" + d.Tool
-		case *nodes.ToolErrorEvent:
+		case *events.ToolError:
 			s += ":" + d.Tool
-		case *nodes.ApprovalResolved:
+		case *events.ApprovalResolved:
 			s += ":" + string(d.Decision)
-		case *nodes.RunInterrupted:
+		case *events.RunInterrupted:
 			s += ":" + d.Reason
-		case *nodes.ResponseChunk:
+		case *events.ResponseChunk:
 			if len(out) > 0 && out[len(out)-1] == "response.chunk*" {
 				continue
 			}
@@ -196,7 +197,7 @@ func (r run) trace() string {
 }
 
 // last returns the last event of the given type's payload.
-func last[T nodes.Payload](r run) T {
+func last[T events.Payload](r run) T {
 	var zero T
 	for i := len(r.events) - 1; i >= 0; i-- {
 		if d, ok := r.events[i].Data.(T); ok {
@@ -210,7 +211,7 @@ func last[T nodes.Payload](r run) T {
 func (r run) text() string {
 	var b strings.Builder
 	for _, e := range r.events {
-		if c, ok := e.Data.(*nodes.ResponseChunk); ok {
+		if c, ok := e.Data.(*events.ResponseChunk); ok {
 			b.WriteString(c.Content)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
@@ -28,7 +29,7 @@ func TestSecondTurnResetsTurnFields(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if d := last[*nodes.ResponseDone](r); len(d.Citations) != 0 {
+	if d := last[*events.ResponseDone](r); len(d.Citations) != 0 {
 		t.Errorf("second turn cites %+v", d.Citations)
 	}
 	s := h.state(t, "c1")
@@ -97,7 +98,7 @@ func TestInvalidInputAndUnknownModel(t *testing.T) {
 	if !errors.Is(r.err, llm.ErrUnknownModel) {
 		t.Fatalf("unknown model: %v", r.err)
 	}
-	if f := last[*nodes.RunFailed](r); f.Error.Code != nodes.CodeModelUnknown {
+	if f := last[*events.RunFailed](r); f.Error.Code != events.CodeModelUnknown {
 		t.Errorf("run.failed = %+v", f)
 	}
 	if _, err := h.agent.State(t.Context(), "nobody"); !errors.Is(err, nodes.ErrNoConversation) {
@@ -119,7 +120,7 @@ func TestCancelThenContinue(t *testing.T) {
 		if err != nil {
 			r.err = err
 		}
-		if s, ok := ev.Data.(*nodes.NodeStart); ok && s.Node == nodes.NodeWrite {
+		if s, ok := ev.Data.(*events.NodeStart); ok && s.Node == nodes.NodeWrite {
 			cancel()
 		}
 	}
@@ -147,7 +148,7 @@ func TestBreakingOutStopsTheRun(t *testing.T) {
 	]}`, nodes.Options{})
 	n := 0
 	for ev := range h.agent.Run(t.Context(), "c1", nodes.Input{Message: "hi"}) {
-		if ev.Type == nodes.EventResponseChunk {
+		if ev.Type == events.TypeResponseChunk {
 			n++
 			break
 		}
@@ -168,18 +169,18 @@ func TestParallelCallsEachNeedApproval(t *testing.T) {
 		{"match": {"node": "write"}, "reply": {"text": "Deleted /b and kept /a."}}
 	]}`, nodes.Options{})
 	r := h.run(t, "c1", "delete both")
-	if req := last[*nodes.ApprovalRequired](r); req.ToolCallID != "a" {
+	if req := last[*events.ApprovalRequired](r); req.ToolCallID != "a" {
 		t.Fatalf("first approval: %+v", req)
 	}
-	r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: nodes.DecisionReject, Reason: "keep /a"})
+	r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: events.DecisionReject, Reason: "keep /a"})
 	wantTrace(t, r, `approval.resolved:reject +execute_tool approval.required run.interrupted:approval`)
-	if req := last[*nodes.ApprovalRequired](r); req.ToolCallID != "b" || req.Revision != 1 {
+	if req := last[*events.ApprovalRequired](r); req.ToolCallID != "b" || req.Revision != 1 {
 		t.Fatalf("second approval: %+v", req)
 	}
 	if len(*h.deleted) != 0 {
 		t.Fatal("ran before every approval was in")
 	}
-	r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: nodes.DecisionApprove})
+	r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: events.DecisionApprove})
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -255,7 +256,7 @@ func TestElicitation(t *testing.T) {
 			if res := snap.State.ToolResults[0]; !strings.Contains(res.Content, tc.want) {
 				t.Errorf("result = %+v", res)
 			}
-			if req := last[*nodes.ElicitationRequest](r); tc.elicitor != nil && (req.Source != "ask" || req.ElicitationID == "" || !strings.Contains(string(req.Schema), "confirm")) {
+			if req := last[*events.ElicitationRequest](r); tc.elicitor != nil && (req.Source != "ask" || req.ElicitationID == "" || !strings.Contains(string(req.Schema), "confirm")) {
 				t.Errorf("elicitation.request = %+v", req)
 			}
 		})

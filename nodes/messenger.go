@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -32,14 +33,14 @@ type messenger struct {
 	mu       sync.Mutex
 	direct   []DirectResponse
 	streamed strings.Builder
-	asked    int      // questions asked so far
-	parked   *Pending // the question that parked the run
+	asked    int             // questions asked so far
+	parked   *events.Pending // the question that parked the run
 }
 
 var _ operators.Messenger = (*messenger)(nil)
 
 func (m *messenger) Progress(_ context.Context, p operators.ProgressEvent) error {
-	return emit(m.ctx, &ToolProgress{ToolCallID: m.toolCallID, Progress: p.Progress, Total: p.Total, Message: p.Message})
+	return emit(m.ctx, &events.ToolProgress{ToolCallID: m.toolCallID, Progress: p.Progress, Total: p.Total, Message: p.Message})
 }
 
 func (m *messenger) Direct(_ context.Context, d operators.DirectEvent) error {
@@ -50,7 +51,7 @@ func (m *messenger) Direct(_ context.Context, d operators.DirectEvent) error {
 	m.mu.Lock()
 	m.direct = append(m.direct, dr)
 	m.mu.Unlock()
-	return emit(m.ctx, &DirectResponseEvent{Content: dr.Content, ContentType: dr.ContentType, WidgetType: dr.WidgetType, ToolCallID: dr.ToolCallID})
+	return emit(m.ctx, &events.DirectResponse{Content: dr.Content, ContentType: dr.ContentType, WidgetType: dr.WidgetType, ToolCallID: dr.ToolCallID})
 }
 
 func (m *messenger) Stream(_ context.Context, c operators.StreamChunk) error {
@@ -60,7 +61,7 @@ func (m *messenger) Stream(_ context.Context, c operators.StreamChunk) error {
 	if c.Content == "" {
 		return nil
 	}
-	return emit(m.ctx, &ResponseChunk{Content: c.Content})
+	return emit(m.ctx, &events.ResponseChunk{Content: c.Content})
 }
 
 // Elicit asks the user through the Elicitor, between elicitation.request
@@ -85,14 +86,14 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 			schema = b
 		}
 	}
-	_ = emit(m.ctx, &ElicitationRequest{ElicitationID: r.ElicitationID, Source: r.Source, Message: r.Message, Schema: schema})
+	_ = emit(m.ctx, &events.ElicitationRequest{ElicitationID: r.ElicitationID, Source: r.Source, Message: r.Message, Schema: schema})
 	resp, err := m.elicitor.Elicit(ctx, m.conversationID, r)
 	if errors.Is(err, operators.ErrAskLater) {
 		// Nobody answered while the run could wait: the question stays
 		// pending, the call ends, and the run parks on the question.
 		m.mu.Lock()
 		if m.parked == nil {
-			m.parked = &Pending{Kind: PendingElicitation, ToolCallID: m.toolCallID, Tool: m.tool, ElicitationID: r.ElicitationID,
+			m.parked = &events.Pending{Kind: events.PendingElicitation, ToolCallID: m.toolCallID, Tool: m.tool, ElicitationID: r.ElicitationID,
 				Source: r.Source, Message: r.Message, Schema: schema, Replayable: r.Replayable, Namespace: m.agent}
 		}
 		m.mu.Unlock()
@@ -104,7 +105,7 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 	if err != nil && action == "" {
 		action = string(operators.ElicitCancel)
 	}
-	_ = emit(m.ctx, &ElicitationResponse{ElicitationID: r.ElicitationID, Action: action})
+	_ = emit(m.ctx, &events.ElicitationResponse{ElicitationID: r.ElicitationID, Action: action})
 	if err != nil {
 		return resp, fmt.Errorf("nodes: elicitation %s: %w", r.ElicitationID, err)
 	}
@@ -113,7 +114,7 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 }
 
 // parkedOn returns the question that parked the run, if any.
-func (m *messenger) parkedOn() *Pending {
+func (m *messenger) parkedOn() *events.Pending {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.parked

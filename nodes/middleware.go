@@ -8,7 +8,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
-	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -114,7 +114,7 @@ type ToolOutput struct {
 	operators.Result
 	// Usage is the model usage the call spent (a sub-agent's), added to
 	// the turn's.
-	Usage llm.TokenUsage
+	Usage events.Usage
 }
 
 // chain is an agent's middleware, sorted by hook once.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
 )
@@ -44,7 +45,7 @@ func TestOfflineModelThroughTheGraph(t *testing.T) {
 			} else if !strings.Contains(tr, "supervisor.decided:answer") || strings.Contains(tr, "tool.start") {
 				t.Errorf("events: %s", tr)
 			}
-			done := last[*nodes.ResponseDone](r)
+			done := last[*events.ResponseDone](r)
 			for _, w := range tc.want {
 				if !strings.Contains(done.Content, w) {
 					t.Errorf("answer %q lacks %q", done.Content, w)

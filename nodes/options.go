@@ -7,8 +7,8 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
-	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -71,7 +71,7 @@ type Options struct {
 	SubAgents SubAgents
 	// Budget limits every run (see Budget); a request may tighten it
 	// (Input.Budget). The zero value limits nothing.
-	Budget Budget
+	Budget events.Budget
 	// Logger receives hook and loader failures; nil discards.
 	Logger *slog.Logger
 	// Tracer, when set, puts each node and each tool call in an
@@ -138,9 +138,9 @@ type Answer struct {
 	Query          string
 	Message        Message
 	Outcome        Outcome
-	Citations      []Citation
+	Citations      []events.Citation
 	// Usage is the turn's usage so far.
-	Usage       llm.TokenUsage
+	Usage       events.Usage
 	ToolResults []ToolResult
 }
 

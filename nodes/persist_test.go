@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/memory"
 	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
@@ -64,7 +65,7 @@ func playRich(t *testing.T, a *nodes.Agent) nodes.ChatState {
 			return collect(a.Run(ctx, "rich", nodes.Input{Message: "search and clean", RequestID: "r1", UserID: "u1", Model: "scripted"}))
 		},
 		func() run {
-			return collect(a.Resume(ctx, "rich", nodes.ApprovalDecision{Decision: nodes.DecisionEdit, Args: json.RawMessage(`{"path": "/tmp/older"}`)}))
+			return collect(a.Resume(ctx, "rich", nodes.ApprovalDecision{Decision: events.DecisionEdit, Args: json.RawMessage(`{"path": "/tmp/older"}`)}))
 		},
 		func() run { return collect(a.Run(ctx, "rich", nodes.Input{Message: "do it again", RequestID: "r2"})) },
 		func() run { return collect(a.Run(ctx, "rich", nodes.Input{Message: "the search", RequestID: "r3"})) },
@@ -157,10 +158,10 @@ func TestResumeAcrossInstancesPostgres(t *testing.T) {
 		{"match": {"node": "supervisor"}, "reply": {"tool_calls": [{"id": "d1", "name": "delete_file", "args": {"path": "/tmp/x"}}]}}
 	]}`)
 	r := collect(first.Run(t.Context(), "pg", nodes.Input{Message: "delete /tmp/x", RequestID: "r1"}))
-	if r.err != nil || last[*nodes.RunInterrupted](r) == nil {
+	if r.err != nil || last[*events.RunInterrupted](r) == nil {
 		t.Fatalf("first run: %s, %v", r.trace(), r.err)
 	}
-	id := last[*nodes.ApprovalRequired](r).ApprovalID
+	id := last[*events.ApprovalRequired](r).ApprovalID
 
 	pool2, err := pgxpool.NewWithConfig(context.Background(), pool.Config())
 	if err != nil {
@@ -179,7 +180,7 @@ func TestResumeAcrossInstancesPostgres(t *testing.T) {
 	if err != nil || len(pending) != 1 || pending[0].ID != id || pending[0].Tool != "delete_file" {
 		t.Fatalf("pending on the second instance = %+v, %v", pending, err)
 	}
-	r = collect(second.Resume(t.Context(), "pg", nodes.ApprovalDecision{ApprovalID: id, Decision: nodes.DecisionApprove}))
+	r = collect(second.Resume(t.Context(), "pg", nodes.ApprovalDecision{ApprovalID: id, Decision: events.DecisionApprove}))
 	if r.err != nil {
 		t.Fatal(r.err)
 	}

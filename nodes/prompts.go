@@ -7,6 +7,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 )
 
@@ -150,7 +151,7 @@ func (a *Agent) writeSupervisorInstructions(b *strings.Builder, s *ChatState, it
 		fmt.Fprintf(b, "The user has rejected %d proposed tool call(s) this turn; after %d rejections you must stop proposing.\n",
 			s.Rejections, a.opts.maxRevisions())
 		for _, r := range s.Approvals {
-			if r.Decision == DecisionReject {
+			if r.Decision == events.DecisionReject {
 				fmt.Fprintf(b, "- rejected %s %s: %s\n", r.Tool, string(argsOrEmpty(r.Args)), r.Reason)
 			}
 		}

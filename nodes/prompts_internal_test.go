@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/trellis-ai/trellis/events"
 )
 
 // The supervisor's prompt is written into one presized buffer; it must
@@ -20,7 +22,7 @@ func TestSupervisorSystemPrompt(t *testing.T) {
 			{Iteration: 2, Action: ActionAnswer},
 		},
 		Rejections:  1,
-		Approvals:   []ApprovalRecord{{Tool: "delete_file", Args: json.RawMessage(`{"path":"x"}`), Decision: DecisionReject, Reason: "no"}},
+		Approvals:   []ApprovalRecord{{Tool: "delete_file", Args: json.RawMessage(`{"path":"x"}`), Decision: events.DecisionReject, Reason: "no"}},
 		TaskContext: "try again",
 	}
 	got := a.supervisorSystem(s, 3, "- search [local]: Searches.\n")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 )
 
@@ -61,7 +62,7 @@ func (a *Agent) reflect(ctx context.Context, s ChatState) (ChatState, error) {
 	resp, err := a.callModel(ctx, model, &ModelCall{Node: NodeReflect, State: &s, System: a.system(&s, NodeReflect, reflectInstructions),
 		Options: []llms.CallOption{llms.WithTools(tools),
 			llms.WithToolChoice(llms.ToolChoice{Type: "function", Function: &llms.FunctionReference{Name: assessToolName}})}})
-	var usage llm.TokenUsage
+	var usage events.Usage
 	var ref Reflection
 	ok := false
 	if err != nil {

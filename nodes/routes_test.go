@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -21,11 +22,11 @@ func TestDirectAnswer(t *testing.T) {
 	if got := r.text(); got != "Hello there, friend." {
 		t.Errorf("chunks = %q", got)
 	}
-	done := last[*nodes.ResponseDone](r)
+	done := last[*events.ResponseDone](r)
 	if done.Content != "Hello there, friend." || done.Usage.TotalTokens != 28 || len(done.Citations) != 0 {
 		t.Errorf("response.done = %+v", done)
 	}
-	if c := last[*nodes.RunCompleted](r); c.Usage.TotalTokens != 28 || c.Status != "completed" {
+	if c := last[*events.RunCompleted](r); c.Usage.TotalTokens != 28 || c.Status != "completed" {
 		t.Errorf("run.completed = %+v", c)
 	}
 	s := h.state(t, "c1")
@@ -54,11 +55,11 @@ func TestOneToolSatisfiedWithCitations(t *testing.T) {
 	wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking supervisor.decided:call_tool -supervisor
 		+execute_tool tool.start:search tool.complete:search -execute_tool +reflect -reflect
 		+synthesize -synthesize +write response.chunk* -write +stream response.done -stream run.completed`)
-	done := last[*nodes.ResponseDone](r)
+	done := last[*events.ResponseDone](r)
 	if len(done.Citations) != 2 || done.Citations[0].Number != 1 || done.Citations[0].Source != "https://go.dev/doc/go1.26" || done.Citations[1].Title != "The Go Blog" {
 		t.Errorf("citations = %+v", done.Citations)
 	}
-	start := last[*nodes.ToolStart](r)
+	start := last[*events.ToolStart](r)
 	if start.ToolCallID != "s1" || start.Source != "local" || string(start.Args) != `{"q":"go 1.26"}` {
 		t.Errorf("tool.start = %+v", start)
 	}
@@ -122,7 +123,7 @@ func TestBlocked(t *testing.T) {
 	wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking supervisor.decided:call_tool -supervisor
 		+execute_tool tool.start:flaky tool.error:flaky -execute_tool +reflect -reflect
 		+handle_blocked -handle_blocked +write response.chunk* -write +stream response.done -stream run.completed`)
-	if e := last[*nodes.ToolErrorEvent](r); e.Error != "upstream said 400: bad query" {
+	if e := last[*events.ToolError](r); e.Error != "upstream said 400: bad query" {
 		t.Errorf("tool.error = %+v", e)
 	}
 	s := h.state(t, "c1")
@@ -144,11 +145,11 @@ func TestDirectResponseFromOperator(t *testing.T) {
 	wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking supervisor.decided:call_tool -supervisor
 		+execute_tool tool.start:chart tool.progress direct.response tool.complete:chart -execute_tool +reflect -reflect
 		+stream response.done -stream run.completed`)
-	d := last[*nodes.DirectResponseEvent](r)
+	d := last[*events.DirectResponse](r)
 	if d.Content != "<svg>sales</svg>" || d.ContentType != "widget" || d.WidgetType != "chart" || d.ToolCallID != "ch" {
 		t.Errorf("direct.response = %+v", d)
 	}
-	if p := last[*nodes.ToolProgress](r); p.ToolCallID != "ch" || p.Progress != 1 || p.Total != 2 || p.Message != "drawing" {
+	if p := last[*events.ToolProgress](r); p.ToolCallID != "ch" || p.Progress != 1 || p.Total != 2 || p.Message != "drawing" {
 		t.Errorf("tool.progress = %+v", p)
 	}
 	s := h.state(t, "c1")
@@ -171,11 +172,11 @@ func TestClarifyThenAnswer(t *testing.T) {
 	}
 	wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking supervisor.decided:clarify -supervisor
 		+clarify -clarify +stream response.done -stream +clarify run.interrupted:clarification`)
-	ri := last[*nodes.RunInterrupted](r)
-	if ri.Question != "In which city?" || ri.ClarificationID == "" || len(ri.Pending) != 1 || ri.Pending[0].Kind != nodes.PendingClarification {
+	ri := last[*events.RunInterrupted](r)
+	if ri.Question != "In which city?" || ri.ClarificationID == "" || len(ri.Pending) != 1 || ri.Pending[0].Kind != events.PendingClarification {
 		t.Errorf("run.interrupted = %+v", ri)
 	}
-	if d := last[*nodes.ResponseDone](r); d.Content != "In which city?" {
+	if d := last[*events.ResponseDone](r); d.Content != "In which city?" {
 		t.Errorf("response.done = %+v", d)
 	}
 	pending, err := h.agent.Pending(t.Context(), "c1")
@@ -347,7 +348,7 @@ func TestUnrepairableDecisionBlocks(t *testing.T) {
 	wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking supervisor.decided:blocked -supervisor
 		+handle_blocked -handle_blocked +write response.chunk* -write +stream response.done -stream run.completed`)
 	// The model failed in write too: the honest fallback is written.
-	if d := last[*nodes.ResponseDone](r); !strings.HasPrefix(d.Content, "I couldn't complete your request.") || !strings.Contains(d.Content, `unknown action "DANCE"`) {
+	if d := last[*events.ResponseDone](r); !strings.HasPrefix(d.Content, "I couldn't complete your request.") || !strings.Contains(d.Content, `unknown action "DANCE"`) {
 		t.Errorf("response.done = %q", d.Content)
 	}
 	h.allConsumed(t)

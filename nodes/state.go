@@ -3,8 +3,8 @@ package nodes
 import (
 	"encoding/json"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
-	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -95,12 +95,12 @@ type ChatState struct {
 	// ---- Token usage.
 
 	// Usage sums every model call of the conversation.
-	Usage llm.TokenUsage `json:"usage"`
+	Usage events.Usage `json:"usage"`
 	// TurnUsage sums every model call of the turn (per turn).
-	TurnUsage llm.TokenUsage `json:"turn_usage"`
+	TurnUsage events.Usage `json:"turn_usage"`
 	// UsageBase is TurnUsage when the current run resumed the turn, so a
 	// run's usage is TurnUsage - UsageBase (per turn).
-	UsageBase llm.TokenUsage `json:"usage_base"`
+	UsageBase events.Usage `json:"usage_base"`
 
 	// ---- Output (per turn).
 
@@ -109,7 +109,7 @@ type ChatState struct {
 	// FinalResponse is the answer's text.
 	FinalResponse string `json:"final_response,omitempty"`
 	// Citations are the sources FinalResponse cites.
-	Citations []Citation `json:"citations,omitempty"`
+	Citations []events.Citation `json:"citations,omitempty"`
 	// ClarifyQuestion is the question the agent asked, while it waits for
 	// the answer.
 	ClarifyQuestion string `json:"clarify_question,omitempty"`
@@ -128,7 +128,7 @@ type ChatState struct {
 // schemaFields declares how ChatState's fields merge; undeclared fields
 // take the newest non-zero value.
 func schemaFields() []graph.Field[ChatState] {
-	addUsage := func(a, b llm.TokenUsage) llm.TokenUsage { return a.Add(b) }
+	addUsage := func(a, b events.Usage) events.Usage { return a.Add(b) }
 	return []graph.Field[ChatState]{
 		graph.Append(func(s *ChatState) *[]Message { return &s.Messages }),
 		graph.Append(func(s *ChatState) *[]ActionRecord { return &s.Actions }),
@@ -137,8 +137,8 @@ func schemaFields() []graph.Field[ChatState] {
 		graph.Append(func(s *ChatState) *[]DataChunk { return &s.DataChunks }),
 		graph.Append(func(s *ChatState) *[]DirectResponse { return &s.DirectResponses }),
 		graph.Sum(func(s *ChatState) *int { return &s.SourceCounter }),
-		graph.Reduce(func(s *ChatState) *llm.TokenUsage { return &s.Usage }, addUsage),
-		graph.Reduce(func(s *ChatState) *llm.TokenUsage { return &s.TurnUsage }, addUsage),
+		graph.Reduce(func(s *ChatState) *events.Usage { return &s.Usage }, addUsage),
+		graph.Reduce(func(s *ChatState) *events.Usage { return &s.TurnUsage }, addUsage),
 		graph.Reduce(func(s *ChatState) *TaskBoard { return &s.Tasks }, newestBoard),
 		graph.Reduce(func(s *ChatState) *BudgetSpent { return &s.BudgetSpent }, maxSpent),
 	}
@@ -162,8 +162,8 @@ func resetTurn(s *ChatState) {
 	s.SourceCounter = 0
 	s.Cognitive = ""
 	s.DirectResponses = nil
-	s.TurnUsage = llm.TokenUsage{}
-	s.UsageBase = llm.TokenUsage{}
+	s.TurnUsage = events.Usage{}
+	s.UsageBase = events.Usage{}
 	s.Brief = Brief{}
 	s.FinalResponse = ""
 	s.Citations = nil
@@ -196,7 +196,7 @@ type Input struct {
 	NoMemory bool `json:"no_memory,omitempty"`
 	// Budget tightens Options.Budget for this request's runs; nil keeps
 	// it.
-	Budget *Budget `json:"budget,omitempty"`
+	Budget *events.Budget `json:"budget,omitempty"`
 	// Namespace is the sub-agent's path ("researcher:call_1", nested
 	// ones joined with "/"); "" for the root agent. The sub-agent tool
 	// sets it.
@@ -366,14 +366,14 @@ type ToolResult struct {
 
 // ApprovalRecord is one answered approval.
 type ApprovalRecord struct {
-	ApprovalID string          `json:"approval_id"`
-	ToolCallID string          `json:"tool_call_id"`
-	Tool       string          `json:"tool"`
-	Args       json.RawMessage `json:"args,omitempty"`
-	Revision   int             `json:"revision"`
-	Decision   DecisionKind    `json:"decision"`
-	EditedArgs json.RawMessage `json:"edited_args,omitempty"`
-	Reason     string          `json:"reason,omitempty"`
+	ApprovalID string              `json:"approval_id"`
+	ToolCallID string              `json:"tool_call_id"`
+	Tool       string              `json:"tool"`
+	Args       json.RawMessage     `json:"args,omitempty"`
+	Revision   int                 `json:"revision"`
+	Decision   events.DecisionKind `json:"decision"`
+	EditedArgs json.RawMessage     `json:"edited_args,omitempty"`
+	Reason     string              `json:"reason,omitempty"`
 }
 
 // Assessment is the reflect node's verdict.
@@ -421,68 +421,6 @@ type DirectResponse struct {
 	Content     string `json:"content"`
 	ContentType string `json:"content_type"`
 	WidgetType  string `json:"widget_type,omitempty"`
-}
-
-// Citation is a numbered source an answer cites. A passage of an
-// uploaded document (DocumentID set) is written as API.md's document
-// citation, {"index", "document_id", "filename", "chunk", "start", "end",
-// "text"}; any other source as {"number", "source", "title", "text"}.
-type Citation struct {
-	Number int
-	Source string
-	Title  string
-	Text   string
-	// DocumentID, Filename, Chunk, Start and End place a document's
-	// passage: its chunk and character offsets [Start, End).
-	DocumentID string
-	Filename   string
-	Chunk      int
-	Start      int
-	End        int
-}
-
-type sourceCitation struct {
-	Number int    `json:"number"`
-	Source string `json:"source"`
-	Title  string `json:"title,omitempty"`
-	Text   string `json:"text,omitempty"`
-}
-
-type documentCitation struct {
-	Index      int    `json:"index"`
-	DocumentID string `json:"document_id"`
-	Filename   string `json:"filename"`
-	Chunk      int    `json:"chunk"`
-	Start      int    `json:"start"`
-	End        int    `json:"end"`
-	Text       string `json:"text"`
-}
-
-// MarshalJSON writes the citation in its API shape.
-func (c Citation) MarshalJSON() ([]byte, error) {
-	if c.DocumentID != "" {
-		return json.Marshal(documentCitation{Index: c.Number, DocumentID: c.DocumentID, Filename: c.Filename,
-			Chunk: c.Chunk, Start: c.Start, End: c.End, Text: c.Text})
-	}
-	return json.Marshal(sourceCitation{Number: c.Number, Source: c.Source, Title: c.Title, Text: c.Text})
-}
-
-// UnmarshalJSON reads either shape back.
-func (c *Citation) UnmarshalJSON(b []byte) error {
-	var d documentCitation
-	if err := json.Unmarshal(b, &d); err != nil {
-		return err
-	}
-	if d.DocumentID != "" {
-		*c = Citation{Number: d.Index, DocumentID: d.DocumentID, Filename: d.Filename, Chunk: d.Chunk, Start: d.Start, End: d.End, Text: d.Text}
-		return nil
-	}
-	var s sourceCitation
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	*c = Citation{Number: s.Number, Source: s.Source, Title: s.Title, Text: s.Text}
-	return nil
 }
 
 // BriefKind says what the write node is writing.

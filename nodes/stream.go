@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/events"
 )
 
 // stream closes the response: it emits response.done with the whole
@@ -25,7 +25,7 @@ func (a *Agent) stream(ctx context.Context, s ChatState) (ChatState, error) {
 	}
 	citations := cited(content, s.DataChunks)
 	if s.Input.Namespace == "" { // a sub-agent's answer is its task call's result (subagent.end)
-		_ = emit(ctx, &ResponseDone{Content: content, Citations: citations, Usage: sub(s.TurnUsage, s.UsageBase), Budget: budgetFrom(ctx).usage()})
+		_ = emit(ctx, &events.ResponseDone{Content: content, Citations: citations, Usage: sub(s.TurnUsage, s.UsageBase), Budget: budgetFrom(ctx).usage()})
 	}
 	msg := Message{Role: RoleAssistant, Content: content, Turn: s.Turn}
 	if outcome == OutcomeClientTools && len(s.Messages) > 0 {
@@ -76,8 +76,8 @@ var citeRef = regexp.MustCompile(`\[(\d+)\]`)
 
 // cited returns the chunks the text cites as [n], in number order; never
 // nil, so response.done always has a list.
-func cited(text string, chunks []DataChunk) []Citation {
-	out := []Citation{}
+func cited(text string, chunks []DataChunk) []events.Citation {
+	out := []events.Citation{}
 	if len(chunks) == 0 || !strings.Contains(text, "[") {
 		return out
 	}
@@ -89,10 +89,10 @@ func cited(text string, chunks []DataChunk) []Citation {
 	}
 	for _, c := range chunks {
 		if seen[c.Number] {
-			ci := Citation{Number: c.Number, Source: c.Source, Title: c.Title, Text: clip(c.Text, 500)}
+			ci := events.Citation{Number: c.Number, Source: c.Source, Title: c.Title, Text: clip(c.Text, 500)}
 			if d := c.Document; d != nil {
 				// A passage is cited whole, so its offsets describe its text.
-				ci = Citation{Number: c.Number, Text: c.Text, DocumentID: d.DocumentID, Filename: d.Filename,
+				ci = events.Citation{Number: c.Number, Text: c.Text, DocumentID: d.DocumentID, Filename: d.Filename,
 					Chunk: d.Chunk, Start: d.Start, End: d.End}
 			}
 			out = append(out, ci)
@@ -102,8 +102,8 @@ func cited(text string, chunks []DataChunk) []Citation {
 }
 
 // sub is a - b, field by field.
-func sub(a, b llm.TokenUsage) llm.TokenUsage {
-	return llm.TokenUsage{
+func sub(a, b events.Usage) events.Usage {
+	return events.Usage{
 		InputTokens:      a.InputTokens - b.InputTokens,
 		OutputTokens:     a.OutputTokens - b.OutputTokens,
 		ThinkingTokens:   a.ThinkingTokens - b.ThinkingTokens,

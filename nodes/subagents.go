@@ -10,6 +10,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -160,7 +161,7 @@ func (m *subagentMiddleware) run(ctx context.Context, c ToolRun) (ToolOutput, er
 	if p := c.Input.Namespace; p != "" {
 		path = p + "/" + seg
 	}
-	_ = emit(ctx, &SubagentStart{Subagent: args.Agent, Task: args.Task, Namespace: path})
+	_ = emit(ctx, &events.SubagentStart{Subagent: args.Agent, Task: args.Task, Namespace: path})
 	in := c.Input
 	in = Input{Message: strings.TrimSpace(args.Task), ConversationID: in.ConversationID, RequestID: in.RequestID, UserID: in.UserID,
 		Model: firstNonEmpty(child.def.Model, in.Model), DocumentIDs: in.DocumentIDs, Namespace: path}
@@ -169,19 +170,19 @@ func (m *subagentMiddleware) run(ctx context.Context, c ToolRun) (ToolOutput, er
 	case errors.Is(err, graph.ErrInterrupted):
 		return ToolOutput{}, err // the whole run waits for the sub-agent's question
 	case err != nil && ctx.Err() != nil:
-		_ = emit(ctx, &SubagentEnd{Subagent: args.Agent, Namespace: path, Status: SubagentCancelled})
+		_ = emit(ctx, &events.SubagentEnd{Subagent: args.Agent, Namespace: path, Status: events.SubagentCancelled})
 		return ToolOutput{Result: operators.Errorf("the sub-agent %s was cancelled", args.Agent)}, nil
 	case err != nil:
-		_ = emit(ctx, &SubagentEnd{Subagent: args.Agent, Namespace: path, Status: SubagentFailed, Result: err.Error()})
+		_ = emit(ctx, &events.SubagentEnd{Subagent: args.Agent, Namespace: path, Status: events.SubagentFailed, Result: err.Error()})
 		return ToolOutput{Result: operators.Errorf("the sub-agent %s failed: %v", args.Agent, err)}, nil
 	}
-	status := SubagentCompleted
+	status := events.SubagentCompleted
 	if final.Outcome == OutcomeBlocked {
-		status = SubagentBlocked
+		status = events.SubagentBlocked
 	}
-	_ = emit(ctx, &SubagentEnd{Subagent: args.Agent, Namespace: path, Status: status, Result: final.FinalResponse})
+	_ = emit(ctx, &events.SubagentEnd{Subagent: args.Agent, Namespace: path, Status: status, Result: final.FinalResponse})
 	text := final.FinalResponse
-	if status == SubagentBlocked {
+	if status == events.SubagentBlocked {
 		text = "The sub-agent " + args.Agent + " could not finish: " + text
 	}
 	return ToolOutput{Result: operators.TextResult(text), Usage: final.TurnUsage}, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -44,31 +45,31 @@ func TestSubagentsDelegateInParallelWithApproval(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	req := last[*nodes.ApprovalRequired](r)
+	req := last[*events.ApprovalRequired](r)
 	if req == nil || req.Tool != "delete_file" {
 		t.Fatalf("no approval for the janitor's call: %s", r.trace())
 	}
-	var reqEv nodes.Event
+	var reqEv events.Event
 	starts := map[string]string{}
 	var researcherDone bool
 	for _, e := range r.events {
 		switch d := e.Data.(type) {
-		case *nodes.ApprovalRequired:
+		case *events.ApprovalRequired:
 			reqEv = e
-		case *nodes.SubagentStart:
+		case *events.SubagentStart:
 			if e.Namespace != "" {
 				t.Errorf("subagent.start of %s carries namespace %q: the root emitted it", d.Namespace, e.Namespace)
 			}
 			starts[d.Subagent] = d.Namespace
-		case *nodes.SubagentEnd:
-			if d.Subagent == "researcher" && d.Namespace == "researcher:call_r" && d.Status == nodes.SubagentCompleted && d.Result == "Go 1.26 adds new(expr)." {
+		case *events.SubagentEnd:
+			if d.Subagent == "researcher" && d.Namespace == "researcher:call_r" && d.Status == events.SubagentCompleted && d.Result == "Go 1.26 adds new(expr)." {
 				researcherDone = true
 			}
-		case *nodes.ToolComplete:
+		case *events.ToolComplete:
 			if d.Tool == "search" && e.Namespace != "researcher:call_r" {
 				t.Errorf("the researcher's search carries namespace %q", e.Namespace)
 			}
-		case *nodes.ResponseChunk, *nodes.ResponseDone:
+		case *events.ResponseChunk, *events.ResponseDone:
 			t.Errorf("a sub-agent's answer reached the stream as %s", e.Type)
 		}
 	}
@@ -89,18 +90,18 @@ func TestSubagentsDelegateInParallelWithApproval(t *testing.T) {
 		t.Fatalf("pending = %+v, %v", pend, err)
 	}
 
-	r = h.resume(t, "c1", nodes.ApprovalDecision{ApprovalID: req.ApprovalID, Decision: nodes.DecisionApprove})
+	r = h.resume(t, "c1", nodes.ApprovalDecision{ApprovalID: req.ApprovalID, Decision: events.DecisionApprove})
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if done := last[*nodes.ResponseDone](r); done == nil || done.Content != "All done." {
+	if done := last[*events.ResponseDone](r); done == nil || done.Content != "All done." {
 		t.Fatalf("after approval: %s", r.trace())
 	}
 	if !slices.Equal(*h.deleted, []string{"/tmp/a.txt"}) {
 		t.Errorf("deleted = %v", *h.deleted)
 	}
 	for _, e := range r.events {
-		if d, ok := e.Data.(*nodes.ToolStart); ok && d.Tool == "search" {
+		if d, ok := e.Data.(*events.ToolStart); ok && d.Tool == "search" {
 			t.Error("the researcher's search ran again after the approval")
 		}
 	}
@@ -135,11 +136,11 @@ func TestSubagentToolsAreLimited(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if len(*h.deleted) != 0 || last[*nodes.ApprovalRequired](r) != nil {
+	if len(*h.deleted) != 0 || last[*events.ApprovalRequired](r) != nil {
 		t.Fatalf("a tool outside the researcher's list was asked for or ran: %s", r.trace())
 	}
-	end := last[*nodes.SubagentEnd](r)
-	if end == nil || end.Status != nodes.SubagentBlocked {
+	end := last[*events.SubagentEnd](r)
+	if end == nil || end.Status != events.SubagentBlocked {
 		t.Errorf("subagent.end = %+v", end)
 	}
 	h.allConsumed(t)
@@ -171,16 +172,16 @@ func TestSubagentCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	started := 0
-	var last nodes.Event
+	var last events.Event
 	for ev := range h.agent.Run(ctx, "c1", nodes.Input{Message: "go"}) {
-		if _, ok := ev.Data.(*nodes.SupervisorThinking); ok && ev.Namespace != "" {
+		if _, ok := ev.Data.(*events.SupervisorThinking); ok && ev.Namespace != "" {
 			if started++; started == 2 {
 				cancel()
 			}
 		}
 		last = ev
 	}
-	if last.Type != nodes.EventRunCancelled {
+	if last.Type != events.TypeRunCancelled {
 		t.Fatalf("last event %s", last.Type)
 	}
 }
@@ -234,14 +235,14 @@ func TestSubagentPlainCallBesideADelegationRunsOnce(t *testing.T) {
 	]}`
 	h := newHarness(t, script, nodes.Options{SubAgents: testSubAgents})
 	r := h.run(t, "c1", "both")
-	req := last[*nodes.ApprovalRequired](r)
+	req := last[*events.ApprovalRequired](r)
 	if r.err != nil || req == nil {
 		t.Fatalf("%v: %s", r.err, r.trace())
 	}
 	if !strings.Contains(r.trace(), "tool.complete:search") {
 		t.Fatalf("search did not run beside the delegation: %s", r.trace())
 	}
-	r = h.resume(t, "c1", nodes.ApprovalDecision{ApprovalID: req.ApprovalID, Decision: nodes.DecisionApprove})
+	r = h.resume(t, "c1", nodes.ApprovalDecision{ApprovalID: req.ApprovalID, Decision: events.DecisionApprove})
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -252,7 +253,7 @@ func TestSubagentPlainCallBesideADelegationRunsOnce(t *testing.T) {
 	if got := toolNames(s.ToolResults); !slices.Equal(got, []string{"search=success", "task=success"}) || len(s.DataChunks) != 2 {
 		t.Errorf("results %v, chunks %d", got, len(s.DataChunks))
 	}
-	if d := last[*nodes.ResponseDone](r); d == nil || len(d.Citations) != 1 {
+	if d := last[*events.ResponseDone](r); d == nil || len(d.Citations) != 1 {
 		t.Errorf("response.done = %+v", d)
 	}
 	h.allConsumed(t)
@@ -279,13 +280,13 @@ func TestSubagentQuestionParksTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := collect(a.Run(t.Context(), "c1", nodes.Input{Message: "clean up"}))
-	ri := last[*nodes.RunInterrupted](r)
+	ri := last[*events.RunInterrupted](r)
 	if r.err != nil || ri == nil || ri.Reason != "elicitation" || len(ri.ElicitationIDs) != 1 || ri.Pending[0].Namespace != "cleaner:call_c" {
 		t.Fatalf("%v: %s %+v", r.err, r.trace(), ri)
 	}
 	r = collect(a.AnswerElicitation(t.Context(), "c1", nodes.ElicitationAnswer{ElicitationID: ri.ElicitationIDs[0],
 		Action: operators.ElicitAccept, Content: json.RawMessage(`{"confirm": true}`)}))
-	if d := last[*nodes.ResponseDone](r); r.err != nil || d == nil || d.Content != "Clean." {
+	if d := last[*events.ResponseDone](r); r.err != nil || d == nil || d.Content != "Clean." {
 		t.Fatalf("%v: %s", r.err, r.trace())
 	}
 	if n := q.deletes.Load(); n != 1 {
@@ -301,14 +302,14 @@ func TestSubagentQuestionParksTheRun(t *testing.T) {
 // its own path once.
 func TestSubagentEventJSON(t *testing.T) {
 	for _, c := range []struct {
-		ev   nodes.Event
+		ev   events.Event
 		want string
 	}{
-		{nodes.Event{Type: nodes.EventSubagentStart, Data: &nodes.SubagentStart{Subagent: "checker", Task: "sum", Namespace: "r:c1/checker:c2"}, Namespace: "r:c1"},
+		{events.Event{Type: events.TypeSubagentStart, Data: &events.SubagentStart{Subagent: "checker", Task: "sum", Namespace: "r:c1/checker:c2"}, Namespace: "r:c1"},
 			`{"type":"subagent.start","subagent":"checker","task":"sum","namespace":"r:c1/checker:c2"}`},
-		{nodes.Event{Type: nodes.EventSubagentEnd, Data: &nodes.SubagentEnd{Subagent: "r", Namespace: "r:c1", Status: nodes.SubagentCompleted}},
+		{events.Event{Type: events.TypeSubagentEnd, Data: &events.SubagentEnd{Subagent: "r", Namespace: "r:c1", Status: events.SubagentCompleted}},
 			`{"type":"subagent.end","subagent":"r","namespace":"r:c1","status":"completed","result":""}`},
-		{nodes.Event{Type: nodes.EventNodeStart, Data: &nodes.NodeStart{Node: "supervisor"}, Namespace: "r:c1"},
+		{events.Event{Type: events.TypeNodeStart, Data: &events.NodeStart{Node: "supervisor"}, Namespace: "r:c1"},
 			`{"type":"node.start","namespace":"r:c1","node":"supervisor"}`},
 	} {
 		got, err := json.Marshal(c.ev)

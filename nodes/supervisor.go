@@ -10,6 +10,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 )
 
@@ -21,16 +22,16 @@ func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) 
 	iteration := s.Iteration + 1
 	if s.Iteration >= a.opts.maxIterations() {
 		d := Decision{Action: ActionBlocked, Reasoning: fmt.Sprintf("reached the limit of %d steps for one message", a.opts.maxIterations())}
-		return a.decided(ctx, &s, d, iteration, llm.TokenUsage{}), nil
+		return a.decided(ctx, &s, d, iteration, events.Usage{}), nil
 	}
 	budgetFrom(ctx).adopt(s.Input.Budget)
 	if why := budgetFrom(ctx).exceeded(); why != "" {
 		d := Decision{Action: ActionBlocked, Reasoning: "reached the run's budget: " + why}
-		upd := a.decided(ctx, &s, d, iteration, llm.TokenUsage{})
+		upd := a.decided(ctx, &s, d, iteration, events.Usage{})
 		upd.BudgetExceeded = why
 		return upd, nil
 	}
-	_ = emit(ctx, &SupervisorThinking{Message: "Deciding how to handle your request…"})
+	_ = emit(ctx, &events.SupervisorThinking{Message: "Deciding how to handle your request…"})
 	model, err := a.models.Model(ctx, firstNonEmpty(a.opts.SupervisorModel, s.Input.Model))
 	if err != nil {
 		return ChatState{}, fmt.Errorf("nodes: supervisor: %w", err)
@@ -74,7 +75,7 @@ func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) 
 
 // decided names the decision's calls, emits supervisor.decided and
 // returns the update.
-func (a *Agent) decided(ctx context.Context, s *ChatState, d Decision, iteration int, usage llm.TokenUsage) ChatState {
+func (a *Agent) decided(ctx context.Context, s *ChatState, d Decision, iteration int, usage events.Usage) ChatState {
 	var extra []Tool
 	if len(a.chain.tools) > 0 {
 		extra = a.chain.extraTools(s)
@@ -109,7 +110,7 @@ func (a *Agent) decided(ctx context.Context, s *ChatState, d Decision, iteration
 			calls = append(calls, ToolCall{ID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Gate: st.Gate})
 		}
 	}
-	_ = emit(ctx, &SupervisorDecided{Action: strings.ToLower(string(d.Action)), Tools: nonNil(tools), Reasoning: d.Reasoning})
+	_ = emit(ctx, &events.SupervisorDecided{Action: strings.ToLower(string(d.Action)), Tools: nonNil(tools), Reasoning: d.Reasoning})
 	upd := ChatState{
 		Decision:  d,
 		Iteration: iteration,

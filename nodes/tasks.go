@@ -13,6 +13,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 )
 
@@ -24,20 +25,6 @@ import (
 // task board. The agent runs it itself (it writes the graph's state), so
 // no tool source offers it and it never asks for approval.
 const WriteTodosTool = "write_todos"
-
-// TaskStatus is where a task of the board is.
-type TaskStatus string
-
-const (
-	TaskPending    TaskStatus = "pending"
-	TaskInProgress TaskStatus = "in_progress"
-	TaskDone       TaskStatus = "done"
-)
-
-// Valid reports whether s is one of the three statuses.
-func (s TaskStatus) Valid() bool {
-	return s == TaskPending || s == TaskInProgress || s == TaskDone
-}
 
 // OwnerAgent is the owner of a task the agent itself does; any other
 // owner is the name of a sub-agent.
@@ -54,21 +41,8 @@ const (
 // writeTodosResult is write_todos' result as the model reads it.
 const writeTodosResult = "The task board now has %d task(s): %d pending, %d in progress, %d done."
 
-// Task is one item of the board.
-type Task struct {
-	ID     string     `json:"id"`
-	Title  string     `json:"title"`
-	Status TaskStatus `json:"status"`
-	// Owner is OwnerAgent or a sub-agent's name.
-	Owner string `json:"owner"`
-	// Position is the task's 0-based place on the board: always its
-	// index in TaskBoard.Tasks (positioned sets it after every change, and
-	// Agent.Tasks on reading a board saved before positions existed).
-	Position int `json:"position"`
-}
-
 // positioned returns tasks with each Position set to its index, in place.
-func positioned(tasks []Task) []Task {
+func positioned(tasks []events.Task) []events.Task {
 	for i := range tasks {
 		tasks[i].Position = i
 	}
@@ -80,8 +54,8 @@ func positioned(tasks []Task) []Task {
 // plus one, and the state's reducer keeps the newest revision, so a
 // write computed from an older board never replaces a newer one.
 type TaskBoard struct {
-	Tasks    []Task `json:"tasks"`
-	Revision int    `json:"revision"`
+	Tasks    []events.Task `json:"tasks"`
+	Revision int           `json:"revision"`
 }
 
 // newestBoard is TaskBoard's reducer.
@@ -91,16 +65,6 @@ func newestBoard(current, update TaskBoard) TaskBoard {
 	}
 	return update
 }
-
-// TasksUpdated is tasks.updated: the board after a change, whole, each
-// task with its position.
-type TasksUpdated struct {
-	Tasks    []Task `json:"tasks"`
-	Revision int    `json:"revision"`
-}
-
-// EventType is tasks.updated.
-func (*TasksUpdated) EventType() string { return EventTasksUpdated }
 
 // writeTodosDef is the tool the supervisor is offered beside the
 // catalog's.
@@ -118,7 +82,7 @@ var writeTodosDef = llms.Tool{Type: "function", Function: &llms.FunctionDefiniti
 				"properties": map[string]any{
 					"id":     map[string]any{"type": "string", "description": "Keep the id of an existing task; omit for a new one."},
 					"title":  map[string]any{"type": "string"},
-					"status": map[string]any{"type": "string", "enum": []string{string(TaskPending), string(TaskInProgress), string(TaskDone)}},
+					"status": map[string]any{"type": "string", "enum": []string{string(events.TaskPending), string(events.TaskInProgress), string(events.TaskDone)}},
 					"owner":  map[string]any{"type": "string", "description": `"agent" (the default) or the sub-agent doing it.`},
 				},
 			}},
@@ -134,10 +98,10 @@ type writeTodosArgs struct {
 
 // todoArg is one task as the model writes it.
 type todoArg struct {
-	ID     string     `json:"id"`
-	Title  string     `json:"title"`
-	Status TaskStatus `json:"status"`
-	Owner  string     `json:"owner"`
+	ID     string            `json:"id"`
+	Title  string            `json:"title"`
+	Status events.TaskStatus `json:"status"`
+	Owner  string            `json:"owner"`
 }
 
 // planBoard turns write_todos' arguments into the board that follows
@@ -155,9 +119,9 @@ func planBoard(board TaskBoard, raw json.RawMessage) (TaskBoard, error) {
 	}
 	next := nextTaskNumber(board.Tasks)
 	seen := make(map[string]bool, len(args.Todos))
-	out := make([]Task, 0, len(args.Todos))
+	out := make([]events.Task, 0, len(args.Todos))
 	for i, a := range args.Todos {
-		t := Task{ID: a.ID, Title: a.Title, Status: a.Status, Owner: a.Owner, Position: i}
+		t := events.Task{ID: a.ID, Title: a.Title, Status: a.Status, Owner: a.Owner, Position: i}
 		t.Title = strings.TrimSpace(t.Title)
 		t.ID = strings.TrimSpace(t.ID)
 		t.Owner = strings.TrimSpace(t.Owner)
@@ -173,7 +137,7 @@ func planBoard(board TaskBoard, raw json.RawMessage) (TaskBoard, error) {
 		}
 		seen[t.ID] = true
 		if t.Status == "" {
-			t.Status = TaskPending
+			t.Status = events.TaskPending
 		}
 		if !t.Status.Valid() {
 			return TaskBoard{}, fmt.Errorf("write_todos: todos[%d]: status %q is not pending, in_progress or done", i, t.Status)
@@ -191,7 +155,7 @@ func planBoard(board TaskBoard, raw json.RawMessage) (TaskBoard, error) {
 
 // nextTaskNumber is one more than the largest n of the ids "t<n>" in
 // tasks, so a new task never takes the id of one the board had.
-func nextTaskNumber(tasks []Task) int {
+func nextTaskNumber(tasks []events.Task) int {
 	n := 0
 	for _, t := range tasks {
 		if v, err := strconv.Atoi(strings.TrimPrefix(t.ID, "t")); err == nil && strings.HasPrefix(t.ID, "t") && v > n {
@@ -216,11 +180,11 @@ func boardSummary(b TaskBoard) string {
 	var pending, doing, done int
 	for _, t := range b.Tasks {
 		switch t.Status {
-		case TaskPending:
+		case events.TaskPending:
 			pending++
-		case TaskInProgress:
+		case events.TaskInProgress:
 			doing++
-		case TaskDone:
+		case events.TaskDone:
 			done++
 		}
 	}
@@ -228,7 +192,7 @@ func boardSummary(b TaskBoard) string {
 }
 
 // boardHeading introduces the board in the supervisor's prompt.
-const boardHeading = "\n## Task board\n"
+const boardHeading = "\n## events.Task board\n"
 
 // writeBoard writes the board into the supervisor's prompt, one task a
 // line, as the user may have left it: the agent plans from it.
@@ -265,7 +229,7 @@ func boardLen(board TaskBoard) int {
 // TaskEdit is a user's change to one task; nil fields stay as they are.
 type TaskEdit struct {
 	Title  *string
-	Status *TaskStatus
+	Status *events.TaskStatus
 	// Position moves the task to this index of the board (0 is first;
 	// past the end is last).
 	Position *int
@@ -279,7 +243,7 @@ var ErrUnknownTask = errors.New("nodes: unknown task")
 func (a *Agent) Tasks(ctx context.Context, conversationID string) (TaskBoard, error) {
 	snap, err := a.graph.GetState(ctx, graph.Ref{ThreadID: conversationID})
 	if errors.Is(err, graph.ErrCheckpointNotFound) {
-		return TaskBoard{Tasks: []Task{}}, nil
+		return TaskBoard{Tasks: []events.Task{}}, nil
 	}
 	if err != nil {
 		return TaskBoard{}, fmt.Errorf("nodes: tasks of %s: %w", conversationID, err)
@@ -297,30 +261,30 @@ func (a *Agent) Tasks(ctx context.Context, conversationID string) (TaskBoard, er
 // the planned next step of the thread is kept. Errors: ErrInvalidInput
 // (an empty edit, a bad title or status, a negative position),
 // ErrUnknownTask (also for a conversation with no state).
-func (a *Agent) EditTask(ctx context.Context, conversationID, taskID string, e TaskEdit) (Task, TaskBoard, error) {
+func (a *Agent) EditTask(ctx context.Context, conversationID, taskID string, e TaskEdit) (events.Task, TaskBoard, error) {
 	if e.Title == nil && e.Status == nil && e.Position == nil {
-		return Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task: %w: nothing to change", ErrInvalidInput)
+		return events.Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task: %w: nothing to change", ErrInvalidInput)
 	}
 	if e.Title != nil {
 		t := strings.TrimSpace(*e.Title)
 		if err := checkTitle(t); err != nil {
-			return Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task: %w: %w", ErrInvalidInput, err)
+			return events.Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task: %w: %w", ErrInvalidInput, err)
 		}
 		e.Title = &t
 	}
 	if e.Status != nil && !e.Status.Valid() {
-		return Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task: %w: status %q is not pending, in_progress or done", ErrInvalidInput, *e.Status)
+		return events.Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task: %w: status %q is not pending, in_progress or done", ErrInvalidInput, *e.Status)
 	}
 	if e.Position != nil && *e.Position < 0 {
-		return Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task: %w: position must be 0 or more", ErrInvalidInput)
+		return events.Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task: %w: position must be 0 or more", ErrInvalidInput)
 	}
 	board, err := a.Tasks(ctx, conversationID)
 	if err != nil {
-		return Task{}, TaskBoard{}, err
+		return events.Task{}, TaskBoard{}, err
 	}
-	i := slices.IndexFunc(board.Tasks, func(t Task) bool { return t.ID == taskID })
+	i := slices.IndexFunc(board.Tasks, func(t events.Task) bool { return t.ID == taskID })
 	if i < 0 {
-		return Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task %q of %s: %w", taskID, conversationID, ErrUnknownTask)
+		return events.Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task %q of %s: %w", taskID, conversationID, ErrUnknownTask)
 	}
 	tasks := slices.Clone(board.Tasks)
 	t := tasks[i]
@@ -337,9 +301,9 @@ func (a *Agent) EditTask(ctx context.Context, conversationID, taskID string, e T
 	}
 	next := TaskBoard{Tasks: positioned(tasks), Revision: board.Revision + 1}
 	if _, err := a.graph.UpdateState(ctx, graph.Ref{ThreadID: conversationID}, "", graph.Command[ChatState]{Update: ChatState{Tasks: next}}); err != nil {
-		return Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task %q of %s: %w", taskID, conversationID, err)
+		return events.Task{}, TaskBoard{}, fmt.Errorf("nodes: edit task %q of %s: %w", taskID, conversationID, err)
 	}
-	return next.Tasks[slices.IndexFunc(next.Tasks, func(t Task) bool { return t.ID == taskID })], next, nil
+	return next.Tasks[slices.IndexFunc(next.Tasks, func(t events.Task) bool { return t.ID == taskID })], next, nil
 }
 
 // writeTodos runs write_todos as step i of the execution: the agent's own
@@ -352,13 +316,13 @@ func (x *execution) writeTodos(ctx context.Context, i int, args json.RawMessage)
 	board, err := planBoard(x.board, args)
 	if err != nil {
 		r.Status, r.Content = ToolError, err.Error()
-		_ = emit(ctx, &ToolErrorEvent{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: r.Content})
+		_ = emit(ctx, &events.ToolError{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: r.Content})
 		x.results[i] = r
 		return
 	}
 	r.Status, r.Content = ToolSuccess, boardSummary(board)
-	_ = emit(ctx, &TasksUpdated{Tasks: board.Tasks, Revision: board.Revision})
-	_ = emit(ctx, &ToolComplete{ToolCallID: st.ToolCallID, Tool: st.Tool, Result: r.Content})
+	_ = emit(ctx, &events.TasksUpdated{Tasks: board.Tasks, Revision: board.Revision})
+	_ = emit(ctx, &events.ToolComplete{ToolCallID: st.ToolCallID, Tool: st.Tool, Result: r.Content})
 	x.results[i] = r
 }
 

@@ -3,6 +3,8 @@ package nodes
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/trellis-ai/trellis/events"
 )
 
 // FuzzPlanBoard: write_todos' arguments come from a model; whatever they
@@ -15,7 +17,7 @@ func FuzzPlanBoard(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	base := TaskBoard{Tasks: []Task{{ID: "t7", Title: "old", Status: TaskDone, Owner: OwnerAgent}}, Revision: 4}
+	base := TaskBoard{Tasks: []events.Task{{ID: "t7", Title: "old", Status: events.TaskDone, Owner: OwnerAgent}}, Revision: 4}
 	f.Fuzz(func(t *testing.T, raw string) {
 		b, err := planBoard(base, json.RawMessage(raw))
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
 )
@@ -33,7 +34,7 @@ func TestTaskBoardWrittenEditedAndSeen(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	up := last[*nodes.TasksUpdated](r)
+	up := last[*events.TasksUpdated](r)
 	if up == nil {
 		t.Fatalf("no tasks.updated in %s", r.trace())
 	}
@@ -47,12 +48,12 @@ func TestTaskBoardWrittenEditedAndSeen(t *testing.T) {
 		t.Fatalf("Tasks = %+v, %v", board, err)
 	}
 
-	title, done, first := "Draft the report (two pages)", nodes.TaskDone, 0
+	title, done, first := "Draft the report (two pages)", events.TaskDone, 0
 	task, board, err := h.agent.EditTask(t.Context(), "c1", "t2", nodes.TaskEdit{Title: &title, Status: &done, Position: &first})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (nodes.Task{ID: "t2", Title: title, Status: nodes.TaskDone, Owner: nodes.OwnerAgent, Position: 0}); task != want {
+	if want := (events.Task{ID: "t2", Title: title, Status: events.TaskDone, Owner: nodes.OwnerAgent, Position: 0}); task != want {
 		t.Errorf("the edited task = %+v, want %+v", task, want)
 	}
 	if board.Revision != 2 || board.Tasks[0] != task {
@@ -91,7 +92,7 @@ func TestEditTaskRefusesBadEdits(t *testing.T) {
 	if r := h.run(t, "c1", "plan the quarterly report"); r.err != nil {
 		t.Fatal(r.err)
 	}
-	empty, long, bad, neg := "  ", strings.Repeat("x", nodes.MaxTaskTitle+1), nodes.TaskStatus("later"), -1
+	empty, long, bad, neg := "  ", strings.Repeat("x", nodes.MaxTaskTitle+1), events.TaskStatus("later"), -1
 	for name, e := range map[string]nodes.TaskEdit{
 		"nothing": {}, "empty title": {Title: &empty}, "long title": {Title: &long}, "bad status": {Status: &bad}, "negative position": {Position: &neg},
 	} {
@@ -99,7 +100,7 @@ func TestEditTaskRefusesBadEdits(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrInvalidInput", name, err)
 		}
 	}
-	done := nodes.TaskDone
+	done := events.TaskDone
 	if _, _, err := h.agent.EditTask(t.Context(), "c1", "t9", nodes.TaskEdit{Status: &done}); !errors.Is(err, nodes.ErrUnknownTask) {
 		t.Errorf("unknown task: err = %v", err)
 	}
@@ -141,7 +142,7 @@ func TestOfflineModelWritesTheBoard(t *testing.T) {
 	if got := strings.Join(titles, "|"); got != "t1:buy wood:pending|t2:build the frame:pending|t3:paint it:pending" {
 		t.Errorf("the board: %s", got)
 	}
-	if done := last[*nodes.ResponseDone](r); !strings.Contains(done.Content, "3 task(s)") {
+	if done := last[*events.ResponseDone](r); !strings.Contains(done.Content, "3 task(s)") {
 		t.Errorf("the answer %q does not tell the board", done.Content)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -44,7 +45,7 @@ func TestTracerSpansNodesAndTools(t *testing.T) {
 	}
 
 	rec2 := len(rec.Ended())
-	if r := h.run(t, "d", "delete it"); r.err != nil || last[*nodes.RunInterrupted](r) == nil {
+	if r := h.run(t, "d", "delete it"); r.err != nil || last[*events.RunInterrupted](r) == nil {
 		t.Fatalf("the run did not pause for the approval: %v, %s", r.err, r.trace())
 	}
 	for _, s := range rec.Ended()[rec2:] {

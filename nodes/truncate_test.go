@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph/checkpoint/memory"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
@@ -33,11 +34,11 @@ func TestTruncatedToolResult(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	done := last[*nodes.ToolComplete](r)
+	done := last[*events.ToolComplete](r)
 	if done == nil {
 		t.Fatalf("no tool.complete in %s", r.trace())
 	}
-	b, err := json.Marshal(nodes.Event{Type: nodes.EventToolComplete, Data: done})
+	b, err := json.Marshal(events.Event{Type: events.TypeToolComplete, Data: done})
 	if err != nil {
 		t.Fatal(err)
 	}

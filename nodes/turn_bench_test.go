@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/internal/turnbench"
 	"github.com/trellis-ai/trellis/llm"
@@ -59,14 +60,14 @@ func turnAgent(b *testing.B, saver graph.Checkpointer) *nodes.Agent {
 }
 
 func agentTurn(a *nodes.Agent, conversation string) error {
-	var final nodes.Event
+	var final events.Event
 	for ev, err := range a.Run(context.Background(), conversation, nodes.Input{Message: turnbench.Message}) {
 		if err != nil {
 			return err
 		}
 		final = ev
 	}
-	if final.Type != nodes.EventRunCompleted {
+	if final.Type != events.TypeRunCompleted {
 		return fmt.Errorf("turn ended with %s", final.Type)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/llm/llmtest"
 	"github.com/trellis-ai/trellis/nodes"
@@ -58,7 +59,7 @@ func TestOneToolOverOpenAIWire(t *testing.T) {
 	if !strings.Contains(string(w.Raw), `"tool_choice":"none"`) || !strings.Contains(string(reqs[1].Raw), `"name":"assess"`) {
 		t.Errorf("tool choice not sent: %s / %s", w.Raw, reqs[1].Raw)
 	}
-	if d := last[*nodes.ResponseDone](r); d.Usage.InputTokens != 30 || d.Usage.OutputTokens != 15 {
+	if d := last[*events.ResponseDone](r); d.Usage.InputTokens != 30 || d.Usage.OutputTokens != 15 {
 		t.Errorf("usage = %+v", d.Usage)
 	}
 }

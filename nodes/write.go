@@ -10,6 +10,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/llm"
 )
@@ -29,7 +30,7 @@ func (a *Agent) write(ctx context.Context, s ChatState) (ChatState, error) {
 	}
 	var (
 		text  string
-		usage llm.TokenUsage
+		usage events.Usage
 		err   error
 	)
 	if brief.Fallback != "" && strings.HasPrefix(s.BudgetExceeded, "tokens") {
@@ -58,10 +59,10 @@ func (a *Agent) write(ctx context.Context, s ChatState) (ChatState, error) {
 var errBudget = errors.New("the run's token budget is spent")
 
 // generate makes the streaming model call of the write node.
-func (a *Agent) generate(ctx context.Context, s *ChatState, brief Brief) (string, llm.TokenUsage, error) {
+func (a *Agent) generate(ctx context.Context, s *ChatState, brief Brief) (string, events.Usage, error) {
 	model, err := a.models.Model(ctx, s.Input.Model)
 	if err != nil {
-		return "", llm.TokenUsage{}, err
+		return "", events.Usage{}, err
 	}
 	var streamed atomic.Bool
 	// Tokens go out through the node's context, whatever context the
@@ -76,7 +77,7 @@ func (a *Agent) generate(ctx context.Context, s *ChatState, brief Brief) (string
 	mc.historyTools = true
 	resp, err := a.callModel(ctx, model, mc)
 	if err != nil {
-		return "", llm.TokenUsage{}, err
+		return "", events.Usage{}, err
 	}
 	text := strings.TrimSpace(llm.TextFrom(resp))
 	if text == "" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -105,7 +106,7 @@ func TestCoderThinksOnlyWhenComplexAndSupported(t *testing.T) {
 			if got := cfg != nil && cfg.Mode == llms.ThinkingModeHigh && cfg.BudgetTokens == 15000; got != tc.think {
 				t.Errorf("thinking = %+v, want %v", cfg, tc.think)
 			}
-			if got := rec.Types(); len(got) != 2 || got[0] != operators.EventToolProgress {
+			if got := rec.Types(); len(got) != 2 || got[0] != events.TypeToolProgress {
 				t.Errorf("events = %v, want two progress events", got)
 			}
 		})

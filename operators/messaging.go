@@ -9,15 +9,6 @@ import (
 	"github.com/tmc/langchaingo/llms"
 )
 
-// Event type names a [Messenger] implementation emits, as in API.md.
-const (
-	EventToolProgress        = "tool.progress"
-	EventDirectResponse      = "direct.response"
-	EventResponseChunk       = "response.chunk"
-	EventElicitationRequest  = "elicitation.request"
-	EventElicitationResponse = "elicitation.response"
-)
-
 // Messenger is how a running tool talks to the user. The service implements
 // it: it turns each call into the API.md event of the same shape, and
 // answers Elicit through its elicitation manager. Methods must be safe for

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+
+	"github.com/trellis-ai/trellis/events"
 )
 
 // RecordedEvent is one event a [Recorder] saw: its API.md type and its
@@ -57,17 +59,17 @@ func (r *Recorder) Types() []string {
 }
 
 func (r *Recorder) Progress(_ context.Context, p ProgressEvent) error {
-	r.record(EventToolProgress, p)
+	r.record(events.TypeToolProgress, p)
 	return nil
 }
 
 func (r *Recorder) Direct(_ context.Context, d DirectEvent) error {
-	r.record(EventDirectResponse, d)
+	r.record(events.TypeDirectResponse, d)
 	return nil
 }
 
 func (r *Recorder) Stream(_ context.Context, c StreamChunk) error {
-	r.record(EventResponseChunk, c)
+	r.record(events.TypeResponseChunk, c)
 	return nil
 }
 
@@ -78,7 +80,7 @@ func (r *Recorder) Elicit(ctx context.Context, req ElicitRequest) (ElicitRespons
 		req.ElicitationID = fmt.Sprintf("elicit-%d", r.nextID)
 		r.mu.Unlock()
 	}
-	r.record(EventElicitationRequest, req)
+	r.record(events.TypeElicitationRequest, req)
 	if err := ctx.Err(); err != nil {
 		return ElicitResponse{ElicitationID: req.ElicitationID, Action: ElicitCancel}, err
 	}
@@ -87,7 +89,7 @@ func (r *Recorder) Elicit(ctx context.Context, req ElicitRequest) (ElicitRespons
 		resp = r.Answer(req)
 	}
 	resp.ElicitationID = req.ElicitationID
-	r.record(EventElicitationResponse, struct {
+	r.record(events.TypeElicitationResponse, struct {
 		ElicitationID string       `json:"elicitation_id"`
 		Action        ElicitAction `json:"action"`
 	}{req.ElicitationID, resp.Action})

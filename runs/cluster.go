@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
@@ -282,7 +283,7 @@ func (m *Service) strand(rn *Run) {
 // endLater ends a run whose end (when end is set) or terminal event could
 // not be stored because the database went away: the sweep stores them
 // once it is back. Its streams stay open, as for strand.
-func (m *Service) endLater(rn *Run, p nodes.Payload, end *store.RunEnd, status string) {
+func (m *Service) endLater(rn *Run, p events.Payload, end *store.RunEnd, status string) {
 	data, err := rn.envelope(p)
 	if err != nil {
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "encoding the terminal event failed", slog.String("type", p.EventType()), slog.Any("error", err))
@@ -443,7 +444,7 @@ func validAnswer(e store.HumanRequest, ans store.ElicitationAnswer) error {
 
 // decisionOf is the agent's form of an answered approval.
 func decisionOf(a store.HumanRequest) nodes.ApprovalDecision {
-	return nodes.ApprovalDecision{ApprovalID: a.ID, Decision: nodes.DecisionKind(a.Approval.Decision), Args: a.Approval.EditedArgs,
+	return nodes.ApprovalDecision{ApprovalID: a.ID, Decision: events.DecisionKind(a.Approval.Decision), Args: a.Approval.EditedArgs,
 		Reason: a.Approval.Reason}
 }
 

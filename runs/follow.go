@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -17,16 +17,16 @@ type Event struct {
 	// Payload is the event as the agent (or the service, for
 	// run.started) emitted it; nil for an event read back from the
 	// store (see Typed).
-	Payload nodes.Payload
+	Payload events.Payload
 }
 
 // Typed returns the event's typed payload, decoding Data once when the
 // event was read back from the store (see Decode).
-func (e *Event) Typed() (nodes.Payload, error) {
+func (e *Event) Typed() (events.Payload, error) {
 	if e.Payload != nil {
 		return e.Payload, nil
 	}
-	return Decode(e.Type, e.Data)
+	return events.Decode(e.Type, e.Data)
 }
 
 // Subscription is one reader of a run's events as they are stored, from
@@ -144,7 +144,7 @@ func (f *follower) one(e *Event) (bool, error) {
 		return false, err
 	}
 	f.wrote, f.last = true, e.Seq
-	return nodes.Terminal(e.Type), nil
+	return events.Terminal(e.Type), nil
 }
 
 // catchUp hands out the stored events after last, a page at a time.

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -34,13 +34,13 @@ type outbox struct {
 	fail func(error)     // called once, on the flusher, when a batch cannot be stored
 	// encode is the run's envelope, for the data of an event queued
 	// without it (see put).
-	encode func(nodes.Payload) ([]byte, error)
+	encode func(events.Payload) ([]byte, error)
 	mu     sync.Mutex
 	idle   sync.Cond // signalled when the flusher stops
 	queue  []store.NewEvent
-	typed  []nodes.Payload // queue's payloads, for the subscribers
-	busy   bool            // a flusher goroutine is running
-	err    error           // why storing stopped; nothing is stored after it
+	typed  []events.Payload // queue's payloads, for the subscribers
+	busy   bool             // a flusher goroutine is running
+	err    error            // why storing stopped; nothing is stored after it
 	// held: the run is ending, and its caller stores what is queued
 	// (see hold); the flusher stops after the batch it writes.
 	held bool
@@ -57,7 +57,7 @@ type outbox struct {
 // so a follower in another process still sees a run move as it goes.
 const EventDelay = 50 * time.Millisecond
 
-func newOutbox(ctx context.Context, st store.Events, h *hub, encode func(nodes.Payload) ([]byte, error), fail func(error)) *outbox {
+func newOutbox(ctx context.Context, st store.Events, h *hub, encode func(events.Payload) ([]byte, error), fail func(error)) *outbox {
 	o := &outbox{st: st, hub: h, ctx: context.WithoutCancel(ctx), encode: encode, fail: fail, delay: EventDelay}
 	o.idle.L = &o.mu
 	return o
@@ -74,7 +74,7 @@ func newOutbox(ctx context.Context, st store.Events, h *hub, encode func(nodes.P
 // chunk per word) costs a row per batch instead of one per chunk, and
 // the joined text is encoded once, not once per chunk. A chunk with its
 // Data (a sub-agent's, whose envelope names it) is never joined.
-func (o *outbox) put(e store.NewEvent, p nodes.Payload) error {
+func (o *outbox) put(e store.NewEvent, p events.Payload) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.err != nil {
@@ -135,24 +135,24 @@ func (o *outbox) wake() {
 // join joins chunk p to the queue's last event when that is a chunk
 // queued without its data too, and reports whether it did. Callers hold
 // o.mu.
-func (o *outbox) join(p nodes.Payload) bool {
-	c, ok := p.(*nodes.ResponseChunk)
+func (o *outbox) join(p events.Payload) bool {
+	c, ok := p.(*events.ResponseChunk)
 	n := len(o.typed)
 	if !ok || n == 0 || o.queue[n-1].Data != nil {
 		return false
 	}
-	last, ok := o.typed[n-1].(*nodes.ResponseChunk)
+	last, ok := o.typed[n-1].(*events.ResponseChunk)
 	if !ok {
 		return false
 	}
-	o.typed[n-1] = &nodes.ResponseChunk{Content: last.Content + c.Content}
+	o.typed[n-1] = &events.ResponseChunk{Content: last.Content + c.Content}
 	return true
 }
 
 // encodeQueued gives the events of a batch queued without their data
 // their data. An error fails the batch, as storing it would; the chunks
 // queued so, all strings, cannot fail to encode.
-func (o *outbox) encodeQueued(batch []store.NewEvent, typed []nodes.Payload) error {
+func (o *outbox) encodeQueued(batch []store.NewEvent, typed []events.Payload) error {
 	for i := range batch {
 		if batch[i].Data != nil {
 			continue
@@ -199,7 +199,7 @@ func (o *outbox) flush() {
 }
 
 // publish sends stored events to the run's subscribers.
-func (o *outbox) publish(evs []store.Event, typed []nodes.Payload) {
+func (o *outbox) publish(evs []store.Event, typed []events.Payload) {
 	out := make([]Event, len(evs))
 	for i := range evs {
 		out[i] = Event{Event: &evs[i], Payload: typed[i]}
@@ -212,7 +212,7 @@ func (o *outbox) publish(evs []store.Event, typed []nodes.Payload) {
 // for the caller to store with the run's end in one commit (and then to
 // publish); or the error that stopped storing. Put must not be called
 // again but after release.
-func (o *outbox) hold() ([]store.NewEvent, []nodes.Payload, error) {
+func (o *outbox) hold() ([]store.NewEvent, []events.Payload, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.held, o.draining = true, true
@@ -233,7 +233,7 @@ func (o *outbox) hold() ([]store.NewEvent, []nodes.Payload, error) {
 
 // release takes back what hold returned, when the caller could not store
 // it: the events are queued again, first, and stored as put's are.
-func (o *outbox) release(rest []store.NewEvent, typed []nodes.Payload) {
+func (o *outbox) release(rest []store.NewEvent, typed []events.Payload) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.held = false

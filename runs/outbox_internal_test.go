@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -41,11 +41,11 @@ func streamedHub() *hub {
 
 func TestOutboxJoinsChunksThatWaitTogether(t *testing.T) {
 	st := &heldEvents{entered: make(chan struct{}), release: make(chan struct{})}
-	encode := func(p nodes.Payload) ([]byte, error) { return json.Marshal(p) }
+	encode := func(p events.Payload) ([]byte, error) { return json.Marshal(p) }
 	o := newOutbox(t.Context(), st, streamedHub(), encode, func(err error) { t.Error(err) })
 	// As emitAs queues them: the root agent's chunks unencoded, the rest
 	// (and a sub-agent's chunk, whose envelope names it) encoded.
-	put := func(p nodes.Payload, encoded bool) {
+	put := func(p events.Payload, encoded bool) {
 		var data []byte
 		if encoded {
 			data, _ = encode(p)
@@ -54,14 +54,14 @@ func TestOutboxJoinsChunksThatWaitTogether(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	put(&nodes.ResponseChunk{Content: "one"}, false)
+	put(&events.ResponseChunk{Content: "one"}, false)
 	<-st.entered // the first batch is being written: the next wait
-	put(&nodes.ResponseChunk{Content: " two"}, false)
-	put(&nodes.ResponseChunk{Content: " three"}, false)
-	put(&nodes.NodeEnd{Node: "write"}, true)
-	put(&nodes.ResponseChunk{Content: " four"}, false)
-	put(&nodes.ResponseChunk{Content: " sub"}, true)
-	put(&nodes.ResponseChunk{Content: " five"}, false)
+	put(&events.ResponseChunk{Content: " two"}, false)
+	put(&events.ResponseChunk{Content: " three"}, false)
+	put(&events.NodeEnd{Node: "write"}, true)
+	put(&events.ResponseChunk{Content: " four"}, false)
+	put(&events.ResponseChunk{Content: " sub"}, true)
+	put(&events.ResponseChunk{Content: " five"}, false)
 	st.release <- struct{}{}
 	<-st.entered
 	st.release <- struct{}{}
@@ -93,10 +93,10 @@ func TestOutboxJoinsChunksThatWaitTogether(t *testing.T) {
 
 func TestOutboxHoldReturnsWhatWaitsBehindTheBatch(t *testing.T) {
 	st := &heldEvents{entered: make(chan struct{}), release: make(chan struct{})}
-	encode := func(p nodes.Payload) ([]byte, error) { return json.Marshal(p) }
+	encode := func(p events.Payload) ([]byte, error) { return json.Marshal(p) }
 	o := newOutbox(t.Context(), st, streamedHub(), encode, func(err error) { t.Error(err) })
 	put := func(node string) {
-		p := &nodes.NodeStart{Node: node}
+		p := &events.NodeStart{Node: node}
 		data, _ := encode(p)
 		if err := o.put(store.NewEvent{RunID: "run", Type: p.EventType(), Data: data}, p); err != nil {
 			t.Fatal(err)
@@ -127,7 +127,7 @@ func TestOutboxHoldReturnsWhatWaitsBehindTheBatch(t *testing.T) {
 		t.Fatalf("held %+v after %d batches", h, len(st.batches))
 	}
 	// Released, they are written as put's are.
-	o.release(h.rest, []nodes.Payload{&nodes.NodeStart{Node: "b"}, &nodes.NodeStart{Node: "c"}})
+	o.release(h.rest, []events.Payload{&events.NodeStart{Node: "b"}, &events.NodeStart{Node: "c"}})
 	<-st.entered
 	st.release <- struct{}{}
 	if err := o.drain(); err != nil || len(st.batches) != 2 || len(st.batches[1]) != 2 {
@@ -140,13 +140,13 @@ func TestOutboxHoldReturnsWhatWaitsBehindTheBatch(t *testing.T) {
 // batch.
 func TestOutboxLetsEventsWaitWhileNobodyStreams(t *testing.T) {
 	st := &heldEvents{entered: make(chan struct{}, 4), release: make(chan struct{}, 4)}
-	encode := func(p nodes.Payload) ([]byte, error) { return json.Marshal(p) }
+	encode := func(p events.Payload) ([]byte, error) { return json.Marshal(p) }
 	h := newHub("run")
 	h.add(64, false, true) // a sync chat's caller: reads at the end
 	o := newOutbox(t.Context(), st, h, encode, func(err error) { t.Error(err) })
 	o.delay = time.Hour
 	put := func(o *outbox, node string) {
-		p := &nodes.NodeStart{Node: node}
+		p := &events.NodeStart{Node: node}
 		data, _ := encode(p)
 		if err := o.put(store.NewEvent{RunID: "run", Type: p.EventType(), Data: data}, p); err != nil {
 			t.Fatal(err)
@@ -180,12 +180,12 @@ func TestOutboxLetsEventsWaitWhileNobodyStreams(t *testing.T) {
 // so does the end of the delay.
 func TestOutboxWritesWhatWaitsWhenAStreamJoins(t *testing.T) {
 	st := &heldEvents{entered: make(chan struct{}), release: make(chan struct{})}
-	encode := func(p nodes.Payload) ([]byte, error) { return json.Marshal(p) }
+	encode := func(p events.Payload) ([]byte, error) { return json.Marshal(p) }
 	h := newHub("run")
 	o := newOutbox(t.Context(), st, h, encode, func(err error) { t.Error(err) })
 	o.delay = time.Hour
 	h.setWake(o.wake)
-	p := &nodes.NodeStart{Node: "a"}
+	p := &events.NodeStart{Node: "a"}
 	data, _ := encode(p)
 	if err := o.put(store.NewEvent{RunID: "run", Type: p.EventType(), Data: data}, p); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"iter"
 	"log/slog"
 
-	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -103,18 +103,18 @@ func (m *Service) continueRun(ctx context.Context, r store.Run) error {
 	// A run whose process died before any of its events was stored (a
 	// run nobody streams lets them wait; see outbox) still begins with
 	// run.started.
-	m.launch(rn, func(ctx context.Context) iter.Seq2[nodes.Event, error] {
+	m.launch(rn, func(ctx context.Context) iter.Seq2[events.Event, error] {
 		first, err := m.takeUp(ctx, r)
 		if err == nil {
 			return first(ctx)
 		}
 		// Ended as an agent call's failure is: a lost database strands
 		// the run until it is back, a shutdown leaves it to the next.
-		var end nodes.Payload = &nodes.RunFailed{Error: nodes.ErrorInfo{Code: nodes.CodeInternal, Message: "taking up the run failed"}}
+		var end events.Payload = &events.RunFailed{Error: events.ErrorInfo{Code: events.CodeInternal, Message: "taking up the run failed"}}
 		if ctx.Err() != nil {
-			end = &nodes.RunCancelled{}
+			end = &events.RunCancelled{}
 		}
-		return func(yield func(nodes.Event, error) bool) { yield(nodes.Event{Type: end.EventType(), Data: end}, err) }
+		return func(yield func(events.Event, error) bool) { yield(events.Event{Type: end.EventType(), Data: end}, err) }
 	}, r.LastSeq == 0, nil)
 	return nil
 }
@@ -123,8 +123,8 @@ func (m *Service) continueRun(ctx context.Context, r store.Run) error {
 // left: Continue, once the run has a checkpoint, else the call that
 // starts it, from the input the store kept. A run stored without an
 // input (by an older version) continues as it always did.
-func (m *Service) takeUp(ctx context.Context, r store.Run) (func(context.Context) iter.Seq2[nodes.Event, error], error) {
-	cont := func(ctx context.Context) iter.Seq2[nodes.Event, error] {
+func (m *Service) takeUp(ctx context.Context, r store.Run) (func(context.Context) iter.Seq2[events.Event, error], error) {
+	cont := func(ctx context.Context) iter.Seq2[events.Event, error] {
 		return m.agent.Continue(ctx, r.ConversationID)
 	}
 	began, err := m.agent.Began(ctx, r.ConversationID, r.ID)
@@ -154,8 +154,8 @@ func (m *Service) resumeAnswered(ctx context.Context, r store.Run) (bool, error)
 	for _, p := range pending {
 		kind, id := store.KindApproval, p.ID
 		switch p.Kind {
-		case nodes.PendingApproval:
-		case nodes.PendingElicitation:
+		case events.PendingApproval:
+		case events.PendingElicitation:
 			kind, id = store.KindElicitation, p.ElicitationID
 		default:
 			continue // a clarification is answered by the next message, which starts a run of its own

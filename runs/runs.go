@@ -11,7 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -47,7 +47,7 @@ type Run struct {
 	recovered  bool // continued from a process that is gone
 	// usage is the run's usage before this segment; seg is this
 	// segment's so far (nodes reports usage since start or resume).
-	usage, seg llm.TokenUsage
+	usage, seg events.Usage
 	// prefix opens every event's data: {"run_id":…,"conversation_id":…,
 	prefix []byte
 	// span is the segment's trace span; nil when tracing is off.
@@ -69,7 +69,7 @@ func (m *Service) newRun(parent context.Context, r store.Run) *Run {
 		done:    make(chan struct{}),
 		answers: make(chan nodes.ApprovalDecision, 8),
 		started: time.Now(),
-		usage:   llm.TokenUsage(r.Usage),
+		usage:   events.Usage(r.Usage),
 	}
 	// The agent's checkpoints record the run (nodes.Agent.Began).
 	rn.ctx = nodes.WithRun(context.WithValue(ctx, runKey, rn), r.ID)
@@ -175,20 +175,20 @@ type startInput struct {
 }
 
 // first is the agent call that starts a run as s says.
-func (m *Service) first(conversationID string, s startInput) func(context.Context) iter.Seq2[nodes.Event, error] {
+func (m *Service) first(conversationID string, s startInput) func(context.Context) iter.Seq2[events.Event, error] {
 	switch {
 	case s.Edit:
-		return func(ctx context.Context) iter.Seq2[nodes.Event, error] {
+		return func(ctx context.Context) iter.Seq2[events.Event, error] {
 			return m.agent.Edit(ctx, conversationID, s.EditOf, s.Input)
 		}
 	case s.New:
 		// The store has just created the conversation: the agent has no
 		// state of it to look up.
-		return func(ctx context.Context) iter.Seq2[nodes.Event, error] {
+		return func(ctx context.Context) iter.Seq2[events.Event, error] {
 			return m.agent.Start(ctx, conversationID, s.Input)
 		}
 	}
-	return func(ctx context.Context) iter.Seq2[nodes.Event, error] {
+	return func(ctx context.Context) iter.Seq2[events.Event, error] {
 		return m.agent.Run(ctx, conversationID, s.Input)
 	}
 }
@@ -197,7 +197,7 @@ func (m *Service) first(conversationID string, s startInput) func(context.Contex
 // subscribe set, it first subscribes its caller (as its Interactive and
 // AwaitsEnd say), so the caller sees every event from the first. Callers
 // hold m.gate for reading.
-func (m *Service) launch(rn *Run, first func(context.Context) iter.Seq2[nodes.Event, error], announce bool, subscribe *StartRequest) *Subscription {
+func (m *Service) launch(rn *Run, first func(context.Context) iter.Seq2[events.Event, error], announce bool, subscribe *StartRequest) *Subscription {
 	m.mu.Lock()
 	rn.hub = m.acquireHubLocked(rn.id)
 	rn.out = newOutbox(rn.ctx, m.st, rn.hub, rn.envelope, func(err error) {
@@ -321,10 +321,10 @@ func (m *Service) releaseHubLocked(h *hub) {
 // drive runs the agent and sends every event through the pipeline until
 // the run's terminal event; a run stopped for an approval waits for the
 // answer while a stream is open (InterruptAfter), then is parked.
-func (m *Service) drive(rn *Run, first func(context.Context) iter.Seq2[nodes.Event, error], announce bool) {
+func (m *Service) drive(rn *Run, first func(context.Context) iter.Seq2[events.Event, error], announce bool) {
 	defer m.ended(rn)
 	if announce {
-		if !m.emit(rn, &RunStarted{RequestID: rn.requestID}) {
+		if !m.emit(rn, &events.RunStarted{RequestID: rn.requestID}) {
 			m.abandon(rn)
 			return
 		}
@@ -360,13 +360,13 @@ func (m *Service) drive(rn *Run, first func(context.Context) iter.Seq2[nodes.Eve
 // the run.interrupted of a run stopped for an approval, held back, and
 // true; or false once the run's terminal event was sent (or the run had
 // to be abandoned).
-func (m *Service) consume(rn *Run, seq iter.Seq2[nodes.Event, error]) (*nodes.RunInterrupted, bool) {
+func (m *Service) consume(rn *Run, seq iter.Seq2[events.Event, error]) (*events.RunInterrupted, bool) {
 	var (
-		last    nodes.Payload
+		last    events.Payload
 		lastErr error
 	)
 	for ev, err := range seq {
-		if nodes.Terminal(ev.Type) {
+		if events.Terminal(ev.Type) {
 			last, lastErr = ev.Data, err
 			continue
 		}
@@ -379,26 +379,26 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[nodes.Event, error]) (*nodes.Ru
 		}
 	}
 	switch t := last.(type) {
-	case *nodes.RunCompleted:
+	case *events.RunCompleted:
 		rn.seg = t.Usage
-		m.finish(rn, &nodes.RunCompleted{Status: t.Status, Usage: rn.usage.Add(rn.seg)}, store.RunEnd{Status: store.RunCompleted})
-	case *nodes.RunInterrupted:
+		m.finish(rn, &events.RunCompleted{Status: t.Status, Usage: rn.usage.Add(rn.seg)}, store.RunEnd{Status: store.RunCompleted})
+	case *events.RunInterrupted:
 		switch t.Reason {
-		case string(nodes.PendingApproval):
+		case string(events.PendingApproval):
 			return t, true
-		case string(nodes.PendingElicitation):
+		case string(events.PendingElicitation):
 			m.park(rn, t)
 		default:
 			m.askClarification(rn, t)
 			m.finish(rn, t, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptClarification})
 		}
-	case *nodes.RunCancelled:
+	case *events.RunCancelled:
 		if errors.Is(context.Cause(rn.ctx), errStorageLost) {
 			m.strand(rn)
 			return nil, false
 		}
 		if errors.Is(context.Cause(rn.ctx), errShutdown) {
-			m.finish(rn, &nodes.RunInterrupted{Reason: reasonShutdown, Pending: []nodes.Pending{}}, store.RunEnd{})
+			m.finish(rn, &events.RunInterrupted{Reason: reasonShutdown, Pending: []events.Pending{}}, store.RunEnd{})
 			return nil, false
 		}
 		if errors.Is(context.Cause(rn.ctx), errCancelled) {
@@ -410,8 +410,8 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[nodes.Event, error]) (*nodes.Ru
 			}
 		}
 		m.finish(rn, t, store.RunEnd{Status: store.RunCancelled})
-	case *nodes.RunFailed:
-		if t.Error.Code == nodes.CodeInternal && m.lostErr(lastErr) { // a checkpoint could not be stored, not a model's failure
+	case *events.RunFailed:
+		if t.Error.Code == events.CodeInternal && m.lostErr(lastErr) { // a checkpoint could not be stored, not a model's failure
 			m.strand(rn)
 			return nil, false
 		}
@@ -419,7 +419,7 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[nodes.Event, error]) (*nodes.Ru
 		m.finish(rn, sanitize(t, rn.id), store.RunEnd{Status: store.RunFailed})
 	default:
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "agent ended without a terminal event", slog.Any("error", lastErr))
-		m.finish(rn, &nodes.RunFailed{Error: nodes.ErrorInfo{Code: nodes.CodeInternal, Message: "internal error (run " + rn.id + ")"}},
+		m.finish(rn, &events.RunFailed{Error: events.ErrorInfo{Code: events.CodeInternal, Message: "internal error (run " + rn.id + ")"}},
 			store.RunEnd{Status: store.RunFailed})
 	}
 	return nil, false
@@ -429,7 +429,7 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[nodes.Event, error]) (*nodes.Ru
 // human request, before the run.interrupted announcing it is stored, so a
 // client that reads the event finds the question pending. A recovered run
 // asks again what it asked before its process died: the record stays.
-func (m *Service) askClarification(rn *Run, t *nodes.RunInterrupted) {
+func (m *Service) askClarification(rn *Run, t *events.RunInterrupted) {
 	if t.ClarificationID == "" {
 		return // parked on something the agent does not know (a static interrupt)
 	}
@@ -451,10 +451,10 @@ const reasonShutdown = "shutdown"
 // elicitations are stored before the event announcing them, so a client
 // answering at once finds them; usage and tool calls are counted. It
 // reports false for an event not to send again.
-func (m *Service) record(rn *Run, ev nodes.Event) bool {
+func (m *Service) record(rn *Run, ev events.Event) bool {
 	ctx := context.WithoutCancel(rn.ctx)
 	switch d := ev.Data.(type) {
-	case *nodes.ApprovalRequired:
+	case *events.ApprovalRequired:
 		_, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.ApprovalID, Kind: store.KindApproval, RunID: rn.id,
 			Approval: store.Approval{ToolCallID: d.ToolCallID, Tool: d.Tool, Args: d.Args, Revision: d.Revision}})
 		if errors.Is(err, store.ErrConflict) {
@@ -473,17 +473,17 @@ func (m *Service) record(rn *Run, ev nodes.Event) bool {
 		if err != nil {
 			rn.log.LogAttrs(ctx, slog.LevelError, "storing an approval failed", slog.String("approval_id", d.ApprovalID), slog.Any("error", err))
 		}
-	case *nodes.ElicitationRequest:
+	case *events.ElicitationRequest:
 		if _, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.ElicitationID, Kind: store.KindElicitation, RunID: rn.id,
 			Elicitation: store.Elicitation{Source: store.ToValidText(d.Source), Message: store.ToValidText(d.Message), Schema: d.Schema},
 		}); err != nil && !errors.Is(err, store.ErrConflict) {
 			rn.log.LogAttrs(ctx, slog.LevelError, "storing an elicitation failed", slog.String("elicitation_id", d.ElicitationID), slog.Any("error", err))
 		}
-	case *nodes.ResponseDone:
+	case *events.ResponseDone:
 		rn.seg = d.Usage
-	case *nodes.ToolComplete:
+	case *events.ToolComplete:
 		m.metrics.ToolCall(d.Tool, "success")
-	case *nodes.ToolErrorEvent:
+	case *events.ToolError:
 		m.metrics.ToolCall(d.Tool, "error")
 	}
 	return true
@@ -493,15 +493,15 @@ func (m *Service) record(rn *Run, ev nodes.Event) bool {
 // It reports false once the run's events can no longer be stored (the
 // conversation was deleted, or the database failed): nothing unstored is
 // ever sent.
-func (m *Service) emit(rn *Run, p nodes.Payload) bool { return m.emitAs(rn, p, "") }
+func (m *Service) emit(rn *Run, p events.Payload) bool { return m.emitAs(rn, p, "") }
 
 // emitAs is emit for an event of the sub-agent at namespace (see
-// nodes.Event.Namespace). The root agent's response.chunk is queued
+// events.Event.Namespace). The root agent's response.chunk is queued
 // unencoded: the outbox joins the chunks that wait together and encodes
 // the text once.
-func (m *Service) emitAs(rn *Run, p nodes.Payload, namespace string) bool {
+func (m *Service) emitAs(rn *Run, p events.Payload, namespace string) bool {
 	var data []byte
-	if _, chunk := p.(*nodes.ResponseChunk); !chunk || namespace != "" {
+	if _, chunk := p.(*events.ResponseChunk); !chunk || namespace != "" {
 		var err error
 		if data, err = rn.envelopeOf(p, namespace); err != nil {
 			rn.log.LogAttrs(rn.ctx, slog.LevelError, "encoding an event failed; the run stops", slog.String("type", p.EventType()), slog.Any("error", err))
@@ -531,7 +531,7 @@ func (m *Service) fence() string {
 // refuses the two together, because a watcher replaying from the store
 // may read the event before it is sent: whoever sees a terminal event
 // must find the run ended, and may start the next run at once.
-func (m *Service) finish(rn *Run, p nodes.Payload, end store.RunEnd) {
+func (m *Service) finish(rn *Run, p events.Payload, end store.RunEnd) {
 	rest, typed, herr := rn.out.hold()
 	if herr != nil {
 		m.abandon(rn)
@@ -540,7 +540,7 @@ func (m *Service) finish(rn *Run, p nodes.Payload, end store.RunEnd) {
 	m.fold(rn)
 	ctx := context.WithoutCancel(rn.ctx)
 	status := string(end.Status)
-	end.Usage, end.Owner = store.Usage(rn.usage), m.fence()
+	end.Usage, end.Owner = rn.usage, m.fence()
 	data, err := rn.envelope(p)
 	var e store.Event
 	stored := false // the queued events and the terminal one, with the end
@@ -606,7 +606,7 @@ func (m *Service) finish(rn *Run, p nodes.Payload, end store.RunEnd) {
 func (m *Service) fold(rn *Run) {
 	m.metrics.Usage(rn.seg)
 	rn.usage = rn.usage.Add(rn.seg)
-	rn.seg = llm.TokenUsage{}
+	rn.seg = events.Usage{}
 }
 
 // abandon ends a run whose events can no longer be stored: it is marked
@@ -619,7 +619,7 @@ func (m *Service) abandon(rn *Run) {
 		return
 	}
 	m.fold(rn)
-	_, err := m.st.FinishRun(context.WithoutCancel(rn.ctx), rn.id, store.RunEnd{Status: store.RunFailed, Usage: store.Usage(rn.usage), Owner: m.fence()})
+	_, err := m.st.FinishRun(context.WithoutCancel(rn.ctx), rn.id, store.RunEnd{Status: store.RunFailed, Usage: rn.usage, Owner: m.fence()})
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrNotOwner) {
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "marking an abandoned run failed", slog.Any("error", err))
 	}
@@ -765,7 +765,7 @@ func (m *Service) approvalAnsweredLocked(ctx context.Context, a store.HumanReque
 // resume sets a parked run running again, owned by this process, and
 // drives it with next; cancelling marks a segment that abandons the run
 // for a cancel (see run.cancelling).
-func (m *Service) resume(ctx context.Context, userID, runID string, cancelling bool, next func(context.Context, string) iter.Seq2[nodes.Event, error]) error {
+func (m *Service) resume(ctx context.Context, userID, runID string, cancelling bool, next func(context.Context, string) iter.Seq2[events.Event, error]) error {
 	m.gate.RLock()
 	defer m.gate.RUnlock()
 	if m.draining.Load() {
@@ -780,7 +780,7 @@ func (m *Service) resume(ctx context.Context, userID, runID string, cancelling b
 	rn := m.newRun(ctx, r)
 	rn.cancelling = cancelling
 	rn.log.LogAttrs(ctx, slog.LevelInfo, "run resumed")
-	m.launch(rn, func(ctx context.Context) iter.Seq2[nodes.Event, error] { return next(ctx, rn.conversationID) }, false, nil)
+	m.launch(rn, func(ctx context.Context) iter.Seq2[events.Event, error] { return next(ctx, rn.conversationID) }, false, nil)
 	return nil
 }
 
@@ -788,7 +788,7 @@ func (m *Service) resume(ctx context.Context, userID, runID string, cancelling b
 // question, and resumes it at once when the answer was stored while it
 // was parking (the answer's handler, serialised with this, resumes a run
 // it finds parked; see elicitationAnswered).
-func (m *Service) park(rn *Run, ri *nodes.RunInterrupted) {
+func (m *Service) park(rn *Run, ri *events.RunInterrupted) {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
 	m.finish(rn, ri, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptElicitation})
@@ -832,7 +832,7 @@ func (m *Service) elicitationAnswered(ctx context.Context, e store.HumanRequest)
 // resumeWith resumes the run parked on a human request with its stored
 // answer: an approval's decision, or an elicitation's response.
 func (m *Service) resumeWith(ctx context.Context, h store.HumanRequest) error {
-	return m.resume(ctx, h.UserID, h.RunID, false, func(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
+	return m.resume(ctx, h.UserID, h.RunID, false, func(ctx context.Context, conversationID string) iter.Seq2[events.Event, error] {
 		if h.Kind == store.KindApproval {
 			return m.agent.Resume(ctx, conversationID, decisionOf(h))
 		}
@@ -899,15 +899,15 @@ func (m *Service) cancel(ctx context.Context, userID, conversationID string, for
 // abandoned is a run's last call to the agent when the user cancelled it
 // while it waited: nothing stays pending in the thread, and the run ends
 // with run.cancelled.
-func (m *Service) abandoned(ctx context.Context, conversationID string) iter.Seq2[nodes.Event, error] {
-	return func(yield func(nodes.Event, error) bool) {
+func (m *Service) abandoned(ctx context.Context, conversationID string) iter.Seq2[events.Event, error] {
+	return func(yield func(events.Event, error) bool) {
 		if err := m.agent.Abandon(context.WithoutCancel(ctx), conversationID); err != nil {
-			f := &nodes.RunFailed{Error: nodes.ErrorInfo{Code: nodes.CodeInternal, Message: "abandoning the run failed"}}
-			yield(nodes.Event{Type: f.EventType(), Data: f}, err)
+			f := &events.RunFailed{Error: events.ErrorInfo{Code: events.CodeInternal, Message: "abandoning the run failed"}}
+			yield(events.Event{Type: f.EventType(), Data: f}, err)
 			return
 		}
-		c := &nodes.RunCancelled{}
-		yield(nodes.Event{Type: c.EventType(), Data: c}, nil)
+		c := &events.RunCancelled{}
+		yield(events.Event{Type: c.EventType(), Data: c}, nil)
 	}
 }
 

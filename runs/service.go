@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp/elicit"
@@ -103,7 +104,7 @@ type Metrics interface {
 	// RunEnded counts a run segment that ended with status after d.
 	RunEnded(status string, d time.Duration)
 	// Usage adds a segment's model tokens.
-	Usage(u llm.TokenUsage)
+	Usage(u events.Usage)
 	// ToolCall counts a tool call, "success" or "error".
 	ToolCall(tool, status string)
 }
@@ -112,7 +113,7 @@ type noMetrics struct{}
 
 func (noMetrics) RunsActive(int64)               {}
 func (noMetrics) RunEnded(string, time.Duration) {}
-func (noMetrics) Usage(llm.TokenUsage)           {}
+func (noMetrics) Usage(events.Usage)             {}
 func (noMetrics) ToolCall(string, string)        {}
 
 // Service owns the life of every run live in this process: it starts

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -30,13 +31,13 @@ func (m *Service) Tasks(ctx context.Context, userID, conversationID string) (nod
 // Errors: store.ErrNotFound (no such conversation of the user's),
 // nodes.ErrUnknownTask (no such task), store.ErrRunActive,
 // nodes.ErrInvalidInput.
-func (m *Service) EditTask(ctx context.Context, userID, conversationID, taskID string, e nodes.TaskEdit) (nodes.Task, error) {
+func (m *Service) EditTask(ctx context.Context, userID, conversationID, taskID string, e nodes.TaskEdit) (events.Task, error) {
 	c, err := m.st.GetConversation(ctx, userID, conversationID)
 	if err != nil {
-		return nodes.Task{}, err
+		return events.Task{}, err
 	}
 	if c.Status == store.RunRunning || c.Status == store.RunInterrupted || m.live(conversationID) != nil {
-		return nodes.Task{}, fmt.Errorf("runs: edit task of conversation %s: %w", conversationID, store.ErrRunActive)
+		return events.Task{}, fmt.Errorf("runs: edit task of conversation %s: %w", conversationID, store.ErrRunActive)
 	}
 	t, _, err := m.agent.EditTask(ctx, conversationID, taskID, e)
 	return t, err

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/trellis-ai/trellis/events"
 )
 
 // RunStatus is where a run is in its life.
@@ -53,8 +55,8 @@ type Run struct {
 	InterruptReason InterruptReason `json:"interrupt_reason,omitempty"`
 	UserMessage     string          `json:"user_message"`
 	// Usage is the run's token usage, as last given to FinishRun.
-	Usage     Usage     `json:"usage"`
-	CreatedAt time.Time `json:"created_at"`
+	Usage     events.Usage `json:"usage"`
+	CreatedAt time.Time    `json:"created_at"`
 	// CompletedAt is when the run's stream last ended (final or
 	// interrupted); nil while it runs.
 	CompletedAt *time.Time `json:"completed_at"`
@@ -82,18 +84,6 @@ func (r Run) Active() bool {
 		return false
 	}
 	return r.Status == RunRunning || (r.Status == RunInterrupted && r.InterruptReason != InterruptClarification)
-}
-
-// Usage is a run's token usage, summed over every model call; its fields
-// are API.md's usage object, in the order and of the types of
-// llm.TokenUsage, so one converts to the other.
-type Usage struct {
-	InputTokens      int `json:"input_tokens"`
-	OutputTokens     int `json:"output_tokens"`
-	ThinkingTokens   int `json:"thinking_tokens"`
-	CacheReadTokens  int `json:"cache_read_tokens"`
-	CacheWriteTokens int `json:"cache_write_tokens"`
-	TotalTokens      int `json:"total_tokens"`
 }
 
 // NewRun is what StartRun needs.
@@ -148,7 +138,7 @@ type RunEnd struct {
 	Status RunStatus // interrupted, completed, cancelled or failed
 	// Reason is required with interrupted and must be empty otherwise.
 	Reason InterruptReason
-	Usage  Usage
+	Usage  events.Usage
 	// Owner, when set, fences the write: it fails with ErrNotOwner
 	// unless the run is owned by Owner.
 	Owner string

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -21,12 +21,12 @@ type translator struct {
 	textBody  []byte
 	calls     *assistantMessage // the assistant message holding this run's tool calls
 	announced map[string]bool   // tool calls whose TOOL_CALL_START went out
-	approvals []nodes.ApprovalRequired
+	approvals []events.ApprovalRequired
 	// lookup finds a human request (an approval, a tool's question)
 	// announced before this stream began: a resumed run asks again only
 	// what it had not asked.
 	lookup    func(kind store.HumanKind, id string) (store.HumanRequest, bool)
-	questions map[string]nodes.ElicitationRequest
+	questions map[string]events.ElicitationRequest
 	added     []any // messages the run added, in order
 }
 
@@ -36,7 +36,7 @@ func newTranslator(in input, conv, runID string, emit func(any) error) *translat
 		announced[id] = true
 	}
 	return &translator{in: in, emit: emit, runID: runID, conv: conv, announced: announced,
-		questions: map[string]nodes.ElicitationRequest{}}
+		questions: map[string]events.ElicitationRequest{}}
 }
 
 // event translates one run event; done reports that the terminal AG-UI
@@ -48,38 +48,38 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 	}
 	id := t.runID + "-" + strconv.FormatInt(e.Seq, 10)
 	switch d := p.(type) {
-	case *nodes.ApprovalRequired:
+	case *events.ApprovalRequired:
 		t.approvals = append(t.approvals, *d)
 		return false, t.announce(id, d.ToolCallID, d.Tool, d.Args)
-	case *nodes.ToolStart:
+	case *events.ToolStart:
 		return false, t.announce(id, d.ToolCallID, d.Tool, d.Args)
-	case *nodes.ToolComplete:
+	case *events.ToolComplete:
 		return false, t.result(d.ToolCallID, d.Result)
-	case *nodes.ToolErrorEvent:
+	case *events.ToolError:
 		return false, t.result(d.ToolCallID, "error: "+d.Error)
-	case *nodes.ElicitationRequest:
+	case *events.ElicitationRequest:
 		t.questions[d.ElicitationID] = *d
-	case *nodes.ResponseChunk:
+	case *events.ResponseChunk:
 		return false, t.chunk(id, d.Content)
-	case *nodes.ResponseDone:
+	case *events.ResponseDone:
 		if t.text == "" && d.Content != "" { // not streamed
 			if err := t.chunk(id, d.Content); err != nil {
 				return false, err
 			}
 		}
 		return false, t.closeText()
-	case *nodes.DirectResponseEvent:
+	case *events.DirectResponse:
 		if err := t.chunk(id, d.Content); err != nil {
 			return false, err
 		}
 		return false, t.closeText()
-	case *nodes.RunCompleted:
+	case *events.RunCompleted:
 		return true, t.finish("completed", outcome{Type: "success"}, usage(d))
-	case *nodes.RunInterrupted:
+	case *events.RunInterrupted:
 		return true, t.interrupted(id, d)
-	case *nodes.RunCancelled:
+	case *events.RunCancelled:
 		return true, t.finish("cancelled", outcome{Type: "cancelled"}, nil)
-	case *nodes.RunFailed:
+	case *events.RunFailed:
 		if err := t.closeText(); err != nil {
 			return false, err
 		}
@@ -89,7 +89,7 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 }
 
 // approval finds the approval id, announced in this stream or before.
-func (t *translator) approval(id string) (nodes.ApprovalRequired, bool) {
+func (t *translator) approval(id string) (events.ApprovalRequired, bool) {
 	for _, a := range t.approvals {
 		if a.ApprovalID == id {
 			return a, true
@@ -97,10 +97,10 @@ func (t *translator) approval(id string) (nodes.ApprovalRequired, bool) {
 	}
 	if t.lookup != nil {
 		if a, ok := t.lookup(store.KindApproval, id); ok {
-			return nodes.ApprovalRequired{ApprovalID: a.ID, ToolCallID: a.Approval.ToolCallID, Tool: a.Approval.Tool, Args: a.Approval.Args}, true
+			return events.ApprovalRequired{ApprovalID: a.ID, ToolCallID: a.Approval.ToolCallID, Tool: a.Approval.Tool, Args: a.Approval.Args}, true
 		}
 	}
-	return nodes.ApprovalRequired{}, false
+	return events.ApprovalRequired{}, false
 }
 
 // announce sends a tool call's start, arguments and end, once.
@@ -172,10 +172,10 @@ func (t *translator) closeText() error {
 // questions as interrupts; a clarifying question as the assistant's
 // text, which the user's next message answers; a server going down as
 // an error.
-func (t *translator) interrupted(id string, d *nodes.RunInterrupted) error {
+func (t *translator) interrupted(id string, d *events.RunInterrupted) error {
 	var out []interrupt
 	switch d.Reason {
-	case string(nodes.PendingApproval):
+	case string(events.PendingApproval):
 		for _, aid := range d.ApprovalIDs {
 			a, ok := t.approval(aid)
 			if !ok {
@@ -184,12 +184,12 @@ func (t *translator) interrupted(id string, d *nodes.RunInterrupted) error {
 			out = append(out, interrupt{ID: aid, Reason: "tool_call", ToolCallID: a.ToolCallID,
 				Message: "Approve the call of " + a.Tool + "?", ResponseSchema: approvalSchema})
 		}
-	case string(nodes.PendingElicitation):
+	case string(events.PendingElicitation):
 		for _, eid := range d.ElicitationIDs {
 			q, ok := t.questions[eid]
 			if !ok && t.lookup != nil {
 				if e, found := t.lookup(store.KindElicitation, eid); found {
-					q = nodes.ElicitationRequest{ElicitationID: eid, Message: e.Elicitation.Message, Schema: e.Elicitation.Schema}
+					q = events.ElicitationRequest{ElicitationID: eid, Message: e.Elicitation.Message, Schema: e.Elicitation.Schema}
 				}
 			}
 			schema := q.Schema
@@ -198,7 +198,7 @@ func (t *translator) interrupted(id string, d *nodes.RunInterrupted) error {
 			}
 			out = append(out, interrupt{ID: eid, Reason: "input_required", Message: q.Message, ResponseSchema: schema})
 		}
-	case string(nodes.PendingClarification):
+	case string(events.PendingClarification):
 		if err := t.chunk(id, d.Question); err != nil {
 			return err
 		}
@@ -237,7 +237,7 @@ func (t *translator) finish(status string, o outcome, u []tokenUsage) error {
 	return t.emit(runFinished{Type: "RUN_FINISHED", ThreadID: t.in.ThreadID, RunID: t.in.RunID, Outcome: o, Usage: u})
 }
 
-func usage(d *nodes.RunCompleted) []tokenUsage {
+func usage(d *events.RunCompleted) []tokenUsage {
 	u := d.Usage
 	if u.TotalTokens == 0 && u.InputTokens == 0 && u.OutputTokens == 0 {
 		return nil

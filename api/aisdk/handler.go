@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/api/httperr"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/sse"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
@@ -241,7 +242,7 @@ func (h *Handler) lastInterrupt(ctx context.Context, user, runID string) (int64,
 			return 0, err
 		}
 		for _, e := range evs {
-			if e.Type == nodes.EventRunInterrupted {
+			if e.Type == events.TypeRunInterrupted {
 				last = e.Seq
 			}
 		}

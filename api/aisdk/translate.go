@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/runs"
 )
 
@@ -63,7 +63,7 @@ func (t *translator) begin() error { return t.emit(chunk{Type: "start", MessageI
 // event translates one run event; done reports that the stream's
 // finishing chunk went out.
 func (t *translator) event(e *runs.Event) (done bool, err error) {
-	if nodes.Terminal(e.Type) && e.Seq <= t.through {
+	if events.Terminal(e.Type) && e.Seq <= t.through {
 		return false, nil
 	}
 	p, err := e.Typed()
@@ -72,7 +72,7 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 	}
 	id := t.runID + "-" + strconv.FormatInt(e.Seq, 10)
 	switch d := p.(type) {
-	case *nodes.ApprovalRequired:
+	case *events.ApprovalRequired:
 		t.byApproval[d.ApprovalID] = d.ToolCallID
 		if err := t.input(d.ToolCallID, d.Tool, d.Args); err != nil {
 			return false, err
@@ -82,19 +82,19 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 		}
 		return false, t.whole(id, "The call of "+d.Tool+" waits for approval "+d.ApprovalID+
 			" — this client cannot answer it; approve or reject it in Trellis.")
-	case *nodes.ApprovalResolved:
-		if d.Decision == nodes.DecisionReject {
+	case *events.ApprovalResolved:
+		if d.Decision == events.DecisionReject {
 			t.denied[t.byApproval[d.ApprovalID]] = true
 		}
-	case *nodes.ToolStart:
+	case *events.ToolStart:
 		return false, t.input(d.ToolCallID, d.Tool, d.Args)
-	case *nodes.ToolComplete:
+	case *events.ToolComplete:
 		if err := t.toolStep(); err != nil {
 			return false, err
 		}
 		out := d.Result
 		return false, t.emit(chunk{Type: "tool-output-available", ToolCallID: d.ToolCallID, Output: &out, Dynamic: true})
-	case *nodes.ToolErrorEvent:
+	case *events.ToolError:
 		if err := t.toolStep(); err != nil {
 			return false, err
 		}
@@ -102,29 +102,29 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 			return false, t.emit(chunk{Type: "tool-output-denied", ToolCallID: d.ToolCallID})
 		}
 		return false, t.emit(chunk{Type: "tool-output-error", ToolCallID: d.ToolCallID, ErrorText: d.Error, Dynamic: true})
-	case *nodes.ResponseChunk:
+	case *events.ResponseChunk:
 		return false, t.delta(id, d.Content)
-	case *nodes.ResponseDone:
+	case *events.ResponseDone:
 		if t.text == "" && d.Content != "" {
 			if err := t.delta(id, d.Content); err != nil {
 				return false, err
 			}
 		}
 		return false, t.closeText()
-	case *nodes.DirectResponseEvent:
+	case *events.DirectResponse:
 		return false, t.whole(id, d.Content)
-	case *nodes.RunCompleted:
+	case *events.RunCompleted:
 		return true, t.finish("stop")
-	case *nodes.RunInterrupted:
+	case *events.RunInterrupted:
 		switch d.Reason {
-		case string(nodes.PendingApproval):
+		case string(events.PendingApproval):
 			return true, t.finish("tool-calls")
-		case string(nodes.PendingClarification):
+		case string(events.PendingClarification):
 			if err := t.whole(id, d.Question); err != nil {
 				return false, err
 			}
 			return true, t.finish("stop")
-		case string(nodes.PendingElicitation):
+		case string(events.PendingElicitation):
 			if err := t.whole(id, "A tool asks something this client cannot answer; answer it in Trellis."); err != nil {
 				return false, err
 			}
@@ -134,12 +134,12 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 			return false, err
 		}
 		return true, t.finish("error")
-	case *nodes.RunCancelled:
+	case *events.RunCancelled:
 		if err := t.end(); err != nil {
 			return false, err
 		}
 		return true, t.emit(chunk{Type: "abort"})
-	case *nodes.RunFailed:
+	case *events.RunFailed:
 		if err := t.end(); err != nil {
 			return false, err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -110,12 +111,12 @@ type reviewConfig struct {
 // first approval's; decisions answer the action requests in order), a
 // clarifying question into {question}, a tool's question into
 // {message, schema, source}.
-func interruptsOf(pending []nodes.Pending) []interrupt {
+func interruptsOf(pending []events.Pending) []interrupt {
 	var out []interrupt
 	var hitl *hitlRequest
 	for _, p := range pending {
 		switch p.Kind {
-		case nodes.PendingApproval:
+		case events.PendingApproval:
 			if hitl == nil {
 				hitl = &hitlRequest{}
 				out = append(out, interrupt{ID: p.ID, Value: hitl})
@@ -124,9 +125,9 @@ func interruptsOf(pending []nodes.Pending) []interrupt {
 				Description: fmt.Sprintf("Tool execution requires approval\n\nTool: %s\nArgs: %s", p.Tool, objectArgs(p.Args))})
 			hitl.ReviewConfigs = append(hitl.ReviewConfigs, reviewConfig{ActionName: p.Tool,
 				AllowedDecisions: []string{"approve", "edit", "reject"}})
-		case nodes.PendingClarification:
+		case events.PendingClarification:
 			out = append(out, interrupt{ID: p.ID, Value: map[string]string{"question": p.Question}})
-		case nodes.PendingElicitation:
+		case events.PendingElicitation:
 			out = append(out, interrupt{ID: p.ElicitationID, Value: map[string]any{"message": p.Message,
 				"schema": objectArgs(p.Schema), "source": p.Source}})
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/api/httperr"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
@@ -104,7 +105,7 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request, awaitsEnd bool) 
 	}()
 	turn := snap.State.Turn + 1
 	for _, p := range snap.Pending {
-		if p.Kind == nodes.PendingClarification {
+		if p.Kind == events.PendingClarification {
 			turn = snap.State.Turn // the message answers the question, in its turn
 		}
 	}
@@ -165,9 +166,9 @@ func (h *handler) tag(ctx context.Context, c store.Conversation) {
 // resume answers the thread's pending approvals with the decisions, in
 // order, and follows the run they resume from its run.interrupted on.
 func (h *handler) resume(ctx context.Context, b *begun, snap nodes.Snapshot, state func() (nodes.Snapshot, error)) error {
-	var pending []nodes.Pending
+	var pending []events.Pending
 	for _, p := range snap.Pending {
-		if p.Kind == nodes.PendingApproval {
+		if p.Kind == events.PendingApproval {
 			pending = append(pending, p)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/sse"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
@@ -40,7 +41,7 @@ type translator struct {
 	reasoning         string
 	state             func() (nodes.Snapshot, error)
 	final             values // the values at the run's end
-	failed            *nodes.ErrorInfo
+	failed            *events.ErrorInfo
 	interrupted, done bool
 }
 
@@ -123,49 +124,49 @@ func (t *translator) proposal(out []sseEvent, id, tool string, args json.RawMess
 }
 
 // translate returns the stream events of one run event.
-func (t *translator) translate(typ string, p nodes.Payload) []sseEvent {
+func (t *translator) translate(typ string, p events.Payload) []sseEvent {
 	var out []sseEvent
 	switch d := p.(type) {
-	case *runs.RunStarted:
+	case *events.RunStarted:
 		if t.human != "" {
 			t.node = "initialize"
 			out = t.add(out, "initialize", message{Type: "human", Content: t.human, ID: humanID(t.turn, t.users)}, false)
 			t.users++
 		}
-	case *nodes.NodeStart:
+	case *events.NodeStart:
 		t.node = d.Node
 		if t.modes.has(modeEvents) {
 			out = append(out, t.chainEvent("on_chain_start", d.Node, map[string]any{}))
 		}
-	case *nodes.NodeEnd:
+	case *events.NodeEnd:
 		if t.modes.has(modeEvents) {
 			out = append(out, t.chainEvent("on_chain_end", d.Node, map[string]any{}))
 		}
-	case *nodes.SupervisorDecided:
+	case *events.SupervisorDecided:
 		t.calls = -1
 		t.reasoning = d.Reasoning
-	case *nodes.ApprovalRequired:
+	case *events.ApprovalRequired:
 		out = t.proposal(out, d.ToolCallID, d.Tool, d.Args, t.reasoning)
-	case *nodes.ToolStart:
+	case *events.ToolStart:
 		out = t.proposal(out, d.ToolCallID, d.Tool, d.Args, t.reasoning)
 		if t.modes.has(modeEvents) {
 			out = append(out, t.chainEvent("on_tool_start", d.Tool, map[string]any{"input": objectArgs(d.Args)}))
 		}
-	case *nodes.ToolComplete:
+	case *events.ToolComplete:
 		out = t.add(out, "execute_tool", message{Type: "tool", Content: d.Result, ID: toolID(d.ToolCallID), ToolCallID: d.ToolCallID,
 			Name: d.Tool, Status: "success"}, true)
 		if t.modes.has(modeEvents) {
 			out = append(out, t.chainEvent("on_tool_end", d.Tool, map[string]any{"output": d.Result}))
 		}
-	case *nodes.ToolErrorEvent:
+	case *events.ToolError:
 		out = t.add(out, "execute_tool", message{Type: "tool", Content: d.Error, ID: toolID(d.ToolCallID), ToolCallID: d.ToolCallID,
 			Name: d.Tool, Status: "error"}, true)
 		if t.modes.has(modeEvents) {
 			out = append(out, t.chainEvent("on_tool_end", d.Tool, map[string]any{"output": d.Error}))
 		}
-	case *nodes.ResponseChunk:
+	case *events.ResponseChunk:
 		out = t.chunk(out, d.Content)
-	case *nodes.ResponseDone:
+	case *events.ResponseDone:
 		id := answerID(t.turn, t.answers)
 		t.answers++
 		// An answer nothing streamed (a direct answer) goes out whole in
@@ -173,17 +174,17 @@ func (t *translator) translate(typ string, p nodes.Payload) []sseEvent {
 		whole := t.streamed.Len() == 0 && d.Content != ""
 		t.streamed.Reset()
 		out = t.add(out, "stream", message{Type: "ai", Content: d.Content, ID: id}, whole)
-	case *nodes.RunCompleted, *nodes.RunCancelled:
+	case *events.RunCompleted, *events.RunCancelled:
 		out = t.end(out, nil)
-	case *nodes.RunInterrupted:
+	case *events.RunInterrupted:
 		out = t.end(out, d.Pending)
-	case *nodes.RunFailed:
+	case *events.RunFailed:
 		t.failed = &d.Error
 		out = t.end(out, nil)
 		out = append(out, sseEvent{"error", map[string]string{"error": d.Error.Code, "message": d.Error.Message}})
 	}
 	if t.modes.has(modeCustom) && p != nil && customEvent(typ) {
-		out = append(out, sseEvent{"custom", nodes.Event{Type: typ, Data: p}})
+		out = append(out, sseEvent{"custom", events.Event{Type: typ, Data: p}})
 	}
 	return out
 }
@@ -191,8 +192,8 @@ func (t *translator) translate(typ string, p nodes.Payload) []sseEvent {
 // customEvent: the Trellis events the custom mode carries as they are.
 func customEvent(typ string) bool {
 	switch typ {
-	case nodes.EventToolProgress, nodes.EventDirectResponse, nodes.EventApprovalRequired, nodes.EventApprovalResolved,
-		nodes.EventElicitationRequest, nodes.EventElicitationResponse, nodes.EventSupervisorDecided:
+	case events.TypeToolProgress, events.TypeDirectResponse, events.TypeApprovalRequired, events.TypeApprovalResolved,
+		events.TypeElicitationRequest, events.TypeElicitationResponse, events.TypeSupervisorDecided:
 		return true
 	}
 	return false
@@ -223,7 +224,7 @@ func (t *translator) chunk(out []sseEvent, delta string) []sseEvent {
 
 // end is the run's end: the values of the thread's newest checkpoint,
 // with the interrupts the run stops at.
-func (t *translator) end(out []sseEvent, pending []nodes.Pending) []sseEvent {
+func (t *translator) end(out []sseEvent, pending []events.Pending) []sseEvent {
 	t.done = true
 	t.final = values{Messages: t.msgs}
 	if snap, err := t.state(); err == nil {

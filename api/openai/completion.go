@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/sse"
-	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
 )
 
@@ -21,41 +21,41 @@ type completion struct {
 	// content is not sent again.
 	streamed  bool
 	calls     []toolCall
-	approvals []*nodes.ApprovalRequired
-	usage     llm.TokenUsage
+	approvals []*events.ApprovalRequired
+	usage     events.Usage
 }
 
 // answerer writes a completion, streamed or whole.
 type answerer interface {
 	content(delta string) error
 	toolCall(index int, c toolCall) error
-	end(finish string, usage llm.TokenUsage) error
+	end(finish string, usage events.Usage) error
 	// fail ends the answer with a server error saying err.
 	fail(err error)
 }
 
 // take translates one event of the run.
-func (c *completion) take(p nodes.Payload, out answerer) error {
+func (c *completion) take(p events.Payload, out answerer) error {
 	switch e := p.(type) {
-	case *nodes.ResponseChunk:
+	case *events.ResponseChunk:
 		c.streamed = true
 		return out.content(e.Content)
-	case *nodes.ToolStart:
+	case *events.ToolStart:
 		if e.Source != nodes.SourceClient {
 			return nil // Trellis' own tools run inside the run
 		}
 		tc := toolCall{ID: e.ToolCallID, Type: "function", Function: functionCall{Name: e.Tool, Arguments: string(e.Args)}}
 		c.calls = append(c.calls, tc)
 		return out.toolCall(len(c.calls)-1, tc)
-	case *nodes.ApprovalRequired:
+	case *events.ApprovalRequired:
 		c.approvals = append(c.approvals, e)
-	case *nodes.ResponseDone:
+	case *events.ResponseDone:
 		c.usage = e.Usage
 		if !c.streamed && e.Content != "" {
 			c.streamed = true
 			return out.content(e.Content)
 		}
-	case *nodes.RunCompleted:
+	case *events.RunCompleted:
 		if !e.Usage.IsZero() {
 			c.usage = e.Usage
 		}
@@ -63,16 +63,16 @@ func (c *completion) take(p nodes.Payload, out answerer) error {
 			return out.end("tool_calls", c.usage)
 		}
 		return out.end("stop", c.usage)
-	case *nodes.RunInterrupted:
+	case *events.RunInterrupted:
 		if text := c.waiting(e); text != "" {
 			if err := out.content(text); err != nil {
 				return err
 			}
 		}
 		return out.end("stop", c.usage)
-	case *nodes.RunCancelled:
+	case *events.RunCancelled:
 		return out.end("stop", c.usage)
-	case *nodes.RunFailed:
+	case *events.RunFailed:
 		out.fail(fmt.Errorf("openai: the run failed: %s: %s", e.Error.Code, e.Error.Message))
 	}
 	return nil
@@ -80,7 +80,7 @@ func (c *completion) take(p nodes.Payload, out answerer) error {
 
 // waiting says what a run that stopped for a human waits for. A
 // clarifying question is already the answer's text.
-func (c *completion) waiting(e *nodes.RunInterrupted) string {
+func (c *completion) waiting(e *events.RunInterrupted) string {
 	switch {
 	case e.Reason == "approval":
 		var b strings.Builder
@@ -108,7 +108,7 @@ type usage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
-func usageOf(u llm.TokenUsage) usage {
+func usageOf(u events.Usage) usage {
 	total := u.TotalTokens
 	if total == 0 {
 		total = u.InputTokens + u.OutputTokens
@@ -136,7 +136,7 @@ type answerMessage struct {
 	ToolCalls []toolCall `json:"tool_calls,omitempty"`
 }
 
-func (a *collector) end(finish string, u llm.TokenUsage) error {
+func (a *collector) end(finish string, u events.Usage) error {
 	msg := answerMessage{Role: "assistant"}
 	if text := a.text.String(); text != "" || len(a.calls) == 0 {
 		msg.Content = &text
@@ -218,7 +218,7 @@ func (s *streamer) toolCall(index int, c toolCall) error {
 	return s.chunk(map[string]any{"tool_calls": []toolCallDelta{{Index: index, toolCall: c}}}, nil)
 }
 
-func (s *streamer) end(finish string, u llm.TokenUsage) error {
+func (s *streamer) end(finish string, u events.Usage) error {
 	if err := s.chunk(struct{}{}, &finish); err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ type turnResult struct{ reasoning, answer string }
 func chatTurn(t *testing.T, c *child, body map[string]any) turnResult {
 	t.Helper()
 	var r turnResult
-	events(t, c.do(http.MethodPost, "/api/v1/chat", body), func(e event) bool {
+	sseEvents(t, c.do(http.MethodPost, "/api/v1/chat", body), func(e event) bool {
 		switch e.typ {
 		case "supervisor.decided":
 			r.reasoning, _ = e.data["reasoning"].(string)

@@ -207,7 +207,7 @@ func followToEnd(t *testing.T, c *child, conv, runID string, seen []event) []eve
 		if r.StatusCode == http.StatusNoContent {
 			t.Fatalf("the run ended with %s", seen[len(seen)-1].typ)
 		}
-		seen = append(seen, events(t, r, nil)...)
+		seen = append(seen, sseEvents(t, r, nil)...)
 	}
 	var typs []string
 	for i, e := range seen {
@@ -234,7 +234,7 @@ func TestCrashWhileAnMCPToolAwaitsApproval(t *testing.T) {
 			first := e.startConnected()
 			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "write a note"})
 			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
-			seen := events(t, resp, func(ev event) bool { return ev.typ == "approval.required" })
+			seen := sseEvents(t, resp, func(ev event) bool { return ev.typ == "approval.required" })
 			approval, _ := seen[len(seen)-1].data["approval_id"].(string)
 			if approval == "" || seen[len(seen)-1].data["tool"] != "write" {
 				t.Fatalf("no approval of write: %+v", seen[len(seen)-1])
@@ -284,7 +284,7 @@ func TestCrashWhileAnMCPToolAsks(t *testing.T) {
 			first := e.startConnected()
 			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "greet me by name"})
 			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
-			seen := events(t, resp, func(ev event) bool { return ev.typ == "elicitation.request" })
+			seen := sseEvents(t, resp, func(ev event) bool { return ev.typ == "elicitation.request" })
 			question, _ := seen[len(seen)-1].data["elicitation_id"].(string)
 			if question == "" {
 				t.Fatalf("no question: %+v", seen[len(seen)-1])
@@ -335,7 +335,7 @@ func TestCrashWhileAClarificationWaits(t *testing.T) {
 			first := e.start()
 			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "book a table for two"})
 			conv := resp.Header.Get("X-Conversation-ID")
-			seen := events(t, resp, nil)
+			seen := sseEvents(t, resp, nil)
 			last := seen[len(seen)-1]
 			question, _ := last.data["clarification_id"].(string)
 			if last.typ != "run.interrupted" || question == "" {
@@ -376,7 +376,7 @@ func TestCrashKeepsTheBudgetSpent(t *testing.T) {
 			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "tally three sums",
 				"budget": map[string]any{"max_tool_calls": 2}})
 			conv := resp.Header.Get("X-Conversation-ID")
-			seen := events(t, resp, func(ev event) bool { return ev.typ == "node.start" && ev.data["node"] == "reflect" })
+			seen := sseEvents(t, resp, func(ev event) bool { return ev.typ == "node.start" && ev.data["node"] == "reflect" })
 			if last := seen[len(seen)-1]; last.typ != "node.start" {
 				t.Fatalf("the run ended with %s %v", last.typ, last.data)
 			}
@@ -451,7 +451,7 @@ func TestCrashWhileASyncRunsEventsWait(t *testing.T) {
 
 			second := e.start()
 			runStatus(t, second, conv, "completed")
-			seen := events(t, second.do("GET", "/api/v1/conversations/"+conv+"/stream?after=0", nil), nil)
+			seen := sseEvents(t, second.do("GET", "/api/v1/conversations/"+conv+"/stream?after=0", nil), nil)
 			var typs []string
 			counts := map[string]int{}
 			for i, ev := range seen {

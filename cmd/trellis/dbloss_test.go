@@ -40,7 +40,7 @@ func TestServeSurvivesLosingItsDatabaseSessions(t *testing.T) {
 		"TRELLIS_CLAIM_INTERVAL=100ms")
 	resp := srv.do("POST", "/api/v1/chat", map[string]any{"message": "tell me something"})
 	conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
-	seen := events(t, resp, func(e event) bool { return e.typ == "response.chunk" })
+	seen := sseEvents(t, resp, func(e event) bool { return e.typ == "response.chunk" })
 	resp.Body.Close()
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

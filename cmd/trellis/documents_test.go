@@ -288,7 +288,7 @@ func TestServeAgentSearchesDocuments(t *testing.T) {
 	}
 	resp := c.do(http.MethodPost, "/api/v1/chat", map[string]any{"message": "when does the coffee machine need descaling?", "conversation_id": conv})
 	var result string
-	seen := events(t, resp, func(e event) bool { return e.typ == "run.completed" || e.typ == "run.failed" })
+	seen := sseEvents(t, resp, func(e event) bool { return e.typ == "run.completed" || e.typ == "run.failed" })
 	for _, e := range seen {
 		if e.typ == "tool.complete" {
 			if name, _ := e.data["tool"].(string); name != "" && name != "search_documents" {
@@ -344,7 +344,7 @@ func waitDocReady(t *testing.T, c *child, conv string, doc map[string]any) {
 func askDocuments(t *testing.T, c *child, body map[string]any) (tools []string, done map[string]any, seen []event) {
 	t.Helper()
 	resp := c.do(http.MethodPost, "/api/v1/chat", body)
-	seen = events(t, resp, func(e event) bool { return e.typ == "run.completed" || e.typ == "run.failed" })
+	seen = sseEvents(t, resp, func(e event) bool { return e.typ == "run.completed" || e.typ == "run.failed" })
 	for _, e := range seen {
 		switch e.typ {
 		case "tool.complete":

@@ -25,6 +25,7 @@ import (
 	"github.com/trellis-ai/trellis/api/web"
 	"github.com/trellis-ai/trellis/cognition/memtools"
 	"github.com/trellis-ai/trellis/documents/doctools"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
@@ -63,7 +64,7 @@ type serveConfig struct {
 	documents          documentsConfig
 	cognition          cognitionConfig
 	subAgents          nodes.SubAgents
-	budget             nodes.Budget
+	budget             events.Budget
 }
 
 // parseServe reads the configuration. Model settings (TRELLIS_MODEL,

@@ -236,9 +236,9 @@ type event struct {
 	data map[string]any
 }
 
-// events reads an SSE response to its end with the go-sse client,
+// sseEvents reads an SSE response to its end with the go-sse client,
 // calling stop after each event (true stops reading).
-func events(t *testing.T, resp *http.Response, stop func(event) bool) []event {
+func sseEvents(t *testing.T, resp *http.Response, stop func(event) bool) []event {
 	t.Helper()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
@@ -282,7 +282,7 @@ func TestRestartWithAParkedApproval(t *testing.T) {
 				first := startServe(t, env...)
 				resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "what is 2+2?"})
 				conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
-				seen := events(t, resp, func(e event) bool { return e.typ == "approval.required" })
+				seen := sseEvents(t, resp, func(e event) bool { return e.typ == "approval.required" })
 				approval, _ := seen[len(seen)-1].data["approval_id"].(string)
 				if approval == "" {
 					t.Fatalf("no approval: %+v", seen)
@@ -355,7 +355,7 @@ func TestPeerTakesOverARunOfAProcessThatDied(t *testing.T) {
 	first, second := startServe(t, env...), startServe(t, env...)
 	resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "what is 2+2?"})
 	conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
-	seen := events(t, resp, func(e event) bool { return e.typ == "approval.required" })
+	seen := sseEvents(t, resp, func(e event) bool { return e.typ == "approval.required" })
 	approval, _ := seen[len(seen)-1].data["approval_id"].(string)
 	first.stop(syscall.SIGKILL)
 

@@ -42,7 +42,7 @@ func TestSubagentsApprovalSurvivesACrash(t *testing.T) {
 			first := e.startConnected()
 			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "plan the launch"})
 			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
-			seen := events(t, resp, func(ev event) bool { return ev.typ == "approval.required" })
+			seen := sseEvents(t, resp, func(ev event) bool { return ev.typ == "approval.required" })
 			req := seen[len(seen)-1]
 			approval, _ := req.data["approval_id"].(string)
 			if approval == "" || req.data["tool"] != "write" || req.data["namespace"] != "writer:call_w" {
@@ -109,7 +109,7 @@ func TestSubagentsBudgetEndsHonestly(t *testing.T) {
 	e := subagentsEnv(t, "sqlite")
 	c := e.startConnected()
 	resp := c.do("POST", "/api/v1/chat", map[string]any{"message": "the budgeted launch", "budget": map[string]any{"max_tokens": 350}})
-	seen := events(t, resp, nil)
+	seen := sseEvents(t, resp, nil)
 	var done map[string]any
 	for _, ev := range seen {
 		if ev.typ == "response.done" {

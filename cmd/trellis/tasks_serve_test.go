@@ -31,7 +31,7 @@ func TestTaskBoardAcrossARestart(t *testing.T) {
 			first := startServe(t, env...)
 			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "plan the launch"})
 			conv := resp.Header.Get("X-Conversation-ID")
-			seen := events(t, resp, nil)
+			seen := sseEvents(t, resp, nil)
 			if last := seen[len(seen)-1]; last.typ != "run.completed" {
 				t.Fatalf("the planning run ended with %s", last.typ)
 			}
@@ -63,7 +63,7 @@ func TestTaskBoardAcrossARestart(t *testing.T) {
 				board.Tasks[1].ID != "t1" || board.Tasks[1].Position != 1 || board.Tasks[2].Position != 2 {
 				t.Fatalf("the board after the edit: %s %v", body, err)
 			}
-			seen = events(t, second.do("POST", "/api/v1/chat", map[string]any{"message": "go on", "conversation_id": conv}), nil)
+			seen = sseEvents(t, second.do("POST", "/api/v1/chat", map[string]any{"message": "go on", "conversation_id": conv}), nil)
 			var typs []string
 			for _, e := range seen {
 				typs = append(typs, e.typ)

@@ -86,7 +86,7 @@ func TestTracesReachAnOTLPReceiver(t *testing.T) {
 	defer ts.Close()
 	c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(), "OTEL_EXPORTER_OTLP_ENDPOINT="+ts.URL,
 		"OTEL_BSP_SCHEDULE_DELAY=50", "TRELLIS_APPROVAL_TOOLS=")
-	evs := events(t, c.do("POST", "/api/v1/chat", map[string]any{"message": "what is 2+2?"}), nil)
+	evs := sseEvents(t, c.do("POST", "/api/v1/chat", map[string]any{"message": "what is 2+2?"}), nil)
 	if last := evs[len(evs)-1]; last.typ != "run.completed" {
 		t.Fatalf("the run ended with %s", last.typ)
 	}

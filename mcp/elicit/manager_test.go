@@ -12,6 +12,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"go.uber.org/goleak"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -259,7 +260,7 @@ func TestMessengerServesConfirmAndChoose(t *testing.T) {
 	if err := call.Progress(t.Context(), 1, 2, "half"); err != nil {
 		t.Fatal(err)
 	}
-	if types := base.Types(); len(types) != 1 || types[0] != operators.EventToolProgress {
+	if types := base.Types(); len(types) != 1 || types[0] != events.TypeToolProgress {
 		t.Fatalf("base saw %v, want progress only", types)
 	}
 	rec.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -340,7 +341,7 @@ func testEndRun(t *testing.T, s store.Store) {
 	if got := must(s.GetRun(ctx, alice, r.ID))(t); got.Status != store.RunRunning || got.LastSeq != 1 {
 		t.Fatalf("after refused ends: status %s, last seq %d", got.Status, got.LastSeq)
 	}
-	got := must(s.EndRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted, Usage: store.Usage{TotalTokens: 7}, Owner: "p1"},
+	got := must(s.EndRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted, Usage: events.Usage{TotalTokens: 7}, Owner: "p1"},
 		[]store.NewEvent{ev("response.done", "p1"), ev("run.completed", "p1")}))(t)
 	if len(got) != 2 || got[0].Seq != 2 || got[1].Seq != 3 || got[1].Type != "run.completed" {
 		t.Fatalf("stored %+v", got)

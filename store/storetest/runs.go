@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -27,7 +28,7 @@ func testRunLifecycle(t *testing.T, s store.Store) {
 		t.Errorf("GetRun = %+v\nwant %+v as started", got, r)
 	}
 
-	usage := store.Usage{InputTokens: 10, OutputTokens: 5, ThinkingTokens: 1, CacheReadTokens: 2, CacheWriteTokens: 3, TotalTokens: 15}
+	usage := events.Usage{InputTokens: 10, OutputTokens: 5, ThinkingTokens: 1, CacheReadTokens: 2, CacheWriteTokens: 3, TotalTokens: 15}
 	parked := must(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptApproval, Usage: usage}))(t)
 	if parked.Status != store.RunInterrupted || parked.InterruptReason != store.InterruptApproval || parked.Usage != usage || parked.CompletedAt == nil {
 		t.Errorf("FinishRun(interrupted) = %+v", parked)

@@ -1,0 +1,168 @@
+package events
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Event types, as in API.md.
+const (
+	// TypeRunStarted is the first event of every run, the run service's:
+	// it carries the id of the request that started the run.
+	TypeRunStarted          = "run.started"
+	TypeNodeStart           = "node.start"
+	TypeNodeEnd             = "node.end"
+	TypeSupervisorThinking  = "supervisor.thinking"
+	TypeSupervisorDecided   = "supervisor.decided"
+	TypeToolStart           = "tool.start"
+	TypeToolProgress        = "tool.progress"
+	TypeToolComplete        = "tool.complete"
+	TypeToolError           = "tool.error"
+	TypeApprovalRequired    = "approval.required"
+	TypeApprovalResolved    = "approval.resolved"
+	TypeElicitationRequest  = "elicitation.request"
+	TypeElicitationResponse = "elicitation.response"
+	TypeDirectResponse      = "direct.response"
+	TypeResponseChunk       = "response.chunk"
+	TypeResponseDone        = "response.done"
+	TypeRunCompleted        = "run.completed"
+	TypeRunInterrupted      = "run.interrupted"
+	TypeRunCancelled        = "run.cancelled"
+	TypeRunFailed           = "run.failed"
+	// TypeSubagentStart and TypeSubagentEnd frame a sub-agent's work
+	// (an addition to API.md; see the README).
+	TypeSubagentStart = "subagent.start"
+	TypeSubagentEnd   = "subagent.end"
+	// TypeDocumentStatus is not a run's event: the service sends it on
+	// a conversation's open stream when a document of the conversation
+	// changes status, with no seq and no SSE id (API.md, README).
+	TypeDocumentStatus = "document.status"
+	// TypeTasksUpdated is the task board after the agent wrote it
+	// (write_todos), whole (README).
+	TypeTasksUpdated = "tasks.updated"
+)
+
+// Event is one agent event. Its JSON is API.md's data object for Type
+// without the envelope the service adds (seq, run_id, conversation_id,
+// ts): {"type": Type, ...Data's fields}.
+//
+// Data is the payload struct named after the type: *NodeStart for
+// node.start, *ToolComplete for tool.complete, and so on; switch on its
+// type or on Type.
+//
+// Namespace is the path of the sub-agent that emitted the event
+// ("researcher:call_1", nested ones joined with "/": see SubAgents); ""
+// for the root agent's. It is written as the "namespace" field.
+type Event struct {
+	Type      string
+	Data      Payload
+	Namespace string
+}
+
+// Payload is an event's data; each event type has its own struct.
+type Payload interface {
+	// EventType is the API.md type of events carrying this payload.
+	EventType() string
+}
+
+// New wraps a payload in its event.
+func New(p Payload) Event { return Event{Type: p.EventType(), Data: p} }
+
+// MarshalJSON writes {"type": …} followed by the payload's fields.
+func (e Event) MarshalJSON() ([]byte, error) {
+	body := []byte("{}")
+	if e.Data != nil {
+		var err error
+		if body, err = json.Marshal(e.Data); err != nil {
+			return nil, fmt.Errorf("events: encode %s event: %w", e.Type, err)
+		}
+	}
+	typ, _ := json.Marshal(e.Type)
+	out := make([]byte, 0, len(body)+len(typ)+len(e.Namespace)+28)
+	out = append(out, `{"type":`...)
+	out = append(out, typ...)
+	if e.Namespace != "" && !framesSubagent(e.Data) {
+		ns, _ := json.Marshal(e.Namespace)
+		out = append(out, `,"namespace":`...)
+		out = append(out, ns...)
+	}
+	if len(body) > 2 {
+		out = append(out, ',')
+		out = append(out, body[1:]...)
+	} else {
+		out = append(out, '}')
+	}
+	return out, nil
+}
+
+// framesSubagent reports whether p is subagent.start or subagent.end,
+// whose own "namespace" (the sub-agent's path) is the event's: a nested
+// sub-agent's frame is emitted inside its parent, whose path it does not
+// repeat.
+func framesSubagent(p Payload) bool {
+	switch p.(type) {
+	case *SubagentStart, *SubagentEnd:
+		return true
+	}
+	return false
+}
+
+// payloads makes an empty payload for each event type, for Decode.
+var payloads = map[string]func() Payload{
+	TypeRunStarted:          func() Payload { return new(RunStarted) },
+	TypeNodeStart:           func() Payload { return new(NodeStart) },
+	TypeNodeEnd:             func() Payload { return new(NodeEnd) },
+	TypeSupervisorThinking:  func() Payload { return new(SupervisorThinking) },
+	TypeSupervisorDecided:   func() Payload { return new(SupervisorDecided) },
+	TypeToolStart:           func() Payload { return new(ToolStart) },
+	TypeToolProgress:        func() Payload { return new(ToolProgress) },
+	TypeToolComplete:        func() Payload { return new(ToolComplete) },
+	TypeToolError:           func() Payload { return new(ToolError) },
+	TypeApprovalRequired:    func() Payload { return new(ApprovalRequired) },
+	TypeApprovalResolved:    func() Payload { return new(ApprovalResolved) },
+	TypeElicitationRequest:  func() Payload { return new(ElicitationRequest) },
+	TypeElicitationResponse: func() Payload { return new(ElicitationResponse) },
+	TypeDirectResponse:      func() Payload { return new(DirectResponse) },
+	TypeResponseChunk:       func() Payload { return new(ResponseChunk) },
+	TypeResponseDone:        func() Payload { return new(ResponseDone) },
+	TypeRunCompleted:        func() Payload { return new(RunCompleted) },
+	TypeRunInterrupted:      func() Payload { return new(RunInterrupted) },
+	TypeRunCancelled:        func() Payload { return new(RunCancelled) },
+	TypeRunFailed:           func() Payload { return new(RunFailed) },
+	TypeDocumentStatus:      func() Payload { return new(DocumentStatus) },
+	TypeSubagentStart:       func() Payload { return new(SubagentStart) },
+	TypeSubagentEnd:         func() Payload { return new(SubagentEnd) },
+	TypeTasksUpdated:        func() Payload { return new(TasksUpdated) },
+}
+
+// ErrUnknown: Decode was given a type the vocabulary lacks.
+var ErrUnknown = errors.New("events: unknown event type")
+
+// Decode decodes an event's JSON data back into the payload of its
+// type, as one read back from a store: the payload's fields, any others
+// (an envelope's, say) ignored. It is the one decoder of the
+// vocabulary. An unknown type is ErrUnknown; data that does not
+// decode returns the payload as far as it was decoded, with the error.
+func Decode(typ string, data []byte) (Payload, error) {
+	mk, ok := payloads[typ]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknown, typ)
+	}
+	p := mk()
+	if err := json.Unmarshal(data, p); err != nil {
+		return p, fmt.Errorf("events: decode %s event: %w", typ, err)
+	}
+	return p, nil
+}
+
+// Terminal reports whether events of type typ end a run's segment:
+// run.completed, run.interrupted, run.cancelled and run.failed. Exactly
+// one ends each.
+func Terminal(typ string) bool {
+	switch typ {
+	case TypeRunCompleted, TypeRunInterrupted, TypeRunCancelled, TypeRunFailed:
+		return true
+	}
+	return false
+}

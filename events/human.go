@@ -1,0 +1,51 @@
+package events
+
+import "encoding/json"
+
+// DecisionKind is a human's answer to an approval request.
+type DecisionKind string
+
+const (
+	DecisionApprove DecisionKind = "approve"
+	DecisionEdit    DecisionKind = "edit"
+	DecisionReject  DecisionKind = "reject"
+)
+
+// PendingKind says what a parked run waits for.
+type PendingKind string
+
+const (
+	PendingApproval      PendingKind = "approval"
+	PendingClarification PendingKind = "clarification"
+	// PendingElicitation: a tool's question nobody answered while the run
+	// could wait; the call ended and the run parked (see AnswerElicitation).
+	PendingElicitation PendingKind = "elicitation"
+)
+
+// Pending is one thing a parked conversation waits for: a tool call's
+// approval, or the answer to a clarifying question. It is also the payload
+// the agent's interrupts carry.
+type Pending struct {
+	Kind PendingKind `json:"kind"`
+	// ID is the approval_id (or clarification id) to answer.
+	ID string `json:"id,omitempty"`
+	// ToolCallID, Tool, Args and Revision describe the call to approve.
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	Tool       string          `json:"tool,omitempty"`
+	Args       json.RawMessage `json:"args,omitempty"`
+	Revision   int             `json:"revision"`
+	// Question is the clarifying question.
+	Question string `json:"question,omitempty"`
+	// ElicitationID, Source, Message and Schema are a tool's question
+	// (PendingElicitation), for the call ToolCallID of Tool. Replayable
+	// says the call runs again with the answer; otherwise the answer
+	// comes too late for it and the model is told so.
+	ElicitationID string          `json:"elicitation_id,omitempty"`
+	Source        string          `json:"source,omitempty"`
+	Message       string          `json:"message,omitempty"`
+	Schema        json.RawMessage `json:"schema,omitempty"`
+	Replayable    bool            `json:"replayable,omitempty"`
+	// Namespace is the path of the sub-agent that asks; "" for the
+	// root agent.
+	Namespace string `json:"namespace,omitempty"`
+}

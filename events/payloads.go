@@ -1,0 +1,227 @@
+package events
+
+import "encoding/json"
+
+// RunStarted is run.started, the first event of every run.
+type RunStarted struct {
+	RequestID string `json:"request_id"`
+}
+
+// NodeStart is node.start.
+type NodeStart struct {
+	Node string `json:"node"`
+}
+
+// NodeEnd is node.end.
+type NodeEnd struct {
+	Node       string `json:"node"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// SupervisorThinking is supervisor.thinking.
+type SupervisorThinking struct {
+	Message string `json:"message"`
+}
+
+// SupervisorDecided is supervisor.decided. Action is lower case: answer,
+// call_tool, create_workflow or clarify (blocked when the supervisor gave
+// up).
+type SupervisorDecided struct {
+	Action    string   `json:"action"`
+	Tools     []string `json:"tools"`
+	Reasoning string   `json:"reasoning"`
+}
+
+// ToolStart is tool.start. Source is local, operator or mcp; "" for a tool
+// no source offers.
+type ToolStart struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Tool       string          `json:"tool"`
+	Source     string          `json:"source"`
+	Args       json.RawMessage `json:"args"`
+}
+
+// ToolProgress is tool.progress.
+type ToolProgress struct {
+	ToolCallID string  `json:"tool_call_id"`
+	Progress   float64 `json:"progress"`
+	Total      float64 `json:"total"`
+	Message    string  `json:"message"`
+}
+
+// ToolComplete is tool.complete; Result is the result as the model reads
+// it. Truncated says the result was larger than the provider's cap and was
+// cut (Result ends with a note saying how much).
+type ToolComplete struct {
+	ToolCallID string `json:"tool_call_id"`
+	Tool       string `json:"tool"`
+	Result     string `json:"result"`
+	DurationMS int64  `json:"duration_ms"`
+	Truncated  bool   `json:"truncated,omitempty"`
+}
+
+// ToolError is tool.error: the call failed, was rejected or was
+// skipped; the model reads Error as the call's result. Truncated as in
+// [ToolComplete].
+type ToolError struct {
+	ToolCallID string `json:"tool_call_id"`
+	Tool       string `json:"tool"`
+	Error      string `json:"error"`
+	Truncated  bool   `json:"truncated,omitempty"`
+}
+
+// ApprovalRequired is approval.required. ApprovalID is what the service
+// passes back in ApprovalDecision; Revision counts the rejected proposals
+// before this one in the turn.
+type ApprovalRequired struct {
+	ApprovalID string          `json:"approval_id"`
+	ToolCallID string          `json:"tool_call_id"`
+	Tool       string          `json:"tool"`
+	Args       json.RawMessage `json:"args"`
+	Revision   int             `json:"revision"`
+}
+
+// ApprovalResolved is approval.resolved; Args are the edited arguments of
+// an edit, else the proposed ones.
+type ApprovalResolved struct {
+	ApprovalID string          `json:"approval_id"`
+	Decision   DecisionKind    `json:"decision"`
+	Args       json.RawMessage `json:"args"`
+	Reason     string          `json:"reason"`
+}
+
+// ElicitationRequest is elicitation.request.
+type ElicitationRequest struct {
+	ElicitationID string          `json:"elicitation_id"`
+	Source        string          `json:"source"`
+	Message       string          `json:"message"`
+	Schema        json.RawMessage `json:"schema"`
+}
+
+// ElicitationResponse is elicitation.response.
+type ElicitationResponse struct {
+	ElicitationID string `json:"elicitation_id"`
+	Action        string `json:"action"`
+}
+
+// DirectResponse is direct.response. ToolCallID is an addition to
+// API.md's fields: the call that sent the content.
+type DirectResponse struct {
+	Content     string `json:"content"`
+	ContentType string `json:"content_type"`
+	WidgetType  string `json:"widget_type"`
+	ToolCallID  string `json:"tool_call_id,omitempty"`
+}
+
+// ResponseChunk is response.chunk.
+type ResponseChunk struct {
+	Content string `json:"content"`
+}
+
+// ResponseDone is response.done. Usage is the run's (every model call
+// since the run started or resumed, its sub-agents' included). Budget is
+// the run's use of its budget, when it has one (an addition to API.md).
+type ResponseDone struct {
+	Content   string       `json:"content"`
+	Citations []Citation   `json:"citations"`
+	Usage     Usage        `json:"usage"`
+	Budget    *BudgetUsage `json:"budget,omitempty"`
+}
+
+// SubagentStatus is how a sub-agent's work ended.
+type SubagentStatus string
+
+const (
+	SubagentCompleted SubagentStatus = "completed"
+	SubagentFailed    SubagentStatus = "failed"
+	SubagentCancelled SubagentStatus = "cancelled"
+	// SubagentBlocked: it ended through its handle_blocked (it could not
+	// do the job, or the run's budget ran out); Result says why.
+	SubagentBlocked SubagentStatus = "blocked"
+)
+
+// SubagentStart is subagent.start: the agent delegated Task to the
+// sub-agent named Subagent, at path Namespace ("<name>:<call id>",
+// nested ones joined with "/"), whose events carry Namespace as their
+// "namespace" field.
+type SubagentStart struct {
+	Subagent  string `json:"subagent"`
+	Task      string `json:"task"`
+	Namespace string `json:"namespace"`
+}
+
+// SubagentEnd is subagent.end: the sub-agent Subagent at Namespace
+// finished, its answer (or what went wrong) in Result.
+type SubagentEnd struct {
+	Subagent  string         `json:"subagent"`
+	Namespace string         `json:"namespace"`
+	Status    SubagentStatus `json:"status"`
+	Result    string         `json:"result"`
+}
+
+// RunCompleted is run.completed, the last event of a run that finished.
+type RunCompleted struct {
+	Status string `json:"status"`
+	Usage  Usage  `json:"usage"`
+}
+
+// RunInterrupted is run.interrupted, the last event of a run parked at an
+// approval or a clarifying question. Reason is approval or
+// clarification; the ids of what waits are in ApprovalIDs or
+// ClarificationID, and every pending item in Pending.
+type RunInterrupted struct {
+	Reason          string    `json:"reason"`
+	ApprovalIDs     []string  `json:"approval_ids,omitempty"`
+	ClarificationID string    `json:"clarification_id,omitempty"`
+	Question        string    `json:"question,omitempty"`
+	ElicitationIDs  []string  `json:"elicitation_ids,omitempty"`
+	Pending         []Pending `json:"pending"`
+}
+
+// RunCancelled is run.cancelled, the last event of a run whose context
+// ended.
+type RunCancelled struct{}
+
+// RunFailed is run.failed, the last event of a run that failed.
+type RunFailed struct {
+	Error ErrorInfo `json:"error"`
+}
+
+// DocumentStatus is document.status: a document of the conversation is
+// now at Status (uploading, chunking, summarizing, ready or error, with
+// Error saying why). It belongs to no run, so it carries no seq.
+type DocumentStatus struct {
+	DocumentID string `json:"document_id"`
+	Status     string `json:"status"`
+	Error      string `json:"error"`
+}
+
+// ErrorInfo is run.failed's {code, message}.
+type ErrorInfo struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (*RunStarted) EventType() string          { return TypeRunStarted }
+func (*NodeStart) EventType() string           { return TypeNodeStart }
+func (*NodeEnd) EventType() string             { return TypeNodeEnd }
+func (*SupervisorThinking) EventType() string  { return TypeSupervisorThinking }
+func (*SupervisorDecided) EventType() string   { return TypeSupervisorDecided }
+func (*ToolStart) EventType() string           { return TypeToolStart }
+func (*ToolProgress) EventType() string        { return TypeToolProgress }
+func (*ToolComplete) EventType() string        { return TypeToolComplete }
+func (*ToolError) EventType() string           { return TypeToolError }
+func (*ApprovalRequired) EventType() string    { return TypeApprovalRequired }
+func (*ApprovalResolved) EventType() string    { return TypeApprovalResolved }
+func (*ElicitationRequest) EventType() string  { return TypeElicitationRequest }
+func (*ElicitationResponse) EventType() string { return TypeElicitationResponse }
+func (*DirectResponse) EventType() string      { return TypeDirectResponse }
+func (*ResponseChunk) EventType() string       { return TypeResponseChunk }
+func (*ResponseDone) EventType() string        { return TypeResponseDone }
+func (*RunCompleted) EventType() string        { return TypeRunCompleted }
+func (*RunInterrupted) EventType() string      { return TypeRunInterrupted }
+func (*RunCancelled) EventType() string        { return TypeRunCancelled }
+func (*RunFailed) EventType() string           { return TypeRunFailed }
+func (*DocumentStatus) EventType() string      { return TypeDocumentStatus }
+func (*SubagentStart) EventType() string       { return TypeSubagentStart }
+func (*SubagentEnd) EventType() string         { return TypeSubagentEnd }
