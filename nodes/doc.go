@@ -39,8 +39,9 @@
 // # Runs and events
 //
 // Agent.Run takes a conversation id and the user's message and returns an
-// iterator of events.Event (package events holds the vocabulary): API.md's event objects without the envelope the
-// service adds (seq, run_id, conversation_id, ts). Every run ends with one
+// iterator of events.Event (package events holds the vocabulary): API.md's
+// event objects without the envelope the service adds (seq, run_id,
+// conversation_id, ts). Every run ends with one
 // terminal event — run.completed, run.interrupted, run.cancelled or
 // run.failed; Run documents the contract. Agent.Resume answers an
 // approval, Agent.AnswerElicitation answers a tool's question a run
