@@ -67,6 +67,8 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 }
 
 func newStore(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
+	// The lock key keeps the package's old path: a process of the release
+	// before the move must still wait on the same lock during an upgrade.
 	latest, err := sqlmigrate.Postgres(ctx, pool, "trellis/api/store/pgstore", sqlstore.MigrationTable, migrationFS)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
