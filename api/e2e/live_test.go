@@ -6,93 +6,48 @@ import (
 	"testing"
 
 	"github.com/trellis-ai/trellis/api"
-	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 )
 
-// The sub-agent events of the contract the page draws (subagent.start,
-// subagent.end, and inner events carrying the sub-agent's "namespace" path).
-// The sub-agent feature is built on another branch; here the test's
-// delegate tool emits them into the real run as a fixture, so they travel
-// through the real service, store and stream.
-type (
-	subagentStart struct {
-		Subagent  string `json:"subagent"`
-		Task      string `json:"task"`
-		Namespace string `json:"namespace"`
-	}
-	subagentEnd struct {
-		Subagent  string `json:"subagent"`
-		Namespace string `json:"namespace"`
-		Status    string `json:"status"`
-		Result    string `json:"result"`
-	}
-	innerNodeStart struct {
-		Node      string `json:"node"`
-		Namespace string `json:"namespace"`
-	}
-	innerNodeEnd struct {
-		Node       string `json:"node"`
-		Namespace  string `json:"namespace"`
-		DurationMS int64  `json:"duration_ms"`
-	}
-)
-
-func (*subagentStart) EventType() string  { return "subagent.start" }
-func (*subagentEnd) EventType() string    { return "subagent.end" }
-func (*innerNodeStart) EventType() string { return "node.start" }
-func (*innerNodeEnd) EventType() string   { return "node.end" }
-
+// The sub-agents the live view shows: testdata/live.json has the agent
+// delegate to the researcher, which delegates to the checker, whose
+// measure call holds the whole tree running until the test releases it.
 const (
 	researcher = "researcher:call_r1"
 	checker    = researcher + "/checker:call_c1"
 )
 
-// withDelegate adds the delegate tool: it starts a researcher sub-agent
-// that starts a checker, waits for release, then ends both.
-func withDelegate(release <-chan struct{}) func(*server, *api.Config) {
-	return func(s *server, _ *api.Config) {
-		s.local.MustAdd(operators.NewTool("delegate", "Delegates research to a sub-agent.", func(ctx context.Context, c operators.Call, _ emptyIn) (operators.Result, error) {
-			for _, ev := range []any{
-				&subagentStart{Namespace: researcher, Subagent: "researcher", Task: "find the shed's measurements"},
-				&innerNodeStart{Node: "supervisor", Namespace: researcher},
-				&subagentStart{Namespace: checker, Subagent: "checker", Task: "check the sums"},
-				&innerNodeStart{Node: "execute_tool", Namespace: checker},
-			} {
-				if err := graph.Emit(ctx, ev); err != nil {
-					return operators.Result{}, err
-				}
-			}
+// withSubagents defines the researcher and the checker (the task tool's
+// sub-agents) and adds the measure tool, which the checker calls and
+// which returns once release is closed.
+func withSubagents(release <-chan struct{}) func(*server, *api.Config) {
+	return func(s *server, cfg *api.Config) {
+		cfg.Agent.SubAgents = nodes.SubAgents{Agents: []nodes.SubAgent{
+			{Name: "researcher", Description: "finds measurements"},
+			{Name: "checker", Description: "checks sums", Tools: []string{"measure"}},
+		}}
+		s.local.MustAdd(operators.NewTool("measure", "Measures the shed.", func(ctx context.Context, _ operators.Call, _ emptyIn) (operators.Result, error) {
 			select {
 			case <-release:
+				return operators.TextResult("2 m by 3 m"), nil
 			case <-ctx.Done():
 				return operators.Result{}, ctx.Err()
 			}
-			for _, ev := range []any{
-				&innerNodeEnd{Node: "execute_tool", Namespace: checker, DurationMS: 5},
-				&subagentEnd{Namespace: checker, Subagent: "checker", Status: "completed", Result: "the sums add up"},
-				&innerNodeEnd{Node: "supervisor", Namespace: researcher, DurationMS: 9},
-				&subagentEnd{Namespace: researcher, Subagent: "researcher", Status: "completed", Result: "2 m by 3 m"},
-			} {
-				if err := graph.Emit(ctx, ev); err != nil {
-					return operators.Result{}, err
-				}
-			}
-			return operators.TextResult("the researcher found 2 m by 3 m"), nil
 		}))
 	}
 }
 
-// TestE2ELiveViewAndTaskBoard: while a run delegates, the page lights the
-// running node of the agent's graph, nests the checker sub-agent inside
-// the researcher with its own running node, and shows the board the
-// agent wrote; after a reload mid-run it shows the same again and follows
+// TestE2ELiveViewAndTaskBoard: while a run delegates through the task
+// tool, the page lights the running node of the agent's graph, nests the
+// checker sub-agent inside the researcher, each with its task and its
+// running node, and shows the board the agent wrote; after a reload mid-run it shows the same again and follows
 // the run to its end. Then the user edits the board on the page (status,
 // title, order), the server keeps the edit, and the agent's next
 // supervisor prompt shows it.
 func TestE2ELiveViewAndTaskBoard(t *testing.T) {
 	release := make(chan struct{})
-	s := newServer(t, "live.json", withDelegate(release))
+	s := newServer(t, "live.json", withSubagents(release))
 	p := open(t, s)
 	p.WaitJS("the agent's graph drawn", `() => document.querySelectorAll("#graph-view .graph-node").length >= 11`)
 	p.Send("plan the shed")
@@ -101,12 +56,15 @@ func TestE2ELiveViewAndTaskBoard(t *testing.T) {
 		t.Helper()
 		p.WaitJS("execute_tool lit", `() => document.querySelector('#graph-view .graph-node.active')?.dataset.node === "execute_tool"`)
 		p.WaitText("#graph-caption", "Running: execute_tool")
-		p.WaitJS("the checker nested in the researcher, running execute_tool", `() => {
-			const r = document.querySelector('#subagent-tree > li.subagent[data-namespace="researcher:call_r1"]');
-			const c = r?.querySelector(':scope > ul > li.subagent[data-namespace="researcher:call_r1/checker:call_c1"]');
-			return r?.dataset.status === "running" && r.querySelector(".subagent-node")?.dataset.node === "supervisor" &&
+		// The researcher runs execute_tool (its task call), and so does
+		// the checker nested in it (its measure call).
+		p.WaitJS("the checker nested in the researcher, both running execute_tool", `() => {
+			const r = document.querySelector('#subagent-tree > li.subagent[data-namespace="`+researcher+`"]');
+			const c = r?.querySelector(':scope > ul > li.subagent[data-namespace="`+checker+`"]');
+			return r?.dataset.status === "running" && r.querySelector(":scope > .subagent-head .subagent-node")?.dataset.node === "execute_tool" &&
+				r.querySelector(":scope > .subagent-task")?.textContent === "find the shed's measurements" &&
 				c?.dataset.status === "running" && c.querySelector(".subagent-node")?.dataset.node === "execute_tool" &&
-				c.textContent.includes("check the sums");
+				c.querySelector(".subagent-task")?.textContent === "check the sums";
 		}`)
 		p.WaitJS("the board the agent wrote", `() => [...document.querySelectorAll("#task-list .task-title")].map((i) => i.value).join("|") ===
 			"Buy the wood|Build the frame|Paint it"`)
@@ -124,6 +82,10 @@ func TestE2ELiveViewAndTaskBoard(t *testing.T) {
 	waitState(p, turn(1), "completed")
 	p.WaitJS("nothing lit once the run ended", `() => !document.querySelector("#graph-view .graph-node.active")`)
 	p.WaitJS("both sub-agents completed", `() => [...document.querySelectorAll("#subagent-tree li.subagent")].map((li) => li.dataset.status).join() === "completed,completed"`)
+	p.WaitJS("the task call done with the researcher's answer", `(sel) => {
+		const call = document.querySelector(sel + ' li[data-tool-call-id="call_r1"]');
+		return call?.classList.contains("done") && call.textContent.includes("The shed is 2 m by 3 m.");
+	}`, turn(1))
 	p.WaitJS("visited nodes stay marked", `() => document.querySelector('#graph-view .graph-node.visited[data-node="reflect"]')`)
 
 	// The user edits the board on the page.

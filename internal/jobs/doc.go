@@ -1,6 +1,7 @@
 // Package jobs is Trellis' one durable queue for work that outlives a
-// request (processing an uploaded document, and later learning jobs): a
-// small wrapper over River, on its PostgreSQL driver (pgx) when the
+// request: processing an uploaded document (documents/ingest), learning
+// from a finished turn and pruning memories on a schedule (cognition). It
+// is a small wrapper over River, on its PostgreSQL driver (pgx) when the
 // service runs on PostgreSQL and its SQLite driver on the embedded
 // default, in a database file of its own.
 //
