@@ -37,7 +37,7 @@ func vectorCorpus(t *testing.T) []string {
 		"<b>bold</b> <a href=\"x y\">link</a> a<b", // tags: left to the server
 		"", " \n ", "the of and",
 	}
-	data, err := os.ReadFile("../../../documents/testdata/handbook.md")
+	data, err := os.ReadFile("../../documents/testdata/handbook.md")
 	if err != nil {
 		t.Fatal(err)
 	}
