@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/trellis-ai/trellis/internal/stopword"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -195,20 +196,21 @@ func Infer(p *store.Profile, sig Signal, ext *Extraction) {
 	}
 }
 
-// stopWords are left out of topics.
-var stopWords = map[string]bool{}
-
-func init() {
-	for _, w := range strings.Fields(`the and for with that this from have has had are was were will would could should
-		can you your yours me my mine our ours its it's what when where which who whom whose why how about into onto over
-		under than then them they their there these those some any all each every both more most much many such only own
-		same other also just very too not nor but yet out off again once here does did doing done be been being is am an
-		a of to in on at by or as if so do up no yes please thanks thank tell give show let make know think want need like
-		prefer remember always keep use using used get got way thing things something anything really answer answers
-		i i'm im i've ive we us he she him her his hers one two lot bit`) {
-		stopWords[w] = true
+// chatter are the words of a conversation, beyond the English stop
+// words, that say nothing about its topic ("please remember that I
+// prefer…"): they are left out of topics too.
+var chatter = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`also always answer answers anything bit done every get give got i'm im it's
+		i've ive keep know let like lot make many mine much need one onto please prefer really remember show
+		something tell thank thanks thing things think two us use used using want way whose yes yet`) {
+		m[w] = true
 	}
-}
+	return m
+}()
+
+// noTopic reports whether w says nothing about a topic.
+func noTopic(w string) bool { return stopword.Is(w) || chatter[w] }
 
 // Topics are the words of text a memory is found and compared by: lower
 // case, at least three letters, no stop words, each once, in order, at
@@ -217,13 +219,13 @@ func init() {
 func Topics(text string, n int) []string {
 	var out []string
 	for _, w := range splitWords(strings.ToLower(text)) {
-		if len([]rune(w)) < 3 || stopWords[w] || isNumber(w) {
+		if len([]rune(w)) < 3 || noTopic(w) || isNumber(w) {
 			continue
 		}
 		if len(w) > 4 && strings.HasSuffix(w, "s") && !hasAnySuffix(w, "ss", "us", "is", "es") {
 			w = strings.TrimSuffix(w, "s")
 		}
-		if stopWords[w] || slices.Contains(out, w) {
+		if noTopic(w) || slices.Contains(out, w) {
 			continue
 		}
 		out = append(out, w)

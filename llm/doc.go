@@ -36,7 +36,11 @@
 // the whole call, which [PauseTimeout] stops while a person is asked;
 // [Guard.DoAtMostOnce] retries only failures that never reached the
 // dependency. One [ResilienceConfig] configures it; each caller has its
-// defaults ([ModelDefaults]; operators.RemoteToolDefaults).
+// defaults ([ModelDefaults]; operators.RemoteToolDefaults). Work that no
+// caller waits on and that must succeed in the end (reconnecting an MCP
+// server, taking a database session again) retries under a [Backoff]
+// instead: every error, with the same jittered doubling, until its
+// context ends.
 //
 // [WithResilience] (or [NewResilience] shared per provider endpoint) wraps a
 // model in a Guard: retry (transient errors, 429 with Retry-After), a

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/trellis-ai/trellis/internal/stopword"
 )
 
 // The offline model's handling of the agent's document tools: it
@@ -160,11 +161,9 @@ func citeOf(text string, sources map[int]string) string {
 	return "[" + strconv.Itoa(best) + "]"
 }
 
-var stopWords = map[string]bool{"the": true, "and": true, "what": true, "when": true, "where": true, "which": true,
-	"who": true, "why": true, "how": true, "does": true, "did": true, "are": true, "was": true, "were": true, "is": true,
-	"for": true, "with": true, "this": true, "that": true, "from": true, "about": true, "there": true, "their": true,
-	"you": true, "your": true, "can": true, "could": true, "would": true, "should": true, "have": true, "has": true,
-	"tell": true, "please": true, "document": true, "documents": true, "say": true, "says": true}
+// questionWords are words of a question about documents that no passage
+// is found by, beyond the English stop words.
+var questionWords = map[string]bool{"document": true, "documents": true, "say": true, "says": true, "tell": true, "please": true}
 
 // queryWords are the question's words worth matching, lower case and
 // stemmed.
@@ -172,7 +171,7 @@ func queryWords(q string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, w := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if len([]rune(w)) < 3 || stopWords[w] || seen[w] {
+		if len([]rune(w)) < 3 || stopword.Is(w) || questionWords[w] || seen[w] {
 			continue
 		}
 		w = stem(w)

@@ -110,6 +110,23 @@ type idScanner struct {
 	done     bool
 }
 
+// stringByte reads byte c inside a JSON string, following escapes: end
+// is the closing quote, plain a byte that stands for itself (neither a
+// backslash nor the byte it escapes).
+func (s *idScanner) stringByte(c byte) (end, plain bool) {
+	switch {
+	case s.escaped:
+		s.escaped = false
+	case c == '\\':
+		s.escaped = true
+	case c == '"':
+		return true, false
+	default:
+		return false, true
+	}
+	return false, false
+}
+
 func (s *idScanner) scan(b []byte) {
 	for _, c := range b {
 		if s.done {
@@ -118,12 +135,7 @@ func (s *idScanner) scan(b []byte) {
 		if s.inValue {
 			if s.inString {
 				s.keep(c)
-				switch {
-				case s.escaped:
-					s.escaped = false
-				case c == '\\':
-					s.escaped = true
-				case c == '"':
+				if end, _ := s.stringByte(c); end {
 					s.inString, s.done = false, true
 				}
 				continue
@@ -140,19 +152,14 @@ func (s *idScanner) scan(b []byte) {
 			continue
 		}
 		if s.inString {
+			end, plain := s.stringByte(c)
 			switch {
-			case s.escaped:
-				s.escaped = false
-			case c == '\\':
-				s.escaped = true
-			case c == '"':
+			case end:
 				s.inString = false
-			default:
-				if s.depth == 1 {
-					s.keyLen++
-					if len(s.key) < 3 {
-						s.key = append(s.key, c)
-					}
+			case plain && s.depth == 1:
+				s.keyLen++
+				if len(s.key) < 3 {
+					s.key = append(s.key, c)
 				}
 			}
 			continue

@@ -115,10 +115,25 @@ func (r *exportRun) settle(ctx context.Context) {
 	if !recent || s == nil {
 		return
 	}
-	for deadline := time.Now().Add(100 * time.Millisecond); len(s.NotificationChannel()) > 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+	// mcp-go says nothing when its queue drains or a notification is
+	// written, so this polls the queue, for 100 ms at most.
+	ctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for len(s.NotificationChannel()) > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 	}
-	time.Sleep(5 * time.Millisecond)
+	moment := time.NewTimer(5 * time.Millisecond)
+	defer moment.Stop()
+	select {
+	case <-ctx.Done():
+	case <-moment.C:
+	}
 }
 
 func (r *exportRun) attach(ctx context.Context, req mcpgo.CallToolRequest) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sync"
@@ -167,45 +166,59 @@ func (s *remote) relistSoon() {
 }
 
 // run keeps the server connected until ctx ends: connect, serve until
-// the connection is lost, back off, reconnect.
+// the connection is lost, back off, reconnect. A connection that stayed
+// up longer than MaxBackoff was no crash loop: once it is lost, the next
+// attempt starts at once and the backoff starts over.
 func (s *remote) run(ctx context.Context) {
-	backoff := s.m.cfg.MinBackoff
-	for ctx.Err() == nil {
-		s.setState(StateConnecting, nil, time.Time{})
-		c, tools, err := s.connect(ctx)
-		if ctx.Err() != nil {
-			if c != nil {
-				c.close()
-			}
-			return
-		}
-		if err != nil {
-			wait := jitter(backoff)
-			s.failed(err, wait)
-			if !sleep(ctx, wait) {
-				return
-			}
-			backoff = min(backoff*2, s.m.cfg.MaxBackoff)
-			continue
-		}
-		connectedAt := time.Now()
-		s.connected(ctx, c, tools)
-		lostErr := s.serve(ctx, c)
-		s.disconnected(c, lostErr)
-		s.m.refreshProvider(context.WithoutCancel(ctx))
-		if time.Since(connectedAt) > s.m.cfg.MaxBackoff {
-			backoff = s.m.cfg.MinBackoff // it was up long enough: not a crash loop
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		wait := jitter(backoff)
-		s.setState(StateDisconnected, lostErr, time.Now().Add(wait))
-		if !sleep(ctx, wait) {
-			return
-		}
-		backoff = min(backoff*2, s.m.cfg.MaxBackoff)
+	b := llm.Backoff{Base: s.m.cfg.MinBackoff, Max: s.m.cfg.MaxBackoff, Retrying: s.retrying}
+	for b.Run(ctx, s.session) == nil {
 	}
+}
+
+// session connects and serves until the connection is lost. It fails with
+// the connection's error, or a [lostError] when a connection lost too soon
+// is to be retried; nil means a connection that stayed up long enough was
+// lost.
+func (s *remote) session(ctx context.Context) error {
+	s.setState(StateConnecting, nil, time.Time{})
+	c, tools, err := s.connect(ctx)
+	if ctx.Err() != nil {
+		if c != nil {
+			c.close()
+		}
+		return ctx.Err()
+	}
+	if err != nil {
+		return err
+	}
+	connectedAt := time.Now()
+	s.connected(ctx, c, tools)
+	lostErr := s.serve(ctx, c)
+	s.disconnected(c, lostErr)
+	s.m.refreshProvider(context.WithoutCancel(ctx))
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case time.Since(connectedAt) > s.m.cfg.MaxBackoff:
+		s.setState(StateDisconnected, lostErr, time.Time{})
+		return nil
+	}
+	return &lostError{err: lostErr}
+}
+
+// lostError is a connection lost soon after it was made.
+type lostError struct{ err error }
+
+func (e *lostError) Error() string { return e.err.Error() }
+func (e *lostError) Unwrap() error { return e.err }
+
+// retrying records a failed session and the wait before the next one.
+func (s *remote) retrying(err error, _ int, wait time.Duration) {
+	if lost := (*lostError)(nil); errors.As(err, &lost) {
+		s.setState(StateDisconnected, lost.err, time.Now().Add(wait))
+		return
+	}
+	s.failed(err, wait)
 }
 
 // connect makes one connection attempt, with detection: a server that
@@ -408,21 +421,4 @@ func (s *remote) status() ServerStatus {
 		}
 	}
 	return st
-}
-
-// jitter spreads d by ±20%.
-func jitter(d time.Duration) time.Duration {
-	return d + time.Duration((rand.Float64()*0.4-0.2)*float64(d))
-}
-
-// sleep waits d or until ctx ends; it reports whether the full wait passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

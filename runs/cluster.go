@@ -12,6 +12,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trellis-ai/trellis/events"
+	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
@@ -109,29 +110,15 @@ func (m *Service) listen() {
 // reopen takes the process's session again, retrying with backoff until
 // it succeeds (true) or the server ends (false).
 func (m *Service) reopen() bool {
-	wait := reopenFirst
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.life.Done():
-			return false
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(m.life, reopenTimeout)
-		err := m.cfg.Notices.Reopen(ctx)
-		cancel()
-		if err == nil {
-			return true
-		}
-		if m.life.Err() != nil {
-			return false
-		}
+	b := llm.Backoff{Base: reopenFirst, Max: reopenMax, Retrying: func(err error, _ int, wait time.Duration) {
 		m.log.LogAttrs(m.life, slog.LevelWarn, "taking the database session again failed; retrying",
 			slog.String("owner", m.cfg.Owner), slog.Duration("retry_in", wait), slog.Any("error", err))
-		t.Reset(wait)
-		wait = min(2*wait, reopenMax)
-	}
+	}}
+	return b.Run(m.life, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, reopenTimeout)
+		defer cancel()
+		return m.cfg.Notices.Reopen(ctx)
+	}) == nil
 }
 
 // notice acts on one notice: it reads the answer the notice points to and

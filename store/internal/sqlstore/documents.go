@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/trellis-ai/trellis/internal/ids"
+	"github.com/trellis-ai/trellis/internal/stopword"
 	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/internal/storeutil"
 )
@@ -366,14 +367,20 @@ const maxSearchTerms = 32
 
 // SearchTerms returns the words of a query that a search looks for: lower
 // case runs of letters and digits, at least two characters long, each
-// once, in order, at most 32, English stop words left out.
+// once, in order, at most 32, English stop words left out. A question is
+// mostly made of stop words ("what do you remember about me?"), and they
+// are in nearly every row: PostgreSQL's english configuration drops them
+// from a tsquery, but SQLite's FTS5 index keeps them, and BM25 reads a
+// word's whole posting list, across every user, to weigh it — 10 ms a
+// search at 100,000 memories, for a weight of almost nothing. Dropped
+// here, both backends search the same words.
 func SearchTerms(query string) []string {
 	var terms []string
 	seen := map[string]bool{}
 	for w := range strings.FieldsFuncSeq(strings.ToLower(query), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}) {
-		if len([]rune(w)) < 2 || seen[w] || len(w) > 64 || stopWords[w] {
+		if len([]rune(w)) < 2 || seen[w] || len(w) > 64 || stopword.Is(w) {
 			continue
 		}
 		seen[w] = true
@@ -384,27 +391,6 @@ func SearchTerms(query string) []string {
 	}
 	return terms
 }
-
-// stopWords are English function words. A question is mostly made of
-// them ("what do you remember about me?"), and they are in nearly every
-// row: PostgreSQL's english configuration drops them from a tsquery, but
-// SQLite's FTS5 index keeps them, and BM25 reads a word's whole posting
-// list, across every user, to weigh it — 10 ms a search at 100,000
-// memories, for a weight of almost nothing. Dropped here, both backends
-// search the same words.
-var stopWords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`about above after again against all am an and any are as at be because been
-		before being below between both but by can could did do does doing don down during each few for from further
-		had has have having he her here hers herself him himself his how if in into is it its itself just me more most
-		my myself no nor not now of off on once only or other our ours ourselves out over own same she should so some
-		such than that the their theirs them themselves then there these they this those through to too under until
-		up very was we were what when where which while who whom why will with would you your yours yourself
-		yourselves`) {
-		m[w] = true
-	}
-	return m
-}()
 
 // SearchChunks implements store.Documents with the backend's ChunkSearch.
 func (s *Store) SearchChunks(ctx context.Context, cq store.ChunkQuery) ([]store.ChunkHit, error) {
