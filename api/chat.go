@@ -59,7 +59,7 @@ func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest
 		return runs.StartRequest{}, err
 	}
 	if body.Model != "" {
-		if _, err := s.models.Resolve(body.Model); err != nil {
+		if _, err := s.runs.Models().Resolve(body.Model); err != nil {
 			return runs.StartRequest{}, err
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -50,8 +50,8 @@ const (
 
 // withDelegate adds the delegate tool: it starts a researcher sub-agent
 // that starts a checker, waits for release, then ends both.
-func withDelegate(release <-chan struct{}) func(*server, *api.Config) {
-	return func(s *server, _ *api.Config) {
+func withDelegate(release <-chan struct{}) func(*server, *apitest.Config) {
+	return func(s *server, _ *apitest.Config) {
 		s.local.MustAdd(operators.NewTool("delegate", "Delegates research to a sub-agent.", func(ctx context.Context, c operators.Call, _ emptyIn) (operators.Result, error) {
 			for _, ev := range []any{
 				&subagentStart{Namespace: researcher, Subagent: "researcher", Task: "find the shed's measurements"},
