@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/trellis-ai/trellis/api/middleware"
+
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/runs"
@@ -104,7 +106,7 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(withRequestID, s.logRequests, s.cors)
+	r.Use(middleware.RequestID, middleware.LogRequests(s.log, s.metrics.request), middleware.CORS(s.cfg.CORSOrigins))
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such endpoint; see API.md"))
 	}
