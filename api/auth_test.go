@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/mcp"
 )
 
@@ -57,11 +58,11 @@ func (c *clock) advance(d time.Duration) {
 
 // authLimited is a server with keys that allows 3 invalid keys per
 // address at once and one more every 10 s, on a clock the test moves.
-func authLimited(t *testing.T, configure func(*api.Config)) (*env, *clock) {
-	e := newEnv(t, envOptions{configure: func(c *api.Config) {
-		c.Limits.AuthFailureBurst = 3
-		c.Limits.AuthFailuresPerMinute = 6
-		c.MCP = mcp.HTTPHandler(mcp.NewServer(c.Tools, mcp.ServerOptions{}), mcp.HTTPOptions{})
+func authLimited(t *testing.T, configure func(*apitest.Config)) (*env, *clock) {
+	e := newEnv(t, envOptions{configure: func(c *apitest.Config) {
+		c.API.Limits.AuthFailureBurst = 3
+		c.API.Limits.AuthFailuresPerMinute = 6
+		c.API.MCP = mcp.HTTPHandler(mcp.NewServer(c.Runs.Tools, mcp.ServerOptions{}), mcp.HTTPOptions{})
 		if configure != nil {
 			configure(c)
 		}
@@ -190,7 +191,7 @@ func TestFailedAuthTrustsForwardedForOnlyFromTrustedProxies(t *testing.T) {
 		wantRateLimited(t, guess(e, c, "203.0.113.4"), "10")
 	})
 	t.Run("behind a trusted proxy", func(t *testing.T) {
-		e, _ := authLimited(t, func(c *api.Config) { c.TrustedProxies = []string{"127.0.0.2", "10.0.0.0/8"} })
+		e, _ := authLimited(t, func(c *apitest.Config) { c.API.TrustedProxies = []string{"127.0.0.2", "10.0.0.0/8"} })
 		proxy := e.from("127.0.0.2")
 		for range 3 {
 			r := guess(e, proxy, "203.0.113.1, 10.1.2.3")
@@ -215,7 +216,7 @@ func TestFailedAuthTrustsForwardedForOnlyFromTrustedProxies(t *testing.T) {
 	st, _, closeDB := newStorage(t, sqliteBackend).open(t, "", "")
 	defer closeDB()
 	for _, bad := range []string{"proxy.example", "10.0.0.0/33"} {
-		if _, err := api.New(api.Config{Store: st, TrustedProxies: []string{bad}}); err == nil || !strings.Contains(err.Error(), bad) {
+		if _, err := apitest.New(apitest.Config{API: api.Config{Store: st, TrustedProxies: []string{bad}}}); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("TrustedProxies %q: %v", bad, err)
 		}
 	}
@@ -224,7 +225,7 @@ func TestFailedAuthTrustsForwardedForOnlyFromTrustedProxies(t *testing.T) {
 // Switched off, or in local mode (no keys, nothing to guess), invalid
 // credentials are never rate-limited.
 func TestFailedAuthLimitOff(t *testing.T) {
-	off := newEnv(t, envOptions{configure: func(c *api.Config) { c.Limits.AuthFailuresPerMinute = -1 }})
+	off := newEnv(t, envOptions{configure: func(c *apitest.Config) { c.API.Limits.AuthFailuresPerMinute = -1 }})
 	for range 30 {
 		status, body := off.doAs("wrong", "GET", "/api/v1/tools", nil)
 		wantError(t, status, body, http.StatusUnauthorized)

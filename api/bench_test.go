@@ -18,7 +18,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/graph"
 )
 
@@ -32,9 +32,9 @@ import (
 // event is written before it is sent) and the agent's checkpoints.
 
 // benchConfig switches off the limits a benchmark would hit.
-func benchConfig(c *api.Config) {
-	c.Limits.RatePerMinute = -1
-	c.Limits.MaxConcurrentRunsPerUser = -1
+func benchConfig(c *apitest.Config) {
+	c.API.Limits.RatePerMinute = -1
+	c.API.Limits.MaxConcurrentRunsPerUser = -1
 }
 
 // bareJSON is the baseline for sync chat: a fixed JSON body.
@@ -69,9 +69,9 @@ func BenchmarkSyncChat(b *testing.B) {
 		// and its last.
 		for _, d := range []graph.Durability{graph.DurabilityAsync, graph.DurabilityExit} {
 			b.Run("trellis-"+string(be)+"-"+d.String(), func(b *testing.B) {
-				e := newEnv(b, envOptions{backend: be, local: true, configure: func(c *api.Config) {
+				e := newEnv(b, envOptions{backend: be, local: true, configure: func(c *apitest.Config) {
 					benchConfig(c)
-					c.Agent.Durability = d
+					c.Runs.Agent.Durability = d
 				}})
 				run(b, e.ts.URL, e.ts.Client())
 			})
@@ -200,10 +200,10 @@ func BenchmarkIdleStreams(b *testing.B) {
 		measure(b, ts.Listener.Addr().String(), "/stream", "")
 	})
 	b.Run("trellis", func(b *testing.B) {
-		e := newEnv(b, envOptions{local: true, configure: func(c *api.Config) {
+		e := newEnv(b, envOptions{local: true, configure: func(c *apitest.Config) {
 			benchConfig(c)
-			c.InterruptAfter = -1
-			c.Heartbeat = 15 * time.Second
+			c.Runs.InterruptAfter = -1
+			c.API.Heartbeat = 15 * time.Second
 		}})
 		s := e.chat(map[string]any{"message": "please delete /tmp/a.txt"})
 		evs := s.all() // parked on its approval

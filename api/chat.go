@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trellis-ai/trellis/api/middleware"
+
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
@@ -59,7 +61,7 @@ func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest
 		return runs.StartRequest{}, err
 	}
 	if body.Model != "" {
-		if _, err := s.models.Resolve(body.Model); err != nil {
+		if _, err := s.runs.Models().Resolve(body.Model); err != nil {
 			return runs.StartRequest{}, err
 		}
 	}
@@ -86,7 +88,7 @@ func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest
 		in.Context = c
 	}
 	return runs.StartRequest{UserID: userOf(r), ConversationID: conversationID,
-		RequestID: requestID(r.Context()), Input: in, Interactive: interactive}, nil
+		RequestID: middleware.RequestIDFrom(r.Context()), Input: in, Interactive: interactive}, nil
 }
 
 // handleChat is POST /api/v1/chat: a run, streamed as SSE.
@@ -118,7 +120,7 @@ func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rn, sub, err := s.runs.Start(r.Context(), runs.StartRequest{UserID: userOf(r), ConversationID: r.PathValue("id"),
-		RequestID: requestID(r.Context()), Input: nodes.Input{Message: msg}, Edits: r.PathValue("run_id"), Interactive: true})
+		RequestID: middleware.RequestIDFrom(r.Context()), Input: nodes.Input{Message: msg}, Edits: r.PathValue("run_id"), Interactive: true})
 	if err != nil {
 		s.writeError(w, r, err)
 		return

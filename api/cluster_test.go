@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
+	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -18,7 +19,7 @@ import (
 func twoProcesses(t *testing.T) (first, second *env) {
 	t.Helper()
 	data := newStorage(t, postgresBackend)
-	wait := func(c *api.Config) { c.InterruptAfter = time.Minute }
+	wait := func(c *apitest.Config) { c.Runs.InterruptAfter = time.Minute }
 	first = newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, configure: wait})
 	second = newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, configure: wait})
 	return first, second
@@ -122,8 +123,8 @@ func TestClusterTakeoverFencesTheFormerOwner(t *testing.T) {
 	noLeaks(t)
 	data := newStorage(t, postgresBackend)
 	unseen := lostNotices{lose: make(chan struct{})}
-	a := newEnv(t, envOptions{backend: postgresBackend, data: data, configure: func(c *api.Config) {
-		c.Cluster, c.Notices, c.Owner = c.Store.(api.Cluster), unseen, "partitioned:"+t.Name()
+	a := newEnv(t, envOptions{backend: postgresBackend, data: data, configure: func(c *apitest.Config) {
+		c.Runs.Cluster, c.Runs.Notices, c.Runs.Owner = c.API.Store.(runs.Cluster), unseen, "partitioned:"+t.Name()
 	}})
 	b := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true})
 	s := a.chat(map[string]any{"message": "wait for it"})

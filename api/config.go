@@ -4,58 +4,37 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/documents/ingest"
-	"github.com/trellis-ai/trellis/graph"
-	"github.com/trellis-ai/trellis/internal/ids"
-	"github.com/trellis-ai/trellis/llm"
-	"github.com/trellis-ai/trellis/mcp/elicit"
-	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
 
-// Config configures a Server. Only Store is required: the zero value of
-// every other field works, and each states its default.
+// Config configures a Server: the finished services it serves, and how
+// it serves them over HTTP. Runs and Store are required: the zero value
+// of every other field works, and each states its default. What a run
+// does (its agent, models, checkpoints, timeouts, cluster) is the run
+// service's; cmd/trellis builds it first (see runs.Config).
 type Config struct {
-	// Store is the service's record. Required.
+	// Runs is the run service every run goes through. Required.
+	Runs *runs.Service
+	// Store is the record the read endpoints (conversations, their runs
+	// and events, pending human requests) and the probes read; the run
+	// service's. Required.
 	Store store.Store
+	// Tools is what GET /api/v1/tools lists: the one provider the run
+	// service's agent calls; nil lists none.
+	Tools *operators.Provider
 	// Documents is the document service behind /api/v1/documents; nil
 	// leaves those endpoints out (404).
 	Documents *ingest.Service
-	// Cognition is what the agent remembers of each user: it gives the
-	// agent its context loader and learning hook (unless Agent has them)
-	// and serves /api/v1/me/profile and /me/memories; nil leaves memory
-	// off and those endpoints out (404).
+	// Cognition serves /api/v1/me/profile, /me/memories and
+	// /cognition/identity; nil leaves those endpoints out (404).
 	Cognition *cognition.Service
-	// Models resolves the model names requests and the agent use; nil
-	// means a registry holding only the offline model.
-	Models *llm.Registry
-	// Tools is the one provider of every tool; nil means no tools.
-	Tools *operators.Provider
-	// Checkpointer keeps the agent's conversation state: in Store's
-	// PostgreSQL database, or in a SQLite file beside Store's (a file of
-	// its own, so the two writers do not wait for each other; see
-	// cmd/trellis). nil means memory: conversations forget their
-	// state when the process ends, and Recover cannot continue runs.
-	Checkpointer graph.Checkpointer
-	// Agent configures the agent New builds. Its Hooks.OnAnswer and
-	// Elicitor are the server's own: a given OnAnswer is called after
-	// the server has stored the answer, a given Elicitor is ignored.
-	Agent nodes.Options
-	// Elicit holds elicitations while they wait for the user; nil means
-	// a new manager.
-	Elicit *elicit.Manager
-	// ElicitTimeout is how long a tool's question waits for the user
-	// while an SSE stream follows its run; then the run parks on it (the
-	// question stays pending). 0 means the Elicit manager's timeout
-	// (elicit.DefaultTimeout, 5 minutes, for a new one).
-	ElicitTimeout time.Duration
 
 	// Keys maps API keys to user ids. Empty means local mode: no
 	// authentication, every request is user "local".
@@ -73,22 +52,13 @@ type Config struct {
 	// for any); empty means none (no CORS headers at all).
 	CORSOrigins []string
 
-	// InterruptAfter is how long a run stopped for an approval keeps an
-	// open stream waiting for the answer before it emits run.interrupted
-	// and is parked. 0 means 60 s; negative parks at once.
-	InterruptAfter time.Duration
-	// CancelOnDisconnect cancels a run when the client of the request
-	// that started it goes away. Default false: the run goes on and its
-	// events can be watched again.
-	CancelOnDisconnect bool
-	// Heartbeat is the interval of ": ping" comments on idle streams; 0
-	// means, and more is capped at, 15 s.
+	// Heartbeat is the interval of ": ping" comments on idle streams,
+	// the native API's and every adapter's; 0 means, and more is capped
+	// at, 15 s.
 	Heartbeat time.Duration
-	// StreamBuffer is how many events one stream may fall behind before
-	// it is cut; 0 means 256.
-	StreamBuffer int
-	// StreamWriteTimeout bounds each write to a stream; a client that
-	// accepts nothing for that long is dropped. 0 means 30 s.
+	// StreamWriteTimeout bounds each write to a stream, the native
+	// API's and every adapter's; a client that accepts nothing for that
+	// long is dropped. 0 means 30 s.
 	StreamWriteTimeout time.Duration
 	// ShutdownTimeout bounds Shutdown when its context has no deadline;
 	// 0 means 10 s.
@@ -96,30 +66,16 @@ type Config struct {
 
 	// Logger receives JSON-ready structured logs; nil discards.
 	Logger *slog.Logger
-	// Owner names this process in the runs it starts; "" means
-	// host:pid:random. Recover continues running runs of other owners.
-	Owner string
-	// Cluster, with Notices, makes this process one of several sharing
-	// Store's database (pgstore implements both; see its Listen):
-	// approvals, elicitation answers and cancels for runs another live
-	// process owns are sent to it, and the running runs of processes
-	// that are gone are claimed every ClaimInterval and continued here.
-	// Notices must listen as Owner, so Owner must be set. Nil: this
-	// process is alone with the store, and Recover takes over every
-	// running run of another owner.
-	Cluster Cluster
-	Notices Notices
-	// ClaimInterval is how often a process of a Cluster looks for runs of
-	// processes that are gone; 0 means 5 s.
-	ClaimInterval time.Duration
 	// UnhealthyAfter is how long the process may be without its database
-	// (every check of Store failing, or a process of a Cluster without
+	// (every check of Store failing, or a process of a cluster without
 	// its session) before /healthz answers 503, for an orchestrator to
 	// restart it; /readyz answers 503 at once. 0 means 60 s; negative
 	// keeps /healthz at 200.
 	UnhealthyAfter time.Duration
-	// Metrics collects what /metrics serves; nil means a new collector.
-	// Make one first to give its BreakerChanged to the tool provider.
+	// Metrics collects what /metrics serves; nil means a new collector,
+	// which then counts only what the server sees. Make one first and
+	// give it to the run service (runs.Config.Metrics), the tool
+	// provider (BreakerChanged) and cognition (CognitionFailed) too.
 	Metrics *Metrics
 	// Ready, when set, is asked by /readyz besides the store (required
 	// MCP servers, say); an error answers 503.
@@ -131,18 +87,6 @@ type Config struct {
 	// Web serves the chat page at / when set (api/web's Handler).
 	Web http.Handler
 }
-
-// Cluster is what several processes sharing one database need of it
-// (see runs.Cluster); pgstore.Store implements it.
-type Cluster = runs.Cluster
-
-// Notices are the notices other processes send this one (see
-// runs.Notices): a pgstore.Listener listening as Config.Owner.
-type Notices = runs.Notices
-
-// DefaultClaimInterval is how often a process of a cluster looks for
-// runs of processes that are gone.
-const DefaultClaimInterval = runs.DefaultClaimInterval
 
 // Limits bound requests and users. Zero fields take their defaults;
 // negative ones switch the limit off.
@@ -157,8 +101,9 @@ type Limits struct {
 	RatePerMinute int
 	// Burst is how many requests a user may make at once; default 60.
 	Burst int
-	// MaxConcurrentRunsPerUser caps a user's runs live in this process
-	// (429 beyond it); default 4.
+	// MaxConcurrentRunsPerUser is the run service's cap on a user's runs
+	// live in this process, which the 429 beyond it names: give the run
+	// service the same (runs.Config.MaxRunsPerUser). Default 4.
 	MaxConcurrentRunsPerUser int
 	// AuthFailuresPerMinute is the sustained rate at which one client
 	// address may send invalid API keys; beyond it, its requests with
@@ -179,9 +124,7 @@ const (
 	DefaultMaxConcurrentRuns  = 4
 	DefaultAuthFailuresPerMin = 10
 	DefaultAuthFailureBurst   = 10
-	DefaultInterruptAfter     = 60 * time.Second
 	DefaultHeartbeat          = 15 * time.Second
-	DefaultStreamBuffer       = 256
 	DefaultStreamWriteTimeout = 30 * time.Second
 	DefaultShutdownTimeout    = 10 * time.Second
 	DefaultUnhealthyAfter     = time.Minute
@@ -197,13 +140,9 @@ func (c Config) withDefaults() Config {
 	defInt(&l.MaxConcurrentRunsPerUser, DefaultMaxConcurrentRuns)
 	defInt(&l.AuthFailuresPerMinute, DefaultAuthFailuresPerMin)
 	defInt(&l.AuthFailureBurst, DefaultAuthFailureBurst)
-	if c.InterruptAfter == 0 {
-		c.InterruptAfter = DefaultInterruptAfter
-	}
 	if c.Heartbeat <= 0 || c.Heartbeat > DefaultHeartbeat {
 		c.Heartbeat = DefaultHeartbeat
 	}
-	defInt(&c.StreamBuffer, DefaultStreamBuffer)
 	if c.StreamWriteTimeout <= 0 {
 		c.StreamWriteTimeout = DefaultStreamWriteTimeout
 	}
@@ -213,23 +152,10 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Owner == "" {
-		c.Owner = NewOwner()
-	}
-	if c.ClaimInterval <= 0 {
-		c.ClaimInterval = DefaultClaimInterval
-	}
 	if c.UnhealthyAfter == 0 {
 		c.UnhealthyAfter = DefaultUnhealthyAfter
 	}
 	return c
-}
-
-// NewOwner returns a fresh owner name for this process: host:pid:random,
-// unique per process start.
-func NewOwner() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), ids.Random("", 4))
 }
 
 func defInt(v *int, d int) {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -130,7 +130,7 @@ func TestClusterProcessReconnectsAfterLosingTheDatabase(t *testing.T) {
 	data := newStorage(t, postgresBackend)
 	db := newDatabase(t, data)
 	e := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, dsn: db.dsn,
-		configure: func(c *api.Config) { c.UnhealthyAfter = time.Millisecond }})
+		configure: func(c *apitest.Config) { c.API.UnhealthyAfter = time.Millisecond }})
 	s := e.chat(map[string]any{"message": "wait for it"})
 	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
 	<-e.tools.waiting
@@ -234,8 +234,8 @@ func TestClusterRunWaitsOutItsCheckpointsDatabase(t *testing.T) {
 	db := newDatabase(t, data)
 	stranded := make(chan struct{}, 1)
 	e := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, checkpointDSN: db.dsn,
-		configure: func(c *api.Config) {
-			c.Logger = slog.New(logWatch{msg: "the run goes on from its last checkpoint", seen: stranded})
+		configure: func(c *apitest.Config) {
+			c.API.Logger = slog.New(logWatch{msg: "the run goes on from its last checkpoint", seen: stranded})
 		}})
 	s := e.chat(map[string]any{"message": "wait for it"})
 	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")

@@ -1,16 +1,21 @@
 // Package api is Trellis' chat service over HTTP: the chi router, strict
 // request decoding, authentication and limits, the SSE writer, the sync
 // chat answer and the web page. API.md (the public contract) is what it
-// serves. It owns no run: every run is started, followed, answered,
-// cancelled, edited and recovered through package runs, the run
-// service, whose errors it maps to API.md's statuses in one place
-// (writeError); package store is the record both read. The documents
-// endpoints are thin the same way, over documents/ingest (Config.Documents).
+// serves. It owns no run and builds none: it is given a finished run
+// service (package runs) and starts, follows, answers, cancels, edits
+// and recovers every run through it, mapping its errors to API.md's
+// statuses in one place (writeError); package store is the record both
+// read. The documents and memory endpoints are thin the same way, over
+// the services they are given (Config.Documents, Config.Cognition).
+// What the agent is, and how it is glued to memory and documents, is
+// cmd/trellis' wiring.
 //
 // # Example
 //
 //	st, _ := sqlitestore.Open(ctx, "trellis.db")
-//	srv, err := api.New(api.Config{Store: st, Models: models, Tools: tools})
+//	svc, err := runs.New(runs.Config{Store: st, Models: models, Tools: tools, Elicit: elicit.NewManager(elicit.Config{})})
+//	if err != nil { … }
+//	srv, err := api.New(api.Config{Runs: svc, Store: st, Tools: tools})
 //	if err != nil { … }
 //	srv.Recover(ctx) // continue runs a previous process left running
 //	hs := &http.Server{Addr: "127.0.0.1:8080", Handler: srv.Handler()}

@@ -1,20 +1,17 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/ingest"
-	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -242,36 +239,4 @@ func (s *Server) checkDocuments(r *http.Request, conversationID string, ids []st
 		}
 	}
 	return nil
-}
-
-// documentSummaries is the agent's view of a conversation's documents,
-// over the document service: the supervisor reads it before deciding.
-type documentSummaries struct{ svc *ingest.Service }
-
-func (d documentSummaries) DocumentSummaries(ctx context.Context, userID, conversationID string, ids []string) ([]nodes.DataSummary, error) {
-	if conversationID == "" {
-		return nil, nil
-	}
-	docs, err := d.svc.List(ctx, userID, conversationID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []nodes.DataSummary
-	for _, doc := range docs {
-		if len(ids) > 0 && !slices.Contains(ids, doc.ID) {
-			continue
-		}
-		summary := doc.Summary
-		switch {
-		case doc.Status == store.DocError:
-			summary = "could not be processed: " + doc.Error
-		case summary == "":
-			summary = "(no summary yet)"
-		}
-		out = append(out, nodes.DataSummary{DocumentID: doc.ID, Title: doc.Filename, Status: string(doc.Status), Summary: summary})
-	}
-	return out, nil
 }

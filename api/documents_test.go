@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/internal/jobs"
@@ -36,8 +36,8 @@ func newDocEnv(t *testing.T, b backend, icfg ingest.Config) *docEnv {
 	}
 	data := newStorage(t, b)
 	var queue *jobs.Queue
-	e := newEnv(t, envOptions{backend: b, data: data, configure: func(cfg *api.Config) {
-		icfg.Store, icfg.Files = cfg.Store.(ingest.Record), files
+	e := newEnv(t, envOptions{backend: b, data: data, configure: func(cfg *apitest.Config) {
+		icfg.Store, icfg.Files = cfg.API.Store.(ingest.Record), files
 		svc, err := ingest.New(icfg)
 		if err != nil {
 			t.Fatal(err)
@@ -60,7 +60,7 @@ func newDocEnv(t *testing.T, b backend, icfg ingest.Config) *docEnv {
 			t.Fatal(err)
 		}
 		svc.Attach(queue)
-		cfg.Documents = svc
+		cfg.API.Documents = svc
 	}})
 	if err := queue.Start(context.WithoutCancel(t.Context())); err != nil {
 		t.Fatal(err)

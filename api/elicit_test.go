@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -112,7 +112,7 @@ func TestElicitationNotAnsweredInTimeParks(t *testing.T) {
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
 			noLeaks(t)
-			e := newEnv(t, envOptions{backend: b, configure: func(c *api.Config) { c.ElicitTimeout = 100 * time.Millisecond }})
+			e := newEnv(t, envOptions{backend: b, configure: func(c *apitest.Config) { c.Runs.ElicitTimeout = 100 * time.Millisecond }})
 			s := e.chat(map[string]any{"message": "ask me my name"})
 			conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
 			id := s.until("elicitation.request").str("elicitation_id")

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/trellis-ai/trellis/api/middleware"
+
 	"github.com/trellis-ai/trellis/api/httperr"
 )
 
@@ -61,8 +63,8 @@ func (s *Server) classify(r *http.Request, err error) *Error {
 		return errUnavailable
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
-		slog.String("request_id", requestID(r.Context())), slog.String("path", r.URL.Path), slog.Any("error", err))
-	return httperr.Internal(" under request id " + requestID(r.Context()))
+		slog.String("request_id", middleware.RequestIDFrom(r.Context())), slog.String("path", r.URL.Path), slog.Any("error", err))
+	return httperr.Internal(" under request id " + middleware.RequestIDFrom(r.Context()))
 }
 
 // writeJSON answers v with status.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -43,10 +44,10 @@ func (e *env) snapshot() string {
 }
 
 func TestBadRequestsChangeNothing(t *testing.T) {
-	e := newEnv(t, envOptions{configure: func(c *api.Config) {
-		c.Limits.MaxBodyBytes = 4096
-		c.Limits.MaxMessageRunes = 100
-		c.InterruptAfter = -1 // park approvals at once
+	e := newEnv(t, envOptions{configure: func(c *apitest.Config) {
+		c.API.Limits.MaxBodyBytes = 4096
+		c.API.Limits.MaxMessageRunes = 100
+		c.Runs.InterruptAfter = -1 // park approvals at once
 	}})
 	// Alice has a finished conversation and one parked on an approval;
 	// Bob has one of his own.
@@ -208,9 +209,9 @@ func TestAuthIsPerUser(t *testing.T) {
 }
 
 func TestRateAndRunLimits(t *testing.T) {
-	e := newEnv(t, envOptions{configure: func(c *api.Config) {
-		c.Limits.RatePerMinute = 60
-		c.Limits.Burst = 3
+	e := newEnv(t, envOptions{configure: func(c *apitest.Config) {
+		c.API.Limits.RatePerMinute = 60
+		c.API.Limits.Burst = 3
 	}})
 	for i := range 3 {
 		if status, body := e.do("GET", "/api/v1/conversations", nil); status != 200 {
@@ -232,7 +233,7 @@ func TestRateAndRunLimits(t *testing.T) {
 		t.Errorf("bob: %d %s", status, body)
 	}
 
-	e2 := newEnv(t, envOptions{configure: func(c *api.Config) { c.Limits.MaxConcurrentRunsPerUser = 1 }})
+	e2 := newEnv(t, envOptions{configure: func(c *apitest.Config) { c.API.Limits.MaxConcurrentRunsPerUser = 1 }})
 	s := e2.chat(map[string]any{"message": "wait for me"})
 	<-e2.tools.waiting
 	s.until("tool.start") // events are sent once stored: the run writes nothing more while its tool waits
@@ -358,7 +359,7 @@ func TestCORS(t *testing.T) {
 		t.Errorf("CORS is on by default: %q", h)
 	}
 
-	on := newEnv(t, envOptions{configure: func(c *api.Config) { c.CORSOrigins = []string{"https://app.example"} }})
+	on := newEnv(t, envOptions{configure: func(c *apitest.Config) { c.API.CORSOrigins = []string{"https://app.example"} }})
 	pre := on.request("OPTIONS", "/api/v1/chat", nil, "", "Origin", "https://app.example", "Access-Control-Request-Method", "POST")
 	resp, err = on.ts.Client().Do(pre)
 	if err != nil {
@@ -408,7 +409,7 @@ func TestMountsMCPBehindAuthAndTheWebPage(t *testing.T) {
 		fmt.Fprintf(w, "mcp for %s at %s", runs.UserFrom(r.Context()), r.URL.Path)
 	})
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "<html>chat</html>") })
-	e := newEnv(t, envOptions{configure: func(c *api.Config) { c.MCP, c.Web = mcpHandler, page }})
+	e := newEnv(t, envOptions{configure: func(c *apitest.Config) { c.API.MCP, c.API.Web = mcpHandler, page }})
 	status, body := e.doAs("", "POST", "/mcp", `{}`)
 	wantError(t, status, body, http.StatusUnauthorized)
 	if status, body := e.do("POST", "/mcp", `{}`); status != 200 || string(body) != "mcp for alice at /mcp" {

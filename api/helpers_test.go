@@ -21,12 +21,15 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
 	"github.com/trellis-ai/trellis/internal/pgtest"
 	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/pgstore"
 	"github.com/trellis-ai/trellis/store/sqlitestore"
@@ -194,13 +197,26 @@ type env struct {
 	closeDB func()
 	// key is the bearer key requests use unless told otherwise.
 	key string
+	// runs is what the run service was built from (see agent).
+	runs runs.Config
+}
+
+// agent is an agent over the server's models, tools and checkpoints: it
+// reads a conversation's state as the server's agent left it.
+func (e *env) agent() *nodes.Agent {
+	e.t.Helper()
+	a, err := nodes.New(e.runs.Models, e.runs.Tools, e.runs.Checkpointer, nodes.Options{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return a
 }
 
 type envOptions struct {
 	backend   backend
 	data      *storage // reuse a database (a restart)
 	local     bool     // no keys
-	configure func(*api.Config)
+	configure func(*apitest.Config)
 	approval  []string
 	// cluster (Postgres only) makes the server one process of several
 	// sharing the database: it listens as its owner (see api.Cluster).
@@ -232,19 +248,21 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	metrics := api.NewMetrics()
 	provider, tl := newProvider(metrics, o.approval...)
-	cfg := api.Config{Store: st, Models: models, Tools: provider, Checkpointer: saver, Metrics: metrics,
-		Limits: api.Limits{RatePerMinute: -1}, Heartbeat: 50 * time.Millisecond}
+	cfg := apitest.Config{
+		Runs: runs.Config{Models: models, Tools: provider, Checkpointer: saver},
+		API:  api.Config{Store: st, Metrics: metrics, Limits: api.Limits{RatePerMinute: -1}, Heartbeat: 50 * time.Millisecond},
+	}
 	if !o.local {
-		cfg.Keys = map[api.APIKey]string{aliceKey: "alice", bobKey: "bob"}
+		cfg.API.Keys = map[api.APIKey]string{aliceKey: "alice", bobKey: "bob"}
 	}
 	if o.cluster {
 		pg := st.(*pgstore.Store)
-		owner := api.NewOwner() + ":" + t.Name()
+		owner := apitest.Owner() + ":" + t.Name()
 		l, err := pg.Listen(t.Context(), owner)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Cluster, cfg.Notices, cfg.Owner, cfg.ClaimInterval = pg, l, owner, 100*time.Millisecond
+		cfg.Runs.Cluster, cfg.Runs.Notices, cfg.Runs.Owner, cfg.Runs.ClaimInterval = pg, l, owner, 100*time.Millisecond
 		closeStore := closeDB
 		closeDB = func() {
 			_ = l.Close()
@@ -254,11 +272,12 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if o.configure != nil {
 		o.configure(&cfg)
 	}
-	srv, err := api.New(cfg)
+	srv, err := apitest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, srv: srv, ts: httptest.NewServer(srv.Handler()), store: st, tools: tl, data: o.data, closeDB: closeDB, key: aliceKey}
+	e := &env{t: t, srv: srv, ts: httptest.NewServer(srv.Handler()), store: st, tools: tl, data: o.data, closeDB: closeDB, key: aliceKey,
+		runs: cfg.Runs}
 	if o.local {
 		e.key = ""
 	}

@@ -1,15 +1,12 @@
 package api
 
 import (
-	"context"
-	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/cognition"
-	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -152,24 +149,4 @@ func (s *Server) handleIdentity(w http.ResponseWriter, r *http.Request) {
 		notes = []string{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tools": stats, "notes": notes})
-}
-
-// learnHook is the agent's Hooks.Learn over the cognition service: the
-// turn as a learning job, enqueued under a context of its own (the run's
-// may end as the answer is sent) and bounded, so the stream node never
-// waits long for it.
-func learnHook(svc *cognition.Service, log *slog.Logger) func(ctx context.Context, a nodes.Answer) {
-	return func(ctx context.Context, a nodes.Answer) {
-		t := cognition.Turn{UserID: a.UserID, ConversationID: a.ConversationID, RequestID: a.RequestID, Query: a.Query,
-			Answer: a.Message.Content, Outcome: string(a.Outcome)}
-		for _, r := range a.ToolResults {
-			t.Tools = append(t.Tools, cognition.ToolOutcome{Tool: r.Tool, Status: string(r.Status)})
-		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		if err := svc.EnqueueLearning(ctx, t); err != nil {
-			log.LogAttrs(ctx, slog.LevelWarn, "cognition: learning not enqueued", slog.String("conversation_id", a.ConversationID),
-				slog.Any("error", err))
-		}
-	}
 }

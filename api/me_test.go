@@ -9,24 +9,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/internal/jobs"
+	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/store"
 )
 
 // newMemoryEnv is a server with memory on, and its cognition service.
 func newMemoryEnv(t *testing.T, b backend) (*env, *cognition.Service) {
 	var svc *cognition.Service
-	e := newEnv(t, envOptions{backend: b, configure: func(c *api.Config) {
+	e := newEnv(t, envOptions{backend: b, configure: func(c *apitest.Config) {
 		var err error
 		// A generous budget: these tests check who sees what.
-		svc, err = cognition.New(cognition.Config{Store: c.Store.(cognition.Store), Budget: 10 * time.Second})
+		svc, err = cognition.New(cognition.Config{Store: c.API.Store.(cognition.Store), Budget: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(svc.Close)
-		c.Cognition = svc
+		c.API.Cognition = svc
 	}})
 	return e, svc
 }
@@ -252,9 +253,9 @@ func BenchmarkSyncChatMemory(b *testing.B) {
 			benchSync(b, e.ts.URL, e.ts.Client())
 		})
 		b.Run("backend="+string(be)+"/memory=on", func(b *testing.B) {
-			e := newEnv(b, envOptions{backend: be, local: true, configure: func(c *api.Config) {
+			e := newEnv(b, envOptions{backend: be, local: true, configure: func(c *apitest.Config) {
 				benchConfig(c)
-				svc, err := cognition.New(cognition.Config{Store: c.Store.(cognition.Store), Budget: time.Second})
+				svc, err := cognition.New(cognition.Config{Store: c.API.Store.(cognition.Store), Budget: time.Second})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -275,7 +276,17 @@ func BenchmarkSyncChatMemory(b *testing.B) {
 					_ = q.Close()
 					svc.Close()
 				})
-				c.Cognition = svc
+				c.API.Cognition = svc
+				// The agent's side of memory, as trellis serve glues it in:
+				// the context loader, and a learning job per turn.
+				c.Runs.Agent.Cognition = svc.ContextText
+				c.Runs.Agent.Hooks.Learn = func(ctx context.Context, a nodes.Answer) {
+					t := cognition.Turn{UserID: a.UserID, ConversationID: a.ConversationID, RequestID: a.RequestID, Query: a.Query,
+						Answer: a.Message.Content, Outcome: string(a.Outcome)}
+					if err := svc.EnqueueLearning(context.WithoutCancel(ctx), t); err != nil {
+						b.Error(err)
+					}
+				}
 			}})
 			benchSync(b, e.ts.URL, e.ts.Client())
 		})

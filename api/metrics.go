@@ -13,6 +13,7 @@ import (
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/runs"
 )
 
 // Metrics collects what GET /metrics serves, in Prometheus' exposition
@@ -135,12 +136,19 @@ func (m *Metrics) BreakerChanged(source string, state llm.BreakerState) {
 	m.breakers.WithLabelValues(source).Set(v)
 }
 
-func (m *Metrics) runEnded(status string, d time.Duration) {
+// RunsActive adds delta to the runs live in this process; with RunEnded,
+// Usage and ToolCall it is what the run service reports
+// (runs.Config.Metrics).
+func (m *Metrics) RunsActive(delta int64) { m.activeRuns.Add(delta) }
+
+// RunEnded counts a run segment that ended with status after d.
+func (m *Metrics) RunEnded(status string, d time.Duration) {
 	m.runs.WithLabelValues(status).Inc()
 	m.duration.WithLabelValues(status).Observe(d.Seconds())
 }
 
-func (m *Metrics) addUsage(u events.Usage) {
+// Usage adds a segment's model tokens.
+func (m *Metrics) Usage(u events.Usage) {
 	if u == (events.Usage{}) {
 		return
 	}
@@ -152,7 +160,8 @@ func (m *Metrics) addUsage(u events.Usage) {
 	add("cache_write", u.CacheWriteTokens)
 }
 
-func (m *Metrics) toolCall(tool, status string) {
+// ToolCall counts a tool call, "success" or "error".
+func (m *Metrics) ToolCall(tool, status string) {
 	m.tools.WithLabelValues(tool, status).Inc()
 }
 
@@ -179,10 +188,4 @@ func (m *Metrics) handler(log *slog.Logger) http.Handler {
 	})
 }
 
-// runMetrics is the collector as the run service reports to it.
-type runMetrics struct{ m *Metrics }
-
-func (r runMetrics) RunsActive(delta int64)                  { r.m.activeRuns.Add(delta) }
-func (r runMetrics) RunEnded(status string, d time.Duration) { r.m.runEnded(status, d) }
-func (r runMetrics) Usage(u events.Usage)                    { r.m.addUsage(u) }
-func (r runMetrics) ToolCall(tool, status string)            { r.m.toolCall(tool, status) }
+var _ runs.Metrics = (*Metrics)(nil)

@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -159,7 +159,7 @@ func TestDisconnectDoesNotCancelTheRun(t *testing.T) {
 
 func TestCancelOnDisconnect(t *testing.T) {
 	noLeaks(t)
-	e := newEnv(t, envOptions{configure: func(c *api.Config) { c.CancelOnDisconnect = true }})
+	e := newEnv(t, envOptions{configure: func(c *apitest.Config) { c.Runs.CancelOnDisconnect = true }})
 	s := e.chat(map[string]any{"message": "wait for it"})
 	runID := s.header("X-Run-ID")
 	<-e.tools.waiting
@@ -233,7 +233,7 @@ func TestApprovalAfterTheClientLeft(t *testing.T) {
 			// Watching the run keeps it waiting; InterruptAfter bounds the
 			// wait, in case the watcher below joins before the server sees
 			// the first stream go.
-			e := newEnv(t, envOptions{backend: b, configure: func(c *api.Config) { c.InterruptAfter = 300 * time.Millisecond }})
+			e := newEnv(t, envOptions{backend: b, configure: func(c *apitest.Config) { c.Runs.InterruptAfter = 300 * time.Millisecond }})
 			s := e.chat(map[string]any{"message": "please delete /tmp/a.txt"})
 			conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
 			id := s.until("approval.required").str("approval_id")
@@ -279,7 +279,7 @@ func TestApprovalAfterTheClientLeft(t *testing.T) {
 }
 
 func TestApprovalNotAnsweredInTimeInterrupts(t *testing.T) {
-	e := newEnv(t, envOptions{configure: func(c *api.Config) { c.InterruptAfter = 100 * time.Millisecond }})
+	e := newEnv(t, envOptions{configure: func(c *apitest.Config) { c.Runs.InterruptAfter = 100 * time.Millisecond }})
 	s := e.chat(map[string]any{"message": "please delete /tmp/a.txt"})
 	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
 	evs := s.all()
@@ -307,7 +307,7 @@ func TestApprovalNotAnsweredInTimeInterrupts(t *testing.T) {
 }
 
 func TestStreamHeartbeat(t *testing.T) {
-	e := newEnv(t, envOptions{configure: func(c *api.Config) { c.InterruptAfter = -1 }})
+	e := newEnv(t, envOptions{configure: func(c *apitest.Config) { c.Runs.InterruptAfter = -1 }})
 	s := e.chat(map[string]any{"message": "please delete /tmp/a.txt"})
 	conv := s.header("X-Conversation-ID")
 	last := s.all()
@@ -426,7 +426,7 @@ func TestEditAndRerun(t *testing.T) {
 	}{{sqliteBackend, graph.DurabilitySync}, {postgresBackend, graph.DurabilitySync}, {sqliteBackend, graph.DurabilityExit}, {postgresBackend, graph.DurabilityExit},
 		{sqliteBackend, graph.DurabilityAsync}, {postgresBackend, graph.DurabilityAsync}} {
 		t.Run(string(tc.b)+"-"+tc.d.String(), func(t *testing.T) {
-			e := newEnv(t, envOptions{backend: tc.b, configure: func(c *api.Config) { c.Agent.Durability = tc.d }})
+			e := newEnv(t, envOptions{backend: tc.b, configure: func(c *apitest.Config) { c.Runs.Agent.Durability = tc.d }})
 			s1 := e.chat(map[string]any{"message": "first question"})
 			s1.all()
 			conv, run1 := s1.header("X-Conversation-ID"), s1.header("X-Run-ID")
@@ -455,7 +455,7 @@ func TestEditAndRerun(t *testing.T) {
 			}
 			// The agent forked from before the first run: the edited turn is
 			// its first.
-			snap, err := e.srv.Agent().State(t.Context(), conv)
+			snap, err := e.agent().State(t.Context(), conv)
 			if err != nil || snap.State.Turn != 1 || len(snap.State.Messages) != 2 || snap.State.Messages[0].Content != "first question, edited" {
 				t.Errorf("agent state after edit: %+v, %v", snap.State.Messages, err)
 			}
@@ -478,7 +478,7 @@ func TestDeleteConversation(t *testing.T) {
 	s.all()
 	status, body = e.do("GET", "/api/v1/conversations/"+conv, nil)
 	wantError(t, status, body, http.StatusNotFound)
-	if _, err := e.srv.Agent().State(t.Context(), conv); err == nil {
+	if _, err := e.agent().State(t.Context(), conv); err == nil {
 		t.Error("the agent's state survived the delete")
 	}
 	status, body = e.do("DELETE", "/api/v1/conversations/"+conv, nil)
@@ -555,10 +555,10 @@ func TestShutdownParksRunsAndRecoverContinuesThem(t *testing.T) {
 // newApprovalEnv is a server whose runs wait for an approval on their
 // open stream (a minute at most), or park at once.
 func newApprovalEnv(t *testing.T, b backend, parked bool) *env {
-	return newEnv(t, envOptions{backend: b, configure: func(c *api.Config) {
-		c.InterruptAfter = time.Minute
+	return newEnv(t, envOptions{backend: b, configure: func(c *apitest.Config) {
+		c.Runs.InterruptAfter = time.Minute
 		if parked {
-			c.InterruptAfter = -1 // parks at once
+			c.Runs.InterruptAfter = -1 // parks at once
 		}
 	}})
 }

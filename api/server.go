@@ -9,22 +9,20 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/trellis-ai/trellis/api/middleware"
+
 	"github.com/go-chi/chi/v5"
 
-	"github.com/trellis-ai/trellis/llm"
-	"github.com/trellis-ai/trellis/mcp/elicit"
-	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
 
-// Server is the chat service: build it with New, serve Handler, call
-// Recover once at start and Shutdown at the end.
+// Server is the chat service over HTTP: build it with New over a
+// finished run service, serve Handler, call Recover once at start and
+// Shutdown at the end.
 type Server struct {
 	cfg     Config
 	store   store.Store
-	models  *llm.Registry
-	agent   *nodes.Agent
 	log     *slog.Logger
 	metrics *Metrics
 	auth    *authenticator
@@ -42,60 +40,26 @@ type Server struct {
 	health health
 }
 
-// New builds the server and its run service, which builds the agent
-// (over cfg's models, tools and checkpointer; see runs.New).
+// New builds the server and its router over cfg.Runs; it builds no run
+// service, agent or model registry of its own.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("api: new server: a store is required")
-	}
-	if cfg.Cluster != nil && (cfg.Notices == nil || cfg.Owner == "") {
-		return nil, errors.New("api: new server: a Cluster needs Notices listening as Owner, and Owner set")
+	if cfg.Runs == nil || cfg.Store == nil {
+		return nil, errors.New("api: new server: a run service and its store are required")
 	}
 	proxies, err := parseTrustedProxies(cfg.TrustedProxies)
 	if err != nil {
 		return nil, fmt.Errorf("api: new server: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, store: cfg.Store, models: cfg.Models, log: cfg.Logger, metrics: cfg.Metrics,
+	s := &Server{cfg: cfg, store: cfg.Store, runs: cfg.Runs, log: cfg.Logger, metrics: cfg.Metrics,
 		auth: newAuthenticator(cfg.Keys), limiter: newRateLimiter(cfg.Limits.RatePerMinute, cfg.Limits.Burst),
 		clientIP: clientIP(proxies)}
 	if !s.auth.local() {
 		s.authLimiter = newRateLimiter(cfg.Limits.AuthFailuresPerMinute, cfg.Limits.AuthFailureBurst)
 	}
-	if s.models == nil {
-		m, err := llm.NewRegistry(llm.Config{})
-		if err != nil {
-			return nil, fmt.Errorf("api: new server: %w", err)
-		}
-		s.models = m
-	}
-	elicits := cfg.Elicit
-	if elicits == nil {
-		elicits = elicit.NewManager(elicit.Config{Timeout: cfg.ElicitTimeout, Logger: cfg.Logger})
-	}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
-	if cfg.Documents != nil && cfg.Agent.Documents == nil {
-		cfg.Agent.Documents = documentSummaries{cfg.Documents}
-	}
-	if c := cfg.Cognition; c != nil {
-		if cfg.Agent.Cognition == nil {
-			cfg.Agent.Cognition = c.ContextText
-		}
-		if cfg.Agent.Hooks.Learn == nil {
-			cfg.Agent.Hooks.Learn = learnHook(c, s.log)
-		}
-	}
-	s.runs, err = runs.New(runs.Config{Store: cfg.Store, Models: s.models, Tools: cfg.Tools, Checkpointer: cfg.Checkpointer,
-		Agent: cfg.Agent, Elicit: elicits, ElicitTimeout: cfg.ElicitTimeout, InterruptAfter: cfg.InterruptAfter,
-		CancelOnDisconnect: cfg.CancelOnDisconnect, MaxRunsPerUser: cfg.Limits.MaxConcurrentRunsPerUser,
-		StreamBuffer: cfg.StreamBuffer, Logger: cfg.Logger, Owner: cfg.Owner, Cluster: cfg.Cluster, Notices: cfg.Notices,
-		ClaimInterval: cfg.ClaimInterval, Metrics: runMetrics{s.metrics}})
-	if err != nil {
-		return nil, fmt.Errorf("api: new server: %w", err)
-	}
-	s.agent = s.runs.Agent()
 	s.handler = s.routes()
 	return s, nil
 }
@@ -137,15 +101,12 @@ func (s *Server) Recover(ctx context.Context) (int, error) {
 // web page when configured.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Agent is the server's agent.
-func (s *Server) Agent() *nodes.Agent { return s.agent }
-
 // Metrics is the server's collector.
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(withRequestID, s.logRequests, s.cors)
+	r.Use(middleware.RequestID, middleware.LogRequests(s.log, s.metrics.request), middleware.CORS(s.cfg.CORSOrigins))
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such endpoint; see API.md"))
 	}

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/llm"
 )
 
 // scriptedWith replaces the env's models with one scripted model playing
 // testdata/<script>, returned for its calls.
-func scriptedWith(t testing.TB, script string) (*llm.Scripted, func(*api.Config)) {
+func scriptedWith(t testing.TB, script string) (*llm.Scripted, func(*apitest.Config)) {
 	t.Helper()
 	sc, err := llm.LoadScript("testdata/" + script)
 	if err != nil {
@@ -27,7 +27,7 @@ func scriptedWith(t testing.TB, script string) (*llm.Scripted, func(*api.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return model, func(c *api.Config) { c.Models = models }
+	return model, func(c *apitest.Config) { c.Runs.Models = models }
 }
 
 type taskBody struct {
@@ -192,7 +192,7 @@ func TestAgentGraph(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	status, body := e.do("GET", "/api/v1/agent/graph", nil)
 	g := jsonOf[struct{ Mermaid string }](t, body)
-	if status != http.StatusOK || g.Mermaid != e.srv.Agent().Mermaid() || !strings.Contains(g.Mermaid, "supervisor -.->|call_tool| execute_tool") {
+	if status != http.StatusOK || g.Mermaid != e.agent().Mermaid() || !strings.Contains(g.Mermaid, "supervisor -.->|call_tool| execute_tool") {
 		t.Errorf("GET /agent/graph: %d %s", status, body)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -104,9 +104,9 @@ func TestHostileTextAnswersAlike(t *testing.T) {
 	answers := map[backend]map[string]string{}
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
-			e := newEnv(t, envOptions{backend: b, configure: func(c *api.Config) {
-				c.InterruptAfter = -1 // park approvals at once
-				c.ElicitTimeout = time.Hour
+			e := newEnv(t, envOptions{backend: b, configure: func(c *apitest.Config) {
+				c.Runs.InterruptAfter = -1 // park approvals at once
+				c.Runs.ElicitTimeout = time.Hour
 			}})
 			done := e.chat(map[string]any{"message": "hello"})
 			done.all()

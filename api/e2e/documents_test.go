@@ -11,7 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/api/web/webtest"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/doctools"
@@ -22,14 +22,14 @@ import (
 // withDocuments turns the document service on: files in the test's
 // directory, the queue in a SQLite file beside them, at most maxBytes a
 // file and two documents a conversation.
-func withDocuments(t *testing.T, maxBytes int64) func(*server, *api.Config) {
-	return func(s *server, cfg *api.Config) {
+func withDocuments(t *testing.T, maxBytes int64) func(*server, *apitest.Config) {
+	return func(s *server, cfg *apitest.Config) {
 		dir := t.TempDir()
 		files, err := documents.NewFileStorage(filepath.Join(dir, "files"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		svc, err := ingest.New(ingest.Config{Store: cfg.Store.(ingest.Record), Files: files, MaxBytes: maxBytes, MaxPerConversation: 2})
+		svc, err := ingest.New(ingest.Config{Store: cfg.API.Store.(ingest.Record), Files: files, MaxBytes: maxBytes, MaxPerConversation: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,10 +49,10 @@ func withDocuments(t *testing.T, maxBytes int64) func(*server, *api.Config) {
 			queue.Stop(ctx)
 			queue.Close()
 		})
-		cfg.Documents = svc
+		cfg.API.Documents = svc
 		// The agent's document tools, in the one provider, as serve
 		// adds them.
-		if err := s.local.Add(doctools.New(doctools.Config{Store: cfg.Store.(doctools.Store)})...); err != nil {
+		if err := s.local.Add(doctools.New(doctools.Config{Store: cfg.API.Store.(doctools.Store)})...); err != nil {
 			t.Fatal(err)
 		}
 	}

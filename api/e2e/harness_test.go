@@ -17,11 +17,13 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/api/web"
 	"github.com/trellis-ai/trellis/api/web/webtest"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store/sqlitestore"
 )
 
@@ -67,7 +69,7 @@ type booking struct {
 // testdata/<script>. A cleanup shuts it down as trellis serve does and
 // closes its databases; it runs after the browser's cleanup, since the
 // browser is started later.
-func newServer(t *testing.T, script string, opts ...func(*server, *api.Config)) *server {
+func newServer(t *testing.T, script string, opts ...func(*server, *apitest.Config)) *server {
 	t.Helper()
 	ctx := context.Background()
 	dbPath := filepath.Join(t.TempDir(), "trellis.db")
@@ -94,16 +96,14 @@ func newServer(t *testing.T, script string, opts ...func(*server, *api.Config)) 
 	}
 	s := &server{t: t, model: model, deleted: make(chan string, 16), booked: make(chan booking, 16)}
 	metrics := api.NewMetrics()
-	cfg := api.Config{
-		Store: st, Checkpointer: saver, Models: models, Metrics: metrics,
-		Tools:  s.tools(metrics),
-		Web:    web.Handler(),
-		Limits: api.Limits{RatePerMinute: -1},
+	cfg := apitest.Config{
+		Runs: runs.Config{Checkpointer: saver, Models: models, Tools: s.tools(metrics)},
+		API:  api.Config{Store: st, Metrics: metrics, Web: web.Handler(), Limits: api.Limits{RatePerMinute: -1}},
 	}
 	for _, o := range opts {
 		o(s, &cfg)
 	}
-	srv, err := api.New(cfg)
+	srv, err := apitest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -21,9 +21,9 @@ const (
 // withSubagents defines the researcher and the checker (the task tool's
 // sub-agents) and adds the measure tool, which the checker calls and
 // which returns once release is closed.
-func withSubagents(release <-chan struct{}) func(*server, *api.Config) {
-	return func(s *server, cfg *api.Config) {
-		cfg.Agent.SubAgents = nodes.SubAgents{Agents: []nodes.SubAgent{
+func withSubagents(release <-chan struct{}) func(*server, *apitest.Config) {
+	return func(s *server, cfg *apitest.Config) {
+		cfg.Runs.Agent.SubAgents = nodes.SubAgents{Agents: []nodes.SubAgent{
 			{Name: "researcher", Description: "finds measurements"},
 			{Name: "checker", Description: "checks sums", Tools: []string{"measure"}},
 		}}

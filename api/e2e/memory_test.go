@@ -4,19 +4,20 @@ import (
 	"testing"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/store"
 )
 
 // withMemory turns memory on and gives the test its service.
-func withMemory(t *testing.T, svc **cognition.Service) func(*server, *api.Config) {
-	return func(s *server, cfg *api.Config) {
-		c, err := cognition.New(cognition.Config{Store: cfg.Store.(cognition.Store)})
+func withMemory(t *testing.T, svc **cognition.Service) func(*server, *apitest.Config) {
+	return func(s *server, cfg *apitest.Config) {
+		c, err := cognition.New(cognition.Config{Store: cfg.API.Store.(cognition.Store)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.stop = append(s.stop, c.Close)
-		cfg.Cognition = c
+		cfg.API.Cognition = c
 		*svc = c
 	}
 }

@@ -12,9 +12,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store/sqlitestore"
 
 	"net/http/httptest"
@@ -67,10 +69,10 @@ func server(t *testing.T) string {
 			return operators.TextResult("deleted " + in.Path), nil
 		}, operators.RequiresApproval()),
 	)
-	srv, err := api.New(api.Config{
-		Store: st, Checkpointer: saver, Models: models, Tools: tools,
-		Keys:   map[api.APIKey]string{aliceKey: "alice", bobKey: "bob"},
-		Limits: api.Limits{RatePerMinute: -1},
+	srv, err := apitest.New(apitest.Config{
+		Runs: runs.Config{Checkpointer: saver, Models: models, Tools: tools},
+		API: api.Config{Store: st, Keys: map[api.APIKey]string{aliceKey: "alice", bobKey: "bob"},
+			Limits: api.Limits{RatePerMinute: -1}},
 	})
 	if err != nil {
 		t.Fatal(err)

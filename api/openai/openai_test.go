@@ -16,9 +16,11 @@ import (
 	"net/http/httptest"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/sqlitestore"
 )
@@ -45,7 +47,7 @@ type server struct {
 
 // newServer starts the API on a fresh SQLite database with the scripted
 // model; configure, if given, changes its configuration first.
-func newServer(t *testing.T, configure ...func(*api.Config)) *server {
+func newServer(t *testing.T, configure ...func(*apitest.Config)) *server {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -77,12 +79,14 @@ func newServer(t *testing.T, configure ...func(*api.Config)) *server {
 		s.deleted <- in.Path
 		return operators.TextResult("deleted " + in.Path), nil
 	}, operators.RequiresApproval()))
-	cfg := api.Config{Store: st, Models: models, Tools: tools, Checkpointer: saver,
-		Keys: map[api.APIKey]string{aliceKey: "alice"}, Limits: api.Limits{RatePerMinute: -1}}
+	cfg := apitest.Config{
+		Runs: runs.Config{Models: models, Tools: tools, Checkpointer: saver},
+		API:  api.Config{Store: st, Keys: map[api.APIKey]string{aliceKey: "alice"}, Limits: api.Limits{RatePerMinute: -1}},
+	}
 	for _, c := range configure {
 		c(&cfg)
 	}
-	srv, err := api.New(cfg)
+	srv, err := apitest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +235,7 @@ type report struct {
 // event per subscriber, its subscription is cut behind them, renewed
 // from the store, and the answer is still whole.
 func TestUnstreamedCompletionOutlastsACut(t *testing.T) {
-	s := newServer(t, func(c *api.Config) { c.StreamBuffer = 1 })
+	s := newServer(t, func(c *apitest.Config) { c.Runs.StreamBuffer = 1 })
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url+"/v1/chat/completions",
 		strings.NewReader(`{"model": "trellis-test", "messages": [{"role": "user", "content": "hello there"}]}`))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -16,6 +17,7 @@ import (
 	"github.com/trellis-ai/trellis/documents/s3store"
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -192,3 +194,35 @@ func summarizer(ctx context.Context, models *llm.Registry) (documents.Summarizer
 
 // documentsDefaultDir is where the filesystem backend keeps files.
 func documentsDefaultDir(dataDir string) string { return filepath.Join(dataDir, "documents") }
+
+// documentSummaries is the agent's view of a conversation's documents,
+// over the document service: the supervisor reads it before deciding.
+type documentSummaries struct{ svc *ingest.Service }
+
+func (d documentSummaries) DocumentSummaries(ctx context.Context, userID, conversationID string, ids []string) ([]nodes.DataSummary, error) {
+	if conversationID == "" {
+		return nil, nil
+	}
+	docs, err := d.svc.List(ctx, userID, conversationID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []nodes.DataSummary
+	for _, doc := range docs {
+		if len(ids) > 0 && !slices.Contains(ids, doc.ID) {
+			continue
+		}
+		summary := doc.Summary
+		switch {
+		case doc.Status == store.DocError:
+			summary = "could not be processed: " + doc.Error
+		case summary == "":
+			summary = "(no summary yet)"
+		}
+		out = append(out, nodes.DataSummary{DocumentID: doc.ID, Title: doc.Filename, Status: string(doc.Status), Summary: summary})
+	}
+	return out, nil
+}

@@ -12,6 +12,14 @@
 //	       starts trellis as a stdio server
 //
 // Run "trellis <verb> -h" for a verb's flags. Logs go to stderr.
+//
+// This is the one place the service is wired (serve.go's assemble):
+// the store and checkpointer, the model registry, the tool provider and
+// MCP servers, the documents and cognition services and the job queue
+// they share, their hooks into the agent (document summaries, the
+// memory's context loader and learning hook), the elicitation manager,
+// the cluster, and the run service over all of them. package api is
+// then given the finished run service and serves it over HTTP.
 package main
 
 import (

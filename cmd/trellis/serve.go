@@ -29,9 +29,11 @@ import (
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
+	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp"
+	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/runs"
@@ -66,6 +68,10 @@ type serveConfig struct {
 	subAgents          nodes.SubAgents
 	budget             events.Budget
 }
+
+// defaultInterruptAfter is how long an open stream waits for an
+// approval unless told otherwise.
+const defaultInterruptAfter = 60 * time.Second
 
 // parseServe reads the configuration. Model settings (TRELLIS_MODEL,
 // provider keys) are llm.ConfigFromEnv's.
@@ -154,6 +160,11 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	if c.unhealthyAfter <= 0 {
 		c.unhealthyAfter = -1 // never; api.Config takes 0 for its default
 	}
+	if c.interruptAfter == 0 {
+		// 0 has always meant the default here; the run service would
+		// park at once.
+		c.interruptAfter = defaultInterruptAfter
+	}
 	num := func(name, v string, n *int) {
 		if *n, err = strconv.Atoi(v); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %q is not a number", name, v))
@@ -166,6 +177,11 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	num("rate-per-minute", rate, &c.limits.RatePerMinute)
 	num("rate-burst", burst, &c.limits.Burst)
 	num("max-runs-per-user", maxRuns, &c.limits.MaxConcurrentRunsPerUser)
+	if c.limits.MaxConcurrentRunsPerUser == 0 {
+		// As for the other limits, 0 is the default, not "no cap" as the
+		// run service would read it.
+		c.limits.MaxConcurrentRunsPerUser = api.DefaultMaxConcurrentRuns
+	}
 	num("auth-failures-per-minute", authPerMin, &c.limits.AuthFailuresPerMinute)
 	num("auth-failure-burst", authBurst, &c.limits.AuthFailureBurst)
 	num("max-tool-result-bytes", maxToolResult, &c.maxToolResult)
@@ -397,16 +413,9 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		CallInfo: func(ctx context.Context) operators.Call { return operators.Call{UserID: runs.UserFrom(ctx)} }})
 	mcpHandler := mcp.HTTPHandler(mcpServer, mcp.HTTPOptions{Logger: log})
 
-	apiCfg := api.Config{
-		Store: st, Models: models, Tools: tools.provider, Checkpointer: saver,
-		ElicitTimeout: cfg.elicitTimeout, Keys: cfg.keys, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
-		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, ShutdownTimeout: cfg.shutdownTimeout,
-		UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: metrics, Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
-	}
-	apiCfg.Agent.Durability = cfg.durability
-	apiCfg.Agent.SubAgents, apiCfg.Agent.Budget = cfg.subAgents, cfg.budget
-	apiCfg.Agent.Tracer = tracer
-	if err := joinCluster(ctx, st, cfg, &apiCfg, cleanup); err != nil {
+	owner := newOwner()
+	cluster, notices, err := joinCluster(ctx, st, owner, cleanup)
+	if err != nil {
 		return app{}, err
 	}
 	ws := jobs.NewWorkers()
@@ -434,24 +443,41 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 			cog.Attach(queue)
 		}
 	}
-	apiCfg.Documents = docs
-	if rec, ok := st.(doctools.Store); ok && docs != nil {
-		// The agent's document tools, in the one provider beside the
-		// built-in ones.
-		if err := tools.local.Add(doctools.New(doctools.Config{Store: rec})...); err != nil {
-			return app{}, err
+	agent := nodes.Options{Durability: cfg.durability, SubAgents: cfg.subAgents, Budget: cfg.budget, Tracer: tracer}
+	if docs != nil {
+		agent.Documents = documentSummaries{docs}
+		if rec, ok := st.(doctools.Store); ok {
+			// The agent's document tools, in the one provider beside the
+			// built-in ones.
+			if err := tools.local.Add(doctools.New(doctools.Config{Store: rec})...); err != nil {
+				return app{}, err
+			}
 		}
 	}
 	if cog != nil {
-		apiCfg.Cognition = cog
+		agent.Cognition, agent.Hooks.Learn = cog.ContextText, learnHook(cog, log)
 		// The agent waits for its context loaders (memory and document
 		// summaries alike) as long as the memory's budget.
-		apiCfg.Agent.ContextTimeout = cfg.cognition.budget
+		agent.ContextTimeout = cfg.cognition.budget
 		if err := tools.local.Add(memtools.New(cog)...); err != nil {
 			return app{}, err
 		}
 	}
-	srv, err := api.New(apiCfg)
+	svc, err := runs.New(runs.Config{
+		Store: st, Models: models, Tools: tools.provider, Checkpointer: saver, Agent: agent,
+		Elicit: elicit.NewManager(elicit.Config{Timeout: cfg.elicitTimeout, Logger: log}), ElicitTimeout: cfg.elicitTimeout,
+		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, MaxRunsPerUser: cfg.limits.MaxConcurrentRunsPerUser,
+		Logger: log, Owner: owner, Cluster: cluster, Notices: notices, ClaimInterval: cfg.claimInterval, Metrics: metrics,
+	})
+	if err != nil {
+		return app{}, err
+	}
+	srv, err := api.New(api.Config{
+		Runs: svc, Store: st, Tools: tools.provider, Documents: docs, Cognition: cog,
+		Keys: cfg.keys, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
+		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: metrics,
+		Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
+	})
 	if err != nil {
 		return app{}, err
 	}
@@ -515,23 +541,31 @@ func buildTools(ctx context.Context, cfg serveConfig, models *llm.Registry, metr
 }
 
 // joinCluster makes this process one of several sharing a PostgreSQL
-// database: it shows itself alive and takes notices as its owner until
-// it has stopped (the listener is closed after Shutdown has parked the
-// runs, which the others then take over). The server takes the session
-// again if the database drops it. On SQLite it does nothing.
-func joinCluster(ctx context.Context, st store.Store, cfg serveConfig, apiCfg *api.Config, cleanup *closers) error {
+// database: it shows itself alive and takes notices as owner until it
+// has stopped (the listener is closed after Shutdown has parked the
+// runs, which the others then take over). The run service takes the
+// session again if the database drops it. On SQLite it does nothing:
+// the process is alone with its store.
+func joinCluster(ctx context.Context, st store.Store, owner string, cleanup *closers) (runs.Cluster, runs.Notices, error) {
 	pg, ok := st.(*pgstore.Store)
 	if !ok {
-		return nil
+		return nil, nil, nil
 	}
-	owner := api.NewOwner()
 	l, err := pg.Listen(ctx, owner)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	cleanup.add(func() { _ = l.Close() })
-	apiCfg.Cluster, apiCfg.Notices, apiCfg.Owner, apiCfg.ClaimInterval = pg, l, owner, cfg.claimInterval
-	return nil
+	return pg, l, nil
+}
+
+// newOwner names this process in the runs it starts: host:pid:random,
+// unique per process start, so that the next process tells the runs
+// this one left (and, in a cluster, the others tell its runs) from its
+// own.
+func newOwner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), ids.Random("", 4))
 }
 
 // recoverRuns continues the runs a previous process left (see

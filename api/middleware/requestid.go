@@ -1,4 +1,4 @@
-package api
+package middleware
 
 import (
 	"context"
@@ -11,18 +11,18 @@ import (
 // String method, as chi's are.
 type ctxKey struct{ name string }
 
-func (k *ctxKey) String() string { return "api context value " + k.name }
+func (k *ctxKey) String() string { return "api/middleware context value " + k.name }
 
 var requestIDKey = &ctxKey{"request id"}
 
 // RequestIDHeader carries the request id both ways.
 const RequestIDHeader = "X-Request-Id"
 
-// withRequestID gives every request an id: the client's X-Request-Id when
+// RequestID gives every request an id: the client's X-Request-Id when
 // it is short and plain, else a fresh one. The response carries it, the
 // logs name it, and a run started by the request takes it as its
 // request_id.
-func withRequestID(next http.Handler) http.Handler {
+func RequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(RequestIDHeader)
 		if !plainID(id) {
@@ -33,8 +33,8 @@ func withRequestID(next http.Handler) http.Handler {
 	})
 }
 
-// requestID returns the request's id, "" outside a request.
-func requestID(ctx context.Context) string {
+// RequestIDFrom returns the request's id, "" outside a request.
+func RequestIDFrom(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey).(string)
 	return id
 }

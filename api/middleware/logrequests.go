@@ -1,10 +1,12 @@
-package api
+package middleware
 
 import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"time"
+
+	"github.com/trellis-ai/trellis/api/httperr"
 )
 
 // responseWriter records the status and whether headers went out. It is
@@ -34,11 +36,18 @@ func (w *responseWriter) Write(b []byte) (int, error) {
 
 func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// logRequests logs each request once it is answered, and recovers a
-// handler's panic: logged with its stack, answered with a bare 500 when
-// nothing was written yet, or by dropping the connection (the client of
-// a cut SSE stream reconnects). Clients never see a stack.
-func (s *Server) logRequests(next http.Handler) http.Handler {
+// LogRequests logs each request to log once it is answered, and tells
+// answered its status (for a request counter), and recovers a handler's
+// panic: logged with its stack, answered with a bare 500 when nothing
+// was written yet, or by dropping the connection (the client of a cut
+// SSE stream reconnects). Clients never see a stack. Logging and
+// recovering are one middleware so that the chain wraps the writer
+// once.
+func LogRequests(log *slog.Logger, answered func(status int)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler { return logRequests(log, answered, next) }
+}
+
+func logRequests(log *slog.Logger, answered func(status int), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rw := &responseWriter{ResponseWriter: w}
@@ -47,18 +56,18 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				s.log.LogAttrs(r.Context(), slog.LevelError, "handler panicked",
-					slog.String("request_id", requestID(r.Context())), slog.String("path", r.URL.Path),
+				log.LogAttrs(r.Context(), slog.LevelError, "handler panicked",
+					slog.String("request_id", RequestIDFrom(r.Context())), slog.String("path", r.URL.Path),
 					slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
 				if rw.status != 0 {
 					panic(http.ErrAbortHandler)
 				}
-				s.writeError(rw, r, errorf(http.StatusInternalServerError, "internal_error",
-					"internal error; the server logged it under request id "+requestID(r.Context())))
+				httperr.Write(rw, httperr.New(http.StatusInternalServerError, "internal_error",
+					"internal error; the server logged it under request id "+RequestIDFrom(r.Context())))
 			}
-			s.metrics.request(rw.status)
-			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-				slog.String("request_id", requestID(r.Context())), slog.String("method", r.Method),
+			answered(rw.status)
+			log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+				slog.String("request_id", RequestIDFrom(r.Context())), slog.String("method", r.Method),
 				slog.String("path", r.URL.Path), slog.Int("status", rw.status), slog.Int64("bytes", rw.bytes),
 				slog.Duration("duration", time.Since(start)))
 		}()

@@ -1,14 +1,17 @@
-package api
+package middleware
 
 import (
 	"net/http"
 	"slices"
 )
 
-// cors answers browsers of the configured origins; with none configured
-// it is not installed, and browsers get no CORS headers at all.
-func (s *Server) cors(next http.Handler) http.Handler {
-	origins := s.cfg.CORSOrigins
+// CORS answers browsers of origins ("*" for any); with none it is not
+// installed, and browsers get no CORS headers at all.
+func CORS(origins []string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler { return cors(origins, next) }
+}
+
+func cors(origins []string, next http.Handler) http.Handler {
 	if len(origins) == 0 {
 		return next
 	}
