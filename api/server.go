@@ -13,7 +13,6 @@ import (
 
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp/elicit"
-	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -24,7 +23,6 @@ type Server struct {
 	cfg     Config
 	store   store.Store
 	models  *llm.Registry
-	agent   *nodes.Agent
 	log     *slog.Logger
 	metrics *Metrics
 	auth    *authenticator
@@ -95,7 +93,6 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api: new server: %w", err)
 	}
-	s.agent = s.runs.Agent()
 	s.handler = s.routes()
 	return s, nil
 }
@@ -137,8 +134,8 @@ func (s *Server) Recover(ctx context.Context) (int, error) {
 // web page when configured.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Agent is the server's agent.
-func (s *Server) Agent() *nodes.Agent { return s.agent }
+// Runs is the server's run service.
+func (s *Server) Runs() *runs.Service { return s.runs }
 
 // Metrics is the server's collector.
 func (s *Server) Metrics() *Metrics { return s.metrics }

@@ -118,5 +118,5 @@ type agentGraph struct {
 }
 
 func (s *Server) handleAgentGraph(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, agentGraph{Mermaid: s.agent.Mermaid()})
+	writeJSON(w, http.StatusOK, agentGraph{Mermaid: s.runs.Mermaid()})
 }

@@ -147,7 +147,7 @@ func (m *Service) notice(n store.Notice) {
 			err = m.approvalAnswered(ctx, a, false)
 		}
 	case store.NoticeCancel:
-		_, err = m.cancel(ctx, n.UserID, n.ConversationID, false)
+		_, err = m.cancel(ctx, n.UserID, n.ConversationID, "", false)
 	case store.NoticeElicitation:
 		var e store.HumanRequest
 		if e, err = m.st.GetHumanRequest(ctx, store.KindElicitation, n.UserID, n.ID); err == nil && e.Status != store.HumanPending {

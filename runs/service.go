@@ -40,13 +40,12 @@ var (
 
 // Why a run's context ends; context.Cause tells them apart.
 var (
-	errCancelled    = errors.New("runs: the user cancelled the run")
-	errShutdown     = errors.New("runs: the server is shutting down")
-	errDisconnected = errors.New("runs: the client went away (CancelOnDisconnect)")
-	errDeleted      = errors.New("runs: the conversation was deleted")
-	errRunEnded     = errors.New("runs: the run ended")
-	errEventsLost   = errors.New("runs: the run's events could not be stored")
-	errStorageLost  = errors.New("runs: the database connection was lost")
+	errCancelled   = errors.New("runs: the user cancelled the run")
+	errShutdown    = errors.New("runs: the server is shutting down")
+	errDeleted     = errors.New("runs: the conversation was deleted")
+	errRunEnded    = errors.New("runs: the run ended")
+	errEventsLost  = errors.New("runs: the run's events could not be stored")
+	errStorageLost = errors.New("runs: the database connection was lost")
 )
 
 // Config configures a Service. Store, Models and Elicit are required;
@@ -72,7 +71,8 @@ type Config struct {
 	// negative parks at once.
 	InterruptAfter time.Duration
 	// CancelOnDisconnect cancels a run when the client that started it
-	// goes away (see ClientGone).
+	// goes away, for the requests that leave it to the service (see
+	// DisconnectDefault).
 	CancelOnDisconnect bool
 	// MaxRunsPerUser caps a user's runs live in this process
 	// (ErrTooManyRuns beyond it); 0 or negative: no cap.
@@ -151,6 +151,11 @@ type Service struct {
 	hubs   map[string]*hub // by run id
 	slots  map[string]int  // live runs per user
 	ready  map[string]*readyFlag
+	// orphans are the runs whose client went away, waiting for a resume,
+	// by conversation; settling counts the starts waiting for a
+	// conversation's run to end (see DisconnectAwaitResume).
+	orphans  map[string]*orphan
+	settling map[string]int
 
 	// lost holds the runs stopped by a lost database (see strand).
 	lost stranding
@@ -200,6 +205,7 @@ func New(cfg Config) (*Service, error) {
 		st: cfg.Store, elicit: cfg.Elicit, cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics,
 		pageReads: make(chan struct{}, max(4, runtime.GOMAXPROCS(0))),
 		byConv:    map[string]*Run{}, hubs: map[string]*hub{}, slots: map[string]int{}, ready: map[string]*readyFlag{},
+		orphans: map[string]*orphan{}, settling: map[string]int{},
 	}
 	opts := cfg.Agent
 	then := opts.Hooks.OnAnswer
@@ -225,9 +231,6 @@ func New(cfg Config) (*Service, error) {
 	m.startCluster()
 	return m, nil
 }
-
-// Agent is the service's agent.
-func (m *Service) Agent() *nodes.Agent { return m.agent }
 
 // Models is the agent's model registry: what a protocol adapter lists
 // and checks a request's model against.

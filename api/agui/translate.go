@@ -6,7 +6,6 @@ import (
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/runs"
-	"github.com/trellis-ai/trellis/store"
 )
 
 // translator turns one run's events into AG-UI events, and keeps what
@@ -25,7 +24,7 @@ type translator struct {
 	// lookup finds a human request (an approval, a tool's question)
 	// announced before this stream began: a resumed run asks again only
 	// what it had not asked.
-	lookup    func(kind store.HumanKind, id string) (store.HumanRequest, bool)
+	lookup    func(kind runs.HumanKind, id string) (runs.HumanRequest, bool)
 	questions map[string]events.ElicitationRequest
 	added     []any // messages the run added, in order
 }
@@ -96,7 +95,7 @@ func (t *translator) approval(id string) (events.ApprovalRequired, bool) {
 		}
 	}
 	if t.lookup != nil {
-		if a, ok := t.lookup(store.KindApproval, id); ok {
+		if a, ok := t.lookup(runs.KindApproval, id); ok {
 			return events.ApprovalRequired{ApprovalID: a.ID, ToolCallID: a.Approval.ToolCallID, Tool: a.Approval.Tool, Args: a.Approval.Args}, true
 		}
 	}
@@ -188,7 +187,7 @@ func (t *translator) interrupted(id string, d *events.RunInterrupted) error {
 		for _, eid := range d.ElicitationIDs {
 			q, ok := t.questions[eid]
 			if !ok && t.lookup != nil {
-				if e, found := t.lookup(store.KindElicitation, eid); found {
+				if e, found := t.lookup(runs.KindElicitation, eid); found {
 					q = events.ElicitationRequest{ElicitationID: eid, Message: e.Elicitation.Message, Schema: e.Elicitation.Schema}
 				}
 			}

@@ -96,6 +96,8 @@ func Of(err error) *Problem {
 		return RunCancelling
 	case errors.Is(err, runs.ErrBusy):
 		return Busy
+	case errors.Is(err, runs.ErrOtherRun):
+		return Invalid("the answers are to human requests of different runs")
 	case errors.As(err, &tooBig):
 		return New(http.StatusRequestEntityTooLarge, "body_too_large",
 			"the request body is larger than "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")

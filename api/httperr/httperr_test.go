@@ -38,6 +38,7 @@ func TestOf(t *testing.T) {
 		{store.ErrConflict, 409, "conflict"},
 		{nodes.ErrApprovalPending, 409, "approval_pending"},
 		{nodes.ErrNoPendingApproval, 409, "no_pending_approval"},
+		{fmt.Errorf("runs: answer 1, a2: %w", runs.ErrOtherRun), 400, "invalid_request"},
 		{store.ErrInvalid, 400, "invalid_request"},
 		{nodes.ErrInvalidInput, 400, "invalid_request"},
 		{elicit.ErrInvalidAction, 400, "invalid_request"},
