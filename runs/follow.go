@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/trellis-ai/trellis/events"
@@ -28,6 +29,10 @@ func (e *Event) Typed() (events.Payload, error) {
 	}
 	return events.Decode(e.Type, e.Data)
 }
+
+// Key is an id unique to the event among every run's: its run's id and
+// its seq, for protocols whose messages need one.
+func (e *Event) Key() string { return e.RunID + "-" + strconv.FormatInt(e.Seq, 10) }
 
 // Subscription is one reader of a run's events as they are stored, from
 // Start or Subscribe; Follow reads it. Close it when done.

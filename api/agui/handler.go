@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/internal/sse"
@@ -31,37 +30,36 @@ type Config struct {
 }
 
 // Handler serves POST /ag-ui.
-type Handler struct {
-	cfg Config
-	log *slog.Logger
-}
+type Handler struct{ cfg Config }
 
 // New returns the handler.
 func New(cfg Config) *Handler {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{cfg: cfg, log: log}
+	return &Handler{cfg: cfg}
 }
 
 // ServeHTTP runs the input's message, or resumes the thread's
 // interrupted run, and streams the run as AG-UI events.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	user := runs.UserFrom(ctx)
 	in, err := decodeInput(r.Body)
-	if err == nil && h.cfg.MaxMessageRunes > 0 && utf8.RuneCountInString(in.message) > h.cfg.MaxMessageRunes {
-		err = httperr.Invalid("the message is longer than %d characters", h.cfg.MaxMessageRunes)
+	if err == nil {
+		err = httperr.TooLong(in.message, h.cfg.MaxMessageRunes)
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		h.fail(w, r, err)
-		return
+	case len(in.Resume) > 0:
+		h.resume(w, r, runs.UserFrom(r.Context()), in)
+	default:
+		h.run(w, r, runs.UserFrom(r.Context()), in)
 	}
-	if len(in.Resume) > 0 {
-		h.resume(w, r, user, in)
-		return
-	}
+}
+
+// run runs the input's message on its thread.
+func (h *Handler) run(w http.ResponseWriter, r *http.Request, user string, in input) {
+	ctx := r.Context()
 	svc := h.cfg.Runs
 	conv, err := svc.OpenConversation(ctx, user, in.ThreadID, in.message)
 	if err != nil {
@@ -141,17 +139,12 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, t *translator, 
 	if finished || ctx.Err() != nil || sw.Failed() {
 		return
 	}
-	h.log.LogAttrs(ctx, slog.LevelWarn, "an AG-UI stream ended before its run", slog.String("run_id", req.RunID), slog.Any("error", err))
+	h.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "an AG-UI stream ended before its run", slog.String("run_id", req.RunID), slog.Any("error", err))
 	_ = t.emit(runError{Type: "RUN_ERROR", Message: "the stream of the run broke off; the run goes on in Trellis", Code: "stream_lost"})
 }
 
 // fail answers a request Trellis cannot run with a JSON error and a
 // 4xx status for the client's mistakes (the client shows the body).
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	p := httperr.Of(err)
-	if p == nil {
-		h.log.LogAttrs(r.Context(), slog.LevelError, "AG-UI request failed", slog.Any("error", err))
-		p = httperr.Internal("")
-	}
-	httperr.Write(w, p)
+	httperr.Reply(w, r, h.cfg.Logger, "AG-UI request failed", err)
 }

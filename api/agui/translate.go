@@ -2,7 +2,6 @@ package agui
 
 import (
 	"encoding/json"
-	"strconv"
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/runs"
@@ -41,11 +40,11 @@ func newTranslator(in input, conv, runID string, emit func(any) error) *translat
 // event translates one run event; done reports that the terminal AG-UI
 // event went out.
 func (t *translator) event(e *runs.Event) (done bool, err error) {
+	id := e.Key()
 	p, err := e.Typed()
 	if err != nil {
 		return false, err
 	}
-	id := t.runID + "-" + strconv.FormatInt(e.Seq, 10)
 	switch d := p.(type) {
 	case *events.ApprovalRequired:
 		t.approvals = append(t.approvals, *d)
@@ -119,7 +118,9 @@ func (t *translator) announce(id, callID, tool string, args json.RawMessage) err
 	if len(args) == 0 {
 		a = "{}"
 	}
-	t.calls.ToolCalls = append(t.calls.ToolCalls, toolCall{ID: callID, Type: "function", Function: functionCall{Name: tool, Arguments: a}})
+	tc := toolCall{ID: callID, Type: "function"}
+	tc.Function.Name, tc.Function.Arguments = tool, a
+	t.calls.ToolCalls = append(t.calls.ToolCalls, tc)
 	if err := t.emit(toolCallStart{Type: "TOOL_CALL_START", ToolCallID: callID, ToolCallName: tool, ParentMessageID: t.calls.ID}); err != nil {
 		return err
 	}

@@ -5,31 +5,30 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/internal/sse"
 	"github.com/trellis-ai/trellis/runs"
 )
 
-// Config configures a Handler. Runs is required; every other zero
-// field works, as stated.
+// Config configures a Handler: Runs is required, and each other field
+// works at zero as its comment says.
 type Config struct {
 	Runs *runs.Service
-	// Logger receives what goes wrong on the server's side; nil
-	// discards.
-	Logger *slog.Logger
-	// Heartbeat is the interval of ": ping" comments on an idle stream,
-	// and WriteTimeout bounds each write to a stream: the server's, which
-	// it passes in.
-	Heartbeat    time.Duration
-	WriteTimeout time.Duration
 	// MaxMessageRunes caps the user's message (400 beyond it); 0: no cap.
 	MaxMessageRunes int
 	// ResumeGrace is how long the run of a client that went away waits
 	// for a client to resume its stream before it is cancelled; 0
 	// means runs.DefaultResumeGrace.
 	ResumeGrace time.Duration
+	// Heartbeat is the interval of ": ping" comments on an idle stream,
+	// and WriteTimeout bounds each write to a stream: the server's, which
+	// it passes in.
+	Heartbeat    time.Duration
+	WriteTimeout time.Duration
+	// Logger receives what goes wrong on the server's side; nil
+	// discards.
+	Logger *slog.Logger
 }
 
 // Handler serves POST /api/ai-sdk/chat (Chat) and GET
@@ -54,8 +53,8 @@ func (h *Handler) Chat(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	user := runs.UserFrom(ctx)
 	t, err := decodeRequest(r.Body)
-	if err == nil && h.cfg.MaxMessageRunes > 0 && utf8.RuneCountInString(t.message) > h.cfg.MaxMessageRunes {
-		err = httperr.Invalid("the message is longer than %d characters", h.cfg.MaxMessageRunes)
+	if err == nil {
+		err = httperr.TooLong(t.message, h.cfg.MaxMessageRunes)
 	}
 	if err != nil {
 		h.fail(w, r, err)
@@ -195,10 +194,5 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, tr *translator,
 // fail answers a request Trellis cannot take with a JSON error, 4xx for
 // the client's mistakes; useChat shows the body as the chat's error.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	p := httperr.Of(err)
-	if p == nil {
-		h.log.LogAttrs(r.Context(), slog.LevelError, "AI SDK request failed", slog.Any("error", err))
-		p = httperr.Internal("")
-	}
-	httperr.Write(w, p)
+	httperr.Reply(w, r, h.log, "AI SDK request failed", err)
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp/elicit"
@@ -148,4 +150,25 @@ func Write(w http.ResponseWriter, p *Problem) {
 // message says where the cause was logged, never the cause itself.
 func Internal(where string) *Problem {
 	return New(http.StatusInternalServerError, "internal_error", "internal error; the server logged it"+where)
+}
+
+// TooLong is the problem of a user's message longer than most
+// characters (most 0: no cap), and nil for a message within it.
+func TooLong(message string, most int) error {
+	if most > 0 && utf8.RuneCountInString(message) > most {
+		return Invalid("the message is longer than %d characters", most)
+	}
+	return nil
+}
+
+// Reply answers err as Of classifies it. An error Of does not know is
+// the server's: it is logged as what failed, and the client gets an
+// internal error.
+func Reply(w http.ResponseWriter, r *http.Request, log *slog.Logger, what string, err error) {
+	p := Of(err)
+	if p == nil {
+		log.LogAttrs(r.Context(), slog.LevelError, what, slog.Any("error", err))
+		p = Internal("")
+	}
+	Write(w, p)
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -108,8 +107,8 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request, awaitsEnd bool) 
 		}
 	}
 	spec.message = strings.TrimSpace(spec.message)
-	if limit := h.cfg.MaxMessageRunes; limit > 0 && utf8.RuneCountInString(spec.message) > limit {
-		return nil, httperr.Invalid("the message is longer than %d characters", limit)
+	if err := httperr.TooLong(spec.message, h.cfg.MaxMessageRunes); err != nil {
+		return nil, err
 	}
 	if spec.interrupt {
 		if err := h.interruptRunning(ctx, c); err != nil {
