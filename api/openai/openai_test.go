@@ -48,15 +48,19 @@ type server struct {
 func newServer(t *testing.T, configure ...func(*api.Config)) *server {
 	t.Helper()
 	ctx := context.Background()
+	// Cleanups run last first: the server stops, then its listener, then
+	// the stores under it.
 	dir := t.TempDir()
 	st, err := sqlitestore.Open(ctx, filepath.Join(dir, "trellis.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() })
 	saver, err := sqlite.Open(ctx, filepath.Join(dir, "checkpoints.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { saver.Close() })
 	script, err := llm.LoadScript("testdata/agent.json")
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +92,7 @@ func newServer(t *testing.T, configure ...func(*api.Config)) *server {
 	}
 	ts := httptest.NewServer(srv.Handler())
 	s.url = ts.URL
+	t.Cleanup(ts.Close)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -95,9 +100,6 @@ func newServer(t *testing.T, configure ...func(*api.Config)) *server {
 			t.Errorf("shutdown: %v", err)
 		}
 		ts.CloseClientConnections()
-		ts.Close()
-		saver.Close()
-		st.Close()
 	})
 	return s
 }
