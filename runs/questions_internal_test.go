@@ -1,4 +1,4 @@
-package elicit_test
+package runs
 
 import (
 	"context"

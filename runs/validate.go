@@ -1,4 +1,4 @@
-package elicit
+package runs
 
 import (
 	"encoding/json"
