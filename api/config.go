@@ -13,7 +13,6 @@ import (
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/llm"
-	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/runs"
@@ -48,13 +47,10 @@ type Config struct {
 	// Elicitor are the server's own: a given OnAnswer is called after
 	// the server has stored the answer, a given Elicitor is ignored.
 	Agent nodes.Options
-	// Elicit holds elicitations while they wait for the user; nil means
-	// a new manager.
-	Elicit *elicit.Manager
 	// ElicitTimeout is how long a tool's question waits for the user
 	// while an SSE stream follows its run; then the run parks on it (the
-	// question stays pending). 0 means the Elicit manager's timeout
-	// (elicit.DefaultTimeout, 5 minutes, for a new one).
+	// question stays pending). 0 means runs.DefaultElicitTimeout (5
+	// minutes).
 	ElicitTimeout time.Duration
 
 	// Keys maps API keys to user ids. Empty means local mode: no

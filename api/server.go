@@ -12,7 +12,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/llm"
-	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -67,10 +66,6 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.models = m
 	}
-	elicits := cfg.Elicit
-	if elicits == nil {
-		elicits = elicit.NewManager(elicit.Config{Timeout: cfg.ElicitTimeout, Logger: cfg.Logger})
-	}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
@@ -86,7 +81,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.runs, err = runs.New(runs.Config{Store: cfg.Store, Models: s.models, Tools: cfg.Tools, Checkpointer: cfg.Checkpointer,
-		Agent: cfg.Agent, Elicit: elicits, ElicitTimeout: cfg.ElicitTimeout, InterruptAfter: cfg.InterruptAfter,
+		Agent: cfg.Agent, ElicitTimeout: cfg.ElicitTimeout, InterruptAfter: cfg.InterruptAfter,
 		CancelOnDisconnect: cfg.CancelOnDisconnect, MaxRunsPerUser: cfg.Limits.MaxConcurrentRunsPerUser,
 		StreamBuffer: cfg.StreamBuffer, Logger: cfg.Logger, Owner: cfg.Owner, Cluster: cfg.Cluster, Notices: cfg.Notices,
 		ClaimInterval: cfg.ClaimInterval, Metrics: runMetrics{s.metrics}})

@@ -31,7 +31,7 @@
 //
 // # Example
 //
-//	svc, err := runs.New(runs.Config{Store: st, Models: models, Elicit: elicit.NewManager(elicit.Config{})})
+//	svc, err := runs.New(runs.Config{Store: st, Models: models})
 //	if err != nil { … }
 //	svc.Recover(ctx, users) // continue runs a previous process left running
 //	rn, sub, err := svc.Start(ctx, runs.StartRequest{UserID: "u", Input: runs.Input{Message: "hi"}, Interactive: true})
@@ -82,7 +82,8 @@
 // clarification), recorded as a pending human request of its kind; the
 // user's next message is a new run that answers it (the store records
 // the answer as it starts the run).
-// A tool's question (an elicitation) waits in the elicitation manager
+// A tool's question (an elicitation) waits in the service's waiting
+// room, which checks an answer against the question's JSON Schema,
 // while an interactive subscriber follows the run, for
 // Config.ElicitTimeout at most; then the run parks on the question,
 // which stays pending in the store, and an answer given later, to any

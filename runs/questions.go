@@ -2,11 +2,8 @@ package runs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,31 +11,26 @@ import (
 
 	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/store"
 )
 
-// DefaultTimeout is how long an elicitation waits for the user unless
-// [Config.Timeout] says otherwise.
-const DefaultTimeout = 5 * time.Minute
+// DefaultElicitTimeout is how long a tool's question waits for the user
+// unless Config.ElicitTimeout says otherwise.
+const DefaultElicitTimeout = 5 * time.Minute
 
-// Errors from [Manager.Respond] and [Manager.Cancel]; match them with
-// errors.Is. The service maps them to 404, 409 and 422.
+// The content of an accept that does not fit its question's schema.
 var (
-	// ErrNotFound: no elicitation by that id, or it belongs to another
-	// user.
-	ErrNotFound = errors.New("elicit: no such elicitation")
-	// ErrResolved: the elicitation was already answered, cancelled or timed
-	// out.
-	ErrResolved = errors.New("elicit: elicitation already resolved")
 	// ErrInvalidContent: accepted content does not satisfy the requested
-	// schema; the elicitation stays pending. The error is a
-	// *ValidationError.
-	ErrInvalidContent = errors.New("elicit: content does not match the requested schema")
-	// ErrInvalidAction: the action is not accept, decline or cancel.
-	ErrInvalidAction = errors.New("elicit: action must be accept, decline or cancel")
+	// schema; the question stays pending. The error is a
+	// *ValidationError, and an ErrInvalid.
+	ErrInvalidContent = fmt.Errorf("runs: content does not match the requested schema: %w", store.ErrInvalid)
+	// errInvalidAction: the action is not accept, decline or cancel; an
+	// ErrInvalid.
+	errInvalidAction = fmt.Errorf("runs: action must be accept, decline or cancel: %w", store.ErrInvalid)
 )
 
 // ValidationError says why accepted content was refused. It matches
-// [ErrInvalidContent].
+// ErrInvalidContent.
 type ValidationError struct {
 	ElicitationID string
 	// Reason is the validator's message, e.g. `required: missing
@@ -47,144 +39,123 @@ type ValidationError struct {
 }
 
 func (e *ValidationError) Error() string {
-	return fmt.Sprintf("elicit: %s: content does not match the requested schema: %s", e.ElicitationID, e.Reason)
+	return fmt.Sprintf("runs: elicitation %s: content does not match the requested schema: %s", e.ElicitationID, e.Reason)
 }
 
 func (e *ValidationError) Unwrap() error { return ErrInvalidContent }
 
-// Config configures a [Manager]. The zero value works.
-type Config struct {
-	// Timeout is how long a request waits for an answer before it is
-	// cancelled. Default [DefaultTimeout] (5 minutes).
-	Timeout time.Duration
-	// Logger hears timeouts and schemas that cannot be used for
-	// validation; nil discards.
-	Logger *slog.Logger
-}
-
-// Request is one question for the user.
-type Request struct {
+// question is one question for the user.
+type question struct {
 	// ElicitRequest carries the id (assigned when empty), the asking tool
 	// (Source), the message and the schema of the object asked for. A nil
 	// schema accepts any object.
 	operators.ElicitRequest
-	// ConversationID, UserID and ToolCallID say whose question it is.
-	// UserID owns it: Respond, Cancel and Pending called with another
-	// non-empty user do not see it.
+	// ConversationID and UserID say whose question it is. UserID owns
+	// it: respond and cancel called with another non-empty user do not
+	// see it.
 	ConversationID string
 	UserID         string
-	ToolCallID     string
-	// Timeout overrides [Config.Timeout] for this request when positive.
+	// Timeout overrides the waiting room's timeout for this question when
+	// positive.
 	Timeout time.Duration
 }
 
-// Pending is an elicitation waiting for its answer, as
-// GET /api/v1/elicitation/pending lists it. Its JSON is a superset of
-// API.md's elicitation.request payload.
-type Pending struct {
-	ElicitationID  string             `json:"elicitation_id"`
-	ConversationID string             `json:"conversation_id,omitempty"`
-	ToolCallID     string             `json:"tool_call_id,omitempty"`
-	Source         string             `json:"source"`
-	Message        string             `json:"message"`
-	Schema         *jsonschema.Schema `json:"schema"`
-	CreatedAt      time.Time          `json:"created_at"`
-	ExpiresAt      time.Time          `json:"expires_at"`
-	UserID         string             `json:"-"`
+// asked is a question waiting for its answer.
+type asked struct {
+	ElicitationID  string
+	ConversationID string
+	Source         string
+	Message        string
+	Schema         *jsonschema.Schema
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
+	UserID         string
 }
 
-// Reason says how an elicitation ended.
-type Reason string
+// reason says how a question ended.
+type reason string
 
 const (
-	ReasonAnswered  Reason = "answered"  // Respond
-	ReasonCancelled Reason = "cancelled" // Cancel
-	ReasonTimeout   Reason = "timeout"   // nobody answered in time
-	ReasonAbandoned Reason = "abandoned" // the asker's context ended (run cancelled)
+	reasonAnswered  reason = "answered"  // respond
+	reasonCancelled reason = "cancelled" // cancel
+	reasonTimeout   reason = "timeout"   // nobody answered in time
+	reasonAbandoned reason = "abandoned" // the asker's context ended (run cancelled)
 )
 
-// Resolution is how an elicitation ended: API.md's elicitation.response
-// payload plus the reason.
-type Resolution struct {
-	ElicitationID string                 `json:"elicitation_id"`
-	Action        operators.ElicitAction `json:"action"`
-	Reason        Reason                 `json:"reason"`
+// resolution is how a question ended.
+type resolution struct {
+	ElicitationID string
+	Action        operators.ElicitAction
+	Reason        reason
 }
 
-// Hooks hear one request's life; the service turns them into API.md's
-// events on the run's stream. Nil funcs are skipped.
-type Hooks struct {
-	// Requested is called once the request is pending, so an answer can
-	// already be accepted, and before Ask waits: emit elicitation.request
-	// here. An error withdraws the request and Ask returns it.
-	Requested func(ctx context.Context, p Pending) error
-	// Resolved is called once with the outcome, from the asking goroutine:
-	// emit elicitation.response here. Its ctx is never cancelled.
-	Resolved func(ctx context.Context, r Resolution)
+// questionHooks hear one question's life. Nil funcs are skipped.
+type questionHooks struct {
+	// Requested is called once the question is pending, so an answer can
+	// already be accepted, and before ask waits. An error withdraws the
+	// question and ask returns it.
+	Requested func(ctx context.Context, p asked) error
+	// Resolved is called once with the outcome, from the asking
+	// goroutine. Its ctx is never cancelled.
+	Resolved func(ctx context.Context, r resolution)
 }
 
-// Manager holds elicitations while they wait for the user: it lists them,
-// takes answers (validating accepted content against the requested
-// schema), cancels them, and cancels those nobody answers in time. It is a
-// value, not a global; safe for concurrent use. The zero Manager is not
-// usable; call [NewManager].
-type Manager struct {
-	cfg Config
-	log *slog.Logger
+// questions is the waiting room of the tools' questions that this
+// process's runs ask while a stream follows them: it takes answers
+// (checking accepted content against the requested schema), cancels
+// questions, and cancels those nobody answers in time. What outlives
+// the wait is the store's (see elicitor).
+type questions struct {
+	timeout time.Duration
+	log     *slog.Logger
 
 	mu       sync.Mutex
 	pending  map[string]*entry
-	resolved map[string]time.Time // id → when the tombstone expires (for ErrResolved)
+	resolved map[string]time.Time // id → when the tombstone expires (for store.ErrAlreadyResolved)
 }
 
 type entry struct {
-	p      Pending
+	p      asked
 	schema *jsonschema.Resolved // nil: any object
 	answer chan answer
 }
 
-// answer is what Respond or Cancel hands to the waiting Ask.
+// answer is what respond or cancel hands to the waiting ask.
 type answer struct {
 	resp   operators.ElicitResponse
-	reason Reason
+	reason reason
 }
 
-// NewManager returns an empty manager.
-func NewManager(cfg Config) *Manager {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
+// newQuestions returns an empty waiting room whose questions wait for
+// timeout (0: DefaultElicitTimeout).
+func newQuestions(timeout time.Duration, log *slog.Logger) *questions {
+	if timeout <= 0 {
+		timeout = DefaultElicitTimeout
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Manager{cfg: cfg, log: log, pending: map[string]*entry{}, resolved: map[string]time.Time{}}
+	return &questions{timeout: timeout, log: log, pending: map[string]*entry{}, resolved: map[string]time.Time{}}
 }
 
-// Timeout is the default wait.
-func (m *Manager) Timeout() time.Duration { return m.cfg.Timeout }
-
-// Ask registers r, calls h.Requested, and waits until the user answers
-// (Respond), the elicitation is cancelled (Cancel), it times out, or ctx
+// ask registers r, calls h.Requested, and waits until the user answers
+// (respond), the question is cancelled (cancel), it times out, or ctx
 // ends; then it calls h.Resolved.
 //
 // The answer is returned with a nil error, a cancel or a timeout as a
-// response whose Action is cancel. When ctx ends first, Ask returns a
+// response whose Action is cancel. When ctx ends first, ask returns a
 // cancel response and an error wrapping ctx's error. Accepted content has
 // already been validated against r.Schema.
-func (m *Manager) Ask(ctx context.Context, r Request, h Hooks) (operators.ElicitResponse, error) {
+func (m *questions) ask(ctx context.Context, r question, h questionHooks) (operators.ElicitResponse, error) {
 	if r.ElicitationID == "" {
 		r.ElicitationID = ids.Random("el_", 16)
 	}
 	id := r.ElicitationID
-	timeout := m.cfg.Timeout
+	timeout := m.timeout
 	if r.Timeout > 0 {
 		timeout = r.Timeout
 	}
 	now := time.Now()
 	e := &entry{
-		p: Pending{
-			ElicitationID: id, ConversationID: r.ConversationID, ToolCallID: r.ToolCallID, UserID: r.UserID,
+		p: asked{
+			ElicitationID: id, ConversationID: r.ConversationID, UserID: r.UserID,
 			Source: r.Source, Message: r.Message, Schema: r.Schema, CreatedAt: now.UTC(), ExpiresAt: now.Add(timeout).UTC(),
 		},
 		answer: make(chan answer, 1),
@@ -192,7 +163,7 @@ func (m *Manager) Ask(ctx context.Context, r Request, h Hooks) (operators.Elicit
 	if r.Schema != nil {
 		rs, err := r.Schema.Resolve(nil)
 		if err != nil {
-			m.log.LogAttrs(ctx, slog.LevelWarn, "elicitation schema does not resolve; answers are checked to be objects only",
+			m.log.LogAttrs(ctx, slog.LevelWarn, "an elicitation's schema does not resolve; answers are checked to be objects only",
 				slog.String("elicitation_id", id), slog.String("source", r.Source), slog.Any("error", err))
 		}
 		e.schema = rs
@@ -200,7 +171,7 @@ func (m *Manager) Ask(ctx context.Context, r Request, h Hooks) (operators.Elicit
 	m.mu.Lock()
 	if _, dup := m.pending[id]; dup {
 		m.mu.Unlock()
-		return operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, fmt.Errorf("elicit: ask: id %s is already pending", id)
+		return operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, fmt.Errorf("runs: ask: elicitation %s is already pending", id)
 	}
 	m.pending[id] = e
 	m.mu.Unlock()
@@ -209,7 +180,7 @@ func (m *Manager) Ask(ctx context.Context, r Request, h Hooks) (operators.Elicit
 		resp, reason := a.resp, a.reason
 		resp.ElicitationID = id
 		if h.Resolved != nil {
-			h.Resolved(context.WithoutCancel(ctx), Resolution{ElicitationID: id, Action: resp.Action, Reason: reason})
+			h.Resolved(context.WithoutCancel(ctx), resolution{ElicitationID: id, Action: resp.Action, Reason: reason})
 		}
 		return resp
 	}
@@ -218,7 +189,7 @@ func (m *Manager) Ask(ctx context.Context, r Request, h Hooks) (operators.Elicit
 			if !m.withdraw(id) {
 				return resolve(<-e.answer), nil // answered before the announcement failed
 			}
-			return operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, fmt.Errorf("elicit: announce %s: %w", id, err)
+			return operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, fmt.Errorf("runs: announce elicitation %s: %w", id, err)
 		}
 	}
 
@@ -233,20 +204,20 @@ func (m *Manager) Ask(ctx context.Context, r Request, h Hooks) (operators.Elicit
 		}
 		m.log.LogAttrs(ctx, slog.LevelInfo, "elicitation timed out", slog.String("elicitation_id", id),
 			slog.String("source", r.Source), slog.Duration("timeout", timeout))
-		return resolve(answer{operators.ElicitResponse{Action: operators.ElicitCancel}, ReasonTimeout}), nil
+		return resolve(answer{operators.ElicitResponse{Action: operators.ElicitCancel}, reasonTimeout}), nil
 	case <-ctx.Done():
 		if !m.withdraw(id) {
 			return resolve(<-e.answer), nil
 		}
-		resp := resolve(answer{operators.ElicitResponse{Action: operators.ElicitCancel}, ReasonAbandoned})
-		return resp, fmt.Errorf("elicit: %s: %w", id, context.Cause(ctx))
+		resp := resolve(answer{operators.ElicitResponse{Action: operators.ElicitCancel}, reasonAbandoned})
+		return resp, fmt.Errorf("runs: elicitation %s: %w", id, context.Cause(ctx))
 	}
 }
 
 // withdraw removes a still pending id and records it as resolved. It
 // reports false when the id was already answered (its answer is then in
 // the entry's channel).
-func (m *Manager) withdraw(id string) bool {
+func (m *questions) withdraw(id string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.pending[id]; !ok {
@@ -257,45 +228,46 @@ func (m *Manager) withdraw(id string) bool {
 	return true
 }
 
-func (m *Manager) tombstoneLocked(id string) {
+func (m *questions) tombstoneLocked(id string) {
 	now := time.Now()
 	for k, exp := range m.resolved { // prune lazily; the map holds at most one timeout's worth
 		if now.After(exp) {
 			delete(m.resolved, k)
 		}
 	}
-	m.resolved[id] = now.Add(m.cfg.Timeout)
+	m.resolved[id] = now.Add(m.timeout)
 }
 
-// lookupLocked finds a pending elicitation for user ("" matches any).
-func (m *Manager) lookupLocked(user, id string) (*entry, error) {
+// lookupLocked finds a pending question for user ("" matches any).
+func (m *questions) lookupLocked(user, id string) (*entry, error) {
 	e, ok := m.pending[id]
 	if !ok {
 		if _, done := m.resolved[id]; done {
-			return nil, fmt.Errorf("%w: %s", ErrResolved, id)
+			return nil, fmt.Errorf("runs: elicitation %s: %w", id, store.ErrAlreadyResolved)
 		}
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return nil, fmt.Errorf("runs: elicitation %s: %w", id, store.ErrNotFound)
 	}
 	if user != "" && e.p.UserID != "" && e.p.UserID != user {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return nil, fmt.Errorf("runs: elicitation %s: %w", id, store.ErrNotFound)
 	}
 	return e, nil
 }
 
-// Respond answers the elicitation resp.ElicitationID on behalf of user
+// respond answers the question resp.ElicitationID on behalf of user
 // ("" skips the owner check; use it only from trusted code). An accept
 // must carry a JSON object that satisfies the requested schema; decline
-// and cancel carry no content. Errors: [ErrNotFound], [ErrResolved],
-// [ErrInvalidAction], and a *[ValidationError] (matching
-// [ErrInvalidContent]) after which the elicitation is still pending.
-func (m *Manager) Respond(user string, resp operators.ElicitResponse) error {
+// and cancel carry no content. Errors: store.ErrNotFound,
+// store.ErrAlreadyResolved, errInvalidAction, and a *ValidationError
+// (matching ErrInvalidContent) after which the question is still
+// pending.
+func (m *questions) respond(user string, resp operators.ElicitResponse) error {
 	id := resp.ElicitationID
 	switch resp.Action {
 	case operators.ElicitAccept:
 	case operators.ElicitDecline, operators.ElicitCancel:
 		resp.Content = nil
 	default:
-		return fmt.Errorf("%w, got %q", ErrInvalidAction, resp.Action)
+		return fmt.Errorf("%w, got %q", errInvalidAction, resp.Action)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -310,13 +282,14 @@ func (m *Manager) Respond(user string, resp operators.ElicitResponse) error {
 	}
 	delete(m.pending, id)
 	m.tombstoneLocked(id)
-	e.answer <- answer{resp, ReasonAnswered}
+	e.answer <- answer{resp, reasonAnswered}
 	return nil
 }
 
-// Cancel cancels the elicitation id for user ("" skips the owner check):
-// the waiting tool sees a cancel. Errors: [ErrNotFound], [ErrResolved].
-func (m *Manager) Cancel(user, id string) error {
+// cancel cancels the question id for user ("" skips the owner check):
+// the waiting tool sees a cancel. Errors: store.ErrNotFound,
+// store.ErrAlreadyResolved.
+func (m *questions) cancel(user, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.lookupLocked(user, id)
@@ -325,26 +298,6 @@ func (m *Manager) Cancel(user, id string) error {
 	}
 	delete(m.pending, id)
 	m.tombstoneLocked(id)
-	e.answer <- answer{operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, ReasonCancelled}
+	e.answer <- answer{operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, reasonCancelled}
 	return nil
-}
-
-// Pending lists the elicitations waiting for user ("" lists every user's)
-// in conversationID ("" lists every conversation's), oldest first.
-func (m *Manager) Pending(user, conversationID string) []Pending {
-	m.mu.Lock()
-	out := make([]Pending, 0, len(m.pending))
-	for _, e := range m.pending {
-		if (user == "" || e.p.UserID == "" || e.p.UserID == user) && (conversationID == "" || e.p.ConversationID == conversationID) {
-			out = append(out, e.p)
-		}
-	}
-	m.mu.Unlock()
-	slices.SortFunc(out, func(a, b Pending) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ElicitationID, b.ElicitationID)
-	})
-	return out
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -12,12 +15,22 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"go.uber.org/goleak"
 
-	"github.com/trellis-ai/trellis/events"
-	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/store"
 )
 
+// TestMain checks that no test of the package leaves a goroutine behind:
+// a question's wait ends with its answer, its timeout or its run.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var discard = slog.New(slog.DiscardHandler)
+
+// waiting lists the ids of the questions waiting in m.
+func waiting(m *questions) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Sorted(maps.Keys(m.pending))
+}
 
 func nameSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{
@@ -34,23 +47,23 @@ func nameSchema() *jsonschema.Schema {
 // recorder collects hook calls.
 type recorder struct {
 	mu       sync.Mutex
-	pending  []elicit.Pending
-	resolved []elicit.Resolution
-	asked    chan elicit.Pending
+	pending  []asked
+	resolved []resolution
+	asked    chan asked
 }
 
-func newRecorder() *recorder { return &recorder{asked: make(chan elicit.Pending, 8)} }
+func newRecorder() *recorder { return &recorder{asked: make(chan asked, 8)} }
 
-func (r *recorder) hooks() elicit.Hooks {
-	return elicit.Hooks{
-		Requested: func(_ context.Context, p elicit.Pending) error {
+func (r *recorder) hooks() questionHooks {
+	return questionHooks{
+		Requested: func(_ context.Context, p asked) error {
 			r.mu.Lock()
 			r.pending = append(r.pending, p)
 			r.mu.Unlock()
 			r.asked <- p
 			return nil
 		},
-		Resolved: func(_ context.Context, res elicit.Resolution) {
+		Resolved: func(_ context.Context, res resolution) {
 			r.mu.Lock()
 			r.resolved = append(r.resolved, res)
 			r.mu.Unlock()
@@ -58,10 +71,10 @@ func (r *recorder) hooks() elicit.Hooks {
 	}
 }
 
-func (r *recorder) resolutions() []elicit.Resolution {
+func (r *recorder) resolutions() []resolution {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]elicit.Resolution(nil), r.resolved...)
+	return append([]resolution(nil), r.resolved...)
 }
 
 type askResult struct {
@@ -69,90 +82,87 @@ type askResult struct {
 	err  error
 }
 
-func ask(ctx context.Context, m *elicit.Manager, req elicit.Request, h elicit.Hooks) <-chan askResult {
+func ask(ctx context.Context, m *questions, req question, h questionHooks) <-chan askResult {
 	out := make(chan askResult, 1)
 	go func() {
-		resp, err := m.Ask(ctx, req, h)
+		resp, err := m.ask(ctx, req, h)
 		out <- askResult{resp, err}
 	}()
 	return out
 }
 
-func request(user string) elicit.Request {
-	return elicit.Request{
+func request(user string) question {
+	return question{
 		ElicitRequest:  operators.ElicitRequest{Source: "srv.tool", Message: "Who are you?", Schema: nameSchema()},
 		ConversationID: "c1", UserID: user,
 	}
 }
 
 func TestAcceptValidatesContent(t *testing.T) {
-	m := elicit.NewManager(elicit.Config{})
+	m := newQuestions(0, discard)
 	rec := newRecorder()
 	done := ask(t.Context(), m, request("u1"), rec.hooks())
 	p := <-rec.asked
-	if p.Source != "srv.tool" || p.ConversationID != "c1" || p.ExpiresAt.Sub(p.CreatedAt) != elicit.DefaultTimeout {
+	if p.Source != "srv.tool" || p.ConversationID != "c1" || p.ExpiresAt.Sub(p.CreatedAt) != DefaultElicitTimeout {
 		t.Fatalf("pending = %+v", p)
 	}
-	if got := m.Pending("u1", "c1"); len(got) != 1 || got[0].ElicitationID != p.ElicitationID {
-		t.Fatalf("Pending = %+v", got)
+	if got := waiting(m); len(got) != 1 || got[0] != p.ElicitationID {
+		t.Fatalf("waiting = %v", got)
 	}
 	for _, bad := range []string{`{"age": 3}`, `{"name": "Ada", "age": -1}`, `{"name": "Ada", "email": "nope"}`, `[1]`, `nope`} {
-		err := m.Respond("u1", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitAccept, Content: json.RawMessage(bad)})
-		var ve *elicit.ValidationError
-		if !errors.Is(err, elicit.ErrInvalidContent) || !errors.As(err, &ve) {
+		err := m.respond("u1", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitAccept, Content: json.RawMessage(bad)})
+		var ve *ValidationError
+		if !errors.Is(err, ErrInvalidContent) || !errors.As(err, &ve) {
 			t.Fatalf("Respond(%s) = %v, want a ValidationError", bad, err)
 		}
 	}
-	if len(m.Pending("", "")) != 1 {
+	if len(waiting(m)) != 1 {
 		t.Fatal("a refused answer must leave the elicitation pending")
 	}
 	good := json.RawMessage(`{"name": "Ada", "email": "ada@example.com", "age": 36}`)
-	if err := m.Respond("u1", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitAccept, Content: good}); err != nil {
+	if err := m.respond("u1", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitAccept, Content: good}); err != nil {
 		t.Fatal(err)
 	}
 	r := <-done
 	if r.err != nil || r.resp.Action != operators.ElicitAccept || string(r.resp.Content) != string(good) || r.resp.ElicitationID != p.ElicitationID {
 		t.Fatalf("Ask = %+v, %v", r.resp, r.err)
 	}
-	if res := rec.resolutions(); len(res) != 1 || res[0].Reason != elicit.ReasonAnswered || res[0].Action != operators.ElicitAccept {
+	if res := rec.resolutions(); len(res) != 1 || res[0].Reason != reasonAnswered || res[0].Action != operators.ElicitAccept {
 		t.Fatalf("resolutions = %+v", res)
 	}
-	if err := m.Respond("u1", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitDecline}); !errors.Is(err, elicit.ErrResolved) {
+	if err := m.respond("u1", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitDecline}); !errors.Is(err, store.ErrAlreadyResolved) {
 		t.Fatalf("second answer: %v, want ErrResolved", err)
 	}
-	if len(m.Pending("", "")) != 0 {
+	if len(waiting(m)) != 0 {
 		t.Fatal("answered elicitation still pending")
 	}
 }
 
 func TestDeclineCancelAndOwnership(t *testing.T) {
-	m := elicit.NewManager(elicit.Config{})
+	m := newQuestions(0, discard)
 	for _, tc := range []struct {
 		name   string
 		answer func(id string) error
 		action operators.ElicitAction
-		reason elicit.Reason
+		reason reason
 	}{
 		{"decline", func(id string) error {
-			return m.Respond("u1", operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitDecline, Content: json.RawMessage(`{"x":1}`)})
-		}, operators.ElicitDecline, elicit.ReasonAnswered},
+			return m.respond("u1", operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitDecline, Content: json.RawMessage(`{"x":1}`)})
+		}, operators.ElicitDecline, reasonAnswered},
 		{"cancel by user", func(id string) error {
-			return m.Respond("u1", operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel})
-		}, operators.ElicitCancel, elicit.ReasonAnswered},
-		{"cancel by DELETE", func(id string) error { return m.Cancel("u1", id) }, operators.ElicitCancel, elicit.ReasonCancelled},
+			return m.respond("u1", operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel})
+		}, operators.ElicitCancel, reasonAnswered},
+		{"cancel by DELETE", func(id string) error { return m.cancel("u1", id) }, operators.ElicitCancel, reasonCancelled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecorder()
 			done := ask(t.Context(), m, request("u1"), rec.hooks())
 			p := <-rec.asked
-			if err := m.Respond("u2", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitDecline}); !errors.Is(err, elicit.ErrNotFound) {
+			if err := m.respond("u2", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitDecline}); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("other user's answer: %v, want ErrNotFound", err)
 			}
-			if err := m.Cancel("u2", p.ElicitationID); !errors.Is(err, elicit.ErrNotFound) {
+			if err := m.cancel("u2", p.ElicitationID); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("other user's cancel: %v, want ErrNotFound", err)
-			}
-			if got := m.Pending("u2", ""); len(got) != 0 {
-				t.Fatalf("u2 sees %+v", got)
 			}
 			if err := tc.answer(p.ElicitationID); err != nil {
 				t.Fatal(err)
@@ -166,17 +176,17 @@ func TestDeclineCancelAndOwnership(t *testing.T) {
 			}
 		})
 	}
-	if err := m.Respond("", operators.ElicitResponse{ElicitationID: "nope", Action: operators.ElicitDecline}); !errors.Is(err, elicit.ErrNotFound) {
+	if err := m.respond("", operators.ElicitResponse{ElicitationID: "nope", Action: operators.ElicitDecline}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown id: %v", err)
 	}
-	if err := m.Respond("", operators.ElicitResponse{ElicitationID: "nope", Action: "maybe"}); !errors.Is(err, elicit.ErrInvalidAction) {
+	if err := m.respond("", operators.ElicitResponse{ElicitationID: "nope", Action: "maybe"}); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("bad action: %v", err)
 	}
 }
 
 func TestTimeoutCancels(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := elicit.NewManager(elicit.Config{Timeout: time.Minute})
+		m := newQuestions(time.Minute, discard)
 		rec := newRecorder()
 		start := time.Now()
 		done := ask(t.Context(), m, request(""), rec.hooks())
@@ -188,10 +198,10 @@ func TestTimeoutCancels(t *testing.T) {
 		if waited := time.Since(start); waited != time.Minute {
 			t.Fatalf("waited %s, want 1m", waited)
 		}
-		if res := rec.resolutions(); len(res) != 1 || res[0].Reason != elicit.ReasonTimeout {
+		if res := rec.resolutions(); len(res) != 1 || res[0].Reason != reasonTimeout {
 			t.Fatalf("resolutions = %+v", res)
 		}
-		if err := m.Respond("", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitDecline}); !errors.Is(err, elicit.ErrResolved) {
+		if err := m.respond("", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitDecline}); !errors.Is(err, store.ErrAlreadyResolved) {
 			t.Fatalf("late answer: %v, want ErrResolved", err)
 		}
 
@@ -199,7 +209,7 @@ func TestTimeoutCancels(t *testing.T) {
 		req := request("")
 		req.Timeout = 10 * time.Second
 		start = time.Now()
-		done = ask(t.Context(), m, req, elicit.Hooks{})
+		done = ask(t.Context(), m, req, questionHooks{})
 		<-done
 		if waited := time.Since(start); waited != 10*time.Second {
 			t.Fatalf("waited %s, want 10s", waited)
@@ -208,7 +218,7 @@ func TestTimeoutCancels(t *testing.T) {
 }
 
 func TestContextEndAbandons(t *testing.T) {
-	m := elicit.NewManager(elicit.Config{})
+	m := newQuestions(0, discard)
 	rec := newRecorder()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := ask(ctx, m, request(""), rec.hooks())
@@ -218,54 +228,22 @@ func TestContextEndAbandons(t *testing.T) {
 	if !errors.Is(r.err, context.Canceled) || r.resp.Action != operators.ElicitCancel {
 		t.Fatalf("Ask = %+v, %v", r.resp, r.err)
 	}
-	if res := rec.resolutions(); len(res) != 1 || res[0].Reason != elicit.ReasonAbandoned {
+	if res := rec.resolutions(); len(res) != 1 || res[0].Reason != reasonAbandoned {
 		t.Fatalf("resolutions = %+v", res)
 	}
-	if len(m.Pending("", "")) != 0 {
+	if len(waiting(m)) != 0 {
 		t.Fatal("abandoned elicitation still pending")
 	}
 }
 
 func TestAnnounceFailureWithdraws(t *testing.T) {
-	m := elicit.NewManager(elicit.Config{})
+	m := newQuestions(0, discard)
 	boom := errors.New("stream gone")
-	_, err := m.Ask(t.Context(), request(""), elicit.Hooks{Requested: func(context.Context, elicit.Pending) error { return boom }})
+	_, err := m.ask(t.Context(), request(""), questionHooks{Requested: func(context.Context, asked) error { return boom }})
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v", err)
 	}
-	if len(m.Pending("", "")) != 0 {
+	if len(waiting(m)) != 0 {
 		t.Fatal("withdrawn elicitation still pending")
-	}
-}
-
-func TestMessengerServesConfirmAndChoose(t *testing.T) {
-	m := elicit.NewManager(elicit.Config{})
-	rec := newRecorder()
-	var base operators.Recorder
-	call := operators.Call{Tool: "deploy", Messenger: m.Messenger(&base, elicit.Scope{ConversationID: "c9", UserID: "u"}, rec.hooks())}
-	go func() {
-		p := <-rec.asked
-		_ = m.Respond("u", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitAccept, Content: json.RawMessage(`{"confirm": true}`)})
-		p = <-rec.asked
-		_ = m.Respond("u", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitAccept, Content: json.RawMessage(`{"choice": "blue"}`)})
-	}()
-	ok, err := call.Confirm(t.Context(), "Deploy now?")
-	if err != nil || !ok {
-		t.Fatalf("Confirm = %v, %v", ok, err)
-	}
-	choice, err := call.Choose(t.Context(), "Colour?", []string{"red", "blue"})
-	if err != nil || choice != "blue" {
-		t.Fatalf("Choose = %q, %v", choice, err)
-	}
-	if err := call.Progress(t.Context(), 1, 2, "half"); err != nil {
-		t.Fatal(err)
-	}
-	if types := base.Types(); len(types) != 1 || types[0] != events.TypeToolProgress {
-		t.Fatalf("base saw %v, want progress only", types)
-	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.pending) != 2 || rec.pending[0].Source != "deploy" || rec.pending[0].ConversationID != "c9" {
-		t.Fatalf("pending = %+v", rec.pending)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/llm"
-	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/store"
@@ -48,8 +47,8 @@ var (
 	errStorageLost = errors.New("runs: the database connection was lost")
 )
 
-// Config configures a Service. Store, Models and Elicit are required;
-// every other zero field works, as stated.
+// Config configures a Service. Store and Models are required; every
+// other zero field works, as stated.
 type Config struct {
 	// Store is the service's record.
 	Store store.Store
@@ -61,10 +60,8 @@ type Config struct {
 	// Elicitor are the service's own: a given OnAnswer is called after
 	// the service has stored the answer, a given Elicitor is ignored.
 	Agent nodes.Options
-	// Elicit holds elicitations while they wait for the user.
-	Elicit *elicit.Manager
 	// ElicitTimeout is how long a tool's question waits for the user
-	// while a stream follows its run; 0 means Elicit's timeout.
+	// while a stream follows its run; 0 means DefaultElicitTimeout.
 	ElicitTimeout time.Duration
 	// InterruptAfter is how long a run stopped for an approval keeps an
 	// open stream waiting for the answer before it is parked; 0 or
@@ -123,7 +120,7 @@ func (noMetrics) ToolCall(string, string)        {}
 type Service struct {
 	st      store.Store
 	agent   *nodes.Agent
-	elicit  *elicit.Manager
+	asks    *questions // tools' questions waiting for the user here
 	cfg     Config
 	log     *slog.Logger
 	metrics Metrics
@@ -171,8 +168,8 @@ type Service struct {
 	bg sync.WaitGroup
 }
 
-// readyFlag is closed once an elicitation is registered with the
-// manager and can take an answer.
+// readyFlag is closed once an elicitation is registered in the waiting
+// room and can take an answer.
 type readyFlag struct {
 	ch     chan struct{}
 	closed bool
@@ -184,8 +181,8 @@ type readyFlag struct {
 // Shutdown ends it.
 func New(cfg Config) (*Service, error) {
 	switch {
-	case cfg.Store == nil || cfg.Models == nil || cfg.Elicit == nil:
-		return nil, errors.New("runs: new service: Store, Models and Elicit are required")
+	case cfg.Store == nil || cfg.Models == nil:
+		return nil, errors.New("runs: new service: Store and Models are required")
 	case cfg.Cluster != nil && (cfg.Notices == nil || cfg.Owner == ""):
 		return nil, errors.New("runs: new service: a Cluster needs Notices listening as Owner, and Owner set")
 	}
@@ -202,7 +199,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.Metrics = noMetrics{}
 	}
 	m := &Service{
-		st: cfg.Store, elicit: cfg.Elicit, cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics,
+		st: cfg.Store, asks: newQuestions(cfg.ElicitTimeout, cfg.Logger), cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics,
 		pageReads: make(chan struct{}, max(4, runtime.GOMAXPROCS(0))),
 		byConv:    map[string]*Run{}, hubs: map[string]*hub{}, slots: map[string]int{}, ready: map[string]*readyFlag{},
 		orphans: map[string]*orphan{}, settling: map[string]int{},

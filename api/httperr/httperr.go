@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/llm"
-	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
@@ -74,14 +73,15 @@ var (
 )
 
 // Of returns err's problem: a *Problem in err's chain as it is, a
-// sentinel of the run service, the record, the agent or the elicitation
-// manager with its meaning, an over-long body as 413; nil for anything
-// else, which the caller answers as an internal error (and logs).
+// sentinel of the run service, the record or the agent with its meaning
+// (an answer that does not fit its question's schema as 422), an
+// over-long body as 413; nil for anything else, which the caller answers
+// as an internal error (and logs).
 func Of(err error) *Problem {
 	var (
 		p       *Problem
 		tooBig  *http.MaxBytesError
-		invalid *elicit.ValidationError
+		invalid *runs.ValidationError
 	)
 	switch {
 	case errors.As(err, &p):
@@ -105,11 +105,11 @@ func Of(err error) *Problem {
 			"the request body is larger than "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
 	case errors.As(err, &invalid):
 		return New(http.StatusUnprocessableEntity, "invalid_content", invalid.Reason)
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, elicit.ErrNotFound), errors.Is(err, nodes.ErrUnknownTurn):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, nodes.ErrUnknownTurn):
 		return NotFound
 	case errors.Is(err, store.ErrRunActive):
 		return RunActive
-	case errors.Is(err, store.ErrAlreadyResolved), errors.Is(err, elicit.ErrResolved):
+	case errors.Is(err, store.ErrAlreadyResolved):
 		return AlreadyResolved
 	case errors.Is(err, store.ErrConflict):
 		return Conflict
@@ -117,7 +117,7 @@ func Of(err error) *Problem {
 		return ApprovalPending
 	case errors.Is(err, nodes.ErrNoPendingApproval):
 		return NoPendingApproval
-	case errors.Is(err, store.ErrInvalid), errors.Is(err, nodes.ErrInvalidInput), errors.Is(err, elicit.ErrInvalidAction):
+	case errors.Is(err, store.ErrInvalid), errors.Is(err, nodes.ErrInvalidInput):
 		return Invalid("%s", err.Error())
 	case errors.Is(err, llm.ErrUnknownModel):
 		return UnknownModel
