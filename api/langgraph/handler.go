@@ -126,6 +126,25 @@ func body(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
+// decode reads the request's body (an empty one as {}) into v.
+func decode(r *http.Request, v any) error {
+	b, err := body(r)
+	if err != nil {
+		return err
+	}
+	return unmarshal(b, v)
+}
+
+// search reads a search body and the page it asks for: 10 by default,
+// 1000 at most.
+func search(r *http.Request) (q searchBody, limit, offset int, err error) {
+	if err = decode(r, &q); err != nil {
+		return q, 0, 0, err
+	}
+	limit, offset, err = page(q.Limit, q.Offset, 10, 1000)
+	return q, limit, offset, err
+}
+
 func user(r *http.Request) string { return runs.UserFrom(r.Context()) }
 
 // info is GET /info: agent-chat-ui's connection probe.
@@ -167,17 +186,7 @@ func checkAssistant(id string) error {
 }
 
 func (h *handler) searchAssistants(w http.ResponseWriter, r *http.Request) {
-	b, err := body(r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	var q searchBody
-	if err := unmarshal(b, &q); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	limit, offset, err := page(q.Limit, q.Offset, 10, 1000)
+	q, limit, offset, err := search(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return

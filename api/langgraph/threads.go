@@ -73,13 +73,8 @@ func (h *handler) conversation(r *http.Request) (runs.Conversation, error) {
 }
 
 func (h *handler) createThread(w http.ResponseWriter, r *http.Request) {
-	b, err := body(r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	var tb threadBody
-	if err := unmarshal(b, &tb); err != nil {
+	if err := decode(r, &tb); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -138,13 +133,8 @@ func (h *handler) patchThread(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	b, err := body(r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	var tb threadBody
-	if err := unmarshal(b, &tb); err != nil {
+	if err := decode(r, &tb); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -189,17 +179,7 @@ func (h *handler) deleteThread(w http.ResponseWriter, r *http.Request) {
 // first, whose metadata holds every key of the query's with an equal
 // value, of the status asked, a page at a time.
 func (h *handler) searchThreads(w http.ResponseWriter, r *http.Request) {
-	b, err := body(r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	var q searchBody
-	if err := unmarshal(b, &q); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	limit, offset, err := page(q.Limit, q.Offset, 10, 1000)
+	q, limit, offset, err := search(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -302,13 +282,8 @@ func (h *handler) getState(w http.ResponseWriter, r *http.Request) {
 const historyMost = 1000
 
 func (h *handler) postHistory(w http.ResponseWriter, r *http.Request) {
-	b, err := body(r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	var q historyBody
-	if err := unmarshal(b, &q); err != nil {
+	if err := decode(r, &q); err != nil {
 		h.fail(w, r, err)
 		return
 	}
