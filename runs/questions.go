@@ -55,9 +55,6 @@ type question struct {
 	// see it.
 	ConversationID string
 	UserID         string
-	// Timeout overrides the waiting room's timeout for this question when
-	// positive.
-	Timeout time.Duration
 }
 
 // asked is a question waiting for its answer.
@@ -149,9 +146,6 @@ func (m *questions) ask(ctx context.Context, r question, h questionHooks) (opera
 	}
 	id := r.ElicitationID
 	timeout := m.timeout
-	if r.Timeout > 0 {
-		timeout = r.Timeout
-	}
 	now := time.Now()
 	e := &entry{
 		p: asked{
