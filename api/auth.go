@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5/middleware"
+
 	"github.com/trellis-ai/trellis/runs"
 )
 

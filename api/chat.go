@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/api/middleware"
-
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
@@ -132,10 +131,8 @@ func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 // the run only with CancelOnDisconnect.
 func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, rn *runs.Run, sub *runs.Subscription) {
 	defer sub.Close()
-	terminal := s.serveSSE(w, r, runs.FollowRequest{User: userOf(r), ConversationID: rn.ConversationID(), RunID: rn.ID(), Sub: sub})
-	if !terminal && r.Context().Err() != nil {
-		s.runs.ClientGone(rn)
-	}
+	s.serveSSE(w, r, runs.FollowRequest{User: userOf(r), ConversationID: rn.ConversationID(), RunID: rn.ID(), Sub: sub,
+		OnDisconnect: runs.DisconnectDefault})
 }
 
 // syncResponse is POST /chat/sync's answer. Reason and Error are
@@ -200,7 +197,7 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 		ToolCalls: []syncToolCall{}, Citations: []events.Citation{}}
 	user := userOf(r)
 	done, err := s.runs.Follow(r.Context(), runs.FollowRequest{User: user, ConversationID: rn.ConversationID(), RunID: rn.ID(),
-		Sub: sub, Rejoin: true}, func(e *runs.Event) error {
+		Sub: sub, Rejoin: true, OnDisconnect: runs.DisconnectDefault}, func(e *runs.Event) error {
 		// A live event comes typed; one caught up from the store after
 		// a takeover or a cut is decoded once.
 		p, _ := e.Typed()
@@ -208,7 +205,6 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	if !done && r.Context().Err() != nil {
-		s.runs.ClientGone(rn)
 		return
 	}
 	if err != nil {

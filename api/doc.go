@@ -13,7 +13,7 @@
 // # Example
 //
 //	st, _ := sqlitestore.Open(ctx, "trellis.db")
-//	svc, err := runs.New(runs.Config{Store: st, Models: models, Tools: tools, Elicit: elicit.NewManager(elicit.Config{})})
+//	svc, err := runs.New(runs.Config{Store: st, Models: models, Tools: tools})
 //	if err != nil { … }
 //	srv, err := api.New(api.Config{Runs: svc, Store: st, Tools: tools})
 //	if err != nil { … }

@@ -9,9 +9,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/trellis-ai/trellis/api/middleware"
-
 	"github.com/trellis-ai/trellis/api/httperr"
+	"github.com/trellis-ai/trellis/api/middleware"
 )
 
 // Error is an answer the API gives on purpose: API.md's

@@ -15,10 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sse "github.com/tmaxmax/go-sse"
 	"go.uber.org/goleak"
-
-	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/apitest"
@@ -27,7 +26,6 @@ import (
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
 	"github.com/trellis-ai/trellis/internal/pgtest"
 	"github.com/trellis-ai/trellis/llm"
-	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
@@ -197,19 +195,6 @@ type env struct {
 	closeDB func()
 	// key is the bearer key requests use unless told otherwise.
 	key string
-	// runs is what the run service was built from (see agent).
-	runs runs.Config
-}
-
-// agent is an agent over the server's models, tools and checkpoints: it
-// reads a conversation's state as the server's agent left it.
-func (e *env) agent() *nodes.Agent {
-	e.t.Helper()
-	a, err := nodes.New(e.runs.Models, e.runs.Tools, e.runs.Checkpointer, nodes.Options{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return a
 }
 
 type envOptions struct {
@@ -276,8 +261,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, srv: srv, ts: httptest.NewServer(srv.Handler()), store: st, tools: tl, data: o.data, closeDB: closeDB, key: aliceKey,
-		runs: cfg.Runs}
+	e := &env{t: t, srv: srv, ts: httptest.NewServer(srv.Handler()), store: st, tools: tl, data: o.data, closeDB: closeDB, key: aliceKey}
 	if o.local {
 		e.key = ""
 	}

@@ -28,7 +28,7 @@ func (s *Server) protocolRoutes(r chi.Router) {
 	r.Get("/api/ai-sdk/chat/{id}/stream", ai.Resume)
 	// The LangGraph Agent Server API subset: the SDK's apiUrl is
 	// <server>/langgraph.
-	r.Mount("/langgraph", langgraph.New(langgraph.Config{Runs: s.runs, Store: s.store, Heartbeat: s.cfg.Heartbeat,
+	r.Mount("/langgraph", langgraph.New(langgraph.Config{Runs: s.runs, Heartbeat: s.cfg.Heartbeat,
 		WriteTimeout: s.cfg.StreamWriteTimeout, MaxMessageRunes: s.cfg.Limits.MaxMessageRunes, Logger: s.log}))
 	r.Mount("/v1", openai.Handler(openai.Config{Runs: s.runs, Logger: s.log, WriteTimeout: s.cfg.StreamWriteTimeout}))
 }

@@ -455,7 +455,7 @@ func TestEditAndRerun(t *testing.T) {
 			}
 			// The agent forked from before the first run: the edited turn is
 			// its first.
-			snap, err := e.agent().State(t.Context(), conv)
+			snap, err := e.srv.Runs().State(t.Context(), conv)
 			if err != nil || snap.State.Turn != 1 || len(snap.State.Messages) != 2 || snap.State.Messages[0].Content != "first question, edited" {
 				t.Errorf("agent state after edit: %+v, %v", snap.State.Messages, err)
 			}
@@ -478,7 +478,7 @@ func TestDeleteConversation(t *testing.T) {
 	s.all()
 	status, body = e.do("GET", "/api/v1/conversations/"+conv, nil)
 	wantError(t, status, body, http.StatusNotFound)
-	if _, err := e.agent().State(t.Context(), conv); err == nil {
+	if _, err := e.srv.Runs().State(t.Context(), conv); err == nil {
 		t.Error("the agent's state survived the delete")
 	}
 	status, body = e.do("DELETE", "/api/v1/conversations/"+conv, nil)

@@ -9,10 +9,9 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/trellis-ai/trellis/api/middleware"
-
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -100,6 +99,9 @@ func (s *Server) Recover(ctx context.Context) (int, error) {
 // Handler serves the API, /healthz, /readyz, /metrics, and /mcp and the
 // web page when configured.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// Runs is the server's run service.
+func (s *Server) Runs() *runs.Service { return s.runs }
 
 // Metrics is the server's collector.
 func (s *Server) Metrics() *Metrics { return s.metrics }

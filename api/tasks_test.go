@@ -192,7 +192,7 @@ func TestAgentGraph(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	status, body := e.do("GET", "/api/v1/agent/graph", nil)
 	g := jsonOf[struct{ Mermaid string }](t, body)
-	if status != http.StatusOK || g.Mermaid != e.agent().Mermaid() || !strings.Contains(g.Mermaid, "supervisor -.->|call_tool| execute_tool") {
+	if status != http.StatusOK || g.Mermaid != e.srv.Runs().Mermaid() || !strings.Contains(g.Mermaid, "supervisor -.->|call_tool| execute_tool") {
 		t.Errorf("GET /agent/graph: %d %s", status, body)
 	}
 }

@@ -1,8 +1,6 @@
 package llm
 
 import (
-	"github.com/trellis-ai/trellis/events"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/trellis-ai/trellis/events"
 )
 
 // OfflineID is the id of the offline model in every registry.

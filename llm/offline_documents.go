@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/tmc/langchaingo/llms"
+
 	"github.com/trellis-ai/trellis/internal/stopword"
 )
 

@@ -1,14 +1,14 @@
 package llm
 
 import (
-	"github.com/trellis-ai/trellis/events"
-
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/trellis-ai/trellis/events"
 )
 
 // Script is a parsed script file for the scripted model. The format is

@@ -1,8 +1,6 @@
 package llm
 
 import (
-	"github.com/trellis-ai/trellis/events"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/trellis-ai/trellis/events"
 )
 
 // Scripted replays a Script. It is safe for concurrent use.

@@ -1,9 +1,9 @@
 package llm
 
 import (
-	"github.com/trellis-ai/trellis/events"
-
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/trellis-ai/trellis/events"
 )
 
 // withTotal fills TotalTokens from the other fields.

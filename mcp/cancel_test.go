@@ -21,7 +21,6 @@ import (
 
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp"
-	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -185,15 +184,14 @@ func TestCallTimeout(t *testing.T) {
 		t.Fatalf("result = %+v", r)
 	}
 
-	em := elicit.NewManager(elicit.Config{})
-	call := operators.Call{Messenger: em.Messenger(nil, elicit.Scope{}, elicit.Hooks{
-		Requested: func(_ context.Context, p elicit.Pending) error {
-			time.AfterFunc(time.Second, func() { // longer than the call timeout
-				_ = em.Respond("", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitAccept, Content: json.RawMessage(`{"name":"Slow Sam"}`)})
-			})
-			return nil
-		},
-	})}
+	call := operators.Call{Messenger: user{answer: func(ctx context.Context, _ operators.ElicitRequest) operators.ElicitResponse {
+		select {
+		case <-time.After(time.Second): // longer than the call timeout
+			return operators.ElicitResponse{Action: operators.ElicitAccept, Content: json.RawMessage(`{"name":"Slow Sam"}`)}
+		case <-ctx.Done():
+			return operators.ElicitResponse{Action: operators.ElicitCancel}
+		}
+	}}}
 	if r := h.exec("ask", nil, call); textOf(r) != "action=accept name=Slow Sam" {
 		t.Fatalf("ask = %+v", r)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/mcp"
-	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -141,25 +140,16 @@ func checkFakeServer(t *testing.T, h *harness, server string) {
 			{operators.ElicitDecline, "action=decline name="},
 			{operators.ElicitCancel, "action=cancel name="},
 		} {
-			em := elicit.NewManager(elicit.Config{})
-			asked := make(chan elicit.Pending, 1)
-			call := operators.Call{ToolCallID: "tc-1", ConversationID: "c1", UserID: "u1",
-				Messenger: em.Messenger(nil, elicit.Scope{ConversationID: "c1", UserID: "u1"}, elicit.Hooks{
-					Requested: func(_ context.Context, p elicit.Pending) error { asked <- p; return nil },
-				})}
 			errc := make(chan error, 1)
-			go func() {
-				p := <-asked
-				if p.Message != "Who are you?" || p.Schema == nil || p.Schema.Properties["name"] == nil || p.Source != "ask" {
-					errc <- errors.New("unexpected request: " + jsonText(p))
-					_ = em.Cancel("", p.ElicitationID)
-					return
-				}
-				if err := em.Respond("u1", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitAccept, Content: json.RawMessage(`{}`)}); !errors.Is(err, elicit.ErrInvalidContent) {
-					errc <- errors.New("content without name was not refused")
-				}
-				errc <- em.Respond("u1", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: tc.action, Content: json.RawMessage(`{"name":"Ada"}`)})
-			}()
+			call := operators.Call{ToolCallID: "tc-1", ConversationID: "c1", UserID: "u1",
+				Messenger: user{answer: func(_ context.Context, p operators.ElicitRequest) operators.ElicitResponse {
+					if p.Message != "Who are you?" || p.Schema == nil || p.Schema.Properties["name"] == nil || p.Source != "ask" {
+						errc <- errors.New("unexpected request: " + jsonText(p))
+						return operators.ElicitResponse{Action: operators.ElicitCancel}
+					}
+					errc <- nil
+					return operators.ElicitResponse{Action: tc.action, Content: json.RawMessage(`{"name":"Ada"}`)}
+				}}}
 			r := h.exec("ask", nil, call)
 			select {
 			case err := <-errc:

@@ -1,8 +1,8 @@
 // Package mcp connects Trellis to the Model Context Protocol, both ways:
 // external MCP servers become a tool source of the operators.Provider, and
 // Trellis' own tools are served to MCP clients. It imports operators, never
-// nodes or api. Package [github.com/trellis-ai/trellis/mcp/elicit] holds the
-// elicitation manager that answers servers' questions.
+// nodes or api: the servers' questions go to the call's Messenger, which
+// the run service (package runs) answers.
 //
 // # Configuration
 //
@@ -73,7 +73,7 @@
 // reach the call's operators.Messenger (tool.progress events), in order,
 // before the result. A server's request for user input — an input request
 // in 2026-07-28, elicitation/create in the session revisions — is put to
-// the call's Messenger (the elicitation manager in the service) and the
+// the call's Messenger (the run service waits for the user) and the
 // answer goes back to the server: accept with content, decline, or cancel
 // (also on timeout). When the run parks on the question instead, a
 // 2026-07-28 call is abandoned, to be issued again with the answer; a

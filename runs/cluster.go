@@ -13,7 +13,6 @@ import (
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
-	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/store"
@@ -134,14 +133,14 @@ func (m *Service) notice(n store.Notice) {
 			err = m.approvalAnswered(ctx, a, false)
 		}
 	case store.NoticeCancel:
-		_, err = m.cancel(ctx, n.UserID, n.ConversationID, false)
+		_, err = m.cancel(ctx, n.UserID, n.ConversationID, "", false)
 	case store.NoticeElicitation:
 		var e store.HumanRequest
 		if e, err = m.st.GetHumanRequest(ctx, store.KindElicitation, n.UserID, n.ID); err == nil && e.Status != store.HumanPending {
-			err = m.elicit.Respond(n.UserID, responseOf(e))
+			err = m.asks.respond(n.UserID, responseOf(e))
 		}
 	case store.NoticeElicitationCancel:
-		err = m.elicit.Cancel(n.UserID, n.ID)
+		err = m.asks.cancel(n.UserID, n.ID)
 	}
 	if err != nil {
 		// The run may have moved on (ended, timed out, parked): the
@@ -426,7 +425,7 @@ func validAnswer(e store.HumanRequest, ans store.ElicitationAnswer) error {
 	if json.Unmarshal(e.Elicitation.Schema, &schema) != nil {
 		schema = nil
 	}
-	return elicit.Validate(e.ID, schema, ans.Content)
+	return validateContent(e.ID, schema, ans.Content)
 }
 
 // decisionOf is the agent's form of an answered approval.

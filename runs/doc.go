@@ -6,16 +6,39 @@
 // processes that died. Package api serves it over HTTP; every protocol
 // adapter is a translator over the same Service.
 //
+// # Verbs
+//
+// Every surface (the native API, each protocol adapter, the page) drives
+// runs through these, and nothing else: no surface holds the store or
+// the agent.
+//
+//   - Start a run (StartRequest); Subscribe to one; Follow its events,
+//     with a disconnect policy chosen per request (Disconnect: keep,
+//     cancel, or wait for a resume).
+//   - Answer a set of pending human requests and follow the run they
+//     resume (Answer); AnswerApproval, AnswerElicitation,
+//     CancelElicitation one at a time.
+//   - Cancel a run; DeleteConversation; EditTask, Tasks.
+//   - Read: Conversation, Conversations, OpenConversation,
+//     CreateConversation, SetMetadata, RunRecord, LatestRun, RunRecords,
+//     HumanRequest, LastInterrupt, State, History, Mermaid.
+//   - Run the service: Recover, Shutdown, Draining, SessionLostSince,
+//     Lost, Models.
+//
+// The record's and the agent's types the verbs take and return are named
+// here (RunRecord, Conversation, HumanRequest, Input, Snapshot, …), as
+// aliases, with the record's sentinels (ErrNotFound, ErrRunActive, …).
+//
 // # Example
 //
-//	svc, err := runs.New(runs.Config{Store: st, Models: models, Elicit: elicit.NewManager(elicit.Config{})})
+//	svc, err := runs.New(runs.Config{Store: st, Models: models})
 //	if err != nil { … }
 //	svc.Recover(ctx, users) // continue runs a previous process left running
-//	rn, sub, err := svc.Start(ctx, runs.StartRequest{UserID: "u", Input: nodes.Input{Message: "hi"}, Interactive: true})
-//	if err != nil { … } // ErrTooManyRuns, store.ErrRunActive, …
+//	rn, sub, err := svc.Start(ctx, runs.StartRequest{UserID: "u", Input: runs.Input{Message: "hi"}, Interactive: true})
+//	if err != nil { … } // ErrTooManyRuns, ErrRunActive, …
 //	defer sub.Close()
-//	svc.Follow(ctx, runs.FollowRequest{User: "u", ConversationID: rn.ConversationID(), RunID: rn.ID(), Sub: sub},
-//		func(e *runs.Event) error { … e.Payload … })
+//	svc.Follow(ctx, runs.FollowRequest{User: "u", ConversationID: rn.ConversationID(), RunID: rn.ID(), Sub: sub,
+//		OnDisconnect: runs.DisconnectCancel}, func(e *runs.Event) error { … e.Payload … })
 //	…
 //	svc.Shutdown(ctx) // park runs, end followers
 //
@@ -59,7 +82,8 @@
 // clarification), recorded as a pending human request of its kind; the
 // user's next message is a new run that answers it (the store records
 // the answer as it starts the run).
-// A tool's question (an elicitation) waits in the elicitation manager
+// A tool's question (an elicitation) waits in the service's waiting
+// room, which checks an answer against the question's JSON Schema,
 // while an interactive subscriber follows the run, for
 // Config.ElicitTimeout at most; then the run parks on the question,
 // which stays pending in the store, and an answer given later, to any
@@ -71,13 +95,14 @@
 // # Client protocols
 //
 // The protocol adapters (api/agui, api/aisdk, …) drive runs through the
-// same calls, plus three made for clients that name their threads and
-// stop a run by aborting its request: OpenConversation (a thread id the
-// client made becomes the conversation's), CancelRun (cancel the run a
-// request started, as the user's cancel does, and wait for its end) and
-// AwaitIdle (a message sent right after an abort waits for the aborted
-// run to end instead of being refused). Store gives them the record to
-// read.
+// same verbs. Their clients name their threads (OpenConversation: a
+// thread id the client made becomes the conversation's), resume an
+// interrupted run by answering what it waits for in one request
+// (Answer), stop a run by aborting its request and send the next message
+// at once (StartRequest.WaitIdle and DropWaiting), and, for the AI SDK,
+// come back to a stream after a page reload (DisconnectAwaitResume,
+// FollowRequest.Resumes). What becomes of a run whose client went away is
+// decided in one place, Follow, as the request's Disconnect says.
 //
 // # Shutdown, recovery, a lost database
 //

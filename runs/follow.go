@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/trellis-ai/trellis/events"
@@ -28,6 +29,10 @@ func (e *Event) Typed() (events.Payload, error) {
 	}
 	return events.Decode(e.Type, e.Data)
 }
+
+// Key is an id unique to the event among every run's: its run's id and
+// its seq, for protocols whose messages need one.
+func (e *Event) Key() string { return e.RunID + "-" + strconv.FormatInt(e.Seq, 10) }
 
 // Subscription is one reader of a run's events as they are stored, from
 // Start or Subscribe; Follow reads it. Close it when done.
@@ -101,6 +106,26 @@ type FollowRequest struct {
 	PollEvery time.Duration
 	PollNow   <-chan struct{}
 	Poll      func() (wrote bool, err error)
+	// Begin, when set, is called first, before any event: what opens
+	// the caller's stream (a protocol's run-start frame). An error ends
+	// Follow.
+	Begin func() error
+	// Through is the seq of an event up to which terminal events do not
+	// end Follow: a replay goes on past the segments of the run that
+	// ended (parked for an approval) before the follower began.
+	Through int64
+	// Gone, when set, reports whether the client is gone although ctx
+	// has not ended: a write to it failed. Gone or ctx ended, Follow
+	// applies OnDisconnect before it returns.
+	Gone         func() bool
+	OnDisconnect Disconnect
+	// ResumeGrace is DisconnectAwaitResume's wait; 0 means
+	// DefaultResumeGrace.
+	ResumeGrace time.Duration
+	// Resumes marks a client resuming the stream of a run whose client
+	// went away: the run, waiting for it (DisconnectAwaitResume), is
+	// kept.
+	Resumes bool
 }
 
 // clusterPoll is how often a follower reads the store for the events of
@@ -118,10 +143,19 @@ const replayPage = 256
 // error), ctx ends (false and ctx's error), the subscription is cut or
 // the service shuts down (false, nil; see FollowRequest.Rejoin). The
 // events of a run that another process runs, or took over, are read from
-// the store as they are stored.
+// the store as they are stored. A client gone before the run's end (ctx
+// ended, or req.Gone) leaves the run as req.OnDisconnect says; Follow
+// returns once that is done.
 func (m *Service) Follow(ctx context.Context, req FollowRequest, yield func(*Event) error) (bool, error) {
+	if req.Resumes {
+		m.claimOrphan(req.ConversationID, req.RunID, true)
+	}
 	f := follower{m: m, ctx: ctx, req: req, yield: yield, last: req.After}
-	return f.run()
+	done, err := f.run()
+	if !done && (ctx.Err() != nil || req.Gone != nil && req.Gone()) {
+		m.disconnected(ctx, req)
+	}
+	return done, err
 }
 
 // follower is one Follow.
@@ -144,7 +178,7 @@ func (f *follower) one(e *Event) (bool, error) {
 		return false, err
 	}
 	f.wrote, f.last = true, e.Seq
-	return events.Terminal(e.Type), nil
+	return events.Terminal(e.Type) && e.Seq > f.req.Through, nil
 }
 
 // catchUp hands out the stored events after last, a page at a time.
@@ -169,6 +203,11 @@ func (f *follower) live(e *Event) (bool, error) {
 }
 
 func (f *follower) run() (bool, error) {
+	if f.req.Begin != nil {
+		if err := f.req.Begin(); err != nil {
+			return false, err
+		}
+	}
 	if f.req.Replay {
 		if done, err := f.catchUp(); done || err != nil {
 			return done, err

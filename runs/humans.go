@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/store"
@@ -19,7 +18,7 @@ import (
 // here.
 
 // elicitor is the agent's nodes.Elicitor: a tool's question, recorded in
-// the store, waits in the elicitation manager while an interactive subscriber follows
+// the store, waits in the waiting room (questions) while an interactive subscriber follows
 // the run, for ElicitTimeout at most, until POST /elicitation/respond
 // answers it or DELETE /elicitation/{id} cancels it. When nobody watches
 // (or nobody answered in time) it fails with operators.ErrAskLater: the
@@ -74,22 +73,22 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 		case <-wait.Done():
 		}
 	}()
-	var reason elicit.Reason
-	resp, err := m.elicit.Ask(wait, elicit.Request{ElicitRequest: req, ConversationID: rn.conversationID, UserID: rn.userID,
-		Timeout: m.cfg.ElicitTimeout}, elicit.Hooks{
-		Requested: func(context.Context, elicit.Pending) error {
-			m.markReady(id)
-			// An answer that reached the store before the question was
-			// registered here (through another process, or while this
-			// run was on its way to asking again) is the answer.
-			if st, err := m.st.GetHumanRequest(bg, store.KindElicitation, rn.userID, id); err == nil && st.Status.Answered() {
-				_ = m.elicit.Respond(rn.userID, responseOf(st))
-			}
-			return nil
-		},
-		Resolved: func(_ context.Context, r elicit.Resolution) { reason = r.Reason },
-	})
-	if reason == elicit.ReasonTimeout || err != nil && errors.Is(context.Cause(wait), errUnwatched) && ctx.Err() == nil {
+	var outcome reason
+	resp, err := m.asks.ask(wait, question{ElicitRequest: req, ConversationID: rn.conversationID, UserID: rn.userID},
+		questionHooks{
+			Requested: func(context.Context, asked) error {
+				m.markReady(id)
+				// An answer that reached the store before the question was
+				// registered here (through another process, or while this
+				// run was on its way to asking again) is the answer.
+				if st, err := m.st.GetHumanRequest(bg, store.KindElicitation, rn.userID, id); err == nil && st.Status.Answered() {
+					_ = m.asks.respond(rn.userID, responseOf(st))
+				}
+				return nil
+			},
+			Resolved: func(_ context.Context, r resolution) { outcome = r.Reason },
+		})
+	if outcome == reasonTimeout || err != nil && errors.Is(context.Cause(wait), errUnwatched) && ctx.Err() == nil {
 		// Nobody answered while the run could wait: it parks, and the
 		// question stays pending in the store.
 		return resp, fmt.Errorf("runs: elicitation %s: %w", id, operators.ErrAskLater)
@@ -177,7 +176,7 @@ func (m *Service) forgetReady(id string, f *readyFlag) {
 }
 
 // awaitElicitation waits, briefly, until the elicitation id is
-// registered with the manager when its run is live here: the event
+// registered in the waiting room when its run is live here: the event
 // announcing it may reach a client just before the tool's request does.
 func (m *Service) awaitElicitation(ctx context.Context, e store.HumanRequest) {
 	rn := m.live(e.ConversationID)
@@ -203,13 +202,13 @@ func (m *Service) awaitElicitation(ctx context.Context, e store.HumanRequest) {
 // run on its way to asking it again finds it stored. The content is
 // checked against the question's schema first. Of concurrent answers the
 // first stored wins. Errors: store.ErrNotFound, store.ErrAlreadyResolved
-// (answered, cancelled or expired), *elicit.ValidationError (the content
-// does not fit the schema), elicit.ErrInvalidAction.
+// (answered, cancelled or expired), *ValidationError (the content does
+// not fit the schema), ErrInvalid (an action that is not one).
 func (m *Service) AnswerElicitation(ctx context.Context, user, id string, ans store.ElicitationAnswer) error {
 	e, err := m.pendingElicitation(ctx, user, id)
 	if err == nil {
-		err = m.elicit.Respond(user, operators.ElicitResponse{ElicitationID: e.ID, Action: operators.ElicitAction(ans.Action), Content: ans.Content})
-		if errors.Is(err, elicit.ErrNotFound) || errors.Is(err, elicit.ErrResolved) { // no tool waits here (the store says it is pending)
+		err = m.asks.respond(user, operators.ElicitResponse{ElicitationID: e.ID, Action: operators.ElicitAction(ans.Action), Content: ans.Content})
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAlreadyResolved) { // no tool waits here (the store says it is pending)
 			err = m.answerElicitation(ctx, user, e, ans, store.NoticeElicitation)
 		}
 	}
@@ -230,8 +229,8 @@ func (m *Service) CancelElicitation(ctx context.Context, user, id string) error 
 	cancel := store.ElicitationAnswer{Action: store.ActionCancel}
 	e, err := m.pendingElicitation(ctx, user, id)
 	if err == nil {
-		err = m.elicit.Cancel(user, e.ID)
-		if errors.Is(err, elicit.ErrNotFound) || errors.Is(err, elicit.ErrResolved) {
+		err = m.asks.cancel(user, e.ID)
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAlreadyResolved) {
 			err = m.answerElicitation(ctx, user, e, cancel, store.NoticeElicitationCancel)
 		}
 	}

@@ -99,6 +99,16 @@ type StartRequest struct {
 	// run's events may then wait up to EventDelay to be stored with
 	// later ones, often with the run's end, in fewer transactions.
 	AwaitsEnd bool
+	// WaitIdle suits clients that stop a run by aborting its request and
+	// send their next message at once: a run of the conversation whose
+	// client went away is cancelled (see DisconnectAwaitResume), and one
+	// still ending is waited for, briefly, before the start is refused
+	// with store.ErrRunActive.
+	WaitIdle bool
+	// DropWaiting, with WaitIdle: a run of the conversation parked on
+	// what it asked the user, who chose not to answer, is cancelled for
+	// the new message.
+	DropWaiting bool
 }
 
 // Start stores a new run, subscribes the caller to its events and starts
@@ -108,6 +118,30 @@ type StartRequest struct {
 // has a run going), store.ErrNotFound (no such conversation or edited
 // run), store.ErrConflict (the edited run is superseded).
 func (m *Service) Start(ctx context.Context, req StartRequest) (*Run, *Subscription, error) {
+	if !req.WaitIdle || req.ConversationID == "" {
+		return m.start(ctx, req)
+	}
+	m.claimOrphan(req.ConversationID, "", false) // the user moved on
+	rn, sub, err := m.start(ctx, req)
+	if !errors.Is(err, store.ErrRunActive) {
+		return rn, sub, err
+	}
+	if req.DropWaiting {
+		last, lerr := m.st.LatestRun(ctx, req.UserID, req.ConversationID)
+		if lerr == nil && last.Status == store.RunInterrupted {
+			if _, cerr := m.Cancel(ctx, req.UserID, req.ConversationID); cerr != nil && !errors.Is(cerr, ErrNothingToRun) {
+				return nil, nil, cerr
+			}
+		}
+	}
+	if !m.settle(ctx, req.ConversationID) {
+		return nil, nil, err
+	}
+	return m.start(ctx, req)
+}
+
+// start is Start's one attempt.
+func (m *Service) start(ctx context.Context, req StartRequest) (*Run, *Subscription, error) {
 	var edit *store.Run
 	if req.Edits != "" {
 		old, err := m.st.GetRun(ctx, req.UserID, req.Edits)
@@ -842,19 +876,23 @@ func (m *Service) resumeWith(ctx context.Context, h store.HumanRequest) error {
 	})
 }
 
-// cancel cancels the conversation's run and returns its id. A run live
-// in this process stops at once; one waiting for an approval, live or
-// parked, or parked on a clarifying question, is abandoned (what it waits
-// for is dropped unanswered, see nodes.Agent.Abandon) and ends with
-// run.cancelled. A run another live process owns is cancelled there, told
-// with a notice, when forward is set (unset for a cancel that came as
-// one). ErrNothingToRun when no run of the conversation is running or
-// waiting.
-func (m *Service) cancel(ctx context.Context, userID, conversationID string, forward bool) (string, error) {
+// cancel cancels the conversation's run, runID's only when runID is set,
+// and returns its id. A run live in this process stops at once; one
+// waiting for an approval, live or parked, or parked on a clarifying
+// question, is abandoned (what it waits for is dropped unanswered, see
+// nodes.Agent.Abandon) and ends with run.cancelled. A run another live
+// process owns is cancelled there, told with a notice, when forward is
+// set (unset for a cancel that came as one). ErrNothingToRun when no run
+// of the conversation (or not runID) is running or waiting.
+func (m *Service) cancel(ctx context.Context, userID, conversationID, runID string, forward bool) (string, error) {
 	m.resumeMu.Lock() // see AnswerApproval
 	defer m.resumeMu.Unlock()
 	m.mu.Lock()
 	rn := m.byConv[conversationID]
+	if rn != nil && runID != "" && rn.id != runID {
+		m.mu.Unlock()
+		return "", ErrNothingToRun
+	}
 	if rn != nil && rn.state != stateParking {
 		rn.cancelling = true
 		rn.cancel(errCancelled) // a waiting run sees it and abandons its approval
@@ -874,6 +912,9 @@ func (m *Service) cancel(ctx context.Context, userID, conversationID string, for
 		}
 	}
 	last, err := m.st.LatestRun(ctx, userID, conversationID)
+	if err == nil && runID != "" && last.ID != runID {
+		return "", ErrNothingToRun
+	}
 	if owner := m.elsewhere(last); err == nil && forward && owner != "" {
 		if err := m.notify(ctx, owner, store.NoticeCancel, last, ""); err != nil {
 			return "", err
@@ -918,7 +959,26 @@ func (m *Service) Cancel(ctx context.Context, userID, conversationID string) (st
 	if _, err := m.st.GetConversation(ctx, userID, conversationID); err != nil {
 		return "", err
 	}
-	return m.cancel(ctx, userID, conversationID, true)
+	return m.cancel(ctx, userID, conversationID, "", true)
+}
+
+// cancelRun cancels the conversation's run runID as Cancel does, if it
+// is still the conversation's run, and waits for its end when it runs
+// here.
+func (m *Service) cancelRun(ctx context.Context, userID, conversationID, runID string) error {
+	if _, err := m.cancel(ctx, userID, conversationID, runID, true); err != nil {
+		return err
+	}
+	rn := m.live(conversationID)
+	if rn == nil || rn.id != runID {
+		return nil
+	}
+	select {
+	case <-rn.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // DeleteConversation deletes a conversation of the user's: its live run
@@ -934,15 +994,6 @@ func (m *Service) DeleteConversation(ctx context.Context, userID, conversationID
 		return err
 	}
 	return m.agent.Delete(ctx, conversationID)
-}
-
-// ClientGone is told that the client of the request that started rn went
-// away before the run ended: with Config.CancelOnDisconnect, the run is
-// cancelled; otherwise it goes on, for its events to be followed again.
-func (m *Service) ClientGone(rn *Run) {
-	if m.cfg.CancelOnDisconnect {
-		rn.cancel(errDisconnected)
-	}
 }
 
 // ID is the run's id.

@@ -13,7 +13,6 @@ import (
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/llm"
-	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/store"
@@ -40,17 +39,16 @@ var (
 
 // Why a run's context ends; context.Cause tells them apart.
 var (
-	errCancelled    = errors.New("runs: the user cancelled the run")
-	errShutdown     = errors.New("runs: the server is shutting down")
-	errDisconnected = errors.New("runs: the client went away (CancelOnDisconnect)")
-	errDeleted      = errors.New("runs: the conversation was deleted")
-	errRunEnded     = errors.New("runs: the run ended")
-	errEventsLost   = errors.New("runs: the run's events could not be stored")
-	errStorageLost  = errors.New("runs: the database connection was lost")
+	errCancelled   = errors.New("runs: the user cancelled the run")
+	errShutdown    = errors.New("runs: the server is shutting down")
+	errDeleted     = errors.New("runs: the conversation was deleted")
+	errRunEnded    = errors.New("runs: the run ended")
+	errEventsLost  = errors.New("runs: the run's events could not be stored")
+	errStorageLost = errors.New("runs: the database connection was lost")
 )
 
-// Config configures a Service. Store, Models and Elicit are required;
-// every other zero field works, as stated.
+// Config configures a Service. Store and Models are required; every
+// other zero field works, as stated.
 type Config struct {
 	// Store is the service's record.
 	Store store.Store
@@ -62,17 +60,16 @@ type Config struct {
 	// Elicitor are the service's own: a given OnAnswer is called after
 	// the service has stored the answer, a given Elicitor is ignored.
 	Agent nodes.Options
-	// Elicit holds elicitations while they wait for the user.
-	Elicit *elicit.Manager
 	// ElicitTimeout is how long a tool's question waits for the user
-	// while a stream follows its run; 0 means Elicit's timeout.
+	// while a stream follows its run; 0 means DefaultElicitTimeout.
 	ElicitTimeout time.Duration
 	// InterruptAfter is how long a run stopped for an approval keeps an
 	// open stream waiting for the answer before it is parked; 0 or
 	// negative parks at once.
 	InterruptAfter time.Duration
 	// CancelOnDisconnect cancels a run when the client that started it
-	// goes away (see ClientGone).
+	// goes away, for the requests that leave it to the service (see
+	// DisconnectDefault).
 	CancelOnDisconnect bool
 	// MaxRunsPerUser caps a user's runs live in this process
 	// (ErrTooManyRuns beyond it); 0 or negative: no cap.
@@ -123,7 +120,7 @@ func (noMetrics) ToolCall(string, string)        {}
 type Service struct {
 	st      store.Store
 	agent   *nodes.Agent
-	elicit  *elicit.Manager
+	asks    *questions // tools' questions waiting for the user here
 	cfg     Config
 	log     *slog.Logger
 	metrics Metrics
@@ -151,6 +148,11 @@ type Service struct {
 	hubs   map[string]*hub // by run id
 	slots  map[string]int  // live runs per user
 	ready  map[string]*readyFlag
+	// orphans are the runs whose client went away, waiting for a resume,
+	// by conversation; settling counts the starts waiting for a
+	// conversation's run to end (see DisconnectAwaitResume).
+	orphans  map[string]*orphan
+	settling map[string]int
 
 	// lost holds the runs stopped by a lost database (see strand).
 	lost stranding
@@ -166,8 +168,8 @@ type Service struct {
 	bg sync.WaitGroup
 }
 
-// readyFlag is closed once an elicitation is registered with the
-// manager and can take an answer.
+// readyFlag is closed once an elicitation is registered in the waiting
+// room and can take an answer.
 type readyFlag struct {
 	ch     chan struct{}
 	closed bool
@@ -179,8 +181,8 @@ type readyFlag struct {
 // Shutdown ends it.
 func New(cfg Config) (*Service, error) {
 	switch {
-	case cfg.Store == nil || cfg.Models == nil || cfg.Elicit == nil:
-		return nil, errors.New("runs: new service: Store, Models and Elicit are required")
+	case cfg.Store == nil || cfg.Models == nil:
+		return nil, errors.New("runs: new service: Store and Models are required")
 	case cfg.Cluster != nil && (cfg.Notices == nil || cfg.Owner == ""):
 		return nil, errors.New("runs: new service: a Cluster needs Notices listening as Owner, and Owner set")
 	}
@@ -197,9 +199,10 @@ func New(cfg Config) (*Service, error) {
 		cfg.Metrics = noMetrics{}
 	}
 	m := &Service{
-		st: cfg.Store, elicit: cfg.Elicit, cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics,
+		st: cfg.Store, asks: newQuestions(cfg.ElicitTimeout, cfg.Logger), cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics,
 		pageReads: make(chan struct{}, max(4, runtime.GOMAXPROCS(0))),
 		byConv:    map[string]*Run{}, hubs: map[string]*hub{}, slots: map[string]int{}, ready: map[string]*readyFlag{},
+		orphans: map[string]*orphan{}, settling: map[string]int{},
 	}
 	opts := cfg.Agent
 	then := opts.Hooks.OnAnswer
@@ -225,9 +228,6 @@ func New(cfg Config) (*Service, error) {
 	m.startCluster()
 	return m, nil
 }
-
-// Agent is the service's agent.
-func (m *Service) Agent() *nodes.Agent { return m.agent }
 
 // Models is the agent's model registry: what a protocol adapter lists
 // and checks a request's model against.

@@ -2,7 +2,9 @@
 // CopilotKit and the @ag-ui/client HttpAgent): one POST of a
 // RunAgentInput is one run, answered with the run's events as AG-UI
 // events over SSE. It is a translator over the run service (package
-// runs) and holds no run logic of its own.
+// runs) and holds no run logic of its own: it reads the record and the
+// agent's state only through runs' verbs, and imports neither store nor
+// nodes.
 //
 // # Mapping
 //
@@ -38,6 +40,7 @@
 // follow on the same stream shape, with TOOL_CALL_RESULT for the call
 // announced before the interrupt (no second TOOL_CALL_START).
 //
-// A client that aborts its request cancels the run; its next message is
-// accepted at once.
+// A client that aborts its request cancels the run
+// (runs.DisconnectCancel); its next message is accepted at once, once
+// the aborted run has ended (runs.StartRequest.WaitIdle).
 package agui

@@ -121,14 +121,12 @@ type assistantMessage struct {
 }
 
 type toolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function functionCall `json:"function"`
-}
-
-type functionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 type toolMessage struct {

@@ -7,13 +7,10 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/internal/sse"
-	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
-	"github.com/trellis-ai/trellis/store"
 )
 
 // Config configures a Handler. Runs is required; every other zero
@@ -23,70 +20,57 @@ type Config struct {
 	// Logger receives what goes wrong on the server's side; nil
 	// discards.
 	Logger *slog.Logger
-	// Heartbeat is the interval of ": ping" comments on an idle stream;
-	// 0 means 15 s.
-	Heartbeat time.Duration
-	// WriteTimeout bounds each write to a stream; 0 means 30 s.
+	// Heartbeat is the interval of ": ping" comments on an idle stream,
+	// and WriteTimeout bounds each write to a stream: the server's, which
+	// it passes in.
+	Heartbeat    time.Duration
 	WriteTimeout time.Duration
 	// MaxMessageRunes caps the user's message (400 beyond it); 0: no cap.
 	MaxMessageRunes int
 }
 
-// busyGrace is how long a message on a thread whose run is still ending
-// (its client aborted it a moment ago) waits before it is refused.
-const busyGrace = 2 * time.Second
-
 // Handler serves POST /ag-ui.
-type Handler struct {
-	cfg Config
-	log *slog.Logger
-}
+type Handler struct{ cfg Config }
 
 // New returns the handler.
 func New(cfg Config) *Handler {
-	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = 15 * time.Second
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = 30 * time.Second
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Handler{cfg: cfg, log: log}
+	return &Handler{cfg: cfg}
 }
 
 // ServeHTTP runs the input's message, or resumes the thread's
 // interrupted run, and streams the run as AG-UI events.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	user := runs.UserFrom(ctx)
 	in, err := decodeInput(r.Body)
-	if err == nil && h.cfg.MaxMessageRunes > 0 && utf8.RuneCountInString(in.message) > h.cfg.MaxMessageRunes {
-		err = httperr.Invalid("the message is longer than %d characters", h.cfg.MaxMessageRunes)
+	if err == nil {
+		err = httperr.TooLong(in.message, h.cfg.MaxMessageRunes)
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		h.fail(w, r, err)
-		return
+	case len(in.Resume) > 0:
+		h.resume(w, r, runs.UserFrom(r.Context()), in)
+	default:
+		h.run(w, r, runs.UserFrom(r.Context()), in)
 	}
-	if len(in.Resume) > 0 {
-		h.resume(w, r, user, in)
-		return
-	}
+}
+
+// run runs the input's message on its thread.
+func (h *Handler) run(w http.ResponseWriter, r *http.Request, user string, in input) {
+	ctx := r.Context()
 	svc := h.cfg.Runs
 	conv, err := svc.OpenConversation(ctx, user, in.ThreadID, in.message)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	req := runs.StartRequest{UserID: user, ConversationID: conv.ID, RequestID: w.Header().Get("X-Request-Id"),
-		Input: nodes.Input{Message: in.message}}
-	rn, sub, err := svc.Start(ctx, req)
-	if errors.Is(err, store.ErrRunActive) && svc.AwaitIdle(ctx, conv.ID, busyGrace) {
-		rn, sub, err = svc.Start(ctx, req)
-	}
-	if errors.Is(err, store.ErrRunActive) {
+	// AG-UI stops a run by aborting its request, and may send the next
+	// message at once.
+	rn, sub, err := svc.Start(ctx, runs.StartRequest{UserID: user, ConversationID: conv.ID, RequestID: w.Header().Get("X-Request-Id"),
+		Input: runs.Input{Message: in.message}, WaitIdle: true})
+	if errors.Is(err, runs.ErrRunActive) {
 		err = fmt.Errorf("%w: the thread's run is going on or waits for an interrupt's answer; resume it (resume: [{interruptId, status, payload}]) or wait", err)
 	}
 	if err != nil {
@@ -104,149 +88,63 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // changes nothing.
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request, user string, in input) {
 	ctx := r.Context()
-	svc := h.cfg.Runs
-	st := svc.Store()
-	type answer struct {
-		hr       store.HumanRequest
-		approval store.ApprovalAnswer
-		elicit   store.ElicitationAnswer
-	}
-	var (
-		answers []answer
-		cancel  bool
-	)
+	ids := make([]string, len(in.Resume))
 	for i, e := range in.Resume {
-		hr, err := st.GetHumanRequest(ctx, store.KindApproval, user, e.InterruptID)
-		if errors.Is(err, store.ErrNotFound) {
-			hr, err = st.GetHumanRequest(ctx, store.KindElicitation, user, e.InterruptID)
-		}
-		if err == nil && hr.ConversationID != in.ThreadID {
-			err = store.ErrNotFound
-		}
-		if err == nil && hr.Status != store.HumanPending {
-			err = store.ErrAlreadyResolved
-		}
-		if err == nil && len(answers) > 0 && hr.RunID != answers[0].hr.RunID {
-			err = httperr.Invalid("resume[%d] answers an interrupt of another run", i)
-		}
-		if err != nil {
-			h.fail(w, r, fmt.Errorf("resume[%d], interrupt %s: %w", i, e.InterruptID, err))
-			return
-		}
-		a := answer{hr: hr}
-		switch {
-		case e.Status == "cancelled":
-			cancel = true
-		case hr.Kind == store.KindApproval:
-			p, err := decodeApproval(e.Payload)
-			if err != nil {
-				h.fail(w, r, err)
-				return
-			}
-			a.approval = store.ApprovalAnswer{Decision: store.DecisionApprove}
-			switch {
-			case !*p.Approved:
-				a.approval = store.ApprovalAnswer{Decision: store.DecisionReject, Reason: p.Reason}
-			case p.EditedArgs != nil:
-				a.approval = store.ApprovalAnswer{Decision: store.DecisionEdit, Args: p.EditedArgs}
-			}
-		default:
-			if len(e.Payload) == 0 || e.Payload[0] != '{' {
-				h.fail(w, r, httperr.Invalid("resume[%d]: a question's payload is the object it asks for", i))
-				return
-			}
-			a.elicit = store.ElicitationAnswer{Action: store.ActionAccept, Content: e.Payload}
-		}
-		answers = append(answers, a)
+		ids[i] = e.InterruptID
 	}
-	first := answers[0].hr
-	// Subscribed, and the run's last event read, before anything is
-	// answered: the resumed run's events all come after it.
-	sub := svc.Subscribe(first.RunID, false)
-	defer sub.Close()
-	run, err := st.GetRun(ctx, user, first.RunID)
+	a, err := h.cfg.Runs.Answer(ctx, runs.AnswerRequest{User: user, ConversationID: in.ThreadID, IDs: ids,
+		Decide: func(i int, hr runs.HumanRequest) (runs.Answer, error) { return answerOf(i, in.Resume[i], hr) }})
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	t := newTranslator(in, first.ConversationID, first.RunID, nil)
+	defer a.Follow.Sub.Close()
+	t := newTranslator(in, a.Follow.ConversationID, a.Follow.RunID, nil)
 	t.lookup = h.lookup(ctx, user)
-	if cancel {
-		_, err = svc.Cancel(ctx, user, first.ConversationID)
-	}
-	for _, a := range answers {
-		if cancel || err != nil {
-			break
-		}
-		if a.hr.Kind == store.KindApproval {
-			t.announced[a.hr.Approval.ToolCallID] = true
-			_, err = svc.AnswerApproval(ctx, user, a.hr.ID, a.approval)
-		} else {
-			err = svc.AnswerElicitation(ctx, user, a.hr.ID, a.elicit)
+	for i, hr := range a.Requests {
+		if hr.Kind == runs.KindApproval && in.Resume[i].Status != "cancelled" {
+			t.announced[hr.Approval.ToolCallID] = true
 		}
 	}
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.stream(w, r, t, runs.FollowRequest{User: user, ConversationID: first.ConversationID, RunID: first.RunID, Sub: sub,
-		After: run.LastSeq, Replay: true})
+	h.stream(w, r, t, a.Follow)
 }
 
 // lookup reads the user's human requests from the record.
-func (h *Handler) lookup(ctx context.Context, user string) func(store.HumanKind, string) (store.HumanRequest, bool) {
-	st := h.cfg.Runs.Store()
-	return func(kind store.HumanKind, id string) (store.HumanRequest, bool) {
-		hr, err := st.GetHumanRequest(context.WithoutCancel(ctx), kind, user, id)
+func (h *Handler) lookup(ctx context.Context, user string) func(runs.HumanKind, string) (runs.HumanRequest, bool) {
+	return func(kind runs.HumanKind, id string) (runs.HumanRequest, bool) {
+		hr, err := h.cfg.Runs.HumanRequest(context.WithoutCancel(ctx), kind, user, id)
 		return hr, err == nil
 	}
 }
 
 // stream writes RUN_STARTED and then the run's events, translated, to
-// its terminal event. A client that goes away cancels the run.
+// its terminal event. A client that goes away cancels the run: AG-UI
+// stops a run by aborting its request.
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, t *translator, req runs.FollowRequest) {
 	ctx := r.Context()
 	// AG-UI's framing: data lines of one event's JSON, no names, no ids.
 	sw := sse.Start(w, h.cfg.WriteTimeout)
 	t.emit = func(v any) error { return sw.JSON(0, "", v) }
-	if err := t.emit(runStarted{Type: "RUN_STARTED", ThreadID: t.in.ThreadID, RunID: t.in.RunID, ParentRunID: t.in.ParentRunID}); err != nil {
-		h.gone(ctx, req)
-		return
+	req.Begin = func() error {
+		return t.emit(runStarted{Type: "RUN_STARTED", ThreadID: t.in.ThreadID, RunID: t.in.RunID, ParentRunID: t.in.ParentRunID})
 	}
 	req.Heartbeat, req.Idle, req.Rejoin = h.cfg.Heartbeat, sw.Ping, true
+	req.Gone, req.OnDisconnect = sw.Failed, runs.DisconnectCancel
 	finished := false
 	_, err := h.cfg.Runs.Follow(ctx, req, func(e *runs.Event) error {
 		done, err := t.event(e)
 		finished = finished || done
 		return err
 	})
-	switch {
-	case finished:
-	case ctx.Err() != nil || sw.Failed():
-		h.gone(ctx, req)
-	default:
-		h.log.LogAttrs(ctx, slog.LevelWarn, "an AG-UI stream ended before its run", slog.String("run_id", req.RunID), slog.Any("error", err))
-		_ = t.emit(runError{Type: "RUN_ERROR", Message: "the stream of the run broke off; the run goes on in Trellis", Code: "stream_lost"})
+	if finished || ctx.Err() != nil || sw.Failed() {
+		return
 	}
-}
-
-// gone cancels the run of a client that went away: AG-UI stops a run
-// by aborting its request.
-func (h *Handler) gone(ctx context.Context, req runs.FollowRequest) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := h.cfg.Runs.CancelRun(ctx, req.ConversationID, req.RunID); err != nil {
-		h.log.LogAttrs(ctx, slog.LevelWarn, "cancelling the run of a client that went away", slog.String("run_id", req.RunID), slog.Any("error", err))
-	}
+	h.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "an AG-UI stream ended before its run", slog.String("run_id", req.RunID), slog.Any("error", err))
+	_ = t.emit(runError{Type: "RUN_ERROR", Message: "the stream of the run broke off; the run goes on in Trellis", Code: "stream_lost"})
 }
 
 // fail answers a request Trellis cannot run with a JSON error and a
 // 4xx status for the client's mistakes (the client shows the body).
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	p := httperr.Of(err)
-	if p == nil {
-		h.log.LogAttrs(r.Context(), slog.LevelError, "AG-UI request failed", slog.Any("error", err))
-		p = httperr.Internal("")
-	}
-	httperr.Write(w, p)
+	httperr.Reply(w, r, h.cfg.Logger, "AG-UI request failed", err)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/trellis-ai/trellis/api/httperr"
+	"github.com/trellis-ai/trellis/runs"
 )
 
 // input is the part of a RunAgentInput Trellis reads. Other fields
@@ -161,4 +162,29 @@ func decodeApproval(raw json.RawMessage) (approvalPayload, error) {
 		p.EditedArgs = nil
 	}
 	return p, nil
+}
+
+// answerOf is the answer resume[i] gives to the interrupt hr: a cancel
+// of the run, an approval's decision, or the object a question asks for.
+func answerOf(i int, e resumeEntry, hr runs.HumanRequest) (runs.Answer, error) {
+	switch {
+	case e.Status == "cancelled":
+		return runs.Answer{Cancel: true}, nil
+	case hr.Kind == runs.KindApproval:
+		p, err := decodeApproval(e.Payload)
+		if err != nil {
+			return runs.Answer{}, err
+		}
+		switch {
+		case !*p.Approved:
+			return runs.Answer{Approval: runs.ApprovalAnswer{Decision: runs.DecisionReject, Reason: p.Reason}}, nil
+		case p.EditedArgs != nil:
+			return runs.Answer{Approval: runs.ApprovalAnswer{Decision: runs.DecisionEdit, Args: p.EditedArgs}}, nil
+		}
+		return runs.Answer{Approval: runs.ApprovalAnswer{Decision: runs.DecisionApprove}}, nil
+	}
+	if len(e.Payload) == 0 || e.Payload[0] != '{' {
+		return runs.Answer{}, httperr.Invalid("resume[%d]: a question's payload is the object it asks for", i)
+	}
+	return runs.Answer{Elicitation: runs.ElicitationAnswer{Action: runs.ActionAccept, Content: e.Payload}}, nil
 }

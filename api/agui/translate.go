@@ -2,11 +2,9 @@ package agui
 
 import (
 	"encoding/json"
-	"strconv"
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/runs"
-	"github.com/trellis-ai/trellis/store"
 )
 
 // translator turns one run's events into AG-UI events, and keeps what
@@ -25,7 +23,7 @@ type translator struct {
 	// lookup finds a human request (an approval, a tool's question)
 	// announced before this stream began: a resumed run asks again only
 	// what it had not asked.
-	lookup    func(kind store.HumanKind, id string) (store.HumanRequest, bool)
+	lookup    func(kind runs.HumanKind, id string) (runs.HumanRequest, bool)
 	questions map[string]events.ElicitationRequest
 	added     []any // messages the run added, in order
 }
@@ -42,11 +40,11 @@ func newTranslator(in input, conv, runID string, emit func(any) error) *translat
 // event translates one run event; done reports that the terminal AG-UI
 // event went out.
 func (t *translator) event(e *runs.Event) (done bool, err error) {
+	id := e.Key()
 	p, err := e.Typed()
 	if err != nil {
 		return false, err
 	}
-	id := t.runID + "-" + strconv.FormatInt(e.Seq, 10)
 	switch d := p.(type) {
 	case *events.ApprovalRequired:
 		t.approvals = append(t.approvals, *d)
@@ -96,7 +94,7 @@ func (t *translator) approval(id string) (events.ApprovalRequired, bool) {
 		}
 	}
 	if t.lookup != nil {
-		if a, ok := t.lookup(store.KindApproval, id); ok {
+		if a, ok := t.lookup(runs.KindApproval, id); ok {
 			return events.ApprovalRequired{ApprovalID: a.ID, ToolCallID: a.Approval.ToolCallID, Tool: a.Approval.Tool, Args: a.Approval.Args}, true
 		}
 	}
@@ -120,7 +118,9 @@ func (t *translator) announce(id, callID, tool string, args json.RawMessage) err
 	if len(args) == 0 {
 		a = "{}"
 	}
-	t.calls.ToolCalls = append(t.calls.ToolCalls, toolCall{ID: callID, Type: "function", Function: functionCall{Name: tool, Arguments: a}})
+	tc := toolCall{ID: callID, Type: "function"}
+	tc.Function.Name, tc.Function.Arguments = tool, a
+	t.calls.ToolCalls = append(t.calls.ToolCalls, tc)
 	if err := t.emit(toolCallStart{Type: "TOOL_CALL_START", ToolCallID: callID, ToolCallName: tool, ParentMessageID: t.calls.ID}); err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func (t *translator) interrupted(id string, d *events.RunInterrupted) error {
 		for _, eid := range d.ElicitationIDs {
 			q, ok := t.questions[eid]
 			if !ok && t.lookup != nil {
-				if e, found := t.lookup(store.KindElicitation, eid); found {
+				if e, found := t.lookup(runs.KindElicitation, eid); found {
 					q = events.ElicitationRequest{ElicitationID: eid, Message: e.Elicitation.Message, Schema: e.Elicitation.Schema}
 				}
 			}

@@ -3,7 +3,8 @@
 // /api/ai-sdk/chat runs a chat's message and streams the run as UI
 // message chunks; GET /api/ai-sdk/chat/{id}/stream resumes a chat's
 // live stream. It is a translator over the run service (package runs)
-// and holds no run logic of its own.
+// and holds no run logic of its own: it reads the record only through
+// runs' verbs, and imports neither store nor nodes.
 //
 // # Mapping
 //
@@ -42,5 +43,7 @@
 // resumes (GET …/{id}/stream, 204 when nothing streams) within it finds
 // the run going on and replayed from its start. A new message on the
 // chat cancels a run whose client went away at once, and one waiting
-// for an approval the user chose not to answer.
+// for an approval the user chose not to answer. Package runs decides all
+// of it (runs.DisconnectAwaitResume, runs.StartRequest.WaitIdle and
+// DropWaiting); the adapter only says which.
 package aisdk

@@ -2,7 +2,6 @@ package aisdk
 
 import (
 	"encoding/json"
-	"strconv"
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/runs"
@@ -70,7 +69,7 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	id := t.runID + "-" + strconv.FormatInt(e.Seq, 10)
+	id := e.Key()
 	switch d := p.(type) {
 	case *events.ApprovalRequired:
 		t.byApproval[d.ApprovalID] = d.ToolCallID

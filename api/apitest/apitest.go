@@ -13,7 +13,6 @@ import (
 	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/llm"
-	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/runs"
 )
 
@@ -21,9 +20,8 @@ import (
 //
 // Runs configures the run service, with trellis serve's defaults where
 // the run service has none: its Store is API.Store; nil Models is a
-// registry holding only the offline model; nil Elicit is a new manager
-// with ElicitTimeout; "" Owner is a fresh name; 0 InterruptAfter is 60 s;
-// nil Logger and Metrics are API's. Its MaxRunsPerUser is always
+// registry holding only the offline model; "" Owner is a fresh name; 0
+// InterruptAfter is 60 s; nil Logger and Metrics are API's. Its MaxRunsPerUser is always
 // API.Limits.MaxConcurrentRunsPerUser (0: api.DefaultMaxConcurrentRuns),
 // the one cap both read.
 //
@@ -49,9 +47,6 @@ func New(cfg Config) (*api.Server, error) {
 	}
 	if rc.Logger == nil {
 		rc.Logger = ac.Logger
-	}
-	if rc.Elicit == nil {
-		rc.Elicit = elicit.NewManager(elicit.Config{Timeout: rc.ElicitTimeout, Logger: rc.Logger})
 	}
 	if rc.Owner == "" {
 		rc.Owner = Owner()

@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/llm"
-	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
@@ -72,14 +73,15 @@ var (
 )
 
 // Of returns err's problem: a *Problem in err's chain as it is, a
-// sentinel of the run service, the record, the agent or the elicitation
-// manager with its meaning, an over-long body as 413; nil for anything
-// else, which the caller answers as an internal error (and logs).
+// sentinel of the run service, the record or the agent with its meaning
+// (an answer that does not fit its question's schema as 422), an
+// over-long body as 413; nil for anything else, which the caller answers
+// as an internal error (and logs).
 func Of(err error) *Problem {
 	var (
 		p       *Problem
 		tooBig  *http.MaxBytesError
-		invalid *elicit.ValidationError
+		invalid *runs.ValidationError
 	)
 	switch {
 	case errors.As(err, &p):
@@ -96,16 +98,18 @@ func Of(err error) *Problem {
 		return RunCancelling
 	case errors.Is(err, runs.ErrBusy):
 		return Busy
+	case errors.Is(err, runs.ErrOtherRun):
+		return Invalid("the answers are to human requests of different runs")
 	case errors.As(err, &tooBig):
 		return New(http.StatusRequestEntityTooLarge, "body_too_large",
 			"the request body is larger than "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
 	case errors.As(err, &invalid):
 		return New(http.StatusUnprocessableEntity, "invalid_content", invalid.Reason)
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, elicit.ErrNotFound), errors.Is(err, nodes.ErrUnknownTurn):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, nodes.ErrUnknownTurn):
 		return NotFound
 	case errors.Is(err, store.ErrRunActive):
 		return RunActive
-	case errors.Is(err, store.ErrAlreadyResolved), errors.Is(err, elicit.ErrResolved):
+	case errors.Is(err, store.ErrAlreadyResolved):
 		return AlreadyResolved
 	case errors.Is(err, store.ErrConflict):
 		return Conflict
@@ -113,7 +117,7 @@ func Of(err error) *Problem {
 		return ApprovalPending
 	case errors.Is(err, nodes.ErrNoPendingApproval):
 		return NoPendingApproval
-	case errors.Is(err, store.ErrInvalid), errors.Is(err, nodes.ErrInvalidInput), errors.Is(err, elicit.ErrInvalidAction):
+	case errors.Is(err, store.ErrInvalid), errors.Is(err, nodes.ErrInvalidInput):
 		return Invalid("%s", err.Error())
 	case errors.Is(err, llm.ErrUnknownModel):
 		return UnknownModel
@@ -146,4 +150,25 @@ func Write(w http.ResponseWriter, p *Problem) {
 // message says where the cause was logged, never the cause itself.
 func Internal(where string) *Problem {
 	return New(http.StatusInternalServerError, "internal_error", "internal error; the server logged it"+where)
+}
+
+// TooLong is the problem of a user's message longer than most
+// characters (most 0: no cap), and nil for a message within it.
+func TooLong(message string, most int) error {
+	if most > 0 && utf8.RuneCountInString(message) > most {
+		return Invalid("the message is longer than %d characters", most)
+	}
+	return nil
+}
+
+// Reply answers err as Of classifies it. An error Of does not know is
+// the server's: it is logged as what failed, and the client gets an
+// internal error.
+func Reply(w http.ResponseWriter, r *http.Request, log *slog.Logger, what string, err error) {
+	p := Of(err)
+	if p == nil {
+		log.LogAttrs(r.Context(), slog.LevelError, what, slog.Any("error", err))
+		p = Internal("")
+	}
+	Write(w, p)
 }

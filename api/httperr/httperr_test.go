@@ -10,7 +10,6 @@ import (
 
 	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/llm"
-	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
@@ -30,20 +29,18 @@ func TestOf(t *testing.T) {
 		{runs.ErrRunCancelling, 409, "run_cancelled"},
 		{runs.ErrBusy, 409, "busy"},
 		{store.ErrNotFound, 404, "not_found"},
-		{elicit.ErrNotFound, 404, "not_found"},
 		{nodes.ErrUnknownTurn, 404, "not_found"},
 		{store.ErrRunActive, 409, "run_active"},
 		{store.ErrAlreadyResolved, 409, "already_resolved"},
-		{elicit.ErrResolved, 409, "already_resolved"},
 		{store.ErrConflict, 409, "conflict"},
 		{nodes.ErrApprovalPending, 409, "approval_pending"},
 		{nodes.ErrNoPendingApproval, 409, "no_pending_approval"},
+		{fmt.Errorf("runs: answer 1, a2: %w", runs.ErrOtherRun), 400, "invalid_request"},
 		{store.ErrInvalid, 400, "invalid_request"},
 		{nodes.ErrInvalidInput, 400, "invalid_request"},
-		{elicit.ErrInvalidAction, 400, "invalid_request"},
 		{llm.ErrUnknownModel, 400, "unknown_model"},
 		{&http.MaxBytesError{Limit: 10}, 413, "body_too_large"},
-		{&elicit.ValidationError{Reason: "age: want a number"}, 422, "invalid_content"},
+		{&runs.ValidationError{Reason: "age: want a number"}, 422, "invalid_content"},
 		{httperr.New(418, "teapot", "short and stout"), 418, "teapot"},
 	} {
 		for _, err := range []error{tc.err, wrap(tc.err)} {

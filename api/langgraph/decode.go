@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/api/httperr"
-	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/runs"
 )
 
 // errorf is an answer given on purpose. Every mistake of the client is a
@@ -108,15 +108,16 @@ type runSpec struct {
 	message string
 	// answers answer the thread's pending approvals, in order; set when
 	// the run resumes.
-	answers []store.ApprovalAnswer
+	answers []runs.ApprovalAnswer
 	// resuming: command.resume was given.
 	resuming bool
 	// interrupt: multitask_strategy interrupt or rollback, which cancel
 	// the thread's run going before this one starts.
-	interrupt          bool
-	modes              modes
-	cancelOnDisconnect bool
-	metadata           json.RawMessage
+	interrupt bool
+	modes     modes
+	// onDisconnect is on_disconnect: the run goes on, or is cancelled.
+	onDisconnect runs.Disconnect
+	metadata     json.RawMessage
 }
 
 // parseRun decodes a run request's body. Any mistake is an *httperr.Problem
@@ -137,7 +138,7 @@ func parseRun(body []byte) (runSpec, error) {
 	switch b.OnDisconnect {
 	case "", "continue":
 	case "cancel":
-		spec.cancelOnDisconnect = true
+		spec.onDisconnect = runs.DisconnectCancel
 	default:
 		return runSpec{}, httperr.Invalid(`on_disconnect must be "cancel" or "continue"`)
 	}
@@ -149,7 +150,7 @@ func parseRun(body []byte) (runSpec, error) {
 		return runSpec{}, httperr.Invalid(`multitask_strategy must be reject, interrupt, rollback or enqueue`)
 	}
 	if m := bytes.TrimSpace(b.Metadata); len(m) > 0 && !bytes.Equal(m, []byte("null")) {
-		if err := store.CheckMetadata(m); err != nil {
+		if err := runs.CheckMetadata(m); err != nil {
 			return runSpec{}, httperr.Invalid("metadata must be a JSON object")
 		}
 		spec.metadata = m
@@ -225,7 +226,7 @@ func contentText(raw json.RawMessage) (string, error) {
 // parseResume reads command.resume: {decisions: [...]} answering the
 // pending approvals, or a string answering a clarifying question (sent
 // as the next message).
-func parseResume(raw json.RawMessage) ([]store.ApprovalAnswer, string, error) {
+func parseResume(raw json.RawMessage) ([]runs.ApprovalAnswer, string, error) {
 	raw = bytes.TrimSpace(raw)
 	if raw[0] == '"' {
 		var s string
@@ -246,18 +247,18 @@ func parseResume(raw json.RawMessage) ([]store.ApprovalAnswer, string, error) {
 	if len(r.Decisions) == 0 {
 		return nil, "", httperr.Invalid("command.resume.decisions must hold one decision per action request")
 	}
-	out := make([]store.ApprovalAnswer, len(r.Decisions))
+	out := make([]runs.ApprovalAnswer, len(r.Decisions))
 	for i, d := range r.Decisions {
 		switch d.Type {
 		case "approve":
-			out[i] = store.ApprovalAnswer{Decision: store.DecisionApprove}
+			out[i] = runs.ApprovalAnswer{Decision: runs.DecisionApprove}
 		case "reject":
-			out[i] = store.ApprovalAnswer{Decision: store.DecisionReject, Reason: d.Message}
+			out[i] = runs.ApprovalAnswer{Decision: runs.DecisionReject, Reason: d.Message}
 		case "edit":
 			if d.EditedAction == nil || len(bytes.TrimSpace(d.EditedAction.Args)) == 0 || bytes.TrimSpace(d.EditedAction.Args)[0] != '{' {
 				return nil, "", httperr.Invalid("an edit decision needs edited_action.args, a JSON object")
 			}
-			out[i] = store.ApprovalAnswer{Decision: store.DecisionEdit, Args: d.EditedAction.Args}
+			out[i] = runs.ApprovalAnswer{Decision: runs.DecisionEdit, Args: d.EditedAction.Args}
 		default:
 			return nil, "", httperr.Invalid("decision %d: type must be approve, edit or reject", i)
 		}

@@ -8,22 +8,26 @@ import (
 	"github.com/trellis-ai/trellis/api/httperr"
 )
 
+// runSeeds are run bodies as the SDK and agent-chat-ui send them, and
+// bodies they never send.
+var runSeeds = []string{
+	`{"assistant_id":"agent","input":{"messages":[{"type":"human","content":"hi"}]},"stream_mode":["values","messages-tuple"]}`,
+	`{"input":{"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]},"stream_mode":"updates","on_disconnect":"cancel"}`,
+	`{"input":{},"command":{"resume":{"decisions":[{"type":"approve"},{"type":"reject","message":"no"}]}}}`,
+	`{"command":{"resume":{"decisions":[{"type":"edit","edited_action":{"name":"calculator","args":{"expression":"1+1"}}}]}}}`,
+	`{"command":{"resume":"the answer"}}`,
+	`{"command":{"goto":"x"}}`,
+	`{"input":null,"stream_mode":7}`,
+	`{"input":{"messages":[{"type":"ai","content":"x"}]}}`,
+	`{"metadata":[1],"input":{"messages":[{"type":"human","content":"hi"}]}}`,
+	`[]`, `null`, ``, `{"input":{"messages":"x"}}`, "{\"input\":\"\xff\"}",
+}
+
 // FuzzParseRun feeds run bodies to the decoder: it never panics, every
 // refusal is a client error (4xx, which the SDK does not retry), and
 // what it accepts is a run that can start or resume.
 func FuzzParseRun(f *testing.F) {
-	for _, seed := range []string{
-		`{"assistant_id":"agent","input":{"messages":[{"type":"human","content":"hi"}]},"stream_mode":["values","messages-tuple"]}`,
-		`{"input":{"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]},"stream_mode":"updates","on_disconnect":"cancel"}`,
-		`{"input":{},"command":{"resume":{"decisions":[{"type":"approve"},{"type":"reject","message":"no"}]}}}`,
-		`{"command":{"resume":{"decisions":[{"type":"edit","edited_action":{"name":"calculator","args":{"expression":"1+1"}}}]}}}`,
-		`{"command":{"resume":"the answer"}}`,
-		`{"command":{"goto":"x"}}`,
-		`{"input":null,"stream_mode":7}`,
-		`{"input":{"messages":[{"type":"ai","content":"x"}]}}`,
-		`{"metadata":[1],"input":{"messages":[{"type":"human","content":"hi"}]}}`,
-		`[]`, `null`, ``, `{"input":{"messages":"x"}}`, "{\"input\":\"\xff\"}",
-	} {
+	for _, seed := range runSeeds {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

@@ -6,13 +6,15 @@
 // It owns the translation only: a thread is a Trellis conversation
 // (thread_id is the conversation id, its metadata the conversation's),
 // a run is a Trellis run, a thread's state and history are the agent's
-// checkpoints, and a run's events (nodes' vocabulary) become the stream
-// modes values, updates, messages-tuple, messages, events and custom. An
+// checkpoints, and a run's events (package events' vocabulary) become
+// the stream modes values, updates, messages-tuple, messages, events and
+// custom. An
 // approval the agent waits for is an interrupt in the shape of
 // LangChain's HumanInTheLoopMiddleware, answered by a new run carrying
-// command.resume.decisions. Runs start, stop, resume and are followed
-// only through runs; users and their isolation come from package
-// api's authentication (runs.UserFrom).
+// command.resume.decisions. Runs start, stop, resume and are followed,
+// and threads, runs and checkpoints are read, only through runs' verbs:
+// the package imports neither store nor nodes. Users and their
+// isolation come from package api's authentication (runs.UserFrom).
 //
 // Mounted by package api at /langgraph:
 //

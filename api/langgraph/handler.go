@@ -13,25 +13,20 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/api/httperr"
-	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
-	"github.com/trellis-ai/trellis/store"
 )
 
 // graphID is the one graph Trellis serves, and the id of its one
 // assistant: agent-chat-ui's default.
 const graphID = "agent"
 
-// Config configures the adapter. Runs and Store are required.
+// Config configures the adapter. Runs is required.
 type Config struct {
-	// Runs runs everything; Store is read for threads and runs.
-	Runs  *runs.Service
-	Store store.Store
-	// Heartbeat is how often an idle stream gets a keep-alive comment;
-	// 0 means 15 s.
-	Heartbeat time.Duration
-	// WriteTimeout drops a stream whose client takes nothing for that
-	// long; 0 means 30 s.
+	Runs *runs.Service
+	// Heartbeat is how often an idle stream gets a keep-alive comment,
+	// and WriteTimeout drops a stream whose client takes nothing for
+	// that long: the server's, which it passes in.
+	Heartbeat    time.Duration
 	WriteTimeout time.Duration
 	// MaxMessageRunes caps a human message in characters (400 beyond
 	// it); 0 means no cap.
@@ -44,26 +39,18 @@ type Config struct {
 
 // handler serves the API.
 type handler struct {
-	cfg   Config
-	runs  *runs.Service
-	st    store.Store
-	agent *nodes.Agent
-	log   *slog.Logger
+	cfg  Config
+	runs *runs.Service
+	log  *slog.Logger
 }
 
 // New returns the API's handler, to be mounted where the SDK's apiUrl
 // points, behind authentication that sets runs.WithUser.
 func New(cfg Config) http.Handler {
-	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = 15 * time.Second
-	}
-	if cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = 30 * time.Second
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{cfg: cfg, runs: cfg.Runs, st: cfg.Store, agent: cfg.Runs.Agent(), log: cfg.Logger}
+	h := &handler{cfg: cfg, runs: cfg.Runs, log: cfg.Logger}
 	r := chi.NewRouter()
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, errorf(http.StatusNotFound, "not_found", "no such endpoint in Trellis' LangGraph API subset: %s %s", r.Method, r.URL.Path))
@@ -139,6 +126,25 @@ func body(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
+// decode reads the request's body (an empty one as {}) into v.
+func decode(r *http.Request, v any) error {
+	b, err := body(r)
+	if err != nil {
+		return err
+	}
+	return unmarshal(b, v)
+}
+
+// search reads a search body and the page it asks for: 10 by default,
+// 1000 at most.
+func search(r *http.Request) (q searchBody, limit, offset int, err error) {
+	if err = decode(r, &q); err != nil {
+		return q, 0, 0, err
+	}
+	limit, offset, err = page(q.Limit, q.Offset, 10, 1000)
+	return q, limit, offset, err
+}
+
 func user(r *http.Request) string { return runs.UserFrom(r.Context()) }
 
 // info is GET /info: agent-chat-ui's connection probe.
@@ -180,17 +186,7 @@ func checkAssistant(id string) error {
 }
 
 func (h *handler) searchAssistants(w http.ResponseWriter, r *http.Request) {
-	b, err := body(r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	var q searchBody
-	if err := unmarshal(b, &q); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	limit, offset, err := page(q.Limit, q.Offset, 10, 1000)
+	q, limit, offset, err := search(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -216,5 +212,5 @@ func (h *handler) assistantGraph(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"mermaid": h.agent.Mermaid()})
+	writeJSON(w, http.StatusOK, map[string]any{"mermaid": h.runs.Mermaid()})
 }

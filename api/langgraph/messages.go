@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/events"
-	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/runs"
 )
 
 // message is a LangChain message dict: what values, updates and the
@@ -52,7 +52,7 @@ func newToolCall(id, name string, args json.RawMessage) toolCall {
 }
 
 // fromState converts the agent's messages to LangChain's.
-func fromState(msgs []nodes.Message) []message {
+func fromState(msgs []runs.Message) []message {
 	out := make([]message, 0, len(msgs))
 	var turn, users, answers int
 	for i, m := range msgs {
@@ -60,19 +60,19 @@ func fromState(msgs []nodes.Message) []message {
 			turn, users, answers = m.Turn, 0, 0
 		}
 		switch {
-		case m.Role == nodes.RoleUser:
+		case m.Role == runs.RoleUser:
 			out = append(out, message{Type: "human", Content: m.Content, ID: humanID(m.Turn, users)})
 			users++
-		case m.Role == nodes.RoleTool:
+		case m.Role == runs.RoleTool:
 			out = append(out, message{Type: "tool", Content: m.Content, ID: toolID(m.ToolCallID), ToolCallID: m.ToolCallID,
 				Name: m.Name, Status: "success"})
-		case m.Role == nodes.RoleAssistant && len(m.ToolCalls) > 0:
+		case m.Role == runs.RoleAssistant && len(m.ToolCalls) > 0:
 			am := message{Type: "ai", Content: m.Content, ID: callsID(m.ToolCalls[0].ID)}
 			for _, c := range m.ToolCalls {
 				am.ToolCalls = append(am.ToolCalls, newToolCall(c.ID, c.Tool, c.Args))
 			}
 			out = append(out, am)
-		case m.Role == nodes.RoleAssistant:
+		case m.Role == runs.RoleAssistant:
 			out = append(out, message{Type: "ai", Content: m.Content, ID: answerID(m.Turn, answers)})
 			answers++
 		default:
@@ -173,7 +173,7 @@ type threadState struct {
 	ParentCheckpoint *checkpointRef `json:"parent_checkpoint"`
 }
 
-func stateOf(threadID string, s nodes.Snapshot) threadState {
+func stateOf(threadID string, s runs.Snapshot) threadState {
 	st := threadState{
 		Values:     values{Messages: fromState(s.State.Messages)},
 		Next:       s.Next,

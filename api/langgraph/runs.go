@@ -9,16 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/ids"
-	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
-	"github.com/trellis-ai/trellis/store"
 )
 
 // run is a Trellis run as LangGraph's.
@@ -36,19 +33,19 @@ type run struct {
 
 // runStatus maps a run's status: a cancelled run is interrupted, as the
 // Agent Server reports it.
-func runStatus(s store.RunStatus) string {
+func runStatus(s runs.RunStatus) string {
 	switch s {
-	case store.RunRunning:
+	case runs.RunRunning:
 		return "running"
-	case store.RunCompleted:
+	case runs.RunCompleted:
 		return "success"
-	case store.RunFailed:
+	case runs.RunFailed:
 		return "error"
 	}
 	return "interrupted"
 }
 
-func runOf(r store.Run) run {
+func runOf(r runs.RunRecord) run {
 	updated := r.CreatedAt
 	if r.CompletedAt != nil {
 		updated = *r.CompletedAt
@@ -61,7 +58,7 @@ func runOf(r store.Run) run {
 // begun is a run a request started or resumed, subscribed to.
 type begun struct {
 	spec   runSpec
-	conv   store.Conversation
+	conv   runs.Conversation
 	runID  string
 	sub    *runs.Subscription
 	follow runs.FollowRequest
@@ -89,12 +86,12 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request, awaitsEnd bool) 
 	if err != nil {
 		return nil, err
 	}
-	snap, err := h.agent.State(ctx, c.ID)
-	if err != nil && !errors.Is(err, nodes.ErrNoConversation) {
+	snap, err := h.runs.State(ctx, c.ID)
+	if err != nil && !errors.Is(err, runs.ErrNoConversation) {
 		return nil, err
 	}
 	b := &begun{spec: spec, conv: c}
-	state := func() (nodes.Snapshot, error) { return h.agent.State(context.WithoutCancel(ctx), c.ID) }
+	state := func() (runs.Snapshot, error) { return h.runs.State(context.WithoutCancel(ctx), c.ID) }
 	if spec.answers != nil {
 		return b, h.resume(ctx, b, snap, state)
 	}
@@ -110,8 +107,8 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request, awaitsEnd bool) 
 		}
 	}
 	spec.message = strings.TrimSpace(spec.message)
-	if limit := h.cfg.MaxMessageRunes; limit > 0 && utf8.RuneCountInString(spec.message) > limit {
-		return nil, httperr.Invalid("the message is longer than %d characters", limit)
+	if err := httperr.TooLong(spec.message, h.cfg.MaxMessageRunes); err != nil {
+		return nil, err
 	}
 	if spec.interrupt {
 		if err := h.interruptRunning(ctx, c); err != nil {
@@ -123,12 +120,12 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request, awaitsEnd bool) 
 		reqID = ids.Random("req_", 8)
 	}
 	rn, sub, err := h.runs.Start(ctx, runs.StartRequest{UserID: user(r), ConversationID: c.ID, RequestID: reqID,
-		Input: nodes.Input{Message: spec.message}, AwaitsEnd: awaitsEnd})
+		Input: runs.Input{Message: spec.message}, AwaitsEnd: awaitsEnd})
 	if err != nil {
 		return nil, err
 	}
 	b.runID, b.sub = rn.ID(), sub
-	b.follow = runs.FollowRequest{User: user(r), ConversationID: c.ID, RunID: rn.ID(), Sub: sub}
+	b.follow = runs.FollowRequest{User: user(r), ConversationID: c.ID, RunID: rn.ID(), Sub: sub, OnDisconnect: spec.onDisconnect}
 	b.tr = newTranslator(c.ID, rn.ID(), spec.modes, turn, snap.State.Messages, spec.message, state)
 	return b, nil
 }
@@ -136,9 +133,9 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request, awaitsEnd bool) 
 // interruptRunning cancels the thread's run going, if any, and returns
 // once it has ended (multitask_strategy interrupt and rollback; Trellis
 // keeps the cancelled run's record either way).
-func (h *handler) interruptRunning(ctx context.Context, c store.Conversation) error {
-	last, err := h.st.LatestRun(ctx, c.UserID, c.ID)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && last.Status != store.RunRunning) {
+func (h *handler) interruptRunning(ctx context.Context, c runs.Conversation) error {
+	last, err := h.runs.LatestRun(ctx, c.UserID, c.ID)
+	if errors.Is(err, runs.ErrNotFound) || (err == nil && last.Status != runs.RunRunning) {
 		return nil
 	}
 	if err != nil {
@@ -157,7 +154,7 @@ func (h *handler) interruptRunning(ctx context.Context, c store.Conversation) er
 // tag records the graph in the metadata of a thread a run started on,
 // for threads/search (agent-chat-ui lists a graph's threads by it). A
 // run that could not start leaves the thread as it was.
-func (h *handler) tag(ctx context.Context, c store.Conversation) {
+func (h *handler) tag(ctx context.Context, c runs.Conversation) {
 	if _, err := h.mergeMetadata(ctx, c, map[string]any{"graph_id": graphID, "assistant_id": graphID}); err != nil {
 		h.log.LogAttrs(ctx, slog.LevelWarn, "langgraph: recording the thread's graph failed", slog.String("thread_id", c.ID), slog.Any("error", err))
 	}
@@ -165,43 +162,29 @@ func (h *handler) tag(ctx context.Context, c store.Conversation) {
 
 // resume answers the thread's pending approvals with the decisions, in
 // order, and follows the run they resume from its run.interrupted on.
-func (h *handler) resume(ctx context.Context, b *begun, snap nodes.Snapshot, state func() (nodes.Snapshot, error)) error {
-	var pending []events.Pending
+func (h *handler) resume(ctx context.Context, b *begun, snap runs.Snapshot, state func() (runs.Snapshot, error)) error {
+	var ids []string
 	for _, p := range snap.Pending {
 		if p.Kind == events.PendingApproval {
-			pending = append(pending, p)
+			ids = append(ids, p.ID)
 		}
 	}
-	if len(pending) == 0 {
+	if len(ids) == 0 {
 		return errorf(http.StatusConflict, "nothing_to_resume", "the thread waits for no approval; send input instead")
 	}
-	if len(b.spec.answers) != len(pending) {
-		return httperr.Invalid("%d decisions for %d action requests; give one decision per action request, in order", len(b.spec.answers), len(pending))
+	if len(b.spec.answers) != len(ids) {
+		return httperr.Invalid("%d decisions for %d action requests; give one decision per action request, in order", len(b.spec.answers), len(ids))
 	}
-	requests, err := h.st.PendingHumanRequests(ctx, store.KindApproval, b.conv.UserID, b.conv.ID)
+	a, err := h.runs.Answer(ctx, runs.AnswerRequest{User: b.conv.UserID, ConversationID: b.conv.ID, IDs: ids,
+		Decide: func(i int, _ runs.HumanRequest) (runs.Answer, error) {
+			return runs.Answer{Approval: b.spec.answers[i]}, nil
+		}})
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(requests, func(hr store.HumanRequest) bool { return hr.ID == pending[0].ID })
-	if i < 0 {
-		return errorf(http.StatusConflict, "already_resolved", "the interrupt was answered or cancelled already")
-	}
-	rn, err := h.st.GetRun(ctx, b.conv.UserID, requests[i].RunID)
-	if err != nil {
-		return err
-	}
-	// Subscribed before the answers, so that nothing of the resumed run
-	// falls between; the replay starts after what the run sent so far.
-	sub := h.runs.Subscribe(rn.ID, false)
-	for k, p := range pending {
-		if _, err := h.runs.AnswerApproval(ctx, b.conv.UserID, p.ID, b.spec.answers[k]); err != nil {
-			sub.Close()
-			return err
-		}
-	}
-	b.runID, b.sub = rn.ID, sub
-	b.follow = runs.FollowRequest{User: b.conv.UserID, ConversationID: b.conv.ID, RunID: rn.ID, Sub: sub, After: rn.LastSeq, Replay: true}
-	b.tr = newTranslator(b.conv.ID, rn.ID, b.spec.modes, snap.State.Turn, snap.State.Messages, "", state)
+	b.runID, b.sub, b.follow = a.Follow.RunID, a.Follow.Sub, a.Follow
+	b.follow.OnDisconnect = b.spec.onDisconnect
+	b.tr = newTranslator(b.conv.ID, b.runID, b.spec.modes, snap.State.Turn, snap.State.Messages, "", state)
 	return nil
 }
 
@@ -214,22 +197,11 @@ func (h *handler) streamRun(w http.ResponseWriter, r *http.Request) {
 	}
 	defer b.sub.Close()
 	sw := startStream(w, b.conv.ID, b.runID, b.spec.modes, h.cfg.WriteTimeout)
-	if sw.JSON(0, "metadata", map[string]any{"run_id": b.runID, "thread_id": b.conv.ID, "attempt": 1}) != nil {
-		h.gone(r, b)
-		return
+	b.follow.Begin = func() error {
+		return sw.JSON(0, "metadata", map[string]any{"run_id": b.runID, "thread_id": b.conv.ID, "attempt": 1})
 	}
 	b.follow.Heartbeat, b.follow.Idle = h.cfg.Heartbeat, heartbeat(sw)
-	if !h.follow(r.Context(), b.follow, b.tr, 0, func(ev sseEvent, id int64) error { return sw.JSON(id, ev.name, ev.data) }) {
-		h.gone(r, b)
-	}
-}
-
-// gone is told that a stream ended before its run: with on_disconnect
-// cancel and the client gone, the run is cancelled.
-func (h *handler) gone(r *http.Request, b *begun) {
-	if b.spec.cancelOnDisconnect && r.Context().Err() != nil {
-		_, _ = h.runs.Cancel(context.WithoutCancel(r.Context()), b.conv.UserID, b.conv.ID)
-	}
+	h.follow(r.Context(), b.follow, b.tr, 0, func(ev sseEvent, id int64) error { return sw.JSON(id, ev.name, ev.data) })
 }
 
 // waitRun is POST /threads/{id}/runs/wait: the final values, as JSON.
@@ -243,11 +215,8 @@ func (h *handler) waitRun(w http.ResponseWriter, r *http.Request) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	b.follow.Rejoin = true
 	b.tr.modes = 0
-	if !h.follow(r.Context(), b.follow, b.tr, 0, func(sseEvent, int64) error { return nil }) {
-		h.gone(r, b)
-		if r.Context().Err() != nil {
-			return
-		}
+	if !h.follow(r.Context(), b.follow, b.tr, 0, func(sseEvent, int64) error { return nil }) && r.Context().Err() != nil {
+		return
 	}
 	h.writeFinal(w, b.tr)
 }
@@ -270,7 +239,7 @@ func (h *handler) backgroundRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b.sub.Close()
-	rn, err := h.st.GetRun(r.Context(), b.conv.UserID, b.runID)
+	rn, err := h.runs.RunRecord(r.Context(), b.conv.UserID, b.runID)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -280,10 +249,10 @@ func (h *handler) backgroundRun(w http.ResponseWriter, r *http.Request) {
 
 // threadRun returns the run the path names, of the thread it names: 404
 // for another thread's run or another user's.
-func (h *handler) threadRun(r *http.Request) (store.Run, error) {
-	rn, err := h.st.GetRun(r.Context(), user(r), chi.URLParam(r, "run_id"))
+func (h *handler) threadRun(r *http.Request) (runs.RunRecord, error) {
+	rn, err := h.runs.RunRecord(r.Context(), user(r), chi.URLParam(r, "run_id"))
 	if err == nil && rn.ConversationID != chi.URLParam(r, "thread_id") {
-		err = store.ErrNotFound
+		err = runs.ErrNotFound
 	}
 	return rn, err
 }
@@ -330,7 +299,7 @@ func (h *handler) listRuns(w http.ResponseWriter, r *http.Request) {
 	var all []run
 	cursor := ""
 	for {
-		p, err := h.st.ListRuns(r.Context(), c.UserID, c.ID, store.RunQuery{Limit: store.MaxRunLimit, Cursor: cursor, EventLimit: 1})
+		p, err := h.runs.RunRecords(r.Context(), c.UserID, c.ID, runs.RunQuery{Limit: runs.MaxRuns, Cursor: cursor, EventLimit: 1})
 		if err != nil {
 			h.fail(w, r, err)
 			return
@@ -375,16 +344,16 @@ func (h *handler) joinRun(w http.ResponseWriter, r *http.Request) {
 // translator that starts from the thread's messages before the run's
 // turn (the run's turn is the thread's latest, or the next one when the
 // run has not yet stored its first step).
-func (h *handler) joiner(r *http.Request, rn store.Run, m modes) (*translator, *runs.Subscription) {
+func (h *handler) joiner(r *http.Request, rn runs.RunRecord, m modes) (*translator, *runs.Subscription) {
 	sub := h.runs.Subscribe(rn.ID, false)
 	ctx := context.WithoutCancel(r.Context())
-	snap, _ := h.agent.State(ctx, rn.ConversationID)
+	snap, _ := h.runs.State(ctx, rn.ConversationID)
 	turn := snap.State.Turn
 	if snap.State.Input.RequestID != rn.RequestID {
 		turn++
 	}
-	prior := slices.DeleteFunc(slices.Clone(snap.State.Messages), func(m nodes.Message) bool { return m.Turn >= turn })
-	state := func() (nodes.Snapshot, error) { return h.agent.State(ctx, rn.ConversationID) }
+	prior := slices.DeleteFunc(slices.Clone(snap.State.Messages), func(m runs.Message) bool { return m.Turn >= turn })
+	state := func() (runs.Snapshot, error) { return h.runs.State(ctx, rn.ConversationID) }
 	return newTranslator(rn.ConversationID, rn.ID, m, turn, prior, rn.UserMessage, state), sub
 }
 

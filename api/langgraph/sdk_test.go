@@ -2,6 +2,7 @@ package langgraph_test
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,8 +19,6 @@ import (
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store/sqlitestore"
-
-	"net/http/httptest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

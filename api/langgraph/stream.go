@@ -12,7 +12,6 @@ import (
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/sse"
-	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
 )
 
@@ -39,7 +38,7 @@ type translator struct {
 	streamed          strings.Builder
 	node              string
 	reasoning         string
-	state             func() (nodes.Snapshot, error)
+	state             func() (runs.Snapshot, error)
 	final             values // the values at the run's end
 	failed            *events.ErrorInfo
 	interrupted, done bool
@@ -47,7 +46,7 @@ type translator struct {
 
 // newTranslator starts from the thread's messages before the run's
 // events (prior, of turns before turn for a run that starts one).
-func newTranslator(threadID, runID string, m modes, turn int, prior []nodes.Message, human string, state func() (nodes.Snapshot, error)) *translator {
+func newTranslator(threadID, runID string, m modes, turn int, prior []runs.Message, human string, state func() (runs.Snapshot, error)) *translator {
 	t := &translator{modes: m, threadID: threadID, runID: runID, turn: turn, human: human, calls: -1, state: state}
 	t.msgs = fromState(prior)
 	for _, pm := range prior {
@@ -55,9 +54,9 @@ func newTranslator(threadID, runID string, m modes, turn int, prior []nodes.Mess
 			continue
 		}
 		switch {
-		case pm.Role == nodes.RoleUser:
+		case pm.Role == runs.RoleUser:
 			t.users++
-		case pm.Role == nodes.RoleAssistant && len(pm.ToolCalls) == 0:
+		case pm.Role == runs.RoleAssistant && len(pm.ToolCalls) == 0:
 			t.answers++
 		}
 	}

@@ -11,8 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/api/httperr"
-	"github.com/trellis-ai/trellis/nodes"
-	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/runs"
 )
 
 // thread is a Trellis conversation as LangGraph's thread.
@@ -29,13 +28,13 @@ type thread struct {
 
 // threadStatus maps a conversation's status (its latest run's) to a
 // thread's: busy while a run goes, interrupted while one waits.
-func threadStatus(s store.RunStatus) string {
+func threadStatus(s runs.RunStatus) string {
 	switch s {
-	case store.RunRunning:
+	case runs.RunRunning:
 		return "busy"
-	case store.RunInterrupted:
+	case runs.RunInterrupted:
 		return "interrupted"
-	case store.RunFailed:
+	case runs.RunFailed:
 		return "error"
 	}
 	return "idle"
@@ -43,7 +42,7 @@ func threadStatus(s store.RunStatus) string {
 
 // threadOf builds the thread of c, with its values and interrupts when
 // withValues.
-func (h *handler) threadOf(ctx context.Context, c store.Conversation, withValues bool) (thread, error) {
+func (h *handler) threadOf(ctx context.Context, c runs.Conversation, withValues bool) (thread, error) {
 	t := thread{ThreadID: c.ID, CreatedAt: timestamp(c.CreatedAt), UpdatedAt: timestamp(c.UpdatedAt),
 		Metadata: c.Metadata, Status: threadStatus(c.Status), Config: map[string]any{}, Interrupts: map[string][]interrupt{}}
 	if len(t.Metadata) == 0 {
@@ -52,8 +51,8 @@ func (h *handler) threadOf(ctx context.Context, c store.Conversation, withValues
 	if !withValues {
 		return t, nil
 	}
-	snap, err := h.agent.State(ctx, c.ID)
-	if errors.Is(err, nodes.ErrNoConversation) {
+	snap, err := h.runs.State(ctx, c.ID)
+	if errors.Is(err, runs.ErrNoConversation) {
 		t.Values = &values{Messages: []message{}}
 		return t, nil
 	}
@@ -69,33 +68,28 @@ func (h *handler) threadOf(ctx context.Context, c store.Conversation, withValues
 
 // conversation returns the user's conversation the path names: 404 for
 // an unknown thread or another user's.
-func (h *handler) conversation(r *http.Request) (store.Conversation, error) {
-	return h.st.GetConversation(r.Context(), user(r), chi.URLParam(r, "thread_id"))
+func (h *handler) conversation(r *http.Request) (runs.Conversation, error) {
+	return h.runs.Conversation(r.Context(), user(r), chi.URLParam(r, "thread_id"))
 }
 
 func (h *handler) createThread(w http.ResponseWriter, r *http.Request) {
-	b, err := body(r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	var tb threadBody
-	if err := unmarshal(b, &tb); err != nil {
+	if err := decode(r, &tb); err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	if isSet(tb.Metadata) && store.CheckMetadata(tb.Metadata) != nil {
+	if isSet(tb.Metadata) && runs.CheckMetadata(tb.Metadata) != nil {
 		h.fail(w, r, httperr.Invalid("metadata must be a JSON object"))
 		return
 	}
 	if tb.ThreadID != "" {
-		c, err := h.st.GetConversation(r.Context(), user(r), tb.ThreadID)
+		c, err := h.runs.Conversation(r.Context(), user(r), tb.ThreadID)
 		switch {
 		case err == nil && tb.IfExists == "do_nothing":
 			h.writeThread(w, r, c, http.StatusOK)
 		case err == nil:
 			h.fail(w, r, errorf(http.StatusConflict, "thread_exists", "thread %s exists; pass if_exists: do_nothing to get it", tb.ThreadID))
-		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalid):
+		case errors.Is(err, runs.ErrNotFound), errors.Is(err, runs.ErrInvalid):
 			h.fail(w, r, errorf(http.StatusUnprocessableEntity, "thread_id_not_supported", "Trellis chooses thread ids; create the thread without thread_id"))
 		default:
 			h.fail(w, r, err)
@@ -106,7 +100,7 @@ func (h *handler) createThread(w http.ResponseWriter, r *http.Request) {
 	if isSet(tb.Metadata) {
 		md = tb.Metadata
 	}
-	c, err := h.st.CreateConversation(r.Context(), store.NewConversation{UserID: user(r), Metadata: md})
+	c, err := h.runs.CreateConversation(r.Context(), runs.NewConversation{UserID: user(r), Metadata: md})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -114,7 +108,7 @@ func (h *handler) createThread(w http.ResponseWriter, r *http.Request) {
 	h.writeThread(w, r, c, http.StatusOK)
 }
 
-func (h *handler) writeThread(w http.ResponseWriter, r *http.Request, c store.Conversation, status int) {
+func (h *handler) writeThread(w http.ResponseWriter, r *http.Request, c runs.Conversation, status int) {
 	t, err := h.threadOf(r.Context(), c, true)
 	if err != nil {
 		h.fail(w, r, err)
@@ -139,13 +133,8 @@ func (h *handler) patchThread(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	b, err := body(r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	var tb threadBody
-	if err := unmarshal(b, &tb); err != nil {
+	if err := decode(r, &tb); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -163,7 +152,7 @@ func (h *handler) patchThread(w http.ResponseWriter, r *http.Request) {
 
 // mergeMetadata sets add's keys in the conversation's metadata, storing
 // only when something changes.
-func (h *handler) mergeMetadata(ctx context.Context, c store.Conversation, add map[string]any) (store.Conversation, error) {
+func (h *handler) mergeMetadata(ctx context.Context, c runs.Conversation, add map[string]any) (runs.Conversation, error) {
 	md := map[string]any{}
 	_ = json.Unmarshal(c.Metadata, &md)
 	next := maps.Clone(md)
@@ -175,7 +164,7 @@ func (h *handler) mergeMetadata(ctx context.Context, c store.Conversation, add m
 	if err != nil {
 		return c, err
 	}
-	return h.st.SetConversationMetadata(ctx, c.UserID, c.ID, b)
+	return h.runs.SetMetadata(ctx, c.UserID, c.ID, b)
 }
 
 func (h *handler) deleteThread(w http.ResponseWriter, r *http.Request) {
@@ -190,17 +179,7 @@ func (h *handler) deleteThread(w http.ResponseWriter, r *http.Request) {
 // first, whose metadata holds every key of the query's with an equal
 // value, of the status asked, a page at a time.
 func (h *handler) searchThreads(w http.ResponseWriter, r *http.Request) {
-	b, err := body(r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	var q searchBody
-	if err := unmarshal(b, &q); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	limit, offset, err := page(q.Limit, q.Offset, 10, 1000)
+	q, limit, offset, err := search(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -210,7 +189,7 @@ func (h *handler) searchThreads(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, httperr.Invalid("metadata must be a JSON object"))
 		return
 	}
-	match := func(c store.Conversation) bool {
+	match := func(c runs.Conversation) bool {
 		if q.Status != "" && threadStatus(c.Status) != q.Status {
 			return false
 		}
@@ -223,11 +202,11 @@ func (h *handler) searchThreads(w http.ResponseWriter, r *http.Request) {
 		}
 		return true
 	}
-	var found []store.Conversation
+	var found []runs.Conversation
 	if len(q.IDs) > 0 {
 		for _, id := range q.IDs {
-			c, err := h.st.GetConversation(r.Context(), user(r), id)
-			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
+			c, err := h.runs.Conversation(r.Context(), user(r), id)
+			if errors.Is(err, runs.ErrNotFound) || errors.Is(err, runs.ErrInvalid) {
 				continue
 			}
 			if err != nil {
@@ -245,7 +224,7 @@ func (h *handler) searchThreads(w http.ResponseWriter, r *http.Request) {
 		// the answer's size.
 		cursor, skipped := "", 0
 		for len(found) < limit {
-			p, err := h.st.ListConversations(r.Context(), user(r), store.Page{Limit: store.MaxLimit, Cursor: cursor})
+			p, err := h.runs.Conversations(r.Context(), user(r), runs.Page{Limit: runs.MaxConversations, Cursor: cursor})
 			if err != nil {
 				h.fail(w, r, err)
 				return
@@ -286,8 +265,8 @@ func (h *handler) getState(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	snap, err := h.agent.State(r.Context(), c.ID)
-	if errors.Is(err, nodes.ErrNoConversation) {
+	snap, err := h.runs.State(r.Context(), c.ID)
+	if errors.Is(err, runs.ErrNoConversation) {
 		writeJSON(w, http.StatusOK, threadState{Values: values{Messages: []message{}}, Next: []string{}, Tasks: []task{},
 			Metadata: map[string]any{}, CreatedAt: timestamp(c.CreatedAt), Checkpoint: checkpointRef{ThreadID: c.ID}})
 		return
@@ -303,13 +282,8 @@ func (h *handler) getState(w http.ResponseWriter, r *http.Request) {
 const historyMost = 1000
 
 func (h *handler) postHistory(w http.ResponseWriter, r *http.Request) {
-	b, err := body(r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	var q historyBody
-	if err := unmarshal(b, &q); err != nil {
+	if err := decode(r, &q); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -350,7 +324,7 @@ func (h *handler) history(w http.ResponseWriter, r *http.Request, limitIn *int, 
 	if before != "" {
 		read = historyMost
 	}
-	snaps, err := h.agent.History(r.Context(), c.ID, read)
+	snaps, err := h.runs.History(r.Context(), c.ID, read)
 	if err != nil {
 		h.fail(w, r, err)
 		return

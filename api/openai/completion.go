@@ -8,7 +8,7 @@ import (
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/sse"
-	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/runs"
 )
 
 // completion turns one run's events into one chat completion: the
@@ -32,6 +32,8 @@ type answerer interface {
 	end(finish string, usage events.Usage) error
 	// fail ends the answer with a server error saying err.
 	fail(err error)
+	// gone reports whether a write to the client failed: it went away.
+	gone() bool
 }
 
 // take translates one event of the run.
@@ -41,7 +43,7 @@ func (c *completion) take(p events.Payload, out answerer) error {
 		c.streamed = true
 		return out.content(e.Content)
 	case *events.ToolStart:
-		if e.Source != nodes.SourceClient {
+		if e.Source != runs.SourceClient {
 			return nil // Trellis' own tools run inside the run
 		}
 		tc := toolCall{ID: e.ToolCallID, Type: "function", Function: functionCall{Name: e.Tool, Arguments: string(e.Args)}}
@@ -153,6 +155,9 @@ func (a *collector) end(finish string, u events.Usage) error {
 
 func (a *collector) fail(err error) { writeError(a.w, runFailed(err)) }
 
+// gone is false: the collector writes only once the run has ended.
+func (a *collector) gone() bool { return false }
+
 // runFailed is a failed run as the client sees it: a server error, so
 // the client may retry.
 func runFailed(err error) *apiError {
@@ -194,6 +199,8 @@ type chunk struct {
 	Choices []chunkChoice `json:"choices"`
 	Usage   *usage        `json:"usage,omitempty"`
 }
+
+func (s *streamer) gone() bool { return s.sw.Failed() }
 
 func (s *streamer) chunk(delta any, finish *string) error {
 	return s.frame(chunk{ID: s.c.id, Object: "chat.completion.chunk", Created: s.c.created, Model: s.c.model,

@@ -20,9 +20,9 @@
 // (titled after the last user message; the response's
 // X-Trellis-Conversation-Id header names it), replaying the request's
 // messages: the last user message is the turn's message, what came
-// before it the conversation so far (nodes.Input.History), what came
+// before it the conversation so far (runs.Input.History), what came
 // after it the assistant's calls of client tools and their results
-// (nodes.Input.Continued). System and developer messages are given to
+// (runs.Input.Continued). System and developer messages are given to
 // the agent as the request's context ({"instructions": [...]}); Trellis
 // keeps its own system prompt.
 //
@@ -45,5 +45,5 @@
 // client that goes away cancels its run.
 //
 // The package is a translator: it drives runs only through runs and
-// imports neither package api nor another adapter.
+// imports neither package api, another adapter, store nor nodes.
 package openai

@@ -1,10 +1,8 @@
 package openai
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -23,11 +21,8 @@ type Config struct {
 	// Logger receives failures the client is not told about; nil
 	// discards.
 	Logger *slog.Logger
-	// CancelWait bounds how long a request whose client went away waits
-	// for its cancelled run to end, so that the user's next request finds
-	// the run's slot free; 0 means 5 s.
-	CancelWait time.Duration
-	// WriteTimeout bounds each write to the client; 0 means 30 s.
+	// WriteTimeout bounds each write to the client: the server's, which
+	// it passes in.
 	WriteTimeout time.Duration
 }
 
@@ -39,12 +34,6 @@ type handler struct {
 
 // Handler serves the protocol; mount it at /v1.
 func Handler(cfg Config) http.Handler {
-	if cfg.CancelWait <= 0 {
-		cfg.CancelWait = 5 * time.Second
-	}
-	if cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = 30 * time.Second
-	}
 	h := &handler{cfg: cfg, log: cfg.Logger, created: time.Now().Unix()}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -154,47 +143,25 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 		out = &collector{w: w, c: c, timeout: h.cfg.WriteTimeout}
 	}
 	// Not streamed, it waits for the end as sync chat does: a subscription
-	// cut behind a burst of events is renewed (Rejoin).
+	// cut behind a burst of events is renewed (Rejoin). A client that
+	// goes away cancels the run: it stops a completion by aborting its
+	// request.
 	done, err := h.cfg.Runs.Follow(ctx, runs.FollowRequest{User: user, ConversationID: rn.ConversationID(), RunID: rn.ID(), Sub: sub,
-		Rejoin: !t.stream},
+		Rejoin: !t.stream, Gone: out.gone, OnDisconnect: runs.DisconnectCancel},
 		func(e *runs.Event) error {
 			p, err := e.Typed()
 			if err != nil {
 				return err
 			}
-			if err := c.take(p, out); err != nil {
-				return fmt.Errorf("%w: %w", errClientWrite, err)
-			}
-			return nil
+			return c.take(p, out)
 		})
-	if done {
-		return
-	}
-	if ctx.Err() != nil || errors.Is(err, errClientWrite) {
-		h.clientGone(ctx, user, rn.ConversationID(), rn.ID(), sub)
+	if done || ctx.Err() != nil || out.gone() {
 		return
 	}
 	if err != nil {
 		h.log.LogAttrs(ctx, slog.LevelError, "openai: following the run failed", slog.String("run_id", rn.ID()), slog.Any("error", err))
 	}
 	out.fail(err)
-}
-
-// errClientWrite: writing to the client failed; it is gone.
-var errClientWrite = errors.New("openai: writing to the client failed")
-
-// clientGone cancels the run of a client that went away and waits a
-// little for its end, so the user's next request finds its slot free.
-func (h *handler) clientGone(ctx context.Context, user, conversationID, runID string, sub *runs.Subscription) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.CancelWait)
-	defer cancel()
-	if _, err := h.cfg.Runs.Cancel(ctx, user, conversationID); err != nil && !errors.Is(err, runs.ErrNothingToRun) {
-		h.log.LogAttrs(ctx, slog.LevelWarn, "openai: cancelling the run of a client that went away failed",
-			slog.String("run_id", runID), slog.Any("error", err))
-		return
-	}
-	_, _ = h.cfg.Runs.Follow(ctx, runs.FollowRequest{User: user, ConversationID: conversationID, RunID: runID, Sub: sub, Replay: true},
-		func(*runs.Event) error { return nil })
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

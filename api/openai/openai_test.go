@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +13,6 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-
-	"net/http/httptest"
 
 	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/apitest"
@@ -50,15 +49,19 @@ type server struct {
 func newServer(t *testing.T, configure ...func(*apitest.Config)) *server {
 	t.Helper()
 	ctx := context.Background()
+	// Cleanups run last first: the server stops, then its listener, then
+	// the stores under it.
 	dir := t.TempDir()
 	st, err := sqlitestore.Open(ctx, filepath.Join(dir, "trellis.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() })
 	saver, err := sqlite.Open(ctx, filepath.Join(dir, "checkpoints.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { saver.Close() })
 	script, err := llm.LoadScript("testdata/agent.json")
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +95,7 @@ func newServer(t *testing.T, configure ...func(*apitest.Config)) *server {
 	}
 	ts := httptest.NewServer(srv.Handler())
 	s.url = ts.URL
+	t.Cleanup(ts.Close)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -99,9 +103,6 @@ func newServer(t *testing.T, configure ...func(*apitest.Config)) *server {
 			t.Errorf("shutdown: %v", err)
 		}
 		ts.CloseClientConnections()
-		ts.Close()
-		saver.Close()
-		st.Close()
 	})
 	return s
 }

@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/runs"
 )
 
 // chatRequest is the part of a chat completion request Trellis reads;
@@ -63,7 +63,7 @@ type turn struct {
 	model        string
 	stream       bool
 	includeUsage bool
-	input        nodes.Input
+	input        runs.Input
 }
 
 // toolName is what OpenAI accepts as a function's name.
@@ -112,7 +112,7 @@ func parseRequest(body []byte) (turn, error) {
 		if err != nil {
 			return turn{}, err
 		}
-		var nm nodes.Message
+		var nm runs.Message
 		switch m.Role {
 		case "system", "developer":
 			if text != "" {
@@ -127,21 +127,21 @@ func parseRequest(body []byte) (turn, error) {
 				t.input.Message = text
 				continue
 			}
-			nm = nodes.Message{Role: nodes.RoleUser, Content: text}
+			nm = runs.Message{Role: runs.RoleUser, Content: text}
 		case "assistant":
-			nm = nodes.Message{Role: nodes.RoleAssistant, Content: text}
+			nm = runs.Message{Role: runs.RoleAssistant, Content: text}
 			for j, c := range m.ToolCalls {
 				args := json.RawMessage(c.Function.Arguments)
 				if c.ID == "" || c.Function.Name == "" || !json.Valid(args) {
 					return turn{}, invalid(fmt.Sprintf("%s.tool_calls[%d]", param, j), "a tool call needs an id, a function name and JSON arguments")
 				}
-				nm.ToolCalls = append(nm.ToolCalls, nodes.ToolCall{ID: c.ID, Tool: c.Function.Name, Args: args})
+				nm.ToolCalls = append(nm.ToolCalls, runs.ToolCall{ID: c.ID, Tool: c.Function.Name, Args: args})
 			}
 		case "tool":
 			if m.ToolCallID == "" {
 				return turn{}, invalid(param+".tool_call_id", "a tool message needs the tool_call_id it answers")
 			}
-			nm = nodes.Message{Role: nodes.RoleTool, ToolCallID: m.ToolCallID, Name: toolCalled(req.Messages[:i], m.ToolCallID), Content: text}
+			nm = runs.Message{Role: runs.RoleTool, ToolCallID: m.ToolCallID, Name: toolCalled(req.Messages[:i], m.ToolCallID), Content: text}
 		default:
 			return turn{}, invalid(param+".role", fmt.Sprintf("unknown role %q: use system, developer, user, assistant or tool", m.Role))
 		}
@@ -210,11 +210,11 @@ func toolChoice(raw json.RawMessage) (bool, error) {
 }
 
 // clientTools checks the request's tool definitions.
-func clientTools(tools []tool) ([]nodes.ClientTool, error) {
+func clientTools(tools []tool) ([]runs.ClientTool, error) {
 	if len(tools) == 0 {
 		return nil, nil
 	}
-	out := make([]nodes.ClientTool, 0, len(tools))
+	out := make([]runs.ClientTool, 0, len(tools))
 	seen := make(map[string]bool, len(tools))
 	for i, t := range tools {
 		param := fmt.Sprintf("tools[%d]", i)
@@ -239,7 +239,7 @@ func clientTools(tools []tool) ([]nodes.ClientTool, error) {
 				return nil, invalid(param+".function.parameters", "parameters must be a JSON Schema object")
 			}
 		}
-		out = append(out, nodes.ClientTool{Name: f.Name, Description: f.Description, Parameters: params})
+		out = append(out, runs.ClientTool{Name: f.Name, Description: f.Description, Parameters: params})
 	}
 	return out, nil
 }

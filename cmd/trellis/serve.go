@@ -33,7 +33,6 @@ import (
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp"
-	"github.com/trellis-ai/trellis/mcp/elicit"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/runs"
@@ -465,7 +464,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	}
 	svc, err := runs.New(runs.Config{
 		Store: st, Models: models, Tools: tools.provider, Checkpointer: saver, Agent: agent,
-		Elicit: elicit.NewManager(elicit.Config{Timeout: cfg.elicitTimeout, Logger: log}), ElicitTimeout: cfg.elicitTimeout,
+		ElicitTimeout:  cfg.elicitTimeout,
 		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, MaxRunsPerUser: cfg.limits.MaxConcurrentRunsPerUser,
 		Logger: log, Owner: owner, Cluster: cluster, Notices: notices, ClaimInterval: cfg.claimInterval, Metrics: metrics,
 	})

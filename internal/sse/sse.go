@@ -19,7 +19,8 @@ type Writer struct {
 // Start sends the stream's headers — text/event-stream, no caching, no
 // buffering by proxies, and whatever the caller set on w's header
 // before — with status 200, and flushes them. Each later write must
-// complete within timeout.
+// complete within timeout; 0 sets no deadline (the server's own write
+// timeout still applies).
 func Start(w http.ResponseWriter, timeout time.Duration) *Writer {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -77,7 +78,9 @@ func (s *Writer) Comment(text string) error {
 func (s *Writer) Failed() bool { return s.failed }
 
 func (s *Writer) write(b []byte) error {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if s.timeout > 0 {
+		_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	}
 	_, err := s.w.Write(b)
 	if err == nil {
 		err = s.rc.Flush()

@@ -1,4 +1,4 @@
-package elicit
+package runs
 
 import (
 	"encoding/json"
@@ -13,14 +13,13 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// Validate checks the content of an accept to the elicitation id, asked
-// with schema (nil: any object), as Respond does: for a process that
-// takes the answer to a question another process asked. The error is a
-// *ValidationError.
-func Validate(id string, schema *jsonschema.Schema, content json.RawMessage) error {
-	e := &entry{p: Pending{ElicitationID: id, Schema: schema}}
+// validateContent checks the content of an accept to the elicitation
+// id, asked with schema (nil: any object), as respond does: for an answer
+// to a question no tool waits for here. The error is a *ValidationError.
+func validateContent(id string, schema *jsonschema.Schema, content json.RawMessage) error {
+	e := &entry{p: asked{ElicitationID: id, Schema: schema}}
 	if schema != nil {
-		// A schema that does not resolve is checked as Ask checks it:
+		// A schema that does not resolve is checked as ask checks it:
 		// the answer must be an object, and formats still apply.
 		e.schema, _ = schema.Resolve(nil)
 	}

@@ -1,0 +1,85 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/trellis-ai/trellis/events"
+)
+
+// What the surfaces read of a conversation and its runs: the record's
+// rows (a thread, its runs, a human request) and the agent's state and
+// history (LangGraph's threads, AG-UI's snapshots), read through the
+// service so that no surface holds the store or the agent.
+
+// Conversation returns the user's conversation. Errors: ErrNotFound
+// (none of the user's has that id), ErrInvalid (the id cannot be one).
+func (m *Service) Conversation(ctx context.Context, user, id string) (Conversation, error) {
+	return m.st.GetConversation(ctx, user, id)
+}
+
+// Conversations returns a page of the user's conversations, newest
+// first.
+func (m *Service) Conversations(ctx context.Context, user string, p Page) (ConversationPage, error) {
+	return m.st.ListConversations(ctx, user, p)
+}
+
+// CreateConversation stores a new, empty conversation.
+func (m *Service) CreateConversation(ctx context.Context, c NewConversation) (Conversation, error) {
+	return m.st.CreateConversation(ctx, c)
+}
+
+// SetMetadata replaces the metadata (a JSON object) of the user's
+// conversation and returns the conversation as stored.
+func (m *Service) SetMetadata(ctx context.Context, user, id string, metadata json.RawMessage) (Conversation, error) {
+	return m.st.SetConversationMetadata(ctx, user, id, metadata)
+}
+
+// RunRecord returns the user's run as the record keeps it. Errors:
+// ErrNotFound.
+func (m *Service) RunRecord(ctx context.Context, user, runID string) (RunRecord, error) {
+	return m.st.GetRun(ctx, user, runID)
+}
+
+// LatestRun returns the conversation's most recently started run.
+// Errors: ErrNotFound (no such conversation of the user's, or no run).
+func (m *Service) LatestRun(ctx context.Context, user, conversationID string) (RunRecord, error) {
+	return m.st.LatestRun(ctx, user, conversationID)
+}
+
+// RunRecords returns a page of the conversation's runs, oldest first.
+func (m *Service) RunRecords(ctx context.Context, user, conversationID string, q RunQuery) (RunPage, error) {
+	return m.st.ListRuns(ctx, user, conversationID, q)
+}
+
+// HumanRequest returns the user's human request of the kind. Errors:
+// ErrNotFound.
+func (m *Service) HumanRequest(ctx context.Context, kind HumanKind, user, id string) (HumanRequest, error) {
+	return m.st.GetHumanRequest(ctx, kind, user, id)
+}
+
+// State returns the conversation's newest state, as the agent holds
+// it. Errors: ErrNoConversation (the agent has none yet).
+func (m *Service) State(ctx context.Context, conversationID string) (Snapshot, error) {
+	return m.agent.State(ctx, conversationID)
+}
+
+// History returns the conversation's states, newest first, limit of
+// them (0: all).
+func (m *Service) History(ctx context.Context, conversationID string, limit int) ([]Snapshot, error) {
+	return m.agent.History(ctx, conversationID, limit)
+}
+
+// LastInterrupt returns the seq of the run's last stored
+// run.interrupted, 0 when it has none: a client that replays a run
+// across the approvals it stopped for replays through it.
+func (m *Service) LastInterrupt(ctx context.Context, user, runID string) (int64, error) {
+	var last int64
+	err := m.eachStored(ctx, user, runID, 0, func(e *Event) bool {
+		if e.Type == events.TypeRunInterrupted {
+			last = e.Seq
+		}
+		return false
+	})
+	return last, err
+}

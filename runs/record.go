@@ -1,0 +1,100 @@
+package runs
+
+import (
+	"encoding/json"
+
+	"github.com/trellis-ai/trellis/nodes"
+	"github.com/trellis-ai/trellis/store"
+)
+
+// The record's and the agent's types that the surfaces read and write
+// through the service's verbs, named here so that a surface needs
+// neither store nor nodes. They are aliases: the same types, and the
+// same sentinels for errors.Is.
+
+// A conversation, a run as the record keeps it, and pages of them.
+type (
+	Conversation     = store.Conversation
+	NewConversation  = store.NewConversation
+	ConversationPage = store.ConversationPage
+	Page             = store.Page
+	// RunRecord is a run as the store records it (Run is a run live
+	// in this process).
+	RunRecord = store.Run
+	RunStatus = store.RunStatus
+	RunQuery  = store.RunQuery
+	RunPage   = store.RunPage
+)
+
+// A run's statuses, and the page sizes the store caps.
+const (
+	RunRunning     = store.RunRunning
+	RunInterrupted = store.RunInterrupted
+	RunCompleted   = store.RunCompleted
+	RunCancelled   = store.RunCancelled
+	RunFailed      = store.RunFailed
+
+	MaxConversations = store.MaxLimit
+	MaxRuns          = store.MaxRunLimit
+)
+
+// A human request (an approval, an elicitation, a clarification) and
+// the answers to it.
+type (
+	HumanRequest      = store.HumanRequest
+	HumanKind         = store.HumanKind
+	ApprovalAnswer    = store.ApprovalAnswer
+	Decision          = store.Decision
+	ElicitationAnswer = store.ElicitationAnswer
+	ElicitationAction = store.ElicitationAction
+)
+
+// Kinds of human request, decisions on an approval, actions on an
+// elicitation.
+const (
+	KindApproval      = store.KindApproval
+	KindElicitation   = store.KindElicitation
+	KindClarification = store.KindClarification
+
+	DecisionApprove = store.DecisionApprove
+	DecisionEdit    = store.DecisionEdit
+	DecisionReject  = store.DecisionReject
+
+	ActionAccept  = store.ActionAccept
+	ActionDecline = store.ActionDecline
+	ActionCancel  = store.ActionCancel
+)
+
+// The agent's input and state, as a run takes and reads them.
+type (
+	Input      = nodes.Input
+	Message    = nodes.Message
+	Role       = nodes.Role
+	ToolCall   = nodes.ToolCall
+	ClientTool = nodes.ClientTool
+	Snapshot   = nodes.Snapshot
+)
+
+// Message roles, and the source of a client tool's call.
+const (
+	RoleUser      = nodes.RoleUser
+	RoleAssistant = nodes.RoleAssistant
+	RoleTool      = nodes.RoleTool
+	SourceClient  = nodes.SourceClient
+)
+
+// The record's errors, for errors.Is.
+var (
+	ErrNotFound        = store.ErrNotFound
+	ErrInvalid         = store.ErrInvalid
+	ErrConflict        = store.ErrConflict
+	ErrRunActive       = store.ErrRunActive
+	ErrAlreadyResolved = store.ErrAlreadyResolved
+	// ErrNoConversation: the agent has no state of the conversation
+	// yet (State, History).
+	ErrNoConversation = nodes.ErrNoConversation
+)
+
+// CheckMetadata reports an ErrInvalid error for conversation metadata
+// that is neither empty nor a JSON object.
+func CheckMetadata(m json.RawMessage) error { return store.CheckMetadata(m) }
