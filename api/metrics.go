@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/runs"
@@ -60,13 +61,6 @@ var durationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120
 // tokenKinds are the kinds of trellis_tokens_total, always all present.
 var tokenKinds = []string{"input", "output", "thinking", "cache_read", "cache_write"}
 
-// Reasons of trellis_auth_failures_total.
-const (
-	authMissing     = "missing"      // no credentials: 401
-	authInvalid     = "invalid"      // credentials that name no key: 401
-	authRateLimited = "rate_limited" // refused unchecked, too many invalid ones: 429
-)
-
 // NewMetrics returns an empty collector.
 func NewMetrics() *Metrics {
 	m := &Metrics{
@@ -105,7 +99,7 @@ func NewMetrics() *Metrics {
 	for _, k := range tokenKinds {
 		m.tokens.WithLabelValues(k)
 	}
-	for _, r := range []string{authMissing, authInvalid, authRateLimited} {
+	for _, r := range []string{middleware.AuthMissing, middleware.AuthInvalid, middleware.AuthRateLimited} {
 		m.authFailures.WithLabelValues(r)
 	}
 	for _, r := range []string{"timeout", "error"} {

@@ -1,25 +1,110 @@
-package api
+package middleware
 
 import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
 
-	"github.com/go-chi/chi/v5/middleware"
+	chimw "github.com/go-chi/chi/v5/middleware"
+
+	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/runs"
 )
+
+// APIKey is a secret that authenticates a user. It never prints: its
+// String and LogValue redact it.
+type APIKey string
+
+// String redacts the key.
+func (k APIKey) String() string { return "[redacted]" }
+
+// LogValue redacts the key.
+func (k APIKey) LogValue() slog.Value { return slog.StringValue("[redacted]") }
+
+// ParseKeys reads TRELLIS_API_KEYS' format: comma-separated key:user
+// pairs ("k1:alice,k2:bob"). An empty string is no keys (local mode).
+func ParseKeys(s string) (map[APIKey]string, error) {
+	keys := map[APIKey]string{}
+	for pair := range strings.SplitSeq(s, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		k, u, ok := strings.Cut(pair, ":")
+		k, u = strings.TrimSpace(k), strings.TrimSpace(u)
+		if !ok || k == "" || u == "" {
+			return nil, fmt.Errorf("api: API keys: each entry must be key:user (entry %d is not)", len(keys)+1)
+		}
+		if _, dup := keys[APIKey(k)]; dup {
+			return nil, fmt.Errorf("api: API keys: a key is listed twice (user %s)", u)
+		}
+		keys[APIKey(k)] = u
+	}
+	return keys, nil
+}
+
+// LocalUser is the one user of local mode.
+const LocalUser = "local"
+
+// Reasons Authenticate refuses a request for, as it reports them to
+// AuthConfig.Refused.
+const (
+	AuthMissing     = "missing"      // no credentials: 401
+	AuthInvalid     = "invalid"      // credentials that name no key: 401
+	AuthRateLimited = "rate_limited" // refused unchecked, too many invalid ones: 429
+)
+
+// AuthConfig configures Authenticate.
+type AuthConfig struct {
+	// Keys maps API keys to user ids. Empty means local mode: no
+	// authentication, every request is LocalUser.
+	Keys map[APIKey]string
+	// Failures counts invalid credentials per client address (see
+	// ClientIP); nil limits nothing.
+	Failures *Limiter
+	// Refused, when set, is told why each refused request was refused
+	// (AuthMissing, AuthInvalid, AuthRateLimited).
+	Refused func(reason string)
+}
+
+var errUnauthorized = httperr.New(http.StatusUnauthorized, "unauthorized", "send a valid API key as Authorization: Bearer <key>")
+
+// Authenticate names each request's user for runs.UserFrom. In local
+// mode every request is user LocalUser; otherwise a request needs
+// Authorization: Bearer <key> naming a configured key, or gets 401 with
+// WWW-Authenticate: Bearer. The key may come as X-Api-Key: <key>
+// instead, as the LangGraph SDK sends it; with both, Authorization is
+// the one read.
+//
+// Guessing keys is slowed per client address (see clientAddress): each
+// request presenting credentials that name no key spends a token of the
+// address's bucket in Failures, and while the bucket is empty every
+// request from the address that presents credentials gets 429 with
+// Retry-After before its key is even looked at — a valid key too, for
+// were it checked, the answer would tell a right guess from a wrong one
+// and guessing would go on at full speed. A valid key spends nothing,
+// and other addresses are unaffected. Requests without credentials are
+// answered 401 and spend nothing: they guess nothing, and refusing them
+// would only lock out clients that have not yet sent their key.
+func Authenticate(cfg AuthConfig) func(http.Handler) http.Handler {
+	a := newAuthenticator(cfg)
+	return func(next http.Handler) http.Handler { return a.wrap(next) }
+}
 
 // authenticator checks bearer keys. It keeps only the keys' SHA-256
 // hashes and compares the presented key's hash with every one of them in
 // constant time, without stopping at a match, so neither the time taken
 // nor an early exit tells anything about the keys.
 type authenticator struct {
-	keys []hashedKey // sorted by user, so the work per request is fixed
+	keys     []hashedKey // sorted by user, so the work per request is fixed
+	failures *Limiter
+	refused  func(reason string)
 }
 
 type hashedKey struct {
@@ -27,16 +112,17 @@ type hashedKey struct {
 	user string
 }
 
-func newAuthenticator(keys map[APIKey]string) *authenticator {
-	a := &authenticator{}
-	for k, u := range keys {
+func newAuthenticator(cfg AuthConfig) *authenticator {
+	a := &authenticator{failures: cfg.Failures, refused: cfg.Refused}
+	if a.refused == nil {
+		a.refused = func(string) {}
+	}
+	for k, u := range cfg.Keys {
 		a.keys = append(a.keys, hashedKey{sum: sha256.Sum256([]byte(k)), user: u})
 	}
 	slices.SortFunc(a.keys, func(x, y hashedKey) int { return strings.Compare(x.user, y.user) })
 	return a
 }
-
-func (a *authenticator) local() bool { return len(a.keys) == 0 }
 
 // user returns the user of key, or "" for none.
 func (a *authenticator) user(key string) string {
@@ -53,55 +139,38 @@ func (a *authenticator) user(key string) string {
 	return a.keys[found].user
 }
 
-// authenticate is the middleware: in local mode every request is user
-// "local"; otherwise a request needs Authorization: Bearer <key> naming a
-// configured key, or gets 401 with WWW-Authenticate: Bearer. The key may
-// come as X-Api-Key: <key> instead, as the LangGraph SDK sends it; with
-// both, Authorization is the one read.
-//
-// Guessing keys is slowed per client address (see clientAddress): each
-// request presenting credentials that name no key spends a token of the
-// address's bucket (Limits.AuthFailuresPerMinute, AuthFailureBurst), and
-// while the bucket is empty every request from the address that presents
-// credentials gets 429 with Retry-After before its key is even looked
-// at — a valid key too, for were it checked, the answer would tell a
-// right guess from a wrong one and guessing would go on at full speed.
-// A valid key spends nothing, and other addresses are unaffected.
-// Requests without credentials are answered 401 and spend nothing: they
-// guess nothing, and refusing them would only lock out clients that
-// have not yet sent their key.
-func (s *Server) authenticate(next http.Handler) http.Handler {
+func (a *authenticator) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user := LocalUser
-		if !s.auth.local() {
+		if len(a.keys) > 0 {
 			creds := r.Header.Get("Authorization")
 			apiKey := r.Header.Get("X-Api-Key")
 			if creds == "" && apiKey == "" {
-				s.metrics.authFailed(authMissing)
-				s.writeError(w, r, errUnauthorized)
+				a.refused(AuthMissing)
+				unauthorized(w)
 				return
 			}
 			addr := clientAddress(r)
-			if ok, wait := s.authLimiter.check(addr); !ok {
-				s.metrics.authFailed(authRateLimited)
-				e := errorf(http.StatusTooManyRequests, "rate_limited",
+			if ok, wait := a.failures.check(addr); !ok {
+				a.refused(AuthRateLimited)
+				e := httperr.New(http.StatusTooManyRequests, "rate_limited",
 					"too many invalid API keys from this address; retry after the time Retry-After gives")
 				e.RetryAfter = retryAfter(wait)
-				s.writeError(w, r, e)
+				httperr.Write(w, e)
 				return
 			}
 			switch scheme, key, ok := strings.Cut(creds, " "); {
 			case creds == "":
-				user = s.auth.user(strings.TrimSpace(apiKey))
+				user = a.user(strings.TrimSpace(apiKey))
 			case ok && strings.EqualFold(scheme, "Bearer"):
-				user = s.auth.user(strings.TrimSpace(key))
+				user = a.user(strings.TrimSpace(key))
 			default:
 				user = ""
 			}
 			if user == "" {
-				s.authLimiter.spend(addr)
-				s.metrics.authFailed(authInvalid)
-				s.writeError(w, r, errUnauthorized)
+				a.failures.spend(addr)
+				a.refused(AuthInvalid)
+				unauthorized(w)
 				return
 			}
 		}
@@ -109,13 +178,19 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
+// unauthorized answers 401 with the challenge RFC 9110 asks for.
+func unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="trellis"`)
+	httperr.Write(w, errUnauthorized)
+}
+
 // clientAddress is the address failed authentication is counted against:
-// the client IP that clientIP found (from X-Forwarded-For only behind
-// Config.TrustedProxies), else the host of RemoteAddr. An IPv6 client
-// counts as its /64, the block one host or one household is given, so
-// that an attacker cannot take a fresh bucket from each address of it.
+// the client IP that ClientIP found (from X-Forwarded-For only behind
+// trusted proxies), else the host of RemoteAddr. An IPv6 client counts
+// as its /64, the block one host or one household is given, so that an
+// attacker cannot take a fresh bucket from each address of it.
 func clientAddress(r *http.Request) string {
-	ip := middleware.GetClientIPAddr(r.Context())
+	ip := chimw.GetClientIPAddr(r.Context())
 	if !ip.IsValid() {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		if err != nil {
@@ -131,46 +206,3 @@ func clientAddress(r *http.Request) string {
 	}
 	return ip.String()
 }
-
-// clientIP returns the middleware that finds the client IP clientAddress
-// reads: the TCP peer, or, for a peer within trusted (CIDR prefixes), the
-// nearest untrusted hop of X-Forwarded-For.
-func clientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
-	if len(trusted) == 0 {
-		return middleware.ClientIPFromRemoteAddr
-	}
-	cidrs := make([]string, len(trusted))
-	for i, p := range trusted {
-		cidrs[i] = p.String()
-	}
-	return middleware.ClientIPFromXFF(cidrs...)
-}
-
-// parseTrustedProxies reads Config.TrustedProxies: CIDR prefixes, or bare
-// addresses meaning just themselves.
-func parseTrustedProxies(list []string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, v := range list {
-		v = strings.TrimSpace(v)
-		if v == "" {
-			continue
-		}
-		if !strings.Contains(v, "/") {
-			a, err := netip.ParseAddr(v)
-			if err != nil {
-				return nil, fmt.Errorf("api: trusted proxy %q is neither an address nor a CIDR prefix", v)
-			}
-			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
-			continue
-		}
-		p, err := netip.ParsePrefix(v)
-		if err != nil {
-			return nil, fmt.Errorf("api: trusted proxy %q is neither an address nor a CIDR prefix", v)
-		}
-		out = append(out, p.Masked())
-	}
-	return out, nil
-}
-
-// userOf returns the authenticated user of the request.
-func userOf(r *http.Request) string { return runs.UserFrom(r.Context()) }

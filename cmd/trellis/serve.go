@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/api/web"
 	"github.com/trellis-ai/trellis/cognition/memtools"
 	"github.com/trellis-ai/trellis/documents/doctools"
@@ -48,7 +49,7 @@ type serveConfig struct {
 	addr               string
 	dataDir            string
 	databaseURL        string
-	keys               map[api.APIKey]string
+	keys               map[middleware.APIKey]string
 	mcpConfig          string
 	approvalTools      []string
 	corsOrigins        []string
@@ -143,7 +144,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 
 	var errs []error
 	var err error
-	if c.keys, err = api.ParseKeys(keys); err != nil {
+	if c.keys, err = middleware.ParseKeys(keys); err != nil {
 		errs = append(errs, err)
 	}
 	c.approvalTools, c.corsOrigins, c.trustedProxies = list(approval), list(cors), list(proxies)
@@ -704,7 +705,7 @@ func startLine(addr, storage string, models *llm.Registry, cfg serveConfig, mcpS
 		}
 		ids = append(ids, id)
 	}
-	auth := fmt.Sprintf("local mode, no keys, user %q", api.LocalUser)
+	auth := fmt.Sprintf("local mode, no keys, user %q", middleware.LocalUser)
 	if n := len(cfg.keys); n > 0 {
 		auth = fmt.Sprintf("API keys for %d users", countUsers(cfg.keys))
 	}
@@ -716,7 +717,7 @@ func startLine(addr, storage string, models *llm.Registry, cfg serveConfig, mcpS
 		net.JoinHostPort(host, port), storage, strings.Join(ids, ", "), auth, mcpServers)
 }
 
-func countUsers(keys map[api.APIKey]string) int {
+func countUsers(keys map[middleware.APIKey]string) int {
 	users := map[string]bool{}
 	for _, u := range keys {
 		users[u] = true
