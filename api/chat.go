@@ -291,8 +291,8 @@ func (res *syncResponse) toolCall(id, tool string) *syncToolCall {
 // a terminal event (it then reports true), the client leaves, the
 // subscriber is cut, or the server ends its streams.
 func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, req runs.FollowRequest) bool {
-	s.metrics.openStreams.Add(1)
-	defer s.metrics.openStreams.Add(-1)
+	s.metrics.StreamsOpen(1)
+	defer s.metrics.StreamsOpen(-1)
 	sw := startSSE(w, req.ConversationID, req.RunID, s.cfg.StreamWriteTimeout)
 	req.Heartbeat, req.Idle = s.cfg.Heartbeat, sw.Ping
 	if s.cfg.Documents != nil {

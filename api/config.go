@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/documents/ingest"
@@ -75,7 +76,7 @@ type Config struct {
 	// which then counts only what the server sees. Make one first and
 	// give it to the run service (runs.Config.Metrics), the tool
 	// provider (BreakerChanged) and cognition (CognitionFailed) too.
-	Metrics *Metrics
+	Metrics *metrics.Collector
 	// Ready, when set, is asked by /readyz besides the store (required
 	// MCP servers, say); an error answers 503.
 	Ready func() error

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/middleware"
 
 	"github.com/go-chi/chi/v5"
@@ -24,7 +25,7 @@ type Server struct {
 	cfg     Config
 	store   store.Store
 	log     *slog.Logger
-	metrics *Metrics
+	metrics *metrics.Collector
 	runs    *runs.Service
 	handler http.Handler
 
@@ -58,9 +59,9 @@ func New(cfg Config) (*Server, error) {
 		s.authLimiter = middleware.NewLimiter(cfg.Limits.AuthFailuresPerMinute, cfg.Limits.AuthFailureBurst)
 	}
 	if s.metrics == nil {
-		s.metrics = NewMetrics()
+		s.metrics = metrics.New()
 	}
-	s.authenticate = middleware.Authenticate(middleware.AuthConfig{Keys: cfg.Keys, Failures: s.authLimiter, Refused: s.metrics.authFailed})
+	s.authenticate = middleware.Authenticate(middleware.AuthConfig{Keys: cfg.Keys, Failures: s.authLimiter, Refused: s.metrics.AuthFailed})
 	s.handler = s.routes()
 	return s, nil
 }
@@ -103,11 +104,11 @@ func (s *Server) Recover(ctx context.Context) (int, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Metrics is the server's collector.
-func (s *Server) Metrics() *Metrics { return s.metrics }
+func (s *Server) Metrics() *metrics.Collector { return s.metrics }
 
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, middleware.LogRequests(s.log, s.metrics.request), middleware.CORS(s.cfg.CORSOrigins))
+	r.Use(middleware.RequestID, middleware.LogRequests(s.log, s.metrics.Answered), middleware.CORS(s.cfg.CORSOrigins))
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such endpoint; see API.md"))
 	}
@@ -116,7 +117,7 @@ func (s *Server) routes() http.Handler {
 	})
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
-	r.Method(http.MethodGet, "/metrics", s.metrics.handler(s.log))
+	r.Method(http.MethodGet, "/metrics", s.metrics.Handler(s.log))
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(s.limitBody, s.clientIP, s.authenticate, s.limitRate)
 		r.NotFound(notFound)

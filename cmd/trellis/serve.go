@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/api/web"
 	"github.com/trellis-ai/trellis/cognition/memtools"
@@ -403,8 +404,8 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err != nil {
 		return app{}, err
 	}
-	metrics := api.NewMetrics()
-	tools, err := buildTools(ctx, cfg, models, metrics, log, cleanup)
+	collector := metrics.New()
+	tools, err := buildTools(ctx, cfg, models, collector, log, cleanup)
 	if err != nil {
 		return app{}, err
 	}
@@ -424,7 +425,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err != nil {
 		return app{}, err
 	}
-	cog, cogDesc, err := openCognition(ctx, cfg, st, models, metrics, ws, log, cleanup)
+	cog, cogDesc, err := openCognition(ctx, cfg, st, models, collector, ws, log, cleanup)
 	if err != nil {
 		return app{}, err
 	}
@@ -468,7 +469,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		Store: st, Models: models, Tools: tools.provider, Checkpointer: saver, Agent: agent,
 		Elicit: elicit.NewManager(elicit.Config{Timeout: cfg.elicitTimeout, Logger: log}), ElicitTimeout: cfg.elicitTimeout,
 		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, MaxRunsPerUser: cfg.limits.MaxConcurrentRunsPerUser,
-		Logger: log, Owner: owner, Cluster: cluster, Notices: notices, ClaimInterval: cfg.claimInterval, Metrics: metrics,
+		Logger: log, Owner: owner, Cluster: cluster, Notices: notices, ClaimInterval: cfg.claimInterval, Metrics: collector,
 	})
 	if err != nil {
 		return app{}, err
@@ -476,7 +477,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	srv, err := api.New(api.Config{
 		Runs: svc, Store: st, Tools: tools.provider, Documents: docs, Cognition: cog,
 		Keys: cfg.keys, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
-		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: metrics,
+		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: collector,
 		Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
 	})
 	if err != nil {
@@ -496,7 +497,7 @@ type toolset struct {
 
 // buildTools makes the provider over the local tools, the operators and
 // the configured MCP servers, and starts those.
-func buildTools(ctx context.Context, cfg serveConfig, models *llm.Registry, metrics *api.Metrics, log *slog.Logger, cleanup *closers) (toolset, error) {
+func buildTools(ctx context.Context, cfg serveConfig, models *llm.Registry, metrics *metrics.Collector, log *slog.Logger, cleanup *closers) (toolset, error) {
 	local := operators.NewRegistry()
 	ops := operators.NewOperatorRegistry(nil) // operators use the run's model
 	if err := operators.RegisterBuiltinOperators(ops); err != nil {
