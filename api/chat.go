@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/api/middleware"
 
 	"github.com/trellis-ai/trellis/events"
@@ -53,7 +54,7 @@ func (s *Server) message(msg string) (string, error) {
 // chatStart decodes and validates a chat request.
 func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest, error) {
 	var body chatRequest
-	if err := decode(r, &body); err != nil {
+	if err := jsonbody.Decode(r, &body); err != nil {
 		return runs.StartRequest{}, err
 	}
 	msg, err := s.message(body.Message)
@@ -110,7 +111,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 // run's message replaced, rerun from the state before it, streamed as SSE.
 func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 	var body editRequest
-	if err := decode(r, &body); err != nil {
+	if err := jsonbody.Decode(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
