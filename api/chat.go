@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
@@ -52,7 +53,7 @@ func (s *Server) message(msg string) (string, error) {
 // chatStart decodes and validates a chat request.
 func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest, error) {
 	var body chatRequest
-	if err := decode(r, &body); err != nil {
+	if err := jsonbody.Decode(r, &body); err != nil {
 		return runs.StartRequest{}, err
 	}
 	msg, err := s.message(body.Message)
@@ -109,7 +110,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 // run's message replaced, rerun from the state before it, streamed as SSE.
 func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 	var body editRequest
-	if err := decode(r, &body); err != nil {
+	if err := jsonbody.Decode(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -287,8 +288,8 @@ func (res *syncResponse) toolCall(id, tool string) *syncToolCall {
 // a terminal event (it then reports true), the client leaves, the
 // subscriber is cut, or the server ends its streams.
 func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, req runs.FollowRequest) bool {
-	s.metrics.openStreams.Add(1)
-	defer s.metrics.openStreams.Add(-1)
+	s.metrics.StreamsOpen(1)
+	defer s.metrics.StreamsOpen(-1)
 	sw := startSSE(w, req.ConversationID, req.RunID, s.cfg.StreamWriteTimeout)
 	req.Heartbeat, req.Idle = s.cfg.Heartbeat, sw.Ping
 	if s.cfg.Documents != nil {

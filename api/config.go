@@ -1,12 +1,12 @@
 package api
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
+	"github.com/trellis-ai/trellis/api/metrics"
+	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/operators"
@@ -37,7 +37,7 @@ type Config struct {
 	Cognition *cognition.Service
 
 	// Keys maps API keys to user ids. Empty means local mode: no
-	// authentication, every request is user "local".
+	// authentication, every request is middleware.LocalUser ("local").
 	Keys map[APIKey]string
 	// Limits bound what one request and one user may ask.
 	Limits Limits
@@ -76,7 +76,7 @@ type Config struct {
 	// which then counts only what the server sees. Make one first and
 	// give it to the run service (runs.Config.Metrics), the tool
 	// provider (BreakerChanged) and cognition (CognitionFailed) too.
-	Metrics *Metrics
+	Metrics *metrics.Collector
 	// Ready, when set, is asked by /readyz besides the store (required
 	// MCP servers, say); an error answers 503.
 	Ready func() error
@@ -170,37 +170,6 @@ func def64(v *int64, d int64) {
 	}
 }
 
-// APIKey is a secret that authenticates a user. It never prints: its
-// String and LogValue redact it.
-type APIKey string
-
-// String redacts the key.
-func (k APIKey) String() string { return "[redacted]" }
-
-// LogValue redacts the key.
-func (k APIKey) LogValue() slog.Value { return slog.StringValue("[redacted]") }
-
-// ParseKeys reads TRELLIS_API_KEYS' format: comma-separated key:user
-// pairs ("k1:alice,k2:bob"). An empty string is no keys (local mode).
-func ParseKeys(s string) (map[APIKey]string, error) {
-	keys := map[APIKey]string{}
-	for pair := range strings.SplitSeq(s, ",") {
-		pair = strings.TrimSpace(pair)
-		if pair == "" {
-			continue
-		}
-		k, u, ok := strings.Cut(pair, ":")
-		k, u = strings.TrimSpace(k), strings.TrimSpace(u)
-		if !ok || k == "" || u == "" {
-			return nil, fmt.Errorf("api: API keys: each entry must be key:user (entry %d is not)", len(keys)+1)
-		}
-		if _, dup := keys[APIKey(k)]; dup {
-			return nil, fmt.Errorf("api: API keys: a key is listed twice (user %s)", u)
-		}
-		keys[APIKey(k)] = u
-	}
-	return keys, nil
-}
-
-// LocalUser is the one user of local mode.
-const LocalUser = "local"
+// APIKey is the type of Config.Keys' keys: a secret that never prints
+// (see middleware.APIKey).
+type APIKey = middleware.APIKey

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -34,7 +35,7 @@ func storable(v any) bool {
 	return true
 }
 
-// FuzzDecodeChat: what decode accepts holds only text the store keeps;
+// FuzzDecodeChat: what jsonbody.Decode accepts holds only text the store keeps;
 // it refuses a chat body as invalid_text only when the body is not UTF-8
 // or a string in it holds a NUL, as json.Unmarshal reads it; and it
 // answers nothing but 400s.
@@ -61,7 +62,7 @@ func FuzzDecodeChat(f *testing.F) {
 		r := httptest.NewRequest(http.MethodPost, "/api/v1/chat", bytes.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		var req chatRequest
-		err := decode(r, &req)
+		err := jsonbody.Decode(r, &req)
 
 		var v any
 		oracle := utf8.Valid(body) && (json.Unmarshal(body, &v) != nil || storable(v))
@@ -81,9 +82,9 @@ func FuzzDecodeChat(f *testing.F) {
 				}
 			}
 		case !errors.As(err, &e) || e.Status != http.StatusBadRequest:
-			t.Fatalf("decode(%q) = %v, want a 400", body, err)
+			t.Fatalf("Decode(%q) = %v, want a 400", body, err)
 		case e.Code == "invalid_text" && oracle:
-			t.Fatalf("decode(%q) = %v, but the body's text is storable", body, err)
+			t.Fatalf("Decode(%q) = %v, but the body's text is storable", body, err)
 		}
 	})
 }

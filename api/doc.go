@@ -1,7 +1,10 @@
-// Package api is Trellis' chat service over HTTP: the chi router, strict
-// request decoding, authentication and limits, the SSE writer, the sync
-// chat answer and the web page. API.md (the public contract) is what it
-// serves. It owns no run and builds none: it is given a finished run
+// Package api is Trellis' chat service over HTTP: the chi router, the
+// handlers, the SSE writer, the sync chat answer and the web page.
+// API.md (the public contract) is what it serves. Its pieces that need
+// nothing of the server are packages of their own that it installs:
+// the middleware (request ids, logging, CORS, authentication, rate
+// limits: api/middleware), strict request decoding (api/jsonbody) and
+// the collector /metrics serves (api/metrics). It owns no run and builds none: it is given a finished run
 // service (package runs) and starts, follows, answers, cancels, edits
 // and recovers every run through it, mapping its errors to API.md's
 // statuses in one place (writeError); package store is the record both

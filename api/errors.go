@@ -24,7 +24,6 @@ var errorf = httperr.New
 // Errors the service itself answers with.
 var (
 	errShuttingDown = httperr.ShuttingDown
-	errUnauthorized = errorf(http.StatusUnauthorized, "unauthorized", "send a valid API key as Authorization: Bearer <key>")
 	// errUnavailable answers a request to start a run while the process
 	// has lost its database session, and any request that failed
 	// because the database went away (with a Cluster, which tells; see
@@ -40,9 +39,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := s.classify(r, err)
 	if e == nil {
 		return // the client is gone
-	}
-	if e.Status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="trellis"`)
 	}
 	httperr.Write(w, e)
 }

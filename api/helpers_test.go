@@ -21,6 +21,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/apitest"
+	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
@@ -142,7 +143,7 @@ type pathIn struct {
 // newProvider has the built-ins and three tools: delete_file (needs
 // approval), wait (blocks until released or cancelled) and ask (asks the
 // user for their name).
-func newProvider(metrics *api.Metrics, approval ...string) (*operators.Provider, *tools) {
+func newProvider(metrics *metrics.Collector, approval ...string) (*operators.Provider, *tools) {
 	tl := &tools{waiting: make(chan string, 16), release: make(chan struct{}), deleted: make(chan string, 16)}
 	local := operators.NewRegistry()
 	p := operators.NewProvider(operators.ProviderConfig{Local: local, OnBreakerChange: metrics.BreakerChanged,
@@ -231,11 +232,11 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	metrics := api.NewMetrics()
-	provider, tl := newProvider(metrics, o.approval...)
+	collector := metrics.New()
+	provider, tl := newProvider(collector, o.approval...)
 	cfg := apitest.Config{
 		Runs: runs.Config{Models: models, Tools: provider, Checkpointer: saver},
-		API:  api.Config{Store: st, Metrics: metrics, Limits: api.Limits{RatePerMinute: -1}, Heartbeat: 50 * time.Millisecond},
+		API:  api.Config{Store: st, Metrics: collector, Limits: api.Limits{RatePerMinute: -1}, Heartbeat: 50 * time.Millisecond},
 	}
 	if !o.local {
 		cfg.API.Keys = map[api.APIKey]string{aliceKey: "alice", bobKey: "bob"}

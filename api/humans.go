@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -41,7 +42,7 @@ type approvalRequest struct {
 // background.
 func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
 	var body approvalRequest
-	if err := decode(r, &body); err != nil {
+	if err := jsonbody.Decode(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -77,7 +78,7 @@ type elicitationRequest struct {
 // handleElicitationRespond is POST /api/v1/elicitation/respond.
 func (s *Server) handleElicitationRespond(w http.ResponseWriter, r *http.Request) {
 	var body elicitationRequest
-	if err := decode(r, &body); err != nil {
+	if err := jsonbody.Decode(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -57,7 +58,7 @@ const (
 // handlePatchProfile is PATCH /api/v1/me/profile.
 func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request) {
 	var body profilePatch
-	if err := decode(r, &body); err != nil {
+	if err := jsonbody.Decode(r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

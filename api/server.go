@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
@@ -23,17 +24,17 @@ type Server struct {
 	cfg     Config
 	store   store.Store
 	log     *slog.Logger
-	metrics *Metrics
-	auth    *authenticator
-	limiter *rateLimiter
+	metrics *metrics.Collector
 	runs    *runs.Service
 	handler http.Handler
 
 	// authLimiter counts invalid credentials per client address (which
 	// clientIP finds); nil in local mode (no keys, nothing to guess) or
 	// when switched off.
-	authLimiter *rateLimiter
-	clientIP    func(http.Handler) http.Handler
+	authLimiter *middleware.Limiter
+	// clientIP, authenticate and limitRate guard every authenticated
+	// route, in that order (see package middleware).
+	clientIP, authenticate, limitRate func(http.Handler) http.Handler
 
 	// health is what the probes know of the store (see health).
 	health health
@@ -45,20 +46,21 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Runs == nil || cfg.Store == nil {
 		return nil, errors.New("api: new server: a run service and its store are required")
 	}
-	proxies, err := parseTrustedProxies(cfg.TrustedProxies)
+	proxies, err := middleware.ParseTrustedProxies(cfg.TrustedProxies)
 	if err != nil {
 		return nil, fmt.Errorf("api: new server: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, store: cfg.Store, runs: cfg.Runs, log: cfg.Logger, metrics: cfg.Metrics,
-		auth: newAuthenticator(cfg.Keys), limiter: newRateLimiter(cfg.Limits.RatePerMinute, cfg.Limits.Burst),
-		clientIP: clientIP(proxies)}
-	if !s.auth.local() {
-		s.authLimiter = newRateLimiter(cfg.Limits.AuthFailuresPerMinute, cfg.Limits.AuthFailureBurst)
+		clientIP:  middleware.ClientIP(proxies),
+		limitRate: middleware.LimitRate(middleware.NewLimiter(cfg.Limits.RatePerMinute, cfg.Limits.Burst))}
+	if len(cfg.Keys) > 0 {
+		s.authLimiter = middleware.NewLimiter(cfg.Limits.AuthFailuresPerMinute, cfg.Limits.AuthFailureBurst)
 	}
 	if s.metrics == nil {
-		s.metrics = NewMetrics()
+		s.metrics = metrics.New()
 	}
+	s.authenticate = middleware.Authenticate(middleware.AuthConfig{Keys: cfg.Keys, Failures: s.authLimiter, Refused: s.metrics.AuthFailed})
 	s.handler = s.routes()
 	return s, nil
 }
@@ -90,8 +92,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // many runs it continued.
 func (s *Server) Recover(ctx context.Context) (int, error) {
 	users := slices.Sorted(maps.Values(s.cfg.Keys))
-	if s.auth.local() {
-		users = []string{LocalUser}
+	if len(s.cfg.Keys) == 0 {
+		users = []string{middleware.LocalUser}
 	}
 	return s.runs.Recover(ctx, slices.Compact(users))
 }
@@ -104,11 +106,11 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) Runs() *runs.Service { return s.runs }
 
 // Metrics is the server's collector.
-func (s *Server) Metrics() *Metrics { return s.metrics }
+func (s *Server) Metrics() *metrics.Collector { return s.metrics }
 
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, middleware.LogRequests(s.log, s.metrics.request), middleware.CORS(s.cfg.CORSOrigins))
+	r.Use(middleware.RequestID, middleware.LogRequests(s.log, s.metrics.Answered), middleware.CORS(s.cfg.CORSOrigins))
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such endpoint; see API.md"))
 	}
@@ -117,7 +119,7 @@ func (s *Server) routes() http.Handler {
 	})
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
-	r.Method(http.MethodGet, "/metrics", s.metrics.handler(s.log))
+	r.Method(http.MethodGet, "/metrics", s.metrics.Handler(s.log))
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(s.limitBody, s.clientIP, s.authenticate, s.limitRate)
 		r.NotFound(notFound)
@@ -180,3 +182,6 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// userOf returns the request's user, as middleware.Authenticate named it.
+func userOf(r *http.Request) string { return runs.UserFrom(r.Context()) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 )
@@ -76,7 +77,7 @@ var errEmptyPatch = errorf(http.StatusBadRequest, "invalid_request", `send at le
 // number from 0; no nulls, at least one field.
 func decodeTaskPatch(r *http.Request) (nodes.TaskEdit, error) {
 	var p taskPatch
-	if err := decode(r, &p); err != nil {
+	if err := jsonbody.Decode(r, &p); err != nil {
 		return nodes.TaskEdit{}, err
 	}
 	var e nodes.TaskEdit

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/runs"
@@ -59,7 +60,7 @@ func New(cfg Config) (*api.Server, error) {
 		rc.MaxRunsPerUser = api.DefaultMaxConcurrentRuns
 	}
 	if ac.Metrics == nil {
-		ac.Metrics = api.NewMetrics()
+		ac.Metrics = metrics.New()
 	}
 	if rc.Metrics == nil {
 		rc.Metrics = ac.Metrics

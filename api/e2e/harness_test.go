@@ -18,6 +18,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/apitest"
+	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/web"
 	"github.com/trellis-ai/trellis/api/web/webtest"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
@@ -95,10 +96,10 @@ func newServer(t *testing.T, script string, opts ...func(*server, *apitest.Confi
 		t.Fatal(err)
 	}
 	s := &server{t: t, model: model, deleted: make(chan string, 16), booked: make(chan booking, 16)}
-	metrics := api.NewMetrics()
+	collector := metrics.New()
 	cfg := apitest.Config{
-		Runs: runs.Config{Checkpointer: saver, Models: models, Tools: s.tools(metrics)},
-		API:  api.Config{Store: st, Metrics: metrics, Web: web.Handler(), Limits: api.Limits{RatePerMinute: -1}},
+		Runs: runs.Config{Checkpointer: saver, Models: models, Tools: s.tools(collector)},
+		API:  api.Config{Store: st, Metrics: collector, Web: web.Handler(), Limits: api.Limits{RatePerMinute: -1}},
 	}
 	for _, o := range opts {
 		o(s, &cfg)
@@ -129,7 +130,7 @@ func newServer(t *testing.T, script string, opts ...func(*server, *apitest.Confi
 // tools is the one provider: the built-ins (calculator needs approval by
 // the policy), delete_file (needs approval by its own spec) and
 // book_table (asks the user three questions).
-func (s *server) tools(metrics *api.Metrics) *operators.Provider {
+func (s *server) tools(metrics *metrics.Collector) *operators.Provider {
 	local := operators.NewRegistry()
 	s.local = local
 	p := operators.NewProvider(operators.ProviderConfig{Local: local, OnBreakerChange: metrics.BreakerChanged,

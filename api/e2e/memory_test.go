@@ -3,8 +3,8 @@ package e2e_test
 import (
 	"testing"
 
-	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/apitest"
+	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -29,7 +29,7 @@ func TestE2EMemoryPanel(t *testing.T) {
 	var svc *cognition.Service
 	s := newServer(t, "chat.json", withMemory(t, &svc))
 	for _, f := range []string{"my boat is called Nautilus", "I grow tomatoes on a trellis"} {
-		if err := svc.Remember(t.Context(), api.LocalUser, "", f); err != nil {
+		if err := svc.Remember(t.Context(), middleware.LocalUser, "", f); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,7 +41,7 @@ func TestE2EMemoryPanel(t *testing.T) {
 
 	p.Click(`#memory-list button[aria-label="Forget: my boat is called Nautilus"]`)
 	p.WaitJS("one memory left", `() => document.querySelectorAll("#memory-list li[data-memory-id]").length === 1`)
-	page, err := svc.Memories(t.Context(), api.LocalUser, store.Page{})
+	page, err := svc.Memories(t.Context(), middleware.LocalUser, store.Page{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestE2EMemoryPanel(t *testing.T) {
 	p.WaitJS("confirm is answered yes", `() => { window.confirm = () => true; return true; }`)
 	p.Click("#memory-forget-all")
 	p.WaitText("#memory-list", "Nothing is remembered about you yet.")
-	if page, _ := svc.Memories(t.Context(), api.LocalUser, store.Page{}); len(page.Memories) != 0 {
+	if page, _ := svc.Memories(t.Context(), middleware.LocalUser, store.Page{}); len(page.Memories) != 0 {
 		t.Fatalf("memories on the server after forgetting all: %+v", page.Memories)
 	}
 }

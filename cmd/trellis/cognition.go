@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/llm"
@@ -51,7 +51,7 @@ func parseCognition(c *cognitionConfig, on, budget, maxMemories, ttl string) []e
 // ws; nil, and what the start line says, when it is off. With a real
 // fast model, a model extracts what to remember (through the registry's
 // resilience policy); with the offline or a scripted model, the rules do.
-func openCognition(ctx context.Context, cfg serveConfig, st store.Store, models *llm.Registry, metrics *api.Metrics,
+func openCognition(ctx context.Context, cfg serveConfig, st store.Store, models *llm.Registry, metrics *metrics.Collector,
 	ws *jobs.Workers, log *slog.Logger, cleanup *closers) (*cognition.Service, string, error) {
 	if cfg.cognition.off {
 		return nil, "off", nil

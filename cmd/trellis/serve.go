@@ -22,6 +22,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/metrics"
+	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/api/web"
 	"github.com/trellis-ai/trellis/cognition/memtools"
 	"github.com/trellis-ai/trellis/documents/doctools"
@@ -47,7 +49,7 @@ type serveConfig struct {
 	addr               string
 	dataDir            string
 	databaseURL        string
-	keys               map[api.APIKey]string
+	keys               map[middleware.APIKey]string
 	mcpConfig          string
 	approvalTools      []string
 	corsOrigins        []string
@@ -142,7 +144,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 
 	var errs []error
 	var err error
-	if c.keys, err = api.ParseKeys(keys); err != nil {
+	if c.keys, err = middleware.ParseKeys(keys); err != nil {
 		errs = append(errs, err)
 	}
 	c.approvalTools, c.corsOrigins, c.trustedProxies = list(approval), list(cors), list(proxies)
@@ -401,8 +403,8 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err != nil {
 		return app{}, err
 	}
-	metrics := api.NewMetrics()
-	tools, err := buildTools(ctx, cfg, models, metrics, log, cleanup)
+	collector := metrics.New()
+	tools, err := buildTools(ctx, cfg, models, collector, log, cleanup)
 	if err != nil {
 		return app{}, err
 	}
@@ -422,7 +424,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err != nil {
 		return app{}, err
 	}
-	cog, cogDesc, err := openCognition(ctx, cfg, st, models, metrics, ws, log, cleanup)
+	cog, cogDesc, err := openCognition(ctx, cfg, st, models, collector, ws, log, cleanup)
 	if err != nil {
 		return app{}, err
 	}
@@ -466,7 +468,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		Store: st, Models: models, Tools: tools.provider, Checkpointer: saver, Agent: agent,
 		ElicitTimeout:  cfg.elicitTimeout,
 		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, MaxRunsPerUser: cfg.limits.MaxConcurrentRunsPerUser,
-		Logger: log, Owner: owner, Cluster: cluster, Notices: notices, ClaimInterval: cfg.claimInterval, Metrics: metrics,
+		Logger: log, Owner: owner, Cluster: cluster, Notices: notices, ClaimInterval: cfg.claimInterval, Metrics: collector,
 	})
 	if err != nil {
 		return app{}, err
@@ -474,7 +476,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	srv, err := api.New(api.Config{
 		Runs: svc, Store: st, Tools: tools.provider, Documents: docs, Cognition: cog,
 		Keys: cfg.keys, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
-		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: metrics,
+		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: collector,
 		Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
 	})
 	if err != nil {
@@ -494,7 +496,7 @@ type toolset struct {
 
 // buildTools makes the provider over the local tools, the operators and
 // the configured MCP servers, and starts those.
-func buildTools(ctx context.Context, cfg serveConfig, models *llm.Registry, metrics *api.Metrics, log *slog.Logger, cleanup *closers) (toolset, error) {
+func buildTools(ctx context.Context, cfg serveConfig, models *llm.Registry, metrics *metrics.Collector, log *slog.Logger, cleanup *closers) (toolset, error) {
 	local := operators.NewRegistry()
 	ops := operators.NewOperatorRegistry(nil) // operators use the run's model
 	if err := operators.RegisterBuiltinOperators(ops); err != nil {
@@ -703,7 +705,7 @@ func startLine(addr, storage string, models *llm.Registry, cfg serveConfig, mcpS
 		}
 		ids = append(ids, id)
 	}
-	auth := fmt.Sprintf("local mode, no keys, user %q", api.LocalUser)
+	auth := fmt.Sprintf("local mode, no keys, user %q", middleware.LocalUser)
 	if n := len(cfg.keys); n > 0 {
 		auth = fmt.Sprintf("API keys for %d users", countUsers(cfg.keys))
 	}
@@ -715,7 +717,7 @@ func startLine(addr, storage string, models *llm.Registry, cfg serveConfig, mcpS
 		net.JoinHostPort(host, port), storage, strings.Join(ids, ", "), auth, mcpServers)
 }
 
-func countUsers(keys map[api.APIKey]string) int {
+func countUsers(keys map[middleware.APIKey]string) int {
 	users := map[string]bool{}
 	for _, u := range keys {
 		users[u] = true

@@ -1,4 +1,4 @@
-package api
+package metrics
 
 import (
 	"log/slog"
@@ -16,7 +16,7 @@ import (
 	"github.com/trellis-ai/trellis/runs"
 )
 
-// Metrics collects what GET /metrics serves, in Prometheus' exposition
+// Collector collects what GET /metrics serves, in Prometheus' exposition
 // format:
 //
 //	trellis_runs_total{status}                 run segments ended, by how
@@ -38,8 +38,8 @@ import (
 // give it BreakerChanged as operators.ProviderConfig.OnBreakerChange.
 // Each collector has a registry of its own, not the process-wide default
 // one, so several servers in one process (tests) keep apart.
-// Safe for concurrent use; the zero value is not usable, call NewMetrics.
-type Metrics struct {
+// Safe for concurrent use; the zero value is not usable, call New.
+type Collector struct {
 	activeRuns  atomic.Int64
 	openStreams atomic.Int64
 
@@ -60,16 +60,13 @@ var durationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120
 // tokenKinds are the kinds of trellis_tokens_total, always all present.
 var tokenKinds = []string{"input", "output", "thinking", "cache_read", "cache_write"}
 
-// Reasons of trellis_auth_failures_total.
-const (
-	authMissing     = "missing"      // no credentials: 401
-	authInvalid     = "invalid"      // credentials that name no key: 401
-	authRateLimited = "rate_limited" // refused unchecked, too many invalid ones: 429
-)
+// authReasons are the reasons of trellis_auth_failures_total, always
+// all present: those middleware.Authenticate reports.
+var authReasons = []string{"missing", "invalid", "rate_limited"}
 
-// NewMetrics returns an empty collector.
-func NewMetrics() *Metrics {
-	m := &Metrics{
+// New returns an empty collector.
+func New() *Collector {
+	m := &Collector{
 		reg: prometheus.NewRegistry(),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trellis_runs_total", Help: "Run segments ended, by status.",
@@ -105,7 +102,7 @@ func NewMetrics() *Metrics {
 	for _, k := range tokenKinds {
 		m.tokens.WithLabelValues(k)
 	}
-	for _, r := range []string{authMissing, authInvalid, authRateLimited} {
+	for _, r := range authReasons {
 		m.authFailures.WithLabelValues(r)
 	}
 	for _, r := range []string{"timeout", "error"} {
@@ -125,7 +122,7 @@ func NewMetrics() *Metrics {
 
 // BreakerChanged records a tool source's breaker state; it is an
 // llm.BreakerListener.
-func (m *Metrics) BreakerChanged(source string, state llm.BreakerState) {
+func (m *Collector) BreakerChanged(source string, state llm.BreakerState) {
 	v := 0.0
 	switch state {
 	case llm.BreakerHalfOpen:
@@ -139,16 +136,16 @@ func (m *Metrics) BreakerChanged(source string, state llm.BreakerState) {
 // RunsActive adds delta to the runs live in this process; with RunEnded,
 // Usage and ToolCall it is what the run service reports
 // (runs.Config.Metrics).
-func (m *Metrics) RunsActive(delta int64) { m.activeRuns.Add(delta) }
+func (m *Collector) RunsActive(delta int64) { m.activeRuns.Add(delta) }
 
 // RunEnded counts a run segment that ended with status after d.
-func (m *Metrics) RunEnded(status string, d time.Duration) {
+func (m *Collector) RunEnded(status string, d time.Duration) {
 	m.runs.WithLabelValues(status).Inc()
 	m.duration.WithLabelValues(status).Observe(d.Seconds())
 }
 
 // Usage adds a segment's model tokens.
-func (m *Metrics) Usage(u events.Usage) {
+func (m *Collector) Usage(u events.Usage) {
 	if u == (events.Usage{}) {
 		return
 	}
@@ -161,31 +158,39 @@ func (m *Metrics) Usage(u events.Usage) {
 }
 
 // ToolCall counts a tool call, "success" or "error".
-func (m *Metrics) ToolCall(tool, status string) {
+func (m *Collector) ToolCall(tool, status string) {
 	m.tools.WithLabelValues(tool, status).Inc()
 }
 
-func (m *Metrics) request(code int) {
+// StreamsOpen adds delta to the SSE responses being written.
+func (m *Collector) StreamsOpen(delta int64) { m.openStreams.Add(delta) }
+
+// Answered counts an answered HTTP request by its status; give it to
+// middleware.LogRequests.
+func (m *Collector) Answered(code int) {
 	m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
 }
 
 // CognitionFailed counts a cognitive context not loaded, by reason
 // (timeout or error); give it as cognition.Config.OnContextFailure.
-func (m *Metrics) CognitionFailed(reason string) {
+func (m *Collector) CognitionFailed(reason string) {
 	m.cognition.WithLabelValues(reason).Inc()
 }
 
-func (m *Metrics) authFailed(reason string) {
+// AuthFailed counts a request refused at authentication, by reason;
+// give it as middleware.AuthConfig.Refused.
+func (m *Collector) AuthFailed(reason string) {
 	m.authFailures.WithLabelValues(reason).Inc()
 }
 
-// handler serves the metrics. A collector that fails is logged and left
-// out of the answer rather than failing the whole scrape.
-func (m *Metrics) handler(log *slog.Logger) http.Handler {
+// Handler serves the metrics, logging to log. A collector that fails is
+// logged and left out of the answer rather than failing the whole
+// scrape.
+func (m *Collector) Handler(log *slog.Logger) http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelError),
 		ErrorHandling: promhttp.ContinueOnError,
 	})
 }
 
-var _ runs.Metrics = (*Metrics)(nil)
+var _ runs.Metrics = (*Collector)(nil)

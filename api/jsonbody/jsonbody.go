@@ -1,4 +1,4 @@
-package api
+package jsonbody
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -18,18 +19,20 @@ import (
 // characters (store.ValidText), the same on every backend, so a request
 // holding other text is refused whole before anything is stored.
 var (
-	errNotUTF8 = errorf(http.StatusBadRequest, "invalid_text", "the body is not valid UTF-8; send JSON text encoded as UTF-8")
-	errNUL     = errorf(http.StatusBadRequest, "invalid_text", `a string in the body holds a NUL character (\u0000), which cannot be stored; remove it`)
+	errNotUTF8 = httperr.New(http.StatusBadRequest, "invalid_text", "the body is not valid UTF-8; send JSON text encoded as UTF-8")
+	errNUL     = httperr.New(http.StatusBadRequest, "invalid_text", `a string in the body holds a NUL character (\u0000), which cannot be stored; remove it`)
 )
 
-// decode reads r's body into v strictly: Content-Type application/json
+// Decode reads r's body into v strictly: Content-Type application/json
 // (415 otherwise), at most the body limit (413), one JSON value with no
 // unknown fields (400), and text the store can keep: valid UTF-8 with no
-// NUL in any string, nested objects' included (400 invalid_text).
-func decode(r *http.Request, v any) error {
+// NUL in any string, nested objects' included (400 invalid_text). Its
+// refusals are *httperr.Problem, but an over-long body's, which is the
+// *http.MaxBytesError that httperr.Of answers 413.
+func Decode(r *http.Request, v any) error {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
-		return errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as JSON with Content-Type: application/json")
+		return httperr.New(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as JSON with Content-Type: application/json")
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -49,7 +52,7 @@ func decode(r *http.Request, v any) error {
 		if err != nil {
 			return decodeError(err)
 		}
-		return errorf(http.StatusBadRequest, "malformed_json", "the body must hold exactly one JSON value")
+		return httperr.New(http.StatusBadRequest, "malformed_json", "the body must hold exactly one JSON value")
 	}
 	return checkStrings(body)
 }
@@ -83,19 +86,19 @@ func decodeError(err error) error {
 	case errors.As(err, &tooBig):
 		return err
 	case errors.Is(err, io.EOF):
-		return errorf(http.StatusBadRequest, "malformed_json", "the body is empty; send a JSON object")
+		return httperr.New(http.StatusBadRequest, "malformed_json", "the body is empty; send a JSON object")
 	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
-		return errorf(http.StatusBadRequest, "malformed_json", "the body is not valid JSON: "+err.Error())
+		return httperr.New(http.StatusBadRequest, "malformed_json", "the body is not valid JSON: "+err.Error())
 	case errors.As(err, &typ):
 		field := typ.Field
 		if field == "" {
-			return errorf(http.StatusBadRequest, "malformed_json", "the body must be a JSON object")
+			return httperr.New(http.StatusBadRequest, "malformed_json", "the body must be a JSON object")
 		}
-		return errorf(http.StatusBadRequest, "invalid_field", fmt.Sprintf("field %q must be a JSON %s", field, jsonKind(typ.Type.Kind().String())))
+		return httperr.New(http.StatusBadRequest, "invalid_field", fmt.Sprintf("field %q must be a JSON %s", field, jsonKind(typ.Type.Kind().String())))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return errorf(http.StatusBadRequest, "unknown_field", "unknown field "+strings.TrimPrefix(err.Error(), "json: unknown field ")+"; see API.md for the fields this endpoint takes")
+		return httperr.New(http.StatusBadRequest, "unknown_field", "unknown field "+strings.TrimPrefix(err.Error(), "json: unknown field ")+"; see API.md for the fields this endpoint takes")
 	}
-	return errorf(http.StatusBadRequest, "malformed_json", "the body cannot be read as JSON: "+err.Error())
+	return httperr.New(http.StatusBadRequest, "malformed_json", "the body cannot be read as JSON: "+err.Error())
 }
 
 func jsonKind(goKind string) string {

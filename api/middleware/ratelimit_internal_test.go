@@ -1,4 +1,4 @@
-package api
+package middleware
 
 import (
 	"testing"
@@ -10,8 +10,8 @@ import (
 // in parallel buys no extra guesses.
 func TestRateLimiterSpendLeavesADebt(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := newRateLimiter(60, 3) // a token a second, 3 s from empty to full
-	l.now = func() time.Time { return now }
+	l := NewLimiter(60, 3) // a token a second, 3 s from empty to full
+	l.Now = func() time.Time { return now }
 	if ok, _ := l.check("a"); !ok {
 		t.Fatal("a new bucket has no token")
 	}
