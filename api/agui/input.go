@@ -59,12 +59,8 @@ type message struct {
 // an approval's payload says approved.
 func decodeInput(r io.Reader) (input, error) {
 	var in input
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&in); err != nil {
-		return input{}, httperr.Invalid("the body is not a RunAgentInput: %v", err)
-	}
-	if dec.More() {
-		return input{}, httperr.Invalid("the body holds more than one JSON value")
+	if err := httperr.DecodeBody(r, &in, "a RunAgentInput"); err != nil {
+		return input{}, err
 	}
 	if strings.TrimSpace(in.ThreadID) == "" || strings.TrimSpace(in.RunID) == "" {
 		return input{}, httperr.Invalid("threadId and runId are required")

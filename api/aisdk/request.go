@@ -63,12 +63,8 @@ type answer struct {
 // decodeRequest reads a chat request and says what it asks.
 func decodeRequest(r io.Reader) (turn, error) {
 	var req chatRequest
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&req); err != nil {
-		return turn{}, httperr.Invalid("the body is not a chat request {id, messages, trigger}: %v", err)
-	}
-	if dec.More() {
-		return turn{}, httperr.Invalid("the body holds more than one JSON value")
+	if err := httperr.DecodeBody(r, &req, "a chat request {id, messages, trigger}"); err != nil {
+		return turn{}, err
 	}
 	t := turn{chat: strings.TrimSpace(req.ID), approvals: req.Approvals == nil || *req.Approvals}
 	switch {

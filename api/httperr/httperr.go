@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -42,6 +43,20 @@ func (p *Problem) Header(h http.Header) {
 // with the request: how every surface refuses what it cannot decode.
 func Invalid(format string, args ...any) *Problem {
 	return New(http.StatusBadRequest, "invalid_request", fmt.Sprintf(format, args...))
+}
+
+// DecodeBody decodes r, a request body, into v, which must be the body's
+// one JSON value; what names the shape expected, for the message. A body
+// that does not decode, or that holds more than one value, is Invalid.
+func DecodeBody(r io.Reader, v any, what string) error {
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(v); err != nil {
+		return Invalid("the body is not %s: %v", what, err)
+	}
+	if dec.More() {
+		return Invalid("the body holds more than one JSON value")
+	}
+	return nil
 }
 
 // Problems the classification answers with, for callers that answer
