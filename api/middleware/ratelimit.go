@@ -44,23 +44,14 @@ func NewLimiter(perMinute, burst int) *Limiter {
 
 // take spends a token of key's bucket; when there is none it returns how
 // long until there is.
-func (l *Limiter) take(key string) (ok bool, wait time.Duration) {
-	if l == nil {
-		return true, 0
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.fill(key)
-	if b.tokens >= 1 {
-		b.tokens--
-		return true, 0
-	}
-	return false, l.wait(b)
-}
+func (l *Limiter) take(key string) (ok bool, wait time.Duration) { return l.look(key, true) }
 
 // check reports whether key's bucket holds a token, without spending it;
 // when it holds none it returns how long until it does.
-func (l *Limiter) check(key string) (ok bool, wait time.Duration) {
+func (l *Limiter) check(key string) (ok bool, wait time.Duration) { return l.look(key, false) }
+
+// look is take (spending) and check.
+func (l *Limiter) look(key string, spending bool) (ok bool, wait time.Duration) {
 	if l == nil {
 		return true, 0
 	}
@@ -68,6 +59,9 @@ func (l *Limiter) check(key string) (ok bool, wait time.Duration) {
 	defer l.mu.Unlock()
 	b := l.fill(key)
 	if b.tokens >= 1 {
+		if spending {
+			b.tokens--
+		}
 		return true, 0
 	}
 	return false, l.wait(b)
