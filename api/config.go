@@ -38,7 +38,7 @@ type Config struct {
 
 	// Keys maps API keys to user ids. Empty means local mode: no
 	// authentication, every request is middleware.LocalUser ("local").
-	Keys map[APIKey]string
+	Keys map[middleware.APIKey]string
 	// Limits bound what one request and one user may ask.
 	Limits Limits
 	// TrustedProxies lists the reverse proxies in front of the server,
@@ -169,7 +169,3 @@ func def64(v *int64, d int64) {
 		*v = d
 	}
 }
-
-// APIKey is the type of Config.Keys' keys: a secret that never prints
-// (see middleware.APIKey).
-type APIKey = middleware.APIKey

@@ -22,6 +22,7 @@ import (
 	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/api/metrics"
+	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
@@ -239,7 +240,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		API:  api.Config{Store: st, Metrics: collector, Limits: api.Limits{RatePerMinute: -1}, Heartbeat: 50 * time.Millisecond},
 	}
 	if !o.local {
-		cfg.API.Keys = map[api.APIKey]string{aliceKey: "alice", bobKey: "bob"}
+		cfg.API.Keys = map[middleware.APIKey]string{aliceKey: "alice", bobKey: "bob"}
 	}
 	if o.cluster {
 		pg := st.(*pgstore.Store)

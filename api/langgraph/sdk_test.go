@@ -14,6 +14,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/apitest"
+	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
@@ -70,7 +71,7 @@ func server(t *testing.T) string {
 	)
 	srv, err := apitest.New(apitest.Config{
 		Runs: runs.Config{Checkpointer: saver, Models: models, Tools: tools},
-		API: api.Config{Store: st, Keys: map[api.APIKey]string{aliceKey: "alice", bobKey: "bob"},
+		API: api.Config{Store: st, Keys: map[middleware.APIKey]string{aliceKey: "alice", bobKey: "bob"},
 			Limits: api.Limits{RatePerMinute: -1}},
 	})
 	if err != nil {

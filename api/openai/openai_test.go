@@ -16,6 +16,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/apitest"
+	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
@@ -84,7 +85,7 @@ func newServer(t *testing.T, configure ...func(*apitest.Config)) *server {
 	}, operators.RequiresApproval()))
 	cfg := apitest.Config{
 		Runs: runs.Config{Models: models, Tools: tools, Checkpointer: saver},
-		API:  api.Config{Store: st, Keys: map[api.APIKey]string{aliceKey: "alice"}, Limits: api.Limits{RatePerMinute: -1}},
+		API:  api.Config{Store: st, Keys: map[middleware.APIKey]string{aliceKey: "alice"}, Limits: api.Limits{RatePerMinute: -1}},
 	}
 	for _, c := range configure {
 		c(&cfg)
