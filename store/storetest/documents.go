@@ -23,10 +23,7 @@ type DocStore interface {
 // RunDocuments checks that stores made by newStore behave as
 // store.Documents says, as Run does for store.Store.
 func RunDocuments(t *testing.T, newStore func(t *testing.T) DocStore) {
-	cases := []struct {
-		name string
-		fn   func(t *testing.T, s DocStore)
-	}{
+	runCases(t, newStore, []testCase[DocStore]{
 		{"Lifecycle", testDocumentLifecycle},
 		{"InNewConversation", testDocumentInNewConversation},
 		{"LimitPerConversation", testDocumentLimit},
@@ -37,13 +34,7 @@ func RunDocuments(t *testing.T, newStore func(t *testing.T) DocStore) {
 		{"PutChunksAgain", testPutChunksAgain},
 		{"DeleteCascades", testDocumentDeleteCascades},
 		{"InvalidChangesNothing", testDocumentInvalid},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, newStore(t))
-		})
-	}
+	})
 }
 
 func newDocument(t *testing.T, s DocStore, c store.Conversation, name string) store.Document {

@@ -20,10 +20,7 @@ type MemStore interface {
 // RunMemories checks that stores made by newStore behave as
 // store.Memories says, as Run does for store.Store.
 func RunMemories(t *testing.T, newStore func(t *testing.T) MemStore) {
-	cases := []struct {
-		name string
-		fn   func(t *testing.T, s MemStore)
-	}{
+	runCases(t, newStore, []testCase[MemStore]{
 		{"Lifecycle", testMemoryLifecycle},
 		{"Pages", testMemoryPages},
 		{"OtherUsers", testMemoryOtherUsers},
@@ -34,13 +31,7 @@ func RunMemories(t *testing.T, newStore func(t *testing.T) MemStore) {
 		{"ProfileConcurrent", testProfileConcurrent},
 		{"ToolStats", testToolStats},
 		{"Invalid", testMemoryInvalid},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, newStore(t))
-		})
-	}
+	})
 }
 
 func addMemory(t *testing.T, s MemStore, user, summary string, importance float64, topics ...string) store.Memory {

@@ -18,10 +18,7 @@ import (
 // newStore must return an empty store not shared with other calls, and
 // register its own cleanup with t.Cleanup. Subtests run in parallel.
 func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
-	cases := []struct {
-		name string
-		fn   func(t *testing.T, s store.Store)
-	}{
+	runCases(t, newStore, []testCase[store.Store]{
 		{"Ping", testPing},
 		{"ConversationRoundTrip", testConversationRoundTrip},
 		{"ConversationGivenID", testConversationGivenID},
@@ -61,7 +58,17 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"JSONEscapesKept", testJSONEscapesKept},
 		{"StartRunInNewConversation", testStartRunInNewConversation},
 		{"CanceledContext", testCanceledContext},
-	}
+	})
+}
+
+// testCase is one check of a conformance suite.
+type testCase[S any] struct {
+	name string
+	fn   func(t *testing.T, s S)
+}
+
+// runCases runs each case in parallel on its own store from newStore.
+func runCases[S any](t *testing.T, newStore func(t *testing.T) S, cases []testCase[S]) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
