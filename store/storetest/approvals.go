@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"sync"
 	"testing"
@@ -15,19 +16,9 @@ func testApprovals(t *testing.T, s store.Store) {
 	c1, c2 := newConversation(t, s, alice), newConversation(t, s, alice)
 	r1, r2 := startRun(t, s, c1, "one"), startRun(t, s, c2, "two")
 	args := json.RawMessage(`{"path": "/etc/hosts", "mode": 420}`)
-	a := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "interrupt-7", RunID: r1.ID, Kind: store.KindApproval, Approval: store.Approval{ToolCallID: "call-1", Tool: "write_file", Args: args, Revision: 2}}))(t)
-	want := store.HumanRequest{ID: "interrupt-7", Kind: store.KindApproval, ConversationID: c1.ID, RunID: r1.ID, UserID: alice,
-		Status: store.HumanPending, CreatedAt: a.CreatedAt, Approval: store.Approval{ToolCallID: "call-1", Tool: "write_file", Args: args, Revision: 2}}
-	if !reflect.DeepEqual(a, want) {
-		t.Errorf("CreateApproval = %+v\nwant %+v", a, want)
-	}
-	utc(t, "approval", a.CreatedAt)
-	if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); !reflect.DeepEqual(got, a) {
-		t.Errorf("GetApproval = %+v\nwant %+v", got, a)
-	}
-	wantErr(t, "an approval asked for as an elicitation", second(s.GetHumanRequest(ctx, store.KindElicitation, alice, a.ID)), store.ErrNotFound)
-	wantErr(t, "an approval answered as an elicitation", second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ElicitationAnswer{Action: store.ActionCancel})), store.ErrNotFound)
-	wantErr(t, "CreateApproval with a taken id", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: a.ID, RunID: r2.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}})), store.ErrConflict)
+	a := newPending(t, s, c1, r2, store.NewHumanRequest{ID: "interrupt-7", RunID: r1.ID, Kind: store.KindApproval,
+		Approval: store.Approval{ToolCallID: "call-1", Tool: "write_file", Args: args, Revision: 2}},
+		store.KindElicitation, store.ElicitationAnswer{Action: store.ActionCancel})
 	noArgs := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r1.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "list"}}))(t)
 	if noArgs.ID == "" || string(noArgs.Approval.Args) != "{}" {
 		t.Errorf("approval without id and args: %+v, want a fresh id and args {}", noArgs)
@@ -89,6 +80,33 @@ func testApprovals(t *testing.T, s store.Store) {
 	}
 }
 
+// newPending creates in, which must carry its id and payload, in a run
+// of conversation c, and checks that it comes back and reads back as
+// given and pending; that as the other kind it can be neither read nor
+// answered (with wrong); and that its id cannot be taken again by a
+// request in run other.
+func newPending(t *testing.T, s store.Store, c store.Conversation, other store.Run, in store.NewHumanRequest,
+	otherKind store.HumanKind, wrong store.HumanAnswer) store.HumanRequest {
+	t.Helper()
+	ctx := t.Context()
+	h := must(s.CreateHumanRequest(ctx, in))(t)
+	want := store.HumanRequest{ID: in.ID, Kind: in.Kind, ConversationID: c.ID, RunID: in.RunID, UserID: c.UserID,
+		Status: store.HumanPending, CreatedAt: h.CreatedAt, Approval: in.Approval, Elicitation: in.Elicitation}
+	if !reflect.DeepEqual(h, want) {
+		t.Errorf("Create %s = %+v\nwant %+v", in.Kind, h, want)
+	}
+	utc(t, string(in.Kind), h.CreatedAt)
+	if got := must(s.GetHumanRequest(ctx, in.Kind, c.UserID, h.ID))(t); !reflect.DeepEqual(got, h) {
+		t.Errorf("Get %s = %+v\nwant %+v", in.Kind, got, h)
+	}
+	wantErr(t, fmt.Sprintf("a %s asked for as a %s", in.Kind, otherKind), second(s.GetHumanRequest(ctx, otherKind, c.UserID, h.ID)), store.ErrNotFound)
+	wantErr(t, fmt.Sprintf("a %s answered as a %s", in.Kind, otherKind), second(s.ResolveHumanRequest(ctx, c.UserID, h.ID, wrong)), store.ErrNotFound)
+	taken := in
+	taken.RunID = other.ID
+	wantErr(t, fmt.Sprintf("Create %s with a taken id", in.Kind), second(s.CreateHumanRequest(ctx, taken)), store.ErrConflict)
+	return h
+}
+
 // resolveRace has n answers race for one pending record and checks that
 // exactly one wins.
 func resolveRace(t *testing.T, n int, resolve func(i int) error) (winner int) {
@@ -142,19 +160,9 @@ func testElicitations(t *testing.T, s store.Store) {
 	c1, c2 := newConversation(t, s, alice), newConversation(t, s, alice)
 	r1, r2 := startRun(t, s, c1, "one"), startRun(t, s, c2, "two")
 	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
-	e := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "elicit_1", RunID: r1.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Source: "mcp:calc", Message: "how many?", Schema: schema}}))(t)
-	want := store.HumanRequest{ID: "elicit_1", Kind: store.KindElicitation, ConversationID: c1.ID, RunID: r1.ID, UserID: alice,
-		Status: store.HumanPending, CreatedAt: e.CreatedAt, Elicitation: store.Elicitation{Source: "mcp:calc", Message: "how many?", Schema: schema}}
-	if !reflect.DeepEqual(e, want) {
-		t.Errorf("CreateElicitation = %+v\nwant %+v", e, want)
-	}
-	utc(t, "elicitation", e.CreatedAt)
-	if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e.ID))(t); !reflect.DeepEqual(got, e) {
-		t.Errorf("GetElicitation = %+v\nwant %+v", got, e)
-	}
-	wantErr(t, "an elicitation asked for as an approval", second(s.GetHumanRequest(ctx, store.KindApproval, alice, e.ID)), store.ErrNotFound)
-	wantErr(t, "an elicitation answered as an approval", second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})), store.ErrNotFound)
-	wantErr(t, "CreateElicitation with a taken id", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: e.ID, RunID: r2.ID, Kind: store.KindElicitation})), store.ErrConflict)
+	e := newPending(t, s, c1, r2, store.NewHumanRequest{ID: "elicit_1", RunID: r1.ID, Kind: store.KindElicitation,
+		Elicitation: store.Elicitation{Source: "mcp:calc", Message: "how many?", Schema: schema}},
+		store.KindApproval, store.ApprovalAnswer{Decision: store.DecisionApprove})
 	e2 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r2.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Message: "name?"}}))(t)
 	if e2.ID == "" || string(e2.Elicitation.Schema) != "{}" {
 		t.Errorf("elicitation without id and schema: %+v", e2)
