@@ -114,35 +114,9 @@ func (s *Store) ListConversations(ctx context.Context, userID string, page store
 }
 
 func (s *Store) listConversations(ctx context.Context, userID string, page store.Page) (store.ConversationPage, error) {
-	size, err := page.Size()
-	if err != nil {
-		return store.ConversationPage{}, err
-	}
-	cur, after, err := storeutil.DecodeCursor(page.Cursor)
-	if err != nil {
-		return store.ConversationPage{}, err
-	}
-	if storeutil.CheckIDs(userID) != nil {
-		return storeutil.ConversationPage(nil, size), nil // no such user
-	}
-	query := `SELECT ` + conversationCols + ` FROM conversations c WHERE c.user_id = ?`
-	args := []any{userID}
-	if after {
-		query += ` AND (c.created_at, c.id) < (?, ?)`
-		args = append(args, s.db.Time(cur.CreatedAt), cur.ID)
-	}
-	// One more than the page holds tells whether another page follows.
-	query += ` ORDER BY c.created_at DESC, c.id DESC LIMIT ?`
-	args = append(args, size+1)
-	rows, err := s.db.Query(ctx, query, args...)
-	if err != nil {
-		return store.ConversationPage{}, err
-	}
-	cs, err := Collect(rows, scanConversation)
-	if err != nil {
-		return store.ConversationPage{}, err
-	}
-	return storeutil.ConversationPage(cs, size), nil
+	cs, next, err := newestFirst(ctx, s, `SELECT `+conversationCols+` FROM conversations c`, "c", userID, page, scanConversation,
+		func(c store.Conversation) storeutil.Cursor { return storeutil.Cursor{CreatedAt: c.CreatedAt, ID: c.ID} })
+	return store.ConversationPage{Conversations: cs, NextCursor: next}, err
 }
 
 // DeleteConversation implements store.Conversations. The schema's foreign

@@ -109,39 +109,10 @@ func (s *Store) ListMemories(ctx context.Context, userID string, page store.Page
 }
 
 func (s *Store) listMemories(ctx context.Context, userID string, page store.Page) (store.MemoryPage, error) {
-	size, err := page.Size()
-	if err != nil {
-		return store.MemoryPage{}, err
-	}
-	cur, after, err := storeutil.DecodeCursor(page.Cursor)
-	if err != nil {
-		return store.MemoryPage{}, err
-	}
-	if storeutil.CheckIDs(userID) != nil {
-		return store.MemoryPage{Memories: []store.Memory{}}, nil
-	}
-	query := `SELECT ` + memoryCols + ` FROM memories m WHERE m.user_id = ?`
-	args := []any{userID}
-	if after {
-		query += ` AND (m.created_at, m.id) < (?, ?)`
-		args = append(args, s.db.Time(cur.CreatedAt), cur.ID)
-	}
-	query += ` ORDER BY m.created_at DESC, m.id DESC LIMIT ?`
-	args = append(args, size+1)
-	rows, err := s.db.Query(ctx, query, args...)
-	if err != nil {
-		return store.MemoryPage{}, err
-	}
-	ms, err := Collect(rows, func(r Row) (store.Memory, error) { return scanMemory(r) })
-	if err != nil {
-		return store.MemoryPage{}, err
-	}
-	if len(ms) <= size {
-		return store.MemoryPage{Memories: ms}, nil
-	}
-	ms = ms[:size]
-	last := ms[size-1]
-	return store.MemoryPage{Memories: ms, NextCursor: storeutil.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}.Encode()}, nil
+	ms, next, err := newestFirst(ctx, s, `SELECT `+memoryCols+` FROM memories m`, "m", userID, page,
+		func(r Row) (store.Memory, error) { return scanMemory(r) },
+		func(m store.Memory) storeutil.Cursor { return storeutil.Cursor{CreatedAt: m.CreatedAt, ID: m.ID} })
+	return store.MemoryPage{Memories: ms, NextCursor: next}, err
 }
 
 // SearchMemories implements store.Memories with the backend's
