@@ -121,12 +121,9 @@ func (s *Store) ListDocuments(ctx context.Context, userID, conversationID string
 		if err := ownsConversation(ctx, q, userID, conversationID); err != nil {
 			return err
 		}
-		rows, err := q.Query(ctx, `SELECT `+documentCols+` FROM documents d
+		var err error
+		ds, err = queryAll(ctx, q, scanDocument, `SELECT `+documentCols+` FROM documents d
             WHERE d.conversation_id = ? ORDER BY d.created_at, d.id`, conversationID)
-		if err != nil {
-			return err
-		}
-		ds, err = Collect(rows, scanDocument)
 		return err
 	})
 	if err != nil {
@@ -342,11 +339,7 @@ func (s *Store) DocumentChunks(ctx context.Context, userID, id string, indexes [
 				args = append(args, i)
 			}
 		}
-		rows, err := q.Query(ctx, query+` ORDER BY c.idx`, args...)
-		if err != nil {
-			return err
-		}
-		cs, err = Collect(rows, scanChunk)
+		cs, err = queryAll(ctx, q, scanChunk, query+` ORDER BY c.idx`, args...)
 		return err
 	})
 	if err != nil {
@@ -392,6 +385,19 @@ func SearchTerms(query string) []string {
 	return terms
 }
 
+// searchLimit checks a search's user and limit and returns how many
+// hits it may have: the default for 0, and never more than the maximum.
+func searchLimit(userID string, limit int) (int, error) {
+	switch {
+	case userID == "" || limit < 0:
+		return 0, store.ErrInvalid
+	case limit == 0:
+		return store.DefaultSearchLimit, nil
+	default:
+		return min(limit, store.MaxSearchLimit), nil
+	}
+}
+
 // SearchChunks implements store.Documents with the backend's ChunkSearch.
 func (s *Store) SearchChunks(ctx context.Context, cq store.ChunkQuery) ([]store.ChunkHit, error) {
 	hits, err := s.searchChunks(ctx, cq)
@@ -402,15 +408,9 @@ func (s *Store) SearchChunks(ctx context.Context, cq store.ChunkQuery) ([]store.
 }
 
 func (s *Store) searchChunks(ctx context.Context, cq store.ChunkQuery) ([]store.ChunkHit, error) {
-	if cq.UserID == "" || cq.Limit < 0 {
-		return nil, store.ErrInvalid
-	}
-	limit := cq.Limit
-	switch {
-	case limit == 0:
-		limit = store.DefaultSearchLimit
-	case limit > store.MaxSearchLimit:
-		limit = store.MaxSearchLimit
+	limit, err := searchLimit(cq.UserID, cq.Limit)
+	if err != nil {
+		return nil, err
 	}
 	terms := SearchTerms(cq.Query)
 	if len(terms) == 0 || storeutil.CheckIDs(cq.UserID) != nil {

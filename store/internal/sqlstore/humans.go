@@ -128,11 +128,8 @@ func (h human) pending(ctx context.Context, s *Store, userID, conversationID str
 			}
 			query, args = query+` AND conversation_id = ?`, append(args, conversationID)
 		}
-		rows, err := q.Query(ctx, query+` ORDER BY created_at, id`, args...)
-		if err != nil {
-			return err
-		}
-		out, err = Collect(rows, h.scan)
+		var err error
+		out, err = queryAll(ctx, q, h.scan, query+` ORDER BY created_at, id`, args...)
 		return err
 	})
 	if err != nil {

@@ -126,15 +126,9 @@ func (s *Store) SearchMemories(ctx context.Context, mq store.MemoryQuery) ([]sto
 }
 
 func (s *Store) searchMemories(ctx context.Context, mq store.MemoryQuery) ([]store.MemoryHit, error) {
-	if mq.UserID == "" || mq.Limit < 0 {
-		return nil, store.ErrInvalid
-	}
-	limit := mq.Limit
-	switch {
-	case limit == 0:
-		limit = store.DefaultSearchLimit
-	case limit > store.MaxSearchLimit:
-		limit = store.MaxSearchLimit
+	limit, err := searchLimit(mq.UserID, mq.Limit)
+	if err != nil {
+		return nil, err
 	}
 	if storeutil.CheckIDs(mq.UserID) != nil {
 		return []store.MemoryHit{}, nil

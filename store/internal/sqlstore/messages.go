@@ -54,12 +54,9 @@ func (s *Store) ListMessages(ctx context.Context, userID, conversationID string)
 		if err := ownsConversation(ctx, q, userID, conversationID); err != nil {
 			return err
 		}
-		rows, err := q.Query(ctx, `SELECT `+messageCols+` FROM messages m JOIN runs r ON r.id = m.run_id
+		var err error
+		out, err = queryAll(ctx, q, scanMessage, `SELECT `+messageCols+` FROM messages m JOIN runs r ON r.id = m.run_id
 WHERE m.conversation_id = ? ORDER BY r.num, m.created_at, m.id`, conversationID)
-		if err != nil {
-			return err
-		}
-		out, err = Collect(rows, scanMessage)
 		return err
 	})
 	if err != nil {

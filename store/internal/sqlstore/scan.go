@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -175,6 +176,16 @@ func objectOr(b []byte) string {
 		return "{}"
 	}
 	return string(b)
+}
+
+// queryAll runs query in q and scans every row it returns, as Collect
+// does.
+func queryAll[T any](ctx context.Context, q Querier, scan func(Row) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return Collect(rows, scan)
 }
 
 // Collect reads every row with scan, into a non-nil slice, and closes
