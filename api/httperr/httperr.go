@@ -101,43 +101,47 @@ func Of(err error) *Problem {
 	switch {
 	case errors.As(err, &p):
 		return p
-	case errors.Is(err, runs.ErrShuttingDown):
-		return ShuttingDown
-	case errors.Is(err, runs.ErrUnavailable):
-		return Unavailable
-	case errors.Is(err, runs.ErrTooManyRuns):
-		return TooManyRuns
-	case errors.Is(err, runs.ErrNothingToRun):
-		return NothingToRun
-	case errors.Is(err, runs.ErrRunCancelling):
-		return RunCancelling
-	case errors.Is(err, runs.ErrBusy):
-		return Busy
 	case errors.Is(err, runs.ErrOtherRun):
 		return Invalid("the answers are to human requests of different runs")
 	case errors.As(err, &tooBig):
 		return New(http.StatusRequestEntityTooLarge, "body_too_large",
 			"the request body is larger than "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
-	case errors.As(err, &invalid):
+	case errors.As(err, &invalid): // before store.ErrInvalid, which it wraps
 		return New(http.StatusUnprocessableEntity, "invalid_content", invalid.Reason)
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, nodes.ErrUnknownTurn):
-		return NotFound
-	case errors.Is(err, store.ErrRunActive):
-		return RunActive
-	case errors.Is(err, store.ErrAlreadyResolved):
-		return AlreadyResolved
-	case errors.Is(err, store.ErrConflict):
-		return Conflict
-	case errors.Is(err, nodes.ErrApprovalPending):
-		return ApprovalPending
-	case errors.Is(err, nodes.ErrNoPendingApproval):
-		return NoPendingApproval
+	}
+	for _, k := range known {
+		if errors.Is(err, k.err) {
+			return k.problem
+		}
+	}
+	switch {
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, nodes.ErrInvalidInput):
 		return Invalid("%s", err.Error())
 	case errors.Is(err, llm.ErrUnknownModel):
 		return UnknownModel
 	}
 	return nil
+}
+
+// known are the sentinels that each mean one problem, in the order Of
+// tries them.
+var known = []struct {
+	err     error
+	problem *Problem
+}{
+	{runs.ErrShuttingDown, ShuttingDown},
+	{runs.ErrUnavailable, Unavailable},
+	{runs.ErrTooManyRuns, TooManyRuns},
+	{runs.ErrNothingToRun, NothingToRun},
+	{runs.ErrRunCancelling, RunCancelling},
+	{runs.ErrBusy, Busy},
+	{store.ErrNotFound, NotFound},
+	{nodes.ErrUnknownTurn, NotFound},
+	{store.ErrRunActive, RunActive},
+	{store.ErrAlreadyResolved, AlreadyResolved},
+	{store.ErrConflict, Conflict},
+	{nodes.ErrApprovalPending, ApprovalPending},
+	{nodes.ErrNoPendingApproval, NoPendingApproval},
 }
 
 // body is API.md's error shape.
