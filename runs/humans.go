@@ -205,21 +205,9 @@ func (m *Service) awaitElicitation(ctx context.Context, e store.HumanRequest) {
 // (answered, cancelled or expired), *ValidationError (the content does
 // not fit the schema), ErrInvalid (an action that is not one).
 func (m *Service) AnswerElicitation(ctx context.Context, user, id string, ans store.ElicitationAnswer) error {
-	e, err := m.pendingElicitation(ctx, user, id)
-	if err == nil {
-		err = m.asks.respond(user, operators.ElicitResponse{ElicitationID: e.ID, Action: operators.ElicitAction(ans.Action), Content: ans.Content})
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAlreadyResolved) { // no tool waits here (the store says it is pending)
-			err = m.answerElicitation(ctx, user, e, ans, store.NoticeElicitation)
-		}
-	}
-	if err != nil {
-		return err
-	}
-	// The waiting tool has the answer; the store may have it already too.
-	if _, err := m.st.ResolveHumanRequest(ctx, user, e.ID, ans); err != nil && !errors.Is(err, store.ErrAlreadyResolved) {
-		m.log.LogAttrs(ctx, slog.LevelError, "recording an elicitation answer failed", slog.String("elicitation_id", e.ID), slog.Any("error", err))
-	}
-	return nil
+	return m.settleElicitation(ctx, user, id, ans, store.NoticeElicitation, "answer", func(e store.HumanRequest) error {
+		return m.asks.respond(user, operators.ElicitResponse{ElicitationID: e.ID, Action: operators.ElicitAction(ans.Action), Content: ans.Content})
+	})
 }
 
 // CancelElicitation cancels a tool's question for the user: the tool sees
@@ -227,18 +215,31 @@ func (m *Service) AnswerElicitation(ctx context.Context, user, id string, ans st
 // store.ErrNotFound, store.ErrAlreadyResolved.
 func (m *Service) CancelElicitation(ctx context.Context, user, id string) error {
 	cancel := store.ElicitationAnswer{Action: store.ActionCancel}
+	return m.settleElicitation(ctx, user, id, cancel, store.NoticeElicitationCancel, "cancel", func(e store.HumanRequest) error {
+		return m.asks.cancel(user, e.ID)
+	})
+}
+
+// settleElicitation gives ans to the tool waiting here for the user's
+// pending elicitation id, by tell, or else, when no tool here waits
+// (the store says it is pending), takes it as answerElicitation does
+// with a notice of kind; then records ans, logging a failure as one of
+// what ("answer", "cancel").
+func (m *Service) settleElicitation(ctx context.Context, user, id string, ans store.ElicitationAnswer, kind store.NoticeKind,
+	what string, tell func(e store.HumanRequest) error) error {
 	e, err := m.pendingElicitation(ctx, user, id)
 	if err == nil {
-		err = m.asks.cancel(user, e.ID)
+		err = tell(e)
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAlreadyResolved) {
-			err = m.answerElicitation(ctx, user, e, cancel, store.NoticeElicitationCancel)
+			err = m.answerElicitation(ctx, user, e, ans, kind)
 		}
 	}
 	if err != nil {
 		return err
 	}
-	if _, err := m.st.ResolveHumanRequest(ctx, user, e.ID, cancel); err != nil && !errors.Is(err, store.ErrAlreadyResolved) {
-		m.log.LogAttrs(ctx, slog.LevelError, "recording an elicitation cancel failed", slog.String("elicitation_id", e.ID), slog.Any("error", err))
+	// The waiting tool has the answer; the store may have it already too.
+	if _, err := m.st.ResolveHumanRequest(ctx, user, e.ID, ans); err != nil && !errors.Is(err, store.ErrAlreadyResolved) {
+		m.log.LogAttrs(ctx, slog.LevelError, "recording an elicitation "+what+" failed", slog.String("elicitation_id", e.ID), slog.Any("error", err))
 	}
 	return nil
 }
