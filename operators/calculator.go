@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -183,33 +184,21 @@ func (p *parser) enter(t token) error {
 }
 
 // expr := term (('+'|'-') term)*
-func (p *parser) expr() (num, error) {
-	v, err := p.term()
-	if err != nil {
-		return num{}, err
-	}
-	for p.isOp("+") || p.isOp("-") {
-		op := p.next()
-		w, err := p.term()
-		if err != nil {
-			return num{}, err
-		}
-		if v, err = arith(op, v, w); err != nil {
-			return num{}, err
-		}
-	}
-	return v, nil
-}
+func (p *parser) expr() (num, error) { return p.leftAssoc(p.term, "+", "-") }
 
 // term := unary (('*'|'/'|'%') unary)*
-func (p *parser) term() (num, error) {
-	v, err := p.unary()
+func (p *parser) term() (num, error) { return p.leftAssoc(p.unary, "*", "/", "%") }
+
+// leftAssoc parses operand ((ops[0]|ops[1]|...) operand)*, applying the
+// operators left to right.
+func (p *parser) leftAssoc(operand func() (num, error), ops ...string) (num, error) {
+	v, err := operand()
 	if err != nil {
 		return num{}, err
 	}
-	for p.isOp("*") || p.isOp("/") || p.isOp("%") {
+	for slices.ContainsFunc(ops, p.isOp) {
 		op := p.next()
-		w, err := p.unary()
+		w, err := operand()
 		if err != nil {
 			return num{}, err
 		}
