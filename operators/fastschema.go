@@ -517,64 +517,83 @@ func (s *fastScan) num() (float64, bool) {
 	return f, err == nil
 }
 
-func (s *fastScan) object(n *fastNode) bool {
-	if !n.allows(jtObject) || n.consts != nil {
-		return false
+// open enters the container at s.i, which n must allow as type t, one
+// level deeper, and reports whether close ends it at once.
+func (s *fastScan) open(n *fastNode, t uint8, close byte) (empty, ok bool) {
+	if !n.allows(t) || n.consts != nil {
+		return false, false
 	}
 	if s.depth++; s.depth > fastMaxDepth {
+		return false, false
+	}
+	s.i++ // the opening bracket
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == close {
+		s.i++
+		return true, true
+	}
+	return false, true
+}
+
+// after reads what follows a container's member: a comma, before another
+// (more), or close.
+func (s *fastScan) after(close byte) (more, ok bool) {
+	s.ws()
+	if s.i >= len(s.b) {
+		return false, false
+	}
+	c := s.b[s.i]
+	s.i++
+	switch c {
+	case ',':
+		return true, true
+	case close:
+		return false, true
+	}
+	return false, false
+}
+
+func (s *fastScan) object(n *fastNode) bool {
+	empty, ok := s.open(n, jtObject, '}')
+	if !ok {
 		return false
 	}
-	s.i++ // '{'
 	var seen uint64
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
+	for more := !empty; more; {
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != '"' {
+			return false
+		}
+		key, plain, ok := s.str()
+		if !ok || !plain { // an escaped key is left to the slow path
+			return false
+		}
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
 		s.i++
-	} else {
-		for {
-			s.ws()
-			if s.i >= len(s.b) || s.b[s.i] != '"' {
-				return false
+		child := n.additional
+		if i := n.lookup(key); i >= 0 {
+			if i < 64 {
+				seen |= 1 << i
 			}
-			key, plain, ok := s.str()
-			if !ok || !plain { // an escaped key is left to the slow path
-				return false
-			}
-			s.ws()
-			if s.i >= len(s.b) || s.b[s.i] != ':' {
-				return false
-			}
-			s.i++
-			child := n.additional
-			if i := n.lookup(key); i >= 0 {
-				if i < 64 {
-					seen |= 1 << i
-				}
-				if p := n.props[i]; p.declared {
-					child = p.node
-				} else if n.noAdditional {
-					return false
-				}
+			if p := n.props[i]; p.declared {
+				child = p.node
 			} else if n.noAdditional {
 				return false
 			}
-			if child == nil {
-				child = anyValue
-			}
-			if !s.value(child) {
-				return false
-			}
-			s.ws()
-			if s.i >= len(s.b) {
-				return false
-			}
-			c := s.b[s.i]
-			s.i++
-			if c == '}' {
-				break
-			}
-			if c != ',' {
-				return false
-			}
+		} else if n.noAdditional {
+			return false
+		}
+		if child == nil {
+			child = anyValue
+		}
+		if !s.value(child) {
+			return false
+		}
+		if more, ok = s.after('}'); !ok {
+			return false
 		}
 	}
 	s.depth--
@@ -597,39 +616,22 @@ func (n *fastNode) lookup(key []byte) int {
 }
 
 func (s *fastScan) array(n *fastNode) bool {
-	if !n.allows(jtArray) || n.consts != nil {
+	empty, ok := s.open(n, jtArray, ']')
+	if !ok {
 		return false
 	}
-	if s.depth++; s.depth > fastMaxDepth {
-		return false
-	}
-	s.i++ // '['
 	item := n.items
 	if item == nil {
 		item = anyValue
 	}
 	count := 0
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
-	} else {
-		for {
-			if !s.value(item) {
-				return false
-			}
-			count++
-			s.ws()
-			if s.i >= len(s.b) {
-				return false
-			}
-			c := s.b[s.i]
-			s.i++
-			if c == ']' {
-				break
-			}
-			if c != ',' {
-				return false
-			}
+	for more := !empty; more; {
+		if !s.value(item) {
+			return false
+		}
+		count++
+		if more, ok = s.after(']'); !ok {
+			return false
 		}
 	}
 	s.depth--
