@@ -234,43 +234,51 @@ func readBlobs(ctx context.Context, tx *sql.Tx, cp graph.Checkpoint) ([]graph.Bl
 	if err != nil {
 		return nil, fmt.Errorf("versions: %w", err)
 	}
-	rows, err := tx.QueryContext(ctx, selectBlobs, cp.ThreadID, cp.Namespace, string(versions))
+	blobs, err := queryAll(ctx, tx, func(rows *sql.Rows) (b graph.Blob, err error) {
+		err = rows.Scan(&b.Field, &b.Version, &b.Delta, &b.Base, &b.Data)
+		return b, err
+	}, selectBlobs, cp.ThreadID, cp.Namespace, string(versions))
 	if err != nil {
-		return nil, fmt.Errorf("blobs: %w", err)
-	}
-	defer rows.Close()
-	var blobs []graph.Blob
-	for rows.Next() {
-		var b graph.Blob
-		if err := rows.Scan(&b.Field, &b.Version, &b.Delta, &b.Base, &b.Data); err != nil {
-			return nil, fmt.Errorf("blobs: %w", err)
-		}
-		blobs = append(blobs, b)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("blobs: %w", err)
 	}
 	return blobs, nil
 }
 
 func readWrites(ctx context.Context, tx *sql.Tx, cp graph.Checkpoint) ([]graph.Write, error) {
-	rows, err := tx.QueryContext(ctx, selectWrites, cp.ThreadID, cp.Namespace, cp.ID)
+	writes, err := queryAll(ctx, tx, func(rows *sql.Rows) (w graph.Write, err error) {
+		err = rows.Scan(&w.TaskID, &w.Index, &w.Channel, &w.Value)
+		return w, err
+	}, selectWrites, cp.ThreadID, cp.Namespace, cp.ID)
 	if err != nil {
 		return nil, fmt.Errorf("writes: %w", err)
 	}
+	return writes, nil
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// queryAll runs query in q and scans each row it returns; nil for none.
+func queryAll[T any](ctx context.Context, q querier, scan func(*sql.Rows) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
-	var writes []graph.Write
+	var out []T
 	for rows.Next() {
-		var w graph.Write
-		if err := rows.Scan(&w.TaskID, &w.Index, &w.Channel, &w.Value); err != nil {
-			return nil, fmt.Errorf("writes: %w", err)
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
 		}
-		writes = append(writes, w)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("writes: %w", err)
+		return nil, err
 	}
-	return writes, nil
+	return out, nil
 }
 
 // List implements graph.Checkpointer.
@@ -283,24 +291,14 @@ func (s *Saver) List(ctx context.Context, opts graph.ListOptions) ([]graph.Check
 	if opts.Before != "" {
 		query, args = listBefore, []any{opts.ThreadID, opts.Namespace, opts.Before, limit}
 	}
-	rows, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list checkpoints %s: %w", opts.ThreadID, err)
-	}
-	defer rows.Close()
-	var out []graph.Checkpoint
-	for rows.Next() {
+	out, err := queryAll(ctx, s.db, func(rows *sql.Rows) (graph.Checkpoint, error) {
 		var body []byte
 		if err := rows.Scan(&body); err != nil {
-			return nil, fmt.Errorf("sqlite: list checkpoints %s: %w", opts.ThreadID, err)
+			return graph.Checkpoint{}, err
 		}
-		cp, err := graph.DecodeCheckpoint(body)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: list checkpoints %s: %w", opts.ThreadID, err)
-		}
-		out = append(out, cp)
-	}
-	if err := rows.Err(); err != nil {
+		return graph.DecodeCheckpoint(body)
+	}, query, args...)
+	if err != nil {
 		return nil, fmt.Errorf("sqlite: list checkpoints %s: %w", opts.ThreadID, err)
 	}
 	return out, nil
