@@ -106,17 +106,12 @@ func (s *Store) GetConversation(ctx context.Context, userID, id string) (store.C
 
 // ListConversations implements store.Conversations.
 func (s *Store) ListConversations(ctx context.Context, userID string, page store.Page) (store.ConversationPage, error) {
-	out, err := s.listConversations(ctx, userID, page)
+	items, next, err := newestFirst(ctx, s, `SELECT `+conversationCols+` FROM conversations c`, "c", userID, page, scanConversation,
+		func(c store.Conversation) storeutil.Cursor { return storeutil.Cursor{CreatedAt: c.CreatedAt, ID: c.ID} })
 	if err != nil {
 		return store.ConversationPage{}, s.errorf("list conversations: %w", err)
 	}
-	return out, nil
-}
-
-func (s *Store) listConversations(ctx context.Context, userID string, page store.Page) (store.ConversationPage, error) {
-	cs, next, err := newestFirst(ctx, s, `SELECT `+conversationCols+` FROM conversations c`, "c", userID, page, scanConversation,
-		func(c store.Conversation) storeutil.Cursor { return storeutil.Cursor{CreatedAt: c.CreatedAt, ID: c.ID} })
-	return store.ConversationPage{Conversations: cs, NextCursor: next}, err
+	return store.ConversationPage{Conversations: items, NextCursor: next}, nil
 }
 
 // DeleteConversation implements store.Conversations. The schema's foreign

@@ -129,9 +129,6 @@ func (s *Store) ListDocuments(ctx context.Context, userID, conversationID string
 	if err != nil {
 		return nil, s.errorf("list documents of %s: %w", conversationID, err)
 	}
-	if ds == nil {
-		ds = []store.Document{}
-	}
 	return ds, nil
 }
 
@@ -344,9 +341,6 @@ func (s *Store) DocumentChunks(ctx context.Context, userID, id string, indexes [
 	})
 	if err != nil {
 		return nil, s.errorf("chunks of document %s: %w", id, err)
-	}
-	if cs == nil {
-		cs = []store.DocumentChunk{}
 	}
 	return cs, nil
 }

@@ -101,18 +101,13 @@ func (s *Store) UpdateMemory(ctx context.Context, userID, id string, nm store.Ne
 
 // ListMemories implements store.Memories, paged as ListConversations is.
 func (s *Store) ListMemories(ctx context.Context, userID string, page store.Page) (store.MemoryPage, error) {
-	out, err := s.listMemories(ctx, userID, page)
+	items, next, err := newestFirst(ctx, s, `SELECT `+memoryCols+` FROM memories m`, "m", userID, page,
+		func(r Row) (store.Memory, error) { return scanMemory(r) },
+		func(m store.Memory) storeutil.Cursor { return storeutil.Cursor{CreatedAt: m.CreatedAt, ID: m.ID} })
 	if err != nil {
 		return store.MemoryPage{}, s.errorf("list memories: %w", err)
 	}
-	return out, nil
-}
-
-func (s *Store) listMemories(ctx context.Context, userID string, page store.Page) (store.MemoryPage, error) {
-	ms, next, err := newestFirst(ctx, s, `SELECT `+memoryCols+` FROM memories m`, "m", userID, page,
-		func(r Row) (store.Memory, error) { return scanMemory(r) },
-		func(m store.Memory) storeutil.Cursor { return storeutil.Cursor{CreatedAt: m.CreatedAt, ID: m.ID} })
-	return store.MemoryPage{Memories: ms, NextCursor: next}, err
+	return store.MemoryPage{Memories: items, NextCursor: next}, nil
 }
 
 // SearchMemories implements store.Memories with the backend's
