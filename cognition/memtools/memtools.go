@@ -27,6 +27,17 @@ func New(m Memory) []operators.Tool {
 // errNoUser is a call with no user (none to remember for).
 var errNoUser = errors.New("memory belongs to a user, and this call has none")
 
+// forUser is fn for calls made for a user; any other call fails with
+// errNoUser.
+func forUser[In any](fn operators.ToolFunc[In]) operators.ToolFunc[In] {
+	return func(ctx context.Context, call operators.Call, in In) (operators.Result, error) {
+		if call.UserID == "" {
+			return operators.Result{}, errNoUser
+		}
+		return fn(ctx, call, in)
+	}
+}
+
 type rememberInput struct {
 	Fact string `json:"fact" jsonschema:"the fact to remember about the user, as one sentence"`
 }
@@ -34,15 +45,12 @@ type rememberInput struct {
 func remember(m Memory) operators.Tool {
 	return operators.NewTool("remember",
 		"Remembers a fact about the user across conversations, when the user asks you to remember something. A fact on the same topics as one remembered already replaces it.",
-		func(ctx context.Context, call operators.Call, in rememberInput) (operators.Result, error) {
-			if call.UserID == "" {
-				return operators.Result{}, errNoUser
-			}
+		forUser(func(ctx context.Context, call operators.Call, in rememberInput) (operators.Result, error) {
 			if err := m.Remember(ctx, call.UserID, call.ConversationID, in.Fact); err != nil {
 				return operators.Result{}, err
 			}
 			return jsonResult(map[string]any{"remembered": in.Fact})
-		}, operators.WithOutputTypes(operators.OutputJSON),
+		}), operators.WithOutputTypes(operators.OutputJSON),
 		operators.WithSchema(func(s *jsonschema.Schema) {
 			if p := s.Properties["fact"]; p != nil {
 				p.MinLength, p.MaxLength = ptr(1), ptr(500)
@@ -66,10 +74,7 @@ type recalled struct {
 func recall(m Memory) operators.Tool {
 	return operators.NewTool("recall",
 		"Searches what you remember about the user from earlier conversations: stated preferences, facts they asked you to remember, and past topics, most relevant first.",
-		func(ctx context.Context, call operators.Call, in recallInput) (operators.Result, error) {
-			if call.UserID == "" {
-				return operators.Result{}, errNoUser
-			}
+		forUser(func(ctx context.Context, call operators.Call, in recallInput) (operators.Result, error) {
 			ms, err := m.Recall(ctx, call.UserID, in.Query, min(max(in.Limit, 0), MaxRecall))
 			if err != nil {
 				return operators.Result{}, err
@@ -83,7 +88,7 @@ func recall(m Memory) operators.Tool {
 				res["note"] = "nothing is remembered about this user yet"
 			}
 			return jsonResult(res)
-		}, operators.ReadOnly(), operators.WithOutputTypes(operators.OutputJSON),
+		}), operators.ReadOnly(), operators.WithOutputTypes(operators.OutputJSON),
 		operators.WithSchema(func(s *jsonschema.Schema) {
 			if p := s.Properties["limit"]; p != nil {
 				p.Minimum, p.Maximum = ptr(0.0), ptr(float64(MaxRecall))

@@ -62,11 +62,15 @@ type tools struct{ cfg Config }
 // errNoConversation is a call outside a conversation (over MCP, say).
 var errNoConversation = errors.New("documents belong to a conversation, and this call has none")
 
-func scope(call operators.Call) error {
-	if call.ConversationID == "" || call.UserID == "" {
-		return errNoConversation
+// scoped is fn for calls inside a conversation; any other call fails
+// with errNoConversation.
+func scoped[In any](fn operators.ToolFunc[In]) operators.ToolFunc[In] {
+	return func(ctx context.Context, call operators.Call, in In) (operators.Result, error) {
+		if call.ConversationID == "" || call.UserID == "" {
+			return operators.Result{}, errNoConversation
+		}
+		return fn(ctx, call, in)
 	}
-	return nil
 }
 
 // inScope reports whether the call may see document id: every document
@@ -116,10 +120,7 @@ type listInput struct{}
 func (t *tools) list() operators.Tool {
 	return operators.NewTool("list_documents",
 		"Lists the documents uploaded to this conversation: id, file name, processing status (uploading, chunking, summarizing, ready, error), summary and how many chunks each has.",
-		func(ctx context.Context, call operators.Call, _ listInput) (operators.Result, error) {
-			if err := scope(call); err != nil {
-				return operators.Result{}, err
-			}
+		scoped(func(ctx context.Context, call operators.Call, _ listInput) (operators.Result, error) {
 			docs, err := t.cfg.Store.ListDocuments(ctx, call.UserID, call.ConversationID)
 			if errors.Is(err, store.ErrNotFound) {
 				docs, err = nil, nil // a conversation not stored yet has none
@@ -136,7 +137,7 @@ func (t *tools) list() operators.Tool {
 					Summary: d.Summary, Chunks: d.Chunks, OmittedChars: d.OmittedChars})
 			}
 			return jsonResult(map[string]any{"documents": items})
-		}, operators.ReadOnly(), operators.WithOutputTypes(operators.OutputJSON))
+		}), operators.ReadOnly(), operators.WithOutputTypes(operators.OutputJSON))
 }
 
 // searchInput is search_documents' arguments.
@@ -162,10 +163,7 @@ type passage struct {
 func (t *tools) search() operators.Tool {
 	return operators.NewTool("search_documents",
 		"Searches the text of this conversation's documents and returns the best-matching passages, best first, each with its document id, file name, chunk number, character offsets and (for a PDF) pages.",
-		func(ctx context.Context, call operators.Call, in searchInput) (operators.Result, error) {
-			if err := scope(call); err != nil {
-				return operators.Result{}, err
-			}
+		scoped(func(ctx context.Context, call operators.Call, in searchInput) (operators.Result, error) {
 			limit := in.Limit
 			if limit <= 0 {
 				limit = DefaultSearchLimit
@@ -206,7 +204,7 @@ func (t *tools) search() operators.Tool {
 				res["note"] = t.pendingNote(ctx, call)
 			}
 			return withChunks(jsonResult(res))(out)
-		}, operators.ReadOnly(), operators.WithOutputTypes(operators.OutputJSON),
+		}), operators.ReadOnly(), operators.WithOutputTypes(operators.OutputJSON),
 		operators.WithSchema(func(s *jsonschema.Schema) {
 			if p := s.Properties["limit"]; p != nil {
 				p.Minimum, p.Maximum = ptr(0.0), ptr(float64(MaxSearchLimit))
@@ -242,10 +240,7 @@ type loadInput struct {
 func (t *tools) load() operators.Tool {
 	return operators.NewTool("load_document",
 		"Reads a document of this conversation: its whole text, page by page of chunks (a long one takes several calls: pass next_chunk back as from_chunk), or only the chunks named. Waits up to 30 s for a document still being processed.",
-		func(ctx context.Context, call operators.Call, in loadInput) (operators.Result, error) {
-			if err := scope(call); err != nil {
-				return operators.Result{}, err
-			}
+		scoped(func(ctx context.Context, call operators.Call, in loadInput) (operators.Result, error) {
 			if !inScope(call, in.DocumentID) {
 				return operators.Result{}, notFound(in.DocumentID)
 			}
@@ -257,7 +252,7 @@ func (t *tools) load() operators.Tool {
 				return t.loadChunks(ctx, call, d, in.Chunks)
 			}
 			return t.loadText(ctx, call, d, in.FromChunk)
-		}, operators.ReadOnly(), operators.WithOutputTypes(operators.OutputJSON),
+		}), operators.ReadOnly(), operators.WithOutputTypes(operators.OutputJSON),
 		operators.WithSchema(func(s *jsonschema.Schema) {
 			if p := s.Properties["chunks"]; p != nil {
 				p.MaxItems = ptr(MaxLoadChunks)
