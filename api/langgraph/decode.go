@@ -344,6 +344,16 @@ func stringOrList(raw json.RawMessage, field string) ([]string, error) {
 	return nil, httperr.Invalid("%s must be a string or a list of strings", field)
 }
 
+// metadataObject decodes a body's metadata: nil when it is absent or
+// null, an invalid-request problem when it is not a JSON object.
+func metadataObject(raw json.RawMessage) (map[string]any, error) {
+	var m map[string]any
+	if isSet(raw) && json.Unmarshal(raw, &m) != nil {
+		return nil, httperr.Invalid("metadata must be a JSON object")
+	}
+	return m, nil
+}
+
 // isSet reports whether a field was given and is not null.
 func isSet(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)

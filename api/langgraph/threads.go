@@ -138,9 +138,9 @@ func (h *handler) patchThread(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	var add map[string]any
-	if isSet(tb.Metadata) && json.Unmarshal(tb.Metadata, &add) != nil {
-		h.fail(w, r, httperr.Invalid("metadata must be a JSON object"))
+	add, err := metadataObject(tb.Metadata)
+	if err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	if c, err = h.mergeMetadata(r.Context(), c, add); err != nil {
@@ -184,9 +184,9 @@ func (h *handler) searchThreads(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	var want map[string]any
-	if isSet(q.Metadata) && json.Unmarshal(q.Metadata, &want) != nil {
-		h.fail(w, r, httperr.Invalid("metadata must be a JSON object"))
+	want, err := metadataObject(q.Metadata)
+	if err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	match := func(c runs.Conversation) bool {
