@@ -212,17 +212,19 @@ func (h *handler) waitRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer b.sub.Close()
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	b.follow.Rejoin = true
 	b.tr.modes = 0
-	if !h.follow(r.Context(), b.follow, b.tr, 0, func(sseEvent, int64) error { return nil }) && r.Context().Err() != nil {
-		return
-	}
-	h.writeFinal(w, b.tr)
+	h.awaitFinal(w, r, b.follow, b.tr)
 }
 
-// writeFinal answers a run's end as runs/wait and join do.
-func (h *handler) writeFinal(w http.ResponseWriter, tr *translator) {
+// awaitFinal follows a run to its end, streaming nothing, and answers
+// its final values as runs/wait and join do; nothing when the client
+// left first.
+func (h *handler) awaitFinal(w http.ResponseWriter, r *http.Request, req runs.FollowRequest, tr *translator) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	if !h.follow(r.Context(), req, tr, 0, func(sseEvent, int64) error { return nil }) && r.Context().Err() != nil {
+		return
+	}
 	if tr.failed != nil {
 		writeJSON(w, http.StatusOK, map[string]any{"__error__": map[string]string{"error": tr.failed.Code, "message": tr.failed.Message}})
 		return
@@ -330,14 +332,9 @@ func (h *handler) joinRun(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	tr, sub := h.joiner(r, rn, 0)
 	defer sub.Close()
-	req := runs.FollowRequest{User: rn.UserID, ConversationID: rn.ConversationID, RunID: rn.ID, Sub: sub, Replay: true, Rejoin: true}
-	if !h.follow(r.Context(), req, tr, 0, func(sseEvent, int64) error { return nil }) && r.Context().Err() != nil {
-		return
-	}
-	h.writeFinal(w, tr)
+	h.awaitFinal(w, r, runs.FollowRequest{User: rn.UserID, ConversationID: rn.ConversationID, RunID: rn.ID, Sub: sub, Replay: true, Rejoin: true}, tr)
 }
 
 // joiner subscribes to a run to follow it from its first event, with a
