@@ -25,17 +25,10 @@ func testApprovals(t *testing.T, s store.Store) {
 	}
 	third := newApproval(t, s, r2, "delete")
 
-	pendingIDs := func(conversationID string) []string {
-		var out []string
-		for _, p := range must(s.PendingHumanRequests(ctx, store.KindApproval, alice, conversationID))(t) {
-			out = append(out, p.ID)
-		}
-		return out
-	}
-	if got, want := pendingIDs(""), []string{a.ID, noArgs.ID, third.ID}; !reflect.DeepEqual(got, want) {
+	if got, want := pendingIDs(t, s, store.KindApproval, ""), []string{a.ID, noArgs.ID, third.ID}; !reflect.DeepEqual(got, want) {
 		t.Errorf("pending = %v, want %v, oldest first", got, want)
 	}
-	if got, want := pendingIDs(c2.ID), []string{third.ID}; !reflect.DeepEqual(got, want) {
+	if got, want := pendingIDs(t, s, store.KindApproval, c2.ID), []string{third.ID}; !reflect.DeepEqual(got, want) {
 		t.Errorf("pending of %s = %v, want %v", c2.ID, got, want)
 	}
 
@@ -61,7 +54,7 @@ func testApprovals(t *testing.T, s store.Store) {
 	if ok := must(s.ResolveHumanRequest(ctx, alice, third.ID, store.ApprovalAnswer{Decision: store.DecisionApprove}))(t); ok.Status != store.HumanApproved {
 		t.Errorf("ResolveApproval(approve) = %+v", ok)
 	}
-	if got := pendingIDs(""); len(got) != 0 {
+	if got := pendingIDs(t, s, store.KindApproval, ""); len(got) != 0 {
 		t.Errorf("pending after answering all = %v", got)
 	}
 
@@ -105,6 +98,17 @@ func newPending(t *testing.T, s store.Store, c store.Conversation, other store.R
 	taken.RunID = other.ID
 	wantErr(t, fmt.Sprintf("Create %s with a taken id", in.Kind), second(s.CreateHumanRequest(ctx, taken)), store.ErrConflict)
 	return h
+}
+
+// pendingIDs lists the ids of alice's pending requests of kind in a
+// conversation ("" for all of hers), as the store orders them.
+func pendingIDs(t *testing.T, s store.Store, kind store.HumanKind, conversationID string) []string {
+	t.Helper()
+	var out []string
+	for _, p := range must(s.PendingHumanRequests(t.Context(), kind, alice, conversationID))(t) {
+		out = append(out, p.ID)
+	}
+	return out
 }
 
 // resolveRace has n answers race for one pending record and checks that
@@ -168,12 +172,8 @@ func testElicitations(t *testing.T, s store.Store) {
 		t.Errorf("elicitation without id and schema: %+v", e2)
 	}
 	e3 := newElicitation(t, s, r2, "colour?")
-	var pending []string
-	for _, p := range must(s.PendingHumanRequests(ctx, store.KindElicitation, alice, c2.ID))(t) {
-		pending = append(pending, p.ID)
-	}
-	if want := []string{e2.ID, e3.ID}; !reflect.DeepEqual(pending, want) {
-		t.Errorf("pending of %s = %v, want %v", c2.ID, pending, want)
+	if got, want := pendingIDs(t, s, store.KindElicitation, c2.ID), []string{e2.ID, e3.ID}; !reflect.DeepEqual(got, want) {
+		t.Errorf("pending of %s = %v, want %v", c2.ID, got, want)
 	}
 	if all := must(s.PendingHumanRequests(ctx, store.KindElicitation, alice, ""))(t); len(all) != 3 {
 		t.Errorf("%d pending in all, want 3", len(all))
