@@ -117,18 +117,25 @@ func (s *Store) ListConversations(ctx context.Context, userID string, page store
 // DeleteConversation implements store.Conversations. The schema's foreign
 // keys cascade to everything below the conversation, in this statement.
 func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error {
+	return s.deleteOwned(ctx, "conversations", "conversation", userID, id)
+}
+
+// deleteOwned deletes row id of table if userID owns it, in its own
+// statement; ErrNotFound if there is no such row. what names the row in
+// errors.
+func (s *Store) deleteOwned(ctx context.Context, table, what, userID, id string) error {
 	if err := storeutil.CheckIDs(userID, id); err != nil {
-		return s.errorf("delete conversation: %w", err)
+		return s.errorf("delete %s: %w", what, err)
 	}
 	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
-		n, err := q.Exec(ctx, `DELETE FROM conversations WHERE id = ? AND user_id = ?`, id, userID)
+		n, err := q.Exec(ctx, `DELETE FROM `+table+` WHERE id = ? AND user_id = ?`, id, userID)
 		if err == nil && n == 0 {
 			err = store.ErrNotFound
 		}
 		return err
 	})
 	if err != nil {
-		return s.errorf("delete conversation %s: %w", id, err)
+		return s.errorf("delete %s %s: %w", what, id, err)
 	}
 	return nil
 }

@@ -191,20 +191,7 @@ func (s *Store) TouchMemories(ctx context.Context, recalls []store.Recall) error
 
 // DeleteMemory implements store.Memories.
 func (s *Store) DeleteMemory(ctx context.Context, userID, id string) error {
-	if err := storeutil.CheckIDs(userID, id); err != nil {
-		return s.errorf("delete memory: %w", err)
-	}
-	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
-		n, err := q.Exec(ctx, `DELETE FROM memories WHERE id = ? AND user_id = ?`, id, userID)
-		if err == nil && n == 0 {
-			err = store.ErrNotFound
-		}
-		return err
-	})
-	if err != nil {
-		return s.errorf("delete memory %s: %w", id, err)
-	}
-	return nil
+	return s.deleteOwned(ctx, "memories", "memory", userID, id)
 }
 
 // DeleteMemories implements store.Memories.
