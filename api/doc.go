@@ -1,17 +1,17 @@
 // Package api is Trellis' chat service over HTTP: the chi router, the
 // handlers, the SSE writer, the sync chat answer and the web page.
 // API.md (the public contract) is what it serves. Its pieces that need
-// nothing of the server are packages of their own that it installs:
-// the middleware (request ids, logging, CORS, authentication, rate
-// limits: api/middleware), strict request decoding (api/jsonbody) and
-// the collector /metrics serves (api/metrics). It owns no run and builds none: it is given a finished run
-// service (package runs) and starts, follows, answers, cancels, edits
-// and recovers every run through it, mapping its errors to API.md's
-// statuses in one place (writeError); package store is the record both
-// read. The documents and memory endpoints are thin the same way, over
-// the services they are given (Config.Documents, Config.Cognition).
-// What the agent is, and how it is glued to memory and documents, is
-// cmd/trellis' wiring.
+// nothing of the server are packages of their own that it installs: the
+// middleware (request ids, logging, CORS, authentication, rate limits:
+// api/middleware), strict request decoding (api/jsonbody) and the
+// collector /metrics serves (api/metrics). It owns no run and builds
+// none: it is given a finished run service (package runs) and starts,
+// follows, answers, cancels, edits and recovers every run through it,
+// mapping its errors to API.md's statuses in one place (writeError);
+// package store is the record both read. The documents and memory
+// endpoints are thin the same way, over the services they are given
+// (Config.Documents, Config.Cognition). What the agent is, and how it is
+// glued to memory and documents, is cmd/trellis' wiring.
 //
 // # Example
 //
