@@ -41,8 +41,8 @@ func withSubagents(release <-chan struct{}) func(*server, *apitest.Config) {
 // TestE2ELiveViewAndTaskBoard: while a run delegates through the task
 // tool, the page lights the running node of the agent's graph, nests the
 // checker sub-agent inside the researcher, each with its task and its
-// running node, and shows the board the agent wrote; after a reload mid-run it shows the same again and follows
-// the run to its end. Then the user edits the board on the page (status,
+// running node, and shows the board the agent wrote; after a reload
+// mid-run it shows the same again and follows the run to its end. Then the user edits the board on the page (status,
 // title, order), the server keeps the edit, and the agent's next
 // supervisor prompt shows it.
 func TestE2ELiveViewAndTaskBoard(t *testing.T) {
