@@ -123,3 +123,21 @@ func TestResumeAfterAbandonFindsNoApproval(t *testing.T) {
 		t.Errorf("deleted %v after an abandoned approval", *h.deleted)
 	}
 }
+
+// A process that dies after the cancel reached the checkpoint and before
+// the run's end was recorded leaves the run to Continue: it ends
+// cancelled, as it would have, and runs nothing.
+func TestContinueAfterAbandonEndsCancelled(t *testing.T) {
+	h := newHarness(t, abandonScript, nodes.Options{})
+	h.park(t, "c1")
+	if err := h.agent.Abandon(t.Context(), "c1"); err != nil {
+		t.Fatal(err)
+	}
+	r := collect(h.agent.Continue(t.Context(), "c1"))
+	if r.err != nil || r.trace() != "run.cancelled" {
+		t.Errorf("continue after abandon: %s, %v", r.trace(), r.err)
+	}
+	if len(*h.deleted) != 0 {
+		t.Errorf("deleted %v after an abandoned approval", *h.deleted)
+	}
+}

@@ -254,10 +254,22 @@ func (a *Agent) Abandon(ctx context.Context, conversationID string) error {
 	if len(pending) == 0 {
 		return nil
 	}
-	if _, err := a.graph.UpdateState(ctx, graph.Ref{ThreadID: conversationID}, graph.END, graph.Command[ChatState]{}); err != nil {
+	cancelled := graph.Command[ChatState]{Update: ChatState{Outcome: OutcomeCancelled}}
+	if _, err := a.graph.UpdateState(ctx, graph.Ref{ThreadID: conversationID}, graph.END, cancelled); err != nil {
 		return fmt.Errorf("nodes: abandon conversation %s: %w", conversationID, err)
 	}
 	return nil
+}
+
+// abandoned reports whether the conversation's last turn was cancelled
+// by Abandon and has nothing left to run: its process died after the
+// cancel reached the checkpoint and before the run's end was recorded.
+func (a *Agent) abandoned(ctx context.Context, conversationID string) (bool, error) {
+	snap, err := a.graph.GetState(ctx, graph.Ref{ThreadID: conversationID})
+	if err != nil {
+		return false, fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
+	}
+	return len(snap.Next) == 0 && snap.Values.Outcome == OutcomeCancelled, nil
 }
 
 // Continue runs a conversation on from its last checkpoint, after the
@@ -275,6 +287,14 @@ func (a *Agent) Continue(ctx context.Context, conversationID string) iter.Seq2[e
 			// Parked: nothing runs again (a tool call that ran before a
 			// question parked the run must not run twice).
 			a.finish(ctx, yield, &graph.InterruptError{Interrupts: ins})
+			return
+		}
+		if cancelled, err := a.abandoned(ctx, conversationID); err != nil || cancelled {
+			if err == nil {
+				yield(events.New(&events.RunCancelled{}), nil)
+			} else {
+				failOrCancel(ctx, yield, err)
+			}
 			return
 		}
 		a.runGraph(ctx, yield, nil, graph.RunConfig{ThreadID: conversationID})

@@ -455,4 +455,8 @@ const (
 	// OutcomeClientTools: the turn ended with calls of client tools (see
 	// Input.ClientTools), for the client to run.
 	OutcomeClientTools Outcome = "client_tools"
+	// OutcomeCancelled: the user cancelled the turn while it waited for a
+	// human (see Agent.Abandon). It is in the checkpoint so that a process
+	// that died before recording the run's end ends it cancelled too.
+	OutcomeCancelled Outcome = "cancelled"
 )
