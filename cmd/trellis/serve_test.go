@@ -205,6 +205,17 @@ func (c *child) stop(sig syscall.Signal) {
 
 func (c *child) do(method, path string, body any, headers ...string) *http.Response {
 	c.t.Helper()
+	resp, err := c.try(method, path, body, headers...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return resp
+}
+
+// try is do for a request that may meet a process being killed: it
+// returns the round trip's error rather than failing the test.
+func (c *child) try(method, path string, body any, headers ...string) (*http.Response, error) {
+	c.t.Helper()
 	var r io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -214,7 +225,7 @@ func (c *child) do(method, path string, body any, headers ...string) *http.Respo
 	c.t.Cleanup(cancel)
 	req, err := http.NewRequestWithContext(ctx, method, c.url+path, r)
 	if err != nil {
-		c.t.Fatal(err)
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -224,10 +235,10 @@ func (c *child) do(method, path string, body any, headers ...string) *http.Respo
 	}
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err != nil {
-		c.t.Fatal(err)
+		return nil, err
 	}
 	c.t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return resp, nil
 }
 
 type event struct {
