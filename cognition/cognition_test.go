@@ -210,6 +210,7 @@ func TestSignalsPlainPhrasings(t *testing.T) {
 		{msg: "I am based in New York with my family", prefs: map[string]string{"location": "New York"}},
 		{msg: "I like metric units but I live in Ohio", prefs: map[string]string{"metric": "metric units", "location": "Ohio"}},
 		{msg: "I want shorter answers", prefs: map[string]string{"style": "concise"}},
+		{msg: "I want answers in bullet points", prefs: map[string]string{"format": "answers in bullet points"}},
 		{msg: "I need you to answer in a table", prefs: map[string]string{"format": "you to answer in a table"}},
 		{msg: "I need a plan for the launch", interests: []string{"launch"}},
 		{msg: "make a plan for the shed: buy wood; build the frame, then paint it", interests: []string{"shed", "wood", "frame"}},
