@@ -42,11 +42,12 @@ var planLead = regexp.MustCompile(`(?i)^(?:\s*(?:for|to|of|about|on|out|a|an|the
 
 // Bounds of a plan the offline model writes.
 const (
-	maxPlanSteps         = 20
-	defaultPlanSize      = 3
-	maxPlaceholderSteps  = 10
-	maxPlanGoalRunes     = 150
-	placeholderStepTitle = "Step %d of %d: %s"
+	maxPlanSteps        = 20
+	defaultPlanSize     = 3
+	maxPlaceholderSteps = 10
+	maxPlanGoalRunes    = 150
+	// placeholderStep opens a placeholder's title; the goal follows it.
+	placeholderStep = "Step %d of %d"
 )
 
 var numberWords = map[string]int{"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
@@ -94,9 +95,9 @@ func planSteps(q string) []string {
 	size = min(max(size, 2), maxPlaceholderSteps)
 	steps := make([]string, size)
 	for i := range steps {
-		steps[i] = fmt.Sprintf(placeholderStepTitle, i+1, size, goal)
-		if goal == "" {
-			steps[i] = strings.TrimSuffix(steps[i], ": ")
+		steps[i] = fmt.Sprintf(placeholderStep, i+1, size)
+		if goal != "" {
+			steps[i] += ": " + goal
 		}
 	}
 	return steps
@@ -134,7 +135,7 @@ func placeholderPlan(args map[string]any) bool {
 	}
 	first, _ := todos[0].(map[string]any)
 	title, _ := first["title"].(string)
-	return strings.HasPrefix(title, fmt.Sprintf(placeholderStepTitle[:len("Step %d of %d:")], 1, len(todos)))
+	return strings.HasPrefix(title, fmt.Sprintf(placeholderStep, 1, len(todos)))
 }
 
 // describePlan words write_todos' result: where the plan is, and, for
@@ -144,7 +145,11 @@ func describePlan(r toolResult, value string, isErr bool) string {
 		return "I couldn't write the plan: " + value
 	}
 	todos, _ := r.args["todos"].([]any)
-	text := fmt.Sprintf("The plan is on the task board, %d tasks: change a task's title, status or order there.", len(todos))
+	tasks := fmt.Sprintf("%d tasks", len(todos))
+	if len(todos) == 1 {
+		tasks = "1 task"
+	}
+	text := "The plan is on the task board, " + tasks + ": change a task's title, status or order there."
 	if placeholderPlan(r.args) {
 		text += " I'm offline, so I can't work out the steps myself: rename each step on the board, " +
 			"or list the steps after a colon (\"plan the trip: book flights; pack; go\")."

@@ -281,6 +281,8 @@ func TestOfflineDescribesPlan(t *testing.T) {
 	}{
 		{`{"todos":[{"title":"buy wood"},{"title":"paint it"}]}`, "The plan is on the task board, 2 tasks", false},
 		{`{"todos":[{"title":"Step 1 of 3: trip"},{"title":"Step 2 of 3: trip"},{"title":"Step 3 of 3: trip"}]}`, "The plan is on the task board, 3 tasks", true},
+		{`{"todos":[{"title":"Step 1 of 2"},{"title":"Step 2 of 2"}]}`, "The plan is on the task board, 2 tasks", true},
+		{`{"todos":[{"title":"pack"}]}`, "The plan is on the task board, 1 task:", false},
 	} {
 		msgs := []llms.MessageContent{
 			human("plan a trip"),
