@@ -36,8 +36,9 @@ type Signal struct {
 	Preferences map[string]string
 	// Facts are things the user asked to be remembered.
 	Facts []string
-	// Topics are what the message asks about (stated facts and
-	// preferences left out): the user's interests.
+	// Topics are what the message asks about (stated facts, preferences
+	// and places left out, and the verbs of what it asks): the user's
+	// interests.
 	Topics []string
 }
 
@@ -62,7 +63,7 @@ var (
 	// location finds where the user says they live, in one clause; group 1
 	// is the place, up to a word that ends it ("in Lisbon with my wife").
 	location = regexp.MustCompile(`(?i)\b(?:i (?:live|reside)|i(?:'m| am) (?:based|located|living)|i(?:'m| am) from|my (?:home ?town|city|town) is)\s+(?:in |at |near )?` +
-		`([\p{L}][\p{L}\p{M}' .-]{1,79}?)\s*(?:\b(?:with|for|since|because|where|which|and|but|now|these|this)\b.*)?[.!?,]?\s*$`)
+		`([\p{L}][\p{L}\p{M}' .-]{1,79}?)\s*(?:\b(?:with|for|since|because|where|which|and|but|now|these|this)\b.*)?[.!?,;]?\s*$`)
 	// fact finds a thing the user asks to be remembered.
 	fact = regexp.MustCompile(`(?i)\bremember (?:that |this: ?|: ?)([^\n]{3,300})`)
 	// selfLevel finds the user's statement of their own level.
@@ -320,7 +321,7 @@ var wordRun = regexp.MustCompile(`[\p{L}\p{N}']+`)
 // and the subjects a verb follows.
 var (
 	clauseLead = setOf("and also please first next finally so now")
-	auxiliary  = setOf("is are was were be been has have had does do did can could will would should may might must 's")
+	auxiliary  = setOf("is are was were be been has have had does do did can could will would should may might must")
 	subject    = setOf("i we you they i'm i've we're we've you're let's")
 )
 
