@@ -96,12 +96,18 @@ func TestE2ENewcomerPage(t *testing.T) {
 			p.WaitText(webtest.LastAnswer, "The plan is on the board.")
 			waitState(p, turn(1), "completed")
 			cid := conversationID(t, p)
-			if narrow {
-				p.WaitVisible("#live-toggle")
+			// openPlan opens the plan's panel and waits until it has slid in,
+			// so that what a click aims at stays where it was aimed.
+			openPlan := func() {
+				t.Helper()
 				p.Click("#live-toggle")
 				p.WaitJS("the plan open", `() => { const r = document.querySelector("#live").getBoundingClientRect();
 					return getComputedStyle(document.querySelector("#live")).visibility === "visible" && Math.abs(r.right - window.innerWidth) < 1 &&
 						document.querySelector("#live-toggle").getAttribute("aria-expanded") === "true" }`)
+			}
+			if narrow {
+				p.WaitVisible("#live-toggle")
+				openPlan()
 				p.WaitJS("focus on the plan's close button", `() => document.activeElement?.id === "live-close"`)
 				for _, sel := range []string{"#live-toggle", "#settings-open", webtest.SendButton, "#live-close"} {
 					p.WaitJS(sel+" not covered by the plan", uncovered, sel)
@@ -121,16 +127,13 @@ func TestE2ENewcomerPage(t *testing.T) {
 				p.Do("press Escape", chromedp.KeyEvent("\x1b"))
 				closed("Escape")
 				p.WaitJS("focus back on the Plan button", `() => document.activeElement?.id === "live-toggle"`)
-				p.Click("#live-toggle")
-				p.WaitVisible("#live-close")
+				openPlan()
 				p.Click("#live-toggle")
 				closed("the Plan button")
-				p.Click("#live-toggle")
-				p.WaitVisible("#live-close")
+				openPlan()
 				p.Click("#live-close")
 				closed("its close button")
-				p.Click("#live-toggle")
-				p.WaitVisible("#live-close")
+				openPlan()
 				p.Click("#conversation-title")
 				closed("a click beside it")
 			}
@@ -142,6 +145,8 @@ func TestE2ENewcomerPage(t *testing.T) {
 			p.WaitText(`#document-list li[data-status="ready"]`, "Ready")
 			p.Send("What holds the vines?")
 			p.WaitText(webtest.LastAnswer, "the trellis holds the vines [1].")
+			// Clicked once the turn is done, so nothing moves it meanwhile.
+			waitState(p, turn(2), "completed")
 			p.Click(webtest.LastTurn + ` ol.citations button[data-cite="1"]`)
 			p.WaitVisible("#passage")
 			p.WaitJS("the passage rendered with the cited sentence highlighted", `() => {
