@@ -190,6 +190,58 @@ func TestSignals(t *testing.T) {
 	}
 }
 
+// TestSignalsPlainPhrasings: the phrasings a newcomer types keep each
+// stated thing apart (a preference, a place), and interests hold what the
+// user asks about: not the verbs of an order ("buy", "paint"), not the
+// request's own words ("plan", "help"), not what they state of themself.
+func TestSignalsPlainPhrasings(t *testing.T) {
+	for _, tc := range []struct {
+		msg       string
+		prefs     map[string]string
+		interests []string
+	}{
+		{msg: "I prefer answers in bullet points and I live in Lisbon",
+			prefs: map[string]string{"format": "answers in bullet points", "location": "Lisbon"}},
+		{msg: "I prefer answers in bullet points, and I live in Lisbon.",
+			prefs: map[string]string{"format": "answers in bullet points", "location": "Lisbon"}},
+		{msg: "I live in Lisbon and I prefer short answers",
+			prefs: map[string]string{"location": "Lisbon", "style": "concise"}},
+		{msg: "I'm from Porto, please keep it brief", prefs: map[string]string{"location": "Porto", "style": "concise"}},
+		{msg: "I am based in New York with my family", prefs: map[string]string{"location": "New York"}},
+		{msg: "I like metric units but I live in Ohio", prefs: map[string]string{"metric": "metric units", "location": "Ohio"}},
+		{msg: "I want shorter answers", prefs: map[string]string{"style": "concise"}},
+		{msg: "I want answers in bullet points", prefs: map[string]string{"format": "answers in bullet points"}},
+		{msg: "I need you to answer in a table", prefs: map[string]string{"format": "you to answer in a table"}},
+		{msg: "I need a plan for the launch", interests: []string{"launch"}},
+		{msg: "make a plan for the shed: buy wood; build the frame, then paint it", interests: []string{"shed", "wood", "frame"}},
+		{msg: "plan a 3-step trip", interests: []string{"trip"}},
+		{msg: "help me plan a trip to Paris", interests: []string{"trip", "paris"}},
+		{msg: "Book flights to Paris", interests: []string{"flight", "paris"}},
+		{msg: "How do I install postgres?", interests: []string{"postgres"}},
+		{msg: "can you explain goroutines and channels?", interests: []string{"goroutines", "channel"}},
+		{msg: "Postgres is slow when I join big tables", interests: []string{"postgres", "slow", "big", "tables"}},
+		{msg: "bamboo or pine for a trellis?", interests: []string{"bamboo", "pine", "trellis"}},
+		{msg: "I'm learning Rust", interests: []string{"rust"}},
+		{msg: "Remember that my boat is called Nautilus."},
+	} {
+		s := cognition.Signals(tc.msg)
+		if tc.prefs == nil {
+			tc.prefs = map[string]string{}
+		}
+		if !mapsEqual(s.Preferences, tc.prefs) || !slices.Equal(s.Topics, tc.interests) {
+			t.Errorf("Signals(%q): preferences %q, interests %q; want %q, %q", tc.msg, s.Preferences, s.Topics, tc.prefs, tc.interests)
+		}
+	}
+	// The profile keeps them as the user stated them.
+	p := store.Profile{Patterns: map[string]int{}, Preferences: map[string]string{}}
+	cognition.Infer(&p, cognition.Signals("I prefer answers in bullet points and I live in Lisbon"), nil)
+	cognition.Infer(&p, cognition.Signals("make a plan for the shed: buy wood; build the frame, then paint it"), nil)
+	if p.Preferences["format"] != "answers in bullet points" || p.Preferences["location"] != "Lisbon" || len(p.Preferences) != 2 ||
+		!slices.Equal(p.Interests, []string{"shed", "wood", "frame"}) {
+		t.Errorf("profile: preferences %q, interests %q", p.Preferences, p.Interests)
+	}
+}
+
 func mapsEqual(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false

@@ -3,8 +3,9 @@
 //
 //   - Theory of mind: a profile per user (expertise, communication style,
 //     interests, interaction patterns, explicit preferences) inferred from
-//     signals in the user's messages; what the user states outright ("I
-//     prefer short answers", PATCH /me/profile) wins over inference.
+//     signals in the user's messages, read clause by clause; what the user
+//     states outright ("I prefer short answers", "I live in Lisbon", PATCH
+//     /me/profile) wins over inference.
 //   - Episodic memory: after each turn, a memory {summary, outcome, topics,
 //     importance, access count, created, last accessed}. A new memory whose
 //     topics are similar enough to an old one's (Jaccard ≥ 0.7) merges into

@@ -149,28 +149,3 @@ func capabilityQuestion(q string) string {
 	}
 	return ""
 }
-
-// planCue finds a request for a plan: "plan: a; b; c", "make a plan to
-// …: a, b, then c". What follows the colon is the list of steps.
-var planCue = regexp.MustCompile(`(?is)^\s*(?:please\s+)?(?:make|write|draft)?\s*(?:a\s+|me\s+a\s+)?(?:plan|to-?do(?:\s+list)?|task\s+list)\b[^:]{0,80}:(.+)$`)
-
-// planSeparators split a plan's steps.
-var planSeparators = regexp.MustCompile(`(?i)\s*(?:;|,|\n|\bthen\b|\band\s+then\b)\s*`)
-
-// planSteps reads the steps of a plan request ("plan: buy wood; build
-// the frame; paint it" → three steps), or nil; at most 20.
-func planSteps(q string) []string {
-	m := planCue.FindStringSubmatch(q)
-	if m == nil {
-		return nil
-	}
-	var out []string
-	for _, p := range planSeparators.Split(m[1], -1) {
-		p = strings.Trim(strings.TrimSpace(p), ".!?")
-		p = strings.TrimSpace(strings.TrimPrefix(p, "and "))
-		if p != "" && len(out) < 20 {
-			out = append(out, p)
-		}
-	}
-	return out
-}

@@ -47,7 +47,8 @@ const OfflineNotice = "I'm Trellis' offline model: no language model is configur
 //     (a JSON list of {name, description}, or {"tools": […]}, is formatted);
 //     self_info → "About me: …"; remember → "I'll remember that: …";
 //     recall → "Here is what I remember about you:" and a bullet per
-//     memory; any other tool → "<tool> returned: …". A JSON
+//     memory; write_todos → where the plan is (and, for placeholders, how
+//     to get real steps); any other tool → "<tool> returned: …". A JSON
 //     object result shows its "result", "value", "time", "datetime",
 //     "formatted", "text" or "error" field when it has one.
 //     search_documents and load_document → the best passages (at most
@@ -68,6 +69,11 @@ const OfflineNotice = "I'm Trellis' offline model: no language model is configur
 //     one is offered.
 //     - "remember that <fact>" → remember {"fact": <fact>}; "what do you
 //     remember about me?" → recall {};
+//     - a request for a plan ("make a plan for the shed: buy wood; build
+//     the frame", "plan a 3-step trip to Lisbon", "help me plan my move")
+//     → write_todos {"todos": [{"title": …}, …]}: the steps it lists, or
+//     numbered placeholders for its goal ("Step 1 of 3: trip to Lisbon")
+//     when it lists none, as many as it says (three when it does not);
 //     - any other question, when a prompt lists the conversation's
 //     documents (under DocumentsHeading) with one of them "[ready]" and
 //     search_documents is offered → search_documents {"query": <the
@@ -204,13 +210,8 @@ func offlineReply(msgs []llms.MessageContent, tools []llms.Tool) (string, []llms
 	} else if recallQuestion(q) && hasTool(tools, "recall") {
 		call("recall", nil)
 	} else if steps := planSteps(q); len(steps) > 0 && hasTool(tools, "write_todos") {
-		todos := make([]map[string]string, len(steps))
-		for i, st := range steps {
-			todos[i] = map[string]string{"title": st}
-		}
-		b, _ := json.Marshal(map[string]any{"todos": todos})
 		calls = append(calls, llms.ToolCall{ID: fmt.Sprintf("offline_call_%d", prior+len(calls)+1), Type: "function",
-			FunctionCall: &llms.FunctionCall{Name: "write_todos", Arguments: string(b)}})
+			FunctionCall: &llms.FunctionCall{Name: "write_todos", Arguments: writeTodosArguments(steps)}})
 	}
 	if len(calls) == 0 && len(missing) == 0 && hasTool(tools, "search_documents") && hasReadyDocuments(msgs) {
 		call("search_documents", map[string]string{"query": q})
@@ -340,6 +341,8 @@ func describeResult(r toolResult) string {
 		return "About me: " + value
 	case "remember", "recall":
 		return describeMemory(r, value, isErr)
+	case "write_todos":
+		return describePlan(r, value, isErr)
 	}
 	name := r.name
 	if name == "" {

@@ -6,12 +6,14 @@ import (
 	"strings"
 )
 
-// The offline model's memory intents: "remember that …" asks the
-// remember tool to keep a fact; "what do you remember about me?" asks the
+// The offline model's memory intents: "remember that …", opening the
+// message or one of its sentences ("I prefer short answers. Remember
+// that my boat is called Nautilus."), asks the remember tool to keep a
+// fact; "what do you remember about me?" asks the
 // recall tool. The cues are deliberately narrow, so an ordinary question
 // that happens to say "remember" is not taken for either.
 var (
-	rememberCue = regexp.MustCompile(`(?i)^\s*(?:please\s+)?remember(?:\s+that|\s*:)\s+(.+?)[.!]?\s*$`)
+	rememberCue = regexp.MustCompile(`(?i)(?:^|[.!?;]\s+)\s*(?:please\s+)?remember(?:\s+that|\s*:)\s+(.+?)[.!]?\s*$`)
 	recallCue   = regexp.MustCompile(`(?i)\bwhat\s+(?:do|did)\s+you\s+(?:remember|know|recall)\s+(?:about|of)\s+me\b|\bwhat\s+have\s+you\s+remembered\b`)
 )
 

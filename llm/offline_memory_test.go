@@ -23,7 +23,10 @@ func TestOfflineRoutesMemory(t *testing.T) {
 		{"please remember: my cat is called Mia", []wantCall{{"remember", map[string]string{"fact": "my cat is called Mia"}}}},
 		{"What do you remember about me?", []wantCall{{"recall", map[string]string{}}}},
 		{"what do you know about me", []wantCall{{"recall", map[string]string{}}}},
+		{"I prefer short answers. Remember that my boat is called Nautilus.", []wantCall{{"remember", map[string]string{"fact": "my boat is called Nautilus"}}}},
+		{"Hi! Please remember: I live in Lisbon", []wantCall{{"remember", map[string]string{"fact": "I live in Lisbon"}}}},
 		{"Do you remember the war of 1812?", nil},
+		{"I can't remember that film's name", nil},
 	} {
 		resp, err := llm.NewOffline().GenerateContent(t.Context(), []llms.MessageContent{human(tc.q)}, llms.WithTools(memoryTools))
 		if err != nil {

@@ -211,25 +211,93 @@ func TestOfflineCall(t *testing.T) {
 	}
 }
 
-// TestOfflinePlansWithWriteTodos: a request for a plan, with write_todos
-// offered, becomes one write_todos call with a task per step.
+// TestOfflinePlansWithWriteTodos: a request for a plan, in the plain
+// words a newcomer types, with write_todos offered, becomes one
+// write_todos call with a task per step: the steps it lists, or numbered
+// placeholders for its goal. Questions and statements about plans do not.
 func TestOfflinePlansWithWriteTodos(t *testing.T) {
-	tools := []llms.Tool{{Type: "function", Function: &llms.FunctionDefinition{Name: "write_todos"}}}
-	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Make a plan for the shed: buy wood; build the frame, then paint it.")}
-	resp, err := llm.NewOffline().GenerateContent(t.Context(), msgs, llms.WithTools(tools))
-	if err != nil {
-		t.Fatal(err)
+	tools := append([]llms.Tool{{Type: "function", Function: &llms.FunctionDefinition{Name: "write_todos"}}}, allTools...)
+	three := func(goal string) []string {
+		return []string{"Step 1 of 3: " + goal, "Step 2 of 3: " + goal, "Step 3 of 3: " + goal}
 	}
-	calls := llm.ToolCallsFrom(resp)
-	if len(calls) != 1 || calls[0].FunctionCall.Name != "write_todos" {
-		t.Fatalf("calls = %+v, want one write_todos", calls)
+	for _, tc := range []struct {
+		q    string
+		want []string // nil: no write_todos call
+	}{
+		{"Make a plan for the shed: buy wood; build the frame, then paint it.", []string{"buy wood", "build the frame", "paint it"}},
+		{"plan: pack, book flights and then fly", []string{"pack", "book flights", "fly"}},
+		{"make a plan to buy wood, build the frame, then paint it", []string{"buy wood", "build the frame", "paint it"}},
+		{"Write a to-do list for Saturday: laundry; groceries; call mum", []string{"laundry", "groceries", "call mum"}},
+		{"plan a 3-step trip", three("trip")},
+		{"Plan a 3-step trip to Lisbon.", three("trip to Lisbon")},
+		{"plan a trip to Lisbon", three("trip to Lisbon")},
+		{"help me plan a trip to Paris", three("trip to Paris")},
+		{"Can you help me plan my move?", three("my move")},
+		{"please make a plan to learn Go", three("learn Go")},
+		{"make me a 4-step plan for the garden", []string{"Step 1 of 4: garden", "Step 2 of 4: garden", "Step 3 of 4: garden", "Step 4 of 4: garden"}},
+		{"plan my week in five steps", []string{"Step 1 of 5: my week", "Step 2 of 5: my week", "Step 3 of 5: my week", "Step 4 of 5: my week", "Step 5 of 5: my week"}},
+		{"I need a plan for the launch", three("launch")},
+		{"could you create a checklist for moving house", three("moving house")},
+		{"make a plan", []string{"Step 1 of 3", "Step 2 of 3", "Step 3 of 3"}},
+		{"what is a plan?", nil},
+		{"The plan is ready.", nil},
+		{"plans are hard to keep", nil},
+		{"what time is it in Tokyo?", nil},
+		{"explain the planets", nil},
+	} {
+		resp, err := llm.NewOffline().GenerateContent(t.Context(), []llms.MessageContent{human(tc.q)}, llms.WithTools(tools))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range llm.ToolCallsFrom(resp) {
+			if c.FunctionCall.Name != "write_todos" {
+				continue
+			}
+			var args struct{ Todos []struct{ Title string } }
+			if err := json.Unmarshal([]byte(c.FunctionCall.Arguments), &args); err != nil {
+				t.Fatalf("%q: write_todos args %s: %v", tc.q, c.FunctionCall.Arguments, err)
+			}
+			for _, td := range args.Todos {
+				got = append(got, td.Title)
+			}
+			if got == nil {
+				got = []string{}
+			}
+		}
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") || (got == nil) != (tc.want == nil) {
+			t.Errorf("%q: write_todos titles %q, want %q", tc.q, got, tc.want)
+		}
 	}
-	want := `{"todos":[{"title":"buy wood"},{"title":"build the frame"},{"title":"paint it"}]}`
-	if got := calls[0].FunctionCall.Arguments; got != want {
-		t.Errorf("args = %s, want %s", got, want)
-	}
-	msgs = []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "what is a plan?")}
-	if resp, _ := llm.NewOffline().GenerateContent(t.Context(), msgs, llms.WithTools(tools)); len(llm.ToolCallsFrom(resp)) != 0 {
-		t.Errorf("a question about plans became a call: %+v", llm.ToolCallsFrom(resp))
+}
+
+// TestOfflineDescribesPlan: once write_todos has run, the answer says
+// where the plan is, and for placeholders how to get real steps, not
+// that the model can only do arithmetic.
+func TestOfflineDescribesPlan(t *testing.T) {
+	for _, tc := range []struct {
+		args, want  string
+		placeholder bool
+	}{
+		{`{"todos":[{"title":"buy wood"},{"title":"paint it"}]}`, "The plan is on the task board, 2 tasks", false},
+		{`{"todos":[{"title":"Step 1 of 3: trip"},{"title":"Step 2 of 3: trip"},{"title":"Step 3 of 3: trip"}]}`, "The plan is on the task board, 3 tasks", true},
+		{`{"todos":[{"title":"Step 1 of 2"},{"title":"Step 2 of 2"}]}`, "The plan is on the task board, 2 tasks", true},
+		{`{"todos":[{"title":"pack"}]}`, "The plan is on the task board, 1 task:", false},
+	} {
+		msgs := []llms.MessageContent{
+			human("plan a trip"),
+			{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{ID: "c1", Type: "function",
+				FunctionCall: &llms.FunctionCall{Name: "write_todos", Arguments: tc.args}}}},
+			{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "c1", Name: "write_todos",
+				Content: "The task board now has 3 task(s): 3 pending, 0 in progress, 0 done."}}},
+		}
+		resp, err := llm.NewOffline().GenerateContent(t.Context(), msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := llm.TextFrom(resp)
+		if !strings.Contains(got, tc.want) || strings.Contains(got, "arithmetic") || strings.Contains(got, "rename each step") != tc.placeholder {
+			t.Errorf("after write_todos %s: %q", tc.args, got)
+		}
 	}
 }

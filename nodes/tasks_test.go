@@ -2,6 +2,7 @@ package nodes_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -113,7 +114,8 @@ func TestEditTaskRefusesBadEdits(t *testing.T) {
 }
 
 // TestOfflineModelWritesTheBoard: with no key, the offline model plans
-// with write_todos through the whole graph, so the board is demonstrable.
+// with write_todos through the whole graph, so the board is demonstrable,
+// whether the request lists its steps or only names its goal.
 func TestOfflineModelWritesTheBoard(t *testing.T) {
 	reg, err := llm.NewRegistry(llm.Config{})
 	if err != nil {
@@ -124,25 +126,31 @@ func TestOfflineModelWritesTheBoard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := collect(agent.Run(t.Context(), "offline-plan", nodes.Input{Message: "Make a plan for the shed: buy wood; build the frame, then paint it."}))
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking supervisor.decided:call_tool -supervisor
-		+execute_tool tool.start:write_todos tasks.updated tool.complete:write_todos -execute_tool +reflect -reflect
-		+synthesize -synthesize +write response.chunk* -write +stream response.done -stream run.completed`)
-	board, err := agent.Tasks(t.Context(), "offline-plan")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var titles []string
-	for _, tk := range board.Tasks {
-		titles = append(titles, tk.ID+":"+tk.Title+":"+string(tk.Status))
-	}
-	if got := strings.Join(titles, "|"); got != "t1:buy wood:pending|t2:build the frame:pending|t3:paint it:pending" {
-		t.Errorf("the board: %s", got)
-	}
-	if done := last[*events.ResponseDone](r); !strings.Contains(done.Content, "3 task(s)") {
-		t.Errorf("the answer %q does not tell the board", done.Content)
+	for i, tc := range []struct{ msg, board string }{
+		{"Make a plan for the shed: buy wood; build the frame, then paint it.", "t1:buy wood:pending|t2:build the frame:pending|t3:paint it:pending"},
+		{"plan a 3-step trip", "t1:Step 1 of 3: trip:pending|t2:Step 2 of 3: trip:pending|t3:Step 3 of 3: trip:pending"},
+	} {
+		thread := fmt.Sprintf("offline-plan-%d", i)
+		r := collect(agent.Run(t.Context(), thread, nodes.Input{Message: tc.msg}))
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking supervisor.decided:call_tool -supervisor
+			+execute_tool tool.start:write_todos tasks.updated tool.complete:write_todos -execute_tool +reflect -reflect
+			+synthesize -synthesize +write response.chunk* -write +stream response.done -stream run.completed`)
+		board, err := agent.Tasks(t.Context(), thread)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var titles []string
+		for _, tk := range board.Tasks {
+			titles = append(titles, tk.ID+":"+tk.Title+":"+string(tk.Status))
+		}
+		if got := strings.Join(titles, "|"); got != tc.board {
+			t.Errorf("%q: the board: %s", tc.msg, got)
+		}
+		if done := last[*events.ResponseDone](r); !strings.Contains(done.Content, "task board, 3 tasks") || strings.Contains(done.Content, "arithmetic") {
+			t.Errorf("%q: the answer %q does not tell the board", tc.msg, done.Content)
+		}
 	}
 }

@@ -69,7 +69,7 @@ func TestE2ELiveViewAndTaskBoard(t *testing.T) {
 		p.WaitJS("the board the agent wrote", `() => [...document.querySelectorAll("#task-list .task-title")].map((i) => i.value).join("|") ===
 			"Buy the wood|Build the frame|Paint it"`)
 		p.WaitText("#task-list li:nth-child(3) .task-owner", "researcher")
-		p.WaitJS("the board locked while the run goes", `() => [...document.querySelectorAll("#task-list select, #task-list input")].every((c) => c.disabled)`)
+		p.WaitJS("the board locked while the run goes", `() => [...document.querySelectorAll("#task-list select, #task-list textarea")].every((c) => c.disabled)`)
 	}
 	lit()
 	p.CheckAccessible()
@@ -93,7 +93,7 @@ func TestE2ELiveViewAndTaskBoard(t *testing.T) {
 	p.Fill("#task-list li:nth-child(2) select.task-status", "done")
 	p.WaitJS("task 2 done", `() => document.querySelector('#task-list li:nth-child(2)')?.dataset.status === "done" &&
 		!document.querySelector("#task-list").hasAttribute("aria-busy")`)
-	p.Fill("#task-list li:nth-child(3) input.task-title", "Paint it green")
+	p.Fill("#task-list li:nth-child(3) textarea.task-title", "Paint it green")
 	// Saved, and the board read again, before the next control is used.
 	p.WaitJS("the new title kept", `() => document.querySelector('#task-list li:nth-child(3) .task-title')?.value === "Paint it green" &&
 		document.querySelectorAll("#task-list li").length === 3 && !document.querySelector("#task-list").hasAttribute("aria-busy")`)

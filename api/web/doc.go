@@ -26,7 +26,10 @@
 // turn.js renders one run's events, live or from history; cards.js holds
 // the approval and elicitation cards; schemaform.js builds a form from a
 // JSON Schema; markdown.js is a small renderer that escapes HTML before it
-// formats; sse.js parses event streams read from fetch; api.js talks to
+// formats; passage.js opens a cited passage, rendered, with the sentence
+// the answer cites highlighted; board.js is the task board and
+// graphview.js the agent's graph, beside the chat or, on a narrow window,
+// in the Plan panel app.js opens and closes; sse.js parses event streams read from fetch; api.js talks to
 // the API; dom.js builds elements from text, never from HTML.
 //
 // # Tests

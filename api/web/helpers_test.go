@@ -35,3 +35,9 @@ func jsonEqual(t *testing.T, what string, got []byte, want string) {
 func turn(n int) string {
 	return fmt.Sprintf("#transcript > li.turn:nth-of-type(%d)", n)
 }
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s) // a string always marshals
+	return string(b)
+}

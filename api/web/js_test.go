@@ -134,10 +134,55 @@ func TestDocumentCitations(t *testing.T) {
 		return [list.querySelector("li").value, list.textContent, d.open, d.querySelector("#passage-title").textContent,
 			d.querySelector("#passage-where").textContent, d.querySelector("#passage-text").innerHTML].join("|");
 	})`)
-	want := "1|handbook.md, chunk 0<b>x</b>.pdf, chunk 3|true|[2] <b>x</b>.pdf|Chunk 3, characters 1200–1800 of the document|&lt;script&gt;alert(1)&lt;/script&gt;"
+	want := "1|handbook.md, chunk 0<b>x</b>.pdf, chunk 3|true|[2] <b>x</b>.pdf|Chunk 3, characters 1200–1800 of the document.|<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>"
 	if got != want {
 		t.Errorf("citations:\n got %s\nwant %s", got, want)
 	}
 	p.Click("#passage-close")
 	p.WaitJS("the passage closed", `() => !document.querySelector("#passage").open`)
+}
+
+// TestPassageHighlight: the passage dialog's text is the chunk as
+// Markdown, rendered safely, with the words the answer cites highlighted:
+// a quote the offline model makes (“…” [n]), or the sentence a model's
+// answer ends with [n], matched to the chunk's sentence sharing most of
+// its words. No markup of the document, nor the highlight's markers,
+// get into the page.
+func TestPassageHighlight(t *testing.T) {
+	p := open(t, newContractFake(t, nil))
+	type result struct {
+		Quote, Marked, HTML string
+	}
+	for _, tc := range []struct {
+		name, answer, chunk string
+		n                   int
+		want                result
+	}{
+		{"the offline model's quote", "From notes.md: “The launch is on 3 May.” [1]", "# Notes\n\nThe team met.\nThe launch is on 3 May.", 1,
+			result{"The launch is on 3 May.", "The launch is on 3 May.", "<h1>Notes</h1>\n<p>The team met.<br><mark class=\"quoted\">The launch is on 3 May.</mark></p>"}},
+		{"the second of two quotes", "From a.md: “Roses climb the trellis.” [1]\nFrom b.md: “Bamboo is the usual wood.” [2]", "Cedar lasts. Bamboo is the usual wood.", 2,
+			result{"Bamboo is the usual wood.", "Bamboo is the usual wood.", "<p>Cedar lasts. <mark class=\"quoted\">Bamboo is the usual wood.</mark></p>"}},
+		{"a model's sentence", "Good question. As the notes say, the trellis holds the vines [1].", "The trellis holds the vines. Bamboo is the **usual** wood.", 1,
+			result{"As the notes say, the trellis holds the vines", "The trellis holds the vines.", "<p><mark class=\"quoted\">The trellis holds the vines.</mark> Bamboo is the <strong>usual</strong> wood.</p>"}},
+		{"a sentence across emphasis", "It is **the usual** wood [1].", "Bamboo is **the usual wood** for it.", 1,
+			result{"It is **the usual** wood", "Bamboo is the usual wood for it.", "<p><mark class=\"quoted\">Bamboo is </mark><strong><mark class=\"quoted\">the usual wood</mark></strong><mark class=\"quoted\"> for it.</mark></p>"}},
+		{"no sentence close enough", "Paris is the capital of France [1].", "The trellis holds the vines.", 1,
+			result{"Paris is the capital of France", "", "<p>The trellis holds the vines.</p>"}},
+		{"markup and markers in the document", "The <b>bold</b> claim holds [1].",
+			"The <b>bold</b> claim holds. <img src=x onerror=alert(1)> \uE000[x](javascript:alert(1)) https://example.com/\uE001a", 1,
+			result{"The <b>bold</b> claim holds", "The <b>bold</b> claim holds.",
+				"<p><mark class=\"quoted\">The &lt;b&gt;bold&lt;/b&gt; claim holds.</mark> &lt;img src=x onerror=alert(1)&gt; x <a href=\"https://example.com/a\" target=\"_blank\" rel=\"noopener noreferrer nofollow\">https://example.com/a</a></p>"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := webtest.Eval[result](p, fmt.Sprintf(`import("/static/passage.js").then((m) => {
+				const box = document.createElement("div");
+				const quote = m.citedWords(%s, %d);
+				const mark = m.showPassage(box, %s, quote);
+				return {Quote: quote, Marked: [...box.querySelectorAll("mark")].map((x) => x.textContent).join(""), HTML: box.innerHTML};
+			})`, jsString(tc.answer), tc.n, jsString(tc.chunk)))
+			if got != tc.want {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
 }

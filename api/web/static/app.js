@@ -43,6 +43,9 @@ const ui = {
   title: $("#conversation-title"),
   live: $("#live"),
   liveToggle: $("#live-toggle"),
+  liveClose: $("#live-close"),
+  topbar: $(".topbar"),
+  note: $("#composer-note"),
 };
 
 const storage = {
@@ -163,6 +166,7 @@ async function route() {
 
 function newConversation() {
   stopFollow();
+  hideError(); // an error of the conversation left behind is not this one's
   state.load++;
   clearTranscript();
   setConversation(null);
@@ -175,6 +179,7 @@ function newConversation() {
 
 async function openConversation(id) {
   stopFollow();
+  hideError();
   const load = ++state.load;
   clearTranscript();
   setConversation(id);
@@ -188,8 +193,8 @@ async function openConversation(id) {
     ({ conv, runs } = await loadConversation(id));
   } catch (err) {
     if (load !== state.load) return;
-    showError(err);
     if (err instanceof APIError && err.status === 404) newConversation();
+    showError(err);
     return;
   }
   if (load !== state.load) return;
@@ -610,7 +615,13 @@ function init() {
   ui.composer.addEventListener("submit", (e) => {
     e.preventDefault();
     const text = ui.input.value.trim();
-    if (!text || busy()) return;
+    if (!text || busy()) {
+      // Say why nothing was sent, where the user looks and aloud.
+      noteComposer(text ? "Wait for the current answer, or stop it." : "Type a message to send.");
+      ui.input.focus();
+      return;
+    }
+    noteComposer("");
     ui.input.value = "";
     autosize();
     send(text);
@@ -625,7 +636,10 @@ function init() {
     ui.input.style.height = "auto";
     ui.input.style.height = `${Math.min(ui.input.scrollHeight, 240)}px`;
   };
-  ui.input.addEventListener("input", autosize);
+  ui.input.addEventListener("input", () => {
+    autosize();
+    noteComposer("");
+  });
   ui.cancel.addEventListener("click", cancelRun);
   docs.init($("#main"));
   $("#passage-close").addEventListener("click", () => $("#passage").close());
@@ -641,21 +655,25 @@ function init() {
   ui.banner.querySelector("[data-action=settings]").addEventListener("click", openSettings);
 
   ui.navToggle.addEventListener("click", () => (ui.nav.classList.contains("open") ? closeNav() : openNav()));
-  ui.liveToggle.addEventListener("click", () => {
-    const open = ui.live.classList.toggle("open");
-    ui.liveToggle.setAttribute("aria-expanded", String(open));
-  });
+  ui.liveToggle.addEventListener("click", () => (ui.live.classList.contains("open") ? closeLive() : openLive()));
+  ui.liveClose.addEventListener("click", () => closeLive(true));
+  keepHeights();
   ui.list.addEventListener("click", (e) => {
     if (e.target.closest("a")) closeNav();
   });
   document.addEventListener("click", (e) => {
-    // On a phone the menu covers the page; a tap beside it closes it.
+    // On a phone the menu covers the page, and on a narrow window the
+    // plan covers part of it; a click beside either closes it.
     if (ui.nav.classList.contains("open") && !ui.nav.contains(e.target) && !ui.navToggle.contains(e.target)) closeNav();
+    if (liveOver() && !ui.live.contains(e.target) && !ui.liveToggle.contains(e.target) && e.target.isConnected) closeLive();
   });
   document.addEventListener("keydown", (e) => {
-    if (e.key === "Escape" && ui.nav.classList.contains("open")) {
+    if (e.key !== "Escape" || document.querySelector("dialog[open]")) return;
+    if (ui.nav.classList.contains("open")) {
       closeNav();
       ui.navToggle.focus();
+    } else if (liveOver()) {
+      closeLive(true);
     }
   });
 
@@ -685,6 +703,51 @@ function openNav() {
 function closeNav() {
   ui.nav.classList.remove("open");
   ui.navToggle.setAttribute("aria-expanded", "false");
+}
+
+// On a window 1,100 px wide or narrower the plan (the task board and the
+// agent's graph) is a panel over the right of the page, opened with the
+// Plan button; wider, it is a column of its own.
+
+/** liveOver reports whether the plan is open as a panel over the page. */
+function liveOver() {
+  return ui.live.classList.contains("open") && getComputedStyle(ui.live).position === "fixed";
+}
+
+function openLive() {
+  ui.live.classList.add("open");
+  ui.liveToggle.setAttribute("aria-expanded", "true");
+  ui.liveClose.focus();
+}
+
+function closeLive(refocus) {
+  ui.live.classList.remove("open");
+  ui.liveToggle.setAttribute("aria-expanded", "false");
+  if (refocus) ui.liveToggle.focus();
+}
+
+/**
+ * keepHeights keeps the top bar's and the composer's heights in CSS
+ * variables, which place the plan's panel between them.
+ */
+function keepHeights() {
+  const root = document.documentElement.style;
+  const heights = new ResizeObserver(() => {
+    root.setProperty("--topbar-h", `${ui.topbar.getBoundingClientRect().bottom}px`);
+    root.setProperty("--composer-h", `${window.innerHeight - ui.composer.getBoundingClientRect().top}px`);
+  });
+  for (const box of [document.body, ui.topbar, ui.composer]) heights.observe(box);
+}
+
+/** noteComposer says under the message box why nothing was sent; "" clears it. */
+function noteComposer(text) {
+  ui.note.textContent = text;
+  if (text) {
+    ui.input.setAttribute("aria-invalid", "true");
+    announce(text);
+  } else {
+    ui.input.removeAttribute("aria-invalid");
+  }
 }
 
 init();

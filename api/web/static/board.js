@@ -83,7 +83,7 @@ export class Board {
   setBusy(busy) {
     this.busy = busy;
     this.list.title = busy ? "The board can be edited once the run ends." : "";
-    for (const c of this.list.querySelectorAll("select, input, button")) c.disabled = busy || c.hasAttribute("data-edge");
+    for (const c of this.list.querySelectorAll("select, textarea, button")) c.disabled = busy || c.hasAttribute("data-edge");
   }
 
   item(t, i, n) {
@@ -91,9 +91,11 @@ export class Board {
     const status = el("select", { class: "task-status", "aria-label": `Status of task ${n1}` },
       ...STATUSES.map(([v, label]) => el("option", { value: v, selected: v === t.status }, label)));
     status.addEventListener("change", () => this.edit(t.id, { status: status.value }));
-    const title = el("input", { class: "task-title", type: "text", value: t.title, maxlength: "200", "aria-label": `Title of task ${n1}` });
+    // A textarea, so a long title wraps and the field grows to show it
+    // all; Enter saves rather than starting a line.
+    const title = el("textarea", { class: "task-title", rows: "1", maxlength: "200", "aria-label": `Title of task ${n1}` }, t.title);
     const saveTitle = () => {
-      const v = title.value.trim();
+      const v = title.value.replace(/\s+/g, " ").trim();
       if (v && v !== t.title) this.edit(t.id, { title: v });
       else title.value = t.title;
     };

@@ -10,6 +10,7 @@
 import { ApprovalCard, ElicitationCard } from "./cards.js";
 import { clip, el, pretty } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
+import { openPassage } from "./passage.js";
 
 export const TERMINAL = new Set(["run.completed", "run.interrupted", "run.cancelled", "run.failed"]);
 
@@ -387,7 +388,7 @@ const HANDLERS = {
     const echo = this.answer === "" && this.shown.length > 0 && ev.content === this.shown.join("\n\n");
     if (typeof ev.content === "string" && ev.content !== "" && !echo) this.answer = ev.content;
     this.renderAnswer();
-    renderCitations(this.citations, ev.citations);
+    renderCitations(this.citations, ev.citations, this.answer);
     this.setUsage(ev.usage);
   },
   "run.completed"(ev) {
@@ -491,18 +492,11 @@ function sandboxed(html, title) {
   return frame;
 }
 
-/** openPassage shows a cited passage of a document with where it is. */
-function openPassage(c) {
-  const dlg = document.querySelector("#passage");
-  if (!dlg) return;
-  dlg.querySelector("#passage-title").textContent = `[${Number(c.index) || ""}] ${c.filename || c.document_id}`;
-  dlg.querySelector("#passage-where").textContent =
-    `Chunk ${Number(c.chunk) || 0}, characters ${Number(c.start) || 0}–${Number(c.end) || 0} of the document`;
-  dlg.querySelector("#passage-text").textContent = String(c.text ?? "");
-  dlg.showModal();
-}
-
-export function renderCitations(list, citations) {
+/**
+ * renderCitations lists an answer's citations in list; a citation of a
+ * document opens its passage with the words answer cites highlighted.
+ */
+export function renderCitations(list, citations, answer = "") {
   list.replaceChildren();
   if (!Array.isArray(citations) || citations.length === 0) {
     list.hidden = true;
@@ -519,7 +513,7 @@ export function renderCitations(list, citations) {
       item.classList.add("doc-citation");
       const open = el("button", { type: "button", class: "link", "data-cite": String(n) },
         `${c.filename || c.document_id}, chunk ${Number(c.chunk) || 0}`);
-      open.addEventListener("click", () => openPassage(c));
+      open.addEventListener("click", () => openPassage(c, answer));
       item.append(open);
     } else if (c && typeof c === "object") {
       const n = Number(c.number) || i + 1;
