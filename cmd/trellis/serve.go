@@ -122,7 +122,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&maxRuns, "max-runs-per-user", env("TRELLIS_MAX_RUNS_PER_USER", strconv.Itoa(api.DefaultMaxConcurrentRuns)), "runs a user may have going at once, -1 for no limit (TRELLIS_MAX_RUNS_PER_USER)")
 	fs.StringVar(&maxToolResult, "max-tool-result-bytes", env("TRELLIS_MAX_TOOL_RESULT_BYTES", strconv.Itoa(operators.DefaultMaxResultBytes)), "tool results above this are cut, with a note, -1 for no cap (TRELLIS_MAX_TOOL_RESULT_BYTES)")
 	fs.StringVar(&docDir, "documents-dir", env("TRELLIS_DOCUMENTS_DIR", ""), "where uploaded documents' files are kept (TRELLIS_DOCUMENTS_DIR); default <data dir>/documents")
-	fs.StringVar(&docShared, "documents-shared", env("TRELLIS_DOCUMENTS_SHARED", "false"), "every process sharing the PostgreSQL database sees documents-dir (TRELLIS_DOCUMENTS_SHARED)")
+	fs.StringVar(&docShared, "documents-shared", env("TRELLIS_DOCUMENTS_SHARED", "false"), "with PostgreSQL, keep documents' files in documents-dir, which every process sharing the database must see, instead of in the database (TRELLIS_DOCUMENTS_SHARED)")
 	fs.StringVar(&docMax, "max-document-bytes", env("TRELLIS_MAX_DOCUMENT_BYTES", "1000000"), "largest document accepted, in bytes (TRELLIS_MAX_DOCUMENT_BYTES)")
 	fs.StringVar(&docCount, "max-documents", env("TRELLIS_MAX_DOCUMENTS", "5"), "documents a conversation may hold (TRELLIS_MAX_DOCUMENTS)")
 	fs.StringVar(&durability, "durability", env("TRELLIS_DURABILITY", "sync"), "when a run writes its checkpoints: sync (every step, before the next), async (every step, while the next runs) or exit (its input and its end; a crash repeats the turn) (TRELLIS_DURABILITY)")
@@ -420,7 +420,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		return app{}, err
 	}
 	ws := jobs.NewWorkers()
-	docs, docDesc, err := openDocuments(ctx, cfg, st, models, ws, log)
+	docs, docDesc, err := openDocuments(ctx, cfg, st, models, ws, log, cleanup)
 	if err != nil {
 		return app{}, err
 	}
