@@ -168,3 +168,27 @@ func TestExtractTestdataMarkdown(t *testing.T) {
 		t.Fatalf("summary %q", sum)
 	}
 }
+
+// Chromium sets a line in pieces placed by Td, a few hundredths of the
+// font size apart where its glyph positions round or kern, so "118"
+// is shown as "1" then "18". Those moves are not word gaps: the numbers
+// and words read whole, and the spaces between words stay.
+// testdata/kerning.pdf is testdata/kerning.html printed by Chromium 156
+// (chromium --headless --no-sandbox --disable-gpu --no-pdf-header-footer
+// --print-to-pdf=kerning.pdf kerning.html).
+func TestExtractChromiumKerning(t *testing.T) {
+	data, err := os.ReadFile("testdata/kerning.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := documents.Extract(t.Context(), data, "kerning.pdf", documents.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Timing report\n" +
+		"The build took 118 seconds on the slow runner, and 1,024 files were checked in 17.5 minutes.\n" +
+		"Version 2.0.11 shipped on 2024-11-28 with 111 fixes."
+	if got.Text != want {
+		t.Fatalf("Extract read\n%q\nwant\n%q", got.Text, want)
+	}
+}
