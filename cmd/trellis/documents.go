@@ -38,11 +38,13 @@ type documentsConfig struct {
 	key        []byte
 	maxBytes   int64
 	maxPerConv int
+	// maxExtractions is how many documents' text is read at once.
+	maxExtractions int
 }
 
 // parseDocuments reads the documents' settings: flags for the shapes,
 // the environment alone for the bucket's secrets and the key.
-func parseDocuments(c *documentsConfig, dir, shared, maxBytes, maxDocs string, getenv func(string) string) []error {
+func parseDocuments(c *documentsConfig, dir, shared, maxBytes, maxDocs, maxExtractions string, getenv func(string) string) []error {
 	var errs []error
 	c.dir = dir
 	var err error
@@ -54,6 +56,9 @@ func parseDocuments(c *documentsConfig, dir, shared, maxBytes, maxDocs string, g
 	}
 	if c.maxPerConv, err = strconv.Atoi(maxDocs); err != nil || c.maxPerConv <= 0 {
 		errs = append(errs, fmt.Errorf("max-documents: %q is not a positive number", maxDocs))
+	}
+	if c.maxExtractions, err = strconv.Atoi(maxExtractions); err != nil || c.maxExtractions <= 0 {
+		errs = append(errs, fmt.Errorf("max-extractions: %q is not a positive number", maxExtractions))
 	}
 	if k := getenv("TRELLIS_DOCUMENTS_KEY"); k != "" {
 		if c.key, err = documents.ParseKey(k); err != nil {
@@ -130,7 +135,8 @@ func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, models 
 		return nil, "", err
 	}
 	desc += ", " + sumDesc
-	svc, err := ingest.New(ingest.Config{Store: rec, Files: files, Summarizer: sum, MaxBytes: dc.maxBytes, MaxPerConversation: dc.maxPerConv, Logger: log})
+	svc, err := ingest.New(ingest.Config{Store: rec, Files: files, Summarizer: sum, MaxBytes: dc.maxBytes, MaxPerConversation: dc.maxPerConv,
+		MaxExtractions: dc.maxExtractions, Logger: log})
 	if err != nil {
 		return nil, "", err
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -160,11 +161,14 @@ func TestParseDocuments(t *testing.T) {
 	if d.dir != "/home/ada/.local/share/trellis/documents" || d.maxBytes != 1_000_000 || d.maxPerConv != 5 || d.shared || d.s3 != nil || d.key != nil {
 		t.Errorf("defaults: %+v", d)
 	}
-	c, err = parseServe([]string{"--max-documents", "3"}, env("TRELLIS_DOCUMENTS_KEY", strings.Repeat("ab", 32),
+	if d.maxExtractions != runtime.GOMAXPROCS(0) {
+		t.Errorf("default extractions at once: %d", d.maxExtractions)
+	}
+	c, err = parseServe([]string{"--max-documents", "3", "--max-extractions", "7"}, env("TRELLIS_DOCUMENTS_KEY", strings.Repeat("ab", 32),
 		"TRELLIS_DOCUMENTS_S3_ENDPOINT", "127.0.0.1:9000", "TRELLIS_DOCUMENTS_S3_BUCKET", "docs", "TRELLIS_DOCUMENTS_S3_PATH_STYLE", "true",
 		"TRELLIS_DOCUMENTS_SHARED", "true", "TRELLIS_MAX_DOCUMENT_BYTES", "2000000"), io.Discard)
 	d = c.documents
-	if err != nil || d.maxPerConv != 3 || d.maxBytes != 2_000_000 || !d.shared || len(d.key) != 32 || d.s3 == nil || !d.s3.PathStyle || d.s3.Bucket != "docs" {
+	if err != nil || d.maxPerConv != 3 || d.maxExtractions != 7 || d.maxBytes != 2_000_000 || !d.shared || len(d.key) != 32 || d.s3 == nil || !d.s3.PathStyle || d.s3.Bucket != "docs" {
 		t.Errorf("set: %+v %v", d, err)
 	}
 	for _, bad := range [][]string{
@@ -173,6 +177,7 @@ func TestParseDocuments(t *testing.T) {
 		{"TRELLIS_DOCUMENTS_S3_ENDPOINT", "x", "TRELLIS_DOCUMENTS_S3_BUCKET", "b", "TRELLIS_DOCUMENTS_S3_INSECURE", "maybe"},
 		{"TRELLIS_MAX_DOCUMENT_BYTES", "0"},
 		{"TRELLIS_MAX_DOCUMENTS", "many"},
+		{"TRELLIS_MAX_EXTRACTIONS", "0"},
 		{"TRELLIS_DOCUMENTS_SHARED", "sort of"},
 	} {
 		if _, err := parseServe(nil, env(bad...), io.Discard); err == nil {
