@@ -192,3 +192,21 @@ func TestExtractChromiumKerning(t *testing.T) {
 		t.Fatalf("Extract read\n%q\nwant\n%q", got.Text, want)
 	}
 }
+
+// pdfcpu decodes object streams lazily, each under the per-stream
+// limit; every one counts in the file's one decode budget as well, so
+// many object streams, each well under the limit, cannot add up to
+// more than it (here 24 of 1 MiB against 16 MiB), and a few small ones
+// read as any file does.
+func TestExtractPDFObjectStreamsInBudget(t *testing.T) {
+	bombs := pdfmake.Make([]pdfmake.Page{{"boom"}}, pdfmake.Options{Flate: true, ObjectStreams: 24, ObjectStreamPadding: 1 << 20})
+	if _, err := documents.Extract(t.Context(), bombs, "bombs.pdf", documents.Limits{}); !errors.Is(err, documents.ErrUnreadable) ||
+		!strings.Contains(err.Error(), "decode to more than") {
+		t.Fatalf("Extract of 24 MiB of object streams: %v, want ErrUnreadable past the budget", err)
+	}
+	few := pdfmake.Make([]pdfmake.Page{{"Packed fonts", "read well"}}, pdfmake.Options{Flate: true, ObjectStreams: 3, ObjectStreamPadding: 1 << 10})
+	got, err := documents.Extract(t.Context(), few, "few.pdf", documents.Limits{})
+	if err != nil || got.Text != "Packed fonts\nread well" {
+		t.Fatalf("Extract of a PDF with small object streams: %q, %v", got.Text, err)
+	}
+}
