@@ -581,3 +581,30 @@ func TestServeOfflineAnswersFromDocuments(t *testing.T) {
 		t.Fatalf("citation %+v", ct)
 	}
 }
+
+// A 20 MB upload to serve with the default limits is told the document
+// limit it can act on, with the code the README promises, not the body
+// limit (the document limit plus the multipart framing).
+func TestServeRefusesOversizedDocument(t *testing.T) {
+	c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir())
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", "big.txt")
+	fw.Write(bytes.Repeat([]byte("twenty megabytes "), 20_000_000/17))
+	mw.Close()
+	resp, err := http.Post(c.url+"/api/v1/documents", mw.FormDataContentType(), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || e.Error.Code != "document_too_large" ||
+		e.Error.Message != "the file is larger than 1000000 bytes, the most a document may be" {
+		t.Fatalf("a 20 MB upload: %d %+v", resp.StatusCode, e.Error)
+	}
+}
