@@ -93,7 +93,7 @@ func (s *Server) handleUploadDocument(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if int64(len(up.Data)) > limit {
-				s.writeError(w, r, s.documentError(&ingest.TooLarge{Limit: limit}))
+				s.writeError(w, r, s.documentTooLarge())
 				return
 			}
 		case "conversation_id":
@@ -130,6 +130,13 @@ func multipartError(err error) error {
 		return err
 	}
 	return errorf(http.StatusBadRequest, "invalid_multipart", "the multipart body cannot be read: "+err.Error())
+}
+
+// documentTooLarge is the refusal of a file over the document limit,
+// whether the body's length told it or reading the file did: the limit
+// the user can act on, not the body's, which counts the framing too.
+func (s *Server) documentTooLarge() error {
+	return s.documentError(&ingest.TooLarge{Limit: s.cfg.Documents.MaxBytes()})
 }
 
 // documentError maps the document service's errors to API.md's.

@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"os"
@@ -222,7 +223,9 @@ func TestDocumentUploadRefused(t *testing.T) {
 	}{
 		{"empty", other, "e.txt", nil, http.StatusBadRequest, "empty_document", ""},
 		{"too big", other, "big.txt", bytes.Repeat([]byte("x"), 200_001), http.StatusRequestEntityTooLarge, "document_too_large", "200000 bytes"},
-		{"far too big", other, "huge.txt", bytes.Repeat([]byte("x"), 2<<20), http.StatusRequestEntityTooLarge, "", ""},
+		// Past the body limit too: the answer still says the document
+		// limit, not the body's (which counts multipart framing).
+		{"far too big", other, "huge.txt", bytes.Repeat([]byte("x"), 2<<20), http.StatusRequestEntityTooLarge, "document_too_large", "200000 bytes"},
 		{"wrong type", other, "a.zip", []byte("PK\x03\x04\x14\x00\x00\x00\x08\x00rest"), http.StatusUnsupportedMediaType, "unsupported_document_type", "application/pdf"},
 		{"claims to be a pdf", other, "fake.pdf", []byte("\x00\x01\x02\x03\x04 binary"), http.StatusBadRequest, "unreadable_document", "named fake.pdf but is not a PDF"},
 		{"binary", other, "blob.bin", []byte("\x00\x01\x02\x03\x04 binary"), http.StatusUnsupportedMediaType, "unsupported_document_type", "text/markdown"},
@@ -242,6 +245,26 @@ func TestDocumentUploadRefused(t *testing.T) {
 			}
 		})
 	}
+	t.Run("far too big without a length", func(t *testing.T) {
+		// A chunked body is refused as it is read, with the same answer.
+		var b bytes.Buffer
+		mw := multipart.NewWriter(&b)
+		fw, _ := mw.CreateFormFile("file", "huge.txt")
+		fw.Write(bytes.Repeat([]byte("x"), 2<<20))
+		mw.Close()
+		req := e.request(http.MethodPost, "/api/v1/documents", []byte{}, aliceKey, "Content-Type", mw.FormDataContentType())
+		req.Body, req.ContentLength = io.NopCloser(&b), -1
+		resp, err := e.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := readAll(resp)
+		resp.Body.Close()
+		wantError(t, resp.StatusCode, body, http.StatusRequestEntityTooLarge)
+		if !strings.Contains(string(body), `"code":"document_too_large"`) || !strings.Contains(string(body), "200000 bytes") {
+			t.Errorf("body %s, want document_too_large saying 200000 bytes", body)
+		}
+	})
 	for name, req := range map[string]*http.Request{
 		"not multipart": e.request(http.MethodPost, "/api/v1/documents", map[string]string{"file": "x"}, aliceKey),
 		"no file part": func() *http.Request {

@@ -171,11 +171,16 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit := limit
-		if s.cfg.Documents != nil && r.Method == http.MethodPost && r.URL.Path == uploadPath {
+		upload := s.cfg.Documents != nil && r.Method == http.MethodPost && r.URL.Path == uploadPath
+		if upload {
 			limit = s.uploadLimit()
 		}
 		if r.ContentLength > limit {
-			s.writeError(w, r, &http.MaxBytesError{Limit: limit})
+			var err error = &http.MaxBytesError{Limit: limit}
+			if upload {
+				err = s.documentTooLarge()
+			}
+			s.writeError(w, r, err)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)

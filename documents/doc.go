@@ -1,7 +1,8 @@
 // Package documents owns what Trellis does with a file a user uploads into
 // a conversation, below the record and the agent: where its bytes are kept
 // (Storage: on the local filesystem, in an S3-compatible bucket through
-// documents/s3store, optionally encrypted at rest with AES-256-GCM), how
+// documents/s3store, in PostgreSQL through documents/pgfiles, optionally
+// encrypted at rest with AES-256-GCM), how
 // its text is read (Extract: plain text, Markdown, HTML and PDF, the type
 // sniffed from the bytes, never taken from the client), how that text is
 // cut into overlapping chunks that keep their offsets and pages (Chunk),
@@ -10,9 +11,11 @@
 // # Reading PDFs
 //
 // pdfcpu (pure Go) parses the file, decrypts it and decodes its streams,
-// every stream under one budget (Limits.MaxDecodedBytes) so a file small on
-// the wire cannot decode to gigabytes; the text operators of each page's
-// content are read here. A string is read through its font's ToUnicode
+// every stream under one budget (Limits.MaxDecodedBytes), object streams
+// included, so a file small on the wire cannot decode to gigabytes; the
+// text operators of each page's content are read here, words parted where
+// the text moves past a word's gap as the fonts' widths measure it (a
+// kern or a printer's rounding inside a word is no space). A string is read through its font's ToUnicode
 // CMap when the font has one: composite fonts (Type0 over a CIDFont, such
 // as Identity-H with its two-byte codes, what office software writes) and
 // simple fonts alike, the CMap preferred to a simple font's encoding. The

@@ -168,3 +168,45 @@ func TestExtractTestdataMarkdown(t *testing.T) {
 		t.Fatalf("summary %q", sum)
 	}
 }
+
+// Chromium sets a line in pieces placed by Td, a few hundredths of the
+// font size apart where its glyph positions round or kern, so "118"
+// is shown as "1" then "18". Those moves are not word gaps: the numbers
+// and words read whole, and the spaces between words stay.
+// testdata/kerning.pdf is testdata/kerning.html printed by Chromium 156
+// (chromium --headless --no-sandbox --disable-gpu --no-pdf-header-footer
+// --print-to-pdf=kerning.pdf kerning.html).
+func TestExtractChromiumKerning(t *testing.T) {
+	data, err := os.ReadFile("testdata/kerning.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := documents.Extract(t.Context(), data, "kerning.pdf", documents.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Timing report\n" +
+		"The build took 118 seconds on the slow runner, and 1,024 files were checked in 17.5 minutes.\n" +
+		"Version 2.0.11 shipped on 2024-11-28 with 111 fixes."
+	if got.Text != want {
+		t.Fatalf("Extract read\n%q\nwant\n%q", got.Text, want)
+	}
+}
+
+// pdfcpu decodes object streams lazily, each under the per-stream
+// limit; every one counts in the file's one decode budget as well, so
+// many object streams, each well under the limit, cannot add up to
+// more than it (here 24 of 1 MiB against 16 MiB), and a few small ones
+// read as any file does.
+func TestExtractPDFObjectStreamsInBudget(t *testing.T) {
+	bombs := pdfmake.Make([]pdfmake.Page{{"boom"}}, pdfmake.Options{Flate: true, ObjectStreams: 24, ObjectStreamPadding: 1 << 20})
+	if _, err := documents.Extract(t.Context(), bombs, "bombs.pdf", documents.Limits{}); !errors.Is(err, documents.ErrUnreadable) ||
+		!strings.Contains(err.Error(), "decode to more than") {
+		t.Fatalf("Extract of 24 MiB of object streams: %v, want ErrUnreadable past the budget", err)
+	}
+	few := pdfmake.Make([]pdfmake.Page{{"Packed fonts", "read well"}}, pdfmake.Options{Flate: true, ObjectStreams: 3, ObjectStreamPadding: 1 << 10})
+	got, err := documents.Extract(t.Context(), few, "few.pdf", documents.Limits{})
+	if err != nil || got.Text != "Packed fonts\nread well" {
+		t.Fatalf("Extract of a PDF with small object streams: %q, %v", got.Text, err)
+	}
+}

@@ -49,6 +49,12 @@ func pdfText(ctx context.Context, data []byte, lim Limits) (pages []string, err 
 		return nil, fmt.Errorf("%w: the PDF has %d pages, more than %d", ErrUnreadable, pctx.PageCount, lim.pages())
 	}
 	budget := lim.decoded()
+	if err := objectStreams(ctx, pctx, &budget); err != nil {
+		if errors.Is(err, filter.ErrDecodeLimitExceeded) {
+			return nil, fmt.Errorf("%w: the PDF's object streams decode to more than %d bytes", ErrUnreadable, lim.decoded())
+		}
+		return nil, unreadable(ctx, err)
+	}
 	seen := map[int]*pdfFont{} // fonts read, by object number
 	for n := 1; n <= pctx.PageCount; n++ {
 		if err := ctx.Err(); err != nil {
@@ -64,6 +70,41 @@ func pdfText(ctx context.Context, data []byte, lim Limits) (pages []string, err 
 		pages = append(pages, pdfContentText(content, fonts))
 	}
 	return pages, nil
+}
+
+// objectStreams takes what the file's object streams decode to from
+// budget, decoding each once under what is left of it. pdfcpu decodes an
+// object stream when an object in it is first read, each under the
+// per-stream limit only: a file of many small streams, each under it,
+// could decode to many times the budget in all. Measured here first, a
+// file whose streams do not fit is refused before pdfcpu decodes any; one
+// that fits is decoded again by pdfcpu as it reads, within the same
+// total (the copy decoded here is dropped at once, so one stream at a
+// time is held twice at most).
+func objectStreams(ctx context.Context, pctx *model.Context, budget *int64) error {
+	for _, e := range pctx.Table {
+		if e == nil {
+			continue
+		}
+		osd, ok := e.Object.(types.ObjectStreamDict)
+		if !ok {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if *budget <= 0 {
+			return filter.ErrDecodeLimitExceeded
+		}
+		sd := osd.StreamDict
+		if err := sd.DecodeWithLimit(*budget); err != nil {
+			return err
+		}
+		if *budget -= int64(len(sd.Content)); *budget < 0 {
+			return filter.ErrDecodeLimitExceeded
+		}
+	}
+	return nil
 }
 
 // unreadable wraps a pdfcpu error as ErrUnreadable, unless ctx ended.

@@ -9,23 +9,41 @@ import (
 // pdfContentText reads the text a page's content stream shows: the strings
 // of Tj, TJ, ' and ", with a newline where the text moves to another line
 // (T*, Td/TD with a vertical move, Tm to another y, ET) and a space where
-// TJ kerns a word apart. Each string is read through the font Tf last
-// selected (fonts, by resource name; q and Q save and restore it): through
-// its ToUnicode CMap when it has one, composite fonts with Identity-H
-// included (see pdfFont.text). A string in a font without one is decoded
-// as UTF-16 when it carries its byte order mark and as WinAnsi otherwise:
-// right for the standard fonts and most simple fonts.
+// the text moves right by a word's gap (see textState.gap). Each string is
+// read through the font Tf last selected (fonts, by resource name; q and Q
+// save and restore it): through its ToUnicode CMap when it has one,
+// composite fonts with Identity-H included (see pdfFont.text). A string in
+// a font without one is decoded as UTF-16 when it carries its byte order
+// mark and as WinAnsi otherwise: right for the standard fonts and most
+// simple fonts.
 func pdfContentText(content []byte, fonts map[string]*pdfFont) string {
 	p := contentParser{src: content}
-	var font *pdfFont
-	var saved []*pdfFont // q's stack of fonts
+	var ts textState
+	var saved []textState // q's stack
 	var b strings.Builder
 	var operands []operand
-	lastY, haveY := 0.0, false
+	lastY, lastX, lastA, haveY := 0.0, 0.0, 0.0, false
 	nl := func() {
 		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
 			b.WriteByte('\n')
 		}
+		ts.lineStart()
+	}
+	space := func() {
+		if s := b.String(); s != "" && !strings.HasSuffix(s, " ") && !strings.HasSuffix(s, "\n") {
+			b.WriteByte(' ')
+		}
+	}
+	show := func(s string) {
+		b.WriteString(ts.font.text(s))
+		ts.show(s)
+	}
+	num := func(i int) (float64, bool) {
+		if i < 0 || i >= len(operands) || operands[i].kind != numKind {
+			return 0, false
+		}
+		v, err := strconv.ParseFloat(operands[i].text, 64)
+		return v, err == nil
 	}
 	for {
 		tok, ok := p.next()
@@ -39,75 +57,158 @@ func pdfContentText(content []byte, fonts map[string]*pdfFont) string {
 			}
 			continue
 		}
+		n := len(operands)
 		switch tok.text {
 		case "Tj":
 			if s, ok := last(operands, strKind); ok {
-				b.WriteString(font.text(s.text))
+				show(s.text)
 			}
-		case "'":
+		case "'", "\"":
 			nl()
 			if s, ok := last(operands, strKind); ok {
-				b.WriteString(font.text(s.text))
-			}
-		case "\"":
-			nl()
-			if s, ok := last(operands, strKind); ok {
-				b.WriteString(font.text(s.text))
+				show(s.text)
 			}
 		case "TJ":
 			if a, ok := last(operands, arrKind); ok {
 				for _, el := range a.items {
 					switch el.kind {
 					case strKind:
-						b.WriteString(font.text(el.text))
+						show(el.text)
 					case numKind:
-						if v, err := strconv.ParseFloat(el.text, 64); err == nil && v < -200 {
-							b.WriteByte(' ')
+						// A number moves the next glyph left by
+						// thousandths of the font size: a negative one
+						// as wide as a word's gap parts words; a kern
+						// inside a word is much smaller.
+						if v, err := strconv.ParseFloat(el.text, 64); err == nil {
+							if -v/1000 > wordGap {
+								space()
+							}
+							ts.x -= v / 1000 * ts.size * ts.scale
 						}
 					}
 				}
 			}
 		case "Tf":
-			if len(operands) >= 2 && operands[len(operands)-2].kind == nameKind {
-				font = fonts[operands[len(operands)-2].text[1:]]
+			if n >= 2 && operands[n-2].kind == nameKind {
+				ts.font = fonts[operands[n-2].text[1:]]
+				ts.size, _ = num(n - 1)
+			}
+		case "Tc":
+			ts.charSpace, _ = num(n - 1)
+		case "Tw":
+			ts.wordSpace, _ = num(n - 1)
+		case "Tz":
+			if v, ok := num(n - 1); ok {
+				ts.scale = v / 100
 			}
 		case "q":
 			if len(saved) < 64 {
-				saved = append(saved, font)
+				saved = append(saved, ts)
 			}
 		case "Q":
 			if len(saved) > 0 {
-				font, saved = saved[len(saved)-1], saved[:len(saved)-1]
+				x, measured := ts.x, ts.measured
+				ts, saved = saved[len(saved)-1], saved[:len(saved)-1]
+				// Q restores the graphics state, not the text position.
+				ts.x, ts.measured = x, measured
 			}
 		case "T*":
 			nl()
 		case "Td", "TD":
-			if len(operands) >= 2 {
-				if ty, err := strconv.ParseFloat(operands[len(operands)-1].text, 64); err == nil && ty != 0 {
-					nl()
-				} else if tx, err := strconv.ParseFloat(operands[len(operands)-2].text, 64); err == nil && tx > 0 {
-					b.WriteByte(' ')
+			tx, okx := num(n - 2)
+			ty, oky := num(n - 1)
+			switch {
+			case oky && ty != 0:
+				nl()
+			case okx:
+				if ts.gap(tx) {
+					space()
 				}
+				ts.lineStart()
 			}
 		case "Tm":
-			if len(operands) >= 6 {
-				if y, err := strconv.ParseFloat(operands[len(operands)-1].text, 64); err == nil {
-					if haveY && y != lastY {
+			if n >= 6 {
+				a, _ := num(n - 6)
+				x, _ := num(n - 2)
+				if y, ok := num(n - 1); ok {
+					switch {
+					case haveY && y != lastY:
 						nl()
-					} else if haveY {
-						b.WriteByte(' ')
+					case haveY && a == lastA && a != 0:
+						// The same line, moved along in the same
+						// text space: measured as Td's move is.
+						if ts.gap((x - lastX) / a) {
+							space()
+						}
+						ts.lineStart()
+					case haveY:
+						space()
+						ts.lineStart()
+					default:
+						ts.lineStart()
 					}
-					lastY, haveY = y, true
+					lastY, lastX, lastA, haveY = y, x, a, true
 				}
 			}
 		case "BT":
 			haveY = false
+			ts.lineStart()
 		case "ET":
 			nl()
 		}
 		operands = operands[:0]
 	}
 	return b.String()
+}
+
+// wordGap is the smallest move, as a fraction of the font size, that
+// reads as a space between words. A space is a quarter of the size in
+// most fonts (0.25 in Times, 0.28 in Helvetica); kerning and the rounding
+// of glyph positions that printers such as Chromium's emit between the
+// pieces of one word are a few hundredths.
+const wordGap = 0.2
+
+// textState is what the reader keeps of the text state: the font and
+// its size, spacing and scale (Tf, Tc, Tw, Tz), and how far the text
+// shown since the line's start moved (x, in unscaled text space units),
+// measured while every string since then was in a font with widths.
+type textState struct {
+	font                       *pdfFont
+	size, charSpace, wordSpace float64
+	scale                      float64 // Tz / 100; 0 reads as 1
+	x                          float64
+	measured                   bool
+}
+
+// lineStart begins a line: Td, TD, T*, Tm and BT set the line's start
+// where the text goes next.
+func (t *textState) lineStart() {
+	t.x, t.measured = 0, true
+	if t.scale == 0 {
+		t.scale = 1
+	}
+}
+
+// show advances x past s, or marks the line unmeasured when the font
+// does not say its widths.
+func (t *textState) show(s string) {
+	w, codes, spaces, ok := t.font.advance(s)
+	if !ok {
+		t.measured = false
+		return
+	}
+	t.x += (w/1000*t.size + float64(codes)*t.charSpace + float64(spaces)*t.wordSpace) * t.scale
+}
+
+// gap reports whether a move of tx from the line's start to the next
+// text leaves a word's gap after what the line showed: more than
+// wordGap of the font size past its end. Unmeasured, any move right
+// does, as it did before widths were read.
+func (t *textState) gap(tx float64) bool {
+	if !t.measured || t.size == 0 {
+		return tx > 0
+	}
+	return tx-t.x > wordGap*t.size*t.scale
 }
 
 func last(ops []operand, kind tokKind) (operand, bool) {

@@ -22,6 +22,124 @@ type pdfFont struct {
 	fixed int
 	// broken: the font has a ToUnicode that could not be read.
 	broken bool
+	// widths are the glyphs' advances by code, in thousandths of the
+	// font size (the font's Widths, or its descendant's W), with
+	// defaultWidth for the codes they do not list; nil when the font
+	// does not say them, or says them for codes this reader cannot
+	// split (a composite font with a CMap other than Identity).
+	widths       map[int]float64
+	defaultWidth float64
+}
+
+// maxWidths bounds the widths kept of one font: a W array may list
+// every CID of a large font, and no string needs more than this many
+// distinct codes to be measured well.
+const maxWidths = 1 << 16
+
+// advance is how far showing s moves the text position, in thousandths
+// of the font size, how many codes it shows (which character spacing
+// moves) and how many of them are the single byte 32 (which word spacing
+// also moves); ok is false when the font does not say its widths.
+func (f *pdfFont) advance(s string) (width float64, codes, spaces int, ok bool) {
+	if f == nil || f.widths == nil {
+		return 0, 0, 0, false
+	}
+	n := 1
+	if f.composite {
+		n = 2
+	}
+	for i := 0; i+n <= len(s); i += n {
+		code := int(s[i])
+		if n == 2 {
+			code = code<<8 | int(s[i+1])
+		} else if code == ' ' {
+			spaces++
+		}
+		w, found := f.widths[code]
+		if !found {
+			w = f.defaultWidth
+		}
+		width += w
+		codes++
+	}
+	return width, codes, spaces, true
+}
+
+// readWidths reads the glyph widths of font dictionary d into f: a
+// simple font's FirstChar and Widths (with its descriptor's MissingWidth
+// for the rest), or a composite font's descendant's W and DW when its
+// codes are CIDs (Identity-H or -V). A font that says none is left
+// without: the text reader then cannot measure its strings.
+func readWidths(pctx *model.Context, d types.Dict, f *pdfFont) {
+	if st := d.NameEntry("Subtype"); st != nil && *st == "Type3" {
+		return // widths in glyph space, through its FontMatrix
+	}
+	if f.composite {
+		if f.fixed != 2 {
+			return
+		}
+		arr, err := pctx.DereferenceArray(d["DescendantFonts"])
+		if err != nil || len(arr) == 0 {
+			return
+		}
+		cid, err := pctx.DereferenceDict(arr[0])
+		if err != nil || cid == nil {
+			return
+		}
+		f.widths, f.defaultWidth = map[int]float64{}, 1000
+		if dw, err := pctx.DereferenceNumber(cid["DW"]); err == nil && cid["DW"] != nil {
+			f.defaultWidth = dw
+		}
+		w, _ := pctx.DereferenceArray(cid["W"])
+		for i := 0; i+1 < len(w) && len(f.widths) < maxWidths; {
+			first, err := pctx.DereferenceNumber(w[i])
+			if err != nil {
+				return
+			}
+			if list, err := pctx.DereferenceArray(w[i+1]); err == nil && list != nil {
+				for j, o := range list {
+					if v, err := pctx.DereferenceNumber(o); err == nil && len(f.widths) < maxWidths {
+						f.widths[int(first)+j] = v
+					}
+				}
+				i += 2
+				continue
+			}
+			if i+2 >= len(w) {
+				return
+			}
+			last, err1 := pctx.DereferenceNumber(w[i+1])
+			v, err2 := pctx.DereferenceNumber(w[i+2])
+			if err1 != nil || err2 != nil {
+				return
+			}
+			for c := int(first); c <= int(last) && len(f.widths) < maxWidths; c++ {
+				f.widths[c] = v
+			}
+			i += 3
+		}
+		return
+	}
+	w, err := pctx.DereferenceArray(d["Widths"])
+	if err != nil || len(w) == 0 {
+		return
+	}
+	first := 0
+	if fc, err := pctx.DereferenceNumber(d["FirstChar"]); err == nil && d["FirstChar"] != nil {
+		first = int(fc)
+	}
+	f.widths = map[int]float64{}
+	if fd, err := pctx.DereferenceDict(d["FontDescriptor"]); err == nil && fd != nil && fd["MissingWidth"] != nil {
+		f.defaultWidth, _ = pctx.DereferenceNumber(fd["MissingWidth"])
+	}
+	for j, o := range w {
+		if j >= 256 {
+			break
+		}
+		if v, err := pctx.DereferenceNumber(o); err == nil {
+			f.widths[first+j] = v
+		}
+	}
 }
 
 // text turns a string the font shows into text. Through the ToUnicode
@@ -106,6 +224,7 @@ func readFont(pctx *model.Context, o types.Object, budget *int64) (*pdfFont, err
 			f.fixed = 2
 		}
 	}
+	readWidths(pctx, d, f)
 	tu, ok := d.Find("ToUnicode")
 	if !ok || tu == nil {
 		return f, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/ingest"
+	"github.com/trellis-ai/trellis/documents/pgfiles"
 	"github.com/trellis-ai/trellis/documents/s3store"
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/llm"
@@ -28,7 +29,8 @@ type documentsConfig struct {
 	// <data dir>/documents.
 	dir string
 	// shared says every process sharing the PostgreSQL database sees
-	// dir: without it (or S3) documents are off on PostgreSQL.
+	// dir, which then holds the files; without it (or S3) they go into
+	// the database.
 	shared bool
 	// s3 is the bucket, when TRELLIS_DOCUMENTS_S3_ENDPOINT is set.
 	s3 *s3store.Config
@@ -36,11 +38,13 @@ type documentsConfig struct {
 	key        []byte
 	maxBytes   int64
 	maxPerConv int
+	// maxExtractions is how many documents' text is read at once.
+	maxExtractions int
 }
 
 // parseDocuments reads the documents' settings: flags for the shapes,
 // the environment alone for the bucket's secrets and the key.
-func parseDocuments(c *documentsConfig, dir, shared, maxBytes, maxDocs string, getenv func(string) string) []error {
+func parseDocuments(c *documentsConfig, dir, shared, maxBytes, maxDocs, maxExtractions string, getenv func(string) string) []error {
 	var errs []error
 	c.dir = dir
 	var err error
@@ -52,6 +56,9 @@ func parseDocuments(c *documentsConfig, dir, shared, maxBytes, maxDocs string, g
 	}
 	if c.maxPerConv, err = strconv.Atoi(maxDocs); err != nil || c.maxPerConv <= 0 {
 		errs = append(errs, fmt.Errorf("max-documents: %q is not a positive number", maxDocs))
+	}
+	if c.maxExtractions, err = strconv.Atoi(maxExtractions); err != nil || c.maxExtractions <= 0 {
+		errs = append(errs, fmt.Errorf("max-extractions: %q is not a positive number", maxExtractions))
 	}
 	if k := getenv("TRELLIS_DOCUMENTS_KEY"); k != "" {
 		if c.key, err = documents.ParseKey(k); err != nil {
@@ -79,11 +86,12 @@ func parseDocuments(c *documentsConfig, dir, shared, maxBytes, maxDocs string, g
 
 // openDocuments builds the document service and registers its job with
 // ws (the queue is opened once every service has registered, see
-// openQueue). It returns nil and what the start line says when
-// documents are off: on PostgreSQL with the filesystem backend on a
-// directory not declared shared, since another process could not read
-// the files this one stores.
-func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, models *llm.Registry, ws *jobs.Workers, log *slog.Logger) (*ingest.Service, string, error) {
+// openQueue), and says for the start line where the files live: in the
+// bucket when one is configured; on PostgreSQL, in the database itself
+// unless the directory is declared shared, since another process could
+// not read the files this one stores in a private one; otherwise in the
+// directory.
+func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, models *llm.Registry, ws *jobs.Workers, log *slog.Logger, cleanup *closers) (*ingest.Service, string, error) {
 	dc := cfg.documents
 	var files documents.Storage
 	var desc string
@@ -98,7 +106,12 @@ func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, models 
 		}
 		files, desc = s, "s3 "+dc.s3.Endpoint+"/"+dc.s3.Bucket
 	case cfg.databaseURL != "" && !dc.shared:
-		return nil, "off (PostgreSQL: set TRELLIS_DOCUMENTS_S3_* or, if every process sees " + dc.dir + ", TRELLIS_DOCUMENTS_SHARED=true)", nil
+		s, err := pgfiles.Open(ctx, cfg.databaseURL)
+		if err != nil {
+			return nil, "", fmt.Errorf("documents: %w", err)
+		}
+		cleanup.add(s.Close)
+		files, desc = s, "postgres table "+pgfiles.Table
 	default:
 		fsys, err := documents.NewFileStorage(dc.dir)
 		if err != nil {
@@ -122,7 +135,8 @@ func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, models 
 		return nil, "", err
 	}
 	desc += ", " + sumDesc
-	svc, err := ingest.New(ingest.Config{Store: rec, Files: files, Summarizer: sum, MaxBytes: dc.maxBytes, MaxPerConversation: dc.maxPerConv, Logger: log})
+	svc, err := ingest.New(ingest.Config{Store: rec, Files: files, Summarizer: sum, MaxBytes: dc.maxBytes, MaxPerConversation: dc.maxPerConv,
+		MaxExtractions: dc.maxExtractions, Logger: log})
 	if err != nil {
 		return nil, "", err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,10 +12,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 )
@@ -158,11 +161,14 @@ func TestParseDocuments(t *testing.T) {
 	if d.dir != "/home/ada/.local/share/trellis/documents" || d.maxBytes != 1_000_000 || d.maxPerConv != 5 || d.shared || d.s3 != nil || d.key != nil {
 		t.Errorf("defaults: %+v", d)
 	}
-	c, err = parseServe([]string{"--max-documents", "3"}, env("TRELLIS_DOCUMENTS_KEY", strings.Repeat("ab", 32),
+	if d.maxExtractions != runtime.GOMAXPROCS(0) {
+		t.Errorf("default extractions at once: %d", d.maxExtractions)
+	}
+	c, err = parseServe([]string{"--max-documents", "3", "--max-extractions", "7"}, env("TRELLIS_DOCUMENTS_KEY", strings.Repeat("ab", 32),
 		"TRELLIS_DOCUMENTS_S3_ENDPOINT", "127.0.0.1:9000", "TRELLIS_DOCUMENTS_S3_BUCKET", "docs", "TRELLIS_DOCUMENTS_S3_PATH_STYLE", "true",
 		"TRELLIS_DOCUMENTS_SHARED", "true", "TRELLIS_MAX_DOCUMENT_BYTES", "2000000"), io.Discard)
 	d = c.documents
-	if err != nil || d.maxPerConv != 3 || d.maxBytes != 2_000_000 || !d.shared || len(d.key) != 32 || d.s3 == nil || !d.s3.PathStyle || d.s3.Bucket != "docs" {
+	if err != nil || d.maxPerConv != 3 || d.maxExtractions != 7 || d.maxBytes != 2_000_000 || !d.shared || len(d.key) != 32 || d.s3 == nil || !d.s3.PathStyle || d.s3.Bucket != "docs" {
 		t.Errorf("set: %+v %v", d, err)
 	}
 	for _, bad := range [][]string{
@@ -171,6 +177,7 @@ func TestParseDocuments(t *testing.T) {
 		{"TRELLIS_DOCUMENTS_S3_ENDPOINT", "x", "TRELLIS_DOCUMENTS_S3_BUCKET", "b", "TRELLIS_DOCUMENTS_S3_INSECURE", "maybe"},
 		{"TRELLIS_MAX_DOCUMENT_BYTES", "0"},
 		{"TRELLIS_MAX_DOCUMENTS", "many"},
+		{"TRELLIS_MAX_EXTRACTIONS", "0"},
 		{"TRELLIS_DOCUMENTS_SHARED", "sort of"},
 	} {
 		if _, err := parseServe(nil, env(bad...), io.Discard); err == nil {
@@ -179,20 +186,87 @@ func TestParseDocuments(t *testing.T) {
 	}
 }
 
-// On PostgreSQL a directory not declared shared is refused: documents are
-// off, the start line says why, and the endpoints are not served.
-func TestServeDocumentsOffOnPostgresWithoutSharedDir(t *testing.T) {
-	c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(), "DATABASE_URL="+pgDSN(t))
-	if !strings.Contains(c.startLine, "documents off (PostgreSQL: set TRELLIS_DOCUMENTS_S3_*") {
-		t.Fatalf("start line %q", c.startLine)
+// waitReady polls a document's status on c until it is ready.
+func waitReady(t *testing.T, c *child, conv, id string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, st := getJSON(t, c, "/api/v1/documents/"+conv+"/"+id+"/status")
+		if code != http.StatusOK || st["status"] == "error" {
+			t.Fatalf("status: %d %v", code, st)
+		}
+		if st["status"] == "ready" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready: %v", id, st)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	resp, err := http.Post(c.url+"/api/v1/documents", "multipart/form-data; boundary=x", strings.NewReader("--x--\r\n"))
+}
+
+// On PostgreSQL with no document setting, files go into the database:
+// two processes on one database, each with a private data directory,
+// read the documents the other stored (uploaded on one, listed, loaded
+// and deleted on the other), encrypted at rest when a key is set, and
+// the start line says where the files live.
+func TestServeDocumentsInPostgresByDefault(t *testing.T) {
+	dsn := pgDSN(t)
+	key := "TRELLIS_DOCUMENTS_KEY=" + strings.Repeat("3c", 32)
+	a := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(), "DATABASE_URL="+dsn, key)
+	b := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(), "DATABASE_URL="+dsn, key)
+	for _, c := range []*child{a, b} {
+		if !strings.Contains(c.startLine, "documents postgres table document_files encrypted") {
+			t.Fatalf("the start line does not say the files are in the database: %q", c.startLine)
+		}
+	}
+	pdf, err := os.ReadFile("../../documents/testdata/handbook.pdf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("upload with documents off: %d", resp.StatusCode)
+	d := uploadTo(t, a, "", "notes.md", []byte("# Notes\n\nThe vault code is 4711."))
+	conv := d["conversation_id"].(string)
+	p := uploadTo(t, b, conv, "handbook.pdf", pdf)
+	for _, doc := range []map[string]any{d, p} {
+		for _, c := range []*child{a, b} {
+			waitReady(t, c, conv, doc["document_id"].(string))
+		}
+	}
+	for _, c := range []*child{a, b} {
+		code, list := getJSON(t, c, "/api/v1/documents/"+conv)
+		if docs, _ := list["documents"].([]any); code != http.StatusOK || len(docs) != 2 {
+			t.Fatalf("list: %d %v", code, list)
+		}
+	}
+	for _, load := range []struct {
+		c    *child
+		id   string
+		want []byte
+	}{{b, d["document_id"].(string), []byte("The vault code is 4711.")}, {a, p["document_id"].(string), pdf}} {
+		resp := load.c.do(http.MethodGet, "/api/v1/documents/"+conv+"/"+load.id+"/content", nil)
+		got, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(got, load.want) {
+			t.Fatalf("content of %s from the other process: %d, %d bytes", load.id, resp.StatusCode, len(got))
+		}
+	}
+	db, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	var n int
+	var plain bool
+	if err := db.QueryRow(t.Context(), `SELECT count(*), coalesce(bool_or(position('4711'::bytea in data) > 0), false) FROM document_files`).Scan(&n, &plain); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 || plain {
+		t.Fatalf("document_files: %d rows (want 2), plain text stored: %v", n, plain)
+	}
+	if resp := b.do(http.MethodDelete, "/api/v1/conversations/"+conv, nil); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete conversation: %d", resp.StatusCode)
+	}
+	if err := db.QueryRow(t.Context(), `SELECT count(*) FROM document_files`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d files left after deleting the conversation (%v)", n, err)
 	}
 }
 
@@ -505,5 +579,32 @@ func TestServeOfflineAnswersFromDocuments(t *testing.T) {
 	}
 	if ct := cites[0]; ct.Index != 1 || ct.DocumentID != d["document_id"] || ct.Filename != "handbook.md" || !strings.Contains(ct.Text, "Bertha") {
 		t.Fatalf("citation %+v", ct)
+	}
+}
+
+// A 20 MB upload to serve with the default limits is told the document
+// limit it can act on, with the code the README promises, not the body
+// limit (the document limit plus the multipart framing).
+func TestServeRefusesOversizedDocument(t *testing.T) {
+	c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir())
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", "big.txt")
+	fw.Write(bytes.Repeat([]byte("twenty megabytes "), 20_000_000/17))
+	mw.Close()
+	resp, err := http.Post(c.url+"/api/v1/documents", mw.FormDataContentType(), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || e.Error.Code != "document_too_large" ||
+		e.Error.Message != "the file is larger than 1000000 bytes, the most a document may be" {
+		t.Fatalf("a 20 MB upload: %d %+v", resp.StatusCode, e.Error)
 	}
 }

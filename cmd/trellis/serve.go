@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -94,6 +95,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		cancelOnDisconnect, maxToolResult     string
 		authPerMin, authBurst, proxies        string
 		docDir, docShared, docMax, docCount   string
+		docExtract                            string
 		durability                            string
 		cogOn, cogBudget, memMax, memTTL      string
 		subAgents, budgetTokens, budgetCalls  string
@@ -122,9 +124,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&maxRuns, "max-runs-per-user", env("TRELLIS_MAX_RUNS_PER_USER", strconv.Itoa(api.DefaultMaxConcurrentRuns)), "runs a user may have going at once, -1 for no limit (TRELLIS_MAX_RUNS_PER_USER)")
 	fs.StringVar(&maxToolResult, "max-tool-result-bytes", env("TRELLIS_MAX_TOOL_RESULT_BYTES", strconv.Itoa(operators.DefaultMaxResultBytes)), "tool results above this are cut, with a note, -1 for no cap (TRELLIS_MAX_TOOL_RESULT_BYTES)")
 	fs.StringVar(&docDir, "documents-dir", env("TRELLIS_DOCUMENTS_DIR", ""), "where uploaded documents' files are kept (TRELLIS_DOCUMENTS_DIR); default <data dir>/documents")
-	fs.StringVar(&docShared, "documents-shared", env("TRELLIS_DOCUMENTS_SHARED", "false"), "every process sharing the PostgreSQL database sees documents-dir (TRELLIS_DOCUMENTS_SHARED)")
+	fs.StringVar(&docShared, "documents-shared", env("TRELLIS_DOCUMENTS_SHARED", "false"), "with PostgreSQL, keep documents' files in documents-dir, which every process sharing the database must see, instead of in the database (TRELLIS_DOCUMENTS_SHARED)")
 	fs.StringVar(&docMax, "max-document-bytes", env("TRELLIS_MAX_DOCUMENT_BYTES", "1000000"), "largest document accepted, in bytes (TRELLIS_MAX_DOCUMENT_BYTES)")
 	fs.StringVar(&docCount, "max-documents", env("TRELLIS_MAX_DOCUMENTS", "5"), "documents a conversation may hold (TRELLIS_MAX_DOCUMENTS)")
+	fs.StringVar(&docExtract, "max-extractions", env("TRELLIS_MAX_EXTRACTIONS", strconv.Itoa(runtime.GOMAXPROCS(0))), "documents whose text is read at once; more uploads wait for a turn (TRELLIS_MAX_EXTRACTIONS)")
 	fs.StringVar(&durability, "durability", env("TRELLIS_DURABILITY", "sync"), "when a run writes its checkpoints: sync (every step, before the next), async (every step, while the next runs) or exit (its input and its end; a crash repeats the turn) (TRELLIS_DURABILITY)")
 	fs.StringVar(&cogOn, "cognition", env("TRELLIS_COGNITION", "on"), "remember users across conversations and learn in the background: on or off (TRELLIS_COGNITION)")
 	fs.StringVar(&cogBudget, "cognition-budget", env("TRELLIS_COGNITION_BUDGET", "100ms"), "how long loading what is remembered of the user may take before the run goes on without it (TRELLIS_COGNITION_BUDGET)")
@@ -214,7 +217,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	if docDir == "" {
 		docDir = documentsDefaultDir(c.dataDir)
 	}
-	errs = append(errs, parseDocuments(&c.documents, docDir, docShared, docMax, docCount, getenv)...)
+	errs = append(errs, parseDocuments(&c.documents, docDir, docShared, docMax, docCount, docExtract, getenv)...)
 	errs = append(errs, parseCognition(&c.cognition, cogOn, cogBudget, memMax, memTTL)...)
 	if c.addr == "" {
 		c.addr = "127.0.0.1:8080"
@@ -420,7 +423,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		return app{}, err
 	}
 	ws := jobs.NewWorkers()
-	docs, docDesc, err := openDocuments(ctx, cfg, st, models, ws, log)
+	docs, docDesc, err := openDocuments(ctx, cfg, st, models, ws, log, cleanup)
 	if err != nil {
 		return app{}, err
 	}

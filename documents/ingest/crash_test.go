@@ -14,6 +14,7 @@ import (
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/documents/ingest/ingesttest"
+	"github.com/trellis-ai/trellis/documents/pgfiles"
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/internal/pgtest"
 	"github.com/trellis-ai/trellis/store"
@@ -32,7 +33,9 @@ func TestMain(m *testing.M) {
 }
 
 // place is where one test's processes keep everything: the database (a
-// SQLite directory, or a PostgreSQL URL and schema) and the files.
+// SQLite directory, or a PostgreSQL URL and schema) and the files (in
+// the directory beside SQLite; in the database on PostgreSQL, as serve
+// keeps them there by default).
 type place struct {
 	backend, dir, dsn, schema string
 }
@@ -44,10 +47,7 @@ func (p place) spec() string {
 // open opens the place's record, files and queue (not started) for a
 // service with sum as its summariser.
 func (p place) open(ctx context.Context, sum documents.Summarizer, jcfg jobs.Config) (*ingest.Service, *jobs.Queue, ingest.Record, func(), error) {
-	files, err := documents.NewFileStorage(filepath.Join(p.dir, "files"))
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
+	var files documents.Storage
 	var rec ingest.Record
 	var pool *pgxpool.Pool
 	closeAll := func() {}
@@ -58,6 +58,9 @@ func (p place) open(ctx context.Context, sum documents.Summarizer, jcfg jobs.Con
 			return nil, nil, nil, nil, err
 		}
 		rec, closeAll = st, func() { st.Close() }
+		if files, err = documents.NewFileStorage(filepath.Join(p.dir, "files")); err != nil {
+			return nil, nil, nil, nil, err
+		}
 	case "postgres":
 		cfg, err := pgxpool.ParseConfig(p.dsn)
 		if err != nil {
@@ -72,6 +75,9 @@ func (p place) open(ctx context.Context, sum documents.Summarizer, jcfg jobs.Con
 			return nil, nil, nil, nil, err
 		}
 		rec, closeAll = st, pool.Close
+		if files, err = pgfiles.New(ctx, pool); err != nil {
+			return nil, nil, nil, nil, err
+		}
 	}
 	svc, err := ingest.New(ingest.Config{Store: rec, Files: files, Summarizer: sum})
 	if err != nil {

@@ -4,6 +4,9 @@
 // summarise: uploading → chunking → summarizing → ready, or error with
 // why), and serves what the API asks of documents (list, status, the
 // original bytes, delete with the file, chunks, index rows and job).
+// Extraction, in an upload and in a job alike, runs in a bounded number
+// of slots (Config.MaxExtractions), so a burst of uploads costs a bounded
+// amount of memory; an upload waits for a slot while its context lasts.
 //
 // It sits between documents (storage, extraction, chunking, summaries),
 // store (the record and the index) and internal/jobs (the queue),

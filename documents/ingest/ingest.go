@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -36,6 +37,13 @@ type Config struct {
 	// SummaryConcurrency is how many summaries of one document run at
 	// once. Default 5.
 	SummaryConcurrency int
+	// MaxExtractions is how many extractions (an upload's check, a job's
+	// read) run at once in this process; the others wait for a slot.
+	// Each may hold the file and up to Extract's decode budget (16 MiB
+	// by default), so this bounds what a burst of uploads costs. Default
+	// GOMAXPROCS: extraction is CPU work, and more at once would not
+	// finish sooner.
+	MaxExtractions int
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -54,6 +62,8 @@ type Service struct {
 	queue *jobs.Queue
 	log   *slog.Logger
 	watch watchers
+	// slots holds a token per extraction running (MaxExtractions).
+	slots chan struct{}
 }
 
 // New returns the service; Attach a queue before uploading.
@@ -73,13 +83,28 @@ func New(cfg Config) (*Service, error) {
 	if cfg.SummaryConcurrency <= 0 {
 		cfg.SummaryConcurrency = 5
 	}
+	if cfg.MaxExtractions <= 0 {
+		cfg.MaxExtractions = runtime.GOMAXPROCS(0)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if _, err := (documents.Text{}).Chunk(cfg.Chunks); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
-	return &Service{cfg: cfg, log: cfg.Logger}, nil
+	return &Service{cfg: cfg, log: cfg.Logger, slots: make(chan struct{}, cfg.MaxExtractions)}, nil
+}
+
+// extract reads data's text in one of the MaxExtractions slots, waiting
+// for one as long as ctx lets it.
+func (s *Service) extract(ctx context.Context, data []byte, filename string) (documents.Text, error) {
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return documents.Text{}, fmt.Errorf("ingest: waiting to extract %s: %w", filename, ctx.Err())
+	}
+	defer func() { <-s.slots }()
+	return documents.Extract(ctx, data, filename, s.cfg.Extract)
 }
 
 // MaxBytes is the largest file the service accepts.
@@ -130,9 +155,10 @@ type Upload struct {
 
 // Upload checks the file (size, sniffed type, readable text), then stores
 // its record (status uploading), its bytes and its processing job, and
-// returns the record; processing goes on as a job. A refused upload
-// stores nothing: a failure after the record was stored deletes it and
-// the file again.
+// returns the record; processing goes on as a job. The text is read in
+// an extraction slot (MaxExtractions), which the upload waits for while
+// ctx lasts. A refused upload stores nothing: a failure after the record
+// was stored deletes it and the file again.
 func (s *Service) Upload(ctx context.Context, u Upload) (store.Document, error) {
 	if s.queue == nil {
 		return store.Document{}, errors.New("ingest: no queue attached")
@@ -141,7 +167,7 @@ func (s *Service) Upload(ctx context.Context, u Upload) (store.Document, error) 
 		return store.Document{}, &TooLarge{Limit: s.cfg.MaxBytes}
 	}
 	name := cleanName(u.Filename)
-	text, err := documents.Extract(ctx, u.Data, name, s.cfg.Extract)
+	text, err := s.extract(ctx, u.Data, name)
 	if err != nil {
 		return store.Document{}, err
 	}
@@ -328,7 +354,7 @@ func (s *Service) chunk(ctx context.Context, d store.Document) ([]store.Document
 	if err != nil {
 		return nil, err
 	}
-	text, err := documents.Extract(ctx, data, d.Filename, s.cfg.Extract)
+	text, err := s.extract(ctx, data, d.Filename)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -295,5 +298,84 @@ func TestDocumentSummaryReadsWholeText(t *testing.T) {
 	}
 	if text := <-got.text; text != want.Text {
 		t.Fatalf("document summary asked of %d bytes, want the %d extracted", len(text), len(want.Text))
+	}
+}
+
+// heapPeak samples the live heap every millisecond until stop is
+// closed, and sends the largest value seen.
+func heapPeak(stop <-chan struct{}) <-chan uint64 {
+	out := make(chan uint64, 1)
+	go func() {
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		var peak uint64
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			peak = max(peak, sample[0].Value.Uint64())
+			select {
+			case <-stop:
+				out <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return out
+}
+
+// A burst of 50 PDF uploads at once, each decoding to 6 MiB, extracts
+// two at a time (MaxExtractions): the heap stays far below what fifty
+// extractions at once would hold (300 MiB of decoded content alone),
+// and every upload is stored.
+func TestUploadBurstBounded(t *testing.T) {
+	const burst, slots, decoded = 50, 2, 6 << 20
+	pdf := pdfmake.Make([]pdfmake.Page{{"Launch notes", "The launch is on 3 May."}}, pdfmake.Options{Flate: true, Padding: decoded})
+	r := ingesttest.New(t, "sqlite", ingest.Config{MaxPerConversation: burst, MaxExtractions: slots}, jobs.Config{})
+	ctx := t.Context()
+	first, err := r.Svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "first.pdf", Data: pdf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	stop := make(chan struct{})
+	peak := heapPeak(stop)
+	var wg sync.WaitGroup
+	for i := range burst - 1 {
+		wg.Go(func() {
+			if _, err := r.Svc.Upload(ctx, ingest.Upload{UserID: "alice", ConversationID: first.ConversationID,
+				Filename: fmt.Sprintf("notes-%d.pdf", i), Data: pdf}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	grew := int64(<-peak) - int64(base.HeapAlloc)
+	t.Logf("a burst of %d uploads of a %d-byte PDF decoding to %d MiB, %d extractions at once: the heap grew by at most %.1f MiB",
+		burst-1, len(pdf), decoded>>20, slots, float64(grew)/(1<<20))
+	if limit := int64(burst/2) * decoded; grew > limit {
+		t.Fatalf("the heap grew by %d MiB, more than %d MiB: extractions are not bounded", grew>>20, limit>>20)
+	}
+	if list, err := r.Svc.List(ctx, "alice", first.ConversationID); err != nil || len(list) != burst {
+		t.Fatalf("%d documents stored, want %d (%v)", len(list), burst, err)
+	}
+}
+
+// An upload waiting for an extraction slot gives up when its context
+// ends, and stores nothing.
+func TestUploadWaitingForASlotCancelled(t *testing.T) {
+	r := ingesttest.New(t, "sqlite", ingest.Config{MaxExtractions: 1}, jobs.Config{})
+	release := r.Svc.HoldExtractionSlots()
+	defer release()
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := r.Svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "a.txt", Data: []byte("words")}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Upload with every slot taken: %v, want the context's end", err)
+	}
+	if keys, _ := r.Files.List(t.Context(), ""); len(keys) != 0 {
+		t.Fatalf("files after a cancelled upload: %v", keys)
 	}
 }

@@ -1,3 +1,4 @@
 // Package storagetest is the conformance suite of documents.Storage: every
-// backend (the filesystem, S3, each with and without encryption) runs it.
+// backend (the filesystem, S3, PostgreSQL, each with and without
+// encryption) runs it.
 package storagetest

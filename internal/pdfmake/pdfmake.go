@@ -23,6 +23,12 @@ type Options struct {
 	// Font, when not nil, is the font the lines are shown in, in place
 	// of Helvetica.
 	Font *Font
+	// ObjectStreams, when above 0, adds that many fonts to every page's
+	// resources (F2, F3 …), each packed in an object stream of its own
+	// that ObjectStreamPadding spaces lengthen once decoded (with Flate,
+	// many small bombs); the cross-reference is then a stream (PDF 1.5),
+	// as packed objects need.
+	ObjectStreams, ObjectStreamPadding int
 }
 
 // Font is a font with codes of its own, for reading text through a
@@ -167,6 +173,15 @@ func Make(pages []Page, opt Options) []byte {
 	} else {
 		font = add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
 	}
+	packed := map[int]int{} // object number → the object stream holding it
+	var extraFonts strings.Builder
+	for i := range opt.ObjectStreams {
+		f := add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+		prolog := fmt.Sprintf("%d 0\n", f)
+		stream, dict := compress([]byte(prolog + objs[f-1] + "\n" + strings.Repeat(" ", opt.ObjectStreamPadding)))
+		packed[f] = add(fmt.Sprintf("<< /Type /ObjStm /N 1 /First %d /Length %d%s >>\nstream\n%s\nendstream", len(prolog), len(stream), dict, stream))
+		fmt.Fprintf(&extraFonts, " /F%d %d 0 R", i+2, f)
+	}
 	var kids []string
 	for _, p := range pages {
 		var c strings.Builder
@@ -187,20 +202,49 @@ func Make(pages []Page, opt Options) []byte {
 		}
 		stream, dict := compress([]byte(c.String()))
 		content := add(fmt.Sprintf("<< /Length %d%s >>\nstream\n%s\nendstream", len(stream), dict, stream))
-		page := add(fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>", font, content))
+		page := add(fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 %d 0 R%s >> >> /Contents %d 0 R >>", font, extraFonts.String(), content))
 		kids = append(kids, fmt.Sprintf("%d 0 R", page))
 	}
 	objs[0] = "<< /Type /Catalog /Pages 2 0 R >>"
 	objs[1] = fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), len(kids))
 
 	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+	if len(packed) > 0 {
+		b.WriteString("%PDF-1.5\n%\xe2\xe3\xcf\xd3\n")
+	} else {
+		b.WriteString("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+	}
 	offsets := make([]int, len(objs))
 	for i, o := range objs {
+		if _, ok := packed[i+1]; ok {
+			continue
+		}
 		offsets[i] = b.Len()
 		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
 	}
 	xref := b.Len()
+	if len(packed) > 0 {
+		// A cross-reference stream: entries of a type byte, a 4-byte
+		// offset or object stream number, and a 2-byte generation or
+		// index; the stream itself is the last object.
+		var x bytes.Buffer
+		entry := func(typ byte, field, index int) {
+			x.Write([]byte{typ, byte(field >> 24), byte(field >> 16), byte(field >> 8), byte(field), byte(index >> 8), byte(index)})
+		}
+		entry(0, 0, 65535)
+		for i := range objs {
+			if os, ok := packed[i+1]; ok {
+				entry(2, os, 0)
+			} else {
+				entry(1, offsets[i], 0)
+			}
+		}
+		entry(1, xref, 0)
+		fmt.Fprintf(&b, "%d 0 obj\n<< /Type /XRef /Size %d /Root 1 0 R /W [1 4 2] /Length %d >>\nstream\n", len(objs)+1, len(objs)+2, x.Len())
+		b.Write(x.Bytes())
+		fmt.Fprintf(&b, "\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n", xref)
+		return b.Bytes()
+	}
 	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
 	for _, off := range offsets {
 		fmt.Fprintf(&b, "%010d 00000 n \n", off)

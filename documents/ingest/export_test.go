@@ -1,0 +1,14 @@
+package ingest
+
+// HoldExtractionSlots takes every extraction slot until the returned
+// function is called, for tests of what waits for one.
+func (s *Service) HoldExtractionSlots() func() {
+	for range cap(s.slots) {
+		s.slots <- struct{}{}
+	}
+	return func() {
+		for range cap(s.slots) {
+			<-s.slots
+		}
+	}
+}
