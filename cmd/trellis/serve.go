@@ -460,8 +460,12 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		// The agent waits for its context loaders (memory and document
 		// summaries alike) as long as the memory's budget.
 		agent.ContextTimeout = cfg.cognition.budget
-		if err := tools.local.Add(memtools.New(cog)...); err != nil {
+		mem := memtools.New(cog)
+		if err := tools.local.Add(mem...); err != nil {
 			return app{}, err
+		}
+		for _, t := range mem {
+			agent.MemoryTools = append(agent.MemoryTools, t.Spec().Name)
 		}
 	}
 	svc, err := runs.New(runs.Config{
