@@ -202,3 +202,19 @@ type HumanRequests interface {
 	// nothing is changed.
 	ResolveHumanRequest(ctx context.Context, userID, id string, ans HumanAnswer) (HumanRequest, error)
 }
+
+// Users erases what the record holds of a user, for the erasure of a
+// user (DELETE /api/v1/me). The conversations' graph threads and their
+// documents' files are not in the record: the caller deletes them, one
+// conversation at a time (see Conversations.DeleteConversation), before
+// calling EraseUser for the rest.
+type Users interface {
+	// EraseUser deletes everything of the user's, in one transaction:
+	// their conversations with all that belongs to them (runs, messages,
+	// events, human requests, documents, chunks and their index rows),
+	// their memories, profile and share of the tool stats. It returns
+	// how many conversations went. Erasing a user of whom nothing is
+	// stored deletes nothing and is not an error. Returns ErrInvalid
+	// for an empty user id.
+	EraseUser(ctx context.Context, userID string) (int, error)
+}

@@ -34,6 +34,7 @@ var (
 	_ store.Store     = (*Store)(nil)
 	_ store.Documents = (*Store)(nil)
 	_ store.Memories  = (*Store)(nil)
+	_ store.Users     = (*Store)(nil)
 )
 
 // migrationFS holds the schema's migrations: SQLite's types (text times,
