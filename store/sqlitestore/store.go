@@ -74,6 +74,15 @@ func open(ctx context.Context, path string) (*Store, error) {
 	return &Store{shared: sqlstore.New(d, "sqlitestore", latest), db: d}, nil
 }
 
+// TruncateWAL empties the database's write-ahead log into the file (see
+// sqlopen.TruncateWAL), so deleted records leave no trace in it.
+func (s *Store) TruncateWAL(ctx context.Context) error {
+	if err := sqlopen.TruncateWAL(ctx, s.db.db); err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
+	}
+	return nil
+}
+
 // Close closes the database.
 func (s *Store) Close() error {
 	s.db.writer.Close()
