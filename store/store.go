@@ -43,9 +43,10 @@ type Conversations interface {
 	SetConversationMetadata(ctx context.Context, userID, id string, metadata json.RawMessage) (Conversation, error)
 
 	// DeleteConversation removes the conversation with its runs, messages,
-	// events and human requests, all at once. The caller then
-	// deletes the graph thread of the same id; a thread left behind by a
-	// crash in between is unreachable. Deleting a conversation whose run
+	// events, human requests and documents' rows, all at once. The caller
+	// deletes the graph thread of the same id and the documents' files
+	// first, so a crash in between leaves the conversation to delete
+	// again, not data that no record names. Deleting a conversation whose run
 	// is still running makes that run's next AppendEvent fail with
 	// ErrNotFound. Returns ErrNotFound when the conversation is unknown or
 	// another user's.

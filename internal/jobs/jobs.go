@@ -298,6 +298,9 @@ type EnqueueOptions struct {
 	// with the same arguments waits or runs, enqueueing another returns
 	// it instead.
 	Unique bool
+	// UniqueUnfinished is Unique only while the job waits or runs: once
+	// it has finished, enqueueing the same arguments makes a new job.
+	UniqueUnfinished bool
 	// Delay runs the job no sooner than this from now.
 	Delay time.Duration
 }
@@ -306,8 +309,11 @@ type EnqueueOptions struct {
 // and returns its id.
 func (q *Queue) Enqueue(ctx context.Context, args Args, opts EnqueueOptions) (int64, error) {
 	io := &river.InsertOpts{MaxAttempts: opts.MaxAttempts}
-	if opts.Unique {
+	switch {
+	case opts.Unique:
 		io.UniqueOpts = river.UniqueOpts{ByArgs: true}
+	case opts.UniqueUnfinished:
+		io.UniqueOpts = river.UniqueOpts{ByArgs: true, ByState: unfinished}
 	}
 	if opts.Delay > 0 {
 		io.ScheduledAt = time.Now().Add(opts.Delay)
