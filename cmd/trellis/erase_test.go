@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -320,4 +321,52 @@ func wantHolders(backend string) []string {
 		return []string{"trellis.db", "checkpoints.db", "documents" + string(filepath.Separator)}
 	}
 	return []string{"messages", "events", "chunks", "documents" + string(filepath.Separator), "checkpoint"}
+}
+
+// An erasure survives a crash, on SQLite and PostgreSQL: the process is
+// killed while the erasure job waits to delete a conversation's
+// checkpoints (a transaction of the test holds their lock), and the next
+// process takes the abandoned job again and completes it. Nothing of the
+// erased user is left; the other user keeps everything.
+func TestCrashWhileErasing(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			e := newErasureEnv(t, backend)
+			c := startServe(t, e.env...)
+			alice, bob := newCanary(t), newCanary(t)
+			plant(t, c, aliceKey, alice, true)
+			plant(t, c, aliceKey, alice, true)
+			plant(t, c, bobKey, bob, true)
+
+			locked := &crashEnv{t: t, data: filepath.Join(e.dir, "data"), dsn: e.dsn}
+			release := locked.holdCheckpoints()
+			asJSON(t, c, aliceKey, http.MethodDelete, "/api/v1/me", nil, http.StatusAccepted)
+			waitFor(t, "the erasure to run", func() bool {
+				s := asJSON(t, c, aliceKey, http.MethodGet, "/api/v1/me/erasure", nil, http.StatusOK)
+				return s["status"] == "running"
+			})
+			c.stop(syscall.SIGKILL)
+			release()
+			if found := e.scan(alice); len(found[alice]) == 0 {
+				t.Fatal("the killed erasure left nothing to finish: the test proves nothing")
+			}
+
+			// A short job timeout takes the dead process's job again soon.
+			c = startServe(t, append(e.env, "TRELLIS_JOB_TIMEOUT=2s")...)
+			done := waitErased(t, c, aliceKey)
+			if done["attempt"].(float64) < 2 {
+				t.Errorf("the erasure completed in attempt %v, not after the crash", done["attempt"])
+			}
+			found := e.scan(alice, bob)
+			if len(found[alice]) > 0 {
+				t.Errorf("after the crash and the erasure, alice's canary is still in %v", found[alice])
+			}
+			if len(found[bob]) == 0 {
+				t.Error("bob's canary is gone")
+			}
+			if l := asJSON(t, c, bobKey, http.MethodGet, "/api/v1/conversations", nil, http.StatusOK)["conversations"].([]any); len(l) != 1 {
+				t.Errorf("bob's conversations: %v", l)
+			}
+		})
+	}
 }
