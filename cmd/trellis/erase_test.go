@@ -370,3 +370,21 @@ func TestCrashWhileErasing(t *testing.T) {
 		})
 	}
 }
+
+// Deleting a conversation as a LangGraph thread deletes its documents'
+// files too, as DELETE /conversations/{id} does: before, it left them.
+func TestLangGraphThreadDeleteRemovesFiles(t *testing.T) {
+	e := newErasureEnv(t, "sqlite")
+	c := startServe(t, e.env...)
+	canary := newCanary(t)
+	conv := uploadAs(t, c, aliceKey, "", "notes.md", "# Notes\n\nThe code word is "+canary+".\n")
+	if found := e.scan(canary); len(found[canary]) == 0 {
+		t.Fatal("the canary is in no file: the test proves nothing")
+	}
+	if code, b := as(t, c, aliceKey, http.MethodDelete, "/langgraph/threads/"+conv, nil); code != http.StatusNoContent && code != http.StatusOK {
+		t.Fatalf("delete thread: %d %s", code, b)
+	}
+	if found := e.scan(canary); len(found[canary]) > 0 {
+		t.Errorf("a deleted thread's document is still in %v", found[canary])
+	}
+}
