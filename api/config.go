@@ -35,6 +35,9 @@ type Config struct {
 	// Cognition serves /api/v1/me/profile, /me/memories and
 	// /cognition/identity; nil leaves those endpoints out (404).
 	Cognition *cognition.Service
+	// Erasure erases users: DELETE /api/v1/me and GET /api/v1/me/erasure;
+	// nil leaves those endpoints out (404).
+	Erasure Eraser
 
 	// Keys maps API keys to user ids. Empty means local mode: no
 	// authentication, every request is middleware.LocalUser ("local").

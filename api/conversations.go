@@ -126,13 +126,13 @@ func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleDeleteConversation is DELETE /api/v1/conversations/{id}: a live
-// run is cancelled first; then the record and the agent's state go.
+// run is cancelled first; then its documents' files, the agent's state
+// and the record go (runs.Service.DeleteConversation).
 func (s *Server) handleDeleteConversation(w http.ResponseWriter, r *http.Request) {
 	if err := s.runs.DeleteConversation(r.Context(), userOf(r), r.PathValue("id")); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.deleteConversationFiles(r, r.PathValue("id"))
 	w.WriteHeader(http.StatusNoContent)
 }
 

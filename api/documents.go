@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"mime"
 	"net/http"
 	"strconv"
@@ -212,20 +211,6 @@ func (s *Server) handleDeleteDocument(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// deleteConversationFiles deletes the files of a deleted conversation's
-// documents (their rows went with the conversation). A failure leaves
-// files no record names, which is logged; the conversation is gone
-// either way.
-func (s *Server) deleteConversationFiles(r *http.Request, conversationID string) {
-	if s.cfg.Documents == nil {
-		return
-	}
-	if err := s.cfg.Documents.DeleteConversationFiles(r.Context(), userOf(r), conversationID); err != nil {
-		s.log.LogAttrs(r.Context(), slog.LevelError, "cannot delete a deleted conversation's files",
-			slog.String("conversation_id", conversationID), slog.String("error", err.Error()))
-	}
 }
 
 // checkDocuments answers 404 unless every id is a document of the user's

@@ -62,6 +62,7 @@ func newDocEnv(t *testing.T, b backend, icfg ingest.Config) *docEnv {
 		}
 		svc.Attach(queue)
 		cfg.API.Documents = svc
+		cfg.Runs.DeleteFiles = svc.DeleteConversationFiles
 	}})
 	if err := queue.Start(context.WithoutCancel(t.Context())); err != nil {
 		t.Fatal(err)

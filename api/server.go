@@ -148,6 +148,9 @@ func (s *Server) routes() http.Handler {
 		if s.cfg.Cognition != nil {
 			s.meRoutes(r)
 		}
+		if s.cfg.Erasure != nil {
+			s.erasureRoutes(r)
+		}
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.limitBody, s.clientIP, s.authenticate, s.limitRate)

@@ -253,6 +253,23 @@ func (s *Service) Forget(ctx context.Context, userID, id string) error {
 	return s.cfg.Store.DeleteMemory(ctx, userID, id)
 }
 
+// PurgeLearning deletes the user's learning jobs, waiting or done: their
+// arguments hold the user's words. Erasing the user calls it. A job
+// still running is cancelled, kept, and reported with an error matching
+// jobs.ErrRunning: call again once it has ended.
+func (s *Service) PurgeLearning(ctx context.Context, userID string) error {
+	if userID == "" {
+		return ErrNoUser
+	}
+	if s.queue == nil {
+		return nil
+	}
+	if _, err := s.queue.Purge(ctx, Turn{}.Kind(), "user_id", userID); err != nil {
+		return fmt.Errorf("cognition: purge learning: %w", err)
+	}
+	return nil
+}
+
 // ForgetAll cancels the user's learning jobs not yet done, then deletes
 // every memory and the profile of the user, and returns how many
 // memories there were.

@@ -116,7 +116,7 @@ func (s *Service) Learn(ctx context.Context, t Turn) error {
 			return err
 		}
 	}
-	return s.cfg.Store.AddToolStats(ctx, Stats(t))
+	return s.cfg.Store.AddToolStats(ctx, t.UserID, Stats(t))
 }
 
 // Remember stores a fact the user asked the agent to remember, merged

@@ -68,15 +68,26 @@ func (k Key) String() string {
 		"/document/" + url.PathEscape(k.Document) + "/" + url.PathEscape(k.Name)
 }
 
+// UserPrefix is the prefix of every object of the user's, for erasing
+// the user.
+func UserPrefix(user string) (string, error) {
+	if user == "" || user == "." || user == ".." {
+		return "", fmt.Errorf("%w: empty or dot user", ErrBadKey)
+	}
+	return "user/" + url.PathEscape(user) + "/", nil
+}
+
 // ConversationPrefix is the prefix of every object of the user's
 // conversation, for List and for deleting a conversation's files.
 func ConversationPrefix(user, conversation string) (string, error) {
-	for _, p := range []string{user, conversation} {
-		if p == "" || p == "." || p == ".." {
-			return "", fmt.Errorf("%w: empty or dot user or conversation", ErrBadKey)
-		}
+	p, err := UserPrefix(user)
+	if err != nil {
+		return "", err
 	}
-	return "user/" + url.PathEscape(user) + "/conversation/" + url.PathEscape(conversation) + "/", nil
+	if conversation == "" || conversation == "." || conversation == ".." {
+		return "", fmt.Errorf("%w: empty or dot conversation", ErrBadKey)
+	}
+	return p + "conversation/" + url.PathEscape(conversation) + "/", nil
 }
 
 // DocumentPrefix is the prefix of every object of one document.

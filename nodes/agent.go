@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,27 +100,37 @@ func (a *Agent) middleware(x *Agent, subs *subagentMiddleware) []Middleware {
 
 // catalog returns the tools the agent may call, as the supervisor's
 // summary lines and the models' definitions: the provider's, or a
-// sub-agent's allowed share of them.
-func (a *Agent) catalog(_ *ChatState) (string, []llms.Tool) {
+// sub-agent's allowed share of them, without the memory tools in a turn
+// with memory off.
+func (a *Agent) catalog(s *ChatState) (string, []llms.Tool) {
 	cat := a.tools.Catalog()
-	if a.allow == nil {
+	noMemory := s != nil && s.Input.NoMemory
+	if a.allow == nil && (!noMemory || len(a.opts.MemoryTools) == 0) {
 		return cat.Summaries, cat.LLMTools
 	}
+	offered := func(name string) bool { return a.allows(name) && !(noMemory && a.memoryTool(name)) }
 	var defs []llms.Tool
 	for _, t := range cat.LLMTools {
-		if t.Function != nil && a.allow[t.Function.Name] {
+		if t.Function != nil && offered(t.Function.Name) {
 			defs = append(defs, t)
 		}
 	}
 	var b strings.Builder
 	for line := range strings.Lines(cat.Summaries) {
 		name, _, _ := strings.Cut(strings.TrimPrefix(line, "- "), " ")
-		if a.allow[name] {
+		if offered(name) {
 			b.WriteString(line)
 		}
 	}
 	return b.String(), defs
 }
+
+// allows reports whether the agent may call the provider's tool name: a
+// sub-agent only its allowed ones.
+func (a *Agent) allows(name string) bool { return a.allow == nil || a.allow[name] }
+
+// memoryTool reports whether name is one of Options.MemoryTools.
+func (a *Agent) memoryTool(name string) bool { return slices.Contains(a.opts.MemoryTools, name) }
 
 // Mermaid draws the agent graph.
 func (a *Agent) Mermaid() string { return a.graph.Mermaid() }

@@ -42,7 +42,7 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 	}
 
 	x := &execution{a: a, conversationID: s.Input.ConversationID, requestID: s.Input.RequestID, userID: s.Input.UserID,
-		documentIDs: s.Input.DocumentIDs, iteration: s.Iteration, steps: steps, rejected: rejected, edited: map[string]bool{}}
+		documentIDs: s.Input.DocumentIDs, noMemory: s.Input.NoMemory, iteration: s.Iteration, steps: steps, rejected: rejected, edited: map[string]bool{}}
 	if len(a.chain.tools) > 0 {
 		x.input = s.Input
 		for _, t := range a.chain.extraTools(&s) {
@@ -153,6 +153,7 @@ type execution struct {
 	requestID      string
 	userID         string
 	documentIDs    []string // the request's scope for the document tools
+	noMemory       bool     // the request keeps memory out (Input.NoMemory)
 	iteration      int
 	steps          []WorkflowStep
 	rejected       map[string]string // tool call id → the text the model reads
@@ -397,8 +398,12 @@ func (x *execution) call(ctx context.Context, i int, args json.RawMessage) {
 		x.writeTodos(ctx, i, args)
 		return
 	}
-	if x.a.allow != nil && !isExtra && !x.a.allow[st.Tool] {
+	if !isExtra && !x.a.allows(st.Tool) {
 		x.results[i] = x.skip(ctx, i, st.Tool+" is not among this sub-agent's tools")
+		return
+	}
+	if x.noMemory && !isExtra && x.a.memoryTool(st.Tool) {
+		x.results[i] = x.skip(ctx, i, "memory is off for this request, so "+st.Tool+" cannot run")
 		return
 	}
 	if !isExtra && x.delegates && x.a.memo != nil {

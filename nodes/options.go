@@ -42,6 +42,11 @@ type Options struct {
 	// Cognition loads the user's cognitive context (profile, memories) for
 	// the supervisor; nil loads none. It is given ContextTimeout.
 	Cognition func(ctx context.Context, userID, query string) (string, error)
+	// MemoryTools names the tools that read or write the user's memory.
+	// A turn with Input.NoMemory is not offered them, and a call of one
+	// (a model may name a tool it was not offered) fails without running.
+	// None by default.
+	MemoryTools []string
 	// Documents loads summaries of the conversation's documents for the
 	// supervisor; nil loads none. It is given ContextTimeout.
 	Documents DocumentSource

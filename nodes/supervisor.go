@@ -82,8 +82,9 @@ func (a *Agent) decided(ctx context.Context, s *ChatState, d Decision, iteration
 	}
 	gate := func(tool string) Gate {
 		// A middleware's tool asks nothing itself (a sub-agent asks for
-		// its own calls), and a tool a sub-agent may not call will not run.
-		if slices.ContainsFunc(extra, func(t Tool) bool { return t.Def.Function.Name == tool }) || (a.allow != nil && !a.allow[tool]) {
+		// its own calls), and a tool a sub-agent may not call, or a
+		// memory tool with memory off, will not run.
+		if slices.ContainsFunc(extra, func(t Tool) bool { return t.Def.Function.Name == tool }) || !a.allows(tool) || (s.Input.NoMemory && a.memoryTool(tool)) {
 			return GateNone
 		}
 		return a.gate(tool)

@@ -982,7 +982,11 @@ func (m *Service) cancelRun(ctx context.Context, userID, conversationID, runID s
 }
 
 // DeleteConversation deletes a conversation of the user's: its live run
-// is stopped first; then the record and the agent's state go.
+// is stopped first; then its files (Config.DeleteFiles), the agent's
+// state and last the record go, and the databases are scrubbed
+// (Config.Scrub). The record goes last so that a failure
+// or a crash part-way leaves the conversation listed, to delete again,
+// and nothing of it that no record names any more.
 func (m *Service) DeleteConversation(ctx context.Context, userID, conversationID string) error {
 	if _, err := m.st.GetConversation(ctx, userID, conversationID); err != nil {
 		return err
@@ -990,10 +994,24 @@ func (m *Service) DeleteConversation(ctx context.Context, userID, conversationID
 	if err := m.stop(ctx, conversationID, errDeleted); err != nil {
 		return err
 	}
+	if f := m.cfg.DeleteFiles; f != nil {
+		if err := f(ctx, userID, conversationID); err != nil {
+			return fmt.Errorf("runs: delete the files of %s: %w", conversationID, err)
+		}
+	}
+	if err := m.agent.Delete(ctx, conversationID); err != nil {
+		return err
+	}
 	if err := m.st.DeleteConversation(ctx, userID, conversationID); err != nil {
 		return err
 	}
-	return m.agent.Delete(ctx, conversationID)
+	if f := m.cfg.Scrub; f != nil {
+		if err := f(ctx); err != nil {
+			m.log.LogAttrs(ctx, slog.LevelWarn, "cannot scrub a deleted conversation from the databases",
+				slog.String("conversation_id", conversationID), slog.String("error", err.Error()))
+		}
+	}
+	return nil
 }
 
 // ID is the run's id.

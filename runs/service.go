@@ -92,6 +92,14 @@ type Config struct {
 	ClaimInterval time.Duration
 	// Metrics counts runs, usage and tool calls; nil counts nothing.
 	Metrics Metrics
+	// DeleteFiles, when set, deletes what a conversation keeps outside
+	// the record and the agent's state (its documents' files); see
+	// DeleteConversation. Nil: there is nothing of the kind.
+	DeleteFiles func(ctx context.Context, userID, conversationID string) error
+	// Scrub, when set, is called once a conversation is deleted, to
+	// clear what the databases keep of deleted rows (SQLite's write-ahead
+	// logs). An error is logged: the conversation is gone either way.
+	Scrub func(ctx context.Context) error
 }
 
 // Metrics is what the service reports as runs go.

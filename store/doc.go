@@ -3,7 +3,9 @@
 // run waits on: approvals, elicitations and clarifications, one HumanRequest with a
 // HumanKind, a shared HumanStatus and a typed part per kind; and, through
 // Documents, the records of uploaded documents, their chunks and the
-// full-text index over them. It owns the domain types, the Store
+// full-text index over them; through Memories, what the agent remembers
+// of each user; and through Users, erasing a user from all of it. It owns
+// the domain types, the Store
 // interface the service calls, and the sentinel errors the HTTP layer maps
 // to status codes; implementations live in subpackages named for their
 // database (sqlitestore, pgstore) and all pass storetest.Run. Their SQL is

@@ -67,10 +67,13 @@ type Memories interface {
 	// missing user or a profile that cannot be stored.
 	UpdateProfile(ctx context.Context, userID string, fn func(p *Profile) error) (Profile, error)
 
-	// AddToolStats adds each stat's counts to the tool's totals.
-	AddToolStats(ctx context.Context, stats []ToolStat) error
+	// AddToolStats adds each stat's counts to the tool's totals, as the
+	// user's share of them (EraseUser takes it out again). Returns
+	// ErrInvalid for a stat without a tool.
+	AddToolStats(ctx context.Context, userID string, stats []ToolStat) error
 
-	// ToolStats returns every tool's totals, by tool name.
+	// ToolStats returns every tool's totals over all users, by tool
+	// name.
 	ToolStats(ctx context.Context) ([]ToolStat, error)
 }
 

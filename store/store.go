@@ -43,9 +43,10 @@ type Conversations interface {
 	SetConversationMetadata(ctx context.Context, userID, id string, metadata json.RawMessage) (Conversation, error)
 
 	// DeleteConversation removes the conversation with its runs, messages,
-	// events and human requests, all at once. The caller then
-	// deletes the graph thread of the same id; a thread left behind by a
-	// crash in between is unreachable. Deleting a conversation whose run
+	// events, human requests and documents' rows, all at once. The caller
+	// deletes the graph thread of the same id and the documents' files
+	// first, so a crash in between leaves the conversation to delete
+	// again, not data that no record names. Deleting a conversation whose run
 	// is still running makes that run's next AppendEvent fail with
 	// ErrNotFound. Returns ErrNotFound when the conversation is unknown or
 	// another user's.
@@ -201,4 +202,20 @@ type HumanRequests interface {
 	// action, edit without an args object, malformed content); then
 	// nothing is changed.
 	ResolveHumanRequest(ctx context.Context, userID, id string, ans HumanAnswer) (HumanRequest, error)
+}
+
+// Users erases what the record holds of a user, for the erasure of a
+// user (DELETE /api/v1/me). The conversations' graph threads and their
+// documents' files are not in the record: the caller deletes them, one
+// conversation at a time (see Conversations.DeleteConversation), before
+// calling EraseUser for the rest.
+type Users interface {
+	// EraseUser deletes everything of the user's, in one transaction:
+	// their conversations with all that belongs to them (runs, messages,
+	// events, human requests, documents, chunks and their index rows),
+	// their memories, profile and share of the tool stats. It returns
+	// how many conversations went. Erasing a user of whom nothing is
+	// stored deletes nothing and is not an error. Returns ErrInvalid
+	// for an empty user id.
+	EraseUser(ctx context.Context, userID string) (int, error)
 }

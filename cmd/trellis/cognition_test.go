@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trellis-ai/trellis/store"
 )
 
 // memoryScript answers from the prompt it is given: the supervisor says
@@ -172,4 +174,78 @@ func TestServeCognitionOff(t *testing.T) {
 			t.Errorf("GET %s: %d, want 404", path, resp.StatusCode)
 		}
 	}
+}
+
+// "memory": false leaves nothing behind, on SQLite and PostgreSQL, with
+// the offline model, which calls remember whenever it is offered and the
+// user asks: a turn that asks to remember a fact and states a preference
+// with memory off stores no memory, no profile and no identity counts. A
+// turn with memory on that follows it is learnt, so waiting for that one
+// shows the first had its chance to be learnt too.
+func TestServeMemoryFalseLearnsNothing(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			env := []string{"TRELLIS_DATA_DIR=" + t.TempDir(), "TRELLIS_MODEL=offline", "TRELLIS_COGNITION_BUDGET=5s"}
+			if backend == "postgres" {
+				env = append(env, "DATABASE_URL="+pgDSN(t))
+			}
+			c := startServe(t, env...)
+
+			off := syncChat(t, c, map[string]any{"message": "Remember that my boat is called Nautilus. I prefer answers in French.", "memory": false})
+			if calls, _ := off["tool_calls"].([]any); len(calls) != 0 {
+				t.Errorf("memory false called tools: %v", calls)
+			}
+			on := syncChat(t, c, map[string]any{"message": "Remember that my cat is called Tom. I prefer answers in German."})
+			if on["status"] != "completed" {
+				t.Fatalf("memory on: %v", on)
+			}
+			waitFor(t, "learning from the turn with memory on", func() bool {
+				_, p := getJSON(t, c, "/api/v1/me/profile")
+				b, _ := json.Marshal(p["preferences"])
+				_, id := getJSON(t, c, "/api/v1/cognition/identity")
+				return strings.Contains(strings.ToLower(string(b)), "german") && agentCalls(id) > 0
+			})
+			if _, id := getJSON(t, c, "/api/v1/cognition/identity"); agentCalls(id) != 1 {
+				t.Errorf("identity counts %v turns of the agent, want the one with memory on", agentCalls(id))
+			}
+			ms := listMemories(t, c)
+			if len(ms) == 0 {
+				t.Fatal("the turn with memory on left no memory")
+			}
+			for _, m := range ms {
+				if strings.Contains(m.Summary, "Nautilus") {
+					t.Errorf("memory false stored %q", m.Summary)
+				}
+			}
+			_, p := getJSON(t, c, "/api/v1/me/profile")
+			if b, _ := json.Marshal(p); strings.Contains(strings.ToLower(string(b)), "french") {
+				t.Errorf("memory false changed the profile: %s", b)
+			}
+		})
+	}
+}
+
+// syncChat posts body to /api/v1/chat/sync and returns the answer.
+func syncChat(t *testing.T, c *child, body map[string]any) map[string]any {
+	t.Helper()
+	resp := c.do(http.MethodPost, "/api/v1/chat/sync", body)
+	b, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &out) != nil {
+		t.Fatalf("chat/sync: %d %s", resp.StatusCode, b)
+	}
+	return out
+}
+
+// agentCalls is how many turns GET /cognition/identity counts for the
+// agent itself: one per turn learnt.
+func agentCalls(identity map[string]any) float64 {
+	tools, _ := identity["tools"].([]any)
+	for _, t := range tools {
+		if m, _ := t.(map[string]any); m["tool"] == store.AgentTool {
+			n, _ := m["calls"].(float64)
+			return n
+		}
+	}
+	return 0
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -149,7 +150,10 @@ func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, models 
 // database, so River's listening connection never starves the store's
 // pool; or jobs.db beside the SQLite files.
 func openQueue(ctx context.Context, cfg serveConfig, ws *jobs.Workers, periodic []jobs.Periodic, log *slog.Logger, cleanup *closers) (*jobs.Queue, error) {
-	jcfg := jobs.Config{Logger: log, Periodic: periodic}
+	// A job whose process died is taken again once its attempt would
+	// have timed out, with a margin for a live process to notice its own
+	// timeout first.
+	jcfg := jobs.Config{Logger: log, Periodic: periodic, JobTimeout: cfg.jobTimeout, RescueAfter: cfg.jobTimeout + min(cfg.jobTimeout, time.Minute)}
 	var queue *jobs.Queue
 	var err error
 	if cfg.databaseURL != "" {

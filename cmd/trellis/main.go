@@ -17,7 +17,7 @@
 // the store and checkpointer, the model registry, the tool provider and
 // MCP servers, the documents and cognition services and the job queue
 // they share, their hooks into the agent (document summaries, the
-// memory's context loader and learning hook),
+// memory's context loader and learning hook), the erasure of users,
 // the cluster, and the run service over all of them. package api is
 // then given the finished run service and serves it over HTTP.
 package main

@@ -60,6 +60,7 @@ type serveConfig struct {
 	elicitTimeout      time.Duration
 	cancelOnDisconnect bool
 	shutdownTimeout    time.Duration
+	jobTimeout         time.Duration
 	claimInterval      time.Duration
 	maxToolResult      int
 	unhealthyAfter     time.Duration
@@ -90,7 +91,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	var (
 		keys, approval, cors, logLevel        string
 		interrupt, elicitTO, shutdown, claim  string
-		unhealthy                             string
+		unhealthy, jobTimeout                 string
 		maxBody, maxMsg, rate, burst, maxRuns string
 		cancelOnDisconnect, maxToolResult     string
 		authPerMin, authBurst, proxies        string
@@ -112,6 +113,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&elicitTO, "elicit-timeout", env("TRELLIS_ELICIT_TIMEOUT", "5m"), "how long an open stream waits for the answer to a tool's question before the run parks on it (TRELLIS_ELICIT_TIMEOUT)")
 	fs.StringVar(&cancelOnDisconnect, "cancel-on-disconnect", env("TRELLIS_CANCEL_ON_DISCONNECT", "false"), "cancel a run when its client goes away (TRELLIS_CANCEL_ON_DISCONNECT)")
 	fs.StringVar(&shutdown, "shutdown-timeout", env("TRELLIS_SHUTDOWN_TIMEOUT", "10s"), "how long shutdown waits for runs to park (TRELLIS_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&jobTimeout, "job-timeout", env("TRELLIS_JOB_TIMEOUT", "5m"), "how long one attempt of a background job (learning, a document's processing, an erasure) may run; a job whose process died is taken again after twice this, at most a minute more (TRELLIS_JOB_TIMEOUT)")
 	fs.StringVar(&claim, "claim-interval", env("TRELLIS_CLAIM_INTERVAL", "5s"), "with PostgreSQL, how often to take over runs of processes that are gone (TRELLIS_CLAIM_INTERVAL)")
 	fs.StringVar(&unhealthy, "unhealthy-after", env("TRELLIS_UNHEALTHY_AFTER", "60s"), "how long without the database before /healthz fails, 0 or less for never (TRELLIS_UNHEALTHY_AFTER)")
 	fs.StringVar(&maxBody, "max-body-bytes", env("TRELLIS_MAX_BODY_BYTES", strconv.Itoa(api.DefaultMaxBodyBytes)), "request body limit (TRELLIS_MAX_BODY_BYTES)")
@@ -159,6 +161,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	dur("interrupt-after", interrupt, &c.interruptAfter)
 	dur("elicit-timeout", elicitTO, &c.elicitTimeout)
 	dur("shutdown-timeout", shutdown, &c.shutdownTimeout)
+	dur("job-timeout", jobTimeout, &c.jobTimeout)
+	if c.jobTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("job-timeout: %q is not a positive duration", jobTimeout))
+	}
 	dur("claim-interval", claim, &c.claimInterval)
 	dur("unhealthy-after", unhealthy, &c.unhealthyAfter)
 	if c.unhealthyAfter <= 0 {
@@ -431,21 +437,24 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err != nil {
 		return app{}, err
 	}
-	if docs != nil || cog != nil {
-		var periodic []jobs.Periodic
-		if cog != nil {
-			periodic = cog.Periodic()
-		}
-		queue, err := openQueue(ctx, cfg, ws, periodic, log, cleanup)
-		if err != nil {
-			return app{}, err
-		}
-		if docs != nil {
-			docs.Attach(queue)
-		}
-		if cog != nil {
-			cog.Attach(queue)
-		}
+	rec, ok := st.(eraseRecord)
+	if !ok {
+		return app{}, errors.New("erasure: the store cannot erase users")
+	}
+	erasure := newEraser(ws)
+	var periodic []jobs.Periodic
+	if cog != nil {
+		periodic = cog.Periodic()
+	}
+	queue, err := openQueue(ctx, cfg, ws, periodic, log, cleanup)
+	if err != nil {
+		return app{}, err
+	}
+	if docs != nil {
+		docs.Attach(queue)
+	}
+	if cog != nil {
+		cog.Attach(queue)
 	}
 	agent := nodes.Options{Durability: cfg.durability, SubAgents: cfg.subAgents, Budget: cfg.budget, Tracer: tracer}
 	if docs != nil {
@@ -463,21 +472,40 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		// The agent waits for its context loaders (memory and document
 		// summaries alike) as long as the memory's budget.
 		agent.ContextTimeout = cfg.cognition.budget
-		if err := tools.local.Add(memtools.New(cog)...); err != nil {
+		mem := memtools.New(cog)
+		if err := tools.local.Add(mem...); err != nil {
 			return app{}, err
 		}
+		for _, t := range mem {
+			agent.MemoryTools = append(agent.MemoryTools, t.Spec().Name)
+		}
 	}
-	svc, err := runs.New(runs.Config{
+	rcfg := runs.Config{
 		Store: st, Models: models, Tools: tools.provider, Checkpointer: saver, Agent: agent,
 		ElicitTimeout:  cfg.elicitTimeout,
 		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, MaxRunsPerUser: cfg.limits.MaxConcurrentRunsPerUser,
 		Logger: log, Owner: owner, Cluster: cluster, Notices: notices, ClaimInterval: cfg.claimInterval, Metrics: collector,
-	})
+	}
+	if docs != nil {
+		rcfg.DeleteFiles = docs.DeleteConversationFiles
+	}
+	// Deleting a conversation or a user empties the write-ahead log of
+	// every SQLite file of the data directory: the record's, the
+	// checkpoints' and the queue's.
+	var wals walTruncaters
+	for _, db := range []any{st, saver, queue} {
+		if w, ok := db.(walTruncater); ok {
+			wals = append(wals, w)
+		}
+	}
+	rcfg.Scrub = wals.TruncateWAL
+	svc, err := runs.New(rcfg)
 	if err != nil {
 		return app{}, err
 	}
+	erasure.wire(queue, svc, rec, docs, cog, wals, log)
 	srv, err := api.New(api.Config{
-		Runs: svc, Store: st, Tools: tools.provider, Documents: docs, Cognition: cog,
+		Runs: svc, Store: st, Tools: tools.provider, Documents: docs, Cognition: cog, Erasure: erasure,
 		Keys: cfg.keys, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
 		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: collector,
 		Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),

@@ -171,7 +171,7 @@ func startServe(t *testing.T, env ...string) *child {
 		// trellis serve: http://127.0.0.1:PORT · storage … · models … · auth … · mcp N servers
 		f := strings.Fields(line)
 		if len(f) < 3 || !strings.HasPrefix(f[2], "http://127.0.0.1:") || !strings.Contains(line, "storage ") ||
-			!(strings.Contains(line, "scripted (default)") || strings.Contains(line, "offline (default)")) || !strings.Contains(line, "auth local mode") || !strings.Contains(line, " · mcp ") {
+			!(strings.Contains(line, "scripted (default)") || strings.Contains(line, "offline (default)")) || !(strings.Contains(line, "auth local mode") || strings.Contains(line, "auth API keys for ")) || !strings.Contains(line, " · mcp ") {
 			t.Fatalf("start line %q", line)
 		}
 		if strings.Contains(line, "password") {

@@ -276,6 +276,20 @@ func (s *Service) DeleteConversationFiles(ctx context.Context, userID, conversat
 	return nil
 }
 
+// DeleteUserFiles deletes every file of the user's, for erasing the user
+// once their conversations are gone: files a crash left behind after
+// their records went are among them.
+func (s *Service) DeleteUserFiles(ctx context.Context, userID string) error {
+	prefix, err := documents.UserPrefix(userID)
+	if err == nil {
+		err = documents.DeletePrefix(ctx, s.cfg.Files, prefix)
+	}
+	if err != nil {
+		return fmt.Errorf("ingest: delete the files of user %s: %w", userID, err)
+	}
+	return nil
+}
+
 // cancelJobs cancels the processing jobs whose field is value. A failure
 // is logged: such a job finds its record gone and ends on its own.
 func (s *Service) cancelJobs(ctx context.Context, field, value string) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -173,6 +174,7 @@ type client interface {
 	JobGet(ctx context.Context, id int64) (*rivertype.JobRow, error)
 	JobCancel(ctx context.Context, id int64) (*rivertype.JobRow, error)
 	JobList(ctx context.Context, params *river.JobListParams) (*river.JobListResult, error)
+	JobDeleteMany(ctx context.Context, params *river.JobDeleteManyParams) (*river.JobDeleteManyResult, error)
 }
 
 // Queue is a durable job queue and this process's workers of it.
@@ -180,6 +182,8 @@ type Queue struct {
 	c     client
 	close func() error
 	name  string
+	// db is the SQLite queue's database; nil on PostgreSQL.
+	db *sql.DB
 }
 
 // SQLite opens (creating it) the queue in the SQLite database file at
@@ -211,7 +215,7 @@ func sqliteQueue(ctx context.Context, db *sql.DB, ws *Workers, cfg Config) (*Que
 	if err != nil {
 		return nil, err
 	}
-	return &Queue{c: c, close: db.Close, name: "sqlite"}, nil
+	return &Queue{c: c, close: db.Close, name: "sqlite", db: db}, nil
 }
 
 // Postgres opens the queue in pool's database, in the schema of its
@@ -270,6 +274,19 @@ func (q *Queue) Stop(ctx context.Context) error {
 	return fmt.Errorf("jobs: stop: %w", err)
 }
 
+// TruncateWAL empties the SQLite queue's write-ahead log into its file
+// (see sqlopen.TruncateWAL), so deleted jobs' arguments leave no trace
+// in it. A queue on PostgreSQL has no such log of its own.
+func (q *Queue) TruncateWAL(ctx context.Context) error {
+	if q.db == nil {
+		return nil
+	}
+	if err := sqlopen.TruncateWAL(ctx, q.db); err != nil {
+		return fmt.Errorf("jobs: %w", err)
+	}
+	return nil
+}
+
 // Close releases what the queue opened (the SQLite file); Stop it first.
 func (q *Queue) Close() error { return q.close() }
 
@@ -281,6 +298,9 @@ type EnqueueOptions struct {
 	// with the same arguments waits or runs, enqueueing another returns
 	// it instead.
 	Unique bool
+	// UniqueUnfinished is Unique only while the job waits or runs: once
+	// it has finished, enqueueing the same arguments makes a new job.
+	UniqueUnfinished bool
 	// Delay runs the job no sooner than this from now.
 	Delay time.Duration
 }
@@ -289,8 +309,11 @@ type EnqueueOptions struct {
 // and returns its id.
 func (q *Queue) Enqueue(ctx context.Context, args Args, opts EnqueueOptions) (int64, error) {
 	io := &river.InsertOpts{MaxAttempts: opts.MaxAttempts}
-	if opts.Unique {
+	switch {
+	case opts.Unique:
 		io.UniqueOpts = river.UniqueOpts{ByArgs: true}
+	case opts.UniqueUnfinished:
+		io.UniqueOpts = river.UniqueOpts{ByArgs: true, ByState: unfinished}
 	}
 	if opts.Delay > 0 {
 		io.ScheduledAt = time.Now().Add(opts.Delay)
@@ -333,10 +356,8 @@ func (q *Queue) CancelMatching(ctx context.Context, kind, field, value string) (
 // Unfinished returns the ids of the jobs of kind not yet finished whose
 // argument field is value (see CancelMatching), at most 1,000.
 func (q *Queue) Unfinished(ctx context.Context, kind, field, value string) ([]int64, error) {
-	params := river.NewJobListParams().Kinds(kind).
-		States(rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStateRetryable,
-			rivertype.JobStatePending, rivertype.JobStateRunning).
-		Where("CAST(args ->> @field AS TEXT) = @value", river.NamedArgs{"field": field, "value": value}).
+	params := river.NewJobListParams().Kinds(kind).States(unfinished...).
+		Where(argIs, river.NamedArgs{"field": field, "value": value}).
 		First(1000)
 	res, err := q.c.JobList(ctx, params)
 	if err != nil {
@@ -347,6 +368,92 @@ func (q *Queue) Unfinished(ctx context.Context, kind, field, value string) ([]in
 		ids[i] = j.ID
 	}
 	return ids, nil
+}
+
+// unfinished are the states of a job not yet finished.
+var unfinished = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStateRetryable,
+	rivertype.JobStatePending, rivertype.JobStateRunning}
+
+// argIs matches jobs whose argument @field is @value, in both databases.
+const argIs = "CAST(args ->> @field AS TEXT) = @value"
+
+// ErrRunning: a job Purge was to delete is still running; purge again
+// once it has ended.
+var ErrRunning = errors.New("jobs: a job to delete is still running")
+
+// Purge cancels the jobs of kind whose argument field is value (see
+// CancelMatching), then deletes every one of them that is not running,
+// finished ones included, arguments and all, and returns how many it
+// deleted: erasing a user purges the jobs that carry their words. A job
+// still running (its cancel takes effect when its attempt returns) is
+// kept, and Purge returns an error matching ErrRunning.
+func (q *Queue) Purge(ctx context.Context, kind, field, value string) (int, error) {
+	if _, err := q.CancelMatching(ctx, kind, field, value); err != nil {
+		return 0, err
+	}
+	const batch = 1000
+	deleted := 0
+	for {
+		res, err := q.c.JobDeleteMany(ctx, river.NewJobDeleteManyParams().Kinds(kind).
+			Where(argIs, river.NamedArgs{"field": field, "value": value}).
+			States(rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStateRetryable,
+				rivertype.JobStatePending, rivertype.JobStateCompleted, rivertype.JobStateCancelled, rivertype.JobStateDiscarded).
+			First(batch))
+		if err != nil {
+			return deleted, fmt.Errorf("jobs: delete %s jobs of %s %s: %w", kind, field, value, err)
+		}
+		deleted += len(res.Jobs)
+		if len(res.Jobs) < batch {
+			break
+		}
+	}
+	left, err := q.Unfinished(ctx, kind, field, value)
+	if err != nil {
+		return deleted, err
+	}
+	if len(left) > 0 {
+		return deleted, fmt.Errorf("jobs: purge %s jobs of %s %s: %d left: %w", kind, field, value, len(left), ErrRunning)
+	}
+	return deleted, nil
+}
+
+// Info is a job as its row shows it.
+type Info struct {
+	ID    int64
+	State State
+	// Attempt counts the attempts begun so far; MaxAttempts is the last.
+	Attempt, MaxAttempts int
+	CreatedAt            time.Time
+	// FinalizedAt is when the job ended (completed, cancelled or
+	// discarded); zero before.
+	FinalizedAt time.Time
+	// Err is the last failed attempt's error; "" when none failed.
+	Err string
+}
+
+// Newest returns the newest job of kind whose argument field is value, in
+// any state. Returns an error matching ErrNotFound when there is none
+// (River deletes finished jobs a day after they end).
+func (q *Queue) Newest(ctx context.Context, kind, field, value string) (Info, error) {
+	res, err := q.c.JobList(ctx, river.NewJobListParams().Kinds(kind).
+		States(append(slices.Clone(unfinished), rivertype.JobStateCompleted, rivertype.JobStateCancelled, rivertype.JobStateDiscarded)...).
+		Where(argIs, river.NamedArgs{"field": field, "value": value}).
+		OrderBy(river.JobListOrderByID, river.SortOrderDesc).First(1))
+	if err != nil {
+		return Info{}, fmt.Errorf("jobs: newest %s job of %s %s: %w", kind, field, value, err)
+	}
+	if len(res.Jobs) == 0 {
+		return Info{}, fmt.Errorf("jobs: no %s job of %s %s: %w", kind, field, value, ErrNotFound)
+	}
+	j := res.Jobs[0]
+	info := Info{ID: j.ID, State: State(j.State), Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, CreatedAt: j.CreatedAt}
+	if j.FinalizedAt != nil {
+		info.FinalizedAt = *j.FinalizedAt
+	}
+	if n := len(j.Errors); n > 0 {
+		info.Err = j.Errors[n-1].Error
+	}
+	return info, nil
 }
 
 // State is where a job is.

@@ -389,3 +389,48 @@ func TestPeriodic(t *testing.T) {
 		})
 	}
 }
+
+// Purge deletes every job of an argument value, finished or waiting,
+// and keeps the others; Newest finds the newest of a value, in any state.
+func TestPurgeAndNewest(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ws := jobs.NewWorkers()
+			jobs.Handle(ws, func(ctx context.Context, j jobs.Job[echoArgs]) error { return nil }, jobs.HandleOptions{})
+			q := b.open(t, ws, fast())
+			start(t, q)
+			ctx := t.Context()
+			done, err := q.Enqueue(ctx, echoArgs{N: 5}, jobs.EnqueueOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitState(t, q, done, jobs.StateCompleted, 10*time.Second)
+			waiting, err := q.Enqueue(ctx, echoArgs{N: 5}, jobs.EnqueueOptions{Delay: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept, err := q.Enqueue(ctx, echoArgs{N: 6}, jobs.EnqueueOptions{Delay: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := q.Newest(ctx, echoArgs{}.Kind(), "n", "5")
+			if err != nil || info.ID != waiting || info.State != jobs.StateScheduled {
+				t.Fatalf("Newest = %+v, %v; want job %d scheduled", info, err, waiting)
+			}
+			if n, err := q.Purge(ctx, echoArgs{}.Kind(), "n", "5"); err != nil || n != 2 {
+				t.Fatalf("Purge = %d, %v; want 2", n, err)
+			}
+			for _, id := range []int64{done, waiting} {
+				if _, _, err := q.JobState(ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+					t.Errorf("job %d after Purge: %v", id, err)
+				}
+			}
+			if st, _, _ := q.JobState(ctx, kept); st != jobs.StateScheduled {
+				t.Errorf("another value's job is %s after Purge", st)
+			}
+			if _, err := q.Newest(ctx, echoArgs{}.Kind(), "n", "5"); !errors.Is(err, jobs.ErrNotFound) {
+				t.Errorf("Newest after Purge: %v", err)
+			}
+		})
+	}
+}

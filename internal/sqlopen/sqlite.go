@@ -1,7 +1,9 @@
 package sqlopen
 
 import (
+	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -31,11 +33,14 @@ const MaxIdleConns = 16
 // crashing but may be lost, with the transactions after it, if the
 // machine loses power, and the file stays consistent either way; it
 // saves an fsync per commit. foreign_keys makes deletes cascade.
+// secure_delete overwrites deleted content with zeros, so what a user
+// deletes, or an erasure takes, does not stay in the file's free pages
+// and free space (the WAL keeps it until TruncateWAL).
 // _txlock=immediate makes a writing transaction take the write lock at
 // BEGIN, where waiting for it is safe, instead of failing with
 // SQLITE_BUSY on its first write.
 var params = fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"+
-	"&_pragma=foreign_keys(1)&_txlock=immediate", BusyTimeout.Milliseconds())
+	"&_pragma=foreign_keys(1)&_pragma=secure_delete(1)&_txlock=immediate", BusyTimeout.Milliseconds())
 
 // SQLite opens the database at path: a file name, a "file:" URI, or
 // ":memory:" for a private in-memory database that lives until the
@@ -64,4 +69,26 @@ func SQLite(path string) (*sql.DB, error) {
 	// and the next opened one anew, preparing its statements again.
 	db.SetMaxIdleConns(MaxIdleConns)
 	return db, nil
+}
+
+// ErrWALBusy: a reader or writer kept TruncateWAL from emptying the
+// write-ahead log; try again.
+var ErrWALBusy = errors.New("sqlopen: the write-ahead log is in use")
+
+// TruncateWAL copies every transaction of the database's write-ahead log
+// into the database file and truncates the log to zero bytes, waiting for
+// other connections as a writer would (BusyTimeout). With secure_delete,
+// deleted content is then gone from both files: the log no longer holds
+// the pages as they were before the delete. Returns an error matching
+// ErrWALBusy when a connection kept the log in use. A database without a
+// log (in memory) has nothing to do.
+func TruncateWAL(ctx context.Context, db *sql.DB) error {
+	var busy, frames, copied int
+	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &copied); err != nil {
+		return fmt.Errorf("sqlopen: checkpoint the write-ahead log: %w", err)
+	}
+	if busy != 0 {
+		return fmt.Errorf("sqlopen: checkpoint the write-ahead log: %w", ErrWALBusy)
+	}
+	return nil
 }

@@ -32,6 +32,7 @@ var (
 	_ store.Store     = (*Store)(nil)
 	_ store.Documents = (*Store)(nil)
 	_ store.Memories  = (*Store)(nil)
+	_ store.Users     = (*Store)(nil)
 )
 
 // shared is the store written once for both databases. Embedded under

@@ -119,6 +119,10 @@ func TestMemoriesConformance(t *testing.T) {
 	storetest.RunMemories(t, func(t *testing.T) storetest.MemStore { return newStore(t) })
 }
 
+func TestErasureConformance(t *testing.T) {
+	storetest.RunErasure(t, func(t *testing.T) storetest.EraseStore { return newStore(t) })
+}
+
 func TestDocumentsConformance(t *testing.T) {
 	storetest.RunDocuments(t, func(t *testing.T) storetest.DocStore { return newStore(t) })
 }

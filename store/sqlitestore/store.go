@@ -34,6 +34,7 @@ var (
 	_ store.Store     = (*Store)(nil)
 	_ store.Documents = (*Store)(nil)
 	_ store.Memories  = (*Store)(nil)
+	_ store.Users     = (*Store)(nil)
 )
 
 // migrationFS holds the schema's migrations: SQLite's types (text times,
@@ -71,6 +72,15 @@ func open(ctx context.Context, path string) (*Store, error) {
 	}
 	d := &db{db: sdb, writer: writer}
 	return &Store{shared: sqlstore.New(d, "sqlitestore", latest), db: d}, nil
+}
+
+// TruncateWAL empties the database's write-ahead log into the file (see
+// sqlopen.TruncateWAL), so deleted records leave no trace in it.
+func (s *Store) TruncateWAL(ctx context.Context) error {
+	if err := sqlopen.TruncateWAL(ctx, s.db.db); err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
+	}
+	return nil
 }
 
 // Close closes the database.

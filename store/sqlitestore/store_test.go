@@ -109,6 +109,10 @@ func TestMemoriesConformance(t *testing.T) {
 	storetest.RunMemories(t, func(t *testing.T) storetest.MemStore { return newDocStore(t) })
 }
 
+func TestErasureConformance(t *testing.T) {
+	storetest.RunErasure(t, func(t *testing.T) storetest.EraseStore { return newDocStore(t) })
+}
+
 func TestDocumentsConformance(t *testing.T) {
 	storetest.RunDocuments(t, func(t *testing.T) storetest.DocStore { return newDocStore(t) })
 }

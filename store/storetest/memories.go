@@ -330,10 +330,10 @@ func testProfileConcurrent(t *testing.T, s MemStore) {
 
 func testToolStats(t *testing.T, s MemStore) {
 	ctx := t.Context()
-	if err := s.AddToolStats(ctx, []store.ToolStat{{Tool: "search", Calls: 2, Failures: 1}, {Tool: store.AgentTool, Calls: 1, ConfidenceSum: 0.5}}); err != nil {
+	if err := s.AddToolStats(ctx, alice, []store.ToolStat{{Tool: "search", Calls: 2, Failures: 1}, {Tool: store.AgentTool, Calls: 1, ConfidenceSum: 0.5}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddToolStats(ctx, []store.ToolStat{{Tool: "search", Calls: 1, Rejections: 1, Blocked: 1}, {Tool: store.AgentTool, Calls: 1, ConfidenceSum: 0.25}}); err != nil {
+	if err := s.AddToolStats(ctx, bob, []store.ToolStat{{Tool: "search", Calls: 1, Rejections: 1, Blocked: 1}, {Tool: store.AgentTool, Calls: 1, ConfidenceSum: 0.25}}); err != nil {
 		t.Fatal(err)
 	}
 	got := must(s.ToolStats(ctx))(t)
@@ -341,7 +341,7 @@ func testToolStats(t *testing.T, s MemStore) {
 	if !slices.Equal(got, want) {
 		t.Errorf("stats = %+v, want %+v", got, want)
 	}
-	wantErr(t, "no tool", s.AddToolStats(ctx, []store.ToolStat{{Calls: 1}}), store.ErrInvalid)
+	wantErr(t, "no tool", s.AddToolStats(ctx, alice, []store.ToolStat{{Calls: 1}}), store.ErrInvalid)
 }
 
 func testMemoryInvalid(t *testing.T, s MemStore) {

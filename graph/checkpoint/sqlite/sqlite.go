@@ -57,6 +57,15 @@ func Open(ctx context.Context, path string) (*Saver, error) {
 	return s, nil
 }
 
+// TruncateWAL empties the database's write-ahead log into the file (see
+// sqlopen.TruncateWAL), so deleted threads leave no trace in it.
+func (s *Saver) TruncateWAL(ctx context.Context) error {
+	if err := sqlopen.TruncateWAL(ctx, s.db); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	return nil
+}
+
 // Close closes the database.
 func (s *Saver) Close() error {
 	s.writer.Close()

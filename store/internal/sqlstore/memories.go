@@ -364,22 +364,23 @@ func checkProfile(p store.Profile) error {
 	return nil
 }
 
-// AddToolStats implements store.Memories: one upsert a tool.
-func (s *Store) AddToolStats(ctx context.Context, stats []store.ToolStat) error {
+// AddToolStats implements store.Memories: one upsert a tool, in the
+// user's row of it.
+func (s *Store) AddToolStats(ctx context.Context, userID string, stats []store.ToolStat) error {
 	for _, st := range stats {
-		if st.Tool == "" || !store.ValidText(st.Tool) {
+		if st.Tool == "" || !store.ValidText(st.Tool) || !store.ValidText(userID) {
 			return s.errorf("add tool stats: %w: tool name", store.ErrInvalid)
 		}
 	}
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		for _, st := range stats {
-			_, err := q.Exec(ctx, `INSERT INTO tool_stats (tool, calls, failures, blocked, rejections, confidence_sum)
-                VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (tool) DO UPDATE SET calls = tool_stats.calls + excluded.calls,
+			_, err := q.Exec(ctx, `INSERT INTO tool_stats (user_id, tool, calls, failures, blocked, rejections, confidence_sum)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (user_id, tool) DO UPDATE SET calls = tool_stats.calls + excluded.calls,
                     failures = tool_stats.failures + excluded.failures, blocked = tool_stats.blocked + excluded.blocked,
                     rejections = tool_stats.rejections + excluded.rejections,
                     confidence_sum = tool_stats.confidence_sum + excluded.confidence_sum`,
-				st.Tool, st.Calls, st.Failures, st.Blocked, st.Rejections, st.ConfidenceSum)
+				userID, st.Tool, st.Calls, st.Failures, st.Blocked, st.Rejections, st.ConfidenceSum)
 			if err != nil {
 				return err
 			}
@@ -394,7 +395,8 @@ func (s *Store) AddToolStats(ctx context.Context, stats []store.ToolStat) error 
 
 // ToolStats implements store.Memories.
 func (s *Store) ToolStats(ctx context.Context) ([]store.ToolStat, error) {
-	rows, err := s.db.Query(ctx, `SELECT tool, calls, failures, blocked, rejections, confidence_sum FROM tool_stats ORDER BY tool`)
+	rows, err := s.db.Query(ctx, `SELECT tool, sum(calls), sum(failures), sum(blocked), sum(rejections), sum(confidence_sum)
+        FROM tool_stats GROUP BY tool ORDER BY tool`)
 	if err != nil {
 		return nil, s.errorf("tool stats: %w", err)
 	}

@@ -1,0 +1,84 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// Eraser erases users: DELETE /api/v1/me asks it to, and GET
+// /api/v1/me/erasure reads how far it got. cmd/trellis implements it
+// with a durable job.
+type Eraser interface {
+	// Erase starts erasing the user, or finds the erasure that is under
+	// way already, and returns it.
+	Erase(ctx context.Context, userID string) (Erasure, error)
+	// Erasure returns the user's latest erasure, or an error matching
+	// ErrNoErasure when none is known.
+	Erasure(ctx context.Context, userID string) (Erasure, error)
+}
+
+// ErrNoErasure: the user asked for no erasure, or it finished long
+// enough ago to be forgotten too. HTTP 404.
+var ErrNoErasure = errors.New("api: no erasure of this user is known")
+
+// Erasure is an erasure of a user, as DELETE /api/v1/me and GET
+// /api/v1/me/erasure show it.
+type Erasure struct {
+	// Status is queued, running, retrying (an attempt failed; another
+	// follows), completed or failed (every attempt failed: ask again).
+	Status string `json:"status"`
+	// Attempt counts the attempts begun so far.
+	Attempt     int       `json:"attempt"`
+	RequestedAt time.Time `json:"requested_at"`
+	// CompletedAt is when it completed; nil before.
+	CompletedAt *time.Time `json:"completed_at"`
+	// Error is why the last attempt failed; "" when none did.
+	Error string `json:"error"`
+}
+
+// Statuses of an Erasure.
+const (
+	ErasureQueued    = "queued"
+	ErasureRunning   = "running"
+	ErasureRetrying  = "retrying"
+	ErasureCompleted = "completed"
+	ErasureFailed    = "failed"
+)
+
+// erasureRoutes are the user's erasure of themself (Config.Erasure).
+func (s *Server) erasureRoutes(r chi.Router) {
+	r.Delete("/me", s.handleErase)
+	r.Get("/me/erasure", s.handleErasure)
+}
+
+// handleErase is DELETE /api/v1/me: 202 with the erasure to poll. Asking
+// again while it runs, or after, is answered the same way: the running
+// one, or a new one that erases what came since.
+func (s *Server) handleErase(w http.ResponseWriter, r *http.Request) {
+	e, err := s.cfg.Erasure.Erase(r.Context(), userOf(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/me/erasure")
+	writeJSON(w, http.StatusAccepted, e)
+}
+
+// handleErasure is GET /api/v1/me/erasure: the caller's latest erasure,
+// 404 when none is known.
+func (s *Server) handleErasure(w http.ResponseWriter, r *http.Request) {
+	e, err := s.cfg.Erasure.Erasure(r.Context(), userOf(r))
+	if errors.Is(err, ErrNoErasure) {
+		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no erasure of yours is known: DELETE /api/v1/me asks for one"))
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/cognition"
+	"github.com/trellis-ai/trellis/documents/ingest"
+	"github.com/trellis-ai/trellis/internal/jobs"
+	"github.com/trellis-ai/trellis/runs"
+	"github.com/trellis-ai/trellis/store"
+)
+
+// eraseArgs are the arguments of the job that erases a user.
+type eraseArgs struct {
+	UserID string `json:"user_id"`
+}
+
+// Kind implements jobs.Args.
+func (eraseArgs) Kind() string { return "user_erase" }
+
+// eraseAttempts is how many times an erasure is tried before it is
+// reported failed: with the queue's backoff, about a day and a half.
+const eraseAttempts = 25
+
+// walTruncater is an SQLite database of the data directory, whose
+// write-ahead log the erasure empties.
+type walTruncater interface {
+	TruncateWAL(ctx context.Context) error
+}
+
+// walTruncaters are every SQLite database of the data directory.
+type walTruncaters []walTruncater
+
+// TruncateWAL empties each one's write-ahead log.
+func (ws walTruncaters) TruncateWAL(ctx context.Context) error {
+	for _, w := range ws {
+		if err := w.TruncateWAL(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eraseRecord is what the erasure needs of the record.
+type eraseRecord interface {
+	store.Conversations
+	store.Users
+}
+
+// eraser is api.Eraser over the job queue: DELETE /me enqueues a durable
+// job, which erase works, here or in another process, again after a
+// crash. Its fields are set by wire once every service exists; the job
+// waits for that.
+type eraser struct {
+	queue *jobs.Queue
+	ready chan struct{}
+
+	runs *runs.Service
+	st   eraseRecord
+	docs *ingest.Service    // nil: documents are off
+	cog  *cognition.Service // nil: memory is off
+	wals walTruncaters      // the SQLite files; none on PostgreSQL
+	log  *slog.Logger
+}
+
+var _ api.Eraser = (*eraser)(nil)
+
+// newEraser registers the erasure's job with ws; wire the eraser before
+// the server takes requests.
+func newEraser(ws *jobs.Workers) *eraser {
+	e := &eraser{ready: make(chan struct{})}
+	jobs.Handle(ws, e.erase, jobs.HandleOptions{})
+	return e
+}
+
+// wire gives the eraser what it erases through, and lets its jobs run.
+func (e *eraser) wire(queue *jobs.Queue, svc *runs.Service, st eraseRecord, docs *ingest.Service, cog *cognition.Service, wals walTruncaters, log *slog.Logger) {
+	e.queue, e.runs, e.st, e.docs, e.cog, e.wals, e.log = queue, svc, st, docs, cog, wals, log
+	close(e.ready)
+}
+
+// Erase implements api.Eraser: it enqueues the user's erasure unless one
+// waits or runs already.
+func (e *eraser) Erase(ctx context.Context, userID string) (api.Erasure, error) {
+	if _, err := e.queue.Enqueue(ctx, eraseArgs{UserID: userID}, jobs.EnqueueOptions{UniqueUnfinished: true, MaxAttempts: eraseAttempts}); err != nil {
+		return api.Erasure{}, fmt.Errorf("erase %s: %w", userID, err)
+	}
+	return e.Erasure(ctx, userID)
+}
+
+// Erasure implements api.Eraser: the user's newest erasure job, as the
+// API shows it.
+func (e *eraser) Erasure(ctx context.Context, userID string) (api.Erasure, error) {
+	j, err := e.queue.Newest(ctx, eraseArgs{}.Kind(), "user_id", userID)
+	if errors.Is(err, jobs.ErrNotFound) {
+		return api.Erasure{}, api.ErrNoErasure
+	}
+	if err != nil {
+		return api.Erasure{}, err
+	}
+	out := api.Erasure{Attempt: j.Attempt, RequestedAt: j.CreatedAt.UTC(), Error: j.Err}
+	switch j.State {
+	case jobs.StateRunning:
+		out.Status = api.ErasureRunning
+	case jobs.StateCompleted:
+		out.Status = api.ErasureCompleted
+		at := j.FinalizedAt.UTC()
+		out.CompletedAt = &at
+	case jobs.StateCancelled, jobs.StateDiscarded:
+		out.Status = api.ErasureFailed
+	default:
+		out.Status = api.ErasureQueued
+		if j.Attempt > 0 {
+			out.Status = api.ErasureRetrying
+		}
+	}
+	return out, nil
+}
+
+// erase is the erasure job. Every step can run again (a retry, or the
+// rescue of a job whose process died) and finishes what an earlier
+// attempt left:
+//
+//  1. each conversation, through the run service: its live run is
+//     cancelled first, then its documents' files, its checkpoints and
+//     its record go (runs.Service.DeleteConversation);
+//  2. the user's files that no conversation names any more;
+//  3. the user's learning jobs, whose arguments hold their words;
+//  4. the rest of the record: memories, profile, their share of the
+//     tool stats, and any conversation made meanwhile (store.Users);
+//  5. on SQLite, each database's write-ahead log, emptied into its file,
+//     where secure_delete has zeroed what was deleted.
+func (e *eraser) erase(ctx context.Context, j jobs.Job[eraseArgs]) error {
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	user := j.Args.UserID
+	for {
+		page, err := e.st.ListConversations(ctx, user, store.Page{Limit: 50})
+		if err != nil {
+			return fmt.Errorf("erase %s: %w", user, err)
+		}
+		if len(page.Conversations) == 0 {
+			break
+		}
+		for _, c := range page.Conversations {
+			if err := e.runs.DeleteConversation(ctx, user, c.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("erase %s: conversation %s: %w", user, c.ID, err)
+			}
+		}
+	}
+	if e.docs != nil {
+		if err := e.docs.DeleteUserFiles(ctx, user); err != nil {
+			return fmt.Errorf("erase %s: %w", user, err)
+		}
+	}
+	if e.cog != nil {
+		if err := e.cog.PurgeLearning(ctx, user); err != nil {
+			return fmt.Errorf("erase %s: %w", user, err)
+		}
+	}
+	n, err := e.st.EraseUser(ctx, user)
+	if err != nil {
+		return fmt.Errorf("erase %s: %w", user, err)
+	}
+	if err := e.wals.TruncateWAL(ctx); err != nil {
+		return fmt.Errorf("erase %s: %w", user, err)
+	}
+	e.log.LogAttrs(ctx, slog.LevelInfo, "user erased", slog.String("user_id", user), slog.Int("attempt", j.Attempt),
+		slog.Int("late_conversations", n))
+	return nil
+}

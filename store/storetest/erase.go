@@ -1,0 +1,110 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/trellis-ai/trellis/store"
+)
+
+// EraseStore is a store that keeps documents and memories too, and
+// erases users.
+type EraseStore interface {
+	store.Store
+	store.Documents
+	store.Memories
+	store.Users
+}
+
+// RunErasure checks that stores made by newStore behave as store.Users
+// says, as Run does for store.Store.
+func RunErasure(t *testing.T, newStore func(t *testing.T) EraseStore) {
+	runCases(t, newStore, []testCase[EraseStore]{
+		{"EraseUser", testEraseUser},
+		{"EraseInvalid", testEraseInvalid},
+	})
+}
+
+// everything gives the user two busy conversations, a document with a
+// chunk, a memory, a profile and a share of the tool stats, and returns
+// the conversations.
+func everything(t *testing.T, s EraseStore, user string) []store.Conversation {
+	t.Helper()
+	ctx := t.Context()
+	c1, _, _, _ := busy(t, s, user)
+	c2, _, _, _ := busy(t, s, user)
+	putText(t, s, newDocument(t, s, c2, "notes.md"), "the password is marmalade")
+	addMemory(t, s, user, "likes marmalade", 0.5, "marmalade")
+	must(s.UpdateProfile(ctx, user, func(p *store.Profile) error {
+		p.Preferences = map[string]string{"spread": "marmalade"}
+		return nil
+	}))(t)
+	if err := s.AddToolStats(ctx, user, []store.ToolStat{{Tool: "search", Calls: 2}, {Tool: store.AgentTool, Calls: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	return []store.Conversation{c1, c2}
+}
+
+func testEraseUser(t *testing.T, s EraseStore) {
+	ctx := t.Context()
+	gone := everything(t, s, alice)
+	kept := everything(t, s, bob)
+	before := []snapshot{take(t, s, bob, kept[0].ID), take(t, s, bob, kept[1].ID)}
+	bobsMemories := must(s.ListMemories(ctx, bob, store.Page{}))(t)
+	bobsProfile := must(s.GetProfile(ctx, bob))(t)
+
+	if n := must(s.EraseUser(ctx, alice))(t); n != len(gone) {
+		t.Errorf("EraseUser = %d conversations, want %d", n, len(gone))
+	}
+	for _, c := range gone {
+		wantErr(t, "GetConversation after EraseUser", second(s.GetConversation(ctx, alice, c.ID)), store.ErrNotFound)
+	}
+	if l := must(s.ListConversations(ctx, alice, store.Page{}))(t); len(l.Conversations) != 0 {
+		t.Errorf("conversations after EraseUser: %v", ids(l.Conversations))
+	}
+	if p := must(s.PendingHumanRequests(ctx, store.KindApproval, alice, ""))(t); len(p) != 0 {
+		t.Errorf("pending approvals after EraseUser: %+v", p)
+	}
+	if h := must(s.SearchChunks(ctx, store.ChunkQuery{UserID: alice, Query: "marmalade"}))(t); len(h) != 0 {
+		t.Errorf("chunks after EraseUser: %+v", h)
+	}
+	if m := must(s.ListMemories(ctx, alice, store.Page{}))(t); len(m.Memories) != 0 {
+		t.Errorf("memories after EraseUser: %+v", m.Memories)
+	}
+	if p := must(s.GetProfile(ctx, alice))(t); len(p.Preferences) != 0 || !p.UpdatedAt.IsZero() {
+		t.Errorf("profile after EraseUser: %+v", p)
+	}
+	// Bob's share of the stats is what is left.
+	want := []store.ToolStat{{Tool: store.AgentTool, Calls: 1}, {Tool: "search", Calls: 2}}
+	if got := must(s.ToolStats(ctx))(t); !slices.Equal(got, want) {
+		t.Errorf("tool stats after EraseUser = %+v, want %+v", got, want)
+	}
+
+	// Bob keeps everything.
+	for i, c := range kept {
+		sameSnapshot(t, "erasing another user", before[i], take(t, s, bob, c.ID))
+	}
+	if h := must(s.SearchChunks(ctx, store.ChunkQuery{UserID: bob, Query: "marmalade"}))(t); len(h) != 1 {
+		t.Errorf("bob's chunks after erasing alice: %+v", h)
+	}
+	if m := must(s.ListMemories(ctx, bob, store.Page{}))(t); !slices.Equal(memoryIDs(m.Memories), memoryIDs(bobsMemories.Memories)) {
+		t.Errorf("bob's memories after erasing alice: %+v", m.Memories)
+	}
+	if p := must(s.GetProfile(ctx, bob))(t); p.Preferences["spread"] != "marmalade" || !p.UpdatedAt.Equal(bobsProfile.UpdatedAt) {
+		t.Errorf("bob's profile after erasing alice: %+v", p)
+	}
+
+	// Again: nothing left to erase, which is no error.
+	if n := must(s.EraseUser(ctx, alice))(t); n != 0 {
+		t.Errorf("second EraseUser = %d", n)
+	}
+}
+
+func testEraseInvalid(t *testing.T, s EraseStore) {
+	c := everything(t, s, alice)
+	before := take(t, s, alice, c[0].ID)
+	for _, user := range []string{"", "a\x00b", "\xff"} {
+		wantErr(t, "EraseUser("+user+")", second(s.EraseUser(t.Context(), user)), store.ErrInvalid)
+	}
+	sameSnapshot(t, "an invalid EraseUser", before, take(t, s, alice, c[0].ID))
+}
