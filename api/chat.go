@@ -3,11 +3,9 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/api/middleware"
@@ -38,16 +36,14 @@ type editRequest struct {
 	Message string `json:"message"`
 }
 
-// message validates a chat message: not empty, not too long.
+// message validates a chat message: not empty, and, as the run
+// service checks it for every surface, not too long.
 func (s *Server) message(msg string) (string, error) {
 	msg = strings.TrimSpace(msg)
 	if msg == "" {
 		return "", errorf(http.StatusBadRequest, "empty_message", `"message" is required and must not be empty`)
 	}
-	if limit := s.cfg.Limits.MaxMessageRunes; limit > 0 && utf8.RuneCountInString(msg) > limit {
-		return "", errorf(http.StatusBadRequest, "message_too_long", fmt.Sprintf("the message is longer than %d characters", limit))
-	}
-	return msg, nil
+	return msg, s.runs.CheckMessage(msg)
 }
 
 // chatStart decodes and validates a chat request.

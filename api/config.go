@@ -93,9 +93,6 @@ type Config struct {
 type Limits struct {
 	// MaxBodyBytes caps a request body (413 beyond it); default 1 MiB.
 	MaxBodyBytes int64
-	// MaxMessageRunes caps a chat message in characters (400 beyond
-	// it); default 32,000.
-	MaxMessageRunes int
 	// RatePerMinute is each user's sustained request rate on /api/v1
 	// (429 with Retry-After beyond it); default 600.
 	RatePerMinute int
@@ -118,7 +115,6 @@ type Limits struct {
 // Defaults.
 const (
 	DefaultMaxBodyBytes       = 1 << 20
-	DefaultMaxMessageRunes    = 32000
 	DefaultRatePerMinute      = 600
 	DefaultBurst              = 60
 	DefaultMaxConcurrentRuns  = 4
@@ -134,7 +130,6 @@ const (
 func (c Config) withDefaults() Config {
 	l := &c.Limits
 	def64(&l.MaxBodyBytes, DefaultMaxBodyBytes)
-	defInt(&l.MaxMessageRunes, DefaultMaxMessageRunes)
 	defInt(&l.RatePerMinute, DefaultRatePerMinute)
 	defInt(&l.Burst, DefaultBurst)
 	defInt(&l.MaxConcurrentRunsPerUser, DefaultMaxConcurrentRuns)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
@@ -97,6 +96,7 @@ func Of(err error) *Problem {
 		p       *Problem
 		tooBig  *http.MaxBytesError
 		invalid *runs.ValidationError
+		tooLong *runs.MessageTooLongError
 	)
 	switch {
 	case errors.As(err, &p):
@@ -106,6 +106,9 @@ func Of(err error) *Problem {
 	case errors.As(err, &tooBig):
 		return New(http.StatusRequestEntityTooLarge, "body_too_large",
 			"the request body is larger than "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
+	case errors.As(err, &tooLong):
+		return New(http.StatusBadRequest, "message_too_long",
+			"the message is longer than "+strconv.Itoa(tooLong.Most)+" characters")
 	case errors.As(err, &invalid): // before store.ErrInvalid, which it wraps
 		return New(http.StatusUnprocessableEntity, "invalid_content", invalid.Reason)
 	}
@@ -169,15 +172,6 @@ func Write(w http.ResponseWriter, p *Problem) {
 // message says where the cause was logged, never the cause itself.
 func Internal(where string) *Problem {
 	return New(http.StatusInternalServerError, "internal_error", "internal error; the server logged it"+where)
-}
-
-// TooLong is the problem of a user's message longer than most
-// characters (most 0: no cap), and nil for a message within it.
-func TooLong(message string, most int) error {
-	if most > 0 && utf8.RuneCountInString(message) > most {
-		return Invalid("the message is longer than %d characters", most)
-	}
-	return nil
 }
 
 // Reply answers err as Of classifies it. An error Of does not know is

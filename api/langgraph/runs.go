@@ -107,7 +107,7 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request, awaitsEnd bool) 
 		}
 	}
 	spec.message = strings.TrimSpace(spec.message)
-	if err := httperr.TooLong(spec.message, h.cfg.MaxMessageRunes); err != nil {
+	if err := h.runs.CheckMessage(spec.message); err != nil {
 		return nil, err
 	}
 	if spec.interrupt {

@@ -55,6 +55,7 @@ type serveConfig struct {
 	corsOrigins        []string
 	trustedProxies     []string
 	limits             api.Limits
+	maxMessage         int
 	interruptAfter     time.Duration
 	elicitTimeout      time.Duration
 	cancelOnDisconnect bool
@@ -113,7 +114,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&claim, "claim-interval", env("TRELLIS_CLAIM_INTERVAL", "5s"), "with PostgreSQL, how often to take over runs of processes that are gone (TRELLIS_CLAIM_INTERVAL)")
 	fs.StringVar(&unhealthy, "unhealthy-after", env("TRELLIS_UNHEALTHY_AFTER", "60s"), "how long without the database before /healthz fails, 0 or less for never (TRELLIS_UNHEALTHY_AFTER)")
 	fs.StringVar(&maxBody, "max-body-bytes", env("TRELLIS_MAX_BODY_BYTES", strconv.Itoa(api.DefaultMaxBodyBytes)), "request body limit (TRELLIS_MAX_BODY_BYTES)")
-	fs.StringVar(&maxMsg, "max-message-chars", env("TRELLIS_MAX_MESSAGE_CHARS", strconv.Itoa(api.DefaultMaxMessageRunes)), "chat message limit (TRELLIS_MAX_MESSAGE_CHARS)")
+	fs.StringVar(&maxMsg, "max-message-chars", env("TRELLIS_MAX_MESSAGE_CHARS", strconv.Itoa(runs.DefaultMaxMessageRunes)), "chat message limit (TRELLIS_MAX_MESSAGE_CHARS)")
 	fs.StringVar(&rate, "rate-per-minute", env("TRELLIS_RATE_PER_MINUTE", strconv.Itoa(api.DefaultRatePerMinute)), "API requests per user per minute, -1 for no limit (TRELLIS_RATE_PER_MINUTE)")
 	fs.StringVar(&burst, "rate-burst", env("TRELLIS_RATE_BURST", strconv.Itoa(api.DefaultBurst)), "API requests a user may make at once (TRELLIS_RATE_BURST)")
 	fs.StringVar(&authPerMin, "auth-failures-per-minute", env("TRELLIS_AUTH_FAILURES_PER_MINUTE", strconv.Itoa(api.DefaultAuthFailuresPerMin)), "invalid API keys a client address may send per minute before 429, -1 for no limit (TRELLIS_AUTH_FAILURES_PER_MINUTE)")
@@ -174,7 +175,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	var body int
 	num("max-body-bytes", maxBody, &body)
 	c.limits.MaxBodyBytes = int64(body)
-	num("max-message-chars", maxMsg, &c.limits.MaxMessageRunes)
+	num("max-message-chars", maxMsg, &c.maxMessage)
 	num("rate-per-minute", rate, &c.limits.RatePerMinute)
 	num("rate-burst", burst, &c.limits.Burst)
 	num("max-runs-per-user", maxRuns, &c.limits.MaxConcurrentRunsPerUser)
@@ -468,7 +469,8 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		Store: st, Models: models, Tools: tools.provider, Checkpointer: saver, Agent: agent,
 		ElicitTimeout:  cfg.elicitTimeout,
 		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, MaxRunsPerUser: cfg.limits.MaxConcurrentRunsPerUser,
-		Logger: log, Owner: owner, Cluster: cluster, Notices: notices, ClaimInterval: cfg.claimInterval, Metrics: collector,
+		MaxMessageRunes: cfg.maxMessage,
+		Logger:          log, Owner: owner, Cluster: cluster, Notices: notices, ClaimInterval: cfg.claimInterval, Metrics: collector,
 	})
 	if err != nil {
 		return app{}, err
