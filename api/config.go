@@ -39,6 +39,10 @@ type Config struct {
 	// Keys maps API keys to user ids. Empty means local mode: no
 	// authentication, every request is middleware.LocalUser ("local").
 	Keys map[middleware.APIKey]string
+	// Admins are the users (as Keys names them) who may read what spans
+	// every user: GET /api/v1/cognition/identity; the others get 403. In
+	// local mode the one local user is an operator, whatever Admins says.
+	Admins []string
 	// Limits bound what one request and one user may ask.
 	Limits Limits
 	// TrustedProxies lists the reverse proxies in front of the server,

@@ -75,7 +75,11 @@ var (
 	RunCancelling = New(http.StatusConflict, "run_cancelled", "the run was cancelled; this approval is no longer asked")
 	Busy          = New(http.StatusConflict, "busy", "the run has too many answers waiting; retry in a moment")
 	NotFound      = New(http.StatusNotFound, "not_found", "no such resource, or it is not yours")
-	RunActive     = New(http.StatusConflict, "run_active",
+	// Forbidden answers a user who is not one of the server's operators
+	// on an operator's endpoint.
+	Forbidden = New(http.StatusForbidden, "forbidden",
+		"only the server's operators may read this; an operator is named in TRELLIS_ADMIN_USERS")
+	RunActive = New(http.StatusConflict, "run_active",
 		"a run is already active on this conversation; wait for it, cancel it, or answer what it waits for")
 	AlreadyResolved = New(http.StatusConflict, "already_resolved", "this was already answered, cancelled or expired")
 	Conflict        = New(http.StatusConflict, "conflict",

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -50,6 +52,7 @@ type serveConfig struct {
 	dataDir            string
 	databaseURL        string
 	keys               map[middleware.APIKey]string
+	admins             []string
 	mcpConfig          string
 	approvalTools      []string
 	corsOrigins        []string
@@ -89,6 +92,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	var (
 		keys, approval, cors, logLevel        string
+		admins                                string
 		interrupt, elicitTO, shutdown, claim  string
 		unhealthy                             string
 		maxBody, maxMsg, rate, burst, maxRuns string
@@ -104,6 +108,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
 	fs.StringVar(&c.databaseURL, "database-url", env("DATABASE_URL", ""), "PostgreSQL URL; when set, used instead of SQLite (DATABASE_URL)")
 	fs.StringVar(&keys, "api-keys", env("TRELLIS_API_KEYS", ""), "key:user pairs, comma-separated; none means local mode (TRELLIS_API_KEYS)")
+	fs.StringVar(&admins, "admin-users", env("TRELLIS_ADMIN_USERS", ""), "users (as --api-keys names them) who may read what spans every user, comma-separated; in local mode the local user (TRELLIS_ADMIN_USERS)")
 	fs.StringVar(&c.mcpConfig, "mcp-config", env("TRELLIS_MCP_CONFIG", ""), "MCP servers file (TRELLIS_MCP_CONFIG)")
 	fs.StringVar(&approval, "approval-tools", env("TRELLIS_APPROVAL_TOOLS", ""), "tools that always need approval, comma-separated (TRELLIS_APPROVAL_TOOLS)")
 	fs.StringVar(&cors, "cors-origins", env("TRELLIS_CORS_ORIGINS", ""), "origins browsers may call the API from, comma-separated, or * (TRELLIS_CORS_ORIGINS)")
@@ -149,6 +154,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		errs = append(errs, err)
 	}
 	c.approvalTools, c.corsOrigins, c.trustedProxies = list(approval), list(cors), list(proxies)
+	c.admins = list(admins)
+	for _, a := range c.admins {
+		if len(c.keys) > 0 && !slices.Contains(slices.Collect(maps.Values(c.keys)), a) {
+			errs = append(errs, fmt.Errorf("admin-users: %q is the user of no API key", a))
+		}
+	}
 	dur := func(name, v string, d *time.Duration) {
 		if *d, err = time.ParseDuration(v); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
@@ -477,7 +488,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	}
 	srv, err := api.New(api.Config{
 		Runs: svc, Store: st, Tools: tools.provider, Documents: docs, Cognition: cog,
-		Keys: cfg.keys, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
+		Keys: cfg.keys, Admins: cfg.admins, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
 		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: collector,
 		Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
 	})
