@@ -138,11 +138,18 @@ func TestClusterProcessReconnectsAfterLosingTheDatabase(t *testing.T) {
 
 	db.away()
 	// The stream, whose run stopped here, reads the store, and so ends
-	// without a terminal event: its client reconnects.
+	// before the run's terminal event, saying so: an SSE retry, then
+	// stream.reconnect. Its client reconnects.
 	seen := s.all()
-	if terminal(seen[len(seen)-1].Type) {
-		t.Fatalf("the stream ended with %s while the database was away", seen[len(seen)-1].Raw)
+	last := seen[len(seen)-1]
+	if last.Type != "stream.reconnect" || last.str("reason") != "unavailable" || last.str("run_id") != runID ||
+		last.str("conversation_id") != conv || last.Data["retry_ms"] != float64(1000) {
+		t.Fatalf("the stream ended with %s %s while the database was away, want stream.reconnect (unavailable)", last.Type, last.Raw)
 	}
+	if !strings.Contains(s.raw.String(), "\nretry: 1000\n") || strings.Contains(s.raw.String(), "id: 0\n") {
+		t.Errorf("no SSE retry before stream.reconnect, or an id with it:\n%s", s.raw.String())
+	}
+	seen = seen[:len(seen)-1]
 	waitFor(t, "/readyz 503", func() bool { return e.status("/readyz") == http.StatusServiceUnavailable })
 	waitFor(t, "/healthz 503 past UnhealthyAfter", func() bool { return e.status("/healthz") == http.StatusServiceUnavailable })
 	for _, path := range []string{"/api/v1/chat", "/api/v1/conversations/" + conv} {

@@ -435,6 +435,9 @@ async function read(turn, resp, ctl, onEvent) {
         onEvent();
         continue;
       }
+      // The server ends the stream before the run's end and asks for a
+      // reconnection (it lost its database, say): no run's event either.
+      if (ev.type === "stream.reconnect") return "dropped";
       if (!ev.seq && msg.id) ev.seq = Number(msg.id);
       const target = turnFor(turn, ev);
       if (!target.apply(ev)) continue;
