@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -287,3 +288,50 @@ func (w logWatch) Handle(_ context.Context, r slog.Record) error {
 
 func (w logWatch) WithAttrs([]slog.Attr) slog.Handler { return w }
 func (w logWatch) WithGroup(string) slog.Handler      { return w }
+
+// TestClusterLangGraphStreamSaysItWasLost: a LangGraph stream whose run
+// stops because the process lost its database ends with an SSE retry
+// and an error event saying so, not by closing as a finished run's
+// stream does; the run completes once the database is back.
+func TestClusterLangGraphStreamSaysItWasLost(t *testing.T) {
+	noLeaks(t)
+	data := newStorage(t, postgresBackend)
+	db := newDatabase(t, data)
+	e := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, dsn: db.dsn})
+	status, body := e.do("POST", "/langgraph/threads", map[string]any{})
+	if status != http.StatusOK {
+		t.Fatalf("create thread: %d %s", status, body)
+	}
+	thread := jsonOf[struct {
+		ThreadID string `json:"thread_id"`
+	}](t, body).ThreadID
+	resp, err := e.ts.Client().Do(e.request("POST", "/langgraph/threads/"+thread+"/runs/stream", map[string]any{
+		"assistant_id": "agent", "stream_mode": []string{"updates"},
+		"input": map[string]any{"messages": []map[string]any{{"type": "human", "content": "wait for it"}}}}, e.key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	runID := strings.TrimPrefix(resp.Header.Get("Content-Location"), "/threads/"+thread+"/runs/")
+	<-e.tools.waiting
+
+	db.away()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	tail := text[strings.LastIndex(text[:len(text)-2], "\n\n")+2:]
+	if !strings.Contains(text, "\nretry: 1000\n") || !strings.HasPrefix(tail, "event: error\n") || !strings.Contains(tail, `"error":"stream_lost"`) {
+		t.Fatalf("the stream ended without saying it was lost; its end:\n%s", text[max(0, len(text)-600):])
+	}
+
+	db.back()
+	waitFor(t, "/readyz 200", func() bool { return e.status("/readyz") == http.StatusOK })
+	close(e.tools.release)
+	waitFor(t, "the run to complete", func() bool {
+		r, err := e.store.GetRun(t.Context(), "alice", runID)
+		return err == nil && r.Status == store.RunCompleted
+	})
+	e.close()
+}
