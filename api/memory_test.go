@@ -292,5 +292,9 @@ func TestBigAnswerReadsMemoryBounded(t *testing.T) {
 	if limit := int64(answer + store.PageBytes + 64<<10); most > limit {
 		t.Errorf("a response of %d bytes, want at most %d", most, limit)
 	}
-	within(t, fmt.Sprintf("%d reads of the conversation", readers), g, readers*3*(answer+store.PageBytes))
+	// The Go heap only: the race detector's shadow memory inflates the
+	// resident size several times over what the reads hold.
+	if bound := uint64(readers * 3 * (answer + store.PageBytes)); g.heap > bound {
+		t.Errorf("%d reads of the conversation grew the heap by more than %d MiB: %v", readers, bound>>20, g)
+	}
 }
