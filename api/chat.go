@@ -3,15 +3,16 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/events"
+	"github.com/trellis-ai/trellis/internal/sse"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
@@ -38,16 +39,14 @@ type editRequest struct {
 	Message string `json:"message"`
 }
 
-// message validates a chat message: not empty, not too long.
+// message validates a chat message: not empty, and, as the run
+// service checks it for every surface, not too long.
 func (s *Server) message(msg string) (string, error) {
 	msg = strings.TrimSpace(msg)
 	if msg == "" {
 		return "", errorf(http.StatusBadRequest, "empty_message", `"message" is required and must not be empty`)
 	}
-	if limit := s.cfg.Limits.MaxMessageRunes; limit > 0 && utf8.RuneCountInString(msg) > limit {
-		return "", errorf(http.StatusBadRequest, "message_too_long", fmt.Sprintf("the message is longer than %d characters", limit))
-	}
-	return msg, nil
+	return msg, s.runs.CheckMessage(msg)
 }
 
 // chatStart decodes and validates a chat request.
@@ -300,6 +299,48 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, req runs.Follo
 		dw := &documentWatch{s: s, ctx: r.Context(), user: req.User, conv: req.ConversationID, sw: sw, w: w}
 		req.PollEvery, req.PollNow, req.Poll = documentPoll, w.C, dw.poll
 	}
-	terminal, _ := s.runs.Follow(r.Context(), req, func(e *runs.Event) error { return sw.Event(e.Seq, e.Type, e.Data) })
+	terminal, err := s.runs.Follow(r.Context(), req, func(e *runs.Event) error { return sw.Event(e.Seq, e.Type, e.Data) })
+	if !terminal && r.Context().Err() == nil && !sw.Failed() {
+		s.askReconnect(r, sw, req, err)
+	}
 	return terminal
+}
+
+// reconnectAfter is the retry a stream that ends before its run's
+// terminal event gives its client: as long as Retry-After's 503 asks.
+const reconnectAfter = time.Second
+
+// reconnectData is stream.reconnect's data line: the vocabulary's
+// payload with conversation_id and ts, and no seq (it is no stored
+// event of the run).
+type reconnectData struct {
+	Type           string `json:"type"`
+	ConversationID string `json:"conversation_id"`
+	TS             string `json:"ts"`
+	events.StreamReconnect
+}
+
+// askReconnect ends a stream that Follow left before the run's terminal
+// event, the client still there, with an SSE retry and stream.reconnect
+// saying why, so that no client sees its stream end silently: err is
+// what ended Follow.
+func (s *Server) askReconnect(r *http.Request, sw *sse.Writer, req runs.FollowRequest, err error) {
+	reason := events.ReconnectError
+	switch {
+	case s.runs.Lost(err) || errors.Is(err, runs.ErrUnavailable):
+		reason = events.ReconnectUnavailable
+	case s.runs.Draining() || errors.Is(err, runs.ErrShuttingDown):
+		reason = events.ReconnectShuttingDown
+	case err == nil:
+		reason = events.ReconnectBehind
+	default:
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "a stream ended before its run's end; its client is asked to reconnect",
+			slog.String("run_id", req.RunID), slog.Any("error", err))
+	}
+	data, _ := json.Marshal(reconnectData{Type: events.TypeStreamReconnect, ConversationID: req.ConversationID,
+		TS:              time.Now().UTC().Format(time.RFC3339Nano),
+		StreamReconnect: events.StreamReconnect{RunID: req.RunID, Reason: reason, RetryMS: reconnectAfter.Milliseconds()}})
+	if sw.Retry(reconnectAfter) == nil {
+		_ = sw.Event(0, events.TypeStreamReconnect, data)
+	}
 }

@@ -42,6 +42,10 @@ type Config struct {
 	// Keys maps API keys to user ids. Empty means local mode: no
 	// authentication, every request is middleware.LocalUser ("local").
 	Keys map[middleware.APIKey]string
+	// Admins are the users (as Keys names them) who may read what spans
+	// every user: GET /api/v1/cognition/identity; the others get 403. In
+	// local mode the one local user is an operator, whatever Admins says.
+	Admins []string
 	// Limits bound what one request and one user may ask.
 	Limits Limits
 	// TrustedProxies lists the reverse proxies in front of the server,
@@ -96,9 +100,6 @@ type Config struct {
 type Limits struct {
 	// MaxBodyBytes caps a request body (413 beyond it); default 1 MiB.
 	MaxBodyBytes int64
-	// MaxMessageRunes caps a chat message in characters (400 beyond
-	// it); default 32,000.
-	MaxMessageRunes int
 	// RatePerMinute is each user's sustained request rate on /api/v1
 	// (429 with Retry-After beyond it); default 600.
 	RatePerMinute int
@@ -121,7 +122,6 @@ type Limits struct {
 // Defaults.
 const (
 	DefaultMaxBodyBytes       = 1 << 20
-	DefaultMaxMessageRunes    = 32000
 	DefaultRatePerMinute      = 600
 	DefaultBurst              = 60
 	DefaultMaxConcurrentRuns  = 4
@@ -137,7 +137,6 @@ const (
 func (c Config) withDefaults() Config {
 	l := &c.Limits
 	def64(&l.MaxBodyBytes, DefaultMaxBodyBytes)
-	defInt(&l.MaxMessageRunes, DefaultMaxMessageRunes)
 	defInt(&l.RatePerMinute, DefaultRatePerMinute)
 	defInt(&l.Burst, DefaultBurst)
 	defInt(&l.MaxConcurrentRunsPerUser, DefaultMaxConcurrentRuns)

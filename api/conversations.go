@@ -117,10 +117,14 @@ func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := eventsResponse{Events: evs}
-	// A full page ends before the run's last event, or after the last
-	// one known when the run was read.
-	if size, _ := store.EventLimit(limit); len(evs) == size && evs[len(evs)-1].Seq != run.LastSeq {
-		res.NextAfter = evs[len(evs)-1].Seq
+	// More follow a page that ends before the run's last event as it was
+	// read (a page stops short at store.PageBytes), or a full one that
+	// ends after it, the run having gone on since.
+	if n := len(evs); n > 0 {
+		size, _ := store.EventLimit(limit)
+		if last := evs[n-1].Seq; last < run.LastSeq || (n == size && last != run.LastSeq) {
+			res.NextAfter = last
+		}
 	}
 	writeJSON(w, http.StatusOK, res)
 }

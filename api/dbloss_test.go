@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -138,11 +139,18 @@ func TestClusterProcessReconnectsAfterLosingTheDatabase(t *testing.T) {
 
 	db.away()
 	// The stream, whose run stopped here, reads the store, and so ends
-	// without a terminal event: its client reconnects.
+	// before the run's terminal event, saying so: an SSE retry, then
+	// stream.reconnect. Its client reconnects.
 	seen := s.all()
-	if terminal(seen[len(seen)-1].Type) {
-		t.Fatalf("the stream ended with %s while the database was away", seen[len(seen)-1].Raw)
+	last := seen[len(seen)-1]
+	if last.Type != "stream.reconnect" || last.str("reason") != "unavailable" || last.str("run_id") != runID ||
+		last.str("conversation_id") != conv || last.Data["retry_ms"] != float64(1000) {
+		t.Fatalf("the stream ended with %s %s while the database was away, want stream.reconnect (unavailable)", last.Type, last.Raw)
 	}
+	if !strings.Contains(s.raw.String(), "\nretry: 1000\n") || strings.Contains(s.raw.String(), "id: 0\n") {
+		t.Errorf("no SSE retry before stream.reconnect, or an id with it:\n%s", s.raw.String())
+	}
+	seen = seen[:len(seen)-1]
 	waitFor(t, "/readyz 503", func() bool { return e.status("/readyz") == http.StatusServiceUnavailable })
 	waitFor(t, "/healthz 503 past UnhealthyAfter", func() bool { return e.status("/healthz") == http.StatusServiceUnavailable })
 	for _, path := range []string{"/api/v1/chat", "/api/v1/conversations/" + conv} {
@@ -280,3 +288,50 @@ func (w logWatch) Handle(_ context.Context, r slog.Record) error {
 
 func (w logWatch) WithAttrs([]slog.Attr) slog.Handler { return w }
 func (w logWatch) WithGroup(string) slog.Handler      { return w }
+
+// TestClusterLangGraphStreamSaysItWasLost: a LangGraph stream whose run
+// stops because the process lost its database ends with an SSE retry
+// and an error event saying so, not by closing as a finished run's
+// stream does; the run completes once the database is back.
+func TestClusterLangGraphStreamSaysItWasLost(t *testing.T) {
+	noLeaks(t)
+	data := newStorage(t, postgresBackend)
+	db := newDatabase(t, data)
+	e := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, dsn: db.dsn})
+	status, body := e.do("POST", "/langgraph/threads", map[string]any{})
+	if status != http.StatusOK {
+		t.Fatalf("create thread: %d %s", status, body)
+	}
+	thread := jsonOf[struct {
+		ThreadID string `json:"thread_id"`
+	}](t, body).ThreadID
+	resp, err := e.ts.Client().Do(e.request("POST", "/langgraph/threads/"+thread+"/runs/stream", map[string]any{
+		"assistant_id": "agent", "stream_mode": []string{"updates"},
+		"input": map[string]any{"messages": []map[string]any{{"type": "human", "content": "wait for it"}}}}, e.key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	runID := strings.TrimPrefix(resp.Header.Get("Content-Location"), "/threads/"+thread+"/runs/")
+	<-e.tools.waiting
+
+	db.away()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	tail := text[strings.LastIndex(text[:len(text)-2], "\n\n")+2:]
+	if !strings.Contains(text, "\nretry: 1000\n") || !strings.HasPrefix(tail, "event: error\n") || !strings.Contains(tail, `"error":"stream_lost"`) {
+		t.Fatalf("the stream ended without saying it was lost; its end:\n%s", text[max(0, len(text)-600):])
+	}
+
+	db.back()
+	waitFor(t, "/readyz 200", func() bool { return e.status("/readyz") == http.StatusOK })
+	close(e.tools.release)
+	waitFor(t, "the run to complete", func() bool {
+		r, err := e.store.GetRun(t.Context(), "alice", runID)
+		return err == nil && r.Status == store.RunCompleted
+	})
+	e.close()
+}

@@ -49,6 +49,10 @@ type documentWatch struct {
 	settled bool
 }
 
+// tsFormat is the ts of a notice the service sends on a stream beside
+// the run's events, as the run service writes its events' ts.
+const tsFormat = "2006-01-02T15:04:05.000Z07:00"
+
 // documentData is document.status's data line: the vocabulary's payload
 // with conversation_id and ts, and no seq or run_id (it is no run's).
 type documentData struct {
@@ -132,7 +136,7 @@ func (d *documentWatch) tell(doc store.Document) (bool, error) {
 		return false, nil
 	}
 	b, err := json.Marshal(documentData{Type: events.TypeDocumentStatus, ConversationID: d.conv,
-		TS:             time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		TS:             time.Now().UTC().Format(tsFormat),
 		DocumentStatus: events.DocumentStatus{DocumentID: doc.ID, Status: string(doc.Status), Error: doc.Error}})
 	if err != nil {
 		return false, err

@@ -44,7 +44,7 @@ func (e *env) snapshot() string {
 func TestBadRequestsChangeNothing(t *testing.T) {
 	e := newEnv(t, envOptions{configure: func(c *apitest.Config) {
 		c.API.Limits.MaxBodyBytes = 4096
-		c.API.Limits.MaxMessageRunes = 100
+		c.Runs.MaxMessageRunes = 100
 		c.Runs.InterruptAfter = -1 // park approvals at once
 	}})
 	// Alice has a finished conversation and one parked on an approval;

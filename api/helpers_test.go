@@ -402,6 +402,7 @@ func (ev event) str(field string) string {
 type stream struct {
 	t      testing.TB
 	resp   *http.Response
+	raw    *bytes.Buffer // what was read of the body, as sent
 	next   func() (sse.Event, error, bool)
 	stop   func()
 	events []event
@@ -422,8 +423,9 @@ func (e *env) open(req *http.Request) *stream {
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		e.t.Fatalf("Content-Type %q", ct)
 	}
-	s := &stream{t: e.t, resp: resp}
-	s.next, s.stop = iter.Pull2(iter.Seq2[sse.Event, error](sse.Read(resp.Body, &sse.ReadConfig{MaxEventSize: 1 << 20})))
+	s := &stream{t: e.t, resp: resp, raw: &bytes.Buffer{}}
+	body := io.TeeReader(resp.Body, s.raw)
+	s.next, s.stop = iter.Pull2(iter.Seq2[sse.Event, error](sse.Read(body, &sse.ReadConfig{MaxEventSize: 1 << 20})))
 	e.t.Cleanup(s.close)
 	return s
 }
@@ -445,7 +447,7 @@ func (s *stream) read() (event, bool) {
 		s.t.Fatalf("reading the stream: %v", err)
 	}
 	out := event{Type: ev.Type, Raw: ev.Data, LastID: ev.LastEventID}
-	if ev.Type != "document.status" { // no run's: it has no id
+	if ev.Type != "document.status" && ev.Type != "stream.reconnect" { // no run's: they have no id
 		id, err := strconv.ParseInt(ev.LastEventID, 10, 64)
 		if err != nil {
 			s.t.Fatalf("event id %q: %v", ev.LastEventID, err)

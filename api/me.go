@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/api/jsonbody"
+	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -19,7 +20,11 @@ func (s *Server) meRoutes(r chi.Router) {
 	r.Get("/me/memories", s.handleListMemories)
 	r.Delete("/me/memories", s.handleForgetAll)
 	r.Delete("/me/memories/{id}", s.handleForget)
-	r.Get("/cognition/identity", s.handleIdentity)
+	admins := s.cfg.Admins
+	if len(s.cfg.Keys) == 0 {
+		admins = []string{middleware.LocalUser}
+	}
+	r.With(middleware.Operators(admins)).Get("/cognition/identity", s.handleIdentity)
 }
 
 // handleGetProfile is GET /api/v1/me/profile.
@@ -138,8 +143,8 @@ func (s *Server) handleForgetAll(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleIdentity is GET /api/v1/cognition/identity: the agent's
-// performance per tool and its notes on itself, for the operator. It
-// holds counts over every user, nothing of any one.
+// performance per tool and its notes on itself, for the operators
+// (Config.Admins). It holds counts over every user, nothing of any one.
 func (s *Server) handleIdentity(w http.ResponseWriter, r *http.Request) {
 	stats, notes, err := s.cfg.Cognition.Identity(r.Context())
 	if err != nil {

@@ -228,8 +228,42 @@ func TestMeBadInput(t *testing.T) {
 	if len(got) != 3 || got[0] != "boats float" {
 		t.Errorf("pages = %v", got)
 	}
-	if status, body := e.do(http.MethodGet, "/api/v1/cognition/identity", nil); status != http.StatusOK {
-		t.Errorf("identity: %d %s", status, body)
+}
+
+// TestIdentityOperatorsOnly: the per-tool statistics over every user are
+// the operators' (Config.Admins; in local mode the local user): another
+// user gets 403 forbidden.
+func TestIdentityOperatorsOnly(t *testing.T) {
+	memory := func(t *testing.T, c *apitest.Config) {
+		svc, err := cognition.New(cognition.Config{Store: c.API.Store.(cognition.Store)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(svc.Close)
+		c.API.Cognition = svc
+	}
+	e := newEnv(t, envOptions{configure: func(c *apitest.Config) {
+		memory(t, c)
+		c.API.Admins = []string{"bob"}
+	}})
+	status, body := e.doAs(aliceKey, http.MethodGet, "/api/v1/cognition/identity", nil)
+	wantError(t, status, body, http.StatusForbidden)
+	if code := jsonOf[struct{ Error struct{ Code string } }](t, body).Error.Code; code != "forbidden" {
+		t.Errorf("code %q, want forbidden", code)
+	}
+	if status, body := e.doAs(bobKey, http.MethodGet, "/api/v1/cognition/identity", nil); status != http.StatusOK {
+		t.Errorf("an operator: %d %s", status, body)
+	}
+	status, body = e.doAs("", http.MethodGet, "/api/v1/cognition/identity", nil)
+	wantError(t, status, body, http.StatusUnauthorized)
+
+	none := newEnv(t, envOptions{configure: func(c *apitest.Config) { memory(t, c) }})
+	status, body = none.doAs(aliceKey, http.MethodGet, "/api/v1/cognition/identity", nil)
+	wantError(t, status, body, http.StatusForbidden)
+
+	local := newEnv(t, envOptions{local: true, configure: func(c *apitest.Config) { memory(t, c) }})
+	if status, body := local.do(http.MethodGet, "/api/v1/cognition/identity", nil); status != http.StatusOK {
+		t.Errorf("local mode's one user: %d %s", status, body)
 	}
 }
 

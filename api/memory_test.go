@@ -207,3 +207,94 @@ func replay(t *testing.T, e *env, conversationID string) (last int64, typ string
 	}
 	return last, typ, sc.Err()
 }
+
+// bigAnswer stores a finished run whose answer of size bytes was
+// streamed in chunks of 60 KB: the chunks, response.done with the whole
+// answer, run.completed, and the assistant's message, in a new
+// conversation of alice's.
+func bigAnswer(t *testing.T, st store.Store, size int) (conversationID string) {
+	t.Helper()
+	ctx := t.Context()
+	c, err := st.CreateConversation(ctx, store.NewConversation{UserID: "alice", Title: "big answer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.StartRun(ctx, store.NewRun{UserID: "alice", ConversationID: c.ID, UserMessage: "write a lot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chunk = 60 << 10
+	ev := func(typ, extra string) store.NewEvent {
+		return store.NewEvent{RunID: r.ID, Type: typ, Data: json.RawMessage(fmt.Sprintf(
+			`{"type":%q,"run_id":%q,"conversation_id":%q,"ts":"2026-11-24T06:00:00Z"%s}`, typ, r.ID, c.ID, extra))}
+	}
+	var evs []store.NewEvent
+	for range size / chunk {
+		evs = append(evs, ev("response.chunk", fmt.Sprintf(`,"content":%q`, strings.Repeat("w", chunk))))
+	}
+	answer := strings.Repeat("w", size/chunk*chunk)
+	evs = append(evs, ev("response.done", fmt.Sprintf(`,"content":%q`, answer)), ev("run.completed", `,"status":"completed"`))
+	if _, err := st.AppendEvents(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddMessage(ctx, store.NewMessage{RunID: r.ID, Role: store.RoleAssistant, Content: answer}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	return c.ID
+}
+
+// TestBigAnswerReadsMemoryBounded: 60 clients reading at once the
+// conversation of a run that streamed a 6 MB answer each get a page
+// bounded by store.PageBytes beyond its one run's transcript (the
+// answer's message), not the answer three times over (its chunks,
+// response.done and the message); the rest of the run's events come
+// page by page. (With pages bounded by count alone, each response was
+// 18 MB and the 60 reads grew the heap by 4.7 GiB, the resident memory
+// by 5.3 GiB; bounded by bytes too, by about 0.65 GiB.)
+func TestBigAnswerReadsMemoryBounded(t *testing.T) {
+	const (
+		answer  = 6 << 20
+		readers = 60
+	)
+	e := newEnv(t, envOptions{})
+	cid := bigAnswer(t, e.store, answer)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		most int64
+	)
+	stop := measure()
+	for range readers {
+		wg.Go(func() {
+			resp, err := e.ts.Client().Do(e.request("GET", "/api/v1/conversations/"+cid, nil, e.key).WithContext(t.Context()))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			n, err := io.Copy(io.Discard, resp.Body)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Errorf("GET conversation: %d, %v", resp.StatusCode, err)
+			}
+			mu.Lock()
+			most = max(most, n)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	g := stop()
+	t.Logf("%d reads of a conversation with a %d MiB answer: responses of %.1f MiB at most, %v", readers, answer>>20, float64(most)/(1<<20), g)
+	// A page holds its run's transcript (the answer and its JSON
+	// escaping: here none) and at most store.PageBytes of the rest.
+	if limit := int64(answer + store.PageBytes + 64<<10); most > limit {
+		t.Errorf("a response of %d bytes, want at most %d", most, limit)
+	}
+	// The Go heap only: the race detector's shadow memory inflates the
+	// resident size several times over what the reads hold.
+	if bound := uint64(readers * 3 * (answer + store.PageBytes)); g.heap > bound {
+		t.Errorf("%d reads of the conversation grew the heap by more than %d MiB: %v", readers, bound>>20, g)
+	}
+}

@@ -21,14 +21,14 @@ func (s *Server) protocolRoutes(r chi.Router) {
 		r.Mount("/mcp", s.cfg.MCP)
 	}
 	r.Method(http.MethodPost, "/ag-ui", agui.New(agui.Config{Runs: s.runs, Logger: s.log, Heartbeat: s.cfg.Heartbeat,
-		WriteTimeout: s.cfg.StreamWriteTimeout, MaxMessageRunes: s.cfg.Limits.MaxMessageRunes}))
+		WriteTimeout: s.cfg.StreamWriteTimeout}))
 	ai := aisdk.New(aisdk.Config{Runs: s.runs, Logger: s.log, Heartbeat: s.cfg.Heartbeat,
-		WriteTimeout: s.cfg.StreamWriteTimeout, MaxMessageRunes: s.cfg.Limits.MaxMessageRunes})
+		WriteTimeout: s.cfg.StreamWriteTimeout})
 	r.Post("/api/ai-sdk/chat", ai.Chat)
 	r.Get("/api/ai-sdk/chat/{id}/stream", ai.Resume)
 	// The LangGraph Agent Server API subset: the SDK's apiUrl is
 	// <server>/langgraph.
 	r.Mount("/langgraph", langgraph.New(langgraph.Config{Runs: s.runs, Heartbeat: s.cfg.Heartbeat,
-		WriteTimeout: s.cfg.StreamWriteTimeout, MaxMessageRunes: s.cfg.Limits.MaxMessageRunes, Logger: s.log}))
+		WriteTimeout: s.cfg.StreamWriteTimeout, Logger: s.log}))
 	r.Mount("/v1", openai.Handler(openai.Config{Runs: s.runs, Logger: s.log, WriteTimeout: s.cfg.StreamWriteTimeout}))
 }

@@ -41,6 +41,11 @@ const (
 	// TypeTasksUpdated is the task board after the agent wrote it
 	// (write_todos), whole (README).
 	TypeTasksUpdated = "tasks.updated"
+	// TypeStreamReconnect is not a run's event either: the last frame of
+	// a stream that ends before its run's terminal event, after an SSE
+	// retry line, with no seq and no SSE id; the client reconnects with
+	// Last-Event-ID (docs/api.md).
+	TypeStreamReconnect = "stream.reconnect"
 )
 
 // Event is one agent event. Its JSON is API.md's data object for Type
@@ -134,6 +139,7 @@ var payloads = map[string]func() Payload{
 	TypeSubagentStart:       func() Payload { return new(SubagentStart) },
 	TypeSubagentEnd:         func() Payload { return new(SubagentEnd) },
 	TypeTasksUpdated:        func() Payload { return new(TasksUpdated) },
+	TypeStreamReconnect:     func() Payload { return new(StreamReconnect) },
 }
 
 // ErrUnknown: Decode was given a type the vocabulary lacks.

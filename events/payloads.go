@@ -196,6 +196,33 @@ type DocumentStatus struct {
 	Error      string `json:"error"`
 }
 
+// StreamReconnect is stream.reconnect: the stream ends here, before the
+// run's terminal event, and the client should reconnect to the
+// conversation's stream with Last-Event-ID after RetryMS. It belongs to
+// no stored sequence, so it carries no seq.
+type StreamReconnect struct {
+	RunID string `json:"run_id"`
+	// Reason is why the stream ends: ReconnectUnavailable,
+	// ReconnectShuttingDown, ReconnectBehind or ReconnectError.
+	Reason  string `json:"reason"`
+	RetryMS int64  `json:"retry_ms"`
+}
+
+// Why a stream asks its client to reconnect (StreamReconnect.Reason).
+const (
+	// ReconnectUnavailable: the server lost its database; the run goes
+	// on once it is back, or on another process.
+	ReconnectUnavailable = "unavailable"
+	// ReconnectShuttingDown: the server is shutting down; the run goes
+	// on when it (or another process) is back.
+	ReconnectShuttingDown = "shutting_down"
+	// ReconnectBehind: the client read too slowly and fell too far
+	// behind the run.
+	ReconnectBehind = "behind"
+	// ReconnectError: reading the run failed otherwise.
+	ReconnectError = "error"
+)
+
 // ErrorInfo is run.failed's {code, message}.
 type ErrorInfo struct {
 	Code    string `json:"code"`
@@ -225,3 +252,4 @@ func (*RunFailed) EventType() string           { return TypeRunFailed }
 func (*DocumentStatus) EventType() string      { return TypeDocumentStatus }
 func (*SubagentStart) EventType() string       { return TypeSubagentStart }
 func (*SubagentEnd) EventType() string         { return TypeSubagentEnd }
+func (*StreamReconnect) EventType() string     { return TypeStreamReconnect }

@@ -152,3 +152,51 @@ func TestCloseKillsProcessGroup(t *testing.T) {
 		t.Fatalf("status = %+v", st)
 	}
 }
+
+// TestBrokenServerAsksOnlyWhatARuleCouldAsk: while a server has never
+// listed its tools, a name no source offers needs approval only when a
+// rule could ask for it from that server: the server's requireApproval
+// (by its MCP name, made safe), the policy's names, plain or qualified,
+// or a policy asking for every destructive tool. A name the model made
+// up is no question to the user.
+func TestBrokenServerAsksOnlyWhatARuleCouldAsk(t *testing.T) {
+	t.Parallel()
+	broken := fakeStdio(t, "broken", "exit")
+	broken.RequireApproval = []string{"send_mail", "odd.name"}
+	h := newHarness(t, []mcp.ServerConfig{broken}, harnessOptions{
+		Approval: operators.ApprovalPolicy{Tools: []string{"other_tool", "broken.wipe"}},
+	})
+	eventually(t, "a failed attempt", func() bool { return h.status("broken").Attempts > 0 })
+	for name, want := range map[string]bool{
+		"hallucinated":        false,
+		"broken.hallucinated": false,
+		"elsewhere.send_mail": false, // no such server
+		"send_mail":           true,
+		"broken.send_mail":    true,
+		"odd_name":            true,
+		"odd_name_2":          true, // as it would be offered beside a colliding name
+		"wipe":                true,
+		"broken.wipe":         true,
+		"other_tool":          true,
+	} {
+		if got := h.provider.NeedsApproval(name); got != want {
+			t.Errorf("NeedsApproval(%q) = %v, want %v", name, got, want)
+		}
+	}
+
+	all := fakeStdio(t, "gated", "exit")
+	all.ApproveAll = true
+	h = newHarness(t, []mcp.ServerConfig{all}, harnessOptions{})
+	eventually(t, "a failed attempt", func() bool { return h.status("gated").Attempts > 0 })
+	if !h.provider.NeedsApproval("hallucinated") {
+		t.Error("a server that asks for every tool: an unknown name must ask")
+	}
+
+	h = newHarness(t, []mcp.ServerConfig{fakeStdio(t, "plain", "exit")}, harnessOptions{
+		Approval: operators.ApprovalPolicy{Destructive: true},
+	})
+	eventually(t, "a failed attempt", func() bool { return h.status("plain").Attempts > 0 })
+	if !h.provider.NeedsApproval("hallucinated") {
+		t.Error("a policy that asks for destructive tools: an unlisted tool may be one, so it must ask")
+	}
+}

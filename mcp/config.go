@@ -103,6 +103,12 @@ type ServerConfig struct {
 	inferred bool
 }
 
+// needsApproval reports whether the configuration asks for approval of
+// calls to tool (by its MCP name): ApproveAll, or RequireApproval names it.
+func (c ServerConfig) needsApproval(tool string) bool {
+	return c.ApproveAll || slices.Contains(c.RequireApproval, tool)
+}
+
 // fileServer is one entry of mcpServers as it appears in the file. Field
 // names follow Claude Desktop and Cursor (command, args, env, url,
 // headers), Claude Code and VS Code (type, cwd), Windsurf (serverUrl) and

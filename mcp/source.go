@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,7 +57,7 @@ type remote struct {
 	learned  dialOptions // what detection found out; reused on reconnect
 }
 
-var _ operators.Source = (*remote)(nil)
+var _ operators.ApprovalSource = (*remote)(nil)
 
 func newRemote(m *Manager, cfg ServerConfig) *remote {
 	s := &remote{
@@ -89,6 +90,28 @@ func (s *remote) answerDropped(size int, id json.RawMessage) {
 
 // Name is the server's name, the tool source's name.
 func (s *remote) Name() string { return s.cfg.Name }
+
+// RequiresApproval reports whether the server's configuration may ask
+// for approval of tool, a name as the provider offers it, which the
+// provider needs to know before the server has listed its tools. Offered
+// names are the MCP names made safe (safeName) and, when two collide,
+// suffixed "_2", "_3"…; a name that could be any listed in
+// requireApproval counts.
+func (s *remote) RequiresApproval(tool string) bool {
+	if s.cfg.ApproveAll {
+		return true
+	}
+	base := strings.TrimRight(tool, "0123456789")
+	base, suffixed := strings.CutSuffix(base, "_")
+	suffixed = suffixed && len(base) < len(tool)-1
+	for _, r := range s.cfg.RequireApproval {
+		safe := safeName(r)
+		if safe == tool || (suffixed && strings.HasPrefix(safe, base)) {
+			return true
+		}
+	}
+	return false
+}
 
 // ListTools returns the tools listed when the server connected (or when it
 // last announced a change); it does no I/O. While the server is not

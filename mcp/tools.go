@@ -94,7 +94,7 @@ func toSpec(cfg ServerConfig, t mcpgo.Tool, name string) (operators.Spec, *jsons
 	spec.Annotations.Destructive = boolOr(a.DestructiveHint, !spec.Annotations.ReadOnly) && !spec.Annotations.ReadOnly
 	spec.Annotations.Idempotent = boolOr(a.IdempotentHint, false) || cfg.IdempotentAll || slices.Contains(cfg.IdempotentTools, t.Name)
 	spec.Annotations.OpenWorld = boolOr(a.OpenWorldHint, true)
-	spec.RequiresApproval = cfg.ApproveAll || slices.Contains(cfg.RequireApproval, t.Name)
+	spec.RequiresApproval = cfg.needsApproval(t.Name)
 	return spec, output, warning
 }
 

@@ -46,6 +46,18 @@ type Source interface {
 	Health(ctx context.Context) error
 }
 
+// ApprovalSource is a [Source] that can tell, before it has listed its
+// tools, whether its own configuration asks for a human's yes for a tool
+// of that name (an MCP server's requireApproval). [Provider.NeedsApproval]
+// asks it about a name no source offers yet; of a Source without it, it
+// assumes any name may need approval.
+type ApprovalSource interface {
+	Source
+	// RequiresApproval reports whether the source's configuration asks
+	// for approval of calls to tool, its name within the source.
+	RequiresApproval(tool string) bool
+}
+
 // ProviderConfig configures a [Provider]. The zero value is a provider with
 // no tools.
 type ProviderConfig struct {
@@ -353,14 +365,18 @@ func (p *Provider) IsLocal(name string) bool {
 }
 
 // NeedsApproval reports whether a call to name needs a human's yes under
-// the configured [ApprovalPolicy]. It fails closed: a name no source
-// offers needs approval while a remote source that might offer it has
-// not listed its tools yet (it is starting or reconnecting), since the
-// call could then run once it has. A name that cannot run needs none.
+// the configured [ApprovalPolicy]. It fails closed where the answer
+// depends on a spec not known yet: a name no source offers needs
+// approval while a remote source that might offer it has not listed its
+// tools (it is starting, reconnecting or broken) and some rule could ask
+// for it from that source, since the call could run once it has listed.
+// A name no rule could ask for, whichever source it came from, needs
+// none: the call runs, or fails, unasked. A name that cannot run needs
+// none.
 func (p *Provider) NeedsApproval(name string) bool {
 	t, ok := p.resolve(name)
 	if !ok {
-		return slices.Contains(p.cfg.Approval.Tools, name) || p.mayAppear(name)
+		return slices.Contains(p.cfg.Approval.Tools, name) || p.mayNeedApproval(name)
 	}
 	names := []string{name}
 	if t.kind == SourceMCP {

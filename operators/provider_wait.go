@@ -2,6 +2,7 @@ package operators
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 )
@@ -43,6 +44,41 @@ func (p *Provider) mayAppear(name string) bool {
 		}
 	}
 	return false
+}
+
+// mayNeedApproval reports whether name, which no source offers now,
+// could need approval once a remote source that has never listed its
+// tools offers it (see mayAppear): the policy asks for every destructive
+// tool (an unlisted tool may be one), or names the tool plainly or as
+// that source's, or the source's own configuration may ask for it.
+func (p *Provider) mayNeedApproval(name string) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	server, tool, qualified := strings.Cut(name, ".")
+	if !qualified && p.plain[name] > 1 {
+		return false // ambiguous: a further source cannot fix that
+	}
+	if !qualified {
+		tool = name
+	}
+	for n, r := range p.remotes {
+		if (qualified && n != server) || r.hasListed() {
+			continue
+		}
+		if r.mayRequire(tool) || p.cfg.Approval.Destructive ||
+			slices.Contains(p.cfg.Approval.Tools, tool) || slices.Contains(p.cfg.Approval.Tools, n+"."+tool) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayRequire reports whether the source's configuration may ask for
+// approval of tool: yes for a source that cannot tell (see
+// ApprovalSource).
+func (r *remote) mayRequire(tool string) bool {
+	a, ok := r.src.(ApprovalSource)
+	return !ok || a.RequiresApproval(tool)
 }
 
 func (r *remote) hasListed() bool {

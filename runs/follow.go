@@ -327,7 +327,9 @@ func (m *Service) eachStored(ctx context.Context, user, runID string, after int6
 				return nil
 			}
 		}
-		if len(evs) < replayPage {
+		// A page may stop short of its count at store.PageBytes: only an
+		// empty one says the stored events ran out.
+		if len(evs) == 0 {
 			return nil
 		}
 		after = evs[len(evs)-1].Seq

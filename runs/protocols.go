@@ -16,8 +16,12 @@ import (
 // titled after message (its first), when no conversation has that id:
 // for clients that make their thread ids themselves. An id another
 // user's conversation has is store.ErrNotFound, as for any other of that
-// user's ids.
+// user's ids. A message over the limit is a *MessageTooLongError, and
+// nothing is created.
 func (m *Service) OpenConversation(ctx context.Context, user, id, message string) (store.Conversation, error) {
+	if err := m.CheckMessage(message); err != nil {
+		return store.Conversation{}, err
+	}
 	c, err := m.st.GetConversation(ctx, user, id)
 	if !errors.Is(err, store.ErrNotFound) {
 		return c, err

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
@@ -36,6 +37,33 @@ var (
 	// ErrBusy: the run has too many answers waiting to take another now.
 	ErrBusy = errors.New("runs: the run has too many answers waiting")
 )
+
+// DefaultMaxMessageRunes is Config.MaxMessageRunes' default.
+const DefaultMaxMessageRunes = 32000
+
+// MessageTooLongError refuses a user's message longer than
+// Config.MaxMessageRunes characters. Every surface that takes a message
+// gets it from the same verbs (Start, OpenConversation), so the limit is
+// the same on each, answered in each protocol's error shape.
+type MessageTooLongError struct {
+	// Most is the limit, in characters.
+	Most int
+}
+
+func (e *MessageTooLongError) Error() string {
+	return fmt.Sprintf("runs: the message is longer than %d characters", e.Most)
+}
+
+// CheckMessage returns a *MessageTooLongError for a message over
+// Config.MaxMessageRunes, nil otherwise. Start and OpenConversation
+// check for themselves; a surface that does something else with the
+// message first (interrupts the thread's run, say) asks here before.
+func (m *Service) CheckMessage(msg string) error {
+	if most := m.cfg.MaxMessageRunes; most > 0 && utf8.RuneCountInString(msg) > most {
+		return &MessageTooLongError{Most: most}
+	}
+	return nil
+}
 
 // Why a run's context ends; context.Cause tells them apart.
 var (
@@ -74,6 +102,10 @@ type Config struct {
 	// MaxRunsPerUser caps a user's runs live in this process
 	// (ErrTooManyRuns beyond it); 0 or negative: no cap.
 	MaxRunsPerUser int
+	// MaxMessageRunes caps a user's message in characters (a
+	// *MessageTooLongError beyond it); 0 means DefaultMaxMessageRunes,
+	// negative no cap.
+	MaxMessageRunes int
 	// StreamBuffer is how many events one subscriber may fall behind
 	// before it is cut; 0 means 256.
 	StreamBuffer int
@@ -196,6 +228,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.StreamBuffer <= 0 {
 		cfg.StreamBuffer = 256
+	}
+	if cfg.MaxMessageRunes == 0 {
+		cfg.MaxMessageRunes = DefaultMaxMessageRunes
 	}
 	if cfg.ClaimInterval <= 0 {
 		cfg.ClaimInterval = DefaultClaimInterval

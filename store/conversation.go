@@ -81,6 +81,14 @@ const (
 	MaxLimit     = 200
 )
 
+// PageBytes bounds every page a list or read returns by the size of the
+// text and JSON it holds, as its limit bounds it by count: a page stops
+// early, with the usual next cursor, once its items reach PageBytes; it
+// always holds at least one item, however large. So a reader holds at
+// most PageBytes plus one item in memory, whatever the rows it pages
+// through.
+const PageBytes = 1 << 20
+
 // Size returns the number of items the page holds at most, or an
 // ErrInvalid error.
 func (p Page) Size() (int, error) { return size(p.Limit, DefaultLimit, MaxLimit) }

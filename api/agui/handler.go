@@ -25,8 +25,6 @@ type Config struct {
 	// it passes in.
 	Heartbeat    time.Duration
 	WriteTimeout time.Duration
-	// MaxMessageRunes caps the user's message (400 beyond it); 0: no cap.
-	MaxMessageRunes int
 }
 
 // Handler serves POST /ag-ui.
@@ -44,9 +42,6 @@ func New(cfg Config) *Handler {
 // interrupted run, and streams the run as AG-UI events.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	in, err := decodeInput(r.Body)
-	if err == nil {
-		err = httperr.TooLong(in.message, h.cfg.MaxMessageRunes)
-	}
 	switch {
 	case err != nil:
 		h.fail(w, r, err)

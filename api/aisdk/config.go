@@ -11,8 +11,6 @@ import (
 // works at zero as its comment says.
 type Config struct {
 	Runs *runs.Service
-	// MaxMessageRunes caps the user's message (400 beyond it); 0: no cap.
-	MaxMessageRunes int
 	// ResumeGrace is how long the run of a client that went away waits
 	// for a client to resume its stream before it is cancelled; 0
 	// means runs.DefaultResumeGrace.

@@ -32,9 +32,6 @@ func (h *Handler) Chat(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	user := runs.UserFrom(ctx)
 	t, err := decodeRequest(r.Body)
-	if err == nil {
-		err = httperr.TooLong(t.message, h.cfg.MaxMessageRunes)
-	}
 	if err != nil {
 		h.fail(w, r, err)
 		return

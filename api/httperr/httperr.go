@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
@@ -76,7 +75,11 @@ var (
 	RunCancelling = New(http.StatusConflict, "run_cancelled", "the run was cancelled; this approval is no longer asked")
 	Busy          = New(http.StatusConflict, "busy", "the run has too many answers waiting; retry in a moment")
 	NotFound      = New(http.StatusNotFound, "not_found", "no such resource, or it is not yours")
-	RunActive     = New(http.StatusConflict, "run_active",
+	// Forbidden answers a user who is not one of the server's operators
+	// on an operator's endpoint.
+	Forbidden = New(http.StatusForbidden, "forbidden",
+		"only the server's operators may read this; an operator is named in TRELLIS_ADMIN_USERS")
+	RunActive = New(http.StatusConflict, "run_active",
 		"a run is already active on this conversation; wait for it, cancel it, or answer what it waits for")
 	AlreadyResolved = New(http.StatusConflict, "already_resolved", "this was already answered, cancelled or expired")
 	Conflict        = New(http.StatusConflict, "conflict",
@@ -97,6 +100,7 @@ func Of(err error) *Problem {
 		p       *Problem
 		tooBig  *http.MaxBytesError
 		invalid *runs.ValidationError
+		tooLong *runs.MessageTooLongError
 	)
 	switch {
 	case errors.As(err, &p):
@@ -106,6 +110,9 @@ func Of(err error) *Problem {
 	case errors.As(err, &tooBig):
 		return New(http.StatusRequestEntityTooLarge, "body_too_large",
 			"the request body is larger than "+strconv.FormatInt(tooBig.Limit, 10)+" bytes")
+	case errors.As(err, &tooLong):
+		return New(http.StatusBadRequest, "message_too_long",
+			"the message is longer than "+strconv.Itoa(tooLong.Most)+" characters")
 	case errors.As(err, &invalid): // before store.ErrInvalid, which it wraps
 		return New(http.StatusUnprocessableEntity, "invalid_content", invalid.Reason)
 	}
@@ -169,15 +176,6 @@ func Write(w http.ResponseWriter, p *Problem) {
 // message says where the cause was logged, never the cause itself.
 func Internal(where string) *Problem {
 	return New(http.StatusInternalServerError, "internal_error", "internal error; the server logged it"+where)
-}
-
-// TooLong is the problem of a user's message longer than most
-// characters (most 0: no cap), and nil for a message within it.
-func TooLong(message string, most int) error {
-	if most > 0 && utf8.RuneCountInString(message) > most {
-		return Invalid("the message is longer than %d characters", most)
-	}
-	return nil
 }
 
 // Reply answers err as Of classifies it. An error Of does not know is

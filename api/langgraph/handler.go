@@ -28,9 +28,6 @@ type Config struct {
 	// that long: the server's, which it passes in.
 	Heartbeat    time.Duration
 	WriteTimeout time.Duration
-	// MaxMessageRunes caps a human message in characters (400 beyond
-	// it); 0 means no cap.
-	MaxMessageRunes int
 	// Version is reported by /info.
 	Version string
 	// Logger receives what goes wrong on the server's side; nil discards.

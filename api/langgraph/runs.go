@@ -107,7 +107,7 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request, awaitsEnd bool) 
 		}
 	}
 	spec.message = strings.TrimSpace(spec.message)
-	if err := httperr.TooLong(spec.message, h.cfg.MaxMessageRunes); err != nil {
+	if err := h.runs.CheckMessage(spec.message); err != nil {
 		return nil, err
 	}
 	if spec.interrupt {
@@ -201,7 +201,9 @@ func (h *handler) streamRun(w http.ResponseWriter, r *http.Request) {
 		return sw.JSON(0, "metadata", map[string]any{"run_id": b.runID, "thread_id": b.conv.ID, "attempt": 1})
 	}
 	b.follow.Heartbeat, b.follow.Idle = h.cfg.Heartbeat, heartbeat(sw)
-	h.follow(r.Context(), b.follow, b.tr, 0, func(ev sseEvent, id int64) error { return sw.JSON(id, ev.name, ev.data) })
+	if !h.follow(r.Context(), b.follow, b.tr, 0, func(ev sseEvent, id int64) error { return sw.JSON(id, ev.name, ev.data) }) {
+		h.streamLost(r, sw, b.runID)
+	}
 }
 
 // waitRun is POST /threads/{id}/runs/wait: the final values, as JSON.
@@ -383,7 +385,9 @@ func (h *handler) joinStream(w http.ResponseWriter, r *http.Request) {
 	}
 	req := runs.FollowRequest{User: rn.UserID, ConversationID: rn.ConversationID, RunID: rn.ID, Sub: sub, Replay: true,
 		Heartbeat: h.cfg.Heartbeat, Idle: heartbeat(sw)}
-	h.follow(r.Context(), req, tr, last, func(ev sseEvent, id int64) error { return sw.JSON(id, ev.name, ev.data) })
+	if !h.follow(r.Context(), req, tr, last, func(ev sseEvent, id int64) error { return sw.JSON(id, ev.name, ev.data) }) {
+		h.streamLost(r, sw, rn.ID)
+	}
 }
 
 // cancelRun is POST /threads/{id}/runs/{run_id}/cancel: the run stops

@@ -3,6 +3,7 @@ package langgraph
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
@@ -256,6 +257,22 @@ func startStream(w http.ResponseWriter, threadID, runID string, m modes, timeout
 	}
 	h.Set("Location", "/threads/"+threadID+"/runs/"+runID+"/stream?"+q.Encode())
 	return sse.Start(w, timeout)
+}
+
+// streamLost ends a stream that stopped before its run's end while the
+// client is still there (the server lost its database, say), so that it
+// does not end silently, which the SDK would take for the run's end: an
+// SSE retry and an error event saying that the run goes on and where to
+// rejoin it (the Location header).
+func (h *handler) streamLost(r *http.Request, sw *sse.Writer, runID string) {
+	if r.Context().Err() != nil || sw.Failed() {
+		return
+	}
+	h.log.LogAttrs(r.Context(), slog.LevelWarn, "langgraph: a stream ended before its run", slog.String("run_id", runID))
+	if sw.Retry(time.Second) == nil {
+		_ = sw.JSON(0, "error", map[string]string{"error": "stream_lost",
+			"message": "the stream of the run broke off; the run goes on in Trellis: rejoin it at the Location header's stream"})
+	}
 }
 
 // heartbeat is the keep-alive of a LangGraph stream.

@@ -9,7 +9,9 @@
 // proxies), names the request's user from its API key or local mode,
 // slowing key guessing per address (Authenticate), and caps each user's
 // request rate (LimitRate); the two limits are token buckets per key
-// (Limiter). The user reaches handlers as runs.UserFrom.
+// (Limiter). The user reaches handlers as runs.UserFrom. The routes
+// that show what spans every user let through only the operators
+// (Operators).
 //
 // Its writer wrapper implements Unwrap, so http.ResponseController
 // reaches Flush and SetWriteDeadline underneath for the SSE streams.

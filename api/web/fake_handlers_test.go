@@ -290,7 +290,7 @@ func (f *contractFake) conversation(w http.ResponseWriter, r *http.Request) {
 		}
 		var answer string
 		for i, ev := range x.events {
-			if f.eventsPage > 0 && i >= f.eventsPage {
+			if f.eventsPage != 0 && i >= max(f.eventsPage, 0) {
 				rr.EventsTruncated = true
 			} else {
 				rr.Events = append(rr.Events, ev.data)

@@ -56,7 +56,9 @@ type contractFake struct {
 	// runsPage and eventsPage, when set, page GET /conversations/{id}
 	// as the server does past its defaults: runsPage runs a page
 	// (next_cursor), each with its first eventsPage events
-	// (events_truncated; the rest from .../runs/{run_id}/events).
+	// (events_truncated; the rest from .../runs/{run_id}/events); a
+	// negative eventsPage gives each run none of its events, as a page
+	// that reached the server's byte budget does.
 	runsPage, eventsPage int
 }
 

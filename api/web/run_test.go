@@ -178,6 +178,20 @@ func TestReloadPagedHistory(t *testing.T) {
 			t.Errorf("%d requests for the rest of %s's events, want 2", n, id)
 		}
 	}
+
+	// Runs that came with none of their events (their page was full):
+	// all of them are read from the run's events.
+	f.mu.Lock()
+	f.eventsPage = -1
+	f.mu.Unlock()
+	p.Reload()
+	p.WaitText(webtest.LastUsage, "165 total")
+	for i, q := range questions {
+		sel := fmt.Sprintf("#transcript > li.turn:nth-of-type(%d)", i+1)
+		if got, want := strings.TrimSpace(p.Text(sel+" .answer")), "Answer to "+q+"."; got != want {
+			t.Errorf("with no events on the page: turn %d answers %q, want %q", i+1, got, want)
+		}
+	}
 }
 
 func TestEditAndRerun(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -42,6 +43,8 @@ func TestServeSurvivesLosingItsDatabaseSessions(t *testing.T) {
 	conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
 	seen := sseEvents(t, resp, func(e event) bool { return e.typ == "response.chunk" })
 	resp.Body.Close()
+	// A client following the run live while the sessions go.
+	live := srv.do("GET", "/api/v1/conversations/"+conv+"/stream", nil, "Last-Event-ID", strconv.FormatInt(seen[len(seen)-1].id, 10))
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -53,6 +56,20 @@ func TestServeSurvivesLosingItsDatabaseSessions(t *testing.T) {
 	var n int
 	if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil || n == 0 {
 		t.Fatalf("terminated %d sessions: %v", n, err)
+	}
+
+	// Its stream goes on to the run's end, or ends saying to reconnect:
+	// never silently.
+	if rest := sseEvents(t, live, nil); len(rest) > 0 {
+		end := rest[len(rest)-1]
+		if end.typ != "run.completed" && end.typ != "stream.reconnect" {
+			t.Fatalf("the live stream ended with %s, neither the run's end nor stream.reconnect", end.typ)
+		}
+		if end.typ == "stream.reconnect" {
+			t.Logf("the live stream asked to reconnect: %v", end.data)
+		}
+	} else {
+		t.Fatal("the live stream ended with nothing")
 	}
 
 	seen = followToEnd(t, srv, conv, runID, seen)

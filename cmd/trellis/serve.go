@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -51,11 +53,13 @@ type serveConfig struct {
 	dataDir            string
 	databaseURL        string
 	keys               map[middleware.APIKey]string
+	admins             []string
 	mcpConfig          string
 	approvalTools      []string
 	corsOrigins        []string
 	trustedProxies     []string
 	limits             api.Limits
+	maxMessage         int
 	interruptAfter     time.Duration
 	elicitTimeout      time.Duration
 	cancelOnDisconnect bool
@@ -90,6 +94,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	var (
 		keys, approval, cors, logLevel        string
+		admins                                string
 		interrupt, elicitTO, shutdown, claim  string
 		unhealthy, jobTimeout                 string
 		maxBody, maxMsg, rate, burst, maxRuns string
@@ -106,6 +111,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
 	fs.StringVar(&c.databaseURL, "database-url", env("DATABASE_URL", ""), "PostgreSQL URL; when set, used instead of SQLite (DATABASE_URL)")
 	fs.StringVar(&keys, "api-keys", env("TRELLIS_API_KEYS", ""), "key:user pairs, comma-separated; none means local mode (TRELLIS_API_KEYS)")
+	fs.StringVar(&admins, "admin-users", env("TRELLIS_ADMIN_USERS", ""), "users (as --api-keys names them) who may read what spans every user, comma-separated; in local mode the local user (TRELLIS_ADMIN_USERS)")
 	fs.StringVar(&c.mcpConfig, "mcp-config", env("TRELLIS_MCP_CONFIG", ""), "MCP servers file (TRELLIS_MCP_CONFIG)")
 	fs.StringVar(&approval, "approval-tools", env("TRELLIS_APPROVAL_TOOLS", ""), "tools that always need approval, comma-separated (TRELLIS_APPROVAL_TOOLS)")
 	fs.StringVar(&cors, "cors-origins", env("TRELLIS_CORS_ORIGINS", ""), "origins browsers may call the API from, comma-separated, or * (TRELLIS_CORS_ORIGINS)")
@@ -117,7 +123,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&claim, "claim-interval", env("TRELLIS_CLAIM_INTERVAL", "5s"), "with PostgreSQL, how often to take over runs of processes that are gone (TRELLIS_CLAIM_INTERVAL)")
 	fs.StringVar(&unhealthy, "unhealthy-after", env("TRELLIS_UNHEALTHY_AFTER", "60s"), "how long without the database before /healthz fails, 0 or less for never (TRELLIS_UNHEALTHY_AFTER)")
 	fs.StringVar(&maxBody, "max-body-bytes", env("TRELLIS_MAX_BODY_BYTES", strconv.Itoa(api.DefaultMaxBodyBytes)), "request body limit (TRELLIS_MAX_BODY_BYTES)")
-	fs.StringVar(&maxMsg, "max-message-chars", env("TRELLIS_MAX_MESSAGE_CHARS", strconv.Itoa(api.DefaultMaxMessageRunes)), "chat message limit (TRELLIS_MAX_MESSAGE_CHARS)")
+	fs.StringVar(&maxMsg, "max-message-chars", env("TRELLIS_MAX_MESSAGE_CHARS", strconv.Itoa(runs.DefaultMaxMessageRunes)), "chat message limit (TRELLIS_MAX_MESSAGE_CHARS)")
 	fs.StringVar(&rate, "rate-per-minute", env("TRELLIS_RATE_PER_MINUTE", strconv.Itoa(api.DefaultRatePerMinute)), "API requests per user per minute, -1 for no limit (TRELLIS_RATE_PER_MINUTE)")
 	fs.StringVar(&burst, "rate-burst", env("TRELLIS_RATE_BURST", strconv.Itoa(api.DefaultBurst)), "API requests a user may make at once (TRELLIS_RATE_BURST)")
 	fs.StringVar(&authPerMin, "auth-failures-per-minute", env("TRELLIS_AUTH_FAILURES_PER_MINUTE", strconv.Itoa(api.DefaultAuthFailuresPerMin)), "invalid API keys a client address may send per minute before 429, -1 for no limit (TRELLIS_AUTH_FAILURES_PER_MINUTE)")
@@ -153,6 +159,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		errs = append(errs, err)
 	}
 	c.approvalTools, c.corsOrigins, c.trustedProxies = list(approval), list(cors), list(proxies)
+	c.admins = list(admins)
+	for _, a := range c.admins {
+		if len(c.keys) > 0 && !slices.Contains(slices.Collect(maps.Values(c.keys)), a) {
+			errs = append(errs, fmt.Errorf("admin-users: %q is the user of no API key", a))
+		}
+	}
 	dur := func(name, v string, d *time.Duration) {
 		if *d, err = time.ParseDuration(v); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
@@ -183,7 +195,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	var body int
 	num("max-body-bytes", maxBody, &body)
 	c.limits.MaxBodyBytes = int64(body)
-	num("max-message-chars", maxMsg, &c.limits.MaxMessageRunes)
+	num("max-message-chars", maxMsg, &c.maxMessage)
 	num("rate-per-minute", rate, &c.limits.RatePerMinute)
 	num("rate-burst", burst, &c.limits.Burst)
 	num("max-runs-per-user", maxRuns, &c.limits.MaxConcurrentRunsPerUser)
@@ -484,7 +496,8 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		Store: st, Models: models, Tools: tools.provider, Checkpointer: saver, Agent: agent,
 		ElicitTimeout:  cfg.elicitTimeout,
 		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, MaxRunsPerUser: cfg.limits.MaxConcurrentRunsPerUser,
-		Logger: log, Owner: owner, Cluster: cluster, Notices: notices, ClaimInterval: cfg.claimInterval, Metrics: collector,
+		MaxMessageRunes: cfg.maxMessage,
+		Logger:          log, Owner: owner, Cluster: cluster, Notices: notices, ClaimInterval: cfg.claimInterval, Metrics: collector,
 	}
 	if docs != nil {
 		rcfg.DeleteFiles = docs.DeleteConversationFiles
@@ -506,7 +519,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	erasure.wire(queue, svc, rec, docs, cog, wals, log)
 	srv, err := api.New(api.Config{
 		Runs: svc, Store: st, Tools: tools.provider, Documents: docs, Cognition: cog, Erasure: erasure,
-		Keys: cfg.keys, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
+		Keys: cfg.keys, Admins: cfg.admins, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
 		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: collector,
 		Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
 	})

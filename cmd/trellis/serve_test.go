@@ -63,6 +63,10 @@ func TestParseServe(t *testing.T) {
 		c.limits.AuthFailuresPerMinute != -1 || c.limits.AuthFailureBurst != 3 || !slices.Equal(c.trustedProxies, []string{"10.0.0.0/8", "127.0.0.1"}) {
 		t.Errorf("with keys: %+v %v", c, err)
 	}
+	if c, err = parseServe(nil, env("TRELLIS_API_KEYS", "k1:ada,k2:bob", "TRELLIS_ADMIN_USERS", "bob"), io.Discard); err != nil ||
+		!slices.Equal(c.admins, []string{"bob"}) {
+		t.Errorf("admins: %v %v", c.admins, err)
+	}
 	if c, err = parseServe(nil, env("TRELLIS_DURABILITY", "exit"), io.Discard); err != nil || c.durability != graph.DurabilityExit {
 		t.Errorf("durability exit: %v %v", c.durability, err)
 	}
@@ -78,6 +82,7 @@ func TestParseServe(t *testing.T) {
 	for _, bad := range [][]string{
 		{"TRELLIS_ADDR", "0.0.0.0:8080"}, // no keys: loopback only
 		{"TRELLIS_API_KEYS", "nouser"},
+		{"TRELLIS_API_KEYS", "k1:ada", "TRELLIS_ADMIN_USERS", "bob"}, // an admin no key names
 		{"TRELLIS_INTERRUPT_AFTER", "soon"},
 		{"TRELLIS_MAX_BODY_BYTES", "lots"},
 		{"TRELLIS_AUTH_FAILURES_PER_MINUTE", "ten"},

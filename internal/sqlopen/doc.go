@@ -8,4 +8,8 @@
 // it by its text (up to CachedStatements, the least recently used
 // evicted), so callers, River included, write plain ExecContext and
 // QueryContext and still parse each query once per connection.
+//
+// An SQLite file's pool is bounded (MaxOpenConns, all kept while in use,
+// closed after MaxIdleTime unused), so the descriptors a process holds on
+// the file stay bounded whatever the load.
 package sqlopen

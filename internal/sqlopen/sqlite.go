@@ -27,6 +27,24 @@ const BusyTimeout = 10 * time.Second
 // a read finds a connection with its statements prepared.
 const MaxIdleConns = 16
 
+// MaxOpenConns bounds the connections to a database file, and so the
+// descriptors a process holds on it (each connection holds the database
+// and its WAL). SQLite has one writer at a time (internal/groupcommit
+// queues them in Go) and readers run on the process's few cores, so
+// more connections buy no speed; without a bound a burst of requests
+// opened hundreds. It equals MaxIdleConns: a connection the pool closed
+// while another held a lock on the file keeps its descriptor open in
+// SQLite until no connection of the process holds one, so a pool that
+// opened and closed connections under load leaked descriptors until the
+// process was quiet; a pool that never closes one under load has none
+// to leak.
+const MaxOpenConns = MaxIdleConns
+
+// MaxIdleTime is how long a connection may sit unused before the pool
+// closes it, so that a quiet process comes back to the descriptors it
+// started with.
+const MaxIdleTime = time.Minute
+
 // params are appended to every connection's DSN. busy_timeout comes first
 // (the driver orders it so) and covers the others. WAL lets readers go on
 // while one writes. synchronous=NORMAL: a commit survives the process
@@ -67,7 +85,9 @@ func SQLite(path string) (*sql.DB, error) {
 	// database/sql keeps two idle connections by default: under a
 	// dozen concurrent requests every other read closed its connection
 	// and the next opened one anew, preparing its statements again.
+	db.SetMaxOpenConns(MaxOpenConns)
 	db.SetMaxIdleConns(MaxIdleConns)
+	db.SetConnMaxIdleTime(MaxIdleTime)
 	return db, nil
 }
 

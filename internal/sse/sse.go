@@ -89,5 +89,15 @@ func (s *Writer) write(b []byte) error {
 	return err
 }
 
+// Retry writes the reconnection time a client waits before it
+// reconnects (an SSE retry field), in milliseconds.
+func (s *Writer) Retry(d time.Duration) error {
+	b := append(s.buf[:0], "retry: "...)
+	b = strconv.AppendInt(b, d.Milliseconds(), 10)
+	b = append(b, "\n\n"...)
+	s.buf = b
+	return s.write(b)
+}
+
 // Ping writes the keep-alive comment ": ping".
 func (s *Writer) Ping() error { return s.Comment("ping") }

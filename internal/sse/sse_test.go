@@ -20,6 +20,7 @@ func TestFraming(t *testing.T) {
 		func() error { return s.Event(0, "", []byte("[DONE]")) },
 		func() error { return s.JSON(3, "values", map[string]int{"n": 2}) },
 		func() error { return s.Comment("ping") },
+		func() error { return s.Retry(1500 * time.Millisecond) },
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -30,7 +31,8 @@ func TestFraming(t *testing.T) {
 		"event: document.status\ndata: {}\n\n" +
 		"data: [DONE]\n\n" +
 		"id: 3\nevent: values\ndata: {\"n\":2}\n\n" +
-		": ping\n\n"
+		": ping\n\n" +
+		"retry: 1500\n\n"
 	if got := rec.Body.String(); got != want {
 		t.Errorf("stream:\n%q\nwant\n%q", got, want)
 	}

@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ListRuns", testListRuns},
 		{"ListRunsPages", testListRunsPages},
 		{"ListRunsLimits", testListRunsLimits},
+		{"PagesBoundedByBytes", testPagesBoundedByBytes},
 		{"EventsVerbatim", testEventsVerbatim},
 		{"EventsAfter", testEventsAfter},
 		{"EventsAfterLimits", testEventsAfterLimits},
@@ -193,7 +194,9 @@ func allEvents(t *testing.T, s store.Store, user, runID string, after int64, lim
 			t.Fatalf("EventsAfter(%d, limit %d) = %d events", after, limit, len(page))
 		}
 		all = append(all, page...)
-		if len(page) < limit {
+		// A page may stop short at store.PageBytes: only an empty one
+		// ends the events.
+		if len(page) == 0 {
 			return all
 		}
 		after = page[len(page)-1].Seq
@@ -209,7 +212,11 @@ func allRuns(t *testing.T, s store.Store, user, conversationID string) ([]store.
 		page := must(s.ListRuns(t.Context(), user, conversationID, q))(t)
 		for _, r := range page.Runs {
 			if r.EventsTruncated {
-				r.Events = append(r.Events, allEvents(t, s, user, r.ID, r.Events[len(r.Events)-1].Seq, store.MaxEventLimit)...)
+				var after int64
+				if len(r.Events) > 0 {
+					after = r.Events[len(r.Events)-1].Seq
+				}
+				r.Events = append(r.Events, allEvents(t, s, user, r.ID, after, store.MaxEventLimit)...)
 				r.EventsTruncated = false
 			}
 			runs = append(runs, r)

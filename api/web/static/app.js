@@ -237,8 +237,8 @@ async function loadConversation(id) {
   for (let page = conv; ; ) {
     for (const run of Array.isArray(page.runs) ? page.runs : []) {
       const events = Array.isArray(run.events) ? run.events : [];
-      if (run.events_truncated && events.length) {
-        run.events = events.concat(await restOfEvents(id, run.id, events[events.length - 1].seq));
+      if (run.events_truncated) {
+        run.events = events.concat(await restOfEvents(id, run.id, events.length ? events[events.length - 1].seq : 0));
       }
       runs.push(run);
     }
@@ -247,15 +247,18 @@ async function loadConversation(id) {
   }
 }
 
-/** restOfEvents reads a run's stored events after seq after, page by page. */
+/**
+ * restOfEvents reads a run's stored events after seq after, page by page
+ * (a page may stop short of its count, at the server's byte budget).
+ */
 async function restOfEvents(cid, runId, after) {
   const events = [];
-  while (after) {
+  for (;;) {
     const page = await client.json("GET", path`/api/v1/conversations/${cid}/runs/${runId}/events?after=${after}&limit=500`);
     events.push(...(Array.isArray(page.events) ? page.events : []));
+    if (!page.next_after) return events;
     after = page.next_after;
   }
-  return events;
 }
 
 /** send starts a run with the composer's message. */
@@ -437,6 +440,9 @@ async function read(turn, resp, ctl, onEvent) {
         onEvent();
         continue;
       }
+      // The server ends the stream before the run's end and asks for a
+      // reconnection (it lost its database, say): no run's event either.
+      if (ev.type === "stream.reconnect") return "dropped";
       if (!ev.seq && msg.id) ev.seq = Number(msg.id);
       const target = turnFor(turn, ev);
       if (!target.apply(ev)) continue;

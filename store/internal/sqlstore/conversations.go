@@ -107,7 +107,8 @@ func (s *Store) GetConversation(ctx context.Context, userID, id string) (store.C
 // ListConversations implements store.Conversations.
 func (s *Store) ListConversations(ctx context.Context, userID string, page store.Page) (store.ConversationPage, error) {
 	items, next, err := newestFirst(ctx, s, `SELECT `+conversationCols+` FROM conversations c`, "c", userID, page, scanConversation,
-		func(c store.Conversation) storeutil.Cursor { return storeutil.Cursor{CreatedAt: c.CreatedAt, ID: c.ID} })
+		func(c store.Conversation) storeutil.Cursor { return storeutil.Cursor{CreatedAt: c.CreatedAt, ID: c.ID} },
+		func(c store.Conversation) int { return len(c.Title) + len(c.Metadata) })
 	if err != nil {
 		return store.ConversationPage{}, s.errorf("list conversations: %w", err)
 	}

@@ -74,7 +74,7 @@ WHERE r.id = ? AND r.user_id = ? ORDER BY e.seq`, runID, afterSeq, size, runID, 
 	if err != nil {
 		return nil, err
 	}
-	out, err := Collect(rows, scanEvent)
+	out, _, err := CollectBudget(rows, scanEvent, eventBytes, store.PageBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -86,3 +86,6 @@ WHERE r.id = ? AND r.user_id = ? ORDER BY e.seq`, runID, afterSeq, size, runID, 
 	}
 	return out, nil
 }
+
+// eventBytes is an event's size in a page (see store.PageBytes).
+func eventBytes(e store.Event) int { return len(e.Data) }

@@ -103,7 +103,8 @@ func (s *Store) UpdateMemory(ctx context.Context, userID, id string, nm store.Ne
 func (s *Store) ListMemories(ctx context.Context, userID string, page store.Page) (store.MemoryPage, error) {
 	items, next, err := newestFirst(ctx, s, `SELECT `+memoryCols+` FROM memories m`, "m", userID, page,
 		func(r Row) (store.Memory, error) { return scanMemory(r) },
-		func(m store.Memory) storeutil.Cursor { return storeutil.Cursor{CreatedAt: m.CreatedAt, ID: m.ID} })
+		func(m store.Memory) storeutil.Cursor { return storeutil.Cursor{CreatedAt: m.CreatedAt, ID: m.ID} },
+		func(m store.Memory) int { return len(m.Summary) + len(strings.Join(m.Topics, ",")) })
 	if err != nil {
 		return store.MemoryPage{}, s.errorf("list memories: %w", err)
 	}

@@ -12,9 +12,10 @@ import (
 // "SELECT <cols> FROM <table> <alias>"; key gives a row's cursor. It asks
 // for one row more than the page holds, to tell whether another follows,
 // and returns the page's rows (never nil) and the next page's cursor.
+// size gives a row's bytes: the page stops early at store.PageBytes.
 func newestFirst[T any](ctx context.Context, s *Store, sel, alias, userID string, page store.Page,
-	scan func(Row) (T, error), key func(T) storeutil.Cursor) ([]T, string, error) {
-	size, err := page.Size()
+	scan func(Row) (T, error), key func(T) storeutil.Cursor, size func(T) int) ([]T, string, error) {
+	most, err := page.Size()
 	if err != nil {
 		return nil, "", err
 	}
@@ -32,15 +33,19 @@ func newestFirst[T any](ctx context.Context, s *Store, sel, alias, userID string
 		args = append(args, s.db.Time(cur.CreatedAt), cur.ID)
 	}
 	query += ` ORDER BY ` + alias + `.created_at DESC, ` + alias + `.id DESC LIMIT ?`
-	args = append(args, size+1)
+	args = append(args, most+1)
 	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {
 		return nil, "", err
 	}
-	items, err := Collect(rows, scan)
-	if err != nil || len(items) <= size {
-		return items, "", err
+	items, cut, err := CollectBudget(rows, scan, size, store.PageBytes)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case len(items) > most:
+		items = items[:most]
+	case !cut:
+		return items, "", nil
 	}
-	items = items[:size]
-	return items, key(items[size-1]).Encode(), nil
+	return items, key(items[len(items)-1]).Encode(), nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/store"
@@ -216,6 +217,8 @@ func (s *Store) listRuns(ctx context.Context, userID, conversationID string, rq 
 		runs []storeutil.NumberedRun
 		evs  []store.Event
 		msgs []store.Message
+		keep int  // the page's runs: runs[:keep]
+		more bool // a run after them was left out for the budget
 	)
 	err = s.db.Read(ctx, func(q Querier) error {
 		if err := ownsConversation(ctx, q, userID, conversationID); err != nil {
@@ -227,32 +230,92 @@ ORDER BY num LIMIT ?`, conversationID, after, size+1)
 		if err != nil {
 			return err
 		}
-		if runs, err = Collect(rows, scanNumberedRun); err != nil || len(runs) == 0 {
+		runs, more, err = CollectBudget(rows, scanNumberedRun, func(r storeutil.NumberedRun) int { return len(r.UserMessage) }, store.PageBytes)
+		if err != nil || len(runs) == 0 {
 			return err
 		}
-		last := runs[min(len(runs), size)-1].Num
+		keep = min(len(runs), size)
+		used := 0
+		for _, r := range runs[:keep] {
+			used += len(r.UserMessage)
+		}
+		if more {
+			used = store.PageBytes
+		}
+		// The runs' messages, whole: a run's transcript is not split
+		// between pages. The page ends with the run whose messages reach
+		// the budget.
+		rows, err = q.Query(ctx, `SELECT `+messageCols+` FROM messages m JOIN runs r ON r.id = m.run_id
+WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ? ORDER BY r.num, m.created_at, m.id`, conversationID, after, runs[keep-1].Num)
+		if err != nil {
+			return err
+		}
+		var stop string
+		if msgs, stop, used, err = collectMessages(rows, used); err != nil {
+			return err
+		}
+		if stop != "" {
+			keep, more = slices.IndexFunc(runs, func(r storeutil.NumberedRun) bool { return r.ID == stop }), true
+		}
+		// Their first events, while the budget lasts: the rest are
+		// EventsAfter's (RunWithEvents.EventsTruncated).
 		rows, err = q.Query(ctx, `SELECT e.run_id, e.seq, e.type, e.data, e.created_at
 FROM runs r JOIN events e ON e.run_id = r.id
 WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ? AND e.seq <= ? ORDER BY r.num, e.seq`,
-			conversationID, after, last, events)
+			conversationID, after, runs[keep-1].Num, events)
 		if err != nil {
 			return err
 		}
-		if evs, err = Collect(rows, scanEvent); err != nil {
-			return err
-		}
-		rows, err = q.Query(ctx, `SELECT `+messageCols+` FROM messages m JOIN runs r ON r.id = m.run_id
-WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ? ORDER BY r.num, m.created_at, m.id`, conversationID, after, last)
-		if err != nil {
-			return err
-		}
-		msgs, err = Collect(rows, scanMessage)
+		evs, err = collectEvents(rows, store.PageBytes-used)
 		return err
 	})
 	if err != nil {
 		return store.RunPage{}, err
 	}
-	return storeutil.RunPage(runs, size, evs, msgs), nil
+	page := storeutil.RunPage(runs, keep, evs, msgs)
+	if more {
+		page.NextCursor = storeutil.EncodeRunCursor(runs[keep-1].Num)
+	}
+	return page, nil
+}
+
+// collectMessages reads a page's messages, ordered by run, until the
+// bytes of the page (used so far) reach store.PageBytes, and stops only
+// between two runs: stop is the first run left out ("" for none). The
+// first run's messages are always read. It closes rows.
+func collectMessages(rows Rows, used int) (msgs []store.Message, stop string, _ int, err error) {
+	defer rows.Close()
+	msgs = []store.Message{}
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, "", 0, err
+		}
+		if last := len(msgs) - 1; last >= 0 && m.RunID != msgs[last].RunID && used >= store.PageBytes {
+			return msgs, m.RunID, used, nil
+		}
+		used += len(m.Content) + len(m.Citations) + len(m.Meta)
+		msgs = append(msgs, m)
+	}
+	return msgs, "", used, rows.Err()
+}
+
+// collectEvents reads events while their bytes fit in budget. It closes
+// rows.
+func collectEvents(rows Rows, budget int) ([]store.Event, error) {
+	defer rows.Close()
+	evs := []store.Event{}
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		if budget -= eventBytes(e); budget < 0 {
+			break
+		}
+		evs = append(evs, e)
+	}
+	return evs, rows.Err()
 }
 
 // FinishRun implements store.Runs.

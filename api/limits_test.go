@@ -1,0 +1,62 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestMessageLimitEverySurface: the server's one message limit (its
+// default, 32,000 characters) refuses an 80,000-character message on
+// every surface that takes one, with 400 message_too_long in that
+// surface's error shape, and nothing is stored.
+func TestMessageLimitEverySurface(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	status, body := e.do(http.MethodPost, "/langgraph/threads", map[string]any{})
+	if status != http.StatusOK {
+		t.Fatalf("create thread: %d %s", status, body)
+	}
+	thread := jsonOf[struct {
+		ThreadID string `json:"thread_id"`
+	}](t, body).ThreadID
+	long := strings.Repeat("a", 80_000)
+	cases := []struct {
+		name, path string
+		body       any
+	}{
+		{"chat", "/api/v1/chat", map[string]any{"message": long}},
+		{"chat/sync", "/api/v1/chat/sync", map[string]any{"message": long}},
+		{"openai", "/v1/chat/completions", map[string]any{"model": "scripted",
+			"messages": []map[string]any{{"role": "user", "content": long}}}},
+		{"openai streamed", "/v1/chat/completions", map[string]any{"model": "scripted", "stream": true,
+			"messages": []map[string]any{{"role": "user", "content": long}}}},
+		{"ag-ui", "/ag-ui", aguiInput("long-thread", long)},
+		{"ai-sdk", "/api/ai-sdk/chat", aisdkInput("long-chat", long)},
+		{"langgraph stream", "/langgraph/threads/" + thread + "/runs/stream", map[string]any{"assistant_id": "agent",
+			"input": map[string]any{"messages": []map[string]any{{"type": "human", "content": long}}}}},
+		{"langgraph wait", "/langgraph/threads/" + thread + "/runs/wait", map[string]any{"assistant_id": "agent",
+			"input": map[string]any{"messages": []map[string]any{{"type": "human", "content": long}}}}},
+	}
+	before := e.snapshot()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := e.do(http.MethodPost, tc.path, tc.body)
+			if status != http.StatusBadRequest {
+				t.Fatalf("%d %.300s, want 400", status, body)
+			}
+			var got struct {
+				Error struct{ Code, Message string }
+			}
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatalf("the body is not an error object: %v: %.300s", err, body)
+			}
+			if got.Error.Code != "message_too_long" || !strings.Contains(got.Error.Message, "32000 characters") {
+				t.Errorf("error %+v, want message_too_long naming the limit", got.Error)
+			}
+			if after := e.snapshot(); after != before {
+				t.Errorf("the store changed:\nbefore\n%s\nafter\n%s", before, after)
+			}
+		})
+	}
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trellis-ai/trellis/internal/sqlopen"
+)
+
+// dbDescriptors counts the descriptors process pid holds open on the
+// SQLite files of dir: the database, its WAL and its shared memory.
+func dbDescriptors(t *testing.T, pid int, dir string) int {
+	t.Helper()
+	fds := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, err := os.ReadDir(fds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		target, err := os.Readlink(filepath.Join(fds, e.Name()))
+		if err == nil && strings.HasPrefix(target, dir+string(filepath.Separator)) && strings.Contains(target, ".db") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSQLiteDescriptorsBounded: bursts of 300 streamed chats at once
+// never hold more than a bounded number of descriptors to the database
+// files (a process with the common limit of 1,024 survives any burst),
+// and after each burst what is left is the pools' idle connections,
+// whatever the burst's size (a quiet minute closes those too).
+func TestSQLiteDescriptorsBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("bursts of 300 streamed chats")
+	}
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc: cannot count descriptors")
+	}
+	dir := t.TempDir()
+	c := startServe(t, "TRELLIS_DATA_DIR="+dir, "TRELLIS_RATE_PER_MINUTE=-1", "TRELLIS_MAX_RUNS_PER_USER=-1",
+		"TRELLIS_LOG_LEVEL=warn", "TRELLIS_APPROVAL_TOOLS=")
+	pid := c.cmd.Process.Pid
+	baseline := dbDescriptors(t, pid, dir)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 300}, Timeout: 2 * time.Minute}
+	chat := func(i int) error {
+		body := fmt.Sprintf(`{"message": "hello number %d"}`, i)
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, c.url+"/api/v1/chat", bytes.NewBufferString(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(data, []byte("event: run.completed")) {
+			return fmt.Errorf("chat %d: %d %.200s", i, resp.StatusCode, data)
+		}
+		return nil
+	}
+	// Two pools (the store's trellis.db and the agent's checkpoints.db),
+	// each of at most MaxOpenConns connections holding the database and
+	// its WAL, and one shared-memory descriptor per file: whatever the
+	// burst, far below 1,024.
+	const burst, limit = 300, 2 * (2*sqlopen.MaxOpenConns + 1)
+	peak := baseline
+	for round := range 3 {
+		stop := make(chan struct{})
+		sampled := make(chan int)
+		go func() {
+			most := 0
+			tick := time.NewTicker(5 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				most = max(most, dbDescriptors(t, pid, dir))
+				select {
+				case <-stop:
+					sampled <- most
+					return
+				case <-tick.C:
+				}
+			}
+		}()
+		var wg sync.WaitGroup
+		errs := make(chan error, burst)
+		for i := range burst {
+			wg.Go(func() {
+				if err := chat(round*burst + i); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(stop)
+		most := <-sampled
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		peak = max(peak, most)
+		after := dbDescriptors(t, pid, dir)
+		t.Logf("burst %d: %d descriptors to the database files at start, %d at most during the burst, %d after", round+1, baseline, most, after)
+		if most > limit {
+			t.Errorf("burst %d: %d descriptors at once, want at most %d", round+1, most, limit)
+		}
+		if after > limit {
+			t.Errorf("burst %d: %d descriptors left after the burst, %d at start", round+1, after, baseline)
+		}
+	}
+	client.CloseIdleConnections()
+}
