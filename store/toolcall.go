@@ -27,9 +27,11 @@ type ToolCalls interface {
 	// returns what an earlier attempt of the same call left: the zero
 	// ToolCall when there was none. An earlier attempt's record is
 	// returned as it is (started: the call may have run; ended: its
-	// outcome), except that one asking, or one started when c.Again is
-	// set (a person said run it again), is set started again and the
-	// zero ToolCall returned. Returns ErrNotFound for an unknown run and
+	// outcome), except that one asking, or one started when c.Again
+	// names an uncertain call whose retry has not let it start yet, is
+	// set started again (with Again recorded) and the zero ToolCall
+	// returned: a retry lets the call start once, however often the run
+	// is recovered. Returns ErrNotFound for an unknown run and
 	// ErrInvalid for a missing key, run or tool.
 	BeginToolCall(ctx context.Context, c NewToolCall) (ToolCall, error)
 
@@ -62,14 +64,17 @@ type ToolCall struct {
 	Tool    string
 	State   ToolCallState
 	Outcome json.RawMessage // with CallEnded
+	// Again is the uncertain call whose retry last let the call start;
+	// "" when none did.
+	Again string
 }
 
 // NewToolCall is what BeginToolCall records.
 type NewToolCall struct {
 	Key, RunID, Tool string
-	// Again: a person decided the call runs again (CallRetry); a record
-	// of it started is taken over.
-	Again bool
+	// Again is the id of the uncertain call a person answered with
+	// CallRetry: a record of the call started is taken over, once.
+	Again string
 }
 
 // Validate reports an ErrInvalid error for a call that cannot be
@@ -78,5 +83,5 @@ func (c NewToolCall) Validate() error {
 	if c.Key == "" || c.RunID == "" || c.Tool == "" {
 		return fmt.Errorf("%w: a tool call needs its key, run and tool", ErrInvalid)
 	}
-	return checkText("key", c.Key, "tool", c.Tool)
+	return checkText("key", c.Key, "tool", c.Tool, "again", c.Again)
 }

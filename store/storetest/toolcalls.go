@@ -25,9 +25,12 @@ func testToolCalls(t *testing.T, s store.Store) {
 		t.Fatalf("second begin found %+v, want the call started: it may have run", prior)
 	}
 	again := call
-	again.Again = true
+	again.Again = "uncertain-1"
 	if prior := must(s.BeginToolCall(ctx, again))(t); prior.State != "" {
 		t.Errorf("begin again (a person said run it again) found %+v, want it taken over", prior)
+	}
+	if prior := must(s.BeginToolCall(ctx, again))(t); prior.State != store.CallStarted || prior.Again != "uncertain-1" {
+		t.Errorf("begin again with the same retry found %+v, want the call started: a retry lets it start once", prior)
 	}
 
 	if err := s.SetToolCall(ctx, call.Key, store.CallAsking, nil); err != nil {

@@ -25,8 +25,8 @@ SELECT ?, id, ?, 'started', ? FROM runs WHERE id = ? ON CONFLICT (id) DO NOTHING
 			return err
 		}
 		var outcome []byte
-		err = q.QueryRow(ctx, `SELECT id, run_id, tool, state, outcome FROM tool_calls WHERE id = ?`, c.Key).
-			Scan(&prior.Key, &prior.RunID, &prior.Tool, &prior.State, &outcome)
+		err = q.QueryRow(ctx, `SELECT id, run_id, tool, state, outcome, again FROM tool_calls WHERE id = ?`, c.Key).
+			Scan(&prior.Key, &prior.RunID, &prior.Tool, &prior.State, &outcome, &prior.Again)
 		if noRows(err) {
 			return store.ErrNotFound // no such run
 		}
@@ -34,10 +34,15 @@ SELECT ?, id, ?, 'started', ? FROM runs WHERE id = ? ON CONFLICT (id) DO NOTHING
 			return err
 		}
 		prior.Outcome = rawJSON(outcome)
-		if prior.State == store.CallAsking || prior.State == store.CallStarted && c.Again {
-			prior = store.ToolCall{}
-			_, err = q.Exec(ctx, `UPDATE tool_calls SET state = 'started', outcome = NULL, updated_at = ? WHERE id = ?`, now, c.Key)
+		switch {
+		case prior.State == store.CallAsking:
+			_, err = q.Exec(ctx, `UPDATE tool_calls SET state = 'started', updated_at = ? WHERE id = ?`, now, c.Key)
+		case prior.State == store.CallStarted && c.Again != "" && c.Again != prior.Again:
+			_, err = q.Exec(ctx, `UPDATE tool_calls SET again = ?, updated_at = ? WHERE id = ?`, c.Again, now, c.Key)
+		default:
+			return nil
 		}
+		prior = store.ToolCall{}
 		return err
 	})
 	if err != nil {

@@ -1,7 +1,8 @@
 -- At most once, or a person decides. tool_calls is the record of the
 -- calls of tools that are neither read-only nor idempotent: a row is
 -- written before such a call starts and updated when it ends, so a run
--- recovered after a crash knows which call may have run. uncertain_calls
+-- recovered after a crash knows which call may have run; again names the
+-- uncertain call whose "run it again" last let it start. uncertain_calls
 -- are the human requests such a run parks on: run the call again, skip
 -- it, or treat it as failed.
 
@@ -11,6 +12,7 @@ CREATE TABLE tool_calls (
     tool       TEXT NOT NULL,
     state      TEXT NOT NULL CHECK (state IN ('started', 'asking', 'ended')),
     outcome    TEXT,
+    again      TEXT NOT NULL DEFAULT '',
     updated_at TEXT NOT NULL
 ) STRICT;
 
