@@ -674,7 +674,9 @@ func (e *crashEnv) holdCalls() (release func()) {
 // recovered run parks, each such call is put to the person as an
 // uncertain call, and their answers do what they say — retry runs it
 // exactly once more, with the same idempotency key; skip and fail run
-// nothing, and the model is told.
+// nothing, and the model is told. The answers come through the native
+// API (fail), LangGraph's HumanInTheLoopMiddleware interrupt (approve:
+// retry) and AG-UI's interrupt (skip), each of which shows the call.
 func TestCrashWhileANonIdempotentToolRuns(t *testing.T) {
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
@@ -708,10 +710,7 @@ func TestCrashWhileANonIdempotentToolRuns(t *testing.T) {
 				if r := second.do("POST", "/api/v1/uncertain-calls/"+ids[0], map[string]any{"decision": "maybe"}); r.StatusCode != http.StatusBadRequest {
 					t.Errorf("an unknown decision: %d, want 400", r.StatusCode)
 				}
-				if r := second.do("POST", "/api/v1/uncertain-calls/"+ids[0], map[string]any{"decision": c.decision}); r.StatusCode != http.StatusOK {
-					b, _ := io.ReadAll(r.Body)
-					t.Fatalf("%s: answer %s: %d %s", c.note, c.decision, r.StatusCode, b)
-				}
+				answerUncertainCall(t, second, c.conv, ids[0], c.decision)
 				if r := second.do("POST", "/api/v1/uncertain-calls/"+ids[0], map[string]any{"decision": c.decision}); r.StatusCode != http.StatusConflict {
 					t.Errorf("a second answer: %d, want 409", r.StatusCode)
 				}
@@ -787,5 +786,52 @@ func TestCrashWhileAnIdempotentToolRuns(t *testing.T) {
 			}
 			second.stop(syscall.SIGTERM)
 		})
+	}
+}
+
+// answerUncertainCall answers the conversation's uncertain call id, the
+// one it waits on, with decision: retry through the LangGraph adapter,
+// skip through AG-UI, fail through the native API. The adapters must
+// show the call as they show an approval first.
+func answerUncertainCall(t *testing.T, c *child, conv, id, decision string) {
+	t.Helper()
+	var r *http.Response
+	switch decision {
+	case "retry":
+		var thread struct {
+			Interrupts map[string][]struct {
+				ID    string `json:"id"`
+				Value struct {
+					ActionRequests []struct{ Name, Description string } `json:"action_requests"`
+				} `json:"value"`
+			} `json:"interrupts"`
+		}
+		if err := json.NewDecoder(c.do("GET", "/langgraph/threads/"+conv, nil).Body).Decode(&thread); err != nil {
+			t.Fatal(err)
+		}
+		var shown bool
+		for _, ins := range thread.Interrupts {
+			for _, in := range ins {
+				shown = shown || in.ID == id && len(in.Value.ActionRequests) == 1 && in.Value.ActionRequests[0].Name == "charge" &&
+					strings.Contains(in.Value.ActionRequests[0].Description, "may have run")
+			}
+		}
+		if !shown {
+			t.Errorf("the LangGraph thread does not show the uncertain call %s: %+v", id, thread)
+		}
+		r = c.do("POST", "/langgraph/threads/"+conv+"/runs/wait", map[string]any{"assistant_id": "agent",
+			"command": map[string]any{"resume": map[string]any{"decisions": []map[string]any{{"type": "approve"}}}}})
+	case "skip":
+		r = c.do("POST", "/ag-ui", map[string]any{"threadId": conv, "runId": "ag-run-1", "messages": []any{},
+			"resume": []map[string]any{{"interruptId": id, "status": "resolved", "payload": map[string]any{"decision": "skip"}}}})
+	default:
+		r = c.do("POST", "/api/v1/uncertain-calls/"+id, map[string]any{"decision": decision})
+	}
+	b, _ := io.ReadAll(r.Body)
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("answer %s: %d %s", decision, r.StatusCode, b)
+	}
+	if decision == "skip" && !bytes.Contains(b, []byte("RUN_FINISHED")) {
+		t.Errorf("the AG-UI resume did not stream the run to its end: %s", b)
 	}
 }
