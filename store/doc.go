@@ -1,9 +1,11 @@
 // Package store is the chat service's persistent record: conversations,
 // runs, the messages and events of each run, and the human requests a
-// run waits on: approvals, elicitations and clarifications, one HumanRequest with a
+// run waits on: approvals, elicitations, clarifications and uncertain
+// calls, one HumanRequest with a
 // HumanKind, a shared HumanStatus and a typed part per kind; and, through
 // Documents, the records of uploaded documents, their chunks and the
-// full-text index over them. It owns the domain types, the Store
+// full-text index over them; and, through ToolCalls, the record of the
+// calls that must not run twice on their own. It owns the domain types, the Store
 // interface the service calls, and the sentinel errors the HTTP layer maps
 // to status codes; implementations live in subpackages named for their
 // database (sqlitestore, pgstore) and all pass storetest.Run. Their SQL is
@@ -31,7 +33,8 @@
 // # One active run per conversation
 //
 // A run is active while it is not superseded and is either running or
-// interrupted waiting on an approval or an elicitation (see Run.Active). A
+// interrupted waiting on an approval, an elicitation or an uncertain
+// call (see Run.Active). A
 // run parked on a clarifying question is not active: the user's next
 // message is its answer and starts the next run. The database enforces the
 // rule with a unique index, so two requests, or two processes sharing a
