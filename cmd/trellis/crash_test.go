@@ -835,3 +835,45 @@ func answerUncertainCall(t *testing.T, c *child, conv, id, decision string) {
 		t.Errorf("the AG-UI resume did not stream the run to its end: %s", b)
 	}
 }
+
+// A call that ended before the crash, though its step's checkpoint was
+// never stored, is not run again and nobody is asked: its recorded
+// outcome is its result.
+func TestCrashAfterANonIdempotentToolEnded(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			e := newCrashEnv(t, db)
+			release := e.holdCalls()
+			first := e.startConnected()
+			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "charge alpha"})
+			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+			seen := sseEvents(t, resp, func(ev event) bool { return ev.typ == "tool.start" })
+			e.awaitEffects("charge alpha ", 1)
+			unlock := e.holdCheckpoints() // the step that ran the call is never checkpointed
+			release()
+			seen = append(seen, sseEvents(t, resp, func(ev event) bool { return ev.typ == "tool.complete" })...)
+			first.stop(syscall.SIGKILL)
+			unlock()
+
+			second := e.start()
+			seen = followToEnd(t, second, conv, runID, seen)
+			if n := e.effects("charge alpha "); n != 1 {
+				t.Errorf("the call ran %d times, want once", n)
+			}
+			var results []string
+			for _, ev := range seen {
+				switch ev.typ {
+				case "tool.uncertain":
+					t.Errorf("a call that had ended was put to the person: %v", ev.data)
+				case "tool.complete":
+					r, _ := ev.data["result"].(string)
+					results = append(results, r)
+				}
+			}
+			if len(results) == 0 || results[len(results)-1] != "charge done: alpha" {
+				t.Errorf("tool results %q, want the recorded one last", results)
+			}
+			second.stop(syscall.SIGTERM)
+		})
+	}
+}
