@@ -496,7 +496,9 @@ func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, ex
 			}
 			m.calls, m.key = x.a.opts.Calls, key
 			defer func() {
-				if x.results[i].Status != "" {
+				// A call cut short by the run's end (a shutdown, say)
+				// may have run: it stays started, for a person to decide.
+				if x.results[i].Status != "" && ctx.Err() == nil {
 					x.end(ctx, i, key)
 				}
 			}()
