@@ -100,7 +100,9 @@ func (x *execution) begin(ctx context.Context, i int, key string, args json.RawM
 	prior, err := x.a.opts.Calls.Begin(ctx, key, st.Tool, again)
 	switch {
 	case err != nil:
-		x.results[i] = x.skip(ctx, i, "its start could not be recorded, and a tool that is not idempotent runs only once it is ("+err.Error()+")")
+		x.a.log.LogAttrs(ctx, slog.LevelError, "recording a tool call's start failed; the call is not run", slog.String("tool", st.Tool),
+			slog.String("tool_call_id", st.ToolCallID), slog.Any("error", err))
+		x.results[i] = x.skip(ctx, i, "its start could not be recorded, and a tool that must not run twice runs only once its start is")
 		return false
 	case prior.Outcome != nil:
 		var kept keptCall
