@@ -50,9 +50,10 @@
 //
 // What a run waits for, and how answers resume it, is the run service's
 // (see runs); here they are POST /approvals/{id}, POST
-// /elicitation/respond, DELETE /elicitation/{id} and the lists of what is
-// pending of each kind (GET /approvals/pending, /elicitation/pending,
-// /clarifications/pending). A run stopped on
+// /elicitation/respond, DELETE /elicitation/{id}, POST
+// /uncertain-calls/{id} and the lists of what is pending of each kind
+// (GET /approvals/pending, /elicitation/pending, /clarifications/pending,
+// /uncertain-calls/pending). A run stopped on
 // its way down emits run.interrupted with reason shutdown (an addition
 // to API.md's reasons); Recover continues it at the next start.
 //

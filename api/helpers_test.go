@@ -142,8 +142,8 @@ type pathIn struct {
 }
 
 // newProvider has the built-ins and three tools: delete_file (needs
-// approval), wait (blocks until released or cancelled) and ask (asks the
-// user for their name).
+// approval), wait (read-only; blocks until released or cancelled) and
+// ask (asks the user for their name).
 func newProvider(metrics *metrics.Collector, approval ...string) (*operators.Provider, *tools) {
 	tl := &tools{waiting: make(chan string, 16), release: make(chan struct{}), deleted: make(chan string, 16)}
 	local := operators.NewRegistry()
@@ -166,7 +166,7 @@ func newProvider(metrics *metrics.Collector, approval ...string) (*operators.Pro
 			case <-ctx.Done():
 				return operators.Result{}, ctx.Err()
 			}
-		}),
+		}, operators.ReadOnly()), // it acts on nothing: a run taken over mid-call runs it again
 		operators.NewTool("ask", "Asks the user for their name.", func(ctx context.Context, c operators.Call, _ emptyIn) (operators.Result, error) {
 			resp, err := c.Elicit(ctx, "What is your name?", nameSchema)
 			if err != nil {

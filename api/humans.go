@@ -12,8 +12,8 @@ import (
 )
 
 // handlePending is GET /api/v1/approvals/pending, GET
-// /api/v1/elicitation/pending and GET /api/v1/clarifications/pending
-// (?conversation_id=): the user's pending human requests of the kind, as
+// /api/v1/elicitation/pending, GET /api/v1/clarifications/pending and
+// GET /api/v1/uncertain-calls/pending (?conversation_id=): the user's pending human requests of the kind, as
 // a list named key.
 func (s *Server) handlePending(kind store.HumanKind, key string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -66,6 +66,40 @@ func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "processed", "approval_id": id, "decision": string(body.Decision)})
+}
+
+// uncertainCallRequest is the body of POST
+// /api/v1/uncertain-calls/{uncertain_call_id}.
+type uncertainCallRequest struct {
+	Decision store.CallDecision `json:"decision"`
+}
+
+// handleUncertainCall is POST /api/v1/uncertain-calls/{uncertain_call_id}:
+// a person's decision on a call a recovered run found started and not
+// ended. The decision is recorded (the first of concurrent ones wins;
+// the others get 409) and the parked run continues in the background.
+func (s *Server) handleUncertainCall(w http.ResponseWriter, r *http.Request) {
+	var body uncertainCallRequest
+	if err := jsonbody.Decode(r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ans := store.CallAnswer{Decision: body.Decision}
+	if err := ans.Validate(); err != nil {
+		s.writeError(w, r, errorf(http.StatusBadRequest, "invalid_decision", `"decision" must be retry, skip or fail`))
+		return
+	}
+	user, id := userOf(r), r.PathValue("uncertain_call_id")
+	h, err := s.runs.AnswerUncertainCall(r.Context(), user, id, ans)
+	if err != nil {
+		if h.ID != "" { // recorded, but its run could not take it
+			s.log.LogAttrs(r.Context(), slog.LevelWarn, "an answered uncertain call could not resume its run",
+				slog.String("uncertain_call_id", id), slog.String("run_id", h.RunID), slog.Any("error", err))
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "processed", "uncertain_call_id": id, "decision": string(body.Decision)})
 }
 
 // elicitationRequest is the body of POST /api/v1/elicitation/respond.

@@ -138,6 +138,8 @@ func (s *Server) routes() http.Handler {
 		r.Get("/elicitation/pending", s.handlePending(store.KindElicitation, "elicitations"))
 		r.Get("/clarifications/pending", s.handlePending(store.KindClarification, "clarifications"))
 		r.Delete("/elicitation/{id}", s.handleElicitationCancel)
+		r.Get("/uncertain-calls/pending", s.handlePending(store.KindUncertainCall, "uncertain_calls"))
+		r.Post("/uncertain-calls/{uncertain_call_id}", s.handleUncertainCall)
 		r.Get("/tools", s.handleTools)
 		r.Get("/conversations/{id}/tasks", s.handleTasks)
 		r.Patch("/conversations/{id}/tasks/{task_id}", s.handleEditTask)

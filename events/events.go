@@ -10,15 +10,19 @@ import (
 const (
 	// TypeRunStarted is the first event of every run, the run service's:
 	// it carries the id of the request that started the run.
-	TypeRunStarted          = "run.started"
-	TypeNodeStart           = "node.start"
-	TypeNodeEnd             = "node.end"
-	TypeSupervisorThinking  = "supervisor.thinking"
-	TypeSupervisorDecided   = "supervisor.decided"
-	TypeToolStart           = "tool.start"
-	TypeToolProgress        = "tool.progress"
-	TypeToolComplete        = "tool.complete"
-	TypeToolError           = "tool.error"
+	TypeRunStarted         = "run.started"
+	TypeNodeStart          = "node.start"
+	TypeNodeEnd            = "node.end"
+	TypeSupervisorThinking = "supervisor.thinking"
+	TypeSupervisorDecided  = "supervisor.decided"
+	TypeToolStart          = "tool.start"
+	TypeToolProgress       = "tool.progress"
+	TypeToolComplete       = "tool.complete"
+	TypeToolError          = "tool.error"
+	// TypeToolUncertain: a run recovered after a crash found a call that
+	// may have run, and asks a person what to do with it (an addition
+	// to API.md; see docs/api.md).
+	TypeToolUncertain       = "tool.uncertain"
 	TypeApprovalRequired    = "approval.required"
 	TypeApprovalResolved    = "approval.resolved"
 	TypeElicitationRequest  = "elicitation.request"
@@ -124,6 +128,7 @@ var payloads = map[string]func() Payload{
 	TypeToolProgress:        func() Payload { return new(ToolProgress) },
 	TypeToolComplete:        func() Payload { return new(ToolComplete) },
 	TypeToolError:           func() Payload { return new(ToolError) },
+	TypeToolUncertain:       func() Payload { return new(ToolUncertain) },
 	TypeApprovalRequired:    func() Payload { return new(ApprovalRequired) },
 	TypeApprovalResolved:    func() Payload { return new(ApprovalResolved) },
 	TypeElicitationRequest:  func() Payload { return new(ElicitationRequest) },

@@ -20,6 +20,9 @@ const (
 	// PendingElicitation: a tool's question nobody answered while the run
 	// could wait; the call ended and the run parked (see AnswerElicitation).
 	PendingElicitation PendingKind = "elicitation"
+	// PendingUncertainCall: a run recovered after a crash found a call
+	// that may have run; a person decides (see ToolUncertain).
+	PendingUncertainCall PendingKind = "uncertain_call"
 )
 
 // Pending is one thing a parked conversation waits for: a tool call's
@@ -45,6 +48,9 @@ type Pending struct {
 	Message       string          `json:"message,omitempty"`
 	Schema        json.RawMessage `json:"schema,omitempty"`
 	Replayable    bool            `json:"replayable,omitempty"`
+	// UncertainCallID is the idempotency key of a call that may have run
+	// (PendingUncertainCall), the call ToolCallID of Tool with Args.
+	UncertainCallID string `json:"uncertain_call_id,omitempty"`
 	// Namespace is the path of the sub-agent that asks; "" for the
 	// root agent.
 	Namespace string `json:"namespace,omitempty"`

@@ -70,6 +70,18 @@ type ToolError struct {
 	Truncated  bool   `json:"truncated,omitempty"`
 }
 
+// ToolUncertain is tool.uncertain: the call ToolCallID of Tool, which is
+// neither read-only nor idempotent, was started before a crash and never
+// recorded an end; it may have run. The run parks until a person answers
+// UncertainCallID (the call's idempotency key): run it again, skip it, or
+// treat it as failed.
+type ToolUncertain struct {
+	UncertainCallID string          `json:"uncertain_call_id"`
+	ToolCallID      string          `json:"tool_call_id"`
+	Tool            string          `json:"tool"`
+	Args            json.RawMessage `json:"args"`
+}
+
 // ApprovalRequired is approval.required. ApprovalID is what the service
 // passes back in ApprovalDecision; Revision counts the rejected proposals
 // before this one in the turn.
@@ -170,12 +182,15 @@ type RunCompleted struct {
 // clarification; the ids of what waits are in ApprovalIDs or
 // ClarificationID, and every pending item in Pending.
 type RunInterrupted struct {
-	Reason          string    `json:"reason"`
-	ApprovalIDs     []string  `json:"approval_ids,omitempty"`
-	ClarificationID string    `json:"clarification_id,omitempty"`
-	Question        string    `json:"question,omitempty"`
-	ElicitationIDs  []string  `json:"elicitation_ids,omitempty"`
-	Pending         []Pending `json:"pending"`
+	Reason          string   `json:"reason"`
+	ApprovalIDs     []string `json:"approval_ids,omitempty"`
+	ClarificationID string   `json:"clarification_id,omitempty"`
+	Question        string   `json:"question,omitempty"`
+	ElicitationIDs  []string `json:"elicitation_ids,omitempty"`
+	// UncertainCallIDs name the calls that may have run (reason
+	// uncertain_call).
+	UncertainCallIDs []string  `json:"uncertain_call_ids,omitempty"`
+	Pending          []Pending `json:"pending"`
 }
 
 // RunCancelled is run.cancelled, the last event of a run whose context
@@ -238,6 +253,7 @@ func (*ToolStart) EventType() string           { return TypeToolStart }
 func (*ToolProgress) EventType() string        { return TypeToolProgress }
 func (*ToolComplete) EventType() string        { return TypeToolComplete }
 func (*ToolError) EventType() string           { return TypeToolError }
+func (*ToolUncertain) EventType() string       { return TypeToolUncertain }
 func (*ApprovalRequired) EventType() string    { return TypeApprovalRequired }
 func (*ApprovalResolved) EventType() string    { return TypeApprovalResolved }
 func (*ElicitationRequest) EventType() string  { return TypeElicitationRequest }

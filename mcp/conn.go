@@ -254,6 +254,13 @@ func (c *conn) close() {
 	}
 }
 
+// MetaIdempotencyKey is the key of a tool call's _meta that carries its
+// idempotency key (see operators.IdempotencyKey): the same call issued
+// again, after a crash or a person's "run it again", carries the same
+// one, so a server can do what it does once. Namespaced as the MCP
+// specification asks of _meta keys that are not its own.
+const MetaIdempotencyKey = "trellis/idempotency_key"
+
 // call runs one tool call. Its timeout is the provider's: it bounds the
 // whole call, attempts included, and stops while the user answers an
 // elicitation (see llm.PauseTimeout).
@@ -276,6 +283,9 @@ func (c *conn) call(ctx context.Context, t toolEntry, args json.RawMessage, call
 		req.Params.Arguments = args
 	}
 	req.Params.Meta = &mcpgo.Meta{ProgressToken: f.token}
+	if key := operators.IdempotencyKey(ctx); key != "" {
+		req.Params.Meta.AdditionalFields = map[string]any{MetaIdempotencyKey: key}
+	}
 	res, err := c.client.CallTool(withInflight(ctx, f), req)
 	f.pump.finish()
 	if err != nil {

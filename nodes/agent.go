@@ -561,6 +561,16 @@ func (a *Agent) finish(ctx context.Context, yield func(events.Event, error) bool
 					ri.Reason = string(events.PendingElicitation)
 				}
 				ri.ElicitationIDs = append(ri.ElicitationIDs, p.ElicitationID)
+			case events.PendingUncertainCall:
+				if ri.Reason != string(events.PendingApproval) {
+					ri.Reason = string(events.PendingUncertainCall)
+				}
+				ri.UncertainCallIDs = append(ri.UncertainCallIDs, p.UncertainCallID)
+				e := events.New(&events.ToolUncertain{UncertainCallID: p.UncertainCallID, ToolCallID: p.ToolCallID, Tool: p.Tool, Args: p.Args})
+				e.Namespace = p.Namespace
+				if !yield(e, nil) {
+					return
+				}
 			}
 		}
 		yield(events.New(ri), nil)

@@ -74,6 +74,18 @@
 // at once, or, when its question could not take a late answer, is
 // reported to the model as expired.
 //
+// # At most once
+//
+// With Options.Calls, a call of a tool that is neither read-only nor
+// idempotent is recorded before it starts and when it ends. execute_tool
+// run again for the same calls (a crash, a question) takes an ended
+// call's recorded outcome instead of running it, and parks on a call that
+// started and never ended, as on a question: tool.uncertain and
+// run.interrupted (reason uncertain_call). AnswerUncertainCall resumes
+// it: retry runs it again, skip and fail tell the model so. Every call
+// carries an idempotency key on its context (operators.IdempotencyKey),
+// derived as elicitation ids are, the same each time the call is issued.
+//
 // # Middleware, sub-agents and budgets
 //
 // A chain of Middleware shapes what models see and may call: it adds to

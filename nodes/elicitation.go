@@ -39,6 +39,9 @@ type ElicitationAnswer struct {
 type parkedQuestion struct {
 	events.Pending
 	Done []doneCall `json:"done,omitempty"`
+	// CallKey is the idempotency key of an uncertain call (its
+	// UncertainCallID may be another, see uncertainID).
+	CallKey string `json:"call_key,omitempty"`
 }
 
 // doneCall is a call of an execution that finished before a question
@@ -50,11 +53,13 @@ type doneCall struct {
 	Direct []DirectResponse      `json:"direct,omitempty"`
 }
 
-// questionAnswered is the resume value of a parked question: the answer,
-// and the parked question's payload, which AnswerElicitation reads back
-// from the thread.
+// questionAnswered is the resume value of a parked question: the answer
+// (to a tool's question, or a person's decision on a call that may have
+// run), and the parked question's payload, which AnswerElicitation and
+// AnswerUncertainCall read back from the thread.
 type questionAnswered struct {
 	ElicitationAnswer
+	Decision CallDecision   `json:"decision,omitempty"`
 	Question parkedQuestion `json:"question"`
 }
 
@@ -100,34 +105,51 @@ func (a *Agent) AnswerElicitation(ctx context.Context, conversationID string, an
 // parked question was answered, or by a run continued after a crash — has
 // the same id, so its stored answer finds it.
 func elicitationID(conversationID, requestID, toolCallID string, n int) string {
+	return derivedID("elicit_", conversationID, requestID, toolCallID, strconv.Itoa(n))
+}
+
+// derivedID is the one way the agent names what must keep its name when
+// a call is issued again (after a question, a crash, a person's "run it
+// again"): prefix and a hash of parts, so equal parts give the same id
+// and different ones, in practice, never do.
+func derivedID(prefix string, parts ...string) string {
 	h := sha256.New()
-	for _, part := range []string{conversationID, requestID, toolCallID, strconv.Itoa(n)} {
+	for _, part := range parts {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}
-	return "elicit_" + hex.EncodeToString(h.Sum(nil)[:16])
+	return prefix + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // answeredQuestions takes the answers to the questions this execution
 // parked on before, in the order they were asked: each is the answer to
-// the interrupt the execution raised next. It returns the answers by
-// elicitation id and the parked questions' payloads, the last of which
-// lists every call done so far.
-func answeredQuestions(ctx context.Context) (map[string]questionAnswered, *parkedQuestion, error) {
+// the interrupt the execution raised next. It returns the answers to
+// tools' questions by elicitation id, the decisions on calls that may
+// have run by the calls' idempotency keys, and the parked questions'
+// payloads, the last of which lists every call done so far.
+func answeredQuestions(ctx context.Context) (map[string]questionAnswered, map[string]decidedCall, *parkedQuestion, error) {
 	var (
 		answers map[string]questionAnswered
+		decided map[string]decidedCall
 		last    *parkedQuestion
 	)
 	for graph.Resumed(ctx) {
 		qa, err := graph.Interrupt[questionAnswered](ctx, nil)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
+		}
+		last = &qa.Question
+		if qa.Question.Kind == events.PendingUncertainCall {
+			if decided == nil {
+				decided = map[string]decidedCall{}
+			}
+			decided[qa.Question.CallKey] = decidedCall{ID: qa.Question.UncertainCallID, Decision: qa.Decision}
+			continue
 		}
 		if answers == nil {
 			answers = map[string]questionAnswered{}
 		}
 		answers[qa.ElicitationID] = qa
-		last = &qa.Question
 	}
-	return answers, last, nil
+	return answers, decided, last, nil
 }

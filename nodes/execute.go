@@ -42,7 +42,8 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 	}
 
 	x := &execution{a: a, conversationID: s.Input.ConversationID, requestID: s.Input.RequestID, userID: s.Input.UserID,
-		documentIDs: s.Input.DocumentIDs, noMemory: s.Input.NoMemory, iteration: s.Iteration, steps: steps, rejected: rejected, edited: map[string]bool{}}
+		namespace: s.Input.Namespace, documentIDs: s.Input.DocumentIDs, noMemory: s.Input.NoMemory, iteration: s.Iteration, steps: steps,
+		rejected: rejected, edited: map[string]bool{}}
 	if len(a.chain.tools) > 0 {
 		x.input = s.Input
 		for _, t := range a.chain.extraTools(&s) {
@@ -62,13 +63,14 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 			x.edited[r.ToolCallID] = true
 		}
 	}
-	if x.answers, x.resumedFrom, err = answeredQuestions(ctx); err != nil {
+	if x.answers, x.decided, x.resumedFrom, err = answeredQuestions(ctx); err != nil {
 		return ChatState{}, err
 	}
 	if x.resumedFrom != nil {
 		resumed = true
 	}
-	x.sources = a.sources.sources(a.tools.Catalog().Tools)
+	tt := a.sources.table(a.tools.Catalog().Tools)
+	x.sources, x.repeatable = tt.sources, tt.repeatable
 	x.board = s.Tasks
 	// Operators that need a model get the run's; when it cannot be had,
 	// nil lets the operator registry use its default.
@@ -152,6 +154,7 @@ type execution struct {
 	conversationID string
 	requestID      string
 	userID         string
+	namespace      string   // the agent's path; "" for the root agent
 	documentIDs    []string // the request's scope for the document tools
 	noMemory       bool     // the request keeps memory out (Input.NoMemory)
 	iteration      int
@@ -159,6 +162,7 @@ type execution struct {
 	rejected       map[string]string // tool call id → the text the model reads
 	edited         map[string]bool
 	sources        map[string]string
+	repeatable     map[string]bool // read-only or idempotent tools (see CallLog)
 	model          llms.Model
 	results        []ToolResult
 	chunks         [][]operators.DataChunk
@@ -169,6 +173,9 @@ type execution struct {
 	// with the calls done by then.
 	answers     map[string]questionAnswered
 	resumedFrom *parkedQuestion
+	// decided are a person's answers to calls that may have run, by
+	// the calls' idempotency keys (see CallLog).
+	decided map[string]decidedCall
 	// parked is, by step, the question that parked the step's call.
 	parked []*events.Pending
 
@@ -276,6 +283,10 @@ func (x *execution) run(ctx context.Context) {
 			}
 			if text, ok := x.expired(i); ok {
 				x.results[i] = x.expire(ctx, i, text)
+				continue
+			}
+			if r, ok := x.undo(ctx, i); ok {
+				x.results[i] = r
 				continue
 			}
 			calls = append(calls, pending{i, x.fill(i)})
@@ -479,9 +490,27 @@ func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, ex
 	if isExtra {
 		source = "agent"
 	}
-	_ = emit(ctx, &events.ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: source, Args: args})
+	var key string
 	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.conversationID, requestID: x.requestID,
 		toolCallID: st.ToolCallID, tool: st.Tool, answers: x.answers, agent: x.input.Namespace}
+	if !isExtra {
+		key = x.callKey(st.ToolCallID)
+		if x.recorded(st.Tool) {
+			if !x.begin(ctx, i, key, args) {
+				return
+			}
+			m.calls, m.key = x.a.opts.Calls, key
+			defer func() {
+				// A call cut short by the run's end (a shutdown, say)
+				// may have run: it stays started, for a person to decide.
+				if x.results[i].Status != "" && ctx.Err() == nil {
+					x.end(ctx, i, key)
+				}
+			}()
+		}
+		ctx = operators.WithIdempotencyKey(ctx, key)
+	}
+	_ = emit(ctx, &events.ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: source, Args: args})
 	start := time.Now()
 	ctx, span := x.a.toolSpan(ctx, st.Tool, st.ToolCallID, source)
 	if span != nil {
@@ -562,6 +591,9 @@ func (x *execution) parkedQuestion() *parkedQuestion {
 		return nil
 	}
 	q := &parkedQuestion{Pending: *x.parked[k]}
+	if q.Kind == events.PendingUncertainCall {
+		q.CallKey = x.callKey(q.ToolCallID)
+	}
 	for i := range x.steps {
 		if x.parked[i] == nil && x.results[i].Status != "" {
 			q.Done = append(q.Done, doneCall{Step: i, Result: x.results[i], Chunks: x.chunks[i], Direct: x.direct[i]})

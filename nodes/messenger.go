@@ -26,6 +26,10 @@ type messenger struct {
 	toolCallID     string
 	tool           string
 	agent          string // the asking agent's path
+	// calls and key, for a call the CallLog records: a question the
+	// call will be issued again with marks it asking while it waits.
+	calls CallLog
+	key   string
 	// answers answer, at once, questions the call asked before the run
 	// parked on them (by elicitation id).
 	answers map[string]questionAnswered
@@ -87,7 +91,24 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 		}
 	}
 	_ = emit(m.ctx, &events.ElicitationRequest{ElicitationID: r.ElicitationID, Source: r.Source, Message: r.Message, Schema: schema})
+	asking := m.calls != nil && r.Replayable
+	if asking {
+		// The call has done nothing yet and is issued again with the
+		// answer: a crash while it waits must not leave it "may have
+		// run".
+		if err := m.calls.Asking(ctx, m.key); err != nil {
+			return operators.ElicitResponse{ElicitationID: r.ElicitationID, Action: operators.ElicitCancel},
+				fmt.Errorf("nodes: elicitation %s: recording that the call asks: %w", r.ElicitationID, err)
+		}
+	}
 	resp, err := m.elicitor.Elicit(ctx, m.conversationID, r)
+	if asking && !errors.Is(err, operators.ErrAskLater) {
+		// Answered: the call goes on, started again.
+		if _, berr := m.calls.Begin(ctx, m.key, m.tool, ""); berr != nil {
+			return operators.ElicitResponse{ElicitationID: r.ElicitationID, Action: operators.ElicitCancel},
+				fmt.Errorf("nodes: elicitation %s: recording that the call goes on: %w", r.ElicitationID, berr)
+		}
+	}
 	if errors.Is(err, operators.ErrAskLater) {
 		// Nobody answered while the run could wait: the question stays
 		// pending, the call ends, and the run parks on the question.

@@ -39,6 +39,11 @@ type Options struct {
 	// Elicitor answers tools that ask the user for input while they run;
 	// nil declines every such request with operators.ErrNoUser.
 	Elicitor Elicitor
+	// Calls records the calls of tools that are neither read-only nor
+	// idempotent before they start and when they end, so that a call a
+	// crash cut short is never started again on its own (see CallLog);
+	// nil records nothing.
+	Calls CallLog
 	// Cognition loads the user's cognitive context (profile, memories) for
 	// the supervisor; nil loads none. It is given ContextTimeout.
 	Cognition func(ctx context.Context, userID, query string) (string, error)

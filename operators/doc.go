@@ -57,4 +57,13 @@
 // API.md (tool.progress, direct.response, response.chunk,
 // elicitation.request). The service implements [Messenger]; [NopMessenger]
 // serves runs with no user attached and [Recorder] serves tests.
+//
+// # Idempotency keys
+//
+// The agent gives every call an idempotency key, on its context
+// ([IdempotencyKey]): the same call issued again — after a question, a
+// crash, a person's "run it again" — has the same key. A tool whose
+// [Annotations] say neither ReadOnly nor Idempotent is recorded before it
+// starts and is never started again on its own after a crash; the others
+// are, with the same key.
 package operators

@@ -14,9 +14,11 @@ var ErrOtherRun = errors.New("runs: the answers are to human requests of differe
 
 // Answer is the answer to one pending human request.
 type Answer struct {
-	// Approval answers an approval, Elicitation an elicitation.
+	// Approval answers an approval, Elicitation an elicitation, Call
+	// an uncertain call.
 	Approval    ApprovalAnswer
 	Elicitation ElicitationAnswer
+	Call        CallAnswer
 	// Cancel: the user cancels the run instead of answering.
 	Cancel bool
 }
@@ -25,7 +27,8 @@ type Answer struct {
 // conversation: the clients' resume of an interrupted run.
 type AnswerRequest struct {
 	User, ConversationID string
-	// IDs names the approvals and elicitations answered, in order.
+	// IDs names the approvals, elicitations and uncertain calls
+	// answered, in order.
 	IDs []string
 	// Decide turns each request IDs names into its answer, once every
 	// one is found pending (a surface's answer depends on the kind it
@@ -47,7 +50,8 @@ type Answered struct {
 // and returns the run to follow from before the answers, so that the
 // client sees everything they caused. Every request is checked first: of
 // the user, of the conversation, pending, of one run; then answered in
-// order (AnswerApproval, AnswerElicitation), or the run cancelled when
+// order (AnswerApproval, AnswerElicitation, AnswerUncertainCall), or the
+// run cancelled when
 // an answer says so. Errors: ErrNotFound, ErrAlreadyResolved,
 // ErrOtherRun, Decide's, and those of the verbs it calls.
 func (m *Service) Answer(ctx context.Context, req AnswerRequest) (Answered, error) {
@@ -57,10 +61,7 @@ func (m *Service) Answer(ctx context.Context, req AnswerRequest) (Answered, erro
 		cancel  bool
 	)
 	for i, id := range req.IDs {
-		hr, err := m.st.GetHumanRequest(ctx, store.KindApproval, req.User, id)
-		if errors.Is(err, store.ErrNotFound) {
-			hr, err = m.st.GetHumanRequest(ctx, store.KindElicitation, req.User, id)
-		}
+		hr, err := m.pendingRequest(ctx, req.User, id)
 		if err == nil && hr.ConversationID != req.ConversationID {
 			err = store.ErrNotFound
 		}
@@ -96,9 +97,12 @@ func (m *Service) Answer(ctx context.Context, req AnswerRequest) (Answered, erro
 		if cancel || err != nil {
 			break
 		}
-		if hr.Kind == store.KindApproval {
+		switch hr.Kind {
+		case store.KindApproval:
 			_, err = m.AnswerApproval(ctx, req.User, hr.ID, answers[i].Approval)
-		} else {
+		case store.KindUncertainCall:
+			_, err = m.AnswerUncertainCall(ctx, req.User, hr.ID, answers[i].Call)
+		default:
 			err = m.AnswerElicitation(ctx, req.User, hr.ID, answers[i].Elicitation)
 		}
 	}
@@ -109,4 +113,20 @@ func (m *Service) Answer(ctx context.Context, req AnswerRequest) (Answered, erro
 	out.Follow = FollowRequest{User: req.User, ConversationID: first.ConversationID, RunID: first.RunID, Sub: sub,
 		After: run.LastSeq, Replay: true}
 	return out, nil
+}
+
+// answerable are the kinds of human request Answer answers; a
+// clarification is answered by the next message instead.
+var answerable = [...]store.HumanKind{store.KindApproval, store.KindElicitation, store.KindUncertainCall}
+
+// pendingRequest finds the user's request id among the kinds Answer
+// answers. Errors: store.ErrNotFound, the store's.
+func (m *Service) pendingRequest(ctx context.Context, user, id string) (HumanRequest, error) {
+	for _, kind := range answerable {
+		hr, err := m.st.GetHumanRequest(ctx, kind, user, id)
+		if !errors.Is(err, store.ErrNotFound) {
+			return hr, err
+		}
+	}
+	return HumanRequest{}, store.ErrNotFound
 }

@@ -92,6 +92,14 @@
 // parked run resumes with the stored answer of either kind (an answer
 // given later, a question answered as its run parked, recovery).
 //
+// A call of a tool that is neither read-only nor idempotent is recorded
+// before it starts and when it ends (the agent's nodes.CallLog, kept in
+// the store's tool calls). A run recovered after a crash that finds one
+// started and not ended parks on it as on a question (run.interrupted,
+// reason uncertain_call), with a human request of kind uncertain_call;
+// AnswerUncertainCall (and Answer) records the decision, retry, skip or
+// fail, and resumes the run with it the same way.
+//
 // # Client protocols
 //
 // The protocol adapters (api/agui, api/aisdk, …) drive runs through the

@@ -38,7 +38,8 @@ const (
 	MaxRuns          = store.MaxRunLimit
 )
 
-// A human request (an approval, an elicitation, a clarification) and
+// A human request (an approval, an elicitation, a clarification, an
+// uncertain call) and
 // the answers to it.
 type (
 	HumanRequest      = store.HumanRequest
@@ -47,6 +48,8 @@ type (
 	Decision          = store.Decision
 	ElicitationAnswer = store.ElicitationAnswer
 	ElicitationAction = store.ElicitationAction
+	CallAnswer        = store.CallAnswer
+	CallDecision      = store.CallDecision
 )
 
 // Kinds of human request, decisions on an approval, actions on an
@@ -55,6 +58,7 @@ const (
 	KindApproval      = store.KindApproval
 	KindElicitation   = store.KindElicitation
 	KindClarification = store.KindClarification
+	KindUncertainCall = store.KindUncertainCall
 
 	DecisionApprove = store.DecisionApprove
 	DecisionEdit    = store.DecisionEdit
@@ -63,6 +67,10 @@ const (
 	ActionAccept  = store.ActionAccept
 	ActionDecline = store.ActionDecline
 	ActionCancel  = store.ActionCancel
+
+	CallRetry = store.CallRetry
+	CallSkip  = store.CallSkip
+	CallFail  = store.CallFail
 )
 
 // The agent's input and state, as a run takes and reads them.

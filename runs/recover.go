@@ -77,7 +77,7 @@ func (m *Service) recoverConversation(ctx context.Context, user, conversationID 
 	switch {
 	case r.Status == store.RunRunning && r.Owner != m.cfg.Owner && m.cfg.Cluster == nil:
 		return true, m.continueRun(ctx, r)
-	case r.Status == store.RunInterrupted && (r.InterruptReason == store.InterruptApproval || r.InterruptReason == store.InterruptElicitation):
+	case r.Status == store.RunInterrupted && r.InterruptReason != store.InterruptClarification:
 		return m.resumeAnswered(ctx, r)
 	}
 	return false, nil
@@ -143,8 +143,8 @@ func (m *Service) takeUp(ctx context.Context, r store.Run) (func(context.Context
 	return m.first(r.ConversationID, s), nil
 }
 
-// resumeAnswered resumes a parked run whose approval or tool's question
-// the store has answered but whose agent still waits (the process
+// resumeAnswered resumes a parked run whose approval, tool's question or
+// uncertain call the store has answered but whose agent still waits (the process
 // stopped in between).
 func (m *Service) resumeAnswered(ctx context.Context, r store.Run) (bool, error) {
 	pending, err := m.agent.Pending(ctx, r.ConversationID)
@@ -157,6 +157,8 @@ func (m *Service) resumeAnswered(ctx context.Context, r store.Run) (bool, error)
 		case events.PendingApproval:
 		case events.PendingElicitation:
 			kind, id = store.KindElicitation, p.ElicitationID
+		case events.PendingUncertainCall:
+			kind, id = store.KindUncertainCall, p.UncertainCallID
 		default:
 			continue // a clarification is answered by the next message, which starts a run of its own
 		}

@@ -425,7 +425,9 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[events.Event, error]) (*events.
 		case string(events.PendingApproval):
 			return t, true
 		case string(events.PendingElicitation):
-			m.park(rn, t)
+			m.park(rn, t, store.InterruptElicitation, store.KindElicitation, t.ElicitationIDs)
+		case string(events.PendingUncertainCall):
+			m.park(rn, t, store.InterruptUncertainCall, store.KindUncertainCall, t.UncertainCallIDs)
 		default:
 			m.askClarification(rn, t)
 			m.finish(rn, t, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptClarification})
@@ -511,6 +513,8 @@ func (m *Service) record(rn *Run, ev events.Event) bool {
 		if err != nil {
 			rn.log.LogAttrs(ctx, slog.LevelError, "storing an approval failed", slog.String("approval_id", d.ApprovalID), slog.Any("error", err))
 		}
+	case *events.ToolUncertain:
+		m.askUncertainCall(ctx, rn, d)
 	case *events.ElicitationRequest:
 		if _, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.ElicitationID, Kind: store.KindElicitation, RunID: rn.id,
 			Elicitation: store.Elicitation{Source: store.ToValidText(d.Source), Message: store.ToValidText(d.Message), Schema: d.Schema},
@@ -823,23 +827,25 @@ func (m *Service) resume(ctx context.Context, userID, runID string, cancelling b
 }
 
 // park ends a segment whose run waits for the answer to a tool's
-// question, and resumes it at once when the answer was stored while it
-// was parking (the answer's handler, serialised with this, resumes a run
-// it finds parked; see elicitationAnswered).
-func (m *Service) park(rn *Run, ri *events.RunInterrupted) {
+// question or a person's decision on a call that may have run (reason,
+// the human requests of kind named ids), and resumes it at once when
+// the answer was stored while it was parking (the answer's handler,
+// serialised with this, resumes a run it finds parked; see
+// elicitationAnswered, AnswerUncertainCall).
+func (m *Service) park(rn *Run, ri *events.RunInterrupted, reason store.InterruptReason, kind store.HumanKind, ids []string) {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
-	m.finish(rn, ri, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptElicitation})
+	m.finish(rn, ri, store.RunEnd{Status: store.RunInterrupted, Reason: reason})
 	ctx := context.WithoutCancel(rn.ctx)
-	for _, id := range ri.ElicitationIDs {
-		e, err := m.st.GetHumanRequest(ctx, store.KindElicitation, rn.userID, id)
+	for _, id := range ids {
+		e, err := m.st.GetHumanRequest(ctx, kind, rn.userID, id)
 		if err != nil || !e.Status.Answered() {
 			continue
 		}
 		// A new segment, launched from this one as it ends.
 		if err := m.resumeWith(ctx, e); err != nil && !errors.Is(err, store.ErrConflict) {
 			rn.log.LogAttrs(ctx, slog.LevelError, "resuming a run whose question was answered as it parked failed",
-				slog.String("elicitation_id", id), slog.Any("error", err))
+				slog.String("human_request_id", id), slog.Any("error", err))
 		}
 		return
 	}
@@ -868,11 +874,15 @@ func (m *Service) elicitationAnswered(ctx context.Context, e store.HumanRequest)
 }
 
 // resumeWith resumes the run parked on a human request with its stored
-// answer: an approval's decision, or an elicitation's response.
+// answer: an approval's decision, an elicitation's response, or the
+// decision on an uncertain call.
 func (m *Service) resumeWith(ctx context.Context, h store.HumanRequest) error {
 	return m.resume(ctx, h.UserID, h.RunID, false, func(ctx context.Context, conversationID string) iter.Seq2[events.Event, error] {
-		if h.Kind == store.KindApproval {
+		switch h.Kind {
+		case store.KindApproval:
 			return m.agent.Resume(ctx, conversationID, decisionOf(h))
+		case store.KindUncertainCall:
+			return m.uncertainCallAnswered(ctx, conversationID, h)
 		}
 		r := responseOf(h)
 		return m.agent.AnswerElicitation(ctx, conversationID, nodes.ElicitationAnswer{ElicitationID: r.ElicitationID, Action: r.Action,

@@ -84,9 +84,10 @@ type Config struct {
 	Models       *llm.Registry
 	Tools        *operators.Provider
 	Checkpointer graph.Checkpointer
-	// Agent configures the agent New builds. Its Hooks.OnAnswer and
-	// Elicitor are the service's own: a given OnAnswer is called after
-	// the service has stored the answer, a given Elicitor is ignored.
+	// Agent configures the agent New builds. Its Hooks.OnAnswer,
+	// Elicitor and Calls are the service's own: a given OnAnswer is
+	// called after the service has stored the answer, a given Elicitor
+	// or Calls is ignored.
 	Agent nodes.Options
 	// ElicitTimeout is how long a tool's question waits for the user
 	// while a stream follows its run; 0 means DefaultElicitTimeout.
@@ -259,6 +260,7 @@ func New(cfg Config) (*Service, error) {
 		return nil
 	}
 	opts.Elicitor = elicitor{m}
+	opts.Calls = callLog{m}
 	if opts.Logger == nil {
 		opts.Logger = cfg.Logger
 	}

@@ -1,17 +1,17 @@
 // Package store is the chat service's persistent record: conversations,
-// runs, the messages and events of each run, and the human requests a
-// run waits on: approvals, elicitations and clarifications, one HumanRequest with a
-// HumanKind, a shared HumanStatus and a typed part per kind; and, through
-// Documents, the records of uploaded documents, their chunks and the
-// full-text index over them; through Memories, what the agent remembers
-// of each user; and through Users, erasing a user from all of it. It owns
-// the domain types, the Store
-// interface the service calls, and the sentinel errors the HTTP layer maps
-// to status codes; implementations live in subpackages named for their
-// database (sqlitestore, pgstore) and all pass storetest.Run. Their SQL is
-// written once, where the two databases read it alike, in
-// internal/sqlstore; each subpackage keeps its driver, its schema and what
-// only its database does.
+// runs, the messages and events of each run, and the human requests a run
+// waits on: approvals, elicitations, clarifications and uncertain calls,
+// one HumanRequest with a HumanKind, a shared HumanStatus and a typed part
+// per kind; and, through Documents, the records of uploaded documents,
+// their chunks and the full-text index over them; through Memories, what
+// the agent remembers of each user; through ToolCalls, the record of the
+// calls that must not run twice on their own; and through Users, erasing a
+// user from all of it. It owns the domain types, the Store interface the
+// service calls, and the sentinel errors the HTTP layer maps to status
+// codes; implementations live in subpackages named for their database
+// (sqlitestore, pgstore) and all pass storetest.Run. Their SQL is written
+// once, where the two databases read it alike, in internal/sqlstore; each
+// subpackage keeps its driver, its schema and what only its database does.
 //
 // # Ownership
 //
@@ -33,7 +33,8 @@
 // # One active run per conversation
 //
 // A run is active while it is not superseded and is either running or
-// interrupted waiting on an approval or an elicitation (see Run.Active). A
+// interrupted waiting on an approval, an elicitation or an uncertain
+// call (see Run.Active). A
 // run parked on a clarifying question is not active: the user's next
 // message is its answer and starts the next run. The database enforces the
 // rule with a unique index, so two requests, or two processes sharing a

@@ -20,6 +20,11 @@ const (
 	// The user's next message on the conversation is the answer: it is
 	// recorded by the StartRun that starts the run carrying it.
 	KindClarification HumanKind = "clarification"
+	// KindUncertainCall: a run recovered after a crash found a call of a
+	// tool that is neither read-only nor idempotent started and not
+	// ended; it may have run. Run it again, skip it, or treat it as
+	// failed? The request's id is the call's idempotency key.
+	KindUncertainCall HumanKind = "uncertain_call"
 )
 
 // HumanStatus is where a human request is in its life: pending, answered
@@ -45,6 +50,11 @@ const (
 
 	// A clarification's answer.
 	HumanAnswered HumanStatus = "answered"
+
+	// An uncertain call's answers.
+	HumanRetried HumanStatus = "retried"
+	HumanSkipped HumanStatus = "skipped"
+	HumanFailed  HumanStatus = "failed"
 )
 
 // Answered reports whether a human answered: the status is final and not
@@ -67,6 +77,7 @@ type HumanRequest struct {
 	Approval      Approval      // with KindApproval
 	Elicitation   Elicitation   // with KindElicitation
 	Clarification Clarification // with KindClarification
+	UncertainCall UncertainCall // with KindUncertainCall
 }
 
 // Approval is the part of a human request of KindApproval: a tool call
@@ -96,6 +107,14 @@ type Elicitation struct {
 type Clarification struct {
 	Question string
 	Answer   string
+}
+
+// UncertainCall is the part of a human request of KindUncertainCall: the
+// call that may have run, and what was decided (see CallDecision).
+type UncertainCall struct {
+	ToolCallID string
+	Tool       string
+	Args       json.RawMessage
 }
 
 // approvalJSON, elicitationJSON and clarificationJSON are a human request
@@ -142,6 +161,20 @@ type (
 		CreatedAt      time.Time   `json:"created_at"`
 		ResolvedAt     *time.Time  `json:"resolved_at,omitempty"`
 	}
+	// uncertainCallJSON is an item of GET /uncertain-calls/pending,
+	// named as tool.uncertain names it.
+	uncertainCallJSON struct {
+		ID             string          `json:"uncertain_call_id"`
+		ConversationID string          `json:"conversation_id"`
+		RunID          string          `json:"run_id"`
+		ToolCallID     string          `json:"tool_call_id"`
+		Tool           string          `json:"tool"`
+		Args           json.RawMessage `json:"args"`
+		Status         HumanStatus     `json:"status"`
+		Decision       CallDecision    `json:"decision,omitempty"`
+		CreatedAt      time.Time       `json:"created_at"`
+		ResolvedAt     *time.Time      `json:"resolved_at,omitempty"`
+	}
 )
 
 // MarshalJSON writes the request as the API shows one of its kind.
@@ -161,6 +194,11 @@ func (r HumanRequest) MarshalJSON() ([]byte, error) {
 		c := r.Clarification
 		return json.Marshal(clarificationJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
 			Question: c.Question, Status: r.Status, Answer: c.Answer, CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt})
+	case KindUncertainCall:
+		u := r.UncertainCall
+		return json.Marshal(uncertainCallJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
+			ToolCallID: u.ToolCallID, Tool: u.Tool, Args: u.Args, Status: r.Status, Decision: DecisionOf(r.Status),
+			CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt})
 	}
 	return nil, fmt.Errorf("%w: human request %s has no kind %q", ErrInvalid, r.ID, r.Kind)
 }
@@ -174,6 +212,7 @@ type NewHumanRequest struct {
 	Approval      Approval      // Tool required; Args a JSON object, nil means {}
 	Elicitation   Elicitation   // Schema a JSON object, nil means {}
 	Clarification Clarification // Question required
+	UncertainCall UncertainCall // Tool required; Args a JSON object, nil means {}
 }
 
 // Validate reports an ErrInvalid error for a request that cannot be
@@ -205,12 +244,23 @@ func (n NewHumanRequest) Validate() error {
 			return fmt.Errorf("%w: question is required", ErrInvalid)
 		}
 		return checkText("clarification id", n.ID, "question", n.Clarification.Question)
+	case KindUncertainCall:
+		u := n.UncertainCall
+		switch {
+		case n.ID == "":
+			return fmt.Errorf("%w: an uncertain call's id is its idempotency key, which is required", ErrInvalid)
+		case u.Tool == "":
+			return fmt.Errorf("%w: tool is required", ErrInvalid)
+		case u.Args != nil && !isObject(u.Args):
+			return fmt.Errorf("%w: args of %s are not a JSON object", ErrInvalid, u.Tool)
+		}
+		return checkText("uncertain call id", n.ID, "tool call id", u.ToolCallID, "tool", u.Tool)
 	}
-	return fmt.Errorf("%w: kind %q is not approval, elicitation or clarification", ErrInvalid, n.Kind)
+	return fmt.Errorf("%w: kind %q is not approval, elicitation, clarification or uncertain_call", ErrInvalid, n.Kind)
 }
 
 // HumanAnswer is a human's answer to a request of its Kind: an
-// ApprovalAnswer or an ElicitationAnswer.
+// ApprovalAnswer, an ElicitationAnswer or a CallAnswer.
 type HumanAnswer interface {
 	// Kind is the kind of request the answer is for.
 	Kind() HumanKind
@@ -224,6 +274,7 @@ type HumanAnswer interface {
 var (
 	_ HumanAnswer = ApprovalAnswer{}
 	_ HumanAnswer = ElicitationAnswer{}
+	_ HumanAnswer = CallAnswer{}
 )
 
 // Decision is a human's answer to an approval.
@@ -320,6 +371,63 @@ func (a ElicitationAnswer) Status() HumanStatus {
 		return HumanDeclined
 	case ActionCancel:
 		return HumanCancelled
+	}
+	return ""
+}
+
+// CallDecision is a human's answer to an uncertain call.
+type CallDecision string
+
+// Decisions, as POST /uncertain-calls/{id} takes them.
+const (
+	// CallRetry runs the call again, with the same idempotency key.
+	CallRetry CallDecision = "retry"
+	// CallSkip does not run it; the model is told it was skipped.
+	CallSkip CallDecision = "skip"
+	// CallFail does not run it; the model is told it failed.
+	CallFail CallDecision = "fail"
+)
+
+// CallAnswer is a human's decision on an uncertain call.
+type CallAnswer struct {
+	Decision CallDecision
+}
+
+// Kind is KindUncertainCall.
+func (CallAnswer) Kind() HumanKind { return KindUncertainCall }
+
+// Validate reports an ErrInvalid error for an answer that cannot be
+// recorded.
+func (a CallAnswer) Validate() error {
+	if a.Status() == "" {
+		return fmt.Errorf("%w: decision %q is not retry, skip or fail", ErrInvalid, a.Decision)
+	}
+	return nil
+}
+
+// Status is the status an uncertain call answered so takes.
+func (a CallAnswer) Status() HumanStatus {
+	switch a.Decision {
+	case CallRetry:
+		return HumanRetried
+	case CallSkip:
+		return HumanSkipped
+	case CallFail:
+		return HumanFailed
+	}
+	return ""
+}
+
+// DecisionOf is the decision an uncertain call's status records; "" while
+// it is pending or expired.
+func DecisionOf(s HumanStatus) CallDecision {
+	switch s {
+	case HumanRetried:
+		return CallRetry
+	case HumanSkipped:
+		return CallSkip
+	case HumanFailed:
+		return CallFail
 	}
 	return ""
 }

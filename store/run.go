@@ -38,10 +38,13 @@ const (
 	InterruptApproval      InterruptReason = "approval"
 	InterruptElicitation   InterruptReason = "elicitation"
 	InterruptClarification InterruptReason = "clarification"
+	// InterruptUncertainCall: a recovered run found a call that may have
+	// run (see KindUncertainCall).
+	InterruptUncertainCall InterruptReason = "uncertain_call"
 )
 
 func (r InterruptReason) valid() bool {
-	return r == InterruptApproval || r == InterruptElicitation || r == InterruptClarification
+	return r == InterruptApproval || r == InterruptElicitation || r == InterruptClarification || r == InterruptUncertainCall
 }
 
 // Run is one turn of a conversation: the user's message and everything the

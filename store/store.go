@@ -14,6 +14,7 @@ type Store interface {
 	Runs
 	Events
 	HumanRequests
+	ToolCalls
 
 	// Ping reports whether the database answers and its schema is
 	// migrated; it backs /readyz.
@@ -172,8 +173,8 @@ type Events interface {
 }
 
 // HumanRequests keeps the questions runs wait on until a human answers:
-// approvals, elicitations and clarifications, one kind each (see
-// HumanKind).
+// approvals, elicitations, clarifications and uncertain calls, one kind
+// each (see HumanKind).
 type HumanRequests interface {
 	// CreateHumanRequest stores a pending request of the run, in the run's
 	// conversation and owned by the run's user. An empty r.ID gets a fresh

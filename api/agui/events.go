@@ -108,6 +108,10 @@ type runError struct {
 	Code    string `json:"code,omitempty"`
 }
 
+// uncertainSchema is the responseSchema of an uncertain call's
+// interrupt: run the call again, skip it, or treat it as failed.
+var uncertainSchema = json.RawMessage(`{"type":"object","properties":{"decision":{"type":"string","enum":["retry","skip","fail"]}},"required":["decision"]}`)
+
 // approvalSchema is the responseSchema of an approval's interrupt.
 var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approved":{"type":"boolean"},"editedArgs":{"type":"object"},"reason":{"type":"string"}},"required":["approved"]}`)
 

@@ -161,7 +161,8 @@ func decodeApproval(raw json.RawMessage) (approvalPayload, error) {
 }
 
 // answerOf is the answer resume[i] gives to the interrupt hr: a cancel
-// of the run, an approval's decision, or the object a question asks for.
+// of the run, an approval's decision, the decision on a call that may
+// have run, or the object a question asks for.
 func answerOf(i int, e resumeEntry, hr runs.HumanRequest) (runs.Answer, error) {
 	switch {
 	case e.Status == "cancelled":
@@ -178,6 +179,18 @@ func answerOf(i int, e resumeEntry, hr runs.HumanRequest) (runs.Answer, error) {
 			return runs.Answer{Approval: runs.ApprovalAnswer{Decision: runs.DecisionEdit, Args: p.EditedArgs}}, nil
 		}
 		return runs.Answer{Approval: runs.ApprovalAnswer{Decision: runs.DecisionApprove}}, nil
+	case hr.Kind == runs.KindUncertainCall:
+		var p struct {
+			Decision runs.CallDecision `json:"decision"`
+		}
+		a := runs.CallAnswer{}
+		if json.Unmarshal(e.Payload, &p) == nil {
+			a.Decision = p.Decision
+		}
+		if a.Validate() != nil {
+			return runs.Answer{}, httperr.Invalid("resume[%d]: an uncertain call's payload is {decision: \"retry\" | \"skip\" | \"fail\"}", i)
+		}
+		return runs.Answer{Call: a}, nil
 	}
 	if len(e.Payload) == 0 || e.Payload[0] != '{' {
 		return runs.Answer{}, httperr.Invalid("resume[%d]: a question's payload is the object it asks for", i)

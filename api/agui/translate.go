@@ -25,6 +25,7 @@ type translator struct {
 	// what it had not asked.
 	lookup    func(kind runs.HumanKind, id string) (runs.HumanRequest, bool)
 	questions map[string]events.ElicitationRequest
+	uncertain map[string]events.ToolUncertain
 	added     []any // messages the run added, in order
 }
 
@@ -34,7 +35,7 @@ func newTranslator(in input, conv, runID string, emit func(any) error) *translat
 		announced[id] = true
 	}
 	return &translator{in: in, emit: emit, runID: runID, conv: conv, announced: announced,
-		questions: map[string]events.ElicitationRequest{}}
+		questions: map[string]events.ElicitationRequest{}, uncertain: map[string]events.ToolUncertain{}}
 }
 
 // event translates one run event; done reports that the terminal AG-UI
@@ -57,6 +58,9 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 		return false, t.result(d.ToolCallID, "error: "+d.Error)
 	case *events.ElicitationRequest:
 		t.questions[d.ElicitationID] = *d
+	case *events.ToolUncertain:
+		t.uncertain[d.UncertainCallID] = *d
+		return false, t.announce(id, d.ToolCallID, d.Tool, d.Args)
 	case *events.ResponseChunk:
 		return false, t.chunk(id, d.Content)
 	case *events.ResponseDone:
@@ -168,8 +172,8 @@ func (t *translator) closeText() error {
 	return t.emit(textMessageEnd{Type: "TEXT_MESSAGE_END", MessageID: id})
 }
 
-// interrupted ends a run parked on a human: approvals and tool
-// questions as interrupts; a clarifying question as the assistant's
+// interrupted ends a run parked on a human: approvals, tool questions
+// and calls that may have run as interrupts; a clarifying question as the assistant's
 // text, which the user's next message answers; a server going down as
 // an error.
 func (t *translator) interrupted(id string, d *events.RunInterrupted) error {
@@ -197,6 +201,18 @@ func (t *translator) interrupted(id string, d *events.RunInterrupted) error {
 				schema = json.RawMessage(`{"type":"object"}`)
 			}
 			out = append(out, interrupt{ID: eid, Reason: "input_required", Message: q.Message, ResponseSchema: schema})
+		}
+	case string(events.PendingUncertainCall):
+		for _, uid := range d.UncertainCallIDs {
+			u, ok := t.uncertain[uid]
+			if !ok && t.lookup != nil {
+				if h, found := t.lookup(runs.KindUncertainCall, uid); found {
+					u = events.ToolUncertain{UncertainCallID: uid, ToolCallID: h.UncertainCall.ToolCallID, Tool: h.UncertainCall.Tool}
+				}
+			}
+			out = append(out, interrupt{ID: uid, Reason: "uncertain_call", ToolCallID: u.ToolCallID,
+				Message:        "The call of " + u.Tool + " was running when the service stopped and may have run: run it again, skip it, or treat it as failed?",
+				ResponseSchema: uncertainSchema})
 		}
 	case string(events.PendingClarification):
 		if err := t.chunk(id, d.Question); err != nil {

@@ -74,7 +74,8 @@ func (h *Handler) Chat(w http.ResponseWriter, r *http.Request) {
 }
 
 // answer records the approval answers of the chat's last assistant
-// message and streams the rest of that message. Every answer is checked
+// message (approvals, and calls that may have run, shown as approvals)
+// and streams the rest of that message. Every answer is checked
 // before any is recorded.
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, user string, t turn) {
 	ids := make([]string, len(t.answers))
@@ -83,6 +84,12 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, user string, t 
 	}
 	a, err := h.cfg.Runs.Answer(r.Context(), runs.AnswerRequest{User: user, ConversationID: t.chat, IDs: ids,
 		Decide: func(i int, hr runs.HumanRequest) (runs.Answer, error) {
+			if hr.Kind == runs.KindUncertainCall { // shown as an approval: approved runs it again, denied skips it
+				if t.answers[i].approved {
+					return runs.Answer{Call: runs.CallAnswer{Decision: runs.CallRetry}}, nil
+				}
+				return runs.Answer{Call: runs.CallAnswer{Decision: runs.CallSkip}}, nil
+			}
 			if hr.Kind != runs.KindApproval {
 				return runs.Answer{}, runs.ErrNotFound // useChat answers approvals only
 			}

@@ -81,6 +81,18 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 		}
 		return false, t.whole(id, "The call of "+d.Tool+" waits for approval "+d.ApprovalID+
 			" — this client cannot answer it; approve or reject it in Trellis.")
+	case *events.ToolUncertain:
+		// Put to the user as an approval of the call: approved, it runs
+		// again; denied, it is skipped.
+		t.byApproval[d.UncertainCallID] = d.ToolCallID
+		if err := t.input(d.ToolCallID, d.Tool, d.Args); err != nil {
+			return false, err
+		}
+		if t.approvals {
+			return false, t.emit(chunk{Type: "tool-approval-request", ApprovalID: d.UncertainCallID, ToolCallID: d.ToolCallID})
+		}
+		return false, t.whole(id, "The call of "+d.Tool+" was running when the service stopped and may have run; it waits for "+
+			d.UncertainCallID+" — this client cannot answer it; run it again, skip it or treat it as failed in Trellis.")
 	case *events.ApprovalResolved:
 		if d.Decision == events.DecisionReject {
 			t.denied[t.byApproval[d.ApprovalID]] = true
@@ -116,7 +128,7 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 		return true, t.finish("stop")
 	case *events.RunInterrupted:
 		switch d.Reason {
-		case string(events.PendingApproval):
+		case string(events.PendingApproval), string(events.PendingUncertainCall):
 			return true, t.finish("tool-calls")
 		case string(events.PendingClarification):
 			if err := t.whole(id, d.Question); err != nil {

@@ -107,8 +107,10 @@ type reviewConfig struct {
 }
 
 // interruptsOf turns what the agent waits for into interrupts: every
-// pending approval into one HumanInTheLoopMiddleware request (its id the
-// first approval's; decisions answer the action requests in order), a
+// pending approval and every call that may have run into one
+// HumanInTheLoopMiddleware request (its id the first one's; decisions
+// answer the action requests in order: for a call that may have run,
+// approve runs it again and reject skips it), a
 // clarifying question into {question}, a tool's question into
 // {message, schema, source}.
 func interruptsOf(pending []events.Pending) []interrupt {
@@ -125,6 +127,15 @@ func interruptsOf(pending []events.Pending) []interrupt {
 				Description: fmt.Sprintf("Tool execution requires approval\n\nTool: %s\nArgs: %s", p.Tool, objectArgs(p.Args))})
 			hitl.ReviewConfigs = append(hitl.ReviewConfigs, reviewConfig{ActionName: p.Tool,
 				AllowedDecisions: []string{"approve", "edit", "reject"}})
+		case events.PendingUncertainCall:
+			if hitl == nil {
+				hitl = &hitlRequest{}
+				out = append(out, interrupt{ID: p.UncertainCallID, Value: hitl})
+			}
+			hitl.ActionRequests = append(hitl.ActionRequests, actionRequest{Name: p.Tool, Args: objectArgs(p.Args),
+				Description: fmt.Sprintf("This call was running when the service stopped and may have run; approve runs it again, reject skips it\n\nTool: %s\nArgs: %s",
+					p.Tool, objectArgs(p.Args))})
+			hitl.ReviewConfigs = append(hitl.ReviewConfigs, reviewConfig{ActionName: p.Tool, AllowedDecisions: []string{"approve", "reject"}})
 		case events.PendingClarification:
 			out = append(out, interrupt{ID: p.ID, Value: map[string]string{"question": p.Question}})
 		case events.PendingElicitation:

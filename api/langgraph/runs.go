@@ -160,13 +160,18 @@ func (h *handler) tag(ctx context.Context, c runs.Conversation) {
 	}
 }
 
-// resume answers the thread's pending approvals with the decisions, in
-// order, and follows the run they resume from its run.interrupted on.
+// resume answers the thread's pending approvals and calls that may have
+// run with the decisions, in order, and follows the run they resume from
+// its run.interrupted on. For a call that may have run, approve runs it
+// again and reject skips it.
 func (h *handler) resume(ctx context.Context, b *begun, snap runs.Snapshot, state func() (runs.Snapshot, error)) error {
 	var ids []string
 	for _, p := range snap.Pending {
-		if p.Kind == events.PendingApproval {
+		switch p.Kind {
+		case events.PendingApproval:
 			ids = append(ids, p.ID)
+		case events.PendingUncertainCall:
+			ids = append(ids, p.UncertainCallID)
 		}
 	}
 	if len(ids) == 0 {
@@ -176,8 +181,17 @@ func (h *handler) resume(ctx context.Context, b *begun, snap runs.Snapshot, stat
 		return httperr.Invalid("%d decisions for %d action requests; give one decision per action request, in order", len(b.spec.answers), len(ids))
 	}
 	a, err := h.runs.Answer(ctx, runs.AnswerRequest{User: b.conv.UserID, ConversationID: b.conv.ID, IDs: ids,
-		Decide: func(i int, _ runs.HumanRequest) (runs.Answer, error) {
-			return runs.Answer{Approval: b.spec.answers[i]}, nil
+		Decide: func(i int, hr runs.HumanRequest) (runs.Answer, error) {
+			if hr.Kind != runs.KindUncertainCall {
+				return runs.Answer{Approval: b.spec.answers[i]}, nil
+			}
+			switch b.spec.answers[i].Decision {
+			case runs.DecisionApprove:
+				return runs.Answer{Call: runs.CallAnswer{Decision: runs.CallRetry}}, nil
+			case runs.DecisionReject:
+				return runs.Answer{Call: runs.CallAnswer{Decision: runs.CallSkip}}, nil
+			}
+			return runs.Answer{}, httperr.Invalid("decision %d: a call that may have run is approved (run again) or rejected (skipped), not edited", i)
 		}})
 	if err != nil {
 		return err

@@ -147,6 +147,8 @@ func (t *translator) translate(typ string, p events.Payload) []sseEvent {
 		t.reasoning = d.Reasoning
 	case *events.ApprovalRequired:
 		out = t.proposal(out, d.ToolCallID, d.Tool, d.Args, t.reasoning)
+	case *events.ToolUncertain:
+		out = t.proposal(out, d.ToolCallID, d.Tool, d.Args, t.reasoning)
 	case *events.ToolStart:
 		out = t.proposal(out, d.ToolCallID, d.Tool, d.Args, t.reasoning)
 		if t.modes.has(modeEvents) {
@@ -193,7 +195,7 @@ func (t *translator) translate(typ string, p events.Payload) []sseEvent {
 func customEvent(typ string) bool {
 	switch typ {
 	case events.TypeToolProgress, events.TypeDirectResponse, events.TypeApprovalRequired, events.TypeApprovalResolved,
-		events.TypeElicitationRequest, events.TypeElicitationResponse, events.TypeSupervisorDecided:
+		events.TypeToolUncertain, events.TypeElicitationRequest, events.TypeElicitationResponse, events.TypeSupervisorDecided:
 		return true
 	}
 	return false

@@ -98,6 +98,10 @@ func (c *completion) waiting(e *events.RunInterrupted) string {
 		}
 		b.WriteString(". Answer it in Trellis (POST /api/v1/approvals/{approval_id}); the tool has not run.")
 		return b.String()
+	case len(e.UncertainCallIDs) > 0:
+		return "Trellis stopped while a tool was running, so the call may or may not have taken effect; it will not run again " +
+			"unless you say so (uncertain call ids " + strings.Join(e.UncertainCallIDs, ", ") + "). Decide in Trellis: " +
+			"POST /api/v1/uncertain-calls/{uncertain_call_id} with retry, skip or fail."
 	case len(e.ElicitationIDs) > 0:
 		return "Trellis is waiting for your input to a tool (elicitation ids " + strings.Join(e.ElicitationIDs, ", ") + "); answer it in Trellis."
 	}

@@ -399,6 +399,24 @@ func (f *contractFake) approval(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+func (f *contractFake) uncertainCall(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Decision string `json:"decision"`
+	}
+	raw := readBody(r)
+	if !decodeStrict(w, r, &body) {
+		return
+	}
+	if body.Decision != "retry" && body.Decision != "skip" && body.Decision != "fail" {
+		writeErr(w, http.StatusBadRequest, "invalid_decision", "decision must be retry, skip or fail")
+		return
+	}
+	id := r.PathValue("id")
+	if f.answer(w, r, id, "uncertain_call", raw) {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "processed", "uncertain_call_id": id, "decision": body.Decision})
+	}
+}
+
 func (f *contractFake) elicitation(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		ElicitationID string         `json:"elicitation_id"`

@@ -100,7 +100,7 @@ type fakeEvent struct {
 }
 
 type fakeWait struct {
-	kind     string // "approval" or "elicitation"
+	kind     string // "approval", "elicitation" or "uncertain_call"
 	schema   map[string]any
 	answer   chan []byte
 	answered bool
@@ -138,6 +138,7 @@ func (f *contractFake) handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/conversations/{id}/runs/{run_id}/edit", f.edit)
 	mux.HandleFunc("GET /api/v1/conversations/{id}/runs/{run_id}/events", f.runEvents)
 	mux.HandleFunc("POST /api/v1/approvals/{id}", f.approval)
+	mux.HandleFunc("POST /api/v1/uncertain-calls/{id}", f.uncertainCall)
 	mux.HandleFunc("POST /api/v1/elicitation/respond", f.elicitation)
 	mux.HandleFunc("GET /api/v1/tools", f.tools)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
@@ -255,6 +256,15 @@ func (r *fakeRun) approvalReplyLate(id, tool string, args map[string]any) (ans m
 	r.emit("approval.required", map[string]any{"approval_id": id, "tool_call_id": "call-" + id, "tool": tool, "args": args, "revision": 0})
 	ans, ok = r.wait(w)
 	return ans, sync.OnceFunc(func() { close(w.reply) }), ok
+}
+
+// uncertain parks the run on a call that may have run (tool.uncertain,
+// then run.interrupted) and waits for the page's decision.
+func (r *fakeRun) uncertain(id, tool string, args map[string]any) (map[string]any, bool) {
+	w := r.f.expect(id, "uncertain_call", nil)
+	r.emit("tool.uncertain", map[string]any{"uncertain_call_id": id, "tool_call_id": "call-" + id, "tool": tool, "args": args})
+	r.emit("run.interrupted", map[string]any{"reason": "uncertain_call", "uncertain_call_ids": []string{id}})
+	return r.wait(w)
 }
 
 // elicit asks for input with schema and waits for the page's answer. With

@@ -246,3 +246,42 @@ func TestElicitationForm(t *testing.T) {
 	p.WaitText(card+" .card-result", "Declined.")
 	p.WaitText(webtest.LastAnswer, "No account, then.")
 }
+
+// A call a crash cut off is put to the person on the page: the card says
+// the call may have run and offers run it again, skip it, or treat it as
+// failed; the decision goes to POST /uncertain-calls/{id} and the page
+// follows the run it resumes.
+func TestUncertainCall(t *testing.T) {
+	f := newContractFake(t, func(r *fakeRun) {
+		r.emit("tool.start", map[string]any{"tool_call_id": "call-unc-1", "tool": "charge", "source": "mcp", "args": map[string]any{"amount": 12}})
+		ans, ok := r.uncertain("unc-1", "charge", map[string]any{"amount": 12})
+		if !ok {
+			return
+		}
+		if ans["decision"] != "skip" {
+			r.f.t.Errorf("decision %v, want skip", ans["decision"])
+		}
+		r.emit("tool.error", map[string]any{"tool_call_id": "call-unc-1", "tool": "charge", "error": "Not run: the user chose to skip it."})
+		r.answer("I did not charge the card again.")
+	})
+	p := open(t, f)
+	p.Send("Charge the card")
+
+	card := `.uncertain-card[data-uncertain-call-id="unc-1"]`
+	p.WaitVisible(card)
+	p.WaitText(card+" h3", "charge")
+	p.WaitText(card, "may or may not have taken effect")
+	p.WaitText(card+" pre.args", `"amount": 12`)
+	p.WaitText(webtest.LastTurn+" .turn-status", "Waiting for your decision")
+	for _, action := range []string{"retry", "skip", "fail"} {
+		p.WaitVisible(card + ` [data-action="` + action + `"]`)
+	}
+	p.CheckAccessible()
+	p.Screenshot("uncertain-call")
+
+	p.Click(card + ` [data-action="skip"]`)
+	req := f.requestsTo("POST", "/api/v1/uncertain-calls/unc-1", 1)[0]
+	jsonEqual(t, "the decision", req.Body, `{"decision": "skip"}`)
+	p.WaitText(card+" .card-result", "Skipped")
+	p.WaitText(webtest.LastAnswer, "I did not charge the card again.")
+}

@@ -30,6 +30,9 @@ type crashEnv struct {
 	t     *testing.T
 	env   []string
 	count string // the count server's file of side effects
+	// hold is the file the count server's charge and stamp wait on
+	// while it exists.
+	hold string
 	// data is the SQLite data directory; dsn the PostgreSQL database.
 	data, dsn string
 }
@@ -42,9 +45,9 @@ func newCrashEnv(t *testing.T, db string) *crashEnv {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the count server: %v\n%s", err, out)
 	}
-	e := &crashEnv{t: t, count: filepath.Join(dir, "effects")}
+	e := &crashEnv{t: t, count: filepath.Join(dir, "effects"), hold: filepath.Join(dir, "hold")}
 	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"count": map[string]any{
-		"command": bin, "env": map[string]string{"COUNT_FILE": e.count}, "requireApproval": []string{"write"},
+		"command": bin, "env": map[string]string{"COUNT_FILE": e.count, "HOLD_FILE": e.hold}, "requireApproval": []string{"write"},
 	}}})
 	cfgPath := filepath.Join(dir, "mcp.json")
 	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
@@ -175,11 +178,14 @@ func runStatus(t *testing.T, c *child, conv, status string) {
 }
 
 // pendingIDs lists the ids of what waits for the user (kind "approvals",
-// "elicitations" or "clarifications") in the conversation.
+// "elicitations", "clarifications" or "uncertain_calls") in the
+// conversation.
 func pendingIDs(t *testing.T, c *child, kind, conv string) []string {
 	t.Helper()
 	path, idField := "/api/v1/approvals/pending", "approval_id"
 	switch kind {
+	case "uncertain_calls":
+		path, idField = "/api/v1/uncertain-calls/pending", "uncertain_call_id"
 	case "elicitations":
 		path, idField = "/api/v1/elicitation/pending", "elicitation_id"
 	case "clarifications":
@@ -618,4 +624,256 @@ func conversationRuns(t *testing.T, c *child, conv string) convRuns {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// effectLines returns the count server's recorded side effects that
+// start with prefix, whole.
+func (e *crashEnv) effectLines(prefix string) []string {
+	b, err := os.ReadFile(e.count)
+	if err != nil && !os.IsNotExist(err) {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
+}
+
+// awaitEffects waits, 30 s at most, until n side effects starting with
+// prefix are recorded.
+func (e *crashEnv) awaitEffects(prefix string, n int) {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for e.effects(prefix) < n {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%d side effects %q, want %d", e.effects(prefix), prefix, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// holdCalls makes the count server's charge and stamp wait inside the call
+// until the returned func is called.
+func (e *crashEnv) holdCalls() (release func()) {
+	e.t.Helper()
+	if err := os.WriteFile(e.hold, nil, 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return func() {
+		if err := os.Remove(e.hold); err != nil && !os.IsNotExist(err) {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// A call of a tool that is neither read-only nor idempotent, cut off by
+// a crash after its side effect, is never started again on its own: the
+// recovered run parks, each such call is put to the person as an
+// uncertain call, and their answers do what they say — retry runs it
+// exactly once more, with the same idempotency key; skip and fail run
+// nothing, and the model is told. The answers come through the native
+// API (fail), LangGraph's HumanInTheLoopMiddleware interrupt (approve:
+// retry) and AG-UI's interrupt (skip), each of which shows the call.
+func TestCrashWhileANonIdempotentToolRuns(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			e := newCrashEnv(t, db)
+			release := e.holdCalls()
+			first := e.startConnected()
+			type chat struct {
+				note, conv, runID, decision string
+				seen                        []event
+			}
+			chats := []*chat{{note: "alpha", decision: "retry"}, {note: "beta", decision: "skip"}, {note: "gamma", decision: "fail"}}
+			for _, c := range chats {
+				resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "charge " + c.note})
+				c.conv, c.runID = resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+				c.seen = sseEvents(t, resp, func(ev event) bool { return ev.typ == "tool.start" })
+				e.awaitEffects("charge "+c.note+" ", 1)
+			}
+			first.stop(syscall.SIGKILL) // every charge is inside its call, its side effect done
+			release()
+
+			second := e.start()
+			for _, c := range chats {
+				runStatus(t, second, c.conv, "interrupted")
+				ids := pendingIDs(t, second, "uncertain_calls", c.conv)
+				if len(ids) != 1 {
+					t.Fatalf("%s: uncertain calls after a crash: %v, want one", c.note, ids)
+				}
+				if n := e.effects("charge " + c.note + " "); n != 1 {
+					t.Fatalf("%s: the call ran %d times before anybody answered, want once", c.note, n)
+				}
+				if r := second.do("POST", "/api/v1/uncertain-calls/"+ids[0], map[string]any{"decision": "maybe"}); r.StatusCode != http.StatusBadRequest {
+					t.Errorf("an unknown decision: %d, want 400", r.StatusCode)
+				}
+				answerUncertainCall(t, second, c.conv, ids[0], c.decision)
+				if r := second.do("POST", "/api/v1/uncertain-calls/"+ids[0], map[string]any{"decision": c.decision}); r.StatusCode != http.StatusConflict {
+					t.Errorf("a second answer: %d, want 409", r.StatusCode)
+				}
+				c.seen = followToEnd(t, second, c.conv, c.runID, c.seen)
+				var asked bool
+				var result string
+				for _, ev := range c.seen {
+					switch ev.typ {
+					case "tool.uncertain":
+						asked = ev.data["uncertain_call_id"] == ids[0] && ev.data["tool"] == "charge"
+					case "tool.complete":
+						result, _ = ev.data["result"].(string)
+					case "tool.error":
+						result, _ = ev.data["error"].(string)
+					}
+				}
+				if !asked {
+					t.Errorf("%s: the stream never announced the uncertain call %s", c.note, ids[0])
+				}
+				lines := e.effectLines("charge " + c.note + " ")
+				switch c.decision {
+				case "retry":
+					if len(lines) != 2 || lines[0] != lines[1] || strings.HasSuffix(lines[0], " ") {
+						t.Errorf("retried: side effects %q, want two, with one idempotency key", lines)
+					}
+					if result != "charge done: alpha" {
+						t.Errorf("retried: result %q", result)
+					}
+				case "skip":
+					if len(lines) != 1 || !strings.Contains(result, "skip") {
+						t.Errorf("skipped: side effects %q, result %q: want one, and the model told it was skipped", lines, result)
+					}
+				case "fail":
+					if len(lines) != 1 || !strings.HasPrefix(result, "Failed:") {
+						t.Errorf("failed: side effects %q, result %q: want one, and the model told it failed", lines, result)
+					}
+				}
+			}
+			second.stop(syscall.SIGTERM)
+		})
+	}
+}
+
+// A call of an idempotent tool cut off by a crash is simply run again
+// by the recovered run, with the same idempotency key, and nobody is
+// asked.
+func TestCrashWhileAnIdempotentToolRuns(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			e := newCrashEnv(t, db)
+			release := e.holdCalls()
+			first := e.startConnected()
+			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "stamp the record"})
+			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+			seen := sseEvents(t, resp, func(ev event) bool { return ev.typ == "tool.start" })
+			e.awaitEffects("stamp s1 ", 1)
+			first.stop(syscall.SIGKILL)
+			release()
+
+			second := e.start()
+			seen = followToEnd(t, second, conv, runID, seen)
+			lines := e.effectLines("stamp s1 ")
+			if len(lines) != 2 || lines[0] != lines[1] || strings.HasSuffix(lines[0], "s1") {
+				t.Errorf("side effects %q, want two with one idempotency key", lines)
+			}
+			for _, ev := range seen {
+				if ev.typ == "tool.uncertain" {
+					t.Errorf("an idempotent call was put to the person: %v", ev.data)
+				}
+			}
+			if ids := pendingIDs(t, second, "uncertain_calls", conv); len(ids) != 0 {
+				t.Errorf("uncertain calls: %v", ids)
+			}
+			second.stop(syscall.SIGTERM)
+		})
+	}
+}
+
+// answerUncertainCall answers the conversation's uncertain call id, the
+// one it waits on, with decision: retry through the LangGraph adapter,
+// skip through AG-UI, fail through the native API. The adapters must
+// show the call as they show an approval first.
+func answerUncertainCall(t *testing.T, c *child, conv, id, decision string) {
+	t.Helper()
+	var r *http.Response
+	switch decision {
+	case "retry":
+		var thread struct {
+			Interrupts map[string][]struct {
+				ID    string `json:"id"`
+				Value struct {
+					ActionRequests []struct{ Name, Description string } `json:"action_requests"`
+				} `json:"value"`
+			} `json:"interrupts"`
+		}
+		if err := json.NewDecoder(c.do("GET", "/langgraph/threads/"+conv, nil).Body).Decode(&thread); err != nil {
+			t.Fatal(err)
+		}
+		var shown bool
+		for _, ins := range thread.Interrupts {
+			for _, in := range ins {
+				shown = shown || in.ID == id && len(in.Value.ActionRequests) == 1 && in.Value.ActionRequests[0].Name == "charge" &&
+					strings.Contains(in.Value.ActionRequests[0].Description, "may have run")
+			}
+		}
+		if !shown {
+			t.Errorf("the LangGraph thread does not show the uncertain call %s: %+v", id, thread)
+		}
+		r = c.do("POST", "/langgraph/threads/"+conv+"/runs/wait", map[string]any{"assistant_id": "agent",
+			"command": map[string]any{"resume": map[string]any{"decisions": []map[string]any{{"type": "approve"}}}}})
+	case "skip":
+		r = c.do("POST", "/ag-ui", map[string]any{"threadId": conv, "runId": "ag-run-1", "messages": []any{},
+			"resume": []map[string]any{{"interruptId": id, "status": "resolved", "payload": map[string]any{"decision": "skip"}}}})
+	default:
+		r = c.do("POST", "/api/v1/uncertain-calls/"+id, map[string]any{"decision": decision})
+	}
+	b, _ := io.ReadAll(r.Body)
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("answer %s: %d %s", decision, r.StatusCode, b)
+	}
+	if decision == "skip" && !bytes.Contains(b, []byte("RUN_FINISHED")) {
+		t.Errorf("the AG-UI resume did not stream the run to its end: %s", b)
+	}
+}
+
+// A call that ended before the crash, though its step's checkpoint was
+// never stored, is not run again and nobody is asked: its recorded
+// outcome is its result.
+func TestCrashAfterANonIdempotentToolEnded(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			e := newCrashEnv(t, db)
+			release := e.holdCalls()
+			first := e.startConnected()
+			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "charge alpha"})
+			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+			seen := sseEvents(t, resp, func(ev event) bool { return ev.typ == "tool.start" })
+			e.awaitEffects("charge alpha ", 1)
+			unlock := e.holdCheckpoints() // the step that ran the call is never checkpointed
+			release()
+			seen = append(seen, sseEvents(t, resp, func(ev event) bool { return ev.typ == "tool.complete" })...)
+			first.stop(syscall.SIGKILL)
+			unlock()
+
+			second := e.start()
+			seen = followToEnd(t, second, conv, runID, seen)
+			if n := e.effects("charge alpha "); n != 1 {
+				t.Errorf("the call ran %d times, want once", n)
+			}
+			var results []string
+			for _, ev := range seen {
+				switch ev.typ {
+				case "tool.uncertain":
+					t.Errorf("a call that had ended was put to the person: %v", ev.data)
+				case "tool.complete":
+					r, _ := ev.data["result"].(string)
+					results = append(results, r)
+				}
+			}
+			if len(results) == 0 || results[len(results)-1] != "charge done: alpha" {
+				t.Errorf("tool results %q, want the recorded one last", results)
+			}
+			second.stop(syscall.SIGTERM)
+		})
+	}
 }

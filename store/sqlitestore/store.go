@@ -205,10 +205,11 @@ func wrapRows(r *sql.Rows, err error) (sqlstore.Rows, error) {
 // of those sqlstore asks about can fail here, as every write holds the
 // database's write lock from its first statement.
 var uniqueColumns = map[string]string{
-	"runs_one_active":     "runs.conversation_id",
-	"approvals_pkey":      "approvals.id",
-	"elicitations_pkey":   "elicitations.id",
-	"clarifications_pkey": "clarifications.id",
+	"runs_one_active":      "runs.conversation_id",
+	"approvals_pkey":       "approvals.id",
+	"elicitations_pkey":    "elicitations.id",
+	"clarifications_pkey":  "clarifications.id",
+	"uncertain_calls_pkey": "uncertain_calls.id",
 }
 
 // chunkSearch asks the FTS5 index, ranked by BM25 (which FTS5 scores

@@ -51,6 +51,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ElicitationResolveConcurrent", testElicitationResolveConcurrent},
 		{"FinalRunExpiresPending", testFinalRunExpiresPending},
 		{"Clarifications", testClarifications},
+		{"ToolCalls", testToolCalls},
+		{"UncertainCalls", testUncertainCalls},
 		{"OtherUsersIDs", testOtherUsersIDs},
 		{"UnknownIDs", testUnknownIDs},
 		{"InvalidInputChangesNothing", testInvalidInput},

@@ -1,6 +1,8 @@
-// The two cards that ask the user something during a run: an approval
-// (approve, edit the arguments as JSON, or reject with a reason) and an
-// elicitation (a form generated from the requested JSON Schema).
+// The cards that ask the user something during a run: an approval
+// (approve, edit the arguments as JSON, or reject with a reason), an
+// elicitation (a form generated from the requested JSON Schema), and an
+// uncertain call (a call a crash cut off, which may have run: run it
+// again, skip it, or treat it as failed).
 //
 // A card posts the answer itself and then calls onAnswered, so the page
 // can make sure it is watching the run continue. Its data-state is
@@ -179,6 +181,27 @@ export class ApprovalCard extends Card {
     // The event is the truth, also after this card answered itself.
     this.element.dataset.state = "sending";
     this.finish("resolved", text);
+  }
+}
+
+/** UncertainCallCard asks what to do with a call that may have run. */
+export class UncertainCallCard extends Card {
+  constructor(ev, { client, onAnswered }) {
+    super("uncertain", { "data-uncertain-call-id": ev.uncertain_call_id });
+    const id = this.id;
+    const send = (decision, done) =>
+      this.send(client, path`/api/v1/uncertain-calls/${ev.uncertain_call_id}`, { decision }, onAnswered, done);
+    const title = el("h3", { id: `${id}-title` }, "This call may have run: ", el("code", {}, ev.tool || "tool"));
+    const intro = el("p", {}, "The service stopped while this tool was running, so it may or may not have taken effect. " +
+      "It will not run again unless you say so.");
+    const args = el("pre", { class: "args", "aria-label": "The call's arguments" }, pretty(ev.args ?? {}));
+    const retry = el("button", { type: "button", class: "primary", "data-action": "retry" }, "Run it again");
+    const skip = el("button", { type: "button", "data-action": "skip" }, "Skip it");
+    const fail = el("button", { type: "button", class: "danger", "data-action": "fail" }, "Treat it as failed");
+    retry.addEventListener("click", () => send("retry", "Running it again. The run continues."));
+    skip.addEventListener("click", () => send("skip", "Skipped. The agent is told."));
+    fail.addEventListener("click", () => send("fail", "Treated as failed. The agent is told."));
+    this.element.append(title, intro, args, el("div", { class: "card-actions" }, retry, skip, fail), this.error, this.result);
   }
 }
 

@@ -7,7 +7,7 @@
 // events, and apply ignores any event whose seq is not above the last one
 // applied.
 
-import { ApprovalCard, ElicitationCard } from "./cards.js";
+import { ApprovalCard, ElicitationCard, UncertainCallCard } from "./cards.js";
 import { clip, el, pretty } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { openPassage } from "./passage.js";
@@ -41,7 +41,7 @@ export class Turn {
     this.tools = new Map(); // tool_call_id → activity entry
     this.nodes = new Map(); // node → its running entry
     this.cards = new Map(); // approval or elicitation id → card
-    this.waitingOn = ""; // "approval", "elicitation", "clarification" while interrupted
+    this.waitingOn = ""; // "approval", "elicitation", "clarification", "uncertain_call" while interrupted
     const n = ++counter;
 
     this.element = el("li", { class: "turn", "data-state": "pending" });
@@ -360,6 +360,14 @@ const HANDLERS = {
     this.log("act-approval", el("span", { class: "icon", "aria-hidden": "true" }, "✓"), ` Approval ${ev.decision === "reject" ? "rejected" : ev.decision === "edit" ? "given with edited arguments" : "given"}`);
     this.cards.get(ev.approval_id)?.resolve(ev);
   },
+  "tool.uncertain"(ev, replay) {
+    this.log("act-approval", el("span", { class: "icon", "aria-hidden": "true" }, "?"), " ", el("code", {}, ev.tool || "tool"), " may have run: your decision is needed");
+    if (this.cards.has(ev.uncertain_call_id)) return;
+    const card = new UncertainCallCard(ev, { client: this.ctx.client, onAnswered: () => this.ctx.onAnswered(this) });
+    this.cards.set(ev.uncertain_call_id, card);
+    this.cardsBox.append(card.element);
+    if (!replay) this.ctx.announce(`${ev.tool || "A tool"} may have run before the service stopped; decide what to do with it.`);
+  },
   "elicitation.request"(ev, replay) {
     this.log("act-elicit", el("span", { class: "icon", "aria-hidden": "true" }, "?"), ` Input requested${ev.source ? ` by ${ev.source}` : ""}`);
     if (this.cards.has(ev.elicitation_id)) return;
@@ -401,6 +409,7 @@ const HANDLERS = {
       approval: "Waiting for your approval",
       elicitation: "Waiting for your input",
       clarification: "Waiting for your answer",
+      uncertain_call: "Waiting for your decision",
     }[ev.reason] || "Paused";
     if (ev.reason === "clarification" && ev.question && !this.answer) this.answer = ev.question;
     this.close("interrupted", text);

@@ -16,7 +16,7 @@ import (
 // functions below do for either what is the same for both, and the
 // methods of store.HumanRequests pick the table by kind.
 type human struct {
-	table string // approvals, elicitations or clarifications
+	table string // approvals, elicitations, clarifications or uncertain_calls
 	cols  string // read by scan
 	scan  func(Row) (store.HumanRequest, error)
 }
@@ -25,6 +25,7 @@ var (
 	approvals      = human{"approvals", approvalCols, scanApproval}
 	elicitations   = human{"elicitations", elicitationCols, scanElicitation}
 	clarifications = human{"clarifications", clarificationCols, scanClarification}
+	uncertainCalls = human{"uncertain_calls", uncertainCallCols, scanUncertainCall}
 )
 
 // humanOf returns the table of a kind.
@@ -36,8 +37,10 @@ func humanOf(kind store.HumanKind) (human, error) {
 		return elicitations, nil
 	case store.KindClarification:
 		return clarifications, nil
+	case store.KindUncertainCall:
+		return uncertainCalls, nil
 	}
-	return human{}, fmt.Errorf("%w: kind %q is not approval, elicitation or clarification", store.ErrInvalid, kind)
+	return human{}, fmt.Errorf("%w: kind %q is not approval, elicitation, clarification or uncertain_call", store.ErrInvalid, kind)
 }
 
 // create inserts a pending record of h's table for a run, with cols (a
@@ -165,6 +168,10 @@ func (s *Store) CreateHumanRequest(ctx context.Context, n store.NewHumanRequest)
 	case store.KindClarification:
 		r.Clarification = store.Clarification{Question: n.Clarification.Question}
 		h, cols, vals = clarifications, "question", []any{n.Clarification.Question}
+	case store.KindUncertainCall:
+		u := n.UncertainCall
+		r.UncertainCall = store.UncertainCall{ToolCallID: u.ToolCallID, Tool: u.Tool, Args: []byte(objectOr(u.Args))}
+		h, cols, vals = uncertainCalls, "tool_call_id, tool, args", []any{u.ToolCallID, u.Tool, string(r.UncertainCall.Args)}
 	}
 	if err := h.create(ctx, s, r.ID, r.RunID, r.CreatedAt, cols, vals, &r.ConversationID, &r.UserID); err != nil {
 		return store.HumanRequest{}, s.errorf("create %s %s for run %s: %w", n.Kind, r.ID, n.RunID, err)
@@ -216,6 +223,8 @@ func (s *Store) ResolveHumanRequest(ctx context.Context, userID, id string, ans 
 			content = nullJSON(ans.Content)
 		}
 		r, err = elicitations.resolve(ctx, s, userID, id, `status = ?, content = ?`, ans.Status(), content)
+	case store.CallAnswer:
+		r, err = uncertainCalls.resolve(ctx, s, userID, id, `status = ?`, ans.Status())
 	default:
 		err = fmt.Errorf("%w: answer of kind %q", store.ErrInvalid, ans.Kind())
 	}

@@ -78,13 +78,14 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.Use
 
 // humanTables hold what a run waits on; a run that ends or is superseded
 // expires what it left pending in them.
-var humanTables = [...]string{"approvals", "elicitations", "clarifications"}
+var humanTables = [...]string{"approvals", "elicitations", "clarifications", "uncertain_calls"}
 
 // pendingHuman is true when the run of the row (runs.id) has a pending
 // request in one of humanTables.
 const pendingHuman = `(EXISTS (SELECT 1 FROM approvals WHERE run_id = runs.id AND status = 'pending')
     OR EXISTS (SELECT 1 FROM elicitations WHERE run_id = runs.id AND status = 'pending')
-    OR EXISTS (SELECT 1 FROM clarifications WHERE run_id = runs.id AND status = 'pending'))`
+    OR EXISTS (SELECT 1 FROM clarifications WHERE run_id = runs.id AND status = 'pending')
+    OR EXISTS (SELECT 1 FROM uncertain_calls WHERE run_id = runs.id AND status = 'pending'))`
 
 // supersede marks run from and every later run of the conversation
 // superseded and expires what they left pending, at now (DB.Time).

@@ -154,6 +154,24 @@ func scanClarification(row Row) (store.HumanRequest, error) {
 	return r, nil
 }
 
+// uncertainCallCols are read by scanUncertainCall.
+const uncertainCallCols = `id, conversation_id, run_id, user_id, tool_call_id, tool, args, status, created_at, resolved_at`
+
+func scanUncertainCall(row Row) (store.HumanRequest, error) {
+	var (
+		r                 = store.HumanRequest{Kind: store.KindUncertainCall}
+		u                 = &r.UncertainCall
+		args              []byte
+		created, resolved dbTime
+	)
+	if err := row.Scan(&r.ID, &r.ConversationID, &r.RunID, &r.UserID, &u.ToolCallID, &u.Tool, &args, &r.Status, &created, &resolved); err != nil {
+		return r, err
+	}
+	u.Args = json.RawMessage(args)
+	r.CreatedAt, r.ResolvedAt = created.t, resolved.ptr()
+	return r, nil
+}
+
 // rawJSON keeps NULL as nil.
 func rawJSON(b []byte) json.RawMessage {
 	if b == nil {

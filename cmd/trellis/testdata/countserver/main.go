@@ -9,6 +9,13 @@
 //   - ask_name: asks the user's name (a 2026-07-28 input request) and
 //     appends "ask <name>" once answered; a tool that asks before it
 //     acts, as that revision expects.
+//   - charge {note}: appends "charge <note> <key>", key being the
+//     idempotency key the call's _meta carries, then, while the file
+//     named by HOLD_FILE exists, waits (a minute at most): a call a test
+//     kills Trellis in the middle of, its side effect done. Not
+//     annotated, so neither read-only nor idempotent.
+//   - stamp {note}: the same as charge, appending "stamp <note> <key>",
+//     annotated idempotent.
 package main
 
 import (
@@ -17,6 +24,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -56,6 +64,33 @@ func main() {
 			}
 			return mcpgo.NewToolResultText("logged " + note), nil
 		})
+	held := func(verb string) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			note, key := req.GetString("note", ""), ""
+			if m := req.Params.Meta; m != nil {
+				key, _ = m.AdditionalFields["trellis/idempotency_key"].(string)
+			}
+			if err := record(verb + " " + note + " " + key); err != nil {
+				return mcpgo.NewToolResultError(err.Error()), nil
+			}
+			hold := os.Getenv("HOLD_FILE")
+			for deadline := time.Now().Add(time.Minute); hold != "" && time.Now().Before(deadline); {
+				if _, err := os.Stat(hold); err != nil {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			return mcpgo.NewToolResultText(verb + " done: " + note), nil
+		}
+	}
+	s.AddTool(mcpgo.NewTool("charge", mcpgo.WithDescription("Charges a card."), mcpgo.WithString("note", mcpgo.Required())),
+		held("charge"))
+	s.AddTool(mcpgo.NewTool("stamp", mcpgo.WithDescription("Stamps a record."), mcpgo.WithString("note", mcpgo.Required()),
+		mcpgo.WithIdempotentHintAnnotation(true)), held("stamp"))
 	s.AddTool(mcpgo.NewTool("ask_name", mcpgo.WithDescription("Greets the user by name, asking it first.")),
 		func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 			r := server.ElicitationResponse(req.Params.InputResponses, "name")
