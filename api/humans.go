@@ -57,15 +57,22 @@ func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	user, id := userOf(r), r.PathValue("approval_id")
 	a, err := s.runs.AnswerApproval(r.Context(), user, id, ans)
+	s.decided(w, r, "approval", a, err, string(body.Decision))
+}
+
+// decided answers a person's decision on a human request of the kind
+// ("approval", "uncertain_call"): the error, logged as well when the
+// decision was recorded but its run could not take it; else processed.
+func (s *Server) decided(w http.ResponseWriter, r *http.Request, kind string, h store.HumanRequest, err error, decision string) {
 	if err != nil {
-		if a.ID != "" { // recorded, but its run could not take it
-			s.log.LogAttrs(r.Context(), slog.LevelWarn, "an answered approval could not resume its run",
-				slog.String("approval_id", id), slog.String("run_id", a.RunID), slog.Any("error", err))
+		if h.ID != "" {
+			s.log.LogAttrs(r.Context(), slog.LevelWarn, "an answered "+kind+" could not resume its run",
+				slog.String(kind+"_id", h.ID), slog.String("run_id", h.RunID), slog.Any("error", err))
 		}
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "processed", "approval_id": id, "decision": string(body.Decision)})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "processed", kind + "_id": h.ID, "decision": decision})
 }
 
 // uncertainCallRequest is the body of POST
@@ -91,15 +98,7 @@ func (s *Server) handleUncertainCall(w http.ResponseWriter, r *http.Request) {
 	}
 	user, id := userOf(r), r.PathValue("uncertain_call_id")
 	h, err := s.runs.AnswerUncertainCall(r.Context(), user, id, ans)
-	if err != nil {
-		if h.ID != "" { // recorded, but its run could not take it
-			s.log.LogAttrs(r.Context(), slog.LevelWarn, "an answered uncertain call could not resume its run",
-				slog.String("uncertain_call_id", id), slog.String("run_id", h.RunID), slog.Any("error", err))
-		}
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "processed", "uncertain_call_id": id, "decision": string(body.Decision)})
+	s.decided(w, r, "uncertain_call", h, err, string(body.Decision))
 }
 
 // elicitationRequest is the body of POST /api/v1/elicitation/respond.

@@ -44,6 +44,21 @@ type parkedQuestion struct {
 	CallKey string `json:"call_key,omitempty"`
 }
 
+// parkedOn finds, among a conversation's interrupts, the question of the
+// kind (an elicitation or an uncertain call) with that id.
+func parkedOn(ins []graph.PendingInterrupt, kind events.PendingKind, id string) (graph.PendingInterrupt, parkedQuestion, bool) {
+	for _, in := range ins {
+		var q parkedQuestion
+		if json.Unmarshal(in.Payload, &q) != nil || q.Kind != kind {
+			continue
+		}
+		if kind == events.PendingElicitation && q.ElicitationID == id || kind == events.PendingUncertainCall && q.UncertainCallID == id {
+			return in, q, true
+		}
+	}
+	return graph.PendingInterrupt{}, parkedQuestion{}, false
+}
+
 // doneCall is a call of an execution that finished before a question
 // parked it.
 type doneCall struct {
@@ -81,11 +96,7 @@ func (a *Agent) AnswerElicitation(ctx context.Context, conversationID string, an
 			failOrCancel(ctx, yield, err)
 			return
 		}
-		for _, in := range ins {
-			var q parkedQuestion
-			if json.Unmarshal(in.Payload, &q) != nil || q.Kind != events.PendingElicitation || q.ElicitationID != ans.ElicitationID {
-				continue
-			}
+		if in, q, ok := parkedOn(ins, events.PendingElicitation, ans.ElicitationID); ok {
 			if ans.Action != operators.ElicitAccept {
 				ans.Content = nil
 			}

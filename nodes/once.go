@@ -183,11 +183,7 @@ func (a *Agent) AnswerUncertainCall(ctx context.Context, conversationID, id stri
 			failOrCancel(ctx, yield, err)
 			return
 		}
-		for _, in := range ins {
-			var q parkedQuestion
-			if json.Unmarshal(in.Payload, &q) != nil || q.Kind != events.PendingUncertainCall || q.UncertainCallID != id {
-				continue
-			}
+		if in, q, ok := parkedOn(ins, events.PendingUncertainCall, id); ok {
 			a.runGraph(ctx, yield, nil, graph.RunConfig{ThreadID: conversationID,
 				ResumeByID: map[string]any{in.ID: questionAnswered{Decision: d, Question: q}}})
 			return

@@ -268,13 +268,20 @@ func (m *Service) answerElicitation(ctx context.Context, user string, e store.Hu
 // pendingElicitation returns the user's pending elicitation, once the
 // tool waiting for it can take an answer.
 func (m *Service) pendingElicitation(ctx context.Context, user, id string) (store.HumanRequest, error) {
-	e, err := m.st.GetHumanRequest(ctx, store.KindElicitation, user, id)
+	e, err := m.pending(ctx, store.KindElicitation, user, id)
 	if err != nil {
 		return e, err
 	}
-	if e.Status != store.HumanPending {
-		return e, store.ErrAlreadyResolved
-	}
 	m.awaitElicitation(ctx, e)
 	return e, nil
+}
+
+// pending returns the user's human request of the kind, with
+// store.ErrAlreadyResolved once it is no longer pending.
+func (m *Service) pending(ctx context.Context, kind store.HumanKind, user, id string) (store.HumanRequest, error) {
+	h, err := m.st.GetHumanRequest(ctx, kind, user, id)
+	if err == nil && h.Status != store.HumanPending {
+		err = store.ErrAlreadyResolved
+	}
+	return h, err
 }

@@ -55,10 +55,7 @@ func (m *Service) AnswerUncertainCall(ctx context.Context, user, id string, ans 
 	}
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
-	h, err := m.st.GetHumanRequest(ctx, store.KindUncertainCall, user, id)
-	if err == nil && h.Status != store.HumanPending {
-		err = store.ErrAlreadyResolved
-	}
+	h, err := m.pending(ctx, store.KindUncertainCall, user, id)
 	if err != nil {
 		return store.HumanRequest{}, err
 	}

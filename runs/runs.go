@@ -733,10 +733,7 @@ func (m *Service) setState(rn *Run, s runState) {
 func (m *Service) AnswerApproval(ctx context.Context, user, id string, ans store.ApprovalAnswer) (store.HumanRequest, error) {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
-	a, err := m.st.GetHumanRequest(ctx, store.KindApproval, user, id)
-	if err == nil && a.Status != store.HumanPending {
-		err = store.ErrAlreadyResolved
-	}
+	a, err := m.pending(ctx, store.KindApproval, user, id)
 	if err != nil {
 		return store.HumanRequest{}, err
 	}
