@@ -174,6 +174,10 @@ func TestSignals(t *testing.T) {
 		{msg: "Please always give me detailed explanations", prefs: map[string]string{"style": "detailed"}},
 		{msg: "I like metric units", prefs: map[string]string{"metric": "metric units"}},
 		{msg: "Remember that my dog is called Rex.", facts: []string{"my dog is called Rex"}},
+		// A fact ends with its sentence: the preference after it is one.
+		{msg: "Remember that my cat is called Tom. I prefer answers in German.", facts: []string{"my cat is called Tom"},
+			prefs: map[string]string{"german": "answers in German"}},
+		{msg: "Remember that my server is 10.0.0.1!", facts: []string{"my server is 10.0.0.1"}},
 		{msg: "I'm a beginner: what is a pointer?", prefs: map[string]string{"expertise": "novice"}, novice: true},
 		{msg: "How do I optimize the latency of this implementation?", novice: true, expert: true},
 		{msg: "which sql index makes this query fast", technical: true},

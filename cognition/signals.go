@@ -64,8 +64,10 @@ var (
 	// is the place, up to a word that ends it ("in Lisbon with my wife").
 	location = regexp.MustCompile(`(?i)\b(?:i (?:live|reside)|i(?:'m| am) (?:based|located|living)|i(?:'m| am) from|my (?:home ?town|city|town) is)\s+(?:in |at |near )?` +
 		`([\p{L}][\p{L}\p{M}' .-]{1,79}?)\s*(?:\b(?:with|for|since|because|where|which|and|but|now|these|this)\b.*)?[.!?,;]?\s*$`)
-	// fact finds a thing the user asks to be remembered.
-	fact = regexp.MustCompile(`(?i)\bremember (?:that |this: ?|: ?)([^\n]{3,300})`)
+	// fact finds a thing the user asks to be remembered, up to the end of
+	// its sentence: a stop, '!' or '?' before a space or the end ("10.0.0.1"
+	// stays whole), so a preference stated next is read as one.
+	fact = regexp.MustCompile(`(?i)\bremember (?:that |this: ?|: ?)((?:[^\n.!?]|[.!?][^\s.!?]){3,300})`)
 	// selfLevel finds the user's statement of their own level.
 	selfNovice = regexp.MustCompile(`(?i)\bi(?:'m| am) (?:a |an |just a )?(?:beginner|novice|new to)\b`)
 	selfExpert = regexp.MustCompile(`(?i)\bi(?:'m| am) (?:a |an )?(?:expert|senior|experienced|professional)\b`)
