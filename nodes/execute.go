@@ -491,6 +491,7 @@ func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, ex
 		source = "agent"
 	}
 	var key string
+	recorded := false
 	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.conversationID, requestID: x.requestID,
 		toolCallID: st.ToolCallID, tool: st.Tool, answers: x.answers, agent: x.input.Namespace}
 	if !isExtra {
@@ -499,14 +500,7 @@ func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, ex
 			if !x.begin(ctx, i, key, args) {
 				return
 			}
-			m.calls, m.key = x.a.opts.Calls, key
-			defer func() {
-				// A call cut short by the run's end (a shutdown, say)
-				// may have run: it stays started, for a person to decide.
-				if x.results[i].Status != "" && ctx.Err() == nil {
-					x.end(ctx, i, key)
-				}
-			}()
+			m.calls, m.key, recorded = x.a.opts.Calls, key, true
 		}
 		ctx = operators.WithIdempotencyKey(ctx, key)
 	}
@@ -548,17 +542,28 @@ func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, ex
 		if r.Content == "" {
 			r.Content = "the tool failed without saying why"
 		}
-		_ = emit(ctx, &events.ToolError{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: r.Content, Truncated: res.Truncated})
 	} else {
 		r.Status, r.Content = ToolSuccess, res.Text()
-		_ = emit(ctx, &events.ToolComplete{ToolCallID: st.ToolCallID, Tool: st.Tool, Result: r.Content, DurationMS: dur, Truncated: res.Truncated})
 	}
+	shown := r.Content
 	if x.edited[st.ToolCallID] {
 		r.Content = "(The user edited the arguments before approving; the call ran with " + string(args) + ".)\n" + r.Content
 	}
 	x.results[i] = r
 	x.chunks[i] = res.Chunks
 	x.direct[i] = m.shown()
+	// The outcome is recorded before the event tells it: a client that
+	// saw the call end never sees it asked about after a crash. A call
+	// cut short by the run's end (a shutdown, say) may have run: it
+	// stays started, for a person to decide.
+	if recorded && ctx.Err() == nil {
+		x.end(ctx, i, key)
+	}
+	if r.Status == ToolError {
+		_ = emit(ctx, &events.ToolError{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: shown, Truncated: res.Truncated})
+	} else {
+		_ = emit(ctx, &events.ToolComplete{ToolCallID: st.ToolCallID, Tool: st.Tool, Result: shown, DurationMS: dur, Truncated: res.Truncated})
+	}
 }
 
 // skip records a step that did not run, as a tool.error the model reads.

@@ -132,9 +132,10 @@ func (f DocumentSourceFunc) DocumentSummaries(ctx context.Context, userID, conve
 // question included); after a crash the node may run again, so they must
 // tolerate a repeat (key on Answer.RequestID and Answer.Outcome).
 type Hooks struct {
-	// OnAnswer persists the assistant's message. An error is logged; the
-	// run still completes, since the user has the answer already and the
-	// checkpointed state keeps the message.
+	// OnAnswer persists the assistant's message, before response.done
+	// shows it. An error fails the stream node, so that no answer is
+	// shown and then lost; a run continued from the node's checkpoint
+	// calls it again.
 	OnAnswer func(ctx context.Context, a Answer) error
 	// Learn enqueues background learning from the turn. It must not block.
 	Learn func(ctx context.Context, a Answer)

@@ -1,6 +1,8 @@
 package nodes_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -40,6 +42,24 @@ func TestDirectAnswer(t *testing.T) {
 		t.Errorf("OnAnswer got %+v", h.answers)
 	}
 	h.allConsumed(t)
+}
+
+// TestAnAnswerThatCannotBeStoredIsNotShown: when OnAnswer fails (the
+// database went away), the stream node fails before response.done, so
+// no client is shown an answer the record does not keep.
+func TestAnAnswerThatCannotBeStoredIsNotShown(t *testing.T) {
+	gone := errors.New("database went away")
+	h := newHarness(t, `{"steps": [
+		{"match": {"node": "supervisor"}, "reply": {"json": {"action": "ANSWER", "reasoning": "small talk"}}},
+		{"match": {"node": "write"}, "reply": {"text": "Hello there, friend."}}
+	]}`, nodes.Options{Hooks: nodes.Hooks{OnAnswer: func(context.Context, nodes.Answer) error { return gone }}})
+	r := h.run(t, "c1", "hi")
+	if !errors.Is(r.err, gone) {
+		t.Fatalf("err = %v, want the hook's", r.err)
+	}
+	if strings.Contains(r.trace(), "response.done") || !strings.HasSuffix(r.trace(), "run.failed") {
+		t.Errorf("trace = %s", r.trace())
+	}
 }
 
 func TestOneToolSatisfiedWithCitations(t *testing.T) {

@@ -2,7 +2,7 @@ package nodes
 
 import (
 	"context"
-	"log/slog"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,9 +24,6 @@ func (a *Agent) stream(ctx context.Context, s ChatState) (ChatState, error) {
 		outcome = OutcomeAnswered
 	}
 	citations := cited(content, s.DataChunks)
-	if s.Input.Namespace == "" { // a sub-agent's answer is its task call's result (subagent.end)
-		_ = emit(ctx, &events.ResponseDone{Content: content, Citations: citations, Usage: sub(s.TurnUsage, s.UsageBase), Budget: budgetFrom(ctx).usage()})
-	}
 	msg := Message{Role: RoleAssistant, Content: content, Turn: s.Turn}
 	if outcome == OutcomeClientTools && len(s.Messages) > 0 {
 		// The supervisor's message with the calls is the answer, and is
@@ -37,11 +34,18 @@ func (a *Agent) stream(ctx context.Context, s ChatState) (ChatState, error) {
 		ConversationID: s.Input.ConversationID, UserID: s.Input.UserID, RequestID: s.Input.RequestID, Query: s.Input.Message,
 		Message: msg, Outcome: outcome, Citations: citations, Usage: s.TurnUsage, ToolResults: s.ToolResults,
 	}
+	// The answer is stored before response.done says it: a client that
+	// reads the event finds the message, and an answer that cannot be
+	// stored fails the step (a run whose database went away goes on from
+	// its last checkpoint once it is back) rather than being shown and
+	// lost.
 	if h := a.opts.Hooks.OnAnswer; h != nil {
 		if err := h(ctx, ans); err != nil {
-			a.log.LogAttrs(ctx, slog.LevelError, "stream: persisting the answer failed",
-				slog.String("conversation_id", s.Input.ConversationID), slog.Any("error", err))
+			return ChatState{}, fmt.Errorf("stream: store the answer of conversation %s: %w", s.Input.ConversationID, err)
 		}
+	}
+	if s.Input.Namespace == "" { // a sub-agent's answer is its task call's result (subagent.end)
+		_ = emit(ctx, &events.ResponseDone{Content: content, Citations: citations, Usage: sub(s.TurnUsage, s.UsageBase), Budget: budgetFrom(ctx).usage()})
 	}
 	if h := a.opts.Hooks.Learn; h != nil && outcome != OutcomeClarify && outcome != OutcomeClientTools && !s.Input.NoMemory {
 		h(ctx, ans)
