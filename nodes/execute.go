@@ -490,19 +490,18 @@ func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, ex
 	if isExtra {
 		source = "agent"
 	}
-	var key string
 	recorded := false
-	m := &messenger{ctx: ctx, elicitor: x.a.opts.Elicitor, conversationID: x.conversationID, requestID: x.requestID,
-		toolCallID: st.ToolCallID, tool: st.Tool, answers: x.answers, agent: x.input.Namespace}
+	m := &messenger{call: callContext{Context: ctx, x: x, toolCallID: st.ToolCallID}, elicitor: x.a.opts.Elicitor,
+		conversationID: x.conversationID, requestID: x.requestID, tool: st.Tool, answers: x.answers, agent: x.input.Namespace}
 	if !isExtra {
-		key = x.callKey(st.ToolCallID)
 		if x.recorded(st.Tool) {
+			key := x.callKey(st.ToolCallID)
 			if !x.begin(ctx, i, key, args) {
 				return
 			}
-			m.calls, m.key, recorded = x.a.opts.Calls, key, true
+			m.calls, m.call.key, recorded = x.a.opts.Calls, key, true
 		}
-		ctx = operators.WithIdempotencyKey(ctx, key)
+		ctx = &m.call
 	}
 	_ = emit(ctx, &events.ToolStart{ToolCallID: st.ToolCallID, Tool: st.Tool, Source: source, Args: args})
 	start := time.Now()
@@ -557,7 +556,7 @@ func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, ex
 	// cut short by the run's end (a shutdown, say) may have run: it
 	// stays started, for a person to decide.
 	if recorded && ctx.Err() == nil {
-		x.end(ctx, i, key)
+		x.end(ctx, i, m.call.key)
 	}
 	if r.Status == ToolError {
 		_ = emit(ctx, &events.ToolError{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: shown, Truncated: res.Truncated})

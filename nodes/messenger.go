@@ -17,19 +17,19 @@ import (
 // direct.response, response.chunk, elicitation.*), and what it shows
 // directly is kept for the state. Safe for concurrent use.
 type messenger struct {
-	// ctx is the node's context, through which events reach the run's
-	// stream whatever context the tool passes.
-	ctx            context.Context
+	// call is the call: its tool call id and its context (see
+	// callContext), whose parent, the node's context, events reach the
+	// run's stream through, whatever context the tool passes.
+	call           callContext
 	elicitor       Elicitor
 	conversationID string
 	requestID      string
-	toolCallID     string
 	tool           string
 	agent          string // the asking agent's path
-	// calls and key, for a call the CallLog records: a question the
-	// call will be issued again with marks it asking while it waits.
+	// calls, for a call the CallLog records (under call.key): a
+	// question the call will be issued again with marks it asking while
+	// it waits.
 	calls CallLog
-	key   string
 	// answers answer, at once, questions the call asked before the run
 	// parked on them (by elicitation id).
 	answers map[string]questionAnswered
@@ -44,18 +44,18 @@ type messenger struct {
 var _ operators.Messenger = (*messenger)(nil)
 
 func (m *messenger) Progress(_ context.Context, p operators.ProgressEvent) error {
-	return emit(m.ctx, &events.ToolProgress{ToolCallID: m.toolCallID, Progress: p.Progress, Total: p.Total, Message: p.Message})
+	return emit(m.call.Context, &events.ToolProgress{ToolCallID: m.call.toolCallID, Progress: p.Progress, Total: p.Total, Message: p.Message})
 }
 
 func (m *messenger) Direct(_ context.Context, d operators.DirectEvent) error {
-	dr := DirectResponse{ToolCallID: m.toolCallID, Content: d.Content, ContentType: string(d.ContentType), WidgetType: d.WidgetType}
+	dr := DirectResponse{ToolCallID: m.call.toolCallID, Content: d.Content, ContentType: string(d.ContentType), WidgetType: d.WidgetType}
 	if dr.ContentType == "" {
 		dr.ContentType = string(operators.OutputText)
 	}
 	m.mu.Lock()
 	m.direct = append(m.direct, dr)
 	m.mu.Unlock()
-	return emit(m.ctx, &events.DirectResponse{Content: dr.Content, ContentType: dr.ContentType, WidgetType: dr.WidgetType, ToolCallID: dr.ToolCallID})
+	return emit(m.call.Context, &events.DirectResponse{Content: dr.Content, ContentType: dr.ContentType, WidgetType: dr.WidgetType, ToolCallID: dr.ToolCallID})
 }
 
 func (m *messenger) Stream(_ context.Context, c operators.StreamChunk) error {
@@ -65,7 +65,7 @@ func (m *messenger) Stream(_ context.Context, c operators.StreamChunk) error {
 	if c.Content == "" {
 		return nil
 	}
-	return emit(m.ctx, &events.ResponseChunk{Content: c.Content})
+	return emit(m.call.Context, &events.ResponseChunk{Content: c.Content})
 }
 
 // Elicit asks the user through the Elicitor, between elicitation.request
@@ -80,7 +80,7 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 	n := m.asked
 	m.asked++
 	m.mu.Unlock()
-	r.ElicitationID = elicitationID(m.conversationID, m.requestID, m.toolCallID, n)
+	r.ElicitationID = elicitationID(m.conversationID, m.requestID, m.call.toolCallID, n)
 	if qa, ok := m.answers[r.ElicitationID]; ok { // answered while the run was parked
 		return operators.ElicitResponse{ElicitationID: r.ElicitationID, Action: qa.Action, Content: qa.Content}, nil
 	}
@@ -90,13 +90,13 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 			schema = b
 		}
 	}
-	_ = emit(m.ctx, &events.ElicitationRequest{ElicitationID: r.ElicitationID, Source: r.Source, Message: r.Message, Schema: schema})
+	_ = emit(m.call.Context, &events.ElicitationRequest{ElicitationID: r.ElicitationID, Source: r.Source, Message: r.Message, Schema: schema})
 	asking := m.calls != nil && r.Replayable
 	if asking {
 		// The call has done nothing yet and is issued again with the
 		// answer: a crash while it waits must not leave it "may have
 		// run".
-		if err := m.calls.Asking(ctx, m.key); err != nil {
+		if err := m.calls.Asking(ctx, m.call.key); err != nil {
 			return operators.ElicitResponse{ElicitationID: r.ElicitationID, Action: operators.ElicitCancel},
 				fmt.Errorf("nodes: elicitation %s: recording that the call asks: %w", r.ElicitationID, err)
 		}
@@ -104,7 +104,7 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 	resp, err := m.elicitor.Elicit(ctx, m.conversationID, r)
 	if asking && !errors.Is(err, operators.ErrAskLater) {
 		// Answered: the call goes on, started again.
-		if _, berr := m.calls.Begin(ctx, m.key, m.tool, ""); berr != nil {
+		if _, berr := m.calls.Begin(ctx, m.call.key, m.tool, ""); berr != nil {
 			return operators.ElicitResponse{ElicitationID: r.ElicitationID, Action: operators.ElicitCancel},
 				fmt.Errorf("nodes: elicitation %s: recording that the call goes on: %w", r.ElicitationID, berr)
 		}
@@ -114,7 +114,7 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 		// pending, the call ends, and the run parks on the question.
 		m.mu.Lock()
 		if m.parked == nil {
-			m.parked = &events.Pending{Kind: events.PendingElicitation, ToolCallID: m.toolCallID, Tool: m.tool, ElicitationID: r.ElicitationID,
+			m.parked = &events.Pending{Kind: events.PendingElicitation, ToolCallID: m.call.toolCallID, Tool: m.tool, ElicitationID: r.ElicitationID,
 				Source: r.Source, Message: r.Message, Schema: schema, Replayable: r.Replayable, Namespace: m.agent}
 		}
 		m.mu.Unlock()
@@ -126,7 +126,7 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 	if err != nil && action == "" {
 		action = string(operators.ElicitCancel)
 	}
-	_ = emit(m.ctx, &events.ElicitationResponse{ElicitationID: r.ElicitationID, Action: action})
+	_ = emit(m.call.Context, &events.ElicitationResponse{ElicitationID: r.ElicitationID, Action: action})
 	if err != nil {
 		return resp, fmt.Errorf("nodes: elicitation %s: %w", r.ElicitationID, err)
 	}
@@ -148,7 +148,7 @@ func (m *messenger) shown() []DirectResponse {
 	defer m.mu.Unlock()
 	out := m.direct
 	if m.streamed.Len() > 0 {
-		out = append(out, DirectResponse{ToolCallID: m.toolCallID, Content: m.streamed.String(), ContentType: string(operators.OutputText)})
+		out = append(out, DirectResponse{ToolCallID: m.call.toolCallID, Content: m.streamed.String(), ContentType: string(operators.OutputText)})
 	}
 	return out
 }

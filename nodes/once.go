@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/operators"
 )
 
 // At most once, or a person decides. A call of a tool that is neither
@@ -69,6 +70,31 @@ const (
 // sub-agent and those of a model that numbers its calls afresh.
 func (x *execution) callKey(toolCallID string) string {
 	return derivedID("call_", x.conversationID, x.requestID, x.namespace, strconv.Itoa(x.iteration), toolCallID)
+}
+
+// callContext is the context of a call of a catalog tool: its node's,
+// answering operators.IdempotencyKey with the call's key. The key is
+// derived when something reads it (an MCP call does, few local tools
+// do), not for every call; a recorded call's is made before the call
+// starts, and kept. It is a part of the call's messenger, so that it
+// costs no allocation of its own.
+type callContext struct {
+	context.Context
+	x          *execution
+	toolCallID string
+	key        string // made before the call: a recorded call's
+}
+
+// Value answers the call's idempotency key; anything else, the node's
+// context does.
+func (c *callContext) Value(k any) any {
+	if _, ok := k.(operators.IdempotencyKeyContextKey); !ok {
+		return c.Context.Value(k)
+	}
+	if c.key != "" {
+		return c.key
+	}
+	return c.x.callKey(c.toolCallID)
 }
 
 // uncertainID names the human request about the call key left started:
@@ -151,6 +177,9 @@ type decidedCall struct {
 // undo returns what the model reads for step i, a call a person decided
 // not to run again, and reports whether there is one.
 func (x *execution) undo(ctx context.Context, i int) (ToolResult, bool) {
+	if len(x.decided) == 0 { // no call to derive a key for
+		return ToolResult{}, false
+	}
 	st := x.steps[i]
 	d, ok := x.decided[x.callKey(st.ToolCallID)]
 	if !ok || d.Decision == CallRetry {
