@@ -20,6 +20,8 @@ import (
 
 	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/operators"
 )
 
 // The benchmarks run each measurement beside its baseline, a bare chi
@@ -78,6 +80,53 @@ func BenchmarkSyncChat(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSyncChatCall is BenchmarkSyncChat with a turn that calls one
+// tool, the same in both, annotated read-only or not annotated, in the
+// same run: the call of the one that is not is recorded in the store's
+// tool calls before it starts and again when it ends (see
+// nodes.CallLog), so the ratio is what recording costs a turn:
+//
+//	go test -run '^$' -bench SyncChatCall -count 6 ./api/ | benchstat -col /call -
+func BenchmarkSyncChatCall(b *testing.B) {
+	for _, be := range backends {
+		for _, call := range []string{"read-only", "recorded"} {
+			b.Run("backend="+string(be)+"/call="+call, func(b *testing.B) {
+				var opts []operators.ToolOption
+				if call == "read-only" {
+					opts = append(opts, operators.ReadOnly())
+				}
+				e := newEnv(b, envOptions{backend: be, local: true, configure: func(c *apitest.Config) {
+					benchConfig(c)
+					sc, err := llm.ParseScript([]byte(callScript))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if c.Runs.Models, err = llm.NewRegistry(llm.Config{
+						Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: llm.NewScripted(sc), ToolCalling: true}},
+						Resilience: llm.ResilienceConfig{Disabled: true},
+					}); err != nil {
+						b.Fatal(err)
+					}
+					local := operators.NewRegistry()
+					local.MustAdd(operators.NewTool("tally", "Counts.", func(context.Context, operators.Call, emptyIn) (operators.Result, error) {
+						return operators.TextResult("42"), nil
+					}, opts...))
+					c.Runs.Tools = operators.NewProvider(operators.ProviderConfig{Local: local})
+				}})
+				benchSync(b, e.ts.URL, e.ts.Client())
+			})
+		}
+	}
+}
+
+// callScript is BenchmarkSyncChatCall's model: every turn calls tally
+// once, then answers.
+const callScript = `{"steps": [
+	{"match": {"node": "supervisor", "tool_result": false}, "reply": {"tool_calls": [{"name": "tally", "args": {}}]}, "repeat": true},
+	{"match": {"node": "reflect"}, "reply": {"json": {"assessment": "satisfied"}}, "repeat": true},
+	{"match": {"node": "write"}, "reply": {"text": "It is 42."}, "repeat": true}
+]}`
 
 func benchSync(b *testing.B, url string, client *http.Client) {
 	b.SetParallelism(8)

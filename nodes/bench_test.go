@@ -52,6 +52,11 @@ func benchAgent(b *testing.B, script string) (*nodes.Agent, *llm.Scripted, *oper
 
 func benchRuns(b *testing.B, script, msg string) {
 	a, _, _ := benchAgent(b, script)
+	timeRuns(b, a, msg)
+}
+
+// timeRuns times a's runs of msg, each in a conversation of its own.
+func timeRuns(b *testing.B, a *nodes.Agent, msg string) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -76,6 +81,60 @@ func BenchmarkAgentAnswer(b *testing.B) { benchRuns(b, benchAnswerScript, "hi") 
 // BenchmarkAgentOneTool is the one-tool path: … → execute_tool → reflect
 // → synthesize → write → stream.
 func BenchmarkAgentOneTool(b *testing.B) { benchRuns(b, benchToolScript, "what is 6*7?") }
+
+// BenchmarkAgentCallLog is the one-tool path with a CallLog, its tool,
+// the same in both, annotated read-only (its call is not recorded) or not
+// annotated (its start is recorded before the call, its outcome after).
+// The log keeps nothing, so what differs is the agent's part of
+// recording; api's BenchmarkSyncChatCall adds the store's.
+func BenchmarkAgentCallLog(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts []operators.ToolOption
+	}{{"call=read-only", []operators.ToolOption{operators.ReadOnly()}}, {"call=recorded", nil}} {
+		b.Run(tc.name, func(b *testing.B) {
+			sc, err := llm.ParseScript([]byte(benchCallScript))
+			if err != nil {
+				b.Fatal(err)
+			}
+			reg, err := llm.NewRegistry(llm.Config{
+				Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: llm.NewScripted(sc), ToolCalling: true}},
+				Resilience: llm.ResilienceConfig{Disabled: true},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			local := operators.NewRegistry()
+			local.MustAdd(operators.NewTool("tally", "Counts.", func(context.Context, operators.Call, searchIn) (operators.Result, error) {
+				return operators.TextResult("42"), nil
+			}, tc.opts...))
+			a, err := nodes.New(reg, operators.NewProvider(operators.ProviderConfig{Local: local}), memory.New(), nodes.Options{Calls: discardCalls{}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			timeRuns(b, a, "tally it")
+		})
+	}
+}
+
+// benchCallScript is benchToolScript calling tally, which
+// BenchmarkAgentCallLog registers.
+const benchCallScript = `{"steps": [
+	{"match": {"node": "supervisor"}, "reply": {"tool_calls": [{"id": "c1", "name": "tally", "args": {"q": "6*7"}}]}, "repeat": true},
+	{"match": {"node": "reflect"}, "reply": {"json": {"assessment": "satisfied"}}, "repeat": true},
+	{"match": {"node": "write"}, "reply": {"text": "It is 42.", "usage": {"input_tokens": 12, "output_tokens": 4}}, "repeat": true}
+]}`
+
+// discardCalls is a CallLog that keeps nothing: every call starts afresh.
+type discardCalls struct{}
+
+func (discardCalls) Begin(context.Context, string, string, string) (nodes.CallRecord, error) {
+	return nodes.CallRecord{}, nil
+}
+
+func (discardCalls) Asking(context.Context, string) error { return nil }
+
+func (discardCalls) End(context.Context, string, json.RawMessage) error { return nil }
 
 // BenchmarkBareAnswer makes the answer path's model calls by hand: the
 // floor the agent's overhead is measured against.
