@@ -278,7 +278,7 @@ func (h *handler) getState(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, stateOf(c.ID, snap))
 }
 
-// historyMost bounds how many checkpoints a history request reads.
+// historyMost bounds how many checkpoints a history page holds.
 const historyMost = 1000
 
 func (h *handler) postHistory(w http.ResponseWriter, r *http.Request) {
@@ -307,8 +307,11 @@ func (h *handler) getHistory(w http.ResponseWriter, r *http.Request) {
 	h.history(w, r, limit, r.URL.Query().Get("before"))
 }
 
-// history answers the thread's checkpoints, newest first, limit of them
-// (10 by default), those older than before when it is given.
+// history answers the thread's checkpoints, newest first, limit of
+// them (10 by default), those older than before when it is given. A
+// page also stops once it holds a megabyte of messages (runs.History):
+// a client reads on with before set to its last checkpoint until a page
+// is empty.
 func (h *handler) history(w http.ResponseWriter, r *http.Request, limitIn *int, before string) {
 	c, err := h.conversation(r)
 	if err != nil {
@@ -320,24 +323,13 @@ func (h *handler) history(w http.ResponseWriter, r *http.Request, limitIn *int, 
 		h.fail(w, r, err)
 		return
 	}
-	read := limit
-	if before != "" {
-		read = historyMost
-	}
-	snaps, err := h.runs.History(r.Context(), c.ID, read)
+	snaps, err := h.runs.History(r.Context(), c.ID, limit, before)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	if before != "" {
-		i := 0
-		for i < len(snaps) && snaps[i].CheckpointID != before {
-			i++
-		}
-		snaps = snaps[min(i+1, len(snaps)):]
-	}
-	out := make([]threadState, 0, min(limit, len(snaps)))
-	for _, s := range snaps[:min(limit, len(snaps))] {
+	out := make([]threadState, 0, len(snaps))
+	for _, s := range snaps {
 		out = append(out, stateOf(c.ID, s))
 	}
 	writeJSON(w, http.StatusOK, out)
