@@ -308,3 +308,48 @@ func TestLangGraphHistoryBoundedByBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestLangGraphSearchBoundedByBytes: POST /langgraph/threads/search
+// lists every thread its limit allows, but gives their values (each
+// the conversation so far) only while the page stays within
+// store.PageBytes; the first always has them.
+func TestLangGraphSearchBoundedByBytes(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := newEnv(t, envOptions{backend: b, configure: func(c *apitest.Config) { c.Runs.MaxMessageRunes = store.PageBytes }})
+			big := strings.Repeat("w", store.PageBytes*2/5)
+			var convs []string
+			for range 4 {
+				status, res := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": big})
+				if status != http.StatusOK {
+					t.Fatalf("chat: %d %.300s", status, res)
+				}
+				convs = append(convs, jsonOf[struct {
+					ConversationID string `json:"conversation_id"`
+				}](t, res).ConversationID)
+			}
+			status, res := e.do("POST", "/langgraph/threads/search", map[string]any{"limit": 10})
+			if status != http.StatusOK {
+				t.Fatalf("search: %d %.300s", status, res)
+			}
+			threads := jsonOf[[]struct {
+				ThreadID string          `json:"thread_id"`
+				Values   json.RawMessage `json:"values"`
+			}](t, res)
+			var listed, withValues []string
+			for _, th := range threads {
+				listed = append(listed, th.ThreadID)
+				if string(th.Values) != "null" {
+					withValues = append(withValues, th.ThreadID)
+				}
+			}
+			slices.Reverse(convs) // newest first
+			if !slices.Equal(listed, convs) {
+				t.Errorf("search listed %v, want every thread, newest first: %v", listed, convs)
+			}
+			if len(withValues) == 0 || withValues[0] != convs[0] || len(withValues) == len(convs) || len(res) > store.PageBytes+len(big)+64<<10 {
+				t.Errorf("search: %d bytes, values of %v; want those of the first threads only, within a page and one state", len(res), withValues)
+			}
+		})
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/trellis-ai/trellis/events"
-	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -80,7 +79,7 @@ func (m *Service) History(ctx context.Context, conversationID string, limit int,
 		if err != nil || len(snaps) == 0 {
 			return out, err
 		}
-		if !b.Take(stateBytes(snaps[0].State)) {
+		if !b.Take(StateBytes(snaps[0])) {
 			return out, nil
 		}
 		out = append(out, snaps[0])
@@ -89,9 +88,13 @@ func (m *Service) History(ctx context.Context, conversationID string, limit int,
 	return out, nil
 }
 
-// stateBytes is a state's size in a page of History: its messages'
+// Budget is store.Budget, for a surface that fills a page of states.
+type Budget = store.Budget
+
+// StateBytes is a state's size in a page (see Budget): its messages'
 // text and tool calls' arguments, what a client is sent of it.
-func stateBytes(s nodes.ChatState) int {
+func StateBytes(snap Snapshot) int {
+	s := snap.State
 	n := len(s.Summary)
 	for _, msg := range s.Messages {
 		n += len(msg.Content)

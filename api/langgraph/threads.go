@@ -40,16 +40,13 @@ func threadStatus(s runs.RunStatus) string {
 	return "idle"
 }
 
-// threadOf builds the thread of c, with its values and interrupts when
-// withValues.
-func (h *handler) threadOf(ctx context.Context, c runs.Conversation, withValues bool) (thread, error) {
+// threadOf builds the thread of c with its interrupts, and its values
+// unless fits, when given, refuses its state.
+func (h *handler) threadOf(ctx context.Context, c runs.Conversation, fits func(runs.Snapshot) bool) (thread, error) {
 	t := thread{ThreadID: c.ID, CreatedAt: timestamp(c.CreatedAt), UpdatedAt: timestamp(c.UpdatedAt),
 		Metadata: c.Metadata, Status: threadStatus(c.Status), Config: map[string]any{}, Interrupts: map[string][]interrupt{}}
 	if len(t.Metadata) == 0 {
 		t.Metadata = json.RawMessage("{}")
-	}
-	if !withValues {
-		return t, nil
 	}
 	snap, err := h.runs.State(ctx, c.ID)
 	if errors.Is(err, runs.ErrNoConversation) {
@@ -59,7 +56,9 @@ func (h *handler) threadOf(ctx context.Context, c runs.Conversation, withValues 
 	if err != nil {
 		return thread{}, err
 	}
-	t.Values = &values{Messages: fromState(snap.State.Messages)}
+	if fits == nil || fits(snap) {
+		t.Values = &values{Messages: fromState(snap.State.Messages)}
+	}
 	if ins := interruptsOf(snap.Pending); len(ins) > 0 {
 		t.Interrupts[snap.CheckpointID] = ins
 	}
@@ -109,7 +108,7 @@ func (h *handler) createThread(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) writeThread(w http.ResponseWriter, r *http.Request, c runs.Conversation, status int) {
-	t, err := h.threadOf(r.Context(), c, true)
+	t, err := h.threadOf(r.Context(), c, nil)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -246,9 +245,14 @@ func (h *handler) searchThreads(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	// Each thread's values are its conversation so far: a thread whose
+	// values would take the page past runs.Budget comes without them
+	// (its state is GET /threads/{id}/state), so the list stays whole.
+	var b runs.Budget
+	fits := func(s runs.Snapshot) bool { return b.Take(runs.StateBytes(s)) }
 	out := make([]thread, 0, len(found))
 	for _, c := range found {
-		t, err := h.threadOf(r.Context(), c, true)
+		t, err := h.threadOf(r.Context(), c, fits)
 		if err != nil {
 			h.fail(w, r, err)
 			return
