@@ -213,14 +213,20 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 	}
 	if res.Status == string(store.RunInterrupted) && res.Reason == string(events.PendingApproval) {
 		res.Pending = &syncPending{Approvals: []store.HumanRequest{}, Elicitations: []store.HumanRequest{}}
-		approvals, err := s.store.PendingHumanRequests(r.Context(), store.KindApproval, user, rn.ConversationID())
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		for _, a := range approvals {
-			if a.RunID == rn.ID() {
-				res.Pending.Approvals = append(res.Pending.Approvals, a)
+		// Every page, keeping this run's: the few its last step asked.
+		for page := (store.Page{Limit: store.MaxLimit}); ; {
+			p, err := s.store.PendingHumanRequests(r.Context(), store.KindApproval, user, rn.ConversationID(), page)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			for _, a := range p.Requests {
+				if a.RunID == rn.ID() {
+					res.Pending.Approvals = append(res.Pending.Approvals, a)
+				}
+			}
+			if page.Cursor = p.NextCursor; page.Cursor == "" {
+				break
 			}
 		}
 	}

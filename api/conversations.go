@@ -27,10 +27,16 @@ func queryCount[T int | int64](r *http.Request, name string, n *T) error {
 	return nil
 }
 
+// queryPage reads a list's ?limit=&cursor=.
+func queryPage(r *http.Request) (store.Page, error) {
+	page := store.Page{Cursor: r.URL.Query().Get("cursor")}
+	return page, queryCount(r, "limit", &page.Limit)
+}
+
 // handleListConversations is GET /api/v1/conversations?limit=&cursor=.
 func (s *Server) handleListConversations(w http.ResponseWriter, r *http.Request) {
-	page := store.Page{Cursor: r.URL.Query().Get("cursor")}
-	if err := queryCount(r, "limit", &page.Limit); err != nil {
+	page, err := queryPage(r)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -78,7 +78,7 @@ func (d *documentWatch) poll() (bool, error) {
 	if time.Since(d.read) >= every-documentPoll/4 { // a tick comes every documentPoll, give or take
 		d.read = time.Now()
 		var err error
-		docs, err = d.s.cfg.Documents.List(d.ctx, d.user, d.conv)
+		docs, err = d.s.cfg.Documents.All(d.ctx, d.user, d.conv)
 		switch {
 		case err == nil:
 			read = true

@@ -157,13 +157,20 @@ func (s *Server) documentError(err error) error {
 	return err
 }
 
+// handleListDocuments is GET
+// /api/v1/documents/{conversation_id}?limit=&cursor=.
 func (s *Server) handleListDocuments(w http.ResponseWriter, r *http.Request) {
-	ds, err := s.cfg.Documents.List(r.Context(), userOf(r), r.PathValue("conversation_id"))
+	page, err := queryPage(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string][]store.Document{"documents": ds})
+	p, err := s.cfg.Documents.List(r.Context(), userOf(r), r.PathValue("conversation_id"), page)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
 }
 
 // documentStatus is the answer of GET …/status.

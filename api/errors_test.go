@@ -31,12 +31,12 @@ func (e *env) snapshot() string {
 			for _, r := range runs.Runs {
 				fmt.Fprintf(&b, "  run %s %s %d events superseded=%v\n", r.ID, r.Status, r.LastSeq, r.Superseded)
 			}
-			msgs, _ := e.store.ListMessages(ctx, user, c.ID)
+			msgs := runs.Messages
 			fmt.Fprintf(&b, "  %d messages\n", len(msgs))
 		}
-		as, _ := e.store.PendingHumanRequests(ctx, store.KindApproval, user, "")
-		es, _ := e.store.PendingHumanRequests(ctx, store.KindElicitation, user, "")
-		fmt.Fprintf(&b, "%s: %d approvals, %d elicitations pending\n", user, len(as), len(es))
+		as, _ := e.store.PendingHumanRequests(ctx, store.KindApproval, user, "", store.Page{Limit: store.MaxLimit})
+		es, _ := e.store.PendingHumanRequests(ctx, store.KindElicitation, user, "", store.Page{Limit: store.MaxLimit})
+		fmt.Fprintf(&b, "%s: %d approvals, %d elicitations pending\n", user, len(as.Requests), len(es.Requests))
 	}
 	return b.String()
 }

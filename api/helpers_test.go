@@ -569,3 +569,14 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 }
 
 func readAll(resp *http.Response) ([]byte, error) { return io.ReadAll(resp.Body) }
+
+// messagesOf returns the messages of a conversation of a few runs: one
+// page of ListRuns holds them all.
+func messagesOf(t *testing.T, st store.Store, user, conversationID string) []store.Message {
+	t.Helper()
+	p, err := st.ListRuns(t.Context(), user, conversationID, store.RunQuery{Limit: store.MaxRunLimit})
+	if err != nil || p.NextCursor != "" {
+		t.Fatalf("ListRuns of %s: %v (next %q)", conversationID, err, p.NextCursor)
+	}
+	return p.Messages
+}

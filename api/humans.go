@@ -13,19 +13,22 @@ import (
 
 // handlePending is GET /api/v1/approvals/pending, GET
 // /api/v1/elicitation/pending, GET /api/v1/clarifications/pending and
-// GET /api/v1/uncertain-calls/pending (?conversation_id=): the user's pending human requests of the kind, as
-// a list named key.
+// GET /api/v1/uncertain-calls/pending (?conversation_id=&limit=&cursor=):
+// a page of the user's pending human requests of the kind, as a list
+// named key, and next_cursor.
 func (s *Server) handlePending(kind store.HumanKind, key string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		hs, err := s.store.PendingHumanRequests(r.Context(), kind, userOf(r), r.URL.Query().Get("conversation_id"))
+		page, err := queryPage(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		if hs == nil {
-			hs = []store.HumanRequest{}
+		p, err := s.store.PendingHumanRequests(r.Context(), kind, userOf(r), r.URL.Query().Get("conversation_id"), page)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
 		}
-		writeJSON(w, http.StatusOK, map[string][]store.HumanRequest{key: hs})
+		writeJSON(w, http.StatusOK, map[string]any{key: p.Requests, "next_cursor": p.NextCursor})
 	}
 }
 

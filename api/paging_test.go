@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/trellis-ai/trellis/api/apitest"
+	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -161,6 +165,191 @@ func TestReplayAcrossPages(t *testing.T) {
 				t.Errorf("replayed %d events, followed %d; want the same, over %d, ending run.completed", len(replayed), len(followed), extra)
 			}
 			e.close()
+		})
+	}
+}
+
+// TestListPagesBoundedByBytes: GET /approvals/pending and GET
+// /documents/{conversation_id} stop a page at store.PageBytes, however
+// many its limit allows, with a next_cursor that goes on without losing
+// or repeating an item; a bad cursor or limit is 400.
+func TestListPagesBoundedByBytes(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := newDocEnv(t, b, ingest.Config{})
+			ctx := t.Context()
+			c, err := e.store.CreateConversation(ctx, store.NewConversation{UserID: "alice"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := e.store.StartRun(ctx, store.NewRun{UserID: "alice", ConversationID: c.ID, UserMessage: "write them"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs := e.store.(store.Documents)
+			large := strings.Repeat("x", store.PageBytes*2/5)
+			var approvals, documents []string
+			for i := range 4 {
+				a, err := e.store.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval,
+					Approval: store.Approval{Tool: "write", Args: json.RawMessage(fmt.Sprintf(`{"content":%q}`, large))}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := docs.CreateDocument(ctx, store.NewDocument{UserID: "alice", ConversationID: c.ID, Filename: fmt.Sprint(i, ".md"), ContentType: "text/markdown", SizeBytes: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := docs.FinishDocument(ctx, d.ID, large); err != nil {
+					t.Fatal(err)
+				}
+				approvals, documents = append(approvals, a.ID), append(documents, d.ID)
+			}
+			pages := func(path, key, id string) []string {
+				t.Helper()
+				var got []string
+				for cursor, n := "", 0; ; n++ {
+					status, body := e.do("GET", path+"limit=200&cursor="+url.QueryEscape(cursor), nil)
+					if status != http.StatusOK {
+						t.Fatalf("GET %s: %d %s", path, status, body)
+					}
+					var p map[string]json.RawMessage
+					if err := json.Unmarshal(body, &p); err != nil {
+						t.Fatal(err)
+					}
+					var items []map[string]any
+					if err := json.Unmarshal(p[key], &items); err != nil {
+						t.Fatal(err)
+					}
+					if len(items) == 0 || len(body) > store.PageBytes+len(large)+64<<10 {
+						t.Errorf("GET %s page %d: %d items, %d bytes; want some, at most a page and one item", path, n+1, len(items), len(body))
+					}
+					for _, it := range items {
+						got = append(got, it[id].(string))
+					}
+					if err := json.Unmarshal(p["next_cursor"], &cursor); err != nil || cursor == "" {
+						if n == 0 {
+							t.Errorf("GET %s: every item in one page", path)
+						}
+						return got
+					}
+				}
+			}
+			if got := pages("/api/v1/approvals/pending?", "approvals", "approval_id"); !slices.Equal(got, approvals) {
+				t.Errorf("pending approvals paged through: %v, want %v", got, approvals)
+			}
+			if got := pages("/api/v1/documents/"+c.ID+"?", "documents", "document_id"); !slices.Equal(got, documents) {
+				t.Errorf("documents paged through: %v, want %v", got, documents)
+			}
+			for _, path := range []string{"/api/v1/approvals/pending?cursor=nonsense", "/api/v1/uncertain-calls/pending?limit=-1",
+				"/api/v1/documents/" + c.ID + "?cursor=nonsense"} {
+				status, body := e.do("GET", path, nil)
+				wantError(t, status, body, http.StatusBadRequest)
+			}
+		})
+	}
+}
+
+// TestLangGraphHistoryBoundedByBytes: a page of POST
+// /langgraph/threads/{id}/history stops at store.PageBytes of the
+// states' messages, however many its limit allows, and paging on with
+// before gives every checkpoint once, in order.
+func TestLangGraphHistoryBoundedByBytes(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := newEnv(t, envOptions{backend: b, configure: func(c *apitest.Config) { c.Runs.MaxMessageRunes = store.PageBytes }})
+			big := strings.Repeat("w", store.PageBytes/4)
+			conv := ""
+			for range 3 {
+				body := map[string]any{"message": big}
+				if conv != "" {
+					body["conversation_id"] = conv
+				}
+				status, res := e.do("POST", "/api/v1/chat/sync", body)
+				if status != http.StatusOK {
+					t.Fatalf("chat: %d %.300s", status, res)
+				}
+				conv = jsonOf[struct {
+					ConversationID string `json:"conversation_id"`
+				}](t, res).ConversationID
+			}
+			type state struct {
+				Checkpoint struct {
+					CheckpointID string `json:"checkpoint_id"`
+				} `json:"checkpoint"`
+			}
+			// pages returns the checkpoints a page at a time, the largest
+			// page's size, and how many pages there were.
+			pages := func(limit int) (ids []string, largest, n int) {
+				before := map[string]any(nil)
+				for {
+					status, res := e.do("POST", "/langgraph/threads/"+conv+"/history", map[string]any{"limit": limit, "before": before})
+					if status != http.StatusOK {
+						t.Fatalf("history: %d %.300s", status, res)
+					}
+					page := jsonOf[[]state](t, res)
+					if len(page) == 0 {
+						return ids, largest, n
+					}
+					n, largest = n+1, max(largest, len(res))
+					for _, s := range page {
+						ids = append(ids, s.Checkpoint.CheckpointID)
+					}
+					before = map[string]any{"configurable": map[string]any{"checkpoint_id": ids[len(ids)-1]}}
+				}
+			}
+			one, single, _ := pages(1)
+			got, largest, n := pages(100)
+			if !slices.Equal(got, one) || len(one) < 3 {
+				t.Fatalf("pages of 100 gave checkpoints %v, pages of one %v", got, one)
+			}
+			if n < 2 || largest > store.PageBytes+2*single {
+				t.Errorf("%d checkpoints in %d pages of up to %d bytes; want more than one page, each at most a page and one state (%d)", len(got), n, largest, single)
+			}
+		})
+	}
+}
+
+// TestLangGraphSearchBoundedByBytes: POST /langgraph/threads/search
+// lists every thread its limit allows, but gives their values (each
+// the conversation so far) only while the page stays within
+// store.PageBytes; the first always has them.
+func TestLangGraphSearchBoundedByBytes(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := newEnv(t, envOptions{backend: b, configure: func(c *apitest.Config) { c.Runs.MaxMessageRunes = store.PageBytes }})
+			big := strings.Repeat("w", store.PageBytes*2/5)
+			var convs []string
+			for range 4 {
+				status, res := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": big})
+				if status != http.StatusOK {
+					t.Fatalf("chat: %d %.300s", status, res)
+				}
+				convs = append(convs, jsonOf[struct {
+					ConversationID string `json:"conversation_id"`
+				}](t, res).ConversationID)
+			}
+			status, res := e.do("POST", "/langgraph/threads/search", map[string]any{"limit": 10})
+			if status != http.StatusOK {
+				t.Fatalf("search: %d %.300s", status, res)
+			}
+			threads := jsonOf[[]struct {
+				ThreadID string          `json:"thread_id"`
+				Values   json.RawMessage `json:"values"`
+			}](t, res)
+			var listed, withValues []string
+			for _, th := range threads {
+				listed = append(listed, th.ThreadID)
+				if string(th.Values) != "null" {
+					withValues = append(withValues, th.ThreadID)
+				}
+			}
+			slices.Reverse(convs) // newest first
+			if !slices.Equal(listed, convs) {
+				t.Errorf("search listed %v, want every thread, newest first: %v", listed, convs)
+			}
+			if len(withValues) == 0 || withValues[0] != convs[0] || len(withValues) == len(convs) || len(res) > store.PageBytes+len(big)+64<<10 {
+				t.Errorf("search: %d bytes, values of %v; want those of the first threads only, within a page and one state", len(res), withValues)
+			}
 		})
 	}
 }

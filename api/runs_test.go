@@ -383,7 +383,7 @@ func TestClarificationThenAnswer(t *testing.T) {
 			if status != 200 || res.Status != "completed" || res.RunID == runID || res.Response != "Done: all good." {
 				t.Errorf("answer: %d %s", status, body)
 			}
-			msgs, _ := e.store.ListMessages(t.Context(), "alice", conv)
+			msgs := messagesOf(t, e.store, "alice", conv)
 			if len(msgs) != 4 || msgs[1].Content != "In which city?" || msgs[2].Content != "Paris" {
 				t.Errorf("messages %+v", msgs)
 			}
@@ -540,7 +540,7 @@ func TestShutdownParksRunsAndRecoverContinuesThem(t *testing.T) {
 			if rest[len(rest)-1].Type != "run.completed" || slices.Contains(types(rest), "run.started") {
 				t.Errorf("continued run: %v", types(rest))
 			}
-			msgs, _ := e2.store.ListMessages(t.Context(), "alice", conv)
+			msgs := messagesOf(t, e2.store, "alice", conv)
 			if len(msgs) != 2 || msgs[1].RunID != runID {
 				t.Errorf("messages %+v", msgs)
 			}

@@ -423,9 +423,10 @@ func (a *Agent) State(ctx context.Context, conversationID string) (Snapshot, err
 }
 
 // History returns the conversation's snapshots, newest first, across every
-// branch edits created; limit 0 means all.
-func (a *Agent) History(ctx context.Context, conversationID string, limit int) ([]Snapshot, error) {
-	snaps, err := a.graph.History(ctx, conversationID, graph.HistoryOptions{Limit: limit})
+// branch edits created, those older than checkpoint before when it is
+// not ""; limit 0 means all.
+func (a *Agent) History(ctx context.Context, conversationID string, limit int, before string) ([]Snapshot, error) {
+	snaps, err := a.graph.History(ctx, conversationID, graph.HistoryOptions{Limit: limit, Before: before})
 	if err != nil {
 		return nil, fmt.Errorf("nodes: history of %s: %w", conversationID, err)
 	}

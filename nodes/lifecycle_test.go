@@ -83,7 +83,7 @@ func TestEditForksBeforeTheTurn(t *testing.T) {
 	if r := collect(h.agent.Edit(t.Context(), "c1", "nope", nodes.Input{Message: "x"})); !errors.Is(r.err, nodes.ErrUnknownTurn) {
 		t.Errorf("unknown turn: %v", r.err)
 	}
-	hist, err := h.agent.History(t.Context(), "c1", 0)
+	hist, err := h.agent.History(t.Context(), "c1", 0, "")
 	if err != nil || len(hist) < 10 {
 		t.Errorf("history: %d snapshots, %v", len(hist), err)
 	}

@@ -122,12 +122,12 @@ func (m *Service) onAnswer(ctx context.Context, a nodes.Answer) error {
 	}
 	ctx = context.WithoutCancel(ctx)
 	if rn.recovered {
-		msgs, err := m.st.ListMessages(ctx, rn.userID, rn.conversationID)
+		msgs, err := m.st.RunMessages(ctx, rn.userID, rn.id)
 		if err != nil {
 			return fmt.Errorf("runs: answer of run %s: %w", rn.id, err)
 		}
 		for _, msg := range msgs {
-			if msg.RunID == rn.id && msg.Role == store.RoleAssistant {
+			if msg.Role == store.RoleAssistant {
 				return nil
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/trellis-ai/trellis/events"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // What the surfaces read of a conversation and its runs: the record's
@@ -64,10 +65,44 @@ func (m *Service) State(ctx context.Context, conversationID string) (Snapshot, e
 	return m.agent.State(ctx, conversationID)
 }
 
-// History returns the conversation's states, newest first, limit of
-// them (0: all).
-func (m *Service) History(ctx context.Context, conversationID string, limit int) ([]Snapshot, error) {
-	return m.agent.History(ctx, conversationID, limit)
+// History returns a page of the conversation's states, newest first:
+// at most limit of them (more than 0), those older than checkpoint
+// before when it is not "", and no more than store.Budget lets in,
+// counting each state's messages. Each state holds the conversation so
+// far, so the states are read one at a time and the page stops where
+// the budget does: the next page is before the last one's checkpoint.
+func (m *Service) History(ctx context.Context, conversationID string, limit int, before string) ([]Snapshot, error) {
+	out := []Snapshot{}
+	var b store.Budget
+	for len(out) < limit {
+		snaps, err := m.agent.History(ctx, conversationID, 1, before)
+		if err != nil || len(snaps) == 0 {
+			return out, err
+		}
+		if !b.Take(StateBytes(snaps[0])) {
+			return out, nil
+		}
+		out = append(out, snaps[0])
+		before = snaps[0].CheckpointID
+	}
+	return out, nil
+}
+
+// Budget is store.Budget, for a surface that fills a page of states.
+type Budget = store.Budget
+
+// StateBytes is a state's size in a page (see Budget): its messages'
+// text and tool calls' arguments, what a client is sent of it.
+func StateBytes(snap Snapshot) int {
+	s := snap.State
+	n := len(s.Summary)
+	for _, msg := range s.Messages {
+		n += len(msg.Content)
+		for _, c := range msg.ToolCalls {
+			n += len(c.Args)
+		}
+	}
+	return n
 }
 
 // LastInterrupt returns the seq of the run's last stored

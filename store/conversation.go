@@ -89,6 +89,26 @@ const (
 // through.
 const PageBytes = 1 << 20
 
+// Budget is what a page being filled has left of PageBytes: the one
+// place that decides whether an item still goes in. The zero Budget is
+// an empty page.
+type Budget struct {
+	used, items int
+}
+
+// Take counts an item of size bytes into the page and reports true, or
+// reports false and counts nothing when the item would take the page
+// past PageBytes. The first item always goes in, however large, so that
+// a reader paging on always makes progress.
+func (b *Budget) Take(size int) bool {
+	if b.items > 0 && b.used+size > PageBytes {
+		return false
+	}
+	b.used += size
+	b.items++
+	return true
+}
+
 // Size returns the number of items the page holds at most, or an
 // ErrInvalid error.
 func (p Page) Size() (int, error) { return size(p.Limit, DefaultLimit, MaxLimit) }

@@ -31,10 +31,11 @@ type Documents interface {
 	// another user's.
 	GetDocument(ctx context.Context, userID, conversationID, id string) (Document, error)
 
-	// ListDocuments returns the conversation's documents, oldest first.
-	// Returns ErrNotFound when the conversation is unknown or another
-	// user's.
-	ListDocuments(ctx context.Context, userID, conversationID string) ([]Document, error)
+	// ListDocuments returns a page of the conversation's documents,
+	// oldest first. Returns ErrNotFound when the conversation is unknown
+	// or another user's, and ErrInvalid for a negative limit or a cursor
+	// that ListDocuments did not make.
+	ListDocuments(ctx context.Context, userID, conversationID string, page Page) (DocumentPage, error)
 
 	// DeleteDocument deletes the user's document, its chunks and their
 	// index rows, and returns it as it was. Returns ErrNotFound as
@@ -122,6 +123,37 @@ type Document struct {
 	OmittedChars int       `json:"omitted_chars"`
 	CreatedAt    time.Time `json:"created_at"`
 	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// DocumentPage is one page of ListDocuments, as GET
+// /documents/{conversation_id} answers it.
+type DocumentPage struct {
+	Documents []Document `json:"documents"`
+	// NextCursor fetches the next page; "" when this page is the last.
+	NextCursor string `json:"next_cursor"`
+}
+
+// DocumentLister is the part of Documents that AllDocuments reads.
+type DocumentLister interface {
+	ListDocuments(ctx context.Context, userID, conversationID string, page Page) (DocumentPage, error)
+}
+
+// AllDocuments reads every document of the conversation, oldest first,
+// a page at a time, for a reader that needs each one's status: they are
+// as many as the conversation may hold (NewDocument.MaxPerConversation).
+// Its errors are ListDocuments'.
+func AllDocuments(ctx context.Context, d DocumentLister, userID, conversationID string) ([]Document, error) {
+	docs := []Document{}
+	for page := (Page{Limit: MaxLimit}); ; {
+		p, err := d.ListDocuments(ctx, userID, conversationID, page)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, p.Documents...)
+		if page.Cursor = p.NextCursor; page.Cursor == "" {
+			return docs, nil
+		}
+	}
 }
 
 // NewDocument is what CreateDocument needs.

@@ -80,6 +80,13 @@ type HumanRequest struct {
 	UncertainCall UncertainCall // with KindUncertainCall
 }
 
+// HumanRequestPage is one page of PendingHumanRequests.
+type HumanRequestPage struct {
+	Requests []HumanRequest
+	// NextCursor fetches the next page; "" when this page is the last.
+	NextCursor string
+}
+
 // Approval is the part of a human request of KindApproval: a tool call
 // waiting for a human's yes, and the decision on it.
 type Approval struct {

@@ -59,11 +59,12 @@ type Conversations interface {
 	// unknown and ErrInvalid for an unknown role or malformed JSON.
 	AddMessage(ctx context.Context, m NewMessage) (Message, error)
 
-	// ListMessages returns the conversation's messages in run order, and
-	// in creation order within a run. Messages of superseded runs are
-	// included and say so. Returns ErrNotFound when the conversation is
-	// unknown or another user's.
-	ListMessages(ctx context.Context, userID, conversationID string) ([]Message, error)
+	// RunMessages returns the run's messages, in creation order: its
+	// transcript, which is one item of a page as ListRuns counts it (a
+	// run's messages are never split between pages). A conversation's
+	// messages are read a page of runs at a time, with ListRuns. Returns
+	// ErrNotFound when the run is unknown or another user's.
+	RunMessages(ctx context.Context, userID, runID string) ([]Message, error)
 }
 
 // Runs keeps runs and enforces one active run per conversation.
@@ -187,11 +188,12 @@ type HumanRequests interface {
 	// ErrNotFound when it is unknown, of another kind or another user's.
 	GetHumanRequest(ctx context.Context, kind HumanKind, userID, id string) (HumanRequest, error)
 
-	// PendingHumanRequests returns the user's pending requests of the
-	// kind, oldest first, of one conversation, or of all when
+	// PendingHumanRequests returns a page of the user's pending requests
+	// of the kind, oldest first, of one conversation, or of all when
 	// conversationID is "". Returns ErrNotFound when a conversation is
-	// named that is unknown or another user's.
-	PendingHumanRequests(ctx context.Context, kind HumanKind, userID, conversationID string) ([]HumanRequest, error)
+	// named that is unknown or another user's, and ErrInvalid for a
+	// negative limit or a cursor that PendingHumanRequests did not make.
+	PendingHumanRequests(ctx context.Context, kind HumanKind, userID, conversationID string, page Page) (HumanRequestPage, error)
 
 	// ResolveHumanRequest records the answer if the request (of the
 	// answer's kind) is still pending: of several concurrent answers

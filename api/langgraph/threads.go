@@ -40,16 +40,13 @@ func threadStatus(s runs.RunStatus) string {
 	return "idle"
 }
 
-// threadOf builds the thread of c, with its values and interrupts when
-// withValues.
-func (h *handler) threadOf(ctx context.Context, c runs.Conversation, withValues bool) (thread, error) {
+// threadOf builds the thread of c with its interrupts, and its values
+// unless fits, when given, refuses its state.
+func (h *handler) threadOf(ctx context.Context, c runs.Conversation, fits func(runs.Snapshot) bool) (thread, error) {
 	t := thread{ThreadID: c.ID, CreatedAt: timestamp(c.CreatedAt), UpdatedAt: timestamp(c.UpdatedAt),
 		Metadata: c.Metadata, Status: threadStatus(c.Status), Config: map[string]any{}, Interrupts: map[string][]interrupt{}}
 	if len(t.Metadata) == 0 {
 		t.Metadata = json.RawMessage("{}")
-	}
-	if !withValues {
-		return t, nil
 	}
 	snap, err := h.runs.State(ctx, c.ID)
 	if errors.Is(err, runs.ErrNoConversation) {
@@ -59,7 +56,9 @@ func (h *handler) threadOf(ctx context.Context, c runs.Conversation, withValues 
 	if err != nil {
 		return thread{}, err
 	}
-	t.Values = &values{Messages: fromState(snap.State.Messages)}
+	if fits == nil || fits(snap) {
+		t.Values = &values{Messages: fromState(snap.State.Messages)}
+	}
 	if ins := interruptsOf(snap.Pending); len(ins) > 0 {
 		t.Interrupts[snap.CheckpointID] = ins
 	}
@@ -109,7 +108,7 @@ func (h *handler) createThread(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) writeThread(w http.ResponseWriter, r *http.Request, c runs.Conversation, status int) {
-	t, err := h.threadOf(r.Context(), c, true)
+	t, err := h.threadOf(r.Context(), c, nil)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -246,9 +245,14 @@ func (h *handler) searchThreads(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	// Each thread's values are its conversation so far: a thread whose
+	// values would take the page past runs.Budget comes without them
+	// (its state is GET /threads/{id}/state), so the list stays whole.
+	var b runs.Budget
+	fits := func(s runs.Snapshot) bool { return b.Take(runs.StateBytes(s)) }
 	out := make([]thread, 0, len(found))
 	for _, c := range found {
-		t, err := h.threadOf(r.Context(), c, true)
+		t, err := h.threadOf(r.Context(), c, fits)
 		if err != nil {
 			h.fail(w, r, err)
 			return
@@ -278,7 +282,7 @@ func (h *handler) getState(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, stateOf(c.ID, snap))
 }
 
-// historyMost bounds how many checkpoints a history request reads.
+// historyMost bounds how many checkpoints a history page holds.
 const historyMost = 1000
 
 func (h *handler) postHistory(w http.ResponseWriter, r *http.Request) {
@@ -307,8 +311,11 @@ func (h *handler) getHistory(w http.ResponseWriter, r *http.Request) {
 	h.history(w, r, limit, r.URL.Query().Get("before"))
 }
 
-// history answers the thread's checkpoints, newest first, limit of them
-// (10 by default), those older than before when it is given.
+// history answers the thread's checkpoints, newest first, limit of
+// them (10 by default), those older than before when it is given. A
+// page also stops once it holds a megabyte of messages (runs.History):
+// a client reads on with before set to its last checkpoint until a page
+// is empty.
 func (h *handler) history(w http.ResponseWriter, r *http.Request, limitIn *int, before string) {
 	c, err := h.conversation(r)
 	if err != nil {
@@ -320,24 +327,13 @@ func (h *handler) history(w http.ResponseWriter, r *http.Request, limitIn *int, 
 		h.fail(w, r, err)
 		return
 	}
-	read := limit
-	if before != "" {
-		read = historyMost
-	}
-	snaps, err := h.runs.History(r.Context(), c.ID, read)
+	snaps, err := h.runs.History(r.Context(), c.ID, limit, before)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	if before != "" {
-		i := 0
-		for i < len(snaps) && snaps[i].CheckpointID != before {
-			i++
-		}
-		snaps = snaps[min(i+1, len(snaps)):]
-	}
-	out := make([]threadState, 0, min(limit, len(snaps)))
-	for _, s := range snaps[:min(limit, len(snaps))] {
+	out := make([]threadState, 0, len(snaps))
+	for _, s := range snaps {
 		out = append(out, stateOf(c.ID, s))
 	}
 	writeJSON(w, http.StatusOK, out)

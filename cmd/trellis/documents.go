@@ -221,7 +221,7 @@ func (d documentSummaries) DocumentSummaries(ctx context.Context, userID, conver
 	if conversationID == "" {
 		return nil, nil
 	}
-	docs, err := d.svc.List(ctx, userID, conversationID)
+	docs, err := d.svc.All(ctx, userID, conversationID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}

@@ -15,7 +15,7 @@ import (
 
 // Store is what the tools read of the record.
 type Store interface {
-	ListDocuments(ctx context.Context, userID, conversationID string) ([]store.Document, error)
+	store.DocumentLister
 	GetDocument(ctx context.Context, userID, conversationID, id string) (store.Document, error)
 	DocumentChunks(ctx context.Context, userID, id string, indexes []int) ([]store.DocumentChunk, error)
 	SearchChunks(ctx context.Context, q store.ChunkQuery) ([]store.ChunkHit, error)
@@ -121,7 +121,7 @@ func (t *tools) list() operators.Tool {
 	return operators.NewTool("list_documents",
 		"Lists the documents uploaded to this conversation: id, file name, processing status (uploading, chunking, summarizing, ready, error), summary and how many chunks each has.",
 		scoped(func(ctx context.Context, call operators.Call, _ listInput) (operators.Result, error) {
-			docs, err := t.cfg.Store.ListDocuments(ctx, call.UserID, call.ConversationID)
+			docs, err := store.AllDocuments(ctx, t.cfg.Store, call.UserID, call.ConversationID)
 			if errors.Is(err, store.ErrNotFound) {
 				docs, err = nil, nil // a conversation not stored yet has none
 			}
@@ -218,7 +218,7 @@ func (t *tools) search() operators.Tool {
 // pendingNote explains an empty search: no documents, or some still
 // processing.
 func (t *tools) pendingNote(ctx context.Context, call operators.Call) string {
-	docs, _ := t.cfg.Store.ListDocuments(ctx, call.UserID, call.ConversationID)
+	docs, _ := store.AllDocuments(ctx, t.cfg.Store, call.UserID, call.ConversationID)
 	if len(docs) == 0 {
 		return "this conversation has no documents"
 	}

@@ -218,9 +218,15 @@ func cleanName(name string) string {
 	return name
 }
 
-// List returns the conversation's documents.
-func (s *Service) List(ctx context.Context, userID, conversationID string) ([]store.Document, error) {
-	return s.cfg.Store.ListDocuments(ctx, userID, conversationID)
+// List returns a page of the conversation's documents, oldest first.
+func (s *Service) List(ctx context.Context, userID, conversationID string, page store.Page) (store.DocumentPage, error) {
+	return s.cfg.Store.ListDocuments(ctx, userID, conversationID, page)
+}
+
+// All returns every document of the conversation (see
+// store.AllDocuments).
+func (s *Service) All(ctx context.Context, userID, conversationID string) ([]store.Document, error) {
+	return store.AllDocuments(ctx, s.cfg.Store, userID, conversationID)
 }
 
 // Get returns one document's record.

@@ -119,7 +119,7 @@ func TestRefusedUploadsStoreNothing(t *testing.T) {
 	if keys, _ := r.Files.List(ctx, ""); len(keys) != 1 {
 		t.Fatalf("files after refusals: %v", keys)
 	}
-	if list, _ := r.Svc.List(ctx, "alice", first.ConversationID); len(list) != 1 {
+	if list, _ := r.Svc.All(ctx, "alice", first.ConversationID); len(list) != 1 {
 		t.Fatalf("documents after refusals: %+v", list)
 	}
 }
@@ -359,7 +359,7 @@ func TestUploadBurstBounded(t *testing.T) {
 	if limit := int64(burst/2) * decoded; grew > limit {
 		t.Fatalf("the heap grew by %d MiB, more than %d MiB: extractions are not bounded", grew>>20, limit>>20)
 	}
-	if list, err := r.Svc.List(ctx, "alice", first.ConversationID); err != nil || len(list) != burst {
+	if list, err := r.Svc.All(ctx, "alice", first.ConversationID); err != nil || len(list) != burst {
 		t.Fatalf("%d documents stored, want %d (%v)", len(list), burst, err)
 	}
 }

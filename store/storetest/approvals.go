@@ -105,7 +105,7 @@ func newPending(t *testing.T, s store.Store, c store.Conversation, other store.R
 func pendingIDs(t *testing.T, s store.Store, kind store.HumanKind, conversationID string) []string {
 	t.Helper()
 	var out []string
-	for _, p := range must(s.PendingHumanRequests(t.Context(), kind, alice, conversationID))(t) {
+	for _, p := range allPending(t, s, kind, alice, conversationID) {
 		out = append(out, p.ID)
 	}
 	return out
@@ -175,7 +175,7 @@ func testElicitations(t *testing.T, s store.Store) {
 	if got, want := pendingIDs(t, s, store.KindElicitation, c2.ID), []string{e2.ID, e3.ID}; !reflect.DeepEqual(got, want) {
 		t.Errorf("pending of %s = %v, want %v", c2.ID, got, want)
 	}
-	if all := must(s.PendingHumanRequests(ctx, store.KindElicitation, alice, ""))(t); len(all) != 3 {
+	if all := allPending(t, s, store.KindElicitation, alice, ""); len(all) != 3 {
 		t.Errorf("%d pending in all, want 3", len(all))
 	}
 
@@ -195,7 +195,7 @@ func testElicitations(t *testing.T, s store.Store) {
 	if can := must(s.ResolveHumanRequest(ctx, alice, e3.ID, store.ElicitationAnswer{Action: store.ActionCancel}))(t); can.Status != store.HumanCancelled {
 		t.Errorf("cancel = %+v", can)
 	}
-	if all := must(s.PendingHumanRequests(ctx, store.KindElicitation, alice, ""))(t); len(all) != 0 {
+	if all := allPending(t, s, store.KindElicitation, alice, ""); len(all) != 0 {
 		t.Errorf("pending after answering all: %+v", all)
 	}
 }
@@ -253,14 +253,14 @@ func testClarifications(t *testing.T, s store.Store) {
 	wantErr(t, "no question", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindClarification})), store.ErrInvalid)
 	finish(t, s, r.ID, store.RunInterrupted, store.InterruptClarification)
 
-	pending := must(s.PendingHumanRequests(ctx, store.KindClarification, alice, c.ID))(t)
+	pending := allPending(t, s, store.KindClarification, alice, c.ID)
 	if len(pending) != 1 || pending[0].ID != q.ID {
 		t.Fatalf("pending clarifications %+v, want %s", pending, q.ID)
 	}
-	if got := must(s.PendingHumanRequests(ctx, store.KindClarification, bob, ""))(t); len(got) != 0 {
+	if got := allPending(t, s, store.KindClarification, bob, ""); len(got) != 0 {
 		t.Errorf("bob sees alice's clarifications: %+v", got)
 	}
-	if got := must(s.PendingHumanRequests(ctx, store.KindApproval, alice, c.ID))(t); len(got) != 0 {
+	if got := allPending(t, s, store.KindApproval, alice, c.ID); len(got) != 0 {
 		t.Errorf("a clarification is listed as an approval: %+v", got)
 	}
 	wantErr(t, "as another kind", second(s.GetHumanRequest(ctx, store.KindApproval, alice, q.ID)), store.ErrNotFound)
@@ -271,7 +271,7 @@ func testClarifications(t *testing.T, s store.Store) {
 	if got.Status != store.HumanAnswered || got.Clarification.Answer != "Oslo, tonight" || got.ResolvedAt == nil {
 		t.Errorf("after the next message: %+v, want answered with it", got)
 	}
-	if got := must(s.PendingHumanRequests(ctx, store.KindClarification, alice, ""))(t); len(got) != 0 {
+	if got := allPending(t, s, store.KindClarification, alice, ""); len(got) != 0 {
 		t.Errorf("still pending after the answer: %+v", got)
 	}
 	finish(t, s, answer.ID, store.RunCompleted, "")

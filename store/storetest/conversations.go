@@ -178,7 +178,7 @@ func testDeleteCascades(t *testing.T, s store.Store) {
 		"GetRun":              second(s.GetRun(ctx, alice, run.ID)),
 		"LatestRun":           second(s.LatestRun(ctx, alice, gone.ID)),
 		"ListRuns":            second(s.ListRuns(ctx, alice, gone.ID, store.RunQuery{})),
-		"ListMessages":        second(s.ListMessages(ctx, alice, gone.ID)),
+		"RunMessages":         second(s.RunMessages(ctx, alice, run.ID)),
 		"EventsAfter":         second(s.EventsAfter(ctx, alice, run.ID, 0, 0)),
 		"GetApproval":         second(s.GetHumanRequest(ctx, store.KindApproval, alice, ap.ID)),
 		"GetElicitation":      second(s.GetHumanRequest(ctx, store.KindElicitation, alice, el.ID)),
@@ -186,10 +186,10 @@ func testDeleteCascades(t *testing.T, s store.Store) {
 		"ResumeRun":           second(s.ResumeRun(ctx, run.ID, "p")),
 		"AddMessage":          second(s.AddMessage(ctx, store.NewMessage{RunID: run.ID, Role: store.RoleAssistant})),
 		"ResolveApproval":     second(s.ResolveHumanRequest(ctx, alice, ap.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})),
-		"PendingApprovals":    second(s.PendingHumanRequests(ctx, store.KindApproval, alice, gone.ID)),
-		"PendingElicitations": second(s.PendingHumanRequests(ctx, store.KindElicitation, alice, gone.ID)),
+		"PendingApprovals":    second(s.PendingHumanRequests(ctx, store.KindApproval, alice, gone.ID, store.Page{})),
+		"PendingElicitations": second(s.PendingHumanRequests(ctx, store.KindElicitation, alice, gone.ID, store.Page{})),
 	}, store.ErrNotFound)
-	pending := must(s.PendingHumanRequests(ctx, store.KindApproval, alice, ""))(t)
+	pending := allPending(t, s, store.KindApproval, alice, "")
 	if len(pending) != 1 || pending[0].ID != keptAp.ID {
 		t.Errorf("pending approvals after delete = %+v, want only %s", pending, keptAp.ID)
 	}
@@ -220,7 +220,7 @@ func testMessages(t *testing.T, s store.Store) {
 	finish(t, s, r1.ID, store.RunCompleted, "")
 	r2 := startRun(t, s, c, "question two")
 
-	got := must(s.ListMessages(ctx, alice, c.ID))(t)
+	got := allMessages(t, s, alice, c.ID)
 	type short struct {
 		Run     string
 		Role    store.Role
@@ -232,7 +232,7 @@ func testMessages(t *testing.T, s store.Store) {
 	}
 	want := []short{{r1.ID, store.RoleUser, "question one"}, {r1.ID, store.RoleAssistant, "answer [1]"}, {r2.ID, store.RoleUser, "question two"}}
 	if !slices.Equal(shorts, want) {
-		t.Errorf("ListMessages = %+v\nwant %+v (StartRun stores the user's message)", shorts, want)
+		t.Errorf("RunMessages = %+v\nwant %+v (StartRun stores the user's message)", shorts, want)
 	}
 	if len(got) == 3 && !reflect.DeepEqual(got[1], m) {
 		t.Errorf("listed %+v\nwant %+v as added", got[1], m)
@@ -240,7 +240,7 @@ func testMessages(t *testing.T, s store.Store) {
 	if len(got) == 3 && (string(got[1].Citations) != string(citations) || got[0].Citations != nil) {
 		t.Errorf("citations %s / %s, want %s verbatim and none", got[1].Citations, got[0].Citations, citations)
 	}
-	if empty := must(s.ListMessages(ctx, alice, newConversation(t, s, alice).ID))(t); empty == nil || len(empty) != 0 {
+	if empty := allMessages(t, s, alice, newConversation(t, s, alice).ID); len(empty) != 0 {
 		t.Errorf("messages of a new conversation = %#v, want empty and non-nil", empty)
 	}
 	if _, err := s.AddMessage(ctx, store.NewMessage{RunID: r2.ID, Role: "system"}); !errors.Is(err, store.ErrInvalid) {

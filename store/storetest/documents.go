@@ -34,6 +34,7 @@ func RunDocuments(t *testing.T, newStore func(t *testing.T) DocStore) {
 		{"PutChunksAgain", testPutChunksAgain},
 		{"DeleteCascades", testDocumentDeleteCascades},
 		{"InvalidChangesNothing", testDocumentInvalid},
+		{"BoundedByBytes", testDocumentsBoundedByBytes},
 	})
 }
 
@@ -103,7 +104,7 @@ func testDocumentLifecycle(t *testing.T, s DocStore) {
 		t.Fatalf("error status: %+v", failed)
 	}
 	other := newDocument(t, s, c, "second.txt")
-	list := must(s.ListDocuments(ctx, alice, c.ID))(t)
+	list := allDocuments(t, s, alice, c.ID)
 	if len(list) != 2 || list[0].ID != d.ID || list[1].ID != other.ID {
 		t.Fatalf("ListDocuments = %+v", list)
 	}
@@ -111,7 +112,7 @@ func testDocumentLifecycle(t *testing.T, s DocStore) {
 		t.Fatalf("LookupDocument = %+v", got)
 	}
 	empty := newConversation(t, s, alice)
-	if got := must(s.ListDocuments(ctx, alice, empty.ID))(t); got == nil || len(got) != 0 {
+	if got := allDocuments(t, s, alice, empty.ID); got == nil || len(got) != 0 {
 		t.Fatalf("ListDocuments of an empty conversation = %#v", got)
 	}
 	gone := must(s.DeleteDocument(ctx, alice, c.ID, d.ID))(t)
@@ -137,7 +138,7 @@ func testDocumentInNewConversation(t *testing.T, s DocStore) {
 	if c.Title != "report.pdf" {
 		t.Fatalf("new conversation %+v", c)
 	}
-	if got := must(s.ListDocuments(ctx, alice, c.ID))(t); len(got) != 1 || got[0].ID != d.ID {
+	if got := allDocuments(t, s, alice, c.ID); len(got) != 1 || got[0].ID != d.ID {
 		t.Fatalf("ListDocuments = %+v", got)
 	}
 }
@@ -150,7 +151,7 @@ func testDocumentLimit(t *testing.T, s DocStore) {
 	must(s.CreateDocument(ctx, nd))(t)
 	_, err := s.CreateDocument(ctx, nd)
 	wantErr(t, "third document of two", err, store.ErrTooMany)
-	if got := must(s.ListDocuments(ctx, alice, c.ID))(t); len(got) != 2 {
+	if got := allDocuments(t, s, alice, c.ID); len(got) != 2 {
 		t.Fatalf("%d documents after a refusal", len(got))
 	}
 	// Another conversation has room of its own.
@@ -178,7 +179,7 @@ func testDocumentLimitConcurrent(t *testing.T, s DocStore) {
 			t.Errorf("concurrent create: %v", err)
 		}
 	}
-	if got := must(s.ListDocuments(t.Context(), alice, c.ID))(t); ok != 5 || len(got) != 5 {
+	if got := allDocuments(t, s, alice, c.ID); ok != 5 || len(got) != 5 {
 		t.Fatalf("%d creates succeeded, %d documents stored; want 5 and 5", ok, len(got))
 	}
 }
@@ -190,7 +191,7 @@ func testDocumentOtherUsers(t *testing.T, s DocStore) {
 	putText(t, s, d, "the vault combination is swordfish")
 	wantErrs(t, " of another user's", map[string]error{
 		"GetDocument":                         second(s.GetDocument(ctx, bob, c.ID, d.ID)),
-		"ListDocuments":                       second(s.ListDocuments(ctx, bob, c.ID)),
+		"ListDocuments":                       second(s.ListDocuments(ctx, bob, c.ID, store.Page{})),
 		"DeleteDocument":                      second(s.DeleteDocument(ctx, bob, c.ID, d.ID)),
 		"DocumentChunks":                      second(s.DocumentChunks(ctx, bob, d.ID, nil)),
 		"CreateDocument":                      second(s.CreateDocument(ctx, store.NewDocument{UserID: bob, ConversationID: c.ID, Filename: "x", ContentType: "text/plain"})),
@@ -338,7 +339,7 @@ func testDocumentDeleteCascades(t *testing.T, s DocStore) {
 	wantErrs(t, " after DeleteConversation", map[string]error{
 		"LookupDocument": second(s.LookupDocument(ctx, d2.ID)),
 		"DocumentChunks": second(s.DocumentChunks(ctx, alice, d2.ID, nil)),
-		"ListDocuments":  second(s.ListDocuments(ctx, alice, c.ID)),
+		"ListDocuments":  second(s.ListDocuments(ctx, alice, c.ID, store.Page{})),
 	}, store.ErrNotFound)
 	hits = must(s.SearchChunks(ctx, store.ChunkQuery{UserID: alice, Query: "marmalade"}))(t)
 	if len(hits) != 1 || hits[0].DocumentID != k.ID {
@@ -370,7 +371,7 @@ func testDocumentInvalid(t *testing.T, s DocStore) {
 	_, err := s.SetDocumentStatus(ctx, d.ID, "done", "")
 	wantErr(t, "unknown status", err, store.ErrInvalid)
 	wantErr(t, "NUL in a chunk", s.PutChunks(ctx, d.ID, []store.NewChunk{{Text: "a\x00b"}}, 0), store.ErrInvalid)
-	if got := must(s.ListDocuments(ctx, alice, c.ID))(t); len(got) != 1 || got[0].Status != store.DocReady {
+	if got := allDocuments(t, s, alice, c.ID); len(got) != 1 || got[0].Status != store.DocReady {
 		t.Fatalf("documents after invalid calls: %+v", got)
 	}
 	if got := must(s.DocumentChunks(ctx, alice, d.ID, nil))(t); len(got) != 1 || got[0].Text != "original text" {

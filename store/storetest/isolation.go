@@ -25,8 +25,8 @@ func userCalls(user string, id records) map[string]func(ctx context.Context, s s
 		"DeleteConversation": func(ctx context.Context, s store.Store) error {
 			return s.DeleteConversation(ctx, user, id.conversation)
 		},
-		"ListMessages": func(ctx context.Context, s store.Store) error {
-			return second(s.ListMessages(ctx, user, id.conversation))
+		"RunMessages": func(ctx context.Context, s store.Store) error {
+			return second(s.RunMessages(ctx, user, id.run))
 		},
 		"StartRun": func(ctx context.Context, s store.Store) error {
 			return second(s.StartRun(ctx, store.NewRun{UserID: user, ConversationID: id.conversation, UserMessage: "hi"}))
@@ -50,7 +50,7 @@ func userCalls(user string, id records) map[string]func(ctx context.Context, s s
 			return second(s.GetHumanRequest(ctx, store.KindApproval, user, id.approval))
 		},
 		"PendingApprovals": func(ctx context.Context, s store.Store) error {
-			return second(s.PendingHumanRequests(ctx, store.KindApproval, user, id.conversation))
+			return second(s.PendingHumanRequests(ctx, store.KindApproval, user, id.conversation, store.Page{}))
 		},
 		"ResolveApproval": func(ctx context.Context, s store.Store) error {
 			return second(s.ResolveHumanRequest(ctx, user, id.approval, store.ApprovalAnswer{Decision: store.DecisionApprove}))
@@ -59,7 +59,7 @@ func userCalls(user string, id records) map[string]func(ctx context.Context, s s
 			return second(s.GetHumanRequest(ctx, store.KindElicitation, user, id.elicitation))
 		},
 		"PendingElicitations": func(ctx context.Context, s store.Store) error {
-			return second(s.PendingHumanRequests(ctx, store.KindElicitation, user, id.conversation))
+			return second(s.PendingHumanRequests(ctx, store.KindElicitation, user, id.conversation, store.Page{}))
 		},
 		"ResolveElicitation": func(ctx context.Context, s store.Store) error {
 			return second(s.ResolveHumanRequest(ctx, user, id.elicitation, store.ElicitationAnswer{Action: store.ActionCancel}))
@@ -83,10 +83,10 @@ func testOtherUsersIDs(t *testing.T, s store.Store) {
 	if p := must(s.ListConversations(ctx, bob, store.Page{}))(t); len(p.Conversations) != 1 || p.Conversations[0].UserID != bob {
 		t.Errorf("bob lists %+v, want his one conversation", p.Conversations)
 	}
-	if p := must(s.PendingHumanRequests(ctx, store.KindApproval, bob, ""))(t); len(p) != 0 {
+	if p := allPending(t, s, store.KindApproval, bob, ""); len(p) != 0 {
 		t.Errorf("bob's pending approvals = %+v, want none", p)
 	}
-	if p := must(s.PendingHumanRequests(ctx, store.KindElicitation, bob, ""))(t); len(p) != 0 {
+	if p := allPending(t, s, store.KindElicitation, bob, ""); len(p) != 0 {
 		t.Errorf("bob's pending elicitations = %+v, want none", p)
 	}
 }
@@ -168,7 +168,7 @@ func testInvalidInput(t *testing.T, s store.Store) {
 		"CreateHumanRequest without kind":   second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Approval: store.Approval{Tool: "x"}})),
 		"CreateHumanRequest, unknown kind":  second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: "question"})),
 		"GetHumanRequest, unknown kind":     second(s.GetHumanRequest(ctx, "question", alice, a.ID)),
-		"PendingHumanRequests, no kind":     second(s.PendingHumanRequests(ctx, "", alice, "")),
+		"PendingHumanRequests, no kind":     second(s.PendingHumanRequests(ctx, "", alice, "", store.Page{})),
 		"ResolveHumanRequest, no answer":    second(s.ResolveHumanRequest(ctx, alice, a.ID, nil)),
 		"ListConversations, limit -1":       second(s.ListConversations(ctx, alice, store.Page{Limit: -1})),
 		"ListConversations, bad cursor":     second(s.ListConversations(ctx, alice, store.Page{Cursor: "not-a-cursor"})),

@@ -148,7 +148,7 @@ func testOneActiveRunConcurrent(t *testing.T, s store.Store) {
 	if latest := must(s.LatestRun(ctx, alice, c.ID))(t); latest.ID != won[0].ID {
 		t.Errorf("LatestRun = %s, want the winner %s", latest.ID, won[0].ID)
 	}
-	if msgs := must(s.ListMessages(ctx, alice, c.ID))(t); len(msgs) != 1 {
+	if msgs := allMessages(t, s, alice, c.ID); len(msgs) != 1 {
 		t.Errorf("%d messages stored, want the winner's only: a refused run leaves nothing", len(msgs))
 	}
 }
@@ -204,7 +204,7 @@ func testSupersede(t *testing.T, s store.Store) {
 	}
 	wantErr(t, "answering an expired approval", second(s.ResolveHumanRequest(ctx, alice, a3.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})), store.ErrAlreadyResolved)
 	wantErr(t, "resuming a superseded run", second(s.ResumeRun(ctx, r3.ID, "p")), store.ErrConflict)
-	for _, m := range must(s.ListMessages(ctx, alice, c.ID))(t) {
+	for _, m := range allMessages(t, s, alice, c.ID) {
 		if m.Superseded != (m.RunID == r2.ID || m.RunID == r3.ID) {
 			t.Errorf("message %q of run %s: superseded %v", m.Content, m.RunID, m.Superseded)
 		}
@@ -269,8 +269,8 @@ func testListRuns(t *testing.T, s store.Store) {
 	if !reflect.DeepEqual(got.Runs, want) || got.NextCursor != "" {
 		t.Errorf("ListRuns =\n%+v\nwant\n%+v, no cursor", got, want)
 	}
-	if msgs := must(s.ListMessages(ctx, alice, c.ID))(t); !reflect.DeepEqual(got.Messages, msgs) {
-		t.Errorf("ListRuns' messages =\n%+v\nwant every message, as ListMessages gives\n%+v", got.Messages, msgs)
+	if msgs := allMessages(t, s, alice, c.ID); !reflect.DeepEqual(got.Messages, msgs) {
+		t.Errorf("ListRuns' messages =\n%+v\nwant every message, as RunMessages gives\n%+v", got.Messages, msgs)
 	}
 	if latest := must(s.LatestRun(ctx, alice, c.ID))(t); latest.ID != quiet.ID {
 		t.Errorf("LatestRun = %s, want %s", latest.ID, quiet.ID)

@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ListRunsPages", testListRunsPages},
 		{"ListRunsLimits", testListRunsLimits},
 		{"PagesBoundedByBytes", testPagesBoundedByBytes},
+		{"PendingBoundedByBytes", testPendingBoundedByBytes},
 		{"EventsVerbatim", testEventsVerbatim},
 		{"EventsAfter", testEventsAfter},
 		{"EventsAfterLimits", testEventsAfterLimits},
@@ -161,9 +162,8 @@ func take(t *testing.T, s store.Store, user, conversationID string) snapshot {
 	ctx := t.Context()
 	snap := snapshot{
 		Conversation: must(s.GetConversation(ctx, user, conversationID))(t),
-		Messages:     must(s.ListMessages(ctx, user, conversationID))(t),
 	}
-	snap.Runs, _ = allRuns(t, s, user, conversationID)
+	snap.Runs, snap.Messages = allRuns(t, s, user, conversationID)
 	// Every approval and elicitation, resolved or not.
 	for _, r := range snap.Runs {
 		for _, e := range r.Events {
@@ -228,6 +228,46 @@ func allRuns(t *testing.T, s store.Store, user, conversationID string) ([]store.
 			return runs, msgs
 		}
 		q.Cursor = page.NextCursor
+	}
+}
+
+// allMessages returns the conversation's messages in run order, read a
+// run at a time with RunMessages.
+func allMessages(t *testing.T, s store.Store, user, conversationID string) []store.Message {
+	t.Helper()
+	msgs := []store.Message{}
+	runs, _ := allRuns(t, s, user, conversationID)
+	for _, r := range runs {
+		msgs = append(msgs, must(s.RunMessages(t.Context(), user, r.ID))(t)...)
+	}
+	return msgs
+}
+
+// allPending pages through the user's pending requests of the kind.
+func allPending(t *testing.T, s store.Store, kind store.HumanKind, user, conversationID string) []store.HumanRequest {
+	t.Helper()
+	all := []store.HumanRequest{}
+	for p := (store.Page{}); ; {
+		page := must(s.PendingHumanRequests(t.Context(), kind, user, conversationID, p))(t)
+		all = append(all, page.Requests...)
+		if page.NextCursor == "" {
+			return all
+		}
+		p.Cursor = page.NextCursor
+	}
+}
+
+// allDocuments pages through the conversation's documents.
+func allDocuments(t *testing.T, s DocStore, user, conversationID string) []store.Document {
+	t.Helper()
+	all := []store.Document{}
+	for p := (store.Page{}); ; {
+		page := must(s.ListDocuments(t.Context(), user, conversationID, p))(t)
+		all = append(all, page.Documents...)
+		if page.NextCursor == "" {
+			return all
+		}
+		p.Cursor = page.NextCursor
 	}
 }
 

@@ -48,10 +48,10 @@ func testUnstorableIDs(t *testing.T, s store.Store) {
 			if p, err := s.ListConversations(ctx, bad, store.Page{}); err != nil || len(p.Conversations) != 0 {
 				t.Errorf("ListConversations of a user %q = %+v, %v; want none", bad, p, err)
 			}
-			if as, err := s.PendingHumanRequests(ctx, store.KindApproval, bad, ""); err != nil || len(as) != 0 {
+			if as, err := s.PendingHumanRequests(ctx, store.KindApproval, bad, "", store.Page{}); err != nil || len(as.Requests) != 0 {
 				t.Errorf("PendingApprovals of a user %q = %+v, %v; want none", bad, as, err)
 			}
-			if es, err := s.PendingHumanRequests(ctx, store.KindElicitation, bad, ""); err != nil || len(es) != 0 {
+			if es, err := s.PendingHumanRequests(ctx, store.KindElicitation, bad, "", store.Page{}); err != nil || len(es.Requests) != 0 {
 				t.Errorf("PendingElicitations of a user %q = %+v, %v; want none", bad, es, err)
 			}
 		})
@@ -192,7 +192,7 @@ func testJSONEscapesKept(t *testing.T, s store.Store) {
 	if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e.ID))(t); string(got.Elicitation.Schema) != obj || string(got.Elicitation.Content) != obj {
 		t.Errorf("elicitation schema %s, content %s; want %s", got.Elicitation.Schema, got.Elicitation.Content, obj)
 	}
-	msgs := must(s.ListMessages(ctx, alice, c.ID))(t)
+	msgs := allMessages(t, s, alice, c.ID)
 	if last := msgs[len(msgs)-1]; last.ID != m.ID || string(last.Citations) != `[`+obj+`]` || string(last.Meta) != obj {
 		t.Errorf("message %+v, want citations [%s] and meta %s", last, obj, obj)
 	}
@@ -215,7 +215,7 @@ func testStartRunInNewConversation(t *testing.T, s store.Store) {
 	if got := must(s.LatestRun(ctx, alice, c.ID))(t); got.ID != r.ID {
 		t.Errorf("LatestRun = %s, want the run %s", got.ID, r.ID)
 	}
-	if msgs := must(s.ListMessages(ctx, alice, c.ID))(t); len(msgs) != 1 || msgs[0].Content != "hello" || msgs[0].Role != store.RoleUser {
+	if msgs := allMessages(t, s, alice, c.ID); len(msgs) != 1 || msgs[0].Content != "hello" || msgs[0].Role != store.RoleUser {
 		t.Errorf("messages = %+v, want the user's", msgs)
 	}
 	finish(t, s, r.ID, store.RunCompleted, "")

@@ -112,8 +112,11 @@ func (s *Store) getDocument(ctx context.Context, q Querier, userID, conversation
 }
 
 // ListDocuments implements store.Documents.
-func (s *Store) ListDocuments(ctx context.Context, userID, conversationID string) ([]store.Document, error) {
-	var ds []store.Document
+func (s *Store) ListDocuments(ctx context.Context, userID, conversationID string, page store.Page) (store.DocumentPage, error) {
+	if _, _, _, err := checkPage(page); err != nil {
+		return store.DocumentPage{}, s.errorf("list documents of %s: %w", conversationID, err)
+	}
+	var p store.DocumentPage
 	err := s.db.Read(ctx, func(q Querier) error {
 		if storeutil.CheckIDs(userID, conversationID) != nil {
 			return store.ErrNotFound
@@ -122,14 +125,18 @@ func (s *Store) ListDocuments(ctx context.Context, userID, conversationID string
 			return err
 		}
 		var err error
-		ds, err = queryAll(ctx, q, scanDocument, `SELECT `+documentCols+` FROM documents d
-            WHERE d.conversation_id = ? ORDER BY d.created_at, d.id`, conversationID)
+		p.Documents, p.NextCursor, err = readPage(ctx, s, q, keyed{sel: `SELECT ` + documentCols + ` FROM documents d`, alias: "d",
+			where: `d.conversation_id = ?`, args: []any{conversationID}, oldest: true}, page, scanDocument,
+			func(d store.Document) storeutil.Cursor { return storeutil.Cursor{CreatedAt: d.CreatedAt, ID: d.ID} },
+			func(d store.Document) int {
+				return len(d.Filename) + len(d.ContentType) + len(d.Error) + len(d.Summary)
+			})
 		return err
 	})
 	if err != nil {
-		return nil, s.errorf("list documents of %s: %w", conversationID, err)
+		return store.DocumentPage{}, s.errorf("list documents of %s: %w", conversationID, err)
 	}
-	return ds, nil
+	return p, nil
 }
 
 // DeleteDocument implements store.Documents: the foreign keys cascade to

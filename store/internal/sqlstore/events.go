@@ -74,7 +74,7 @@ WHERE r.id = ? AND r.user_id = ? ORDER BY e.seq`, runID, afterSeq, size, runID, 
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := CollectBudget(rows, scanEvent, eventBytes, store.PageBytes)
+	out, _, err := CollectBudget(rows, scanEvent, eventBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -112,33 +112,45 @@ func (h human) get(ctx context.Context, s *Store, userID, id string) (store.Huma
 	return v, nil
 }
 
-// pending lists the user's pending records, oldest first, of one
-// conversation when conversationID is set (ErrNotFound if it is not the
-// user's). It never returns nil.
-func (h human) pending(ctx context.Context, s *Store, userID, conversationID string) ([]store.HumanRequest, error) {
+// pending reads a page of the user's pending records, oldest first, of
+// one conversation when conversationID is set (ErrNotFound if it is not
+// the user's). Its requests are never nil.
+func (h human) pending(ctx context.Context, s *Store, userID, conversationID string, page store.Page) (store.HumanRequestPage, error) {
+	if _, _, _, err := checkPage(page); err != nil {
+		return store.HumanRequestPage{}, s.errorf("pending %s: %w", h.table, err)
+	}
 	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
 		if conversationID != "" {
-			return nil, s.errorf("pending %s: %w", h.table, err)
+			return store.HumanRequestPage{}, s.errorf("pending %s: %w", h.table, err)
 		}
-		return []store.HumanRequest{}, nil // no such user, so nothing is pending
+		return store.HumanRequestPage{Requests: []store.HumanRequest{}}, nil // no such user, so nothing is pending
 	}
-	var out []store.HumanRequest
+	var p store.HumanRequestPage
 	err := s.db.Read(ctx, func(q Querier) error {
-		query, args := `SELECT `+h.cols+` FROM `+h.table+` WHERE user_id = ? AND status = 'pending'`, []any{userID}
+		k := keyed{sel: `SELECT ` + h.cols + ` FROM ` + h.table + ` h`, alias: "h",
+			where: `h.user_id = ? AND h.status = 'pending'`, args: []any{userID}, oldest: true}
 		if conversationID != "" {
 			if err := ownsConversation(ctx, q, userID, conversationID); err != nil {
 				return err
 			}
-			query, args = query+` AND conversation_id = ?`, append(args, conversationID)
+			k.where, k.args = k.where+` AND h.conversation_id = ?`, append(k.args, conversationID)
 		}
 		var err error
-		out, err = queryAll(ctx, q, h.scan, query+` ORDER BY created_at, id`, args...)
+		p.Requests, p.NextCursor, err = readPage(ctx, s, q, k, page, h.scan,
+			func(r store.HumanRequest) storeutil.Cursor { return storeutil.Cursor{CreatedAt: r.CreatedAt, ID: r.ID} }, humanBytes)
 		return err
 	})
 	if err != nil {
-		return nil, s.errorf("pending %s: %w", h.table, err)
+		return store.HumanRequestPage{}, s.errorf("pending %s: %w", h.table, err)
 	}
-	return out, nil
+	return p, nil
+}
+
+// humanBytes is a human request's size in a page (see store.PageBytes).
+func humanBytes(r store.HumanRequest) int {
+	a, e, c, u := r.Approval, r.Elicitation, r.Clarification, r.UncertainCall
+	return len(a.Args) + len(a.EditedArgs) + len(a.Reason) + len(e.Message) + len(e.Schema) + len(e.Content) +
+		len(c.Question) + len(c.Answer) + len(u.Args)
 }
 
 // CreateHumanRequest implements store.HumanRequests.
@@ -189,12 +201,12 @@ func (s *Store) GetHumanRequest(ctx context.Context, kind store.HumanKind, userI
 }
 
 // PendingHumanRequests implements store.HumanRequests.
-func (s *Store) PendingHumanRequests(ctx context.Context, kind store.HumanKind, userID, conversationID string) ([]store.HumanRequest, error) {
+func (s *Store) PendingHumanRequests(ctx context.Context, kind store.HumanKind, userID, conversationID string, page store.Page) (store.HumanRequestPage, error) {
 	h, err := humanOf(kind)
 	if err != nil {
-		return nil, s.errorf("pending human requests: %w", err)
+		return store.HumanRequestPage{}, s.errorf("pending human requests: %w", err)
 	}
-	return h.pending(ctx, s, userID, conversationID)
+	return h.pending(ctx, s, userID, conversationID, page)
 }
 
 // ResolveHumanRequest implements store.HumanRequests.

@@ -44,23 +44,27 @@ func (s *Store) addMessage(ctx context.Context, q Querier, m *store.Message, at 
 	return err
 }
 
-// ListMessages implements store.Conversations.
-func (s *Store) ListMessages(ctx context.Context, userID, conversationID string) ([]store.Message, error) {
-	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
-		return nil, s.errorf("list messages: %w", err)
+// RunMessages implements store.Conversations.
+func (s *Store) RunMessages(ctx context.Context, userID, runID string) ([]store.Message, error) {
+	if err := storeutil.CheckIDs(userID, runID); err != nil {
+		return nil, s.errorf("messages of run: %w", err)
 	}
 	var out []store.Message
 	err := s.db.Read(ctx, func(q Querier) error {
-		if err := ownsConversation(ctx, q, userID, conversationID); err != nil {
+		var one int
+		err := q.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = ? AND user_id = ?`, runID, userID).Scan(&one)
+		if noRows(err) {
+			return store.ErrNotFound
+		}
+		if err != nil {
 			return err
 		}
-		var err error
 		out, err = queryAll(ctx, q, scanMessage, `SELECT `+messageCols+` FROM messages m JOIN runs r ON r.id = m.run_id
-WHERE m.conversation_id = ? ORDER BY r.num, m.created_at, m.id`, conversationID)
+WHERE m.run_id = ? ORDER BY m.created_at, m.id`, runID)
 		return err
 	})
 	if err != nil {
-		return nil, s.errorf("list messages of conversation %s: %w", conversationID, err)
+		return nil, s.errorf("messages of run %s: %w", runID, err)
 	}
 	return out, nil
 }

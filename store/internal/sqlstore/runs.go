@@ -231,7 +231,7 @@ ORDER BY num LIMIT ?`, conversationID, after, size+1)
 		if err != nil {
 			return err
 		}
-		runs, more, err = CollectBudget(rows, scanNumberedRun, func(r storeutil.NumberedRun) int { return len(r.UserMessage) }, store.PageBytes)
+		runs, more, err = CollectBudget(rows, scanNumberedRun, func(r storeutil.NumberedRun) int { return len(r.UserMessage) })
 		if err != nil || len(runs) == 0 {
 			return err
 		}

@@ -222,23 +222,21 @@ func Collect[T any](rows Rows, scan func(Row) (T, error)) ([]T, error) {
 }
 
 // CollectBudget reads rows as Collect does, but stops before the row
-// that would take the bytes of the rows read (as size counts them) past
-// budget, and reports that it stopped: cut. The first row is always
-// read, however large. It closes rows.
-func CollectBudget[T any](rows Rows, scan func(Row) (T, error), size func(T) int, budget int) (out []T, cut bool, err error) {
+// that store.Budget refuses (as size counts its bytes), and reports
+// that it stopped: cut. The first row is always read, however large. It
+// closes rows.
+func CollectBudget[T any](rows Rows, scan func(Row) (T, error), size func(T) int) (out []T, cut bool, err error) {
 	defer rows.Close()
 	out = []T{}
-	used := 0
+	var b store.Budget
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {
 			return nil, false, err
 		}
-		n := size(v)
-		if len(out) > 0 && used+n > budget {
+		if !b.Take(size(v)) {
 			return out, true, nil
 		}
-		used += n
 		out = append(out, v)
 	}
 	return out, false, rows.Err()
