@@ -492,7 +492,7 @@ func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, ex
 	}
 	recorded := false
 	m := &messenger{call: callContext{Context: ctx, x: x, toolCallID: st.ToolCallID}, elicitor: x.a.opts.Elicitor,
-		conversationID: x.conversationID, requestID: x.requestID, tool: st.Tool, answers: x.answers, agent: x.input.Namespace}
+		conversationID: x.conversationID, requestID: x.requestID, tool: st.Tool, answers: x.answers, agent: x.namespace}
 	if !isExtra {
 		if x.recorded(st.Tool) {
 			key := x.callKey(st.ToolCallID)
