@@ -388,3 +388,89 @@ func TestLangGraphThreadDeleteRemovesFiles(t *testing.T) {
 		t.Errorf("a deleted thread's document is still in %v", found[canary])
 	}
 }
+
+// activeRuns reads how many runs are live in the process, from its
+// /metrics.
+func activeRuns(t *testing.T, c *child) string {
+	t.Helper()
+	_, b := as(t, c, aliceKey, http.MethodGet, "/metrics", nil)
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "trellis_runs_active "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatalf("no trellis_runs_active in /metrics:\n%s", b)
+	return ""
+}
+
+// waitingIn starts a chat as Alice in process c whose run waits there
+// for an approval on the stream she follows, and returns the stream and
+// the conversation.
+func waitingIn(t *testing.T, c *child, msg string) (*http.Response, string) {
+	t.Helper()
+	resp := c.do(http.MethodPost, "/api/v1/chat", map[string]any{"message": msg}, "Authorization", "Bearer "+aliceKey)
+	t.Cleanup(func() { resp.Body.Close() })
+	sseEvents(t, resp, func(ev event) bool { return ev.typ == "approval.required" })
+	if n := activeRuns(t, c); n != "1" {
+		t.Fatalf("runs live as the run waits: %s", n)
+	}
+	return resp, resp.Header.Get("X-Conversation-ID")
+}
+
+// ended checks that the run of the stream resp has ended in process c:
+// its stream ended with run.cancelled, and no run is live in c.
+func ended(t *testing.T, c *child, resp *http.Response) {
+	t.Helper()
+	if n := activeRuns(t, c); n != "0" {
+		t.Errorf("runs live once the conversation went: %s", n)
+	}
+	rest := sseEvents(t, resp, nil)
+	if len(rest) == 0 || rest[len(rest)-1].typ != "run.cancelled" {
+		t.Errorf("the stream after the conversation went: %v", rest)
+	}
+}
+
+// Deleting a conversation in one process stops its run that another
+// process of the cluster runs, and waits for it to end: the stream in B
+// ends with run.cancelled before A answers 204.
+func TestDeleteConversationStopsARunInAnotherProcess(t *testing.T) {
+	e := newErasureEnv(t, "postgres")
+	a, b := startServe(t, e.env...), startServe(t, e.env...)
+	canary := newCanary(t)
+	resp, conv := waitingIn(t, b, "what is 2+2? My code word is "+canary+".")
+	if code, body := as(t, a, aliceKey, http.MethodDelete, "/api/v1/conversations/"+conv, nil); code != http.StatusNoContent {
+		t.Fatalf("delete in A: %d %s", code, body)
+	}
+	ended(t, b, resp)
+	if found := e.scan(canary); len(found[canary]) > 0 {
+		t.Errorf("the deleted conversation's canary is still in %v", found[canary])
+	}
+}
+
+// An erasure stops the user's run wherever it runs, and waits for it to
+// end, before deleting its conversation. Two processes share one
+// PostgreSQL database; Alice's run waits in process B for an approval,
+// on the stream she follows there, and she asks process A to erase her
+// (the erasure's job runs in either). Once the erasure has completed,
+// the run has ended in B (her stream ended with run.cancelled; no run
+// is live in B) and nothing of hers is in any table or file: the run
+// wrote nothing after its conversation went.
+func TestEraseStopsARunInAnotherProcess(t *testing.T) {
+	e := newErasureEnv(t, "postgres")
+	a, b := startServe(t, e.env...), startServe(t, e.env...)
+	alice, bob := newCanary(t), newCanary(t)
+	plant(t, a, aliceKey, alice, true)
+	plant(t, a, bobKey, bob, true)
+
+	resp, _ := waitingIn(t, b, "what is 2+2? My code word is "+alice+".")
+	asJSON(t, a, aliceKey, http.MethodDelete, "/api/v1/me", nil, http.StatusAccepted)
+	waitErased(t, a, aliceKey)
+	ended(t, b, resp)
+	found := e.scan(alice, bob)
+	if len(found[alice]) > 0 {
+		t.Errorf("an erased user's canary is still in %v", found[alice])
+	}
+	if len(found[bob]) == 0 {
+		t.Error("erasing alice took bob's canary")
+	}
+}
