@@ -1043,8 +1043,9 @@ func (rn *Run) RequestID() string { return rn.requestID }
 // ended. A run whose owner is gone stays running in the store until a
 // process claims it (see sweep): stop waits for that too, then cancels
 // it here or tells its new owner, so that nothing of the run is written
-// once stop returns. Notices may be lost, so each read that finds the
-// run still running sends another; a second one reads what is settled.
+// once stop returns. A notice may be lost, so each read that finds the
+// run still running sends another; one that arrives twice finds the run
+// cancelling already.
 // A running run owned here but not live (stranded by a lost database)
 // is not waited for: nothing writes for it until the sweep, which finds
 // it deleted.
