@@ -379,9 +379,10 @@ func (m *Service) drive(rn *Run, first func(context.Context) iter.Seq2[events.Ev
 			return
 		}
 		d, resume := m.awaitApproval(rn)
-		if errors.Is(context.Cause(rn.ctx), errCancelled) {
-			// Cancelled while it waited: the cancel wins over an answer
-			// that came with it but is not applied yet.
+		if c := context.Cause(rn.ctx); errors.Is(c, errCancelled) || errors.Is(c, errDeleted) {
+			// Cancelled while it waited, or its conversation is being
+			// deleted: the cancel wins over an answer that came with it
+			// but is not applied yet.
 			m.consume(rn, m.abandoned(rn.ctx, rn.conversationID))
 			return
 		}
@@ -992,8 +993,9 @@ func (m *Service) cancelRun(ctx context.Context, userID, conversationID, runID s
 	}
 }
 
-// DeleteConversation deletes a conversation of the user's: its live run
-// is stopped first; then its files (Config.DeleteFiles), the agent's
+// DeleteConversation deletes a conversation of the user's: its run is
+// stopped first, here or in the process of the cluster that runs it, and
+// waited for (see stop); then its files (Config.DeleteFiles), the agent's
 // state and last the record go, and the databases are scrubbed
 // (Config.Scrub). The record goes last so that a failure
 // or a crash part-way leaves the conversation listed, to delete again,
@@ -1002,7 +1004,7 @@ func (m *Service) DeleteConversation(ctx context.Context, userID, conversationID
 	if _, err := m.st.GetConversation(ctx, userID, conversationID); err != nil {
 		return err
 	}
-	if err := m.stop(ctx, conversationID, errDeleted); err != nil {
+	if err := m.stop(ctx, userID, conversationID, errDeleted); err != nil {
 		return err
 	}
 	if f := m.cfg.DeleteFiles; f != nil {
@@ -1034,19 +1036,59 @@ func (rn *Run) ConversationID() string { return rn.conversationID }
 // RequestID is the id of the request that started the run.
 func (rn *Run) RequestID() string { return rn.requestID }
 
-// stop cancels the conversation's live run, if any, with cause and
-// waits for it to end.
-func (m *Service) stop(ctx context.Context, conversationID string, cause error) error {
-	rn := m.live(conversationID)
-	if rn == nil {
-		return nil
-	}
-	rn.cancel(cause)
-	select {
-	case <-rn.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// stop stops the conversation's run wherever it runs, and waits for it
+// to end: a run live here is cancelled with cause; a run that another
+// process of the cluster owns is cancelled there, told with a notice as
+// Cancel does, and the store is read every clusterPoll until it has
+// ended. A run whose owner is gone stays running in the store until a
+// process claims it (see sweep): stop waits for that too, then cancels
+// it here or tells its new owner, so that nothing of the run is written
+// once stop returns. A notice may be lost, so each read that finds the
+// run still running sends another; one that arrives twice finds the run
+// cancelling already.
+// A running run owned here but not live (stranded by a lost database)
+// is not waited for: nothing writes for it until the sweep, which finds
+// it deleted.
+func (m *Service) stop(ctx context.Context, userID, conversationID string, cause error) error {
+	var poll *time.Ticker
+	for {
+		if rn := m.live(conversationID); rn != nil {
+			rn.cancel(cause)
+			select {
+			case <-rn.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if m.cfg.Cluster == nil {
+			return nil
+		}
+		last, err := m.st.LatestRun(ctx, userID, conversationID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("runs: stop the run of %s: %w", conversationID, err)
+		}
+		owner := m.elsewhere(last)
+		if owner == "" {
+			if m.live(conversationID) == nil {
+				return nil // ended, parked, or owned here and not live
+			}
+			continue // one started or was claimed here meanwhile
+		}
+		if err := m.notify(ctx, owner, store.NoticeCancel, last, ""); err != nil {
+			return fmt.Errorf("runs: stop the run of %s: %w", conversationID, err)
+		}
+		if poll == nil {
+			poll = time.NewTicker(clusterPoll)
+			defer poll.Stop()
+		}
+		select {
+		case <-poll.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 

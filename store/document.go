@@ -22,7 +22,8 @@ type Documents interface {
 	// name, created in the same transaction) when that is "". It returns
 	// ErrTooMany when the conversation has d.MaxPerConversation
 	// documents already, ErrNotFound when the conversation is unknown or
-	// another user's, and ErrInvalid for a document that cannot be
+	// another user's, ErrErasing when the user is being erased (see
+	// Users.BeginErasure), and ErrInvalid for a document that cannot be
 	// stored; then nothing is stored.
 	CreateDocument(ctx context.Context, d NewDocument) (Document, error)
 

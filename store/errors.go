@@ -29,4 +29,8 @@ var (
 	// ErrTooMany: the conversation holds as many documents as it may.
 	// Nothing was changed. HTTP 409.
 	ErrTooMany = errors.New("store: the conversation has as many documents as it may hold")
+	// ErrErasing: the user is being erased (Users.BeginErasure), so
+	// nothing new of theirs may be stored until the erasure completes.
+	// Nothing was changed. HTTP 409.
+	ErrErasing = errors.New("store: the user is being erased")
 )

@@ -17,7 +17,8 @@ import (
 // user's memory is ErrNotFound, as an unknown one is.
 type Memories interface {
 	// AddMemory stores a memory. Returns ErrInvalid for one that cannot
-	// be stored (no user, no summary, importance outside [0, 1]).
+	// be stored (no user, no summary, importance outside [0, 1]), and
+	// ErrErasing when the user is being erased (see Users.BeginErasure).
 	AddMemory(ctx context.Context, m NewMemory) (Memory, error)
 
 	// UpdateMemory replaces the user's memory's summary, outcome, topics
@@ -64,7 +65,8 @@ type Memories interface {
 	// stores what fn leaves in it, in one transaction, so concurrent
 	// updates of one profile apply one after the other. An error from
 	// fn stores nothing and is returned. Returns ErrInvalid for a
-	// missing user or a profile that cannot be stored.
+	// missing user or a profile that cannot be stored, and ErrErasing
+	// when the user is being erased (see Users.BeginErasure).
 	UpdateProfile(ctx context.Context, userID string, fn func(p *Profile) error) (Profile, error)
 
 	// AddToolStats adds each stat's counts to the tool's totals, as the

@@ -25,7 +25,8 @@ type Store interface {
 type Conversations interface {
 	// CreateConversation stores a new, empty conversation of c.UserID,
 	// with c.ID as its id when set. Returns ErrInvalid when the user id
-	// is empty, and ErrConflict when c.ID is taken (by any user).
+	// is empty, ErrConflict when c.ID is taken (by any user), and
+	// ErrErasing when the user is being erased (see Users.BeginErasure).
 	CreateConversation(ctx context.Context, c NewConversation) (Conversation, error)
 
 	// GetConversation returns the user's conversation. Returns ErrNotFound
@@ -88,8 +89,9 @@ type Runs interface {
 	// superseded is still running: cancel it first. It returns ErrNotFound
 	// when the conversation is unknown or another user's, or r.Supersedes
 	// names no run of it; ErrConflict when r.Supersedes is superseded
-	// already; ErrInvalid for a missing user, conversation or message.
-	// On any error nothing is changed: a new conversation is not kept
+	// already; ErrErasing when the user is being erased (see
+	// Users.BeginErasure); ErrInvalid for a missing user, conversation
+	// or message. On any error nothing is changed: a new conversation is not kept
 	// either.
 	StartRun(ctx context.Context, r NewRun) (Run, error)
 
@@ -213,12 +215,23 @@ type HumanRequests interface {
 // conversation at a time (see Conversations.DeleteConversation), before
 // calling EraseUser for the rest.
 type Users interface {
+	// BeginErasure marks the user as being erased: from then until
+	// EraseUser, whatever would store something new of theirs (a
+	// conversation, a run, a document, a memory, a profile) fails with
+	// ErrErasing and changes nothing, whichever way it came, so that
+	// nothing made meanwhile outlives the erasure. Writes to what exists
+	// already (a live run's events, answers to its questions) go on:
+	// the erasure stops the runs and deletes what they wrote. Marking a
+	// user marked already is not an error. Returns ErrInvalid for an
+	// empty user id.
+	BeginErasure(ctx context.Context, userID string) error
 	// EraseUser deletes everything of the user's, in one transaction:
 	// their conversations with all that belongs to them (runs, messages,
 	// events, human requests, documents, chunks and their index rows),
-	// their memories, profile and share of the tool stats. It returns
-	// how many conversations went. Erasing a user of whom nothing is
-	// stored deletes nothing and is not an error. Returns ErrInvalid
-	// for an empty user id.
+	// their memories, profile and share of the tool stats; and it lifts
+	// the mark of BeginErasure, so that the user may start afresh. It
+	// returns how many conversations went. Erasing a user of whom
+	// nothing is stored deletes nothing and is not an error. Returns
+	// ErrInvalid for an empty user id.
 	EraseUser(ctx context.Context, userID string) (int, error)
 }

@@ -86,7 +86,11 @@ var (
 		"the request conflicts with the resource's state (an edit of a superseded run, say)")
 	ApprovalPending   = New(http.StatusConflict, "approval_pending", "the conversation waits for an approval; answer it first")
 	NoPendingApproval = New(http.StatusConflict, "no_pending_approval", "the run no longer waits for this approval")
-	UnknownModel      = New(http.StatusBadRequest, "unknown_model",
+	// Erasing answers a write of a user whose erasure (DELETE /me) is
+	// under way: what it would store would not outlive the erasure.
+	Erasing = New(http.StatusConflict, "erasure_in_progress",
+		"your account is being erased; nothing new is stored until GET /api/v1/me/erasure says completed")
+	UnknownModel = New(http.StatusBadRequest, "unknown_model",
 		"no model has that id or alias; GET /api/v1/tools lists tools, the server's start line lists models")
 )
 
@@ -147,6 +151,7 @@ var known = []struct {
 	{store.ErrRunActive, RunActive},
 	{store.ErrAlreadyResolved, AlreadyResolved},
 	{store.ErrConflict, Conflict},
+	{store.ErrErasing, Erasing},
 	{nodes.ErrApprovalPending, ApprovalPending},
 	{nodes.ErrNoPendingApproval, NoPendingApproval},
 }

@@ -83,9 +83,13 @@ func (e *eraser) wire(queue *jobs.Queue, svc *runs.Service, st eraseRecord, docs
 	close(e.ready)
 }
 
-// Erase implements api.Eraser: it enqueues the user's erasure unless one
-// waits or runs already.
+// Erase implements api.Eraser: it marks the user as being erased, so
+// that nothing new of theirs is stored from now on (store.Users.BeginErasure),
+// and enqueues the user's erasure unless one waits or runs already.
 func (e *eraser) Erase(ctx context.Context, userID string) (api.Erasure, error) {
+	if err := e.st.BeginErasure(ctx, userID); err != nil {
+		return api.Erasure{}, fmt.Errorf("erase %s: %w", userID, err)
+	}
 	if _, err := e.queue.Enqueue(ctx, eraseArgs{UserID: userID}, jobs.EnqueueOptions{UniqueUnfinished: true, MaxAttempts: eraseAttempts}); err != nil {
 		return api.Erasure{}, fmt.Errorf("erase %s: %w", userID, err)
 	}
@@ -121,18 +125,24 @@ func (e *eraser) Erasure(ctx context.Context, userID string) (api.Erasure, error
 	return out, nil
 }
 
-// erase is the erasure job. Every step can run again (a retry, or the
-// rescue of a job whose process died) and finishes what an earlier
-// attempt left:
+// erase is the erasure job. From the request on, nothing new of the
+// user's is stored (Erase marks the user), so what the job finds is all
+// there is but for writes that were under way as the mark was set. Every
+// step can run again (a retry, or the rescue of a job whose process
+// died) and finishes what an earlier attempt left:
 //
-//  1. each conversation, through the run service: its live run is
-//     cancelled first, then its documents' files, its checkpoints and
-//     its record go (runs.Service.DeleteConversation);
+//  1. each conversation, through the run service: its run is stopped
+//     first, in whichever process of the cluster runs it, and waited
+//     for; then its documents' files, its checkpoints and its record go
+//     (runs.Service.DeleteConversation);
 //  2. the user's files that no conversation names any more;
 //  3. the user's learning jobs, whose arguments hold their words;
-//  4. the rest of the record: memories, profile, their share of the
-//     tool stats, and any conversation made meanwhile (store.Users);
-//  5. on SQLite, each database's write-ahead log, emptied into its file,
+//  4. each conversation again, for one that a write under way as the
+//     user was marked made after step 1 listed them;
+//  5. the rest of the record: memories, profile, their share of the
+//     tool stats, and the mark, so that the user may start afresh
+//     (store.Users);
+//  6. on SQLite, each database's write-ahead log, emptied into its file,
 //     where secure_delete has zeroed what was deleted.
 func (e *eraser) erase(ctx context.Context, j jobs.Job[eraseArgs]) error {
 	select {
@@ -141,19 +151,13 @@ func (e *eraser) erase(ctx context.Context, j jobs.Job[eraseArgs]) error {
 		return ctx.Err()
 	}
 	user := j.Args.UserID
-	for {
-		page, err := e.st.ListConversations(ctx, user, store.Page{Limit: 50})
-		if err != nil {
-			return fmt.Errorf("erase %s: %w", user, err)
-		}
-		if len(page.Conversations) == 0 {
-			break
-		}
-		for _, c := range page.Conversations {
-			if err := e.runs.DeleteConversation(ctx, user, c.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("erase %s: conversation %s: %w", user, c.ID, err)
-			}
-		}
+	// An erasure enqueued before the mark existed, rescued now, marks
+	// the user itself.
+	if err := e.st.BeginErasure(ctx, user); err != nil {
+		return fmt.Errorf("erase %s: %w", user, err)
+	}
+	if _, err := e.deleteConversations(ctx, user); err != nil {
+		return err
 	}
 	if e.docs != nil {
 		if err := e.docs.DeleteUserFiles(ctx, user); err != nil {
@@ -165,14 +169,39 @@ func (e *eraser) erase(ctx context.Context, j jobs.Job[eraseArgs]) error {
 			return fmt.Errorf("erase %s: %w", user, err)
 		}
 	}
-	n, err := e.st.EraseUser(ctx, user)
+	late, err := e.deleteConversations(ctx, user)
 	if err != nil {
+		return err
+	}
+	if _, err := e.st.EraseUser(ctx, user); err != nil {
 		return fmt.Errorf("erase %s: %w", user, err)
 	}
 	if err := e.wals.TruncateWAL(ctx); err != nil {
 		return fmt.Errorf("erase %s: %w", user, err)
 	}
 	e.log.LogAttrs(ctx, slog.LevelInfo, "user erased", slog.String("user_id", user), slog.Int("attempt", j.Attempt),
-		slog.Int("late_conversations", n))
+		slog.Int("late_conversations", late))
 	return nil
+}
+
+// deleteConversations deletes each conversation of the user's through
+// the run service, until none is left, and returns how many it deleted.
+func (e *eraser) deleteConversations(ctx context.Context, user string) (int, error) {
+	n := 0
+	for {
+		page, err := e.st.ListConversations(ctx, user, store.Page{Limit: 50})
+		if err != nil {
+			return n, fmt.Errorf("erase %s: %w", user, err)
+		}
+		if len(page.Conversations) == 0 {
+			return n, nil
+		}
+		for _, c := range page.Conversations {
+			err := e.runs.DeleteConversation(ctx, user, c.ID)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return n, fmt.Errorf("erase %s: conversation %s: %w", user, c.ID, err)
+			}
+			n++
+		}
+	}
 }

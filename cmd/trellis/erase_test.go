@@ -388,3 +388,184 @@ func TestLangGraphThreadDeleteRemovesFiles(t *testing.T) {
 		t.Errorf("a deleted thread's document is still in %v", found[canary])
 	}
 }
+
+// activeRuns reads how many runs are live in the process, from its
+// /metrics.
+func activeRuns(t *testing.T, c *child) string {
+	t.Helper()
+	_, b := as(t, c, aliceKey, http.MethodGet, "/metrics", nil)
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "trellis_runs_active "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatalf("no trellis_runs_active in /metrics:\n%s", b)
+	return ""
+}
+
+// waitingIn starts a chat as Alice in process c whose run waits there
+// for an approval on the stream she follows, and returns the stream and
+// the conversation.
+func waitingIn(t *testing.T, c *child, msg string) (*http.Response, string) {
+	t.Helper()
+	resp := c.do(http.MethodPost, "/api/v1/chat", map[string]any{"message": msg}, "Authorization", "Bearer "+aliceKey)
+	t.Cleanup(func() { resp.Body.Close() })
+	sseEvents(t, resp, func(ev event) bool { return ev.typ == "approval.required" })
+	if n := activeRuns(t, c); n != "1" {
+		t.Fatalf("runs live as the run waits: %s", n)
+	}
+	return resp, resp.Header.Get("X-Conversation-ID")
+}
+
+// ended checks that the run of the stream resp has ended in process c:
+// its stream ended with run.cancelled, and no run is live in c.
+func ended(t *testing.T, c *child, resp *http.Response) {
+	t.Helper()
+	if n := activeRuns(t, c); n != "0" {
+		t.Errorf("runs live once the conversation went: %s", n)
+	}
+	rest := sseEvents(t, resp, nil)
+	if len(rest) == 0 || rest[len(rest)-1].typ != "run.cancelled" {
+		t.Errorf("the stream after the conversation went: %v", rest)
+	}
+}
+
+// Deleting a conversation in one process stops its run that another
+// process of the cluster runs, and waits for it to end: the stream in B
+// ends with run.cancelled before A answers 204.
+func TestDeleteConversationStopsARunInAnotherProcess(t *testing.T) {
+	e := newErasureEnv(t, "postgres")
+	a, b := startServe(t, e.env...), startServe(t, e.env...)
+	canary := newCanary(t)
+	resp, conv := waitingIn(t, b, "what is 2+2? My code word is "+canary+".")
+	if code, body := as(t, a, aliceKey, http.MethodDelete, "/api/v1/conversations/"+conv, nil); code != http.StatusNoContent {
+		t.Fatalf("delete in A: %d %s", code, body)
+	}
+	ended(t, b, resp)
+	if found := e.scan(canary); len(found[canary]) > 0 {
+		t.Errorf("the deleted conversation's canary is still in %v", found[canary])
+	}
+}
+
+// An erasure stops the user's run wherever it runs, and waits for it to
+// end, before deleting its conversation. Two processes share one
+// PostgreSQL database; Alice's run waits in process B for an approval,
+// on the stream she follows there, and she asks process A to erase her
+// (the erasure's job runs in either). Once the erasure has completed,
+// the run has ended in B (her stream ended with run.cancelled; no run
+// is live in B) and nothing of hers is in any table or file: the run
+// wrote nothing after its conversation went.
+func TestEraseStopsARunInAnotherProcess(t *testing.T) {
+	e := newErasureEnv(t, "postgres")
+	a, b := startServe(t, e.env...), startServe(t, e.env...)
+	alice, bob := newCanary(t), newCanary(t)
+	plant(t, a, aliceKey, alice, true)
+	plant(t, a, bobKey, bob, true)
+
+	resp, _ := waitingIn(t, b, "what is 2+2? My code word is "+alice+".")
+	asJSON(t, a, aliceKey, http.MethodDelete, "/api/v1/me", nil, http.StatusAccepted)
+	waitErased(t, a, aliceKey)
+	ended(t, b, resp)
+	found := e.scan(alice, bob)
+	if len(found[alice]) > 0 {
+		t.Errorf("an erased user's canary is still in %v", found[alice])
+	}
+	if len(found[bob]) == 0 {
+		t.Error("erasing alice took bob's canary")
+	}
+}
+
+// From DELETE /me until the erasure completes, every surface refuses
+// what would store something new of the user's with 409
+// erasure_in_progress, in its own error shape, and stores nothing:
+// chat, a document, the profile, an OpenAI chat completion, a LangGraph
+// thread, an AG-UI run, an AI SDK chat. Reads are answered. The erasure is held in its first step (a
+// transaction of the test holds the checkpoints' lock) while the
+// requests are made. Once it completed, nothing of the user is left,
+// and the user starts afresh: a chat works, and it is all they have.
+func TestErasureRefusesWrites(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			e := newErasureEnv(t, backend)
+			c := startServe(t, e.env...)
+			alice, late, bob := newCanary(t), newCanary(t), newCanary(t)
+			conv := plant(t, c, aliceKey, alice, true)
+			plant(t, c, bobKey, bob, true)
+
+			locked := &crashEnv{t: t, data: filepath.Join(e.dir, "data"), dsn: e.dsn}
+			release := locked.holdCheckpoints()
+			asJSON(t, c, aliceKey, http.MethodDelete, "/api/v1/me", nil, http.StatusAccepted)
+
+			var body bytes.Buffer
+			mw := multipart.NewWriter(&body)
+			fw, _ := mw.CreateFormFile("file", "late.md")
+			fw.Write([]byte("# Late\n\n" + late + "\n"))
+			mw.Close()
+			refused := []struct {
+				name, method, path string
+				body               any
+				contentType        string
+			}{
+				{"chat", http.MethodPost, "/api/v1/chat/sync", map[string]any{"message": "hello " + late}, ""},
+				{"chat in a conversation", http.MethodPost, "/api/v1/chat/sync", map[string]any{"message": "hello " + late, "conversation_id": conv}, ""},
+				{"stream", http.MethodPost, "/api/v1/chat", map[string]any{"message": "hello " + late}, ""},
+				{"profile", http.MethodPatch, "/api/v1/me/profile", map[string]any{"preferences": map[string]string{"late": late}}, ""},
+				{"openai", http.MethodPost, "/v1/chat/completions", map[string]any{"model": "offline",
+					"messages": []map[string]string{{"role": "user", "content": "hello " + late}}}, ""},
+				{"langgraph thread", http.MethodPost, "/langgraph/threads", map[string]any{"metadata": map[string]string{"late": late}}, ""},
+				{"ag-ui", http.MethodPost, "/ag-ui", map[string]any{"threadId": "late-thread", "runId": "late-run", "messages": []map[string]any{
+					{"id": "m-late", "role": "user", "content": "hello " + late}}}, ""},
+				{"ai-sdk", http.MethodPost, "/api/ai-sdk/chat", map[string]any{"id": "late-chat", "trigger": "submit-message", "messages": []map[string]any{
+					{"id": "m-late", "role": "user", "parts": []map[string]any{{"type": "text", "text": "hello " + late}}}}}, ""},
+				{"document", http.MethodPost, "/api/v1/documents", body.Bytes(), mw.FormDataContentType()},
+			}
+			for _, r := range refused {
+				var resp *http.Response
+				if raw, ok := r.body.([]byte); ok {
+					req, _ := http.NewRequestWithContext(t.Context(), r.method, c.url+r.path, bytes.NewReader(raw))
+					req.Header.Set("Content-Type", r.contentType)
+					req.Header.Set("Authorization", "Bearer "+aliceKey)
+					var err error
+					if resp, err = http.DefaultClient.Do(req); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					resp = c.do(r.method, r.path, r.body, "Authorization", "Bearer "+aliceKey)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				var got struct {
+					Error struct {
+						Code string `json:"code"`
+					} `json:"error"`
+				}
+				if resp.StatusCode != http.StatusConflict || json.Unmarshal(b, &got) != nil || got.Error.Code != "erasure_in_progress" {
+					t.Errorf("%s while erasing: %d %s", r.name, resp.StatusCode, b)
+				}
+			}
+			// Reads are answered.
+			if l := asJSON(t, c, aliceKey, http.MethodGet, "/api/v1/conversations", nil, http.StatusOK)["conversations"].([]any); len(l) == 0 {
+				t.Error("alice lists no conversation while her erasure waits")
+			}
+			asJSON(t, c, aliceKey, http.MethodGet, "/api/v1/me/erasure", nil, http.StatusOK)
+
+			release()
+			// Bob writes as ever, also while Alice's erasure runs.
+			asJSON(t, c, bobKey, http.MethodPost, "/api/v1/chat/sync", map[string]any{"message": "hello"}, http.StatusOK)
+			waitErased(t, c, aliceKey)
+			if found := e.scan(alice, late, bob); len(found[alice]) > 0 || len(found[late]) > 0 || len(found[bob]) == 0 {
+				t.Errorf("after the erasure, alice's canaries are in %v and %v, bob's in %v", found[alice], found[late], found[bob])
+			}
+
+			// Afresh: the user writes again, and has only what is new.
+			out := asJSON(t, c, aliceKey, http.MethodPost, "/api/v1/chat/sync", map[string]any{"message": "hello again", "memory": false}, http.StatusOK)
+			l := asJSON(t, c, aliceKey, http.MethodGet, "/api/v1/conversations", nil, http.StatusOK)["conversations"].([]any)
+			if len(l) != 1 || l[0].(map[string]any)["id"] != out["conversation_id"] {
+				t.Errorf("alice's conversations after starting afresh: %v", l)
+			}
+			if m := asJSON(t, c, aliceKey, http.MethodGet, "/api/v1/me/memories", nil, http.StatusOK)["memories"].([]any); len(m) != 0 {
+				t.Errorf("alice's memories after starting afresh: %v", m)
+			}
+		})
+	}
+}

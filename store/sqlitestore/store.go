@@ -241,13 +241,18 @@ var memorySearch = sqlstore.MemorySearch{
 // MemorySearch implements sqlstore.DB.
 func (d *db) MemorySearch() sqlstore.MemorySearch { return memorySearch }
 
-// Violates implements sqlstore.DB.
+// Violates implements sqlstore.DB. A trigger's RAISE(ABORT, name)
+// violates the constraint it names (the schema's triggers name
+// erasure_in_progress).
 func (d *db) Violates(err error, constraint string) bool {
-	column, ok := uniqueColumns[constraint]
+	e, ok := errors.AsType[*msqlite.Error](err)
 	if !ok {
 		return false
 	}
-	e, ok := errors.AsType[*msqlite.Error](err)
+	if e.Code() == sqlite3.SQLITE_CONSTRAINT_TRIGGER {
+		return strings.Contains(e.Error(), constraint)
+	}
+	column, ok := uniqueColumns[constraint]
 	if !ok {
 		return false
 	}

@@ -22,6 +22,7 @@ func RunErasure(t *testing.T, newStore func(t *testing.T) EraseStore) {
 	runCases(t, newStore, []testCase[EraseStore]{
 		{"EraseUser", testEraseUser},
 		{"EraseInvalid", testEraseInvalid},
+		{"ErasingRefusesWrites", testErasingRefusesWrites},
 	})
 }
 
@@ -105,6 +106,61 @@ func testEraseInvalid(t *testing.T, s EraseStore) {
 	before := take(t, s, alice, c[0].ID)
 	for _, user := range []string{"", "a\x00b", "\xff"} {
 		wantErr(t, "EraseUser("+user+")", second(s.EraseUser(t.Context(), user)), store.ErrInvalid)
+		wantErr(t, "BeginErasure("+user+")", s.BeginErasure(t.Context(), user), store.ErrInvalid)
 	}
 	sameSnapshot(t, "an invalid EraseUser", before, take(t, s, alice, c[0].ID))
+}
+
+// While a user is being erased, nothing new of theirs is stored, by any
+// write that would start something (a conversation, a run, in a new
+// conversation or an old one, a document, a memory, a profile): each
+// fails with ErrErasing and changes nothing. Reads go on; another user
+// writes as before. EraseUser lifts the mark: the user starts afresh,
+// with nothing of before.
+func testErasingRefusesWrites(t *testing.T, s EraseStore) {
+	ctx := t.Context()
+	c := everything(t, s, alice)
+	everything(t, s, bob)
+	before := take(t, s, alice, c[0].ID)
+	if err := s.BeginErasure(ctx, alice); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginErasure(ctx, alice); err != nil {
+		t.Errorf("BeginErasure again: %v", err)
+	}
+	wantErrs(t, " while erasing", map[string]error{
+		"CreateConversation": second(s.CreateConversation(ctx, store.NewConversation{UserID: alice, Title: "late"})),
+		"StartRun (new conversation)": second(s.StartRun(ctx, store.NewRun{UserID: alice, UserMessage: "late", RequestID: "req-late",
+			NewConversation: &store.NewConversation{UserID: alice, Title: "late"}})),
+		"StartRun": second(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c[0].ID, UserMessage: "late",
+			RequestID: "req-late"})),
+		"CreateDocument (new conversation)": second(s.CreateDocument(ctx, store.NewDocument{UserID: alice, Filename: "late.md",
+			ContentType: "text/markdown", SizeBytes: 1})),
+		"CreateDocument": second(s.CreateDocument(ctx, store.NewDocument{UserID: alice, ConversationID: c[1].ID, Filename: "late.md",
+			ContentType: "text/markdown", SizeBytes: 1})),
+		"AddMemory": second(s.AddMemory(ctx, store.NewMemory{UserID: alice, Summary: "late", Outcome: "success", Importance: 0.5})),
+		"UpdateProfile": second(s.UpdateProfile(ctx, alice, func(p *store.Profile) error {
+			p.Style = "late"
+			return nil
+		})),
+	}, store.ErrErasing)
+	sameSnapshot(t, "a refused write", before, take(t, s, alice, c[0].ID))
+	if l := must(s.ListConversations(ctx, alice, store.Page{}))(t); len(l.Conversations) != len(c) {
+		t.Errorf("alice's conversations while erasing: %v", ids(l.Conversations))
+	}
+	if m := must(s.ListMemories(ctx, alice, store.Page{}))(t); len(m.Memories) != 1 {
+		t.Errorf("alice's memories while erasing: %+v", m.Memories)
+	}
+	startRun(t, s, newConversation(t, s, bob), "bob goes on")
+	addMemory(t, s, bob, "bob goes on", 0.5)
+
+	must(s.EraseUser(ctx, alice))(t)
+	fresh := newConversation(t, s, alice)
+	startRun(t, s, fresh, "afresh")
+	if l := must(s.ListConversations(ctx, alice, store.Page{}))(t); len(l.Conversations) != 1 || l.Conversations[0].ID != fresh.ID {
+		t.Errorf("alice's conversations after the erasure: %v", ids(l.Conversations))
+	}
+	if m := must(s.ListMemories(ctx, alice, store.Page{}))(t); len(m.Memories) != 0 {
+		t.Errorf("alice's memories after the erasure: %+v", m.Memories)
+	}
 }

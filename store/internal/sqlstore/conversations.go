@@ -34,7 +34,7 @@ func (s *Store) CreateConversation(ctx context.Context, nc store.NewConversation
 		return err
 	})
 	if err != nil {
-		return store.Conversation{}, s.errorf("create conversation: %w", err)
+		return store.Conversation{}, s.errorf("create conversation: %w", s.refused(err))
 	}
 	return c, nil
 }

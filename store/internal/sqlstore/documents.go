@@ -85,7 +85,7 @@ func (s *Store) CreateDocument(ctx context.Context, nd store.NewDocument) (store
 		return err
 	})
 	if err != nil {
-		return store.Document{}, s.errorf("create document: %w", err)
+		return store.Document{}, s.errorf("create document: %w", s.refused(err))
 	}
 	return d, nil
 }

@@ -65,7 +65,7 @@ func (s *Store) AddMemory(ctx context.Context, nm store.NewMemory) (store.Memory
 		return err
 	})
 	if err != nil {
-		return store.Memory{}, s.errorf("add memory: %w", err)
+		return store.Memory{}, s.errorf("add memory: %w", s.refused(err))
 	}
 	return m, nil
 }
@@ -343,7 +343,7 @@ func (s *Store) UpdateProfile(ctx context.Context, userID string, fn func(p *sto
 		return err
 	})
 	if err != nil {
-		return store.Profile{}, s.errorf("update profile: %w", err)
+		return store.Profile{}, s.errorf("update profile: %w", s.refused(err))
 	}
 	return p, nil
 }

@@ -71,7 +71,7 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.Use
 		return s.addMessage(ctx, q, &m, at)
 	})
 	if err != nil {
-		return store.Run{}, s.errorf("start run on conversation %s: %w", nr.ConversationID, err)
+		return store.Run{}, s.errorf("start run on conversation %s: %w", nr.ConversationID, s.refused(err))
 	}
 	return r, nil
 }
