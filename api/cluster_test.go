@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -154,21 +153,14 @@ func TestClusterTakeoverFencesTheFormerOwner(t *testing.T) {
 	b.close()
 }
 
-// TestClusterSyncChatListsAnUncertainCall: a sync chat whose run is
-// taken over while its call of a tool that must not run twice is under
-// way (its process lost its session without knowing it) is answered
-// when the peer, which cannot know whether the call ran, parks the run
-// on an uncertain call: status interrupted, reason uncertain_call, and
+// TestClusterSyncChatListsAnUncertainCall: a sync chat whose run a peer
+// took over mid-call (see partitioned) is answered with what the peer
+// made of it: status interrupted, reason uncertain_call, and
 // the call in pending.uncertain_calls, as the stream's run.interrupted
 // lists it; the call is not run again.
 func TestClusterSyncChatListsAnUncertainCall(t *testing.T) {
 	noLeaks(t)
-	data := newStorage(t, postgresBackend)
-	unseen := lostNotices{lose: make(chan struct{})}
-	a := newEnv(t, envOptions{backend: postgresBackend, data: data, configure: func(c *apitest.Config) {
-		c.Runs.Cluster, c.Runs.Notices, c.Runs.Owner = c.API.Store.(runs.Cluster), unseen, "partitioned:"+t.Name()
-	}})
-	b := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true})
+	a, b := partitioned(t, false)
 	answered := make(chan reply, 1)
 	req := a.request("POST", "/api/v1/chat/sync", map[string]any{"message": "settle the bill"}, aliceKey)
 	go func() {
@@ -181,16 +173,8 @@ func TestClusterSyncChatListsAnUncertainCall(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		answered <- reply{status: resp.StatusCode, body: body}
 	}()
-	<-a.tools.waiting // the call is under way on the first process
-	waitFor(t, "the peer to park the run", func() bool {
-		_, body := b.do("GET", "/api/v1/uncertain-calls/pending", nil)
-		return bytes.Contains(body, []byte(`"settle"`))
-	})
-	// The first process's call ends; its next write of the run fails,
-	// and its answer is what the peer made of the run.
-	close(a.tools.release)
+	parkedByPeer(t, a, b)
 	r := <-answered
-	close(b.tools.release)
 	type uncertainCall struct {
 		ID             string          `json:"uncertain_call_id"`
 		ConversationID string          `json:"conversation_id"`
