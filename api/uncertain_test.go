@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +27,9 @@ func partitioned(t *testing.T, local bool) (a *env, peer func() *env) {
 	a = newEnv(t, envOptions{backend: postgresBackend, data: data, local: local, configure: func(c *apitest.Config) {
 		c.Runs.Cluster, c.Runs.Notices, c.Runs.Owner = c.API.Store.(runs.Cluster), unseen, "partitioned:"+t.Name()
 	}})
-	return a, func() *env { return newEnv(t, envOptions{backend: postgresBackend, data: data, local: local, cluster: true}) }
+	return a, func() *env {
+		return newEnv(t, envOptions{backend: postgresBackend, data: data, local: local, cluster: true})
+	}
 }
 
 // parkedByPeer waits until a's call of settle, a tool that must not run
@@ -58,7 +61,7 @@ func nodeClient(node, dir, script string, args ...string) ([]byte, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return out, &exec.ExitError{Stderr: stderr.Bytes()}
+		return out, fmt.Errorf("node %s: %w\n%s", script, err, stderr.Bytes())
 	}
 	return out, nil
 }
@@ -104,7 +107,7 @@ func TestClusterAGUIShowsAnUncertainCall(t *testing.T) {
 	b := parkedByPeer(t, a, peer)
 	r := <-done
 	if r.err != nil {
-		t.Fatalf("node: %v %s\n%s", r.err, r.err.(*exec.ExitError).Stderr, r.out)
+		t.Fatalf("%v\n%s", r.err, r.out)
 	}
 	var got struct {
 		Events   []string `json:"events"`
@@ -120,7 +123,7 @@ func TestClusterAGUIShowsAnUncertainCall(t *testing.T) {
 		Messages []struct {
 			Role      string `json:"role"`
 			ToolCalls []struct {
-				ID       string `json:"id"`
+				ID       string                `json:"id"`
 				Function struct{ Name string } `json:"function"`
 			} `json:"toolCalls"`
 		} `json:"messages"`
@@ -178,7 +181,7 @@ func TestClusterOpenAINamesAnUncertainCall(t *testing.T) {
 	b := parkedByPeer(t, a, peer)
 	r := <-done
 	if r.err != nil {
-		t.Fatalf("node: %v %s\n%s", r.err, r.err.(*exec.ExitError).Stderr, r.out)
+		t.Fatalf("%v\n%s", r.err, r.out)
 	}
 	var got struct {
 		Completion struct {
