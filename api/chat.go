@@ -162,12 +162,30 @@ type syncToolCall struct {
 	Result     string          `json:"result"`
 }
 
-// syncPending is what an interrupted run waits for; Clarification is an
-// addition for runs that asked a question.
+// syncPending is what an interrupted run waits for; Clarification and
+// UncertainCalls are additions, for runs that asked a question and runs
+// that found a call that may have run.
 type syncPending struct {
-	Approvals     []store.HumanRequest `json:"approvals"`
-	Elicitations  []store.HumanRequest `json:"elicitations"`
-	Clarification *clarification       `json:"clarification,omitempty"`
+	Approvals      []store.HumanRequest `json:"approvals"`
+	Elicitations   []store.HumanRequest `json:"elicitations"`
+	UncertainCalls []store.HumanRequest `json:"uncertain_calls"`
+	Clarification  *clarification       `json:"clarification,omitempty"`
+}
+
+// newSyncPending is a syncPending with its lists empty, not null.
+func newSyncPending() *syncPending {
+	return &syncPending{Approvals: []store.HumanRequest{}, Elicitations: []store.HumanRequest{}, UncertainCalls: []store.HumanRequest{}}
+}
+
+// waits reports whether a run interrupted for reason waits for human
+// requests the pending lists name (a clarifying question is the run's
+// own answer, a shutdown nobody's question).
+func waits(reason string) bool {
+	switch reason {
+	case string(events.PendingApproval), string(events.PendingElicitation), string(events.PendingUncertainCall):
+		return true
+	}
+	return false
 }
 
 type clarification struct {
@@ -211,22 +229,31 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if res.Status == string(store.RunInterrupted) && res.Reason == string(events.PendingApproval) {
-		res.Pending = &syncPending{Approvals: []store.HumanRequest{}, Elicitations: []store.HumanRequest{}}
-		// Every page, keeping this run's: the few its last step asked.
-		for page := (store.Page{Limit: store.MaxLimit}); ; {
-			p, err := s.store.PendingHumanRequests(r.Context(), store.KindApproval, user, rn.ConversationID(), page)
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			for _, a := range p.Requests {
-				if a.RunID == rn.ID() {
-					res.Pending.Approvals = append(res.Pending.Approvals, a)
+	if res.Status == string(store.RunInterrupted) && waits(res.Reason) {
+		// What the run waits for, whatever its reason names first: an
+		// approval and a call that may have run can wait side by side,
+		// as in run.interrupted's pending.
+		res.Pending = newSyncPending()
+		for _, l := range []struct {
+			kind store.HumanKind
+			into *[]store.HumanRequest
+		}{{store.KindApproval, &res.Pending.Approvals}, {store.KindElicitation, &res.Pending.Elicitations},
+			{store.KindUncertainCall, &res.Pending.UncertainCalls}} {
+			// Every page, keeping this run's: the few its last step asked.
+			for page := (store.Page{Limit: store.MaxLimit}); ; {
+				p, err := s.store.PendingHumanRequests(r.Context(), l.kind, user, rn.ConversationID(), page)
+				if err != nil {
+					s.writeError(w, r, err)
+					return
 				}
-			}
-			if page.Cursor = p.NextCursor; page.Cursor == "" {
-				break
+				for _, h := range p.Requests {
+					if h.RunID == rn.ID() {
+						*l.into = append(*l.into, h)
+					}
+				}
+				if page.Cursor = p.NextCursor; page.Cursor == "" {
+					break
+				}
 			}
 		}
 	}
@@ -256,8 +283,8 @@ func (res *syncResponse) apply(typ string, p events.Payload) {
 	case *events.RunInterrupted:
 		res.Reason = d.Reason
 		if d.Reason == string(events.PendingClarification) {
-			res.Pending = &syncPending{Approvals: []store.HumanRequest{}, Elicitations: []store.HumanRequest{},
-				Clarification: &clarification{ID: d.ClarificationID, Question: d.Question}}
+			res.Pending = newSyncPending()
+			res.Pending.Clarification = &clarification{ID: d.ClarificationID, Question: d.Question}
 		}
 	case *events.RunFailed:
 		res.Error = &d.Error

@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"testing"
@@ -146,6 +148,66 @@ func TestClusterTakeoverFencesTheFormerOwner(t *testing.T) {
 	}
 	if r, err := b.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunCompleted || r.Owner == "partitioned:"+t.Name() {
 		t.Errorf("run %+v %v", r, err)
+	}
+	a.close()
+	b.close()
+}
+
+// TestClusterSyncChatListsAnUncertainCall: a sync chat whose run a peer
+// took over mid-call (see partitioned) is answered with what the peer
+// made of it: status interrupted, reason uncertain_call, and
+// the call in pending.uncertain_calls, as the stream's run.interrupted
+// lists it; the call is not run again.
+func TestClusterSyncChatListsAnUncertainCall(t *testing.T) {
+	noLeaks(t)
+	a, peer := partitioned(t, false)
+	answered := make(chan reply, 1)
+	req := a.request("POST", "/api/v1/chat/sync", map[string]any{"message": "settle the bill"}, aliceKey)
+	go func() {
+		resp, err := a.ts.Client().Do(req)
+		if err != nil {
+			answered <- reply{}
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		answered <- reply{status: resp.StatusCode, body: body}
+	}()
+	b := parkedByPeer(t, a, peer)
+	r := <-answered
+	type uncertainCall struct {
+		ID             string          `json:"uncertain_call_id"`
+		ConversationID string          `json:"conversation_id"`
+		RunID          string          `json:"run_id"`
+		ToolCallID     string          `json:"tool_call_id"`
+		Tool           string          `json:"tool"`
+		Args           json.RawMessage `json:"args"`
+		Status         string          `json:"status"`
+	}
+	res := jsonOf[struct {
+		ConversationID string `json:"conversation_id"`
+		RunID          string `json:"run_id"`
+		Status, Reason string
+		Pending        *struct {
+			Approvals      []json.RawMessage `json:"approvals"`
+			Elicitations   []json.RawMessage `json:"elicitations"`
+			UncertainCalls []uncertainCall   `json:"uncertain_calls"`
+		}
+	}](t, r.body)
+	if r.status != http.StatusOK || res.Status != "interrupted" || res.Reason != "uncertain_call" || res.Pending == nil {
+		t.Fatalf("sync answer %d %s", r.status, r.body)
+	}
+	_, listed := b.do("GET", "/api/v1/uncertain-calls/pending?conversation_id="+res.ConversationID, nil)
+	want := jsonOf[struct {
+		UncertainCalls []uncertainCall `json:"uncertain_calls"`
+	}](t, listed).UncertainCalls
+	got := res.Pending.UncertainCalls
+	if len(want) != 1 || len(got) != 1 || got[0].ID != want[0].ID || got[0].RunID != res.RunID || got[0].Tool != "settle" ||
+		got[0].ToolCallID == "" || got[0].Status != "pending" || len(res.Pending.Approvals) != 0 || len(res.Pending.Elicitations) != 0 {
+		t.Errorf("pending %+v; the uncertain calls pending %+v", res.Pending, want)
+	}
+	if len(b.tools.waiting) != 0 {
+		t.Error("the peer ran the call again")
 	}
 	a.close()
 	b.close()

@@ -141,9 +141,10 @@ type pathIn struct {
 	Path string `json:"path" jsonschema:"the file to delete"`
 }
 
-// newProvider has the built-ins and three tools: delete_file (needs
-// approval), wait (read-only; blocks until released or cancelled) and
-// ask (asks the user for their name).
+// newProvider has the built-ins and four tools: delete_file (needs
+// approval), wait (read-only; blocks until released or cancelled),
+// settle (blocks as wait does, but is neither read-only nor idempotent)
+// and ask (asks the user for their name).
 func newProvider(metrics *metrics.Collector, approval ...string) (*operators.Provider, *tools) {
 	tl := &tools{waiting: make(chan string, 16), release: make(chan struct{}), deleted: make(chan string, 16)}
 	local := operators.NewRegistry()
@@ -167,6 +168,15 @@ func newProvider(metrics *metrics.Collector, approval ...string) (*operators.Pro
 				return operators.Result{}, ctx.Err()
 			}
 		}, operators.ReadOnly()), // it acts on nothing: a run taken over mid-call runs it again
+		operators.NewTool("settle", "Settles the bill once released.", func(ctx context.Context, c operators.Call, _ emptyIn) (operators.Result, error) {
+			tl.waiting <- c.ToolCallID
+			select {
+			case <-tl.release:
+				return operators.TextResult("settled"), nil
+			case <-ctx.Done():
+				return operators.Result{}, ctx.Err()
+			}
+		}), // neither read-only nor idempotent: a run taken over mid-call asks a person
 		operators.NewTool("ask", "Asks the user for their name.", func(ctx context.Context, c operators.Call, _ emptyIn) (operators.Result, error) {
 			resp, err := c.Elicit(ctx, "What is your name?", nameSchema)
 			if err != nil {

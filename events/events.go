@@ -22,18 +22,21 @@ const (
 	// TypeToolUncertain: a run recovered after a crash found a call that
 	// may have run, and asks a person what to do with it (an addition
 	// to API.md; see docs/api.md).
-	TypeToolUncertain       = "tool.uncertain"
-	TypeApprovalRequired    = "approval.required"
-	TypeApprovalResolved    = "approval.resolved"
-	TypeElicitationRequest  = "elicitation.request"
-	TypeElicitationResponse = "elicitation.response"
-	TypeDirectResponse      = "direct.response"
-	TypeResponseChunk       = "response.chunk"
-	TypeResponseDone        = "response.done"
-	TypeRunCompleted        = "run.completed"
-	TypeRunInterrupted      = "run.interrupted"
-	TypeRunCancelled        = "run.cancelled"
-	TypeRunFailed           = "run.failed"
+	TypeToolUncertain = "tool.uncertain"
+	// TypeUncertainCallResolved: a person decided on an uncertain call
+	// and the run goes on (an addition to API.md; see docs/api.md).
+	TypeUncertainCallResolved = "uncertain_call.resolved"
+	TypeApprovalRequired      = "approval.required"
+	TypeApprovalResolved      = "approval.resolved"
+	TypeElicitationRequest    = "elicitation.request"
+	TypeElicitationResponse   = "elicitation.response"
+	TypeDirectResponse        = "direct.response"
+	TypeResponseChunk         = "response.chunk"
+	TypeResponseDone          = "response.done"
+	TypeRunCompleted          = "run.completed"
+	TypeRunInterrupted        = "run.interrupted"
+	TypeRunCancelled          = "run.cancelled"
+	TypeRunFailed             = "run.failed"
 	// TypeSubagentStart and TypeSubagentEnd frame a sub-agent's work
 	// (an addition to API.md; see the README).
 	TypeSubagentStart = "subagent.start"
@@ -119,32 +122,33 @@ func framesSubagent(p Payload) bool {
 
 // payloads makes an empty payload for each event type, for Decode.
 var payloads = map[string]func() Payload{
-	TypeRunStarted:          func() Payload { return new(RunStarted) },
-	TypeNodeStart:           func() Payload { return new(NodeStart) },
-	TypeNodeEnd:             func() Payload { return new(NodeEnd) },
-	TypeSupervisorThinking:  func() Payload { return new(SupervisorThinking) },
-	TypeSupervisorDecided:   func() Payload { return new(SupervisorDecided) },
-	TypeToolStart:           func() Payload { return new(ToolStart) },
-	TypeToolProgress:        func() Payload { return new(ToolProgress) },
-	TypeToolComplete:        func() Payload { return new(ToolComplete) },
-	TypeToolError:           func() Payload { return new(ToolError) },
-	TypeToolUncertain:       func() Payload { return new(ToolUncertain) },
-	TypeApprovalRequired:    func() Payload { return new(ApprovalRequired) },
-	TypeApprovalResolved:    func() Payload { return new(ApprovalResolved) },
-	TypeElicitationRequest:  func() Payload { return new(ElicitationRequest) },
-	TypeElicitationResponse: func() Payload { return new(ElicitationResponse) },
-	TypeDirectResponse:      func() Payload { return new(DirectResponse) },
-	TypeResponseChunk:       func() Payload { return new(ResponseChunk) },
-	TypeResponseDone:        func() Payload { return new(ResponseDone) },
-	TypeRunCompleted:        func() Payload { return new(RunCompleted) },
-	TypeRunInterrupted:      func() Payload { return new(RunInterrupted) },
-	TypeRunCancelled:        func() Payload { return new(RunCancelled) },
-	TypeRunFailed:           func() Payload { return new(RunFailed) },
-	TypeDocumentStatus:      func() Payload { return new(DocumentStatus) },
-	TypeSubagentStart:       func() Payload { return new(SubagentStart) },
-	TypeSubagentEnd:         func() Payload { return new(SubagentEnd) },
-	TypeTasksUpdated:        func() Payload { return new(TasksUpdated) },
-	TypeStreamReconnect:     func() Payload { return new(StreamReconnect) },
+	TypeRunStarted:            func() Payload { return new(RunStarted) },
+	TypeNodeStart:             func() Payload { return new(NodeStart) },
+	TypeNodeEnd:               func() Payload { return new(NodeEnd) },
+	TypeSupervisorThinking:    func() Payload { return new(SupervisorThinking) },
+	TypeSupervisorDecided:     func() Payload { return new(SupervisorDecided) },
+	TypeToolStart:             func() Payload { return new(ToolStart) },
+	TypeToolProgress:          func() Payload { return new(ToolProgress) },
+	TypeToolComplete:          func() Payload { return new(ToolComplete) },
+	TypeToolError:             func() Payload { return new(ToolError) },
+	TypeToolUncertain:         func() Payload { return new(ToolUncertain) },
+	TypeUncertainCallResolved: func() Payload { return new(UncertainCallResolved) },
+	TypeApprovalRequired:      func() Payload { return new(ApprovalRequired) },
+	TypeApprovalResolved:      func() Payload { return new(ApprovalResolved) },
+	TypeElicitationRequest:    func() Payload { return new(ElicitationRequest) },
+	TypeElicitationResponse:   func() Payload { return new(ElicitationResponse) },
+	TypeDirectResponse:        func() Payload { return new(DirectResponse) },
+	TypeResponseChunk:         func() Payload { return new(ResponseChunk) },
+	TypeResponseDone:          func() Payload { return new(ResponseDone) },
+	TypeRunCompleted:          func() Payload { return new(RunCompleted) },
+	TypeRunInterrupted:        func() Payload { return new(RunInterrupted) },
+	TypeRunCancelled:          func() Payload { return new(RunCancelled) },
+	TypeRunFailed:             func() Payload { return new(RunFailed) },
+	TypeDocumentStatus:        func() Payload { return new(DocumentStatus) },
+	TypeSubagentStart:         func() Payload { return new(SubagentStart) },
+	TypeSubagentEnd:           func() Payload { return new(SubagentEnd) },
+	TypeTasksUpdated:          func() Payload { return new(TasksUpdated) },
+	TypeStreamReconnect:       func() Payload { return new(StreamReconnect) },
 }
 
 // ErrUnknown: Decode was given a type the vocabulary lacks.

@@ -32,6 +32,8 @@ func TestEventJSON(t *testing.T) {
 			`{"type":"approval.required","approval_id":"a1","tool_call_id":"c1","tool":"rm","args":{},"revision":0}`},
 		{&events.ApprovalResolved{ApprovalID: "a1", Decision: events.DecisionReject, Args: json.RawMessage(`{}`), Reason: "no"},
 			`{"type":"approval.resolved","approval_id":"a1","decision":"reject","args":{},"reason":"no"}`},
+		{&events.UncertainCallResolved{UncertainCallID: "u1", ToolCallID: "c1", Decision: "skip"},
+			`{"type":"uncertain_call.resolved","uncertain_call_id":"u1","tool_call_id":"c1","decision":"skip"}`},
 		{&events.ElicitationRequest{ElicitationID: "e1", Source: "t", Message: "m", Schema: json.RawMessage(`{"type":"object"}`)},
 			`{"type":"elicitation.request","elicitation_id":"e1","source":"t","message":"m","schema":{"type":"object"}}`},
 		{&events.ElicitationResponse{ElicitationID: "e1", Action: "decline"}, `{"type":"elicitation.response","elicitation_id":"e1","action":"decline"}`},

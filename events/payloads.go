@@ -82,6 +82,15 @@ type ToolUncertain struct {
 	Args            json.RawMessage `json:"args"`
 }
 
+// UncertainCallResolved is uncertain_call.resolved: a person decided
+// on the uncertain call UncertainCallID, the call ToolCallID, and the
+// run goes on. Decision is retry, skip or fail.
+type UncertainCallResolved struct {
+	UncertainCallID string `json:"uncertain_call_id"`
+	ToolCallID      string `json:"tool_call_id"`
+	Decision        string `json:"decision"`
+}
+
 // ApprovalRequired is approval.required. ApprovalID is what the service
 // passes back in ApprovalDecision; Revision counts the rejected proposals
 // before this one in the turn.
@@ -244,28 +253,29 @@ type ErrorInfo struct {
 	Message string `json:"message"`
 }
 
-func (*RunStarted) EventType() string          { return TypeRunStarted }
-func (*NodeStart) EventType() string           { return TypeNodeStart }
-func (*NodeEnd) EventType() string             { return TypeNodeEnd }
-func (*SupervisorThinking) EventType() string  { return TypeSupervisorThinking }
-func (*SupervisorDecided) EventType() string   { return TypeSupervisorDecided }
-func (*ToolStart) EventType() string           { return TypeToolStart }
-func (*ToolProgress) EventType() string        { return TypeToolProgress }
-func (*ToolComplete) EventType() string        { return TypeToolComplete }
-func (*ToolError) EventType() string           { return TypeToolError }
-func (*ToolUncertain) EventType() string       { return TypeToolUncertain }
-func (*ApprovalRequired) EventType() string    { return TypeApprovalRequired }
-func (*ApprovalResolved) EventType() string    { return TypeApprovalResolved }
-func (*ElicitationRequest) EventType() string  { return TypeElicitationRequest }
-func (*ElicitationResponse) EventType() string { return TypeElicitationResponse }
-func (*DirectResponse) EventType() string      { return TypeDirectResponse }
-func (*ResponseChunk) EventType() string       { return TypeResponseChunk }
-func (*ResponseDone) EventType() string        { return TypeResponseDone }
-func (*RunCompleted) EventType() string        { return TypeRunCompleted }
-func (*RunInterrupted) EventType() string      { return TypeRunInterrupted }
-func (*RunCancelled) EventType() string        { return TypeRunCancelled }
-func (*RunFailed) EventType() string           { return TypeRunFailed }
-func (*DocumentStatus) EventType() string      { return TypeDocumentStatus }
-func (*SubagentStart) EventType() string       { return TypeSubagentStart }
-func (*SubagentEnd) EventType() string         { return TypeSubagentEnd }
-func (*StreamReconnect) EventType() string     { return TypeStreamReconnect }
+func (*RunStarted) EventType() string            { return TypeRunStarted }
+func (*NodeStart) EventType() string             { return TypeNodeStart }
+func (*NodeEnd) EventType() string               { return TypeNodeEnd }
+func (*SupervisorThinking) EventType() string    { return TypeSupervisorThinking }
+func (*SupervisorDecided) EventType() string     { return TypeSupervisorDecided }
+func (*ToolStart) EventType() string             { return TypeToolStart }
+func (*ToolProgress) EventType() string          { return TypeToolProgress }
+func (*ToolComplete) EventType() string          { return TypeToolComplete }
+func (*ToolError) EventType() string             { return TypeToolError }
+func (*ToolUncertain) EventType() string         { return TypeToolUncertain }
+func (*UncertainCallResolved) EventType() string { return TypeUncertainCallResolved }
+func (*ApprovalRequired) EventType() string      { return TypeApprovalRequired }
+func (*ApprovalResolved) EventType() string      { return TypeApprovalResolved }
+func (*ElicitationRequest) EventType() string    { return TypeElicitationRequest }
+func (*ElicitationResponse) EventType() string   { return TypeElicitationResponse }
+func (*DirectResponse) EventType() string        { return TypeDirectResponse }
+func (*ResponseChunk) EventType() string         { return TypeResponseChunk }
+func (*ResponseDone) EventType() string          { return TypeResponseDone }
+func (*RunCompleted) EventType() string          { return TypeRunCompleted }
+func (*RunInterrupted) EventType() string        { return TypeRunInterrupted }
+func (*RunCancelled) EventType() string          { return TypeRunCancelled }
+func (*RunFailed) EventType() string             { return TypeRunFailed }
+func (*DocumentStatus) EventType() string        { return TypeDocumentStatus }
+func (*SubagentStart) EventType() string         { return TypeSubagentStart }
+func (*SubagentEnd) EventType() string           { return TypeSubagentEnd }
+func (*StreamReconnect) EventType() string       { return TypeStreamReconnect }

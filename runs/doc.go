@@ -98,7 +98,8 @@
 // started and not ended parks on it as on a question (run.interrupted,
 // reason uncertain_call), with a human request of kind uncertain_call;
 // AnswerUncertainCall (and Answer) records the decision, retry, skip or
-// fail, and resumes the run with it the same way.
+// fail, and resumes the run with it the same way, its events beginning
+// with uncertain_call.resolved.
 //
 // # Client protocols
 //

@@ -83,9 +83,28 @@ func (m *Service) AnswerUncertainCall(ctx context.Context, user, id string, ans 
 }
 
 // uncertainCallAnswered is resumeWith's agent call for an uncertain
-// call's stored decision.
+// call's stored decision. Its events begin with uncertain_call.resolved,
+// as an approval's begin with approval.resolved, once the agent has
+// taken the decision up: an agent that finds nothing parked on the call
+// fails without it.
 func (m *Service) uncertainCallAnswered(ctx context.Context, conversationID string, h store.HumanRequest) iter.Seq2[events.Event, error] {
-	return m.agent.AnswerUncertainCall(ctx, conversationID, h.ID, nodes.CallDecision(store.DecisionOf(h.Status)))
+	decision := store.DecisionOf(h.Status)
+	seq := m.agent.AnswerUncertainCall(ctx, conversationID, h.ID, nodes.CallDecision(decision))
+	return func(yield func(events.Event, error) bool) {
+		told := false
+		for ev, err := range seq {
+			if !told && err == nil {
+				told = true
+				resolved := &events.UncertainCallResolved{UncertainCallID: h.ID, ToolCallID: h.UncertainCall.ToolCallID, Decision: string(decision)}
+				if !yield(events.New(resolved), nil) {
+					return
+				}
+			}
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
 }
 
 // askUncertainCall records the human request tool.uncertain announces,

@@ -33,6 +33,9 @@ const (
 	RunCompleted   = store.RunCompleted
 	RunCancelled   = store.RunCancelled
 	RunFailed      = store.RunFailed
+	// InterruptUncertainCall is the reason of a run parked on a call
+	// that may have run (RunRecord.InterruptReason).
+	InterruptUncertainCall = store.InterruptUncertainCall
 
 	MaxConversations = store.MaxLimit
 	MaxRuns          = store.MaxRunLimit

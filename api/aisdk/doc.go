@@ -26,6 +26,10 @@
 //     stream ends: finish {finishReason: tool-calls}. The client's
 //     addToolApprovalResponse sends the answer, and the run goes on in
 //     the same assistant message;
+//   - tool.uncertain (a call that may have run) → the same approval
+//     request, approvalId the uncertain call's: approved runs the call
+//     again, denied skips it (uncertain_call.resolved skip →
+//     tool-output-denied);
 //   - response.chunk → text-start, text-delta…, text-end at
 //     response.done; direct.response and a clarifying question as a
 //     whole text;
@@ -41,7 +45,10 @@
 // stop() aborts the request. A client that goes away and does not come
 // back within ResumeGrace has its run cancelled; one that reloads and
 // resumes (GET …/{id}/stream, 204 when nothing streams) within it finds
-// the run going on and replayed from its start. A new message on the
+// the run going on and replayed from its start. A run parked on a call
+// that may have run is replayed too, to its approval request: the
+// stream that would have shown it broke with the process that ran the
+// call. A new message on the
 // chat cancels a run whose client went away at once, and one waiting
 // for an approval the user chose not to answer. Package runs decides all
 // of it (runs.DisconnectAwaitResume, runs.StartRequest.WaitIdle and

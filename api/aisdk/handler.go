@@ -70,7 +70,8 @@ func (h *Handler) Chat(w http.ResponseWriter, r *http.Request) {
 	}
 	defer sub.Close()
 	tr := newTranslator(rn.ID(), t.approvals, nil)
-	h.stream(w, r, tr, runs.FollowRequest{User: user, ConversationID: conv.ID, RunID: rn.ID(), Sub: sub})
+	h.stream(w, r, tr, runs.FollowRequest{User: user, ConversationID: conv.ID, RunID: rn.ID(), Sub: sub,
+		OnDisconnect: runs.DisconnectAwaitResume})
 }
 
 // answer records the approval answers of the chat's last assistant
@@ -108,6 +109,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, user string, t 
 		tr.announced[x.toolCallID] = true
 		tr.byApproval[x.approvalID] = x.toolCallID
 	}
+	a.Follow.OnDisconnect = runs.DisconnectAwaitResume
 	h.stream(w, r, tr, a.Follow)
 }
 
@@ -115,13 +117,17 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, user string, t 
 // replayed from its start (useChat's default transport expects the
 // whole assistant message, also across the approvals the run stopped
 // for), then live; 204 when nothing streams, unknown chats included
-// (useChat asks on every page load).
+// (useChat asks on every page load). A run parked on a call that may
+// have run is replayed to its end, the call's approval request: the
+// stream that would have shown it broke with the process that ran the
+// call, and the page asks on its next load.
 func (h *Handler) Resume(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	user := runs.UserFrom(ctx)
 	svc := h.cfg.Runs
 	last, err := svc.LatestRun(ctx, user, r.PathValue("id"))
-	if errors.Is(err, runs.ErrNotFound) || err == nil && last.Status != runs.RunRunning {
+	uncertain := err == nil && !last.Superseded && last.Status == runs.RunInterrupted && last.InterruptReason == runs.InterruptUncertainCall
+	if errors.Is(err, runs.ErrNotFound) || err == nil && last.Status != runs.RunRunning && !uncertain {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -136,15 +142,23 @@ func (h *Handler) Resume(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	req := runs.FollowRequest{User: user, ConversationID: last.ConversationID, RunID: last.ID, Sub: sub, Replay: true,
+		Resumes: true, OnDisconnect: runs.DisconnectAwaitResume}
+	if uncertain {
+		// Its last run.interrupted ends the replay; a client that leaves
+		// before it leaves the call waiting for the person.
+		through--
+		req.OnDisconnect = runs.DisconnectKeep
+	}
 	tr := newTranslator(last.ID, true, nil)
-	tr.through = through
-	h.stream(w, r, tr, runs.FollowRequest{User: user, ConversationID: last.ConversationID, RunID: last.ID, Sub: sub, Replay: true,
-		Through: through, Resumes: true})
+	tr.through, req.Through = through, through
+	h.stream(w, r, tr, req)
 }
 
 // stream writes the assistant message's chunks to the run's end, then
-// [DONE]. The run of a client that goes away waits for a resume (stop()
-// aborts the request; so does a page reload, which resumes).
+// [DONE]. The run of a client that goes away meets req.OnDisconnect:
+// for a run under way, it waits for a resume (stop() aborts the
+// request; so does a page reload, which resumes).
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, tr *translator, req runs.FollowRequest) {
 	ctx := r.Context()
 	// The UI message stream: data lines of one chunk's JSON, ended by
@@ -156,7 +170,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, tr *translator,
 	tr.emit = emit
 	req.Begin = tr.begin
 	req.Heartbeat, req.Idle, req.Rejoin = h.cfg.Heartbeat, sw.Ping, true
-	req.Gone, req.OnDisconnect, req.ResumeGrace = sw.Failed, runs.DisconnectAwaitResume, h.cfg.ResumeGrace
+	req.Gone, req.ResumeGrace = sw.Failed, h.cfg.ResumeGrace
 	finished := false
 	_, err := h.cfg.Runs.Follow(ctx, req, func(e *runs.Event) error {
 		done, err := tr.event(e)

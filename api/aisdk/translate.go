@@ -97,6 +97,10 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 		if d.Decision == events.DecisionReject {
 			t.denied[t.byApproval[d.ApprovalID]] = true
 		}
+	case *events.UncertainCallResolved:
+		if d.Decision == string(runs.CallSkip) { // what a denial answers
+			t.denied[d.ToolCallID] = true
+		}
 	case *events.ToolStart:
 		return false, t.input(d.ToolCallID, d.Tool, d.Args)
 	case *events.ToolComplete:

@@ -195,7 +195,8 @@ func (t *translator) translate(typ string, p events.Payload) []sseEvent {
 func customEvent(typ string) bool {
 	switch typ {
 	case events.TypeToolProgress, events.TypeDirectResponse, events.TypeApprovalRequired, events.TypeApprovalResolved,
-		events.TypeToolUncertain, events.TypeElicitationRequest, events.TypeElicitationResponse, events.TypeSupervisorDecided:
+		events.TypeToolUncertain, events.TypeUncertainCallResolved, events.TypeElicitationRequest, events.TypeElicitationResponse,
+		events.TypeSupervisorDecided:
 		return true
 	}
 	return false

@@ -261,6 +261,7 @@ func TestUncertainCall(t *testing.T) {
 		if ans["decision"] != "skip" {
 			r.f.t.Errorf("decision %v, want skip", ans["decision"])
 		}
+		r.emit("uncertain_call.resolved", map[string]any{"uncertain_call_id": "unc-1", "tool_call_id": "call-unc-1", "decision": "skip"})
 		r.emit("tool.error", map[string]any{"tool_call_id": "call-unc-1", "tool": "charge", "error": "Not run: the user chose to skip it."})
 		r.answer("I did not charge the card again.")
 	})
@@ -284,4 +285,5 @@ func TestUncertainCall(t *testing.T) {
 	jsonEqual(t, "the decision", req.Body, `{"decision": "skip"}`)
 	p.WaitText(card+" .card-result", "Skipped")
 	p.WaitText(webtest.LastAnswer, "I did not charge the card again.")
+	p.WaitText(webtest.LastTurn+" .act-approval:last-of-type", "The call that may have run: skipped")
 }

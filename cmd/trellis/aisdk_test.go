@@ -12,23 +12,12 @@ import (
 // aisdkReport is what api/aisdk/testdata/aisdk.mjs prints of one
 // scenario.
 type aisdkReport struct {
-	Chat     string `json:"chat"`
-	Status   string `json:"status"`
-	Error    string `json:"error"`
-	Messages []struct {
-		ID    string   `json:"id"`
-		Role  string   `json:"role"`
-		Text  string   `json:"text"`
-		Parts []string `json:"parts"`
-		Tools []struct {
-			ToolName   string          `json:"toolName"`
-			ToolCallID string          `json:"toolCallId"`
-			State      string          `json:"state"`
-			Input      json.RawMessage `json:"input"`
-			Output     any             `json:"output"`
-			ErrorText  string          `json:"errorText"`
-		} `json:"tools"`
-	} `json:"messages"`
+	Chat     string         `json:"chat"`
+	Status   string         `json:"status"`
+	Error    string         `json:"error"`
+	Messages []aisdkMessage `json:"messages"`
+	// Shown is the messages before the scenario answered.
+	Shown    []aisdkMessage `json:"shown"`
 	Finishes []struct {
 		IsAbort bool `json:"isAbort"`
 		IsError bool `json:"isError"`
@@ -47,6 +36,22 @@ type aisdkReport struct {
 		Status int    `json:"status"`
 		Body   string `json:"body"`
 	} `json:"raw"`
+}
+
+// aisdkMessage is a message of the chat, as aisdk.mjs prints it.
+type aisdkMessage struct {
+	ID    string   `json:"id"`
+	Role  string   `json:"role"`
+	Text  string   `json:"text"`
+	Parts []string `json:"parts"`
+	Tools []struct {
+		ToolName   string          `json:"toolName"`
+		ToolCallID string          `json:"toolCallId"`
+		State      string          `json:"state"`
+		Input      json.RawMessage `json:"input"`
+		Output     any             `json:"output"`
+		ErrorText  string          `json:"errorText"`
+	} `json:"tools"`
 }
 
 // TestAISDKClient drives POST /api/ai-sdk/chat and GET …/{id}/stream

@@ -715,12 +715,14 @@ func TestCrashWhileANonIdempotentToolRuns(t *testing.T) {
 					t.Errorf("a second answer: %d, want 409", r.StatusCode)
 				}
 				c.seen = followToEnd(t, second, c.conv, c.runID, c.seen)
-				var asked bool
+				var asked, resolved bool
 				var result string
 				for _, ev := range c.seen {
 					switch ev.typ {
 					case "tool.uncertain":
 						asked = ev.data["uncertain_call_id"] == ids[0] && ev.data["tool"] == "charge"
+					case "uncertain_call.resolved":
+						resolved = ev.data["uncertain_call_id"] == ids[0] && ev.data["decision"] == c.decision
 					case "tool.complete":
 						result, _ = ev.data["result"].(string)
 					case "tool.error":
@@ -729,6 +731,9 @@ func TestCrashWhileANonIdempotentToolRuns(t *testing.T) {
 				}
 				if !asked {
 					t.Errorf("%s: the stream never announced the uncertain call %s", c.note, ids[0])
+				}
+				if !resolved {
+					t.Errorf("%s: the stream never told the decision %s on %s (uncertain_call.resolved)", c.note, c.decision, ids[0])
 				}
 				lines := e.effectLines("charge " + c.note + " ")
 				switch c.decision {

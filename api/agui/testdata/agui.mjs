@@ -1,11 +1,11 @@
 // Drives trellis serve's POST /ag-ui with the real @ag-ui/client HttpAgent
 // (its event verifier and schema check run on every run) through one
 // scenario, and prints what the client saw as one JSON line for the Go
-// test to check. Usage: node agui.mjs <base url> <scenario>.
+// test to check. Usage: node agui.mjs <base url> <scenario> [scenario args].
 import { HttpAgent } from "@ag-ui/client";
 import { randomUUID } from "node:crypto";
 
-const [base, scenario] = process.argv.slice(2);
+const [base, scenario, ...args] = process.argv.slice(2);
 const url = base + "/ag-ui";
 const warnings = [];
 console.warn = (...a) => warnings.push(a.map(String).join(" "));
@@ -59,6 +59,15 @@ const scenarios = {
     const second = a.pendingInterrupts.map((i) => ({ ...i }));
     errors.push(await run(a, { resume: second.map((i) => ({ interruptId: i.id, status: "resolved", payload: { approved: false } })) }));
     return report(a, { errors, first, second });
+  },
+  // A message (args: the thread's id and the message) whose run ends
+  // waiting: the interrupts the client holds after it.
+  async interrupted() {
+    const [threadId, message] = args;
+    const a = agent(threadId);
+    say(a, message);
+    const error = await run(a);
+    return report(a, { error, first: a.pendingInterrupts.map((i) => ({ ...i })) });
   },
   // A run aborted mid-stream; the next message is accepted at once.
   async cancel() {

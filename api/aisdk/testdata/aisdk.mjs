@@ -2,10 +2,10 @@
 // AbstractChat and DefaultChatTransport (ai 7, or ai 5 through the npm
 // alias ai5) through one scenario, and prints what the chat saw as one
 // JSON line for the Go test to check.
-// Usage: node aisdk.mjs <7|5> <base url> <scenario>.
+// Usage: node aisdk.mjs <7|5> <base url> <scenario> [scenario args].
 import { randomUUID } from "node:crypto";
 
-const [version, base, scenario] = process.argv.slice(2);
+const [version, base, scenario, ...args] = process.argv.slice(2);
 const ai = await import(version === "5" ? "ai5" : "ai");
 const api = base + "/api/ai-sdk/chat";
 const warnings = [];
@@ -126,6 +126,24 @@ const scenarios = {
     const idle = await fetch(api + "/" + id + "/stream");
     const unknown = await fetch(api + "/" + chatID() + "/stream");
     return report(second, { before, idle: idle.status, unknown: unknown.status });
+  },
+  // ai 7: the page of a chat whose run was cut by a crash inside a call
+  // that may have run (args: the chat's id, its message, and "approve"
+  // or "deny") loads with the stored user message and resumes the
+  // stream: the call comes as an approval request, answered as asked.
+  async uncertain() {
+    const [id, message, answer] = args;
+    const c = new Chat({ id, messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: message }] }],
+      sendAutomaticallyWhen: ai.lastAssistantMessageIsCompleteWithApprovalResponses });
+    await c.resumeStream();
+    await waitFor("the resumed message", () => c.status === "ready" || c.status === "error");
+    const asked = lastAssistant(c);
+    const part = asked && tools(asked).find((p) => p.state === "approval-requested");
+    if (!part) return report(c, { failed: "no approval-requested part" });
+    const shown = report(c);
+    await c.addToolApprovalResponse({ id: part.approval.id, approved: answer === "approve" });
+    await waitFor("the answer", () => c.status === "ready" && text(lastAssistant(c)) !== "");
+    return report(c, { rounds: [{ askedID: asked.id, answeredID: lastAssistant(c).id, approvalID: part.approval.id }], shown: shown.messages });
   },
   // Client mistakes are 4xx with a JSON error the chat shows.
   async bad() {

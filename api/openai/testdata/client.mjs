@@ -1,13 +1,22 @@
 // Drives a Trellis server with the real openai client and prints one JSON
 // report: what each scenario saw. The Go test (openai_test.go) judges it.
-// Usage: node client.mjs <baseURL> <apiKey>
+// Usage: node client.mjs <baseURL> <apiKey>, or, for one completion
+// of one message and model only, node client.mjs <baseURL> <apiKey>
+// one <message> <model>.
 import OpenAI from 'openai';
 
-const [baseURL, apiKey] = process.argv.slice(2);
+const [baseURL, apiKey, only, message, onlyModel] = process.argv.slice(2);
 // No retries: a 5xx must show, not be retried away.
 const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 20000 });
 const model = 'trellis-test';
 const report = {};
+
+if (only === 'one') {
+  const { data, response } = await client.chat.completions
+    .create({ model: onlyModel, messages: [{ role: 'user', content: message }] }).withResponse();
+  process.stdout.write(JSON.stringify({ completion: data, conversation: response.headers.get('x-trellis-conversation-id') }));
+  process.exit(0);
+}
 
 async function scenario(name, fn) {
   const t0 = Date.now();

@@ -203,6 +203,17 @@ export class UncertainCallCard extends Card {
     fail.addEventListener("click", () => send("fail", "Treated as failed. The agent is told."));
     this.element.append(title, intro, args, el("div", { class: "card-actions" }, retry, skip, fail), this.error, this.result);
   }
+
+  /** resolve shows the decision an uncertain_call.resolved event reports, wherever it was made. */
+  resolve(ev) {
+    const text = {
+      retry: "Run again.",
+      skip: "Skipped. The agent is told.",
+      fail: "Treated as failed. The agent is told.",
+    }[ev.decision] || `Decided: ${ev.decision}.`;
+    this.element.dataset.state = "sending";
+    this.finish("resolved", text);
+  }
 }
 
 /** ElicitationCard asks for the input a tool requested, as a form. */

@@ -368,6 +368,11 @@ const HANDLERS = {
     this.cardsBox.append(card.element);
     if (!replay) this.ctx.announce(`${ev.tool || "A tool"} may have run before the service stopped; decide what to do with it.`);
   },
+  "uncertain_call.resolved"(ev) {
+    const decided = { retry: "run again", skip: "skipped", fail: "treated as failed" }[ev.decision] || ev.decision;
+    this.log("act-approval", el("span", { class: "icon", "aria-hidden": "true" }, "✓"), ` The call that may have run: ${decided}`);
+    this.cards.get(ev.uncertain_call_id)?.resolve(ev);
+  },
   "elicitation.request"(ev, replay) {
     this.log("act-elicit", el("span", { class: "icon", "aria-hidden": "true" }, "?"), ` Input requested${ev.source ? ` by ${ev.source}` : ""}`);
     if (this.cards.has(ev.elicitation_id)) return;
