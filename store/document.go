@@ -43,6 +43,13 @@ type Documents interface {
 	// GetDocument does.
 	DeleteDocument(ctx context.Context, userID, conversationID, id string) (Document, error)
 
+	// StrandedUploads returns up to limit documents, oldest first, still
+	// in status uploading though made before before: the record of an
+	// upload whose process died before it stored the file or queued the
+	// processing, for processing alone to clear. Returns ErrInvalid for
+	// a limit that is not positive.
+	StrandedUploads(ctx context.Context, before time.Time, limit int) ([]Document, error)
+
 	// LookupDocument returns the document by id alone, for processing.
 	// Returns ErrNotFound when it is unknown (deleted, say).
 	LookupDocument(ctx context.Context, id string) (Document, error)

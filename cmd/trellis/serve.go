@@ -455,8 +455,11 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	}
 	erasure := newEraser(ws)
 	var periodic []jobs.Periodic
+	if docs != nil {
+		periodic = append(periodic, docs.Periodic()...)
+	}
 	if cog != nil {
-		periodic = cog.Periodic()
+		periodic = append(periodic, cog.Periodic()...)
 	}
 	queue, err := openQueue(ctx, cfg, ws, periodic, log, cleanup)
 	if err != nil {

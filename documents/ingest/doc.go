@@ -7,6 +7,8 @@
 // Extraction, in an upload and in a job alike, runs in a bounded number
 // of slots (Config.MaxExtractions), so a burst of uploads costs a bounded
 // amount of memory; an upload waits for a slot while its context lasts.
+// A periodic job clears the uploads a killed process left in status
+// uploading with no job to finish them (Config.StrandedAfter).
 //
 // It sits between documents (storage, extraction, chunking, summaries),
 // store (the record and the index) and internal/jobs (the queue),

@@ -1,5 +1,7 @@
 package ingest
 
+import "context"
+
 // HoldExtractionSlots takes every extraction slot until the returned
 // function is called, for tests of what waits for one.
 func (s *Service) HoldExtractionSlots() func() {
@@ -12,3 +14,6 @@ func (s *Service) HoldExtractionSlots() func() {
 		}
 	}
 }
+
+// ClearStranded runs the periodic job's work once.
+func (s *Service) ClearStranded(ctx context.Context) (int, error) { return s.clearStranded(ctx) }

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/documents"
@@ -44,6 +45,11 @@ type Config struct {
 	// GOMAXPROCS: extraction is CPU work, and more at once would not
 	// finish sooner.
 	MaxExtractions int
+	// StrandedAfter is how long after its record an upload still in
+	// status uploading, with no processing job, counts as stranded by a
+	// process that died mid-upload, for the periodic job to clear: well
+	// past any upload request's end. Default 1 hour.
+	StrandedAfter time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -86,6 +92,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxExtractions <= 0 {
 		cfg.MaxExtractions = runtime.GOMAXPROCS(0)
 	}
+	if cfg.StrandedAfter <= 0 {
+		cfg.StrandedAfter = time.Hour
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -118,10 +127,28 @@ type processArgs struct {
 
 func (processArgs) Kind() string { return "document_process" }
 
-// Register registers the processing job's handler on ws, before the
-// queue is opened with them.
+// clearArgs is the periodic job that clears stranded uploads.
+type clearArgs struct{}
+
+func (clearArgs) Kind() string { return "document_clear_stranded" }
+
+// clearEvery is how often the stranded uploads are looked for.
+const clearEvery = 15 * time.Minute
+
+// Register registers the jobs' handlers on ws, before the queue is
+// opened with them.
 func (s *Service) Register(ws *jobs.Workers) {
 	jobs.Handle(ws, s.process, jobs.HandleOptions{})
+	jobs.Handle(ws, func(ctx context.Context, _ jobs.Job[clearArgs]) error {
+		_, err := s.clearStranded(ctx)
+		return err
+	}, jobs.HandleOptions{})
+}
+
+// Periodic is the service's periodic job (clearing stranded uploads),
+// for jobs.Config.
+func (s *Service) Periodic() []jobs.Periodic {
+	return []jobs.Periodic{{Every: clearEvery, Args: clearArgs{}, RunOnStart: true}}
 }
 
 // Attach gives the service the queue its jobs go to.
@@ -194,6 +221,42 @@ func (s *Service) Upload(ctx context.Context, u Upload) (store.Document, error) 
 	}
 	s.published(d)
 	return d, nil
+}
+
+// clearStranded deletes the uploads that a process killed between their
+// record and their processing job left in status uploading (Upload
+// undoes a failure it lives through; a kill it cannot): their records,
+// chunks and files, as Delete does. One whose job exists is processing's
+// to finish, however late. It returns how many it cleared.
+func (s *Service) clearStranded(ctx context.Context) (int, error) {
+	const batch = 100
+	n := 0
+	for {
+		ds, err := s.cfg.Store.StrandedUploads(ctx, time.Now().Add(-s.cfg.StrandedAfter), batch)
+		if err != nil {
+			return n, fmt.Errorf("ingest: clear stranded uploads: %w", err)
+		}
+		kept := 0
+		for _, d := range ds {
+			_, err := s.queue.Newest(ctx, processArgs{}.Kind(), "document_id", d.ID)
+			switch {
+			case err == nil:
+				kept++
+				continue
+			case !errors.Is(err, jobs.ErrNotFound):
+				return n, fmt.Errorf("ingest: clear stranded upload %s: %w", d.ID, err)
+			}
+			if err := s.Delete(ctx, d.UserID, d.ConversationID, d.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return n, fmt.Errorf("ingest: clear stranded upload %s: %w", d.ID, err)
+			}
+			n++
+			s.log.LogAttrs(ctx, slog.LevelWarn, "cleared an upload its process left unfinished", slog.String("document_id", d.ID),
+				slog.String("conversation_id", d.ConversationID), slog.Time("created_at", d.CreatedAt))
+		}
+		if len(ds) < batch || kept == len(ds) {
+			return n, nil
+		}
+	}
 }
 
 // cleanName keeps a file name's last path element, without control

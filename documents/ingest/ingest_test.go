@@ -379,3 +379,52 @@ func TestUploadWaitingForASlotCancelled(t *testing.T) {
 		t.Fatalf("files after a cancelled upload: %v", keys)
 	}
 }
+
+// An upload whose process was killed after its record (and its file)
+// were stored but before its processing job was queued stays in status
+// uploading with nothing to finish it: the periodic job clears it, its
+// file too, and leaves alone an upload whose job is waiting.
+func TestStrandedUploadCleared(t *testing.T) {
+	for _, backend := range ingesttest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			r := ingesttest.New(t, backend, ingest.Config{StrandedAfter: time.Nanosecond}, jobs.Config{})
+			ctx := t.Context()
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := r.Queue.Stop(sctx); err != nil { // the waiting upload's job stays queued
+				t.Fatal(err)
+			}
+			waiting, err := r.Svc.Upload(ctx, ingest.Upload{UserID: "alice", Filename: "a.txt", Data: []byte("alpha")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What a kill between Upload's file and its job leaves.
+			stranded, err := r.Store.CreateDocument(ctx, store.NewDocument{UserID: "alice", ConversationID: waiting.ConversationID,
+				Filename: "b.txt", ContentType: "text/plain", SizeBytes: 4, MaxPerConversation: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := documents.Key{User: "alice", Conversation: stranded.ConversationID, Document: stranded.ID, Name: documents.Original}.String()
+			if err := r.Files.Put(ctx, key, []byte("beta")); err != nil {
+				t.Fatal(err)
+			}
+
+			n, err := r.Svc.ClearStranded(ctx)
+			if err != nil || n != 1 {
+				t.Fatalf("cleared %d: %v; want the stranded upload", n, err)
+			}
+			if _, err := r.Store.LookupDocument(ctx, stranded.ID); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("the stranded record: %v, want it gone", err)
+			}
+			if _, err := r.Files.Get(ctx, key); !errors.Is(err, documents.ErrNotExist) {
+				t.Errorf("the stranded file: %v, want it gone", err)
+			}
+			if d, err := r.Store.LookupDocument(ctx, waiting.ID); err != nil || d.Status != store.DocUploading {
+				t.Errorf("the upload whose job waits: %+v %v, want it kept", d, err)
+			}
+			if n, err := r.Svc.ClearStranded(ctx); err != nil || n != 0 {
+				t.Errorf("again: cleared %d: %v, want nothing", n, err)
+			}
+		})
+	}
+}

@@ -35,6 +35,7 @@ func RunDocuments(t *testing.T, newStore func(t *testing.T) DocStore) {
 		{"DeleteCascades", testDocumentDeleteCascades},
 		{"InvalidChangesNothing", testDocumentInvalid},
 		{"BoundedByBytes", testDocumentsBoundedByBytes},
+		{"StrandedUploads", testStrandedUploads},
 	})
 }
 
@@ -456,4 +457,40 @@ func BenchmarkSearchChunks(b *testing.B, s DocStore, settle func()) {
 			b.ReportMetric(ms(0.99), "p99-ms")
 		})
 	}
+}
+
+// testStrandedUploads: the uploads left in status uploading before a
+// time are listed oldest first, across users, up to the limit; a
+// document processing took on is not.
+func testStrandedUploads(t *testing.T, s DocStore) {
+	ctx := t.Context()
+	a, b := newConversation(t, s, alice), newConversation(t, s, bob)
+	d1 := newDocument(t, s, a, "one.md")
+	d2 := newDocument(t, s, b, "two.md")
+	d3 := newDocument(t, s, a, "three.md")
+	if _, err := s.SetDocumentStatus(ctx, d3.ID, store.DocChunking, ""); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Minute)
+	got := must(s.StrandedUploads(ctx, later, 10))(t)
+	if ids := docIDs(got); !slices.Equal(ids, []string{d1.ID, d2.ID}) {
+		t.Errorf("stranded = %v, want %v", ids, []string{d1.ID, d2.ID})
+	}
+	if got := must(s.StrandedUploads(ctx, later, 1))(t); len(got) != 1 || got[0].ID != d1.ID {
+		t.Errorf("limit 1: %v", docIDs(got))
+	}
+	if got := must(s.StrandedUploads(ctx, d1.CreatedAt, 10))(t); len(got) != 0 {
+		t.Errorf("before the first upload: %v", docIDs(got))
+	}
+	if _, err := s.StrandedUploads(ctx, later, 0); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("limit 0: %v, want ErrInvalid", err)
+	}
+}
+
+func docIDs(ds []store.Document) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.ID
+	}
+	return out
 }

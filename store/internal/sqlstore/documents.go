@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/trellis-ai/trellis/internal/ids"
@@ -156,6 +157,25 @@ func (s *Store) DeleteDocument(ctx context.Context, userID, conversationID, id s
 		return store.Document{}, s.errorf("delete document %s: %w", id, err)
 	}
 	return d, nil
+}
+
+// StrandedUploads implements store.Documents, over the partial index of
+// documents in status uploading (documents_uploading).
+func (s *Store) StrandedUploads(ctx context.Context, before time.Time, limit int) ([]store.Document, error) {
+	if limit <= 0 {
+		return nil, s.errorf("stranded uploads: %w: limit %d", store.ErrInvalid, limit)
+	}
+	var out []store.Document
+	err := s.db.Read(ctx, func(q Querier) error {
+		var err error
+		out, err = queryAll(ctx, q, scanDocument, `SELECT `+documentCols+` FROM documents d
+			WHERE d.status = 'uploading' AND d.created_at < ? ORDER BY d.created_at, d.id LIMIT ?`, s.db.Time(before.UTC()), limit)
+		return err
+	})
+	if err != nil {
+		return nil, s.errorf("stranded uploads: %w", err)
+	}
+	return out, nil
 }
 
 // LookupDocument implements store.Documents.
