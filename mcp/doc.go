@@ -72,7 +72,8 @@
 //
 // Each call carries a progress token; the server's progress notifications
 // reach the call's operators.Messenger (tool.progress events), in order,
-// before the result. A server's request for user input — an input request
+// before the result; one that a newer update overtook on the way is
+// dropped, so progress never goes back. A server's request for user input — an input request
 // in 2026-07-28, elicitation/create in the session revisions — is put to
 // the call's Messenger (the run service waits for the user) and the
 // answer goes back to the server: accept with content, decline, or cancel

@@ -116,6 +116,7 @@ type progressPump struct {
 
 	mu     sync.Mutex
 	queue  []operators.ProgressEvent
+	last   float64 // the progress of the newest update taken
 	closed bool
 	wake   chan struct{}
 	done   chan struct{}
@@ -136,10 +137,16 @@ func startProgress(ctx context.Context, call operators.Call) *progressPump {
 
 func (p *progressPump) push(ev operators.ProgressEvent) {
 	p.mu.Lock()
-	if p.closed {
+	// A server's progress only increases (the spec says it must), but
+	// an update can overtake another: mcp-go's HTTP server sends a
+	// session's notifications down whichever of its open streams reads
+	// first. One older than the newest taken is dropped, so the call's
+	// progress never goes back.
+	if p.closed || ev.Progress < p.last {
 		p.mu.Unlock()
 		return
 	}
+	p.last = ev.Progress
 	if len(p.queue) == maxQueuedProgress {
 		p.queue = p.queue[1:]
 	}
