@@ -170,7 +170,18 @@ func (s *Server) handleListDocuments(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	nextCursor(w, p.NextCursor)
+	writeJSON(w, http.StatusOK, map[string][]store.Document{"documents": p.Documents})
+}
+
+// nextCursor names the next page of a list whose body API.md gives
+// whole (`{"approvals": [...]}`, `{"documents": [...]}`): in the
+// X-Next-Cursor header, absent on the last page, so that the body stays
+// what API.md says.
+func nextCursor(w http.ResponseWriter, cursor string) {
+	if cursor != "" {
+		w.Header().Set("X-Next-Cursor", cursor)
+	}
 }
 
 // documentStatus is the answer of GET …/status.

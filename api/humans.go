@@ -15,7 +15,8 @@ import (
 // /api/v1/elicitation/pending, GET /api/v1/clarifications/pending and
 // GET /api/v1/uncertain-calls/pending (?conversation_id=&limit=&cursor=):
 // a page of the user's pending human requests of the kind, as a list
-// named key, and next_cursor.
+// named key: the body API.md gives, with the next page's cursor in a
+// header (see nextCursor).
 func (s *Server) handlePending(kind store.HumanKind, key string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		page, err := queryPage(r)
@@ -28,7 +29,8 @@ func (s *Server) handlePending(kind store.HumanKind, key string) http.HandlerFun
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{key: p.Requests, "next_cursor": p.NextCursor})
+		nextCursor(w, p.NextCursor)
+		writeJSON(w, http.StatusOK, map[string][]store.HumanRequest{key: p.Requests})
 	}
 }
 

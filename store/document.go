@@ -133,12 +133,11 @@ type Document struct {
 	UpdatedAt    time.Time `json:"updated_at"`
 }
 
-// DocumentPage is one page of ListDocuments, as GET
-// /documents/{conversation_id} answers it.
+// DocumentPage is one page of ListDocuments.
 type DocumentPage struct {
-	Documents []Document `json:"documents"`
+	Documents []Document
 	// NextCursor fetches the next page; "" when this page is the last.
-	NextCursor string `json:"next_cursor"`
+	NextCursor string
 }
 
 // DocumentLister is the part of Documents that AllDocuments reads.

@@ -27,7 +27,7 @@ const (
 		"X-Stainless-Arch, X-Stainless-Helper-Method, X-Stainless-Lang, X-Stainless-OS, " +
 		"X-Stainless-Package-Version, X-Stainless-Retry-Count, X-Stainless-Runtime, " +
 		"X-Stainless-Runtime-Version, X-Stainless-Timeout"
-	corsExposed = "X-Conversation-ID, X-Run-ID, X-Request-Id, Retry-After, Content-Location, " +
+	corsExposed = "X-Conversation-ID, X-Run-ID, X-Next-Cursor, X-Request-Id, Retry-After, Content-Location, " +
 		"X-Trellis-Conversation-Id, Mcp-Session-Id"
 )
 

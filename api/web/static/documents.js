@@ -90,9 +90,16 @@ export class Documents {
   async refresh(load = this.load) {
     const cid = this.cid;
     if (!cid) return;
-    let data;
+    const data = { documents: [] };
     try {
-      data = await this.ctx.client.json("GET", path`/api/v1/documents/${cid}`);
+      // The list comes in pages (X-Next-Cursor names the next one).
+      for (let cursor = ""; ; ) {
+        const resp = await this.ctx.client.send("GET", path`/api/v1/documents/${cid}?limit=200&cursor=${cursor}`);
+        const page = await resp.json();
+        if (Array.isArray(page?.documents)) data.documents.push(...page.documents);
+        cursor = resp.headers.get("X-Next-Cursor") || "";
+        if (!cursor) break;
+      }
     } catch (err) {
       // A conversation with no documents yet may not be known here;
       // only a failure the user can act on is shown.
