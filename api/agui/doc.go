@@ -28,7 +28,9 @@
 //     with one interrupt per approval (reason tool_call, the approval's
 //     id, its tool call and the responseSchema {approved, editedArgs});
 //     for a tool's question (an elicitation) one interrupt of reason
-//     input_required whose responseSchema is the question's;
+//     input_required whose responseSchema is the question's; for a call
+//     that may have run one of reason uncertain_call. A run waiting on
+//     several kinds at once gets an interrupt for each;
 //   - run.cancelled → RUN_FINISHED {outcome: cancelled}; run.failed and
 //     a server shutting down → RUN_ERROR.
 //

@@ -177,43 +177,8 @@ func (t *translator) closeText() error {
 // text, which the user's next message answers; a server going down as
 // an error.
 func (t *translator) interrupted(id string, d *events.RunInterrupted) error {
-	var out []interrupt
 	switch d.Reason {
-	case string(events.PendingApproval):
-		for _, aid := range d.ApprovalIDs {
-			a, ok := t.approval(aid)
-			if !ok {
-				continue
-			}
-			out = append(out, interrupt{ID: aid, Reason: "tool_call", ToolCallID: a.ToolCallID,
-				Message: "Approve the call of " + a.Tool + "?", ResponseSchema: approvalSchema})
-		}
-	case string(events.PendingElicitation):
-		for _, eid := range d.ElicitationIDs {
-			q, ok := t.questions[eid]
-			if !ok && t.lookup != nil {
-				if e, found := t.lookup(runs.KindElicitation, eid); found {
-					q = events.ElicitationRequest{ElicitationID: eid, Message: e.Elicitation.Message, Schema: e.Elicitation.Schema}
-				}
-			}
-			schema := q.Schema
-			if len(schema) == 0 || schema[0] != '{' {
-				schema = json.RawMessage(`{"type":"object"}`)
-			}
-			out = append(out, interrupt{ID: eid, Reason: "input_required", Message: q.Message, ResponseSchema: schema})
-		}
-	case string(events.PendingUncertainCall):
-		for _, uid := range d.UncertainCallIDs {
-			u, ok := t.uncertain[uid]
-			if !ok && t.lookup != nil {
-				if h, found := t.lookup(runs.KindUncertainCall, uid); found {
-					u = events.ToolUncertain{UncertainCallID: uid, ToolCallID: h.UncertainCall.ToolCallID, Tool: h.UncertainCall.Tool}
-				}
-			}
-			out = append(out, interrupt{ID: uid, Reason: "uncertain_call", ToolCallID: u.ToolCallID,
-				Message:        "The call of " + u.Tool + " was running when the service stopped and may have run: run it again, skip it, or treat it as failed?",
-				ResponseSchema: uncertainSchema})
-		}
+	case string(events.PendingApproval), string(events.PendingElicitation), string(events.PendingUncertainCall):
 	case string(events.PendingClarification):
 		if err := t.chunk(id, d.Question); err != nil {
 			return err
@@ -224,6 +189,41 @@ func (t *translator) interrupted(id string, d *events.RunInterrupted) error {
 			return err
 		}
 		return t.emit(runError{Type: "RUN_ERROR", Message: "the server stopped the run on its way down; send the message again", Code: d.Reason})
+	}
+	// One interrupt per request the run waits on, of every kind: an
+	// approval and a call that may have run can wait side by side.
+	var out []interrupt
+	for _, aid := range d.ApprovalIDs {
+		a, ok := t.approval(aid)
+		if !ok {
+			continue
+		}
+		out = append(out, interrupt{ID: aid, Reason: "tool_call", ToolCallID: a.ToolCallID,
+			Message: "Approve the call of " + a.Tool + "?", ResponseSchema: approvalSchema})
+	}
+	for _, eid := range d.ElicitationIDs {
+		q, ok := t.questions[eid]
+		if !ok && t.lookup != nil {
+			if e, found := t.lookup(runs.KindElicitation, eid); found {
+				q = events.ElicitationRequest{ElicitationID: eid, Message: e.Elicitation.Message, Schema: e.Elicitation.Schema}
+			}
+		}
+		schema := q.Schema
+		if len(schema) == 0 || schema[0] != '{' {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		out = append(out, interrupt{ID: eid, Reason: "input_required", Message: q.Message, ResponseSchema: schema})
+	}
+	for _, uid := range d.UncertainCallIDs {
+		u, ok := t.uncertain[uid]
+		if !ok && t.lookup != nil {
+			if h, found := t.lookup(runs.KindUncertainCall, uid); found {
+				u = events.ToolUncertain{UncertainCallID: uid, ToolCallID: h.UncertainCall.ToolCallID, Tool: h.UncertainCall.Tool}
+			}
+		}
+		out = append(out, interrupt{ID: uid, Reason: "uncertain_call", ToolCallID: u.ToolCallID,
+			Message:        "The call of " + u.Tool + " was running when the service stopped and may have run: run it again, skip it, or treat it as failed?",
+			ResponseSchema: uncertainSchema})
 	}
 	if len(out) == 0 {
 		return t.emit(runError{Type: "RUN_ERROR", Message: "the run waits for something this protocol cannot name", Code: "interrupted"})

@@ -80,11 +80,13 @@ func (c *completion) take(p events.Payload, out answerer) error {
 	return nil
 }
 
-// waiting says what a run that stopped for a human waits for. A
-// clarifying question is already the answer's text.
+// waiting says what a run that stopped for a human waits for: each
+// kind of request it waits on, as an approval and a call that may have
+// run can wait side by side. A clarifying question is already the
+// answer's text.
 func (c *completion) waiting(e *events.RunInterrupted) string {
-	switch {
-	case e.Reason == "approval":
+	var parts []string
+	if e.Reason == "approval" || len(e.ApprovalIDs) > 0 {
 		var b strings.Builder
 		b.WriteString("Trellis is waiting for approval before running ")
 		for i, a := range c.approvals {
@@ -97,15 +99,17 @@ func (c *completion) waiting(e *events.RunInterrupted) string {
 			fmt.Fprintf(&b, "a tool (approval ids %s)", strings.Join(e.ApprovalIDs, ", "))
 		}
 		b.WriteString(". Answer it in Trellis (POST /api/v1/approvals/{approval_id}); the tool has not run.")
-		return b.String()
-	case len(e.UncertainCallIDs) > 0:
-		return "Trellis stopped while a tool was running, so the call may or may not have taken effect; it will not run again " +
-			"unless you say so (uncertain call ids " + strings.Join(e.UncertainCallIDs, ", ") + "). Decide in Trellis: " +
-			"POST /api/v1/uncertain-calls/{uncertain_call_id} with retry, skip or fail."
-	case len(e.ElicitationIDs) > 0:
-		return "Trellis is waiting for your input to a tool (elicitation ids " + strings.Join(e.ElicitationIDs, ", ") + "); answer it in Trellis."
+		parts = append(parts, b.String())
 	}
-	return ""
+	if len(e.UncertainCallIDs) > 0 {
+		parts = append(parts, "Trellis stopped while a tool was running, so the call may or may not have taken effect; it will not run again "+
+			"unless you say so (uncertain call ids "+strings.Join(e.UncertainCallIDs, ", ")+"). Decide in Trellis: "+
+			"POST /api/v1/uncertain-calls/{uncertain_call_id} with retry, skip or fail.")
+	}
+	if len(e.ElicitationIDs) > 0 {
+		parts = append(parts, "Trellis is waiting for your input to a tool (elicitation ids "+strings.Join(e.ElicitationIDs, ", ")+"); answer it in Trellis.")
+	}
+	return strings.Join(parts, " ")
 }
 
 type usage struct {

@@ -1,0 +1,22 @@
+package openai
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/trellis-ai/trellis/events"
+)
+
+// A run that waits on an approval and on a call that may have run names
+// both, whichever its reason names first.
+func TestWaitingNamesEveryKind(t *testing.T) {
+	c := &completion{approvals: []*events.ApprovalRequired{{ApprovalID: "a1", Tool: "delete_file"}}}
+	for _, reason := range []string{"approval", "uncertain_call"} {
+		got := c.waiting(&events.RunInterrupted{Reason: reason, ApprovalIDs: []string{"a1"}, UncertainCallIDs: []string{"call_x"}})
+		for _, want := range []string{"delete_file (approval id a1)", "uncertain call ids call_x", "/api/v1/uncertain-calls/"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("reason %s: %q does not say %q", reason, got, want)
+			}
+		}
+	}
+}
