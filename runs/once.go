@@ -59,19 +59,14 @@ func (m *Service) AnswerUncertainCall(ctx context.Context, user, id string, ans 
 	if err != nil {
 		return store.HumanRequest{}, err
 	}
-	// A run that is parking right now is parked in no time.
 	m.mu.Lock()
 	var parking chan struct{}
 	if rn := m.byConv[h.ConversationID]; rn != nil && rn.id == h.RunID {
 		parking = rn.done
 	}
 	m.mu.Unlock()
-	if parking != nil {
-		select {
-		case <-parking:
-		case <-ctx.Done():
-			return store.HumanRequest{}, ctx.Err()
-		}
+	if err := parked(ctx, parking); err != nil {
+		return store.HumanRequest{}, err
 	}
 	if h, err = m.st.ResolveHumanRequest(ctx, user, id, ans); err != nil {
 		return store.HumanRequest{}, err

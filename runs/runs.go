@@ -784,12 +784,8 @@ func (m *Service) approvalAnsweredLocked(ctx context.Context, a store.HumanReque
 		parking = rn.done
 	}
 	m.mu.Unlock()
-	if parking != nil { // the run is parking right now; it takes no time
-		select {
-		case <-parking:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := parked(ctx, parking); err != nil {
+		return err
 	}
 	err := m.resumeWith(ctx, a)
 	if forward && errors.Is(err, store.ErrConflict) {
@@ -916,12 +912,8 @@ func (m *Service) cancel(ctx context.Context, userID, conversationID, runID stri
 		parking = rn.done
 	}
 	m.mu.Unlock()
-	if parking != nil { // parking takes no time; then it is parked
-		select {
-		case <-parking:
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
+	if err := parked(ctx, parking); err != nil {
+		return "", err
 	}
 	last, err := m.st.LatestRun(ctx, userID, conversationID)
 	if err == nil && runID != "" && last.ID != runID {
@@ -1032,6 +1024,21 @@ func (rn *Run) ID() string { return rn.id }
 
 // ConversationID is the id of the run's conversation.
 func (rn *Run) ConversationID() string { return rn.conversationID }
+
+// parked waits until a run that is parking, whose done channel is
+// given (nil for none), has parked: it takes no time, and an answer or
+// a cancel that came meanwhile then goes to the parked run.
+func parked(ctx context.Context, done <-chan struct{}) error {
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // RequestID is the id of the request that started the run.
 func (rn *Run) RequestID() string { return rn.requestID }
