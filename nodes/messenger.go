@@ -90,17 +90,18 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 			schema = b
 		}
 	}
-	_ = emit(m.call.Context, &events.ElicitationRequest{ElicitationID: r.ElicitationID, Source: r.Source, Message: r.Message, Schema: schema})
 	asking := m.calls != nil && r.Replayable
 	if asking {
 		// The call has done nothing yet and is issued again with the
 		// answer: a crash while it waits must not leave it "may have
-		// run".
+		// run". Recorded before the question is shown, as a client told
+		// of it may see the process die at once.
 		if err := m.calls.Asking(ctx, m.call.key); err != nil {
 			return operators.ElicitResponse{ElicitationID: r.ElicitationID, Action: operators.ElicitCancel},
 				fmt.Errorf("nodes: elicitation %s: recording that the call asks: %w", r.ElicitationID, err)
 		}
 	}
+	_ = emit(m.call.Context, &events.ElicitationRequest{ElicitationID: r.ElicitationID, Source: r.Source, Message: r.Message, Schema: schema})
 	resp, err := m.elicitor.Elicit(ctx, m.conversationID, r)
 	if asking && !errors.Is(err, operators.ErrAskLater) {
 		// Answered: the call goes on, started again.

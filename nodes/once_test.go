@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
@@ -141,5 +143,47 @@ func TestUncertainCallDecisions(t *testing.T) {
 				t.Errorf("an unknown decision: %v, want ErrInvalidInput", r.err)
 			}
 		})
+	}
+}
+
+// askingLog is a callLog whose record of a call that asks takes a while
+// to be stored, and says once it is.
+type askingLog struct {
+	callLog
+	stored atomic.Bool
+}
+
+func (l *askingLog) Asking(context.Context, string) error {
+	time.Sleep(100 * time.Millisecond)
+	l.stored.Store(true)
+	return nil
+}
+
+// A call that asks a question it will be issued again with is recorded
+// as asking before the question is shown: a client told of it may see
+// the process die at once, and the run that takes it up must find the
+// call waiting for its answer, not a call that may have run.
+func TestACallIsRecordedAskingBeforeItsQuestionIsShown(t *testing.T) {
+	log := &askingLog{}
+	reg, _ := scriptedModels(t, questionScript)
+	a, err := nodes.New(reg, (&questionTools{}).provider(t), nil, nodes.Options{Elicitor: &parkingElicitor{}, Calls: log,
+		Hooks: nodes.Hooks{OnAnswer: func(context.Context, nodes.Answer) error { return nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := false
+	for ev, err := range a.Run(t.Context(), "c1", nodes.Input{Message: "delete a.txt", RequestID: "req1"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := ev.Data.(*events.ElicitationRequest); ok {
+			asked = true
+			if !log.stored.Load() {
+				t.Error("elicitation.request came before the call was recorded as asking")
+			}
+		}
+	}
+	if !asked {
+		t.Fatal("no question was asked")
 	}
 }
