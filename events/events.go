@@ -32,11 +32,15 @@ const (
 	TypeElicitationResponse   = "elicitation.response"
 	TypeDirectResponse        = "direct.response"
 	TypeResponseChunk         = "response.chunk"
-	TypeResponseDone          = "response.done"
-	TypeRunCompleted          = "run.completed"
-	TypeRunInterrupted        = "run.interrupted"
-	TypeRunCancelled          = "run.cancelled"
-	TypeRunFailed             = "run.failed"
+	// TypeReasoningChunk is a piece of a node's model reasoning (its
+	// thinking), as the model produces it (an addition to API.md; see
+	// docs/api.md).
+	TypeReasoningChunk = "reasoning.chunk"
+	TypeResponseDone   = "response.done"
+	TypeRunCompleted   = "run.completed"
+	TypeRunInterrupted = "run.interrupted"
+	TypeRunCancelled   = "run.cancelled"
+	TypeRunFailed      = "run.failed"
 	// TypeSubagentStart and TypeSubagentEnd frame a sub-agent's work
 	// (an addition to API.md; see the README).
 	TypeSubagentStart = "subagent.start"
@@ -139,6 +143,7 @@ var payloads = map[string]func() Payload{
 	TypeElicitationResponse:   func() Payload { return new(ElicitationResponse) },
 	TypeDirectResponse:        func() Payload { return new(DirectResponse) },
 	TypeResponseChunk:         func() Payload { return new(ResponseChunk) },
+	TypeReasoningChunk:        func() Payload { return new(ReasoningChunk) },
 	TypeResponseDone:          func() Payload { return new(ResponseDone) },
 	TypeRunCompleted:          func() Payload { return new(RunCompleted) },
 	TypeRunInterrupted:        func() Payload { return new(RunInterrupted) },

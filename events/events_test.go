@@ -17,6 +17,9 @@ func TestEventJSON(t *testing.T) {
 	}{
 		{&events.NodeStart{Node: "supervisor"}, `{"type":"node.start","node":"supervisor"}`},
 		{&events.NodeEnd{Node: "write", DurationMS: 12}, `{"type":"node.end","node":"write","duration_ms":12}`},
+		{&events.NodeEnd{Node: "reflect", DurationMS: 3, Reasoning: "The tool answered."},
+			`{"type":"node.end","node":"reflect","duration_ms":3,"reasoning":"The tool answered."}`},
+		{&events.ReasoningChunk{Node: "supervisor", Content: "Hm"}, `{"type":"reasoning.chunk","node":"supervisor","content":"Hm"}`},
 		{&events.SupervisorThinking{Message: "…"}, `{"type":"supervisor.thinking","message":"…"}`},
 		{&events.SupervisorDecided{Action: "call_tool", Tools: []string{"search"}, Reasoning: "r"},
 			`{"type":"supervisor.decided","action":"call_tool","tools":["search"],"reasoning":"r"}`},

@@ -12,13 +12,19 @@ type NodeStart struct {
 	Node string `json:"node"`
 }
 
-// NodeEnd is node.end.
+// NodeEnd is node.end. Reasoning is the whole of the node's model
+// reasoning, the text its reasoning.chunk events carried (an addition to
+// API.md); empty when its model did not reason.
 type NodeEnd struct {
 	Node       string `json:"node"`
 	DurationMS int64  `json:"duration_ms"`
+	Reasoning  string `json:"reasoning,omitempty"`
 }
 
-// SupervisorThinking is supervisor.thinking.
+// SupervisorThinking is supervisor.thinking: the supervisor begins
+// deciding. Message is a fixed status line; the model's own thinking,
+// when it reasons, comes as reasoning.chunk events of the supervisor
+// node.
 type SupervisorThinking struct {
 	Message string `json:"message"`
 }
@@ -136,6 +142,15 @@ type DirectResponse struct {
 
 // ResponseChunk is response.chunk.
 type ResponseChunk struct {
+	Content string `json:"content"`
+}
+
+// ReasoningChunk is reasoning.chunk: a piece of the model's reasoning in
+// Node (supervisor, reflect or write), as the model produces it. Only a
+// model configured to think (llm.ModelConfig.Thinking) sends any; the
+// chunks of one node's call, joined, are its node.end Reasoning.
+type ReasoningChunk struct {
+	Node    string `json:"node"`
 	Content string `json:"content"`
 }
 
@@ -270,6 +285,7 @@ func (*ElicitationRequest) EventType() string    { return TypeElicitationRequest
 func (*ElicitationResponse) EventType() string   { return TypeElicitationResponse }
 func (*DirectResponse) EventType() string        { return TypeDirectResponse }
 func (*ResponseChunk) EventType() string         { return TypeResponseChunk }
+func (*ReasoningChunk) EventType() string        { return TypeReasoningChunk }
 func (*ResponseDone) EventType() string          { return TypeResponseDone }
 func (*RunCompleted) EventType() string          { return TypeRunCompleted }
 func (*RunInterrupted) EventType() string        { return TypeRunInterrupted }

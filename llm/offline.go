@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -86,8 +87,12 @@ const OfflineNotice = "I'm Trellis' offline model: no language model is configur
 //     which tool it would need when it recognised an intent whose tool was not
 //     offered. It never answers general questions.
 //
-// Text is streamed word by word to llms.WithStreamingFunc. Options other than
-// tools and the streaming func (JSON mode, temperature, …) are ignored, so a
+// Text is streamed word by word to llms.WithStreamingFunc. A call that asks
+// for thinking (llms.WithThinking, as llm.ThinkingOptions does for a model
+// configured with Thinking) also gets one sentence of reasoning saying which
+// rule decided the reply, streamed word by word to
+// llms.WithStreamingReasoningFunc before the text and returned as
+// ReasoningContent. Other options (JSON mode, temperature, …) are ignored, so a
 // node that needs a structured decision should offer tools and treat "no tool
 // call" as "answer with the text". Usage counts words, not tokens; the
 // response's GenerationInfo has EstimatedKey set to true.
@@ -113,6 +118,15 @@ func (m *Offline) GenerateContent(ctx context.Context, msgs []llms.MessageConten
 		return nil, fmt.Errorf("llm offline: %w", err)
 	}
 	text, calls := offlineReply(msgs, offeredTools(&o))
+	thinking := ""
+	if llms.GetThinkingConfig(&o) != nil {
+		thinking = offlineThinking(msgs, text, calls)
+		if o.StreamingReasoningFunc != nil {
+			if err := streamThinking(ctx, &o, strings.SplitAfter(thinking, " "), 0, "llm offline"); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if text != "" && o.StreamingFunc != nil {
 		for _, chunk := range strings.SplitAfter(text, " ") {
 			if err := ctx.Err(); err != nil {
@@ -123,7 +137,49 @@ func (m *Offline) GenerateContent(ctx context.Context, msgs []llms.MessageConten
 			}
 		}
 	}
-	return buildResponse(text, "", calls, estimateUsage(msgs, text, calls), true), nil
+	return buildResponse(text, thinking, calls, estimateUsage(msgs, text+" "+thinking, calls), true), nil
+}
+
+// offlineThinking says which of the offline model's rules decided its
+// reply: what a reasoning model would think, in one sentence.
+func offlineThinking(msgs []llms.MessageContent, text string, calls []llms.ToolCall) string {
+	_, hi := lastHuman(msgs)
+	switch {
+	case len(calls) > 0:
+		names := make([]string, len(calls))
+		for i, c := range calls {
+			names[i] = c.FunctionCall.Name + " " + c.FunctionCall.Arguments
+		}
+		return "A rule of mine covers this message, so I call " + strings.Join(names, " and ") + "."
+	case len(toolResultsAfter(msgs, hi)) > 0:
+		return "The tools have answered, so I report what they returned."
+	case text == OfflineNotice:
+		return "No rule of mine covers this message, so I say what I can do offline."
+	default:
+		return "The tool this message needs is not offered, so I say which one I would need."
+	}
+}
+
+// streamThinking passes thinking to o's callbacks piece by piece, each
+// after delay (the scripted model's; the offline model has none), as langchaingo's OpenAI client passes a reasoning model's
+// deltas: the piece to the reasoning func with an empty text chunk, and
+// that empty chunk to the streaming func. o.StreamingReasoningFunc is set;
+// who prefixes the callbacks' errors.
+func streamThinking(ctx context.Context, o *llms.CallOptions, pieces []string, delay time.Duration, who string) error {
+	for _, c := range pieces {
+		if err := sleep(ctx, delay); err != nil {
+			return err // the scripted model's own, which names it
+		}
+		if o.StreamingFunc != nil {
+			if err := o.StreamingFunc(ctx, []byte{}); err != nil {
+				return fmt.Errorf("%s: streaming func: %w", who, err)
+			}
+		}
+		if err := o.StreamingReasoningFunc(ctx, []byte(c), []byte{}); err != nil {
+			return fmt.Errorf("%s: streaming reasoning func: %w", who, err)
+		}
+	}
+	return nil
 }
 
 func offeredTools(o *llms.CallOptions) []llms.Tool {

@@ -301,3 +301,43 @@ func TestOfflineDescribesPlan(t *testing.T) {
 		}
 	}
 }
+
+// The offline model thinks only when the call asks it to (a model
+// configured with Thinking), streaming one sentence to the reasoning func
+// before it answers.
+func TestOfflineThinksWhenAsked(t *testing.T) {
+	m := llm.NewOffline()
+	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "what is 2+2?")}
+	var pieces []string
+	reasoningFunc := llms.WithStreamingReasoningFunc(func(_ context.Context, r, _ []byte) error {
+		if len(r) > 0 {
+			pieces = append(pieces, string(r))
+		}
+		return nil
+	})
+
+	resp, err := m.GenerateContent(t.Context(), msgs, llms.WithTools(allTools), reasoningFunc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pieces) != 0 || llm.ThinkingFrom(resp) != "" {
+		t.Errorf("unasked, the offline model thought: streamed %q, returned %q", pieces, llm.ThinkingFrom(resp))
+	}
+
+	cfg := llm.OfflineConfig()
+	cfg.Thinking = true
+	opts := append(llm.ThinkingOptions(cfg, 0), llms.WithTools(allTools), reasoningFunc)
+	if resp, err = m.GenerateContent(t.Context(), msgs, opts...); err != nil {
+		t.Fatal(err)
+	}
+	want := `A rule of mine covers this message, so I call calculator {"expression":"2+2"}.`
+	if strings.Join(pieces, "") != want || len(pieces) < 2 {
+		t.Errorf("streamed %q, want %q word by word", pieces, want)
+	}
+	if llm.ThinkingFrom(resp) != want {
+		t.Errorf("returned thinking %q", llm.ThinkingFrom(resp))
+	}
+	if calls := llm.ToolCallsFrom(resp); len(calls) != 1 {
+		t.Errorf("thinking changed the reply: %+v", calls)
+	}
+}

@@ -27,8 +27,10 @@ import (
 // with a *NoMatchError (errors.Is ErrNoScriptMatch) naming the node and the
 // message.
 //
-// The reply's thinking goes to the streaming reasoning func, then its text
-// to the streaming func in its chunks, each after DelayMS; tool calls come
+// The reply's thinking goes to the streaming reasoning func word by word
+// (ChunkWords), then its text to the streaming func in its chunks, each
+// piece after DelayMS, as langchaingo's OpenAI client delivers a
+// reasoning model's stream; tool calls come
 // back in the response (never streamed). An Error reply fails the call
 // with an *Error of its kind after streaming any text. With no delays the
 // model sets no timers and does no I/O, so it suits benchmarks.
@@ -83,6 +85,7 @@ type scriptStep struct {
 	system    string // lower case
 	text      string
 	chunks    []string
+	thinking  []string // the reply's thinking in its streamed pieces
 	delay     time.Duration
 	toolCalls []llms.ToolCall // IDs may be empty: filled per call
 }
@@ -115,6 +118,9 @@ func NewScripted(s *Script) *Scripted {
 		case r.Text != "":
 			ps.text = r.Text
 			ps.chunks = chunkWords(r.Text, max(r.ChunkWords, 1))
+		}
+		if r.Thinking != "" {
+			ps.thinking = chunkWords(r.Thinking, max(r.ChunkWords, 1))
 		}
 		for _, tc := range r.ToolCalls {
 			args := "{}"
@@ -263,12 +269,13 @@ func (st *scriptStep) matches(node, lowerQ, lowerSys string, turn int, lastIsToo
 // play streams and returns the step's reply.
 func (st *scriptStep) play(ctx context.Context, o *llms.CallOptions, msgs []llms.MessageContent, callNo int) (*llms.ContentResponse, error) {
 	r := &st.Reply
-	if r.Thinking != "" && o.StreamingReasoningFunc != nil {
-		if err := o.StreamingReasoningFunc(ctx, []byte(r.Thinking), nil); err != nil {
-			return nil, fmt.Errorf("llm scripted: streaming reasoning func: %w", err)
-		}
-	}
 	streamed := false
+	if o.StreamingReasoningFunc != nil && len(st.thinking) > 0 {
+		if err := streamThinking(ctx, o, st.thinking, st.delay, "llm scripted"); err != nil {
+			return nil, err
+		}
+		streamed = true
+	}
 	if o.StreamingFunc != nil || o.StreamingReasoningFunc != nil {
 		for _, c := range st.chunks {
 			if err := sleep(ctx, st.delay); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -285,5 +286,34 @@ func BenchmarkScriptedResilient(b *testing.B) {
 		if _, err := m.GenerateContent(ctx, msgs, stream); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A reply's thinking reaches the callbacks as langchaingo's OpenAI client
+// passes a reasoning model's deltas: word by word to the reasoning func,
+// each with an empty text chunk, then the text; TextStream keeps only text.
+func TestScriptedStreamsThinkingAsAProviderDoes(t *testing.T) {
+	m := scripted(t, `{"steps": [{"reply": {"thinking": "Two and two make four.", "text": "It is 4."}}]}`)
+	type cb struct{ reasoning, chunk string }
+	var got []cb
+	var text []string
+	resp, err := m.GenerateContent(t.Context(), []llms.MessageContent{human("2+2?")},
+		llms.WithStreamingFunc(llm.TextStream(func(_ context.Context, c []byte) error { text = append(text, string(c)); return nil })),
+		llms.WithStreamingReasoningFunc(func(_ context.Context, r, c []byte) error {
+			got = append(got, cb{string(r), string(c)})
+			return nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []cb{{"Two ", ""}, {"and ", ""}, {"two ", ""}, {"make ", ""}, {"four.", ""}, {"", "It "}, {"", "is "}, {"", "4."}}
+	if !slices.Equal(got, want) {
+		t.Errorf("reasoning func got %q, want %q", got, want)
+	}
+	if strings.Join(text, "|") != "It |is |4." {
+		t.Errorf("text chunks = %q", text)
+	}
+	if llm.ThinkingFrom(resp) != "Two and two make four." || llm.TextFrom(resp) != "It is 4." {
+		t.Errorf("response thinking %q, text %q", llm.ThinkingFrom(resp), llm.TextFrom(resp))
 	}
 }

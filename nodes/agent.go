@@ -497,7 +497,12 @@ func (a *Agent) runGraph(ctx context.Context, yield func(events.Event, error) bo
 	cfg.Modes = graph.ModeCustom | graph.ModeMessages
 	cfg.StreamBuffer = a.opts.streamBuffer()
 	cfg.RunID, _ = ctx.Value(runKey{}).(string)
-	var usage events.Usage
+	// One variable for what the loop keeps between events: its body is a
+	// closure, so each variable it keeps costs an allocation per run.
+	var kept struct {
+		usage   events.Usage
+		thought thoughts
+	}
 	for ev, err := range a.graph.Stream(ctx, input, cfg) {
 		if err != nil {
 			a.finish(ctx, yield, err)
@@ -517,14 +522,33 @@ func (a *Agent) runGraph(ctx context.Context, yield func(events.Event, error) bo
 			if len(ev.Namespace) > 0 {
 				e.Namespace = agentPath(ev.Namespace)
 			}
-			if d, ok := e.Data.(*events.ResponseDone); ok && e.Namespace == "" {
-				usage = d.Usage
+			switch d := e.Data.(type) {
+			case *events.ResponseDone:
+				if e.Namespace == "" {
+					kept.usage = d.Usage
+				}
+			case *events.NodeStart:
+				// A retried node starts its reasoning over.
+				kept.thought.take(e.Namespace, d.Node)
+			case *events.NodeEnd:
+				d.Reasoning = kept.thought.take(e.Namespace, d.Node)
 			}
 			if !yield(e, nil) {
 				return
 			}
 		case graph.ModeMessages:
 			c, ok := ev.Data.(graph.MessageChunk)
+			if ok && c.Reasoning && c.Text != "" {
+				e := events.New(&events.ReasoningChunk{Node: ev.Node, Content: c.Text})
+				if len(ev.Namespace) > 0 {
+					e.Namespace = agentPath(ev.Namespace)
+				}
+				kept.thought.add(e.Namespace, ev.Node, c.Text)
+				if !yield(e, nil) {
+					return
+				}
+				continue
+			}
 			if !ok || c.Reasoning || c.Text == "" || len(ev.Namespace) > 0 {
 				// A sub-agent's answer is its task call's result, in
 				// subagent.end, not the user's answer.
@@ -535,7 +559,39 @@ func (a *Agent) runGraph(ctx context.Context, yield func(events.Event, error) bo
 			}
 		}
 	}
-	yield(events.New(&events.RunCompleted{Status: "completed", Usage: usage}), nil)
+	yield(events.New(&events.RunCompleted{Status: "completed", Usage: kept.usage}), nil)
+}
+
+// thoughts gathers each node's reasoning as it streams, by namespace and
+// node, for the node's node.end. It is nil until the first reasoning
+// chunk: a run whose models do not think never makes it.
+type thoughts map[string]*strings.Builder
+
+func (t *thoughts) add(namespace, node, text string) {
+	if *t == nil {
+		*t = thoughts{}
+	}
+	key := namespace + "\x00" + node
+	b := (*t)[key]
+	if b == nil {
+		b = &strings.Builder{}
+		(*t)[key] = b
+	}
+	b.WriteString(text)
+}
+
+// take returns the node's reasoning so far and forgets it.
+func (t thoughts) take(namespace, node string) string {
+	if t == nil {
+		return ""
+	}
+	key := namespace + "\x00" + node
+	b := t[key]
+	if b == nil {
+		return ""
+	}
+	delete(t, key)
+	return b.String()
 }
 
 // finish turns the graph's last error into the run's terminal event.

@@ -163,7 +163,8 @@ func (h *harness) run(t testing.TB, conv, msg string) run {
 
 // trace renders the events compactly: node events as "node.start:name",
 // tool events with their tool, decisions with their action, chunks
-// merged into one "response.chunk*".
+// merged into one "response.chunk*", a node's reasoning chunks into one
+// "reasoning.chunk:<node>*".
 func (r run) trace() string {
 	var out []string
 	for _, e := range r.events {
@@ -190,6 +191,11 @@ func (r run) trace() string {
 				continue
 			}
 			s = "response.chunk*"
+		case *events.ReasoningChunk:
+			s = "reasoning.chunk:" + d.Node + "*"
+			if len(out) > 0 && out[len(out)-1] == s {
+				continue
+			}
 		}
 		out = append(out, s)
 	}

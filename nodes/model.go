@@ -5,6 +5,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/llm"
 )
 
@@ -43,4 +44,42 @@ func (a *Agent) callModel(ctx context.Context, model llms.Model, mc *ModelCall, 
 		return nil, err
 	}
 	return mc.Response, nil
+}
+
+// thinking returns the options that make the model named name think and
+// stream its reasoning as the node's reasoning chunks (reasoning.chunk
+// events, see runGraph), or nil for a model not configured to think
+// (llm.ModelConfig.Thinking): such a model costs nothing here.
+//
+// Anthropic refuses thinking when the conversation's last assistant
+// message is a tool call that does not start with its signed thinking
+// block, which langchaingo v0.1.14 cannot send back; so within a tool
+// loop an Anthropic model thinks only until its first tool call.
+func (a *Agent) thinking(ctx context.Context, name string, s *ChatState) []llms.CallOption {
+	cfg, err := a.models.Resolve(name)
+	if err != nil || !cfg.Thinking {
+		return nil
+	}
+	if cfg.Provider == llm.ProviderAnthropic && lastAssistantCalls(s.Messages) {
+		return nil
+	}
+	return append(llm.ThinkingOptions(cfg, 0), llms.WithStreamingReasoningFunc(func(_ context.Context, reasoning, _ []byte) error {
+		// The text chunks some providers also pass here go out through
+		// the streaming func, if the node streams text at all.
+		if len(reasoning) == 0 {
+			return nil
+		}
+		return graph.EmitMessage(ctx, graph.MessageChunk{Text: string(reasoning), Reasoning: true})
+	}))
+}
+
+// lastAssistantCalls reports whether the last assistant message of msgs
+// makes tool calls.
+func lastAssistantCalls(msgs []Message) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == RoleAssistant {
+			return len(msgs[i].ToolCalls) > 0
+		}
+	}
+	return false
 }

@@ -45,7 +45,8 @@ func (a *Agent) reflect(ctx context.Context, s ChatState) (ChatState, error) {
 	if why := budgetFrom(ctx).exceeded(); why != "" {
 		return ChatState{Reflection: Reflection{Assessment: AssessBlocked, Reasoning: "the run's budget is used up: " + why}, BudgetExceeded: why}, nil
 	}
-	model, err := a.models.Model(ctx, firstNonEmpty(a.opts.ReflectModel, s.Input.Model))
+	modelName := firstNonEmpty(a.opts.ReflectModel, s.Input.Model)
+	model, err := a.models.Model(ctx, modelName)
 	if err != nil {
 		return ChatState{}, fmt.Errorf("nodes: reflect: %w", err)
 	}
@@ -60,8 +61,9 @@ func (a *Agent) reflect(ctx context.Context, s ChatState) (ChatState, error) {
 		tools = a.assessTools.with(defs, assessTool)
 	}
 	resp, err := a.callModel(ctx, model, &ModelCall{Node: NodeReflect, State: &s, System: a.system(&s, NodeReflect, reflectInstructions),
-		Options: []llms.CallOption{llms.WithTools(tools),
-			llms.WithToolChoice(llms.ToolChoice{Type: "function", Function: &llms.FunctionReference{Name: assessToolName}})}})
+		Options: append([]llms.CallOption{llms.WithTools(tools),
+			llms.WithToolChoice(llms.ToolChoice{Type: "function", Function: &llms.FunctionReference{Name: assessToolName}})},
+			a.thinking(ctx, modelName, &s)...)})
 	var usage events.Usage
 	var ref Reflection
 	ok := false

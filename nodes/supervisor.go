@@ -32,7 +32,8 @@ func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) 
 		return upd, nil
 	}
 	_ = emit(ctx, &events.SupervisorThinking{Message: "Deciding how to handle your request…"})
-	model, err := a.models.Model(ctx, firstNonEmpty(a.opts.SupervisorModel, s.Input.Model))
+	modelName := firstNonEmpty(a.opts.SupervisorModel, s.Input.Model)
+	model, err := a.models.Model(ctx, modelName)
 	if err != nil {
 		return ChatState{}, fmt.Errorf("nodes: supervisor: %w", err)
 	}
@@ -51,7 +52,7 @@ func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) 
 		summaries, tools = withClientTools(summaries, tools, s.Input.ClientTools)
 	}
 	mc := &ModelCall{Node: NodeSupervisor, State: &s, System: a.supervisorSystem(&s, iteration, summaries),
-		Options: []llms.CallOption{llms.WithTools(tools)}}
+		Options: append([]llms.CallOption{llms.WithTools(tools)}, a.thinking(ctx, modelName, &s)...)}
 	resp, err := a.callModel(ctx, model, mc)
 	if err != nil {
 		return ChatState{}, fmt.Errorf("nodes: supervisor: %w", err)

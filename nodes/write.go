@@ -68,10 +68,10 @@ func (a *Agent) generate(ctx context.Context, s *ChatState, brief Brief) (string
 	// Tokens go out through the node's context, whatever context the
 	// provider hands its streaming func.
 	mc := &ModelCall{Node: NodeWrite, State: s, System: a.system(s, NodeWrite, brief.Instructions),
-		Options: []llms.CallOption{llms.WithStreamingFunc(llm.TextStream(func(_ context.Context, chunk []byte) error {
+		Options: append([]llms.CallOption{llms.WithStreamingFunc(llm.TextStream(func(_ context.Context, chunk []byte) error {
 			streamed.Store(true)
 			return graph.EmitMessage(ctx, graph.MessageChunk{ID: "answer", Text: string(chunk)})
-		}))}}
+		}))}, a.thinking(ctx, s.Input.Model, s)...)}
 	// Some providers refuse tool calls in the history without tool
 	// definitions; offer them then, and ask for text.
 	mc.historyTools = true
