@@ -237,7 +237,8 @@ func newEnv(t testing.TB, o envOptions) *env {
 		t.Fatal(err)
 	}
 	models, err := llm.NewRegistry(llm.Config{
-		Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: llm.NewScripted(script), ToolCalling: true}},
+		// It thinks where its script says so, as TRELLIS_MODEL=scripted: configures it.
+		Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: llm.NewScripted(script), ToolCalling: true, Thinking: true}},
 		Resilience: llm.ResilienceConfig{Disabled: true},
 	})
 	if err != nil {

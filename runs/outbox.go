@@ -17,7 +17,8 @@ import (
 // batch is written make the next, so a fast run stores its events in a
 // few transactions rather than one each.
 //
-// A response.chunk queued right behind another joins it (see put).
+// A response.chunk queued right behind another joins it, and a
+// reasoning.chunk one of the same node (see put).
 //
 // While no subscriber streams the run (a sync chat's caller reads the
 // events only at the end), a batch waits up to EventDelay before it is
@@ -68,7 +69,8 @@ func newOutbox(ctx context.Context, st store.Events, h *hub, encode func(events.
 // to be encoded (encode) as its batch is taken, once.
 //
 // A response.chunk queued so, whose predecessor in the queue is one too,
-// is joined to it: one event with both contents, in order. Both wait for
+// is joined to it: one event with both contents, in order; so is a
+// reasoning.chunk behind one of the same node. Both wait for
 // the same batch anyway, so nobody sees the text later; but a model that
 // streams faster than the store commits (the offline model sends one
 // chunk per word) costs a row per batch instead of one per chunk, and
@@ -132,21 +134,37 @@ func (o *outbox) wake() {
 	}
 }
 
-// join joins chunk p to the queue's last event when that is a chunk
-// queued without its data too, and reports whether it did. Callers hold
-// o.mu.
+// join joins chunk p to the queue's last event when that is a chunk of
+// the same kind queued without its data too (a reasoning chunk of the
+// same node), and reports whether it did. Callers hold o.mu.
 func (o *outbox) join(p events.Payload) bool {
-	c, ok := p.(*events.ResponseChunk)
 	n := len(o.typed)
-	if !ok || n == 0 || o.queue[n-1].Data != nil {
+	if n == 0 || o.queue[n-1].Data != nil {
 		return false
 	}
-	last, ok := o.typed[n-1].(*events.ResponseChunk)
-	if !ok {
-		return false
+	switch c := p.(type) {
+	case *events.ResponseChunk:
+		if last, ok := o.typed[n-1].(*events.ResponseChunk); ok {
+			o.typed[n-1] = &events.ResponseChunk{Content: last.Content + c.Content}
+			return true
+		}
+	case *events.ReasoningChunk:
+		if last, ok := o.typed[n-1].(*events.ReasoningChunk); ok && last.Node == c.Node {
+			o.typed[n-1] = &events.ReasoningChunk{Node: c.Node, Content: last.Content + c.Content}
+			return true
+		}
 	}
-	o.typed[n-1] = &events.ResponseChunk{Content: last.Content + c.Content}
-	return true
+	return false
+}
+
+// joinable reports whether p is a chunk that put may join to the one
+// before it: response.chunk and reasoning.chunk.
+func joinable(p events.Payload) bool {
+	switch p.(type) {
+	case *events.ResponseChunk, *events.ReasoningChunk:
+		return true
+	}
+	return false
 }
 
 // encodeQueued gives the events of a batch queued without their data

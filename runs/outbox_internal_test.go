@@ -62,6 +62,10 @@ func TestOutboxJoinsChunksThatWaitTogether(t *testing.T) {
 	put(&events.ResponseChunk{Content: " four"}, false)
 	put(&events.ResponseChunk{Content: " sub"}, true)
 	put(&events.ResponseChunk{Content: " five"}, false)
+	put(&events.ReasoningChunk{Node: "write", Content: "Say"}, false)
+	put(&events.ReasoningChunk{Node: "write", Content: " it"}, false)
+	put(&events.ReasoningChunk{Node: "reflect", Content: "Other"}, false)
+	put(&events.ResponseChunk{Content: " six"}, false)
 	st.release <- struct{}{}
 	<-st.entered
 	st.release <- struct{}{}
@@ -79,7 +83,9 @@ func TestOutboxJoinsChunksThatWaitTogether(t *testing.T) {
 	want := [][]string{
 		{`response.chunk {"content":"one"}`},
 		{`response.chunk {"content":" two three"}`, `node.end {"node":"write","duration_ms":0}`, `response.chunk {"content":" four"}`,
-			`response.chunk {"content":" sub"}`, `response.chunk {"content":" five"}`},
+			`response.chunk {"content":" sub"}`, `response.chunk {"content":" five"}`,
+			`reasoning.chunk {"node":"write","content":"Say it"}`, `reasoning.chunk {"node":"reflect","content":"Other"}`,
+			`response.chunk {"content":" six"}`},
 	}
 	if len(got) != len(want) || len(got[1]) != len(want[1]) || got[0][0] != want[0][0] {
 		t.Fatalf("batches %q, want %q", got, want)

@@ -539,12 +539,12 @@ func (m *Service) record(rn *Run, ev events.Event) bool {
 func (m *Service) emit(rn *Run, p events.Payload) bool { return m.emitAs(rn, p, "") }
 
 // emitAs is emit for an event of the sub-agent at namespace (see
-// events.Event.Namespace). The root agent's response.chunk is queued
-// unencoded: the outbox joins the chunks that wait together and encodes
-// the text once.
+// events.Event.Namespace). The root agent's response.chunk and
+// reasoning.chunk are queued unencoded: the outbox joins the chunks that
+// wait together and encodes the text once.
 func (m *Service) emitAs(rn *Run, p events.Payload, namespace string) bool {
 	var data []byte
-	if _, chunk := p.(*events.ResponseChunk); !chunk || namespace != "" {
+	if !joinable(p) || namespace != "" {
 		var err error
 		if data, err = rn.envelopeOf(p, namespace); err != nil {
 			rn.log.LogAttrs(rn.ctx, slog.LevelError, "encoding an event failed; the run stops", slog.String("type", p.EventType()), slog.Any("error", err))
