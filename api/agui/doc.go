@@ -18,6 +18,11 @@
 //     tool) → TOOL_CALL_START, TOOL_CALL_ARGS (the arguments' JSON, in
 //     one delta), TOOL_CALL_END; tool.complete and tool.error →
 //     TOOL_CALL_RESULT;
+//   - reasoning.chunk → REASONING_START, REASONING_MESSAGE_START (role
+//     reasoning), REASONING_MESSAGE_CONTENT…, then REASONING_MESSAGE_END
+//     and REASONING_END at the node's node.end (or before other output):
+//     one reasoning message per node that thought, kept in
+//     MESSAGES_SNAPSHOT;
 //   - response.chunk → TEXT_MESSAGE_START, TEXT_MESSAGE_CONTENT…,
 //     TEXT_MESSAGE_END at response.done; direct.response, and a
 //     clarifying question, as a whole text message;

@@ -30,6 +30,20 @@ type textMessageEnd struct {
 	MessageID string `json:"messageId"`
 }
 
+// reasoningEvent is REASONING_START, REASONING_MESSAGE_END and
+// REASONING_END.
+type reasoningEvent struct {
+	Type      string `json:"type"`
+	MessageID string `json:"messageId"`
+}
+
+// reasoningMessageStart is REASONING_MESSAGE_START; Role is "reasoning".
+type reasoningMessageStart struct {
+	Type      string `json:"type"`
+	MessageID string `json:"messageId"`
+	Role      string `json:"role"`
+}
+
 type toolCallStart struct {
 	Type            string `json:"type"`
 	ToolCallID      string `json:"toolCallId"`
@@ -131,6 +145,13 @@ type toolCall struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
+}
+
+// reasoningMessage is a node's reasoning, as the client keeps it.
+type reasoningMessage struct {
+	ID      string `json:"id"`
+	Role    string `json:"role"`
+	Content string `json:"content"`
 }
 
 type toolMessage struct {

@@ -17,6 +17,11 @@ type translator struct {
 
 	text      string // the open text message's id
 	textBody  []byte
+	// thought is the open reasoning message's id, of the node thinker;
+	// thoughtBody its text so far.
+	thought     string
+	thinker     string
+	thoughtBody []byte
 	calls     *assistantMessage // the assistant message holding this run's tool calls
 	announced map[string]bool   // tool calls whose TOOL_CALL_START went out
 	approvals []events.ApprovalRequired
@@ -61,6 +66,12 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 	case *events.ToolUncertain:
 		t.uncertain[d.UncertainCallID] = *d
 		return false, t.announce(id, d.ToolCallID, d.Tool, d.Args)
+	case *events.ReasoningChunk:
+		return false, t.reason(id, d.Node, d.Content)
+	case *events.NodeEnd:
+		if d.Node == t.thinker {
+			return false, t.closeThought()
+		}
 	case *events.ResponseChunk:
 		return false, t.chunk(id, d.Content)
 	case *events.ResponseDone:
@@ -82,6 +93,9 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 	case *events.RunCancelled:
 		return true, t.finish("cancelled", outcome{Type: "cancelled"}, nil)
 	case *events.RunFailed:
+		if err := t.closeThought(); err != nil {
+			return false, err
+		}
 		if err := t.closeText(); err != nil {
 			return false, err
 		}
@@ -111,6 +125,9 @@ func (t *translator) announce(id, callID, tool string, args json.RawMessage) err
 		return nil
 	}
 	t.announced[callID] = true
+	if err := t.closeThought(); err != nil {
+		return err
+	}
 	if err := t.closeText(); err != nil {
 		return err
 	}
@@ -136,6 +153,9 @@ func (t *translator) announce(id, callID, tool string, args json.RawMessage) err
 
 // result sends a tool call's result as a tool message.
 func (t *translator) result(callID, content string) error {
+	if err := t.closeThought(); err != nil {
+		return err
+	}
 	if err := t.closeText(); err != nil {
 		return err
 	}
@@ -151,6 +171,9 @@ func (t *translator) chunk(id, s string) error {
 	if s == "" {
 		return nil
 	}
+	if err := t.closeThought(); err != nil {
+		return err
+	}
 	if t.text == "" {
 		t.text, t.textBody = id, t.textBody[:0]
 		if err := t.emit(textMessageStart{Type: "TEXT_MESSAGE_START", MessageID: id, Role: "assistant"}); err != nil {
@@ -159,6 +182,48 @@ func (t *translator) chunk(id, s string) error {
 	}
 	t.textBody = append(t.textBody, s...)
 	return t.emit(textMessageContent{Type: "TEXT_MESSAGE_CONTENT", MessageID: t.text, Delta: s})
+}
+
+// reason sends a piece of node's reasoning, in the node's reasoning
+// message: opened (REASONING_START, REASONING_MESSAGE_START) on its first
+// piece, closed when the node ends or other output comes.
+func (t *translator) reason(id, node, s string) error {
+	if s == "" {
+		return nil
+	}
+	if t.thought != "" && t.thinker != node {
+		if err := t.closeThought(); err != nil {
+			return err
+		}
+	}
+	if t.thought == "" {
+		if err := t.closeText(); err != nil {
+			return err
+		}
+		t.thought, t.thinker, t.thoughtBody = id, node, t.thoughtBody[:0]
+		if err := t.emit(reasoningEvent{Type: "REASONING_START", MessageID: id}); err != nil {
+			return err
+		}
+		if err := t.emit(reasoningMessageStart{Type: "REASONING_MESSAGE_START", MessageID: id, Role: "reasoning"}); err != nil {
+			return err
+		}
+	}
+	t.thoughtBody = append(t.thoughtBody, s...)
+	return t.emit(textMessageContent{Type: "REASONING_MESSAGE_CONTENT", MessageID: t.thought, Delta: s})
+}
+
+// closeThought ends the open reasoning message, if any.
+func (t *translator) closeThought() error {
+	if t.thought == "" {
+		return nil
+	}
+	id := t.thought
+	t.thought, t.thinker = "", ""
+	t.added = append(t.added, reasoningMessage{ID: id, Role: "reasoning", Content: string(t.thoughtBody)})
+	if err := t.emit(reasoningEvent{Type: "REASONING_MESSAGE_END", MessageID: id}); err != nil {
+		return err
+	}
+	return t.emit(reasoningEvent{Type: "REASONING_END", MessageID: id})
 }
 
 func (t *translator) closeText() error {
@@ -185,6 +250,9 @@ func (t *translator) interrupted(id string, d *events.RunInterrupted) error {
 		}
 		return t.finish("completed", outcome{Type: "success"}, nil)
 	default:
+		if err := t.closeThought(); err != nil {
+			return err
+		}
 		if err := t.closeText(); err != nil {
 			return err
 		}
@@ -233,6 +301,9 @@ func (t *translator) interrupted(id string, d *events.RunInterrupted) error {
 
 // finish sends the snapshots and RUN_FINISHED.
 func (t *translator) finish(status string, o outcome, u []tokenUsage) error {
+	if err := t.closeThought(); err != nil {
+		return err
+	}
 	if err := t.closeText(); err != nil {
 		return err
 	}

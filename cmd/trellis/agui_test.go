@@ -95,6 +95,28 @@ func TestAGUIClient(t *testing.T) {
 		return r
 	}
 
+	t.Run("Reasoning", func(t *testing.T) {
+		r := scenario(t, "think")
+		if r.Error != nil {
+			t.Fatalf("run failed: %s", *r.Error)
+		}
+		thought := []string{"REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END", "REASONING_END"}
+		want := slices.Concat([]string{"RUN_STARTED"}, thought, thought,
+			[]string{"TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT", "RUN_FINISHED"})
+		if got := slices.Compact(slices.Clone(r.Events)); !slices.Equal(got, want) {
+			t.Errorf("events %v\nwant %v", got, want)
+		}
+		var got []string
+		for _, m := range r.Messages {
+			s, _ := m.Content.(string)
+			got = append(got, m.Role+": "+s)
+		}
+		if want := []string{"user: please think it over", "reasoning: The user asks me to think; an answer will do.",
+			"reasoning: Keep it short.", "assistant: Thought it over."}; !slices.Equal(got, want) {
+			t.Errorf("messages %q\nwant %q", got, want)
+		}
+	})
+
 	t.Run("ToolCall", func(t *testing.T) {
 		r := scenario(t, "tool")
 		if r.Error != nil {

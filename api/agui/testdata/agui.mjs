@@ -47,6 +47,13 @@ const scenarios = {
     const error = await run(a);
     return report(a, { error });
   },
+  // A model that thinks: its reasoning, as the client keeps it.
+  async think() {
+    const a = agent();
+    say(a, "please think it over");
+    const error = await run(a);
+    return report(a, { error });
+  },
   // An approval approved, and one rejected, on one thread.
   async approvals() {
     const a = agent();

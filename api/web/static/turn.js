@@ -41,6 +41,7 @@ export class Turn {
     this.tools = new Map(); // tool_call_id → activity entry
     this.nodes = new Map(); // node → its running entry
     this.cards = new Map(); // approval or elicitation id → card
+    this.thoughts = new Map(); // namespace|node → the reasoning block of its model call under way
     this.waitingOn = ""; // "approval", "elicitation", "clarification", "uncertain_call" while interrupted
     const n = ++counter;
 
@@ -62,6 +63,13 @@ export class Turn {
     this.activity = el("details", { class: "activity", open: true },
       el("summary", {}, "Activity ", this.activityCount), this.activityLog);
     this.activity.hidden = true;
+    // The model's reasoning (reasoning.chunk), one block per node that
+    // thought, collapsed: the answer is what the user asked for.
+    this.thinkingLabel = el("span", {}, "Thinking");
+    this.thinkingLog = el("div", { class: "thinking-log" });
+    this.thinking = el("details", { class: "thinking" },
+      el("summary", {}, this.thinkingLabel), this.thinkingLog);
+    this.thinking.hidden = true;
     this.cardsBox = el("div", { class: "cards" });
     this.directBox = el("div", { class: "direct" });
     this.answerBox = el("div", { class: "answer markdown", id: `answer-${n}`, "aria-live": "polite", "aria-busy": "true", "aria-label": "Answer" });
@@ -73,7 +81,7 @@ export class Turn {
       this.userBox,
       el("div", { class: "msg assistant-msg" },
         el("div", { class: "msg-head" }, el("span", { class: "who" }, "Trellis"), this.statusLine),
-        this.supersededNote, this.activity, this.cardsBox, this.directBox, this.answerBox,
+        this.supersededNote, this.activity, this.thinking, this.cardsBox, this.directBox, this.answerBox,
         this.citations, this.failure,
         el("div", { class: "turn-foot" }, this.usage)));
   }
@@ -101,6 +109,7 @@ export class Turn {
   setState(s, text) {
     this.element.dataset.state = s;
     this.statusLine.textContent = text || STATUS[s] || s;
+    this.thinkingLabel.textContent = s === "running" && this.thoughts.size > 0 ? "Thinking…" : "Thinking";
     this.answerBox.setAttribute("aria-busy", String(s === "pending" || s === "running"));
     this.refreshControls();
   }
@@ -200,6 +209,25 @@ export class Turn {
     }
   }
 
+  /**
+   * thought returns the reasoning block of a node's model call under way,
+   * starting one; the block's text is plain text, never markup.
+   */
+  thought(ev) {
+    const key = `${ev.namespace || ""}|${ev.node}`;
+    let t = this.thoughts.get(key);
+    if (!t) {
+      const who = ev.namespace ? `${ev.namespace} › ${ev.node}` : ev.node;
+      t = { text: el("p", { class: "thought-text" }), item: null };
+      t.item = el("div", { class: "thought" }, el("span", { class: "thought-node" }, String(who || "model")), t.text);
+      this.thinkingLog.append(t.item);
+      this.thoughts.set(key, t);
+      this.thinking.hidden = false;
+      this.thinkingLabel.textContent = "Thinking…";
+    }
+    return t;
+  }
+
   // --- edit and rerun ---
 
   startEdit() {
@@ -265,6 +293,14 @@ const HANDLERS = {
   },
   "node.end"(ev) {
     const key = `${ev.namespace || ""}|${ev.node}`;
+    if (ev.reasoning || this.thoughts.has(key)) {
+      // The node's whole reasoning: it completes chunks a page that
+      // joined late missed.
+      const t = this.thought(ev);
+      if (ev.reasoning) t.text.textContent = String(ev.reasoning);
+      this.thoughts.delete(key);
+      if (this.thoughts.size === 0) this.thinkingLabel.textContent = "Thinking";
+    }
     const item = this.nodes.get(key);
     const text = ev.duration_ms !== undefined ? ` ${ev.duration_ms} ms` : " done";
     if (!item) {
@@ -287,7 +323,9 @@ const HANDLERS = {
     this.log("act-other", el("span", { class: "icon", "aria-hidden": "true" }, "☰"), ` Task board: ${n} task${n === 1 ? "" : "s"}`);
   },
   "supervisor.thinking"(ev) {
-    this.log("act-think", el("span", { class: "icon", "aria-hidden": "true" }, "…"), " Thinking", ev.message ? `: ${ev.message}` : "");
+    // The supervisor begins deciding; the model's own thinking, if any,
+    // is under "Thinking" (reasoning.chunk).
+    this.log("act-think", el("span", { class: "icon", "aria-hidden": "true" }, "…"), " ", ev.message || "Deciding…");
   },
   "supervisor.decided"(ev) {
     const tools = Array.isArray(ev.tools) && ev.tools.length ? ` (${ev.tools.join(", ")})` : "";
@@ -390,6 +428,9 @@ const HANDLERS = {
     this.log("act-direct", el("span", { class: "icon", "aria-hidden": "true" }, "↩"), ` Direct response (${type}${ev.widget_type ? `: ${ev.widget_type}` : ""})`);
     this.directBox.append(renderDirect(ev));
     this.shown.push(shownText(ev));
+  },
+  "reasoning.chunk"(ev) {
+    this.thought(ev).text.textContent += String(ev.content ?? "");
   },
   "response.chunk"(ev) {
     this.answer += String(ev.content ?? "");
