@@ -15,16 +15,16 @@ type translator struct {
 	runID string // Trellis' run
 	conv  string
 
-	text      string // the open text message's id
-	textBody  []byte
+	text     string // the open text message's id
+	textBody []byte
 	// thought is the open reasoning message's id, of the node thinker;
 	// thoughtBody its text so far.
 	thought     string
 	thinker     string
 	thoughtBody []byte
-	calls     *assistantMessage // the assistant message holding this run's tool calls
-	announced map[string]bool   // tool calls whose TOOL_CALL_START went out
-	approvals []events.ApprovalRequired
+	calls       *assistantMessage // the assistant message holding this run's tool calls
+	announced   map[string]bool   // tool calls whose TOOL_CALL_START went out
+	approvals   []events.ApprovalRequired
 	// lookup finds a human request (an approval, a tool's question)
 	// announced before this stream began: a resumed run asks again only
 	// what it had not asked.
