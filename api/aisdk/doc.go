@@ -30,6 +30,9 @@
 //     request, approvalId the uncertain call's: approved runs the call
 //     again, denied skips it (uncertain_call.resolved skip →
 //     tool-output-denied);
+//   - reasoning.chunk → reasoning-start, reasoning-delta…,
+//     reasoning-end at the node's node.end (or its text): a reasoning
+//     part in the step of the node's model call, before its text;
 //   - response.chunk → text-start, text-delta…, text-end at
 //     response.done; direct.response and a clarifying question as a
 //     whole text;

@@ -15,7 +15,7 @@ type chunk struct {
 	Type string `json:"type"`
 	// start
 	MessageID string `json:"messageId,omitempty"`
-	// text-*
+	// text-*, reasoning-*
 	ID    string `json:"id,omitempty"`
 	Delta string `json:"delta,omitempty"`
 	// tool-*
@@ -40,6 +40,10 @@ type translator struct {
 
 	step      string // the open step's kind: "", "tool" or "text"
 	text      string // the open text's id
+	reasoning string // the open reasoning's id
+	// thinker is the node whose reasoning the open text step shows: one
+	// model call, one step.
+	thinker   string
 	announced map[string]bool
 	// through is the seq up to which a replay's terminal events end
 	// segments the run went on from: they are passed over.
@@ -117,6 +121,12 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 			return false, t.emit(chunk{Type: "tool-output-denied", ToolCallID: d.ToolCallID})
 		}
 		return false, t.emit(chunk{Type: "tool-output-error", ToolCallID: d.ToolCallID, ErrorText: d.Error, Dynamic: true})
+	case *events.ReasoningChunk:
+		return false, t.reason(id, d.Node, d.Content)
+	case *events.NodeEnd:
+		if d.Node == t.thinker {
+			return false, t.closeReasoning()
+		}
 	case *events.ResponseChunk:
 		return false, t.delta(id, d.Content)
 	case *events.ResponseDone:
@@ -197,6 +207,9 @@ func (t *translator) delta(id, s string) error {
 	if s == "" {
 		return nil
 	}
+	if err := t.closeReasoning(); err != nil {
+		return err
+	}
 	if t.text == "" {
 		if err := t.stepOf("text"); err != nil {
 			return err
@@ -207,6 +220,43 @@ func (t *translator) delta(id, s string) error {
 		}
 	}
 	return t.emit(chunk{Type: "text-delta", ID: t.text, Delta: s})
+}
+
+// reason sends a piece of node's reasoning: a reasoning part in the step
+// of the node's model call, opened on its first piece, before the call's
+// text.
+func (t *translator) reason(id, node, s string) error {
+	if s == "" {
+		return nil
+	}
+	if t.thinker != node {
+		// Another model call: a step of its own.
+		if err := t.end(); err != nil {
+			return err
+		}
+	}
+	if t.reasoning == "" {
+		if err := t.stepOf("text"); err != nil {
+			return err
+		}
+		if err := t.closeText(); err != nil {
+			return err
+		}
+		t.reasoning, t.thinker = id, node
+		if err := t.emit(chunk{Type: "reasoning-start", ID: id}); err != nil {
+			return err
+		}
+	}
+	return t.emit(chunk{Type: "reasoning-delta", ID: t.reasoning, Delta: s})
+}
+
+func (t *translator) closeReasoning() error {
+	if t.reasoning == "" {
+		return nil
+	}
+	id := t.reasoning
+	t.reasoning = ""
+	return t.emit(chunk{Type: "reasoning-end", ID: id})
 }
 
 // whole sends a whole text.
@@ -226,11 +276,15 @@ func (t *translator) closeText() error {
 	return t.emit(chunk{Type: "text-end", ID: id})
 }
 
-// end closes the open text and step.
+// end closes the open reasoning, text and step.
 func (t *translator) end() error {
+	if err := t.closeReasoning(); err != nil {
+		return err
+	}
 	if err := t.closeText(); err != nil {
 		return err
 	}
+	t.thinker = ""
 	if t.step == "" {
 		return nil
 	}

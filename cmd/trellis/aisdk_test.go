@@ -44,7 +44,9 @@ type aisdkMessage struct {
 	Role  string   `json:"role"`
 	Text  string   `json:"text"`
 	Parts []string `json:"parts"`
-	Tools []struct {
+	// Reasoning is the text of each reasoning part.
+	Reasoning []string `json:"reasoning"`
+	Tools     []struct {
 		ToolName   string          `json:"toolName"`
 		ToolCallID string          `json:"toolCallId"`
 		State      string          `json:"state"`
@@ -84,6 +86,25 @@ func TestAISDKClient(t *testing.T) {
 				}
 				if a.Text != "Done: all good." || a.Parts[0] != "step-start" {
 					t.Errorf("answer %q, parts %v", a.Text, a.Parts)
+				}
+			})
+
+			t.Run("Reasoning", func(t *testing.T) {
+				r := scenario(t, v, "think")
+				if r.Status != "ready" || r.Error != "" || len(r.Messages) != 2 {
+					t.Fatalf("status %q, error %q, %d messages", r.Status, r.Error, len(r.Messages))
+				}
+				a := r.Messages[1]
+				// One step per model call: the supervisor's reasoning,
+				// then write's reasoning and text.
+				if want := []string{"step-start", "reasoning", "step-start", "reasoning", "text"}; !slices.Equal(a.Parts, want) {
+					t.Errorf("parts %v, want %v", a.Parts, want)
+				}
+				if want := []string{"The user asks me to think; an answer will do.", "Keep it short."}; !slices.Equal(a.Reasoning, want) {
+					t.Errorf("reasoning %q, want %q", a.Reasoning, want)
+				}
+				if a.Text != "Thought it over." {
+					t.Errorf("answer %q", a.Text)
 				}
 			})
 

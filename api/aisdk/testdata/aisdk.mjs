@@ -56,6 +56,7 @@ function report(c, extra = {}) {
     error: c.error ? String(c.error.message) : null,
     messages: c.messages.map((m) => ({
       id: m.id, role: m.role, text: text(m), parts: m.parts.map((p) => p.type),
+      reasoning: m.parts.filter((p) => p.type === "reasoning").map((p) => p.text),
       tools: tools(m).map((p) => ({ toolName: p.toolName, toolCallId: p.toolCallId, state: p.state, input: p.input, output: p.output, errorText: p.errorText })),
     })),
     finishes: c.finishes,
@@ -71,6 +72,12 @@ const scenarios = {
   async tool() {
     const c = new Chat({ id: chatID() });
     await c.sendMessage({ text: "what time is it?" });
+    return report(c);
+  },
+  // A model that thinks: its reasoning parts.
+  async think() {
+    const c = new Chat({ id: chatID() });
+    await c.sendMessage({ text: "please think it over" });
     return report(c);
   },
   // ai 7: an approval approved, then one rejected, each continuing the
