@@ -8,8 +8,11 @@
 // a run is a Trellis run, a thread's state and history are the agent's
 // checkpoints, and a run's events (package events' vocabulary) become
 // the stream modes values, updates, messages-tuple, messages, events and
-// custom. An
-// approval the agent waits for is an interrupt in the shape of
+// custom. A thinking model's reasoning streams in the messages modes
+// (and events) as message chunks of their own whose content is a
+// LangChain reasoning content block ({type: "reasoning", reasoning}), one
+// message per node's model call; the thread's messages keep only the
+// answer. An approval the agent waits for is an interrupt in the shape of
 // LangChain's HumanInTheLoopMiddleware, answered by a new run carrying
 // command.resume.decisions. Runs start, stop, resume and are followed,
 // and threads, runs and checkpoints are read, only through runs' verbs:

@@ -22,6 +22,20 @@ type message struct {
 	Status     string     `json:"status,omitempty"`
 }
 
+// blockMessage is a message whose content is content blocks: a piece of
+// a model's reasoning, as LangChain streams a reasoning model's.
+type blockMessage struct {
+	Type    string           `json:"type"`
+	Content []reasoningBlock `json:"content"`
+	ID      string           `json:"id"`
+}
+
+// reasoningBlock is LangChain's standard reasoning content block.
+type reasoningBlock struct {
+	Type      string `json:"type"` // "reasoning"
+	Reasoning string `json:"reasoning"`
+}
+
 type toolCall struct {
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args"`

@@ -51,7 +51,8 @@ func server(t *testing.T) string {
 		t.Fatal(err)
 	}
 	models, err := llm.NewRegistry(llm.Config{
-		Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: llm.NewScripted(sc), ToolCalling: true}},
+		// It thinks where its script says so.
+		Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: llm.NewScripted(sc), ToolCalling: true, Thinking: true}},
 		Resilience: llm.ResilienceConfig{Disabled: true},
 	})
 	if err != nil {
@@ -119,13 +120,14 @@ func nodeModules(t *testing.T) {
 // TestSDK runs each scenario of testdata/sdk.mjs, the real LangGraph SDK
 // (Client) against the real server: a chat streamed in every mode with
 // threads, state, history, runs and join; a tool call; an approval
-// approved and one rejected through command.resume.decisions; a cancel
+// approved and one rejected through command.resume.decisions; a thinking
+// model's reasoning as reasoning content blocks; a cancel
 // mid-stream and the next message; a rejoin with Last-Event-ID; another
 // user's thread and client mistakes answered 4xx.
 func TestSDK(t *testing.T) {
 	nodeModules(t)
 	url := server(t)
-	for _, name := range []string{"chat", "tool", "approve", "edit", "reject", "cancel", "rejoin", "disconnect", "usestream", "mistakes"} {
+	for _, name := range []string{"chat", "tool", "approve", "edit", "reject", "cancel", "rejoin", "disconnect", "usestream", "reasoning", "mistakes"} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()

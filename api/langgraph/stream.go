@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,14 +30,19 @@ type sseEvent struct {
 // (see humanID), and reads the thread's state at the run's end, so that
 // the last values are the checkpoint's.
 type translator struct {
-	modes             modes
-	threadID, runID   string
-	turn              int
-	users, answers    int    // of the turn so far
-	human             string // the message that starts the run; "" on resume
-	msgs              []message
-	calls             int // index in msgs of the current proposal's message, or -1
-	streamed          strings.Builder
+	modes           modes
+	threadID, runID string
+	turn            int
+	users, answers  int    // of the turn so far
+	human           string // the message that starts the run; "" on resume
+	msgs            []message
+	calls           int // index in msgs of the current proposal's message, or -1
+	streamed        strings.Builder
+	// thought is the reasoning of the node's model call so far, under
+	// thoughtID; thoughts counts the run's reasoning messages.
+	thought           strings.Builder
+	thoughtID         string
+	thoughts          int
 	node              string
 	reasoning         string
 	state             func() (runs.Snapshot, error)
@@ -139,6 +145,8 @@ func (t *translator) translate(typ string, p events.Payload) []sseEvent {
 			out = append(out, t.chainEvent("on_chain_start", d.Node, map[string]any{}))
 		}
 	case *events.NodeEnd:
+		t.thoughtID = ""
+		t.thought.Reset()
 		if t.modes.has(modeEvents) {
 			out = append(out, t.chainEvent("on_chain_end", d.Node, map[string]any{}))
 		}
@@ -166,6 +174,8 @@ func (t *translator) translate(typ string, p events.Payload) []sseEvent {
 		if t.modes.has(modeEvents) {
 			out = append(out, t.chainEvent("on_tool_end", d.Tool, map[string]any{"output": d.Error}))
 		}
+	case *events.ReasoningChunk:
+		out = t.reason(out, d.Node, d.Content)
 	case *events.ResponseChunk:
 		out = t.chunk(out, d.Content)
 	case *events.ResponseDone:
@@ -221,6 +231,37 @@ func (t *translator) chunk(out []sseEvent, delta string) []sseEvent {
 	if t.modes.has(modeEvents) {
 		out = append(out, t.chainEvent("on_chat_model_stream", "write",
 			map[string]any{"chunk": message{Type: "AIMessageChunk", Content: delta, ID: id}}))
+	}
+	return out
+}
+
+// reason is a piece of a node's reasoning: in the messages modes a
+// message chunk of its own (one per node's model call) whose content is a
+// reasoning content block, as LangChain streams a reasoning model's;
+// on_chat_model_stream in events. The thread's messages keep only the
+// answer, as Trellis' record does.
+func (t *translator) reason(out []sseEvent, node, delta string) []sseEvent {
+	if t.thoughtID == "" {
+		t.thoughts++
+		t.thoughtID = t.runID + "-reasoning-" + strconv.Itoa(t.thoughts)
+	}
+	first := t.thought.Len() == 0
+	t.thought.WriteString(delta)
+	t.node = node
+	meta := t.metadata()
+	piece := blockMessage{Type: "AIMessageChunk", Content: []reasoningBlock{{Type: "reasoning", Reasoning: delta}}, ID: t.thoughtID}
+	if t.modes.has(modeMessagesTuple) {
+		out = append(out, sseEvent{"messages", []any{piece, meta}})
+	}
+	if t.modes.has(modeMessages) {
+		if first {
+			out = append(out, sseEvent{"messages/metadata", map[string]any{t.thoughtID: map[string]any{"metadata": meta}}})
+		}
+		out = append(out, sseEvent{"messages/partial", []blockMessage{{Type: "ai",
+			Content: []reasoningBlock{{Type: "reasoning", Reasoning: t.thought.String()}}, ID: t.thoughtID}}})
+	}
+	if t.modes.has(modeEvents) {
+		out = append(out, t.chainEvent("on_chat_model_stream", node, map[string]any{"chunk": piece}))
 	}
 	return out
 }

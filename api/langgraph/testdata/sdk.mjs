@@ -337,6 +337,45 @@ const scenarios = {
     return { thread: threadId, messages: orch.messages.length };
   },
 
+  // A thinking model: its reasoning streams in messages-tuple as
+  // reasoning content blocks of each node's model call, apart from the
+  // answer; useStream's core shows the answer and keeps only it.
+  async reasoning() {
+    const thread = await alice.threads.create();
+    const { parts } = await collect(thread.thread_id, {
+      input: { messages: [{ type: "human", content: "please think it over" }] },
+      streamMode: ["values", "messages-tuple", "events"],
+    });
+    const blocks = (p) => Array.isArray(p.data[0]?.content) ? p.data[0].content : [];
+    const thought = {};
+    for (const p of parts.filter((p) => p.event === "messages")) {
+      for (const b of blocks(p)) {
+        assert.equal(b.type, "reasoning");
+        const node = p.data[1].langgraph_node;
+        thought[node] = (thought[node] ?? "") + b.reasoning;
+      }
+    }
+    assert.deepEqual(thought, { supervisor: "The user asks me to think; an answer will do.", write: "Keep it short." });
+    const answer = parts.filter((p) => p.event === "messages" && typeof p.data[0].content === "string" && p.data[0].type !== "human")
+      .map((p) => p.data[0].content).join("");
+    assert.equal(answer, "Thought it over.");
+    assert.ok(parts.some((p) => p.event === "events" && p.data.event === "on_chat_model_stream" &&
+      Array.isArray(p.data.data.chunk.content) && p.data.data.chunk.content[0].type === "reasoning"), "events carries the reasoning");
+    assert.deepEqual(lastValues(parts).messages.map((m) => [m.type, m.content]), [["human", "please think it over"], ["ai", "Thought it over."]]);
+
+    const orch = new StreamOrchestrator(
+      { assistantId: "agent" },
+      { getClient: () => alice, getAssistantId: () => "agent", getMessagesKey: () => "messages" },
+    );
+    orch.initThreadId(undefined);
+    await orch.submit({ messages: [{ type: "human", content: "please think it over" }] });
+    for (let i = 0; i < 200 && orch.isLoading; i++) await new Promise((r) => setTimeout(r, 25));
+    if (orch.error) throw orch.error;
+    assert.deepEqual(orch.messages.map((m) => [m.type, m.content]), [["human", "please think it over"], ["ai", "Thought it over."]]);
+    orch.dispose();
+    return { reasoning: Object.keys(thought) };
+  },
+
   // Another user's thread is not found; client mistakes are 4xx.
   async mistakes() {
     const thread = await alice.threads.create();
