@@ -23,11 +23,16 @@ type completion struct {
 	calls     []toolCall
 	approvals []*events.ApprovalRequired
 	usage     events.Usage
+	// thinker is the node whose reasoning came last: another node's
+	// follows a blank line.
+	thinker string
 }
 
 // answerer writes a completion, streamed or whole.
 type answerer interface {
 	content(delta string) error
+	// reasoning is a piece of the model's reasoning (reasoning_content).
+	reasoning(delta string) error
 	toolCall(index int, c toolCall) error
 	end(finish string, usage events.Usage) error
 	// fail ends the answer with a server error saying err.
@@ -42,6 +47,17 @@ func (c *completion) take(p events.Payload, out answerer) error {
 	case *events.ResponseChunk:
 		c.streamed = true
 		return out.content(e.Content)
+	case *events.ReasoningChunk:
+		if e.Content == "" {
+			return nil
+		}
+		if c.thinker != "" && c.thinker != e.Node {
+			if err := out.reasoning("\n\n"); err != nil {
+				return err
+			}
+		}
+		c.thinker = e.Node
+		return out.reasoning(e.Content)
 	case *events.ToolStart:
 		if e.Source != runs.SourceClient {
 			return nil // Trellis' own tools run inside the run
@@ -132,10 +148,13 @@ type collector struct {
 	c       *completion
 	timeout time.Duration // of the answer's write
 	text    strings.Builder
+	thought strings.Builder
 	calls   []toolCall
 }
 
 func (a *collector) content(delta string) error { a.text.WriteString(delta); return nil }
+
+func (a *collector) reasoning(delta string) error { a.thought.WriteString(delta); return nil }
 
 func (a *collector) toolCall(_ int, c toolCall) error { a.calls = append(a.calls, c); return nil }
 
@@ -144,6 +163,9 @@ type answerMessage struct {
 	Content   *string    `json:"content"`
 	Refusal   *string    `json:"refusal"`
 	ToolCalls []toolCall `json:"tool_calls,omitempty"`
+	// ReasoningContent is the model's reasoning, where DeepSeek's API and
+	// vLLM put it; the OpenAI API itself returns none.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
 }
 
 func (a *collector) end(finish string, u events.Usage) error {
@@ -152,6 +174,7 @@ func (a *collector) end(finish string, u events.Usage) error {
 		msg.Content = &text
 	}
 	msg.ToolCalls = a.calls
+	msg.ReasoningContent = a.thought.String()
 	_ = http.NewResponseController(a.w).SetWriteDeadline(time.Now().Add(a.timeout))
 	writeJSON(a.w, http.StatusOK, map[string]any{
 		"id": a.c.id, "object": "chat.completion", "created": a.c.created, "model": a.c.model,
@@ -222,6 +245,12 @@ func (s *streamer) content(delta string) error {
 		return nil
 	}
 	return s.chunk(map[string]string{"content": delta}, nil)
+}
+
+// reasoning sends a piece of the reasoning as a delta's
+// reasoning_content, as DeepSeek's API and vLLM stream it.
+func (s *streamer) reasoning(delta string) error {
+	return s.chunk(map[string]string{"reasoning_content": delta}, nil)
 }
 
 type toolCallDelta struct {

@@ -38,6 +38,16 @@
 // through the native API (POST /api/v1/approvals/{approval_id}), with
 // finish_reason "stop".
 //
+// # Reasoning
+//
+// A thinking model's reasoning goes out as reasoning_content, where
+// DeepSeek's API and vLLM put it (the OpenAI API itself returns none, and
+// the openai client's types do not name it): streamed, each piece in a
+// delta of its own; whole, on the message, the nodes' reasoning joined
+// by blank lines. The openai client's .stream() helper keeps only the
+// last piece in its final message (it joins only the fields it knows):
+// read the deltas.
+//
 // # Errors and cancel
 //
 // A client mistake is a 4xx in OpenAI's shape, {"error": {"message",

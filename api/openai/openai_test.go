@@ -69,7 +69,7 @@ func newServer(t *testing.T, configure ...func(*apitest.Config)) *server {
 	}
 	models, err := llm.NewRegistry(llm.Config{
 		Models: []llm.ModelConfig{{ID: "scripted", Aliases: []string{"trellis-test"}, Provider: llm.ProviderScripted,
-			Instance: llm.NewScripted(script), ToolCalling: true}},
+			Instance: llm.NewScripted(script), ToolCalling: true, Thinking: true}}, // it thinks where its script says so
 		Resilience: llm.ResilienceConfig{Disabled: true},
 	})
 	if err != nil {
@@ -186,6 +186,20 @@ type report struct {
 		Text  string     `json:"text"`
 		Final completion `json:"final"`
 	} `json:"stream"`
+	Reasoning struct {
+		Completion struct {
+			Choices []struct {
+				Message struct {
+					Content          string `json:"content"`
+					ReasoningContent string `json:"reasoning_content"`
+				} `json:"message"`
+			} `json:"choices"`
+		} `json:"completion"`
+	} `json:"reasoning"`
+	ReasoningStream struct {
+		Reasoning []string `json:"reasoning"`
+		Text      string   `json:"text"`
+	} `json:"reasoningStream"`
 	RunTools struct {
 		Content  string `json:"content"`
 		Messages []struct {
@@ -325,6 +339,16 @@ func TestOpenAIClient(t *testing.T) {
 	if f := r.Stream.Final; r.Stream.Text != "Hello from Trellis." || len(f.Choices) != 1 || f.Choices[0].FinishReason != "stop" ||
 		f.Choices[0].Message.Content == nil || *f.Choices[0].Message.Content != "Hello from Trellis." {
 		t.Errorf(".stream: %+v", r.Stream)
+	}
+
+	// A thinking model's reasoning: reasoning_content beside the content,
+	// streamed piece by piece in deltas of its own.
+	const thought = "The user asks me to think; an answer will do.\n\nKeep it short."
+	if cs := r.Reasoning.Completion.Choices; len(cs) != 1 || cs[0].Message.ReasoningContent != thought || cs[0].Message.Content != "Thought it over." {
+		t.Errorf("reasoning: %+v", r.Reasoning.Completion)
+	}
+	if rs := r.ReasoningStream; strings.Join(rs.Reasoning, "") != thought || len(rs.Reasoning) < 3 || rs.Text != "Thought it over." {
+		t.Errorf("reasoning stream: %q, text %q", rs.Reasoning, rs.Text)
 	}
 
 	// runTools: the model's call of get_weather came back to the client,

@@ -60,6 +60,29 @@ await scenario('stream', async () => {
   return { text, final };
 });
 
+// A thinking model: reasoning_content, whole and streamed (every piece
+// in a delta that carries nothing else).
+await scenario('reasoning', async () => {
+  const completion = await client.chat.completions.create({ model, messages: user('please think it over') });
+  return { completion };
+});
+
+await scenario('reasoningStream', async () => {
+  const stream = await client.chat.completions.create({ model, messages: user('please think it over'), stream: true });
+  const reasoning = [];
+  let text = '';
+  for await (const c of stream) {
+    for (const ch of c.choices) {
+      if (ch.delta.reasoning_content !== undefined) {
+        if (ch.delta.content !== undefined) throw new Error('a reasoning delta carries content too');
+        reasoning.push(ch.delta.reasoning_content);
+      }
+      text += ch.delta.content ?? '';
+    }
+  }
+  return { reasoning, text };
+});
+
 const weatherTool = {
   type: 'function',
   function: {
