@@ -111,3 +111,38 @@ func TestNoReasoningFromAModelThatDoesNotThink(t *testing.T) {
 		t.Errorf("answer = %q", got)
 	}
 }
+
+// The offline model thinks when its config says so, so reasoning can be
+// seen with no key.
+func TestOfflineModelReasons(t *testing.T) {
+	cfg := llm.OfflineConfig()
+	cfg.Thinking = true
+	reg, err := llm.NewRegistry(llm.Config{Models: []llm.ModelConfig{cfg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, _ := testTools(t)
+	a, err := nodes.New(reg, tools, memory.New(), nodes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := collect(a.Run(t.Context(), "c1", nodes.Input{Message: "what is 2+2?"}))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	ends := map[string]string{}
+	for _, e := range r.events {
+		if d, ok := e.Data.(*events.NodeEnd); ok {
+			ends[d.Node] = d.Reasoning
+		}
+	}
+	if want := `A rule of mine covers this message, so I call calculator {"expression":"2+2"}.`; ends["supervisor"] != want {
+		t.Errorf("supervisor reasoning %q, want %q", ends["supervisor"], want)
+	}
+	if ends["write"] == "" || !strings.Contains(r.trace(), "reasoning.chunk:write*") {
+		t.Errorf("write did not reason: %q; %s", ends["write"], r.trace())
+	}
+	if !strings.Contains(r.text(), "4") {
+		t.Errorf("answer %q", r.text())
+	}
+}
