@@ -52,7 +52,11 @@
 //
 // Streaming is langchaingo's: pass llms.WithStreamingFunc. OpenAI-compatible
 // providers also send tool-call JSON deltas and empty chunks to that func;
-// wrap a user-facing func in [TextStream] to forward only text.
+// wrap a user-facing func in [TextStream] to forward only text. A model's
+// reasoning streams through llms.WithStreamingReasoningFunc when the call
+// asks for thinking ([ThinkingOptions]); the offline and scripted models
+// deliver theirs through it as langchaingo's OpenAI client does a
+// reasoning model's.
 //
 // # Offline and scripted models
 //

@@ -51,6 +51,13 @@
 // names the caller's run on every checkpoint, and Agent.Began says
 // whether a run got as far as storing one.
 //
+// A model configured to think (llm.ModelConfig.Thinking) is asked to in
+// the supervisor, reflect and write (llm.ThinkingOptions), with a
+// streaming reasoning func: its reasoning comes out as reasoning.chunk
+// events of the node as it arrives, and the whole of it on the node's
+// node.end. A model that does not think gets neither, and a run keeps no
+// reasoning state until a first chunk arrives.
+//
 // # Approval
 //
 // Whether a call needs approval is decided once, as the supervisor

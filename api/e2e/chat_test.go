@@ -40,6 +40,12 @@ func TestE2EChatStreamsMarkdown(t *testing.T) {
 		}
 	}
 	p.WaitText(webtest.LastTurn+" .turn-status", "Done")
+	// The supervisor's reasoning, from the model's thinking, collapsed
+	// under "Thinking".
+	p.WaitText(webtest.LastTurn+" details.thinking .thought", "a direct answer will do")
+	if open := webtest.Eval[bool](p, `document.querySelector("#transcript > li.turn:last-of-type details.thinking").open`); open {
+		t.Error("the reasoning is shown open; it should be collapsed")
+	}
 	p.WaitGone(webtest.CancelButton)
 	p.WaitText(webtest.ConversationList+` a[aria-current="page"]`, "completed")
 	p.CheckAccessible()

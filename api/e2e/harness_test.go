@@ -89,7 +89,8 @@ func newServer(t *testing.T, script string, opts ...func(*server, *apitest.Confi
 	}
 	model := llm.NewScripted(sc)
 	models, err := llm.NewRegistry(llm.Config{
-		Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: model, ToolCalling: true}},
+		// It thinks where its script says so, as TRELLIS_MODEL=scripted: configures it.
+		Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: model, ToolCalling: true, Thinking: true}},
 		Resilience: llm.ResilienceConfig{Disabled: true},
 	})
 	if err != nil {
