@@ -72,3 +72,56 @@ func hasTool(tools []map[string]any, name string) bool {
 	}
 	return false
 }
+
+// A reasoning model over OpenAI's wire protocol (reasoning_content, as
+// DeepSeek's API and vLLM stream it), through langchaingo: each node's
+// reasoning arrives as its reasoning.chunk events, its text only as the
+// answer.
+func TestReasoningOverOpenAIWire(t *testing.T) {
+	srv := llmtest.NewOpenAIServer(t,
+		llmtest.Response{Reasoning: []string{"Arithmetic: ", "the calculator."},
+			ToolCalls: []llmtest.ToolCall{{ID: "call_a", Name: "calculator", Arguments: `{"expression":"6*7"}`}}},
+		llmtest.Response{Reasoning: []string{"42 answers it."},
+			ToolCalls: []llmtest.ToolCall{{ID: "call_r", Name: "assess", Arguments: `{"assessment":"satisfied","reasoning":"done"}`}}},
+		llmtest.Response{Reasoning: []string{"Say ", "it plainly."}, Text: "It is 42.", Chunks: []string{"It ", "is ", "42."}},
+	)
+	reg, err := llm.NewRegistry(llm.Config{
+		Models: []llm.ModelConfig{{ID: "reasoner", Provider: llm.ProviderOpenAI, BaseURL: srv.BaseURL(), Model: "reasoner-test",
+			ToolCalling: true, Thinking: true}},
+		HTTPClient: srv.Client(),
+		Resilience: llm.ResilienceConfig{MaxAttempts: 1},
+		Getenv:     func(string) string { return "" },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, _ := testTools(t)
+	a, err := nodes.New(reg, tools, nil, nodes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := collect(a.Run(t.Context(), "w1", nodes.Input{Message: "what is 6*7?"}))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking reasoning.chunk:supervisor* supervisor.decided:call_tool -supervisor
+		+execute_tool tool.start:calculator tool.complete:calculator -execute_tool +reflect reasoning.chunk:reflect* -reflect
+		+synthesize -synthesize +write reasoning.chunk:write* response.chunk* -write +stream response.done -stream run.completed`)
+	ends := map[string]string{}
+	for _, e := range r.events {
+		if d, ok := e.Data.(*events.NodeEnd); ok {
+			ends[d.Node] = d.Reasoning
+		}
+	}
+	if ends["supervisor"] != "Arithmetic: the calculator." || ends["reflect"] != "42 answers it." || ends["write"] != "Say it plainly." {
+		t.Errorf("reasoning by node %q", ends)
+	}
+	if got := r.text(); got != "It is 42." {
+		t.Errorf("answer = %q", got)
+	}
+	for i, req := range srv.Requests() {
+		if !req.Stream {
+			t.Errorf("request %d did not stream: the reasoning could not", i+1)
+		}
+	}
+}

@@ -37,6 +37,10 @@ type Response struct {
 	// pieces of ArgChunk bytes (0 means 8) with only the index set.
 	ToolCalls []ToolCall
 	ArgChunk  int
+	// Reasoning is the model's reasoning, as DeepSeek's API and vLLM send
+	// it: streamed, one reasoning_content delta per piece before the
+	// content; whole, the message's reasoning_content, joined.
+	Reasoning []string
 	// Usage is reported in the response (non-streamed) or in a last chunk
 	// with empty choices when the request asked for include_usage. nil
 	// means {PromptTokens: 10, CompletionTokens: 5}.
@@ -249,6 +253,9 @@ func usageJSON(u Usage) map[string]any {
 
 func completion(req Request, r Response) map[string]any {
 	msg := map[string]any{"role": "assistant", "content": r.Text}
+	if len(r.Reasoning) > 0 {
+		msg["reasoning_content"] = strings.Join(r.Reasoning, "")
+	}
 	if len(r.ToolCalls) > 0 {
 		var calls []map[string]any
 		for i, tc := range r.ToolCalls {
@@ -282,6 +289,9 @@ func (s *OpenAIServer) stream(w http.ResponseWriter, req Request, r Response) {
 		}
 	}
 	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	for _, p := range r.Reasoning {
+		send(chunk(map[string]any{"reasoning_content": p}, nil))
+	}
 	pieces := r.Chunks
 	if len(pieces) == 0 && r.Text != "" {
 		pieces = strings.SplitAfter(r.Text, " ")
