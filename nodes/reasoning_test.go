@@ -1,6 +1,8 @@
 package nodes_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -144,5 +146,38 @@ func TestOfflineModelReasons(t *testing.T) {
 	}
 	if !strings.Contains(r.text(), "4") {
 		t.Errorf("answer %q", r.text())
+	}
+}
+
+// A run cancelled while its model thinks stops at once: the reasoning
+// stops, no node.end claims it, and the run ends cancelled (TestMain
+// checks that no goroutine outlives it).
+func TestCancelWhileReasoning(t *testing.T) {
+	a, _ := reasoningAgent(t, `{"steps": [
+		{"match": {"node": "supervisor"}, "reply": {"thinking": "one two three four five six seven eight", "json": {"action": "ANSWER"}, "delay_ms": 200}}
+	]}`, true)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var r run
+	for ev, err := range a.Run(ctx, "c1", nodes.Input{Message: "hi"}) {
+		r.events = append(r.events, ev)
+		if err != nil {
+			r.err = err
+		}
+		if ev.Type == events.TypeReasoningChunk {
+			cancel()
+		}
+	}
+	if !errors.Is(r.err, context.Canceled) || !strings.HasSuffix(r.trace(), "supervisor.thinking reasoning.chunk:supervisor* run.cancelled") {
+		t.Fatalf("run: %s, %v", r.trace(), r.err)
+	}
+	var got string
+	for _, e := range r.events {
+		if c, ok := e.Data.(*events.ReasoningChunk); ok {
+			got += c.Content
+		}
+	}
+	if got == "one two three four five six seven eight" {
+		t.Errorf("the reasoning went on to its end after the cancel: %q", got)
 	}
 }
