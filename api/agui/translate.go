@@ -209,6 +209,7 @@ func (t *translator) reason(id, node, s string) error {
 		}
 	}
 	t.thoughtBody = append(t.thoughtBody, s...)
+	// REASONING_MESSAGE_CONTENT has TEXT_MESSAGE_CONTENT's shape.
 	return t.emit(textMessageContent{Type: "REASONING_MESSAGE_CONTENT", MessageID: t.thought, Delta: s})
 }
 
