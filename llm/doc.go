@@ -18,6 +18,18 @@
 // configured, the default is the offline model, so `trellis serve` is useful
 // with no key. There is no package-level registry: construct one and pass it.
 //
+// # Fallbacks
+//
+// A model may name fallbacks ([ModelConfig.Fallbacks]); [Registry.Model]
+// then hands out the model with them, each a whole resilient model of its
+// own. A call that fails because the provider is unavailable,
+// rate-limited or timed out — as [KindOf] classifies it, after the
+// model's own retries or at once when its breaker is open — is made on
+// the next fallback, and the context's [FallbackListener] hears it
+// (nodes turn that into the run's model.fallback event). A call whose
+// streamed output already reached the caller never falls back: nothing
+// is said twice. [NewRegistry] refuses unknown fallbacks and cycles.
+//
 // # Usage
 //
 // [UsageFrom] reads the token usage of any provider's response into one

@@ -23,6 +23,9 @@ var (
 	ErrMissingAPIKey = errors.New("llm: missing API key")
 	// ErrUnknownProvider: a ModelConfig names a provider this package cannot build.
 	ErrUnknownProvider = errors.New("llm: unknown provider")
+	// ErrInvalidFallback: a model's fallbacks name the model itself or
+	// form a cycle.
+	ErrInvalidFallback = errors.New("llm: invalid fallback")
 	// ErrCircuitOpen: the provider's circuit breaker is open; the call was not made.
 	ErrCircuitOpen = errors.New("llm: circuit breaker open")
 	// ErrNoScriptMatch: a scripted model got a call that no remaining step matches.
@@ -151,6 +154,20 @@ func providerError(err error, rec *httpRecord) *Error {
 			out.Kind = kindForStatus(status)
 			return out
 		}
+	}
+	// A model that marks its errors (see [Transient], [RateLimited]) is
+	// taken at its word, as KindOf would.
+	var rl *RateLimitedError
+	if errors.As(err, &rl) {
+		out.Kind, out.RetryAfter = KindRateLimited, rl.RetryAfter
+		return out
+	}
+	var marked interface{ Retryable() bool }
+	if errors.As(err, &marked) {
+		if marked.Retryable() {
+			out.Kind = KindTransient
+		}
+		return out
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
