@@ -64,7 +64,11 @@
 //
 // Streaming is langchaingo's: pass llms.WithStreamingFunc. OpenAI-compatible
 // providers also send tool-call JSON deltas and empty chunks to that func;
-// wrap a user-facing func in [TextStream] to forward only text.
+// wrap a user-facing func in [TextStream] to forward only text. Reasoning
+// streams through llms.WithStreamingReasoningFunc where the pinned
+// langchaingo delivers it (see [ThinkingOptions]). The wire tests replay
+// each provider's documented streams and error bodies (testdata/wire)
+// through the real clients.
 //
 // # Offline and scripted models
 //

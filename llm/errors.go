@@ -191,6 +191,18 @@ func providerError(err error, rec *httpRecord) *Error {
 		out.Kind = kindForStatus(status)
 		return out
 	}
+	// An error event in an Anthropic stream (HTTP 200, so no status) comes
+	// back as the event printed: its error type says what it would have
+	// been as a status (overloaded_error is a 529).
+	if strings.Contains(msg, "received error event") {
+		switch {
+		case strings.Contains(msg, "type:rate_limit_error"):
+			out.Kind = KindRateLimited
+		case strings.Contains(msg, "type:overloaded_error"), strings.Contains(msg, "type:api_error"):
+			out.Kind = KindTransient
+		}
+		return out
+	}
 	// langchaingo's openai client replaces transport errors with fixed strings
 	// (sanitizeHTTPError), so the last resort is to recognise those.
 	lower := strings.ToLower(msg)

@@ -55,6 +55,10 @@ func TestProviderErrorReadsLangchaingoStrings(t *testing.T) {
 		"network error: failed to reach API server":            KindTransient,
 		"error reading streaming response: unexpected EOF":     KindTransient,
 		"expected exactly one part for role tool, got 2":       KindPermanent,
+		"anthropic: failed to create message: received error event: map[error:map[message:Overloaded type:overloaded_error] type:error]":       KindTransient,
+		"anthropic: failed to create message: received error event: map[error:map[message:Internal server error type:api_error] type:error]":   KindTransient,
+		"anthropic: failed to create message: received error event: map[error:map[message:Rate limited type:rate_limit_error] type:error]":     KindRateLimited,
+		"anthropic: failed to create message: received error event: map[error:map[message:Bad request type:invalid_request_error] type:error]": KindPermanent,
 	} {
 		if got := providerError(errorString(msg), nil).Kind; got != want {
 			t.Errorf("providerError(%q) is %s, want %s", msg, got, want)

@@ -67,8 +67,9 @@ type ModelConfig struct {
 	// override it per call with llms.WithMaxTokens.
 	MaxTokens int `json:"max_tokens,omitempty"`
 	// Temperature is sent with every call unless the caller sets one; nil
-	// means 0.7. (langchaingo sends 0 when none is set, not the provider's
-	// default, so a value is always sent.)
+	// means 0.7, or 1 for an OpenAI model with Thinking (reasoning models
+	// accept no other). (langchaingo sends 0 when none is set, not the
+	// provider's default, so a value is always sent.)
 	Temperature *float64 `json:"temperature,omitempty"`
 	// LegacyMaxTokens sends max_tokens instead of max_completion_tokens to
 	// OpenAI-compatible servers that ignore the newer field (Ollama's /v1,
@@ -112,9 +113,16 @@ func (c ModelConfig) thinkingBudget() int {
 	return DefaultThinkingBudget
 }
 
+// temperature is the one sent when a call sets none: the configured one,
+// else DefaultTemperature, but 1 for an OpenAI reasoning model (Thinking),
+// which refuses any other (langchaingo v0.1.14 leaves the field out only
+// for o1-, o3 and gpt-5 names, not o4-mini).
 func (c ModelConfig) temperature() float64 {
-	if c.Temperature != nil {
+	switch {
+	case c.Temperature != nil:
 		return *c.Temperature
+	case c.Provider == ProviderOpenAI && c.Thinking:
+		return 1
 	}
 	return DefaultTemperature
 }
