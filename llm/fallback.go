@@ -47,11 +47,11 @@ func fallbackReason(err error) string {
 	return ""
 }
 
-// fallbackLink is one model of a chain: its id and the model as the
+// fallbackLink is one model of a chain: its config and the model as the
 // registry hands it out alone (resilient, traced).
 type fallbackLink struct {
-	id string
-	m  llms.Model
+	cfg ModelConfig
+	m   llms.Model
 }
 
 // fallbackModel calls the first model of its chain and, when that call
@@ -97,14 +97,21 @@ func (m *fallbackModel) Call(ctx context.Context, prompt string, options ...llms
 
 // GenerateContent calls the chain's models in turn until one answers.
 // The response is that model's, with its usage; the error is the last
-// model's tried.
+// model's tried. A fallback gets the caller's options, but thinking is
+// redone for it: options asking for thinking (see [ThinkingOptions]) were
+// made for the first model, and a fallback gets its own for the same
+// budget, or none when it cannot think.
 func (m *fallbackModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
 	var delivered atomic.Bool
 	opts := append(slices.Clip(options), trackDelivery(&delivered))
 	listener, _ := ctx.Value(fallbackKey{}).(FallbackListener)
 	for i := 0; ; i++ {
 		link := m.chain[i]
-		resp, err := link.m.GenerateContent(ctx, msgs, opts...)
+		linkOpts := opts
+		if i > 0 {
+			linkOpts = thinkingFor(link.cfg, opts)
+		}
+		resp, err := link.m.GenerateContent(ctx, msgs, linkOpts...)
 		if err == nil {
 			return resp, nil
 		}
@@ -116,7 +123,21 @@ func (m *fallbackModel) GenerateContent(ctx context.Context, msgs []llms.Message
 			return nil, err
 		}
 		if listener != nil {
-			listener(ctx, &events.ModelFallback{From: link.id, To: m.chain[i+1].id, Reason: reason})
+			listener(ctx, &events.ModelFallback{From: link.cfg.ID, To: m.chain[i+1].cfg.ID, Reason: reason})
 		}
 	}
+}
+
+// thinkingFor returns opts with thinking fitted to cfg's model, when opts
+// ask for thinking at all.
+func thinkingFor(cfg ModelConfig, opts []llms.CallOption) []llms.CallOption {
+	var o llms.CallOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	th, ok := o.Metadata[thinkingConfigKey].(*llms.ThinkingConfig)
+	if !ok {
+		return opts
+	}
+	return append(append(slices.Clip(opts), withoutThinking), ThinkingOptions(cfg, th.BudgetTokens)...)
 }

@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
@@ -308,5 +311,94 @@ func TestFallbackFromAnUnreachableProviderToOffline(t *testing.T) {
 	}
 	if ev := rec.events(); len(ev) != 1 || ev[0] != (events.ModelFallback{From: "down", To: llm.OfflineID, Reason: events.FallbackUnavailable}) {
 		t.Errorf("fallbacks = %+v", ev)
+	}
+}
+
+// Thinking is asked for the first model; a fallback gets thinking fitted
+// to itself (Anthropic's temperature and max_tokens rules), or none.
+func TestFallbackRedoesThinkingForTheFallback(t *testing.T) {
+	type seen struct {
+		thinking    *llms.ThinkingConfig
+		temperature float64
+		maxTokens   int
+	}
+	var got []seen
+	record := func(ctx context.Context, o *llms.CallOptions) (*llms.ContentResponse, error) {
+		th, _ := o.Metadata["thinking_config"].(*llms.ThinkingConfig)
+		got = append(got, seen{th, o.Temperature, o.MaxTokens})
+		return nil, llm.Transient(errors.New("503"))
+	}
+	a := &fakeModel{steps: stepsOf(record)}
+	b := &fakeModel{steps: stepsOf(record)}
+	c := &fakeModel{steps: stepsOf(func(ctx context.Context, o *llms.CallOptions) (*llms.ContentResponse, error) {
+		th, _ := o.Metadata["thinking_config"].(*llms.ThinkingConfig)
+		got = append(got, seen{th, o.Temperature, o.MaxTokens})
+		return ok("done")(ctx, o)
+	})}
+	primary := llm.ModelConfig{ID: "o4-mini", Provider: llm.ProviderOpenAI, Instance: a, Thinking: true, Fallbacks: []string{"claude"}}
+	r, err := llm.NewRegistry(llm.Config{
+		Models: []llm.ModelConfig{
+			primary,
+			{ID: "claude", Provider: llm.ProviderAnthropic, Instance: b, Thinking: true, MaxTokens: 1024, Fallbacks: []string{"plain"}},
+			{ID: "plain", Provider: llm.ProviderOpenAI, Instance: c},
+		},
+		Resilience: llm.ResilienceConfig{MaxAttempts: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := r.Model(t.Context(), "o4-mini")
+	if _, err := m.GenerateContent(t.Context(), []llms.MessageContent{human("hi")}, llm.ThinkingOptions(primary, 2000)...); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].thinking == nil || got[0].thinking.BudgetTokens != 2000 {
+		t.Fatalf("calls = %+v", got)
+	}
+	if th := got[1].thinking; th == nil || th.BudgetTokens != 2000 || got[1].temperature != 1 || got[1].maxTokens <= 2000 {
+		t.Errorf("Anthropic fallback got thinking %+v, temperature %v, max tokens %d; want the budget, 1 and room above it", th, got[1].temperature, got[1].maxTokens)
+	}
+	if got[2].thinking != nil {
+		t.Errorf("a fallback that cannot think got thinking %+v", got[2].thinking)
+	}
+}
+
+// Usage is counted on the model that answered: its span carries the
+// tokens; the failed model's span carries the error and none.
+func TestFallbackUsageIsTheAnsweringModelsSpan(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	a := &fakeModel{steps: stepsOf(fail(llm.RateLimited(errors.New("429"), 0)))}
+	b := &fakeModel{steps: stepsOf(withUsage("hi", 30, 7))}
+	r, err := llm.NewRegistry(llm.Config{
+		Models: []llm.ModelConfig{
+			{ID: "primary", Provider: "fake", Instance: a, Fallbacks: []string{"backup"}},
+			{ID: "backup", Provider: "fake", Instance: b},
+		},
+		Resilience: llm.ResilienceConfig{MaxAttempts: 1},
+		Tracer:     tp.Tracer("test"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := r.Model(t.Context(), "primary")
+	if _, err := m.Call(t.Context(), "hi"); err != nil {
+		t.Fatal(err)
+	}
+	usage := map[string]string{}
+	for _, s := range exp.GetSpans() {
+		var in, out int64 = -1, -1
+		for _, kv := range s.Attributes {
+			switch kv.Key {
+			case "gen_ai.usage.input_tokens":
+				in = kv.Value.AsInt64()
+			case "gen_ai.usage.output_tokens":
+				out = kv.Value.AsInt64()
+			}
+		}
+		usage[s.Name] = fmt.Sprintf("%s in=%d out=%d", s.Status.Code, in, out)
+	}
+	if usage["chat primary"] != "Error in=-1 out=-1" || usage["chat backup"] != "Unset in=30 out=7" || len(usage) != 2 {
+		t.Errorf("spans = %v", usage)
 	}
 }

@@ -368,7 +368,7 @@ func (r *Registry) Model(ctx context.Context, name string) (llms.Model, error) {
 			}
 			return nil, err
 		}
-		chain = append(chain, fallbackLink{id: r.models[j].ID, m: m})
+		chain = append(chain, fallbackLink{cfg: r.models[j], m: m})
 	}
 	m := newFallbackModel(chain)
 	r.chains[cfg.ID] = m
