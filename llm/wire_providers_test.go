@@ -1,17 +1,11 @@
 package llm_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +14,7 @@ import (
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/llm/llmtest"
 )
 
 // The tests in this file replay, byte for byte, streams and error bodies
@@ -30,102 +25,10 @@ import (
 // clients as NewProvider configures them, under the registry's
 // resilience, as the agent's nodes call a model.
 
-// replay is one scripted answer: a fixture file sent with a status and
-// headers. A 200 fixture is sent event by event, flushed, as a stream.
-type replay struct {
-	status int
-	header map[string]string
-	file   string
-	// hold keeps a stream open after its last event until the client
-	// goes away, as a server may before it closes.
-	hold bool
-}
-
-type wireRequest struct {
-	Path   string
-	Header http.Header
-	Body   map[string]any
-}
-
-// replayServer answers its n-th request with replies[n-1], unless check
-// (the provider's documented rules about requests) refuses it first.
-type replayServer struct {
-	*httptest.Server
-	t       *testing.T
-	replies []replay
-	check   func(body map[string]any) *replay
-	mu      sync.Mutex
-	reqs    []wireRequest
-}
-
-func newReplayServer(t *testing.T, check func(map[string]any) *replay, replies ...replay) *replayServer {
-	t.Helper()
-	s := &replayServer{t: t, replies: replies, check: check}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *replayServer) serve(w http.ResponseWriter, r *http.Request) {
-	raw, _ := io.ReadAll(r.Body)
-	var body map[string]any
-	if err := json.Unmarshal(raw, &body); err != nil {
-		s.t.Errorf("request body is not JSON: %v: %s", err, raw)
-	}
-	s.mu.Lock()
-	s.reqs = append(s.reqs, wireRequest{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
-	n := len(s.reqs)
-	s.mu.Unlock()
-	var rep replay
-	switch {
-	case s.check != nil && s.check(body) != nil:
-		rep = *s.check(body)
-	case n > len(s.replies):
-		s.t.Errorf("request %d, but only %d replies", n, len(s.replies))
-		http.Error(w, "no more replies", http.StatusInternalServerError)
-		return
-	default:
-		rep = s.replies[n-1]
-	}
-	b, err := os.ReadFile(filepath.Join("testdata", "wire", rep.file))
-	if err != nil {
-		s.t.Error(err)
-		return
-	}
-	for k, v := range rep.header {
-		w.Header().Set(k, v)
-	}
-	if rep.status != 0 && rep.status != http.StatusOK {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(rep.status)
-		_, _ = w.Write(b)
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	for ev := range bytes.SplitAfterSeq(b, []byte("\n\n")) {
-		_, _ = w.Write(ev)
-		w.(http.Flusher).Flush()
-	}
-	if rep.hold {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(5 * time.Second):
-			s.t.Error("the client kept the held stream open")
-		}
-	}
-}
-
-func (s *replayServer) requests() []wireRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]wireRequest(nil), s.reqs...)
-}
-
 // anthropicRules refuses what Anthropic documents it refuses: with
 // thinking on, the last assistant turn of a tool loop must start with
 // its (signed) thinking block.
-func anthropicRules(body map[string]any) *replay {
+func anthropicRules(body map[string]any) *llmtest.Replay {
 	th, _ := body["thinking"].(map[string]any)
 	if th == nil || th["type"] != "enabled" {
 		return nil
@@ -139,7 +42,7 @@ func anthropicRules(body map[string]any) *replay {
 		blocks, _ := m["content"].([]any)
 		first, _ := blocks[0].(map[string]any)
 		if first["type"] != "thinking" && first["type"] != "redacted_thinking" {
-			return &replay{status: 400, file: "anthropic_thinking_required.json"}
+			return &llmtest.Replay{Status: 400, File: "anthropic_thinking_required.json"}
 		}
 		return nil
 	}
@@ -148,12 +51,17 @@ func anthropicRules(body map[string]any) *replay {
 
 // openAIRules refuses a temperature other than 1 for o-series reasoning
 // models, as OpenAI does.
-func openAIRules(body map[string]any) *replay {
+func openAIRules(body map[string]any) *llmtest.Replay {
 	model, _ := body["model"].(string)
 	if t, ok := body["temperature"].(float64); ok && t != 1 && len(model) > 1 && model[0] == 'o' && model[1] >= '1' && model[1] <= '9' {
-		return &replay{status: 400, file: "openai_temperature_unsupported.json"}
+		return &llmtest.Replay{Status: 400, File: "openai_temperature_unsupported.json"}
 	}
 	return nil
+}
+
+func newReplayServer(t *testing.T, check func(map[string]any) *llmtest.Replay, replies ...llmtest.Replay) *llmtest.ReplayServer {
+	t.Helper()
+	return llmtest.NewReplayServer(t, filepath.Join("testdata", "wire"), check, replies...)
 }
 
 var wireTools = []llms.Tool{
@@ -163,7 +71,7 @@ var wireTools = []llms.Tool{
 		Parameters: map[string]any{"type": "object", "properties": map[string]any{"timezone": map[string]any{"type": "string"}}}}},
 }
 
-func providerModel(t *testing.T, cfg llm.ModelConfig, srv *replayServer, env map[string]string, res llm.ResilienceConfig) llms.Model {
+func providerModel(t *testing.T, cfg llm.ModelConfig, srv *llmtest.ReplayServer, env map[string]string, res llm.ResilienceConfig) llms.Model {
 	t.Helper()
 	r, err := llm.NewRegistry(llm.Config{Models: []llm.ModelConfig{cfg}, HTTPClient: srv.Client(), Resilience: res, Getenv: envMap(env)})
 	if err != nil {
@@ -259,7 +167,7 @@ const wireAnswer = "2+2*3 = 8, and it is 10:00 in Tokyo."
 // usage of both calls is counted (cache reads included in input).
 func TestWireAnthropicToolRound(t *testing.T) {
 	srv := newReplayServer(t, anthropicRules,
-		replay{file: "anthropic_tool_use.sse"}, replay{file: "anthropic_answer.sse"})
+		llmtest.Replay{File: "anthropic_tool_use.sse"}, llmtest.Replay{File: "anthropic_answer.sse"})
 	cfg := llm.ModelConfig{ID: "claude-sonnet-4-5", Provider: llm.ProviderAnthropic, BaseURL: srv.URL + "/v1",
 		ToolCalling: true, Thinking: true, MaxTokens: 8192}
 	m := providerModel(t, cfg, srv, map[string]string{"ANTHROPIC_API_KEY": "sk-ant-wire"}, llm.ResilienceConfig{MaxAttempts: 1})
@@ -280,7 +188,7 @@ func TestWireAnthropicToolRound(t *testing.T) {
 		t.Errorf("usage = %+v, want %+v", got.usage, want)
 	}
 
-	reqs := srv.requests()
+	reqs := srv.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests, want 2", len(reqs))
 	}
@@ -320,7 +228,7 @@ func TestWireAnthropicToolRound(t *testing.T) {
 // OpenAI: parallel tool calls whose arguments stream in pieces, the
 // usage chunk of stream_options.include_usage, cached prompt tokens.
 func TestWireOpenAIToolRound(t *testing.T) {
-	srv := newReplayServer(t, openAIRules, replay{file: "openai_tool_calls.sse"}, replay{file: "openai_answer.sse"})
+	srv := newReplayServer(t, openAIRules, llmtest.Replay{File: "openai_tool_calls.sse"}, llmtest.Replay{File: "openai_answer.sse"})
 	cfg := llm.ModelConfig{ID: "gpt-4.1", Provider: llm.ProviderOpenAI, BaseURL: srv.URL + "/v1", ToolCalling: true}
 	m := providerModel(t, cfg, srv, map[string]string{"OPENAI_API_KEY": "sk-wire"}, llm.ResilienceConfig{MaxAttempts: 1})
 	got := toolRound(t, m, cfg)
@@ -331,7 +239,7 @@ func TestWireOpenAIToolRound(t *testing.T) {
 	if want := (events.Usage{InputTokens: 96 + 180, OutputTokens: 52 + 17, CacheReadTokens: 128, TotalTokens: 345}); got.usage != want {
 		t.Errorf("usage = %+v, want %+v", got.usage, want)
 	}
-	reqs := srv.requests()
+	reqs := srv.Requests()
 	if len(reqs) != 2 || reqs[0].Path != "/v1/chat/completions" || reqs[0].Header.Get("Authorization") != "Bearer sk-wire" {
 		t.Fatalf("requests: %+v", reqs)
 	}
@@ -357,7 +265,7 @@ func TestWireOpenAIToolRound(t *testing.T) {
 // the usage, counted as thinking, not output. They accept no temperature
 // but 1.
 func TestWireOpenAIReasoningModel(t *testing.T) {
-	srv := newReplayServer(t, openAIRules, replay{file: "openai_reasoning.sse"})
+	srv := newReplayServer(t, openAIRules, llmtest.Replay{File: "openai_reasoning.sse"})
 	cfg := llm.ModelConfig{ID: "o4-mini", Provider: llm.ProviderOpenAI, BaseURL: srv.URL + "/v1", ToolCalling: true, Thinking: true}
 	m := providerModel(t, cfg, srv, map[string]string{"OPENAI_API_KEY": "sk-wire"}, llm.ResilienceConfig{MaxAttempts: 1})
 	var reasoning strings.Builder
@@ -381,7 +289,7 @@ func TestWireOpenAIReasoningModel(t *testing.T) {
 // "reasoning" field, which langchaingo v0.1.14 does not read (it reads
 // only DeepSeek's "reasoning_content"): no reasoning reaches the caller.
 func TestWireOllamaToolRound(t *testing.T) {
-	srv := newReplayServer(t, nil, replay{file: "ollama_tool_calls.sse"}, replay{file: "ollama_answer.sse"})
+	srv := newReplayServer(t, nil, llmtest.Replay{File: "ollama_tool_calls.sse"}, llmtest.Replay{File: "ollama_answer.sse"})
 	cfg := llm.ModelConfig{ID: "ollama/qwen3:8b", Model: "qwen3:8b", Provider: llm.ProviderOpenAI, BaseURL: srv.URL + "/v1",
 		ToolCalling: true, LegacyMaxTokens: true, MaxTokens: 2048}
 	m := providerModel(t, cfg, srv, nil, llm.ResilienceConfig{MaxAttempts: 1})
@@ -396,7 +304,7 @@ func TestWireOllamaToolRound(t *testing.T) {
 	if want := (events.Usage{InputTokens: 233 + 301, OutputTokens: 61 + 14, TotalTokens: 609}); got.usage != want {
 		t.Errorf("usage = %+v, want %+v", got.usage, want)
 	}
-	first := srv.requests()[0]
+	first := srv.Requests()[0]
 	if first.Body["model"] != "qwen3:8b" || first.Body["max_tokens"] != 2048.0 || first.Body["max_completion_tokens"] != nil {
 		t.Errorf("first request: model %v max_tokens %v max_completion_tokens %v", first.Body["model"], first.Body["max_tokens"], first.Body["max_completion_tokens"])
 	}
@@ -411,22 +319,22 @@ func TestWireProviderErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		cfg        llm.ModelConfig
-		reply      replay
+		reply      llmtest.Replay
 		kind       llm.Kind
 		status     int
 		retryAfter time.Duration
 		says       string
 	}{
-		{"anthropic 429", anthropic, replay{status: 429, file: "anthropic_429.json", header: map[string]string{"retry-after": "7", "anthropic-ratelimit-input-tokens-remaining": "0"}},
+		{"anthropic 429", anthropic, llmtest.Replay{Status: 429, File: "anthropic_429.json", Header: map[string]string{"retry-after": "7", "anthropic-ratelimit-input-tokens-remaining": "0"}},
 			llm.KindRateLimited, 429, 7 * time.Second, "exceed the rate limit"},
-		{"anthropic 529 overloaded", anthropic, replay{status: 529, file: "anthropic_529.json"}, llm.KindTransient, 529, 0, "Overloaded"},
-		{"anthropic context length", anthropic, replay{status: 400, file: "anthropic_context_length.json"}, llm.KindPermanent, 400, 0, "prompt is too long"},
-		{"anthropic overloaded mid-stream", anthropic, replay{file: "anthropic_overloaded_midstream.sse"}, llm.KindTransient, 0, 0, "overloaded_error"},
-		{"openai 429", openai, replay{status: 429, file: "openai_429.json", header: map[string]string{"retry-after": "3", "retry-after-ms": "2560", "x-ratelimit-reset-tokens": "2.56s"}},
+		{"anthropic 529 overloaded", anthropic, llmtest.Replay{Status: 529, File: "anthropic_529.json"}, llm.KindTransient, 529, 0, "Overloaded"},
+		{"anthropic context length", anthropic, llmtest.Replay{Status: 400, File: "anthropic_context_length.json"}, llm.KindPermanent, 400, 0, "prompt is too long"},
+		{"anthropic overloaded mid-stream", anthropic, llmtest.Replay{File: "anthropic_overloaded_midstream.sse"}, llm.KindTransient, 0, 0, "overloaded_error"},
+		{"openai 429", openai, llmtest.Replay{Status: 429, File: "openai_429.json", Header: map[string]string{"retry-after": "3", "retry-after-ms": "2560", "x-ratelimit-reset-tokens": "2.56s"}},
 			llm.KindRateLimited, 429, 2560 * time.Millisecond, "Rate limit reached"},
-		{"openai context length", openai, replay{status: 400, file: "openai_context_length.json"}, llm.KindPermanent, 400, 0, "maximum context length"},
-		{"openai error mid-stream", openai, replay{file: "openai_error_midstream.sse"}, llm.KindTransient, 0, 0, "stream ended"},
-		{"ollama model not found", ollama, replay{status: 404, file: "ollama_not_found.json"}, llm.KindPermanent, 404, 0, "try pulling it first"},
+		{"openai context length", openai, llmtest.Replay{Status: 400, File: "openai_context_length.json"}, llm.KindPermanent, 400, 0, "maximum context length"},
+		{"openai error mid-stream", openai, llmtest.Replay{File: "openai_error_midstream.sse"}, llm.KindTransient, 0, 0, "stream ended"},
+		{"ollama model not found", ollama, llmtest.Replay{Status: 404, File: "ollama_not_found.json"}, llm.KindPermanent, 404, 0, "try pulling it first"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newReplayServer(t, nil, tc.reply)
@@ -450,15 +358,15 @@ func TestWireProviderErrors(t *testing.T) {
 // An overloaded_error in the stream before any text is retried, and the
 // retry's answer is the only one the caller sees.
 func TestWireAnthropicOverloadedStreamIsRetried(t *testing.T) {
-	srv := newReplayServer(t, nil, replay{file: "anthropic_overloaded_midstream.sse"}, replay{file: "anthropic_answer.sse"})
+	srv := newReplayServer(t, nil, llmtest.Replay{File: "anthropic_overloaded_midstream.sse"}, llmtest.Replay{File: "anthropic_answer.sse"})
 	cfg := llm.ModelConfig{ID: "claude-sonnet-4-5", Provider: llm.ProviderAnthropic, BaseURL: srv.URL + "/v1"}
 	m := providerModel(t, cfg, srv, map[string]string{"ANTHROPIC_API_KEY": "k"},
 		llm.ResilienceConfig{MaxAttempts: 2, BackoffBase: time.Millisecond, JitterFactor: -1})
 	var streamed strings.Builder
 	resp, err := m.GenerateContent(t.Context(), []llms.MessageContent{human("hi")},
 		llms.WithStreamingFunc(func(_ context.Context, c []byte) error { streamed.Write(c); return nil }))
-	if err != nil || llm.TextFrom(resp) != wireAnswer || streamed.String() != wireAnswer || len(srv.requests()) != 2 {
-		t.Fatalf("err %v, text %q, streamed %q, %d requests", err, llm.TextFrom(resp), streamed.String(), len(srv.requests()))
+	if err != nil || llm.TextFrom(resp) != wireAnswer || streamed.String() != wireAnswer || len(srv.Requests()) != 2 {
+		t.Fatalf("err %v, text %q, streamed %q, %d requests", err, llm.TextFrom(resp), streamed.String(), len(srv.Requests()))
 	}
 }
 
@@ -466,7 +374,7 @@ func TestWireAnthropicOverloadedStreamIsRetried(t *testing.T) {
 // "reasoning_content" (DeepSeek, vLLM's reasoning parsers) reach the
 // streaming reasoning func and the response.
 func TestWireOpenAICompatibleReasoningContent(t *testing.T) {
-	srv := newReplayServer(t, nil, replay{file: "openai_compatible_reasoning_content.sse"})
+	srv := newReplayServer(t, nil, llmtest.Replay{File: "openai_compatible_reasoning_content.sse"})
 	cfg := llm.ModelConfig{ID: "deepseek-reasoner", Provider: llm.ProviderOpenAI, BaseURL: srv.URL + "/v1", Thinking: true}
 	m := providerModel(t, cfg, srv, nil, llm.ResilienceConfig{MaxAttempts: 1})
 	var text, reasoning strings.Builder
@@ -488,7 +396,7 @@ func TestWireOpenAICompatibleReasoningContent(t *testing.T) {
 // A call that streams only reasoning still streams: langchaingo's
 // Anthropic client parses a stream only when a text func is set.
 func TestWireAnthropicReasoningOnlyStream(t *testing.T) {
-	srv := newReplayServer(t, nil, replay{file: "anthropic_tool_use.sse"})
+	srv := newReplayServer(t, nil, llmtest.Replay{File: "anthropic_tool_use.sse"})
 	cfg := llm.ModelConfig{ID: "claude-sonnet-4-5", Provider: llm.ProviderAnthropic, BaseURL: srv.URL + "/v1", Thinking: true}
 	m := providerModel(t, cfg, srv, map[string]string{"ANTHROPIC_API_KEY": "k"}, llm.ResilienceConfig{MaxAttempts: 1})
 	var reasoning strings.Builder
@@ -511,9 +419,9 @@ func TestWireAnthropicReasoningOnlyStream(t *testing.T) {
 // keeps the text and the call fails, nothing said twice.
 func TestWireFallbackFromAnthropicToOpenAI(t *testing.T) {
 	ant := newReplayServer(t, nil,
-		replay{file: "anthropic_overloaded_midstream.sse"}, replay{status: 529, file: "anthropic_529.json"},
-		replay{file: "anthropic_overloaded_after_text.sse"})
-	oai := newReplayServer(t, nil, replay{file: "openai_answer.sse"})
+		llmtest.Replay{File: "anthropic_overloaded_midstream.sse"}, llmtest.Replay{Status: 529, File: "anthropic_529.json"},
+		llmtest.Replay{File: "anthropic_overloaded_after_text.sse"})
+	oai := newReplayServer(t, nil, llmtest.Replay{File: "openai_answer.sse"})
 	// One client for both servers: httptest clients trust any test server.
 	r, err := llm.NewRegistry(llm.Config{
 		Models: []llm.ModelConfig{
@@ -539,7 +447,7 @@ func TestWireFallbackFromAnthropicToOpenAI(t *testing.T) {
 	if err != nil || llm.TextFrom(resp) != wireAnswer || streamed.String() != wireAnswer {
 		t.Fatalf("err %v, text %q, streamed %q", err, llm.TextFrom(resp), streamed.String())
 	}
-	if n := len(ant.requests()); n != 2 {
+	if n := len(ant.Requests()); n != 2 {
 		t.Errorf("%d Anthropic requests, want its 2 attempts before the fallback", n)
 	}
 	if ev := rec.events(); len(ev) != 1 || ev[0] != (events.ModelFallback{From: "claude-sonnet-4-5", To: "gpt-4.1", Reason: events.FallbackUnavailable}) {
@@ -554,9 +462,9 @@ func TestWireFallbackFromAnthropicToOpenAI(t *testing.T) {
 	if err == nil || llm.KindOf(err) != llm.KindTransient || streamed.String() != "2+2*3 = 8, and it is" {
 		t.Errorf("cut after text: err %v, streamed %q; want the error and only what was sent", err, streamed.String())
 	}
-	if len(ant.requests()) != 3 || len(oai.requests()) != 1 || len(rec.events()) != 1 {
+	if len(ant.Requests()) != 3 || len(oai.Requests()) != 1 || len(rec.events()) != 1 {
 		t.Errorf("after the cut: %d Anthropic, %d OpenAI requests, fallbacks %+v; want no retry, no fallback",
-			len(ant.requests()), len(oai.requests()), rec.events())
+			len(ant.Requests()), len(oai.Requests()), rec.events())
 	}
 }
 
@@ -566,7 +474,7 @@ func TestWireFallbackFromAnthropicToOpenAI(t *testing.T) {
 // close always comes first).
 func TestWireAnthropicErrorEventLeavesNoGoroutine(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	srv := newReplayServer(t, nil, replay{file: "anthropic_overloaded_midstream.sse", hold: true})
+	srv := newReplayServer(t, nil, llmtest.Replay{File: "anthropic_overloaded_midstream.sse", Hold: true})
 	cfg := llm.ModelConfig{ID: "claude-sonnet-4-5", Provider: llm.ProviderAnthropic, BaseURL: srv.URL + "/v1"}
 	m := providerModel(t, cfg, srv, map[string]string{"ANTHROPIC_API_KEY": "k"}, llm.ResilienceConfig{MaxAttempts: 1})
 	_, err := m.GenerateContent(t.Context(), []llms.MessageContent{human("hi")},
