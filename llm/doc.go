@@ -54,7 +54,8 @@
 // instead: every error, with the same jittered doubling, until its
 // context ends.
 //
-// [WithResilience] (or [NewResilience] shared per provider endpoint) wraps a
+// [WithResilience] (or [NewResilience] shared by the models a breaker
+// covers; the registry keeps one per model of a provider endpoint) wraps a
 // model in a Guard: retry (transient errors, 429 with Retry-After), a
 // circuit breaker and a timeout per attempt, never retrying a stream that
 // has reached the caller. Its errors come back as [*Error] with a [Kind];

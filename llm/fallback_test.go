@@ -17,6 +17,7 @@ import (
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
+	"github.com/trellis-ai/trellis/llm/llmtest"
 )
 
 // fallbackRecorder collects the fallbacks a context's listener hears.
@@ -400,5 +401,40 @@ func TestFallbackUsageIsTheAnsweringModelsSpan(t *testing.T) {
 	}
 	if usage["chat primary"] != "Error in=-1 out=-1" || usage["chat backup"] != "Unset in=30 out=7" || len(usage) != 2 {
 		t.Errorf("spans = %v", usage)
+	}
+}
+
+// Two models of one endpoint: the big one rate-limited past its retries
+// falls back to the small one, whose calls its failures did not close
+// off (rate limits are per model; so are breakers).
+func TestFallbackWithinOneEndpoint(t *testing.T) {
+	srv := llmtest.NewOpenAIServerFunc(t, func(req llmtest.Request, _ int) llmtest.Response {
+		if req.Model == "big" {
+			return llmtest.Response{Status: 429, ErrorMessage: "Rate limit reached for big"}
+		}
+		return llmtest.Response{Text: "small answers"}
+	})
+	r, err := llm.NewRegistry(llm.Config{
+		Models: []llm.ModelConfig{
+			{ID: "big", Provider: llm.ProviderOpenAI, BaseURL: srv.BaseURL(), Fallbacks: []string{"small"}},
+			{ID: "small", Provider: llm.ProviderOpenAI, BaseURL: srv.BaseURL()},
+		},
+		HTTPClient: srv.Client(),
+		Resilience: llm.ResilienceConfig{BackoffBase: time.Millisecond, JitterFactor: -1},
+		Getenv:     envMap(nil),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := r.Model(t.Context(), "big")
+	var rec fallbackRecorder
+	for i := range 2 {
+		got, err := m.Call(rec.ctx(t.Context()), "hi")
+		if err != nil || got != "small answers" {
+			t.Fatalf("call %d: %q, %v", i, got, err)
+		}
+	}
+	if ev := rec.events(); len(ev) != 2 || ev[0].Reason != events.FallbackRateLimited {
+		t.Errorf("fallbacks = %+v", ev)
 	}
 }

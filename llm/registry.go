@@ -168,7 +168,7 @@ type Registry struct {
 	chains map[string]llms.Model // by model ID, a model with fallbacks
 	// fallbacks are each model's fallbacks, resolved to indexes in models.
 	fallbacks [][]int
-	breaker   map[string]*Resilience // by provider endpoint
+	breaker   map[string]*Resilience // by provider endpoint and model
 	scripts   map[string]*Scripted   // by script path, so models sharing a script share its steps
 	tracer    trace.Tracer
 }
@@ -339,8 +339,8 @@ func (r *Registry) Models() []ModelConfig { return slices.Clone(r.models) }
 
 // Model returns the model with that id or alias ("" = default), building
 // its provider on first use and caching it. Every model but the offline one
-// comes wrapped in resilience (retry, circuit breaker per provider endpoint,
-// timeout). A model with fallbacks (ModelConfig.Fallbacks) comes with them:
+// comes wrapped in resilience (retry, circuit breaker per model of a
+// provider endpoint, timeout). A model with fallbacks (ModelConfig.Fallbacks) comes with them:
 // its fallbacks are built with it, and a call moves along them as
 // ModelConfig.Fallbacks says, telling the context's [FallbackListener].
 // Errors: ErrUnknownModel, ErrMissingAPIKey, ErrUnknownProvider,
@@ -421,7 +421,10 @@ func (r *Registry) build(ctx context.Context, cfg ModelConfig) (llms.Model, erro
 	if r.resCfg.Disabled {
 		return m, nil
 	}
-	key := string(cfg.Provider) + " " + cfg.BaseURL
+	// One breaker per model of an endpoint, not per endpoint: providers
+	// limit rates per model, and a model's failures must not close off
+	// the others of its endpoint, its fallbacks among them.
+	key := string(cfg.Provider) + " " + cfg.BaseURL + " " + cfg.providerModel()
 	if cfg.Instance != nil || cfg.Provider == ProviderScripted {
 		key = string(cfg.Provider) + " " + cfg.ID
 	}
