@@ -57,6 +57,10 @@ const (
 	// retry line, with no seq and no SSE id; the client reconnects with
 	// Last-Event-ID (docs/api.md).
 	TypeStreamReconnect = "stream.reconnect"
+	// TypeModelFallback: a model call failed on a model that names
+	// fallbacks, and moves to the next of them (an addition to API.md;
+	// see docs/api.md).
+	TypeModelFallback = "model.fallback"
 )
 
 // Event is one agent event. Its JSON is API.md's data object for Type
@@ -154,6 +158,7 @@ var payloads = map[string]func() Payload{
 	TypeSubagentEnd:           func() Payload { return new(SubagentEnd) },
 	TypeTasksUpdated:          func() Payload { return new(TasksUpdated) },
 	TypeStreamReconnect:       func() Payload { return new(StreamReconnect) },
+	TypeModelFallback:         func() Payload { return new(ModelFallback) },
 }
 
 // ErrUnknown: Decode was given a type the vocabulary lacks.

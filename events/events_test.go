@@ -50,6 +50,8 @@ func TestEventJSON(t *testing.T) {
 		{&events.RunInterrupted{Reason: "approval", ApprovalIDs: []string{"a1"}, Pending: []events.Pending{{Kind: events.PendingApproval, ID: "a1", Tool: "rm"}}},
 			`{"type":"run.interrupted","reason":"approval","approval_ids":["a1"],"pending":[{"kind":"approval","id":"a1","tool":"rm","revision":0}]}`},
 		{&events.RunCancelled{}, `{"type":"run.cancelled"}`},
+		{&events.ModelFallback{From: "claude-sonnet-4-5", To: "gpt-4.1", Reason: events.FallbackRateLimited},
+			`{"type":"model.fallback","from":"claude-sonnet-4-5","to":"gpt-4.1","reason":"rate_limited"}`},
 		{&events.RunFailed{Error: events.ErrorInfo{Code: "model_error", Message: "m"}},
 			`{"type":"run.failed","error":{"code":"model_error","message":"m"}}`},
 	}

@@ -164,6 +164,29 @@ type ResponseDone struct {
 	Budget    *BudgetUsage `json:"budget,omitempty"`
 }
 
+// ModelFallback is model.fallback: the model call on From failed for
+// Reason (FallbackUnavailable, FallbackRateLimited or FallbackTimeout)
+// after its own retries, and is made again on To, the next of From's
+// fallbacks (model ids, as the registry names them). The call's usage
+// is To's, if it answers.
+type ModelFallback struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Reason string `json:"reason"`
+}
+
+// Reasons of a model.fallback.
+const (
+	// FallbackUnavailable: the model's provider failed (5xx, overloaded,
+	// a lost connection) or its circuit breaker is open.
+	FallbackUnavailable = "unavailable"
+	// FallbackRateLimited: the provider answered 429 beyond what the
+	// model's retries could wait for.
+	FallbackRateLimited = "rate_limited"
+	// FallbackTimeout: the call ran out of its timeout.
+	FallbackTimeout = "timeout"
+)
+
 // SubagentStatus is how a sub-agent's work ended.
 type SubagentStatus string
 
@@ -295,3 +318,4 @@ func (*DocumentStatus) EventType() string        { return TypeDocumentStatus }
 func (*SubagentStart) EventType() string         { return TypeSubagentStart }
 func (*SubagentEnd) EventType() string           { return TypeSubagentEnd }
 func (*StreamReconnect) EventType() string       { return TypeStreamReconnect }
+func (*ModelFallback) EventType() string         { return TypeModelFallback }

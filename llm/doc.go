@@ -18,6 +18,18 @@
 // configured, the default is the offline model, so `trellis serve` is useful
 // with no key. There is no package-level registry: construct one and pass it.
 //
+// # Fallbacks
+//
+// A model may name fallbacks ([ModelConfig.Fallbacks]); [Registry.Model]
+// then hands out the model with them, each a whole resilient model of its
+// own. A call that fails because the provider is unavailable,
+// rate-limited or timed out — as [KindOf] classifies it, after the
+// model's own retries or at once when its breaker is open — is made on
+// the next fallback, and the context's [FallbackListener] hears it
+// (nodes turn that into the run's model.fallback event). A call whose
+// streamed output already reached the caller never falls back: nothing
+// is said twice. [NewRegistry] refuses unknown fallbacks and cycles.
+//
 // # Usage
 //
 // [UsageFrom] reads the token usage of any provider's response into one
@@ -42,7 +54,8 @@
 // instead: every error, with the same jittered doubling, until its
 // context ends.
 //
-// [WithResilience] (or [NewResilience] shared per provider endpoint) wraps a
+// [WithResilience] (or [NewResilience] shared by the models a breaker
+// covers; the registry keeps one per model of a provider endpoint) wraps a
 // model in a Guard: retry (transient errors, 429 with Retry-After), a
 // circuit breaker and a timeout per attempt, never retrying a stream that
 // has reached the caller. Its errors come back as [*Error] with a [Kind];
@@ -54,9 +67,11 @@
 // providers also send tool-call JSON deltas and empty chunks to that func;
 // wrap a user-facing func in [TextStream] to forward only text. A model's
 // reasoning streams through llms.WithStreamingReasoningFunc when the call
-// asks for thinking ([ThinkingOptions]); the offline and scripted models
-// deliver theirs through it as langchaingo's OpenAI client does a
-// reasoning model's.
+// asks for thinking ([ThinkingOptions]) and the pinned langchaingo
+// delivers it; the offline and scripted models deliver theirs through it
+// as langchaingo's OpenAI client does a reasoning model's. The wire tests
+// replay each provider's documented streams and error bodies
+// (testdata/wire) through the real clients.
 //
 // # Offline and scripted models
 //

@@ -1,9 +1,12 @@
 package llm
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -31,6 +34,13 @@ import (
 // listed is the default, which is the offline model when nothing is
 // configured. TRELLIS_MODEL=scripted:<path> adds a scripted model replaying
 // that script file (id "scripted") and makes it the default.
+//
+// TRELLIS_MODEL_FALLBACKS, comma-separated ids or aliases, are added to the
+// default model's fallbacks (ModelConfig.Fallbacks; in a models file each
+// model may list its own under "fallbacks"). It is refused when no
+// configured model is the default, and NewRegistry refuses names it does
+// not know. The models file is decoded strictly: an unknown field is an
+// error, not a setting silently ignored.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -47,7 +57,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			Models  []ModelConfig `json:"models"`
 			Default string        `json:"default"`
 		}
-		if err := json.Unmarshal(b, &file); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&file); err != nil {
 			return Config{}, fmt.Errorf("llm: TRELLIS_MODELS_FILE %s: %w", path, err)
 		}
 		cfg.Models, cfg.Default = file.Models, file.Default
@@ -62,7 +74,38 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		cfg.Default = def
 	}
+	if list := env("TRELLIS_MODEL_FALLBACKS"); list != "" {
+		i := defaultIndex(cfg)
+		if i < 0 {
+			return Config{}, fmt.Errorf("llm: TRELLIS_MODEL_FALLBACKS: the default model %q is not a configured model", cmp.Or(cfg.Default, OfflineID))
+		}
+		m := &cfg.Models[i]
+		m.Fallbacks = slices.Clone(m.Fallbacks)
+		for name := range strings.SplitSeq(list, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				m.Fallbacks = append(m.Fallbacks, name)
+			}
+		}
+	}
 	return cfg, nil
+}
+
+// defaultIndex is the index in cfg.Models of the model cfg.Default names
+// (an id first, else the first model with that alias, as a Registry
+// resolves it), the first model when it is "", or -1.
+func defaultIndex(cfg Config) int {
+	if cfg.Default == "" {
+		if len(cfg.Models) == 0 {
+			return -1
+		}
+		return 0
+	}
+	if i := slices.IndexFunc(cfg.Models, func(m ModelConfig) bool { return strings.EqualFold(m.ID, cfg.Default) }); i >= 0 {
+		return i
+	}
+	return slices.IndexFunc(cfg.Models, func(m ModelConfig) bool {
+		return slices.ContainsFunc(m.Aliases, func(a string) bool { return strings.EqualFold(strings.TrimSpace(a), cfg.Default) })
+	})
 }
 
 func envModels(env func(string) string) []ModelConfig {

@@ -23,6 +23,9 @@ var (
 	ErrMissingAPIKey = errors.New("llm: missing API key")
 	// ErrUnknownProvider: a ModelConfig names a provider this package cannot build.
 	ErrUnknownProvider = errors.New("llm: unknown provider")
+	// ErrInvalidFallback: a model's fallbacks name the model itself or
+	// form a cycle.
+	ErrInvalidFallback = errors.New("llm: invalid fallback")
 	// ErrCircuitOpen: the provider's circuit breaker is open; the call was not made.
 	ErrCircuitOpen = errors.New("llm: circuit breaker open")
 	// ErrNoScriptMatch: a scripted model got a call that no remaining step matches.
@@ -152,6 +155,20 @@ func providerError(err error, rec *httpRecord) *Error {
 			return out
 		}
 	}
+	// A model that marks its errors (see [Transient], [RateLimited]) is
+	// taken at its word, as KindOf would.
+	var rl *RateLimitedError
+	if errors.As(err, &rl) {
+		out.Kind, out.RetryAfter = KindRateLimited, rl.RetryAfter
+		return out
+	}
+	var marked interface{ Retryable() bool }
+	if errors.As(err, &marked) {
+		if marked.Retryable() {
+			out.Kind = KindTransient
+		}
+		return out
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		return out
@@ -172,6 +189,18 @@ func providerError(err error, rec *httpRecord) *Error {
 		status, _ := strconv.Atoi(m[1])
 		out.StatusCode = status
 		out.Kind = kindForStatus(status)
+		return out
+	}
+	// An error event in an Anthropic stream (HTTP 200, so no status) comes
+	// back as the event printed: its error type says what it would have
+	// been as a status (overloaded_error is a 529).
+	if strings.Contains(msg, "received error event") {
+		switch {
+		case strings.Contains(msg, "type:rate_limit_error"):
+			out.Kind = KindRateLimited
+		case strings.Contains(msg, "type:overloaded_error"), strings.Contains(msg, "type:api_error"):
+			out.Kind = KindTransient
+		}
 		return out
 	}
 	// langchaingo's openai client replaces transport errors with fixed strings

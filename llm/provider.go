@@ -2,11 +2,16 @@ package llm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
@@ -37,7 +42,15 @@ const placeholderKey = "not-needed"
 //   - sets Type "function" on every returned tool call;
 //   - for Anthropic, splits multi-part AI and tool messages so that no part
 //     is lost (langchaingo v0.1.14 sends only Parts[0], tmc/langchaingo#1468);
-//   - implements llms.ReasoningModel, reporting cfg.Thinking.
+//   - implements llms.ReasoningModel, reporting cfg.Thinking;
+//   - for Anthropic with thinking on, sends a call continuing a tool loop
+//     (the last message a tool result) without thinking: langchaingo
+//     v0.1.14 drops the thinking block's signature and never sends the
+//     block back, and Anthropic refuses a tool loop whose last assistant
+//     turn lacks it unless thinking is off;
+//   - for OpenAI-compatible servers, fails a stream that ends with no
+//     finish_reason (an error sent in the stream, which langchaingo
+//     ignores) as transient instead of returning the cut answer.
 //
 // It is not wrapped in resilience; Registry.Model does that.
 func NewProvider(cfg ModelConfig, opts ProviderOptions) (llms.Model, error) {
@@ -117,18 +130,78 @@ var (
 )
 
 // GenerateContent calls the provider with the config's defaults first, so
-// the caller's options win.
+// the caller's options win, and works around what langchaingo v0.1.14
+// gets wrong on the wire (see the wire tests):
+//   - Anthropic: it never sends a thinking block back, and with thinking
+//     on Anthropic refuses a tool loop's continuation whose last assistant
+//     turn does not start with its signed thinking block; so a call
+//     continuing a tool loop goes without thinking, which Anthropic
+//     allows. It also parses a stream only when a text streaming func is
+//     set, so a call streaming only reasoning gets a no-op one.
+//   - OpenAI-compatible: it ignores an error object sent in the stream
+//     and returns what came before it as the answer; a stream that ends
+//     with no finish_reason is an error here (transient: the answer was
+//     cut off).
 func (p *providerModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
 	all := append(slices.Clip(p.defaults), options...)
+	var o llms.CallOptions
+	for _, opt := range all {
+		opt(&o)
+	}
+	streaming := o.StreamingFunc != nil || o.StreamingReasoningFunc != nil
 	if p.cfg.Provider == ProviderAnthropic {
+		if _, thinking := o.Metadata[thinkingConfigKey]; thinking && inToolLoop(msgs) {
+			all = append(all, withoutThinking)
+		}
+		if o.StreamingFunc == nil && o.StreamingReasoningFunc != nil {
+			all = append(all, llms.WithStreamingFunc(func(context.Context, []byte) error { return nil }))
+		}
 		msgs = splitForAnthropic(msgs)
 	}
 	resp, err := p.inner.GenerateContent(ctx, msgs, all...)
+	if err == nil && streaming && p.cfg.Provider == ProviderOpenAI && !finished(resp) {
+		err = Transient(errStreamCut)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", p.cfg.Provider, p.cfg.providerModel(), err)
 	}
 	normalizeToolCalls(resp)
 	return resp, nil
+}
+
+// thinkingConfigKey is where llms.WithThinking puts its config in the
+// call's metadata.
+const thinkingConfigKey = "thinking_config"
+
+// errStreamCut: a streamed answer ended without saying it was finished.
+var errStreamCut = errors.New("stream ended before the model finished its answer (no finish_reason)")
+
+// withoutThinking drops the thinking config of a call, on a copy of its
+// metadata (the caller's map is not touched).
+func withoutThinking(o *llms.CallOptions) {
+	m := maps.Clone(o.Metadata)
+	delete(m, thinkingConfigKey)
+	o.Metadata = m
+}
+
+// inToolLoop reports whether msgs continue a tool loop: the last
+// assistant message makes tool calls (answered by the tool results after
+// it, whatever follows them), which is what Anthropic checks.
+func inToolLoop(msgs []llms.MessageContent) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llms.ChatMessageTypeAI {
+			return slices.ContainsFunc(msgs[i].Parts, func(p llms.ContentPart) bool {
+				_, call := p.(llms.ToolCall)
+				return call
+			})
+		}
+	}
+	return false
+}
+
+// finished reports whether some choice of resp carries a finish reason.
+func finished(resp *llms.ContentResponse) bool {
+	return resp != nil && slices.ContainsFunc(resp.Choices, func(c *llms.ContentChoice) bool { return c != nil && c.StopReason != "" })
 }
 
 // Call generates from a single human prompt.
@@ -216,12 +289,41 @@ type recordingTransport struct{ base http.RoundTripper }
 
 func (t recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
-	if err == nil && resp.StatusCode >= 400 {
+	if err != nil {
+		return resp, err
+	}
+	if resp.StatusCode >= 400 {
 		if rec := recordFrom(req.Context()); rec != nil {
 			rec.set(resp.StatusCode, retryAfterFrom(resp.Header))
 		}
 	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &streamBody{ReadCloser: resp.Body}
+	}
 	return resp, err
+}
+
+// streamBody ends reads cleanly (io.EOF) once closed. langchaingo
+// v0.1.14's Anthropic client stops reading a stream at an error event and
+// closes the body while its reading goroutine goes on; that goroutine,
+// seeing a read error, blocks forever sending it to a channel nobody
+// reads, but at EOF it ends.
+type streamBody struct {
+	io.ReadCloser
+	closed atomic.Bool
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && b.closed.Load() {
+		err = io.EOF
+	}
+	return n, err
+}
+
+func (b *streamBody) Close() error {
+	b.closed.Store(true)
+	return b.ReadCloser.Close()
 }
 
 // CloseIdleConnections forwards to the wrapped transport.

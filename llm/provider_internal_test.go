@@ -55,6 +55,10 @@ func TestProviderErrorReadsLangchaingoStrings(t *testing.T) {
 		"network error: failed to reach API server":            KindTransient,
 		"error reading streaming response: unexpected EOF":     KindTransient,
 		"expected exactly one part for role tool, got 2":       KindPermanent,
+		"anthropic: failed to create message: received error event: map[error:map[message:Overloaded type:overloaded_error] type:error]":       KindTransient,
+		"anthropic: failed to create message: received error event: map[error:map[message:Internal server error type:api_error] type:error]":   KindTransient,
+		"anthropic: failed to create message: received error event: map[error:map[message:Rate limited type:rate_limit_error] type:error]":     KindRateLimited,
+		"anthropic: failed to create message: received error event: map[error:map[message:Bad request type:invalid_request_error] type:error]": KindPermanent,
 	} {
 		if got := providerError(errorString(msg), nil).Kind; got != want {
 			t.Errorf("providerError(%q) is %s, want %s", msg, got, want)
@@ -65,3 +69,27 @@ func TestProviderErrorReadsLangchaingoStrings(t *testing.T) {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// A call continues a tool loop while the last assistant message makes
+// tool calls, also when a message follows their results (reflect's and
+// write's instructions do): Anthropic refuses thinking on either.
+func TestInToolLoop(t *testing.T) {
+	call := llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{ID: "t1", Type: "function"}}}
+	result := llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "t1"}}}
+	human := llms.TextParts(llms.ChatMessageTypeHuman, "assess")
+	answer := llms.TextParts(llms.ChatMessageTypeAI, "done")
+	for _, tc := range []struct {
+		msgs []llms.MessageContent
+		want bool
+	}{
+		{nil, false},
+		{[]llms.MessageContent{human}, false},
+		{[]llms.MessageContent{human, call, result}, true},
+		{[]llms.MessageContent{human, call, result, human}, true},
+		{[]llms.MessageContent{human, call, result, answer, human}, false},
+	} {
+		if got := inToolLoop(tc.msgs); got != tc.want {
+			t.Errorf("inToolLoop(%d messages) = %v, want %v", len(tc.msgs), got, tc.want)
+		}
+	}
+}

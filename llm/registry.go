@@ -67,13 +67,23 @@ type ModelConfig struct {
 	// override it per call with llms.WithMaxTokens.
 	MaxTokens int `json:"max_tokens,omitempty"`
 	// Temperature is sent with every call unless the caller sets one; nil
-	// means 0.7. (langchaingo sends 0 when none is set, not the provider's
-	// default, so a value is always sent.)
+	// means 0.7, or 1 for an OpenAI model with Thinking (reasoning models
+	// accept no other). (langchaingo sends 0 when none is set, not the
+	// provider's default, so a value is always sent.)
 	Temperature *float64 `json:"temperature,omitempty"`
 	// LegacyMaxTokens sends max_tokens instead of max_completion_tokens to
 	// OpenAI-compatible servers that ignore the newer field (Ollama's /v1,
 	// older llama.cpp servers).
 	LegacyMaxTokens bool `json:"legacy_max_tokens,omitempty"`
+	// Fallbacks name the models (by id or alias) a call moves to, in
+	// order, when this model is unavailable (5xx, overloaded, connection
+	// lost, breaker open), rate-limited or timed out after its own
+	// retries. A fallback's own fallbacks follow it in turn. A call that
+	// fails otherwise (a request the provider refuses, a context too
+	// long), or whose streamed output already reached the caller, does
+	// not fall back. NewRegistry refuses an unknown name, a model falling
+	// back to itself and a cycle.
+	Fallbacks []string `json:"fallbacks,omitempty"`
 	// ScriptPath is the script file of a ProviderScripted model.
 	ScriptPath string `json:"script_path,omitempty"`
 	// Instance, when set, is used as the model instead of building one from
@@ -103,9 +113,16 @@ func (c ModelConfig) thinkingBudget() int {
 	return DefaultThinkingBudget
 }
 
+// temperature is the one sent when a call sets none: the configured one,
+// else DefaultTemperature, but 1 for an OpenAI reasoning model (Thinking),
+// which refuses any other (langchaingo v0.1.14 leaves the field out only
+// for o1-, o3 and gpt-5 names, not o4-mini).
 func (c ModelConfig) temperature() float64 {
-	if c.Temperature != nil {
+	switch {
+	case c.Temperature != nil:
 		return *c.Temperature
+	case c.Provider == ProviderOpenAI && c.Thinking:
+		return 1
 	}
 	return DefaultTemperature
 }
@@ -140,17 +157,20 @@ var roleAliases = []string{"default", "fast", "smart", "thinking"}
 // Registry resolves model names and aliases and builds each model once, on
 // first use. It is safe for concurrent use.
 type Registry struct {
-	models  []ModelConfig
-	byName  map[string]int // lower-cased id or alias → index in models
-	def     int
-	getenv  func(string) string
-	http    *http.Client
-	resCfg  ResilienceConfig
-	mu      sync.Mutex
-	built   map[string]llms.Model  // by model ID
-	breaker map[string]*Resilience // by provider endpoint
-	scripts map[string]*Scripted   // by script path, so models sharing a script share its steps
-	tracer  trace.Tracer
+	models []ModelConfig
+	byName map[string]int // lower-cased id or alias → index in models
+	def    int
+	getenv func(string) string
+	http   *http.Client
+	resCfg ResilienceConfig
+	mu     sync.Mutex
+	built  map[string]llms.Model // by model ID, each alone
+	chains map[string]llms.Model // by model ID, a model with fallbacks
+	// fallbacks are each model's fallbacks, resolved to indexes in models.
+	fallbacks [][]int
+	breaker   map[string]*Resilience // by provider endpoint and model
+	scripts   map[string]*Scripted   // by script path, so models sharing a script share its steps
+	tracer    trace.Tracer
 }
 
 // NewRegistry validates cfg and returns a registry. It builds no provider:
@@ -163,6 +183,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		http:    cfg.HTTPClient,
 		resCfg:  cfg.Resilience,
 		built:   map[string]llms.Model{},
+		chains:  map[string]llms.Model{},
 		breaker: map[string]*Resilience{},
 		scripts: map[string]*Scripted{},
 	}
@@ -216,7 +237,82 @@ func NewRegistry(cfg Config) (*Registry, error) {
 			r.byName[a] = r.def
 		}
 	}
+	if err := r.resolveFallbacks(); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// resolveFallbacks resolves every model's fallbacks, refusing an unknown
+// name, a model falling back to itself and a cycle.
+func (r *Registry) resolveFallbacks() error {
+	r.fallbacks = make([][]int, len(r.models))
+	for i, m := range r.models {
+		for _, name := range m.Fallbacks {
+			j, ok := r.byName[strings.ToLower(strings.TrimSpace(name))]
+			switch {
+			case !ok:
+				return fmt.Errorf("llm: model %q: fallback %q: %w", m.ID, name, ErrUnknownModel)
+			case j == i:
+				return fmt.Errorf("llm: model %q: %w: fallback %q is the model itself", m.ID, ErrInvalidFallback, name)
+			}
+			r.fallbacks[i] = append(r.fallbacks[i], j)
+		}
+	}
+	const (
+		unseen = iota
+		visiting
+		done
+	)
+	state := make([]int, len(r.models))
+	var path []int
+	var visit func(i int) error
+	visit = func(i int) error {
+		switch state[i] {
+		case done:
+			return nil
+		case visiting:
+			ids := []string{}
+			for _, k := range path[slices.Index(path, i):] {
+				ids = append(ids, r.models[k].ID)
+			}
+			return fmt.Errorf("llm: %w: fallbacks form a cycle: %s → %s", ErrInvalidFallback, strings.Join(ids, " → "), r.models[i].ID)
+		}
+		state[i] = visiting
+		path = append(path, i)
+		for _, j := range r.fallbacks[i] {
+			if err := visit(j); err != nil {
+				return err
+			}
+		}
+		path = path[:len(path)-1]
+		state[i] = done
+		return nil
+	}
+	for i := range r.models {
+		if err := visit(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chainOf is the order a call to model i tries models in: i, then each
+// of its fallbacks followed by that one's own chain, each model once.
+func (r *Registry) chainOf(i int) []int {
+	chain := []int{}
+	var walk func(i int)
+	walk = func(i int) {
+		if slices.Contains(chain, i) {
+			return
+		}
+		chain = append(chain, i)
+		for _, j := range r.fallbacks[i] {
+			walk(j)
+		}
+	}
+	walk(i)
+	return chain
 }
 
 // Resolve returns the config of the model with that id or alias
@@ -243,16 +339,45 @@ func (r *Registry) Models() []ModelConfig { return slices.Clone(r.models) }
 
 // Model returns the model with that id or alias ("" = default), building
 // its provider on first use and caching it. Every model but the offline one
-// comes wrapped in resilience (retry, circuit breaker per provider endpoint,
-// timeout). Errors: ErrUnknownModel, ErrMissingAPIKey, ErrUnknownProvider,
+// comes wrapped in resilience (retry, circuit breaker per model of a
+// provider endpoint, timeout). A model with fallbacks (ModelConfig.Fallbacks) comes with them:
+// its fallbacks are built with it, and a call moves along them as
+// ModelConfig.Fallbacks says, telling the context's [FallbackListener].
+// Errors: ErrUnknownModel, ErrMissingAPIKey, ErrUnknownProvider,
 // ErrInvalidScript, or the provider constructor's error.
 func (r *Registry) Model(ctx context.Context, name string) (llms.Model, error) {
 	cfg, err := r.Resolve(name)
 	if err != nil {
 		return nil, err
 	}
+	i := r.byName[strings.ToLower(cfg.ID)]
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(r.fallbacks[i]) == 0 {
+		return r.single(ctx, cfg)
+	}
+	if m, ok := r.chains[cfg.ID]; ok {
+		return m, nil
+	}
+	var chain []fallbackLink
+	for _, j := range r.chainOf(i) {
+		m, err := r.single(ctx, r.models[j])
+		if err != nil {
+			if j != i {
+				err = fmt.Errorf("llm: fallback of %q: %w", cfg.ID, err)
+			}
+			return nil, err
+		}
+		chain = append(chain, fallbackLink{cfg: r.models[j], m: m})
+	}
+	m := newFallbackModel(chain)
+	r.chains[cfg.ID] = m
+	return m, nil
+}
+
+// single returns cfg's model alone, building it on first use. r.mu is
+// held.
+func (r *Registry) single(ctx context.Context, cfg ModelConfig) (llms.Model, error) {
 	if m, ok := r.built[cfg.ID]; ok {
 		return m, nil
 	}
@@ -296,7 +421,10 @@ func (r *Registry) build(ctx context.Context, cfg ModelConfig) (llms.Model, erro
 	if r.resCfg.Disabled {
 		return m, nil
 	}
-	key := string(cfg.Provider) + " " + cfg.BaseURL
+	// One breaker per model of an endpoint, not per endpoint: providers
+	// limit rates per model, and a model's failures must not close off
+	// the others of its endpoint, its fallbacks among them.
+	key := string(cfg.Provider) + " " + cfg.BaseURL + " " + cfg.providerModel()
 	if cfg.Instance != nil || cfg.Provider == ProviderScripted {
 		key = string(cfg.Provider) + " " + cfg.ID
 	}

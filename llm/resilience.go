@@ -10,9 +10,9 @@ import (
 	"github.com/tmc/langchaingo/llms"
 )
 
-// Resilience holds the policies for one provider endpoint: retry and
+// Resilience holds the policies of a provider's models: retry and
 // timeout per call, and one circuit breaker shared by every model it
-// wraps. It is a [Guard] whose calls are model calls. Safe for concurrent
+// wraps (a Registry gives each model of an endpoint its own). It is a [Guard] whose calls are model calls. Safe for concurrent
 // use.
 type Resilience struct {
 	guard *Guard[*llms.ContentResponse]

@@ -7,6 +7,10 @@ import (
 	"github.com/trellis-ai/trellis/graph"
 )
 
+// emitFallback is every run's llm.FallbackListener: a model call of the
+// run moving to a fallback model is the run's model.fallback event.
+func emitFallback(ctx context.Context, f *events.ModelFallback) { _ = emit(ctx, f) }
+
 // emit sends a payload to the run's stream. It fails only when the run is
 // over, which the node learns from its context soon enough, so callers
 // may ignore the error.

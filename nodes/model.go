@@ -49,18 +49,12 @@ func (a *Agent) callModel(ctx context.Context, model llms.Model, mc *ModelCall, 
 // thinking returns the options that make the model named name think and
 // stream its reasoning as the node's reasoning chunks (reasoning.chunk
 // events, see runGraph), or nil for a model not configured to think
-// (llm.ModelConfig.Thinking): such a model costs nothing here.
-//
-// Anthropic refuses thinking when the conversation's last assistant
-// message is a tool call that does not start with its signed thinking
-// block, which langchaingo v0.1.14 cannot send back; so within a tool
-// loop an Anthropic model thinks only until its first tool call.
-func (a *Agent) thinking(ctx context.Context, name string, s *ChatState) []llms.CallOption {
+// (llm.ModelConfig.Thinking): such a model costs nothing here. Where a
+// provider cannot think on a call (Anthropic within a tool loop), the llm
+// package drops the thinking.
+func (a *Agent) thinking(ctx context.Context, name string) []llms.CallOption {
 	cfg, err := a.models.Resolve(name)
 	if err != nil || !cfg.Thinking {
-		return nil
-	}
-	if cfg.Provider == llm.ProviderAnthropic && lastAssistantCalls(s.Messages) {
 		return nil
 	}
 	return append(llm.ThinkingOptions(cfg, 0), llms.WithStreamingReasoningFunc(func(_ context.Context, reasoning, _ []byte) error {
@@ -71,15 +65,4 @@ func (a *Agent) thinking(ctx context.Context, name string, s *ChatState) []llms.
 		}
 		return graph.EmitMessage(ctx, graph.MessageChunk{Text: string(reasoning), Reasoning: true})
 	}))
-}
-
-// lastAssistantCalls reports whether the last assistant message of msgs
-// makes tool calls.
-func lastAssistantCalls(msgs []Message) bool {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == RoleAssistant {
-			return len(msgs[i].ToolCalls) > 0
-		}
-	}
-	return false
 }

@@ -63,7 +63,7 @@ func (a *Agent) reflect(ctx context.Context, s ChatState) (ChatState, error) {
 	resp, err := a.callModel(ctx, model, &ModelCall{Node: NodeReflect, State: &s, System: a.system(&s, NodeReflect, reflectInstructions),
 		Options: append([]llms.CallOption{llms.WithTools(tools),
 			llms.WithToolChoice(llms.ToolChoice{Type: "function", Function: &llms.FunctionReference{Name: assessToolName}})},
-			a.thinking(ctx, modelName, &s)...)})
+			a.thinking(ctx, modelName)...)})
 	var usage events.Usage
 	var ref Reflection
 	ok := false

@@ -52,7 +52,7 @@ func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) 
 		summaries, tools = withClientTools(summaries, tools, s.Input.ClientTools)
 	}
 	mc := &ModelCall{Node: NodeSupervisor, State: &s, System: a.supervisorSystem(&s, iteration, summaries),
-		Options: append([]llms.CallOption{llms.WithTools(tools)}, a.thinking(ctx, modelName, &s)...)}
+		Options: append([]llms.CallOption{llms.WithTools(tools)}, a.thinking(ctx, modelName)...)}
 	resp, err := a.callModel(ctx, model, mc)
 	if err != nil {
 		return ChatState{}, fmt.Errorf("nodes: supervisor: %w", err)

@@ -1,6 +1,7 @@
 package nodes_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -124,4 +125,82 @@ func TestReasoningOverOpenAIWire(t *testing.T) {
 			t.Errorf("request %d did not stream: the reasoning could not", i+1)
 		}
 	}
+}
+
+// The same path over Anthropic's Messages API, replayed byte for byte:
+// the supervisor's and reflect's tool_use blocks (not streamed) become
+// tool calls, the history sent back pairs each tool_use with its
+// tool_result, the writer's text_delta events arrive as response.chunk,
+// and usage (cache reads included) is summed.
+func TestOneToolOverAnthropicWire(t *testing.T) {
+	srv := llmtest.NewReplayServer(t, filepath.Join("testdata", "wire"), nil,
+		llmtest.Replay{File: "anthropic_agent_supervisor.json"},
+		llmtest.Replay{File: "anthropic_agent_assess.json"},
+		llmtest.Replay{File: "anthropic_agent_write.sse"},
+	)
+	reg, err := llm.NewRegistry(llm.Config{
+		Models:     []llm.ModelConfig{{ID: "claude-sonnet-4-5", Provider: llm.ProviderAnthropic, BaseURL: srv.URL + "/v1", ToolCalling: true}},
+		HTTPClient: srv.Client(),
+		Resilience: llm.ResilienceConfig{MaxAttempts: 1},
+		Getenv:     func(k string) string { return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-wire"}[k] },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, _ := testTools(t)
+	a, err := nodes.New(reg, tools, nil, nodes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := collect(a.Run(t.Context(), "w1", nodes.Input{Message: "what is 6*7?"}))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking supervisor.decided:call_tool -supervisor
+		+execute_tool tool.start:calculator tool.complete:calculator -execute_tool +reflect -reflect
+		+synthesize -synthesize +write response.chunk* -write +stream response.done -stream run.completed`)
+	if got := r.text(); got != "It is 42." {
+		t.Errorf("chunks = %q", got)
+	}
+	if d := last[*events.ResponseDone](r); d.Usage != (events.Usage{InputTokens: 400 + 450 + 180 + 300, OutputTokens: 30 + 25 + 12, CacheReadTokens: 300, TotalTokens: 1397}) {
+		t.Errorf("usage = %+v", d.Usage)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	sup := reqs[0].Body
+	system, _ := sup["system"].(string)
+	if reqs[0].Path != "/v1/messages" || !strings.Contains(system, "decide the next step") || !anthropicTool(sup, "decide") || !anthropicTool(sup, "calculator") {
+		t.Errorf("supervisor request: path %s, system %q, tools %v", reqs[0].Path, system, sup["tools"])
+	}
+	w := reqs[2].Body
+	var shape []string
+	for _, m := range w["messages"].([]any) {
+		mm := m.(map[string]any)
+		for _, b := range mm["content"].([]any) {
+			block := b.(map[string]any)
+			s := mm["role"].(string) + ":" + block["type"].(string)
+			if id, ok := block["id"].(string); ok {
+				s += ":" + id
+			}
+			if id, ok := block["tool_use_id"].(string); ok {
+				s += ":" + id + "=" + block["content"].(string)
+			}
+			shape = append(shape, s)
+		}
+	}
+	if w["stream"] != true || strings.Join(shape, " ") != "user:text assistant:tool_use:toolu_01AgentCalc user:tool_result:toolu_01AgentCalc=42" {
+		t.Errorf("write request: stream %v, messages %s", w["stream"], strings.Join(shape, " "))
+	}
+}
+
+func anthropicTool(body map[string]any, name string) bool {
+	tools, _ := body["tools"].([]any)
+	for _, t := range tools {
+		if m, ok := t.(map[string]any); ok && m["name"] == name {
+			return true
+		}
+	}
+	return false
 }

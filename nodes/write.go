@@ -71,7 +71,7 @@ func (a *Agent) generate(ctx context.Context, s *ChatState, brief Brief) (string
 		Options: append([]llms.CallOption{llms.WithStreamingFunc(llm.TextStream(func(_ context.Context, chunk []byte) error {
 			streamed.Store(true)
 			return graph.EmitMessage(ctx, graph.MessageChunk{ID: "answer", Text: string(chunk)})
-		}))}, a.thinking(ctx, s.Input.Model, s)...)}
+		}))}, a.thinking(ctx, s.Input.Model)...)}
 	// Some providers refuse tool calls in the history without tool
 	// definitions; offer them then, and ask for text.
 	mc.historyTools = true

@@ -397,3 +397,21 @@ func TestPeerTakesOverARunOfAProcessThatDied(t *testing.T) {
 	followToEnd(t, second, conv, runID, seen)
 	second.stop(syscall.SIGTERM)
 }
+
+// A models file whose fallbacks go round in a cycle stops the server at
+// start, saying why, before it serves anything.
+func TestServeRefusesBadFallbacks(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "models.json")
+	if err := os.WriteFile(file, []byte(`{"models": [
+		{"id": "a", "provider": "openai", "base_url": "http://127.0.0.1:1/v1", "fallbacks": ["b"]},
+		{"id": "b", "provider": "openai", "base_url": "http://127.0.0.1:1/v1", "fallbacks": ["a"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"TRELLIS_MODELS_FILE": file, "TRELLIS_DATA_DIR": filepath.Join(dir, "data"), "TRELLIS_ADDR": "127.0.0.1:0"}
+	var out lockedBuffer
+	code := run(t.Context(), []string{"serve"}, stdio{in: strings.NewReader(""), out: &out, err: &out, getenv: func(k string) string { return env[k] }})
+	if code != 1 || !strings.Contains(out.String(), "fallbacks form a cycle: a → b → a") {
+		t.Errorf("exit %d, output:\n%s", code, out.String())
+	}
+}

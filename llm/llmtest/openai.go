@@ -1,7 +1,8 @@
 // Package llmtest provides test helpers for code that talks to language
 // models over the wire: an in-test HTTP server speaking OpenAI's
 // chat-completions protocol, streamed (SSE, with tool-call deltas split
-// across chunks and a final usage chunk) and not.
+// across chunks and a final usage chunk) and not, and a [ReplayServer]
+// that replays any provider's recorded answers byte for byte.
 //
 // Point a model at it with llm.ModelConfig{Provider: llm.ProviderOpenAI,
 // BaseURL: srv.BaseURL()}, or openai.WithBaseURL(srv.BaseURL()).
