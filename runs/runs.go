@@ -114,12 +114,16 @@ type StartRequest struct {
 // Start stores a new run, subscribes the caller to its events and starts
 // driving it; the caller closes the Subscription. A new conversation is
 // created, with the run, when none is named. Errors: a
-// *MessageTooLongError (Input.Message over Config.MaxMessageRunes), ErrShuttingDown,
+// *MessageTooLongError (Input.Message over Config.MaxMessageRunes),
+// ErrContextTooLarge (Input.Context over MaxContextBytes), ErrShuttingDown,
 // ErrUnavailable, ErrTooManyRuns, store.ErrRunActive (the conversation
 // has a run going), store.ErrNotFound (no such conversation or edited
 // run), store.ErrConflict (the edited run is superseded).
 func (m *Service) Start(ctx context.Context, req StartRequest) (*Run, *Subscription, error) {
 	if err := m.CheckMessage(req.Input.Message); err != nil {
+		return nil, nil, err
+	}
+	if err := CheckContext(req.Input.Context); err != nil {
 		return nil, nil, err
 	}
 	if !req.WaitIdle || req.ConversationID == "" {

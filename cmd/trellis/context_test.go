@@ -1,0 +1,92 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// operatorScript answers only when the prompts carry the operator's
+// system prompt, and, for the writer, the request's context, fenced.
+const operatorScript = `{"steps": [
+  {"match": {"node": "supervisor", "system": "You are Quillby, the harbour's ledger keeper."}, "reply": {"json": {"action": "ANSWER", "reasoning": "the operator's prompt is here"}}, "repeat": true},
+  {"match": {"node": "supervisor"}, "reply": {"json": {"action": "ANSWER", "reasoning": "the built-in prompt"}}, "repeat": true},
+  {"match": {"node": "write", "system": "<client_context>\n{\"berth\":\"B7\"}\n</client_context>"}, "reply": {"text": "Quillby here: berth B7."}, "repeat": true},
+  {"match": {"node": "write", "system": "You are Quillby"}, "reply": {"text": "Quillby here."}, "repeat": true},
+  {"match": {"node": "write"}, "reply": {"text": "Not Quillby."}, "repeat": true}
+]}`
+
+// TestServeSystemPromptFileAndContext: with --system-prompt-file (here
+// its variable), every model call opens with the operator's prompt, and
+// a chat's context reaches the writer's prompt fenced as the client's
+// data.
+func TestServeSystemPromptFileAndContext(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "operator.json")
+	prompt := filepath.Join(dir, "prompt.txt")
+	if err := os.WriteFile(script, []byte(operatorScript), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prompt, []byte("\nYou are Quillby, the harbour's ledger keeper.\nAnswer in one line.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startServe(t, "TRELLIS_DATA_DIR="+dir, "TRELLIS_MODEL=scripted:"+script, "TRELLIS_SYSTEM_PROMPT_FILE="+prompt)
+	if r := chatTurn(t, c, map[string]any{"message": "Who are you?"}); r.reasoning != "the operator's prompt is here" || r.answer != "Quillby here." {
+		t.Errorf("without context: %+v", r)
+	}
+	if r := chatTurn(t, c, map[string]any{"message": "Where am I moored?", "context": map[string]any{"berth": "B7"}}); r.answer != "Quillby here: berth B7." {
+		t.Errorf("with context: %+v", r)
+	}
+
+	// Without the file the built-in prompt is used: the script tells.
+	d := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(), "TRELLIS_MODEL=scripted:"+script)
+	if r := chatTurn(t, d, map[string]any{"message": "Who are you?"}); r.reasoning != "the built-in prompt" || r.answer != "Not Quillby." {
+		t.Errorf("built-in prompt: %+v", r)
+	}
+}
+
+// TestSystemPromptFileRefused: a system prompt file that is missing, a
+// directory, empty, not text or too large stops the start with an error
+// that names the file and what is wrong.
+func TestSystemPromptFileRefused(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(dir, "missing.txt"), "no such file"},
+		{dir, "is a directory"},
+		{write("empty.txt", []byte(" \n\t\n")), "the file is empty"},
+		{write("binary.txt", []byte("You are\x00 a bot")), "not text"},
+		{write("latin1.txt", []byte("Caf\xe9")), "not text"},
+		{write("big.txt", []byte(strings.Repeat("a", 64<<10+1))), "larger than 65536 bytes"},
+	} {
+		_, err := parseServe([]string{"--system-prompt-file", tc.path}, func(string) string { return "" }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "system-prompt-file "+tc.path) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming the file and %q", tc.path, err, tc.want)
+		}
+	}
+	ok := write("ok.txt", []byte(strings.Repeat("a", 64<<10)))
+	if c, err := parseServe(nil, func(k string) string {
+		if k == "TRELLIS_SYSTEM_PROMPT_FILE" {
+			return ok
+		}
+		return ""
+	}, io.Discard); err != nil || len(c.systemPrompt) != 64<<10 {
+		t.Errorf("a prompt at the limit: %d bytes, %v", len(c.systemPrompt), err)
+	}
+
+	// serve says so on stderr and exits.
+	var stderr strings.Builder
+	code := run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0", "--system-prompt-file", filepath.Join(dir, "missing.txt")},
+		stdio{in: strings.NewReader(""), out: io.Discard, err: &stderr, getenv: func(string) string { return "" }})
+	if code != 2 || !strings.Contains(stderr.String(), "system-prompt-file") {
+		t.Errorf("serve with a missing system prompt file: exit %d, %q", code, stderr.String())
+	}
+}
