@@ -155,6 +155,11 @@ type Config struct {
 	// the record and the agent's state (its documents' files); see
 	// DeleteConversation. Nil: there is nothing of the kind.
 	DeleteFiles func(ctx context.Context, userID, conversationID string) error
+	// Title, when set, is called once a run that gave a conversation its
+	// first answer (the agent's first turn) has completed, its terminal
+	// event sent: to title the conversation in the background (see
+	// TitleConversation). It must not block for long.
+	Title func(ctx context.Context, userID, conversationID string)
 	// Scrub, when set, is called once a conversation is deleted, to
 	// clear what the databases keep of deleted rows (SQLite's write-ahead
 	// logs). An error is logged: the conversation is gone either way.

@@ -2,10 +2,12 @@ package main
 
 import (
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // operatorScript answers only when the prompts carry the operator's
@@ -89,4 +91,88 @@ func TestSystemPromptFileRefused(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr.String(), "system-prompt-file") {
 		t.Errorf("serve with a missing system prompt file: exit %d, %q", code, stderr.String())
 	}
+}
+
+// titleAgentScript answers every chat; titleModelScript is the fast
+// model's, which titles: at once for the harbour, slowly for the
+// lighthouse, whose user renames it meanwhile.
+const (
+	titleAgentScript = `{"steps": [
+  {"match": {"node": "supervisor"}, "reply": {"json": {"action": "ANSWER", "reasoning": "known"}}, "repeat": true},
+  {"match": {"node": "write"}, "reply": {"text": "Fees are 12 euros a night."}, "repeat": true}
+]}`
+	titleModelScript = `{"steps": [
+  {"match": {"node": "title", "contains": "Kiel", "system": "Write a title"}, "reply": {"text": "\"Kiel harbour fees.\""}},
+  {"match": {"node": "title", "contains": "lighthouse"}, "reply": {"text": "Lighthouse visits", "delay_ms": 1500}}
+]}`
+)
+
+// TestServeTitlesConversations: with a fast model of its own, a
+// conversation's title is first its message's gist, then, after the
+// first answer, the model's, written by a background job; a title the
+// user set while the job ran is kept. On SQLite and PostgreSQL.
+func TestServeTitlesConversations(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			dir := t.TempDir()
+			write := func(name, text string) string {
+				p := filepath.Join(dir, name)
+				if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			agent, titles := write("agent.json", titleAgentScript), write("titles.json", titleModelScript)
+			models := write("models.json", `{"models": [
+  {"id": "scripted", "provider": "scripted", "script_path": "`+agent+`", "tool_calling": true},
+  {"id": "titler", "provider": "scripted", "script_path": "`+titles+`", "aliases": ["fast"]}]}`)
+			env := []string{"TRELLIS_DATA_DIR=" + dir, "TRELLIS_MODELS_FILE=" + models, "TRELLIS_MODEL=scripted"}
+			if backend == "postgres" {
+				env = append(env, "DATABASE_URL="+pgDSN(t))
+			}
+			c := startServe(t, env...)
+			if !strings.Contains(c.startLine, "titles by titler") {
+				t.Errorf("start line %q", c.startLine)
+			}
+			titleOf := func(id string) string {
+				_, conv := getJSON(t, c, "/api/v1/conversations/"+id)
+				s, _ := conv["title"].(string)
+				return s
+			}
+
+			harbour := chatConversation(t, c, "Hi! Could you tell me what the harbour fees in Kiel are?")
+			waitFor(t, "the generated title", func() bool { return titleOf(harbour) == "Kiel harbour fees" })
+
+			lighthouse := chatConversation(t, c, "When can I visit the lighthouse?")
+			if got := titleOf(lighthouse); got != "When can I visit the lighthouse" {
+				t.Errorf("first title %q, want the message's gist", got)
+			}
+			resp := c.do(http.MethodPatch, "/api/v1/conversations/"+lighthouse, map[string]any{"title": "  Trip to the lighthouse  "})
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"title":"Trip to the lighthouse"`) {
+				t.Fatalf("rename: %d %s", resp.StatusCode, b)
+			}
+			// The model's slow title comes after the rename, and is
+			// dropped.
+			time.Sleep(2500 * time.Millisecond)
+			if got := titleOf(lighthouse); got != "Trip to the lighthouse" {
+				t.Errorf("title after the job %q, want the user's", got)
+			}
+			if got := titleOf(harbour); got != "Kiel harbour fees" {
+				t.Errorf("harbour title %q", got)
+			}
+		})
+	}
+}
+
+// chatConversation sends a message in a new conversation, reads its
+// stream to the end and returns the conversation's id.
+func chatConversation(t *testing.T, c *child, msg string) string {
+	t.Helper()
+	resp := c.do(http.MethodPost, "/api/v1/chat", map[string]any{"message": msg})
+	evs := sseEvents(t, resp, nil)
+	if len(evs) == 0 || evs[len(evs)-1].typ != "run.completed" {
+		t.Fatalf("chat %q: %v", msg, evs)
+	}
+	return resp.Header.Get("X-Conversation-ID")
 }

@@ -366,7 +366,7 @@ func serveUntil(ctx context.Context, cfg serveConfig, getenv func(string) string
 	}
 	recoverRuns(ctx, svc.srv, log)
 	front.serve(svc.srv.Handler())
-	fmt.Fprintln(stdout, startLine(front.ln.Addr().String(), svc.storage, svc.models, cfg, svc.mcpServers)+" · documents "+svc.documents+" · memory "+svc.cognition)
+	fmt.Fprintln(stdout, startLine(front.ln.Addr().String(), svc.storage, svc.models, cfg, svc.mcpServers)+" · documents "+svc.documents+" · memory "+svc.cognition+" · titles "+svc.titles)
 
 	select {
 	case <-ctx.Done():
@@ -437,6 +437,7 @@ type app struct {
 	mcpServers int // enabled
 	documents  string
 	cognition  string
+	titles     string
 }
 
 // assemble opens storage, the models and the tools, joins the cluster on
@@ -491,6 +492,10 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		return app{}, errors.New("erasure: the store cannot erase users")
 	}
 	erasure := newEraser(ws)
+	titles, titleDesc, err := openTitler(ctx, models, ws, log)
+	if err != nil {
+		return app{}, err
+	}
 	var periodic []jobs.Periodic
 	if docs != nil {
 		periodic = append(periodic, docs.Periodic()...)
@@ -553,9 +558,15 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		}
 	}
 	rcfg.Scrub = wals.TruncateWAL
+	if titles != nil {
+		rcfg.Title = titles.enqueue
+	}
 	svc, err := runs.New(rcfg)
 	if err != nil {
 		return app{}, err
+	}
+	if titles != nil {
+		titles.wire(queue, svc)
 	}
 	erasure.wire(queue, svc, rec, docs, cog, wals, log)
 	srv, err := api.New(api.Config{
@@ -567,7 +578,8 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err != nil {
 		return app{}, err
 	}
-	return app{srv: srv, storage: storage, models: models, mcpServers: tools.enabled, documents: docDesc, cognition: cogDesc}, nil
+	return app{srv: srv, storage: storage, models: models, mcpServers: tools.enabled, documents: docDesc, cognition: cogDesc,
+		titles: titleDesc}, nil
 }
 
 // toolset is every tool source behind one provider.
