@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -175,4 +176,59 @@ func chatConversation(t *testing.T, c *child, msg string) string {
 		t.Fatalf("chat %q: %v", msg, evs)
 	}
 	return resp.Header.Get("X-Conversation-ID")
+}
+
+// contextCrashScript calls the calculator (which needs approval) and
+// answers from the request's context only if every prompt still has it.
+const contextCrashScript = `{"steps": [
+  {"match": {"node": "supervisor", "tool_result": false, "system": "{\"berth\":\"B7\"}"}, "reply": {"tool_calls": [{"name": "calculator", "args": {"expression": "2+2"}}]}, "repeat": true},
+  {"match": {"node": "supervisor", "tool_result": true, "system": "{\"berth\":\"B7\"}"}, "reply": {"json": {"action": "ANSWER", "reasoning": "done"}}, "repeat": true},
+  {"match": {"node": "reflect", "system": "{\"berth\":\"B7\"}"}, "reply": {"json": {"assessment": "satisfied", "reasoning": "done"}}, "repeat": true},
+  {"match": {"node": "write", "system": "<client_context>\n{\"berth\":\"B7\"}\n</client_context>"}, "reply": {"text": "4, at berth B7."}, "repeat": true},
+  {"match": {"node": "write"}, "reply": {"text": "The context was lost."}, "repeat": true}
+]}`
+
+// TestServeContextSurvivesACrash: a run parked on an approval when its
+// process is killed is recovered by the next process with the request's
+// context: the prompts after the approval still carry it. On SQLite and
+// PostgreSQL.
+func TestServeContextSurvivesACrash(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			dir := t.TempDir()
+			script := filepath.Join(dir, "context.json")
+			if err := os.WriteFile(script, []byte(contextCrashScript), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			env := []string{"TRELLIS_DATA_DIR=" + dir, "TRELLIS_MODEL=scripted:" + script}
+			if db == "postgres" {
+				env = append(env, "DATABASE_URL="+pgDSN(t))
+			}
+			first := startServe(t, env...)
+			resp := first.do(http.MethodPost, "/api/v1/chat", map[string]any{"message": "what is 2+2?", "context": map[string]any{"berth": "B7"}})
+			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+			seen := sseEvents(t, resp, func(e event) bool { return e.typ == "approval.required" })
+			approval, _ := seen[len(seen)-1].data["approval_id"].(string)
+			if approval == "" {
+				t.Fatalf("no approval: %+v", seen)
+			}
+			first.stop(syscall.SIGKILL)
+
+			second := startServe(t, env...)
+			if r := second.do(http.MethodPost, "/api/v1/approvals/"+approval, map[string]any{"decision": "approve"}); r.StatusCode != http.StatusOK {
+				b, _ := io.ReadAll(r.Body)
+				t.Fatalf("approve: %d %s", r.StatusCode, b)
+			}
+			seen = followToEnd(t, second, conv, runID, seen)
+			var answer string
+			for _, e := range seen {
+				if e.typ == "response.done" {
+					answer, _ = e.data["content"].(string)
+				}
+			}
+			if answer != "4, at berth B7." {
+				t.Errorf("answer after the crash %q, want the one written from the context", answer)
+			}
+		})
+	}
 }
