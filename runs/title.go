@@ -146,10 +146,10 @@ func cutPhrase(s string, phrases []string) (string, bool) {
 			continue
 		}
 		rest := s[len(p):]
-		if r, _ := utf8.DecodeRuneInString(rest); rest != "" && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'') {
-			continue // the start of a longer word ("history", "this")
+		if r, _ := utf8.DecodeRuneInString(rest); rest != "" && !unicode.IsSpace(r) && !strings.ContainsRune(",:;!?.…—", r) {
+			continue // the start of a longer word ("history", "this", "so-called", "A/B")
 		}
-		return strings.TrimLeftFunc(rest, func(r rune) bool { return r == ' ' || r == ',' || r == ':' || r == '-' || r == '—' || isTrailer(r) }), true
+		return strings.TrimLeftFunc(rest, func(r rune) bool { return r == '—' || isTrailer(r) }), true
 	}
 	return s, false
 }

@@ -25,6 +25,8 @@ func TestTitle(t *testing.T) {
 		{"hello!!!", "hello"},
 		{"```go\nfunc main() {}\n```\nwhy does this not compile?", "Why does this not compile"},
 		{"yoga routines for beginners", "Yoga routines for beginners"},
+		{"A/B testing for so-called experts", "A/B testing for so-called experts"},
+		{"so-called dark matter — what is it?", "So-called dark matter — what is it"},
 		{"Can you write a detailed comparison of PostgreSQL and SQLite for an embedded chat server, with benchmarks?",
 			"Write a detailed comparison of PostgreSQL and SQLite for…"},
 	} {
