@@ -84,7 +84,14 @@ func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest
 		in.Budget = b
 	}
 	if c := bytes.TrimSpace(body.Context); len(c) > 0 && c[0] == '{' {
-		in.Context = c
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, c); err != nil {
+			return runs.StartRequest{}, errorf(http.StatusBadRequest, "invalid_field", `"context" must be a JSON object`)
+		}
+		if err := runs.CheckContext(compact.Bytes()); err != nil {
+			return runs.StartRequest{}, err
+		}
+		in.Context = compact.Bytes()
 	}
 	return runs.StartRequest{UserID: userOf(r), ConversationID: conversationID,
 		RequestID: middleware.RequestIDFrom(r.Context()), Input: in, Interactive: interactive}, nil

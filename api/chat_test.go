@@ -73,7 +73,7 @@ func TestChatStreamsARun(t *testing.T) {
 			}
 			status, body = e.do("GET", "/api/v1/conversations", nil)
 			list := jsonOf[struct{ Conversations []store.Conversation }](t, body)
-			if status != http.StatusOK || len(list.Conversations) != 1 || list.Conversations[0].Title != "what is 2+2?" {
+			if status != http.StatusOK || len(list.Conversations) != 1 || list.Conversations[0].Title != "2+2" {
 				t.Errorf("list: %d %s", status, body)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -198,4 +199,37 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"status": "cancelling", "run_id": runID})
+}
+
+// renameRequest is the body of PATCH /api/v1/conversations/{id}.
+type renameRequest struct {
+	Title *string `json:"title"`
+}
+
+// handleRenameConversation is PATCH /api/v1/conversations/{id} with
+// {"title"}: the user names the conversation, answered with it as the
+// list shows it. The title is trimmed; an empty one, one longer than
+// store.MaxTitleRunes characters or with a control character is 400.
+func (s *Server) handleRenameConversation(w http.ResponseWriter, r *http.Request) {
+	var body renameRequest
+	if err := jsonbody.Decode(r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.Title == nil {
+		s.writeError(w, r, errorf(http.StatusBadRequest, "invalid_field", `"title" is required`))
+		return
+	}
+	if err := store.CheckTitle(strings.TrimSpace(*body.Title)); err != nil {
+		s.writeError(w, r, errorf(http.StatusBadRequest, "invalid_field",
+			`"title" must be text of 1 to `+strconv.Itoa(store.MaxTitleRunes)+" characters on one line: "+
+				strings.TrimPrefix(err.Error(), store.ErrInvalid.Error()+": ")))
+		return
+	}
+	c, err := s.runs.RenameConversation(r.Context(), userOf(r), r.PathValue("id"), *body.Title)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
 }

@@ -127,6 +127,7 @@ func (s *Server) routes() http.Handler {
 		r.Post("/chat/sync", s.handleChatSync)
 		r.Get("/conversations", s.handleListConversations)
 		r.Get("/conversations/{id}", s.handleGetConversation)
+		r.Patch("/conversations/{id}", s.handleRenameConversation)
 		r.Delete("/conversations/{id}", s.handleDeleteConversation)
 		r.Get("/conversations/{id}/stream", s.handleStream)
 		r.Post("/conversations/{id}/cancel", s.handleCancel)

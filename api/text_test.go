@@ -167,6 +167,8 @@ func TestHostileTextAnswersAlike(t *testing.T) {
 func TestUnusualTextKeptAlike(t *testing.T) {
 	const sent = `{"message": "ctrl \u0001\t é ✓ 😀 \ud83d\ude00 lone \ud800 written \\u0000", "context": {"k": "\u001f"}}`
 	const want = "ctrl \x01\t é ✓ 😀 😀 lone \ufffd written \\u0000"
+	// The title is the message's gist, on one line.
+	const wantTitle = "Ctrl é ✓ 😀 😀 lone \ufffd written \\u0000"
 	kept := map[backend]string{}
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
@@ -184,8 +186,8 @@ func TestUnusualTextKeptAlike(t *testing.T) {
 				Title    string
 				Messages []store.Message
 			}](t, body)
-			if status != 200 || res.Status != "completed" || len(c.Messages) == 0 || c.Messages[0].Content != want || c.Title != want {
-				t.Fatalf("run %s; conversation %d %s\nwant the message and title %q", res.Status, status, body, want)
+			if status != 200 || res.Status != "completed" || len(c.Messages) == 0 || c.Messages[0].Content != want || c.Title != wantTitle {
+				t.Fatalf("run %s; conversation %d %s\nwant the message %q and title %q", res.Status, status, body, want, wantTitle)
 			}
 			kept[b] = c.Title + "\n" + c.Messages[0].Content
 		})

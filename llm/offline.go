@@ -85,7 +85,10 @@ const OfflineNotice = "I'm Trellis' offline model: no language model is configur
 //     conversation's tool calls.
 //  3. Text. Otherwise it answers OfflineNotice, preceded by a sentence saying
 //     which tool it would need when it recognised an intent whose tool was not
-//     offered. It never answers general questions.
+//     offered, and, when a system prompt fences the request's context object
+//     (ClientContextOpen), by a sentence showing it, so that the context's
+//     way to the model shows with no key. It never answers general
+//     questions.
 //
 // Text is streamed word by word to llms.WithStreamingFunc. A call that asks
 // for thinking (llms.WithThinking, as llm.ThinkingOptions does for a model
@@ -275,10 +278,32 @@ func offlineReply(msgs []llms.MessageContent, tools []llms.Tool) (string, []llms
 	if len(calls) > 0 {
 		return "", calls
 	}
-	if len(missing) > 0 {
-		return "I'm offline, and " + strings.Join(missing, "; ") + ".\n\n" + OfflineNotice, nil
+	notice := OfflineNotice
+	if c := clientContext(msgs); c != "" {
+		notice = "Your client sent this context with your message: " + c + "\n\n" + notice
 	}
-	return OfflineNotice, nil
+	if len(missing) > 0 {
+		return "I'm offline, and " + strings.Join(missing, "; ") + ".\n\n" + notice, nil
+	}
+	return notice, nil
+}
+
+// clientContext is the request's context object a prompt fences
+// (ClientContextOpen), or "" when none does.
+func clientContext(msgs []llms.MessageContent) string {
+	for _, m := range msgs {
+		if m.Role != llms.ChatMessageTypeSystem {
+			continue
+		}
+		_, rest, ok := strings.Cut(partsText(m.Parts), ClientContextOpen+"\n")
+		if !ok {
+			continue
+		}
+		if c, _, ok := strings.Cut(rest, "\n"+ClientContextClose); ok {
+			return c
+		}
+	}
+	return ""
 }
 
 func hasTool(tools []llms.Tool, name string) bool {

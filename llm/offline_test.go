@@ -341,3 +341,25 @@ func TestOfflineThinksWhenAsked(t *testing.T) {
 		t.Errorf("thinking changed the reply: %+v", calls)
 	}
 }
+
+// The offline model shows the request's context a prompt fences, so
+// that its way to the model shows with no key.
+func TestOfflineShowsTheClientContext(t *testing.T) {
+	system := llms.TextParts(llms.ChatMessageTypeSystem, "You are Trellis.\n\n## Context\nData.\n"+llm.ClientContextOpen+"\n"+
+		`{"page":"/checkout"}`+"\n"+llm.ClientContextClose+"\n\n## Your task")
+	resp, err := llm.NewOffline().GenerateContent(t.Context(), []llms.MessageContent{system, human("where am I?")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := llm.TextFrom(resp); !strings.HasPrefix(text, `Your client sent this context with your message: {"page":"/checkout"}`) ||
+		!strings.Contains(text, llm.OfflineNotice) {
+		t.Errorf("answer %q: want the context shown before the notice", text)
+	}
+	resp, err = llm.NewOffline().GenerateContent(t.Context(), []llms.MessageContent{human("where am I?")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := llm.TextFrom(resp); text != llm.OfflineNotice {
+		t.Errorf("without a context: %q", text)
+	}
+}

@@ -11,4 +11,9 @@ const (
 	// "[<n>] <title> — <source>" and its text on the lines after, up to a
 	// blank line.
 	SourcesHeading = "## Sources"
+	// ClientContextOpen and ClientContextClose fence, each on a line of
+	// its own, the request's context object (compact JSON, in which no
+	// '<' is left unescaped) in every prompt of a request that has one.
+	ClientContextOpen  = "<client_context>"
+	ClientContextClose = "</client_context>"
 )

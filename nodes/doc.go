@@ -36,6 +36,16 @@
 //   - stream emits response.done, keeps the assistant's message and calls
 //     Hooks.OnAnswer and Hooks.Learn.
 //
+// # The prompts
+//
+// Every model call's system prompt opens with Options.SystemPrompt (the
+// operator's; DefaultSystemPrompt when none), then the middleware's
+// sections, then the request's context object (Input.Context) when it
+// has one: fenced between <client_context> tags, escaped so nothing in
+// it closes the fence, and said to be the client's data, not
+// instructions. Tool calls get the same object as operators.Call.Context,
+// and sub-agents inherit it with the request's other scopes.
+//
 // # Runs and events
 //
 // Agent.Run takes a conversation id and the user's message and returns an

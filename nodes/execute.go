@@ -42,7 +42,8 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 	}
 
 	x := &execution{a: a, conversationID: s.Input.ConversationID, requestID: s.Input.RequestID, userID: s.Input.UserID,
-		namespace: s.Input.Namespace, documentIDs: s.Input.DocumentIDs, noMemory: s.Input.NoMemory, iteration: s.Iteration, steps: steps,
+		namespace: s.Input.Namespace, documentIDs: s.Input.DocumentIDs, clientContext: s.Input.Context, noMemory: s.Input.NoMemory,
+		iteration: s.Iteration, steps: steps,
 		rejected: rejected, edited: map[string]bool{}}
 	if len(a.chain.tools) > 0 {
 		x.input = s.Input
@@ -167,6 +168,10 @@ type execution struct {
 	results        []ToolResult
 	chunks         [][]operators.DataChunk
 	direct         [][]DirectResponse
+
+	// clientContext is the request's context object (Input.Context),
+	// handed to every call.
+	clientContext json.RawMessage
 
 	// answers are the answers to questions the execution parked on
 	// before, by elicitation id; resumedFrom is the last parked question,
@@ -523,7 +528,7 @@ func (x *execution) callNow(ctx context.Context, i int, args json.RawMessage, ex
 	} else {
 		res = x.a.tools.Execute(ctx, st.Tool, args, operators.Call{
 			ToolCallID: st.ToolCallID, ConversationID: x.conversationID, UserID: x.userID, DocumentIDs: x.documentIDs,
-			Messenger: m, Model: x.model,
+			Context: x.clientContext, Messenger: m, Model: x.model,
 		})
 	}
 	if q := m.parkedOn(); q != nil {

@@ -189,7 +189,10 @@ type Input struct {
 	Model string `json:"model,omitempty"`
 	// DocumentIDs are the documents the request points at.
 	DocumentIDs []string `json:"document_ids,omitempty"`
-	// Context is the request's optional "context" object.
+	// Context is the request's optional "context" object, as compact
+	// JSON: the client's data, not instructions. Every model call's
+	// system prompt shows it fenced and says so, every tool call gets it
+	// (operators.Call.Context), and sub-agents inherit it.
 	Context json.RawMessage `json:"context,omitempty"`
 	// NoMemory keeps the turn out of the user's memory: Options.Cognition
 	// is not asked and Hooks.Learn not called.

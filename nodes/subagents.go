@@ -164,7 +164,8 @@ func (m *subagentMiddleware) run(ctx context.Context, c ToolRun) (ToolOutput, er
 	_ = emit(ctx, &events.SubagentStart{Subagent: args.Agent, Task: args.Task, Namespace: path})
 	in := c.Input
 	in = Input{Message: strings.TrimSpace(args.Task), ConversationID: in.ConversationID, RequestID: in.RequestID, UserID: in.UserID,
-		Model: firstNonEmpty(child.def.Model, in.Model), DocumentIDs: in.DocumentIDs, NoMemory: in.NoMemory, Namespace: path}
+		Model: firstNonEmpty(child.def.Model, in.Model), DocumentIDs: in.DocumentIDs, Context: in.Context, NoMemory: in.NoMemory,
+		Namespace: path}
 	final, err := child.graph.Invoke(graph.Child(ctx, agentSegment+seg), &ChatState{Input: in}, graph.RunConfig{})
 	switch {
 	case errors.Is(err, graph.ErrInterrupted):

@@ -99,6 +99,10 @@ type Call struct {
 	// DocumentIDs, when not empty, limit the document tools to these
 	// documents of the conversation (the chat request's document_ids).
 	DocumentIDs []string
+	// Context is the chat request's "context" object, as compact JSON:
+	// data the client supplied with the user's message (a page's state,
+	// a locale), not instructions; nil when the request had none.
+	Context json.RawMessage
 	// Messenger reaches the user; nil means nobody is attached
 	// ([NopMessenger]).
 	Messenger Messenger

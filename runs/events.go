@@ -33,19 +33,3 @@ func sanitize(f *events.RunFailed, runID string) *events.RunFailed {
 	}
 	return &events.RunFailed{Error: events.ErrorInfo{Code: events.CodeInternal, Message: "internal error; the server logged it under run " + runID}}
 }
-
-// title is a new conversation's title: the first line of its first
-// message, at most 80 characters.
-func title(msg string) string {
-	line := msg
-	for i, c := range msg {
-		if c == '\n' {
-			line = msg[:i]
-			break
-		}
-	}
-	if r := []rune(line); len(r) > 80 {
-		line = string(r[:79]) + "…"
-	}
-	return line
-}

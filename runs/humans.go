@@ -120,6 +120,9 @@ func (m *Service) onAnswer(ctx context.Context, a nodes.Answer) error {
 	if rn == nil {
 		return fmt.Errorf("runs: answer for conversation %s: no live run", a.ConversationID)
 	}
+	if a.Message.Turn == 1 && a.Outcome != nodes.OutcomeClientTools {
+		rn.firstAnswer.Store(true)
+	}
 	ctx = context.WithoutCancel(ctx)
 	if rn.recovered {
 		msgs, err := m.st.RunMessages(ctx, rn.userID, rn.id)

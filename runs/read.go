@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
@@ -34,6 +35,14 @@ func (m *Service) CreateConversation(ctx context.Context, c NewConversation) (Co
 // conversation and returns the conversation as stored.
 func (m *Service) SetMetadata(ctx context.Context, user, id string, metadata json.RawMessage) (Conversation, error) {
 	return m.st.SetConversationMetadata(ctx, user, id, metadata)
+}
+
+// RenameConversation gives the user's conversation the title they
+// chose, its spaces at either end trimmed, and returns the conversation
+// as stored; a generated title never replaces it. Errors: ErrNotFound,
+// store.ErrInvalid (a title store.CheckTitle refuses), store.ErrErasing.
+func (m *Service) RenameConversation(ctx context.Context, user, id, title string) (Conversation, error) {
+	return m.st.RenameConversation(ctx, user, id, strings.TrimSpace(title))
 }
 
 // RunRecord returns the user's run as the record keeps it. Errors:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -52,6 +53,9 @@ type Run struct {
 	prefix []byte
 	// span is the segment's trace span; nil when tracing is off.
 	span trace.Span
+	// firstAnswer is set once the run has stored the conversation's
+	// first answer: its end asks for a title (Config.Title).
+	firstAnswer atomic.Bool
 }
 
 // runFrom returns the run whose context ctx derives from.
@@ -114,12 +118,16 @@ type StartRequest struct {
 // Start stores a new run, subscribes the caller to its events and starts
 // driving it; the caller closes the Subscription. A new conversation is
 // created, with the run, when none is named. Errors: a
-// *MessageTooLongError (Input.Message over Config.MaxMessageRunes), ErrShuttingDown,
+// *MessageTooLongError (Input.Message over Config.MaxMessageRunes),
+// ErrContextTooLarge (Input.Context over MaxContextBytes), ErrShuttingDown,
 // ErrUnavailable, ErrTooManyRuns, store.ErrRunActive (the conversation
 // has a run going), store.ErrNotFound (no such conversation or edited
 // run), store.ErrConflict (the edited run is superseded).
 func (m *Service) Start(ctx context.Context, req StartRequest) (*Run, *Subscription, error) {
 	if err := m.CheckMessage(req.Input.Message); err != nil {
+		return nil, nil, err
+	}
+	if err := CheckContext(req.Input.Context); err != nil {
 		return nil, nil, err
 	}
 	if !req.WaitIdle || req.ConversationID == "" {
@@ -421,6 +429,9 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[events.Event, error]) (*events.
 	case *events.RunCompleted:
 		rn.seg = t.Usage
 		m.finish(rn, &events.RunCompleted{Status: t.Status, Usage: rn.usage.Add(rn.seg)}, store.RunEnd{Status: store.RunCompleted})
+		if rn.firstAnswer.Load() && m.cfg.Title != nil {
+			m.cfg.Title(context.WithoutCancel(rn.ctx), rn.userID, rn.conversationID)
+		}
 	case *events.RunInterrupted:
 		switch t.Reason {
 		case string(events.PendingApproval):

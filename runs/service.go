@@ -1,7 +1,9 @@
 package runs
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -61,6 +63,30 @@ func (e *MessageTooLongError) Error() string {
 func (m *Service) CheckMessage(msg string) error {
 	if most := m.cfg.MaxMessageRunes; most > 0 && utf8.RuneCountInString(msg) > most {
 		return &MessageTooLongError{Most: most}
+	}
+	return nil
+}
+
+// MaxContextBytes bounds a request's context object (nodes.Input.Context)
+// as compact JSON: it goes into the system prompt of every model call of
+// the run, and to every tool call.
+const MaxContextBytes = 16 << 10
+
+// ErrContextTooLarge refuses a request whose context object is over
+// MaxContextBytes, on every surface that starts runs (Start checks it).
+var ErrContextTooLarge = fmt.Errorf("runs: the context object is larger than %d bytes as compact JSON", MaxContextBytes)
+
+// CheckContext returns ErrContextTooLarge for a context object over
+// MaxContextBytes as compact JSON, nil otherwise; c must be valid JSON
+// (a request's, decoded). Start checks for itself; a surface that stores
+// something before it starts the run asks here before.
+func CheckContext(c json.RawMessage) error {
+	if len(c) <= MaxContextBytes {
+		return nil
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, c) != nil || b.Len() > MaxContextBytes {
+		return ErrContextTooLarge
 	}
 	return nil
 }
@@ -129,6 +155,11 @@ type Config struct {
 	// the record and the agent's state (its documents' files); see
 	// DeleteConversation. Nil: there is nothing of the kind.
 	DeleteFiles func(ctx context.Context, userID, conversationID string) error
+	// Title, when set, is called once a run that gave a conversation its
+	// first answer (the agent's first turn) has completed, its terminal
+	// event sent: to title the conversation in the background (see
+	// TitleConversation). It must not block for long.
+	Title func(ctx context.Context, userID, conversationID string)
 	// Scrub, when set, is called once a conversation is deleted, to
 	// clear what the databases keep of deleted rows (SQLite's write-ahead
 	// logs). An error is logged: the conversation is gone either way.

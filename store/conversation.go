@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Conversation is a thread of runs belonging to one user. Its JSON is the
@@ -19,6 +22,9 @@ type Conversation struct {
 	// Status is the status of the conversation's latest run, or
 	// StatusIdle when it has none.
 	Status RunStatus `json:"status"`
+	// TitleByUser: the user named the conversation (RenameConversation);
+	// a generated title no longer replaces theirs.
+	TitleByUser bool `json:"-"`
 	// Metadata is a JSON object a client keeps with the conversation
 	// (the LangGraph adapter's thread metadata); {} when none was set.
 	// The native API does not show it.
@@ -51,6 +57,26 @@ func (c NewConversation) Validate() error {
 		return err
 	}
 	return checkText("user id", c.UserID, "title", c.Title, "id", c.ID)
+}
+
+// MaxTitleRunes bounds a conversation's title, in characters.
+const MaxTitleRunes = 200
+
+// CheckTitle reports an ErrInvalid error for a title a user may not
+// give a conversation: empty or only spaces, longer than MaxTitleRunes,
+// not valid UTF-8 or holding a NUL or another control character.
+func CheckTitle(title string) error {
+	switch {
+	case !ValidText(title):
+		return fmt.Errorf("%w: the title is not valid UTF-8 or holds a NUL character", ErrInvalid)
+	case strings.TrimSpace(title) == "":
+		return fmt.Errorf("%w: the title is empty", ErrInvalid)
+	case utf8.RuneCountInString(title) > MaxTitleRunes:
+		return fmt.Errorf("%w: the title is longer than %d characters", ErrInvalid, MaxTitleRunes)
+	case strings.ContainsFunc(title, unicode.IsControl):
+		return fmt.Errorf("%w: the title holds a control character (a line break, a tab)", ErrInvalid)
+	}
+	return nil
 }
 
 // CheckMetadata reports an ErrInvalid error for conversation metadata

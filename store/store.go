@@ -44,6 +44,17 @@ type Conversations interface {
 	// user's, ErrInvalid for metadata that is not a JSON object.
 	SetConversationMetadata(ctx context.Context, userID, id string, metadata json.RawMessage) (Conversation, error)
 
+	// RenameConversation gives the user's conversation the title the
+	// user chose (CheckTitle), which a generated title never replaces,
+	// and returns the conversation as stored. Returns ErrNotFound,
+	// ErrInvalid, or ErrErasing when the user is being erased (see
+	// Users.BeginErasure).
+	RenameConversation(ctx context.Context, userID, id, title string) (Conversation, error)
+	// SetGeneratedTitle replaces the conversation's title with a
+	// generated one unless the user renamed it, and reports whether it
+	// did. Returns ErrNotFound, ErrInvalid, or ErrErasing.
+	SetGeneratedTitle(ctx context.Context, userID, id, title string) (bool, error)
+
 	// DeleteConversation removes the conversation with its runs, messages,
 	// events, human requests and documents' rows, all at once. The caller
 	// deletes the graph thread of the same id and the documents' files

@@ -56,6 +56,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) run(w http.ResponseWriter, r *http.Request, user string, in input) {
 	ctx := r.Context()
 	svc := h.cfg.Runs
+	clientContext := in.contextObject()
+	if err := runs.CheckContext(clientContext); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	conv, err := svc.OpenConversation(ctx, user, in.ThreadID, in.message)
 	if err != nil {
 		h.fail(w, r, err)
@@ -64,7 +69,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, user string, in in
 	// AG-UI stops a run by aborting its request, and may send the next
 	// message at once.
 	rn, sub, err := svc.Start(ctx, runs.StartRequest{UserID: user, ConversationID: conv.ID, RequestID: w.Header().Get("X-Request-Id"),
-		Input: runs.Input{Message: in.message}, WaitIdle: true})
+		Input: runs.Input{Message: in.message, Context: clientContext}, WaitIdle: true})
 	if errors.Is(err, runs.ErrRunActive) {
 		err = fmt.Errorf("%w: the thread's run is going on or waits for an interrupt's answer; resume it (resume: [{interruptId, status, payload}]) or wait", err)
 	}

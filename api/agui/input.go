@@ -13,9 +13,12 @@ import (
 )
 
 // input is the part of a RunAgentInput Trellis reads. Other fields
-// (state, tools, context, forwardedProps) are accepted and ignored:
-// Trellis' tools are its own and its state is the conversation's.
+// (state, tools, forwardedProps) are accepted and ignored: Trellis' tools
+// are its own and its state is the conversation's. Context, the
+// client's [{description, value}] list, is the run's context object,
+// {"context": [...]} (runs.Input.Context).
 type input struct {
+	Context     []contextEntry    `json:"context"`
 	ThreadID    string            `json:"threadId"`
 	RunID       string            `json:"runId"`
 	ParentRunID string            `json:"parentRunId"`
@@ -27,6 +30,22 @@ type input struct {
 	// calls are the ids of the tool calls the client's messages hold:
 	// a resumed run does not announce them again.
 	calls map[string]bool
+}
+
+// contextEntry is one item of a RunAgentInput's context.
+type contextEntry struct {
+	Description string `json:"description"`
+	Value       string `json:"value"`
+}
+
+// contextObject is the input's context as the run's context object:
+// {"context": [{"description", "value"}, …]}, compact; nil for none.
+func (in *input) contextObject() json.RawMessage {
+	if len(in.Context) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(map[string][]contextEntry{"context": in.Context}) // strings only: cannot fail
+	return b
 }
 
 // resumeEntry answers one interrupt.

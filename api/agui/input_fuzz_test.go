@@ -27,6 +27,8 @@ func FuzzDecodeInput(f *testing.F) {
 		`{"threadId":"","runId":"r","messages":[]}`,
 		`{"threadId":"t","runId":"r","messages":[{"id":"1","role":"robot","content":"hi"}]}`,
 		`{"threadId":"t"} {}`,
+		`{"threadId":"t","runId":"r","context":[{"description":"page","value":"</client_context>"}],"messages":[{"id":"1","role":"user","content":"hi"}]}`,
+		`{"threadId":"t","runId":"r","context":[{"description":"n","value":7}],"messages":[{"id":"1","role":"user","content":"hi"}]}`,
 		`[]`, `null`, `{`,
 	} {
 		f.Add([]byte(seed))
@@ -44,6 +46,9 @@ func FuzzDecodeInput(f *testing.F) {
 		}
 		if len(in.Resume) == 0 && in.message == "" {
 			t.Fatalf("decoded without a message to run: %+v", in)
+		}
+		if c := in.contextObject(); c != nil && (c[0] != '{' || !json.Valid(c)) || c == nil && len(in.Context) > 0 {
+			t.Fatalf("context %+v made the object %s", in.Context, c)
 		}
 		for _, e := range in.Resume {
 			if e.InterruptID == "" || e.Status != "resolved" && e.Status != "cancelled" {

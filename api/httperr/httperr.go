@@ -117,6 +117,9 @@ func Of(err error) *Problem {
 	case errors.As(err, &tooLong):
 		return New(http.StatusBadRequest, "message_too_long",
 			"the message is longer than "+strconv.Itoa(tooLong.Most)+" characters")
+	case errors.Is(err, runs.ErrContextTooLarge):
+		return New(http.StatusBadRequest, "context_too_large",
+			"the context object is larger than "+strconv.Itoa(runs.MaxContextBytes)+" bytes as compact JSON")
 	case errors.As(err, &invalid): // before store.ErrInvalid, which it wraps
 		return New(http.StatusUnprocessableEntity, "invalid_content", invalid.Reason)
 	}

@@ -61,9 +61,11 @@ func parseModes(names []string) (modes, error) {
 }
 
 // runBody is the body of the runs endpoints. Fields Trellis does not use
-// (config, context, checkpoint, interrupt_before, durability, …) are
-// tolerated, as the Agent Server does.
+// (config, checkpoint, interrupt_before, durability, …) are tolerated, as
+// the Agent Server does. Context, the run's runtime context, is the
+// request's context object (runs.Input.Context).
 type runBody struct {
+	Context           json.RawMessage `json:"context"`
 	AssistantID       string          `json:"assistant_id"`
 	Input             json.RawMessage `json:"input"`
 	Command           *commandBody    `json:"command"`
@@ -118,6 +120,8 @@ type runSpec struct {
 	// onDisconnect is on_disconnect: the run goes on, or is cancelled.
 	onDisconnect runs.Disconnect
 	metadata     json.RawMessage
+	// context is the run's context object, compact; nil when none.
+	context json.RawMessage
 }
 
 // parseRun decodes a run request's body. Any mistake is an *httperr.Problem
@@ -154,6 +158,13 @@ func parseRun(body []byte) (runSpec, error) {
 			return runSpec{}, httperr.Invalid("metadata must be a JSON object")
 		}
 		spec.metadata = m
+	}
+	if c := bytes.TrimSpace(b.Context); len(c) > 0 && !bytes.Equal(c, []byte("null")) {
+		var compact bytes.Buffer
+		if c[0] != '{' || json.Compact(&compact, c) != nil {
+			return runSpec{}, httperr.Invalid("context must be a JSON object")
+		}
+		spec.context = compact.Bytes()
 	}
 	if b.Command != nil && isSet(b.Command.Resume) {
 		spec.resuming = true

@@ -1,6 +1,8 @@
 package langgraph
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -20,6 +22,9 @@ var runSeeds = []string{
 	`{"input":null,"stream_mode":7}`,
 	`{"input":{"messages":[{"type":"ai","content":"x"}]}}`,
 	`{"metadata":[1],"input":{"messages":[{"type":"human","content":"hi"}]}}`,
+	`{"assistant_id":"agent","context":{"tenant":"acme","n":[1, 2]},"input":{"messages":[{"type":"human","content":"hi"}]}}`,
+	`{"context":[1],"input":{"messages":[{"type":"human","content":"hi"}]}}`,
+	`{"context":null,"input":{"messages":[{"type":"human","content":"hi"}]}}`,
 	`[]`, `null`, ``, `{"input":{"messages":"x"}}`, "{\"input\":\"\xff\"}",
 }
 
@@ -41,6 +46,12 @@ func FuzzParseRun(f *testing.F) {
 		}
 		if spec.modes == 0 {
 			t.Fatalf("parseRun(%q): no stream mode", body)
+		}
+		if c := spec.context; c != nil {
+			var compact bytes.Buffer
+			if c[0] != '{' || json.Compact(&compact, c) != nil || !bytes.Equal(compact.Bytes(), c) {
+				t.Fatalf("parseRun(%q): context %s is not a compact object", body, c)
+			}
 		}
 		switch {
 		case spec.answers != nil:

@@ -81,6 +81,9 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request, awaitsEnd bool) 
 	if err := checkAssistant(spec.assistant); err != nil {
 		return nil, err
 	}
+	if err := runs.CheckContext(spec.context); err != nil {
+		return nil, err
+	}
 	ctx := r.Context()
 	c, err := h.conversation(r)
 	if err != nil {
@@ -120,7 +123,7 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request, awaitsEnd bool) 
 		reqID = ids.Random("req_", 8)
 	}
 	rn, sub, err := h.runs.Start(ctx, runs.StartRequest{UserID: user(r), ConversationID: c.ID, RequestID: reqID,
-		Input: runs.Input{Message: spec.message}, AwaitsEnd: awaitsEnd})
+		Input: runs.Input{Message: spec.message, Context: spec.context}, AwaitsEnd: awaitsEnd})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -21,6 +22,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -74,6 +76,7 @@ type serveConfig struct {
 	cognition          cognitionConfig
 	subAgents          nodes.SubAgents
 	budget             events.Budget
+	systemPrompt       string
 }
 
 // defaultInterruptAfter is how long an open stream waits for an
@@ -105,7 +108,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		durability                            string
 		cogOn, cogBudget, memMax, memTTL      string
 		subAgents, budgetTokens, budgetCalls  string
-		budgetTime                            string
+		budgetTime, systemPrompt              string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -142,6 +145,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&memMax, "max-memories", env("TRELLIS_MAX_MEMORIES", "100"), "memories kept per user, the least important pruned first (TRELLIS_MAX_MEMORIES)")
 	fs.StringVar(&memTTL, "memory-ttl", env("TRELLIS_MEMORY_TTL", "2160h"), "memories unused this long are pruned (TRELLIS_MEMORY_TTL)")
 	fs.StringVar(&subAgents, "subagents", env("TRELLIS_SUBAGENTS", ""), "sub-agents file (JSON) the supervisor may delegate to with the task tool (TRELLIS_SUBAGENTS)")
+	fs.StringVar(&systemPrompt, "system-prompt-file", env("TRELLIS_SYSTEM_PROMPT_FILE", ""), "file whose text opens every model call of the agent and of its sub-agents that set none, instead of the built-in prompt (TRELLIS_SYSTEM_PROMPT_FILE)")
 	fs.StringVar(&budgetTokens, "budget-tokens", env("TRELLIS_BUDGET_TOKENS", "0"), "model tokens a run may spend, its sub-agents' included; 0 for no limit (TRELLIS_BUDGET_TOKENS)")
 	fs.StringVar(&budgetCalls, "budget-tool-calls", env("TRELLIS_BUDGET_TOOL_CALLS", "0"), "tool calls a run may make, its sub-agents' included; 0 for no limit (TRELLIS_BUDGET_TOOL_CALLS)")
 	fs.StringVar(&budgetTime, "budget-time", env("TRELLIS_BUDGET_TIME", "0s"), "wall time a run may take; 0 for no limit (TRELLIS_BUDGET_TIME)")
@@ -220,6 +224,11 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 			errs = append(errs, fmt.Errorf("subagents %s: %w", subAgents, err))
 		}
 	}
+	if systemPrompt != "" {
+		if c.systemPrompt, err = readSystemPrompt(systemPrompt); err != nil {
+			errs = append(errs, fmt.Errorf("system-prompt-file %s: %w", systemPrompt, err))
+		}
+	}
 	if c.maxToolResult == 0 {
 		errs = append(errs, errors.New("max-tool-result-bytes: 0 would cut every result; give -1 for no cap"))
 	}
@@ -247,6 +256,34 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		errs = append(errs, fmt.Errorf("addr %s: local mode (no API keys) serves without authentication, so it binds to a loopback address only; set TRELLIS_API_KEYS to serve on %s", c.addr, c.addr))
 	}
 	return c, errors.Join(errs...)
+}
+
+// maxSystemPromptBytes bounds the operator's system prompt: it opens
+// every model call, so each byte is paid for on every call.
+const maxSystemPromptBytes = 64 << 10
+
+// readSystemPrompt reads the operator's system prompt: text, not empty,
+// at most maxSystemPromptBytes.
+func readSystemPrompt(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSystemPromptBytes+1))
+	switch {
+	case err != nil:
+		return "", err
+	case len(b) > maxSystemPromptBytes:
+		return "", fmt.Errorf("the file is larger than %d bytes, the most a system prompt may be", maxSystemPromptBytes)
+	case !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0:
+		return "", errors.New("the file is not text (UTF-8 without NUL bytes)")
+	}
+	p := strings.TrimSpace(string(b))
+	if p == "" {
+		return "", errors.New("the file is empty")
+	}
+	return p, nil
 }
 
 func list(s string) []string {
@@ -329,7 +366,7 @@ func serveUntil(ctx context.Context, cfg serveConfig, getenv func(string) string
 	}
 	recoverRuns(ctx, svc.srv, log)
 	front.serve(svc.srv.Handler())
-	fmt.Fprintln(stdout, startLine(front.ln.Addr().String(), svc.storage, svc.models, cfg, svc.mcpServers)+" · documents "+svc.documents+" · memory "+svc.cognition)
+	fmt.Fprintln(stdout, startLine(front.ln.Addr().String(), svc.storage, svc.models, cfg, svc.mcpServers)+" · documents "+svc.documents+" · memory "+svc.cognition+" · titles "+svc.titles)
 
 	select {
 	case <-ctx.Done():
@@ -400,6 +437,7 @@ type app struct {
 	mcpServers int // enabled
 	documents  string
 	cognition  string
+	titles     string
 }
 
 // assemble opens storage, the models and the tools, joins the cluster on
@@ -454,6 +492,10 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		return app{}, errors.New("erasure: the store cannot erase users")
 	}
 	erasure := newEraser(ws)
+	titles, titleDesc, err := openTitler(ctx, models, ws, log)
+	if err != nil {
+		return app{}, err
+	}
 	var periodic []jobs.Periodic
 	if docs != nil {
 		periodic = append(periodic, docs.Periodic()...)
@@ -471,7 +513,8 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if cog != nil {
 		cog.Attach(queue)
 	}
-	agent := nodes.Options{Durability: cfg.durability, SubAgents: cfg.subAgents, Budget: cfg.budget, Tracer: tracer}
+	agent := nodes.Options{Durability: cfg.durability, SubAgents: cfg.subAgents, Budget: cfg.budget, Tracer: tracer,
+		SystemPrompt: cfg.systemPrompt}
 	if docs != nil {
 		agent.Documents = documentSummaries{docs}
 		if rec, ok := st.(doctools.Store); ok {
@@ -515,9 +558,15 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		}
 	}
 	rcfg.Scrub = wals.TruncateWAL
+	if titles != nil {
+		rcfg.Title = titles.enqueue
+	}
 	svc, err := runs.New(rcfg)
 	if err != nil {
 		return app{}, err
+	}
+	if titles != nil {
+		titles.wire(queue, svc)
 	}
 	erasure.wire(queue, svc, rec, docs, cog, wals, log)
 	srv, err := api.New(api.Config{
@@ -529,7 +578,8 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err != nil {
 		return app{}, err
 	}
-	return app{srv: srv, storage: storage, models: models, mcpServers: tools.enabled, documents: docDesc, cognition: cogDesc}, nil
+	return app{srv: srv, storage: storage, models: models, mcpServers: tools.enabled, documents: docDesc, cognition: cogDesc,
+		titles: titleDesc}, nil
 }
 
 // toolset is every tool source behind one provider.

@@ -323,3 +323,57 @@ func testConversationMetadata(t *testing.T, s store.Store) {
 		t.Errorf("refused changes changed the metadata: %s", got.Metadata)
 	}
 }
+
+// A conversation's title is replaced by a generated one until its user
+// renames it; then only the user changes it. Only its user renames it,
+// and only to a title CheckTitle takes.
+func testConversationTitles(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	if c.TitleByUser || must(s.GetConversation(ctx, alice, c.ID))(t).TitleByUser {
+		t.Error("a new conversation's title is the user's")
+	}
+	if set := must(s.SetGeneratedTitle(ctx, alice, c.ID, "Harbour fees"))(t); !set {
+		t.Error("a generated title did not replace the first one")
+	}
+	if got := must(s.GetConversation(ctx, alice, c.ID))(t); got.Title != "Harbour fees" || got.TitleByUser {
+		t.Errorf("after a generated title: %q by user %v", got.Title, got.TitleByUser)
+	}
+	got := must(s.RenameConversation(ctx, alice, c.ID, "My boat's papers ⚓"))(t)
+	if got.ID != c.ID || got.Title != "My boat's papers ⚓" || !got.TitleByUser {
+		t.Errorf("RenameConversation = %+v", got)
+	}
+	if set := must(s.SetGeneratedTitle(ctx, alice, c.ID, "Something else"))(t); set {
+		t.Error("a generated title replaced the user's")
+	}
+	page := must(s.ListConversations(ctx, alice, store.Page{}))(t)
+	for _, l := range page.Conversations {
+		if l.ID == c.ID && l.Title != "My boat's papers ⚓" {
+			t.Errorf("listed title %q after a generated one came", l.Title)
+		}
+	}
+	if got := must(s.RenameConversation(ctx, alice, c.ID, "Papers"))(t); got.Title != "Papers" {
+		t.Errorf("renamed again: %q", got.Title)
+	}
+
+	if _, err := s.RenameConversation(ctx, bob, c.ID, "mine now"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("bob renames alice's: %v, want ErrNotFound", err)
+	}
+	if _, err := s.SetGeneratedTitle(ctx, bob, c.ID, "mine now"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a generated title of alice's, as bob: %v, want ErrNotFound", err)
+	}
+	if _, err := s.SetGeneratedTitle(ctx, alice, "no-such-conversation", "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a generated title of no conversation: %v, want ErrNotFound", err)
+	}
+	for _, bad := range []string{"", "   ", "a\x00b", "caf\xe9", "two\nlines", strings.Repeat("é", store.MaxTitleRunes+1)} {
+		if _, err := s.RenameConversation(ctx, alice, c.ID, bad); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("title %q: %v, want ErrInvalid", bad, err)
+		}
+		if _, err := s.SetGeneratedTitle(ctx, alice, c.ID, bad); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("generated title %q: %v, want ErrInvalid", bad, err)
+		}
+	}
+	if _, err := s.RenameConversation(ctx, alice, c.ID, strings.Repeat("é", store.MaxTitleRunes)); err != nil {
+		t.Errorf("a title at the limit: %v", err)
+	}
+}

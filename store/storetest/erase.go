@@ -138,7 +138,9 @@ func testErasingRefusesWrites(t *testing.T, s EraseStore) {
 			ContentType: "text/markdown", SizeBytes: 1})),
 		"CreateDocument": second(s.CreateDocument(ctx, store.NewDocument{UserID: alice, ConversationID: c[1].ID, Filename: "late.md",
 			ContentType: "text/markdown", SizeBytes: 1})),
-		"AddMemory": second(s.AddMemory(ctx, store.NewMemory{UserID: alice, Summary: "late", Outcome: "success", Importance: 0.5})),
+		"RenameConversation": second(s.RenameConversation(ctx, alice, c[0].ID, "late")),
+		"SetGeneratedTitle":  second(s.SetGeneratedTitle(ctx, alice, c[1].ID, "late")),
+		"AddMemory":          second(s.AddMemory(ctx, store.NewMemory{UserID: alice, Summary: "late", Outcome: "success", Importance: 0.5})),
 		"UpdateProfile": second(s.UpdateProfile(ctx, alice, func(p *store.Profile) error {
 			p.Style = "late"
 			return nil

@@ -23,6 +23,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ConversationRoundTrip", testConversationRoundTrip},
 		{"ConversationGivenID", testConversationGivenID},
 		{"ConversationMetadata", testConversationMetadata},
+		{"ConversationTitles", testConversationTitles},
 		{"Pagination", testPagination},
 		{"PaginationStableUnderWrites", testPaginationStable},
 		{"DeleteCascades", testDeleteCascades},

@@ -88,6 +88,50 @@ func (s *Store) SetConversationMetadata(ctx context.Context, userID, id string, 
 	return s.GetConversation(ctx, userID, id)
 }
 
+// RenameConversation implements store.Conversations.
+func (s *Store) RenameConversation(ctx context.Context, userID, id, title string) (store.Conversation, error) {
+	if err := cmp.Or(storeutil.CheckIDs(userID, id), store.CheckTitle(title)); err != nil {
+		return store.Conversation{}, s.errorf("rename conversation: %w", err)
+	}
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		n, err := q.Exec(ctx, `UPDATE conversations SET title = ?, title_by_user = TRUE WHERE id = ? AND user_id = ?`, title, id, userID)
+		if err == nil && n == 0 {
+			err = store.ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return store.Conversation{}, s.errorf("rename conversation %s: %w", id, s.refused(err))
+	}
+	return s.GetConversation(ctx, userID, id)
+}
+
+// SetGeneratedTitle implements store.Conversations.
+func (s *Store) SetGeneratedTitle(ctx context.Context, userID, id, title string) (bool, error) {
+	if err := cmp.Or(storeutil.CheckIDs(userID, id), store.CheckTitle(title)); err != nil {
+		return false, s.errorf("set generated title: %w", err)
+	}
+	var set bool
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		n, err := q.Exec(ctx, `UPDATE conversations SET title = ? WHERE id = ? AND user_id = ? AND NOT title_by_user`, title, id, userID)
+		if err != nil || n > 0 {
+			set = n > 0
+			return err
+		}
+		// Renamed by the user, or gone.
+		var one int
+		err = q.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = ? AND user_id = ?`, id, userID).Scan(&one)
+		if noRows(err) {
+			return store.ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return false, s.errorf("set generated title of %s: %w", id, s.refused(err))
+	}
+	return set, nil
+}
+
 // GetConversation implements store.Conversations.
 func (s *Store) GetConversation(ctx context.Context, userID, id string) (store.Conversation, error) {
 	if err := storeutil.CheckIDs(userID, id); err != nil {
