@@ -41,7 +41,7 @@ type ChatState struct {
 	ModelSummaryTurn int    `json:"model_summary_turn,omitempty"`
 	// SummaryAsk is the latest ask for a model summary; a stored summary
 	// is adopted only when it answers this ask.
-	SummaryAsk SummaryAsk `json:"summary_ask"`
+	SummaryAsk SummaryAsk `json:"summary_ask,omitzero"`
 
 	// ---- Supervisor (per turn).
 
