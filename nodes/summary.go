@@ -215,7 +215,16 @@ func (a *Agent) Summarize(ctx context.Context, conversationID, ask string, fallb
 	default:
 		return fmt.Errorf("%w: %w", ErrSummaryModel, err)
 	}
-	return saveSummary(ctx, a.saver, conversationID, sum)
+	if err := saveSummary(ctx, a.saver, conversationID, sum); err != nil {
+		return err
+	}
+	// A conversation deleted (or its user erased) while the model wrote
+	// must not get its words back: the summary stored after the delete
+	// goes too.
+	if _, err := a.State(ctx, conversationID); errors.Is(err, ErrNoConversation) {
+		return a.Delete(ctx, conversationID)
+	}
+	return nil
 }
 
 // modelSummary has the summary model fold older into previous, a part

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/memory"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
@@ -246,5 +249,59 @@ func TestLargeToolResultSummarised(t *testing.T) {
 				t.Errorf("the state's tool result is not whole")
 			}
 		})
+	}
+}
+
+// deletingModel deletes the conversation while it writes the summary, as
+// a user's delete (or erasure) may.
+type deletingModel struct {
+	llm.Offline
+	del func()
+}
+
+func (m *deletingModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+	m.del()
+	return m.Offline.GenerateContent(ctx, msgs, opts...)
+}
+
+// TestSummaryOfADeletedConversationIsNotKept: a conversation deleted
+// while its summary is written keeps nothing of it: its thread, the
+// summary's namespace included, is empty afterwards.
+func TestSummaryOfADeletedConversationIsNotKept(t *testing.T) {
+	saver := memory.New()
+	var agent *nodes.Agent
+	dm := &deletingModel{}
+	dm.del = func() {
+		if err := agent.Delete(context.Background(), "c"); err != nil {
+			t.Error(err)
+		}
+	}
+	reg, err := llm.NewRegistry(llm.Config{Models: []llm.ModelConfig{llm.OfflineConfig(),
+		{ID: "deleting", Provider: llm.ProviderScripted, Instance: dm}}, Resilience: llm.ResilienceConfig{Disabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asks []nodes.SummaryAsk
+	w := nodes.Window{SummaryModel: "deleting", SummarizeAt: 300, Messages: 6,
+		AskSummary: func(_ context.Context, _ string, a nodes.SummaryAsk) error { asks = append(asks, a); return nil }}
+	if agent, err = nodes.New(reg, nil, saver, nodes.Options{Window: w}); err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; len(asks) == 0; n++ {
+		if n > 30 {
+			t.Fatal("no ask in 30 turns")
+		}
+		if r := collect(agent.Run(t.Context(), "c", nodes.Input{Message: turnMessage(n)})); r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	if err := agent.Summarize(t.Context(), "c", asks[len(asks)-1].ID, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"", "summary"} {
+		cps, err := saver.List(t.Context(), graph.ListOptions{ThreadID: "c", Namespace: ns})
+		if err != nil || len(cps) != 0 {
+			t.Errorf("namespace %q keeps %d checkpoints (%v)", ns, len(cps), err)
+		}
 	}
 }
