@@ -1,6 +1,7 @@
 package llm_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,4 +46,42 @@ func TestOfflineSummaryKeepsFacts(t *testing.T) {
 	if strings.Contains(llm.TextFrom(resp), "Monday") {
 		t.Error("kept the line with fewer facts")
 	}
+}
+
+// FuzzOfflineSummary: whatever text it is given (a user's words among
+// it), the offline model's summary never panics, keeps within the words
+// the prompt allows, and only repeats what it was given.
+func FuzzOfflineSummary(f *testing.F) {
+	f.Add("- User: My name is Priya. I paid 40 EUR.\n- Assistant: Noted!", 50)
+	f.Add(llm.SummarySoFarLabel+"\n- User: Bluefin\n\n"+llm.TranscriptLabel+"\n- User: a. b? c!\n", 3)
+	f.Add("\n\n- User:\n- Assistant:  . ? !", 0)
+	f.Fuzz(func(t *testing.T, text string, limit int) {
+		limit = limit%500 + 1
+		if limit < 1 {
+			limit += 500
+		}
+		resp, err := llm.NewOffline().GenerateContent(t.Context(), []llms.MessageContent{
+			llms.TextParts(llms.ChatMessageTypeSystem, llm.ConversationSummaryHeading+"\nWrite at most "+strconv.Itoa(limit)+" words."),
+			llms.TextParts(llms.ChatMessageTypeHuman, text),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := llm.TextFrom(resp)
+		if got == "No facts to keep." {
+			return
+		}
+		words := 0
+		for line := range strings.SplitSeq(got, "\n") {
+			line = strings.TrimPrefix(line, "- ")
+			line = strings.TrimPrefix(strings.TrimPrefix(line, "User: "), "Assistant: ")
+			words += len(strings.Fields(line)) + 1
+			if !strings.Contains(text, line) {
+				t.Fatalf("summary line %q is not in the text %q", line, text)
+			}
+		}
+		if words > limit {
+			t.Fatalf("%d words over a limit of %d: %q", words, limit, got)
+		}
+	})
 }
