@@ -177,3 +177,84 @@ func summaryTurn(t *testing.T, a *nodes.Agent, conv, msg string) {
 		t.Fatalf("the turn ended with %s", last.Type)
 	}
 }
+
+// TestSummaryJobFallsBackWhenTheModelFails: with a fast model that
+// always fails, the summary job is retried, and its last attempt keeps
+// the extractive summary, which the next turn adopts.
+func TestSummaryJobFallsBackWhenTheModelFails(t *testing.T) {
+	broken, err := llm.ParseScript([]byte(`{"steps": [{"match": {"node": "no such node"}, "reply": {"text": "never"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	models, err := llm.NewRegistry(llm.Config{Models: []llm.ModelConfig{llm.OfflineConfig(),
+		{ID: "broken", Aliases: []string{"fast"}, Provider: llm.ProviderScripted, Instance: llm.NewScripted(broken)}},
+		Resilience: llm.ResilienceConfig{Disabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saver, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "checkpoints.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer saver.Close()
+	window := nodes.Window{SummarizeAt: 300, Messages: 6}
+	ws := jobs.NewWorkers()
+	sums, err := openSummaries(models, saver, window, ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := jobs.SQLite(t.Context(), filepath.Join(t.TempDir(), "jobs.db"), ws, jobs.Config{PollInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums.Attach(q)
+	if err := q.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := q.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+		q.Close()
+	}()
+	asked := 0
+	window.AskSummary = func(ctx context.Context, conv string, ask nodes.SummaryAsk) error {
+		asked++
+		return sums.ask(ctx, conv, ask)
+	}
+	a, err := nodes.New(models, nil, saver, nodes.Options{Window: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	summaryTurn(t, a, "c", "My name is Priya Raman. Our project is called Bluefin.")
+	for n := 0; asked == 0; n++ {
+		if n == 30 {
+			t.Fatal("no summary asked for in 30 turns")
+		}
+		summaryTurn(t, a, "c", "tell me something nice about the weather, please")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := q.Newest(t.Context(), summaryArgs{}.Kind(), "conversation_id", "c")
+		if err == nil && info.State == jobs.StateCompleted {
+			if info.Attempt != summaryAttempts || !strings.Contains(info.Err, "summary model failed") {
+				t.Errorf("the job completed at attempt %d (last error %q), want %d attempts", info.Attempt, info.Err, summaryAttempts)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the summary job did not complete: %+v, %v", info, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	summaryTurn(t, a, "c", "and now?")
+	snap, err := a.State(t.Context(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(snap.State.ModelSummary, "- User: My name is Priya Raman. Our project is called Bluefin.") {
+		t.Errorf("the model summary is not the extractive fallback: %q", snap.State.ModelSummary)
+	}
+}
