@@ -108,7 +108,11 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 	for i := range x.results {
 		r := &x.results[i]
 		names = append(names, r.Tool)
-		upd.Messages = append(upd.Messages, Message{Role: RoleTool, ToolCallID: r.ToolCallID, Name: r.Tool, Content: shown[i], Turn: s.Turn})
+		content := r.Content
+		if shown != nil {
+			content = shown[i]
+		}
+		upd.Messages = append(upd.Messages, Message{Role: RoleTool, ToolCallID: r.ToolCallID, Name: r.Tool, Content: content, Turn: s.Turn})
 		for _, c := range x.chunks[i] {
 			next++
 			r.Sources = append(r.Sources, next)

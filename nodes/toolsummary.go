@@ -18,22 +18,24 @@ import (
 const toolSummaryInput = 256 << 10
 
 // shownResults returns what the models read of each result in its tool
-// message: the result itself, or, for a successful one over
-// Window.ToolResultTokens, a summary for the supervisor (see
-// summarizeResult). Several are summarised at once. usage is the
-// summary model's.
+// message when some result is over Window.ToolResultTokens: the result
+// itself, or, for a successful one over it, a summary for the
+// supervisor (see summarizeResult), several made at once; nil when every
+// result is shown whole. usage is the summary model's.
 func (a *Agent) shownResults(ctx context.Context, query string, results []ToolResult) (shown []string, usage events.Usage) {
 	limit := a.opts.Window.toolResultTokens()
-	shown = make([]string, len(results))
 	var big []int
 	for i := range results {
-		shown[i] = results[i].Content
 		if limit > 0 && results[i].Status == ToolSuccess && estimateTokens(results[i].Content) > limit {
 			big = append(big, i)
 		}
 	}
 	if len(big) == 0 {
-		return shown, usage
+		return nil, usage
+	}
+	shown = make([]string, len(results))
+	for i := range results {
+		shown[i] = results[i].Content
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
