@@ -41,6 +41,9 @@ const OfflineNotice = "I'm Trellis' offline model: no language model is configur
 // It reads the last human message of the conversation and the tools offered
 // with llms.WithTools, and replies as follows, first rule first:
 //
+//  0. Summaries. Asked for a summary (a system prompt opening with
+//     ConversationSummaryHeading or ToolResultSummaryHeading), it answers
+//     with the text's facts, one bullet line each (see offline_summary.go).
 //  1. Tool results present. When tool messages follow the last human message,
 //     it answers in text from them, one line per result: calculator →
 //     "2+2*3 = 8"; current_time → "The current time in Asia/Tokyo is …";
@@ -204,6 +207,9 @@ func findTool(tools []llms.Tool, name string) (llms.Tool, bool) {
 
 // offlineReply decides the offline model's text or tool calls.
 func offlineReply(msgs []llms.MessageContent, tools []llms.Tool) (string, []llms.ToolCall) {
+	if system, human, ok := summaryRequest(msgs); ok {
+		return offlineSummary(system, human), nil
+	}
 	q, hi := lastHuman(msgs)
 	if results := toolResultsAfter(msgs, hi); len(results) > 0 {
 		var sources map[int]string

@@ -17,3 +17,23 @@ const (
 	ClientContextOpen  = "<client_context>"
 	ClientContextClose = "</client_context>"
 )
+
+// Headings of the summary requests the agent makes of its summary model
+// (the fast alias). The offline model answers a request under either
+// with the facts of the text it is given (see Offline).
+const (
+	// ConversationSummaryHeading opens the system prompt of a request to
+	// summarise earlier turns. The human message holds the previous
+	// summary after SummarySoFarLabel (when there is one) and the turns
+	// after TranscriptLabel, one "- User: …" or "- Assistant: …" line a
+	// message.
+	ConversationSummaryHeading = "## Summarize the conversation so far"
+	// ToolResultSummaryHeading opens the system prompt of a request to
+	// summarise a tool result too large to show whole; the human message
+	// is the result after TranscriptLabel.
+	ToolResultSummaryHeading = "## Summarize a tool result"
+	// SummarySoFarLabel and TranscriptLabel open the parts of a summary
+	// request's human message, each on a line of its own.
+	SummarySoFarLabel = "Summary so far:"
+	TranscriptLabel   = "To summarize:"
+)

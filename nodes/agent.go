@@ -85,7 +85,7 @@ func New(models *llm.Registry, tools *operators.Provider, saver graph.Checkpoint
 // middleware is the chain of agent x: the built-ins, then
 // Options.Middleware.
 func (a *Agent) middleware(x *Agent, subs *subagentMiddleware) []Middleware {
-	ms := []Middleware{windowMiddleware{w: &x.opts.Window}}
+	ms := []Middleware{windowMiddleware{w: &x.opts.Window, saver: x.saver, timeout: x.opts.contextTimeout(), log: x.log}}
 	if x.opts.Documents != nil {
 		ms = append(ms, documentsMiddleware{src: x.opts.Documents, timeout: x.opts.contextTimeout()})
 	}

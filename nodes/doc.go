@@ -17,16 +17,19 @@
 // The nodes:
 //
 //   - initialize resets the per-turn fields, appends the user's message,
-//     and lets the middleware prepare the turn (the window folds old turns
-//     into the rolling summary; documents and cognition load their
-//     context, bounded by Options.ContextTimeout).
+//     and lets the middleware prepare the turn (the window adopts a model
+//     summary stored for its ask and folds old turns into the extractive
+//     summary; documents and cognition load their context, bounded by
+//     Options.ContextTimeout).
 //   - supervisor makes one decision — ANSWER, CALL_TOOL, CREATE_WORKFLOW or
 //     CLARIFY — through a `decide` tool, a direct call of real tools
 //     (CALL_TOOL), a JSON object, or plain text (ANSWER), with one repair
 //     call when the reply does not parse. At Options.MaxIterations it stops.
 //   - execute_tool asks for approvals first (each an interrupt), then runs
 //     the calls: one, several concurrently, or a workflow of dependent steps
-//     in concurrent waves. Tool errors are results the model reads.
+//     in concurrent waves. Tool errors are results the model reads. A
+//     result over Window.ToolResultTokens reaches the models as a summary
+//     by Window.SummaryModel (a bounded extract when it fails).
 //   - reflect judges the latest results: satisfied, need_more, blocked, or
 //     direct_response when an operator answered the user itself.
 //   - synthesize numbers the data chunks tools returned as sources and
@@ -121,5 +124,10 @@
 //
 // ChatState is plain data that every checkpointer stores and returns
 // equal; runtime dependencies are the Agent's. Models see a Window of the
-// conversation; the state keeps all of it.
+// conversation; the state keeps all of it. Older turns are summarised
+// twice over: extractively as they leave the window, and, when
+// Window.AskSummary is set, by a model off the answer path (the stream
+// node asks once they pass Window.SummarizeAt; the service runs
+// Agent.Summarize as a job; the summary is kept in the conversation's
+// thread, namespace "summary", and the next turn adopts it).
 package nodes

@@ -98,14 +98,22 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 	if resumed {
 		upd.UsageBase = s.TurnUsage
 	}
-	upd.Usage, upd.TurnUsage = x.usage, x.usage
+	// A result too long to show whole is summarised for the models; the
+	// state keeps it whole, beside its chunks.
+	shown, summaries := a.shownResults(ctx, s.Input.Message, x.results)
+	upd.Usage = x.usage.Add(summaries)
+	upd.TurnUsage = upd.Usage
 	upd.BudgetExceeded = x.overBudget
 	names := make([]string, 0, len(steps))
 	next := s.SourceCounter
 	for i := range x.results {
 		r := &x.results[i]
 		names = append(names, r.Tool)
-		upd.Messages = append(upd.Messages, Message{Role: RoleTool, ToolCallID: r.ToolCallID, Name: r.Tool, Content: r.Content, Turn: s.Turn})
+		content := r.Content
+		if shown != nil {
+			content = shown[i]
+		}
+		upd.Messages = append(upd.Messages, Message{Role: RoleTool, ToolCallID: r.ToolCallID, Name: r.Tool, Content: content, Turn: s.Turn})
 		for _, c := range x.chunks[i] {
 			next++
 			r.Sources = append(r.Sources, next)

@@ -2,38 +2,74 @@ package nodes
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/llm"
 )
 
 // The built-in middleware: what the agent's nodes used to do by name.
 
-// windowMiddleware is the context window and the rolling summary: at a
-// turn's start it folds earlier turns that outgrew the window into the
-// summary, it puts the summary in every system prompt, and it narrows
+// windowMiddleware is the context window and the rolling summaries: at
+// a turn's start it adopts a model summary stored for the turn's ask
+// (see Window.AskSummary; the read bounded by Options.ContextTimeout)
+// and folds earlier turns that outgrew the window into the extractive
+// summary, it puts the summaries in every system prompt, and it narrows
 // every model call's messages to the window (see Window).
-type windowMiddleware struct{ w *Window }
+type windowMiddleware struct {
+	w       *Window
+	saver   graph.Checkpointer
+	timeout time.Duration
+	log     *slog.Logger
+}
 
 func (windowMiddleware) Name() string { return "window" }
 
 func (m windowMiddleware) StartTurn(ctx context.Context, s *ChatState) (func(*ChatState), error) {
-	summary, upTo, folded, err := m.w.fold(ctx, s)
-	if err != nil || !folded {
-		return nil, err
+	v := summaryView{model: s.ModelSummary, modelTurn: s.ModelSummaryTurn, summary: s.Summary, upTo: s.SummaryUpTo}
+	changed := false
+	if ask := s.SummaryAsk; ask.ID != "" && ask.Turn > s.ModelSummaryTurn && m.saver != nil {
+		conv := s.Input.ConversationID
+		sum, err := bounded(ctx, m.timeout, func(ctx context.Context) (storedSummary, error) {
+			sum, _, err := loadSummary(ctx, m.saver, conv)
+			return sum, err
+		})
+		switch {
+		case err != nil:
+			// The extractive summary bounds the window meanwhile; the next
+			// turn reads again.
+			m.log.LogAttrs(ctx, slog.LevelWarn, "window: the stored summary could not be read",
+				slog.String("conversation_id", conv), slog.Any("error", err))
+		case sum.Ask == ask.ID:
+			v, changed = m.w.adopt(s.Messages, v, sum), true
+		}
 	}
-	return func(st *ChatState) { st.Summary, st.SummaryUpTo = summary, upTo }, nil
+	if f, folded := m.w.fold(s.Messages, v); folded {
+		v, changed = f, true
+	}
+	if !changed {
+		return nil, nil
+	}
+	return func(st *ChatState) {
+		st.ModelSummary, st.ModelSummaryTurn, st.Summary, st.SummaryUpTo = v.model, v.modelTurn, v.summary, v.upTo
+	}, nil
 }
 
-// summaryHeading introduces the rolling summary in the system prompt.
+// summaryHeading introduces the summaries in the system prompt.
 const summaryHeading = "\n\n## Earlier in this conversation (summary)\n"
 
 func (windowMiddleware) Prompt(b *strings.Builder, s *ChatState, _ string) {
-	if s.Summary != "" {
-		b.WriteString(summaryHeading)
-		b.WriteString(s.Summary)
+	if s.ModelSummary == "" && s.Summary == "" {
+		return
 	}
+	b.WriteString(summaryHeading)
+	b.WriteString(s.ModelSummary)
+	if s.ModelSummary != "" && s.Summary != "" {
+		b.WriteByte('\n')
+	}
+	b.WriteString(s.Summary)
 }
 
 func (m windowMiddleware) BeforeModel(_ context.Context, c *ModelCall) error {

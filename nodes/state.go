@@ -34,6 +34,14 @@ type ChatState struct {
 	Summary string `json:"summary,omitempty"`
 	// SummaryUpTo is the index in Messages up to which Summary covers.
 	SummaryUpTo int `json:"summary_up_to,omitempty"`
+	// ModelSummary is a model's summary of the turns up to
+	// ModelSummaryTurn (see Window.AskSummary); Summary then covers only
+	// what came after them. "" when there is none.
+	ModelSummary     string `json:"model_summary,omitempty"`
+	ModelSummaryTurn int    `json:"model_summary_turn,omitempty"`
+	// SummaryAsk is the latest ask for a model summary; a stored summary
+	// is adopted only when it answers this ask.
+	SummaryAsk SummaryAsk `json:"summary_ask,omitzero"`
 
 	// ---- Supervisor (per turn).
 

@@ -51,6 +51,9 @@ func (a *Agent) stream(ctx context.Context, s ChatState) (ChatState, error) {
 		h(ctx, ans)
 	}
 	upd := ChatState{FinalResponse: content, Outcome: outcome}
+	if ask, ok := a.askSummary(ctx, &s, &msg); ok {
+		upd.SummaryAsk = ask
+	}
 	if outcome != OutcomeClientTools {
 		upd.Messages = []Message{msg}
 	}

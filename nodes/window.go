@@ -21,17 +21,55 @@ type Window struct {
 	// Tokens caps the estimated tokens of the messages shown (about four
 	// bytes a token); 0 means 8000.
 	Tokens int
-	// SummaryTokens caps the rolling summary; 0 means 1000.
+	// SummaryTokens caps the rolling summary, and asks the summary model
+	// for at most about as much; 0 means 1000.
 	SummaryTokens int
-	// Summarize folds messages that leave the window into the summary.
-	// nil keeps an extractive summary: the start of each message, the
-	// newest lines winning when it is too long.
-	Summarize func(ctx context.Context, previous string, older []Message) (string, error)
+	// AskSummary, when set, has a model summarise older turns off the
+	// answer path. Once the earlier turns that no model summary covers
+	// pass SummarizeAt tokens, a turn's end asks (with the conversation's
+	// id) for a summary of all but the newest of them, and records the
+	// ask in the state; the service then runs Agent.Summarize for it, as
+	// a durable job. The first turn to start after the summary is stored
+	// puts it in its state and in every prompt, ahead of the extractive
+	// summary of what came after it. AskSummary must not block for long;
+	// an error is logged, and a later turn asks again. nil keeps the
+	// extractive summary alone, which also bounds the window while a
+	// summary is being written and when the model fails.
+	AskSummary func(ctx context.Context, conversationID string, ask SummaryAsk) error
+	// SummarizeAt is the estimated tokens of earlier turns, beyond what a
+	// model summarised or was asked to, at which AskSummary is called; 0
+	// means 4000.
+	SummarizeAt int
+	// SummaryModel names the model (id or alias) that writes summaries:
+	// of older turns (Agent.Summarize) and of tool results over
+	// ToolResultTokens; "" means "fast".
+	SummaryModel string
+	// ToolResultTokens is the estimated size above which a tool result
+	// is shown to the models as a summary by SummaryModel, or, when that
+	// fails, as a bounded extract; the whole result stays in the state's
+	// ToolResults, in tool.complete and in the data chunks cited. 0 means
+	// 4000; negative shows every result whole.
+	ToolResultTokens int
 }
 
 func (w *Window) messages() int      { return positive(w.Messages, 20) }
 func (w *Window) tokens() int        { return positive(w.Tokens, 8000) }
 func (w *Window) summaryTokens() int { return positive(w.SummaryTokens, 1000) }
+func (w *Window) summarizeAt() int   { return positive(w.SummarizeAt, 4000) }
+func (w *Window) summaryModel() string {
+	if w.SummaryModel != "" {
+		return w.SummaryModel
+	}
+	return "fast"
+}
+
+// toolResultTokens is ToolResultTokens' size; 0 shows every result whole.
+func (w *Window) toolResultTokens() int {
+	if w.ToolResultTokens < 0 {
+		return 0
+	}
+	return positive(w.ToolResultTokens, 4000)
+}
 
 // estimateTokens is a provider-neutral estimate: about four bytes a token.
 func estimateTokens(s string) int { return len(s)/4 + 1 }
@@ -107,22 +145,51 @@ func (w *Window) view(s *ChatState) []Message {
 	return append(out, current...)
 }
 
-// fold moves earlier turns out of the window into the rolling summary
-// once they outgrow it, keeping about the newest half (whole turns). It
-// runs before the new turn's message is added. It returns the new summary
-// and the index it covers up to, or ok false when nothing moves.
-func (w *Window) fold(ctx context.Context, s *ChatState) (summary string, upTo int, ok bool, err error) {
-	msgs := s.Messages
+// summaryView is the summaries a turn starts with: the model's, of the
+// turns up to modelTurn, and the extractive one after it, of the
+// messages before upTo.
+type summaryView struct {
+	model     string
+	modelTurn int
+	summary   string
+	upTo      int
+}
+
+// adopt takes the stored model summary sum into v. When the extractive
+// summary had gone further, its part after the model's is written again.
+func (w *Window) adopt(msgs []Message, v summaryView, sum storedSummary) summaryView {
+	from := turnStart(msgs, sum.Turn)
+	v.model, v.modelTurn = sum.Text, sum.Turn
+	if from >= v.upTo {
+		v.summary, v.upTo = "", from
+		return v
+	}
+	var older []Message
+	for i := from; i < v.upTo; i++ {
+		if earlierText(&msgs[i]) {
+			older = append(older, msgs[i])
+		}
+	}
+	v.summary = extractive("", older, w.summaryTokens())
+	return v
+}
+
+// fold moves earlier turns out of the window into the extractive
+// summary once they outgrow it, keeping about the newest half (whole
+// turns). It runs before the new turn's message is added. It returns
+// the view with the new summary and the index it covers up to, or ok
+// false when nothing moves.
+func (w *Window) fold(msgs []Message, v summaryView) (summaryView, bool) {
 	var idx []int
 	tokens := 0
-	for i := s.SummaryUpTo; i < len(msgs); i++ {
+	for i := v.upTo; i < len(msgs); i++ {
 		if earlierText(&msgs[i]) {
 			idx = append(idx, i)
 			tokens += messageTokens(&msgs[i])
 		}
 	}
 	if len(idx) <= w.messages() && tokens <= w.tokens()/2 {
-		return "", 0, false, nil
+		return v, false
 	}
 	keep := w.messages() / 2
 	for keep > 0 && tokensFrom(msgs, idx[len(idx)-keep:]) > w.tokens()/2 {
@@ -132,7 +199,7 @@ func (w *Window) fold(ctx context.Context, s *ChatState) (summary string, upTo i
 	if keep > 0 {
 		// Keep whole turns: the window starts at a turn's first message.
 		cut = idx[len(idx)-keep]
-		for cut > s.SummaryUpTo && msgs[cut-1].Turn == msgs[cut].Turn {
+		for cut > v.upTo && msgs[cut-1].Turn == msgs[cut].Turn {
 			cut--
 		}
 	}
@@ -143,17 +210,10 @@ func (w *Window) fold(ctx context.Context, s *ChatState) (summary string, upTo i
 		}
 	}
 	if len(older) == 0 {
-		return "", 0, false, nil
+		return v, false
 	}
-	if w.Summarize != nil {
-		summary, err = w.Summarize(ctx, s.Summary, older)
-		if err != nil {
-			return "", 0, false, err
-		}
-	} else {
-		summary = extractive(s.Summary, older, w.summaryTokens())
-	}
-	return summary, cut, true, nil
+	v.summary, v.upTo = extractive(v.summary, older, w.summaryTokens()), cut
+	return v, true
 }
 
 func tokensFrom(msgs []Message, idx []int) int {

@@ -1,7 +1,6 @@
 package nodes
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -81,10 +80,11 @@ func TestFoldKeepsARollingSummary(t *testing.T) {
 	s := conversation(5, 0)
 	now := s.Messages[len(s.Messages)-1]
 	s.Messages = s.Messages[:len(s.Messages)-1] // fold runs before the turn's message is added
-	summary, upTo, ok, err := w.fold(context.Background(), &s)
-	if err != nil || !ok {
-		t.Fatalf("fold: %v, %v", ok, err)
+	v, ok := w.fold(s.Messages, summaryView{})
+	if !ok {
+		t.Fatal("nothing folded")
 	}
+	summary, upTo := v.summary, v.upTo
 	if !strings.Contains(summary, "- User: question 1") || !strings.Contains(summary, "- Assistant: answer 4") || strings.Contains(summary, "question 5") {
 		t.Errorf("summary:\n%s", summary)
 	}
@@ -93,12 +93,11 @@ func TestFoldKeepsARollingSummary(t *testing.T) {
 	if s.Messages[upTo].Content != "question 5 " {
 		t.Errorf("summary covers up to %d (%q)", upTo, s.Messages[upTo].Content)
 	}
-	v := w.view(&s)
-	if got := contents(v); strings.Join(got, " ") != "question answer now" {
+	if got := contents(w.view(&s)); strings.Join(got, " ") != "question answer now" {
 		t.Errorf("view after fold: %v", got)
 	}
 	// Nothing to fold now.
-	if _, _, ok, _ := w.fold(context.Background(), &s); ok {
+	if _, ok := w.fold(s.Messages[:len(s.Messages)-1], v); ok {
 		t.Error("folded again")
 	}
 	// The summary stays within its budget, newest lines kept.

@@ -69,6 +69,7 @@ type serveConfig struct {
 	jobTimeout         time.Duration
 	claimInterval      time.Duration
 	maxToolResult      int
+	summaryTokens      int
 	unhealthyAfter     time.Duration
 	durability         graph.Durability
 	logLevel           slog.Level
@@ -96,19 +97,19 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return def
 	}
 	var (
-		keys, approval, cors, logLevel        string
-		admins                                string
-		interrupt, elicitTO, shutdown, claim  string
-		unhealthy, jobTimeout                 string
-		maxBody, maxMsg, rate, burst, maxRuns string
-		cancelOnDisconnect, maxToolResult     string
-		authPerMin, authBurst, proxies        string
-		docDir, docShared, docMax, docCount   string
-		docExtract                            string
-		durability                            string
-		cogOn, cogBudget, memMax, memTTL      string
-		subAgents, budgetTokens, budgetCalls  string
-		budgetTime, systemPrompt              string
+		keys, approval, cors, logLevel          string
+		admins                                  string
+		interrupt, elicitTO, shutdown, claim    string
+		unhealthy, jobTimeout                   string
+		maxBody, maxMsg, rate, burst, maxRuns   string
+		cancelOnDisconnect, maxToolResult       string
+		authPerMin, authBurst, proxies          string
+		docDir, docShared, docMax, docCount     string
+		docExtract                              string
+		durability                              string
+		cogOn, cogBudget, memMax, memTTL        string
+		subAgents, budgetTokens, budgetCalls    string
+		budgetTime, systemPrompt, summaryTokens string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -134,6 +135,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&proxies, "trusted-proxies", env("TRELLIS_TRUSTED_PROXIES", ""), "reverse proxies whose X-Forwarded-For names the client, CIDRs or addresses, comma-separated (TRELLIS_TRUSTED_PROXIES)")
 	fs.StringVar(&maxRuns, "max-runs-per-user", env("TRELLIS_MAX_RUNS_PER_USER", strconv.Itoa(api.DefaultMaxConcurrentRuns)), "runs a user may have going at once, -1 for no limit (TRELLIS_MAX_RUNS_PER_USER)")
 	fs.StringVar(&maxToolResult, "max-tool-result-bytes", env("TRELLIS_MAX_TOOL_RESULT_BYTES", strconv.Itoa(operators.DefaultMaxResultBytes)), "tool results above this are cut, with a note, -1 for no cap (TRELLIS_MAX_TOOL_RESULT_BYTES)")
+	fs.StringVar(&summaryTokens, "summary-tokens", env("TRELLIS_SUMMARY_TOKENS", "4000"), "estimated tokens of a conversation's earlier turns at which the fast model summarises them in the background, for the next turns' prompts; 0 keeps only the extractive summary (TRELLIS_SUMMARY_TOKENS)")
 	fs.StringVar(&docDir, "documents-dir", env("TRELLIS_DOCUMENTS_DIR", ""), "where uploaded documents' files are kept (TRELLIS_DOCUMENTS_DIR); default <data dir>/documents")
 	fs.StringVar(&docShared, "documents-shared", env("TRELLIS_DOCUMENTS_SHARED", "false"), "with PostgreSQL, keep documents' files in documents-dir, which every process sharing the database must see, instead of in the database (TRELLIS_DOCUMENTS_SHARED)")
 	fs.StringVar(&docMax, "max-document-bytes", env("TRELLIS_MAX_DOCUMENT_BYTES", "1000000"), "largest document accepted, in bytes (TRELLIS_MAX_DOCUMENT_BYTES)")
@@ -211,6 +213,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	num("auth-failures-per-minute", authPerMin, &c.limits.AuthFailuresPerMinute)
 	num("auth-failure-burst", authBurst, &c.limits.AuthFailureBurst)
 	num("max-tool-result-bytes", maxToolResult, &c.maxToolResult)
+	num("summary-tokens", summaryTokens, &c.summaryTokens)
+	if c.summaryTokens < 0 {
+		errs = append(errs, fmt.Errorf("summary-tokens: %d is negative (0 keeps only the extractive summary)", c.summaryTokens))
+	}
 	num("budget-tokens", budgetTokens, &c.budget.Tokens)
 	num("budget-tool-calls", budgetCalls, &c.budget.ToolCalls)
 	dur("budget-time", budgetTime, &c.budget.Time)
@@ -496,6 +502,14 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err != nil {
 		return app{}, err
 	}
+	var window nodes.Window
+	var sums *summaries
+	if cfg.summaryTokens > 0 {
+		window.SummarizeAt = cfg.summaryTokens
+		if sums, err = openSummaries(models, saver, window, ws, log); err != nil {
+			return app{}, err
+		}
+	}
 	var periodic []jobs.Periodic
 	if docs != nil {
 		periodic = append(periodic, docs.Periodic()...)
@@ -513,7 +527,11 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if cog != nil {
 		cog.Attach(queue)
 	}
-	agent := nodes.Options{Durability: cfg.durability, SubAgents: cfg.subAgents, Budget: cfg.budget, Tracer: tracer,
+	if sums != nil {
+		sums.Attach(queue)
+		window.AskSummary = sums.ask
+	}
+	agent := nodes.Options{Durability: cfg.durability, SubAgents: cfg.subAgents, Budget: cfg.budget, Tracer: tracer, Window: window,
 		SystemPrompt: cfg.systemPrompt}
 	if docs != nil {
 		agent.Documents = documentSummaries{docs}
