@@ -33,7 +33,7 @@ type Config struct {
 	// LearnTimeout bounds one attempt of a learning job. A learning job
 	// left running by a process that died is taken over by another no
 	// sooner than this (nor than the queue's RescueAfter) after its
-	// attempt began. Default 2 minutes.
+	// attempt began. Default DefaultLearnTimeout.
 	LearnTimeout time.Duration
 	// RecallLimit is the most memories Context returns. Default 5.
 	RecallLimit int
@@ -49,6 +49,9 @@ type Config struct {
 	// Logger receives failures of background work; nil discards.
 	Logger *slog.Logger
 }
+
+// DefaultLearnTimeout is Config.LearnTimeout's default.
+const DefaultLearnTimeout = 2 * time.Minute
 
 // Service is the cognition service. Build it with New, Register its jobs
 // before the queue opens, Attach the queue, and Close it last.
@@ -86,7 +89,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.PruneEvery = time.Hour
 	}
 	if cfg.LearnTimeout <= 0 {
-		cfg.LearnTimeout = 2 * time.Minute
+		cfg.LearnTimeout = DefaultLearnTimeout
 	}
 	if cfg.RecallLimit <= 0 {
 		cfg.RecallLimit = 5

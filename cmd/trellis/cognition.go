@@ -60,8 +60,12 @@ func openCognition(ctx context.Context, cfg serveConfig, st store.Store, models 
 	if !ok {
 		return nil, "", errors.New("cognition: the store keeps no memories")
 	}
+	// --job-timeout bounds learning too: a learning job a dead process left
+	// running is taken again no sooner than its timeout, and until then a
+	// user's erasure waits for it.
 	ccfg := cognition.Config{Store: rec, Budget: cfg.cognition.budget, MaxMemories: cfg.cognition.maxMemories,
-		TTL: cfg.cognition.ttl, OnContextFailure: metrics.CognitionFailed, Logger: log}
+		TTL: cfg.cognition.ttl, LearnTimeout: min(cfg.jobTimeout, cognition.DefaultLearnTimeout),
+		OnContextFailure: metrics.CognitionFailed, Logger: log}
 	desc := "on, learnt by rules"
 	mc, err := models.Resolve("fast")
 	if err != nil {
