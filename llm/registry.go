@@ -315,6 +315,12 @@ func (r *Registry) chainOf(i int) []int {
 	return chain
 }
 
+// FallsBack reports whether some model names fallbacks: without any, no
+// call ever falls back, and nothing need listen for it.
+func (r *Registry) FallsBack() bool {
+	return slices.ContainsFunc(r.fallbacks, func(f []int) bool { return len(f) > 0 })
+}
+
 // Resolve returns the config of the model with that id or alias
 // (case-insensitive); "" means the default model. It returns an error
 // matching ErrUnknownModel when nothing has that name. The role aliases

@@ -494,7 +494,9 @@ func (a *Agent) runGraph(ctx context.Context, yield func(events.Event, error) bo
 		// state; a run without limits tracks nothing.
 		ctx = withBudget(ctx, a.opts.Budget)
 	}
-	ctx = llm.WithFallbackListener(ctx, emitFallback)
+	if a.models.FallsBack() { // a context the more, for the runs that may need it
+		ctx = llm.WithFallbackListener(ctx, emitFallback)
+	}
 	cfg.Modes = graph.ModeCustom | graph.ModeMessages
 	cfg.StreamBuffer = a.opts.streamBuffer()
 	cfg.RunID, _ = ctx.Value(runKey{}).(string)

@@ -33,6 +33,13 @@ func (a *Agent) shownResults(ctx context.Context, query string, results []ToolRe
 	if len(big) == 0 {
 		return nil, usage
 	}
+	return a.summarizeResults(ctx, query, results, big, limit)
+}
+
+// summarizeResults is shownResults once results[i] of each i of big is
+// over limit: a function of its own, as what its goroutines share
+// escapes to the heap, which the common path must not pay for.
+func (a *Agent) summarizeResults(ctx context.Context, query string, results []ToolResult, big []int, limit int) (shown []string, usage events.Usage) {
 	shown = make([]string, len(results))
 	for i := range results {
 		shown[i] = results[i].Content
