@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -289,6 +290,25 @@ func (w logWatch) Handle(_ context.Context, r slog.Record) error {
 func (w logWatch) WithAttrs([]slog.Attr) slog.Handler { return w }
 func (w logWatch) WithGroup(string) slog.Handler      { return w }
 
+// lockedLog keeps what a test's server logs, for the test to show when
+// it fails.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // TestClusterLangGraphStreamSaysItWasLost: a LangGraph stream whose run
 // stops because the process lost its database ends with an SSE retry
 // and an error event saying so, not by closing as a finished run's
@@ -297,7 +317,14 @@ func TestClusterLangGraphStreamSaysItWasLost(t *testing.T) {
 	noLeaks(t)
 	data := newStorage(t, postgresBackend)
 	db := newDatabase(t, data)
-	e := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, dsn: db.dsn})
+	logs := &lockedLog{}
+	e := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, dsn: db.dsn,
+		configure: func(c *apitest.Config) { c.API.Logger = slog.New(slog.NewTextHandler(logs, nil)) }})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server logs:\n%s", logs.String())
+		}
+	})
 	status, body := e.do("POST", "/langgraph/threads", map[string]any{})
 	if status != http.StatusOK {
 		t.Fatalf("create thread: %d %s", status, body)
