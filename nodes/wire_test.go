@@ -1,6 +1,7 @@
 package nodes_test
 
 import (
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,24 +22,7 @@ func TestOneToolOverOpenAIWire(t *testing.T) {
 		llmtest.Response{ToolCalls: []llmtest.ToolCall{{ID: "call_r", Name: "assess", Arguments: `{"assessment":"satisfied","reasoning":"done"}`}}},
 		llmtest.Response{Text: "It is 42.", Chunks: []string{"It ", "is ", "42."}},
 	)
-	reg, err := llm.NewRegistry(llm.Config{
-		Models:     []llm.ModelConfig{{ID: "gpt", Provider: llm.ProviderOpenAI, BaseURL: srv.BaseURL(), Model: "gpt-test", ToolCalling: true}},
-		HTTPClient: srv.Client(),
-		Resilience: llm.ResilienceConfig{MaxAttempts: 1},
-		Getenv:     func(string) string { return "" },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tools, _ := testTools(t)
-	a, err := nodes.New(reg, tools, nil, nodes.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := collect(a.Run(t.Context(), "w1", nodes.Input{Message: "what is 6*7?"}))
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
+	r := wireRun(t, srv.Client(), llm.ModelConfig{ID: "gpt", Provider: llm.ProviderOpenAI, BaseURL: srv.BaseURL(), Model: "gpt-test", ToolCalling: true}, func(string) string { return "" })
 	wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking supervisor.decided:call_tool -supervisor
 		+execute_tool tool.start:calculator tool.complete:calculator -execute_tool +reflect -reflect
 		+synthesize -synthesize +write response.chunk* -write +stream response.done -stream run.completed`)
@@ -86,25 +70,7 @@ func TestReasoningOverOpenAIWire(t *testing.T) {
 			ToolCalls: []llmtest.ToolCall{{ID: "call_r", Name: "assess", Arguments: `{"assessment":"satisfied","reasoning":"done"}`}}},
 		llmtest.Response{Reasoning: []string{"Say ", "it plainly."}, Text: "It is 42.", Chunks: []string{"It ", "is ", "42."}},
 	)
-	reg, err := llm.NewRegistry(llm.Config{
-		Models: []llm.ModelConfig{{ID: "reasoner", Provider: llm.ProviderOpenAI, BaseURL: srv.BaseURL(), Model: "reasoner-test",
-			ToolCalling: true, Thinking: true}},
-		HTTPClient: srv.Client(),
-		Resilience: llm.ResilienceConfig{MaxAttempts: 1},
-		Getenv:     func(string) string { return "" },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tools, _ := testTools(t)
-	a, err := nodes.New(reg, tools, nil, nodes.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := collect(a.Run(t.Context(), "w1", nodes.Input{Message: "what is 6*7?"}))
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
+	r := wireRun(t, srv.Client(), llm.ModelConfig{ID: "reasoner", Provider: llm.ProviderOpenAI, BaseURL: srv.BaseURL(), Model: "reasoner-test", ToolCalling: true, Thinking: true}, func(string) string { return "" })
 	wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking reasoning.chunk:supervisor* supervisor.decided:call_tool -supervisor
 		+execute_tool tool.start:calculator tool.complete:calculator -execute_tool +reflect reasoning.chunk:reflect* -reflect
 		+synthesize -synthesize +write reasoning.chunk:write* response.chunk* -write +stream response.done -stream run.completed`)
@@ -138,24 +104,7 @@ func TestOneToolOverAnthropicWire(t *testing.T) {
 		llmtest.Replay{File: "anthropic_agent_assess.json"},
 		llmtest.Replay{File: "anthropic_agent_write.sse"},
 	)
-	reg, err := llm.NewRegistry(llm.Config{
-		Models:     []llm.ModelConfig{{ID: "claude-sonnet-4-5", Provider: llm.ProviderAnthropic, BaseURL: srv.URL + "/v1", ToolCalling: true}},
-		HTTPClient: srv.Client(),
-		Resilience: llm.ResilienceConfig{MaxAttempts: 1},
-		Getenv:     func(k string) string { return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-wire"}[k] },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tools, _ := testTools(t)
-	a, err := nodes.New(reg, tools, nil, nodes.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := collect(a.Run(t.Context(), "w1", nodes.Input{Message: "what is 6*7?"}))
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
+	r := wireRun(t, srv.Client(), llm.ModelConfig{ID: "claude-sonnet-4-5", Provider: llm.ProviderAnthropic, BaseURL: srv.URL + "/v1", ToolCalling: true}, func(k string) string { return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-wire"}[k] })
 	wantTrace(t, r, `+initialize -initialize +supervisor supervisor.thinking supervisor.decided:call_tool -supervisor
 		+execute_tool tool.start:calculator tool.complete:calculator -execute_tool +reflect -reflect
 		+synthesize -synthesize +write response.chunk* -write +stream response.done -stream run.completed`)
@@ -203,4 +152,26 @@ func anthropicTool(body map[string]any, name string) bool {
 		}
 	}
 	return false
+}
+
+// wireRun asks the agent "what is 6*7?" over model, the only one, whose
+// provider client is client (a test server's), with no retries, and
+// returns the run.
+func wireRun(t *testing.T, client *http.Client, model llm.ModelConfig, getenv func(string) string) run {
+	t.Helper()
+	reg, err := llm.NewRegistry(llm.Config{Models: []llm.ModelConfig{model}, HTTPClient: client,
+		Resilience: llm.ResilienceConfig{MaxAttempts: 1}, Getenv: getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, _ := testTools(t)
+	a, err := nodes.New(reg, tools, nil, nodes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := collect(a.Run(t.Context(), "w1", nodes.Input{Message: "what is 6*7?"}))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r
 }
