@@ -6,10 +6,13 @@
 //
 // Verbs:
 //
-//	serve  run the chat service (HTTP API, SSE, web chat, /mcp)
-//	mcp    serve Trellis' local tools and operators over MCP on stdin and
-//	       stdout, for an MCP client (Claude Desktop, Cursor, an IDE) that
-//	       starts trellis as a stdio server
+//	serve    run the chat service (HTTP API, SSE, web chat, /mcp)
+//	mcp      serve Trellis' local tools and operators over MCP on stdin
+//	         and stdout, for an MCP client (Claude Desktop, Cursor, an IDE)
+//	         that starts trellis as a stdio server
+//	backup   copy the embedded default's databases and document files,
+//	         while the server runs, into a new directory
+//	restore  copy a backup into a new data directory for serve to start on
 //
 // Run "trellis <verb> -h" for a verb's flags. Logs go to stderr.
 //
@@ -69,6 +72,10 @@ func run(ctx context.Context, args []string, sys stdio) int {
 		return serve(rest, sys.getenv, sys.out, sys.err)
 	case "mcp":
 		err = runMCP(ctx, rest, sys)
+	case "backup":
+		err = runBackup(ctx, rest, sys)
+	case "restore":
+		err = runRestore(ctx, rest, sys)
 	case "help", "-h", "-help", "--help":
 		usage(sys.out)
 		return 0
@@ -94,8 +101,10 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage: trellis <verb> [flags]
 
 Verbs:
-  serve  run the chat service (HTTP API, SSE, web chat, /mcp)
-  mcp    serve Trellis' local tools and operators over MCP on stdin/stdout
+  serve    run the chat service (HTTP API, SSE, web chat, /mcp)
+  mcp      serve Trellis' local tools and operators over MCP on stdin/stdout
+  backup   copy the embedded default's data, while the server runs, into a new directory
+  restore  copy a backup into a new data directory
 
 Run "trellis <verb> -h" for a verb's flags.
 `)

@@ -12,4 +12,8 @@
 // An SQLite file's pool is bounded (MaxOpenConns, all kept while in use,
 // closed after MaxIdleTime unused), so the descriptors a process holds on
 // the file stay bounded whatever the load.
+//
+// Backup copies several SQLite files, which a server may be writing, as
+// they all were at one instant (what a crash at that instant would
+// leave), for trellis backup; Check runs quick_check on a copy.
 package sqlopen
