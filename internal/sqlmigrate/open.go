@@ -3,11 +3,15 @@ package sqlmigrate
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // SQLite applies the migrations in fsys's folder "migrations" (see Load) to an SQLite
@@ -20,7 +24,7 @@ func SQLite(ctx context.Context, db *sql.DB, table string, fsys fs.FS) (int, err
 	if err != nil {
 		return 0, err
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := begin(ctx, db)
 	if err != nil {
 		return 0, fmt.Errorf("sqlmigrate: begin: %w", err)
 	}
@@ -32,6 +36,31 @@ func SQLite(ctx context.Context, db *sql.DB, table string, fsys fs.FS) (int, err
 		return 0, fmt.Errorf("sqlmigrate: commit: %w", err)
 	}
 	return latest(ms), nil
+}
+
+// beginTries bounds begin's tries, 10 ms apart: the switch to WAL that
+// makes them fail takes a few milliseconds.
+const beginTries = 200
+
+// begin begins the migration's transaction, trying again while the file
+// is busy. A connection
+// of a process opening a new file switches it to WAL as it opens, and
+// SQLite answers another connection doing the same at that moment
+// SQLITE_BUSY at once, without waiting (its busy handler does not cover
+// the switch): two processes starting on one new data directory hit it.
+func begin(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	for try := 1; ; try++ {
+		tx, err := db.BeginTx(ctx, nil)
+		var se *msqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || try == beginTries {
+			return tx, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // Postgres applies the migrations in fsys's folder "migrations" to the schema on pool's
