@@ -42,9 +42,15 @@ type Config struct {
 	// Keys maps API keys to user ids. Empty means local mode: no
 	// authentication, every request is middleware.LocalUser ("local").
 	Keys map[middleware.APIKey]string
-	// Admins are the users (as Keys names them) who may read what spans
-	// every user: GET /api/v1/cognition/identity; the others get 403. In
-	// local mode the one local user is an operator, whatever Admins says.
+	// IssuedKeys are the keys issued in the service (trellis keys, and
+	// the admins at /api/v1/admin/keys): they authenticate beside Keys.
+	// Nil with no Keys is local mode, where the admin endpoints of keys
+	// answer 409.
+	IssuedKeys store.Keys
+	// Admins are the users (as Keys or IssuedKeys name them) who may read
+	// what spans every user (GET /api/v1/cognition/identity) and manage
+	// the issued keys; the others get 403. In local mode the one local
+	// user is an operator, whatever Admins says.
 	Admins []string
 	// Limits bound what one request and one user may ask.
 	Limits Limits

@@ -10,7 +10,9 @@
 // mapping its errors to API.md's statuses in one place (writeError);
 // package store is the record both read. The documents, memory and
 // erasure endpoints are thin the same way, over the services they are
-// given (Config.Documents, Config.Cognition, Config.Erasure). What the agent is, and how it is
+// given (Config.Documents, Config.Cognition, Config.Erasure), and the
+// operators' keys endpoints over the record of issued keys
+// (Config.IssuedKeys). What the agent is, and how it is
 // glued to memory and documents, is cmd/trellis' wiring.
 //
 // # Example

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,13 +55,24 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: cfg.Store, runs: cfg.Runs, log: cfg.Logger, metrics: cfg.Metrics,
 		clientIP:  middleware.ClientIP(proxies),
 		limitRate: middleware.LimitRate(middleware.NewLimiter(cfg.Limits.RatePerMinute, cfg.Limits.Burst))}
-	if len(cfg.Keys) > 0 {
+	ac := middleware.AuthConfig{Keys: cfg.Keys}
+	if cfg.IssuedKeys != nil {
+		ac.Stored = func(ctx context.Context, hash [sha256.Size]byte) (string, error) {
+			user, err := cfg.IssuedKeys.KeyUser(ctx, hash)
+			if errors.Is(err, store.ErrNotFound) {
+				return "", nil
+			}
+			return user, err
+		}
+	}
+	if !s.localMode() {
 		s.authLimiter = middleware.NewLimiter(cfg.Limits.AuthFailuresPerMinute, cfg.Limits.AuthFailureBurst)
 	}
 	if s.metrics == nil {
 		s.metrics = metrics.New()
 	}
-	s.authenticate = middleware.Authenticate(middleware.AuthConfig{Keys: cfg.Keys, Failures: s.authLimiter, Refused: s.metrics.AuthFailed})
+	ac.Failures, ac.Refused = s.authLimiter, s.metrics.AuthFailed
+	s.authenticate = middleware.Authenticate(ac)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -91,12 +103,31 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // every live process keeps doing every ClaimInterval. It returns how
 // many runs it continued.
 func (s *Server) Recover(ctx context.Context) (int, error) {
-	users := slices.Sorted(maps.Values(s.cfg.Keys))
-	if len(s.cfg.Keys) == 0 {
-		users = []string{middleware.LocalUser}
+	if s.localMode() {
+		return s.runs.Recover(ctx, []string{middleware.LocalUser})
 	}
+	users := slices.Collect(maps.Values(s.cfg.Keys))
+	if s.cfg.IssuedKeys != nil {
+		for page := (store.Page{Limit: store.MaxLimit}); ; {
+			p, err := s.cfg.IssuedKeys.ListKeys(ctx, "", page)
+			if err != nil {
+				return 0, fmt.Errorf("api: recover: %w", err)
+			}
+			for _, k := range p.Keys {
+				users = append(users, k.UserID)
+			}
+			if page.Cursor = p.NextCursor; page.Cursor == "" {
+				break
+			}
+		}
+	}
+	slices.Sort(users)
 	return s.runs.Recover(ctx, slices.Compact(users))
 }
+
+// localMode: no key authenticates anyone, and every request is
+// middleware.LocalUser.
+func (s *Server) localMode() bool { return len(s.cfg.Keys) == 0 && s.cfg.IssuedKeys == nil }
 
 // Handler serves the API, /healthz, /readyz, /metrics, and /mcp and the
 // web page when configured.
@@ -154,6 +185,7 @@ func (s *Server) routes() http.Handler {
 		if s.cfg.Erasure != nil {
 			s.erasureRoutes(r)
 		}
+		s.keyRoutes(r)
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.limitBody, s.clientIP, s.authenticate, s.limitRate)

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	chimw "github.com/go-chi/chi/v5/middleware"
 
@@ -71,7 +73,18 @@ type AuthConfig struct {
 	// Refused, when set, is told why each refused request was refused
 	// (AuthMissing, AuthInvalid, AuthRateLimited).
 	Refused func(reason string)
+	// Stored, when set, names the user of a key issued in the service
+	// (see NewKey) from its SHA-256 hash, "" for none: a key of Keys is
+	// looked up first. Setting it turns authentication on even with no
+	// Keys. What it answers is kept for StoredKeyTTL, so a revocation
+	// takes effect on every process within that time.
+	Stored func(ctx context.Context, hash [sha256.Size]byte) (string, error)
 }
+
+// StoredKeyTTL is how long Authenticate trusts what AuthConfig.Stored
+// said of a key: a revoked key works for at most this long on a process
+// that saw it just before.
+const StoredKeyTTL = 5 * time.Second
 
 var errUnauthorized = httperr.New(http.StatusUnauthorized, "unauthorized", "send a valid API key as Authorization: Bearer <key>")
 
@@ -103,6 +116,7 @@ func Authenticate(cfg AuthConfig) func(http.Handler) http.Handler {
 // nor an early exit tells anything about the keys.
 type authenticator struct {
 	keys     []hashedKey // sorted by user, so the work per request is fixed
+	stored   *storedKeys // nil when no key is issued in the service
 	failures *Limiter
 	refused  func(reason string)
 }
@@ -114,6 +128,9 @@ type hashedKey struct {
 
 func newAuthenticator(cfg AuthConfig) *authenticator {
 	a := &authenticator{failures: cfg.Failures, refused: cfg.Refused}
+	if cfg.Stored != nil {
+		a.stored = &storedKeys{lookup: cfg.Stored, users: map[[sha256.Size]byte]storedUser{}}
+	}
 	if a.refused == nil {
 		a.refused = func(string) {}
 	}
@@ -125,7 +142,7 @@ func newAuthenticator(cfg AuthConfig) *authenticator {
 }
 
 // user returns the user of key, or "" for none.
-func (a *authenticator) user(key string) string {
+func (a *authenticator) user(ctx context.Context, key string) (string, error) {
 	sum := sha256.Sum256([]byte(key))
 	found := -1
 	for i := range a.keys {
@@ -133,16 +150,19 @@ func (a *authenticator) user(key string) string {
 			found = i
 		}
 	}
-	if found < 0 {
-		return ""
+	if found >= 0 {
+		return a.keys[found].user, nil
 	}
-	return a.keys[found].user
+	if a.stored == nil || key == "" {
+		return "", nil
+	}
+	return a.stored.user(ctx, sum)
 }
 
 func (a *authenticator) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user := LocalUser
-		if len(a.keys) > 0 {
+		if len(a.keys) > 0 || a.stored != nil {
 			creds := r.Header.Get("Authorization")
 			apiKey := r.Header.Get("X-Api-Key")
 			if creds == "" && apiKey == "" {
@@ -159,13 +179,18 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 				httperr.Write(w, e)
 				return
 			}
-			switch scheme, key, ok := strings.Cut(creds, " "); {
-			case creds == "":
-				user = a.user(strings.TrimSpace(apiKey))
-			case ok && strings.EqualFold(scheme, "Bearer"):
-				user = a.user(strings.TrimSpace(key))
-			default:
-				user = ""
+			key := strings.TrimSpace(apiKey)
+			if creds != "" {
+				key = ""
+				if scheme, k, ok := strings.Cut(creds, " "); ok && strings.EqualFold(scheme, "Bearer") {
+					key = strings.TrimSpace(k)
+				}
+			}
+			var err error
+			if user, err = a.user(r.Context(), key); err != nil {
+				slog.ErrorContext(r.Context(), "looking up an API key", slog.Any("error", err))
+				httperr.Write(w, httperr.Unavailable)
+				return
 			}
 			if user == "" {
 				a.failures.spend(addr)

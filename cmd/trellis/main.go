@@ -10,6 +10,7 @@
 //	mcp      serve Trellis' local tools and operators over MCP on stdin
 //	         and stdout, for an MCP client (Claude Desktop, Cursor, an IDE)
 //	         that starts trellis as a stdio server
+//	keys     create, list and revoke the API keys issued in the service
 //	backup   copy the embedded default's databases and document files,
 //	         while the server runs, into a new directory
 //	restore  copy a backup into a new data directory for serve to start on
@@ -72,6 +73,8 @@ func run(ctx context.Context, args []string, sys stdio) int {
 		return serve(rest, sys.getenv, sys.out, sys.err)
 	case "mcp":
 		err = runMCP(ctx, rest, sys)
+	case "keys":
+		err = runKeys(ctx, rest, sys)
 	case "backup":
 		err = runBackup(ctx, rest, sys)
 	case "restore":
@@ -103,6 +106,7 @@ func usage(w io.Writer) {
 Verbs:
   serve    run the chat service (HTTP API, SSE, web chat, /mcp)
   mcp      serve Trellis' local tools and operators over MCP on stdin/stdout
+  keys     create, list and revoke API keys, without a restart
   backup   copy the embedded default's data, while the server runs, into a new directory
   restore  copy a backup into a new data directory
 

@@ -51,10 +51,13 @@ import (
 // serveConfig is everything `trellis serve` reads from flags and the
 // environment; a flag wins over its variable.
 type serveConfig struct {
-	addr               string
-	dataDir            string
-	databaseURL        string
-	keys               map[middleware.APIKey]string
+	addr        string
+	dataDir     string
+	databaseURL string
+	keys        map[middleware.APIKey]string
+	// auth: requests authenticate with an API key (of keys, or issued in
+	// the service); otherwise local mode.
+	auth               bool
 	admins             []string
 	mcpConfig          string
 	approvalTools      []string
@@ -97,24 +100,25 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return def
 	}
 	var (
-		keys, approval, cors, logLevel          string
-		admins                                  string
-		interrupt, elicitTO, shutdown, claim    string
-		unhealthy, jobTimeout                   string
-		maxBody, maxMsg, rate, burst, maxRuns   string
-		cancelOnDisconnect, maxToolResult       string
-		authPerMin, authBurst, proxies          string
-		docDir, docShared, docMax, docCount     string
-		docExtract                              string
-		durability                              string
-		cogOn, cogBudget, memMax, memTTL        string
-		subAgents, budgetTokens, budgetCalls    string
-		budgetTime, systemPrompt, summaryTokens string
+		keys, authMode, approval, cors, logLevel string
+		admins                                   string
+		interrupt, elicitTO, shutdown, claim     string
+		unhealthy, jobTimeout                    string
+		maxBody, maxMsg, rate, burst, maxRuns    string
+		cancelOnDisconnect, maxToolResult        string
+		authPerMin, authBurst, proxies           string
+		docDir, docShared, docMax, docCount      string
+		docExtract                               string
+		durability                               string
+		cogOn, cogBudget, memMax, memTTL         string
+		subAgents, budgetTokens, budgetCalls     string
+		budgetTime, systemPrompt, summaryTokens  string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
 	fs.StringVar(&c.databaseURL, "database-url", env("DATABASE_URL", ""), "PostgreSQL URL; when set, used instead of SQLite (DATABASE_URL)")
 	fs.StringVar(&keys, "api-keys", env("TRELLIS_API_KEYS", ""), "key:user pairs, comma-separated; none means local mode (TRELLIS_API_KEYS)")
+	fs.StringVar(&authMode, "auth", env("TRELLIS_AUTH", ""), "local (no authentication, loopback only) or keys (API keys: --api-keys and those issued with trellis keys); default keys when --api-keys lists any, else local (TRELLIS_AUTH)")
 	fs.StringVar(&admins, "admin-users", env("TRELLIS_ADMIN_USERS", ""), "users (as --api-keys names them) who may read what spans every user, comma-separated; in local mode the local user (TRELLIS_ADMIN_USERS)")
 	fs.StringVar(&c.mcpConfig, "mcp-config", env("TRELLIS_MCP_CONFIG", ""), "MCP servers file (TRELLIS_MCP_CONFIG)")
 	fs.StringVar(&approval, "approval-tools", env("TRELLIS_APPROVAL_TOOLS", ""), "tools that always need approval, comma-separated (TRELLIS_APPROVAL_TOOLS)")
@@ -164,10 +168,22 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	if c.keys, err = middleware.ParseKeys(keys); err != nil {
 		errs = append(errs, err)
 	}
+	switch authMode {
+	case "":
+		c.auth = len(c.keys) > 0
+	case "keys":
+		c.auth = true
+	case "local":
+		if len(c.keys) > 0 {
+			errs = append(errs, errors.New("auth local: --api-keys lists keys, which local mode would not check"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("auth %q: want local or keys", authMode))
+	}
 	c.approvalTools, c.corsOrigins, c.trustedProxies = list(approval), list(cors), list(proxies)
 	c.admins = list(admins)
 	for _, a := range c.admins {
-		if len(c.keys) > 0 && !slices.Contains(slices.Collect(maps.Values(c.keys)), a) {
+		if len(c.keys) > 0 && authMode != "keys" && !slices.Contains(slices.Collect(maps.Values(c.keys)), a) {
 			errs = append(errs, fmt.Errorf("admin-users: %q is the user of no API key", a))
 		}
 	}
@@ -254,12 +270,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	errs = append(errs, parseCognition(&c.cognition, cogOn, cogBudget, memMax, memTTL)...)
 	if c.addr == "" {
 		c.addr = "127.0.0.1:8080"
-		if len(c.keys) > 0 {
+		if c.auth {
 			c.addr = ":8080"
 		}
 	}
-	if len(c.keys) == 0 && !loopback(c.addr) {
-		errs = append(errs, fmt.Errorf("addr %s: local mode (no API keys) serves without authentication, so it binds to a loopback address only; set TRELLIS_API_KEYS to serve on %s", c.addr, c.addr))
+	if !c.auth && !loopback(c.addr) {
+		errs = append(errs, fmt.Errorf("addr %s: local mode (no API keys) serves without authentication, so it binds to a loopback address only; set TRELLIS_API_KEYS, or TRELLIS_AUTH=keys with keys issued by trellis keys, to serve on %s", c.addr, c.addr))
 	}
 	return c, errors.Join(errs...)
 }
@@ -587,9 +603,13 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		titles.wire(queue, svc)
 	}
 	erasure.wire(queue, svc, rec, docs, cog, wals, log)
+	issued, err := issuedKeys(ctx, cfg, st, log)
+	if err != nil {
+		return app{}, err
+	}
 	srv, err := api.New(api.Config{
 		Runs: svc, Store: st, Tools: tools.provider, Documents: docs, Cognition: cog, Erasure: erasure,
-		Keys: cfg.keys, Admins: cfg.admins, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
+		Keys: cfg.keys, IssuedKeys: issued, Admins: cfg.admins, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
 		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: collector,
 		Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
 	})
@@ -783,6 +803,25 @@ func openStorage(ctx context.Context, cfg serveConfig) (store.Store, graph.Check
 	}, nil
 }
 
+// issuedKeys is the record of the keys issued in the service when
+// requests authenticate, nil in local mode, where a stored key is only
+// worth a warning: it checks none.
+func issuedKeys(ctx context.Context, cfg serveConfig, st store.Store, log *slog.Logger) (store.Keys, error) {
+	keys, ok := st.(store.Keys)
+	if !ok {
+		return nil, errors.New("the store keeps no API keys")
+	}
+	if cfg.auth {
+		return keys, nil
+	}
+	if has, err := keys.HasKeys(ctx); err != nil {
+		return nil, err
+	} else if has {
+		log.LogAttrs(ctx, slog.LevelWarn, "keys issued with trellis keys are stored, but local mode checks none; set TRELLIS_AUTH=keys to require them")
+	}
+	return nil, nil
+}
+
 // checkpointPool is the checkpointer's pool on PostgreSQL: its
 // transactions commit with synchronous_commit off, unless the URL sets
 // it, so a step's checkpoint does not wait for its WAL to reach the
@@ -821,8 +860,8 @@ func startLine(addr, storage string, models *llm.Registry, cfg serveConfig, mcpS
 		ids = append(ids, id)
 	}
 	auth := fmt.Sprintf("local mode, no keys, user %q", middleware.LocalUser)
-	if n := len(cfg.keys); n > 0 {
-		auth = fmt.Sprintf("API keys for %d users", countUsers(cfg.keys))
+	if cfg.auth {
+		auth = fmt.Sprintf("API keys for %d users and keys issued in the service", countUsers(cfg.keys))
 	}
 	host, port, _ := net.SplitHostPort(addr)
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {

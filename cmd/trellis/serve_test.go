@@ -74,6 +74,15 @@ func TestParseServe(t *testing.T) {
 		c.budget.Tokens != 5000 || c.budget.ToolCalls != 7 || c.budget.Time != 2*time.Minute || len(c.subAgents.Agents) != 0 {
 		t.Errorf("budget: %+v %v", c.budget, err)
 	}
+	// TRELLIS_AUTH=keys authenticates with issued keys alone, so it may
+	// serve beyond loopback, and its admins are users of keys not listed.
+	if c, err = parseServe(nil, env("TRELLIS_AUTH", "keys", "TRELLIS_ADDR", "0.0.0.0:8080", "TRELLIS_ADMIN_USERS", "ops"), io.Discard); err != nil ||
+		!c.auth || len(c.keys) != 0 {
+		t.Errorf("auth keys: %+v %v", c, err)
+	}
+	if c, err = parseServe(nil, env("TRELLIS_API_KEYS", "k1:ada"), io.Discard); err != nil || !c.auth || c.addr != ":8080" {
+		t.Errorf("api keys turn authentication on: %+v %v", c, err)
+	}
 	// A flag wins over its variable.
 	c, err = parseServe([]string{"--addr", "127.0.0.1:9999"}, env("TRELLIS_ADDR", "127.0.0.1:7777"), io.Discard)
 	if err != nil || c.addr != "127.0.0.1:9999" {
@@ -83,6 +92,8 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_ADDR", "0.0.0.0:8080"}, // no keys: loopback only
 		{"TRELLIS_API_KEYS", "nouser"},
 		{"TRELLIS_API_KEYS", "k1:ada", "TRELLIS_ADMIN_USERS", "bob"}, // an admin no key names
+		{"TRELLIS_AUTH", "sometimes"},
+		{"TRELLIS_AUTH", "local", "TRELLIS_API_KEYS", "k1:ada"}, // keys local mode would not check
 		{"TRELLIS_INTERRUPT_AFTER", "soon"},
 		{"TRELLIS_MAX_BODY_BYTES", "lots"},
 		{"TRELLIS_AUTH_FAILURES_PER_MINUTE", "ten"},

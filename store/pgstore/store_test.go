@@ -123,6 +123,10 @@ func TestErasureConformance(t *testing.T) {
 	storetest.RunErasure(t, func(t *testing.T) storetest.EraseStore { return newStore(t) })
 }
 
+func TestKeysConformance(t *testing.T) {
+	storetest.RunKeys(t, func(t *testing.T) storetest.KeyStore { return newStore(t) })
+}
+
 func TestDocumentsConformance(t *testing.T) {
 	storetest.RunDocuments(t, func(t *testing.T) storetest.DocStore { return newStore(t) })
 }

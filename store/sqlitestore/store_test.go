@@ -113,6 +113,10 @@ func TestErasureConformance(t *testing.T) {
 	storetest.RunErasure(t, func(t *testing.T) storetest.EraseStore { return newDocStore(t) })
 }
 
+func TestKeysConformance(t *testing.T) {
+	storetest.RunKeys(t, func(t *testing.T) storetest.KeyStore { return newDocStore(t) })
+}
+
 func TestDocumentsConformance(t *testing.T) {
 	storetest.RunDocuments(t, func(t *testing.T) storetest.DocStore { return newDocStore(t) })
 }
