@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Store is everything the chat service keeps. Implementations are safe for
@@ -37,6 +38,12 @@ type Conversations interface {
 	// first. Returns ErrInvalid for a negative limit or a cursor that
 	// ListConversations did not make.
 	ListConversations(ctx context.Context, userID string, page Page) (ConversationPage, error)
+
+	// IdleConversations returns a page of every user's conversations
+	// last updated before before, oldest first, for a retention policy
+	// to erase. Returns ErrInvalid for a negative limit or a cursor it
+	// did not make.
+	IdleConversations(ctx context.Context, before time.Time, page Page) (ConversationPage, error)
 
 	// SetConversationMetadata replaces the conversation's metadata (a
 	// JSON object; empty means {}) and returns the conversation.

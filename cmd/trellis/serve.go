@@ -73,14 +73,16 @@ type serveConfig struct {
 	claimInterval      time.Duration
 	maxToolResult      int
 	summaryTokens      int
-	unhealthyAfter     time.Duration
-	durability         graph.Durability
-	logLevel           slog.Level
-	documents          documentsConfig
-	cognition          cognitionConfig
-	subAgents          nodes.SubAgents
-	budget             events.Budget
-	systemPrompt       string
+	// retentionDays: conversations idle longer are erased; 0 keeps them.
+	retentionDays  int
+	unhealthyAfter time.Duration
+	durability     graph.Durability
+	logLevel       slog.Level
+	documents      documentsConfig
+	cognition      cognitionConfig
+	subAgents      nodes.SubAgents
+	budget         events.Budget
+	systemPrompt   string
 }
 
 // defaultInterruptAfter is how long an open stream waits for an
@@ -113,6 +115,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		cogOn, cogBudget, memMax, memTTL         string
 		subAgents, budgetTokens, budgetCalls     string
 		budgetTime, systemPrompt, summaryTokens  string
+		retentionDays                            string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -140,6 +143,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&maxRuns, "max-runs-per-user", env("TRELLIS_MAX_RUNS_PER_USER", strconv.Itoa(api.DefaultMaxConcurrentRuns)), "runs a user may have going at once, -1 for no limit (TRELLIS_MAX_RUNS_PER_USER)")
 	fs.StringVar(&maxToolResult, "max-tool-result-bytes", env("TRELLIS_MAX_TOOL_RESULT_BYTES", strconv.Itoa(operators.DefaultMaxResultBytes)), "tool results above this are cut, with a note, -1 for no cap (TRELLIS_MAX_TOOL_RESULT_BYTES)")
 	fs.StringVar(&summaryTokens, "summary-tokens", env("TRELLIS_SUMMARY_TOKENS", "4000"), "estimated tokens of a conversation's earlier turns at which the fast model summarises them in the background, for the next turns' prompts; 0 keeps only the extractive summary (TRELLIS_SUMMARY_TOKENS)")
+	fs.StringVar(&retentionDays, "retention-days", env("TRELLIS_RETENTION_DAYS", "0"), "conversations no one wrote to for this many days are erased, with their documents and checkpoints, by an hourly job; 0 keeps them for ever (TRELLIS_RETENTION_DAYS)")
 	fs.StringVar(&docDir, "documents-dir", env("TRELLIS_DOCUMENTS_DIR", ""), "where uploaded documents' files are kept (TRELLIS_DOCUMENTS_DIR); default <data dir>/documents")
 	fs.StringVar(&docShared, "documents-shared", env("TRELLIS_DOCUMENTS_SHARED", "false"), "with PostgreSQL, keep documents' files in documents-dir, which every process sharing the database must see, instead of in the database (TRELLIS_DOCUMENTS_SHARED)")
 	fs.StringVar(&docMax, "max-document-bytes", env("TRELLIS_MAX_DOCUMENT_BYTES", "1000000"), "largest document accepted, in bytes (TRELLIS_MAX_DOCUMENT_BYTES)")
@@ -230,6 +234,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	num("auth-failure-burst", authBurst, &c.limits.AuthFailureBurst)
 	num("max-tool-result-bytes", maxToolResult, &c.maxToolResult)
 	num("summary-tokens", summaryTokens, &c.summaryTokens)
+	num("retention-days", retentionDays, &c.retentionDays)
+	if c.retentionDays < 0 {
+		errs = append(errs, fmt.Errorf("retention-days: %d is negative (0 keeps conversations for ever)", c.retentionDays))
+	}
 	if c.summaryTokens < 0 {
 		errs = append(errs, fmt.Errorf("summary-tokens: %d is negative (0 keeps only the extractive summary)", c.summaryTokens))
 	}
@@ -526,7 +534,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 			return app{}, err
 		}
 	}
-	var periodic []jobs.Periodic
+	kept, periodic := newRetention(ws, time.Duration(cfg.retentionDays)*24*time.Hour)
 	if docs != nil {
 		periodic = append(periodic, docs.Periodic()...)
 	}
@@ -603,6 +611,9 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		titles.wire(queue, svc)
 	}
 	erasure.wire(queue, svc, rec, docs, cog, wals, log)
+	if kept != nil {
+		kept.wire(svc, st, log)
+	}
 	issued, err := issuedKeys(ctx, cfg, st, log)
 	if err != nil {
 		return app{}, err

@@ -106,6 +106,8 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_BUDGET_TOKENS", "-5"},
 		{"TRELLIS_BUDGET_TOOL_CALLS", "many"},
 		{"TRELLIS_BUDGET_TIME", "a while"},
+		{"TRELLIS_RETENTION_DAYS", "-1"},
+		{"TRELLIS_RETENTION_DAYS", "a month"},
 		{"TRELLIS_SUBAGENTS", "/nonexistent/subagents.json"},
 	} {
 		if _, err := parseServe(nil, env(bad...), io.Discard); err == nil {

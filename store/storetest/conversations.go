@@ -377,3 +377,36 @@ func testConversationTitles(t *testing.T, s store.Store) {
 		t.Errorf("a title at the limit: %v", err)
 	}
 }
+
+func testIdleConversations(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	var old []store.Conversation
+	for _, user := range []string{alice, bob, alice} {
+		old = append(old, newConversation(t, s, user))
+	}
+	cut := time.Now()
+	time.Sleep(2 * time.Millisecond) // the stores keep microseconds
+	recent := newConversation(t, s, alice)
+	touched := old[1]
+	startRun(t, s, touched, "later") // a run updates its conversation
+	var got []store.Conversation
+	for page := (store.Page{Limit: 1}); ; {
+		p := must(s.IdleConversations(ctx, cut, page))(t)
+		got = append(got, p.Conversations...)
+		if page.Cursor = p.NextCursor; page.Cursor == "" {
+			break
+		}
+	}
+	if want := []string{old[0].ID, old[2].ID}; !slices.Equal(ids(got), want) {
+		t.Fatalf("idle before the cut: %v, want %v (oldest first; not %s, touched since, nor %s, made after)", ids(got), want, touched.ID, recent.ID)
+	}
+	if got[0].UserID != alice || got[0].Status != store.StatusIdle {
+		t.Errorf("idle conversation %+v", got[0])
+	}
+	if p := must(s.IdleConversations(ctx, old[0].CreatedAt, store.Page{}))(t); len(p.Conversations) != 0 || p.Conversations == nil {
+		t.Errorf("nothing idle before the first: %+v", p)
+	}
+	if _, err := s.IdleConversations(ctx, cut, store.Page{Limit: -1}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("negative limit: %v", err)
+	}
+}

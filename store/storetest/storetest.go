@@ -25,6 +25,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ConversationMetadata", testConversationMetadata},
 		{"ConversationTitles", testConversationTitles},
 		{"Pagination", testPagination},
+		{"IdleConversations", testIdleConversations},
 		{"PaginationStableUnderWrites", testPaginationStable},
 		{"DeleteCascades", testDeleteCascades},
 		{"Messages", testMessages},

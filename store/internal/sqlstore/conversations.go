@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/store"
@@ -155,6 +156,18 @@ func (s *Store) ListConversations(ctx context.Context, userID string, page store
 		func(c store.Conversation) int { return len(c.Title) + len(c.Metadata) })
 	if err != nil {
 		return store.ConversationPage{}, s.errorf("list conversations: %w", err)
+	}
+	return store.ConversationPage{Conversations: items, NextCursor: next}, nil
+}
+
+// IdleConversations implements store.Conversations.
+func (s *Store) IdleConversations(ctx context.Context, before time.Time, page store.Page) (store.ConversationPage, error) {
+	items, next, err := readPage(ctx, s, s.db, keyed{sel: `SELECT ` + conversationCols + ` FROM conversations c`, alias: "c",
+		where: `c.updated_at < ?`, args: []any{s.db.Time(before)}, oldest: true}, page, scanConversation,
+		func(c store.Conversation) storeutil.Cursor { return storeutil.Cursor{CreatedAt: c.CreatedAt, ID: c.ID} },
+		func(c store.Conversation) int { return len(c.Title) + len(c.Metadata) })
+	if err != nil {
+		return store.ConversationPage{}, s.errorf("idle conversations: %w", err)
 	}
 	return store.ConversationPage{Conversations: items, NextCursor: next}, nil
 }
