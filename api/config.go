@@ -47,7 +47,11 @@ type Config struct {
 	// Nil with no Keys is local mode, where the admin endpoints of keys
 	// answer 409.
 	IssuedKeys store.Keys
-	// Admins are the users (as Keys or IssuedKeys name them) who may read
+	// Tokens names the user of a bearer JWT of the configured OpenID
+	// Connect issuer (middleware.NewOIDC), beside the keys; nil takes no
+	// tokens. Set, it turns authentication on.
+	Tokens middleware.TokenUser
+	// Admins are the users (as Keys, IssuedKeys or Tokens name them) who may read
 	// what spans every user (GET /api/v1/cognition/identity) and manage
 	// the issued keys; the others get 403. In local mode the one local
 	// user is an operator, whatever Admins says.

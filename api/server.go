@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
-	"slices"
 
 	"github.com/go-chi/chi/v5"
 
@@ -55,7 +53,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: cfg.Store, runs: cfg.Runs, log: cfg.Logger, metrics: cfg.Metrics,
 		clientIP:  middleware.ClientIP(proxies),
 		limitRate: middleware.LimitRate(middleware.NewLimiter(cfg.Limits.RatePerMinute, cfg.Limits.Burst))}
-	ac := middleware.AuthConfig{Keys: cfg.Keys}
+	ac := middleware.AuthConfig{Keys: cfg.Keys, Tokens: cfg.Tokens}
 	if cfg.IssuedKeys != nil {
 		ac.Stored = func(ctx context.Context, hash [sha256.Size]byte) (string, error) {
 			user, err := cfg.IssuedKeys.KeyUser(ctx, hash)
@@ -93,7 +91,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return s.runs.Shutdown(ctx)
 }
 
-// Recover continues the runs a previous process left: runs still running
+// Recover continues the runs a previous process left, of every user with
+// a run running or parked (store ActiveUsers), however they sign in: runs still running
 // in the store under another owner (a shutdown or a crash) continue from
 // their last checkpoint, and parked runs whose approvals were answered
 // without being resumed are resumed. Call it once at start, before
@@ -103,31 +102,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // every live process keeps doing every ClaimInterval. It returns how
 // many runs it continued.
 func (s *Server) Recover(ctx context.Context) (int, error) {
-	if s.localMode() {
-		return s.runs.Recover(ctx, []string{middleware.LocalUser})
+	users, err := s.store.ActiveUsers(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("api: recover: %w", err)
 	}
-	users := slices.Collect(maps.Values(s.cfg.Keys))
-	if s.cfg.IssuedKeys != nil {
-		for page := (store.Page{Limit: store.MaxLimit}); ; {
-			p, err := s.cfg.IssuedKeys.ListKeys(ctx, "", page)
-			if err != nil {
-				return 0, fmt.Errorf("api: recover: %w", err)
-			}
-			for _, k := range p.Keys {
-				users = append(users, k.UserID)
-			}
-			if page.Cursor = p.NextCursor; page.Cursor == "" {
-				break
-			}
-		}
-	}
-	slices.Sort(users)
-	return s.runs.Recover(ctx, slices.Compact(users))
+	return s.runs.Recover(ctx, users)
 }
 
 // localMode: no key authenticates anyone, and every request is
 // middleware.LocalUser.
-func (s *Server) localMode() bool { return len(s.cfg.Keys) == 0 && s.cfg.IssuedKeys == nil }
+func (s *Server) localMode() bool {
+	return len(s.cfg.Keys) == 0 && s.cfg.IssuedKeys == nil && s.cfg.Tokens == nil
+}
 
 // Handler serves the API, /healthz, /readyz, /metrics, and /mcp and the
 // web page when configured.

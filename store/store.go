@@ -129,6 +129,11 @@ type Runs interface {
 	// the conversation is unknown, another user's, or has no run.
 	LatestRun(ctx context.Context, userID, conversationID string) (Run, error)
 
+	// ActiveUsers returns, in order, every user with a run that is
+	// running or parked on an interrupt: whose runs a process starting
+	// may have to continue (recovery), whoever authenticated them.
+	ActiveUsers(ctx context.Context) ([]string, error)
+
 	// ListRuns returns a page of the conversation's runs, oldest first,
 	// each with its first q.EventLimit events in sequence order, and the
 	// messages of those runs; all of it is read from one snapshot. A

@@ -79,6 +79,9 @@ type AuthConfig struct {
 	// Keys. What it answers is kept for StoredKeyTTL, so a revocation
 	// takes effect on every process within that time.
 	Stored func(ctx context.Context, hash [sha256.Size]byte) (string, error)
+	// Tokens, when set, names the user of a bearer credential shaped as
+	// a JWT (see NewOIDC); setting it turns authentication on too.
+	Tokens TokenUser
 }
 
 // StoredKeyTTL is how long Authenticate trusts what AuthConfig.Stored
@@ -117,6 +120,7 @@ func Authenticate(cfg AuthConfig) func(http.Handler) http.Handler {
 type authenticator struct {
 	keys     []hashedKey // sorted by user, so the work per request is fixed
 	stored   *storedKeys // nil when no key is issued in the service
+	tokens   TokenUser   // nil when no issuer's tokens are taken
 	failures *Limiter
 	refused  func(reason string)
 }
@@ -127,7 +131,7 @@ type hashedKey struct {
 }
 
 func newAuthenticator(cfg AuthConfig) *authenticator {
-	a := &authenticator{failures: cfg.Failures, refused: cfg.Refused}
+	a := &authenticator{failures: cfg.Failures, refused: cfg.Refused, tokens: cfg.Tokens}
 	if cfg.Stored != nil {
 		a.stored = &storedKeys{lookup: cfg.Stored, users: map[[sha256.Size]byte]storedUser{}}
 	}
@@ -162,7 +166,7 @@ func (a *authenticator) user(ctx context.Context, key string) (string, error) {
 func (a *authenticator) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user := LocalUser
-		if len(a.keys) > 0 || a.stored != nil {
+		if len(a.keys) > 0 || a.stored != nil || a.tokens != nil {
 			creds := r.Header.Get("Authorization")
 			apiKey := r.Header.Get("X-Api-Key")
 			if creds == "" && apiKey == "" {
@@ -187,7 +191,12 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 				}
 			}
 			var err error
-			if user, err = a.user(r.Context(), key); err != nil {
+			if a.tokens != nil && looksLikeJWT(key) {
+				if user, err = a.tokens(r.Context(), key); err != nil {
+					slog.DebugContext(r.Context(), "a bearer token refused", slog.Any("error", err))
+					user, err = "", nil
+				}
+			} else if user, err = a.user(r.Context(), key); err != nil {
 				slog.ErrorContext(r.Context(), "looking up an API key", slog.Any("error", err))
 				httperr.Write(w, httperr.Unavailable)
 				return

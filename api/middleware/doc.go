@@ -6,10 +6,11 @@
 // handler's panic recovered (LogRequests), and answers browsers of the
 // allowed origins (CORS). Every authenticated route then finds the
 // client's address (ClientIP, X-Forwarded-For only from trusted
-// proxies), names the request's user from its API key or local mode,
-// slowing key guessing per address (Authenticate), and caps each user's
-// request rate (LimitRate); the two limits are token buckets per key
-// (Limiter). The user reaches handlers as runs.UserFrom. The routes
+// proxies), names the request's user from its API key (configured, or
+// issued in the service: NewKey), its OpenID Connect token (NewOIDC) or
+// local mode, slowing credential guessing per address (Authenticate),
+// and caps each user's request rate (LimitRate); the two limits are
+// token buckets per key (Limiter). The user reaches handlers as runs.UserFrom. The routes
 // that show what spans every user let through only the operators
 // (Operators).
 //

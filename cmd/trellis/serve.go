@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -57,7 +58,10 @@ type serveConfig struct {
 	keys        map[middleware.APIKey]string
 	// auth: requests authenticate with an API key (of keys, or issued in
 	// the service); otherwise local mode.
-	auth               bool
+	auth bool
+	// oidc: bearer JWTs of an OpenID Connect issuer authenticate too,
+	// when its Issuer is set.
+	oidc               middleware.OIDCConfig
 	admins             []string
 	mcpConfig          string
 	approvalTools      []string
@@ -103,6 +107,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	var (
 		keys, authMode, approval, cors, logLevel string
+		oidcAlgs                                 string
 		admins                                   string
 		interrupt, elicitTO, shutdown, claim     string
 		unhealthy, jobTimeout                    string
@@ -122,6 +127,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&c.databaseURL, "database-url", env("DATABASE_URL", ""), "PostgreSQL URL; when set, used instead of SQLite (DATABASE_URL)")
 	fs.StringVar(&keys, "api-keys", env("TRELLIS_API_KEYS", ""), "key:user pairs, comma-separated; none means local mode (TRELLIS_API_KEYS)")
 	fs.StringVar(&authMode, "auth", env("TRELLIS_AUTH", ""), "local (no authentication, loopback only) or keys (API keys: --api-keys and those issued with trellis keys); default keys when --api-keys lists any, else local (TRELLIS_AUTH)")
+	fs.StringVar(&c.oidc.Issuer, "oidc-issuer", env("TRELLIS_OIDC_ISSUER", ""), "OpenID Connect issuer URL whose bearer JWTs authenticate users, beside API keys (TRELLIS_OIDC_ISSUER)")
+	fs.StringVar(&c.oidc.Audience, "oidc-audience", env("TRELLIS_OIDC_AUDIENCE", ""), "the audience (client id) the issuer's tokens must name; required with --oidc-issuer (TRELLIS_OIDC_AUDIENCE)")
+	fs.StringVar(&c.oidc.UserClaim, "oidc-user-claim", env("TRELLIS_OIDC_USER_CLAIM", "sub"), "the token claim that holds the user id (TRELLIS_OIDC_USER_CLAIM)")
+	fs.StringVar(&oidcAlgs, "oidc-algorithms", env("TRELLIS_OIDC_ALGORITHMS", ""), "signing algorithms accepted, comma-separated; default those the issuer's discovery lists (TRELLIS_OIDC_ALGORITHMS)")
 	fs.StringVar(&admins, "admin-users", env("TRELLIS_ADMIN_USERS", ""), "users (as --api-keys names them) who may read what spans every user, comma-separated; in local mode the local user (TRELLIS_ADMIN_USERS)")
 	fs.StringVar(&c.mcpConfig, "mcp-config", env("TRELLIS_MCP_CONFIG", ""), "MCP servers file (TRELLIS_MCP_CONFIG)")
 	fs.StringVar(&approval, "approval-tools", env("TRELLIS_APPROVAL_TOOLS", ""), "tools that always need approval, comma-separated (TRELLIS_APPROVAL_TOOLS)")
@@ -172,14 +181,16 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	if c.keys, err = middleware.ParseKeys(keys); err != nil {
 		errs = append(errs, err)
 	}
+	c.oidc.Algorithms = list(oidcAlgs)
+	errs = append(errs, checkOIDC(c.oidc)...)
 	switch authMode {
 	case "":
-		c.auth = len(c.keys) > 0
+		c.auth = len(c.keys) > 0 || c.oidc.Issuer != ""
 	case "keys":
 		c.auth = true
 	case "local":
-		if len(c.keys) > 0 {
-			errs = append(errs, errors.New("auth local: --api-keys lists keys, which local mode would not check"))
+		if len(c.keys) > 0 || c.oidc.Issuer != "" {
+			errs = append(errs, errors.New("auth local: --api-keys or --oidc-issuer is set, which local mode would not check"))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("auth %q: want local or keys", authMode))
@@ -187,7 +198,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	c.approvalTools, c.corsOrigins, c.trustedProxies = list(approval), list(cors), list(proxies)
 	c.admins = list(admins)
 	for _, a := range c.admins {
-		if len(c.keys) > 0 && authMode != "keys" && !slices.Contains(slices.Collect(maps.Values(c.keys)), a) {
+		if len(c.keys) > 0 && authMode != "keys" && c.oidc.Issuer == "" && !slices.Contains(slices.Collect(maps.Values(c.keys)), a) {
 			errs = append(errs, fmt.Errorf("admin-users: %q is the user of no API key", a))
 		}
 	}
@@ -618,9 +629,15 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err != nil {
 		return app{}, err
 	}
+	var tokens middleware.TokenUser
+	if cfg.oidc.Issuer != "" {
+		if tokens, err = middleware.NewOIDC(ctx, cfg.oidc); err != nil {
+			return app{}, err
+		}
+	}
 	srv, err := api.New(api.Config{
 		Runs: svc, Store: st, Tools: tools.provider, Documents: docs, Cognition: cog, Erasure: erasure,
-		Keys: cfg.keys, IssuedKeys: issued, Admins: cfg.admins, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
+		Keys: cfg.keys, IssuedKeys: issued, Tokens: tokens, Admins: cfg.admins, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
 		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: collector,
 		Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
 	})
@@ -814,6 +831,33 @@ func openStorage(ctx context.Context, cfg serveConfig) (store.Store, graph.Check
 	}, nil
 }
 
+// checkOIDC checks the OpenID Connect settings: an issuer is an https
+// URL (http on a loopback host, for a provider on this machine), with an
+// audience.
+func checkOIDC(o middleware.OIDCConfig) []error {
+	if o.Issuer == "" {
+		if o.Audience != "" {
+			return []error{errors.New("oidc-audience: set without --oidc-issuer")}
+		}
+		return nil
+	}
+	var errs []error
+	u, err := url.Parse(o.Issuer)
+	switch {
+	case err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		errs = append(errs, fmt.Errorf("oidc-issuer %q: want an https URL with no query", o.Issuer))
+	case u.Scheme != "https" && !(u.Scheme == "http" && loopback(net.JoinHostPort(u.Hostname(), "0"))):
+		errs = append(errs, fmt.Errorf("oidc-issuer %q: want https (http only on a loopback host)", o.Issuer))
+	}
+	if o.Audience == "" {
+		errs = append(errs, errors.New("oidc-audience: required with --oidc-issuer (the client id the issuer knows this service by)"))
+	}
+	if o.UserClaim == "" {
+		errs = append(errs, errors.New("oidc-user-claim: empty"))
+	}
+	return errs
+}
+
 // issuedKeys is the record of the keys issued in the service when
 // requests authenticate, nil in local mode, where a stored key is only
 // worth a warning: it checks none.
@@ -873,6 +917,9 @@ func startLine(addr, storage string, models *llm.Registry, cfg serveConfig, mcpS
 	auth := fmt.Sprintf("local mode, no keys, user %q", middleware.LocalUser)
 	if cfg.auth {
 		auth = fmt.Sprintf("API keys for %d users and keys issued in the service", countUsers(cfg.keys))
+		if cfg.oidc.Issuer != "" {
+			auth += ", tokens of " + cfg.oidc.Issuer
+		}
 	}
 	host, port, _ := net.SplitHostPort(addr)
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {

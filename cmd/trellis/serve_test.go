@@ -83,6 +83,11 @@ func TestParseServe(t *testing.T) {
 	if c, err = parseServe(nil, env("TRELLIS_API_KEYS", "k1:ada"), io.Discard); err != nil || !c.auth || c.addr != ":8080" {
 		t.Errorf("api keys turn authentication on: %+v %v", c, err)
 	}
+	if c, err = parseServe(nil, env("TRELLIS_OIDC_ISSUER", "http://127.0.0.1:5556/dex", "TRELLIS_OIDC_AUDIENCE", "trellis",
+		"TRELLIS_OIDC_ALGORITHMS", "RS256, ES256", "TRELLIS_ADMIN_USERS", "ops"), io.Discard); err != nil ||
+		!c.auth || c.oidc.UserClaim != "sub" || !slices.Equal(c.oidc.Algorithms, []string{"RS256", "ES256"}) || c.addr != ":8080" {
+		t.Errorf("oidc: %+v %v", c, err)
+	}
 	// A flag wins over its variable.
 	c, err = parseServe([]string{"--addr", "127.0.0.1:9999"}, env("TRELLIS_ADDR", "127.0.0.1:7777"), io.Discard)
 	if err != nil || c.addr != "127.0.0.1:9999" {
@@ -93,6 +98,11 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_API_KEYS", "nouser"},
 		{"TRELLIS_API_KEYS", "k1:ada", "TRELLIS_ADMIN_USERS", "bob"}, // an admin no key names
 		{"TRELLIS_AUTH", "sometimes"},
+		{"TRELLIS_OIDC_ISSUER", "https://id.example.com"}, // no audience
+		{"TRELLIS_OIDC_AUDIENCE", "trellis"},              // no issuer
+		{"TRELLIS_OIDC_ISSUER", "http://id.example.com", "TRELLIS_OIDC_AUDIENCE", "trellis"},
+		{"TRELLIS_OIDC_ISSUER", "id.example.com", "TRELLIS_OIDC_AUDIENCE", "trellis"},
+		{"TRELLIS_OIDC_ISSUER", "https://id.example.com", "TRELLIS_OIDC_AUDIENCE", "trellis", "TRELLIS_AUTH", "local"},
 		{"TRELLIS_AUTH", "local", "TRELLIS_API_KEYS", "k1:ada"}, // keys local mode would not check
 		{"TRELLIS_INTERRUPT_AFTER", "soon"},
 		{"TRELLIS_MAX_BODY_BYTES", "lots"},

@@ -447,3 +447,25 @@ func testRunInput(t *testing.T, s store.Store) {
 		t.Errorf("RunInput after the run was parked = %s, want none", got)
 	}
 }
+
+func testActiveUsers(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	if users := must(s.ActiveUsers(ctx))(t); len(users) != 0 {
+		t.Fatalf("active users of an empty store: %v", users)
+	}
+	carol, dave, erin := "carol", "dave", "erin"
+	startRun(t, s, newConversation(t, s, bob), "running")
+	finish(t, s, startRun(t, s, newConversation(t, s, alice), "parked").ID, store.RunInterrupted, store.InterruptApproval)
+	finish(t, s, startRun(t, s, newConversation(t, s, carol), "done").ID, store.RunCompleted, "")
+	finish(t, s, startRun(t, s, newConversation(t, s, dave), "asked").ID, store.RunInterrupted, store.InterruptClarification)
+	edited := startRun(t, s, newConversation(t, s, erin), "edited")
+	finish(t, s, edited.ID, store.RunInterrupted, store.InterruptApproval)
+	must(s.StartRun(ctx, store.NewRun{UserID: erin, ConversationID: edited.ConversationID, UserMessage: "again", Supersedes: edited.ID,
+		RequestID: "req-again", Owner: "proc-1"}))(t)
+	// Dave's question waits for his next message, which recovery does
+	// not continue, but it is parked all the same; erin's edit superseded
+	// her parked run and runs.
+	if users := must(s.ActiveUsers(ctx))(t); !slices.Equal(users, []string{alice, bob, dave, erin}) {
+		t.Fatalf("active users %v, want [alice bob dave erin]", users)
+	}
+}

@@ -30,6 +30,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"DeleteCascades", testDeleteCascades},
 		{"Messages", testMessages},
 		{"RunLifecycle", testRunLifecycle},
+		{"ActiveUsers", testActiveUsers},
 		{"RunInput", testRunInput},
 		{"ActiveRunRule", testActiveRunRule},
 		{"OneActiveRunConcurrent", testOneActiveRunConcurrent},

@@ -432,3 +432,15 @@ WHERE id = ? AND status = 'interrupted' AND NOT superseded RETURNING `+RunCols, 
 	}
 	return r, nil
 }
+
+// ActiveUsers implements store.Runs.
+func (s *Store) ActiveUsers(ctx context.Context) ([]string, error) {
+	users, err := queryAll(ctx, s.db, func(r Row) (string, error) {
+		var u string
+		return u, r.Scan(&u)
+	}, `SELECT DISTINCT user_id FROM runs WHERE NOT superseded AND status IN ('running', 'interrupted') ORDER BY user_id`)
+	if err != nil {
+		return nil, s.errorf("active users: %w", err)
+	}
+	return users, nil
+}
