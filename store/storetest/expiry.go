@@ -86,7 +86,7 @@ func testApprovalDeadlines(t *testing.T, s store.Store) {
 	}
 
 	for name, n := range map[string]store.NewHumanRequest{
-		"outcome without a deadline": {RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}, OnExpiry: events.ExpiryReject},
+		"outcome without a deadline":  {RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}, OnExpiry: events.ExpiryReject},
 		"deadline without an outcome": {RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}, ExpiresAt: &at},
 		"unknown outcome":             {RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}, ExpiresAt: &at, OnExpiry: "ignore"},
 		"deadline on a question":      {RunID: r.ID, Kind: store.KindClarification, Clarification: store.Clarification{Question: "?"}, ExpiresAt: &at, OnExpiry: events.ExpiryReject},
