@@ -510,7 +510,7 @@ func (m *Service) record(rn *Run, ev events.Event) bool {
 	case *events.ApprovalRequired:
 		at, onExpiry := m.deadline(d.Tool)
 		a, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.ApprovalID, Kind: store.KindApproval, RunID: rn.id,
-			Approval: store.Approval{ToolCallID: d.ToolCallID, Tool: d.Tool, Args: d.Args, Revision: d.Revision},
+			Approval:  store.Approval{ToolCallID: d.ToolCallID, Tool: d.Tool, Args: d.Args, Revision: d.Revision},
 			ExpiresAt: at, OnExpiry: onExpiry})
 		if errors.Is(err, store.ErrConflict) {
 			// Announced before this resumption or recovery. A recovered
