@@ -212,7 +212,8 @@ func (a *Agent) Start(ctx context.Context, conversationID string, in Input) iter
 
 // Resume answers the approval a parked run waits for and continues the
 // run; it yields approval.resolved first (after approval.expired when
-// the deadline decided), then the run's events, with the contract of Run. d.ApprovalID may be empty when a single approval waits.
+// the deadline decided), then the run's events, with the contract of
+// Run. d.ApprovalID may be empty when a single approval waits.
 // Errors: ErrInvalidInput for a malformed decision, ErrNoPendingApproval
 // when nothing (or nothing with that id) waits.
 func (a *Agent) Resume(ctx context.Context, conversationID string, d ApprovalDecision) iter.Seq2[events.Event, error] {

@@ -88,7 +88,7 @@ func (a *Agent) approve(ctx context.Context, s ChatState, calls []ToolCall) (out
 			}
 			rejected[c.ID] = fmt.Sprintf("The user rejected this call to %s (revision %d). Reason: %s. "+
 				"Do not repeat the same call: propose a revised one, or answer without it.", c.Tool, revision, reason)
-			if d.Expired != nil {
+			if d.Expired != nil { // nobody rejected it: the deadline did
 				rejected[c.ID] = fmt.Sprintf("Not run: nobody answered the request to approve this call to %s before its deadline (%s), "+
 					"so the approval expired and the call did not run. Tell the user that the approval expired and that nothing was done; "+
 					"do not repeat the call.", c.Tool, d.Expired.ExpiresAt.UTC().Format(time.RFC3339))
