@@ -28,10 +28,14 @@ const (
 	TypeUncertainCallResolved = "uncertain_call.resolved"
 	TypeApprovalRequired      = "approval.required"
 	TypeApprovalResolved      = "approval.resolved"
-	TypeElicitationRequest    = "elicitation.request"
-	TypeElicitationResponse   = "elicitation.response"
-	TypeDirectResponse        = "direct.response"
-	TypeResponseChunk         = "response.chunk"
+	// TypeApprovalExpired: nobody answered an approval before its
+	// deadline, and the outcome the operator chose for it was applied
+	// (an addition to API.md; see docs/api.md).
+	TypeApprovalExpired     = "approval.expired"
+	TypeElicitationRequest  = "elicitation.request"
+	TypeElicitationResponse = "elicitation.response"
+	TypeDirectResponse      = "direct.response"
+	TypeResponseChunk       = "response.chunk"
 	// TypeReasoningChunk is a piece of a node's model reasoning (its
 	// thinking), as the model produces it (an addition to API.md; see
 	// docs/api.md).
@@ -143,6 +147,7 @@ var payloads = map[string]func() Payload{
 	TypeUncertainCallResolved: func() Payload { return new(UncertainCallResolved) },
 	TypeApprovalRequired:      func() Payload { return new(ApprovalRequired) },
 	TypeApprovalResolved:      func() Payload { return new(ApprovalResolved) },
+	TypeApprovalExpired:       func() Payload { return new(ApprovalExpired) },
 	TypeElicitationRequest:    func() Payload { return new(ElicitationRequest) },
 	TypeElicitationResponse:   func() Payload { return new(ElicitationResponse) },
 	TypeDirectResponse:        func() Payload { return new(DirectResponse) },

@@ -1,6 +1,11 @@
 package events
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
 
 // DecisionKind is a human's answer to an approval request.
 type DecisionKind string
@@ -10,6 +15,35 @@ const (
 	DecisionEdit    DecisionKind = "edit"
 	DecisionReject  DecisionKind = "reject"
 )
+
+// ExpiryOutcome is what happens to an approval nobody answered by its
+// deadline: the operator's choice, per approval rule or for the server.
+type ExpiryOutcome string
+
+const (
+	// ExpiryReject rejects the call: the agent is told that the approval
+	// expired unanswered, and goes on without it.
+	ExpiryReject ExpiryOutcome = "reject"
+	// ExpiryApprove approves the call as it was proposed.
+	ExpiryApprove ExpiryOutcome = "approve"
+	// ExpiryCancel cancels the run.
+	ExpiryCancel ExpiryOutcome = "cancel"
+)
+
+// ErrExpiryOutcome: ParseExpiryOutcome was given another word.
+var ErrExpiryOutcome = errors.New("events: an expiry outcome is reject, approve or cancel")
+
+// ParseExpiryOutcome reads an outcome as configured; "" is ExpiryReject,
+// the outcome that neither acts nor drops the user's turn.
+func ParseExpiryOutcome(s string) (ExpiryOutcome, error) {
+	switch o := ExpiryOutcome(s); o {
+	case "":
+		return ExpiryReject, nil
+	case ExpiryReject, ExpiryApprove, ExpiryCancel:
+		return o, nil
+	}
+	return "", fmt.Errorf("%w, not %q", ErrExpiryOutcome, s)
+}
 
 // PendingKind says what a parked run waits for.
 type PendingKind string
@@ -54,4 +88,9 @@ type Pending struct {
 	// Namespace is the path of the sub-agent that asks; "" for the
 	// root agent.
 	Namespace string `json:"namespace,omitempty"`
+	// ExpiresAt and OnExpiry are an approval's deadline and what
+	// happens then (see ApprovalRequired); the run service fills them
+	// in run.interrupted.
+	ExpiresAt *time.Time    `json:"expires_at,omitempty"`
+	OnExpiry  ExpiryOutcome `json:"on_expiry,omitempty"`
 }

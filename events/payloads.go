@@ -1,6 +1,9 @@
 package events
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // RunStarted is run.started, the first event of every run.
 type RunStarted struct {
@@ -106,6 +109,11 @@ type ApprovalRequired struct {
 	Tool       string          `json:"tool"`
 	Args       json.RawMessage `json:"args"`
 	Revision   int             `json:"revision"`
+	// ExpiresAt is the approval's deadline, with OnExpiry what happens
+	// then; nil when it waits for ever. The run service sets them as it
+	// records the approval, before the event is sent.
+	ExpiresAt *time.Time    `json:"expires_at,omitempty"`
+	OnExpiry  ExpiryOutcome `json:"on_expiry,omitempty"`
 }
 
 // ApprovalResolved is approval.resolved; Args are the edited arguments of
@@ -115,6 +123,18 @@ type ApprovalResolved struct {
 	Decision   DecisionKind    `json:"decision"`
 	Args       json.RawMessage `json:"args"`
 	Reason     string          `json:"reason"`
+}
+
+// ApprovalExpired is approval.expired: nobody answered the approval
+// ApprovalID (a human request of Kind, "approval") before ExpiresAt, and
+// Outcome was applied. It comes first in what follows: before
+// approval.resolved of an approve or reject, before run.cancelled of a
+// cancel.
+type ApprovalExpired struct {
+	ApprovalID string        `json:"approval_id"`
+	Kind       PendingKind   `json:"kind"`
+	Outcome    ExpiryOutcome `json:"outcome"`
+	ExpiresAt  time.Time     `json:"expires_at"`
 }
 
 // ElicitationRequest is elicitation.request.
@@ -304,6 +324,7 @@ func (*ToolUncertain) EventType() string         { return TypeToolUncertain }
 func (*UncertainCallResolved) EventType() string { return TypeUncertainCallResolved }
 func (*ApprovalRequired) EventType() string      { return TypeApprovalRequired }
 func (*ApprovalResolved) EventType() string      { return TypeApprovalResolved }
+func (*ApprovalExpired) EventType() string       { return TypeApprovalExpired }
 func (*ElicitationRequest) EventType() string    { return TypeElicitationRequest }
 func (*ElicitationResponse) EventType() string   { return TypeElicitationResponse }
 func (*DirectResponse) EventType() string        { return TypeDirectResponse }

@@ -15,6 +15,9 @@ import (
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/trellis-ai/trellis/events"
+	"github.com/trellis-ai/trellis/operators"
 )
 
 // Transport names how Trellis reaches an MCP server.
@@ -80,6 +83,11 @@ type ServerConfig struct {
 	// RequireApproval lists the tools (by their MCP names) that need a
 	// human's yes before each call.
 	RequireApproval []string
+	// ApprovalExpiry is how long an approval of this server's tools
+	// waits, and what happens then; zero is the server-wide default
+	// (--approval-timeout). A tool the service's own rules name keeps
+	// theirs.
+	ApprovalExpiry operators.Expiry
 	// AllowedTools, when non-nil, is the only tools offered to the agent
 	// (by their MCP names); the server's other tools are hidden.
 	AllowedTools []string
@@ -128,6 +136,8 @@ type fileServer struct {
 	Timeout         json.RawMessage   `json:"timeout"`
 	CallTimeout     json.RawMessage   `json:"callTimeout"`
 	RequireApproval json.RawMessage   `json:"requireApproval"`
+	ApprovalTimeout json.RawMessage   `json:"approvalTimeout"`
+	ApprovalExpiry  string            `json:"approvalExpiry"`
 	IdempotentTools json.RawMessage   `json:"idempotentTools"`
 	AllowedTools    []string          `json:"allowedTools"`
 	IncludeTools    []string          `json:"includeTools"`
@@ -139,7 +149,7 @@ type fileServer struct {
 
 var knownServerKeys = []string{
 	"type", "transport", "command", "args", "env", "cwd", "workingDir", "url", "serverUrl", "httpUrl",
-	"headers", "timeout", "callTimeout", "requireApproval", "idempotentTools", "allowedTools", "includeTools",
+	"headers", "timeout", "callTimeout", "requireApproval", "approvalTimeout", "approvalExpiry", "idempotentTools", "allowedTools", "includeTools",
 	"required", "disabled", "protocolVersion", "export",
 }
 
@@ -153,6 +163,9 @@ var knownServerKeys = []string{
 // a typeless url whose path ends in /sse is sse. Trellis' own keys are
 // callTimeout (also timeout: a duration string such as "90s", or a number
 // of seconds), requireApproval (true, or a list of tool names),
+// approvalTimeout (how long an approval of the server's tools waits, as
+// callTimeout is written) with approvalExpiry (what happens then:
+// "reject", the default, "approve" or "cancel"),
 // idempotentTools (true, or a list of tool names safe to retry),
 // allowedTools (also includeTools), required, disabled, protocolVersion
 // and export.
@@ -291,6 +304,18 @@ func parseServer(key string, raw json.RawMessage) (ServerConfig, []string, error
 	sc.CallTimeout = d
 	if sc.ApproveAll, sc.RequireApproval, err = parseToolList(fs.RequireApproval); err != nil {
 		return fail("requireApproval: %v", err)
+	}
+	if sc.ApprovalExpiry.Timeout, err = parseDuration(fs.ApprovalTimeout); err != nil {
+		return fail("approvalTimeout: %v", err)
+	}
+	if sc.ApprovalExpiry.Outcome, err = events.ParseExpiryOutcome(fs.ApprovalExpiry); err != nil {
+		return fail("approvalExpiry: %v", err)
+	}
+	if sc.ApprovalExpiry.Timeout == 0 && fs.ApprovalExpiry != "" {
+		return fail("approvalExpiry %q needs an approvalTimeout", fs.ApprovalExpiry)
+	}
+	if sc.ApprovalExpiry.Timeout == 0 {
+		sc.ApprovalExpiry.Outcome = ""
 	}
 	if sc.IdempotentAll, sc.IdempotentTools, err = parseToolList(fs.IdempotentTools); err != nil {
 		return fail("idempotentTools: %v", err)

@@ -9,8 +9,38 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/mcp"
+	"github.com/trellis-ai/trellis/operators"
 )
+
+// An approval's deadline is set per server: approvalTimeout, as
+// callTimeout is written, and approvalExpiry, reject by default; an
+// outcome without a timeout, an unknown outcome or a negative timeout is
+// refused.
+func TestParseConfigApprovalExpiry(t *testing.T) {
+	cfg, err := mcp.ParseConfig([]byte(`{"mcpServers": {
+	  "a": {"command": "x", "requireApproval": true, "approvalTimeout": "2h", "approvalExpiry": "cancel"},
+	  "b": {"command": "x", "requireApproval": ["w"], "approvalTimeout": 90},
+	  "c": {"command": "x"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []operators.Expiry{{Timeout: 2 * time.Hour, Outcome: events.ExpiryCancel}, {Timeout: 90 * time.Second, Outcome: events.ExpiryReject}, {}}
+	for i, s := range cfg.Servers {
+		if s.ApprovalExpiry != want[i] {
+			t.Errorf("server %s: expiry %+v, want %+v", s.Name, s.ApprovalExpiry, want[i])
+		}
+	}
+	for _, bad := range []string{
+		`{"approvalExpiry": "approve"}`, `{"approvalTimeout": "1h", "approvalExpiry": "ignore"}`, `{"approvalTimeout": "-1s"}`,
+	} {
+		data := `{"mcpServers": {"a": ` + strings.Replace(bad, "{", `{"command": "x", `, 1) + `}}`
+		if _, err := mcp.ParseConfig([]byte(data)); !errors.Is(err, mcp.ErrConfig) {
+			t.Errorf("%s: err %v, want ErrConfig", bad, err)
+		}
+	}
+}
 
 func TestParseConfigClaudeDesktop(t *testing.T) {
 	// A whole claude_desktop_config.json, other settings included.
@@ -158,6 +188,7 @@ func TestLoadConfig(t *testing.T) {
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"mcpServers": {"a": {"command": "x", "args": ["1"]}}}`))
 	f.Add([]byte(`{"servers": {"b": {"type": "sse", "url": "http://h/sse", "timeout": 1.5}}}`))
+	f.Add([]byte(`{"mcpServers": {"c": {"command": "x", "approvalTimeout": "2h", "approvalExpiry": "cancel"}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := mcp.ParseConfig(data)
 		if err != nil {
@@ -189,6 +220,14 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			if s.CallTimeout < 0 {
 				t.Fatalf("negative timeout")
+			}
+			switch e := s.ApprovalExpiry; {
+			case e.Timeout < 0:
+				t.Fatalf("server %q: negative approval timeout", s.Name)
+			case e.Timeout == 0 && e.Outcome != "":
+				t.Fatalf("server %q: an outcome at expiry %q without a timeout", s.Name, e.Outcome)
+			case e.Timeout > 0 && e.Outcome != events.ExpiryReject && e.Outcome != events.ExpiryApprove && e.Outcome != events.ExpiryCancel:
+				t.Fatalf("server %q: outcome at expiry %q", s.Name, e.Outcome)
 			}
 		}
 		_ = cfg.ExpandEnv(func(string) (string, bool) { return "", false })

@@ -39,7 +39,8 @@
 // ('.' and '/' become '_'), their schemas and annotations kept (MCP's
 // defaults apply: an unannotated tool counts as destructive, which an
 // approval policy with Destructive set acts on), and [ServerConfig]'s
-// allow-list, approval list and idempotent list applied. Each call's
+// allow-list, approval list (with its deadline, approvalTimeout and
+// approvalExpiry, as [operators.ExpirySource]) and idempotent list applied. Each call's
 // _meta carries its idempotency key ([MetaIdempotencyKey]). Calls go through
 // the provider's retry, circuit breaker and bulkhead for the server, and
 // its timeout, which [Config.SourceResilience] sets to the server's call

@@ -57,7 +57,10 @@ type remote struct {
 	learned  dialOptions // what detection found out; reused on reconnect
 }
 
-var _ operators.ApprovalSource = (*remote)(nil)
+var (
+	_ operators.ApprovalSource = (*remote)(nil)
+	_ operators.ExpirySource   = (*remote)(nil)
+)
 
 func newRemote(m *Manager, cfg ServerConfig) *remote {
 	s := &remote{
@@ -90,6 +93,12 @@ func (s *remote) answerDropped(size int, id json.RawMessage) {
 
 // Name is the server's name, the tool source's name.
 func (s *remote) Name() string { return s.cfg.Name }
+
+// ApprovalExpiry is the deadline the server's configuration sets for
+// approvals of its tools (approvalTimeout, approvalExpiry).
+func (s *remote) ApprovalExpiry() (operators.Expiry, bool) {
+	return s.cfg.ApprovalExpiry, s.cfg.ApprovalExpiry.Timeout > 0
+}
 
 // RequiresApproval reports whether the server's configuration may ask
 // for approval of tool, a name as the provider offers it, which the

@@ -211,8 +211,9 @@ func (a *Agent) Start(ctx context.Context, conversationID string, in Input) iter
 }
 
 // Resume answers the approval a parked run waits for and continues the
-// run; it yields approval.resolved first, then the run's events, with the
-// contract of Run. d.ApprovalID may be empty when a single approval waits.
+// run; it yields approval.resolved first (after approval.expired when
+// the deadline decided), then the run's events, with the contract of
+// Run. d.ApprovalID may be empty when a single approval waits.
 // Errors: ErrInvalidInput for a malformed decision, ErrNoPendingApproval
 // when nothing (or nothing with that id) waits.
 func (a *Agent) Resume(ctx context.Context, conversationID string, d ApprovalDecision) iter.Seq2[events.Event, error] {
@@ -243,6 +244,12 @@ func (a *Agent) Resume(ctx context.Context, conversationID string, d ApprovalDec
 			args = d.Args
 		}
 		d.ApprovalID = target.ID
+		if x := d.Expired; x != nil {
+			x.ApprovalID, x.Kind = target.ID, events.PendingApproval
+			if !yield(events.New(x), nil) {
+				return
+			}
+		}
 		if !yield(events.New(&events.ApprovalResolved{ApprovalID: target.ID, Decision: d.Decision, Args: args, Reason: d.Reason}), nil) {
 			return
 		}

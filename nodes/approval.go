@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
@@ -22,6 +23,11 @@ type ApprovalDecision struct {
 	Args json.RawMessage `json:"args,omitempty"`
 	// Reason says why a call was rejected.
 	Reason string `json:"reason,omitempty"`
+	// Expired, when set, says that nobody answered before the
+	// approval's deadline and the deadline's outcome is the decision:
+	// Resume yields it (approval.expired) before approval.resolved, and
+	// a rejection tells the model that the approval expired.
+	Expired *events.ApprovalExpired `json:"expired,omitempty"`
 }
 
 func (d ApprovalDecision) validate() error {
@@ -82,6 +88,11 @@ func (a *Agent) approve(ctx context.Context, s ChatState, calls []ToolCall) (out
 			}
 			rejected[c.ID] = fmt.Sprintf("The user rejected this call to %s (revision %d). Reason: %s. "+
 				"Do not repeat the same call: propose a revised one, or answer without it.", c.Tool, revision, reason)
+			if d.Expired != nil { // nobody rejected it: the deadline did
+				rejected[c.ID] = fmt.Sprintf("Not run: nobody answered the request to approve this call to %s before its deadline (%s), "+
+					"so the approval expired and the call did not run. Tell the user that the approval expired and that nothing was done; "+
+					"do not repeat the call.", c.Tool, d.Expired.ExpiresAt.UTC().Format(time.RFC3339))
+			}
 			revision++
 		}
 		records = append(records, rec)

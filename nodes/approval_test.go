@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
@@ -177,4 +178,36 @@ func TestApprovalThreeRejectionsStop(t *testing.T) {
 		t.Errorf("%d model calls, want 4", n)
 	}
 	h.allConsumed(t)
+}
+
+// A decision the deadline made comes after approval.expired, and a
+// rejection at the deadline tells the model the approval expired and
+// nothing was done, not that the user rejected it.
+func TestApprovalExpiredDecision(t *testing.T) {
+	h := newHarness(t, `{"steps": [
+		{"match": {"node": "supervisor", "tool_result": false}, "reply": {"tool_calls": [{"id": "d1", "name": "delete_file", "args": {"path": "/tmp/a.txt"}}]}},
+		{"match": {"node": "supervisor", "tool_result": true}, "reply": {"json": {"action": "ANSWER"}}},
+		{"match": {"node": "write"}, "reply": {"text": "Nobody approved it in time, so nothing was deleted."}}
+	]}`, nodes.Options{})
+	r := h.run(t, "c1", "delete /tmp/a.txt")
+	req := last[*events.ApprovalRequired](r)
+	at := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	r = h.resume(t, "c1", nodes.ApprovalDecision{Decision: events.DecisionReject, Reason: "expired",
+		Expired: &events.ApprovalExpired{Outcome: events.ExpiryReject, ExpiresAt: at}})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if tr := r.trace(); !strings.HasPrefix(tr, "approval.expired approval.resolved:reject +execute_tool tool.error:delete_file") {
+		t.Errorf("trace %s", tr)
+	}
+	if x := last[*events.ApprovalExpired](r); x.ApprovalID != req.ApprovalID || x.Kind != events.PendingApproval || !x.ExpiresAt.Equal(at) {
+		t.Errorf("approval.expired = %+v", x)
+	}
+	if e := last[*events.ToolError](r); !strings.Contains(e.Error, "the approval expired") || !strings.Contains(e.Error, "2031-05-06T07:08:09Z") ||
+		strings.Contains(e.Error, "The user rejected") {
+		t.Errorf("the model reads %q", e.Error)
+	}
+	if len(*h.deleted) != 0 {
+		t.Errorf("deleted = %v", *h.deleted)
+	}
 }

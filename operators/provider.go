@@ -385,6 +385,25 @@ func (p *Provider) NeedsApproval(name string) bool {
 	return p.cfg.Approval.Requires(t.spec(), names...)
 }
 
+// ApprovalExpiry is how long an approval of a call to name waits, and
+// what happens then (see [ApprovalPolicy.Expiry]): the policy's rule for
+// the tool, else its source's (an [ExpirySource]), else the policy's
+// default. Zero waits for ever.
+func (p *Provider) ApprovalExpiry(name string) Expiry {
+	names := []string{name}
+	var (
+		source Expiry
+		ok     bool
+	)
+	if t, found := p.resolve(name); found && t.kind == SourceMCP {
+		names = append(names, t.remote.src.Name()+"."+t.rtool.spec.Name)
+		if es, is := t.remote.src.(ExpirySource); is {
+			source, ok = es.ApprovalExpiry()
+		}
+	}
+	return p.cfg.Approval.expiryOf(source, ok, names...)
+}
+
 // Execute validates args against name's input schema and runs the tool.
 // It never returns a Go error and never panics: every failure is an error
 // [Result] whose Error the model reads and whose Err matches

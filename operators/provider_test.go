@@ -6,7 +6,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -312,4 +314,27 @@ func TestCatalogFollowsChanges(t *testing.T) {
 	tools := p.Tools()
 	tools[0].Name = "changed"
 	check("changing Tools' result", "echo shout coder query_rewriter")
+}
+
+// An approval's deadline is the policy's rule for the tool, by its plain
+// or qualified name, else the policy's default, with reject as the
+// outcome when none is given; the zero policy's approvals wait for ever.
+func TestApprovalExpiry(t *testing.T) {
+	local := operators.NewRegistry()
+	local.MustAdd(echoTool())
+	src := &fakeSource{name: "mail", specs: []operators.Spec{querySpec("send")}}
+	policy := operators.ApprovalPolicy{Expiry: operators.Expiry{Timeout: time.Hour},
+		ToolExpiry: map[string]operators.Expiry{"mail.send": {Timeout: 2 * time.Minute, Outcome: events.ExpiryApprove}}}
+	p := newTestProvider(t, operators.ProviderConfig{Local: local, Approval: policy}, src)
+	hour := operators.Expiry{Timeout: time.Hour, Outcome: events.ExpiryReject}
+	send := operators.Expiry{Timeout: 2 * time.Minute, Outcome: events.ExpiryApprove}
+	for name, want := range map[string]operators.Expiry{"echo": hour, "send": send, "mail.send": send, "unknown": hour} {
+		if got := p.ApprovalExpiry(name); got != want {
+			t.Errorf("ApprovalExpiry(%s) = %+v, want %+v", name, got, want)
+		}
+	}
+	zero := newTestProvider(t, operators.ProviderConfig{Local: local}, &fakeSource{name: "mail", specs: src.specs})
+	if got := zero.ApprovalExpiry("echo"); got != (operators.Expiry{}) {
+		t.Errorf("the zero policy's deadline: %+v, want none", got)
+	}
 }

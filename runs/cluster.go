@@ -430,8 +430,12 @@ func validAnswer(e store.HumanRequest, ans store.ElicitationAnswer) error {
 
 // decisionOf is the agent's form of an answered approval.
 func decisionOf(a store.HumanRequest) nodes.ApprovalDecision {
-	return nodes.ApprovalDecision{ApprovalID: a.ID, Decision: events.DecisionKind(a.Approval.Decision), Args: a.Approval.EditedArgs,
-		Reason: a.Approval.Reason}
+	d := nodes.ApprovalDecision{ApprovalID: a.ID, Decision: events.DecisionKind(a.Approval.Decision), Args: a.Approval.EditedArgs,
+		Reason: a.Approval.Reason, Expired: expiredOf(a)}
+	if d.Expired != nil && d.Reason == "" {
+		d.Reason = "expired: nobody answered before the deadline"
+	}
+	return d
 }
 
 // responseOf is the tool's form of a resolved elicitation: an expired one

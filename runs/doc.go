@@ -17,7 +17,8 @@
 //     cancel, or wait for a resume).
 //   - Answer a set of pending human requests and follow the run they
 //     resume (Answer); AnswerApproval, AnswerElicitation,
-//     CancelElicitation one at a time.
+//     CancelElicitation one at a time; Expire an approval whose
+//     deadline passed.
 //   - Cancel a run; DeleteConversation; EditTask, Tasks.
 //   - Read: Conversation, Conversations, OpenConversation,
 //     CreateConversation, SetMetadata, RunRecord, LatestRun, RunRecords,
@@ -77,8 +78,15 @@
 // the run emits run.interrupted (reason approval) and is parked
 // durably; a later answer (AnswerApproval) resumes it in the background,
 // its events numbered on after the run.interrupted. Answers and cancels
-// are serialised: of an answer and a cancel racing, exactly one wins. A
-// clarifying question ends the run with run.interrupted (reason
+// are serialised: of an answer and a cancel racing, exactly one wins.
+// An approval may have a deadline, which its tool's approval rule sets
+// (operators.Provider.ApprovalExpiry) and the store keeps with it;
+// Config.ScheduleExpiry arranges a durable call of Expire at it. Expire
+// records the outcome the rule chose the way an answer is recorded, so
+// of a person and the deadline exactly one wins, and hands it to the run
+// as an answer (reject, approve) or a cancel (cancel) is; the run's next
+// event is approval.expired.
+// A clarifying question ends the run with run.interrupted (reason
 // clarification), recorded as a pending human request of its kind; the
 // user's next message is a new run that answers it (the store records
 // the answer as it starts the run).

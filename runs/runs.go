@@ -435,6 +435,7 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[events.Event, error]) (*events.
 	case *events.RunInterrupted:
 		switch t.Reason {
 		case string(events.PendingApproval):
+			m.showDeadlines(rn, t)
 			return t, true
 		case string(events.PendingElicitation):
 			m.park(rn, t, store.InterruptElicitation, store.KindElicitation, t.ElicitationIDs)
@@ -507,24 +508,32 @@ func (m *Service) record(rn *Run, ev events.Event) bool {
 	ctx := context.WithoutCancel(rn.ctx)
 	switch d := ev.Data.(type) {
 	case *events.ApprovalRequired:
-		_, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.ApprovalID, Kind: store.KindApproval, RunID: rn.id,
-			Approval: store.Approval{ToolCallID: d.ToolCallID, Tool: d.Tool, Args: d.Args, Revision: d.Revision}})
+		at, onExpiry := m.deadline(d.Tool)
+		a, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.ApprovalID, Kind: store.KindApproval, RunID: rn.id,
+			Approval:  store.Approval{ToolCallID: d.ToolCallID, Tool: d.Tool, Args: d.Args, Revision: d.Revision},
+			ExpiresAt: at, OnExpiry: onExpiry})
 		if errors.Is(err, store.ErrConflict) {
 			// Announced before this resumption or recovery. A recovered
 			// run asks again what its process died waiting for; an answer
 			// stored meanwhile (it may have gone to that process) is
-			// applied now.
-			if a, gerr := m.st.GetHumanRequest(ctx, store.KindApproval, rn.userID, d.ApprovalID); rn.recovered && gerr == nil && a.Status.Answered() {
+			// applied now, and a deadline is kept.
+			a, gerr := m.st.GetHumanRequest(ctx, store.KindApproval, rn.userID, d.ApprovalID)
+			if rn.recovered && gerr == nil && a.Status.Answered() {
 				select {
 				case rn.answers <- decisionOf(a):
 				default:
 				}
+			}
+			if gerr == nil {
+				m.schedule(ctx, rn, a)
 			}
 			return false
 		}
 		if err != nil {
 			rn.log.LogAttrs(ctx, slog.LevelError, "storing an approval failed", slog.String("approval_id", d.ApprovalID), slog.Any("error", err))
 		}
+		d.ExpiresAt, d.OnExpiry = a.ExpiresAt, a.OnExpiry
+		m.schedule(ctx, rn, a)
 	case *events.ToolUncertain:
 		m.askUncertainCall(ctx, rn, d)
 	case *events.ElicitationRequest:
@@ -906,6 +915,11 @@ func (m *Service) resumeWith(ctx context.Context, h store.HumanRequest) error {
 func (m *Service) cancel(ctx context.Context, userID, conversationID, runID string, forward bool) (string, error) {
 	m.resumeMu.Lock() // see AnswerApproval
 	defer m.resumeMu.Unlock()
+	return m.cancelLocked(ctx, userID, conversationID, runID, forward)
+}
+
+// cancelLocked is cancel with m.resumeMu held.
+func (m *Service) cancelLocked(ctx context.Context, userID, conversationID, runID string, forward bool) (string, error) {
 	m.mu.Lock()
 	rn := m.byConv[conversationID]
 	if rn != nil && runID != "" && rn.id != runID {
@@ -954,9 +968,13 @@ func (m *Service) cancel(ctx context.Context, userID, conversationID, runID stri
 
 // abandoned is a run's last call to the agent when the user cancelled it
 // while it waited: nothing stays pending in the thread, and the run ends
-// with run.cancelled.
+// with run.cancelled, after approval.expired when the deadline of what it
+// waited for cancelled it.
 func (m *Service) abandoned(ctx context.Context, conversationID string) iter.Seq2[events.Event, error] {
 	return func(yield func(events.Event, error) bool) {
+		if x := m.cancelledByDeadline(context.WithoutCancel(ctx), conversationID); x != nil && !yield(events.New(x), nil) {
+			return
+		}
 		if err := m.agent.Abandon(context.WithoutCancel(ctx), conversationID); err != nil {
 			f := &events.RunFailed{Error: events.ErrorInfo{Code: events.CodeInternal, Message: "abandoning the run failed"}}
 			yield(events.Event{Type: f.EventType(), Data: f}, err)

@@ -31,6 +31,13 @@
 // of a user who cannot exist are empty). JSON keeps escapes as they are,
 // \u0000 included.
 //
+// # Deadlines
+//
+// An approval may have a deadline (HumanRequest.ExpiresAt) and what
+// happens then (OnExpiry). A DeadlineAnswer resolves it as a person's
+// answer does, in the same conditional update, so of the two exactly one
+// wins; the request is then marked TimedOut.
+//
 // # One active run per conversation
 //
 // A run is active while it is not superseded and is either running or

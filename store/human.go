@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/trellis-ai/trellis/events"
 )
 
 // HumanKind says what a human is asked: a run waits on a human request of
@@ -73,6 +75,13 @@ type HumanRequest struct {
 	Status         HumanStatus
 	CreatedAt      time.Time
 	ResolvedAt     *time.Time
+	// ExpiresAt is the request's deadline, nil for none; OnExpiry is
+	// what happens then. Only approvals have deadlines.
+	ExpiresAt *time.Time
+	OnExpiry  events.ExpiryOutcome
+	// TimedOut: the deadline decided the request (see DeadlineAnswer),
+	// not a person.
+	TimedOut bool
 
 	Approval      Approval      // with KindApproval
 	Elicitation   Elicitation   // with KindElicitation
@@ -145,6 +154,14 @@ type (
 		Reason         string          `json:"reason,omitempty"`
 		CreatedAt      time.Time       `json:"created_at"`
 		ResolvedAt     *time.Time      `json:"resolved_at,omitempty"`
+		// expiry is the approval's deadline, when it has one.
+		expiryJSON
+	}
+	// expiryJSON is a request's deadline as the API shows it.
+	expiryJSON struct {
+		ExpiresAt *time.Time           `json:"expires_at,omitempty"`
+		OnExpiry  events.ExpiryOutcome `json:"on_expiry,omitempty"`
+		TimedOut  bool                 `json:"timed_out,omitempty"`
 	}
 	elicitationJSON struct {
 		ID             string          `json:"elicitation_id"`
@@ -191,7 +208,8 @@ func (r HumanRequest) MarshalJSON() ([]byte, error) {
 		a := r.Approval
 		return json.Marshal(approvalJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
 			ToolCallID: a.ToolCallID, Tool: a.Tool, Args: a.Args, Revision: a.Revision, Status: r.Status,
-			Decision: a.Decision, EditedArgs: a.EditedArgs, Reason: a.Reason, CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt})
+			Decision: a.Decision, EditedArgs: a.EditedArgs, Reason: a.Reason, CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt,
+			expiryJSON: expiryJSON{ExpiresAt: r.ExpiresAt, OnExpiry: r.OnExpiry, TimedOut: r.TimedOut}})
 	case KindElicitation:
 		e := r.Elicitation
 		return json.Marshal(elicitationJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
@@ -220,6 +238,11 @@ type NewHumanRequest struct {
 	Elicitation   Elicitation   // Schema a JSON object, nil means {}
 	Clarification Clarification // Question required
 	UncertainCall UncertainCall // Tool required; Args a JSON object, nil means {}
+	// ExpiresAt is a deadline, with what happens then in OnExpiry
+	// (required with it); nil waits for ever. Only an approval takes
+	// one.
+	ExpiresAt *time.Time
+	OnExpiry  events.ExpiryOutcome
 }
 
 // Validate reports an ErrInvalid error for a request that cannot be
@@ -227,6 +250,16 @@ type NewHumanRequest struct {
 func (n NewHumanRequest) Validate() error {
 	if n.RunID == "" {
 		return fmt.Errorf("%w: run id is required", ErrInvalid)
+	}
+	switch {
+	case n.ExpiresAt == nil && n.OnExpiry != "":
+		return fmt.Errorf("%w: an outcome at expiry needs a deadline", ErrInvalid)
+	case n.ExpiresAt != nil && n.Kind != KindApproval:
+		return fmt.Errorf("%w: only an approval takes a deadline, not a %s", ErrInvalid, n.Kind)
+	case n.ExpiresAt != nil:
+		if o, err := events.ParseExpiryOutcome(string(n.OnExpiry)); err != nil || o != n.OnExpiry {
+			return fmt.Errorf("%w: outcome at expiry %q is not reject, approve or cancel", ErrInvalid, n.OnExpiry)
+		}
 	}
 	switch n.Kind {
 	case KindApproval:
@@ -279,10 +312,56 @@ type HumanAnswer interface {
 }
 
 var (
+	_ HumanAnswer = DeadlineAnswer{}
 	_ HumanAnswer = ApprovalAnswer{}
 	_ HumanAnswer = ElicitationAnswer{}
 	_ HumanAnswer = CallAnswer{}
 )
+
+// DeadlineAnswer is what a request's deadline decides when nobody
+// answered it in time: the request's OnExpiry. It resolves the request as
+// a person's answer does, so that of it and a person's answer exactly one
+// wins, and marks it TimedOut: an approval approve or reject are
+// recorded as those decisions (approved, rejected), cancel as expired.
+type DeadlineAnswer struct {
+	Outcome events.ExpiryOutcome
+}
+
+// Kind is KindApproval, the kind that has deadlines.
+func (DeadlineAnswer) Kind() HumanKind { return KindApproval }
+
+// Validate reports an ErrInvalid error for an outcome that is none.
+func (a DeadlineAnswer) Validate() error {
+	if a.Status() == "" {
+		return fmt.Errorf("%w: outcome at expiry %q is not reject, approve or cancel", ErrInvalid, a.Outcome)
+	}
+	return nil
+}
+
+// Status is the status an approval decided by its deadline takes.
+func (a DeadlineAnswer) Status() HumanStatus {
+	switch a.Outcome {
+	case events.ExpiryApprove:
+		return HumanApproved
+	case events.ExpiryReject:
+		return HumanRejected
+	case events.ExpiryCancel:
+		return HumanExpired
+	}
+	return ""
+}
+
+// Decision is the decision an approval decided by its deadline records;
+// "" for a cancel.
+func (a DeadlineAnswer) Decision() Decision {
+	switch a.Outcome {
+	case events.ExpiryApprove:
+		return DecisionApprove
+	case events.ExpiryReject:
+		return DecisionReject
+	}
+	return ""
+}
 
 // Decision is a human's answer to an approval.
 type Decision string

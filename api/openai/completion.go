@@ -96,6 +96,11 @@ func (c *completion) take(p events.Payload, out answerer) error {
 	return nil
 }
 
+// expiryWords say what an approval's deadline decides.
+var expiryWords = map[events.ExpiryOutcome]string{
+	events.ExpiryReject: "rejected", events.ExpiryApprove: "approved", events.ExpiryCancel: "cancelled with its run",
+}
+
 // waiting says what a run that stopped for a human waits for: each
 // kind of request it waits on, as an approval and a call that may have
 // run can wait side by side. A clarifying question is already the
@@ -109,7 +114,11 @@ func (c *completion) waiting(e *events.RunInterrupted) string {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			fmt.Fprintf(&b, "%s (approval id %s)", a.Tool, a.ApprovalID)
+			fmt.Fprintf(&b, "%s (approval id %s", a.Tool, a.ApprovalID)
+			if a.ExpiresAt != nil {
+				fmt.Fprintf(&b, "; unanswered by %s, it will be %s", a.ExpiresAt.UTC().Format(time.RFC3339), expiryWords[a.OnExpiry])
+			}
+			b.WriteString(")")
 		}
 		if len(c.approvals) == 0 {
 			fmt.Fprintf(&b, "a tool (approval ids %s)", strings.Join(e.ApprovalIDs, ", "))

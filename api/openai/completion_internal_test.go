@@ -3,6 +3,7 @@ package openai
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trellis-ai/trellis/events"
 )
@@ -18,5 +19,15 @@ func TestWaitingNamesEveryKind(t *testing.T) {
 				t.Errorf("reason %s: %q does not say %q", reason, got, want)
 			}
 		}
+	}
+}
+
+// An approval with a deadline says when it expires and what happens then.
+func TestWaitingNamesTheDeadline(t *testing.T) {
+	at := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	c := &completion{approvals: []*events.ApprovalRequired{{ApprovalID: "a1", Tool: "delete_file", ExpiresAt: &at, OnExpiry: events.ExpiryApprove}}}
+	got := c.waiting(&events.RunInterrupted{Reason: "approval", ApprovalIDs: []string{"a1"}})
+	if want := "delete_file (approval id a1; unanswered by 2031-05-06T07:08:09Z, it will be approved)"; !strings.Contains(got, want) {
+		t.Errorf("%q does not say %q", got, want)
 	}
 }

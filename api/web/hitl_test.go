@@ -287,3 +287,44 @@ func TestUncertainCall(t *testing.T) {
 	p.WaitText(webtest.LastAnswer, "I did not charge the card again.")
 	p.WaitText(webtest.LastTurn+" .act-approval:last-of-type", "The call that may have run: skipped")
 }
+
+// An approval with a deadline says by when to answer and what happens
+// then; when the deadline passes unanswered (approval.expired), the card
+// says it expired and with what outcome, and the approval.resolved that
+// follows does not hide that.
+func TestApprovalExpires(t *testing.T) {
+	gate := make(chan struct{})
+	args := map[string]any{"to": "team@example.com"}
+	f := newContractFake(t, func(r *fakeRun) {
+		r.emit("approval.required", map[string]any{"approval_id": "appr-x", "tool_call_id": "call-appr-x", "tool": "send_email", "args": args,
+			"revision": 0, "expires_at": "2031-05-06T07:08:09Z", "on_expiry": "reject"})
+		if !r.await(gate) {
+			return
+		}
+		r.emit("approval.expired", map[string]any{"approval_id": "appr-x", "kind": "approval", "outcome": "reject", "expires_at": "2031-05-06T07:08:09Z"})
+		r.emit("approval.resolved", map[string]any{"approval_id": "appr-x", "decision": "reject", "args": args,
+			"reason": "expired: nobody answered before the deadline"})
+		r.emit("tool.error", map[string]any{"tool_call_id": "call-appr-x", "tool": "send_email", "error": "Not run: the approval expired."})
+		r.answer("Nobody approved the email in time, so I did not send it.")
+	})
+	p := open(t, f)
+	p.Send("Email the team")
+
+	card := `.approval-card[data-approval-id="appr-x"]`
+	p.WaitVisible(card)
+	p.WaitText(card+" .card-deadline", "Answer by")
+	p.WaitText(card+" .card-deadline", "after that it will be rejected")
+	p.CheckAccessible()
+	p.Screenshot("approval-deadline")
+	close(gate)
+
+	p.WaitJS("the card expired", `(sel) => { const c = document.querySelector(sel); return c && c.dataset.state === "expired" && c.dataset.outcome === "reject" }`, card)
+	p.WaitText(card+" .card-result", "with no answer: rejected")
+	p.WaitText(webtest.LastAnswer, "Nobody approved the email in time")
+	p.WaitText(webtest.LastTurn, "Approval expired with no answer: rejected")
+	p.WaitText(card+" .card-result", "Expired at")
+	p.Screenshot("approval-expired")
+	if n := f.count("POST", "/api/v1/approvals/appr-x"); n != 0 {
+		t.Errorf("the page answered an expired approval %d times", n)
+	}
+}

@@ -65,6 +65,7 @@ type serveConfig struct {
 	admins             []string
 	mcpConfig          string
 	approvalTools      []string
+	approvalExpiry     operators.Expiry
 	corsOrigins        []string
 	trustedProxies     []string
 	limits             api.Limits
@@ -121,6 +122,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		subAgents, budgetTokens, budgetCalls     string
 		budgetTime, systemPrompt, summaryTokens  string
 		retentionDays                            string
+		approvalTimeout, approvalExpiry          string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -134,6 +136,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&admins, "admin-users", env("TRELLIS_ADMIN_USERS", ""), "users (as --api-keys names them) who may read what spans every user, comma-separated; in local mode the local user (TRELLIS_ADMIN_USERS)")
 	fs.StringVar(&c.mcpConfig, "mcp-config", env("TRELLIS_MCP_CONFIG", ""), "MCP servers file (TRELLIS_MCP_CONFIG)")
 	fs.StringVar(&approval, "approval-tools", env("TRELLIS_APPROVAL_TOOLS", ""), "tools that always need approval, comma-separated (TRELLIS_APPROVAL_TOOLS)")
+	fs.StringVar(&approvalTimeout, "approval-timeout", env("TRELLIS_APPROVAL_TIMEOUT", "0"), "how long an approval waits for an answer before --approval-expiry decides it, unless its MCP server's approvalTimeout says otherwise; 0 waits for ever (TRELLIS_APPROVAL_TIMEOUT)")
+	fs.StringVar(&approvalExpiry, "approval-expiry", env("TRELLIS_APPROVAL_EXPIRY", "reject"), "what an approval's deadline decides: reject (the agent is told it expired), approve, or cancel (the run) (TRELLIS_APPROVAL_EXPIRY)")
 	fs.StringVar(&cors, "cors-origins", env("TRELLIS_CORS_ORIGINS", ""), "origins browsers may call the API from, comma-separated, or * (TRELLIS_CORS_ORIGINS)")
 	fs.StringVar(&interrupt, "interrupt-after", env("TRELLIS_INTERRUPT_AFTER", "60s"), "how long an open stream waits for an approval before run.interrupted (TRELLIS_INTERRUPT_AFTER)")
 	fs.StringVar(&elicitTO, "elicit-timeout", env("TRELLIS_ELICIT_TIMEOUT", "5m"), "how long an open stream waits for the answer to a tool's question before the run parks on it (TRELLIS_ELICIT_TIMEOUT)")
@@ -209,6 +213,13 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	dur("interrupt-after", interrupt, &c.interruptAfter)
 	dur("elicit-timeout", elicitTO, &c.elicitTimeout)
+	dur("approval-timeout", approvalTimeout, &c.approvalExpiry.Timeout)
+	if c.approvalExpiry.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("approval-timeout: %s is negative (0 waits for ever)", c.approvalExpiry.Timeout))
+	}
+	if c.approvalExpiry.Outcome, err = events.ParseExpiryOutcome(approvalExpiry); err != nil {
+		errs = append(errs, fmt.Errorf("approval-expiry: %w", err))
+	}
 	dur("shutdown-timeout", shutdown, &c.shutdownTimeout)
 	dur("job-timeout", jobTimeout, &c.jobTimeout)
 	if c.jobTimeout <= 0 {
@@ -533,6 +544,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		return app{}, errors.New("erasure: the store cannot erase users")
 	}
 	erasure := newEraser(ws)
+	expiry := openExpirer(ws, log)
 	titles, titleDesc, err := openTitler(ctx, models, ws, log)
 	if err != nil {
 		return app{}, err
@@ -614,6 +626,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if titles != nil {
 		rcfg.Title = titles.enqueue
 	}
+	rcfg.ScheduleExpiry = expiry.schedule
 	svc, err := runs.New(rcfg)
 	if err != nil {
 		return app{}, err
@@ -622,6 +635,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		titles.wire(queue, svc)
 	}
 	erasure.wire(queue, svc, rec, docs, cog, wals, log)
+	expiry.wire(queue, svc)
 	if kept != nil {
 		kept.wire(svc, st, log)
 	}
@@ -666,7 +680,7 @@ func buildTools(ctx context.Context, cfg serveConfig, models *llm.Registry, metr
 		return toolset{}, err
 	}
 	pcfg := operators.ProviderConfig{Local: local, Operators: ops, OnBreakerChange: metrics.BreakerChanged, Logger: log,
-		Approval: operators.ApprovalPolicy{Tools: cfg.approvalTools}, MaxResultBytes: cfg.maxToolResult}
+		Approval: operators.ApprovalPolicy{Tools: cfg.approvalTools, Expiry: cfg.approvalExpiry}, MaxResultBytes: cfg.maxToolResult}
 	var mcpServers []mcp.ServerConfig
 	if cfg.mcpConfig != "" {
 		mc, err := mcp.LoadConfig(cfg.mcpConfig)

@@ -23,8 +23,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/internal/pgtest"
+	"github.com/trellis-ai/trellis/operators"
 )
 
 // childArgs, when set, makes the test binary run trellis with these
@@ -74,6 +76,13 @@ func TestParseServe(t *testing.T) {
 		c.budget.Tokens != 5000 || c.budget.ToolCalls != 7 || c.budget.Time != 2*time.Minute || len(c.subAgents.Agents) != 0 {
 		t.Errorf("budget: %+v %v", c.budget, err)
 	}
+	if c.approvalExpiry != (operators.Expiry{Outcome: events.ExpiryReject}) {
+		t.Errorf("approvals wait for ever by default: %+v", c.approvalExpiry)
+	}
+	if c, err = parseServe([]string{"--approval-timeout", "4h", "--approval-expiry", "cancel"}, env(), io.Discard); err != nil ||
+		c.approvalExpiry != (operators.Expiry{Timeout: 4 * time.Hour, Outcome: events.ExpiryCancel}) {
+		t.Errorf("approval expiry: %+v %v", c.approvalExpiry, err)
+	}
 	// TRELLIS_AUTH=keys authenticates with issued keys alone, so it may
 	// serve beyond loopback, and its admins are users of keys not listed.
 	if c, err = parseServe(nil, env("TRELLIS_AUTH", "keys", "TRELLIS_ADDR", "0.0.0.0:8080", "TRELLIS_ADMIN_USERS", "ops"), io.Discard); err != nil ||
@@ -119,6 +128,9 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_RETENTION_DAYS", "-1"},
 		{"TRELLIS_RETENTION_DAYS", "a month"},
 		{"TRELLIS_SUBAGENTS", "/nonexistent/subagents.json"},
+		{"TRELLIS_APPROVAL_TIMEOUT", "-1h"},
+		{"TRELLIS_APPROVAL_TIMEOUT", "tomorrow"},
+		{"TRELLIS_APPROVAL_EXPIRY", "ignore"},
 	} {
 		if _, err := parseServe(nil, env(bad...), io.Discard); err == nil {
 			t.Errorf("%v accepted", bad)

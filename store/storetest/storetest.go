@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"EndRun", testEndRun},
 		{"Approvals", testApprovals},
 		{"ApprovalResolveConcurrent", testApprovalResolveConcurrent},
+		{"ApprovalDeadlines", testApprovalDeadlines},
 		{"Elicitations", testElicitations},
 		{"ElicitationResolveConcurrent", testElicitationResolveConcurrent},
 		{"FinalRunExpiresPending", testFinalRunExpiresPending},

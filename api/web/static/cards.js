@@ -2,7 +2,9 @@
 // (approve, edit the arguments as JSON, or reject with a reason), an
 // elicitation (a form generated from the requested JSON Schema), and an
 // uncertain call (a call a crash cut off, which may have run: run it
-// again, skip it, or treat it as failed).
+// again, skip it, or treat it as failed). An approval with a deadline
+// says by when to answer and what happens then; once the deadline
+// decided it, the card says so (data-state "expired", data-outcome).
 //
 // A card posts the answer itself and then calls onAnswered, so the page
 // can make sure it is watching the run continue. Its data-state is
@@ -11,6 +13,12 @@
 import { APIError, path } from "./api.js";
 import { el, pretty } from "./dom.js";
 import { buildSchemaForm } from "./schemaform.js";
+
+/** OUTCOMES says what an approval's deadline decides. */
+export const OUTCOMES = { reject: "rejected", approve: "approved", cancel: "the run cancelled" };
+
+/** when writes a deadline in the user's local time. */
+const when = (ts) => new Date(ts).toLocaleString();
 
 let counter = 0;
 const uid = (kind) => `${kind}-${++counter}`;
@@ -95,6 +103,10 @@ export class ApprovalCard extends Card {
     const intro = el("p", {}, "The agent wants to run this tool with these arguments.");
     if (ev.revision > 0) intro.append(` This is a revised proposal (${ev.revision} rejected before).`);
     this.argsView = el("pre", { class: "args", "aria-label": "Proposed arguments" }, pretty(args));
+    const deadline = ev.expires_at
+      ? el("p", { class: "card-deadline", "data-expires-at": ev.expires_at },
+        `Answer by ${when(ev.expires_at)}; after that it will be ${OUTCOMES[ev.on_expiry] || OUTCOMES.reject}.`)
+      : "";
 
     const approve = el("button", { type: "button", class: "primary", "data-action": "approve" }, "Approve");
     const edit = el("button", { type: "button", "data-action": "edit", "aria-expanded": "false", "aria-controls": `${id}-edit` }, "Edit arguments");
@@ -167,11 +179,19 @@ export class ApprovalCard extends Card {
       send({ decision: "reject", reason }, "Rejected. The agent is told why.");
     });
 
-    this.element.append(title, intro, this.argsView, actions, editForm, rejectForm, this.error, this.result);
+    this.element.append(title, intro, deadline, this.argsView, actions, editForm, rejectForm, this.error, this.result);
+  }
+
+  /** expired shows that nobody answered before the deadline, and what the deadline decided (approval.expired). */
+  expired(ev) {
+    this.element.dataset.outcome = ev.outcome;
+    this.element.dataset.state = "sending";
+    this.finish("expired", `Expired at ${when(ev.expires_at)} with no answer: ${OUTCOMES[ev.outcome] || ev.outcome}.`);
   }
 
   /** resolve shows the answer an approval.resolved event reports. */
   resolve(ev) {
+    if (this.state === "expired") return; // approval.expired said it first, with why
     const text = {
       approve: "Approved.",
       edit: "Approved with edited arguments.",

@@ -7,7 +7,7 @@
 // events, and apply ignores any event whose seq is not above the last one
 // applied.
 
-import { ApprovalCard, ElicitationCard, UncertainCallCard } from "./cards.js";
+import { ApprovalCard, ElicitationCard, OUTCOMES, UncertainCallCard } from "./cards.js";
 import { clip, el, pretty } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { openPassage } from "./passage.js";
@@ -393,6 +393,10 @@ const HANDLERS = {
     this.cards.set(ev.approval_id, card);
     this.cardsBox.append(card.element);
     if (!replay) this.ctx.announce(`Approval needed to run ${ev.tool || "a tool"}.`);
+  },
+  "approval.expired"(ev) {
+    this.log("act-approval", el("span", { class: "icon", "aria-hidden": "true" }, "⌛"), ` Approval expired with no answer: ${OUTCOMES[ev.outcome] || ev.outcome}`);
+    this.cards.get(ev.approval_id)?.expired(ev);
   },
   "approval.resolved"(ev) {
     this.log("act-approval", el("span", { class: "icon", "aria-hidden": "true" }, "✓"), ` Approval ${ev.decision === "reject" ? "rejected" : ev.decision === "edit" ? "given with edited arguments" : "given"}`);

@@ -158,7 +158,13 @@ func (s *Store) CreateHumanRequest(ctx context.Context, n store.NewHumanRequest)
 	if err := cmp.Or(n.Validate(), storeutil.CheckIDs(n.RunID)); err != nil {
 		return store.HumanRequest{}, s.errorf("create %s: %w", cmp.Or(string(n.Kind), "human request"), err)
 	}
-	r := store.HumanRequest{ID: n.ID, Kind: n.Kind, RunID: n.RunID, Status: store.HumanPending, CreatedAt: storeutil.Now()}
+	r := store.HumanRequest{ID: n.ID, Kind: n.Kind, RunID: n.RunID, Status: store.HumanPending, CreatedAt: storeutil.Now(),
+		OnExpiry: n.OnExpiry}
+	var expires any // NULL: no deadline
+	if n.ExpiresAt != nil {
+		at := n.ExpiresAt.UTC().Truncate(time.Microsecond) // as either database keeps it
+		r.ExpiresAt, expires = &at, s.db.Time(at)
+	}
 	if r.ID == "" {
 		r.ID = ids.New()
 	}
@@ -172,7 +178,8 @@ func (s *Store) CreateHumanRequest(ctx context.Context, n store.NewHumanRequest)
 	case store.KindApproval:
 		a := n.Approval
 		r.Approval = store.Approval{ToolCallID: a.ToolCallID, Tool: a.Tool, Args: []byte(objectOr(a.Args)), Revision: a.Revision}
-		h, cols, vals = approvals, "tool_call_id, tool, args, revision", []any{a.ToolCallID, a.Tool, string(r.Approval.Args), a.Revision}
+		h, cols = approvals, "tool_call_id, tool, args, revision, expires_at, on_expiry"
+		vals = []any{a.ToolCallID, a.Tool, string(r.Approval.Args), a.Revision, expires, string(n.OnExpiry)}
 	case store.KindElicitation:
 		e := n.Elicitation
 		r.Elicitation = store.Elicitation{Source: e.Source, Message: e.Message, Schema: []byte(objectOr(e.Schema))}
@@ -229,6 +236,8 @@ func (s *Store) ResolveHumanRequest(ctx context.Context, userID, id string, ans 
 		}
 		r, err = approvals.resolve(ctx, s, userID, id, `status = ?, decision = ?, edited_args = ?, reason = ?`,
 			ans.Status(), ans.Decision, edited, ans.Reason)
+	case store.DeadlineAnswer:
+		r, err = approvals.resolve(ctx, s, userID, id, `status = ?, decision = ?, timed_out = TRUE`, ans.Status(), ans.Decision())
 	case store.ElicitationAnswer:
 		var content any
 		if ans.Action == store.ActionAccept {

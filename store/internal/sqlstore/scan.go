@@ -99,7 +99,7 @@ func scanEvent(row Row) (store.Event, error) {
 
 // approvalCols are read by scanApproval.
 const approvalCols = `id, conversation_id, run_id, user_id, tool_call_id, tool, args, revision, status, decision,
-    edited_args, reason, created_at, resolved_at`
+    edited_args, reason, created_at, resolved_at, expires_at, on_expiry, timed_out`
 
 func scanApproval(row Row) (store.HumanRequest, error) {
 	var (
@@ -107,14 +107,15 @@ func scanApproval(row Row) (store.HumanRequest, error) {
 		a                 = &r.Approval
 		args, edited      []byte
 		created, resolved dbTime
+		expires           dbTime
 	)
 	err := row.Scan(&r.ID, &r.ConversationID, &r.RunID, &r.UserID, &a.ToolCallID, &a.Tool, &args, &a.Revision,
-		&r.Status, &a.Decision, &edited, &a.Reason, &created, &resolved)
+		&r.Status, &a.Decision, &edited, &a.Reason, &created, &resolved, &expires, &r.OnExpiry, &r.TimedOut)
 	if err != nil {
 		return r, err
 	}
 	a.Args, a.EditedArgs = json.RawMessage(args), rawJSON(edited)
-	r.CreatedAt, r.ResolvedAt = created.t, resolved.ptr()
+	r.CreatedAt, r.ResolvedAt, r.ExpiresAt = created.t, resolved.ptr(), expires.ptr()
 	return r, nil
 }
 

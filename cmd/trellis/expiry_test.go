@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trellis-ai/trellis/internal/sqlopen"
+)
+
+// expiryEnv is the environment of a server whose approvals (of the
+// calculator, in api/testdata/agent.json) expire after timeout with
+// outcome, on db.
+func expiryEnv(t *testing.T, db, timeout, outcome string) (env []string, dataDir, dsn string) {
+	env = []string{"TRELLIS_APPROVAL_TIMEOUT=" + timeout, "TRELLIS_APPROVAL_EXPIRY=" + outcome, "TRELLIS_INTERRUPT_AFTER=100ms"}
+	switch db {
+	case "sqlite":
+		dataDir = t.TempDir()
+		env = append(env, "TRELLIS_DATA_DIR="+dataDir)
+	case "postgres":
+		dsn = pgDSN(t)
+		env = append(env, "DATABASE_URL="+dsn)
+	}
+	return env, dataDir, dsn
+}
+
+// pendingApproval is the one approval a sync chat's interrupted run
+// waits for, as its pending list shows it.
+func pendingApproval(t *testing.T, res map[string]any) map[string]any {
+	t.Helper()
+	pending, _ := res["pending"].(map[string]any)
+	list, _ := pending["approvals"].([]any)
+	if res["status"] != "interrupted" || len(list) != 1 {
+		t.Fatalf("sync chat: %v, want interrupted on one approval", res)
+	}
+	a, _ := list[0].(map[string]any)
+	return a
+}
+
+// runEvents waits, 60 s at most, until the run has ended with one of
+// ends and returns its events, read from the store.
+func runEvents(t *testing.T, c *child, conv, runID string, ends ...string) []event {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var page struct{ Events []map[string]any }
+		resp := c.do("GET", "/api/v1/conversations/"+conv+"/runs/"+runID+"/events?limit=200", nil)
+		if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+			t.Fatal(err)
+		}
+		var evs []event
+		for _, e := range page.Events {
+			seq, _ := e["seq"].(float64)
+			typ, _ := e["type"].(string)
+			evs = append(evs, event{id: int64(seq), typ: typ, data: e})
+		}
+		if n := len(evs); n > 0 && slices.Contains(ends, evs[n-1].typ) {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not end with %v: %v\n%s", ends, types(evs), c.logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func types(evs []event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.typ)
+	}
+	return out
+}
+
+// of returns the events of type typ.
+func of(evs []event, typ string) []event {
+	var out []event
+	for _, e := range evs {
+		if e.typ == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// approvalRecord reads the approval as the conversation's run shows it
+// through GET /approvals/pending's sibling, the record: status,
+// decision and timed_out.
+func approvalRecord(t *testing.T, dataDir, dsn, id string) (status, decision string, timedOut bool) {
+	t.Helper()
+	const q = `SELECT status, decision, timed_out FROM approvals WHERE id = `
+	ctx := context.Background()
+	if dsn != "" {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if err := conn.QueryRow(ctx, q+"$1", id).Scan(&status, &decision, &timedOut); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	db, err := sqlopen.SQLite(filepath.Join(dataDir, "trellis.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRowContext(ctx, q+"?", id).Scan(&status, &decision, &timedOut); err != nil {
+		t.Fatal(err)
+	}
+	return
+}
+
+// expiryJobDone reports whether the deadline job of the approval id
+// has completed, as the queue records it.
+func expiryJobDone(t *testing.T, dataDir, dsn, id string) bool {
+	t.Helper()
+	ctx := context.Background()
+	var n int
+	if dsn != "" {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'approval_expiry' AND state = 'completed'
+AND args->>'approval_id' = $1`, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	db, err := sqlopen.SQLite(filepath.Join(dataDir, "jobs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM river_job WHERE kind = 'approval_expiry' AND state = 'completed'
+AND json_extract(args, '$.approval_id') = ?`, id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// An approval nobody answers expires at the deadline the server's
+// default sets, with the chosen outcome, through a durable job: reject
+// goes on and tells the model the approval expired (the calculator never
+// runs), approve runs the tool, cancel cancels the run; the stream shows
+// approval.expired first, then what follows. The pending lists show the
+// deadline before it passes. An approval answered before its deadline
+// keeps its answer: the job finds it answered and does nothing.
+func TestApprovalExpiresWithItsOutcome(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		for _, outcome := range []string{"reject", "approve", "cancel"} {
+			t.Run(db+"/"+outcome, func(t *testing.T) {
+				t.Parallel()
+				env, dataDir, dsn := expiryEnv(t, db, "2s", outcome)
+				c := startServe(t, env...)
+
+				answered := syncChat(t, c, map[string]any{"message": "what is 2+2?"})
+				early := pendingApproval(t, answered)
+				res := syncChat(t, c, map[string]any{"message": "what is 2+2?"})
+				a := pendingApproval(t, res)
+				id, _ := a["approval_id"].(string)
+				at, err := time.Parse(time.RFC3339Nano, a["expires_at"].(string))
+				if err != nil || a["on_expiry"] != outcome || time.Until(at) > 3*time.Second || time.Until(at) < 0 {
+					t.Fatalf("the pending approval %v, want it to expire in 2s with %s", a, outcome)
+				}
+				var list map[string][]map[string]any
+				if err := json.NewDecoder(c.do("GET", "/api/v1/approvals/pending?conversation_id="+res["conversation_id"].(string), nil).Body).Decode(&list); err != nil {
+					t.Fatal(err)
+				}
+				if got := list["approvals"]; len(got) != 1 || got[0]["expires_at"] != a["expires_at"] {
+					t.Errorf("GET /approvals/pending: %v, want the deadline %v", got, a["expires_at"])
+				}
+
+				earlyID, _ := early["approval_id"].(string)
+				if r := c.do("POST", "/api/v1/approvals/"+earlyID, map[string]any{"decision": "approve"}); r.StatusCode != http.StatusOK {
+					b, _ := io.ReadAll(r.Body)
+					t.Fatalf("approve before the deadline: %d %s", r.StatusCode, b)
+				}
+
+				conv, runID := res["conversation_id"].(string), res["run_id"].(string)
+				evs := runEvents(t, c, conv, runID, "run.completed", "run.cancelled", "run.failed")
+				expired := of(evs, "approval.expired")
+				if len(expired) != 1 || expired[0].data["approval_id"] != id || expired[0].data["outcome"] != outcome ||
+					expired[0].data["kind"] != "approval" || expired[0].data["expires_at"] != a["expires_at"] {
+					t.Fatalf("approval.expired: %v; events %v", expired, types(evs))
+				}
+				after := types(evs[slices.IndexFunc(evs, func(e event) bool { return e.typ == "approval.expired" })+1:])
+				status, decision, timedOut := approvalRecord(t, dataDir, dsn, id)
+				switch outcome {
+				case "reject":
+					errs := of(evs, "tool.error")
+					if after[0] != "approval.resolved" || len(of(evs, "tool.complete")) != 0 || len(errs) != 1 ||
+						!strings.Contains(errs[0].data["error"].(string), "the approval expired") || evs[len(evs)-1].typ != "run.completed" {
+						t.Errorf("rejected at the deadline: events after it %v, tool errors %v", after, errs)
+					}
+					if status != "rejected" || decision != "reject" || !timedOut {
+						t.Errorf("the record: %s %s timed out %v", status, decision, timedOut)
+					}
+				case "approve":
+					if after[0] != "approval.resolved" || len(of(evs, "tool.complete")) != 1 || evs[len(evs)-1].typ != "run.completed" {
+						t.Errorf("approved at the deadline: events after it %v", after)
+					}
+					if status != "approved" || decision != "approve" || !timedOut {
+						t.Errorf("the record: %s %s timed out %v", status, decision, timedOut)
+					}
+				case "cancel":
+					if !slices.Equal(after, []string{"run.cancelled"}) {
+						t.Errorf("cancelled at the deadline: events after it %v", after)
+					}
+					if status != "expired" || decision != "" || !timedOut {
+						t.Errorf("the record: %s %s timed out %v", status, decision, timedOut)
+					}
+				}
+
+				// The approval answered in time: its job ran and did nothing.
+				deadline := time.Now().Add(30 * time.Second)
+				for !expiryJobDone(t, dataDir, dsn, earlyID) {
+					if time.Now().After(deadline) {
+						t.Fatalf("the deadline job of the answered approval did not run\n%s", c.logs.String())
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				evs = runEvents(t, c, answered["conversation_id"].(string), answered["run_id"].(string), "run.completed")
+				if len(of(evs, "approval.expired")) != 0 || len(of(evs, "tool.complete")) != 1 {
+					t.Errorf("the approval answered in time: events %v", types(evs))
+				}
+				if status, decision, timedOut := approvalRecord(t, dataDir, dsn, earlyID); status != "approved" || decision != "approve" || timedOut {
+					t.Errorf("the approval answered in time: %s %s timed out %v", status, decision, timedOut)
+				}
+			})
+		}
+	}
+}

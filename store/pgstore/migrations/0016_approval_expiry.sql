@@ -1,0 +1,6 @@
+-- An approval may have a deadline (expires_at) and what happens then
+-- (on_expiry: reject, approve or cancel). timed_out records that the
+-- deadline, not a person, decided it.
+ALTER TABLE approvals ADD COLUMN expires_at timestamptz;
+ALTER TABLE approvals ADD COLUMN on_expiry text NOT NULL DEFAULT '' CHECK (on_expiry IN ('', 'reject', 'approve', 'cancel'));
+ALTER TABLE approvals ADD COLUMN timed_out boolean NOT NULL DEFAULT false;

@@ -1,0 +1,97 @@
+package storetest
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/trellis-ai/trellis/events"
+	"github.com/trellis-ai/trellis/store"
+)
+
+// An approval keeps its deadline and the outcome chosen for it, shows
+// them as the pending list does, and is decided by the deadline exactly
+// as by a person: once, marked timed out, as the outcome's decision (or
+// expired, for a cancel). Of the deadline and a person racing, exactly
+// one wins. A request with no deadline has none; a deadline on another
+// kind, or without a valid outcome, is refused.
+func testApprovalDeadlines(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	r := startRun(t, s, newConversation(t, s, alice), "go")
+	at := time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("CET", 3600))
+	want := at.UTC().Truncate(time.Microsecond)
+	outcomes := []events.ExpiryOutcome{events.ExpiryReject, events.ExpiryApprove, events.ExpiryCancel}
+	var ids []string
+	for _, o := range outcomes {
+		a := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval,
+			Approval: store.Approval{Tool: "deploy"}, ExpiresAt: &at, OnExpiry: o}))(t)
+		if a.ExpiresAt == nil || !a.ExpiresAt.Equal(want) || a.OnExpiry != o || a.TimedOut {
+			t.Errorf("created with a deadline (%s): %+v", o, a)
+		}
+		got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t)
+		if got.ExpiresAt == nil || !got.ExpiresAt.Equal(want) || got.OnExpiry != o || got.TimedOut {
+			t.Errorf("read back with a deadline (%s): %+v, want expires %s", o, got, want)
+		} else {
+			utc(t, "expires_at", *got.ExpiresAt)
+		}
+		ids = append(ids, a.ID)
+	}
+	plain := newApproval(t, s, r, "list")
+	if plain.ExpiresAt != nil || plain.OnExpiry != "" {
+		t.Errorf("an approval without a deadline: %+v", plain)
+	}
+	pending := allPending(t, s, store.KindApproval, alice, "")
+	if len(pending) != 4 || pending[0].ExpiresAt == nil || !pending[0].ExpiresAt.Equal(want) || pending[3].ExpiresAt != nil {
+		t.Fatalf("pending = %+v, want the deadlines of the first three", pending)
+	}
+	var fields map[string]any
+	data, _ := json.Marshal(pending[0])
+	if err := json.Unmarshal(data, &fields); err != nil {
+		t.Fatal(err)
+	}
+	if fields["expires_at"] != want.Format(time.RFC3339Nano) || fields["on_expiry"] != "reject" {
+		t.Errorf("a pending approval's JSON %s lacks its deadline", data)
+	}
+	var plainFields map[string]any
+	if data, _ := json.Marshal(pending[3]); json.Unmarshal(data, &plainFields) != nil || plainFields["expires_at"] != nil || plainFields["on_expiry"] != nil {
+		t.Errorf("an approval without a deadline shows one: %s", data)
+	}
+
+	for i, o := range outcomes {
+		d := store.DeadlineAnswer{Outcome: o}
+		got := must(s.ResolveHumanRequest(ctx, alice, ids[i], d))(t)
+		if got.Status != d.Status() || got.Approval.Decision != d.Decision() || !got.TimedOut || got.ResolvedAt == nil {
+			t.Errorf("decided by its deadline (%s): %+v", o, got)
+		}
+		wantErr(t, "a person after the deadline", second(s.ResolveHumanRequest(ctx, alice, ids[i], store.ApprovalAnswer{Decision: store.DecisionApprove})),
+			store.ErrAlreadyResolved)
+		wantErr(t, "the deadline twice", second(s.ResolveHumanRequest(ctx, alice, ids[i], d)), store.ErrAlreadyResolved)
+	}
+	if got := must(s.ResolveHumanRequest(ctx, alice, plain.ID, store.ApprovalAnswer{Decision: store.DecisionReject}))(t); got.TimedOut {
+		t.Errorf("a person's answer is marked timed out: %+v", got)
+	}
+
+	raced := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval,
+		Approval: store.Approval{Tool: "deploy"}, ExpiresAt: &at, OnExpiry: events.ExpiryCancel}))(t)
+	w := resolveRace(t, 8, func(i int) error {
+		var ans store.HumanAnswer = store.ApprovalAnswer{Decision: store.DecisionApprove}
+		if i%2 == 0 {
+			ans = store.DeadlineAnswer{Outcome: events.ExpiryCancel}
+		}
+		_, err := s.ResolveHumanRequest(ctx, alice, raced.ID, ans)
+		return err
+	})
+	if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, raced.ID))(t); got.TimedOut != (w%2 == 0) {
+		t.Errorf("stored %+v, want the winner's (%d) answer", got, w)
+	}
+
+	for name, n := range map[string]store.NewHumanRequest{
+		"outcome without a deadline":  {RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}, OnExpiry: events.ExpiryReject},
+		"deadline without an outcome": {RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}, ExpiresAt: &at},
+		"unknown outcome":             {RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}, ExpiresAt: &at, OnExpiry: "ignore"},
+		"deadline on a question":      {RunID: r.ID, Kind: store.KindClarification, Clarification: store.Clarification{Question: "?"}, ExpiresAt: &at, OnExpiry: events.ExpiryReject},
+	} {
+		wantErr(t, name, second(s.CreateHumanRequest(ctx, n)), store.ErrInvalid)
+	}
+	wantErr(t, "an unknown outcome as an answer", second(s.ResolveHumanRequest(ctx, alice, raced.ID, store.DeadlineAnswer{Outcome: "ignore"})), store.ErrInvalid)
+}
