@@ -63,6 +63,10 @@ const (
 	TypeModelFallback = "model.fallback"
 )
 
+// TypeApprovalExpired: an approval's deadline passed unanswered (an
+// addition to API.md; see docs/api.md).
+const TypeApprovalExpired = "approval.expired"
+
 // Event is one agent event. Its JSON is API.md's data object for Type
 // without the envelope the service adds (seq, run_id, conversation_id,
 // ts): {"type": Type, ...Data's fields}.
