@@ -20,11 +20,7 @@ func (s *Server) meRoutes(r chi.Router) {
 	r.Get("/me/memories", s.handleListMemories)
 	r.Delete("/me/memories", s.handleForgetAll)
 	r.Delete("/me/memories/{id}", s.handleForget)
-	admins := s.cfg.Admins
-	if len(s.cfg.Keys) == 0 {
-		admins = []string{middleware.LocalUser}
-	}
-	r.With(middleware.Operators(admins)).Get("/cognition/identity", s.handleIdentity)
+	r.With(middleware.Operators(s.operators())).Get("/cognition/identity", s.handleIdentity)
 }
 
 // handleGetProfile is GET /api/v1/me/profile.

@@ -154,6 +154,9 @@ func (s *Server) routes() http.Handler {
 		if s.cfg.Erasure != nil {
 			s.erasureRoutes(r)
 		}
+		if s.cfg.Webhooks != nil {
+			s.webhookRoutes(r)
+		}
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.limitBody, s.clientIP, s.authenticate, s.limitRate)
