@@ -28,6 +28,11 @@ type Settings struct {
 	MaxAttempts int
 }
 
+// JobTimeout is how long the job of one attempt may run: a little
+// longer than its request. The queue must not take a job for abandoned
+// sooner (jobs.Config.RescueAfter).
+func (s Settings) JobTimeout() time.Duration { return s.Timeout + 5*time.Second }
+
 // Endpoint is where some events are sent.
 type Endpoint struct {
 	// ID names the endpoint in the delivery log: letters, digits, '.',

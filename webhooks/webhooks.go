@@ -102,14 +102,9 @@ func New(cfg Config, ws *jobs.Workers) (*Service, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
-	// An attempt's job ends shortly after its request must have.
-	jobs.Handle(ws, s.deliver, jobs.HandleOptions{Timeout: cfg.Settings.Timeout + 5*time.Second, Backoff: cfg.Backoff})
+	jobs.Handle(ws, s.deliver, jobs.HandleOptions{Timeout: cfg.Settings.JobTimeout(), Backoff: cfg.Backoff})
 	return s, nil
 }
-
-// JobTimeout is how long one attempt's job may run: the queue must not
-// take a job for abandoned sooner (jobs.Config.RescueAfter).
-func (s *Service) JobTimeout() time.Duration { return s.cfg.Settings.Timeout + 5*time.Second }
 
 // Start records the endpoints' routes, so that events stored from now on
 // are recorded for the endpoints configured (none: for none), and, with
