@@ -5,10 +5,12 @@
 // per kind; and, through Documents, the records of uploaded documents,
 // their chunks and the full-text index over them; through Memories, what
 // the agent remembers of each user; through ToolCalls, the record of the
-// calls that must not run twice on their own; and through Users, erasing a
-// user from all of it. It owns the domain types, the Store interface the
-// service calls, and the sentinel errors the HTTP layer maps to status
-// codes; implementations live in subpackages named for their database
+// calls that must not run twice on their own; through Users, erasing a
+// user from all of it; and through Webhooks, the deliveries of events to
+// the operator's webhook endpoints, recorded in the transaction that
+// stores their event, with their attempts. It owns the domain types, the
+// Store interface the service calls, and the sentinel errors the HTTP
+// layer maps to status codes; implementations live in subpackages named for their database
 // (sqlitestore, pgstore) and all pass storetest.Run. Their SQL is written
 // once, where the two databases read it alike, in internal/sqlstore; each
 // subpackage keeps its driver, its schema and what only its database does.
