@@ -48,6 +48,22 @@ func deliveriesOf(t *testing.T, s WebhookStore) []store.WebhookDelivery {
 	}
 }
 
+func setRoutes(t *testing.T, s WebhookStore, routes []store.WebhookRoute) {
+	t.Helper()
+	if err := s.SetWebhookRoutes(t.Context(), routes); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// failRun ends the run failed, with its run.failed event, and returns
+// the events as stored.
+func failRun(t *testing.T, s WebhookStore, r store.Run) []store.Event {
+	t.Helper()
+	return must(s.EndRun(t.Context(), r.ID, store.RunEnd{Status: store.RunFailed}, []store.NewEvent{
+		{RunID: r.ID, Type: events.TypeRunFailed, Data: eventData(r, events.TypeRunFailed)},
+	}))(t)
+}
+
 func eventData(r store.Run, typ string) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"type":%q,"run_id":%q,"conversation_id":%q,"ts":"2026-11-03T14:05:06Z"}`, typ, r.ID, r.ConversationID))
 }
@@ -56,9 +72,7 @@ func eventData(r store.Run, typ string) json.RawMessage {
 // AppendEvent, AppendEvents and EndRun alike; other events for none.
 func testWebhookDeliveriesRecorded(t *testing.T, s WebhookStore) {
 	ctx := t.Context()
-	if err := s.SetWebhookRoutes(ctx, testRoutes); err != nil {
-		t.Fatal(err)
-	}
+	setRoutes(t, s, testRoutes)
 	c := newConversation(t, s, alice)
 	r := startRun(t, s, c, "hi")
 	appendEvent(t, s, r, events.TypeRunStarted)
@@ -67,9 +81,7 @@ func testWebhookDeliveriesRecorded(t *testing.T, s WebhookStore) {
 		{RunID: r.ID, Type: events.TypeToolUncertain, Data: eventData(r, events.TypeToolUncertain)},       // 3: nobody's
 		{RunID: r.ID, Type: events.TypeApprovalRequired, Data: eventData(r, events.TypeApprovalRequired)}, // 4: ops
 	}))(t)
-	must(s.EndRun(ctx, r.ID, store.RunEnd{Status: store.RunFailed}, []store.NewEvent{
-		{RunID: r.ID, Type: events.TypeRunFailed, Data: eventData(r, events.TypeRunFailed)}, // 5: ops, pager
-	}))(t)
+	failRun(t, s, r) // 5: ops, pager
 
 	got := deliveriesOf(t, s)
 	type key struct {
@@ -100,13 +112,9 @@ func testWebhookDeliveriesRecorded(t *testing.T, s WebhookStore) {
 
 	// Routes replaced: what was recorded stays, new events follow the
 	// new routes.
-	if err := s.SetWebhookRoutes(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	setRoutes(t, s, nil)
 	r2 := startRun(t, s, c, "again")
-	must(s.EndRun(ctx, r2.ID, store.RunEnd{Status: store.RunFailed}, []store.NewEvent{
-		{RunID: r2.ID, Type: events.TypeRunFailed, Data: eventData(r2, events.TypeRunFailed)},
-	}))(t)
+	failRun(t, s, r2)
 	if n := len(deliveriesOf(t, s)); n != 4 {
 		t.Errorf("%d deliveries after the routes were removed, want the 4 recorded before", n)
 	}
@@ -114,9 +122,7 @@ func testWebhookDeliveriesRecorded(t *testing.T, s WebhookStore) {
 
 func testWebhookRoutesInvalid(t *testing.T, s WebhookStore) {
 	ctx := t.Context()
-	if err := s.SetWebhookRoutes(ctx, testRoutes); err != nil {
-		t.Fatal(err)
-	}
+	setRoutes(t, s, testRoutes)
 	for name, routes := range map[string][]store.WebhookRoute{
 		"no endpoint":  {{Types: []string{events.TypeRunFailed}}},
 		"unknown type": {{Endpoint: "ops", Types: []string{events.TypeResponseChunk}}},
@@ -127,9 +133,7 @@ func testWebhookRoutesInvalid(t *testing.T, s WebhookStore) {
 	// The routes set before still hold.
 	c := newConversation(t, s, alice)
 	r := startRun(t, s, c, "hi")
-	must(s.EndRun(ctx, r.ID, store.RunEnd{Status: store.RunFailed}, []store.NewEvent{
-		{RunID: r.ID, Type: events.TypeRunFailed, Data: eventData(r, events.TypeRunFailed)},
-	}))(t)
+	failRun(t, s, r)
 	if n := len(deliveriesOf(t, s)); n != 2 {
 		t.Errorf("%d deliveries, want 2: an invalid call changed the routes", n)
 	}
@@ -139,14 +143,10 @@ func testWebhookRoutesInvalid(t *testing.T, s WebhookStore) {
 // redelivered, keeping its id and its count.
 func testWebhookAttempts(t *testing.T, s WebhookStore) {
 	ctx := t.Context()
-	if err := s.SetWebhookRoutes(ctx, testRoutes[1:]); err != nil {
-		t.Fatal(err)
-	}
+	setRoutes(t, s, testRoutes[1:])
 	c := newConversation(t, s, bob)
 	r := startRun(t, s, c, "hi")
-	evs := must(s.EndRun(ctx, r.ID, store.RunEnd{Status: store.RunFailed}, []store.NewEvent{
-		{RunID: r.ID, Type: events.TypeRunFailed, Data: eventData(r, events.TypeRunFailed)},
-	}))(t)
+	evs := failRun(t, s, r)
 	un := must(s.UnqueuedWebhookDeliveries(ctx, 10))(t)
 	if len(un) != 1 {
 		t.Fatalf("unqueued %+v", un)
@@ -198,9 +198,7 @@ func testWebhookAttempts(t *testing.T, s WebhookStore) {
 
 func testWebhookDeliveriesPages(t *testing.T, s WebhookStore) {
 	ctx := t.Context()
-	if err := s.SetWebhookRoutes(ctx, testRoutes); err != nil {
-		t.Fatal(err)
-	}
+	setRoutes(t, s, testRoutes)
 	c := newConversation(t, s, alice)
 	r := startRun(t, s, c, "hi")
 	for range 5 {
@@ -231,9 +229,7 @@ func testWebhookDeliveriesPages(t *testing.T, s WebhookStore) {
 
 func testWebhookDeliveriesDeleted(t *testing.T, s WebhookStore) {
 	ctx := t.Context()
-	if err := s.SetWebhookRoutes(ctx, testRoutes); err != nil {
-		t.Fatal(err)
-	}
+	setRoutes(t, s, testRoutes)
 	gone, kept := newConversation(t, s, alice), newConversation(t, s, alice)
 	for _, c := range []store.Conversation{gone, kept} {
 		appendEvent(t, s, startRun(t, s, c, "hi"), events.TypeApprovalRequired)

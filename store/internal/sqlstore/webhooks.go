@@ -177,22 +177,30 @@ func (s *Store) RecordWebhookAttempt(ctx context.Context, id string, a store.Web
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		n, err := q.Exec(ctx, `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = ?, last_error = ?, status = ?,
     updated_at = ?, delivered_at = ? WHERE id = ? AND status = 'pending'`, a.Status, a.Error, string(a.Outcome), s.db.Time(now), delivered, id)
-		if err != nil {
-			return err
-		}
-		d, err = scanDelivery(q.QueryRow(ctx, `SELECT `+deliveryCols+deliveriesFrom+` WHERE d.id = ?`, id))
-		switch {
-		case noRows(err):
-			return store.ErrNotFound
-		case err == nil && n == 0:
-			return fmt.Errorf("%w: the delivery is %s, not pending", store.ErrConflict, d.Status)
-		}
+		d, err = updatedDelivery(ctx, q, id, n, err)
 		return err
 	})
 	if err != nil {
 		return store.WebhookDelivery{}, s.errorf("record an attempt at webhook delivery %s: %w", id, err)
 	}
 	return d, nil
+}
+
+// updatedDelivery reads delivery id after a conditional update of it
+// that changed n rows or failed with err: ErrNotFound when there is no
+// such delivery, ErrConflict when its status kept the update out.
+func updatedDelivery(ctx context.Context, q Querier, id string, n int64, err error) (store.WebhookDelivery, error) {
+	if err != nil {
+		return store.WebhookDelivery{}, err
+	}
+	d, err := scanDelivery(q.QueryRow(ctx, `SELECT `+deliveryCols+deliveriesFrom+` WHERE d.id = ?`, id))
+	switch {
+	case noRows(err):
+		return d, store.ErrNotFound
+	case err == nil && n == 0:
+		return d, fmt.Errorf("%w: the delivery is %s", store.ErrConflict, d.Status)
+	}
+	return d, err
 }
 
 // ListWebhookDeliveries implements store.Webhooks.
@@ -217,16 +225,7 @@ func (s *Store) RedeliverWebhook(ctx context.Context, id string) (store.WebhookD
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		n, err := q.Exec(ctx, `UPDATE webhook_deliveries SET status = 'pending', queued = false, delivered_at = NULL, updated_at = ?
 WHERE id = ? AND status <> 'pending'`, s.db.Time(storeutil.Now()), id)
-		if err != nil {
-			return err
-		}
-		d, err = scanDelivery(q.QueryRow(ctx, `SELECT `+deliveryCols+deliveriesFrom+` WHERE d.id = ?`, id))
-		switch {
-		case noRows(err):
-			return store.ErrNotFound
-		case err == nil && n == 0:
-			return fmt.Errorf("%w: the delivery is pending already", store.ErrConflict)
-		}
+		d, err = updatedDelivery(ctx, q, id, n, err)
 		return err
 	})
 	if err != nil {
