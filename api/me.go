@@ -7,7 +7,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/api/jsonbody"
-	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -20,7 +19,7 @@ func (s *Server) meRoutes(r chi.Router) {
 	r.Get("/me/memories", s.handleListMemories)
 	r.Delete("/me/memories", s.handleForgetAll)
 	r.Delete("/me/memories/{id}", s.handleForget)
-	r.With(middleware.Operators(s.operators())).Get("/cognition/identity", s.handleIdentity)
+	r.With(s.operators()).Get("/cognition/identity", s.handleIdentity)
 }
 
 // handleGetProfile is GET /api/v1/me/profile.

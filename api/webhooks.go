@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -26,17 +25,8 @@ type Webhooks interface {
 // webhookRoutes are the delivery log (Config.Webhooks): it spans every
 // user, so only operators read it.
 func (s *Server) webhookRoutes(r chi.Router) {
-	r.With(middleware.Operators(s.operators())).Get("/webhooks/deliveries", s.handleDeliveries)
-	r.With(middleware.Operators(s.operators())).Post("/webhooks/deliveries/{id}/redeliver", s.handleRedeliver)
-}
-
-// operators are the users who may read what spans every user: Admins,
-// or in local mode the one local user.
-func (s *Server) operators() []string {
-	if len(s.cfg.Keys) == 0 {
-		return []string{middleware.LocalUser}
-	}
-	return s.cfg.Admins
+	r.With(s.operators()).Get("/webhooks/deliveries", s.handleDeliveries)
+	r.With(s.operators()).Post("/webhooks/deliveries/{id}/redeliver", s.handleRedeliver)
 }
 
 // handleDeliveries is GET /api/v1/webhooks/deliveries?limit=&cursor=.
