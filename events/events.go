@@ -28,10 +28,14 @@ const (
 	TypeUncertainCallResolved = "uncertain_call.resolved"
 	TypeApprovalRequired      = "approval.required"
 	TypeApprovalResolved      = "approval.resolved"
-	TypeElicitationRequest    = "elicitation.request"
-	TypeElicitationResponse   = "elicitation.response"
-	TypeDirectResponse        = "direct.response"
-	TypeResponseChunk         = "response.chunk"
+	// TypeApprovalExpired: nobody answered an approval before its
+	// deadline, and the outcome the operator chose for it was applied
+	// (an addition to API.md; see docs/api.md).
+	TypeApprovalExpired     = "approval.expired"
+	TypeElicitationRequest  = "elicitation.request"
+	TypeElicitationResponse = "elicitation.response"
+	TypeDirectResponse      = "direct.response"
+	TypeResponseChunk       = "response.chunk"
 	// TypeReasoningChunk is a piece of a node's model reasoning (its
 	// thinking), as the model produces it (an addition to API.md; see
 	// docs/api.md).
@@ -62,10 +66,6 @@ const (
 	// see docs/api.md).
 	TypeModelFallback = "model.fallback"
 )
-
-// TypeApprovalExpired: an approval's deadline passed unanswered (an
-// addition to API.md; see docs/api.md).
-const TypeApprovalExpired = "approval.expired"
 
 // Event is one agent event. Its JSON is API.md's data object for Type
 // without the envelope the service adds (seq, run_id, conversation_id,
