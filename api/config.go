@@ -38,6 +38,9 @@ type Config struct {
 	// Erasure erases users: DELETE /api/v1/me and GET /api/v1/me/erasure;
 	// nil leaves those endpoints out (404).
 	Erasure Eraser
+	// Webhooks is the delivery log behind /api/v1/webhooks/deliveries,
+	// for operators (Admins); nil leaves those endpoints out (404).
+	Webhooks Webhooks
 
 	// Keys maps API keys to user ids. Empty means local mode: no
 	// authentication, every request is middleware.LocalUser ("local").
@@ -52,8 +55,8 @@ type Config struct {
 	// tokens. Set, it turns authentication on.
 	Tokens middleware.TokenUser
 	// Admins are the users (as Keys, IssuedKeys or Tokens name them) who may read
-	// what spans every user (GET /api/v1/cognition/identity) and manage
-	// the issued keys; the others get 403. In local mode the one local
+	// what spans every user (GET /api/v1/cognition/identity, the webhook
+	// delivery log) and manage the issued keys; the others get 403. In local mode the one local
 	// user is an operator, whatever Admins says.
 	Admins []string
 	// Limits bound what one request and one user may ask.

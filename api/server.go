@@ -172,6 +172,9 @@ func (s *Server) routes() http.Handler {
 			s.erasureRoutes(r)
 		}
 		s.keyRoutes(r)
+		if s.cfg.Webhooks != nil {
+			s.webhookRoutes(r)
+		}
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.limitBody, s.clientIP, s.authenticate, s.limitRate)

@@ -6,8 +6,11 @@
 // their chunks and the full-text index over them; through Memories, what
 // the agent remembers of each user; through ToolCalls, the record of the
 // calls that must not run twice on their own; through Keys, the API keys
-// issued in the service, as hashes; and through Users, erasing a user
-// from all of it (their issued keys stay: they are the operators'). It owns the domain types, the Store interface the
+// issued in the service, as hashes; through Users, erasing a user from
+// all of it (their issued keys stay: they are the operators'); and
+// through Webhooks, the deliveries of events to the operator's webhook
+// endpoints, recorded in the transaction that stores their event, with
+// their attempts. It owns the domain types, the Store interface the
 // service calls, and the sentinel errors the HTTP layer maps to status
 // codes; implementations live in subpackages named for their database
 // (sqlitestore, pgstore) and all pass storetest.Run. Their SQL is written

@@ -145,6 +145,12 @@ func openDocuments(ctx context.Context, cfg serveConfig, st store.Store, models 
 	return svc, desc, nil
 }
 
+// rescueAfter is how long after its attempt began a job of a process
+// that died is taken again, for a job timeout of jobTimeout.
+func rescueAfter(jobTimeout time.Duration) time.Duration {
+	return jobTimeout + min(jobTimeout, time.Minute)
+}
+
 // openQueue opens the one job queue of the services that registered
 // with ws, and starts it: River on a second pool on the PostgreSQL
 // database, so River's listening connection never starves the store's
@@ -153,7 +159,7 @@ func openQueue(ctx context.Context, cfg serveConfig, ws *jobs.Workers, periodic 
 	// A job whose process died is taken again once its attempt would
 	// have timed out, with a margin for a live process to notice its own
 	// timeout first.
-	jcfg := jobs.Config{Logger: log, Periodic: periodic, JobTimeout: cfg.jobTimeout, RescueAfter: cfg.jobTimeout + min(cfg.jobTimeout, time.Minute)}
+	jcfg := jobs.Config{Logger: log, Periodic: periodic, JobTimeout: cfg.jobTimeout, RescueAfter: rescueAfter(cfg.jobTimeout)}
 	var queue *jobs.Queue
 	var err error
 	if cfg.databaseURL != "" {

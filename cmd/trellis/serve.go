@@ -47,6 +47,7 @@ import (
 	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/pgstore"
 	"github.com/trellis-ai/trellis/store/sqlitestore"
+	"github.com/trellis-ai/trellis/webhooks"
 )
 
 // serveConfig is everything `trellis serve` reads from flags and the
@@ -88,6 +89,7 @@ type serveConfig struct {
 	subAgents      nodes.SubAgents
 	budget         events.Budget
 	systemPrompt   string
+	webhooks       webhooks.Settings
 }
 
 // defaultInterruptAfter is how long an open stream waits for an
@@ -123,6 +125,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		budgetTime, systemPrompt, summaryTokens  string
 		retentionDays                            string
 		approvalTimeout, approvalExpiry          string
+		webhooksFile                             string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -172,6 +175,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&budgetTokens, "budget-tokens", env("TRELLIS_BUDGET_TOKENS", "0"), "model tokens a run may spend, its sub-agents' included; 0 for no limit (TRELLIS_BUDGET_TOKENS)")
 	fs.StringVar(&budgetCalls, "budget-tool-calls", env("TRELLIS_BUDGET_TOOL_CALLS", "0"), "tool calls a run may make, its sub-agents' included; 0 for no limit (TRELLIS_BUDGET_TOOL_CALLS)")
 	fs.StringVar(&budgetTime, "budget-time", env("TRELLIS_BUDGET_TIME", "0s"), "wall time a run may take; 0 for no limit (TRELLIS_BUDGET_TIME)")
+	fs.StringVar(&webhooksFile, "webhooks-file", env("TRELLIS_WEBHOOKS_FILE", ""), "webhooks file (JSON): the endpoints told of approvals asked and expired, uncertain calls and runs completed or failed, with their secrets (TRELLIS_WEBHOOKS_FILE)")
 	fs.StringVar(&logLevel, "log-level", env("TRELLIS_LOG_LEVEL", "info"), "debug, info, warn or error (TRELLIS_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -279,6 +283,16 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	if systemPrompt != "" {
 		if c.systemPrompt, err = readSystemPrompt(systemPrompt); err != nil {
 			errs = append(errs, fmt.Errorf("system-prompt-file %s: %w", systemPrompt, err))
+		}
+	}
+	if webhooksFile != "" {
+		if data, err := os.ReadFile(webhooksFile); err != nil {
+			errs = append(errs, fmt.Errorf("webhooks-file: %w", err))
+		} else if c.webhooks, err = webhooks.ParseSettings(data); err != nil {
+			errs = append(errs, fmt.Errorf("webhooks-file %s: %w", webhooksFile, err))
+		} else if rescue := rescueAfter(c.jobTimeout); c.webhooks.JobTimeout() >= rescue {
+			errs = append(errs, fmt.Errorf("webhooks-file %s: an attempt may take %s, and a job of a process that died is taken again after %s (job-timeout %s): raise job-timeout or lower the webhooks' timeout",
+				webhooksFile, c.webhooks.JobTimeout(), rescue, c.jobTimeout))
 		}
 	}
 	if c.maxToolResult == 0 {
@@ -557,6 +571,10 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 			return app{}, err
 		}
 	}
+	hooks, err := openWebhooks(cfg, st, ws, log)
+	if err != nil {
+		return app{}, err
+	}
 	kept, periodic := newRetention(ws, time.Duration(cfg.retentionDays)*24*time.Hour)
 	if docs != nil {
 		periodic = append(periodic, docs.Periodic()...)
@@ -649,8 +667,11 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 			return app{}, err
 		}
 	}
+	if err := startWebhooks(ctx, hooks, queue, cleanup); err != nil {
+		return app{}, err
+	}
 	srv, err := api.New(api.Config{
-		Runs: svc, Store: st, Tools: tools.provider, Documents: docs, Cognition: cog, Erasure: erasure,
+		Runs: svc, Store: st, Tools: tools.provider, Documents: docs, Cognition: cog, Erasure: erasure, Webhooks: hooks,
 		Keys: cfg.keys, IssuedKeys: issued, Tokens: tokens, Admins: cfg.admins, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
 		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: collector,
 		Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),

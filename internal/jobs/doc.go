@@ -1,7 +1,7 @@
 // Package jobs is Trellis' one durable queue for work that outlives a
 // request: processing an uploaded document (documents/ingest), learning
 // from a finished turn and pruning memories on a schedule (cognition),
-// erasing a user (cmd/trellis). It
+// erasing a user (cmd/trellis), delivering webhooks (webhooks). It
 // is a small wrapper over River, on its PostgreSQL driver (pgx) when the
 // service runs on PostgreSQL and its SQLite driver on the embedded
 // default, in a database file of its own.

@@ -143,3 +143,7 @@ func BenchmarkSearchChunks(b *testing.B) {
 		}
 	})
 }
+
+func TestWebhooksConformance(t *testing.T) {
+	storetest.RunWebhooks(t, func(t *testing.T) storetest.WebhookStore { return newStore(t) })
+}

@@ -170,3 +170,9 @@ func TestChunkIndexIntegrity(t *testing.T) {
 }
 
 func BenchmarkSearchChunks(b *testing.B) { storetest.BenchmarkSearchChunks(b, newDocStore(b), nil) }
+
+func TestWebhooks(t *testing.T) {
+	storetest.RunWebhooks(t, func(t *testing.T) storetest.WebhookStore {
+		return open(t, filepath.Join(t.TempDir(), "chat.db"))
+	})
+}

@@ -23,10 +23,20 @@ func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store
 		return nil, s.errorf("append events: %w", err)
 	}
 	out := newEvents(runID, nes)
-	err = s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+	// An event a webhook may take is stored with its deliveries, in one
+	// transaction; the others need none (on PostgreSQL, Auto spares the
+	// round trips of BEGIN and COMMIT).
+	write, webhooks := s.db.Auto, hasWebhookType(nes)
+	if webhooks {
+		write = s.db.Tx
+	}
+	err = write(ctx, func(ctx context.Context, q Querier) error {
 		found, err := s.db.AppendEvents(ctx, q, owner, out, tails)
 		if err == nil && !found {
 			err = RunMissingOr(ctx, q, runID, owner, store.ErrNotFound)
+		}
+		if err == nil && webhooks {
+			err = s.recordDeliveries(ctx, q, out)
 		}
 		return err
 	})

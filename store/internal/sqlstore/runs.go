@@ -393,6 +393,9 @@ func (s *Store) EndRun(ctx context.Context, runID string, end store.RunEnd, nes 
 		if err == nil && !found { // finishRun found it, in this transaction
 			err = fmt.Errorf("run %s vanished: %w", runID, store.ErrNotFound)
 		}
+		if err == nil {
+			err = s.recordDeliveries(ctx, q, out)
+		}
 		return err
 	})
 	if err != nil {
