@@ -181,36 +181,10 @@ type approvalAnswer struct {
 // found pending and of the run, before any is recorded (runs.Answer).
 // The run continues as after POST /approvals/{id}.
 func (s *Server) handleAnswers(w http.ResponseWriter, r *http.Request) {
-	var body answersRequest
-	if err := jsonbody.Decode(r, &body); err != nil {
+	ids, answers, err := decodeAnswers(r)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
-	}
-	if len(body.Answers) == 0 {
-		s.writeError(w, r, errorf(http.StatusBadRequest, "invalid_field", `"answers" must hold at least one answer`))
-		return
-	}
-	ids := make([]string, len(body.Answers))
-	answers := make([]store.ApprovalAnswer, len(body.Answers))
-	seen := map[string]bool{}
-	for i, a := range body.Answers {
-		id := strings.TrimSpace(a.ApprovalID)
-		if id == "" || seen[id] {
-			s.writeError(w, r, errorf(http.StatusBadRequest, "invalid_field",
-				fmt.Sprintf(`answer %d: "approval_id" is required, and each approval is answered once`, i)))
-			return
-		}
-		seen[id] = true
-		ans := store.ApprovalAnswer{Decision: a.Decision, Args: a.Args, Reason: a.Reason}
-		if err := ans.Validate(); err != nil {
-			s.writeError(w, r, errorf(http.StatusBadRequest, "invalid_decision", fmt.Sprintf(
-				`answer %d: "decision" must be approve, edit (with "args", a JSON object) or reject (with an optional "reason")`, i)))
-			return
-		}
-		if a.Decision != store.DecisionEdit {
-			ans.Args = nil
-		}
-		ids[i], answers[i] = id, ans
 	}
 	runID := r.PathValue("run_id")
 	res, err := s.runs.Answer(r.Context(), runs.AnswerRequest{User: userOf(r), ConversationID: r.PathValue("id"), IDs: ids,
@@ -230,6 +204,40 @@ func (s *Server) handleAnswers(w http.ResponseWriter, r *http.Request) {
 		out.Answers[i] = answered{ApprovalID: id, Decision: answers[i].Decision}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// decodeAnswers decodes and checks the body of POST .../answers: the
+// approvals' ids, each given once, and their answers, in order. Any
+// mistake is a 400 *Error naming the answer.
+func decodeAnswers(r *http.Request) ([]string, []store.ApprovalAnswer, error) {
+	var body answersRequest
+	if err := jsonbody.Decode(r, &body); err != nil {
+		return nil, nil, err
+	}
+	if len(body.Answers) == 0 {
+		return nil, nil, errorf(http.StatusBadRequest, "invalid_field", `"answers" must hold at least one answer`)
+	}
+	ids := make([]string, len(body.Answers))
+	answers := make([]store.ApprovalAnswer, len(body.Answers))
+	seen := map[string]bool{}
+	for i, a := range body.Answers {
+		id := strings.TrimSpace(a.ApprovalID)
+		if id == "" || seen[id] {
+			return nil, nil, errorf(http.StatusBadRequest, "invalid_field",
+				fmt.Sprintf(`answer %d: "approval_id" is required, and each approval is answered once`, i))
+		}
+		seen[id] = true
+		ans := store.ApprovalAnswer{Decision: a.Decision, Args: a.Args, Reason: a.Reason}
+		if err := ans.Validate(); err != nil {
+			return nil, nil, errorf(http.StatusBadRequest, "invalid_decision", fmt.Sprintf(
+				`answer %d: "decision" must be approve, edit (with "args", a JSON object) or reject (with an optional "reason")`, i))
+		}
+		if a.Decision != store.DecisionEdit {
+			ans.Args = nil
+		}
+		ids[i], answers[i] = id, ans
+	}
+	return ids, answers, nil
 }
 
 // answersResponse is POST .../answers' answer.
