@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/trellis-ai/trellis/api/apitest"
-	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -32,19 +31,7 @@ const janitorsScript = `{"steps": [
 // for, with janitor sub-agents driven by janitorsScript.
 func newJanitorsEnv(t *testing.T, b backend) *env {
 	t.Helper()
-	script, err := llm.ParseScript([]byte(janitorsScript))
-	if err != nil {
-		t.Fatal(err)
-	}
-	models, err := llm.NewRegistry(llm.Config{
-		Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: llm.NewScripted(script), ToolCalling: true}},
-		Resilience: llm.ResilienceConfig{Disabled: true},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return newEnv(t, envOptions{backend: b, configure: func(c *apitest.Config) {
-		c.Runs.Models = models
+	return newEnv(t, envOptions{backend: b, script: janitorsScript, configure: func(c *apitest.Config) {
 		c.Runs.InterruptAfter = -1
 		c.Runs.Agent.SubAgents = nodes.SubAgents{Agents: []nodes.SubAgent{
 			{Name: "janitor", Description: "deletes files", Tools: []string{"delete_file"}}}}

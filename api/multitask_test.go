@@ -49,106 +49,78 @@ func TestMultitaskRejectIsTheDefault(t *testing.T) {
 	}
 }
 
-// TestMultitaskInterrupt: the busy run is cancelled (what it waits for
-// expires, its stream ends with run.cancelled) and the new message runs;
-// the cancelled turn stays in the history.
-func TestMultitaskInterrupt(t *testing.T) {
+// TestMultitaskInterruptAndRollback: the busy run — running, or waiting
+// for a person — is cancelled (what it waits for expires, its stream
+// ends with run.cancelled, its tool call never runs) and the new message
+// runs. Interrupted, the turn stays in the history; rolled back, it is
+// gone from what the model sees (the agent reruns from before it) and
+// its run is superseded for the user.
+func TestMultitaskInterruptAndRollback(t *testing.T) {
 	for _, b := range backends {
-		for _, person := range []bool{true, false} {
-			name := string(b) + "/running"
-			if person {
-				name = string(b) + "/waiting_for_a_person"
-			}
-			t.Run(name, func(t *testing.T) {
-				noLeaks(t)
-				e := newApprovalEnv(t, b, false)
-				old, conv, oldRun := e.busy(person)
-				next := e.chat(map[string]any{"message": "hello", "conversation_id": conv, "multitask_strategy": "interrupt"})
-				evs := next.all()
-				checkRun(t, evs, 1, next.header("X-Run-ID"), conv)
-				if evs[len(evs)-1].Type != "run.completed" {
-					t.Fatalf("the new message: %v", types(evs))
-				}
-				if rest := old.all(); rest[len(rest)-1].Type != "run.cancelled" {
-					t.Errorf("the interrupted run's stream ended with %v", types(rest))
-				}
-				r, err := e.store.GetRun(t.Context(), "alice", oldRun)
-				if err != nil || r.Status != store.RunCancelled || r.Superseded {
-					t.Errorf("the interrupted run: %+v %v", r, err)
-				}
+		for _, strategy := range []string{"interrupt", "rollback"} {
+			for _, person := range []bool{true, false} {
+				name := string(b) + "/" + strategy + "/running"
 				if person {
+					name = string(b) + "/" + strategy + "/waiting_for_a_person"
+				}
+				t.Run(name, func(t *testing.T) {
+					noLeaks(t)
+					e := newApprovalEnv(t, b, false)
+					first := e.chat(map[string]any{"message": "first question"})
+					first.all()
+					conv := first.header("X-Conversation-ID")
+					busy := "wait for it"
+					if person {
+						busy = "please delete /tmp/a.txt"
+					}
+					old := e.chat(map[string]any{"message": busy, "conversation_id": conv})
+					if person {
+						old.until("approval.required")
+					} else {
+						<-e.tools.waiting
+						old.until("tool.start")
+					}
+					oldRun := old.header("X-Run-ID")
+
+					next := e.chat(map[string]any{"message": "hello", "conversation_id": conv, "multitask_strategy": strategy})
+					evs := next.all()
+					checkRun(t, evs, 1, next.header("X-Run-ID"), conv)
+					if evs[len(evs)-1].Type != "run.completed" {
+						t.Fatalf("the new message: %v", types(evs))
+					}
+					if rest := old.all(); rest[len(rest)-1].Type != "run.cancelled" {
+						t.Errorf("the busy run's stream ended with %v", types(rest))
+					}
+					r, err := e.store.GetRun(t.Context(), "alice", oldRun)
+					if err != nil || r.Status != store.RunCancelled || r.Superseded != (strategy == "rollback") {
+						t.Errorf("the busy run: %+v %v", r, err)
+					}
 					p, err := e.store.PendingHumanRequests(t.Context(), store.KindApproval, "alice", conv, store.Page{})
 					if err != nil || len(p.Requests) != 0 {
-						t.Errorf("pending approvals after the interrupt: %+v %v", p.Requests, err)
+						t.Errorf("pending approvals after the %s: %+v %v", strategy, p.Requests, err)
 					}
-				}
-				snap, err := e.srv.Runs().State(t.Context(), conv)
-				if err != nil || !slices.ContainsFunc(snap.State.Messages, func(m nodes.Message) bool { return m.Content == "hello" }) {
-					t.Errorf("agent state: %+v %v", snap.State.Messages, err)
-				}
-				select {
-				case p := <-e.tools.deleted:
-					t.Errorf("the interrupted tool call ran: deleted %s", p)
-				default:
-				}
-				e.close()
-			})
-		}
-	}
-}
-
-// TestMultitaskRollback: as interrupt, and the interrupted turn is gone
-// from what the model sees (the agent reruns from before it) and marked
-// superseded for the user.
-func TestMultitaskRollback(t *testing.T) {
-	for _, b := range backends {
-		for _, person := range []bool{true, false} {
-			name := string(b) + "/running"
-			if person {
-				name = string(b) + "/waiting_for_a_person"
+					snap, err := e.srv.Runs().State(t.Context(), conv)
+					var said []string
+					for _, m := range snap.State.Messages {
+						if m.Role == nodes.RoleUser {
+							said = append(said, m.Content)
+						}
+					}
+					want := []string{"first question", busy, "hello"}
+					if strategy == "rollback" {
+						want = []string{"first question", "hello"}
+					}
+					if err != nil || !slices.Equal(said, want) {
+						t.Errorf("the model's history after the %s: %q, want %q (%v)", strategy, said, want, err)
+					}
+					select {
+					case p := <-e.tools.deleted:
+						t.Errorf("the cancelled tool call ran: deleted %s", p)
+					default:
+					}
+					e.close()
+				})
 			}
-			t.Run(name, func(t *testing.T) {
-				noLeaks(t)
-				e := newApprovalEnv(t, b, false)
-				first := e.chat(map[string]any{"message": "first question"})
-				first.all()
-				conv := first.header("X-Conversation-ID")
-				var old *stream
-				var oldRun string
-				if person {
-					old = e.chat(map[string]any{"message": "please delete /tmp/a.txt", "conversation_id": conv})
-					old.until("approval.required")
-				} else {
-					old = e.chat(map[string]any{"message": "wait for it", "conversation_id": conv})
-					<-e.tools.waiting
-					old.until("tool.start")
-				}
-				oldRun = old.header("X-Run-ID")
-				next := e.chat(map[string]any{"message": "hello", "conversation_id": conv, "multitask_strategy": "rollback"})
-				evs := next.all()
-				checkRun(t, evs, 1, next.header("X-Run-ID"), conv)
-				if evs[len(evs)-1].Type != "run.completed" {
-					t.Fatalf("the new message: %v", types(evs))
-				}
-				if rest := old.all(); rest[len(rest)-1].Type != "run.cancelled" {
-					t.Errorf("the rolled back run's stream ended with %v", types(rest))
-				}
-				r, err := e.store.GetRun(t.Context(), "alice", oldRun)
-				if err != nil || r.Status != store.RunCancelled || !r.Superseded {
-					t.Errorf("the rolled back run: %+v %v", r, err)
-				}
-				snap, err := e.srv.Runs().State(t.Context(), conv)
-				var said []string
-				for _, m := range snap.State.Messages {
-					if m.Role == nodes.RoleUser {
-						said = append(said, m.Content)
-					}
-				}
-				if err != nil || !slices.Equal(said, []string{"first question", "hello"}) || snap.State.Turn != 2 {
-					t.Errorf("the model's history after the rollback: %q (turn %d) %v", said, snap.State.Turn, err)
-				}
-				e.close()
-			})
 		}
 	}
 }
