@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"testing"
@@ -194,6 +195,36 @@ func TestMultitaskEnqueue(t *testing.T) {
 			}
 			evs := e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey)).all()
 			checkRun(t, evs, 1, q[2].RunID, conv)
+			e.close()
+		})
+	}
+}
+
+// TestDeleteAConversationWithAQueue: deleting a conversation drops what
+// waits in its queue; the end of its run starts nothing.
+func TestDeleteAConversationWithAQueue(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			noLeaks(t)
+			e := newApprovalEnv(t, b, false)
+			old, conv, _ := e.busy(false)
+			status, body := e.do("POST", "/api/v1/chat", map[string]any{"message": "one", "conversation_id": conv, "multitask_strategy": "enqueue"})
+			if status != http.StatusAccepted {
+				t.Fatalf("enqueue: %d %s", status, body)
+			}
+			queued := jsonOf[struct {
+				RunID string `json:"run_id"`
+			}](t, body).RunID
+			if status, body := e.do("DELETE", "/api/v1/conversations/"+conv, nil); status != http.StatusNoContent {
+				t.Fatalf("delete: %d %s", status, body)
+			}
+			old.all()
+			if _, err := e.store.GetRun(t.Context(), "alice", queued); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("the queued message of a deleted conversation: %v", err)
+			}
+			if _, err := e.store.GetQueuedRun(t.Context(), "alice", queued); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("the queue of a deleted conversation: %v", err)
+			}
 			e.close()
 		})
 	}

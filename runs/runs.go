@@ -1032,8 +1032,8 @@ func (m *Service) cancelRun(ctx context.Context, userID, conversationID, runID s
 	}
 }
 
-// DeleteConversation deletes a conversation of the user's: its run is
-// stopped first, here or in the process of the cluster that runs it, and
+// DeleteConversation deletes a conversation of the user's: its queued
+// messages are dropped and its run is stopped first, here or in the process of the cluster that runs it, and
 // waited for (see stop); then its files (Config.DeleteFiles), the agent's
 // state and last the record go, and the databases are scrubbed
 // (Config.Scrub). The record goes last so that a failure
@@ -1042,6 +1042,11 @@ func (m *Service) cancelRun(ctx context.Context, userID, conversationID, runID s
 func (m *Service) DeleteConversation(ctx context.Context, userID, conversationID string) error {
 	if _, err := m.st.GetConversation(ctx, userID, conversationID); err != nil {
 		return err
+	}
+	// Emptied first: the end of the run stopped next would start the
+	// queue's first message.
+	if err := m.st.DropQueuedRuns(ctx, userID, conversationID); err != nil {
+		return fmt.Errorf("runs: delete conversation %s: %w", conversationID, err)
 	}
 	if err := m.stop(ctx, userID, conversationID, errDeleted); err != nil {
 		return err
