@@ -32,6 +32,10 @@ type chatRequest struct {
 	// {"max_tokens", "max_tool_calls", "max_seconds"}, each 0 or absent for the
 	// server's (README, API additions).
 	Budget *events.Budget `json:"budget"`
+	// MultitaskStrategy is what becomes of the message when the
+	// conversation's run is going or waits for a person: reject (absent),
+	// interrupt, rollback or enqueue (docs/api.md, runs.Multitask).
+	MultitaskStrategy runs.Multitask `json:"multitask_strategy"`
 }
 
 // editRequest is the body of POST /conversations/{id}/runs/{run_id}/edit.
@@ -79,6 +83,10 @@ func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest
 	if b := body.Budget; b != nil && (b.Tokens < 0 || b.ToolCalls < 0 || b.Seconds < 0) {
 		return runs.StartRequest{}, errorf(http.StatusBadRequest, "invalid_field", `"budget" limits must not be negative`)
 	}
+	if !body.MultitaskStrategy.Valid() {
+		return runs.StartRequest{}, errorf(http.StatusBadRequest, "invalid_field",
+			`"multitask_strategy" must be reject, interrupt, rollback or enqueue`)
+	}
 	in := nodes.Input{Message: msg, Model: body.Model, DocumentIDs: body.DocumentIDs, NoMemory: body.Memory != nil && !*body.Memory}
 	if b := body.Budget; b != nil && !b.Zero() {
 		in.Budget = b
@@ -94,7 +102,24 @@ func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest
 		in.Context = compact.Bytes()
 	}
 	return runs.StartRequest{UserID: userOf(r), ConversationID: conversationID,
-		RequestID: middleware.RequestIDFrom(r.Context()), Input: in, Interactive: interactive}, nil
+		RequestID: middleware.RequestIDFrom(r.Context()), Input: in, Interactive: interactive, Multitask: body.MultitaskStrategy}, nil
+}
+
+// queuedResponse is the 202 answer to a chat message queued behind the
+// conversation's run (multitask_strategy enqueue).
+type queuedResponse struct {
+	Status string `json:"status"`
+	runs.QueuedRun
+}
+
+// started answers a chat request whose Start failed: 202 with where the
+// message waits when it was queued, the error otherwise.
+func (s *Server) started(w http.ResponseWriter, r *http.Request, err error) {
+	if q, ok := errors.AsType[*runs.QueuedError](err); ok {
+		writeJSON(w, http.StatusAccepted, queuedResponse{Status: "queued", QueuedRun: q.Queued})
+		return
+	}
+	s.writeError(w, r, err)
 }
 
 // handleChat is POST /api/v1/chat: a run, streamed as SSE.
@@ -106,7 +131,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	rn, sub, err := s.runs.Start(r.Context(), req)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.started(w, r, err)
 		return
 	}
 	s.serveRun(w, r, rn, sub)
@@ -211,7 +236,7 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 	req.AwaitsEnd = true // the events are folded into one answer at the end
 	rn, sub, err := s.runs.Start(r.Context(), req)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.started(w, r, err)
 		return
 	}
 	defer sub.Close()

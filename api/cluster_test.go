@@ -212,3 +212,30 @@ func TestClusterSyncChatListsAnUncertainCall(t *testing.T) {
 	a.close()
 	b.close()
 }
+
+// TestClusterEnqueueThroughAnotherProcess: a message queued through the
+// second process behind a run of the first starts once that run ends,
+// and runs to its end.
+func TestClusterEnqueueThroughAnotherProcess(t *testing.T) {
+	noLeaks(t)
+	a, b := twoProcesses(t)
+	s := a.chat(map[string]any{"message": "wait for it"})
+	conv := s.header("X-Conversation-ID")
+	<-a.tools.waiting
+	s.until("tool.start")
+	status, body := b.do("POST", "/api/v1/chat", map[string]any{"message": "hello", "conversation_id": conv, "multitask_strategy": "enqueue"})
+	if status != http.StatusAccepted {
+		t.Fatalf("enqueue through the second process: %d %s", status, body)
+	}
+	queued := jsonOf[struct {
+		RunID string `json:"run_id"`
+	}](t, body).RunID
+	close(a.tools.release)
+	s.all()
+	waitFor(t, "the queued message to run", func() bool {
+		r, err := b.store.GetRun(t.Context(), "alice", queued)
+		return err == nil && r.Status == store.RunCompleted
+	})
+	a.close()
+	b.close()
+}

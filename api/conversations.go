@@ -201,6 +201,36 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"status": "cancelling", "run_id": runID})
 }
 
+// handleQueue is GET /api/v1/conversations/{id}/queue: the messages
+// waiting for the conversation's run to end (multitask_strategy
+// enqueue), first first.
+func (s *Server) handleQueue(w http.ResponseWriter, r *http.Request) {
+	q, err := s.runs.QueuedRuns(r.Context(), userOf(r), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string][]runs.QueuedRun{"queued": q})
+}
+
+// handleCancelQueued is DELETE /api/v1/conversations/{id}/queue/{run_id}:
+// the queued message will not run. 404 once it has started.
+func (s *Server) handleCancelQueued(w http.ResponseWriter, r *http.Request) {
+	user, id := userOf(r), r.PathValue("run_id")
+	q, err := s.runs.Queued(r.Context(), user, id)
+	if err == nil && q.ConversationID != r.PathValue("id") {
+		err = runs.ErrNotFound
+	}
+	if err == nil {
+		err = s.runs.CancelQueued(r.Context(), user, id)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
 // renameRequest is the body of PATCH /api/v1/conversations/{id}.
 type renameRequest struct {
 	Title *string `json:"title"`

@@ -88,3 +88,46 @@ func FuzzDecodeChat(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeAnswers: the body of POST .../answers is refused with a 400
+// or gives one valid answer per approval, each approval once.
+func FuzzDecodeAnswers(f *testing.F) {
+	for _, seed := range []string{
+		`{"answers": [{"approval_id": "a", "decision": "approve"}, {"approval_id": "b", "decision": "reject", "reason": "no"}]}`,
+		`{"answers": [{"approval_id": "a", "decision": "edit", "args": {"path": "/x"}}]}`,
+		`{"answers": [{"approval_id": "a", "decision": "edit", "args": [1]}]}`,
+		`{"answers": [{"approval_id": "a", "decision": "approve"}, {"approval_id": " a ", "decision": "approve"}]}`,
+		`{"answers": [{"approval_id": "", "decision": "approve"}]}`,
+		`{"answers": []}`,
+		`{"answers": [{"approval_id": "a\u0000", "decision": "approve"}]}`,
+		`{"answers": [{"approval_id": "a", "decision": "maybe"}]}`,
+		``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := httptest.NewRequest(http.MethodPost, "/api/v1/conversations/c/runs/r/answers", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		ids, answers, err := decodeAnswers(r)
+		var e *Error
+		if err != nil {
+			if !errors.As(err, &e) || e.Status != http.StatusBadRequest {
+				t.Fatalf("decodeAnswers(%q) = %v, want a 400", body, err)
+			}
+			return
+		}
+		if len(ids) == 0 || len(ids) != len(answers) {
+			t.Fatalf("decodeAnswers(%q) = %d ids, %d answers", body, len(ids), len(answers))
+		}
+		seen := map[string]bool{}
+		for i, id := range ids {
+			if id == "" || seen[id] || !store.ValidText(id) {
+				t.Fatalf("decodeAnswers(%q): id %d %q empty, repeated or not storable", body, i, id)
+			}
+			seen[id] = true
+			if err := answers[i].Validate(); err != nil {
+				t.Fatalf("decodeAnswers(%q): answer %d invalid: %v", body, i, err)
+			}
+		}
+	})
+}

@@ -221,6 +221,9 @@ type envOptions struct {
 	// dsn and checkpointDSN (Postgres only), when set, are how the
 	// server's store and checkpointer connect to data.
 	dsn, checkpointDSN string
+	// script, when set, is the scripted model's script (JSON) in place
+	// of testdata/agent.json.
+	script string
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -233,6 +236,9 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	st, saver, closeDB := o.data.open(t, o.dsn, o.checkpointDSN)
 	script, err := llm.LoadScript("testdata/agent.json")
+	if o.script != "" {
+		script, err = llm.ParseScript([]byte(o.script))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,14 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -159,4 +161,93 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string][]operators.ToolInfo{"tools": tools})
+}
+
+// answersRequest is the body of POST
+// /api/v1/conversations/{id}/runs/{run_id}/answers.
+type answersRequest struct {
+	Answers []approvalAnswer `json:"answers"`
+}
+
+// approvalAnswer is one approval's answer in an answersRequest.
+type approvalAnswer struct {
+	ApprovalID string `json:"approval_id"`
+	approvalRequest
+}
+
+// handleAnswers is POST /api/v1/conversations/{id}/runs/{run_id}/answers:
+// the run's pending approvals answered at once, each with its own
+// decision, all or nothing: every answer is checked, and every approval
+// found pending and of the run, before any is recorded (runs.Answer).
+// The run continues as after POST /approvals/{id}.
+func (s *Server) handleAnswers(w http.ResponseWriter, r *http.Request) {
+	ids, answers, err := decodeAnswers(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	runID := r.PathValue("run_id")
+	res, err := s.runs.Answer(r.Context(), runs.AnswerRequest{User: userOf(r), ConversationID: r.PathValue("id"), IDs: ids,
+		Decide: func(i int, hr runs.HumanRequest) (runs.Answer, error) {
+			if hr.Kind != store.KindApproval || hr.RunID != runID {
+				return runs.Answer{}, store.ErrNotFound
+			}
+			return runs.Answer{Approval: answers[i]}, nil
+		}})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res.Follow.Sub.Close() // the run goes on; its stream is the conversation's
+	out := answersResponse{Status: "processed", RunID: runID, Answers: make([]answered, len(ids))}
+	for i, id := range ids {
+		out.Answers[i] = answered{ApprovalID: id, Decision: answers[i].Decision}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// decodeAnswers decodes and checks the body of POST .../answers: the
+// approvals' ids, each given once, and their answers, in order. Any
+// mistake is a 400 *Error naming the answer.
+func decodeAnswers(r *http.Request) ([]string, []store.ApprovalAnswer, error) {
+	var body answersRequest
+	if err := jsonbody.Decode(r, &body); err != nil {
+		return nil, nil, err
+	}
+	if len(body.Answers) == 0 {
+		return nil, nil, errorf(http.StatusBadRequest, "invalid_field", `"answers" must hold at least one answer`)
+	}
+	ids := make([]string, len(body.Answers))
+	answers := make([]store.ApprovalAnswer, len(body.Answers))
+	seen := map[string]bool{}
+	for i, a := range body.Answers {
+		id := strings.TrimSpace(a.ApprovalID)
+		if id == "" || seen[id] {
+			return nil, nil, errorf(http.StatusBadRequest, "invalid_field",
+				fmt.Sprintf(`answer %d: "approval_id" is required, and each approval is answered once`, i))
+		}
+		seen[id] = true
+		ans := store.ApprovalAnswer{Decision: a.Decision, Args: a.Args, Reason: a.Reason}
+		if err := ans.Validate(); err != nil {
+			return nil, nil, errorf(http.StatusBadRequest, "invalid_decision", fmt.Sprintf(
+				`answer %d: "decision" must be approve, edit (with "args", a JSON object) or reject (with an optional "reason")`, i))
+		}
+		if a.Decision != store.DecisionEdit {
+			ans.Args = nil
+		}
+		ids[i], answers[i] = id, ans
+	}
+	return ids, answers, nil
+}
+
+// answersResponse is POST .../answers' answer.
+type answersResponse struct {
+	Status  string     `json:"status"`
+	RunID   string     `json:"run_id"`
+	Answers []answered `json:"answers"`
+}
+
+type answered struct {
+	ApprovalID string         `json:"approval_id"`
+	Decision   store.Decision `json:"decision"`
 }

@@ -365,7 +365,9 @@ func (m *Service) claim(ctx context.Context) (int, error) {
 			errs = append(errs, err)
 		}
 	}
-	return len(runs), errors.Join(errs...)
+	// A process that died as a turn ended left the next message queued.
+	queued, err := m.startIdleQueues(ctx)
+	return len(runs) + queued, errors.Join(append(errs, err)...)
 }
 
 // awayAgain reports whether err stopped a run from going on only because

@@ -15,6 +15,9 @@
 //   - Start a run (StartRequest); Subscribe to one; Follow its events,
 //     with a disconnect policy chosen per request (Disconnect: keep,
 //     cancel, or wait for a resume).
+//   - Start with a Multitask strategy for a busy conversation: reject,
+//     interrupt, rollback, or enqueue (a *QueuedError says where the
+//     message waits); Queued, QueuedRuns, CancelQueued, AwaitQueued.
 //   - Answer a set of pending human requests and follow the run they
 //     resume (Answer); AnswerApproval, AnswerElicitation,
 //     CancelElicitation one at a time; Expire an approval whose
@@ -108,6 +111,22 @@
 // AnswerUncertainCall (and Answer) records the decision, retry, skip or
 // fail, and resumes the run with it the same way, its events beginning
 // with uncertain_call.resolved.
+//
+// # Double-texting
+//
+// A message for a conversation whose run is going or waits for a person
+// takes a strategy (StartRequest.Multitask, LangGraph's
+// multitask_strategy), done here once for every surface. Interrupt
+// cancels the run as Cancel does, wherever it runs, and waits for the
+// store to record its end; rollback then starts the message as an edit
+// of the cancelled turn (superseded, the agent forking from before it).
+// Enqueue stores the message in the conversation's queue
+// (store.Queue); the segment that ends a turn (a final status, or a
+// clarifying question) starts the queue's first, and so does the
+// enqueuer once more after storing it, so that a turn ending in between
+// is not missed: the store starts a queued message once, as a run of its
+// id, whoever asks. Recover, and with a Cluster every sweep, starts the
+// queues that a process dying at a turn's end left idle.
 //
 // # Client protocols
 //

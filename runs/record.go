@@ -24,6 +24,9 @@ type (
 	RunStatus = store.RunStatus
 	RunQuery  = store.RunQuery
 	RunPage   = store.RunPage
+	// QueuedRun is a message waiting for its conversation's run to end
+	// (MultitaskEnqueue).
+	QueuedRun = store.QueuedRun
 )
 
 // A run's statuses, and the page sizes the store caps.

@@ -27,12 +27,13 @@ func (m *Service) Shutdown(ctx context.Context) error {
 // still running in the store under another owner (a shutdown or a
 // crash) continue from their last checkpoint, and parked runs whose
 // approvals or questions were answered without being resumed are
-// resumed. Call it once at start, before serving. Without a Cluster it
-// takes over every running run it did not start, so no other live
+// resumed, and the first queued message of a conversation whose turn
+// ended as its process died starts. Call it once at start, before
+// serving. Without a Cluster it takes over every running run it did not start, so no other live
 // process may share the store; with one it takes only the runs of
 // processes that are gone (Cluster.ClaimOrphans), as every live process
 // keeps doing every ClaimInterval. It returns how many runs it
-// continued.
+// continued or started.
 func (m *Service) Recover(ctx context.Context, users []string) (int, error) {
 	n := 0
 	var errs []error
@@ -61,12 +62,16 @@ func (m *Service) Recover(ctx context.Context, users []string) (int, error) {
 			page.Cursor = p.NextCursor
 		}
 	}
+	var (
+		started int
+		err     error
+	)
 	if m.cfg.Cluster != nil {
-		claimed, err := m.claim(ctx)
-		n += claimed
-		errs = append(errs, err)
+		started, err = m.claim(ctx) // the queues too
+	} else {
+		started, err = m.startIdleQueues(ctx)
 	}
-	return n, errors.Join(errs...)
+	return n + started, errors.Join(append(errs, err)...)
 }
 
 func (m *Service) recoverConversation(ctx context.Context, user, conversationID string) (bool, error) {

@@ -56,6 +56,10 @@ type Run struct {
 	// firstAnswer is set once the run has stored the conversation's
 	// first answer: its end asks for a title (Config.Title).
 	firstAnswer atomic.Bool
+	// turnOver is set, on the driving goroutine, once the segment ended
+	// the run's turn (a final status, or a clarifying question): the
+	// conversation's queued message may start (see nextQueued).
+	turnOver bool
 }
 
 // runFrom returns the run whose context ctx derives from.
@@ -113,6 +117,12 @@ type StartRequest struct {
 	// what it asked the user, who chose not to answer, is cancelled for
 	// the new message.
 	DropWaiting bool
+	// Multitask is what becomes of the message when the conversation's
+	// run is going or waits for a person; "" rejects it (see Multitask).
+	Multitask Multitask
+	// supersedes names the run a rollback takes out of the history when
+	// its turn left nothing to rerun from (see startInterrupting).
+	supersedes string
 }
 
 // Start stores a new run, subscribes the caller to its events and starts
@@ -122,13 +132,27 @@ type StartRequest struct {
 // ErrContextTooLarge (Input.Context over MaxContextBytes), ErrShuttingDown,
 // ErrUnavailable, ErrTooManyRuns, store.ErrRunActive (the conversation
 // has a run going), store.ErrNotFound (no such conversation or edited
-// run), store.ErrConflict (the edited run is superseded).
+// run), store.ErrConflict (the edited run is superseded), store.ErrInvalid
+// (an unknown Multitask). With MultitaskEnqueue, a message for a busy
+// conversation is stored to run later and Start returns a *QueuedError
+// saying where it waits: no run starts now.
 func (m *Service) Start(ctx context.Context, req StartRequest) (*Run, *Subscription, error) {
 	if err := m.CheckMessage(req.Input.Message); err != nil {
 		return nil, nil, err
 	}
 	if err := CheckContext(req.Input.Context); err != nil {
 		return nil, nil, err
+	}
+	if !req.Multitask.Valid() {
+		return nil, nil, fmt.Errorf("runs: start: %w: unknown multitask strategy %q", store.ErrInvalid, req.Multitask)
+	}
+	if req.ConversationID != "" && req.Edits == "" {
+		switch req.Multitask {
+		case MultitaskInterrupt, MultitaskRollback:
+			return m.startInterrupting(ctx, req)
+		case MultitaskEnqueue:
+			return m.startOrEnqueue(ctx, req)
+		}
 	}
 	if !req.WaitIdle || req.ConversationID == "" {
 		return m.start(ctx, req)
@@ -179,9 +203,7 @@ func (m *Service) start(ctx context.Context, req StartRequest) (*Run, *Subscript
 			m.release(req.UserID)
 		}
 	}()
-	in := req.Input
-	in.RequestID, in.UserID = req.RequestID, req.UserID
-	start := startInput{Input: in, New: req.ConversationID == ""}
+	start := startInput{Input: req.input(), New: req.ConversationID == ""}
 	if edit != nil {
 		start.Edit, start.EditOf = true, edit.RequestID
 	}
@@ -192,6 +214,8 @@ func (m *Service) start(ctx context.Context, req StartRequest) (*Run, *Subscript
 	}
 	if edit != nil {
 		nr.Supersedes = edit.ID
+	} else if req.supersedes != "" {
+		nr.Supersedes = req.supersedes
 	}
 	var err error
 	if nr.Input, err = json.Marshal(start); err != nil {
@@ -205,6 +229,13 @@ func (m *Service) start(ctx context.Context, req StartRequest) (*Run, *Subscript
 	sub := m.launch(rn, m.first(rn.conversationID, start), true, &req)
 	ok = true
 	return rn, sub, nil
+}
+
+// input is the agent's input of the run req starts.
+func (req StartRequest) input() nodes.Input {
+	in := req.Input
+	in.RequestID, in.UserID = req.RequestID, req.UserID
+	return in
 }
 
 // startInput is how a run starts: what the store keeps of it until the
@@ -325,6 +356,9 @@ func (m *Service) ended(rn *Run) {
 	m.metrics.RunsActive(-1)
 	rn.cancel(errRunEnded)
 	close(rn.done)
+	if rn.turnOver {
+		m.nextQueued(rn)
+	}
 }
 
 // runsHere reports whether the run is live in this process, so its hub
@@ -595,6 +629,7 @@ func (m *Service) fence() string {
 // may read the event before it is sent: whoever sees a terminal event
 // must find the run ended, and may start the next run at once.
 func (m *Service) finish(rn *Run, p events.Payload, end store.RunEnd) {
+	rn.turnOver = end.Status.Final() || end.Reason == store.InterruptClarification
 	rest, typed, herr := rn.out.hold()
 	if herr != nil {
 		m.abandon(rn)
@@ -687,6 +722,7 @@ func (m *Service) abandon(rn *Run) {
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "marking an abandoned run failed", slog.Any("error", err))
 	}
 	m.metrics.RunEnded(string(store.RunFailed), time.Since(rn.started))
+	rn.turnOver = err == nil
 	m.detach(rn)
 	m.cut(rn)
 }
@@ -1014,8 +1050,8 @@ func (m *Service) cancelRun(ctx context.Context, userID, conversationID, runID s
 	}
 }
 
-// DeleteConversation deletes a conversation of the user's: its run is
-// stopped first, here or in the process of the cluster that runs it, and
+// DeleteConversation deletes a conversation of the user's: its queued
+// messages are dropped and its run is stopped first, here or in the process of the cluster that runs it, and
 // waited for (see stop); then its files (Config.DeleteFiles), the agent's
 // state and last the record go, and the databases are scrubbed
 // (Config.Scrub). The record goes last so that a failure
@@ -1024,6 +1060,11 @@ func (m *Service) cancelRun(ctx context.Context, userID, conversationID, runID s
 func (m *Service) DeleteConversation(ctx context.Context, userID, conversationID string) error {
 	if _, err := m.st.GetConversation(ctx, userID, conversationID); err != nil {
 		return err
+	}
+	// Emptied first: the end of the run stopped next would start the
+	// queue's first message.
+	if err := m.st.DropQueuedRuns(ctx, userID, conversationID); err != nil {
+		return fmt.Errorf("runs: delete conversation %s: %w", conversationID, err)
 	}
 	if err := m.stop(ctx, userID, conversationID, errDeleted); err != nil {
 		return err

@@ -52,6 +52,14 @@
 // PostgreSQL database, cannot both start a run: the loser gets
 // ErrRunActive.
 //
+// # Queued messages
+//
+// Queue keeps the messages sent, with the enqueue strategy, to a
+// conversation whose run was going or waiting. StartQueuedRun turns the
+// first into a run of the same id and takes it out of the queue in one
+// transaction, under the same unique index: of processes racing, one
+// starts it, once, and only when no run is active.
+//
 // # Events
 //
 // AppendEvent gives each event of a run the next sequence number, from 1

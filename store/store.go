@@ -16,6 +16,7 @@ type Store interface {
 	Events
 	HumanRequests
 	ToolCalls
+	Queue
 
 	// Ping reports whether the database answers and its schema is
 	// migrated; it backs /readyz.

@@ -113,9 +113,9 @@ type runSpec struct {
 	answers []runs.ApprovalAnswer
 	// resuming: command.resume was given.
 	resuming bool
-	// interrupt: multitask_strategy interrupt or rollback, which cancel
-	// the thread's run going before this one starts.
-	interrupt bool
+	// multitask is multitask_strategy: what becomes of the message when
+	// the thread's run is going or waiting (runs.Multitask).
+	multitask runs.Multitask
 	modes     modes
 	// onDisconnect is on_disconnect: the run goes on, or is cancelled.
 	onDisconnect runs.Disconnect
@@ -146,11 +146,7 @@ func parseRun(body []byte) (runSpec, error) {
 	default:
 		return runSpec{}, httperr.Invalid(`on_disconnect must be "cancel" or "continue"`)
 	}
-	switch b.MultitaskStrategy {
-	case "", "reject", "enqueue":
-	case "interrupt", "rollback":
-		spec.interrupt = true
-	default:
+	if spec.multitask = runs.Multitask(b.MultitaskStrategy); !spec.multitask.Valid() {
 		return runSpec{}, httperr.Invalid(`multitask_strategy must be reject, interrupt, rollback or enqueue`)
 	}
 	if m := bytes.TrimSpace(b.Metadata); len(m) > 0 && !bytes.Equal(m, []byte("null")) {

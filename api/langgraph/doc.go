@@ -14,7 +14,9 @@
 // message per node's model call; the thread's messages keep only the
 // answer. An approval the agent waits for is an interrupt in the shape of
 // LangChain's HumanInTheLoopMiddleware, answered by a new run carrying
-// command.resume.decisions. Runs start, stop, resume and are followed,
+// command.resume.decisions. A run's multitask_strategy is the run
+// service's (runs.Multitask): a message enqueued behind the thread's run
+// is a pending run until it starts. Runs start, stop, resume and are followed,
 // and threads, runs and checkpoints are read, only through runs' verbs:
 // the package imports neither store nor nodes. Users and their
 // isolation come from package api's authentication (runs.UserFrom).

@@ -55,8 +55,19 @@ func runOf(r runs.RunRecord) run {
 		MultitaskStrategy: "reject", Kwargs: map[string]any{}}
 }
 
+// pendingRunOf is a message queued behind the thread's run as
+// LangGraph's pending run.
+func pendingRunOf(q runs.QueuedRun) run {
+	at := timestamp(q.CreatedAt)
+	return run{RunID: q.ID, ThreadID: q.ConversationID, AssistantID: graphID, Status: "pending", CreatedAt: at, UpdatedAt: at,
+		Metadata: map[string]any{}, MultitaskStrategy: string(runs.MultitaskEnqueue), Kwargs: map[string]any{}}
+}
+
 // begun is a run a request started or resumed, subscribed to.
 type begun struct {
+	// queued is the message that waits behind the thread's run
+	// (multitask_strategy enqueue); no run is subscribed to yet.
+	queued *runs.QueuedRun
 	spec   runSpec
 	conv   runs.Conversation
 	runID  string
@@ -113,9 +124,13 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request, awaitsEnd bool) 
 	if err := h.runs.CheckMessage(spec.message); err != nil {
 		return nil, err
 	}
-	if spec.interrupt {
-		if err := h.interruptRunning(ctx, c); err != nil {
-			return nil, err
+	prior := snap.State.Messages
+	if spec.multitask == runs.MultitaskRollback {
+		// The run rolled back takes its turn's messages with it, and the
+		// message runs in that turn.
+		if last, err := h.runs.LatestRun(ctx, c.UserID, c.ID); err == nil && last.Active() && last.RequestID == snap.State.Input.RequestID {
+			turn = snap.State.Turn
+			prior = slices.DeleteFunc(slices.Clone(prior), func(m runs.Message) bool { return m.Turn >= turn })
 		}
 	}
 	reqID := w.Header().Get("X-Request-Id")
@@ -123,35 +138,36 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request, awaitsEnd bool) 
 		reqID = ids.Random("req_", 8)
 	}
 	rn, sub, err := h.runs.Start(ctx, runs.StartRequest{UserID: user(r), ConversationID: c.ID, RequestID: reqID,
-		Input: runs.Input{Message: spec.message, Context: spec.context}, AwaitsEnd: awaitsEnd})
+		Input: runs.Input{Message: spec.message, Context: spec.context}, AwaitsEnd: awaitsEnd, Multitask: spec.multitask})
+	if q, ok := errors.AsType[*runs.QueuedError](err); ok {
+		b.queued = &q.Queued
+		return b, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	b.runID, b.sub = rn.ID(), sub
 	b.follow = runs.FollowRequest{User: user(r), ConversationID: c.ID, RunID: rn.ID(), Sub: sub, OnDisconnect: spec.onDisconnect}
-	b.tr = newTranslator(c.ID, rn.ID(), spec.modes, turn, snap.State.Messages, spec.message, state)
+	b.tr = newTranslator(c.ID, rn.ID(), spec.modes, turn, prior, spec.message, state)
 	return b, nil
 }
 
-// interruptRunning cancels the thread's run going, if any, and returns
-// once it has ended (multitask_strategy interrupt and rollback; Trellis
-// keeps the cancelled run's record either way).
-func (h *handler) interruptRunning(ctx context.Context, c runs.Conversation) error {
-	last, err := h.runs.LatestRun(ctx, c.UserID, c.ID)
-	if errors.Is(err, runs.ErrNotFound) || (err == nil && last.Status != runs.RunRunning) {
-		return nil
-	}
+// awaitQueued waits for b's queued message to start, and sets b to
+// follow its run from its first event, as a join does; false when the
+// client left first or the message was cancelled (answered then).
+func (h *handler) awaitQueued(w http.ResponseWriter, r *http.Request, b *begun) bool {
+	rn, err := h.runs.AwaitQueued(r.Context(), b.conv.UserID, b.queued.ID)
 	if err != nil {
-		return err
+		if r.Context().Err() == nil {
+			h.fail(w, r, err)
+		}
+		return false
 	}
-	sub := h.runs.Subscribe(last.ID, false)
-	defer sub.Close()
-	if _, err := h.runs.Cancel(ctx, c.UserID, c.ID); err != nil && !errors.Is(err, runs.ErrNothingToRun) {
-		return err
-	}
-	_, err = h.runs.Follow(ctx, runs.FollowRequest{User: c.UserID, ConversationID: c.ID, RunID: last.ID, Sub: sub,
-		After: last.LastSeq, Replay: true, Rejoin: true}, func(*runs.Event) error { return nil })
-	return err
+	b.tr, b.sub = h.joiner(r, rn, b.spec.modes)
+	b.runID = rn.ID
+	b.follow = runs.FollowRequest{User: rn.UserID, ConversationID: rn.ConversationID, RunID: rn.ID, Sub: b.sub, Replay: true,
+		OnDisconnect: b.spec.onDisconnect}
+	return true
 }
 
 // tag records the graph in the metadata of a thread a run started on,
@@ -212,6 +228,9 @@ func (h *handler) streamRun(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	if b.queued != nil && !h.awaitQueued(w, r, b) {
+		return
+	}
 	defer b.sub.Close()
 	sw := startStream(w, b.conv.ID, b.runID, b.spec.modes, h.cfg.WriteTimeout)
 	b.follow.Begin = func() error {
@@ -228,6 +247,9 @@ func (h *handler) waitRun(w http.ResponseWriter, r *http.Request) {
 	b, err := h.begin(w, r, true)
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	if b.queued != nil && !h.awaitQueued(w, r, b) {
 		return
 	}
 	defer b.sub.Close()
@@ -259,6 +281,10 @@ func (h *handler) backgroundRun(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	if b.queued != nil {
+		writeJSON(w, http.StatusOK, pendingRunOf(*b.queued))
+		return
+	}
 	b.sub.Close()
 	rn, err := h.runs.RunRecord(r.Context(), b.conv.UserID, b.runID)
 	if err != nil {
@@ -278,8 +304,38 @@ func (h *handler) threadRun(r *http.Request) (runs.RunRecord, error) {
 	return rn, err
 }
 
+// queuedRun returns the message queued on the thread the path names as
+// the run it names (a pending run); runs.ErrNotFound when there is none.
+func (h *handler) queuedRun(r *http.Request) (runs.QueuedRun, error) {
+	q, err := h.runs.Queued(r.Context(), user(r), chi.URLParam(r, "run_id"))
+	if err == nil && q.ConversationID != chi.URLParam(r, "thread_id") {
+		err = runs.ErrNotFound
+	}
+	return q, err
+}
+
+// startedRun is threadRun for a request that waits for the run: a
+// pending run is waited for until it starts.
+func (h *handler) startedRun(r *http.Request) (runs.RunRecord, error) {
+	rn, err := h.threadRun(r)
+	if !errors.Is(err, runs.ErrNotFound) {
+		return rn, err
+	}
+	q, qerr := h.queuedRun(r)
+	if qerr != nil {
+		return rn, err
+	}
+	return h.runs.AwaitQueued(r.Context(), q.UserID, q.ID)
+}
+
 func (h *handler) getRun(w http.ResponseWriter, r *http.Request) {
 	rn, err := h.threadRun(r)
+	if errors.Is(err, runs.ErrNotFound) {
+		if q, qerr := h.queuedRun(r); qerr == nil {
+			writeJSON(w, http.StatusOK, pendingRunOf(q))
+			return
+		}
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -346,7 +402,7 @@ func (h *handler) listRuns(w http.ResponseWriter, r *http.Request) {
 // joinRun is GET /threads/{id}/runs/{run_id}/join: the final values once
 // the run ends (at once for one that has).
 func (h *handler) joinRun(w http.ResponseWriter, r *http.Request) {
-	rn, err := h.threadRun(r)
+	rn, err := h.startedRun(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -377,7 +433,7 @@ func (h *handler) joiner(r *http.Request, rn runs.RunRecord, m modes) (*translat
 // stream, from its start or after Last-Event-ID, in the modes of
 // ?stream_mode (values when absent).
 func (h *handler) joinStream(w http.ResponseWriter, r *http.Request) {
-	rn, err := h.threadRun(r)
+	rn, err := h.startedRun(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -412,6 +468,17 @@ func (h *handler) joinStream(w http.ResponseWriter, r *http.Request) {
 // answer comes once it has stopped.
 func (h *handler) cancelRun(w http.ResponseWriter, r *http.Request) {
 	rn, err := h.threadRun(r)
+	if errors.Is(err, runs.ErrNotFound) {
+		if q, qerr := h.queuedRun(r); qerr == nil {
+			// A pending run is taken out of the queue: it never runs.
+			if err := h.runs.CancelQueued(r.Context(), q.UserID, q.ID); err != nil {
+				h.fail(w, r, err)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -122,12 +122,13 @@ func nodeModules(t *testing.T) {
 // threads, state, history, runs and join; a tool call; an approval
 // approved and one rejected through command.resume.decisions; a thinking
 // model's reasoning as reasoning content blocks; a cancel
-// mid-stream and the next message; a rejoin with Last-Event-ID; another
+// mid-stream and the next message; multitask strategies (enqueue as a
+// pending run, rollback); a rejoin with Last-Event-ID; another
 // user's thread and client mistakes answered 4xx.
 func TestSDK(t *testing.T) {
 	nodeModules(t)
 	url := server(t)
-	for _, name := range []string{"chat", "tool", "approve", "edit", "reject", "cancel", "rejoin", "disconnect", "usestream", "reasoning", "mistakes"} {
+	for _, name := range []string{"chat", "tool", "approve", "edit", "reject", "cancel", "multitask", "rejoin", "disconnect", "usestream", "reasoning", "mistakes"} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()

@@ -5,8 +5,9 @@
 // The page is a client of the public HTTP API (API.md) and of nothing
 // else: it starts runs with POST /api/v1/chat and reads their SSE streams
 // from fetch, lists and reloads conversations, reattaches to a run's
-// stream with Last-Event-ID after a drop, answers approvals and
-// elicitations, cancels runs and reruns edited messages. An API key, when
+// stream with Last-Event-ID after a drop, answers approvals (several of
+// a run at once with "Approve all") and elicitations, cancels runs and
+// reruns edited messages. An API key, when
 // the server wants one, is kept in the browser's localStorage and sent as
 // a bearer token.
 //

@@ -399,6 +399,55 @@ func (f *contractFake) approval(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// answers is POST .../runs/{run_id}/answers as docs/api.md gives it:
+// every approval is checked before any is answered, and each waiting
+// script gets its own answer, as POST /approvals/{id} would give it.
+func (f *contractFake) answers(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Answers []struct {
+			ApprovalID string          `json:"approval_id"`
+			Decision   string          `json:"decision"`
+			Args       json.RawMessage `json:"args,omitempty"`
+			Reason     string          `json:"reason,omitempty"`
+		} `json:"answers"`
+	}
+	if !decodeStrict(w, r, &body) {
+		return
+	}
+	if len(body.Answers) == 0 {
+		writeErr(w, http.StatusBadRequest, "invalid_field", "answers must hold at least one answer")
+		return
+	}
+	f.mu.Lock()
+	for _, a := range body.Answers {
+		wt := f.waits[a.ApprovalID]
+		switch {
+		case a.Decision != "approve" && a.Decision != "edit" && a.Decision != "reject":
+			f.mu.Unlock()
+			writeErr(w, http.StatusBadRequest, "invalid_decision", "decision must be approve, edit or reject")
+			return
+		case wt == nil || wt.kind != "approval":
+			f.mu.Unlock()
+			writeErr(w, http.StatusNotFound, "not_found", "no approval "+a.ApprovalID)
+			return
+		case wt.answered:
+			f.mu.Unlock()
+			writeErr(w, http.StatusConflict, "already_answered", "approval "+a.ApprovalID+" was already answered")
+			return
+		}
+	}
+	out := []map[string]string{}
+	for _, a := range body.Answers {
+		wt := f.waits[a.ApprovalID]
+		wt.answered = true
+		one, _ := json.Marshal(map[string]any{"decision": a.Decision, "args": a.Args, "reason": a.Reason})
+		wt.answer <- one
+		out = append(out, map[string]string{"approval_id": a.ApprovalID, "decision": a.Decision})
+	}
+	f.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"status": "processed", "run_id": r.PathValue("run_id"), "answers": out})
+}
+
 func (f *contractFake) uncertainCall(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Decision string `json:"decision"`

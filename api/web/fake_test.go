@@ -138,6 +138,7 @@ func (f *contractFake) handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/conversations/{id}/runs/{run_id}/edit", f.edit)
 	mux.HandleFunc("GET /api/v1/conversations/{id}/runs/{run_id}/events", f.runEvents)
 	mux.HandleFunc("POST /api/v1/approvals/{id}", f.approval)
+	mux.HandleFunc("POST /api/v1/conversations/{id}/runs/{run_id}/answers", f.answers)
 	mux.HandleFunc("POST /api/v1/uncertain-calls/{id}", f.uncertainCall)
 	mux.HandleFunc("POST /api/v1/elicitation/respond", f.elicitation)
 	mux.HandleFunc("GET /api/v1/tools", f.tools)

@@ -328,3 +328,48 @@ func TestApprovalExpires(t *testing.T) {
 		t.Errorf("the page answered an expired approval %d times", n)
 	}
 }
+
+// TestApproveAll: when parallel sub-agents wait on an approval each, the
+// turn offers "Approve all", which answers both in one request; once
+// they are answered it goes away.
+func TestApproveAll(t *testing.T) {
+	f := newContractFake(t, func(r *fakeRun) {
+		wa, wb := r.f.expect("appr-a", "approval", nil), r.f.expect("appr-b", "approval", nil)
+		for _, id := range []string{"appr-a", "appr-b"} {
+			r.emit("approval.required", map[string]any{"approval_id": id, "tool_call_id": "call-" + id, "tool": "delete_file",
+				"args": map[string]any{"path": "/tmp/" + id}, "revision": 0, "namespace": "janitor:call-" + id})
+		}
+		for _, w := range []*fakeWait{wa, wb} {
+			if _, ok := r.wait(w); !ok {
+				return
+			}
+		}
+		for _, id := range []string{"appr-a", "appr-b"} {
+			r.emit("approval.resolved", map[string]any{"approval_id": id, "decision": "approve", "args": map[string]any{"path": "/tmp/" + id}, "reason": ""})
+		}
+		r.answer("Both cleaned up.")
+	})
+	p := open(t, f)
+	p.Send("Clean both")
+
+	all := webtest.LastTurn + ` [data-action="approve-all"]`
+	p.WaitVisible(`.approval-card[data-approval-id="appr-b"]`)
+	p.WaitVisible(all)
+	p.WaitText(all, "Approve all (2)")
+	p.Screenshot("approve-all")
+	p.Click(all)
+	c := f.onlyConversation()
+	f.mu.Lock()
+	runID := c.runs[0].id
+	f.mu.Unlock()
+	req := f.requestsTo("POST", "/api/v1/conversations/"+c.id+"/runs/"+runID+"/answers", 1)[0]
+	jsonEqual(t, "the batch", req.Body, `{"answers": [{"approval_id": "appr-a", "decision": "approve"}, {"approval_id": "appr-b", "decision": "approve"}]}`)
+	for _, id := range []string{"appr-a", "appr-b"} {
+		p.WaitText(`.approval-card[data-approval-id="`+id+`"] .card-result`, "Approved")
+	}
+	p.WaitText(webtest.LastAnswer, "Both cleaned up.")
+	p.WaitJS("Approve all is gone", `(sel) => document.querySelector(sel).hidden`, all)
+	if n := f.count("POST", "/api/v1/approvals/appr-a") + f.count("POST", "/api/v1/approvals/appr-b"); n != 0 {
+		t.Errorf("the page answered %d approvals one at a time too", n)
+	}
+}

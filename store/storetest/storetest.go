@@ -66,6 +66,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"JSONEscapesKept", testJSONEscapesKept},
 		{"StartRunInNewConversation", testStartRunInNewConversation},
 		{"CanceledContext", testCanceledContext},
+		{"Queue", testQueue},
+		{"QueueStartConcurrent", testQueueStartConcurrent},
 	})
 }
 

@@ -221,6 +221,46 @@ const scenarios = {
     return { chunks };
   },
 
+  // multitask_strategy enqueue: the message waits as a pending run and
+  // runs once the run going has ended, in order; a pending run can be
+  // cancelled; a streamed one streams once it starts. rollback takes the
+  // interrupted turn out of the thread's messages.
+  async multitask() {
+    const thread = await alice.threads.create();
+    const slow = { input: { messages: [{ type: "human", content: "say something slow" }] } };
+    const first = await alice.runs.create(thread.thread_id, "agent", slow);
+    const queued = await alice.runs.create(thread.thread_id, "agent", {
+      input: { messages: [{ type: "human", content: "hello" }] }, multitaskStrategy: "enqueue",
+    });
+    assert.equal(queued.status, "pending");
+    assert.equal((await alice.runs.get(thread.thread_id, queued.run_id)).status, "pending");
+    const dropped = await alice.runs.create(thread.thread_id, "agent", {
+      input: { messages: [{ type: "human", content: "never mind" }] }, multitaskStrategy: "enqueue",
+    });
+    await alice.runs.cancel(thread.thread_id, dropped.run_id);
+    await alice.runs.join(thread.thread_id, queued.run_id);
+    assert.equal((await alice.runs.get(thread.thread_id, first.run_id)).status, "success");
+    assert.equal((await alice.runs.get(thread.thread_id, queued.run_id)).status, "success");
+    await expectStatus(alice.runs.get(thread.thread_id, dropped.run_id), 404);
+
+    await alice.runs.create(thread.thread_id, "agent", slow);
+    const streamed = await collect(thread.thread_id, {
+      input: { messages: [{ type: "human", content: "hello" }] }, streamMode: "messages-tuple", multitaskStrategy: "enqueue",
+    });
+    assert.equal(texts(streamed.parts), "Hello there!");
+
+    const rolled = await alice.runs.create(thread.thread_id, "agent", slow);
+    const over = await collect(thread.thread_id, {
+      input: { messages: [{ type: "human", content: "hello again" }] }, streamMode: "messages-tuple", multitaskStrategy: "rollback",
+    });
+    assert.equal(texts(over.parts), "Hello there!");
+    assert.equal((await alice.runs.get(thread.thread_id, rolled.run_id)).status, "interrupted");
+    const state = await alice.threads.getState(thread.thread_id);
+    const humans = state.values.messages.filter((m) => m.type === "human").map((m) => m.content);
+    assert.deepEqual(humans, ["say something slow", "hello", "say something slow", "hello", "hello again"]);
+    return { humans: humans.length };
+  },
+
   // A background run, joined, left, and rejoined with Last-Event-ID:
   // nothing is lost and nothing comes twice.
   async rejoin() {

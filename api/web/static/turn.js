@@ -8,6 +8,7 @@
 // applied.
 
 import { ApprovalCard, ElicitationCard, OUTCOMES, UncertainCallCard } from "./cards.js";
+import { path } from "./api.js";
 import { clip, el, pretty } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { openPassage } from "./passage.js";
@@ -33,6 +34,7 @@ export class Turn {
   constructor(init, ctx) {
     this.ctx = ctx;
     this.runId = init.runId || "";
+    this.conversationId = ""; // from the run's events
     this.message = init.message || "";
     this.lastSeq = 0;
     this.answer = "";
@@ -70,7 +72,11 @@ export class Turn {
     this.thinking = el("details", { class: "thinking" },
       el("summary", {}, this.thinkingLabel), this.thinkingLog);
     this.thinking.hidden = true;
-    this.cardsBox = el("div", { class: "cards" });
+    // Approve all: shown while more than one approval of the run waits
+    // (parallel sub-agents ask at once); one request answers them all.
+    this.approveAllButton = el("button", { type: "button", class: "primary", "data-action": "approve-all", hidden: true }, "Approve all");
+    this.approveAllButton.addEventListener("click", () => this.approveAll());
+    this.cardsBox = el("div", { class: "cards" }, this.approveAllButton);
     this.directBox = el("div", { class: "direct" });
     this.answerBox = el("div", { class: "answer markdown", id: `answer-${n}`, "aria-live": "polite", "aria-busy": "true", "aria-label": "Answer" });
     this.citations = el("ol", { class: "citations", "aria-label": "Sources", hidden: true });
@@ -117,6 +123,39 @@ export class Turn {
   refreshControls() {
     this.editButton.hidden = !this.runId || this.superseded || this.active;
     this.editButton.disabled = !this.ctx.canEdit(this);
+    const waiting = this.pendingApprovals().length;
+    this.approveAllButton.hidden = waiting < 2;
+    this.approveAllButton.textContent = `Approve all (${waiting})`;
+  }
+
+  /** pendingApprovals are the approval cards still waiting for an answer. */
+  pendingApprovals() {
+    return [...this.cards.values()].filter((c) => c instanceof ApprovalCard && c.state === "pending");
+  }
+
+  /**
+   * approveAll approves every waiting approval of the run in one request
+   * (POST …/runs/{run_id}/answers): all of them or, refused, none.
+   */
+  async approveAll() {
+    const cards = this.pendingApprovals();
+    if (cards.length < 2 || !this.conversationId || !this.runId) return;
+    for (const c of cards) c.setState("sending");
+    this.approveAllButton.disabled = true;
+    try {
+      await this.ctx.client.json("POST", path`/api/v1/conversations/${this.conversationId}/runs/${this.runId}/answers`,
+        { answers: cards.map((c) => ({ approval_id: c.approvalId, decision: "approve" })) });
+    } catch (err) {
+      for (const c of cards) c.setState("pending");
+      cards[0].showError(`Nothing was approved: ${err.message || String(err)}`);
+      return;
+    } finally {
+      this.approveAllButton.disabled = false;
+      this.refreshControls();
+    }
+    for (const c of cards) c.finish("resolved", "Approved. The run continues.");
+    this.refreshControls();
+    this.ctx.onAnswered(this);
   }
 
   /** markSuperseded greys the turn out: an edit replaced it. */
@@ -207,6 +246,7 @@ export class Turn {
     if (state !== "interrupted") {
       for (const card of this.cards.values()) card.expire(`No longer needed: the run ${state === "completed" ? "finished" : state}.`);
     }
+    this.refreshControls();
   }
 
   /**
@@ -389,9 +429,14 @@ const HANDLERS = {
   "approval.required"(ev, replay) {
     this.log("act-approval", el("span", { class: "icon", "aria-hidden": "true" }, "?"), " Approval requested for ", el("code", {}, ev.tool || "tool"));
     if (this.cards.has(ev.approval_id)) return;
-    const card = new ApprovalCard(ev, { client: this.ctx.client, onAnswered: () => this.ctx.onAnswered(this) });
+    const card = new ApprovalCard(ev, { client: this.ctx.client, onAnswered: () => {
+      this.refreshControls();
+      this.ctx.onAnswered(this);
+    } });
+    this.conversationId = ev.conversation_id;
     this.cards.set(ev.approval_id, card);
     this.cardsBox.append(card.element);
+    this.refreshControls();
     if (!replay) this.ctx.announce(`Approval needed to run ${ev.tool || "a tool"}.`);
   },
   "approval.expired"(ev) {
@@ -401,6 +446,7 @@ const HANDLERS = {
   "approval.resolved"(ev) {
     this.log("act-approval", el("span", { class: "icon", "aria-hidden": "true" }, "✓"), ` Approval ${ev.decision === "reject" ? "rejected" : ev.decision === "edit" ? "given with edited arguments" : "given"}`);
     this.cards.get(ev.approval_id)?.resolve(ev);
+    this.refreshControls();
   },
   "tool.uncertain"(ev, replay) {
     this.log("act-approval", el("span", { class: "icon", "aria-hidden": "true" }, "?"), " ", el("code", {}, ev.tool || "tool"), " may have run: your decision is needed");

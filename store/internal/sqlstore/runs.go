@@ -22,14 +22,27 @@ func (s *Store) StartRun(ctx context.Context, nr store.NewRun) (store.Run, error
 	if err := cmp.Or(nr.Validate(), storeutil.CheckIDs(nr.UserID, nr.ConversationID, nr.Supersedes)); err != nil {
 		return store.Run{}, s.errorf("start run: %w", err)
 	}
-	now := storeutil.Now()
 	if nr.NewConversation != nil {
 		nr.ConversationID = ids.New()
 	}
-	r := store.Run{ID: ids.New(), ConversationID: nr.ConversationID, UserID: nr.UserID, Status: store.RunRunning,
+	var r store.Run
+	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) (err error) {
+		r, err = s.startRun(ctx, q, ids.New(), nr)
+		return err
+	})
+	if err != nil {
+		return store.Run{}, s.errorf("start run on conversation %s: %w", nr.ConversationID, s.refused(err))
+	}
+	return r, nil
+}
+
+// startRun is StartRun's transaction, storing the run as id.
+func (s *Store) startRun(ctx context.Context, q Querier, id string, nr store.NewRun) (store.Run, error) {
+	now := storeutil.Now()
+	r := store.Run{ID: id, ConversationID: nr.ConversationID, UserID: nr.UserID, Status: store.RunRunning,
 		UserMessage: nr.UserMessage, CreatedAt: now, CheckpointID: nr.CheckpointID, RequestID: nr.RequestID, Owner: nr.Owner}
 	at := s.db.Time(now)
-	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+	err := func() error {
 		var num int64
 		if nc := nr.NewConversation; nc != nil {
 			// Stored with this run counted: it is the first.
@@ -69,11 +82,8 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.Use
 		}
 		m := store.Message{ID: ids.New(), RunID: r.ID, Role: store.RoleUser, Content: r.UserMessage, CreatedAt: now}
 		return s.addMessage(ctx, q, &m, at)
-	})
-	if err != nil {
-		return store.Run{}, s.errorf("start run on conversation %s: %w", nr.ConversationID, s.refused(err))
-	}
-	return r, nil
+	}()
+	return r, err
 }
 
 // humanTables hold what a run waits on; a run that ends or is superseded
