@@ -24,6 +24,7 @@ type (
 	RunStatus = store.RunStatus
 	RunQuery  = store.RunQuery
 	RunPage   = store.RunPage
+	Branch    = store.Branch
 )
 
 // A run's statuses, and the page sizes the store caps.
