@@ -57,6 +57,23 @@ func (e *env) turn(conv, msg string) (run, conversation, last string) {
 	return s.header("X-Run-ID"), s.header("X-Conversation-ID"), evs[len(evs)-1].Type
 }
 
+// userMessages returns the user's messages in the agent's state of conv:
+// the conversation the model reads.
+func (e *env) userMessages(conv string) []string {
+	e.t.Helper()
+	snap, err := e.srv.Runs().State(e.t.Context(), conv)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, m := range snap.State.Messages {
+		if m.Role == "user" {
+			out = append(out, m.Content)
+		}
+	}
+	return out
+}
+
 func (e *env) edit(conv, run, msg string) string {
 	e.t.Helper()
 	s := e.open(e.request("POST", "/api/v1/conversations/"+conv+"/runs/"+run+"/edit", map[string]any{"message": msg}, aliceKey))
@@ -139,17 +156,7 @@ func TestBranches(t *testing.T) {
 			if c := e.read("/api/v1/conversations/" + conv); !slices.Equal(c.active(), []string{run1, run2, run5}) {
 				t.Errorf("active branch %v, want %s, %s, %s", c.active(), run1, run2, run5)
 			}
-			snap, err := e.srv.Runs().State(t.Context(), conv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var seen []string
-			for _, m := range snap.State.Messages {
-				if m.Role == "user" {
-					seen = append(seen, m.Content)
-				}
-			}
-			if want := []string{"first question", "second question", "third question"}; !slices.Equal(seen, want) {
+			if seen, want := e.userMessages(conv), []string{"first question", "second question", "third question"}; !slices.Equal(seen, want) {
 				t.Errorf("the agent's conversation %q, want %q", seen, want)
 			}
 			calls := e.model.Calls()
@@ -172,17 +179,7 @@ func TestBranches(t *testing.T) {
 			if c := e.read("/api/v1/conversations/" + conv); !slices.Equal(c.active()[:2], []string{run1, run4}) || len(c.active()) != 3 {
 				t.Errorf("active branch %v, want %s, %s and the waiting run", c.active(), run1, run4)
 			}
-			snap, err = e.srv.Runs().State(t.Context(), conv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen = seen[:0]
-			for _, m := range snap.State.Messages {
-				if m.Role == "user" {
-					seen = append(seen, m.Content)
-				}
-			}
-			if want := []string{"first question", "second question, once more", "wait for it"}; !slices.Equal(seen, want) {
+			if seen, want := e.userMessages(conv), []string{"first question", "second question, once more", "wait for it"}; !slices.Equal(seen, want) {
 				t.Errorf("the agent's conversation %q, want %q", seen, want)
 			}
 
