@@ -202,6 +202,8 @@ type env struct {
 	ts    *httptest.Server
 	store store.Store
 	tools *tools
+	// model is the scripted model, whose calls a test may read.
+	model *llm.Scripted
 	data  *storage
 	// closeDB closes the store and checkpointer after the server.
 	closeDB func()
@@ -242,9 +244,10 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	model := llm.NewScripted(script)
 	models, err := llm.NewRegistry(llm.Config{
 		// It thinks where its script says so, as TRELLIS_MODEL=scripted: configures it.
-		Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: llm.NewScripted(script), ToolCalling: true, Thinking: true}},
+		Models:     []llm.ModelConfig{{ID: "scripted", Provider: llm.ProviderScripted, Instance: model, ToolCalling: true, Thinking: true}},
 		Resilience: llm.ResilienceConfig{Disabled: true},
 	})
 	if err != nil {
@@ -280,7 +283,8 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, srv: srv, ts: httptest.NewServer(srv.Handler()), store: st, tools: tl, data: o.data, closeDB: closeDB, key: aliceKey}
+	e := &env{t: t, srv: srv, ts: httptest.NewServer(srv.Handler()), store: st, tools: tl, model: model, data: o.data, closeDB: closeDB,
+		key: aliceKey}
 	if o.local {
 		e.key = ""
 	}

@@ -329,31 +329,104 @@ func WithRun(ctx context.Context, runID string) context.Context {
 	return context.WithValue(ctx, runKey{}, runID)
 }
 
-// Began reports whether the run runID (see WithRun) has stored a
-// checkpoint of the conversation. A run that has not is one whose
-// process died between its caller recording the run and its first
+// Began reports whether the conversation's newest state is one the run
+// runID (see WithRun) stored. A run that has not stored one is one
+// whose process died between its caller recording the run and its first
 // checkpoint: Continue would take up the turn before it, so its caller
-// starts it again from its input instead.
+// starts it again from its input instead. After a turn another run, or a
+// branch moved to (Branch), has the newest state.
 //
-// It reads the conversation's checkpoints newest first, a page at a
-// time, and passes over those that record no run (a state update: an
-// abandoned run, a task edited between runs; or written before runs
-// were recorded). The first that records a run says: the run is runID
-// or another. None found means not begun.
+// The newest state's run is that of its checkpoint or, for a state
+// update (an abandoned run, a task edited between runs, a branch moved
+// to; or a checkpoint written before runs were recorded), of the nearest
+// checkpoint it descends from that records a run. None found means not
+// begun.
 func (a *Agent) Began(ctx context.Context, conversationID, runID string) (bool, error) {
+	last, err := a.lastRun(ctx, conversationID)
+	return last == runID, err
+}
+
+// lastRun returns the run of the conversation's newest state (see
+// Began), "" for none. Most often the newest checkpoint says, so the
+// first read is of that one alone; the rest, a page at a time, follow
+// parents, which are older than their children.
+func (a *Agent) lastRun(ctx context.Context, conversationID string) (string, error) {
+	opts := graph.ListOptions{ThreadID: conversationID, Limit: 1}
+	want := "" // the checkpoint to look at next: the newest, then parents
+	for {
+		cps, err := a.saver.List(ctx, opts)
+		if err != nil {
+			return "", fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
+		}
+		for _, cp := range cps {
+			if want != "" && cp.ID != want {
+				continue
+			}
+			if cp.RunID != "" || cp.ParentID == "" {
+				return cp.RunID, nil
+			}
+			want = cp.ParentID
+		}
+		if len(cps) < opts.Limit {
+			return "", nil
+		}
+		opts.Before, opts.Limit = cps[len(cps)-1].ID, 16
+	}
+}
+
+// Branch makes the state the run runID left the conversation's newest,
+// so that the next turn continues the branch that run is on: its last
+// checkpoint is forked, as an edit forks the turn it reruns, and history
+// keeps the branch it leaves. A run whose state is the newest already is
+// left as it is. What the run waited for stays asked only if it is a
+// clarifying question, which the next message answers; an approval or a
+// tool's question it was abandoned on is dropped, as Abandon drops it.
+// Like a turn, it writes the thread: it must not run alongside a turn of
+// the same conversation. ErrUnknownTurn when the run stored no
+// checkpoint.
+func (a *Agent) Branch(ctx context.Context, conversationID, runID string) error {
+	last, err := a.lastRun(ctx, conversationID)
+	if err != nil || last == runID {
+		return err
+	}
+	cp, err := a.runCheckpoint(ctx, conversationID, runID)
+	if err != nil {
+		return err
+	}
+	ref := graph.Ref{ThreadID: conversationID, ID: cp}
+	snap, err := a.graph.GetState(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("nodes: branch of run %s: %w", runID, err)
+	}
+	asNode, cmd := "", graph.Command[ChatState]{}
+	for _, p := range pendingFrom(snap.Interrupts) {
+		if p.Kind != events.PendingClarification {
+			asNode, cmd = graph.END, graph.Command[ChatState]{Update: ChatState{Outcome: OutcomeCancelled}}
+		}
+	}
+	if _, err := a.graph.UpdateState(ctx, ref, asNode, cmd); err != nil {
+		return fmt.Errorf("nodes: branch of run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// runCheckpoint returns the id of the last checkpoint the run runID
+// stored, reading the conversation's checkpoints newest first, a page at
+// a time.
+func (a *Agent) runCheckpoint(ctx context.Context, conversationID, runID string) (string, error) {
 	opts := graph.ListOptions{ThreadID: conversationID, Limit: 16}
 	for {
 		cps, err := a.saver.List(ctx, opts)
 		if err != nil {
-			return false, fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
+			return "", fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
 		}
 		for _, cp := range cps {
-			if cp.RunID != "" {
-				return cp.RunID == runID, nil
+			if cp.RunID == runID {
+				return cp.ID, nil
 			}
 		}
 		if len(cps) < opts.Limit {
-			return false, nil
+			return "", fmt.Errorf("nodes: branch of conversation %s: %w: run %s stored no state", conversationID, ErrUnknownTurn, runID)
 		}
 		opts.Before = cps[len(cps)-1].ID
 	}

@@ -61,8 +61,10 @@
 // parked on, Agent.Run answers a clarifying question, Agent.Continue picks
 // up a run whose process died (a parked one stays parked, running nothing
 // again), and Agent.Edit reruns a turn from the state before it. WithRun
-// names the caller's run on every checkpoint, and Agent.Began says
-// whether a run got as far as storing one.
+// names the caller's run on every checkpoint, Agent.Began says whether
+// the newest state is a run's (whether it got as far as storing one),
+// and Agent.Branch makes the state a run left the newest again, so the
+// next turn continues that run's branch.
 //
 // A model configured to think (llm.ModelConfig.Thinking) is asked to in
 // the supervisor, reflect and write (llm.ThinkingOptions), with a

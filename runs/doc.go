@@ -22,7 +22,9 @@
 //     resume (Answer); AnswerApproval, AnswerElicitation,
 //     CancelElicitation one at a time; Expire an approval whose
 //     deadline passed.
-//   - Cancel a run; DeleteConversation; EditTask, Tasks.
+//   - Cancel a run; Retry a failed one; DeleteConversation; EditTask,
+//     Tasks.
+//   - Branches of an edited turn, SetBranch to make one active.
 //   - Read: Conversation, Conversations, OpenConversation,
 //     CreateConversation, SetMetadata, RunRecord, LatestRun, RunRecords,
 //     HumanRequest, LastInterrupt, State, History, Mermaid.
@@ -139,6 +141,20 @@
 // come back to a stream after a page reload (DisconnectAwaitResume,
 // FollowRequest.Resumes). What becomes of a run whose client went away is
 // decided in one place, Follow, as the request's Disconnect says.
+//
+// # Edits, retries and branches
+//
+// An edit (StartRequest.Edits) and a retry (Retry) start a new version
+// of a turn: the store records which run each run follows
+// (store.Run.ParentID), so a conversation's runs are a tree, and the
+// runs not superseded are its active branch. An edit reruns the turn from
+// the state before it; a retry takes a failed turn up from its last
+// checkpoint, as recovery does. SetBranch switches the active branch in
+// the record alone; the agent follows the record: a new turn whose
+// parent is not the run that left the agent's newest state first moves
+// the thread to the state its parent left (nodes.Agent.Branch), so a
+// crash between a switch and the next message leaves nothing to put
+// right.
 //
 // # Shutdown, recovery, a lost database
 //

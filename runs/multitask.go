@@ -195,7 +195,7 @@ func (m *Service) startQueued(ctx context.Context, conversationID string, subscr
 	m.reserve(r.UserID, true)
 	rn := m.newRun(ctx, r)
 	rn.log.LogAttrs(ctx, slog.LevelInfo, "a queued message starts")
-	return rn, m.launch(rn, m.first(conversationID, s), true, subscribe), nil
+	return rn, m.launch(rn, m.first(r, s), true, subscribe), nil
 }
 
 // nextQueued starts what waits in the queue of a conversation whose turn

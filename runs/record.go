@@ -24,6 +24,7 @@ type (
 	RunStatus = store.RunStatus
 	RunQuery  = store.RunQuery
 	RunPage   = store.RunPage
+	Branch    = store.Branch
 	// QueuedRun is a message waiting for its conversation's run to end
 	// (MultitaskEnqueue).
 	QueuedRun = store.QueuedRun

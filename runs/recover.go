@@ -145,7 +145,7 @@ func (m *Service) takeUp(ctx context.Context, r store.Run) (func(context.Context
 		return nil, fmt.Errorf("runs: the stored input of run %s: %w", r.ID, err)
 	}
 	m.log.LogAttrs(ctx, slog.LevelInfo, "starting again a run that had stored nothing", slog.String("run_id", r.ID))
-	return m.first(r.ConversationID, s), nil
+	return m.first(r, s), nil
 }
 
 // resumeAnswered resumes a parked run whose approval, tool's question or

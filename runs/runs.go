@@ -123,6 +123,8 @@ type StartRequest struct {
 	// supersedes names the run a rollback takes out of the history when
 	// its turn left nothing to rerun from (see startInterrupting).
 	supersedes string
+	// retries is the failed run a Retry takes up; Input is unused then.
+	retries *store.Run
 }
 
 // Start stores a new run, subscribes the caller to its events and starts
@@ -180,10 +182,7 @@ func (m *Service) Start(ctx context.Context, req StartRequest) (*Run, *Subscript
 func (m *Service) start(ctx context.Context, req StartRequest) (*Run, *Subscription, error) {
 	var edit *store.Run
 	if req.Edits != "" {
-		old, err := m.st.GetRun(ctx, req.UserID, req.Edits)
-		if err == nil && old.ConversationID != req.ConversationID {
-			err = store.ErrNotFound
-		}
+		old, err := m.runOf(ctx, req.UserID, req.ConversationID, req.Edits)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -204,18 +203,21 @@ func (m *Service) start(ctx context.Context, req StartRequest) (*Run, *Subscript
 		}
 	}()
 	start := startInput{Input: req.input(), New: req.ConversationID == ""}
-	if edit != nil {
-		start.Edit, start.EditOf = true, edit.RequestID
-	}
 	nr := store.NewRun{UserID: req.UserID, ConversationID: req.ConversationID, UserMessage: req.Input.Message,
 		RequestID: req.RequestID, Owner: m.cfg.Owner}
-	if start.New {
-		nr.NewConversation = &store.NewConversation{UserID: req.UserID, Title: title(req.Input.Message)}
-	}
-	if edit != nil {
+	switch {
+	case req.retries != nil:
+		// The retried turn's message and request id: the agent's state
+		// knows the turn by it (an edit of the retried turn finds it).
+		start.Retry, start.Input = true, nodes.Input{}
+		nr.UserMessage, nr.RequestID, nr.Supersedes = req.retries.UserMessage, req.retries.RequestID, req.retries.ID
+	case edit != nil:
+		start.Edit, start.EditOf = true, edit.RequestID
 		nr.Supersedes = edit.ID
-	} else if req.supersedes != "" {
+	case req.supersedes != "":
 		nr.Supersedes = req.supersedes
+	case start.New:
+		nr.NewConversation = &store.NewConversation{UserID: req.UserID, Title: title(req.Input.Message)}
 	}
 	var err error
 	if nr.Input, err = json.Marshal(start); err != nil {
@@ -226,7 +228,7 @@ func (m *Service) start(ctx context.Context, req StartRequest) (*Run, *Subscript
 		return nil, nil, fmt.Errorf("runs: start run: %w", err)
 	}
 	rn := m.newRun(ctx, r)
-	sub := m.launch(rn, m.first(rn.conversationID, start), true, &req)
+	sub := m.launch(rn, m.first(r, start), true, &req)
 	ok = true
 	return rn, sub, nil
 }
@@ -249,11 +251,23 @@ type startInput struct {
 	// Edit: the run reruns the turn that request EditOf started.
 	Edit   bool   `json:"edit,omitempty"`
 	EditOf string `json:"edit_of,omitempty"`
+	// Retry: the run takes up the failed turn it supersedes from that
+	// turn's last checkpoint (see Retry).
+	Retry bool `json:"retry,omitempty"`
 }
 
-// first is the agent call that starts a run as s says.
-func (m *Service) first(conversationID string, s startInput) func(context.Context) iter.Seq2[events.Event, error] {
+// first is the agent call that starts the run r as s says. A new turn
+// continues the branch the record says it follows (r.ParentID): the
+// agent's newest state is moved there first when it is another's, after
+// SetBranch (the record is switched at once, the agent's state here, so
+// a process that dies in between leaves nothing to put right).
+func (m *Service) first(r store.Run, s startInput) func(context.Context) iter.Seq2[events.Event, error] {
+	conversationID := r.ConversationID
 	switch {
+	case s.Retry:
+		return func(ctx context.Context) iter.Seq2[events.Event, error] {
+			return m.agent.Continue(ctx, conversationID)
+		}
 	case s.Edit:
 		return func(ctx context.Context) iter.Seq2[events.Event, error] {
 			return m.agent.Edit(ctx, conversationID, s.EditOf, s.Input)
@@ -266,6 +280,19 @@ func (m *Service) first(conversationID string, s startInput) func(context.Contex
 		}
 	}
 	return func(ctx context.Context) iter.Seq2[events.Event, error] {
+		if r.ParentID != "" {
+			// A parent that stored no state (it failed before its first
+			// checkpoint) leaves the state as its own parent left it.
+			if err := m.agent.Branch(ctx, conversationID, r.ParentID); err != nil && !errors.Is(err, nodes.ErrUnknownTurn) {
+				return func(yield func(events.Event, error) bool) {
+					if ctx.Err() != nil {
+						yield(events.New(&events.RunCancelled{}), err)
+						return
+					}
+					yield(events.New(&events.RunFailed{Error: events.ErrorInfo{Code: events.CodeInternal, Message: "continuing the branch failed"}}), err)
+				}
+			}
+		}
 		return m.agent.Run(ctx, conversationID, s.Input)
 	}
 }

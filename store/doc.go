@@ -73,6 +73,19 @@
 // conversation superseded, expires what they left pending, and starts the
 // new run, all in one transaction: a request that fails changes nothing.
 //
+// # Branches
+//
+// Each run records the run it follows (Run.ParentID): the active
+// branch's last run, or for an edit the run its edited run follows. A
+// conversation's runs are thus a tree whose forks are edited turns, and
+// the runs not superseded are one path of it from the first turn, the
+// active branch, along which run numbers grow; LatestRun is its last
+// run. Branches lists a turn's versions, ListRuns with RunQuery.Branch
+// reads any branch, and SetBranch makes one the active branch in one
+// transaction, refused while a run is active. Runs stored before parents
+// were recorded got them from the migration: the active branch exactly,
+// and each stretch of runs edited away as one earlier branch.
+//
 // # Documents
 //
 // Documents is an interface beside Store, which both backends implement:

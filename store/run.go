@@ -63,8 +63,17 @@ type Run struct {
 	// CompletedAt is when the run's stream last ended (final or
 	// interrupted); nil while it runs.
 	CompletedAt *time.Time `json:"completed_at"`
-	// Superseded: an edit reran the conversation from before this run.
+	// Superseded: the run is not on the conversation's active branch: an
+	// edit (or a retry) reran the conversation from before it, or another
+	// branch was made active (SetBranch).
 	Superseded bool `json:"superseded"`
+	// ParentID is the run this one follows: the turn before it on its
+	// branch, "" for a first turn. Runs that follow the same run are the
+	// versions of one turn (Branches).
+	ParentID string `json:"parent_id"`
+	// Versions places the run among its turn's versions when there are
+	// several; set by ListRuns only.
+	Versions *Versions `json:"versions,omitempty"`
 	// CheckpointID is the graph checkpoint the run started from, where an
 	// edit forks.
 	CheckpointID string `json:"-"`
@@ -75,6 +84,30 @@ type Run struct {
 	// the first; since sequence numbers have no gaps, also the number of
 	// its events.
 	LastSeq int64 `json:"last_seq"`
+}
+
+// Versions is where a run stands among the versions of its turn: the
+// runs that follow the same run (see Run.ParentID), oldest first.
+type Versions struct {
+	// Index is the run's place, from 1.
+	Index int `json:"index"`
+	// Count is how many versions the turn has.
+	Count int `json:"count"`
+}
+
+// Branch is one version of a turn and the branch it starts: Branches
+// lists them.
+type Branch struct {
+	// RunID is the version's run.
+	RunID       string    `json:"run_id"`
+	UserMessage string    `json:"user_message"`
+	Status      RunStatus `json:"status"`
+	CreatedAt   time.Time `json:"created_at"`
+	// HeadRunID is the branch's last run: the active branch's last when
+	// the version is on it, else the newest run that follows the version.
+	HeadRunID string `json:"head_run_id"`
+	// Active: the version is on the conversation's active branch.
+	Active bool `json:"active"`
 }
 
 // Active reports whether r keeps another run of its conversation from
@@ -197,6 +230,10 @@ type RunQuery struct {
 	// EventLimit is the most events returned with each run, its first
 	// ones; see EventLimit.
 	EventLimit int
+	// Branch, when set, names a run of the conversation: the page holds
+	// only the runs of its branch, the runs it follows and those that
+	// follow it up to the branch's last run (see Branch.HeadRunID).
+	Branch string
 }
 
 // Size returns the number of runs the page holds at most, or an

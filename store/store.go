@@ -94,6 +94,10 @@ type Runs interface {
 	// With r.NewConversation set it stores that conversation first, in
 	// the same transaction, and the run is its first.
 	//
+	// The run follows (Run.ParentID) the last run of the active branch, or
+	// with r.Supersedes the run that one follows: it is a new version of
+	// that turn.
+	//
 	// With r.Supersedes set it first marks that run and every later run
 	// of the conversation superseded and expires their pending human
 	// requests (edit and rerun); r.CheckpointID defaults to the
@@ -125,9 +129,10 @@ type Runs interface {
 	// another user's.
 	RunInput(ctx context.Context, userID, runID string) (json.RawMessage, error)
 
-	// LatestRun returns the conversation's most recently started run: the
-	// active one if there is one, else the last. Returns ErrNotFound when
-	// the conversation is unknown, another user's, or has no run.
+	// LatestRun returns the last run of the conversation's active branch:
+	// the active run if there is one, else the most recently started run
+	// not superseded. Returns ErrNotFound when the conversation is
+	// unknown, another user's, or has no run.
 	LatestRun(ctx context.Context, userID, conversationID string) (Run, error)
 
 	// ActiveUsers returns, in order, every user with a run that is
@@ -169,6 +174,23 @@ type Runs interface {
 	// would make a second active run (a clarification answered by a later
 	// run, say).
 	ResumeRun(ctx context.Context, runID, owner string) (Run, error)
+
+	// Branches returns the versions of the user's run's turn (the runs
+	// that follow the run it follows, itself included), oldest first,
+	// each with the last run of its branch. Returns ErrNotFound when the
+	// run is unknown or another user's.
+	Branches(ctx context.Context, userID, runID string) ([]Branch, error)
+
+	// SetBranch makes the branch of the user's run the conversation's
+	// active one, in one transaction: the runs of the branch (those it
+	// follows, itself, and those that follow it up to its last run, see
+	// Branch.HeadRunID) are no longer superseded, every other run is, and
+	// what those left pending expires. It returns the branch's last run.
+	// Returns ErrNotFound when the run is unknown or another user's,
+	// ErrRunActive while the conversation has an active run, and
+	// ErrConflict when the branch's last run was parked on a request a
+	// person can no longer answer (it expired when the branch was left).
+	SetBranch(ctx context.Context, userID, runID string) (Run, error)
 }
 
 // Events is the per-run event log behind SSE and its replay.

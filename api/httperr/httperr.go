@@ -70,6 +70,8 @@ var (
 	TooManyRuns = &Problem{Status: http.StatusTooManyRequests, Code: "too_many_runs", RetryAfter: 1,
 		Message: "you have the most runs going at once that are allowed; wait for one to end"}
 	NothingToRun = New(http.StatusConflict, "not_running", "no run is running or waiting on this conversation")
+	NotRetryable = New(http.StatusConflict, "not_retryable",
+		"only the conversation's last run can be retried, once it failed after it began; edit its message instead")
 	// RunCancelling answers an answer to a question whose run the user
 	// has just cancelled: the cancel won.
 	RunCancelling = New(http.StatusConflict, "run_cancelled", "the run was cancelled; this approval is no longer asked")
@@ -147,6 +149,7 @@ var known = []struct {
 	{runs.ErrUnavailable, Unavailable},
 	{runs.ErrTooManyRuns, TooManyRuns},
 	{runs.ErrNothingToRun, NothingToRun},
+	{runs.ErrNotRetryable, NotRetryable},
 	{runs.ErrRunCancelling, RunCancelling},
 	{runs.ErrBusy, Busy},
 	{store.ErrNotFound, NotFound},

@@ -6,8 +6,10 @@
 // else: it starts runs with POST /api/v1/chat and reads their SSE streams
 // from fetch, lists and reloads conversations, reattaches to a run's
 // stream with Last-Event-ID after a drop, answers approvals (several of
-// a run at once with "Approve all") and elicitations, cancels runs and
-// reruns edited messages. An API key, when
+// a run at once with "Approve all") and elicitations, cancels runs,
+// reruns edited messages, retries a failed turn, and shows a
+// conversation's active branch with "< i / n >" on an edited message to
+// move to its other versions. An API key, when
 // the server wants one, is kept in the browser's localStorage and sent as
 // a bearer token.
 //

@@ -601,6 +601,8 @@ type convRuns struct {
 		ID          string
 		Status      string
 		UserMessage string `json:"user_message"`
+		Superseded  bool
+		ParentID    string `json:"parent_id"`
 	}
 	Messages []struct {
 		RunID   string `json:"run_id"`

@@ -147,3 +147,21 @@ func BenchmarkSearchChunks(b *testing.B) {
 func TestWebhooksConformance(t *testing.T) {
 	storetest.RunWebhooks(t, func(t *testing.T) storetest.WebhookStore { return newStore(t) })
 }
+
+// Runs stored before runs.parent_id existed get their parents from the
+// migration that added it.
+func TestBranchesBackfilled(t *testing.T) {
+	pool := pgtest.New(t)
+	s, err := pgstore.New(t.Context(), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.BranchesBackfilled(t, s, func() {
+		if _, err := pool.Exec(t.Context(), "UPDATE runs SET parent_id = ''"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(t.Context(), storetest.ParentsBackfill(t, "migrations/0019_run_parents.sql")); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

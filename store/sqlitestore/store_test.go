@@ -176,3 +176,23 @@ func TestWebhooks(t *testing.T) {
 		return open(t, filepath.Join(t.TempDir(), "chat.db"))
 	})
 }
+
+// Runs stored before runs.parent_id existed get their parents from the
+// migration that added it.
+func TestBranchesBackfilled(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chat.db")
+	s := open(t, path)
+	storetest.BranchesBackfilled(t, s, func() {
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.ExecContext(t.Context(), "UPDATE runs SET parent_id = ''"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(t.Context(), storetest.ParentsBackfill(t, "migrations/0016_run_parents.sql")); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -108,6 +108,8 @@ const turnContext = {
   client,
   onAnswered: (turn) => watch(turn),
   onRerun: (turn, text) => rerun(turn, text),
+  onRetry: (turn) => retry(turn),
+  onBranch: (turn, step) => switchBranch(turn, step),
   canEdit: (turn) => !busy() && !turn.superseded && !!turn.runId,
   announce,
 };
@@ -201,6 +203,9 @@ async function openConversation(id) {
   const listed = ui.list.querySelector(`a[data-id="${CSS.escape(id)}"] .title`);
   ui.title.textContent = conv.title || listed?.textContent || "Conversation";
   for (const run of runs) {
+    // The active branch: the versions an edit, a retry or a switch left
+    // behind are a click on "< i / n >" away.
+    if (run.superseded) continue;
     const turn = addTurn({ runId: run.id, message: run.user_message });
     for (const ev of Array.isArray(run.events) ? run.events : []) {
       if (turn.apply(ev, true)) live(ev);
@@ -302,6 +307,47 @@ async function rerun(turn, text) {
   }
   scrollToEnd(true);
   return "";
+}
+
+/** retry takes a failed turn up again, as a new run shown below it. */
+async function retry(turn) {
+  if (busy() || !state.cid) return;
+  hideError();
+  const fresh = addTurn({ message: turn.message });
+  state.sending = true;
+  updateControls();
+  const ok = await start(fresh, "POST", path`/api/v1/conversations/${state.cid}/runs/${turn.runId}/retry`);
+  if (!ok) {
+    fresh.element.remove();
+    state.turns = state.turns.filter((t) => t !== fresh);
+    updateControls();
+    return;
+  }
+  turn.markSuperseded("Superseded: this turn was retried below.");
+  scrollToEnd(true);
+}
+
+/**
+ * switchBranch shows the version of turn's message step places away
+ * (-1 the one before, 1 the one after): its branch becomes the
+ * conversation's active one, which the page then reads again.
+ */
+async function switchBranch(turn, step) {
+  if (busy() || !state.cid) return;
+  hideError();
+  const cid = state.cid;
+  try {
+    const { branches } = await client.json("GET", path`/api/v1/conversations/${cid}/branches?run_id=${turn.runId}`);
+    const at = branches.findIndex((b) => b.run_id === turn.runId);
+    const to = branches[at + step];
+    if (at < 0 || !to) return;
+    await client.json("POST", path`/api/v1/conversations/${cid}/branches/${to.run_id}/activate`);
+  } catch (err) {
+    showError(err);
+    return;
+  }
+  await openConversation(cid);
+  announce(`Showing version ${turn.versions.index + step} of ${turn.versions.count} of the message.`);
 }
 
 /**

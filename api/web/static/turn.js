@@ -29,7 +29,8 @@ let counter = 0;
 export class Turn {
   /**
    * @param {{runId?: string, message: string, superseded?: boolean}} init
-   * @param {{client, onAnswered(turn), onRerun(turn, text): Promise<boolean>, canEdit(turn): boolean, announce(text)}} ctx
+   * @param {{client, onAnswered(turn), onRerun(turn, text): Promise<boolean>, canEdit(turn): boolean,
+   *   onRetry(turn), onBranch(turn, step), announce(text)}} ctx
    */
   constructor(init, ctx) {
     this.ctx = ctx;
@@ -54,8 +55,17 @@ export class Turn {
     this.editButton = el("button", { type: "button", class: "link-button", "data-action": "edit-message", "aria-label": "Edit this message and rerun it" }, "Edit");
     this.editButton.addEventListener("click", () => this.startEdit());
     this.userText = el("div", { class: "msg-text" }, this.message || "(message not shown)");
+    // "< i / n >" on a message edited into several versions: each arrow
+    // makes the branch of the version beside this one the active one.
+    this.prevBranch = el("button", { type: "button", class: "link-button", "data-action": "prev-branch", "aria-label": "Show the previous version of this message" }, "<");
+    this.nextBranch = el("button", { type: "button", class: "link-button", "data-action": "next-branch", "aria-label": "Show the next version of this message" }, ">");
+    this.branchLabel = el("span", { class: "branch-label" }, "");
+    this.prevBranch.addEventListener("click", () => this.ctx.onBranch(this, -1));
+    this.nextBranch.addEventListener("click", () => this.ctx.onBranch(this, 1));
+    this.branchNav = el("span", { class: "branch-nav", role: "group", "aria-label": "Versions of this message", hidden: true },
+      this.prevBranch, this.branchLabel, this.nextBranch);
     this.userBox = el("div", { class: "msg user-msg" },
-      el("div", { class: "msg-head" }, el("span", { class: "who" }, "You"), this.editButton),
+      el("div", { class: "msg-head" }, el("span", { class: "who" }, "You"), this.branchNav, this.editButton),
       this.userText);
 
     // The assistant's side.
@@ -81,6 +91,9 @@ export class Turn {
     this.answerBox = el("div", { class: "answer markdown", id: `answer-${n}`, "aria-live": "polite", "aria-busy": "true", "aria-label": "Answer" });
     this.citations = el("ol", { class: "citations", "aria-label": "Sources", hidden: true });
     this.failure = el("div", { class: "run-error", role: "alert", hidden: true });
+    // Retry takes a failed turn up again where it failed, as a new run.
+    this.retryButton = el("button", { type: "button", "data-action": "retry", hidden: true }, "Retry");
+    this.retryButton.addEventListener("click", () => this.ctx.onRetry(this));
     this.usage = el("span", { class: "usage" });
     this.supersededNote = el("p", { class: "superseded-note", hidden: true });
     this.element.append(
@@ -88,7 +101,7 @@ export class Turn {
       el("div", { class: "msg assistant-msg" },
         el("div", { class: "msg-head" }, el("span", { class: "who" }, "Trellis"), this.statusLine),
         this.supersededNote, this.activity, this.thinking, this.cardsBox, this.directBox, this.answerBox,
-        this.citations, this.failure,
+        this.citations, this.failure, this.retryButton,
         el("div", { class: "turn-foot" }, this.usage)));
   }
 
@@ -126,6 +139,14 @@ export class Turn {
     const waiting = this.pendingApprovals().length;
     this.approveAllButton.hidden = waiting < 2;
     this.approveAllButton.textContent = `Approve all (${waiting})`;
+    this.retryButton.hidden = this.state !== "failed" || this.superseded || !this.runId;
+    this.retryButton.disabled = !this.ctx.canEdit(this);
+    this.branchNav.hidden = !this.versions || this.versions.count < 2 || this.superseded;
+    if (this.versions) {
+      this.branchLabel.textContent = `${this.versions.index} / ${this.versions.count}`;
+      this.prevBranch.disabled = !this.ctx.canEdit(this) || this.versions.index <= 1;
+      this.nextBranch.disabled = !this.ctx.canEdit(this) || this.versions.index >= this.versions.count;
+    }
   }
 
   /** pendingApprovals are the approval cards still waiting for an answer. */
@@ -193,6 +214,8 @@ export class Turn {
   /** finishReplay completes a turn built from history with the run's record. */
   finishReplay(run) {
     if (run.usage && !this.usage.textContent) this.setUsage(run.usage);
+    const v = run.versions;
+    if (v && Number.isInteger(v.index) && Number.isInteger(v.count)) this.versions = { index: v.index, count: v.count };
     if (run.superseded) this.markSuperseded();
     if (this.state === "pending" || this.state === "running") {
       const s = String(run.status || "");

@@ -61,8 +61,15 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.Use
 				return err
 			}
 		}
-		if nr.Supersedes != "" {
-			if err := supersede(ctx, q, nr.ConversationID, nr.Supersedes, at, &r.CheckpointID); err != nil {
+		switch {
+		case nr.Supersedes != "":
+			if err := supersede(ctx, q, nr.ConversationID, nr.Supersedes, at, &r.CheckpointID, &r.ParentID); err != nil {
+				return err
+			}
+		case nr.NewConversation == nil:
+			err := q.QueryRow(ctx, `SELECT id FROM runs WHERE conversation_id = ? AND NOT superseded ORDER BY num DESC LIMIT 1`,
+				nr.ConversationID).Scan(&r.ParentID)
+			if err != nil && !noRows(err) {
 				return err
 			}
 		}
@@ -72,8 +79,8 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.Use
 			}
 		}
 		_, err := q.Exec(ctx, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, request_id, owner,
-    checkpoint_id, created_at, input) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)`,
-			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, r.RequestID, r.Owner, r.CheckpointID, at, string(nr.Input))
+    checkpoint_id, created_at, input, parent_id) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, r.RequestID, r.Owner, r.CheckpointID, at, string(nr.Input), r.ParentID)
 		if s.db.Violates(err, "runs_one_active") {
 			return store.ErrRunActive
 		}
@@ -99,20 +106,23 @@ const pendingHuman = `(EXISTS (SELECT 1 FROM approvals WHERE run_id = runs.id AN
 
 // supersede marks run from and every later run of the conversation
 // superseded and expires what they left pending, at now (DB.Time).
-// checkpoint, if empty, becomes from's checkpoint.
+// checkpoint, if empty, becomes from's checkpoint; parent becomes the run
+// from follows. The runs not superseded are one path of the runs' tree,
+// along which numbers grow: the later runs are those after from on it,
+// and runs superseded already.
 //
 // The UPDATE reads the latest status of the runs it marks (on PostgreSQL
 // it locks them), so a run that a concurrent ResumeRun set running is
 // seen running, and refused; a ResumeRun coming after finds its run
 // superseded.
-func supersede(ctx context.Context, q Querier, conversationID, from string, now any, checkpoint *string) error {
+func supersede(ctx context.Context, q Querier, conversationID, from string, now any, checkpoint, parent *string) error {
 	var (
 		num        int64
 		superseded bool
 		cp         string
 	)
-	err := q.QueryRow(ctx, `SELECT num, superseded, checkpoint_id FROM runs WHERE id = ? AND conversation_id = ?`,
-		from, conversationID).Scan(&num, &superseded, &cp)
+	err := q.QueryRow(ctx, `SELECT num, superseded, checkpoint_id, parent_id FROM runs WHERE id = ? AND conversation_id = ?`,
+		from, conversationID).Scan(&num, &superseded, &cp, parent)
 	if noRows(err) {
 		return fmt.Errorf("superseding run %s: %w", from, store.ErrNotFound)
 	}
@@ -196,7 +206,7 @@ func (s *Store) LatestRun(ctx context.Context, userID, conversationID string) (s
 		return store.Run{}, s.errorf("latest run: %w", err)
 	}
 	r, err := ScanRun(s.db.QueryRow(ctx, `SELECT `+RunCols+` FROM runs
-WHERE conversation_id = ? AND user_id = ? ORDER BY num DESC LIMIT 1`, conversationID, userID))
+WHERE conversation_id = ? AND user_id = ? ORDER BY superseded, num DESC LIMIT 1`, conversationID, userID))
 	if noRows(err) {
 		err = store.ErrNotFound
 	}
@@ -231,17 +241,32 @@ func (s *Store) listRuns(ctx context.Context, userID, conversationID string, rq 
 		keep int  // the page's runs: runs[:keep]
 		more bool // a run after them was left out for the budget
 	)
+	// With a branch, each query reads only the runs of its path.
+	var (
+		with, onBranch string
+		args           []any
+	)
+	if rq.Branch != "" {
+		with, onBranch, args = branchPath, ` AND r.id IN (SELECT id FROM path)`, []any{rq.Branch, conversationID, conversationID}
+	}
 	err = s.db.Read(ctx, func(q Querier) error {
 		if err := ownsConversation(ctx, q, userID, conversationID); err != nil {
 			return err
 		}
+		if rq.Branch != "" {
+			if err := runOf(ctx, q, conversationID, rq.Branch); err != nil {
+				return err
+			}
+		}
 		// One more than the page holds tells whether another page follows.
-		rows, err := q.Query(ctx, `SELECT num, `+RunCols+` FROM runs WHERE conversation_id = ? AND num > ?
-ORDER BY num LIMIT ?`, conversationID, after, size+1)
+		rows, err := q.Query(ctx, with+`SELECT r.num, `+qualified("r", RunCols)+`,
+    (SELECT count(*) FROM runs v WHERE v.conversation_id = r.conversation_id AND v.parent_id = r.parent_id),
+    (SELECT count(*) FROM runs v WHERE v.conversation_id = r.conversation_id AND v.parent_id = r.parent_id AND v.num <= r.num)
+FROM runs r WHERE r.conversation_id = ? AND r.num > ?`+onBranch+` ORDER BY r.num LIMIT ?`, append(args, conversationID, after, size+1)...)
 		if err != nil {
 			return err
 		}
-		runs, more, err = CollectBudget(rows, scanNumberedRun, func(r storeutil.NumberedRun) int { return len(r.UserMessage) })
+		runs, more, err = CollectBudget(rows, scanListedRun, func(r storeutil.NumberedRun) int { return len(r.UserMessage) })
 		if err != nil || len(runs) == 0 {
 			return err
 		}
@@ -256,8 +281,9 @@ ORDER BY num LIMIT ?`, conversationID, after, size+1)
 		// The runs' messages, whole: a run's transcript is not split
 		// between pages. The page ends with the run whose messages reach
 		// the budget.
-		rows, err = q.Query(ctx, `SELECT `+messageCols+` FROM messages m JOIN runs r ON r.id = m.run_id
-WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ? ORDER BY r.num, m.created_at, m.id`, conversationID, after, runs[keep-1].Num)
+		rows, err = q.Query(ctx, with+`SELECT `+messageCols+` FROM messages m JOIN runs r ON r.id = m.run_id
+WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ?`+onBranch+` ORDER BY r.num, m.created_at, m.id`,
+			append(args, conversationID, after, runs[keep-1].Num)...)
 		if err != nil {
 			return err
 		}
@@ -270,10 +296,10 @@ WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ? ORDER BY r.num, m.creat
 		}
 		// Their first events, while the budget lasts: the rest are
 		// EventsAfter's (RunWithEvents.EventsTruncated).
-		rows, err = q.Query(ctx, `SELECT e.run_id, e.seq, e.type, e.data, e.created_at
+		rows, err = q.Query(ctx, with+`SELECT e.run_id, e.seq, e.type, e.data, e.created_at
 FROM runs r JOIN events e ON e.run_id = r.id
-WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ? AND e.seq <= ? ORDER BY r.num, e.seq`,
-			conversationID, after, runs[keep-1].Num, events)
+WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ? AND e.seq <= ?`+onBranch+` ORDER BY r.num, e.seq`,
+			append(args, conversationID, after, runs[keep-1].Num, events)...)
 		if err != nil {
 			return err
 		}

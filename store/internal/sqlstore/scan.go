@@ -9,10 +9,10 @@ import (
 	"github.com/trellis-ai/trellis/store/internal/storeutil"
 )
 
-// conversationCols are read by scanConversation; status is the latest
-// run's.
+// conversationCols are read by scanConversation; status is the active
+// branch's last run's (store.Runs.LatestRun).
 const conversationCols = `c.id, c.user_id, c.title, c.title_by_user, c.created_at, c.updated_at, c.metadata,
-    coalesce((SELECT r.status FROM runs r WHERE r.conversation_id = c.id ORDER BY r.num DESC LIMIT 1), 'idle')`
+    coalesce((SELECT r.status FROM runs r WHERE r.conversation_id = c.id ORDER BY r.superseded, r.num DESC LIMIT 1), 'idle')`
 
 func scanConversation(row Row) (store.Conversation, error) {
 	var (
@@ -29,7 +29,7 @@ func scanConversation(row Row) (store.Conversation, error) {
 
 // RunCols are read by ScanRun.
 const RunCols = `id, conversation_id, user_id, status, interrupt_reason, superseded, user_message, usage,
-    request_id, owner, checkpoint_id, last_seq, created_at, completed_at`
+    request_id, owner, checkpoint_id, last_seq, created_at, completed_at, parent_id`
 
 // ScanRun reads RunCols.
 func ScanRun(row Row) (store.Run, error) {
@@ -39,7 +39,7 @@ func ScanRun(row Row) (store.Run, error) {
 		created, completed dbTime
 	)
 	err := row.Scan(&r.ID, &r.ConversationID, &r.UserID, &r.Status, &r.InterruptReason, &r.Superseded,
-		&r.UserMessage, &usage, &r.RequestID, &r.Owner, &r.CheckpointID, &r.LastSeq, &created, &completed)
+		&r.UserMessage, &usage, &r.RequestID, &r.Owner, &r.CheckpointID, &r.LastSeq, &created, &completed, &r.ParentID)
 	if err != nil {
 		return r, err
 	}
