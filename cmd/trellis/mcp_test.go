@@ -200,7 +200,10 @@ func TestUsage(t *testing.T) {
 	}{
 		{nil, 2, "Usage: trellis <verb>"},
 		{[]string{"bogus"}, 2, `unknown verb "bogus"`},
-		{[]string{"help"}, 0, "mcp    serve"},
+		{[]string{"help"}, 0, "mcp      serve"},
+		{[]string{"help"}, 0, "keys     create"},
+		{[]string{"help"}, 0, "backup   copy"},
+		{[]string{"help"}, 0, "restore  copy"},
 		{[]string{"mcp", "-h"}, 0, "-mcp-config"},
 		{[]string{"mcp", "extra"}, 2, "unexpected arguments"},
 		{[]string{"mcp", "-log-level", "loud"}, 2, "log level"},
