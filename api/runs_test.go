@@ -528,17 +528,27 @@ func TestShutdownParksRunsAndRecoverContinuesThem(t *testing.T) {
 			e1.close()
 
 			e2 := newEnv(t, envOptions{backend: b, data: data})
+			close(e2.tools.release)
 			n, err := e2.srv.Recover(t.Context())
 			if err != nil || n != 1 {
 				t.Fatalf("recovered %d runs, %v", n, err)
 			}
 			w := e2.open(e2.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey, "Last-Event-ID", strconv.FormatInt(last.ID, 10)))
-			// The tool saw the cancel as its result; the agent goes on from
-			// there.
+			// The shutdown cut the call short: its cancel is not its
+			// result. The read-only tool runs again, and the agent goes on
+			// from what it returns.
 			rest := w.all()
 			checkRun(t, rest, last.ID+1, runID, conv)
 			if rest[len(rest)-1].Type != "run.completed" || slices.Contains(types(rest), "run.started") {
 				t.Errorf("continued run: %v", types(rest))
+			}
+			if len(e2.tools.waiting) != 1 {
+				t.Errorf("the continued run started the cut call %d times, want once", len(e2.tools.waiting))
+			}
+			for _, ev := range rest {
+				if ev.Type == "tool.error" {
+					t.Errorf("the continued run tells of the cut call as failed: %s", ev.Raw)
+				}
 			}
 			msgs := messagesOf(t, e2.store, "alice", conv)
 			if len(msgs) != 2 || msgs[1].RunID != runID {

@@ -77,6 +77,13 @@ func (a *Agent) executeTool(ctx context.Context, s ChatState) (ChatState, error)
 	// nil lets the operator registry use its default.
 	x.model, _ = a.models.Model(ctx, s.Input.Model)
 	x.run(ctx)
+	if ctx.Err() != nil {
+		// The run ended while its calls ran (a cancel, a shutdown, a lost
+		// database): their results tell of the cut, not of what the tools
+		// did, so none is kept. A call recorded as ended keeps its outcome
+		// in the call log for the run's continuation.
+		return ChatState{}, context.Cause(ctx)
+	}
 	if ie := x.halted(); ie != nil {
 		return ChatState{}, ie
 	}

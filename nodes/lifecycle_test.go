@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/events"
+	"github.com/trellis-ai/trellis/graph/checkpoint/memory"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
@@ -309,5 +310,59 @@ func TestRollingSummary(t *testing.T) {
 	calls := h.model.Calls()
 	if c := calls[len(calls)-1]; c.Turn != 2 || c.LastHuman != "what do I like?" {
 		t.Errorf("last call = %+v", c)
+	}
+}
+
+// TestCancelWhileAToolRunsKeepsNoResult cancels a run while its tool
+// waits: the cut call's "context canceled" must not become the tool's
+// result, so continuing the run calls the tool again.
+func TestCancelWhileAToolRunsKeepsNoResult(t *testing.T) {
+	reg, _ := scriptedModels(t, `{"steps": [
+		{"match": {"node": "supervisor", "tool_result": false}, "reply": {"tool_calls": [{"id": "w1", "name": "wait", "args": {"q": "x"}}]}, "repeat": true},
+		{"match": {"node": "supervisor", "tool_result": true}, "reply": {"json": {"action": "ANSWER"}}},
+		{"match": {"node": "write"}, "reply": {"text": "done"}}
+	]}`)
+	local := operators.NewRegistry()
+	calls := 0
+	local.MustAdd(operators.NewTool("wait", "Waits.", func(ctx context.Context, c operators.Call, in struct {
+		Q string `json:"q"`
+	}) (operators.Result, error) {
+		calls++
+		if calls == 1 {
+			<-ctx.Done()
+			return operators.Result{}, ctx.Err()
+		}
+		return operators.TextResult("waited"), nil
+	}, operators.ReadOnly()))
+	agent, err := nodes.New(reg, operators.NewProvider(operators.ProviderConfig{Local: local}), memory.New(), nodes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var r run
+	for ev, err := range agent.Run(ctx, "c1", nodes.Input{Message: "wait"}) {
+		r.events = append(r.events, ev)
+		if err != nil {
+			r.err = err
+		}
+		if s, ok := ev.Data.(*events.ToolStart); ok && s.Tool == "wait" {
+			cancel()
+		}
+	}
+	if !errors.Is(r.err, context.Canceled) || !strings.HasSuffix(r.trace(), "run.cancelled") {
+		t.Fatalf("cancelled run: %s, %v", r.trace(), r.err)
+	}
+	snap, err := agent.State(t.Context(), "c1")
+	if err != nil || !slices.Equal(snap.Next, []string{nodes.NodeExecuteTool}) || len(snap.State.ToolResults) != 0 {
+		t.Fatalf("after cancel: next %v, results %+v, %v", snap.Next, snap.State.ToolResults, err)
+	}
+	r = collect(agent.Continue(t.Context(), "c1"))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	s, err := agent.State(t.Context(), "c1")
+	if err != nil || calls != 2 || len(s.State.ToolResults) != 1 || s.State.ToolResults[0].Content != "waited" || s.State.FinalResponse != "done" {
+		t.Errorf("continued: %d calls, results %+v, final %q, %v", calls, s.State.ToolResults, s.State.FinalResponse, err)
 	}
 }
