@@ -2,10 +2,9 @@ package api_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,83 +13,109 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/store"
 )
 
-// database is a role of its own on the test database for one server to
-// connect as, so that the test can take the database away from that
+// database stands between one server and the test database as the
+// network does, so that the test can take the database away from that
 // server alone (other tests share the PostgreSQL server) and give it
-// back: it ends the role's sessions and refuses it new ones meanwhile.
+// back. Taken away, it cuts every connection at once and refuses new
+// ones: PostgreSQL sees each session end, the server sees each
+// connection drop. (Ending the sessions in PostgreSQL one by one would
+// leave a window in which a session not yet ended serves the server,
+// which then goes on as though the database had never gone.)
 type database struct {
-	t     *testing.T
-	admin *pgx.Conn
-	role  string
-	dsn   string // data's URL, as the role
+	t      *testing.T
+	dsn    string // data's URL, through the cut
+	target string // PostgreSQL's address
+	ln     net.Listener
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	gone  bool
+	conns map[net.Conn]struct{}
 }
 
 func newDatabase(t *testing.T, data *storage) *database {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, data.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	role := fmt.Sprintf("t_role_%016x", rand.Uint64())
-	if _, err := admin.Exec(ctx, "CREATE ROLE "+role+" LOGIN SUPERUSER"); err != nil {
-		t.Fatal(err)
-	}
 	u, err := url.Parse(data.dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.User = url.User(role)
-	d := &database{t: t, admin: admin, role: role, dsn: u.String()}
-	// Before the schema is dropped: what the role made (the tables, when
-	// its server migrated them) goes to the admin, and the role goes.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &database{t: t, target: u.Host, ln: ln, conns: map[net.Conn]struct{}{}}
+	u.Host = ln.Addr().String()
+	d.dsn = u.String()
+	d.wg.Go(d.accept)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for _, q := range []string{
-			"SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE usename = '" + role + "'",
-			"REASSIGN OWNED BY " + role + " TO CURRENT_USER",
-			"DROP OWNED BY " + role,
-			"DROP ROLE " + role,
-		} {
-			if _, err := admin.Exec(ctx, q); err != nil {
-				t.Errorf("drop role %s: %s: %v", role, q, err)
-			}
-		}
-		_ = admin.Close(ctx)
+		_ = ln.Close()
+		d.cut()
+		d.wg.Wait()
 	})
 	return d
 }
 
-// away ends every session of the role and refuses it new ones, as a
-// database that went away would.
-func (d *database) away() {
-	d.t.Helper()
-	ctx, cancel := context.WithTimeout(d.t.Context(), 10*time.Second)
-	defer cancel()
-	var n int
-	if _, err := d.admin.Exec(ctx, "ALTER ROLE "+d.role+" NOLOGIN"); err != nil {
-		d.t.Fatal(err)
-	}
-	err := d.admin.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE usename = $1", d.role).Scan(&n)
-	if err != nil || n == 0 {
-		d.t.Fatalf("terminated %d sessions: %v", n, err)
+// accept joins each connection to one of its own to PostgreSQL, while
+// the database is there.
+func (d *database) accept() {
+	for {
+		c, err := d.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", d.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		d.mu.Lock()
+		if d.gone {
+			d.mu.Unlock()
+			_ = c.Close()
+			_ = up.Close()
+			continue
+		}
+		d.conns[c], d.conns[up] = struct{}{}, struct{}{}
+		d.mu.Unlock()
+		d.wg.Go(func() { d.pipe(up, c) })
+		d.wg.Go(func() { d.pipe(c, up) })
 	}
 }
 
-// back lets the role connect again.
-func (d *database) back() {
-	d.t.Helper()
-	if _, err := d.admin.Exec(d.t.Context(), "ALTER ROLE "+d.role+" LOGIN"); err != nil {
-		d.t.Fatal(err)
+// pipe copies src to dst until either ends or the database goes.
+func (d *database) pipe(dst, src net.Conn) {
+	_, _ = io.Copy(dst, src)
+	_ = dst.Close()
+	_ = src.Close()
+	d.mu.Lock()
+	delete(d.conns, dst)
+	delete(d.conns, src)
+	d.mu.Unlock()
+}
+
+// cut closes every connection and refuses new ones.
+func (d *database) cut() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.gone = true
+	for c := range d.conns {
+		_ = c.Close()
 	}
+}
+
+// away takes the database away from the server, as a database that went
+// away would: every connection drops at once, and new ones are refused.
+func (d *database) away() { d.cut() }
+
+// back lets the server connect again.
+func (d *database) back() {
+	d.mu.Lock()
+	d.gone = false
+	d.mu.Unlock()
 }
 
 // status returns the status GET path answers with.
