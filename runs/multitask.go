@@ -202,8 +202,14 @@ func (m *Service) startQueued(ctx context.Context, conversationID string, subscr
 // has just ended (see Run.turnOver).
 func (m *Service) nextQueued(rn *Run) {
 	ctx := m.life
-	q, err := m.st.QueuedRuns(ctx, rn.userID, rn.conversationID)
-	if err == nil && len(q) > 0 {
+	waits := rn.queued
+	var err error
+	if !rn.queueSeen {
+		var q []QueuedRun
+		q, err = m.st.QueuedRuns(ctx, rn.userID, rn.conversationID)
+		waits = len(q) > 0
+	}
+	if err == nil && waits {
 		_, _, err = m.startQueued(ctx, rn.conversationID, nil)
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, ErrShuttingDown) {

@@ -60,6 +60,10 @@ type Run struct {
 	// the run's turn (a final status, or a clarifying question): the
 	// conversation's queued message may start (see nextQueued).
 	turnOver bool
+	// queueSeen is set with turnOver when the run's end was stored with
+	// its events (store.EndRun), which said whether messages wait:
+	// queued. Otherwise nextQueued reads the queue.
+	queueSeen, queued bool
 }
 
 // runFrom returns the run whose context ctx derives from.
@@ -670,10 +674,11 @@ func (m *Service) finish(rn *Run, p events.Payload, end store.RunEnd) {
 	var e store.Event
 	stored := false // the queued events and the terminal one, with the end
 	if end.Status != "" && err == nil {
-		evs, ferr := m.st.EndRun(ctx, rn.id, end, append(rest, store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data, Owner: end.Owner}))
+		ended, ferr := m.st.EndRun(ctx, rn.id, end, append(rest, store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data, Owner: end.Owner}))
 		if ferr == nil {
-			rn.out.publish(evs[:len(rest)], typed)
-			e, stored = evs[len(rest)], true
+			rn.out.publish(ended.Events[:len(rest)], typed)
+			e, stored = ended.Events[len(rest)], true
+			rn.queueSeen, rn.queued = true, ended.Queued
 		}
 	}
 	if !stored {

@@ -180,6 +180,15 @@ type RunEnd struct {
 	Owner string
 }
 
+// RunEnded is what EndRun stored, and what it saw in passing.
+type RunEnded struct {
+	// Events are the events given, as stored.
+	Events []Event
+	// Queued: messages wait in the run's conversation's queue (see
+	// Queue), to start once the run's turn is over.
+	Queued bool
+}
+
 // Validate reports an ErrInvalid error for an end FinishRun cannot record.
 func (e RunEnd) Validate() error {
 	switch {

@@ -163,9 +163,11 @@ type Runs interface {
 	// events (the one announcing the end last), in one transaction: a
 	// reader who sees the events finds the run ended, and a run that
 	// ends costs one commit. evs must be of runID, with end.Owner as
-	// their owner. Errors are FinishRun's and AppendEvents'; on an
+	// their owner. It also says whether messages wait in the
+	// conversation's queue, so that ending a turn costs no second read
+	// to find out. Errors are FinishRun's and AppendEvents'; on an
 	// error nothing is stored.
-	EndRun(ctx context.Context, runID string, end RunEnd, evs []NewEvent) ([]Event, error)
+	EndRun(ctx context.Context, runID string, end RunEnd, evs []NewEvent) (RunEnded, error)
 
 	// ResumeRun sets an interrupted, not superseded run running again,
 	// owned by owner, and clears CompletedAt and InterruptReason. It

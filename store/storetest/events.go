@@ -342,7 +342,7 @@ func testEndRun(t *testing.T, s store.Store) {
 		t.Fatalf("after refused ends: status %s, last seq %d", got.Status, got.LastSeq)
 	}
 	got := must(s.EndRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted, Usage: events.Usage{TotalTokens: 7}, Owner: "p1"},
-		[]store.NewEvent{ev("response.done", "p1"), ev("run.completed", "p1")}))(t)
+		[]store.NewEvent{ev("response.done", "p1"), ev("run.completed", "p1")}))(t).Events
 	if len(got) != 2 || got[0].Seq != 2 || got[1].Seq != 3 || got[1].Type != "run.completed" {
 		t.Fatalf("stored %+v", got)
 	}

@@ -59,12 +59,18 @@ func testQueue(t *testing.T, s store.Store) {
 	}
 	wantErr(t, "GetQueuedRun of a started one", second(s.GetQueuedRun(ctx, alice, r.ID)), store.ErrNotFound)
 	wantErr(t, "CancelQueuedRun of a started one", s.CancelQueuedRun(ctx, alice, r.ID), store.ErrNotFound)
-	must(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted}))(t)
+	if !endRun(t, s, r.ID).Queued {
+		t.Error("EndRun says that no message waits, with the fourth queued")
+	}
 
 	if err := s.DropQueuedRuns(ctx, alice, c.ID); err != nil {
 		t.Fatal(err)
 	}
 	wantErr(t, "StartQueuedRun of an empty queue", second(s.StartQueuedRun(ctx, c.ID, "proc-b")), store.ErrNotFound)
+	last := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "last"}))(t)
+	if endRun(t, s, last.ID).Queued {
+		t.Error("EndRun says that a message waits, with the queue dropped")
+	}
 
 	// Another user's ids name nothing.
 	q := must(s.EnqueueRun(ctx, store.NewQueuedRun{UserID: alice, ConversationID: c.ID, UserMessage: "mine"}))(t)
@@ -82,6 +88,13 @@ func testQueue(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	wantErr(t, "GetQueuedRun of a deleted conversation's", second(s.GetQueuedRun(ctx, alice, q.ID)), store.ErrNotFound)
+}
+
+// endRun ends run runID completed with its run.completed event.
+func endRun(t *testing.T, s store.Store, runID string) store.RunEnded {
+	t.Helper()
+	return must(s.EndRun(t.Context(), runID, store.RunEnd{Status: store.RunCompleted},
+		[]store.NewEvent{{RunID: runID, Type: "run.completed", Data: json.RawMessage(`{}`)}}))(t)
 }
 
 // testQueueStartConcurrent: of processes racing to start a queue's

@@ -61,7 +61,7 @@ func failRun(t *testing.T, s WebhookStore, r store.Run) []store.Event {
 	t.Helper()
 	return must(s.EndRun(t.Context(), r.ID, store.RunEnd{Status: store.RunFailed}, []store.NewEvent{
 		{RunID: r.ID, Type: events.TypeRunFailed, Data: eventData(r, events.TypeRunFailed)},
-	}))(t)
+	}))(t).Events
 }
 
 func eventData(r store.Run, typ string) json.RawMessage {

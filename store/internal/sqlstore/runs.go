@@ -367,7 +367,7 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 	var r store.Run
 	err = s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		var err error
-		r, err = s.finishRun(ctx, q, runID, end, usage)
+		r, _, err = s.finishRun(ctx, q, runID, end, usage)
 		return err
 	})
 	if err != nil {
@@ -378,7 +378,7 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 
 // finishRun is FinishRun's transaction, on q; usage is end.Usage
 // encoded.
-func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end store.RunEnd, usage []byte) (store.Run, error) {
+func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end store.RunEnd, usage []byte) (store.Run, bool, error) {
 	now := s.db.Time(storeutil.Now())
 	// pending tells, in the same statement, whether the run left a human
 	// request pending: most runs leave none, and then the statements
@@ -388,54 +388,63 @@ func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end stor
 WHERE id = ? AND status IN ('running', 'interrupted') AND (? = '' OR owner = ?) RETURNING `+pendingHuman+`, `+RunCols,
 		end.Status, end.Reason, string(usage), now, runID, end.Owner, end.Owner), &pending})
 	if noRows(err) {
-		return r, RunMissingOr(ctx, q, runID, end.Owner, fmt.Errorf("run has ended: %w", store.ErrConflict))
+		return r, false, RunMissingOr(ctx, q, runID, end.Owner, fmt.Errorf("run has ended: %w", store.ErrConflict))
 	}
 	if err != nil {
-		return r, err
+		return r, false, err
 	}
 	if end.Status.Final() && pending {
 		for _, table := range humanTables {
 			if _, err := q.Exec(ctx, `UPDATE `+table+` SET status = 'expired', resolved_at = ?
 WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {
-				return r, err
+				return r, false, err
 			}
 		}
 	}
-	_, err = q.Exec(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?`, now, r.ConversationID)
-	return r, err
+	// queued tells whether messages wait in the conversation's queue,
+	// for the run's end to start. It is read after the run's row is
+	// written, by a statement of its own (on PostgreSQL, with a snapshot
+	// of its own): the start of a message queued after that waits on
+	// the run's row for this transaction, then finds no active run and
+	// goes ahead (see runs' startOrEnqueue).
+	var queued bool
+	err = q.QueryRow(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?
+RETURNING EXISTS (SELECT 1 FROM queued_runs WHERE conversation_id = conversations.id)`, now, r.ConversationID).Scan(&queued)
+	return r, queued, err
 }
 
 // EndRun implements store.Runs: FinishRun's statements, then
 // AppendEvents', in one transaction.
-func (s *Store) EndRun(ctx context.Context, runID string, end store.RunEnd, nes []store.NewEvent) ([]store.Event, error) {
+func (s *Store) EndRun(ctx context.Context, runID string, end store.RunEnd, nes []store.NewEvent) (store.RunEnded, error) {
 	evRun, owner, tails, err := storeutil.Batch(nes)
 	if err == nil && (evRun != runID || owner != end.Owner) {
 		err = fmt.Errorf("%w: the events are of run %s, owner %q, not of run %s, owner %q", store.ErrInvalid, evRun, owner, runID, end.Owner)
 	}
 	err = cmp.Or(err, end.Validate(), storeutil.CheckIDs(runID))
 	if err != nil {
-		return nil, s.errorf("end run %s: %w", runID, err)
+		return store.RunEnded{}, s.errorf("end run %s: %w", runID, err)
 	}
 	usage, err := json.Marshal(end.Usage)
 	if err != nil {
-		return nil, s.errorf("end run %s: %w", runID, err)
+		return store.RunEnded{}, s.errorf("end run %s: %w", runID, err)
 	}
-	out := newEvents(runID, nes)
+	out := store.RunEnded{Events: newEvents(runID, nes)}
 	err = s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
-		if _, err := s.finishRun(ctx, q, runID, end, usage); err != nil {
+		var err error
+		if _, out.Queued, err = s.finishRun(ctx, q, runID, end, usage); err != nil {
 			return err
 		}
-		found, err := s.db.AppendEvents(ctx, q, owner, out, tails)
+		found, err := s.db.AppendEvents(ctx, q, owner, out.Events, tails)
 		if err == nil && !found { // finishRun found it, in this transaction
 			err = fmt.Errorf("run %s vanished: %w", runID, store.ErrNotFound)
 		}
 		if err == nil {
-			err = s.recordDeliveries(ctx, q, out)
+			err = s.recordDeliveries(ctx, q, out.Events)
 		}
 		return err
 	})
 	if err != nil {
-		return nil, s.errorf("end run %s as %s with %d events (%s last): %w", runID, end.Status, len(nes), nes[len(nes)-1].Type, err)
+		return store.RunEnded{}, s.errorf("end run %s as %s with %d events (%s last): %w", runID, end.Status, len(nes), nes[len(nes)-1].Type, err)
 	}
 	return out, nil
 }
