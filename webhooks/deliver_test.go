@@ -213,7 +213,7 @@ func TestDeliveredOnceAfterFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want = append(want, store.WebhookEventID(r1.ID, end[0].Seq))
+			want = append(want, store.WebhookEventID(r1.ID, end.Events[0].Seq))
 			r2, err := st.StartRun(ctx, store.NewRun{UserID: "ann", ConversationID: c.ID, UserMessage: "two"})
 			if err != nil {
 				t.Fatal(err)
@@ -227,7 +227,7 @@ func TestDeliveredOnceAfterFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			failed := store.WebhookEventID(r2.ID, end[0].Seq)
+			failed := store.WebhookEventID(r2.ID, end.Events[0].Seq)
 			want = append(want, failed)
 			slices.Sort(want)
 
