@@ -6,7 +6,22 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/trellis-ai/trellis/events"
 )
+
+// CompactedKeeps are the event types a compacted run keeps
+// (Events.CompactEvents): its start, its answer with its citations, and
+// its end, so that its conversation still reads as it was answered and a
+// stream of it still opens and ends; the steps, tool calls and chunks
+// that led there go.
+var CompactedKeeps = []string{
+	events.TypeRunStarted,
+	events.TypeResponseDone,
+	events.TypeRunCompleted,
+	events.TypeRunFailed,
+	events.TypeRunCancelled,
+}
 
 // Event is one stored event of a run: the SSE event with id Seq, name Type
 // and data Data.

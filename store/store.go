@@ -221,6 +221,17 @@ type Events interface {
 	// when the run is unknown or another user's, and ErrInvalid for a
 	// negative limit.
 	EventsAfter(ctx context.Context, userID, runID string, afterSeq int64, limit int) ([]Event, error)
+
+	// CompactEvents compacts the events of at most limit runs, across
+	// users, that ended completed, failed or cancelled before before and
+	// were not compacted yet, the oldest ends first: of each, only the
+	// events of CompactedKeeps stay, under their numbers (the run's
+	// numbers then have gaps), with any that a webhook delivery still has
+	// to send. It returns how many runs it
+	// compacted and how many events it deleted; fewer runs than limit
+	// means that none is left to compact. Returns ErrInvalid for a limit
+	// that is not positive.
+	CompactEvents(ctx context.Context, before time.Time, limit int) (runs, deleted int, err error)
 }
 
 // HumanRequests keeps the questions runs wait on until a human answers:

@@ -598,17 +598,25 @@ func terminate(t *testing.T, dsn, app string) {
 // messages.
 type convRuns struct {
 	Runs []struct {
-		ID          string
-		Status      string
-		UserMessage string `json:"user_message"`
-		Superseded  bool
-		ParentID    string `json:"parent_id"`
+		ID              string
+		Status          string
+		UserMessage     string `json:"user_message"`
+		Superseded      bool
+		ParentID        string `json:"parent_id"`
+		Events          []runEvent
+		EventsTruncated bool `json:"events_truncated"`
 	}
 	Messages []struct {
 		RunID   string `json:"run_id"`
 		Role    string
 		Content string
 	}
+}
+
+// runEvent is a run's event as its conversation shows it.
+type runEvent struct {
+	Seq  int64
+	Type string
 }
 
 func (c convRuns) statuses() []string {

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -11,20 +15,30 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-ai/trellis/internal/sqlopen"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // age sets when the conversation was last written to, as a conversation
 // left alone that long would have it.
 func age(t *testing.T, e *erasureEnv, conv string, by time.Duration) {
 	t.Helper()
-	at := time.Now().Add(-by).UTC()
+	e.exec(t, `UPDATE conversations SET updated_at = ? WHERE id = ?`, time.Now().Add(-by), conv)
+}
+
+// exec runs query, with ? for its arguments, on the stopped server's
+// database, as that backend stores a time.
+func (e *erasureEnv) exec(t *testing.T, query string, args ...any) {
+	t.Helper()
 	if e.dsn != "" {
 		conn, err := pgx.Connect(t.Context(), e.dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close(context.Background())
-		if _, err := conn.Exec(t.Context(), `UPDATE conversations SET updated_at = $1 WHERE id = $2`, at, conv); err != nil {
+		for i := range args {
+			query = strings.Replace(query, "?", fmt.Sprintf("$%d", i+1), 1)
+		}
+		if _, err := conn.Exec(t.Context(), query, args...); err != nil {
 			t.Fatal(err)
 		}
 		return
@@ -34,8 +48,12 @@ func age(t *testing.T, e *erasureEnv, conv string, by time.Duration) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.ExecContext(t.Context(), `UPDATE conversations SET updated_at = ? WHERE id = ?`,
-		at.Format("2006-01-02T15:04:05.000000Z"), conv); err != nil {
+	for i, a := range args {
+		if at, ok := a.(time.Time); ok {
+			args[i] = at.UTC().Format("2006-01-02T15:04:05.000000Z")
+		}
+	}
+	if _, err := db.ExecContext(t.Context(), query, args...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -63,12 +81,64 @@ func TestRetentionErasesIdleConversations(t *testing.T) {
 			if code, b := as(t, c, aliceKey, http.MethodGet, "/api/v1/conversations/"+recent, nil); code != http.StatusOK {
 				t.Fatalf("the recent conversation: %d %s", code, b)
 			}
-			found := e.scan(oldWord, newWord)
-			if len(found[oldWord]) > 0 {
-				t.Errorf("an erased conversation's canary is still in %v", found[oldWord])
-			}
+			// The job scrubs the files once the record no longer has the
+			// conversation: what it leaves must be gone soon after.
+			var found map[string][]string
+			waitFor(t, "the files scrubbed", func() bool {
+				found = e.scan(oldWord, newWord)
+				return len(found[oldWord]) == 0
+			})
 			if len(found[newWord]) == 0 {
 				t.Error("the recent conversation's canary is gone too")
+			}
+		})
+	}
+}
+
+// With TRELLIS_EVENT_RETENTION_DAYS, the events of a run that ended
+// longer ago are compacted to its start, answer and end, under their
+// numbers, and its conversation's messages stay; a recent run keeps its
+// events. On both backends.
+func TestRetentionCompactsOldRunsEvents(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			e := newErasureEnv(t, backend)
+			c := startServe(t, e.env...)
+			runsOf := func(conv string) convRuns {
+				t.Helper()
+				var got convRuns
+				code, b := as(t, c, aliceKey, http.MethodGet, "/api/v1/conversations/"+conv, nil)
+				if err := json.Unmarshal(b, &got); code != http.StatusOK || err != nil {
+					t.Fatalf("GET the conversation: %d %s %v", code, b, err)
+				}
+				return got
+			}
+			old := plant(t, c, aliceKey, newCanary(t), false)
+			recent := plant(t, c, aliceKey, newCanary(t), false)
+			before := runsOf(old)
+			c.stop(syscall.SIGTERM)
+			e.exec(t, `UPDATE runs SET completed_at = ? WHERE conversation_id = ?`, time.Now().Add(-8*24*time.Hour), old)
+
+			c = startServe(t, append(e.env, "TRELLIS_EVENT_RETENTION_DAYS=7")...)
+			var after convRuns
+			waitFor(t, "compaction", func() bool {
+				after = runsOf(old)
+				return len(after.Runs) > 0 && len(after.Runs[0].Events) == 3
+			})
+			for i, r := range after.Runs {
+				was := before.Runs[i].Events
+				want := slices.DeleteFunc(slices.Clone(was), func(ev runEvent) bool {
+					return !slices.Contains(store.CompactedKeeps, ev.Type)
+				})
+				if r.EventsTruncated || before.Runs[i].EventsTruncated || len(want) != 3 || !slices.Equal(r.Events, want) {
+					t.Errorf("run %d's events %+v (truncated %v), want %+v", i, r.Events, r.EventsTruncated, want)
+				}
+			}
+			if !slices.Equal(after.Messages, before.Messages) {
+				t.Errorf("messages after compaction %+v, before %+v", after.Messages, before.Messages)
+			}
+			if got := runsOf(recent); len(got.Runs) == 0 || len(got.Runs[0].Events) <= 3 {
+				t.Errorf("a recent run's events were compacted: %+v", got.Runs)
 			}
 		})
 	}

@@ -80,16 +80,19 @@ type serveConfig struct {
 	maxToolResult      int
 	summaryTokens      int
 	// retentionDays: conversations idle longer are erased; 0 keeps them.
-	retentionDays  int
-	unhealthyAfter time.Duration
-	durability     graph.Durability
-	logLevel       slog.Level
-	documents      documentsConfig
-	cognition      cognitionConfig
-	subAgents      nodes.SubAgents
-	budget         events.Budget
-	systemPrompt   string
-	webhooks       webhooks.Settings
+	retentionDays int
+	// eventRetentionDays: the events of runs that ended longer ago are
+	// compacted; 0 keeps them whole.
+	eventRetentionDays int
+	unhealthyAfter     time.Duration
+	durability         graph.Durability
+	logLevel           slog.Level
+	documents          documentsConfig
+	cognition          cognitionConfig
+	subAgents          nodes.SubAgents
+	budget             events.Budget
+	systemPrompt       string
+	webhooks           webhooks.Settings
 }
 
 // defaultInterruptAfter is how long an open stream waits for an
@@ -123,7 +126,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		cogOn, cogBudget, memMax, memTTL         string
 		subAgents, budgetTokens, budgetCalls     string
 		budgetTime, systemPrompt, summaryTokens  string
-		retentionDays                            string
+		retentionDays, eventRetentionDays        string
 		approvalTimeout, approvalExpiry          string
 		webhooksFile                             string
 	)
@@ -160,6 +163,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&maxToolResult, "max-tool-result-bytes", env("TRELLIS_MAX_TOOL_RESULT_BYTES", strconv.Itoa(operators.DefaultMaxResultBytes)), "tool results above this are cut, with a note, -1 for no cap (TRELLIS_MAX_TOOL_RESULT_BYTES)")
 	fs.StringVar(&summaryTokens, "summary-tokens", env("TRELLIS_SUMMARY_TOKENS", "4000"), "estimated tokens of a conversation's earlier turns at which the fast model summarises them in the background, for the next turns' prompts; 0 keeps only the extractive summary (TRELLIS_SUMMARY_TOKENS)")
 	fs.StringVar(&retentionDays, "retention-days", env("TRELLIS_RETENTION_DAYS", "0"), "conversations no one wrote to for this many days are erased, with their documents and checkpoints, by an hourly job; 0 keeps them for ever (TRELLIS_RETENTION_DAYS)")
+	fs.StringVar(&eventRetentionDays, "event-retention-days", env("TRELLIS_EVENT_RETENTION_DAYS", "0"), "the events of runs that ended this many days ago are compacted to their start, answer and end, by an hourly job; 0 keeps them whole (TRELLIS_EVENT_RETENTION_DAYS)")
 	fs.StringVar(&docDir, "documents-dir", env("TRELLIS_DOCUMENTS_DIR", ""), "where uploaded documents' files are kept (TRELLIS_DOCUMENTS_DIR); default <data dir>/documents")
 	fs.StringVar(&docShared, "documents-shared", env("TRELLIS_DOCUMENTS_SHARED", "false"), "with PostgreSQL, keep documents' files in documents-dir, which every process sharing the database must see, instead of in the database (TRELLIS_DOCUMENTS_SHARED)")
 	fs.StringVar(&docMax, "max-document-bytes", env("TRELLIS_MAX_DOCUMENT_BYTES", "1000000"), "largest document accepted, in bytes (TRELLIS_MAX_DOCUMENT_BYTES)")
@@ -263,6 +267,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	num("retention-days", retentionDays, &c.retentionDays)
 	if c.retentionDays < 0 {
 		errs = append(errs, fmt.Errorf("retention-days: %d is negative (0 keeps conversations for ever)", c.retentionDays))
+	}
+	num("event-retention-days", eventRetentionDays, &c.eventRetentionDays)
+	if c.eventRetentionDays < 0 {
+		errs = append(errs, fmt.Errorf("event-retention-days: %d is negative (0 keeps events whole)", c.eventRetentionDays))
 	}
 	if c.summaryTokens < 0 {
 		errs = append(errs, fmt.Errorf("summary-tokens: %d is negative (0 keeps only the extractive summary)", c.summaryTokens))
@@ -575,7 +583,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err != nil {
 		return app{}, err
 	}
-	kept, periodic := newRetention(ws, time.Duration(cfg.retentionDays)*24*time.Hour)
+	kept, periodic := newRetention(ws, days(cfg.retentionDays), days(cfg.eventRetentionDays))
 	if docs != nil {
 		periodic = append(periodic, docs.Periodic()...)
 	}

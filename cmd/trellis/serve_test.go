@@ -97,6 +97,10 @@ func TestParseServe(t *testing.T) {
 		!c.auth || c.oidc.UserClaim != "sub" || !slices.Equal(c.oidc.Algorithms, []string{"RS256", "ES256"}) || c.addr != ":8080" {
 		t.Errorf("oidc: %+v %v", c, err)
 	}
+	if c, err = parseServe([]string{"--event-retention-days", "7"}, env("TRELLIS_RETENTION_DAYS", "90"), io.Discard); err != nil ||
+		c.eventRetentionDays != 7 || c.retentionDays != 90 {
+		t.Errorf("retention: %d days, events %d days, %v", c.retentionDays, c.eventRetentionDays, err)
+	}
 	// A flag wins over its variable.
 	c, err = parseServe([]string{"--addr", "127.0.0.1:9999"}, env("TRELLIS_ADDR", "127.0.0.1:7777"), io.Discard)
 	if err != nil || c.addr != "127.0.0.1:9999" {
@@ -127,6 +131,8 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_BUDGET_TIME", "a while"},
 		{"TRELLIS_RETENTION_DAYS", "-1"},
 		{"TRELLIS_RETENTION_DAYS", "a month"},
+		{"TRELLIS_EVENT_RETENTION_DAYS", "-1"},
+		{"TRELLIS_EVENT_RETENTION_DAYS", "7d"},
 		{"TRELLIS_SUBAGENTS", "/nonexistent/subagents.json"},
 		{"TRELLIS_APPROVAL_TIMEOUT", "-1h"},
 		{"TRELLIS_APPROVAL_TIMEOUT", "tomorrow"},

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
@@ -361,5 +362,88 @@ func testEndRun(t *testing.T, s store.Store) {
 	wantErr(t, "an end of an ended run", err, store.ErrConflict)
 	if got := must(s.GetRun(ctx, alice, r.ID))(t); got.LastSeq != 3 {
 		t.Errorf("last seq %d after a refused end", got.LastSeq)
+	}
+}
+
+// compactableRun is a run of a new conversation of alice's with the
+// events a turn has, its last (the end, when end is set) stored with its
+// end: run.started, node.start, tool.start, response.chunk,
+// response.done, then run.completed.
+func compactableRun(t *testing.T, s store.Store, end bool) store.Run {
+	t.Helper()
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	r := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "go"}))(t)
+	var evs []store.NewEvent
+	for _, typ := range []string{events.TypeRunStarted, "node.start", "tool.start", "response.chunk", events.TypeResponseDone, events.TypeRunCompleted} {
+		evs = append(evs, store.NewEvent{RunID: r.ID, Type: typ, Data: json.RawMessage(`{"type":"` + typ + `"}`)})
+	}
+	if end {
+		must(s.EndRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted}, evs))(t)
+	} else {
+		must(s.AppendEvents(ctx, evs[:len(evs)-1]))(t)
+	}
+	return r
+}
+
+// eventTypes returns the run's events as "seq:type" strings.
+func eventTypes(t *testing.T, s store.Store, runID string) []string {
+	t.Helper()
+	var out []string
+	for _, e := range allEvents(t, s, alice, runID, 0, 100) {
+		out = append(out, fmt.Sprintf("%d:%s", e.Seq, e.Type))
+	}
+	return out
+}
+
+// testCompactEvents: compaction keeps of a run that ended before the
+// cut its start, its answer and its end, under their numbers; it leaves
+// runs going on, waiting, or ended after the cut alone, does each run
+// once, and a limit bounds each call.
+func testCompactEvents(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	done := compactableRun(t, s, true)
+	going := compactableRun(t, s, false)
+	waiting := compactableRun(t, s, false)
+	must(s.FinishRun(ctx, waiting.ID, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptApproval}))(t)
+	whole := eventTypes(t, s, going.ID)
+	compact := func(before time.Time, limit int) (int, int) {
+		t.Helper()
+		runs, n, err := s.CompactEvents(ctx, before, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runs, n
+	}
+
+	_, _, err := s.CompactEvents(ctx, time.Now().Add(time.Second), 0)
+	wantErr(t, "CompactEvents with no limit", err, store.ErrInvalid)
+	if runs, n := compact(time.Now().Add(-time.Hour), 10); runs != 0 || n != 0 {
+		t.Errorf("compacting runs that ended an hour ago: %d runs, %d events, want none", runs, n)
+	}
+	if runs, n := compact(time.Now().Add(time.Second), 10); runs != 1 || n != 3 {
+		t.Errorf("CompactEvents = %d runs, %d events, want 1 run, 3 events", runs, n)
+	}
+	if got, want := eventTypes(t, s, done.ID), []string{"1:run.started", "5:response.done", "6:run.completed"}; !slices.Equal(got, want) {
+		t.Errorf("a compacted run's events = %v, want %v", got, want)
+	}
+	if p := must(s.ListRuns(ctx, alice, done.ConversationID, store.RunQuery{}))(t); len(p.Runs) != 1 || len(p.Runs[0].Events) != 3 || p.Runs[0].EventsTruncated {
+		t.Errorf("ListRuns of the compacted run: %+v", p.Runs)
+	}
+	for _, r := range []store.Run{going, waiting} {
+		if got := eventTypes(t, s, r.ID); !slices.Equal(got, whole) {
+			t.Errorf("the events of a %s run = %v, want them all", must(s.GetRun(ctx, alice, r.ID))(t).Status, got)
+		}
+	}
+	if runs, n := compact(time.Now().Add(time.Second), 10); runs != 0 || n != 0 {
+		t.Errorf("compacting again: %d runs, %d events, want none", runs, n)
+	}
+
+	compactableRun(t, s, true)
+	compactableRun(t, s, true)
+	for i, want := range []int{1, 1, 0} {
+		if runs, _ := compact(time.Now().Add(time.Second), 1); runs != want {
+			t.Errorf("compaction %d with limit 1: %d runs, want %d", i+1, runs, want)
+		}
 	}
 }

@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"AppendEvents", testAppendEvents},
 		{"Fencing", testFencing},
 		{"EndRun", testEndRun},
+		{"CompactEvents", testCompactEvents},
 		{"Approvals", testApprovals},
 		{"ApprovalResolveConcurrent", testApprovalResolveConcurrent},
 		{"ApprovalDeadlines", testApprovalDeadlines},

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
@@ -26,6 +27,7 @@ func RunWebhooks(t *testing.T, newStore func(t *testing.T) WebhookStore) {
 		{"WebhookAttempts", testWebhookAttempts},
 		{"WebhookDeliveriesPages", testWebhookDeliveriesPages},
 		{"WebhookDeliveriesGoWithTheirEvents", testWebhookDeliveriesDeleted},
+		{"CompactionKeepsEventsToDeliver", testCompactionKeepsEventsToDeliver},
 	})
 }
 
@@ -240,5 +242,26 @@ func testWebhookDeliveriesDeleted(t *testing.T, s WebhookStore) {
 	ds := deliveriesOf(t, s)
 	if len(ds) != 1 || ds[0].ConversationID != kept.ID {
 		t.Errorf("deliveries after the deletion: %+v, want the kept conversation's one", ds)
+	}
+}
+
+// testCompactionKeepsEventsToDeliver: compacting a run keeps an event a
+// delivery still has to send, and the delivery.
+func testCompactionKeepsEventsToDeliver(t *testing.T, s WebhookStore) {
+	ctx := t.Context()
+	setRoutes(t, s, testRoutes)
+	r := startRun(t, s, newConversation(t, s, alice), "hi")
+	appendEvent(t, s, r, events.TypeRunStarted)
+	appendEvent(t, s, r, events.TypeApprovalRequired) // seq 2: ops
+	appendEvent(t, s, r, events.TypeApprovalResolved) // 3: nobody's
+	failRun(t, s, r)                                  // 4: ops, pager
+	if runs, n, err := s.CompactEvents(ctx, time.Now().Add(time.Second), 10); err != nil || runs != 1 || n != 1 {
+		t.Fatalf("CompactEvents = %d runs, %d events, %v; want the one event no delivery waits for", runs, n, err)
+	}
+	if got := eventTypes(t, s, r.ID); !slices.Equal(got, []string{"1:run.started", "2:approval.required", "4:run.failed"}) {
+		t.Errorf("the compacted run's events = %v", got)
+	}
+	if got := deliveriesOf(t, s); len(got) != 3 {
+		t.Errorf("deliveries after compaction = %+v, want all 3", got)
 	}
 }

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"strings"
+	"time"
 
 	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/internal/storeutil"
@@ -99,3 +101,45 @@ WHERE r.id = ? AND r.user_id = ? ORDER BY e.seq`, runID, afterSeq, size, runID, 
 
 // eventBytes is an event's size in a page (see store.PageBytes).
 func eventBytes(e store.Event) int { return len(e.Data) }
+
+// CompactEvents implements store.Events.
+func (s *Store) CompactEvents(ctx context.Context, before time.Time, limit int) (int, int, error) {
+	if limit <= 0 {
+		return 0, 0, s.errorf("compact events: %w: limit %d is not positive", store.ErrInvalid, limit)
+	}
+	keep := strings.Repeat("?, ", len(store.CompactedKeeps)-1) + "?"
+	runs, deleted := 0, 0
+	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+		rows, err := q.Query(ctx, `SELECT id FROM runs
+WHERE NOT compacted AND status IN ('completed', 'failed', 'cancelled') AND completed_at < ?
+ORDER BY completed_at LIMIT ?`, s.db.Time(before), limit)
+		if err != nil {
+			return err
+		}
+		ids, err := Collect(rows, scanString)
+		if err != nil {
+			return err
+		}
+		runs, deleted = 0, 0
+		for _, id := range ids {
+			args := []any{id}
+			for _, t := range store.CompactedKeeps {
+				args = append(args, t)
+			}
+			n, err := q.Exec(ctx, `DELETE FROM events WHERE run_id = ? AND type NOT IN (`+keep+`)
+  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.run_id = events.run_id AND d.seq = events.seq AND d.status = 'pending')`, args...)
+			if err != nil {
+				return err
+			}
+			if _, err := q.Exec(ctx, `UPDATE runs SET compacted = true WHERE id = ?`, id); err != nil {
+				return err
+			}
+			runs, deleted = runs+1, deleted+int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, s.errorf("compact events of runs ended before %s: %w", before.UTC().Format(time.RFC3339), err)
+	}
+	return runs, deleted, nil
+}

@@ -50,9 +50,12 @@ func RunPage(runs []NumberedRun, size int, events []store.Event, msgs []store.Me
 	}
 	for i := range p.Runs {
 		r := &p.Runs[i]
-		// Sequence numbers have no gaps, and the run and its events come
-		// from one snapshot.
-		r.EventsTruncated = int64(len(r.Events)) < r.LastSeq
+		// The run and its events come from one snapshot, and the events
+		// are its first: more follow when the last one read is not the
+		// run's last. (A count would not do: a compacted run's numbers
+		// have gaps.)
+		n := len(r.Events)
+		r.EventsTruncated = n == 0 && r.LastSeq > 0 || n > 0 && r.Events[n-1].Seq < r.LastSeq
 	}
 	return p
 }
