@@ -17,6 +17,7 @@ type Store interface {
 	HumanRequests
 	ToolCalls
 	Queue
+	UsageLog
 
 	// Ping reports whether the database answers and its schema is
 	// migrated; it backs /readyz.
