@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,10 +115,14 @@ func TestUsageQuota(t *testing.T) {
 	for _, be := range backends {
 		t.Run(string(be), func(t *testing.T) {
 			e := newEnv(t, envOptions{backend: be, configure: func(c *apitest.Config) { c.Runs.MonthlyTokenQuota = 1 }})
-			if status, body := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "what is 2+2?"}); status != http.StatusOK {
+			// The month's one token is the run's budget: the run stops
+			// as a run over its budget does.
+			status, body := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "what is 2+2?"})
+			if res := jsonOf[struct{ Status, Response string }](t, body); status != http.StatusOK || res.Status != "completed" ||
+				!strings.Contains(res.Response, "budget") {
 				t.Fatalf("the first chat: %d %s", status, body)
 			}
-			_, body := e.do("GET", "/api/v1/me/usage", nil)
+			_, body = e.do("GET", "/api/v1/me/usage", nil)
 			before := jsonOf[usagePage](t, body)
 			if before.Totals.TotalTokens < 1 || before.Quota == nil || before.Quota.MonthlyTokens != 1 ||
 				before.Quota.UsedTokens != before.Totals.TotalTokens || !before.Quota.ResetsAt.After(time.Now()) {
