@@ -68,6 +68,17 @@ func testUsage(t *testing.T, s store.Store) {
 		t.Errorf("UsageDays(yesterday) = %+v, want an empty page", none)
 	}
 
+	// A queued message's run counts under the model it was queued with.
+	active := startRun(t, s, cb, "busy")
+	must(s.EnqueueRun(ctx, store.NewQueuedRun{UserID: bob, ConversationID: cb.ID, UserMessage: "next", Model: "fast-1"}))(t)
+	must(s.FinishRun(ctx, active.ID, store.RunEnd{Status: store.RunCompleted}))(t)
+	queued := must(s.StartQueuedRun(ctx, cb.ID, "proc-1"))(t)
+	must(s.FinishRun(ctx, queued.ID, store.RunEnd{Status: store.RunCompleted, Usage: events.Usage{TotalTokens: 3}}))(t)
+	if p := must(s.UsageDays(ctx, store.UsageQuery{UserID: bob, From: today, To: today}))(t); len(p.Days) != 2 ||
+		p.Days[1].Model != "fast-1" || p.Days[1].TotalTokens != 3 || p.Days[1].Runs != 1 || p.Days[0].Runs != 2 {
+		t.Errorf("bob's usage with a queued run = %+v", p.Days)
+	}
+
 	long := time.Now().UTC().AddDate(0, 0, -store.MaxUsageDays).Format(store.DayFormat)
 	wantErrs(t, "", map[string]error{
 		"UsageDays without from":      second(s.UsageDays(ctx, store.UsageQuery{To: today})),

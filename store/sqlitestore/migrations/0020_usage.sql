@@ -1,6 +1,8 @@
 -- A run's model, as its starter named it (store.NewRun.Model): the
 -- usage record attributes the run's tokens to it.
 ALTER TABLE runs ADD COLUMN model TEXT NOT NULL DEFAULT '';
+-- and a queued message's, which its run takes when it starts.
+ALTER TABLE queued_runs ADD COLUMN model TEXT NOT NULL DEFAULT '';
 
 -- Usage per user, model and UTC day (store.UsageLog), added to in the
 -- transaction that ends a run, never recomputed from events.
