@@ -179,6 +179,7 @@ func (s *Server) routes() http.Handler {
 			s.erasureRoutes(r)
 		}
 		s.keyRoutes(r)
+		s.usageRoutes(r)
 		if s.cfg.Webhooks != nil {
 			s.webhookRoutes(r)
 		}

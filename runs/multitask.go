@@ -135,12 +135,19 @@ func (m *Service) startOrEnqueue(ctx context.Context, req StartRequest) (*Run, *
 	if err := m.refusing(); err != nil {
 		return nil, nil, err
 	}
-	input, err := json.Marshal(startInput{Input: req.input()})
+	in := req.input()
+	// The quota's rest when the message is queued is its run's budget:
+	// the run may start after the month's rest has shrunk, and spend
+	// that much beyond it at most.
+	if err := m.quota(ctx, req.UserID, &in); err != nil {
+		return nil, nil, err
+	}
+	input, err := json.Marshal(startInput{Input: in})
 	if err != nil {
 		return nil, nil, fmt.Errorf("runs: enqueue: %w", err)
 	}
 	q, err := m.st.EnqueueRun(ctx, store.NewQueuedRun{UserID: req.UserID, ConversationID: req.ConversationID,
-		UserMessage: req.Input.Message, RequestID: req.RequestID, Input: input})
+		UserMessage: req.Input.Message, RequestID: req.RequestID, Input: input, Model: m.modelOf(req.Input.Model)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("runs: enqueue: %w", err)
 	}

@@ -49,6 +49,10 @@ type Run struct {
 	// usage is the run's usage before this segment; seg is this
 	// segment's so far (nodes reports usage since start or resume).
 	usage, seg events.Usage
+	// toolCalls are the tool calls this stretch made (tool.complete and
+	// tool.error, sub-agents' included), for the usage record
+	// (store.RunEnd.ToolCalls); only the driving goroutine touches it.
+	toolCalls int
 	// prefix opens every event's data: {"run_id":…,"conversation_id":…,
 	prefix []byte
 	// span is the segment's trace span; nil when tracing is off.
@@ -207,8 +211,11 @@ func (m *Service) start(ctx context.Context, req StartRequest) (*Run, *Subscript
 		}
 	}()
 	start := startInput{Input: req.input(), New: req.ConversationID == ""}
+	if err := m.quota(ctx, req.UserID, &start.Input); err != nil {
+		return nil, nil, err
+	}
 	nr := store.NewRun{UserID: req.UserID, ConversationID: req.ConversationID, UserMessage: req.Input.Message,
-		RequestID: req.RequestID, Owner: m.cfg.Owner}
+		RequestID: req.RequestID, Owner: m.cfg.Owner, Model: m.modelOf(req.Input.Model)}
 	switch {
 	case req.retries != nil:
 		// The retried turn's message and request id: the agent's state
@@ -485,6 +492,9 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[events.Event, error]) (*events.
 		if !m.record(rn, ev) {
 			continue // a repeat (an approval the run announced already)
 		}
+		if ev.Type == events.TypeToolComplete || ev.Type == events.TypeToolError {
+			rn.toolCalls++
+		}
 		if !m.emitAs(rn, ev.Data, ev.Namespace) {
 			m.abandon(rn) // breaking out of the loop has stopped the agent
 			return nil, false
@@ -669,7 +679,7 @@ func (m *Service) finish(rn *Run, p events.Payload, end store.RunEnd) {
 	m.fold(rn)
 	ctx := context.WithoutCancel(rn.ctx)
 	status := string(end.Status)
-	end.Usage, end.Owner = rn.usage, m.fence()
+	end.Usage, end.ToolCalls, end.Owner = rn.usage, rn.toolCalls, m.fence()
 	data, err := rn.envelope(p)
 	var e store.Event
 	stored := false // the queued events and the terminal one, with the end
@@ -749,7 +759,7 @@ func (m *Service) abandon(rn *Run) {
 		return
 	}
 	m.fold(rn)
-	_, err := m.st.FinishRun(context.WithoutCancel(rn.ctx), rn.id, store.RunEnd{Status: store.RunFailed, Usage: rn.usage, Owner: m.fence()})
+	_, err := m.st.FinishRun(context.WithoutCancel(rn.ctx), rn.id, store.RunEnd{Status: store.RunFailed, Usage: rn.usage, ToolCalls: rn.toolCalls, Owner: m.fence()})
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrNotOwner) {
 		rn.log.LogAttrs(rn.ctx, slog.LevelError, "marking an abandoned run failed", slog.Any("error", err))
 	}

@@ -129,6 +129,12 @@ type Config struct {
 	// MaxRunsPerUser caps a user's runs live in this process
 	// (ErrTooManyRuns beyond it); 0 or negative: no cap.
 	MaxRunsPerUser int
+	// MonthlyTokenQuota caps the tokens a user's runs spend in a UTC
+	// month, counted from the usage record (store.UsageLog): a run is
+	// refused with a *QuotaError once it is used up, and a run started
+	// before gets what is left as its token budget. 0 or negative: no
+	// quota.
+	MonthlyTokenQuota int64
 	// MaxMessageRunes caps a user's message in characters (a
 	// *MessageTooLongError beyond it); 0 means DefaultMaxMessageRunes,
 	// negative no cap.

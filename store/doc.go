@@ -10,7 +10,9 @@
 // all of it (their issued keys stay: they are the operators'); and
 // through Webhooks, the deliveries of events to the operator's webhook
 // endpoints, recorded in the transaction that stores their event, with
-// their attempts. It owns the domain types, the Store interface the
+// their attempts; and through UsageLog, what each user spent per model
+// and UTC day (tokens, tool calls, runs), added to in the transaction
+// that ends a run. It owns the domain types, the Store interface the
 // service calls, and the sentinel errors the HTTP layer maps to status
 // codes; implementations live in subpackages named for their database
 // (sqlitestore, pgstore) and all pass storetest.Run. Their SQL is written

@@ -30,6 +30,8 @@ type NewQueuedRun struct {
 	RequestID              string
 	// Input is the run's NewRun.Input (opaque to the store).
 	Input json.RawMessage
+	// Model is the run's NewRun.Model.
+	Model string
 }
 
 // Validate reports an ErrInvalid error for a message that cannot be
@@ -41,7 +43,7 @@ func (q NewQueuedRun) Validate() error {
 	case q.UserMessage == "":
 		return fmt.Errorf("%w: user message is required", ErrInvalid)
 	}
-	return checkText("user message", q.UserMessage, "request id", q.RequestID)
+	return checkText("user message", q.UserMessage, "request id", q.RequestID, "model", q.Model)
 }
 
 // Queue keeps the messages that wait for their conversation's runs to

@@ -144,6 +144,10 @@ type NewRun struct {
 	// should its process die before the run stored anything elsewhere
 	// (see Runs.RunInput); opaque to the store.
 	Input json.RawMessage
+	// Model is the model the run was asked to use, as the starter
+	// resolved it: the usage record (UsageLog) counts the run's tokens
+	// under it. "" is recorded as "default".
+	Model string
 }
 
 // Validate reports an ErrInvalid error for a run that cannot start.
@@ -166,7 +170,7 @@ func (r NewRun) Validate() error {
 			return fmt.Errorf("%w: the new conversation is %s's, the run %s's", ErrInvalid, c.UserID, r.UserID)
 		}
 	}
-	return checkText("user message", r.UserMessage, "request id", r.RequestID, "owner", r.Owner, "checkpoint id", r.CheckpointID)
+	return checkText("user message", r.UserMessage, "request id", r.RequestID, "owner", r.Owner, "checkpoint id", r.CheckpointID, "model", r.Model)
 }
 
 // RunEnd is how a run's stream ended.
@@ -174,7 +178,13 @@ type RunEnd struct {
 	Status RunStatus // interrupted, completed, cancelled or failed
 	// Reason is required with interrupted and must be empty otherwise.
 	Reason InterruptReason
-	Usage  events.Usage
+	// Usage is the run's total so far; the usage record (UsageLog) adds
+	// what it grew by since the run's stream last ended.
+	Usage events.Usage
+	// ToolCalls are the tool calls the run made since it started or was
+	// last resumed: each stretch counts its own, once, in the usage
+	// record. Negative is ErrInvalid.
+	ToolCalls int
 	// Owner, when set, fences the write: it fails with ErrNotOwner
 	// unless the run is owned by Owner.
 	Owner string
@@ -198,6 +208,8 @@ func (e RunEnd) Validate() error {
 		return fmt.Errorf("%w: interrupt reason %q is not approval, elicitation or clarification", ErrInvalid, e.Reason)
 	case e.Status != RunInterrupted && e.Reason != "":
 		return fmt.Errorf("%w: a %s run has no interrupt reason", ErrInvalid, e.Status)
+	case e.ToolCalls < 0:
+		return fmt.Errorf("%w: %d tool calls", ErrInvalid, e.ToolCalls)
 	}
 	return checkText("owner", e.Owner)
 }

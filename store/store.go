@@ -17,6 +17,7 @@ type Store interface {
 	HumanRequests
 	ToolCalls
 	Queue
+	UsageLog
 
 	// Ping reports whether the database answers and its schema is
 	// migrated; it backs /readyz.
@@ -151,7 +152,8 @@ type Runs interface {
 
 	// FinishRun ends the stream of a running or interrupted run with
 	// end.Status (anything but running), records end.Usage as the run's
-	// total and sets CompletedAt. A final status (completed, cancelled,
+	// total and sets CompletedAt, and adds to the usage record what the
+	// end brings (see UsageLog), in the same transaction. A final status (completed, cancelled,
 	// failed) also expires the run's pending human requests;
 	// interrupted keeps them, since they are what the run waits for.
 	// Returns ErrNotFound for an unknown run, ErrConflict when the run has

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
@@ -107,6 +108,7 @@ func Of(err error) *Problem {
 		tooBig  *http.MaxBytesError
 		invalid *runs.ValidationError
 		tooLong *runs.MessageTooLongError
+		quota   *runs.QuotaError
 	)
 	switch {
 	case errors.As(err, &p):
@@ -122,6 +124,11 @@ func Of(err error) *Problem {
 	case errors.Is(err, runs.ErrContextTooLarge):
 		return New(http.StatusBadRequest, "context_too_large",
 			"the context object is larger than "+strconv.Itoa(runs.MaxContextBytes)+" bytes as compact JSON")
+	case errors.As(err, &quota):
+		return &Problem{Status: http.StatusTooManyRequests, Code: "quota_exceeded",
+			RetryAfter: max(1, int(time.Until(quota.Resets).Seconds())+1),
+			Message: "your monthly token quota (" + strconv.FormatInt(quota.Quota, 10) + " tokens) is used up: " +
+				strconv.FormatInt(quota.Used, 10) + " tokens this month; it resets at " + quota.Resets.Format(time.RFC3339)}
 	case errors.As(err, &invalid): // before store.ErrInvalid, which it wraps
 		return New(http.StatusUnprocessableEntity, "invalid_content", invalid.Reason)
 	}

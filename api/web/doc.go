@@ -9,7 +9,8 @@
 // a run at once with "Approve all") and elicitations, cancels runs,
 // reruns edited messages, retries a failed turn, and shows a
 // conversation's active branch with "< i / n >" on an edited message to
-// move to its other versions. An API key, when
+// move to its other versions, and in Settings the user's usage this
+// month. An API key, when
 // the server wants one, is kept in the browser's localStorage and sent as
 // a bearer token.
 //
@@ -32,7 +33,9 @@
 // formats; passage.js opens a cited passage, rendered, with the sentence
 // the answer cites highlighted; board.js is the task board and
 // graphview.js the agent's graph, beside the chat or, on a narrow window,
-// in the Plan panel app.js opens and closes; sse.js parses event streams read from fetch; api.js talks to
+// in the Plan panel app.js opens and closes; usage.js is the Usage
+// section of Settings (this month's tokens per day and model, and the
+// quota, from GET /api/v1/me/usage); sse.js parses event streams read from fetch; api.js talks to
 // the API; dom.js builds elements from text, never from HTML.
 //
 // # Tests

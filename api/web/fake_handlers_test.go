@@ -585,3 +585,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeErr(w http.ResponseWriter, status int, code, message string) {
 	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": message}})
 }
+
+// usage is GET /api/v1/me/usage as docs/api.md gives it: two days of
+// this month, under two models, and a quota.
+func (f *contractFake) usage(w http.ResponseWriter, r *http.Request) {
+	day := func(d, model string, in, out, calls, runs int) map[string]any {
+		return map[string]any{"user_id": "local", "day": d, "model": model, "input_tokens": in, "output_tokens": out,
+			"total_tokens": in + out, "tool_calls": calls, "runs": runs}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"days": []map[string]any{
+			day("2026-11-02", "claude-sonnet", 1200, 300, 2, 1),
+			day("2026-11-03", "claude-sonnet", 5000, 1000, 4, 3),
+			day("2026-11-03", "gpt-mini", 800, 200, 0, 1),
+		},
+		"totals":      map[string]any{"input_tokens": 7000, "output_tokens": 1500, "total_tokens": 8500, "tool_calls": 6, "runs": 5},
+		"next_cursor": "",
+		"quota":       map[string]any{"monthly_tokens": 100000, "used_tokens": 8500, "resets_at": "2026-12-01T00:00:00Z"},
+	})
+}

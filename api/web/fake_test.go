@@ -142,6 +142,7 @@ func (f *contractFake) handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/uncertain-calls/{id}", f.uncertainCall)
 	mux.HandleFunc("POST /api/v1/elicitation/respond", f.elicitation)
 	mux.HandleFunc("GET /api/v1/tools", f.tools)
+	mux.HandleFunc("GET /api/v1/me/usage", f.usage)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusNotFound, "not_found", "the fake has no "+r.Method+" "+r.URL.Path)
 	})

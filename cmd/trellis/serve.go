@@ -91,8 +91,10 @@ type serveConfig struct {
 	cognition          cognitionConfig
 	subAgents          nodes.SubAgents
 	budget             events.Budget
-	systemPrompt       string
-	webhooks           webhooks.Settings
+	// monthlyQuota caps a user's tokens in a UTC month; 0: no quota.
+	monthlyQuota int64
+	systemPrompt string
+	webhooks     webhooks.Settings
 }
 
 // defaultInterruptAfter is how long an open stream waits for an
@@ -129,6 +131,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		retentionDays, eventRetentionDays        string
 		approvalTimeout, approvalExpiry          string
 		webhooksFile                             string
+		monthlyQuota                             string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -176,6 +179,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&memTTL, "memory-ttl", env("TRELLIS_MEMORY_TTL", "2160h"), "memories unused this long are pruned (TRELLIS_MEMORY_TTL)")
 	fs.StringVar(&subAgents, "subagents", env("TRELLIS_SUBAGENTS", ""), "sub-agents file (JSON) the supervisor may delegate to with the task tool (TRELLIS_SUBAGENTS)")
 	fs.StringVar(&systemPrompt, "system-prompt-file", env("TRELLIS_SYSTEM_PROMPT_FILE", ""), "file whose text opens every model call of the agent and of its sub-agents that set none, instead of the built-in prompt (TRELLIS_SYSTEM_PROMPT_FILE)")
+	fs.StringVar(&monthlyQuota, "monthly-token-quota", env("TRELLIS_MONTHLY_TOKEN_QUOTA", "0"), "model tokens a user's runs may spend in a UTC month; a run is refused once they are spent (429 quota_exceeded), and one started before gets what is left as its token budget; 0 for no quota (TRELLIS_MONTHLY_TOKEN_QUOTA)")
 	fs.StringVar(&budgetTokens, "budget-tokens", env("TRELLIS_BUDGET_TOKENS", "0"), "model tokens a run may spend, its sub-agents' included; 0 for no limit (TRELLIS_BUDGET_TOKENS)")
 	fs.StringVar(&budgetCalls, "budget-tool-calls", env("TRELLIS_BUDGET_TOOL_CALLS", "0"), "tool calls a run may make, its sub-agents' included; 0 for no limit (TRELLIS_BUDGET_TOOL_CALLS)")
 	fs.StringVar(&budgetTime, "budget-time", env("TRELLIS_BUDGET_TIME", "0s"), "wall time a run may take; 0 for no limit (TRELLIS_BUDGET_TIME)")
@@ -274,6 +278,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	if c.summaryTokens < 0 {
 		errs = append(errs, fmt.Errorf("summary-tokens: %d is negative (0 keeps only the extractive summary)", c.summaryTokens))
+	}
+	if c.monthlyQuota, err = strconv.ParseInt(monthlyQuota, 10, 64); err != nil || c.monthlyQuota < 0 {
+		errs = append(errs, fmt.Errorf("monthly-token-quota: %q is not a whole number, 0 or more (0 is no quota)", monthlyQuota))
 	}
 	num("budget-tokens", budgetTokens, &c.budget.Tokens)
 	num("budget-tool-calls", budgetCalls, &c.budget.ToolCalls)
@@ -633,8 +640,9 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		Store: st, Models: models, Tools: tools.provider, Checkpointer: saver, Agent: agent,
 		ElicitTimeout:  cfg.elicitTimeout,
 		InterruptAfter: cfg.interruptAfter, CancelOnDisconnect: cfg.cancelOnDisconnect, MaxRunsPerUser: cfg.limits.MaxConcurrentRunsPerUser,
-		MaxMessageRunes: cfg.maxMessage,
-		Logger:          log, Owner: owner, Cluster: cluster, Notices: notices, ClaimInterval: cfg.claimInterval, Metrics: collector,
+		MonthlyTokenQuota: cfg.monthlyQuota,
+		MaxMessageRunes:   cfg.maxMessage,
+		Logger:            log, Owner: owner, Cluster: cluster, Notices: notices, ClaimInterval: cfg.claimInterval, Metrics: collector,
 	}
 	if docs != nil {
 		rcfg.DeleteFiles = docs.DeleteConversationFiles

@@ -76,6 +76,13 @@ func TestParseServe(t *testing.T) {
 		c.budget.Tokens != 5000 || c.budget.ToolCalls != 7 || c.budget.Time != 2*time.Minute || len(c.subAgents.Agents) != 0 {
 		t.Errorf("budget: %+v %v", c.budget, err)
 	}
+	if c.monthlyQuota != 0 {
+		t.Errorf("a monthly quota by default: %d", c.monthlyQuota)
+	}
+	if c, err = parseServe([]string{"--monthly-token-quota", "2000000"}, env("TRELLIS_MONTHLY_TOKEN_QUOTA", "5"), io.Discard); err != nil ||
+		c.monthlyQuota != 2_000_000 {
+		t.Errorf("monthly quota: %d %v", c.monthlyQuota, err)
+	}
 	if c.approvalExpiry != (operators.Expiry{Outcome: events.ExpiryReject}) {
 		t.Errorf("approvals wait for ever by default: %+v", c.approvalExpiry)
 	}
@@ -119,6 +126,8 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_AUTH", "local", "TRELLIS_API_KEYS", "k1:ada"}, // keys local mode would not check
 		{"TRELLIS_INTERRUPT_AFTER", "soon"},
 		{"TRELLIS_MAX_BODY_BYTES", "lots"},
+		{"TRELLIS_MONTHLY_TOKEN_QUOTA", "-1"},
+		{"TRELLIS_MONTHLY_TOKEN_QUOTA", "1M"},
 		{"TRELLIS_AUTH_FAILURES_PER_MINUTE", "ten"},
 		{"TRELLIS_CANCEL_ON_DISCONNECT", "perhaps"},
 		{"TRELLIS_UNHEALTHY_AFTER", "later"},

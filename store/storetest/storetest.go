@@ -72,6 +72,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"CanceledContext", testCanceledContext},
 		{"Queue", testQueue},
 		{"QueueStartConcurrent", testQueueStartConcurrent},
+		{"Usage", testUsage},
 	})
 }
 

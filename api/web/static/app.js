@@ -11,6 +11,7 @@ import { Documents } from "./documents.js";
 import { el } from "./dom.js";
 import { GraphView } from "./graphview.js";
 import { Memory } from "./memory.js";
+import { Usage } from "./usage.js";
 import { readEvents } from "./sse.js";
 import { TERMINAL, Turn } from "./turn.js";
 
@@ -103,6 +104,7 @@ const docs = new Documents({
 });
 
 const memory = new Memory({ client, showError, announce: (text) => announce(text) });
+const usage = new Usage({ client });
 
 const turnContext = {
   client,
@@ -607,6 +609,7 @@ function openSettings() {
   ui.model.value = storage.get(KEY_MODEL);
   ui.settings.showModal();
   ui.apiKey.focus();
+  usage.show();
 }
 
 function saveSettings() {

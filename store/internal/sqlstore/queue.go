@@ -38,9 +38,9 @@ func (s *Store) EnqueueRun(ctx context.Context, nq store.NewQueuedRun) (store.Qu
 		if err := ownsConversation(ctx, q, nq.UserID, nq.ConversationID); err != nil {
 			return err
 		}
-		if _, err := q.Exec(ctx, `INSERT INTO queued_runs (id, conversation_id, user_id, user_message, request_id, input, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)`, id, nq.ConversationID, nq.UserID, nq.UserMessage, nq.RequestID, string(nq.Input),
-			s.db.Time(storeutil.Now())); err != nil {
+		if _, err := q.Exec(ctx, `INSERT INTO queued_runs (id, conversation_id, user_id, user_message, request_id, input, created_at, model)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, nq.ConversationID, nq.UserID, nq.UserMessage, nq.RequestID, string(nq.Input),
+			s.db.Time(storeutil.Now()), nq.Model); err != nil {
 			return err
 		}
 		var err error
@@ -142,7 +142,7 @@ func (s *Store) StartQueuedRun(ctx context.Context, conversationID, owner string
 			input string
 		)
 		err := q.QueryRow(ctx, `DELETE FROM queued_runs WHERE seq = (SELECT min(seq) FROM queued_runs WHERE conversation_id = ?)
-RETURNING id, user_id, user_message, request_id, input`, conversationID).Scan(&id, &nr.UserID, &nr.UserMessage, &nr.RequestID, &input)
+RETURNING id, user_id, user_message, request_id, input, model`, conversationID).Scan(&id, &nr.UserID, &nr.UserMessage, &nr.RequestID, &input, &nr.Model)
 		if noRows(err) {
 			return store.ErrNotFound
 		}

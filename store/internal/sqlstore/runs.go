@@ -79,8 +79,9 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.Use
 			}
 		}
 		_, err := q.Exec(ctx, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, request_id, owner,
-    checkpoint_id, created_at, input, parent_id) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)`,
-			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, r.RequestID, r.Owner, r.CheckpointID, at, string(nr.Input), r.ParentID)
+    checkpoint_id, created_at, input, parent_id, model) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, r.RequestID, r.Owner, r.CheckpointID, at, string(nr.Input), r.ParentID,
+			cmp.Or(nr.Model, "default"))
 		if s.db.Violates(err, "runs_one_active") {
 			return store.ErrRunActive
 		}
@@ -379,7 +380,26 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 // finishRun is FinishRun's transaction, on q; usage is end.Usage
 // encoded.
 func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end store.RunEnd, usage []byte) (store.Run, bool, error) {
-	now := s.db.Time(storeutil.Now())
+	at := storeutil.Now()
+	now := s.db.Time(at)
+	// The usage the run had when its stream last ended, and whether a
+	// stretch of it is running, read in the transaction that replaces
+	// them: the usage record adds the difference, and the stretch's tool
+	// calls only if one was running. The no-op update locks the row, so
+	// no resume slips in between.
+	var (
+		before  []byte
+		model   string
+		running bool
+	)
+	err := q.QueryRow(ctx, `UPDATE runs SET status = status WHERE id = ? RETURNING usage, model, status = 'running'`, runID).
+		Scan(&before, &model, &running)
+	if err != nil && !noRows(err) {
+		return store.Run{}, false, err
+	}
+	if !running {
+		end.ToolCalls = 0 // an end of a parked run, which made no call since it was parked
+	}
 	// pending tells, in the same statement, whether the run left a human
 	// request pending: most runs leave none, and then the statements
 	// that would expire them are spared.
@@ -391,6 +411,9 @@ WHERE id = ? AND status IN ('running', 'interrupted') AND (? = '' OR owner = ?) 
 		return r, false, RunMissingOr(ctx, q, runID, end.Owner, fmt.Errorf("run has ended: %w", store.ErrConflict))
 	}
 	if err != nil {
+		return r, false, err
+	}
+	if err := addUsage(ctx, q, r.UserID, model, at, before, end); err != nil {
 		return r, false, err
 	}
 	if end.Status.Final() && pending {

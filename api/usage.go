@@ -1,0 +1,102 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/trellis-ai/trellis/store"
+)
+
+// usageRoutes are the usage record's views: the user's own, and every
+// user's for the operators.
+func (s *Server) usageRoutes(r chi.Router) {
+	r.Get("/me/usage", s.handleMyUsage)
+	r.With(s.operators()).Get("/admin/usage", s.handleAdminUsage)
+}
+
+// usageQuota is the user's monthly quota as GET /api/v1/me/usage shows
+// it; absent when the server sets none.
+type usageQuota struct {
+	MonthlyTokens int64     `json:"monthly_tokens"`
+	UsedTokens    int64     `json:"used_tokens"`
+	ResetsAt      time.Time `json:"resets_at"`
+}
+
+// myUsage is GET /api/v1/me/usage's answer.
+type myUsage struct {
+	store.UsagePage
+	Quota *usageQuota `json:"quota"`
+}
+
+// handleMyUsage is GET /api/v1/me/usage?from=&to=&limit=&cursor=.
+func (s *Server) handleMyUsage(w http.ResponseWriter, r *http.Request) {
+	q, err := usageQuery(r, "from", "to", "limit", "cursor")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q.UserID = userOf(r)
+	p, err := s.store.UsageDays(r.Context(), q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := myUsage{UsagePage: p}
+	used, quota, err := s.runs.MonthUsage(r.Context(), q.UserID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if quota > 0 {
+		now := time.Now().UTC()
+		out.Quota = &usageQuota{MonthlyTokens: quota, UsedTokens: used,
+			ResetsAt: time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleAdminUsage is GET /api/v1/admin/usage?user_id=&from=&to=&limit=&cursor=.
+func (s *Server) handleAdminUsage(w http.ResponseWriter, r *http.Request) {
+	q, err := usageQuery(r, "user_id", "from", "to", "limit", "cursor")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q.UserID = r.URL.Query().Get("user_id")
+	p, err := s.store.UsageDays(r.Context(), q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// usageQuery reads a usage view's range and page, refusing a parameter
+// not in known: from defaults to the first day of this month (UTC), to
+// to today; the store checks both.
+func usageQuery(r *http.Request, known ...string) (store.UsageQuery, error) {
+	for name := range r.URL.Query() {
+		if !slices.Contains(known, name) {
+			return store.UsageQuery{}, errorf(http.StatusBadRequest, "invalid_parameter",
+				fmt.Sprintf("unknown parameter %q; this endpoint takes %v", name, known))
+		}
+	}
+	now := time.Now().UTC()
+	q := store.UsageQuery{From: now.Format("2006-01") + "-01", To: now.Format(store.DayFormat)}
+	if v := r.URL.Query().Get("from"); v != "" {
+		q.From = v
+	}
+	if v := r.URL.Query().Get("to"); v != "" {
+		q.To = v
+	}
+	if _, _, err := q.Days(); err != nil {
+		return q, errorf(http.StatusBadRequest, "invalid_parameter", err.Error())
+	}
+	page, err := queryPage(r)
+	q.Page = page
+	return q, err
+}
