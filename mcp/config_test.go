@@ -42,6 +42,35 @@ func TestParseConfigApprovalExpiry(t *testing.T) {
 	}
 }
 
+// A question's deadline is set per server as an approval's is:
+// elicitationTimeout and elicitationExpiry, decline by default; an
+// approval's outcome, an outcome without a timeout or a bad timeout is
+// refused.
+func TestParseConfigElicitationExpiry(t *testing.T) {
+	cfg, err := mcp.ParseConfig([]byte(`{"mcpServers": {
+	  "a": {"command": "x", "elicitationTimeout": "10m", "elicitationExpiry": "cancel"},
+	  "b": {"command": "x", "elicitationTimeout": 90},
+	  "c": {"command": "x"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []operators.Expiry{{Timeout: 10 * time.Minute, Outcome: events.ExpiryCancel}, {Timeout: 90 * time.Second, Outcome: events.ExpiryDecline}, {}}
+	for i, s := range cfg.Servers {
+		if s.ElicitationExpiry != want[i] {
+			t.Errorf("server %s: expiry %+v, want %+v", s.Name, s.ElicitationExpiry, want[i])
+		}
+	}
+	for _, bad := range []string{
+		`{"elicitationExpiry": "decline"}`, `{"elicitationTimeout": "1h", "elicitationExpiry": "approve"}`,
+		`{"elicitationTimeout": "1h", "elicitationExpiry": "ignore"}`, `{"elicitationTimeout": "-1s"}`, `{"elicitationTimeout": "soon"}`,
+	} {
+		data := `{"mcpServers": {"a": ` + strings.Replace(bad, "{", `{"command": "x", `, 1) + `}}`
+		if _, err := mcp.ParseConfig([]byte(data)); !errors.Is(err, mcp.ErrConfig) {
+			t.Errorf("%s: err %v, want ErrConfig", bad, err)
+		}
+	}
+}
+
 func TestParseConfigClaudeDesktop(t *testing.T) {
 	// A whole claude_desktop_config.json, other settings included.
 	data := `{
