@@ -71,10 +71,18 @@ func (m *Service) showDeadlines(rn *Run, t *events.RunInterrupted) {
 		if p.Kind != events.PendingApproval && p.Kind != events.PendingElicitation {
 			continue
 		}
-		if a, err := m.st.GetHumanRequest(ctx, store.HumanKind(p.Kind), rn.userID, p.ID); err == nil {
+		if a, err := m.st.GetHumanRequest(ctx, store.HumanKind(p.Kind), rn.userID, expiringID(*p)); err == nil {
 			p.ExpiresAt, p.OnExpiry = a.ExpiresAt, a.OnExpiry
 		}
 	}
+}
+
+// expiringID is the id of the approval or elicitation p waits on.
+func expiringID(p events.Pending) string {
+	if p.Kind == events.PendingElicitation {
+		return p.ElicitationID
+	}
+	return p.ID
 }
 
 // Expire applies the outcome chosen for the user's human request of kind
@@ -239,7 +247,7 @@ func (m *Service) cancelledByDeadline(ctx context.Context, conversationID string
 		if p.Kind != events.PendingApproval && p.Kind != events.PendingElicitation {
 			continue
 		}
-		h, err := m.st.GetHumanRequest(ctx, store.HumanKind(p.Kind), rn.userID, p.ID)
+		h, err := m.st.GetHumanRequest(ctx, store.HumanKind(p.Kind), rn.userID, expiringID(p))
 		if err == nil && h.RunID == rn.id && h.OnExpiry == events.ExpiryCancel && h.Status == store.HumanExpired {
 			return expiredEvent(h)
 		}
