@@ -218,6 +218,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"mcpServers": {"a": {"command": "x", "args": ["1"]}}}`))
 	f.Add([]byte(`{"servers": {"b": {"type": "sse", "url": "http://h/sse", "timeout": 1.5}}}`))
 	f.Add([]byte(`{"mcpServers": {"c": {"command": "x", "approvalTimeout": "2h", "approvalExpiry": "cancel"}}}`))
+	f.Add([]byte(`{"mcpServers": {"d": {"command": "x", "elicitationTimeout": "5m", "elicitationExpiry": "decline"}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := mcp.ParseConfig(data)
 		if err != nil {
@@ -257,6 +258,14 @@ func FuzzParseConfig(f *testing.F) {
 				t.Fatalf("server %q: an outcome at expiry %q without a timeout", s.Name, e.Outcome)
 			case e.Timeout > 0 && e.Outcome != events.ExpiryReject && e.Outcome != events.ExpiryApprove && e.Outcome != events.ExpiryCancel:
 				t.Fatalf("server %q: outcome at expiry %q", s.Name, e.Outcome)
+			}
+			switch e := s.ElicitationExpiry; {
+			case e.Timeout < 0:
+				t.Fatalf("server %q: negative elicitation timeout", s.Name)
+			case e.Timeout == 0 && e.Outcome != "":
+				t.Fatalf("server %q: a question's outcome at expiry %q without a timeout", s.Name, e.Outcome)
+			case e.Timeout > 0 && e.Outcome != events.ExpiryDecline && e.Outcome != events.ExpiryCancel:
+				t.Fatalf("server %q: a question's outcome at expiry %q", s.Name, e.Outcome)
 			}
 		}
 		_ = cfg.ExpandEnv(func(string) (string, bool) { return "", false })
