@@ -339,3 +339,32 @@ func TestElicitationExpiresWithItsOutcome(t *testing.T) {
 		}
 	}
 }
+
+// A question whose tool still waits on the open stream when its
+// deadline cancels the run: the stream shows elicitation.expired once,
+// then the run ends cancelled; the tool never acts.
+func TestElicitationExpiresOnAnOpenStream(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			t.Parallel()
+			e := newCrashEnv(t, db)
+			e.env = append(e.env, "TRELLIS_QUESTION_TIMEOUT=2s", "TRELLIS_QUESTION_EXPIRY=cancel", "TRELLIS_ELICIT_TIMEOUT=1m")
+			c := e.startConnected()
+			resp := c.do("POST", "/api/v1/chat", map[string]any{"message": "greet me by name"})
+			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+			seen := sseEvents(t, resp, func(ev event) bool {
+				return ev.typ == "run.cancelled" || ev.typ == "run.completed" || ev.typ == "run.failed"
+			})
+			if got := of(seen, "elicitation.expired"); len(got) != 1 || got[0].data["outcome"] != "cancel" {
+				t.Errorf("the stream: %v", types(seen))
+			}
+			evs := runEvents(t, c, conv, runID, "run.cancelled", "run.completed", "run.failed")
+			if evs[len(evs)-1].typ != "run.cancelled" || len(of(evs, "elicitation.expired")) != 1 || len(of(evs, "tool.complete")) != 0 {
+				t.Errorf("the run's events: %v", types(evs))
+			}
+			if n := e.effects("ask"); n != 0 {
+				t.Errorf("the tool acted %d times", n)
+			}
+		})
+	}
+}
