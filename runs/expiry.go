@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/events"
+	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -125,6 +126,11 @@ func (m *Service) Expire(ctx context.Context, kind store.HumanKind, user, id str
 		if cancelling {
 			return nil // the user's cancel came first: it ends the run and expires the request
 		}
+		if kind == store.KindElicitation {
+			if handled, err := m.expireWaiting(ctx, a); handled {
+				return err
+			}
+		}
 		a, err = m.st.ResolveHumanRequest(ctx, user, id, store.DeadlineAnswer{Of: kind, Outcome: a.OnExpiry})
 		if errors.Is(err, store.ErrAlreadyResolved) {
 			return nil
@@ -156,6 +162,62 @@ func (m *Service) Expire(ctx context.Context, kind store.HumanKind, user, id str
 		return fmt.Errorf("runs: expire %s %s: %w", kind, id, err)
 	}
 	return nil
+}
+
+// errLeftRoom: a question left the waiting room as its deadline came,
+// and the record does not say yet how; Expire is called again.
+var errLeftRoom = errors.New("the question left the waiting room unrecorded")
+
+// expireWaiting applies the deadline of a pending elicitation whose tool
+// waits in this process. The waiting room decides between the deadline
+// and the user's answer there, as it does between two answers, and the
+// tool records what it got (a deadline's outcome as timed out). It
+// reports false when no tool waits here: the record decides then.
+// m.resumeMu is held.
+func (m *Service) expireWaiting(ctx context.Context, e store.HumanRequest) (bool, error) {
+	action := operators.ElicitDecline
+	if e.OnExpiry == events.ExpiryCancel {
+		action = operators.ElicitCancel
+	}
+	x := &events.ElicitationExpired{ElicitationID: e.ID, Kind: events.PendingElicitation, Outcome: e.OnExpiry, ExpiresAt: *e.ExpiresAt}
+	err := m.asks.respond(e.UserID, operators.ElicitResponse{ElicitationID: e.ID, Action: action, Expired: x})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	case errors.Is(err, store.ErrAlreadyResolved):
+		// The question left the room: an answer reached the tool while
+		// its run goes on here, or else nobody answered in time and the
+		// run parked on it, for the record to decide.
+		// The answer is recorded right after it reached the tool; until
+		// the record shows it, the job tries again.
+		if rn := m.live(e.ConversationID); rn == nil || rn.id != e.RunID {
+			return false, nil
+		}
+		if h, err := m.st.GetHumanRequest(ctx, store.KindElicitation, e.UserID, e.ID); err == nil && h.Status != store.HumanPending {
+			return true, nil
+		}
+		return true, fmt.Errorf("runs: expire elicitation %s: %w", e.ID, errLeftRoom)
+	case err != nil:
+		return true, fmt.Errorf("runs: expire elicitation %s: %w", e.ID, err)
+	}
+	// The tool records it too; whichever comes second finds it resolved.
+	if _, err := m.st.ResolveHumanRequest(ctx, e.UserID, e.ID, store.DeadlineAnswer{Of: store.KindElicitation, Outcome: e.OnExpiry}); err != nil &&
+		!errors.Is(err, store.ErrAlreadyResolved) {
+		m.log.LogAttrs(ctx, slog.LevelError, "recording an elicitation's expiry failed", slog.String("elicitation_id", e.ID), slog.Any("error", err))
+	}
+	m.log.LogAttrs(ctx, slog.LevelInfo, "a human request expired", slog.String("kind", string(e.Kind)), slog.String("id", e.ID),
+		slog.String("run_id", e.RunID), slog.String("outcome", string(e.OnExpiry)))
+	if e.OnExpiry != events.ExpiryCancel {
+		return true, nil
+	}
+	_, err = m.cancelLocked(ctx, e.UserID, e.ConversationID, e.RunID, true)
+	if errors.Is(err, ErrNothingToRun) || errors.Is(err, store.ErrNotFound) {
+		return true, nil // ended already
+	}
+	if err != nil {
+		return true, fmt.Errorf("runs: expire elicitation %s: %w", e.ID, err)
+	}
+	return true, nil
 }
 
 // elicitationExpiredLocked hands the decline an elicitation's deadline

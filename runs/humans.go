@@ -95,9 +95,12 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 	// Record the outcome before the tool goes on, so the record is final
 	// before the run can end. AnswerElicitation records it too;
 	// whichever comes second finds it resolved.
-	ans := store.ElicitationAnswer{Action: store.ElicitationAction(resp.Action), Content: resp.Content}
-	if resp.Action != operators.ElicitAccept {
-		ans.Content = nil
+	var ans store.HumanAnswer = store.ElicitationAnswer{Action: store.ElicitationAction(resp.Action), Content: resp.Content}
+	switch {
+	case resp.Expired != nil: // the deadline's outcome, not the user's
+		ans = store.DeadlineAnswer{Of: store.KindElicitation, Outcome: resp.Expired.Outcome}
+	case resp.Action != operators.ElicitAccept:
+		ans = store.ElicitationAnswer{Action: store.ElicitationAction(resp.Action)}
 	}
 	if _, rerr := m.st.ResolveHumanRequest(bg, rn.userID, id, ans); rerr != nil && !errors.Is(rerr, store.ErrAlreadyResolved) {
 		rn.log.LogAttrs(bg, slog.LevelError, "recording an elicitation's outcome failed", slog.String("elicitation_id", id), slog.Any("error", rerr))
