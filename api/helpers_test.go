@@ -145,11 +145,11 @@ type pathIn struct {
 // approval), wait (read-only; blocks until released or cancelled),
 // settle (blocks as wait does, but is neither read-only nor idempotent)
 // and ask (asks the user for their name).
-func newProvider(metrics *metrics.Collector, approval ...string) (*operators.Provider, *tools) {
+func newProvider(metrics *metrics.Collector, questions operators.Expiry, approval ...string) (*operators.Provider, *tools) {
 	tl := &tools{waiting: make(chan string, 16), release: make(chan struct{}), deleted: make(chan string, 16)}
 	local := operators.NewRegistry()
 	p := operators.NewProvider(operators.ProviderConfig{Local: local, OnBreakerChange: metrics.BreakerChanged,
-		Approval: operators.ApprovalPolicy{Tools: approval}})
+		Approval: operators.ApprovalPolicy{Tools: approval}, ElicitationExpiry: questions})
 	local.MustAdd(operators.Builtins(operators.BuiltinConfig{Info: operators.SelfInfo{Name: "Trellis", Version: "test"}, Tools: p})...)
 	nameSchema := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
 		"name": {Type: "string", MinLength: jsonschema.Ptr(1)},
@@ -217,6 +217,8 @@ type envOptions struct {
 	local     bool     // no keys
 	configure func(*apitest.Config)
 	approval  []string
+	// questionExpiry is the deadline of the tools' questions.
+	questionExpiry operators.Expiry
 	// cluster (Postgres only) makes the server one process of several
 	// sharing the database: it listens as its owner (see api.Cluster).
 	cluster bool
@@ -254,7 +256,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		t.Fatal(err)
 	}
 	collector := metrics.New()
-	provider, tl := newProvider(collector, o.approval...)
+	provider, tl := newProvider(collector, o.questionExpiry, o.approval...)
 	cfg := apitest.Config{
 		Runs: runs.Config{Models: models, Tools: provider, Checkpointer: saver},
 		API:  api.Config{Store: st, Metrics: collector, Limits: api.Limits{RatePerMinute: -1}, Heartbeat: 50 * time.Millisecond},

@@ -31,8 +31,12 @@ const (
 	// TypeApprovalExpired: nobody answered an approval before its
 	// deadline, and the outcome the operator chose for it was applied
 	// (an addition to API.md; see docs/api.md).
-	TypeApprovalExpired     = "approval.expired"
-	TypeElicitationRequest  = "elicitation.request"
+	TypeApprovalExpired    = "approval.expired"
+	TypeElicitationRequest = "elicitation.request"
+	// TypeElicitationExpired: nobody answered an elicitation before its
+	// deadline, and the outcome the operator chose for it was applied
+	// (an addition to API.md; see docs/api.md).
+	TypeElicitationExpired  = "elicitation.expired"
 	TypeElicitationResponse = "elicitation.response"
 	TypeDirectResponse      = "direct.response"
 	TypeResponseChunk       = "response.chunk"
@@ -149,6 +153,7 @@ var payloads = map[string]func() Payload{
 	TypeApprovalResolved:      func() Payload { return new(ApprovalResolved) },
 	TypeApprovalExpired:       func() Payload { return new(ApprovalExpired) },
 	TypeElicitationRequest:    func() Payload { return new(ElicitationRequest) },
+	TypeElicitationExpired:    func() Payload { return new(ElicitationExpired) },
 	TypeElicitationResponse:   func() Payload { return new(ElicitationResponse) },
 	TypeDirectResponse:        func() Payload { return new(DirectResponse) },
 	TypeResponseChunk:         func() Payload { return new(ResponseChunk) },

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -16,33 +18,60 @@ const (
 	DecisionReject  DecisionKind = "reject"
 )
 
-// ExpiryOutcome is what happens to an approval nobody answered by its
-// deadline: the operator's choice, per approval rule or for the server.
+// ExpiryOutcome is what happens to a human request nobody answered by
+// its deadline: the operator's choice, per rule or for the server. Each
+// kind takes its own outcomes (see ParseExpiryOutcome).
 type ExpiryOutcome string
 
 const (
-	// ExpiryReject rejects the call: the agent is told that the approval
-	// expired unanswered, and goes on without it.
+	// ExpiryReject rejects an approval's call: the agent is told that
+	// the approval expired unanswered, and goes on without it.
 	ExpiryReject ExpiryOutcome = "reject"
-	// ExpiryApprove approves the call as it was proposed.
+	// ExpiryApprove approves an approval's call as it was proposed.
 	ExpiryApprove ExpiryOutcome = "approve"
-	// ExpiryCancel cancels the run.
+	// ExpiryDecline declines an elicitation, as MCP defines a decline:
+	// the tool hears that the user would not answer, and goes on.
+	ExpiryDecline ExpiryOutcome = "decline"
+	// ExpiryCancel cancels the run, whatever the kind.
 	ExpiryCancel ExpiryOutcome = "cancel"
 )
 
-// ErrExpiryOutcome: ParseExpiryOutcome was given another word.
-var ErrExpiryOutcome = errors.New("events: an expiry outcome is reject, approve or cancel")
+// ErrExpiryOutcome: ParseExpiryOutcome was given a word that is no
+// outcome of the kind.
+var ErrExpiryOutcome = errors.New("events: not an expiry outcome")
 
-// ParseExpiryOutcome reads an outcome as configured; "" is ExpiryReject,
-// the outcome that neither acts nor drops the user's turn.
-func ParseExpiryOutcome(s string) (ExpiryOutcome, error) {
-	switch o := ExpiryOutcome(s); o {
-	case "":
-		return ExpiryReject, nil
-	case ExpiryReject, ExpiryApprove, ExpiryCancel:
+// ExpiryOutcomes are the outcomes a request of kind may take at its
+// deadline, the default first; none for a kind that takes no deadline.
+func ExpiryOutcomes(kind PendingKind) []ExpiryOutcome {
+	switch kind {
+	case PendingApproval:
+		return []ExpiryOutcome{ExpiryReject, ExpiryApprove, ExpiryCancel}
+	case PendingElicitation:
+		return []ExpiryOutcome{ExpiryDecline, ExpiryCancel}
+	}
+	return nil
+}
+
+// ParseExpiryOutcome reads an outcome of a request of kind as
+// configured; "" is the kind's default, the outcome that neither acts
+// nor drops the user's turn (reject for an approval, decline for an
+// elicitation).
+func ParseExpiryOutcome(kind PendingKind, s string) (ExpiryOutcome, error) {
+	outcomes := ExpiryOutcomes(kind)
+	if len(outcomes) == 0 {
+		return "", fmt.Errorf("%w: a %s takes no deadline", ErrExpiryOutcome, kind)
+	}
+	if s == "" {
+		return outcomes[0], nil
+	}
+	if o := ExpiryOutcome(s); slices.Contains(outcomes, o) {
 		return o, nil
 	}
-	return "", fmt.Errorf("%w, not %q", ErrExpiryOutcome, s)
+	words := make([]string, len(outcomes))
+	for i, o := range outcomes {
+		words[i] = string(o)
+	}
+	return "", fmt.Errorf("%w: a %s's is %s, not %q", ErrExpiryOutcome, kind, strings.Join(words, ", "), s)
 }
 
 // PendingKind says what a parked run waits for.
@@ -88,9 +117,9 @@ type Pending struct {
 	// Namespace is the path of the sub-agent that asks; "" for the
 	// root agent.
 	Namespace string `json:"namespace,omitempty"`
-	// ExpiresAt and OnExpiry are an approval's deadline and what
-	// happens then (see ApprovalRequired); the run service fills them
-	// in run.interrupted.
+	// ExpiresAt and OnExpiry are an approval's or an elicitation's
+	// deadline and what happens then (see ApprovalRequired); the run
+	// service fills them in run.interrupted.
 	ExpiresAt *time.Time    `json:"expires_at,omitempty"`
 	OnExpiry  ExpiryOutcome `json:"on_expiry,omitempty"`
 }

@@ -143,6 +143,23 @@ type ElicitationRequest struct {
 	Source        string          `json:"source"`
 	Message       string          `json:"message"`
 	Schema        json.RawMessage `json:"schema"`
+	// ExpiresAt is the elicitation's deadline, with OnExpiry what
+	// happens then; nil when it waits for ever. The run service sets
+	// them as it records the elicitation, before the event is sent.
+	ExpiresAt *time.Time    `json:"expires_at,omitempty"`
+	OnExpiry  ExpiryOutcome `json:"on_expiry,omitempty"`
+}
+
+// ElicitationExpired is elicitation.expired: nobody answered the
+// elicitation ElicitationID (a human request of Kind, "elicitation")
+// before ExpiresAt, and Outcome was applied. It comes first in what
+// follows: before elicitation.response of a decline, before
+// run.cancelled of a cancel.
+type ElicitationExpired struct {
+	ElicitationID string        `json:"elicitation_id"`
+	Kind          PendingKind   `json:"kind"`
+	Outcome       ExpiryOutcome `json:"outcome"`
+	ExpiresAt     time.Time     `json:"expires_at"`
 }
 
 // ElicitationResponse is elicitation.response.
@@ -326,6 +343,7 @@ func (*ApprovalRequired) EventType() string      { return TypeApprovalRequired }
 func (*ApprovalResolved) EventType() string      { return TypeApprovalResolved }
 func (*ApprovalExpired) EventType() string       { return TypeApprovalExpired }
 func (*ElicitationRequest) EventType() string    { return TypeElicitationRequest }
+func (*ElicitationExpired) EventType() string    { return TypeElicitationExpired }
 func (*ElicitationResponse) EventType() string   { return TypeElicitationResponse }
 func (*DirectResponse) EventType() string        { return TypeDirectResponse }
 func (*ResponseChunk) EventType() string         { return TypeResponseChunk }

@@ -88,6 +88,10 @@ type ServerConfig struct {
 	// (--approval-timeout). A tool the service's own rules name keeps
 	// theirs.
 	ApprovalExpiry operators.Expiry
+	// ElicitationExpiry is how long a question of this server's tools
+	// (an elicitation) waits for the user, and what happens then; zero
+	// is the server-wide default (--question-timeout).
+	ElicitationExpiry operators.Expiry
 	// AllowedTools, when non-nil, is the only tools offered to the agent
 	// (by their MCP names); the server's other tools are hidden.
 	AllowedTools []string
@@ -138,6 +142,8 @@ type fileServer struct {
 	RequireApproval json.RawMessage   `json:"requireApproval"`
 	ApprovalTimeout json.RawMessage   `json:"approvalTimeout"`
 	ApprovalExpiry  string            `json:"approvalExpiry"`
+	ElicitTimeout   json.RawMessage   `json:"elicitationTimeout"`
+	ElicitExpiry    string            `json:"elicitationExpiry"`
 	IdempotentTools json.RawMessage   `json:"idempotentTools"`
 	AllowedTools    []string          `json:"allowedTools"`
 	IncludeTools    []string          `json:"includeTools"`
@@ -149,7 +155,8 @@ type fileServer struct {
 
 var knownServerKeys = []string{
 	"type", "transport", "command", "args", "env", "cwd", "workingDir", "url", "serverUrl", "httpUrl",
-	"headers", "timeout", "callTimeout", "requireApproval", "approvalTimeout", "approvalExpiry", "idempotentTools", "allowedTools", "includeTools",
+	"headers", "timeout", "callTimeout", "requireApproval", "approvalTimeout", "approvalExpiry",
+	"elicitationTimeout", "elicitationExpiry", "idempotentTools", "allowedTools", "includeTools",
 	"required", "disabled", "protocolVersion", "export",
 }
 
@@ -165,7 +172,9 @@ var knownServerKeys = []string{
 // of seconds), requireApproval (true, or a list of tool names),
 // approvalTimeout (how long an approval of the server's tools waits, as
 // callTimeout is written) with approvalExpiry (what happens then:
-// "reject", the default, "approve" or "cancel"),
+// "reject", the default, "approve" or "cancel"), elicitationTimeout
+// (how long a question of the server's tools waits for the user) with
+// elicitationExpiry ("decline", the default, or "cancel"),
 // idempotentTools (true, or a list of tool names safe to retry),
 // allowedTools (also includeTools), required, disabled, protocolVersion
 // and export.
@@ -305,17 +314,11 @@ func parseServer(key string, raw json.RawMessage) (ServerConfig, []string, error
 	if sc.ApproveAll, sc.RequireApproval, err = parseToolList(fs.RequireApproval); err != nil {
 		return fail("requireApproval: %v", err)
 	}
-	if sc.ApprovalExpiry.Timeout, err = parseDuration(fs.ApprovalTimeout); err != nil {
-		return fail("approvalTimeout: %v", err)
+	if sc.ApprovalExpiry, err = parseExpiry(events.PendingApproval, fs.ApprovalTimeout, fs.ApprovalExpiry, "approval"); err != nil {
+		return fail("%v", err)
 	}
-	if sc.ApprovalExpiry.Outcome, err = events.ParseExpiryOutcome(fs.ApprovalExpiry); err != nil {
-		return fail("approvalExpiry: %v", err)
-	}
-	if sc.ApprovalExpiry.Timeout == 0 && fs.ApprovalExpiry != "" {
-		return fail("approvalExpiry %q needs an approvalTimeout", fs.ApprovalExpiry)
-	}
-	if sc.ApprovalExpiry.Timeout == 0 {
-		sc.ApprovalExpiry.Outcome = ""
+	if sc.ElicitationExpiry, err = parseExpiry(events.PendingElicitation, fs.ElicitTimeout, fs.ElicitExpiry, "elicitation"); err != nil {
+		return fail("%v", err)
 	}
 	if sc.IdempotentAll, sc.IdempotentTools, err = parseToolList(fs.IdempotentTools); err != nil {
 		return fail("idempotentTools: %v", err)
@@ -514,4 +517,27 @@ func expand(s string, lookup func(string) (string, bool)) (string, error) {
 			return "", fmt.Errorf("environment variable %s is not set", name)
 		}
 	}
+}
+
+// parseExpiry reads a deadline of requests of kind as a server's keys
+// name+"Timeout" and name+"Expiry" write it; an outcome without a
+// timeout is refused, since nothing would apply it.
+func parseExpiry(kind events.PendingKind, timeout json.RawMessage, outcome, name string) (operators.Expiry, error) {
+	var (
+		e   operators.Expiry
+		err error
+	)
+	if e.Timeout, err = parseDuration(timeout); err != nil {
+		return e, fmt.Errorf("%sTimeout: %w", name, err)
+	}
+	if e.Outcome, err = events.ParseExpiryOutcome(kind, outcome); err != nil {
+		return e, fmt.Errorf("%sExpiry: %w", name, err)
+	}
+	if e.Timeout == 0 && outcome != "" {
+		return e, fmt.Errorf("%sExpiry %q needs an %sTimeout", name, outcome, name)
+	}
+	if e.Timeout == 0 {
+		e.Outcome = ""
+	}
+	return e, nil
 }

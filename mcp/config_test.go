@@ -42,6 +42,35 @@ func TestParseConfigApprovalExpiry(t *testing.T) {
 	}
 }
 
+// A question's deadline is set per server as an approval's is:
+// elicitationTimeout and elicitationExpiry, decline by default; an
+// approval's outcome, an outcome without a timeout or a bad timeout is
+// refused.
+func TestParseConfigElicitationExpiry(t *testing.T) {
+	cfg, err := mcp.ParseConfig([]byte(`{"mcpServers": {
+	  "a": {"command": "x", "elicitationTimeout": "10m", "elicitationExpiry": "cancel"},
+	  "b": {"command": "x", "elicitationTimeout": 90},
+	  "c": {"command": "x"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []operators.Expiry{{Timeout: 10 * time.Minute, Outcome: events.ExpiryCancel}, {Timeout: 90 * time.Second, Outcome: events.ExpiryDecline}, {}}
+	for i, s := range cfg.Servers {
+		if s.ElicitationExpiry != want[i] {
+			t.Errorf("server %s: expiry %+v, want %+v", s.Name, s.ElicitationExpiry, want[i])
+		}
+	}
+	for _, bad := range []string{
+		`{"elicitationExpiry": "decline"}`, `{"elicitationTimeout": "1h", "elicitationExpiry": "approve"}`,
+		`{"elicitationTimeout": "1h", "elicitationExpiry": "ignore"}`, `{"elicitationTimeout": "-1s"}`, `{"elicitationTimeout": "soon"}`,
+	} {
+		data := `{"mcpServers": {"a": ` + strings.Replace(bad, "{", `{"command": "x", `, 1) + `}}`
+		if _, err := mcp.ParseConfig([]byte(data)); !errors.Is(err, mcp.ErrConfig) {
+			t.Errorf("%s: err %v, want ErrConfig", bad, err)
+		}
+	}
+}
+
 func TestParseConfigClaudeDesktop(t *testing.T) {
 	// A whole claude_desktop_config.json, other settings included.
 	data := `{
@@ -189,6 +218,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"mcpServers": {"a": {"command": "x", "args": ["1"]}}}`))
 	f.Add([]byte(`{"servers": {"b": {"type": "sse", "url": "http://h/sse", "timeout": 1.5}}}`))
 	f.Add([]byte(`{"mcpServers": {"c": {"command": "x", "approvalTimeout": "2h", "approvalExpiry": "cancel"}}}`))
+	f.Add([]byte(`{"mcpServers": {"d": {"command": "x", "elicitationTimeout": "5m", "elicitationExpiry": "decline"}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := mcp.ParseConfig(data)
 		if err != nil {
@@ -228,6 +258,14 @@ func FuzzParseConfig(f *testing.F) {
 				t.Fatalf("server %q: an outcome at expiry %q without a timeout", s.Name, e.Outcome)
 			case e.Timeout > 0 && e.Outcome != events.ExpiryReject && e.Outcome != events.ExpiryApprove && e.Outcome != events.ExpiryCancel:
 				t.Fatalf("server %q: outcome at expiry %q", s.Name, e.Outcome)
+			}
+			switch e := s.ElicitationExpiry; {
+			case e.Timeout < 0:
+				t.Fatalf("server %q: negative elicitation timeout", s.Name)
+			case e.Timeout == 0 && e.Outcome != "":
+				t.Fatalf("server %q: a question's outcome at expiry %q without a timeout", s.Name, e.Outcome)
+			case e.Timeout > 0 && e.Outcome != events.ExpiryDecline && e.Outcome != events.ExpiryCancel:
+				t.Fatalf("server %q: a question's outcome at expiry %q", s.Name, e.Outcome)
 			}
 		}
 		_ = cfg.ExpandEnv(func(string) (string, bool) { return "", false })

@@ -40,7 +40,9 @@
 // defaults apply: an unannotated tool counts as destructive, which an
 // approval policy with Destructive set acts on), and [ServerConfig]'s
 // allow-list, approval list (with its deadline, approvalTimeout and
-// approvalExpiry, as [operators.ExpirySource]) and idempotent list applied. Each call's
+// approvalExpiry, as [operators.ExpirySource]), its questions' deadline
+// (elicitationTimeout and elicitationExpiry, as
+// [operators.ElicitationExpirySource]) and idempotent list applied. Each call's
 // _meta carries its idempotency key ([MetaIdempotencyKey]). Calls go through
 // the provider's retry, circuit breaker and bulkhead for the server, and
 // its timeout, which [Config.SourceResilience] sets to the server's call

@@ -58,8 +58,9 @@ type remote struct {
 }
 
 var (
-	_ operators.ApprovalSource = (*remote)(nil)
-	_ operators.ExpirySource   = (*remote)(nil)
+	_ operators.ApprovalSource          = (*remote)(nil)
+	_ operators.ExpirySource            = (*remote)(nil)
+	_ operators.ElicitationExpirySource = (*remote)(nil)
 )
 
 func newRemote(m *Manager, cfg ServerConfig) *remote {
@@ -98,6 +99,12 @@ func (s *remote) Name() string { return s.cfg.Name }
 // approvals of its tools (approvalTimeout, approvalExpiry).
 func (s *remote) ApprovalExpiry() (operators.Expiry, bool) {
 	return s.cfg.ApprovalExpiry, s.cfg.ApprovalExpiry.Timeout > 0
+}
+
+// ElicitationExpiry is the deadline the server's configuration sets for
+// the questions its tools ask (elicitationTimeout, elicitationExpiry).
+func (s *remote) ElicitationExpiry() (operators.Expiry, bool) {
+	return s.cfg.ElicitationExpiry, s.cfg.ElicitationExpiry.Timeout > 0
 }
 
 // RequiresApproval reports whether the server's configuration may ask

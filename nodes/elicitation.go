@@ -32,6 +32,10 @@ type ElicitationAnswer struct {
 	Action        operators.ElicitAction `json:"action"`
 	// Content is the accepted object.
 	Content json.RawMessage `json:"content,omitempty"`
+	// Expired, when set, says that nobody answered before the
+	// question's deadline, which decided Action: elicitation.expired
+	// comes before elicitation.response.
+	Expired *events.ElicitationExpired `json:"expired,omitempty"`
 }
 
 // parkedQuestion is the interrupt payload of a question that parked the
@@ -99,6 +103,9 @@ func (a *Agent) AnswerElicitation(ctx context.Context, conversationID string, an
 		if in, q, ok := parkedOn(ins, events.PendingElicitation, ans.ElicitationID); ok {
 			if ans.Action != operators.ElicitAccept {
 				ans.Content = nil
+			}
+			if x := ans.Expired; x != nil && !yield(events.New(x), nil) {
+				return
 			}
 			if !yield(events.New(&events.ElicitationResponse{ElicitationID: ans.ElicitationID, Action: string(ans.Action)}), nil) {
 				return

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
@@ -178,5 +179,30 @@ func TestALateAnswerToAQuestionThatCannotTakeItExpires(t *testing.T) {
 	}
 	if n := tools.legacy.Load(); n != 1 {
 		t.Errorf("the tool ran %d times, want once", n)
+	}
+}
+
+// A parked question its deadline declined resumes the run as the user's
+// decline does, announced first by elicitation.expired.
+func TestAnExpiredQuestionAnnouncesItsDeadline(t *testing.T) {
+	tools := &questionTools{}
+	a, _ := questionAgent(t, questionScript, tools.provider(t), &parkingElicitor{})
+	r := collect(a.Run(t.Context(), "c1", nodes.Input{Message: "delete a.txt", RequestID: "req1"}))
+	ri := last[*events.RunInterrupted](r)
+	if ri == nil || len(ri.ElicitationIDs) != 1 {
+		t.Fatalf("run: %s (%v); want it parked on the question", r.trace(), r.err)
+	}
+	id := ri.ElicitationIDs[0]
+	x := &events.ElicitationExpired{ElicitationID: id, Kind: events.PendingElicitation, Outcome: events.ExpiryDecline,
+		ExpiresAt: time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)}
+	r = collect(a.AnswerElicitation(t.Context(), "c1", nodes.ElicitationAnswer{ElicitationID: id, Action: operators.ElicitDecline, Expired: x}))
+	if r.err != nil || last[*events.RunCompleted](r) == nil {
+		t.Fatalf("declined at the deadline: %s (%v)", r.trace(), r.err)
+	}
+	if got := last[*events.ElicitationExpired](r); got == nil || *got != *x || !strings.HasPrefix(r.trace(), "elicitation.expired elicitation.response") {
+		t.Errorf("declined at the deadline: %s", r.trace())
+	}
+	if tools.deletes.Load() != 0 {
+		t.Errorf("a declined question's tool acted %d times", tools.deletes.Load())
 	}
 }

@@ -127,6 +127,9 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 	if err != nil && action == "" {
 		action = string(operators.ElicitCancel)
 	}
+	if resp.Expired != nil {
+		_ = emit(m.call.Context, resp.Expired)
+	}
 	_ = emit(m.call.Context, &events.ElicitationResponse{ElicitationID: r.ElicitationID, Action: action})
 	if err != nil {
 		return resp, fmt.Errorf("nodes: elicitation %s: %w", r.ElicitationID, err)

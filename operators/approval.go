@@ -30,12 +30,15 @@ type ApprovalPolicy struct {
 	ToolExpiry map[string]Expiry
 }
 
-// Expiry is how long an approval waits for a human and what happens when
-// nobody answered by then. The zero Expiry waits for ever.
+// Expiry is how long a human request (an approval, a tool's question)
+// waits for a human and what happens when nobody answered by then. The
+// zero Expiry waits for ever.
 type Expiry struct {
-	// Timeout is how long the approval waits; zero is for ever.
+	// Timeout is how long the request waits; zero is for ever.
 	Timeout time.Duration
-	// Outcome is what the deadline decides; "" is events.ExpiryReject.
+	// Outcome is what the deadline decides; "" is the kind's default
+	// (events.ParseExpiryOutcome): reject for an approval, decline for
+	// a question.
 	Outcome events.ExpiryOutcome
 }
 
@@ -46,6 +49,16 @@ type ExpirySource interface {
 	// ApprovalExpiry is the source's deadline for approvals of its
 	// tools; false when it sets none.
 	ApprovalExpiry() (Expiry, bool)
+}
+
+// ElicitationExpirySource is a [Source] whose configuration sets the
+// deadline of the questions its tools ask the user (an MCP server's
+// elicitationTimeout).
+type ElicitationExpirySource interface {
+	Source
+	// ElicitationExpiry is the source's deadline for its tools'
+	// questions; false when it sets none.
+	ElicitationExpiry() (Expiry, bool)
 }
 
 // Requires reports whether a call to spec, known by the given names,
@@ -70,22 +83,22 @@ func (p ApprovalPolicy) Requires(spec Spec, names ...string) bool {
 func (p ApprovalPolicy) expiryOf(source Expiry, ok bool, names ...string) Expiry {
 	for _, n := range names {
 		if e, found := p.ToolExpiry[n]; found {
-			return e.normal()
+			return e.normal(events.PendingApproval)
 		}
 	}
 	if ok {
-		return source.normal()
+		return source.normal(events.PendingApproval)
 	}
-	return p.Expiry.normal()
+	return p.Expiry.normal(events.PendingApproval)
 }
 
-// normal spells the default outcome out.
-func (e Expiry) normal() Expiry {
+// normal spells the default outcome of a request of kind out.
+func (e Expiry) normal(kind events.PendingKind) Expiry {
 	if e.Timeout <= 0 {
 		return Expiry{}
 	}
 	if e.Outcome == "" {
-		e.Outcome = events.ExpiryReject
+		e.Outcome = events.ExpiryOutcomes(kind)[0]
 	}
 	return e
 }

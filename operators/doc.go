@@ -2,7 +2,7 @@
 // ([Spec], [Result], [Tool]), the local tool [Registry], the [OperatorRegistry],
 // the [Messenger] contract that lets a tool talk to the user while it runs, the
 // built-in tools and operators, per-source resilience (an llm.Guard per
-// source: the one resilience policy, which package llm owns), argument validation against JSON Schema, the [ApprovalPolicy] (which tools need a human's yes, and an approval's deadline: [Expiry]),
+// source: the one resilience policy, which package llm owns), argument validation against JSON Schema, the [ApprovalPolicy] (which tools need a human's yes, and an approval's deadline: [Expiry]), the deadline of tools' questions ([Provider.ElicitationExpiry]),
 // and the [Provider] that merges every tool source behind one Execute.
 //
 // It imports nothing from nodes, api, mcp or graph; from llm it takes the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tmc/langchaingo/llms"
+	"github.com/trellis-ai/trellis/events"
 )
 
 // Messenger is how a running tool talks to the user. The service implements
@@ -86,6 +87,10 @@ type ElicitResponse struct {
 	ElicitationID string          `json:"elicitation_id,omitempty"`
 	Action        ElicitAction    `json:"action"`
 	Content       json.RawMessage `json:"content,omitempty"`
+	// Expired, when set, says that nobody answered before the
+	// question's deadline, which decided Action; the agent announces it
+	// (elicitation.expired) before the response. Tools need not look.
+	Expired *events.ElicitationExpired `json:"-"`
 }
 
 // Call carries what a tool needs to know about the call it serves, apart

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 )
 
@@ -72,6 +73,10 @@ type ProviderConfig struct {
 	SourceResilience map[string]llm.ResilienceConfig
 	// Approval decides which tools need approval.
 	Approval ApprovalPolicy
+	// ElicitationExpiry is the deadline of every question a tool asks
+	// the user (an elicitation), unless the tool's source (an
+	// [ElicitationExpirySource]) sets one; zero waits for ever.
+	ElicitationExpiry Expiry
 	// SourceWait bounds how long a call to a tool no source offers waits
 	// for a remote source that has not listed its tools yet (starting,
 	// or reconnecting after a restart) to come up and perhaps offer it.
@@ -402,6 +407,21 @@ func (p *Provider) ApprovalExpiry(name string) Expiry {
 		}
 	}
 	return p.cfg.Approval.expiryOf(source, ok, names...)
+}
+
+// ElicitationExpiry is the deadline of a question the tool called name
+// asks the user, and what happens then: its source's, else the
+// provider's default (ProviderConfig.ElicitationExpiry); zero waits for
+// ever.
+func (p *Provider) ElicitationExpiry(name string) Expiry {
+	if t, found := p.resolve(name); found && t.kind == SourceMCP {
+		if es, is := t.remote.src.(ElicitationExpirySource); is {
+			if e, ok := es.ElicitationExpiry(); ok {
+				return e.normal(events.PendingElicitation)
+			}
+		}
+	}
+	return p.cfg.ElicitationExpiry.normal(events.PendingElicitation)
 }
 
 // Execute validates args against name's input schema and runs the tool.

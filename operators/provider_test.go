@@ -338,3 +338,19 @@ func TestApprovalExpiry(t *testing.T) {
 		t.Errorf("the zero policy's deadline: %+v, want none", got)
 	}
 }
+
+// A question's deadline is the provider's default for a tool of no
+// source that sets one, decline when no outcome is given; the zero
+// config's questions wait for ever.
+func TestElicitationExpiry(t *testing.T) {
+	local := operators.NewRegistry()
+	local.MustAdd(echoTool())
+	p := newTestProvider(t, operators.ProviderConfig{Local: local, ElicitationExpiry: operators.Expiry{Timeout: time.Hour}})
+	if got, want := p.ElicitationExpiry("echo"), (operators.Expiry{Timeout: time.Hour, Outcome: events.ExpiryDecline}); got != want {
+		t.Errorf("ElicitationExpiry(echo) = %+v, want %+v", got, want)
+	}
+	zero := newTestProvider(t, operators.ProviderConfig{Local: local})
+	if got := zero.ElicitationExpiry("echo"); got != (operators.Expiry{}) {
+		t.Errorf("the zero config's deadline: %+v, want none", got)
+	}
+}

@@ -441,9 +441,11 @@ func decisionOf(a store.HumanRequest) nodes.ApprovalDecision {
 }
 
 // responseOf is the tool's form of a resolved elicitation: an expired one
-// is a cancel.
+// is a cancel; one its deadline declined carries its
+// elicitation.expired.
 func responseOf(e store.HumanRequest) operators.ElicitResponse {
-	return operators.ElicitResponse{ElicitationID: e.ID, Action: actionOf(e.Status), Content: e.Elicitation.Content}
+	return operators.ElicitResponse{ElicitationID: e.ID, Action: actionOf(e.Status), Content: e.Elicitation.Content,
+		Expired: elicitationExpiredOf(e)}
 }
 
 // actionOf is the action a resolved elicitation's status records.

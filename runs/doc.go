@@ -20,8 +20,8 @@
 //     message waits); Queued, QueuedRuns, CancelQueued, AwaitQueued.
 //   - Answer a set of pending human requests and follow the run they
 //     resume (Answer); AnswerApproval, AnswerElicitation,
-//     CancelElicitation one at a time; Expire an approval whose
-//     deadline passed.
+//     CancelElicitation one at a time; Expire an approval or an
+//     elicitation whose deadline passed.
 //   - Cancel a run; Retry a failed one; DeleteConversation; EditTask,
 //     Tasks.
 //   - Branches of an edited turn, SetBranch to make one active.
@@ -90,7 +90,10 @@
 // records the outcome the rule chose the way an answer is recorded, so
 // of a person and the deadline exactly one wins, and hands it to the run
 // as an answer (reject, approve) or a cancel (cancel) is; the run's next
-// event is approval.expired.
+// event is approval.expired. A tool's question (an elicitation) may have
+// one too (operators.Provider.ElicitationExpiry), kept by the same job
+// and Expire: a decline reaches the waiting tool as the user's would,
+// announced by elicitation.expired; a cancel cancels the run.
 // A clarifying question ends the run with run.interrupted (reason
 // clarification), recorded as a pending human request of its kind; the
 // user's next message is a new run that answers it (the store records

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/events"
+	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -31,7 +32,23 @@ func (m *Service) deadline(tool string) (*time.Time, events.ExpiryOutcome) {
 	return &at, e.Outcome
 }
 
-// schedule asks for Expire at the stored approval's deadline, if it has
+// questionDeadline is the deadline of a new question the tool source
+// asks the user (an elicitation), and what happens then
+// (operators.Provider's ElicitationExpiry); none without
+// Config.ScheduleExpiry.
+func (m *Service) questionDeadline(source string) (*time.Time, events.ExpiryOutcome) {
+	if m.cfg.ScheduleExpiry == nil || m.cfg.Tools == nil {
+		return nil, ""
+	}
+	e := m.cfg.Tools.ElicitationExpiry(source)
+	if e.Timeout <= 0 {
+		return nil, ""
+	}
+	at := time.Now().Add(e.Timeout)
+	return &at, e.Outcome
+}
+
+// schedule asks for Expire at the stored request's deadline, if it has
 // one. Scheduling one twice is harmless (Config.ScheduleExpiry keeps one
 // per request), so a recovered run that asks again schedules again: a
 // process that died between storing the approval and scheduling it
@@ -40,90 +57,231 @@ func (m *Service) schedule(ctx context.Context, rn *Run, a store.HumanRequest) {
 	if a.ExpiresAt == nil || a.Status != store.HumanPending || m.cfg.ScheduleExpiry == nil {
 		return
 	}
-	if err := m.cfg.ScheduleExpiry(ctx, a.UserID, a.ID, *a.ExpiresAt); err != nil {
-		rn.log.LogAttrs(ctx, slog.LevelError, "scheduling an approval's deadline failed; it waits until someone answers",
-			slog.String("approval_id", a.ID), slog.Any("error", err))
+	if err := m.cfg.ScheduleExpiry(ctx, a.Kind, a.UserID, a.ID, *a.ExpiresAt); err != nil {
+		rn.log.LogAttrs(ctx, slog.LevelError, "scheduling a deadline failed; the request waits until someone answers",
+			slog.String("kind", string(a.Kind)), slog.String("id", a.ID), slog.Any("error", err))
 	}
 }
 
-// showDeadlines puts the deadlines of the approvals a run parks on into
-// its run.interrupted, as the store keeps them.
+// showDeadlines puts the deadlines of the approvals and elicitations a
+// run parks on into its run.interrupted, as the store keeps them.
 func (m *Service) showDeadlines(rn *Run, t *events.RunInterrupted) {
 	ctx := context.WithoutCancel(rn.ctx)
 	for i := range t.Pending {
 		p := &t.Pending[i]
-		if p.Kind != events.PendingApproval {
+		if p.Kind != events.PendingApproval && p.Kind != events.PendingElicitation {
 			continue
 		}
-		if a, err := m.st.GetHumanRequest(ctx, store.KindApproval, rn.userID, p.ID); err == nil {
+		if a, err := m.st.GetHumanRequest(ctx, store.HumanKind(p.Kind), rn.userID, expiringID(*p)); err == nil {
 			p.ExpiresAt, p.OnExpiry = a.ExpiresAt, a.OnExpiry
 		}
 	}
 }
 
-// Expire applies the outcome chosen for the user's approval id once its
-// deadline has passed with nobody answering: reject and approve are
-// recorded as the decision (marked timed out) and handed to the run as an
-// answer is (AnswerApproval); cancel is recorded as expired and the run
-// is cancelled (Cancel). The run's events begin with approval.expired.
-// It is serialised with answers and cancels, and the record decides as
-// for two answers: of a person's answer and the deadline exactly one
-// wins, and the deadline does nothing to a request answered, cancelled
-// or gone. Called again after a call that stopped part-way (a crash), it
-// finishes what that call began, and does nothing more.
+// expiringID is the id of the approval or elicitation p waits on.
+func expiringID(p events.Pending) string {
+	if p.Kind == events.PendingElicitation {
+		return p.ElicitationID
+	}
+	return p.ID
+}
+
+// Expire applies the outcome chosen for the user's human request of kind
+// (an approval or an elicitation) once its deadline has passed with
+// nobody answering. An approval's reject and approve are recorded as the
+// decision (marked timed out) and handed to the run as an answer is
+// (AnswerApproval); an elicitation's decline is recorded as declined and
+// handed to the waiting tool, or to the run parked on it, as the user's
+// decline is (AnswerElicitation); cancel, of either, is recorded as
+// expired and the run is cancelled (Cancel). The run's events begin with
+// approval.expired or elicitation.expired. It is serialised with answers
+// and cancels, and the record decides as for two answers: of a person's
+// answer and the deadline exactly one wins, and the deadline does
+// nothing to a request answered, cancelled or gone. Called again after a
+// call that stopped part-way (a crash), it finishes what that call
+// began, and does nothing more.
 // Errors: ErrNotDue before the deadline; the store's and the resuming
 // run's (ErrShuttingDown, ErrUnavailable…): call it again.
-func (m *Service) Expire(ctx context.Context, user, id string) error {
+func (m *Service) Expire(ctx context.Context, kind store.HumanKind, user, id string) error {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
-	a, err := m.st.GetHumanRequest(ctx, store.KindApproval, user, id)
+	a, err := m.st.GetHumanRequest(ctx, kind, user, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // deleted with its conversation
 	}
 	if err != nil {
-		return fmt.Errorf("runs: expire approval %s: %w", id, err)
+		return fmt.Errorf("runs: expire %s %s: %w", kind, id, err)
 	}
 	switch {
 	case a.ExpiresAt == nil:
 		return nil
 	case a.Status == store.HumanPending:
 		if wait := time.Until(*a.ExpiresAt); wait > 0 {
-			return fmt.Errorf("runs: expire approval %s: %w (%s to go)", id, ErrNotDue, wait.Round(time.Millisecond))
+			return fmt.Errorf("runs: expire %s %s: %w (%s to go)", kind, id, ErrNotDue, wait.Round(time.Millisecond))
 		}
 		m.mu.Lock()
 		rn := m.byConv[a.ConversationID]
 		cancelling := rn != nil && rn.id == a.RunID && rn.cancelling
 		m.mu.Unlock()
 		if cancelling {
-			return nil // the user's cancel came first: it ends the run and expires the approval
+			return nil // the user's cancel came first: it ends the run and expires the request
 		}
-		a, err = m.st.ResolveHumanRequest(ctx, user, id, store.DeadlineAnswer{Outcome: a.OnExpiry})
+		if kind == store.KindElicitation {
+			if handled, err := m.expireWaiting(ctx, a); handled {
+				return err
+			}
+		}
+		a, err = m.st.ResolveHumanRequest(ctx, user, id, store.DeadlineAnswer{Of: kind, Outcome: a.OnExpiry})
 		if errors.Is(err, store.ErrAlreadyResolved) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("runs: expire approval %s: %w", id, err)
+			return fmt.Errorf("runs: expire %s %s: %w", kind, id, err)
 		}
-		m.log.LogAttrs(ctx, slog.LevelInfo, "an approval expired", slog.String("approval_id", id), slog.String("run_id", a.RunID),
-			slog.String("outcome", string(a.OnExpiry)))
+		m.log.LogAttrs(ctx, slog.LevelInfo, "a human request expired", slog.String("kind", string(kind)), slog.String("id", id),
+			slog.String("run_id", a.RunID), slog.String("outcome", string(a.OnExpiry)))
 	case !a.TimedOut:
 		return nil // answered by a person, or its run ended first
 	}
-	if a.OnExpiry == events.ExpiryCancel {
+	switch {
+	case a.OnExpiry == events.ExpiryCancel:
+		m.announceExpiry(ctx, a)
 		_, err = m.cancelLocked(ctx, user, a.ConversationID, a.RunID, true)
 		if errors.Is(err, ErrNothingToRun) || errors.Is(err, store.ErrNotFound) {
 			return nil // ended already
 		}
-	} else {
+	case kind == store.KindElicitation:
+		err = m.elicitationExpiredLocked(ctx, a)
+	default:
 		err = m.approvalAnsweredLocked(ctx, a, true)
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrRunActive) || errors.Is(err, store.ErrNotFound) {
 			return nil // resumed already, or its run moved on
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("runs: expire approval %s: %w", id, err)
+		return fmt.Errorf("runs: expire %s %s: %w", kind, id, err)
 	}
 	return nil
+}
+
+// errLeftRoom: a question left the waiting room as its deadline came,
+// and the record does not say yet how; Expire is called again.
+var errLeftRoom = errors.New("the question left the waiting room unrecorded")
+
+// expireWaiting applies the deadline of a pending elicitation whose tool
+// waits in this process. The waiting room decides between the deadline
+// and the user's answer there, as it does between two answers, and the
+// tool records what it got (a deadline's outcome as timed out). It
+// reports false when no tool waits here: the record decides then.
+// m.resumeMu is held.
+func (m *Service) expireWaiting(ctx context.Context, e store.HumanRequest) (bool, error) {
+	action := operators.ElicitDecline
+	if e.OnExpiry == events.ExpiryCancel {
+		action = operators.ElicitCancel
+	}
+	x := &events.ElicitationExpired{ElicitationID: e.ID, Kind: events.PendingElicitation, Outcome: e.OnExpiry, ExpiresAt: *e.ExpiresAt}
+	err := m.asks.respond(e.UserID, operators.ElicitResponse{ElicitationID: e.ID, Action: action, Expired: x})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	case errors.Is(err, store.ErrAlreadyResolved):
+		// The question left the room: an answer reached the tool while
+		// its run goes on here, or else nobody answered in time and the
+		// run parked on it, for the record to decide.
+		// The answer is recorded right after it reached the tool; until
+		// the record shows it, the job tries again.
+		if rn := m.live(e.ConversationID); rn == nil || rn.id != e.RunID {
+			return false, nil
+		}
+		if h, err := m.st.GetHumanRequest(ctx, store.KindElicitation, e.UserID, e.ID); err == nil && h.Status != store.HumanPending {
+			return true, nil
+		}
+		return true, fmt.Errorf("runs: expire elicitation %s: %w", e.ID, errLeftRoom)
+	case err != nil:
+		return true, fmt.Errorf("runs: expire elicitation %s: %w", e.ID, err)
+	}
+	// The tool records it too; whichever comes second finds it resolved.
+	if _, err := m.st.ResolveHumanRequest(ctx, e.UserID, e.ID, store.DeadlineAnswer{Of: store.KindElicitation, Outcome: e.OnExpiry}); err != nil &&
+		!errors.Is(err, store.ErrAlreadyResolved) {
+		m.log.LogAttrs(ctx, slog.LevelError, "recording an elicitation's expiry failed", slog.String("elicitation_id", e.ID), slog.Any("error", err))
+	}
+	m.log.LogAttrs(ctx, slog.LevelInfo, "a human request expired", slog.String("kind", string(e.Kind)), slog.String("id", e.ID),
+		slog.String("run_id", e.RunID), slog.String("outcome", string(e.OnExpiry)))
+	if e.OnExpiry != events.ExpiryCancel {
+		return true, nil
+	}
+	_, err = m.cancelLocked(ctx, e.UserID, e.ConversationID, e.RunID, true)
+	if errors.Is(err, ErrNothingToRun) || errors.Is(err, store.ErrNotFound) {
+		return true, nil // ended already
+	}
+	if err != nil {
+		return true, fmt.Errorf("runs: expire elicitation %s: %w", e.ID, err)
+	}
+	return true, nil
+}
+
+// elicitationExpiredLocked hands the decline an elicitation's deadline
+// recorded to the tool waiting for it: here, in another process (told
+// with a notice; it reads the record), or, when its run is parked on
+// it, by resuming the run. A tool or run that moved on leaves nothing to
+// do. m.resumeMu is held.
+func (m *Service) elicitationExpiredLocked(ctx context.Context, e store.HumanRequest) error {
+	err := m.asks.respond(e.UserID, responseOf(e))
+	if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrAlreadyResolved) {
+		return err
+	}
+	r, err := m.st.GetRun(ctx, e.UserID, e.RunID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if owner := m.elsewhere(r); owner != "" {
+		return m.notify(ctx, owner, store.NoticeElicitation, r, e.ID)
+	}
+	return m.elicitationAnsweredLocked(ctx, e)
+}
+
+// announceExpiry sends the expired event of a request whose deadline
+// cancels a run live in this process, before its run.cancelled; a
+// parked run's cancel sends it itself (see cancelledByDeadline).
+func (m *Service) announceExpiry(ctx context.Context, h store.HumanRequest) {
+	x := expiredEvent(h)
+	if x == nil {
+		return
+	}
+	m.mu.Lock()
+	rn := m.byConv[h.ConversationID]
+	m.mu.Unlock()
+	if rn != nil && rn.id == h.RunID && rn.state != stateParking && h.Kind == store.KindElicitation {
+		m.emit(rn, x)
+	}
+}
+
+// expiredEvent is the expired event of a request its deadline decided:
+// approval.expired or elicitation.expired; nil for one a person
+// answered.
+func expiredEvent(h store.HumanRequest) events.Payload {
+	if h.Kind == store.KindElicitation {
+		if x := elicitationExpiredOf(h); x != nil {
+			return x
+		}
+		return nil
+	}
+	if x := expiredOf(h); x != nil {
+		return x
+	}
+	return nil
+}
+
+// elicitationExpiredOf is the elicitation.expired of the elicitation a
+// deadline decided with e, nil for an answer a person gave.
+func elicitationExpiredOf(e store.HumanRequest) *events.ElicitationExpired {
+	if !e.TimedOut || e.ExpiresAt == nil {
+		return nil
+	}
+	return &events.ElicitationExpired{ElicitationID: e.ID, Kind: events.PendingElicitation, Outcome: e.OnExpiry, ExpiresAt: *e.ExpiresAt}
 }
 
 // expiredOf is the approval.expired of the approval a run's deadline
@@ -135,10 +293,10 @@ func expiredOf(a store.HumanRequest) *events.ApprovalExpired {
 	return &events.ApprovalExpired{ApprovalID: a.ID, Kind: events.PendingApproval, Outcome: a.OnExpiry, ExpiresAt: *a.ExpiresAt}
 }
 
-// cancelledByDeadline is the approval.expired of the approval the
-// conversation's run waits on whose deadline cancelled the run; nil
-// when a person cancelled it.
-func (m *Service) cancelledByDeadline(ctx context.Context, conversationID string) *events.ApprovalExpired {
+// cancelledByDeadline is the approval.expired or elicitation.expired of
+// the request the conversation's run waits on whose deadline cancelled
+// the run; nil when a person cancelled it.
+func (m *Service) cancelledByDeadline(ctx context.Context, conversationID string) events.Payload {
 	rn := runFrom(ctx)
 	if rn == nil {
 		return nil
@@ -148,12 +306,12 @@ func (m *Service) cancelledByDeadline(ctx context.Context, conversationID string
 		return nil
 	}
 	for _, p := range pending {
-		if p.Kind != events.PendingApproval {
+		if p.Kind != events.PendingApproval && p.Kind != events.PendingElicitation {
 			continue
 		}
-		a, err := m.st.GetHumanRequest(ctx, store.KindApproval, rn.userID, p.ID)
-		if err == nil && a.RunID == rn.id && a.OnExpiry == events.ExpiryCancel && a.Status == store.HumanExpired {
-			return expiredOf(a)
+		h, err := m.st.GetHumanRequest(ctx, store.HumanKind(p.Kind), rn.userID, expiringID(p))
+		if err == nil && h.RunID == rn.id && h.OnExpiry == events.ExpiryCancel && h.Status == store.HumanExpired {
+			return expiredEvent(h)
 		}
 	}
 	return nil

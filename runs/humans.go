@@ -51,14 +51,10 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 			schema = b
 		}
 	}
-	if _, err := m.st.CreateHumanRequest(bg, store.NewHumanRequest{ID: id, Kind: store.KindElicitation, RunID: rn.id,
-		Elicitation: store.Elicitation{Source: store.ToValidText(req.Source), Message: store.ToValidText(req.Message), Schema: schema},
-	}); errors.Is(err, store.ErrConflict) {
+	if st, err := m.createElicitation(bg, rn, id, req.Source, req.Message, schema); err == nil && st.Status != store.HumanPending {
 		// Asked again (the call issued again, or the run continued after
 		// a crash): an answer stored meanwhile is the answer.
-		if st, gerr := m.st.GetHumanRequest(bg, store.KindElicitation, rn.userID, id); gerr == nil && st.Status != store.HumanPending {
-			return responseOf(st), nil
-		}
+		return responseOf(st), nil
 	} else if err != nil {
 		return operators.ElicitResponse{Action: operators.ElicitCancel}, fmt.Errorf("runs: store elicitation %s: %w", id, err)
 	}
@@ -99,14 +95,37 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 	// Record the outcome before the tool goes on, so the record is final
 	// before the run can end. AnswerElicitation records it too;
 	// whichever comes second finds it resolved.
-	ans := store.ElicitationAnswer{Action: store.ElicitationAction(resp.Action), Content: resp.Content}
-	if resp.Action != operators.ElicitAccept {
-		ans.Content = nil
+	var ans store.HumanAnswer = store.ElicitationAnswer{Action: store.ElicitationAction(resp.Action), Content: resp.Content}
+	switch {
+	case resp.Expired != nil: // the deadline's outcome, not the user's
+		ans = store.DeadlineAnswer{Of: store.KindElicitation, Outcome: resp.Expired.Outcome}
+	case resp.Action != operators.ElicitAccept:
+		ans = store.ElicitationAnswer{Action: store.ElicitationAction(resp.Action)}
 	}
 	if _, rerr := m.st.ResolveHumanRequest(bg, rn.userID, id, ans); rerr != nil && !errors.Is(rerr, store.ErrAlreadyResolved) {
 		rn.log.LogAttrs(bg, slog.LevelError, "recording an elicitation's outcome failed", slog.String("elicitation_id", id), slog.Any("error", rerr))
 	}
 	return resp, nil
+}
+
+// createElicitation records a tool's question, with the deadline its
+// source's rules give it, and schedules the deadline; asked again (the
+// event and the tool both record it, a recovered run asks again) it
+// returns the record as it stands, its deadline scheduled again, as
+// schedule allows.
+func (m *Service) createElicitation(ctx context.Context, rn *Run, id, source, message string, schema json.RawMessage) (store.HumanRequest, error) {
+	at, onExpiry := m.questionDeadline(source)
+	e, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: id, Kind: store.KindElicitation, RunID: rn.id,
+		Elicitation: store.Elicitation{Source: store.ToValidText(source), Message: store.ToValidText(message), Schema: schema},
+		ExpiresAt:   at, OnExpiry: onExpiry})
+	if errors.Is(err, store.ErrConflict) {
+		e, err = m.st.GetHumanRequest(ctx, store.KindElicitation, rn.userID, id)
+	}
+	if err != nil {
+		return e, err
+	}
+	m.schedule(ctx, rn, e)
+	return e, nil
 }
 
 // onAnswer is the agent's OnAnswer hook: it stores the assistant's

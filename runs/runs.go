@@ -513,6 +513,7 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[events.Event, error]) (*events.
 			m.showDeadlines(rn, t)
 			return t, true
 		case string(events.PendingElicitation):
+			m.showDeadlines(rn, t)
 			m.park(rn, t, store.InterruptElicitation, store.KindElicitation, t.ElicitationIDs)
 		case string(events.PendingUncertainCall):
 			m.park(rn, t, store.InterruptUncertainCall, store.KindUncertainCall, t.UncertainCallIDs)
@@ -612,11 +613,11 @@ func (m *Service) record(rn *Run, ev events.Event) bool {
 	case *events.ToolUncertain:
 		m.askUncertainCall(ctx, rn, d)
 	case *events.ElicitationRequest:
-		if _, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.ElicitationID, Kind: store.KindElicitation, RunID: rn.id,
-			Elicitation: store.Elicitation{Source: store.ToValidText(d.Source), Message: store.ToValidText(d.Message), Schema: d.Schema},
-		}); err != nil && !errors.Is(err, store.ErrConflict) {
+		e, err := m.createElicitation(ctx, rn, d.ElicitationID, d.Source, d.Message, d.Schema)
+		if err != nil {
 			rn.log.LogAttrs(ctx, slog.LevelError, "storing an elicitation failed", slog.String("elicitation_id", d.ElicitationID), slog.Any("error", err))
 		}
+		d.ExpiresAt, d.OnExpiry = e.ExpiresAt, e.OnExpiry
 	case *events.ResponseDone:
 		rn.seg = d.Usage
 	case *events.ToolComplete:
@@ -951,6 +952,11 @@ func (m *Service) park(rn *Run, ri *events.RunInterrupted, reason store.Interrup
 func (m *Service) elicitationAnswered(ctx context.Context, e store.HumanRequest) error {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
+	return m.elicitationAnsweredLocked(ctx, e)
+}
+
+// elicitationAnsweredLocked is elicitationAnswered with m.resumeMu held.
+func (m *Service) elicitationAnsweredLocked(ctx context.Context, e store.HumanRequest) error {
 	r, err := m.st.GetRun(ctx, e.UserID, e.RunID)
 	if err != nil {
 		return err
@@ -978,7 +984,7 @@ func (m *Service) resumeWith(ctx context.Context, h store.HumanRequest) error {
 		}
 		r := responseOf(h)
 		return m.agent.AnswerElicitation(ctx, conversationID, nodes.ElicitationAnswer{ElicitationID: r.ElicitationID, Action: r.Action,
-			Content: r.Content})
+			Content: r.Content, Expired: r.Expired})
 	})
 }
 

@@ -171,12 +171,13 @@ type Config struct {
 	// logs). An error is logged: the conversation is gone either way.
 	Scrub func(ctx context.Context) error
 	// ScheduleExpiry, when set, arranges durably (a scheduled job) that
-	// Expire(userID, id) is called at the deadline at, on whichever
-	// process is alive then, once a run has stored an approval with a
-	// deadline; called again for the same approval it keeps one. It must
-	// not block for long. Nil: approvals get no deadline, whatever the
-	// tools' approval rules say, since nothing would keep it.
-	ScheduleExpiry func(ctx context.Context, userID, id string, at time.Time) error
+	// Expire(kind, userID, id) is called at the deadline at, on
+	// whichever process is alive then, once a run has stored an
+	// approval or an elicitation with a deadline; called again for the
+	// same request it keeps one. It must not block for long. Nil:
+	// requests get no deadline, whatever the tools' rules say, since
+	// nothing would keep it.
+	ScheduleExpiry func(ctx context.Context, kind store.HumanKind, userID, id string, at time.Time) error
 }
 
 // Metrics is what the service reports as runs go.

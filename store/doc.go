@@ -38,8 +38,9 @@
 //
 // # Deadlines
 //
-// An approval may have a deadline (HumanRequest.ExpiresAt) and what
-// happens then (OnExpiry). A DeadlineAnswer resolves it as a person's
+// An approval or an elicitation may have a deadline
+// (HumanRequest.ExpiresAt) and what happens then (OnExpiry, one of
+// events.ExpiryOutcomes of its kind). A DeadlineAnswer resolves it as a person's
 // answer does, in the same conditional update, so of the two exactly one
 // wins; the request is then marked TimedOut.
 //

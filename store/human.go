@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/trellis-ai/trellis/events"
@@ -76,7 +78,7 @@ type HumanRequest struct {
 	CreatedAt      time.Time
 	ResolvedAt     *time.Time
 	// ExpiresAt is the request's deadline, nil for none; OnExpiry is
-	// what happens then. Only approvals have deadlines.
+	// what happens then. Approvals and elicitations have deadlines.
 	ExpiresAt *time.Time
 	OnExpiry  events.ExpiryOutcome
 	// TimedOut: the deadline decided the request (see DeadlineAnswer),
@@ -174,6 +176,8 @@ type (
 		Content        json.RawMessage `json:"content,omitempty"`
 		CreatedAt      time.Time       `json:"created_at"`
 		ResolvedAt     *time.Time      `json:"resolved_at,omitempty"`
+		// expiry is the elicitation's deadline, when it has one.
+		expiryJSON
 	}
 	clarificationJSON struct {
 		ID             string      `json:"clarification_id"`
@@ -214,7 +218,8 @@ func (r HumanRequest) MarshalJSON() ([]byte, error) {
 		e := r.Elicitation
 		return json.Marshal(elicitationJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
 			Source: e.Source, Message: e.Message, Schema: e.Schema, Status: r.Status, Content: e.Content,
-			CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt})
+			CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt,
+			expiryJSON: expiryJSON{ExpiresAt: r.ExpiresAt, OnExpiry: r.OnExpiry, TimedOut: r.TimedOut}})
 	case KindClarification:
 		c := r.Clarification
 		return json.Marshal(clarificationJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
@@ -239,8 +244,8 @@ type NewHumanRequest struct {
 	Clarification Clarification // Question required
 	UncertainCall UncertainCall // Tool required; Args a JSON object, nil means {}
 	// ExpiresAt is a deadline, with what happens then in OnExpiry
-	// (required with it); nil waits for ever. Only an approval takes
-	// one.
+	// (required with it, one of events.ExpiryOutcomes of the kind); nil
+	// waits for ever. Only an approval or an elicitation takes one.
 	ExpiresAt *time.Time
 	OnExpiry  events.ExpiryOutcome
 }
@@ -254,11 +259,10 @@ func (n NewHumanRequest) Validate() error {
 	switch {
 	case n.ExpiresAt == nil && n.OnExpiry != "":
 		return fmt.Errorf("%w: an outcome at expiry needs a deadline", ErrInvalid)
-	case n.ExpiresAt != nil && n.Kind != KindApproval:
-		return fmt.Errorf("%w: only an approval takes a deadline, not a %s", ErrInvalid, n.Kind)
 	case n.ExpiresAt != nil:
-		if o, err := events.ParseExpiryOutcome(string(n.OnExpiry)); err != nil || o != n.OnExpiry {
-			return fmt.Errorf("%w: outcome at expiry %q is not reject, approve or cancel", ErrInvalid, n.OnExpiry)
+		if !slices.Contains(events.ExpiryOutcomes(events.PendingKind(n.Kind)), n.OnExpiry) {
+			_, err := events.ParseExpiryOutcome(events.PendingKind(n.Kind), string(n.OnExpiry))
+			return fmt.Errorf("%w: %w", ErrInvalid, cmp.Or(err, fmt.Errorf("an outcome at expiry is required")))
 		}
 	}
 	switch n.Kind {
@@ -321,38 +325,46 @@ var (
 // DeadlineAnswer is what a request's deadline decides when nobody
 // answered it in time: the request's OnExpiry. It resolves the request as
 // a person's answer does, so that of it and a person's answer exactly one
-// wins, and marks it TimedOut: an approval approve or reject are
-// recorded as those decisions (approved, rejected), cancel as expired.
+// wins, and marks it TimedOut: an approval's approve or reject are
+// recorded as those decisions (approved, rejected), an elicitation's
+// decline as declined, and cancel, of either, as expired.
 type DeadlineAnswer struct {
+	// Of is the kind of the request; "" is KindApproval, the first kind
+	// with deadlines.
+	Of      HumanKind
 	Outcome events.ExpiryOutcome
 }
 
-// Kind is KindApproval, the kind that has deadlines.
-func (DeadlineAnswer) Kind() HumanKind { return KindApproval }
+// Kind is the kind of the request the deadline decides.
+func (a DeadlineAnswer) Kind() HumanKind { return cmp.Or(a.Of, KindApproval) }
 
-// Validate reports an ErrInvalid error for an outcome that is none.
+// Validate reports an ErrInvalid error for an outcome that is none of
+// the kind's.
 func (a DeadlineAnswer) Validate() error {
 	if a.Status() == "" {
-		return fmt.Errorf("%w: outcome at expiry %q is not reject, approve or cancel", ErrInvalid, a.Outcome)
+		return fmt.Errorf("%w: outcome at expiry %q is none of a %s's", ErrInvalid, a.Outcome, a.Kind())
 	}
 	return nil
 }
 
-// Status is the status an approval decided by its deadline takes.
+// Status is the status a request decided by its deadline takes.
 func (a DeadlineAnswer) Status() HumanStatus {
+	if !slices.Contains(events.ExpiryOutcomes(events.PendingKind(a.Kind())), a.Outcome) {
+		return ""
+	}
 	switch a.Outcome {
 	case events.ExpiryApprove:
 		return HumanApproved
 	case events.ExpiryReject:
 		return HumanRejected
-	case events.ExpiryCancel:
-		return HumanExpired
+	case events.ExpiryDecline:
+		return HumanDeclined
 	}
-	return ""
+	return HumanExpired
 }
 
 // Decision is the decision an approval decided by its deadline records;
-// "" for a cancel.
+// "" for a cancel, and for other kinds.
 func (a DeadlineAnswer) Decision() Decision {
 	switch a.Outcome {
 	case events.ExpiryApprove:

@@ -204,7 +204,7 @@ func (t *translator) translate(typ string, p events.Payload) []sseEvent {
 // customEvent: the Trellis events the custom mode carries as they are.
 func customEvent(typ string) bool {
 	switch typ {
-	case events.TypeToolProgress, events.TypeDirectResponse, events.TypeApprovalRequired, events.TypeApprovalResolved, events.TypeApprovalExpired,
+	case events.TypeToolProgress, events.TypeDirectResponse, events.TypeApprovalRequired, events.TypeApprovalResolved, events.TypeApprovalExpired, events.TypeElicitationExpired,
 		events.TypeToolUncertain, events.TypeUncertainCallResolved, events.TypeElicitationRequest, events.TypeElicitationResponse,
 		events.TypeSupervisorDecided:
 		return true

@@ -373,3 +373,41 @@ func TestApproveAll(t *testing.T) {
 		t.Errorf("the page answered %d approvals one at a time too", n)
 	}
 }
+
+// A tool's question with a deadline says by when to answer and what
+// happens then; when the deadline passes unanswered
+// (elicitation.expired), the card says it expired and with what
+// outcome, and the elicitation.response that follows does not hide that.
+func TestElicitationExpires(t *testing.T) {
+	gate := make(chan struct{})
+	f := newContractFake(t, func(r *fakeRun) {
+		r.emit("tool.start", map[string]any{"tool_call_id": "call-q", "tool": "greet", "source": "mcp", "args": map[string]any{}})
+		r.emit("elicitation.request", map[string]any{"elicitation_id": "elic-x", "source": "greet", "message": "What is your name?",
+			"schema":     map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}},
+			"expires_at": "2031-05-06T07:08:09Z", "on_expiry": "decline"})
+		if !r.await(gate) {
+			return
+		}
+		r.emit("elicitation.expired", map[string]any{"elicitation_id": "elic-x", "kind": "elicitation", "outcome": "decline", "expires_at": "2031-05-06T07:08:09Z"})
+		r.emit("elicitation.response", map[string]any{"elicitation_id": "elic-x", "action": "decline"})
+		r.emit("tool.complete", map[string]any{"tool_call_id": "call-q", "tool": "greet", "result": "the user would not say", "duration_ms": 5})
+		r.answer("Nobody told me your name in time, so I greeted you without it.")
+	})
+	p := open(t, f)
+	p.Send("Greet me by name")
+
+	card := `.elicitation-card[data-elicitation-id="elic-x"]`
+	p.WaitVisible(card)
+	p.WaitText(card+" .card-deadline", "Answer by")
+	p.WaitText(card+" .card-deadline", "after that it will be declined")
+	p.CheckAccessible()
+	close(gate)
+
+	p.WaitJS("the card expired", `(sel) => { const c = document.querySelector(sel); return c && c.dataset.state === "expired" && c.dataset.outcome === "decline" }`, card)
+	p.WaitText(card+" .card-result", "with no answer: declined")
+	p.WaitText(webtest.LastAnswer, "Nobody told me your name in time")
+	p.WaitText(webtest.LastTurn, "Input request expired with no answer: declined")
+	if n := f.count("POST", "/api/v1/elicitation/respond"); n != 0 {
+		t.Errorf("the page answered an expired question %d times", n)
+	}
+}

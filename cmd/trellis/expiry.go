@@ -10,16 +10,39 @@ import (
 
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/runs"
+	"github.com/trellis-ai/trellis/store"
 )
 
-// expiryJob is an approval whose deadline is due at the job's scheduled
-// time. Its arguments hold ids only.
+// expiryJob is a human request whose deadline is due at the job's
+// scheduled time. Its arguments hold ids only. The kind keeps its first
+// name, and an approval keeps its first field, so that jobs enqueued
+// before elicitations had deadlines are still read as they were.
 type expiryJob struct {
-	UserID     string `json:"user_id"`
-	ApprovalID string `json:"approval_id"`
+	UserID string `json:"user_id"`
+	// ApprovalID is an approval's id; RequestKind and RequestID name a
+	// request of another kind.
+	ApprovalID  string          `json:"approval_id,omitempty"`
+	RequestKind store.HumanKind `json:"request_kind,omitempty"`
+	RequestID   string          `json:"request_id,omitempty"`
 }
 
 func (expiryJob) Kind() string { return "approval_expiry" }
+
+// newExpiryJob is the job of the user's request id of kind.
+func newExpiryJob(kind store.HumanKind, userID, id string) expiryJob {
+	if kind == store.KindApproval {
+		return expiryJob{UserID: userID, ApprovalID: id}
+	}
+	return expiryJob{UserID: userID, RequestKind: kind, RequestID: id}
+}
+
+// request is the kind and id of the job's request.
+func (j expiryJob) request() (store.HumanKind, string) {
+	if j.ApprovalID != "" {
+		return store.KindApproval, j.ApprovalID
+	}
+	return j.RequestKind, j.RequestID
+}
 
 // expiryAttempts bounds the attempts at one deadline: a process shutting
 // down or a database away for a while must not lose it, so the attempts
@@ -30,7 +53,7 @@ const expiryAttempts = 25
 // tried again a second later.
 var errNotWired = errors.New("expiry: the run service is not ready yet")
 
-// expirer keeps approvals' deadlines as durable jobs scheduled at them:
+// expirer keeps human requests' deadlines as durable jobs scheduled at them:
 // whichever process is alive at the deadline applies the outcome, once,
 // through the run service (runs.Service.Expire).
 type expirer struct {
@@ -53,15 +76,15 @@ func (e *expirer) wire(queue *jobs.Queue, svc *runs.Service) {
 	e.runs.Store(svc)
 }
 
-// schedule is runs.Config.ScheduleExpiry: one job per approval, however
+// schedule is runs.Config.ScheduleExpiry: one job per request, however
 // often it is asked for, bounded in time as the run that asks goes on.
-func (e *expirer) schedule(ctx context.Context, userID, id string, at time.Time) error {
+func (e *expirer) schedule(ctx context.Context, kind store.HumanKind, userID, id string, at time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err := e.queue.Enqueue(ctx, expiryJob{UserID: userID, ApprovalID: id},
+	_, err := e.queue.Enqueue(ctx, newExpiryJob(kind, userID, id),
 		jobs.EnqueueOptions{Unique: true, MaxAttempts: expiryAttempts, Delay: max(time.Until(at), time.Millisecond)})
 	if err != nil {
-		return fmt.Errorf("expiry: schedule approval %s: %w", id, err)
+		return fmt.Errorf("expiry: schedule %s %s: %w", kind, id, err)
 	}
 	return nil
 }
@@ -73,5 +96,6 @@ func (e *expirer) work(ctx context.Context, j jobs.Job[expiryJob]) error {
 	if svc == nil {
 		return errNotWired
 	}
-	return svc.Expire(ctx, j.Args.UserID, j.Args.ApprovalID)
+	kind, id := j.Args.request()
+	return svc.Expire(ctx, kind, j.Args.UserID, id)
 }

@@ -67,6 +67,7 @@ type serveConfig struct {
 	mcpConfig          string
 	approvalTools      []string
 	approvalExpiry     operators.Expiry
+	questionExpiry     operators.Expiry
 	corsOrigins        []string
 	trustedProxies     []string
 	limits             api.Limits
@@ -130,6 +131,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		budgetTime, systemPrompt, summaryTokens  string
 		retentionDays, eventRetentionDays        string
 		approvalTimeout, approvalExpiry          string
+		questionTimeout, questionExpiry          string
 		webhooksFile                             string
 		monthlyQuota                             string
 	)
@@ -147,6 +149,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&approval, "approval-tools", env("TRELLIS_APPROVAL_TOOLS", ""), "tools that always need approval, comma-separated (TRELLIS_APPROVAL_TOOLS)")
 	fs.StringVar(&approvalTimeout, "approval-timeout", env("TRELLIS_APPROVAL_TIMEOUT", "0"), "how long an approval waits for an answer before --approval-expiry decides it, unless its MCP server's approvalTimeout says otherwise; 0 waits for ever (TRELLIS_APPROVAL_TIMEOUT)")
 	fs.StringVar(&approvalExpiry, "approval-expiry", env("TRELLIS_APPROVAL_EXPIRY", "reject"), "what an approval's deadline decides: reject (the agent is told it expired), approve, or cancel (the run) (TRELLIS_APPROVAL_EXPIRY)")
+	fs.StringVar(&questionTimeout, "question-timeout", env("TRELLIS_QUESTION_TIMEOUT", "0"), "how long a tool's question to the user (an elicitation) waits for an answer before --question-expiry decides it, unless its MCP server's elicitationTimeout says otherwise; 0 waits for ever (TRELLIS_QUESTION_TIMEOUT)")
+	fs.StringVar(&questionExpiry, "question-expiry", env("TRELLIS_QUESTION_EXPIRY", "decline"), "what a question's deadline decides: decline (the tool hears the user declined) or cancel (the run) (TRELLIS_QUESTION_EXPIRY)")
 	fs.StringVar(&cors, "cors-origins", env("TRELLIS_CORS_ORIGINS", ""), "origins browsers may call the API from, comma-separated, or * (TRELLIS_CORS_ORIGINS)")
 	fs.StringVar(&interrupt, "interrupt-after", env("TRELLIS_INTERRUPT_AFTER", "60s"), "how long an open stream waits for an approval before run.interrupted (TRELLIS_INTERRUPT_AFTER)")
 	fs.StringVar(&elicitTO, "elicit-timeout", env("TRELLIS_ELICIT_TIMEOUT", "5m"), "how long an open stream waits for the answer to a tool's question before the run parks on it (TRELLIS_ELICIT_TIMEOUT)")
@@ -225,13 +229,18 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	dur("interrupt-after", interrupt, &c.interruptAfter)
 	dur("elicit-timeout", elicitTO, &c.elicitTimeout)
-	dur("approval-timeout", approvalTimeout, &c.approvalExpiry.Timeout)
-	if c.approvalExpiry.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("approval-timeout: %s is negative (0 waits for ever)", c.approvalExpiry.Timeout))
+	expiry := func(kind events.PendingKind, name, timeout, outcome string, e *operators.Expiry) {
+		dur(name+"-timeout", timeout, &e.Timeout)
+		if e.Timeout < 0 {
+			errs = append(errs, fmt.Errorf("%s-timeout: %s is negative (0 waits for ever)", name, e.Timeout))
+		}
+		var err error
+		if e.Outcome, err = events.ParseExpiryOutcome(kind, outcome); err != nil {
+			errs = append(errs, fmt.Errorf("%s-expiry: %w", name, err))
+		}
 	}
-	if c.approvalExpiry.Outcome, err = events.ParseExpiryOutcome(approvalExpiry); err != nil {
-		errs = append(errs, fmt.Errorf("approval-expiry: %w", err))
-	}
+	expiry(events.PendingApproval, "approval", approvalTimeout, approvalExpiry, &c.approvalExpiry)
+	expiry(events.PendingElicitation, "question", questionTimeout, questionExpiry, &c.questionExpiry)
 	dur("shutdown-timeout", shutdown, &c.shutdownTimeout)
 	dur("job-timeout", jobTimeout, &c.jobTimeout)
 	if c.jobTimeout <= 0 {
@@ -717,7 +726,8 @@ func buildTools(ctx context.Context, cfg serveConfig, models *llm.Registry, metr
 		return toolset{}, err
 	}
 	pcfg := operators.ProviderConfig{Local: local, Operators: ops, OnBreakerChange: metrics.BreakerChanged, Logger: log,
-		Approval: operators.ApprovalPolicy{Tools: cfg.approvalTools, Expiry: cfg.approvalExpiry}, MaxResultBytes: cfg.maxToolResult}
+		Approval: operators.ApprovalPolicy{Tools: cfg.approvalTools, Expiry: cfg.approvalExpiry}, ElicitationExpiry: cfg.questionExpiry,
+		MaxResultBytes: cfg.maxToolResult}
 	var mcpServers []mcp.ServerConfig
 	if cfg.mcpConfig != "" {
 		mc, err := mcp.LoadConfig(cfg.mcpConfig)

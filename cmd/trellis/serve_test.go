@@ -90,6 +90,13 @@ func TestParseServe(t *testing.T) {
 		c.approvalExpiry != (operators.Expiry{Timeout: 4 * time.Hour, Outcome: events.ExpiryCancel}) {
 		t.Errorf("approval expiry: %+v %v", c.approvalExpiry, err)
 	}
+	if c.questionExpiry != (operators.Expiry{Outcome: events.ExpiryDecline}) {
+		t.Errorf("questions wait for ever by default: %+v", c.questionExpiry)
+	}
+	if c, err = parseServe([]string{"--question-timeout", "15m", "--question-expiry", "cancel"}, env(), io.Discard); err != nil ||
+		c.questionExpiry != (operators.Expiry{Timeout: 15 * time.Minute, Outcome: events.ExpiryCancel}) {
+		t.Errorf("question expiry: %+v %v", c.questionExpiry, err)
+	}
 	// TRELLIS_AUTH=keys authenticates with issued keys alone, so it may
 	// serve beyond loopback, and its admins are users of keys not listed.
 	if c, err = parseServe(nil, env("TRELLIS_AUTH", "keys", "TRELLIS_ADDR", "0.0.0.0:8080", "TRELLIS_ADMIN_USERS", "ops"), io.Discard); err != nil ||
@@ -146,6 +153,10 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_APPROVAL_TIMEOUT", "-1h"},
 		{"TRELLIS_APPROVAL_TIMEOUT", "tomorrow"},
 		{"TRELLIS_APPROVAL_EXPIRY", "ignore"},
+		{"TRELLIS_QUESTION_TIMEOUT", "-1h"},
+		{"TRELLIS_QUESTION_TIMEOUT", "tomorrow"},
+		{"TRELLIS_QUESTION_EXPIRY", "approve"},
+		{"TRELLIS_QUESTION_EXPIRY", "ignore"},
 	} {
 		if _, err := parseServe(nil, env(bad...), io.Discard); err == nil {
 			t.Errorf("%v accepted", bad)

@@ -90,8 +90,71 @@ func testApprovalDeadlines(t *testing.T, s store.Store) {
 		"deadline without an outcome": {RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}, ExpiresAt: &at},
 		"unknown outcome":             {RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}, ExpiresAt: &at, OnExpiry: "ignore"},
 		"deadline on a question":      {RunID: r.ID, Kind: store.KindClarification, Clarification: store.Clarification{Question: "?"}, ExpiresAt: &at, OnExpiry: events.ExpiryReject},
+		"an elicitation approved":     {RunID: r.ID, Kind: store.KindElicitation, ExpiresAt: &at, OnExpiry: events.ExpiryApprove},
 	} {
 		wantErr(t, name, second(s.CreateHumanRequest(ctx, n)), store.ErrInvalid)
 	}
 	wantErr(t, "an unknown outcome as an answer", second(s.ResolveHumanRequest(ctx, alice, raced.ID, store.DeadlineAnswer{Outcome: "ignore"})), store.ErrInvalid)
+}
+
+// An elicitation keeps its deadline as an approval does, shows it in the
+// pending list, and is decided by it once: a decline as declined, a
+// cancel as expired, both marked timed out. Of the deadline and the
+// user's answer racing, exactly one wins.
+func testElicitationDeadlines(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	r := startRun(t, s, newConversation(t, s, alice), "go")
+	at := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	ask := func(o events.ExpiryOutcome) store.HumanRequest {
+		t.Helper()
+		return must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation,
+			Elicitation: store.Elicitation{Source: "calc", Message: "how many?"}, ExpiresAt: &at, OnExpiry: o}))(t)
+	}
+	decline, cancel := ask(events.ExpiryDecline), ask(events.ExpiryCancel)
+	plain := newElicitation(t, s, r, "colour?")
+	pending := allPending(t, s, store.KindElicitation, alice, "")
+	if len(pending) != 3 || pending[0].ExpiresAt == nil || !pending[0].ExpiresAt.Equal(at) || pending[0].OnExpiry != events.ExpiryDecline ||
+		pending[2].ExpiresAt != nil || pending[2].OnExpiry != "" {
+		t.Fatalf("pending = %+v, want the deadlines of the first two", pending)
+	}
+	var fields map[string]any
+	if data, _ := json.Marshal(pending[1]); json.Unmarshal(data, &fields) != nil || fields["expires_at"] != at.Format(time.RFC3339Nano) ||
+		fields["on_expiry"] != "cancel" {
+		t.Errorf("a pending elicitation's JSON %s lacks its deadline", data)
+	}
+
+	for _, c := range []struct {
+		e    store.HumanRequest
+		want store.HumanStatus
+	}{{decline, store.HumanDeclined}, {cancel, store.HumanExpired}} {
+		d := store.DeadlineAnswer{Of: store.KindElicitation, Outcome: c.e.OnExpiry}
+		got := must(s.ResolveHumanRequest(ctx, alice, c.e.ID, d))(t)
+		if got.Status != c.want || !got.TimedOut || got.ResolvedAt == nil || got.Elicitation.Content != nil {
+			t.Errorf("decided by its deadline (%s): %+v", c.e.OnExpiry, got)
+		}
+		if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, c.e.ID))(t); got.Status != c.want || !got.TimedOut {
+			t.Errorf("read back after its deadline (%s): %+v", c.e.OnExpiry, got)
+		}
+		wantErr(t, "the user after the deadline", second(s.ResolveHumanRequest(ctx, alice, c.e.ID, store.ElicitationAnswer{Action: store.ActionDecline})),
+			store.ErrAlreadyResolved)
+		wantErr(t, "the deadline twice", second(s.ResolveHumanRequest(ctx, alice, c.e.ID, d)), store.ErrAlreadyResolved)
+	}
+	if got := must(s.ResolveHumanRequest(ctx, alice, plain.ID, store.ElicitationAnswer{Action: store.ActionDecline}))(t); got.TimedOut {
+		t.Errorf("the user's decline is marked timed out: %+v", got)
+	}
+
+	raced := ask(events.ExpiryDecline)
+	w := resolveRace(t, 8, func(i int) error {
+		var ans store.HumanAnswer = store.ElicitationAnswer{Action: store.ActionAccept, Content: json.RawMessage(`{"n":1}`)}
+		if i%2 == 0 {
+			ans = store.DeadlineAnswer{Of: store.KindElicitation, Outcome: events.ExpiryDecline}
+		}
+		_, err := s.ResolveHumanRequest(ctx, alice, raced.ID, ans)
+		return err
+	})
+	if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, raced.ID))(t); got.TimedOut != (w%2 == 0) {
+		t.Errorf("stored %+v, want the winner's (%d) answer", got, w)
+	}
+	wantErr(t, "an approval's outcome for an elicitation",
+		second(s.ResolveHumanRequest(ctx, alice, raced.ID, store.DeadlineAnswer{Of: store.KindElicitation, Outcome: events.ExpiryApprove})), store.ErrInvalid)
 }

@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ApprovalDeadlines", testApprovalDeadlines},
 		{"Elicitations", testElicitations},
 		{"ElicitationResolveConcurrent", testElicitationResolveConcurrent},
+		{"ElicitationDeadlines", testElicitationDeadlines},
 		{"FinalRunExpiresPending", testFinalRunExpiresPending},
 		{"Clarifications", testClarifications},
 		{"ToolCalls", testToolCalls},

@@ -2,9 +2,10 @@
 // (approve, edit the arguments as JSON, or reject with a reason), an
 // elicitation (a form generated from the requested JSON Schema), and an
 // uncertain call (a call a crash cut off, which may have run: run it
-// again, skip it, or treat it as failed). An approval with a deadline
-// says by when to answer and what happens then; once the deadline
-// decided it, the card says so (data-state "expired", data-outcome).
+// again, skip it, or treat it as failed). An approval or an elicitation
+// with a deadline says by when to answer and what happens then; once the
+// deadline decided it, the card says so (data-state "expired",
+// data-outcome).
 //
 // A card posts the answer itself and then calls onAnswered, so the page
 // can make sure it is watching the run continue. Its data-state is
@@ -14,11 +15,17 @@ import { APIError, path } from "./api.js";
 import { el, pretty } from "./dom.js";
 import { buildSchemaForm } from "./schemaform.js";
 
-/** OUTCOMES says what an approval's deadline decides. */
-export const OUTCOMES = { reject: "rejected", approve: "approved", cancel: "the run cancelled" };
+/** OUTCOMES says what an approval's or an elicitation's deadline decides. */
+export const OUTCOMES = { reject: "rejected", approve: "approved", decline: "declined", cancel: "the run cancelled" };
 
 /** when writes a deadline in the user's local time. */
 const when = (ts) => new Date(ts).toLocaleString();
+
+/** deadlineNote says by when a request (ev, as announced) must be answered and what happens then, "" when it waits for ever. */
+const deadlineNote = (ev, fallback) => ev.expires_at
+  ? el("p", { class: "card-deadline", "data-expires-at": ev.expires_at },
+    `Answer by ${when(ev.expires_at)}; after that it will be ${OUTCOMES[ev.on_expiry] || fallback}.`)
+  : "";
 
 let counter = 0;
 const uid = (kind) => `${kind}-${++counter}`;
@@ -64,6 +71,13 @@ class Card {
     this.finish("expired", why);
   }
 
+  /** expired shows that nobody answered before the deadline, and what the deadline decided (approval.expired, elicitation.expired). */
+  expired(ev) {
+    this.element.dataset.outcome = ev.outcome;
+    this.element.dataset.state = "sending";
+    this.finish("expired", `Expired at ${when(ev.expires_at)} with no answer: ${OUTCOMES[ev.outcome] || ev.outcome}.`);
+  }
+
   /** send posts an answer; it returns true when the server took it. */
   async send(client, url, body, onAnswered, done) {
     this.setState("sending");
@@ -103,10 +117,7 @@ export class ApprovalCard extends Card {
     const intro = el("p", {}, "The agent wants to run this tool with these arguments.");
     if (ev.revision > 0) intro.append(` This is a revised proposal (${ev.revision} rejected before).`);
     this.argsView = el("pre", { class: "args", "aria-label": "Proposed arguments" }, pretty(args));
-    const deadline = ev.expires_at
-      ? el("p", { class: "card-deadline", "data-expires-at": ev.expires_at },
-        `Answer by ${when(ev.expires_at)}; after that it will be ${OUTCOMES[ev.on_expiry] || OUTCOMES.reject}.`)
-      : "";
+    const deadline = deadlineNote(ev, OUTCOMES.reject);
 
     const approve = el("button", { type: "button", class: "primary", "data-action": "approve" }, "Approve");
     const edit = el("button", { type: "button", "data-action": "edit", "aria-expanded": "false", "aria-controls": `${id}-edit` }, "Edit arguments");
@@ -180,13 +191,6 @@ export class ApprovalCard extends Card {
     });
 
     this.element.append(title, intro, deadline, this.argsView, actions, editForm, rejectForm, this.error, this.result);
-  }
-
-  /** expired shows that nobody answered before the deadline, and what the deadline decided (approval.expired). */
-  expired(ev) {
-    this.element.dataset.outcome = ev.outcome;
-    this.element.dataset.state = "sending";
-    this.finish("expired", `Expired at ${when(ev.expires_at)} with no answer: ${OUTCOMES[ev.outcome] || ev.outcome}.`);
   }
 
   /** resolve shows the answer an approval.resolved event reports. */
@@ -270,11 +274,12 @@ export class ElicitationCard extends Card {
     });
     form.querySelector('[data-action="decline"]').addEventListener("click", () => respond("decline", undefined, "Declined."));
     form.querySelector('[data-action="cancel"]').addEventListener("click", () => respond("cancel", undefined, "Cancelled."));
-    this.element.append(title, message, form, this.error, this.result);
+    this.element.append(title, message, deadlineNote(ev, OUTCOMES.decline), form, this.error, this.result);
   }
 
   /** resolve shows the answer an elicitation.response event reports. */
   resolve(ev) {
+    if (this.state === "expired") return; // elicitation.expired said it first, with why
     const text = { accept: "Answered.", decline: "Declined.", cancel: "Cancelled or timed out." }[ev.action] || `Answered: ${ev.action}.`;
     this.element.dataset.state = "sending";
     this.finish("resolved", text);

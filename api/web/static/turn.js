@@ -492,6 +492,10 @@ const HANDLERS = {
     this.cardsBox.append(card.element);
     if (!replay) this.ctx.announce("A tool asks for your input.");
   },
+  "elicitation.expired"(ev) {
+    this.log("act-elicit", el("span", { class: "icon", "aria-hidden": "true" }, "⌛"), ` Input request expired with no answer: ${OUTCOMES[ev.outcome] || ev.outcome}`);
+    this.cards.get(ev.elicitation_id)?.expired(ev);
+  },
   "elicitation.response"(ev) {
     this.log("act-elicit", el("span", { class: "icon", "aria-hidden": "true" }, "✓"), ` Input ${ev.action === "accept" ? "given" : ev.action === "decline" ? "declined" : "cancelled"}`);
     this.cards.get(ev.elicitation_id)?.resolve(ev);

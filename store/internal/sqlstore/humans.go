@@ -183,7 +183,8 @@ func (s *Store) CreateHumanRequest(ctx context.Context, n store.NewHumanRequest)
 	case store.KindElicitation:
 		e := n.Elicitation
 		r.Elicitation = store.Elicitation{Source: e.Source, Message: e.Message, Schema: []byte(objectOr(e.Schema))}
-		h, cols, vals = elicitations, "source, message, schema", []any{e.Source, e.Message, string(r.Elicitation.Schema)}
+		h, cols = elicitations, "source, message, schema, expires_at, on_expiry"
+		vals = []any{e.Source, e.Message, string(r.Elicitation.Schema), expires, string(n.OnExpiry)}
 	case store.KindClarification:
 		r.Clarification = store.Clarification{Question: n.Clarification.Question}
 		h, cols, vals = clarifications, "question", []any{n.Clarification.Question}
@@ -237,6 +238,10 @@ func (s *Store) ResolveHumanRequest(ctx context.Context, userID, id string, ans 
 		r, err = approvals.resolve(ctx, s, userID, id, `status = ?, decision = ?, edited_args = ?, reason = ?`,
 			ans.Status(), ans.Decision, edited, ans.Reason)
 	case store.DeadlineAnswer:
+		if ans.Kind() == store.KindElicitation {
+			r, err = elicitations.resolve(ctx, s, userID, id, `status = ?, timed_out = TRUE`, ans.Status())
+			break
+		}
 		r, err = approvals.resolve(ctx, s, userID, id, `status = ?, decision = ?, timed_out = TRUE`, ans.Status(), ans.Decision())
 	case store.ElicitationAnswer:
 		var content any

@@ -120,7 +120,8 @@ func scanApproval(row Row) (store.HumanRequest, error) {
 }
 
 // elicitationCols are read by scanElicitation.
-const elicitationCols = `id, conversation_id, run_id, user_id, source, message, schema, status, content, created_at, resolved_at`
+const elicitationCols = `id, conversation_id, run_id, user_id, source, message, schema, status, content, created_at, resolved_at,
+    expires_at, on_expiry, timed_out`
 
 func scanElicitation(row Row) (store.HumanRequest, error) {
 	var (
@@ -128,14 +129,15 @@ func scanElicitation(row Row) (store.HumanRequest, error) {
 		e                 = &r.Elicitation
 		schema, content   []byte
 		created, resolved dbTime
+		expires           dbTime
 	)
 	err := row.Scan(&r.ID, &r.ConversationID, &r.RunID, &r.UserID, &e.Source, &e.Message, &schema, &r.Status,
-		&content, &created, &resolved)
+		&content, &created, &resolved, &expires, &r.OnExpiry, &r.TimedOut)
 	if err != nil {
 		return r, err
 	}
 	e.Schema, e.Content = json.RawMessage(schema), rawJSON(content)
-	r.CreatedAt, r.ResolvedAt = created.t, resolved.ptr()
+	r.CreatedAt, r.ResolvedAt, r.ExpiresAt = created.t, resolved.ptr(), expires.ptr()
 	return r, nil
 }
 
