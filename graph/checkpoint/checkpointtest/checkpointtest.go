@@ -41,6 +41,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) graph.Checkpointer) {
 		{"Concurrent", testConcurrent},
 		{"NoAliasing", testNoAliasing},
 		{"CanceledContext", testCanceledContext},
+		{"Prune", testPrune},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
