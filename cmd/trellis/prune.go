@@ -5,13 +5,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
+	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
+	"github.com/trellis-ai/trellis/internal/jobs"
 )
 
 const pruneUsage = `Usage: trellis prune [flags]
@@ -97,4 +101,45 @@ func openPruner(ctx context.Context, dataDir, dbURL string) (graph.Pruner, func(
 		return nil, nil, err
 	}
 	return s, func() { _ = s.Close() }, nil
+}
+
+// checkpointPruneArgs are the arguments of the periodic job that prunes
+// checkpoints as trellis prune does.
+type checkpointPruneArgs struct{}
+
+// Kind implements jobs.Args.
+func (checkpointPruneArgs) Kind() string { return "checkpoint_prune" }
+
+// newCheckpointPrune registers the checkpoint prune job with ws and returns
+// its hourly run, or nothing when --keep-checkpoints is 0 or the saver
+// cannot prune. The job also measures the bytes stored, for
+// trellis_checkpoint_bytes: a scan of the tables, too dear per request.
+func newCheckpointPrune(ws *jobs.Workers, cfg serveConfig, saver graph.Checkpointer, m *metrics.Collector, log *slog.Logger) []jobs.Periodic {
+	p, ok := saver.(graph.Pruner)
+	if cfg.keepCheckpoints <= 0 || !ok {
+		return nil
+	}
+	backend := "sqlite"
+	if cfg.databaseURL != "" {
+		backend = "postgres"
+	}
+	jobs.Handle(ws, func(ctx context.Context, _ jobs.Job[checkpointPruneArgs]) error {
+		st, err := p.Prune(ctx, graph.PruneOptions{Keep: cfg.keepCheckpoints})
+		if st.Checkpoints > 0 {
+			log.LogAttrs(ctx, slog.LevelInfo, "checkpoint prune", slog.Int("threads", st.Threads),
+				slog.Int("checkpoints", st.Checkpoints), slog.Int64("bytes", st.Bytes))
+		}
+		if err != nil {
+			return fmt.Errorf("checkpoint prune: %w", err)
+		}
+		if sz, ok := saver.(checkpointSizer); ok {
+			n, err := sz.Bytes(ctx)
+			if err != nil {
+				return fmt.Errorf("checkpoint prune: %w", err)
+			}
+			m.CheckpointBytes(backend, n)
+		}
+		return nil
+	}, jobs.HandleOptions{})
+	return []jobs.Periodic{{Every: time.Hour, Args: checkpointPruneArgs{}, RunOnStart: true}}
 }

@@ -23,7 +23,13 @@ import (
 // as the engine writes them: a messages field growing by deltas (every
 // tenth merging the chain's last ones, as the engine does) and a field
 // replaced each step.
-func fillCheckpoints(t *testing.T, s graph.Checkpointer, threads, steps int) {
+func fillCheckpoints(t testing.TB, s graph.Checkpointer, threads, steps int) {
+	t.Helper()
+	fillRange(t, s, threads, 0, steps)
+}
+
+// fillRange writes steps from+1 to from+n of each thread.
+func fillRange(t testing.TB, s graph.Checkpointer, threads, from, n int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, threads)
@@ -32,15 +38,20 @@ func fillCheckpoints(t *testing.T, s graph.Checkpointer, threads, steps int) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			thread, parent, mergeBase := fmt.Sprintf("conv-%04d", th), "", "0"
-			for i := 1; i <= steps; i++ {
+			thread := fmt.Sprintf("conv-%04d", th)
+			for i := from + 1; i <= from+n; i++ {
 				id, v := fmt.Sprintf("%06d", i), fmt.Sprint(i)
 				msgs := graph.Blob{Field: "Messages", Version: v, Delta: i > 1, Base: fmt.Sprint(i - 1), Data: []byte(`[{"role":"user","content":"turn ` + v + `"}]`)}
 				switch {
 				case i == 1:
 					msgs.Base = ""
 				case i%10 == 0:
-					msgs.Base, mergeBase = mergeBase, v
+					msgs.Base = fmt.Sprint(i - 10)
+					msgs.Data = bytes.Repeat(msgs.Data, 10)
+				}
+				var parent string
+				if i > 1 {
+					parent = fmt.Sprintf("%06d", i-1)
 				}
 				cp := graph.Checkpoint{ThreadID: thread, ID: id, ParentID: parent, Step: i, Source: graph.SourceLoop,
 					CreatedAt: time.Now(), Versions: map[string]string{"Messages": v, "Answer": v}}
@@ -48,7 +59,6 @@ func fillCheckpoints(t *testing.T, s graph.Checkpointer, threads, steps int) {
 					errs <- err
 					return
 				}
-				parent = id
 			}
 		})
 	}
@@ -227,4 +237,55 @@ func TestPruneKilledHalfway(t *testing.T) {
 		t.Errorf("%d checkpoints after the second prune, want %d", n, threads*2)
 	}
 	sameHeads(t, before, heads(t, s, threads))
+}
+
+// BenchmarkPruneGrowth measures what pruning saves: one conversation of
+// 10,000 checkpoints and 1,000 conversations of 10, shaped as the engine
+// writes them, pruned to 50 per branch (every 1,000 checkpoints on the long
+// one, at the end on the many) or not at all. Run with -benchtime=1x; it
+// reports stored bytes, the database file's size and the cost per
+// checkpoint write.
+func BenchmarkPruneGrowth(b *testing.B) {
+	for _, shape := range []struct {
+		name           string
+		threads, steps int
+	}{{"1x10000", 1, 10000}, {"1000x10", 1000, 10}} {
+		for _, keep := range []int{0, 50} {
+			b.Run(fmt.Sprintf("%s/keep=%d", shape.name, keep), func(b *testing.B) {
+				for b.Loop() {
+					path := filepath.Join(b.TempDir(), "checkpoints.db")
+					s, err := sqlite.Open(b.Context(), path)
+					if err != nil {
+						b.Fatal(err)
+					}
+					start := time.Now()
+					chunk := min(shape.steps, 1000)
+					for done := 0; done < shape.steps; done += chunk {
+						fillRange(b, s, shape.threads, done, chunk)
+						if keep > 0 {
+							if _, err := s.Prune(b.Context(), graph.PruneOptions{Keep: keep}); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+					elapsed := time.Since(start)
+					n, err := s.Bytes(b.Context())
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := s.TruncateWAL(b.Context()); err != nil {
+						b.Fatal(err)
+					}
+					fi, err := os.Stat(path)
+					if err != nil {
+						b.Fatal(err)
+					}
+					s.Close()
+					b.ReportMetric(float64(n), "stored-bytes")
+					b.ReportMetric(float64(fi.Size()), "file-bytes")
+					b.ReportMetric(float64(elapsed.Microseconds())/float64(shape.threads*shape.steps), "µs/checkpoint")
+				}
+			})
+		}
+	}
 }
