@@ -42,6 +42,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) graph.Checkpointer) {
 		{"NoAliasing", testNoAliasing},
 		{"CanceledContext", testCanceledContext},
 		{"Prune", testPrune},
+		{"PruneEngine", testPruneEngine},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,8 @@
 package checkpointtest
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -155,4 +157,135 @@ func testPrune(t *testing.T, s graph.Checkpointer) {
 		blob("msgs", "1", "[m1]"), delta("msgs", "2", "1", "[m2]"), delta("msgs", "3", "2", "[m3]"),
 		delta("msgs", "6", "3", "[m4,m5,m6]"), delta("msgs", "7", "6", "[m7]"), delta("msgs", "8", "7", "[m8]"),
 		delta("msgs", "10", "8", "[m10]"), blob("x", "1", "x"), blob("y", "8", "y8"))
+}
+
+type chat struct {
+	Log []string
+}
+
+// newChat compiles a graph whose one node answers each message, and asks
+// for approval first when the message is "ask".
+func newChat(t *testing.T, s graph.Checkpointer) *graph.Compiled[chat] {
+	t.Helper()
+	g := graph.New[chat](graph.Append(func(s *chat) *[]string { return &s.Log }))
+	g.AddNode("turn", func(ctx context.Context, s chat) (chat, error) {
+		if s.Log[len(s.Log)-1] == "ask" {
+			ok, err := graph.Interrupt[string](ctx, "go on?")
+			if err != nil {
+				return chat{}, err
+			}
+			return chat{Log: []string{"approved " + ok}}, nil
+		}
+		return chat{Log: []string{fmt.Sprintf("reply %d", len(s.Log))}}, nil
+	})
+	g.AddEdge(graph.START, "turn")
+	g.AddEdge("turn", graph.END)
+	c, err := g.Compile(graph.CompileOptions{Checkpointer: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// states encodes the state of every checkpoint of the thread, by id.
+func states(t *testing.T, c *graph.Compiled[chat]) map[string]string {
+	t.Helper()
+	hist, err := c.History(t.Context(), "conv", graph.HistoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]string, len(hist))
+	for _, snap := range hist {
+		b, err := json.Marshal(snap.Values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[snap.Checkpoint.ID] = string(b)
+	}
+	return out
+}
+
+// testPruneEngine runs a long conversation through the
+// engine, with a fork and a pending interrupt, prunes it, and checks with a
+// fresh engine (nothing cached) that every kept checkpoint decodes to the
+// same state, the interrupt resumes and the fork goes on.
+func testPruneEngine(t *testing.T, s graph.Checkpointer) {
+	p, ok := s.(graph.Pruner)
+	if !ok {
+		t.Skip("saver does not implement graph.Pruner")
+	}
+	ctx := t.Context()
+	c := newChat(t, s)
+	cfg := graph.RunConfig{ThreadID: "conv"}
+	var forkFrom string
+	for i := range 120 {
+		if _, err := c.Invoke(ctx, &chat{Log: []string{fmt.Sprint("message ", i)}}, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if i == 40 {
+			snap, err := c.GetState(ctx, graph.Ref{ThreadID: "conv"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			forkFrom = snap.Checkpoint.ID
+		}
+	}
+	main, err := c.GetState(ctx, graph.Ref{ThreadID: "conv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mainHead := main.Checkpoint.ID
+	// An edited turn: a branch from turn 40's end, three turns long,
+	// which becomes the thread's newest.
+	fork := graph.RunConfig{ThreadID: "conv", CheckpointID: forkFrom}
+	for i := range 3 {
+		if _, err := c.Invoke(ctx, &chat{Log: []string{fmt.Sprint("edited ", i)}}, fork); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := c.GetState(ctx, graph.Ref{ThreadID: "conv"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fork.CheckpointID = snap.Checkpoint.ID
+	}
+	// The thread goes on from its newest, the fork, and stops at an
+	// approval.
+	if _, err := c.Invoke(ctx, &chat{Log: []string{"ask"}}, cfg); !errors.As(err, new(*graph.InterruptError)) {
+		t.Fatalf("ask: %v, want an interrupt", err)
+	}
+	before := states(t, c)
+
+	st, err := p.Prune(ctx, graph.PruneOptions{Keep: 3})
+	if err != nil || st.Checkpoints == 0 {
+		t.Fatalf("Prune = %+v, %v", st, err)
+	}
+	fresh := newChat(t, s)
+	after := states(t, fresh)
+	if len(after) >= len(before) {
+		t.Fatalf("%d checkpoints kept of %d", len(after), len(before))
+	}
+	for id, state := range after {
+		if before[id] != state {
+			t.Errorf("checkpoint %s:\n got %s\nwant %s", id, state, before[id])
+		}
+	}
+	if _, ok := after[mainHead]; !ok {
+		t.Errorf("the head %s of the branch the edit left was pruned", mainHead)
+	}
+
+	cfg.Resume = "yes"
+	out, err := fresh.Invoke(ctx, nil, cfg)
+	if err != nil {
+		t.Fatalf("resume after prune: %v", err)
+	}
+	if want := []string{"message 40", "reply 81", "edited 0"}; len(out.Log) != 90 || !slices.Equal(out.Log[80:83], want) || out.Log[89] != "approved yes" {
+		t.Errorf("resumed state: %d entries, %q…", len(out.Log), out.Log[80:])
+	}
+	out, err = fresh.Invoke(ctx, &chat{Log: []string{"more"}}, graph.RunConfig{ThreadID: "conv", CheckpointID: mainHead})
+	if err != nil {
+		t.Fatalf("go on from the left branch after prune: %v", err)
+	}
+	if len(out.Log) != 242 || out.Log[239] != "reply 239" || out.Log[241] != "reply 241" {
+		t.Errorf("left branch's state: %d entries, ends %q", len(out.Log), out.Log[len(out.Log)-3:])
+	}
 }
