@@ -37,7 +37,9 @@
 // input continues a thread from its checkpoint: after a crash, or with a
 // resume value after Interrupt. GetState, History, UpdateState and
 // RunConfig.CheckpointID read, edit and fork threads. Backends live in
-// graph/checkpoint: memory, sqlite and postgres.
+// graph/checkpoint: memory, sqlite and postgres. A backend that is also a
+// Pruner drops old checkpoints as PlanPrune decides: each branch's newest,
+// pending interrupts and every delta base they read stay.
 //
 // Nor does a run load its thread again when it need not: a run that ends
 // or pauses leaves its state in memory (CompileOptions.ThreadCache bounds

@@ -52,6 +52,7 @@ type Collector struct {
 	requests     *prometheus.CounterVec
 	authFailures *prometheus.CounterVec
 	cognition    *prometheus.CounterVec
+	checkpoints  *prometheus.GaugeVec
 }
 
 // durationBuckets are the upper bounds of run_duration_seconds, in seconds.
@@ -96,6 +97,10 @@ func New() *Collector {
 			Name: "trellis_cognition_context_failures_total",
 			Help: "Cognitive contexts (profile, memories) not loaded in their budget (timeout) or failed (error); the run went on without them.",
 		}, []string{"reason"}),
+		checkpoints: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trellis_checkpoint_bytes",
+			Help: "Bytes of checkpoints, blobs and pending writes stored, by backend (sqlite or postgres), as the checkpoint prune job last measured them.",
+		}, []string{"backend"}),
 	}
 	// Series that exist from the start read 0 rather than being absent,
 	// so rates over them work from the first scrape.
@@ -109,7 +114,7 @@ func New() *Collector {
 		m.cognition.WithLabelValues(r)
 	}
 	m.reg.MustRegister(
-		m.runs, m.duration, m.tokens, m.tools, m.breakers, m.requests, m.authFailures, m.cognition,
+		m.runs, m.duration, m.tokens, m.tools, m.breakers, m.requests, m.authFailures, m.cognition, m.checkpoints,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "trellis_runs_active", Help: "Runs live in this process."},
 			func() float64 { return float64(m.activeRuns.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "trellis_sse_streams_open", Help: "SSE responses being written."},
@@ -194,3 +199,10 @@ func (m *Collector) Handler(log *slog.Logger) http.Handler {
 }
 
 var _ runs.Metrics = (*Collector)(nil)
+
+// CheckpointBytes records the bytes the checkpointer of backend stores. It
+// is set by a periodic job, never on a request's path: measuring costs a
+// scan of the checkpoint tables.
+func (m *Collector) CheckpointBytes(backend string, n int64) {
+	m.checkpoints.WithLabelValues(backend).Set(float64(n))
+}

@@ -79,6 +79,8 @@ func run(ctx context.Context, args []string, sys stdio) int {
 		err = runBackup(ctx, rest, sys)
 	case "restore":
 		err = runRestore(ctx, rest, sys)
+	case "prune":
+		err = runPrune(ctx, rest, sys)
 	case "help", "-h", "-help", "--help":
 		usage(sys.out)
 		return 0
@@ -109,6 +111,7 @@ Verbs:
   keys     create, list and revoke API keys, without a restart
   backup   copy the embedded default's data, while the server runs, into a new directory
   restore  copy a backup into a new data directory
+  prune    remove old checkpoints, keeping what every conversation needs
 
 Run "trellis <verb> -h" for a verb's flags.
 `)

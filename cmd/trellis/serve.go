@@ -80,6 +80,9 @@ type serveConfig struct {
 	claimInterval      time.Duration
 	maxToolResult      int
 	summaryTokens      int
+	// keepCheckpoints: each branch's newest checkpoints the prune job
+	// keeps; 0 turns the job off.
+	keepCheckpoints int
 	// retentionDays: conversations idle longer are erased; 0 keeps them.
 	retentionDays int
 	// eventRetentionDays: the events of runs that ended longer ago are
@@ -129,6 +132,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		cogOn, cogBudget, memMax, memTTL         string
 		subAgents, budgetTokens, budgetCalls     string
 		budgetTime, systemPrompt, summaryTokens  string
+		keepCheckpoints                          string
 		retentionDays, eventRetentionDays        string
 		approvalTimeout, approvalExpiry          string
 		questionTimeout, questionExpiry          string
@@ -168,6 +172,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&proxies, "trusted-proxies", env("TRELLIS_TRUSTED_PROXIES", ""), "reverse proxies whose X-Forwarded-For names the client, CIDRs or addresses, comma-separated (TRELLIS_TRUSTED_PROXIES)")
 	fs.StringVar(&maxRuns, "max-runs-per-user", env("TRELLIS_MAX_RUNS_PER_USER", strconv.Itoa(api.DefaultMaxConcurrentRuns)), "runs a user may have going at once, -1 for no limit (TRELLIS_MAX_RUNS_PER_USER)")
 	fs.StringVar(&maxToolResult, "max-tool-result-bytes", env("TRELLIS_MAX_TOOL_RESULT_BYTES", strconv.Itoa(operators.DefaultMaxResultBytes)), "tool results above this are cut, with a note, -1 for no cap (TRELLIS_MAX_TOOL_RESULT_BYTES)")
+	fs.StringVar(&keepCheckpoints, "keep-checkpoints", env("TRELLIS_KEEP_CHECKPOINTS", "0"), "an hourly job prunes checkpoints, keeping this many newest of each branch and all older ones they still need, and reports trellis_checkpoint_bytes; 0 keeps every checkpoint (TRELLIS_KEEP_CHECKPOINTS)")
 	fs.StringVar(&summaryTokens, "summary-tokens", env("TRELLIS_SUMMARY_TOKENS", "4000"), "estimated tokens of a conversation's earlier turns at which the fast model summarises them in the background, for the next turns' prompts; 0 keeps only the extractive summary (TRELLIS_SUMMARY_TOKENS)")
 	fs.StringVar(&retentionDays, "retention-days", env("TRELLIS_RETENTION_DAYS", "0"), "conversations no one wrote to for this many days are erased, with their documents and checkpoints, by an hourly job; 0 keeps them for ever (TRELLIS_RETENTION_DAYS)")
 	fs.StringVar(&eventRetentionDays, "event-retention-days", env("TRELLIS_EVENT_RETENTION_DAYS", "0"), "the events of runs that ended this many days ago are compacted to their start, answer and end, by an hourly job; 0 keeps them whole (TRELLIS_EVENT_RETENTION_DAYS)")
@@ -277,6 +282,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	num("auth-failure-burst", authBurst, &c.limits.AuthFailureBurst)
 	num("max-tool-result-bytes", maxToolResult, &c.maxToolResult)
 	num("summary-tokens", summaryTokens, &c.summaryTokens)
+	num("keep-checkpoints", keepCheckpoints, &c.keepCheckpoints)
+	if c.keepCheckpoints < 0 {
+		errs = append(errs, fmt.Errorf("keep-checkpoints: %d is negative (0 keeps every checkpoint)", c.keepCheckpoints))
+	}
 	num("retention-days", retentionDays, &c.retentionDays)
 	if c.retentionDays < 0 {
 		errs = append(errs, fmt.Errorf("retention-days: %d is negative (0 keeps conversations for ever)", c.retentionDays))
@@ -600,6 +609,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		return app{}, err
 	}
 	kept, periodic := newRetention(ws, days(cfg.retentionDays), days(cfg.eventRetentionDays))
+	periodic = append(periodic, newCheckpointPrune(ws, cfg, saver, collector, log)...)
 	if docs != nil {
 		periodic = append(periodic, docs.Periodic()...)
 	}

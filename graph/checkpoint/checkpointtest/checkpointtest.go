@@ -41,6 +41,8 @@ func Run(t *testing.T, newSaver func(t *testing.T) graph.Checkpointer) {
 		{"Concurrent", testConcurrent},
 		{"NoAliasing", testNoAliasing},
 		{"CanceledContext", testCanceledContext},
+		{"Prune", testPrune},
+		{"PruneEngine", testPruneEngine},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,129 @@
+package graph
+
+import (
+	"context"
+	"slices"
+)
+
+// Pruner is a Checkpointer that can drop old checkpoints. It is optional:
+// find it with a type assertion.
+type Pruner interface {
+	// Prune removes, thread namespace by thread namespace, the checkpoints
+	// PlanPrune does not keep, their pending writes, and the blobs no kept
+	// checkpoint reads. Each namespace is pruned in its own transaction,
+	// so a prune stopped at any point leaves every thread loadable.
+	Prune(ctx context.Context, opts PruneOptions) (PruneStats, error)
+}
+
+// PruneOptions says what a prune keeps.
+type PruneOptions struct {
+	// Keep is how many of the newest checkpoints of each branch survive;
+	// it must be at least 1.
+	Keep int
+	// DryRun counts what would go and deletes nothing.
+	DryRun bool
+}
+
+// PruneStats counts what a prune removed, or with DryRun would remove.
+type PruneStats struct {
+	Threads     int   // thread namespaces that lose at least one checkpoint
+	Checkpoints int   // checkpoints removed
+	Blobs       int   // blobs removed
+	Writes      int   // pending writes removed
+	Bytes       int64 // stored bytes of the removed checkpoints, blobs and writes
+}
+
+// Add sums two counts.
+func (s PruneStats) Add(o PruneStats) PruneStats {
+	return PruneStats{
+		Threads:     s.Threads + o.Threads,
+		Checkpoints: s.Checkpoints + o.Checkpoints,
+		Blobs:       s.Blobs + o.Blobs,
+		Writes:      s.Writes + o.Writes,
+		Bytes:       s.Bytes + o.Bytes,
+	}
+}
+
+// PruneNode is one stored checkpoint of a thread namespace as PlanPrune
+// sees it.
+type PruneNode struct {
+	ID       string
+	ParentID string
+	Versions map[string]string
+}
+
+// PruneBlob is one stored blob of a thread namespace, without its data.
+type PruneBlob struct {
+	Field, Version string
+	Delta          bool
+	Base           string
+}
+
+// PlanPrune decides, for one thread namespace, which checkpoints and blobs
+// survive a prune keeping keep (at least 1) per branch. It keeps:
+//
+//   - each branch's head, a checkpoint no other names as parent, with its
+//     keep-1 nearest ancestors. The newest checkpoint is a head, so the
+//     thread's current branch keeps its newest keep checkpoints; every
+//     fork (an edited turn's branch) keeps its own, so each branch still
+//     loads, lists and forks from its recent past. A pending interrupt,
+//     static or raised by a task, sits on a checkpoint no later step has
+//     followed yet, which is a head too.
+//   - every blob a kept checkpoint names, and every blob down each delta
+//     blob's Base chain to the full value, whatever checkpoint wrote it:
+//     a delta is worthless without its base, so dropping the checkpoint
+//     that introduced a base never drops the base itself.
+//
+// It returns the ids of the checkpoints to drop, and the blobs to drop as
+// indexes into blobs. Blobs the caller did not list are never dropped, so a
+// Put racing a prune cannot lose the blobs it adds.
+func PlanPrune(nodes []PruneNode, blobs []PruneBlob, keep int) (dropIDs []string, dropBlobs []int) {
+	keep = max(keep, 1)
+	byID := make(map[string]*PruneNode, len(nodes))
+	isParent := make(map[string]bool, len(nodes))
+	for i := range nodes {
+		byID[nodes[i].ID] = &nodes[i]
+		if nodes[i].ParentID != "" {
+			isParent[nodes[i].ParentID] = true
+		}
+	}
+	kept := make(map[string]bool)
+	for i := range nodes {
+		if isParent[nodes[i].ID] {
+			continue
+		}
+		n := &nodes[i]
+		for k := 0; k < keep && n != nil && !kept[n.ID]; k++ {
+			kept[n.ID] = true
+			n = byID[n.ParentID]
+		}
+	}
+	type key struct{ field, version string }
+	index := make(map[key]int, len(blobs))
+	for i, b := range blobs {
+		index[key{b.Field, b.Version}] = i
+	}
+	needed := make([]bool, len(blobs))
+	for i := range nodes {
+		if !kept[nodes[i].ID] {
+			dropIDs = append(dropIDs, nodes[i].ID)
+			continue
+		}
+		for field, version := range nodes[i].Versions {
+			// A corrupt cycle ends at a blob already marked.
+			for j, ok := index[key{field, version}]; ok && !needed[j]; j, ok = index[key{field, blobs[j].Base}] {
+				needed[j] = true
+				if !blobs[j].Delta || blobs[j].Base == "" {
+					break
+				}
+			}
+		}
+	}
+	for i, keepIt := range needed {
+		if !keepIt {
+			dropBlobs = append(dropBlobs, i)
+		}
+	}
+	slices.Sort(dropIDs)
+	return dropIDs, dropBlobs
+}
