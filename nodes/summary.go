@@ -169,6 +169,12 @@ var errEmptySummary = errors.New("the summary model wrote nothing")
 // caller that retries: its last attempt passes fallback.
 var ErrSummaryModel = errors.New("nodes: the summary model failed")
 
+// ErrSummaryAskUnseen is Summarize's error for an ask the conversation's
+// stored state does not show yet: the turn asks before the step that
+// names the ask is stored, so a job quick to start reads the state
+// before it. Trying again shortly finds it.
+var ErrSummaryAskUnseen = errors.New("nodes: the turn that asked for the summary has not stored its ask yet")
+
 // Summarize writes the model summary ask asked for (see
 // Window.AskSummary): the state's model summary with the turns after it
 // up to the ask's, by Window.SummaryModel, stored with the conversation
@@ -177,8 +183,10 @@ var ErrSummaryModel = errors.New("nodes: the summary model failed")
 // left it on another branch, the conversation was deleted). When the
 // model fails it returns an error matching ErrSummaryModel, unless
 // fallback is set: then it stores the extractive summary instead, so
-// the ask is answered.
-func (a *Agent) Summarize(ctx context.Context, conversationID, ask string, fallback bool) error {
+// the ask is answered. An ask for a later turn than the state's latest
+// is one the state does not show yet: that is ErrSummaryAskUnseen,
+// unless fallback is set (a last try gives up on it).
+func (a *Agent) Summarize(ctx context.Context, conversationID string, ask SummaryAsk, fallback bool) error {
 	snap, err := a.State(ctx, conversationID)
 	if errors.Is(err, ErrNoConversation) {
 		return nil
@@ -187,12 +195,15 @@ func (a *Agent) Summarize(ctx context.Context, conversationID, ask string, fallb
 		return err
 	}
 	s := &snap.State
-	if s.SummaryAsk.ID != ask {
+	if s.SummaryAsk.ID != ask.ID {
+		if s.SummaryAsk.Turn < ask.Turn && !fallback {
+			return fmt.Errorf("%w: turn %d, the state's latest ask is of turn %d", ErrSummaryAskUnseen, ask.Turn, s.SummaryAsk.Turn)
+		}
 		return nil
 	}
 	if have, ok, err := loadSummary(ctx, a.saver, conversationID); err != nil {
 		return err
-	} else if ok && have.Ask == ask {
+	} else if ok && have.Ask == ask.ID {
 		return nil
 	}
 	w := &a.opts.Window
@@ -203,7 +214,7 @@ func (a *Agent) Summarize(ctx context.Context, conversationID, ask string, fallb
 			older = append(older, s.Messages[i])
 		}
 	}
-	sum := storedSummary{Ask: ask, Turn: s.SummaryAsk.Turn}
+	sum := storedSummary{Ask: ask.ID, Turn: s.SummaryAsk.Turn}
 	text, err := a.modelSummary(ctx, s.ModelSummary, older)
 	switch {
 	case err == nil:

@@ -114,7 +114,7 @@ func TestModelSummariesKeepTurnOneFactsAtTurn200(t *testing.T) {
 			sa.turn(t, "c", turnMessage(n))
 			for _, a := range sa.taken() {
 				asks++
-				if err := sa.agent.Summarize(t.Context(), "c", a.ID, false); err != nil {
+				if err := sa.agent.Summarize(t.Context(), "c", a, false); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -163,7 +163,7 @@ func TestSummaryModelFailureFallsBack(t *testing.T) {
 	if len(asks) != 1 {
 		t.Fatalf("asks = %v", asks)
 	}
-	if err := sa.agent.Summarize(t.Context(), "c", asks[0].ID, false); !errors.Is(err, nodes.ErrSummaryModel) {
+	if err := sa.agent.Summarize(t.Context(), "c", asks[0], false); !errors.Is(err, nodes.ErrSummaryModel) {
 		t.Fatalf("Summarize with a failing model = %v, want ErrSummaryModel", err)
 	}
 	for range 3 {
@@ -180,7 +180,7 @@ func TestSummaryModelFailureFallsBack(t *testing.T) {
 	if more := sa.taken(); len(more) > 0 { // the window grew on: the latest ask is the one waited for
 		ask = more[len(more)-1]
 	}
-	if err := sa.agent.Summarize(t.Context(), "c", ask.ID, true); err != nil {
+	if err := sa.agent.Summarize(t.Context(), "c", ask, true); err != nil {
 		t.Fatal(err)
 	}
 	sa.turn(t, "c", "one more")
@@ -200,6 +200,57 @@ func TestSummaryModelFailureFallsBack(t *testing.T) {
 // reaches the models as a summary of its facts (the offline model's),
 // or as a bounded extract when the summary model fails, while the state
 // keeps it whole.
+// TestSummaryAskedBeforeItIsStored: the job for an ask can start
+// before the turn that asked stores the step naming it (the ask is made
+// inside the stream node). Summarize then says the ask is unseen, for
+// the job to try again, rather than take it for one that was replaced
+// and drop it; once the turn is stored, the same ask is summarised.
+func TestSummaryAskedBeforeItIsStored(t *testing.T) {
+	reg, err := llm.NewRegistry(llm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		agent *nodes.Agent
+		asks  []nodes.SummaryAsk
+		early []error // Summarize inside the ask, then as a last try
+	)
+	w := nodes.Window{SummarizeAt: 300, Messages: 6, AskSummary: func(ctx context.Context, conv string, a nodes.SummaryAsk) error {
+		asks = append(asks, a)
+		early = append(early, agent.Summarize(ctx, conv, a, false), agent.Summarize(ctx, conv, a, true))
+		return nil
+	}}
+	if agent, err = nodes.New(reg, nil, memory.New(), nodes.Options{Window: w}); err != nil {
+		t.Fatal(err)
+	}
+	turn := func(msg string) {
+		t.Helper()
+		if r := collect(agent.Run(t.Context(), "c", nodes.Input{Message: msg})); r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	for n := 1; len(asks) == 0; n++ {
+		if n > 60 {
+			t.Fatal("no ask in 60 turns")
+		}
+		turn(turnMessage(n))
+	}
+	if len(early) != 2 || !errors.Is(early[0], nodes.ErrSummaryAskUnseen) || early[1] != nil {
+		t.Fatalf("Summarize before the ask is stored = %v, want ErrSummaryAskUnseen, and nil on a last try", early)
+	}
+	if err := agent.Summarize(t.Context(), "c", asks[0], false); err != nil {
+		t.Fatal(err)
+	}
+	turn("and now?")
+	st, err := agent.State(t.Context(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(st.State.ModelSummary, "Priya Raman") {
+		t.Errorf("the summary of the ask seen late was not adopted: %q", st.State.ModelSummary)
+	}
+}
+
 func TestLargeToolResultSummarised(t *testing.T) {
 	big := strings.Repeat("filler line without anything to keep\n", 2000) + "Invoice 7731 of ACME Corp is due on 2026-03-14.\n"
 	for _, tc := range []struct {
@@ -295,7 +346,7 @@ func TestSummaryOfADeletedConversationIsNotKept(t *testing.T) {
 			t.Fatal(r.err)
 		}
 	}
-	if err := agent.Summarize(t.Context(), "c", asks[len(asks)-1].ID, false); err != nil {
+	if err := agent.Summarize(t.Context(), "c", asks[len(asks)-1], false); err != nil {
 		t.Fatal(err)
 	}
 	for _, ns := range []string{"", "summary"} {

@@ -13,11 +13,14 @@ import (
 )
 
 // summaryArgs is the job that writes a conversation's model summary of
-// its older turns (see nodes.Window.AskSummary). It carries ids only:
-// the turns are read from the conversation's checkpoints when it runs.
+// its older turns (see nodes.Window.AskSummary). It carries the ask
+// only: the turns are read from the conversation's checkpoints when it
+// runs. A job enqueued before Turn was kept has 0, and is never taken
+// for unseen.
 type summaryArgs struct {
 	ConversationID string `json:"conversation_id"`
 	Ask            string `json:"ask"`
+	Turn           int    `json:"turn,omitempty"`
 }
 
 func (summaryArgs) Kind() string { return "conversation_summary" }
@@ -43,7 +46,7 @@ func openSummaries(models *llm.Registry, saver graph.Checkpointer, window nodes.
 		return nil, fmt.Errorf("summaries: %w", err)
 	}
 	jobs.Handle(ws, func(ctx context.Context, j jobs.Job[summaryArgs]) error {
-		return a.Summarize(ctx, j.Args.ConversationID, j.Args.Ask, j.Attempt >= j.MaxAttempts)
+		return a.Summarize(ctx, j.Args.ConversationID, nodes.SummaryAsk{ID: j.Args.Ask, Turn: j.Args.Turn}, j.Attempt >= j.MaxAttempts)
 	}, jobs.HandleOptions{})
 	return &summaries{log: log}, nil
 }
@@ -60,7 +63,7 @@ func (s *summaries) ask(ctx context.Context, conversationID string, ask nodes.Su
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	_, err := s.queue.Enqueue(ctx, summaryArgs{ConversationID: conversationID, Ask: ask.ID},
+	_, err := s.queue.Enqueue(ctx, summaryArgs{ConversationID: conversationID, Ask: ask.ID, Turn: ask.Turn},
 		jobs.EnqueueOptions{Unique: true, MaxAttempts: summaryAttempts})
 	return err
 }
