@@ -202,7 +202,9 @@ func newErasureEnv(t *testing.T, backend string) *erasureEnv {
 		"TRELLIS_API_KEYS=" + aliceKey + ":alice," + bobKey + ":bob"}
 	if backend == "postgres" {
 		e.dsn = pgDSN(t)
-		e.env = append(e.env, "DATABASE_URL="+e.dsn, "TRELLIS_DOCUMENTS_DIR="+filepath.Join(e.dir, "documents"), "TRELLIS_DOCUMENTS_SHARED=true")
+		// Documents where PostgreSQL keeps them by default: its own
+		// table, which the table scan reads byte for byte.
+		e.env = append(e.env, "DATABASE_URL="+e.dsn)
 	}
 	return e
 }
@@ -320,7 +322,7 @@ func wantHolders(backend string) []string {
 	if backend == "sqlite" {
 		return []string{"trellis.db", "checkpoints.db", "documents" + string(filepath.Separator)}
 	}
-	return []string{"messages", "events", "chunks", "documents" + string(filepath.Separator), "checkpoint"}
+	return []string{"messages", "events", "chunks", "document_files", "checkpoint"}
 }
 
 // An erasure survives a crash, on SQLite and PostgreSQL: the process is
