@@ -334,56 +334,92 @@ func (l *lockedLog) String() string {
 	return l.b.String()
 }
 
-// TestClusterLangGraphStreamSaysItWasLost: a LangGraph stream whose run
-// stops because the process lost its database ends with an SSE retry
-// and an error event saying so, not by closing as a finished run's
-// stream does; the run completes once the database is back.
-func TestClusterLangGraphStreamSaysItWasLost(t *testing.T) {
-	noLeaks(t)
-	data := newStorage(t, postgresBackend)
-	db := newDatabase(t, data)
-	logs := &lockedLog{}
-	e := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, dsn: db.dsn,
-		configure: func(c *apitest.Config) { c.API.Logger = slog.New(slog.NewTextHandler(logs, nil)) }})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("server logs:\n%s", logs.String())
-		}
-	})
-	status, body := e.do("POST", "/langgraph/threads", map[string]any{})
-	if status != http.StatusOK {
-		t.Fatalf("create thread: %d %s", status, body)
+// TestClusterProtocolStreamsSayTheyWereLost: a protocol surface's
+// stream whose run stops because the process lost its database ends by
+// saying so in its protocol's words (LangGraph: an SSE retry and an
+// error event; AG-UI: RUN_ERROR stream_lost; the AI SDK: an error part),
+// not by closing as a finished run's stream does; the run completes
+// once the database is back.
+func TestClusterProtocolStreamsSayTheyWereLost(t *testing.T) {
+	const ask = "wait for it"
+	surfaces := []struct {
+		name string
+		// start begins a streamed run of ask on the surface.
+		start func(e *env) *http.Response
+		// lost tells whether the stream's text ends saying it was lost.
+		lost func(text, tail string) bool
+	}{
+		{"langgraph", func(e *env) *http.Response {
+			status, body := e.do("POST", "/langgraph/threads", map[string]any{})
+			if status != http.StatusOK {
+				t.Fatalf("create thread: %d %s", status, body)
+			}
+			thread := jsonOf[struct {
+				ThreadID string `json:"thread_id"`
+			}](t, body).ThreadID
+			return e.post(e.key, "/langgraph/threads/"+thread+"/runs/stream", map[string]any{
+				"assistant_id": "agent", "stream_mode": []string{"updates"},
+				"input": map[string]any{"messages": []map[string]any{{"type": "human", "content": ask}}}})
+		}, func(text, tail string) bool {
+			return strings.Contains(text, "\nretry: 1000\n") && strings.HasPrefix(tail, "event: error\n") && strings.Contains(tail, `"error":"stream_lost"`)
+		}},
+		{"ag-ui", func(e *env) *http.Response {
+			return e.post(e.key, "/ag-ui", map[string]any{"threadId": "lost-thread", "runId": "lost-run",
+				"messages": []map[string]any{{"id": "m1", "role": "user", "content": ask}}})
+		}, func(_, tail string) bool {
+			return strings.Contains(tail, `"type":"RUN_ERROR"`) && strings.Contains(tail, `"code":"stream_lost"`)
+		}},
+		{"ai-sdk", func(e *env) *http.Response {
+			return e.post(e.key, "/api/ai-sdk/chat", aisdkInput("lost-chat", ask))
+		}, func(text, _ string) bool {
+			i := strings.LastIndex(text, `"type":"error"`)
+			return i >= 0 && strings.Contains(text[i:], "broke off") && !strings.Contains(text[i:], `"type":"finish"`)
+		}},
 	}
-	thread := jsonOf[struct {
-		ThreadID string `json:"thread_id"`
-	}](t, body).ThreadID
-	resp, err := e.ts.Client().Do(e.request("POST", "/langgraph/threads/"+thread+"/runs/stream", map[string]any{
-		"assistant_id": "agent", "stream_mode": []string{"updates"},
-		"input": map[string]any{"messages": []map[string]any{{"type": "human", "content": "wait for it"}}}}, e.key))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	runID := strings.TrimPrefix(resp.Header.Get("Content-Location"), "/threads/"+thread+"/runs/")
-	<-e.tools.waiting
+	for _, sf := range surfaces {
+		t.Run(sf.name, func(t *testing.T) {
+			noLeaks(t)
+			data := newStorage(t, postgresBackend)
+			db := newDatabase(t, data)
+			logs := &lockedLog{}
+			e := newEnv(t, envOptions{backend: postgresBackend, data: data, cluster: true, dsn: db.dsn,
+				configure: func(c *apitest.Config) { c.API.Logger = slog.New(slog.NewTextHandler(logs, nil)) }})
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("server logs:\n%s", logs.String())
+				}
+			})
+			resp := sf.start(e)
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b, _ := io.ReadAll(resp.Body)
+				t.Fatalf("start: %d %s", resp.StatusCode, b)
+			}
+			<-e.tools.waiting
 
-	db.away()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(raw)
-	tail := text[strings.LastIndex(text[:len(text)-2], "\n\n")+2:]
-	if !strings.Contains(text, "\nretry: 1000\n") || !strings.HasPrefix(tail, "event: error\n") || !strings.Contains(tail, `"error":"stream_lost"`) {
-		t.Fatalf("the stream ended without saying it was lost; its end:\n%s", text[max(0, len(text)-600):])
-	}
+			db.away()
+			raw, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := strings.TrimRight(string(raw), "\n")
+			tail := text[strings.LastIndex(text, "\n\n")+2:]
+			if !sf.lost(text, tail) {
+				t.Fatalf("the stream ended without saying it was lost; its end:\n%s", text[max(0, len(text)-600):])
+			}
 
-	db.back()
-	waitFor(t, "/readyz 200", func() bool { return e.status("/readyz") == http.StatusOK })
-	close(e.tools.release)
-	waitFor(t, "the run to complete", func() bool {
-		r, err := e.store.GetRun(t.Context(), "alice", runID)
-		return err == nil && r.Status == store.RunCompleted
-	})
-	e.close()
+			db.back()
+			waitFor(t, "/readyz 200", func() bool { return e.status("/readyz") == http.StatusOK })
+			close(e.tools.release)
+			waitFor(t, "the run to complete", func() bool {
+				convs, err := e.store.ListConversations(t.Context(), "alice", store.Page{Limit: 2})
+				if err != nil || len(convs.Conversations) != 1 {
+					return false
+				}
+				r, err := e.store.LatestRun(t.Context(), "alice", convs.Conversations[0].ID)
+				return err == nil && r.Status == store.RunCompleted
+			})
+			e.close()
+		})
+	}
 }
