@@ -271,21 +271,9 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 			into *[]store.HumanRequest
 		}{{store.KindApproval, &res.Pending.Approvals}, {store.KindElicitation, &res.Pending.Elicitations},
 			{store.KindUncertainCall, &res.Pending.UncertainCalls}} {
-			// Every page, keeping this run's: the few its last step asked.
-			for page := (store.Page{Limit: store.MaxLimit}); ; {
-				p, err := s.store.PendingHumanRequests(r.Context(), l.kind, user, rn.ConversationID(), page)
-				if err != nil {
-					s.writeError(w, r, err)
-					return
-				}
-				for _, h := range p.Requests {
-					if h.RunID == rn.ID() {
-						*l.into = append(*l.into, h)
-					}
-				}
-				if page.Cursor = p.NextCursor; page.Cursor == "" {
-					break
-				}
+			if *l.into, err = s.runs.Waiting(r.Context(), l.kind, user, rn.ConversationID(), rn.ID()); err != nil {
+				s.writeError(w, r, err)
+				return
 			}
 		}
 	}
