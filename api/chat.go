@@ -116,7 +116,7 @@ type queuedResponse struct {
 // message waits when it was queued, the error otherwise.
 func (s *Server) started(w http.ResponseWriter, r *http.Request, err error) {
 	if q, ok := errors.AsType[*runs.QueuedError](err); ok {
-		writeJSON(w, http.StatusAccepted, queuedResponse{Status: "queued", QueuedRun: q.Queued})
+		jsonbody.Write(w, http.StatusAccepted, queuedResponse{Status: "queued", QueuedRun: q.Queued})
 		return
 	}
 	s.writeError(w, r, err)
@@ -277,7 +277,7 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, res)
+	jsonbody.Write(w, http.StatusOK, res)
 }
 
 // apply folds one event, of type typ, into the response; p is its

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/trellis-ai/trellis/api/jsonbody"
+	"github.com/trellis-ai/trellis/api/paging"
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/store"
@@ -119,7 +121,7 @@ func (s *Server) handleUploadDocument(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, s.documentError(err))
 		return
 	}
-	writeJSON(w, http.StatusAccepted, uploadAnswer{DocumentID: d.ID, ConversationID: d.ConversationID, Filename: d.Filename,
+	jsonbody.Write(w, http.StatusAccepted, uploadAnswer{DocumentID: d.ID, ConversationID: d.ConversationID, Filename: d.Filename,
 		ContentType: d.ContentType, SizeBytes: d.SizeBytes, Status: d.Status})
 }
 
@@ -160,7 +162,7 @@ func (s *Server) documentError(err error) error {
 // handleListDocuments is GET
 // /api/v1/documents/{conversation_id}?limit=&cursor=.
 func (s *Server) handleListDocuments(w http.ResponseWriter, r *http.Request) {
-	page, err := queryPage(r)
+	page, err := paging.Page(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -170,18 +172,8 @@ func (s *Server) handleListDocuments(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	nextCursor(w, p.NextCursor)
-	writeJSON(w, http.StatusOK, map[string][]store.Document{"documents": p.Documents})
-}
-
-// nextCursor names the next page of a list whose body API.md gives
-// whole (`{"approvals": [...]}`, `{"documents": [...]}`): in the
-// X-Next-Cursor header, absent on the last page, so that the body stays
-// what API.md says.
-func nextCursor(w http.ResponseWriter, cursor string) {
-	if cursor != "" {
-		w.Header().Set("X-Next-Cursor", cursor)
-	}
+	paging.NextCursor(w, p.NextCursor)
+	jsonbody.Write(w, http.StatusOK, map[string][]store.Document{"documents": p.Documents})
 }
 
 // documentStatus is the answer of GET …/status.
@@ -197,7 +189,7 @@ func (s *Server) handleDocumentStatus(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, documentStatus{DocumentID: d.ID, Status: d.Status, Error: d.Error})
+	jsonbody.Write(w, http.StatusOK, documentStatus{DocumentID: d.ID, Status: d.Status, Error: d.Error})
 }
 
 // handleDocumentContent answers the original bytes with their sniffed

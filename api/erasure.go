@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/trellis-ai/trellis/api/jsonbody"
 )
 
 // Eraser erases users: DELETE /api/v1/me asks it to, and GET
@@ -65,7 +66,7 @@ func (s *Server) handleErase(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/api/v1/me/erasure")
-	writeJSON(w, http.StatusAccepted, e)
+	jsonbody.Write(w, http.StatusAccepted, e)
 }
 
 // handleErasure is GET /api/v1/me/erasure: the caller's latest erasure,
@@ -80,5 +81,5 @@ func (s *Server) handleErasure(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, e)
+	jsonbody.Write(w, http.StatusOK, e)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/api/middleware"
+	"github.com/trellis-ai/trellis/api/paging"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -70,12 +71,12 @@ func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, issuedKey{Key: k, Secret: string(key)})
+	jsonbody.Write(w, http.StatusCreated, issuedKey{Key: k, Secret: string(key)})
 }
 
 // handleListKeys is GET /api/v1/admin/keys?user_id=&limit=&cursor=.
 func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request) {
-	page, err := queryPage(r)
+	page, err := paging.Page(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -85,7 +86,7 @@ func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonbody.Write(w, http.StatusOK, p)
 }
 
 // handleRevokeKey is DELETE /api/v1/admin/keys/{id}: 204, or 404.

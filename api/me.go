@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/api/jsonbody"
+	"github.com/trellis-ai/trellis/api/paging"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -29,7 +30,7 @@ func (s *Server) handleGetProfile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonbody.Write(w, http.StatusOK, p)
 }
 
 // profilePatch is the body of PATCH /api/v1/me/profile: any of the
@@ -95,14 +96,14 @@ func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonbody.Write(w, http.StatusOK, p)
 }
 
 // handleListMemories is GET /api/v1/me/memories, paged as conversations
 // are.
 func (s *Server) handleListMemories(w http.ResponseWriter, r *http.Request) {
 	page := store.Page{Cursor: r.URL.Query().Get("cursor")}
-	if err := queryCount(r, "limit", &page.Limit); err != nil {
+	if err := paging.Count(r, "limit", &page.Limit); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -114,7 +115,7 @@ func (s *Server) handleListMemories(w http.ResponseWriter, r *http.Request) {
 	if p.Memories == nil {
 		p.Memories = []store.Memory{}
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonbody.Write(w, http.StatusOK, p)
 }
 
 // handleForget is DELETE /api/v1/me/memories/{id}: 204, or 404 for an
@@ -149,5 +150,5 @@ func (s *Server) handleIdentity(w http.ResponseWriter, r *http.Request) {
 	if notes == nil {
 		notes = []string{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": stats, "notes": notes})
+	jsonbody.Write(w, http.StatusOK, map[string]any{"tools": stats, "notes": notes})
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/jsonbody"
+	"github.com/trellis-ai/trellis/api/paging"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -56,7 +58,7 @@ func (s *Server) handleMyUsage(w http.ResponseWriter, r *http.Request) {
 		out.Quota = &usageQuota{MonthlyTokens: quota, UsedTokens: used,
 			ResetsAt: time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)}
 	}
-	writeJSON(w, http.StatusOK, out)
+	jsonbody.Write(w, http.StatusOK, out)
 }
 
 // handleAdminUsage is GET /api/v1/admin/usage?user_id=&from=&to=&limit=&cursor=.
@@ -72,7 +74,7 @@ func (s *Server) handleAdminUsage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonbody.Write(w, http.StatusOK, p)
 }
 
 // usageQuery reads a usage view's range and page, refusing a parameter
@@ -96,7 +98,7 @@ func usageQuery(r *http.Request, known ...string) (store.UsageQuery, error) {
 	if _, _, err := q.Days(); err != nil {
 		return q, errorf(http.StatusBadRequest, "invalid_parameter", err.Error())
 	}
-	page, err := queryPage(r)
+	page, err := paging.Page(r)
 	q.Page = page
 	return q, err
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/jsonbody"
+	"github.com/trellis-ai/trellis/api/paging"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -31,7 +33,7 @@ func (s *Server) webhookRoutes(r chi.Router) {
 
 // handleDeliveries is GET /api/v1/webhooks/deliveries?limit=&cursor=.
 func (s *Server) handleDeliveries(w http.ResponseWriter, r *http.Request) {
-	page, err := queryPage(r)
+	page, err := paging.Page(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -41,7 +43,7 @@ func (s *Server) handleDeliveries(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonbody.Write(w, http.StatusOK, p)
 }
 
 // errDeliveryPending answers a redelivery of a delivery not yet done.
@@ -59,5 +61,5 @@ func (s *Server) handleRedeliver(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, d)
+	jsonbody.Write(w, http.StatusAccepted, d)
 }
