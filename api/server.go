@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/admin"
+	"github.com/trellis-ai/trellis/api/me"
 	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/runs"
@@ -115,6 +117,15 @@ func (s *Server) localMode() bool {
 	return len(s.cfg.Keys) == 0 && s.cfg.IssuedKeys == nil && s.cfg.Tokens == nil
 }
 
+// operators lets through only the server's operators (Config.Admins; in
+// local mode, the local user).
+func (s *Server) operators() func(http.Handler) http.Handler {
+	if s.localMode() {
+		return middleware.Operators([]string{middleware.LocalUser})
+	}
+	return middleware.Operators(s.cfg.Admins)
+}
+
 // Handler serves the API, /healthz, /readyz, /metrics, and /mcp and the
 // web page when configured.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -172,17 +183,9 @@ func (s *Server) routes() http.Handler {
 		if s.cfg.Documents != nil {
 			s.documentRoutes(r)
 		}
-		if s.cfg.Cognition != nil {
-			s.meRoutes(r)
-		}
-		if s.cfg.Erasure != nil {
-			s.erasureRoutes(r)
-		}
-		s.keyRoutes(r)
-		s.usageRoutes(r)
-		if s.cfg.Webhooks != nil {
-			s.webhookRoutes(r)
-		}
+		me.Routes(r, me.Config{Runs: s.runs, Usage: s.store, Cognition: s.cfg.Cognition, Erasure: s.cfg.Erasure,
+			Operators: s.operators(), Error: s.writeError})
+		admin.Routes(r, admin.Config{Keys: s.cfg.IssuedKeys, Webhooks: s.cfg.Webhooks, Operators: s.operators(), Error: s.writeError})
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.limitBody, s.clientIP, s.authenticate, s.limitRate)
