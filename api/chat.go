@@ -77,7 +77,7 @@ func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest
 		}
 	}
 	conversationID := strings.TrimSpace(body.ConversationID)
-	if err := s.checkDocuments(r, conversationID, body.DocumentIDs); err != nil {
+	if err := s.docs.Check(r, conversationID, body.DocumentIDs); err != nil {
 		return runs.StartRequest{}, err
 	}
 	if b := body.Budget; b != nil && (b.Tokens < 0 || b.ToolCalls < 0 || b.Seconds < 0) {
@@ -344,13 +344,8 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, req runs.Follo
 	defer s.metrics.StreamsOpen(-1)
 	sw := startSSE(w, req.ConversationID, req.RunID, s.cfg.StreamWriteTimeout)
 	req.Heartbeat, req.Idle = s.cfg.Heartbeat, sw.Ping
-	if s.cfg.Documents != nil {
-		// Watched before the first read, so that no change falls
-		// between.
-		w := s.cfg.Documents.Watch(req.ConversationID)
-		defer w.Close()
-		dw := &documentWatch{s: s, ctx: r.Context(), user: req.User, conv: req.ConversationID, sw: sw, w: w}
-		req.PollEvery, req.PollNow, req.Poll = documentPoll, w.C, dw.poll
+	if s.docs != nil {
+		defer s.docs.Watch(r.Context(), &req, sw)()
 	}
 	terminal, err := s.runs.Follow(r.Context(), req, func(e *runs.Event) error { return sw.Event(e.Seq, e.Type, e.Data) })
 	if !terminal && r.Context().Err() == nil && !sw.Failed() {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/api/admin"
+	"github.com/trellis-ai/trellis/api/docs"
 	"github.com/trellis-ai/trellis/api/me"
 	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/middleware"
@@ -39,6 +40,8 @@ type Server struct {
 
 	// health is what the probes know of the store (see health).
 	health health
+	// docs serves the documents endpoints; nil without Config.Documents.
+	docs *docs.Handler
 }
 
 // New builds the server and its router over cfg.Runs; it builds no run
@@ -73,6 +76,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	ac.Failures, ac.Refused = s.authLimiter, s.metrics.AuthFailed
 	s.authenticate = middleware.Authenticate(ac)
+	if cfg.Documents != nil {
+		s.docs = docs.New(docs.Config{Documents: cfg.Documents, Error: s.writeError, Logger: s.log})
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -180,8 +186,8 @@ func (s *Server) routes() http.Handler {
 		r.Get("/conversations/{id}/tasks", s.handleTasks)
 		r.Patch("/conversations/{id}/tasks/{task_id}", s.handleEditTask)
 		r.Get("/agent/graph", s.handleAgentGraph)
-		if s.cfg.Documents != nil {
-			s.documentRoutes(r)
+		if s.docs != nil {
+			s.docs.Routes(r)
 		}
 		me.Routes(r, me.Config{Runs: s.runs, Usage: s.store, Cognition: s.cfg.Cognition, Erasure: s.cfg.Erasure,
 			Operators: s.operators(), Error: s.writeError})
@@ -209,14 +215,14 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit := limit
-		upload := s.cfg.Documents != nil && r.Method == http.MethodPost && r.URL.Path == uploadPath
+		upload := s.docs != nil && r.Method == http.MethodPost && r.URL.Path == docs.UploadPath
 		if upload {
-			limit = s.uploadLimit()
+			limit = s.docs.UploadLimit(limit)
 		}
 		if r.ContentLength > limit {
 			var err error = &http.MaxBytesError{Limit: limit}
 			if upload {
-				err = s.documentTooLarge()
+				err = s.docs.TooLarge()
 			}
 			s.writeError(w, r, err)
 			return
