@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+
 	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/api/paging"

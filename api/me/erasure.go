@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
 	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/runs"
