@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"net/http"
 
+	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/api/middleware"
+	"github.com/trellis-ai/trellis/api/paging"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -42,7 +44,7 @@ func (s *Server) handleBranches(w http.ResponseWriter, r *http.Request) {
 	if bs == nil {
 		bs = []store.Branch{}
 	}
-	writeJSON(w, http.StatusOK, map[string][]store.Branch{"branches": bs})
+	jsonbody.Write(w, http.StatusOK, map[string][]store.Branch{"branches": bs})
 }
 
 // branchResponse is GET /api/v1/conversations/{id}/branches/{run_id}: a
@@ -59,7 +61,7 @@ type branchResponse struct {
 func (s *Server) handleBranch(w http.ResponseWriter, r *http.Request) {
 	id, runID := r.PathValue("id"), r.PathValue("run_id")
 	q := store.RunQuery{Cursor: r.URL.Query().Get("cursor"), Branch: runID}
-	if err := cmp.Or(queryCount(r, "limit", &q.Limit), queryCount(r, "events_limit", &q.EventLimit)); err != nil {
+	if err := cmp.Or(paging.Count(r, "limit", &q.Limit), paging.Count(r, "events_limit", &q.EventLimit)); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -68,7 +70,7 @@ func (s *Server) handleBranch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, branchResponse{ConversationID: id, RunID: runID, Messages: page.Messages, Runs: page.Runs,
+	jsonbody.Write(w, http.StatusOK, branchResponse{ConversationID: id, RunID: runID, Messages: page.Messages, Runs: page.Runs,
 		NextCursor: page.NextCursor})
 }
 
@@ -86,5 +88,5 @@ func (s *Server) handleActivateBranch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "active", "conversation_id": id, "run_id": runID, "head_run_id": head.ID})
+	jsonbody.Write(w, http.StatusOK, map[string]string{"status": "active", "conversation_id": id, "run_id": runID, "head_run_id": head.ID})
 }

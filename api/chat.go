@@ -77,7 +77,7 @@ func (s *Server) chatStart(r *http.Request, interactive bool) (runs.StartRequest
 		}
 	}
 	conversationID := strings.TrimSpace(body.ConversationID)
-	if err := s.checkDocuments(r, conversationID, body.DocumentIDs); err != nil {
+	if err := s.docs.Check(r, conversationID, body.DocumentIDs); err != nil {
 		return runs.StartRequest{}, err
 	}
 	if b := body.Budget; b != nil && (b.Tokens < 0 || b.ToolCalls < 0 || b.Seconds < 0) {
@@ -116,7 +116,7 @@ type queuedResponse struct {
 // message waits when it was queued, the error otherwise.
 func (s *Server) started(w http.ResponseWriter, r *http.Request, err error) {
 	if q, ok := errors.AsType[*runs.QueuedError](err); ok {
-		writeJSON(w, http.StatusAccepted, queuedResponse{Status: "queued", QueuedRun: q.Queued})
+		jsonbody.Write(w, http.StatusAccepted, queuedResponse{Status: "queued", QueuedRun: q.Queued})
 		return
 	}
 	s.writeError(w, r, err)
@@ -271,25 +271,13 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 			into *[]store.HumanRequest
 		}{{store.KindApproval, &res.Pending.Approvals}, {store.KindElicitation, &res.Pending.Elicitations},
 			{store.KindUncertainCall, &res.Pending.UncertainCalls}} {
-			// Every page, keeping this run's: the few its last step asked.
-			for page := (store.Page{Limit: store.MaxLimit}); ; {
-				p, err := s.store.PendingHumanRequests(r.Context(), l.kind, user, rn.ConversationID(), page)
-				if err != nil {
-					s.writeError(w, r, err)
-					return
-				}
-				for _, h := range p.Requests {
-					if h.RunID == rn.ID() {
-						*l.into = append(*l.into, h)
-					}
-				}
-				if page.Cursor = p.NextCursor; page.Cursor == "" {
-					break
-				}
+			if *l.into, err = s.runs.Waiting(r.Context(), l.kind, user, rn.ConversationID(), rn.ID()); err != nil {
+				s.writeError(w, r, err)
+				return
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, res)
+	jsonbody.Write(w, http.StatusOK, res)
 }
 
 // apply folds one event, of type typ, into the response; p is its
@@ -356,13 +344,8 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, req runs.Follo
 	defer s.metrics.StreamsOpen(-1)
 	sw := startSSE(w, req.ConversationID, req.RunID, s.cfg.StreamWriteTimeout)
 	req.Heartbeat, req.Idle = s.cfg.Heartbeat, sw.Ping
-	if s.cfg.Documents != nil {
-		// Watched before the first read, so that no change falls
-		// between.
-		w := s.cfg.Documents.Watch(req.ConversationID)
-		defer w.Close()
-		dw := &documentWatch{s: s, ctx: r.Context(), user: req.User, conv: req.ConversationID, sw: sw, w: w}
-		req.PollEvery, req.PollNow, req.Poll = documentPoll, w.C, dw.poll
+	if s.docs != nil {
+		defer s.docs.Watch(r.Context(), &req, sw)()
 	}
 	terminal, err := s.runs.Follow(r.Context(), req, func(e *runs.Event) error { return sw.Event(e.Seq, e.Type, e.Data) })
 	if !terminal && r.Context().Err() == nil && !sw.Failed() {

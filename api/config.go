@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/trellis-ai/trellis/api/admin"
+	"github.com/trellis-ai/trellis/api/me"
 	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/cognition"
@@ -37,10 +39,10 @@ type Config struct {
 	Cognition *cognition.Service
 	// Erasure erases users: DELETE /api/v1/me and GET /api/v1/me/erasure;
 	// nil leaves those endpoints out (404).
-	Erasure Eraser
+	Erasure me.Eraser
 	// Webhooks is the delivery log behind /api/v1/webhooks/deliveries,
 	// for operators (Admins); nil leaves those endpoints out (404).
-	Webhooks Webhooks
+	Webhooks admin.Webhooks
 
 	// Keys maps API keys to user ids. Empty means local mode: no
 	// authentication, every request is middleware.LocalUser ("local").

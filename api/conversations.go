@@ -2,41 +2,20 @@ package api
 
 import (
 	"cmp"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/trellis-ai/trellis/api/jsonbody"
+	"github.com/trellis-ai/trellis/api/paging"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
 
-// queryCount reads the query parameter name into n: a whole number, 0 or
-// more; absent leaves n as it is.
-func queryCount[T int | int64](r *http.Request, name string, n *T) error {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return nil
-	}
-	i, err := strconv.ParseInt(v, 10, 0)
-	if err != nil || i < 0 {
-		return errorf(http.StatusBadRequest, "invalid_parameter", fmt.Sprintf("%q must be a whole number, 0 or more", name))
-	}
-	*n = T(i)
-	return nil
-}
-
-// queryPage reads a list's ?limit=&cursor=.
-func queryPage(r *http.Request) (store.Page, error) {
-	page := store.Page{Cursor: r.URL.Query().Get("cursor")}
-	return page, queryCount(r, "limit", &page.Limit)
-}
-
 // handleListConversations is GET /api/v1/conversations?limit=&cursor=.
 func (s *Server) handleListConversations(w http.ResponseWriter, r *http.Request) {
-	page, err := queryPage(r)
+	page, err := paging.Page(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -49,7 +28,7 @@ func (s *Server) handleListConversations(w http.ResponseWriter, r *http.Request)
 	if p.Conversations == nil {
 		p.Conversations = []store.Conversation{}
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonbody.Write(w, http.StatusOK, p)
 }
 
 // conversationResponse is GET /api/v1/conversations/{id}: a page of its
@@ -70,7 +49,7 @@ type conversationResponse struct {
 func (s *Server) handleGetConversation(w http.ResponseWriter, r *http.Request) {
 	user, id := userOf(r), r.PathValue("id")
 	q := store.RunQuery{Cursor: r.URL.Query().Get("cursor")}
-	if err := cmp.Or(queryCount(r, "limit", &q.Limit), queryCount(r, "events_limit", &q.EventLimit)); err != nil {
+	if err := cmp.Or(paging.Count(r, "limit", &q.Limit), paging.Count(r, "events_limit", &q.EventLimit)); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -84,7 +63,7 @@ func (s *Server) handleGetConversation(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, conversationResponse{ID: c.ID, Title: c.Title, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+	jsonbody.Write(w, http.StatusOK, conversationResponse{ID: c.ID, Title: c.Title, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		Status: c.Status, Messages: page.Messages, Runs: page.Runs, NextCursor: page.NextCursor})
 }
 
@@ -106,7 +85,7 @@ func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 		after int64
 		limit int
 	)
-	if err := cmp.Or(queryCount(r, "after", &after), queryCount(r, "limit", &limit)); err != nil {
+	if err := cmp.Or(paging.Count(r, "after", &after), paging.Count(r, "limit", &limit)); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -133,7 +112,7 @@ func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 			res.NextAfter = last
 		}
 	}
-	writeJSON(w, http.StatusOK, res)
+	jsonbody.Write(w, http.StatusOK, res)
 }
 
 // handleDeleteConversation is DELETE /api/v1/conversations/{id}: a live
@@ -198,7 +177,7 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"status": "cancelling", "run_id": runID})
+	jsonbody.Write(w, http.StatusAccepted, map[string]string{"status": "cancelling", "run_id": runID})
 }
 
 // handleQueue is GET /api/v1/conversations/{id}/queue: the messages
@@ -210,7 +189,7 @@ func (s *Server) handleQueue(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string][]runs.QueuedRun{"queued": q})
+	jsonbody.Write(w, http.StatusOK, map[string][]runs.QueuedRun{"queued": q})
 }
 
 // handleCancelQueued is DELETE /api/v1/conversations/{id}/queue/{run_id}:
@@ -261,5 +240,5 @@ func (s *Server) handleRenameConversation(w http.ResponseWriter, r *http.Request
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, c)
+	jsonbody.Write(w, http.StatusOK, c)
 }

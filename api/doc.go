@@ -8,13 +8,14 @@
 // none: it is given a finished run service (package runs) and starts,
 // follows, answers, cancels, edits and recovers every run through it,
 // mapping its errors to API.md's statuses in one place (writeError);
-// package store is the record both read. The documents, memory,
-// erasure and webhook delivery log endpoints are thin the same way,
-// over the services they are given (Config.Documents, Config.Cognition,
-// Config.Erasure, Config.Webhooks), and the
-// operators' keys endpoints over the record of issued keys
-// (Config.IssuedKeys). What the agent is, and how it is
-// glued to memory and documents, is cmd/trellis' wiring.
+// package store is the record both read. The endpoint groups that are
+// thin HTTP over a service of their own are packages it mounts over the
+// services in Config, answering their errors as its own: the documents
+// endpoints and document.status on its streams (api/docs), a user's
+// endpoints beside their conversations (memory, usage, erasure: api/me)
+// and the operators' (issued keys, the webhook delivery log: api/admin). What
+// the agent is, and how it is glued to memory and documents, is
+// cmd/trellis' wiring.
 //
 // # Example
 //

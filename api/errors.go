@@ -2,12 +2,10 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 
 	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/api/middleware"
@@ -60,17 +58,4 @@ func (s *Server) classify(r *http.Request, err error) *Error {
 	s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
 		slog.String("request_id", middleware.RequestIDFrom(r.Context())), slog.String("path", r.URL.Path), slog.Any("error", err))
 	return httperr.Internal(" under request id " + middleware.RequestIDFrom(r.Context()))
-}
-
-// writeJSON answers v with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b = []byte(`{"error":{"code":"internal_error","message":"the response could not be encoded"}}`)
-		status = http.StatusInternalServerError
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
 }

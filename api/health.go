@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/trellis-ai/trellis/api/jsonbody"
 )
 
 // health is what /healthz and /readyz know of the store: since when
@@ -84,7 +86,7 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	jsonbody.Write(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // handleReadyz answers 200 once the store answers with its migrations
@@ -106,5 +108,5 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(http.StatusServiceUnavailable, "not_ready", "the server is not ready: storage, migrations or a required dependency is unavailable"))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	jsonbody.Write(w, http.StatusOK, map[string]string{"status": "ready"})
 }

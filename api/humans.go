@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/trellis-ai/trellis/api/jsonbody"
+	"github.com/trellis-ai/trellis/api/paging"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
@@ -18,10 +19,10 @@ import (
 // GET /api/v1/uncertain-calls/pending (?conversation_id=&limit=&cursor=):
 // a page of the user's pending human requests of the kind, as a list
 // named key: the body API.md gives, with the next page's cursor in a
-// header (see nextCursor).
+// header (see paging.NextCursor).
 func (s *Server) handlePending(kind store.HumanKind, key string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		page, err := queryPage(r)
+		page, err := paging.Page(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -31,8 +32,8 @@ func (s *Server) handlePending(kind store.HumanKind, key string) http.HandlerFun
 			s.writeError(w, r, err)
 			return
 		}
-		nextCursor(w, p.NextCursor)
-		writeJSON(w, http.StatusOK, map[string][]store.HumanRequest{key: p.Requests})
+		paging.NextCursor(w, p.NextCursor)
+		jsonbody.Write(w, http.StatusOK, map[string][]store.HumanRequest{key: p.Requests})
 	}
 }
 
@@ -79,7 +80,7 @@ func (s *Server) decided(w http.ResponseWriter, r *http.Request, kind string, h 
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "processed", kind + "_id": h.ID, "decision": decision})
+	jsonbody.Write(w, http.StatusOK, map[string]string{"status": "processed", kind + "_id": h.ID, "decision": decision})
 }
 
 // uncertainCallRequest is the body of POST
@@ -139,7 +140,7 @@ func (s *Server) handleElicitationRespond(w http.ResponseWriter, r *http.Request
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "processed", "elicitation_id": body.ElicitationID, "action": string(body.Action)})
+	jsonbody.Write(w, http.StatusOK, map[string]string{"status": "processed", "elicitation_id": body.ElicitationID, "action": string(body.Action)})
 }
 
 // handleElicitationCancel is DELETE /api/v1/elicitation/{id}: the waiting
@@ -160,7 +161,7 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 			tools = t
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string][]operators.ToolInfo{"tools": tools})
+	jsonbody.Write(w, http.StatusOK, map[string][]operators.ToolInfo{"tools": tools})
 }
 
 // answersRequest is the body of POST
@@ -203,7 +204,7 @@ func (s *Server) handleAnswers(w http.ResponseWriter, r *http.Request) {
 	for i, id := range ids {
 		out.Answers[i] = answered{ApprovalID: id, Decision: answers[i].Decision}
 	}
-	writeJSON(w, http.StatusOK, out)
+	jsonbody.Write(w, http.StatusOK, out)
 }
 
 // decodeAnswers decodes and checks the body of POST .../answers: the

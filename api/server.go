@@ -10,6 +10,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/admin"
+	"github.com/trellis-ai/trellis/api/docs"
+	"github.com/trellis-ai/trellis/api/me"
 	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/runs"
@@ -37,6 +40,8 @@ type Server struct {
 
 	// health is what the probes know of the store (see health).
 	health health
+	// docs serves the documents endpoints; nil without Config.Documents.
+	docs *docs.Handler
 }
 
 // New builds the server and its router over cfg.Runs; it builds no run
@@ -71,6 +76,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	ac.Failures, ac.Refused = s.authLimiter, s.metrics.AuthFailed
 	s.authenticate = middleware.Authenticate(ac)
+	if cfg.Documents != nil {
+		s.docs = docs.New(docs.Config{Documents: cfg.Documents, Error: s.writeError, Logger: s.log})
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -113,6 +121,15 @@ func (s *Server) Recover(ctx context.Context) (int, error) {
 // middleware.LocalUser.
 func (s *Server) localMode() bool {
 	return len(s.cfg.Keys) == 0 && s.cfg.IssuedKeys == nil && s.cfg.Tokens == nil
+}
+
+// operators lets through only the server's operators (Config.Admins; in
+// local mode, the local user).
+func (s *Server) operators() func(http.Handler) http.Handler {
+	if s.localMode() {
+		return middleware.Operators([]string{middleware.LocalUser})
+	}
+	return middleware.Operators(s.cfg.Admins)
 }
 
 // Handler serves the API, /healthz, /readyz, /metrics, and /mcp and the
@@ -169,20 +186,12 @@ func (s *Server) routes() http.Handler {
 		r.Get("/conversations/{id}/tasks", s.handleTasks)
 		r.Patch("/conversations/{id}/tasks/{task_id}", s.handleEditTask)
 		r.Get("/agent/graph", s.handleAgentGraph)
-		if s.cfg.Documents != nil {
-			s.documentRoutes(r)
+		if s.docs != nil {
+			s.docs.Routes(r)
 		}
-		if s.cfg.Cognition != nil {
-			s.meRoutes(r)
-		}
-		if s.cfg.Erasure != nil {
-			s.erasureRoutes(r)
-		}
-		s.keyRoutes(r)
-		s.usageRoutes(r)
-		if s.cfg.Webhooks != nil {
-			s.webhookRoutes(r)
-		}
+		me.Routes(r, me.Config{Runs: s.runs, Usage: s.store, Cognition: s.cfg.Cognition, Erasure: s.cfg.Erasure,
+			Operators: s.operators(), Error: s.writeError})
+		admin.Routes(r, admin.Config{Keys: s.cfg.IssuedKeys, Webhooks: s.cfg.Webhooks, Operators: s.operators(), Error: s.writeError})
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.limitBody, s.clientIP, s.authenticate, s.limitRate)
@@ -206,14 +215,14 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit := limit
-		upload := s.cfg.Documents != nil && r.Method == http.MethodPost && r.URL.Path == uploadPath
+		upload := s.docs != nil && r.Method == http.MethodPost && r.URL.Path == docs.UploadPath
 		if upload {
-			limit = s.uploadLimit()
+			limit = s.docs.UploadLimit(limit)
 		}
 		if r.ContentLength > limit {
 			var err error = &http.MaxBytesError{Limit: limit}
 			if upload {
-				err = s.documentTooLarge()
+				err = s.docs.TooLarge()
 			}
 			s.writeError(w, r, err)
 			return

@@ -35,7 +35,7 @@ func (s *Server) handleTasks(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, boardOf(b))
+	jsonbody.Write(w, http.StatusOK, boardOf(b))
 }
 
 // handleEditTask is PATCH /api/v1/conversations/{id}/tasks/{task_id}
@@ -58,7 +58,7 @@ func (s *Server) handleEditTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, t)
+	jsonbody.Write(w, http.StatusOK, t)
 }
 
 // taskPatch is the PATCH body as it comes: each field present or not,
@@ -119,5 +119,5 @@ type agentGraph struct {
 }
 
 func (s *Server) handleAgentGraph(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, agentGraph{Mermaid: s.runs.Mermaid()})
+	jsonbody.Write(w, http.StatusOK, agentGraph{Mermaid: s.runs.Mermaid()})
 }

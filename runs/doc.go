@@ -27,7 +27,8 @@
 //   - Branches of an edited turn, SetBranch to make one active.
 //   - Read: Conversation, Conversations, OpenConversation,
 //     CreateConversation, SetMetadata, RunRecord, LatestRun, RunRecords,
-//     HumanRequest, LastInterrupt, State, History, Mermaid.
+//     HumanRequest, Waiting (what an interrupted run waits for),
+//     LastInterrupt, State, History, Mermaid.
 //   - Run the service: Recover, Shutdown, Draining, SessionLostSince,
 //     Lost, Models.
 //

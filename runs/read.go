@@ -68,6 +68,28 @@ func (m *Service) HumanRequest(ctx context.Context, kind HumanKind, user, id str
 	return m.st.GetHumanRequest(ctx, kind, user, id)
 }
 
+// Waiting returns the user's pending human requests of the kind that
+// the run asked, in the order the record lists them: what an
+// interrupted run waits for (the few its last step asked). Errors: the
+// store's.
+func (m *Service) Waiting(ctx context.Context, kind HumanKind, user, conversationID, runID string) ([]HumanRequest, error) {
+	out := []HumanRequest{}
+	for page := (Page{Limit: store.MaxLimit}); ; {
+		p, err := m.st.PendingHumanRequests(ctx, kind, user, conversationID, page)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range p.Requests {
+			if h.RunID == runID {
+				out = append(out, h)
+			}
+		}
+		if page.Cursor = p.NextCursor; page.Cursor == "" {
+			return out, nil
+		}
+	}
+}
+
 // State returns the conversation's newest state, as the agent holds
 // it. Errors: ErrNoConversation (the agent has none yet).
 func (m *Service) State(ctx context.Context, conversationID string) (Snapshot, error) {

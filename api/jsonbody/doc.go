@@ -2,6 +2,8 @@
 // strictly (Decode): the right Content-Type, one JSON value, no unknown
 // fields, and only text the store can keep, each refusal an
 // httperr.Problem in API.md's terms (415, 400 malformed_json,
-// unknown_field, invalid_field, invalid_text) that says what to fix.
-// Package api decodes every body it reads through it.
+// unknown_field, invalid_field, invalid_text) that says what to fix;
+// and writes answers as JSON (Write). Package api and its endpoint
+// packages decode every body they read, and write every JSON answer,
+// through it.
 package jsonbody

@@ -152,6 +152,21 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request, awaitsEnd bool) 
 	return b, nil
 }
 
+// beginFollow begins the run a request asks for (begin) and, when its
+// message was queued behind the thread's run, waits for it to start
+// (awaitQueued); false when it answered the request already.
+func (h *handler) beginFollow(w http.ResponseWriter, r *http.Request, awaitsEnd bool) (*begun, bool) {
+	b, err := h.begin(w, r, awaitsEnd)
+	if err != nil {
+		h.fail(w, r, err)
+		return nil, false
+	}
+	if b.queued != nil && !h.awaitQueued(w, r, b) {
+		return nil, false
+	}
+	return b, true
+}
+
 // awaitQueued waits for b's queued message to start, and sets b to
 // follow its run from its first event, as a join does; false when the
 // client left first or the message was cancelled (answered then).
@@ -223,12 +238,8 @@ func (h *handler) resume(ctx context.Context, b *begun, snap runs.Snapshot, stat
 
 // streamRun is POST /threads/{id}/runs/stream.
 func (h *handler) streamRun(w http.ResponseWriter, r *http.Request) {
-	b, err := h.begin(w, r, false)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if b.queued != nil && !h.awaitQueued(w, r, b) {
+	b, ok := h.beginFollow(w, r, false)
+	if !ok {
 		return
 	}
 	defer b.sub.Close()
@@ -244,12 +255,8 @@ func (h *handler) streamRun(w http.ResponseWriter, r *http.Request) {
 
 // waitRun is POST /threads/{id}/runs/wait: the final values, as JSON.
 func (h *handler) waitRun(w http.ResponseWriter, r *http.Request) {
-	b, err := h.begin(w, r, true)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if b.queued != nil && !h.awaitQueued(w, r, b) {
+	b, ok := h.beginFollow(w, r, true)
+	if !ok {
 		return
 	}
 	defer b.sub.Close()

@@ -665,6 +665,20 @@ func (e *crashEnv) awaitEffects(prefix string, n int) {
 	}
 }
 
+// inCall sends message as a new chat to c, reads its stream to its
+// tool.start and waits until the call's side effect (a line starting
+// with effect) is recorded: the turn is inside its call (with
+// holdCalls, held there). It returns the conversation, the run and the
+// events read.
+func (e *crashEnv) inCall(c *child, message, effect string) (conv, runID string, seen []event) {
+	e.t.Helper()
+	resp := c.do("POST", "/api/v1/chat", map[string]any{"message": message})
+	conv, runID = resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+	seen = sseEvents(e.t, resp, func(ev event) bool { return ev.typ == "tool.start" })
+	e.awaitEffects(effect, 1)
+	return conv, runID, seen
+}
+
 // holdCalls makes the count server's charge and stamp wait inside the call
 // until the returned func is called.
 func (e *crashEnv) holdCalls() (release func()) {
@@ -699,10 +713,7 @@ func TestCrashWhileANonIdempotentToolRuns(t *testing.T) {
 			}
 			chats := []*chat{{note: "alpha", decision: "retry"}, {note: "beta", decision: "skip"}, {note: "gamma", decision: "fail"}}
 			for _, c := range chats {
-				resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "charge " + c.note})
-				c.conv, c.runID = resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
-				c.seen = sseEvents(t, resp, func(ev event) bool { return ev.typ == "tool.start" })
-				e.awaitEffects("charge "+c.note+" ", 1)
+				c.conv, c.runID, c.seen = e.inCall(first, "charge "+c.note, "charge "+c.note+" ")
 			}
 			first.stop(syscall.SIGKILL) // every charge is inside its call, its side effect done
 			release()
@@ -778,10 +789,7 @@ func TestCrashWhileAnIdempotentToolRuns(t *testing.T) {
 			e := newCrashEnv(t, db)
 			release := e.holdCalls()
 			first := e.startConnected()
-			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "stamp the record"})
-			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
-			seen := sseEvents(t, resp, func(ev event) bool { return ev.typ == "tool.start" })
-			e.awaitEffects("stamp s1 ", 1)
+			conv, runID, seen := e.inCall(first, "stamp the record", "stamp s1 ")
 			first.stop(syscall.SIGKILL)
 			release()
 

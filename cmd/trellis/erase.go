@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/trellis-ai/trellis/api"
+	"github.com/trellis-ai/trellis/api/me"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/internal/jobs"
@@ -51,7 +51,7 @@ type eraseRecord interface {
 	store.Users
 }
 
-// eraser is api.Eraser over the job queue: DELETE /me enqueues a durable
+// eraser is me.Eraser over the job queue: DELETE /me enqueues a durable
 // job, which erase works, here or in another process, again after a
 // crash. Its fields are set by wire once every service exists; the job
 // waits for that.
@@ -67,7 +67,7 @@ type eraser struct {
 	log  *slog.Logger
 }
 
-var _ api.Eraser = (*eraser)(nil)
+var _ me.Eraser = (*eraser)(nil)
 
 // newEraser registers the erasure's job with ws; wire the eraser before
 // the server takes requests.
@@ -83,43 +83,43 @@ func (e *eraser) wire(queue *jobs.Queue, svc *runs.Service, st eraseRecord, docs
 	close(e.ready)
 }
 
-// Erase implements api.Eraser: it marks the user as being erased, so
+// Erase implements me.Eraser: it marks the user as being erased, so
 // that nothing new of theirs is stored from now on (store.Users.BeginErasure),
 // and enqueues the user's erasure unless one waits or runs already.
-func (e *eraser) Erase(ctx context.Context, userID string) (api.Erasure, error) {
+func (e *eraser) Erase(ctx context.Context, userID string) (me.Erasure, error) {
 	if err := e.st.BeginErasure(ctx, userID); err != nil {
-		return api.Erasure{}, fmt.Errorf("erase %s: %w", userID, err)
+		return me.Erasure{}, fmt.Errorf("erase %s: %w", userID, err)
 	}
 	if _, err := e.queue.Enqueue(ctx, eraseArgs{UserID: userID}, jobs.EnqueueOptions{UniqueUnfinished: true, MaxAttempts: eraseAttempts}); err != nil {
-		return api.Erasure{}, fmt.Errorf("erase %s: %w", userID, err)
+		return me.Erasure{}, fmt.Errorf("erase %s: %w", userID, err)
 	}
 	return e.Erasure(ctx, userID)
 }
 
-// Erasure implements api.Eraser: the user's newest erasure job, as the
+// Erasure implements me.Eraser: the user's newest erasure job, as the
 // API shows it.
-func (e *eraser) Erasure(ctx context.Context, userID string) (api.Erasure, error) {
+func (e *eraser) Erasure(ctx context.Context, userID string) (me.Erasure, error) {
 	j, err := e.queue.Newest(ctx, eraseArgs{}.Kind(), "user_id", userID)
 	if errors.Is(err, jobs.ErrNotFound) {
-		return api.Erasure{}, api.ErrNoErasure
+		return me.Erasure{}, me.ErrNoErasure
 	}
 	if err != nil {
-		return api.Erasure{}, err
+		return me.Erasure{}, err
 	}
-	out := api.Erasure{Attempt: j.Attempt, RequestedAt: j.CreatedAt.UTC(), Error: j.Err}
+	out := me.Erasure{Attempt: j.Attempt, RequestedAt: j.CreatedAt.UTC(), Error: j.Err}
 	switch j.State {
 	case jobs.StateRunning:
-		out.Status = api.ErasureRunning
+		out.Status = me.ErasureRunning
 	case jobs.StateCompleted:
-		out.Status = api.ErasureCompleted
+		out.Status = me.ErasureCompleted
 		at := j.FinalizedAt.UTC()
 		out.CompletedAt = &at
 	case jobs.StateCancelled, jobs.StateDiscarded:
-		out.Status = api.ErasureFailed
+		out.Status = me.ErasureFailed
 	default:
-		out.Status = api.ErasureQueued
+		out.Status = me.ErasureQueued
 		if j.Attempt > 0 {
-			out.Status = api.ErasureRetrying
+			out.Status = me.ErasureRetrying
 		}
 	}
 	return out, nil

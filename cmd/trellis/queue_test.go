@@ -19,10 +19,7 @@ func TestCrashWhileMessagesWaitInTheQueue(t *testing.T) {
 			e := newCrashEnv(t, db)
 			release := e.holdCalls()
 			first := e.startConnected()
-			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "stamp the record"})
-			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
-			sseEvents(t, resp, func(ev event) bool { return ev.typ == "tool.start" })
-			e.awaitEffects("stamp s1 ", 1)
+			conv, runID, _ := e.inCall(first, "stamp the record", "stamp s1 ")
 			var queued []string
 			for _, msg := range []string{"charge beta", "charge gamma"} {
 				r := first.do("POST", "/api/v1/chat/sync", map[string]any{"message": msg, "conversation_id": conv, "multitask_strategy": "enqueue"})

@@ -97,81 +97,83 @@ func scanEvent(row Row) (store.Event, error) {
 	return e, nil
 }
 
+// humanCols are the columns every kind of human request has, first in
+// each kind's list; deadlineCols those of the kinds that may have a
+// deadline, last in theirs. scanHuman reads them.
+const (
+	humanCols    = `id, conversation_id, run_id, user_id, status, created_at, resolved_at`
+	deadlineCols = `expires_at, on_expiry, timed_out`
+)
+
+// scanHuman reads a row of a kind's columns into r: humanCols, then the
+// kind's own into kindDest, then, with deadline, deadlineCols.
+func scanHuman(row Row, r *store.HumanRequest, deadline bool, kindDest ...any) error {
+	var created, resolved, expires dbTime
+	dest := append([]any{&r.ID, &r.ConversationID, &r.RunID, &r.UserID, &r.Status, &created, &resolved}, kindDest...)
+	if deadline {
+		dest = append(dest, &expires, &r.OnExpiry, &r.TimedOut)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return err
+	}
+	r.CreatedAt, r.ResolvedAt, r.ExpiresAt = created.t, resolved.ptr(), expires.ptr()
+	return nil
+}
+
 // approvalCols are read by scanApproval.
-const approvalCols = `id, conversation_id, run_id, user_id, tool_call_id, tool, args, revision, status, decision,
-    edited_args, reason, created_at, resolved_at, expires_at, on_expiry, timed_out`
+const approvalCols = humanCols + `, tool_call_id, tool, args, revision, decision, edited_args, reason, ` + deadlineCols
 
 func scanApproval(row Row) (store.HumanRequest, error) {
 	var (
-		r                 = store.HumanRequest{Kind: store.KindApproval}
-		a                 = &r.Approval
-		args, edited      []byte
-		created, resolved dbTime
-		expires           dbTime
+		r            = store.HumanRequest{Kind: store.KindApproval}
+		a            = &r.Approval
+		args, edited []byte
 	)
-	err := row.Scan(&r.ID, &r.ConversationID, &r.RunID, &r.UserID, &a.ToolCallID, &a.Tool, &args, &a.Revision,
-		&r.Status, &a.Decision, &edited, &a.Reason, &created, &resolved, &expires, &r.OnExpiry, &r.TimedOut)
-	if err != nil {
+	if err := scanHuman(row, &r, true, &a.ToolCallID, &a.Tool, &args, &a.Revision, &a.Decision, &edited, &a.Reason); err != nil {
 		return r, err
 	}
 	a.Args, a.EditedArgs = json.RawMessage(args), rawJSON(edited)
-	r.CreatedAt, r.ResolvedAt, r.ExpiresAt = created.t, resolved.ptr(), expires.ptr()
 	return r, nil
 }
 
 // elicitationCols are read by scanElicitation.
-const elicitationCols = `id, conversation_id, run_id, user_id, source, message, schema, status, content, created_at, resolved_at,
-    expires_at, on_expiry, timed_out`
+const elicitationCols = humanCols + `, source, message, schema, content, ` + deadlineCols
 
 func scanElicitation(row Row) (store.HumanRequest, error) {
 	var (
-		r                 = store.HumanRequest{Kind: store.KindElicitation}
-		e                 = &r.Elicitation
-		schema, content   []byte
-		created, resolved dbTime
-		expires           dbTime
+		r               = store.HumanRequest{Kind: store.KindElicitation}
+		e               = &r.Elicitation
+		schema, content []byte
 	)
-	err := row.Scan(&r.ID, &r.ConversationID, &r.RunID, &r.UserID, &e.Source, &e.Message, &schema, &r.Status,
-		&content, &created, &resolved, &expires, &r.OnExpiry, &r.TimedOut)
-	if err != nil {
+	if err := scanHuman(row, &r, true, &e.Source, &e.Message, &schema, &content); err != nil {
 		return r, err
 	}
 	e.Schema, e.Content = json.RawMessage(schema), rawJSON(content)
-	r.CreatedAt, r.ResolvedAt, r.ExpiresAt = created.t, resolved.ptr(), expires.ptr()
 	return r, nil
 }
 
 // clarificationCols are read by scanClarification.
-const clarificationCols = `id, conversation_id, run_id, user_id, question, status, answer, created_at, resolved_at`
+const clarificationCols = humanCols + `, question, answer`
 
 func scanClarification(row Row) (store.HumanRequest, error) {
-	var (
-		r                 = store.HumanRequest{Kind: store.KindClarification}
-		c                 = &r.Clarification
-		created, resolved dbTime
-	)
-	if err := row.Scan(&r.ID, &r.ConversationID, &r.RunID, &r.UserID, &c.Question, &r.Status, &c.Answer, &created, &resolved); err != nil {
-		return r, err
-	}
-	r.CreatedAt, r.ResolvedAt = created.t, resolved.ptr()
-	return r, nil
+	r := store.HumanRequest{Kind: store.KindClarification}
+	c := &r.Clarification
+	return r, scanHuman(row, &r, false, &c.Question, &c.Answer)
 }
 
 // uncertainCallCols are read by scanUncertainCall.
-const uncertainCallCols = `id, conversation_id, run_id, user_id, tool_call_id, tool, args, status, created_at, resolved_at`
+const uncertainCallCols = humanCols + `, tool_call_id, tool, args`
 
 func scanUncertainCall(row Row) (store.HumanRequest, error) {
 	var (
-		r                 = store.HumanRequest{Kind: store.KindUncertainCall}
-		u                 = &r.UncertainCall
-		args              []byte
-		created, resolved dbTime
+		r    = store.HumanRequest{Kind: store.KindUncertainCall}
+		u    = &r.UncertainCall
+		args []byte
 	)
-	if err := row.Scan(&r.ID, &r.ConversationID, &r.RunID, &r.UserID, &u.ToolCallID, &u.Tool, &args, &r.Status, &created, &resolved); err != nil {
+	if err := scanHuman(row, &r, false, &u.ToolCallID, &u.Tool, &args); err != nil {
 		return r, err
 	}
 	u.Args = json.RawMessage(args)
-	r.CreatedAt, r.ResolvedAt = created.t, resolved.ptr()
 	return r, nil
 }
 

@@ -1,4 +1,4 @@
-package api
+package me
 
 import (
 	"fmt"
@@ -8,14 +8,18 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/httperr"
+	"github.com/trellis-ai/trellis/api/jsonbody"
+	"github.com/trellis-ai/trellis/api/paging"
+	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
 
 // usageRoutes are the usage record's views: the user's own, and every
 // user's for the operators.
-func (s *Server) usageRoutes(r chi.Router) {
-	r.Get("/me/usage", s.handleMyUsage)
-	r.With(s.operators()).Get("/admin/usage", s.handleAdminUsage)
+func (h *handler) usageRoutes(r chi.Router) {
+	r.Get("/me/usage", h.handleMyUsage)
+	r.With(h.cfg.Operators).Get("/admin/usage", h.handleAdminUsage)
 }
 
 // usageQuota is the user's monthly quota as GET /api/v1/me/usage shows
@@ -33,22 +37,22 @@ type myUsage struct {
 }
 
 // handleMyUsage is GET /api/v1/me/usage?from=&to=&limit=&cursor=.
-func (s *Server) handleMyUsage(w http.ResponseWriter, r *http.Request) {
+func (h *handler) handleMyUsage(w http.ResponseWriter, r *http.Request) {
 	q, err := usageQuery(r, "from", "to", "limit", "cursor")
 	if err != nil {
-		s.writeError(w, r, err)
+		h.cfg.Error(w, r, err)
 		return
 	}
-	q.UserID = userOf(r)
-	p, err := s.store.UsageDays(r.Context(), q)
+	q.UserID = runs.UserFrom(r.Context())
+	p, err := h.cfg.Usage.UsageDays(r.Context(), q)
 	if err != nil {
-		s.writeError(w, r, err)
+		h.cfg.Error(w, r, err)
 		return
 	}
 	out := myUsage{UsagePage: p}
-	used, quota, err := s.runs.MonthUsage(r.Context(), q.UserID)
+	used, quota, err := h.cfg.Runs.MonthUsage(r.Context(), q.UserID)
 	if err != nil {
-		s.writeError(w, r, err)
+		h.cfg.Error(w, r, err)
 		return
 	}
 	if quota > 0 {
@@ -56,23 +60,23 @@ func (s *Server) handleMyUsage(w http.ResponseWriter, r *http.Request) {
 		out.Quota = &usageQuota{MonthlyTokens: quota, UsedTokens: used,
 			ResetsAt: time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)}
 	}
-	writeJSON(w, http.StatusOK, out)
+	jsonbody.Write(w, http.StatusOK, out)
 }
 
 // handleAdminUsage is GET /api/v1/admin/usage?user_id=&from=&to=&limit=&cursor=.
-func (s *Server) handleAdminUsage(w http.ResponseWriter, r *http.Request) {
+func (h *handler) handleAdminUsage(w http.ResponseWriter, r *http.Request) {
 	q, err := usageQuery(r, "user_id", "from", "to", "limit", "cursor")
 	if err != nil {
-		s.writeError(w, r, err)
+		h.cfg.Error(w, r, err)
 		return
 	}
 	q.UserID = r.URL.Query().Get("user_id")
-	p, err := s.store.UsageDays(r.Context(), q)
+	p, err := h.cfg.Usage.UsageDays(r.Context(), q)
 	if err != nil {
-		s.writeError(w, r, err)
+		h.cfg.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonbody.Write(w, http.StatusOK, p)
 }
 
 // usageQuery reads a usage view's range and page, refusing a parameter
@@ -81,7 +85,7 @@ func (s *Server) handleAdminUsage(w http.ResponseWriter, r *http.Request) {
 func usageQuery(r *http.Request, known ...string) (store.UsageQuery, error) {
 	for name := range r.URL.Query() {
 		if !slices.Contains(known, name) {
-			return store.UsageQuery{}, errorf(http.StatusBadRequest, "invalid_parameter",
+			return store.UsageQuery{}, httperr.New(http.StatusBadRequest, "invalid_parameter",
 				fmt.Sprintf("unknown parameter %q; this endpoint takes %v", name, known))
 		}
 	}
@@ -94,9 +98,9 @@ func usageQuery(r *http.Request, known ...string) (store.UsageQuery, error) {
 		q.To = v
 	}
 	if _, _, err := q.Days(); err != nil {
-		return q, errorf(http.StatusBadRequest, "invalid_parameter", err.Error())
+		return q, httperr.New(http.StatusBadRequest, "invalid_parameter", err.Error())
 	}
-	page, err := queryPage(r)
+	page, err := paging.Page(r)
 	q.Page = page
 	return q, err
 }

@@ -1,4 +1,4 @@
-package api
+package admin
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/httperr"
+	"github.com/trellis-ai/trellis/api/jsonbody"
+	"github.com/trellis-ai/trellis/api/paging"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -24,40 +27,40 @@ type Webhooks interface {
 
 // webhookRoutes are the delivery log (Config.Webhooks): it spans every
 // user, so only operators read it.
-func (s *Server) webhookRoutes(r chi.Router) {
-	r.With(s.operators()).Get("/webhooks/deliveries", s.handleDeliveries)
-	r.With(s.operators()).Post("/webhooks/deliveries/{id}/redeliver", s.handleRedeliver)
+func (h *handler) webhookRoutes(r chi.Router) {
+	r.With(h.cfg.Operators).Get("/webhooks/deliveries", h.handleDeliveries)
+	r.With(h.cfg.Operators).Post("/webhooks/deliveries/{id}/redeliver", h.handleRedeliver)
 }
 
 // handleDeliveries is GET /api/v1/webhooks/deliveries?limit=&cursor=.
-func (s *Server) handleDeliveries(w http.ResponseWriter, r *http.Request) {
-	page, err := queryPage(r)
+func (h *handler) handleDeliveries(w http.ResponseWriter, r *http.Request) {
+	page, err := paging.Page(r)
 	if err != nil {
-		s.writeError(w, r, err)
+		h.cfg.Error(w, r, err)
 		return
 	}
-	p, err := s.cfg.Webhooks.Deliveries(r.Context(), page)
+	p, err := h.cfg.Webhooks.Deliveries(r.Context(), page)
 	if err != nil {
-		s.writeError(w, r, err)
+		h.cfg.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonbody.Write(w, http.StatusOK, p)
 }
 
 // errDeliveryPending answers a redelivery of a delivery not yet done.
-var errDeliveryPending = errorf(http.StatusConflict, "delivery_pending",
+var errDeliveryPending = httperr.New(http.StatusConflict, "delivery_pending",
 	"the delivery is pending: its attempts go on; redeliver it once it is delivered or failed")
 
 // handleRedeliver is POST /api/v1/webhooks/deliveries/{id}/redeliver:
 // 202 with the delivery, pending again.
-func (s *Server) handleRedeliver(w http.ResponseWriter, r *http.Request) {
-	d, err := s.cfg.Webhooks.Redeliver(r.Context(), r.PathValue("id"))
+func (h *handler) handleRedeliver(w http.ResponseWriter, r *http.Request) {
+	d, err := h.cfg.Webhooks.Redeliver(r.Context(), r.PathValue("id"))
 	if errors.Is(err, store.ErrConflict) {
 		err = errDeliveryPending
 	}
 	if err != nil {
-		s.writeError(w, r, err)
+		h.cfg.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, d)
+	jsonbody.Write(w, http.StatusAccepted, d)
 }

@@ -1,4 +1,4 @@
-package api
+package me
 
 import (
 	"net/http"
@@ -6,30 +6,33 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/api/jsonbody"
+	"github.com/trellis-ai/trellis/api/paging"
 	"github.com/trellis-ai/trellis/cognition"
+	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
 
-// meRoutes are the user's view and control of what the agent remembers
+// memoryRoutes are the user's view and control of what the agent remembers
 // of them (Config.Cognition), and the agent's view of itself.
-func (s *Server) meRoutes(r chi.Router) {
-	r.Get("/me/profile", s.handleGetProfile)
-	r.Patch("/me/profile", s.handlePatchProfile)
-	r.Get("/me/memories", s.handleListMemories)
-	r.Delete("/me/memories", s.handleForgetAll)
-	r.Delete("/me/memories/{id}", s.handleForget)
-	r.With(s.operators()).Get("/cognition/identity", s.handleIdentity)
+func (h *handler) memoryRoutes(r chi.Router) {
+	r.Get("/me/profile", h.handleGetProfile)
+	r.Patch("/me/profile", h.handlePatchProfile)
+	r.Get("/me/memories", h.handleListMemories)
+	r.Delete("/me/memories", h.handleForgetAll)
+	r.Delete("/me/memories/{id}", h.handleForget)
+	r.With(h.cfg.Operators).Get("/cognition/identity", h.handleIdentity)
 }
 
 // handleGetProfile is GET /api/v1/me/profile.
-func (s *Server) handleGetProfile(w http.ResponseWriter, r *http.Request) {
-	p, err := s.cfg.Cognition.Profile(r.Context(), userOf(r))
+func (h *handler) handleGetProfile(w http.ResponseWriter, r *http.Request) {
+	p, err := h.cfg.Cognition.Profile(r.Context(), runs.UserFrom(r.Context()))
 	if err != nil {
-		s.writeError(w, r, err)
+		h.cfg.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonbody.Write(w, http.StatusOK, p)
 }
 
 // profilePatch is the body of PATCH /api/v1/me/profile: any of the
@@ -56,16 +59,16 @@ const (
 )
 
 // handlePatchProfile is PATCH /api/v1/me/profile.
-func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request) {
+func (h *handler) handlePatchProfile(w http.ResponseWriter, r *http.Request) {
 	var body profilePatch
 	if err := jsonbody.Decode(r, &body); err != nil {
-		s.writeError(w, r, err)
+		h.cfg.Error(w, r, err)
 		return
 	}
 	invalid := func(msg string) {
-		s.writeError(w, r, errorf(http.StatusBadRequest, "invalid_field", msg))
+		h.cfg.Error(w, r, httperr.New(http.StatusBadRequest, "invalid_field", msg))
 	}
-	if body.UserID != nil && *body.UserID != userOf(r) {
+	if body.UserID != nil && *body.UserID != runs.UserFrom(r.Context()) {
 		invalid(`"user_id" is the caller's own and cannot be changed`)
 		return
 	}
@@ -89,39 +92,39 @@ func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	p, err := s.cfg.Cognition.SetPreferences(r.Context(), userOf(r), cognition.ProfileEdit{Preferences: body.Preferences,
+	p, err := h.cfg.Cognition.SetPreferences(r.Context(), runs.UserFrom(r.Context()), cognition.ProfileEdit{Preferences: body.Preferences,
 		Expertise: body.ExpertiseLevel, Style: body.CommunicationStyle, Interests: body.Interests})
 	if err != nil {
-		s.writeError(w, r, err)
+		h.cfg.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonbody.Write(w, http.StatusOK, p)
 }
 
 // handleListMemories is GET /api/v1/me/memories, paged as conversations
 // are.
-func (s *Server) handleListMemories(w http.ResponseWriter, r *http.Request) {
+func (h *handler) handleListMemories(w http.ResponseWriter, r *http.Request) {
 	page := store.Page{Cursor: r.URL.Query().Get("cursor")}
-	if err := queryCount(r, "limit", &page.Limit); err != nil {
-		s.writeError(w, r, err)
+	if err := paging.Count(r, "limit", &page.Limit); err != nil {
+		h.cfg.Error(w, r, err)
 		return
 	}
-	p, err := s.cfg.Cognition.Memories(r.Context(), userOf(r), page)
+	p, err := h.cfg.Cognition.Memories(r.Context(), runs.UserFrom(r.Context()), page)
 	if err != nil {
-		s.writeError(w, r, err)
+		h.cfg.Error(w, r, err)
 		return
 	}
 	if p.Memories == nil {
 		p.Memories = []store.Memory{}
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonbody.Write(w, http.StatusOK, p)
 }
 
 // handleForget is DELETE /api/v1/me/memories/{id}: 204, or 404 for an
 // unknown memory and another user's.
-func (s *Server) handleForget(w http.ResponseWriter, r *http.Request) {
-	if err := s.cfg.Cognition.Forget(r.Context(), userOf(r), r.PathValue("id")); err != nil {
-		s.writeError(w, r, err)
+func (h *handler) handleForget(w http.ResponseWriter, r *http.Request) {
+	if err := h.cfg.Cognition.Forget(r.Context(), runs.UserFrom(r.Context()), r.PathValue("id")); err != nil {
+		h.cfg.Error(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -129,9 +132,9 @@ func (s *Server) handleForget(w http.ResponseWriter, r *http.Request) {
 
 // handleForgetAll is DELETE /api/v1/me/memories: every memory and the
 // profile, and the learning jobs still queued; 204.
-func (s *Server) handleForgetAll(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.cfg.Cognition.ForgetAll(r.Context(), userOf(r)); err != nil {
-		s.writeError(w, r, err)
+func (h *handler) handleForgetAll(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.cfg.Cognition.ForgetAll(r.Context(), runs.UserFrom(r.Context())); err != nil {
+		h.cfg.Error(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -139,15 +142,15 @@ func (s *Server) handleForgetAll(w http.ResponseWriter, r *http.Request) {
 
 // handleIdentity is GET /api/v1/cognition/identity: the agent's
 // performance per tool and its notes on itself, for the operators
-// (Config.Admins). It holds counts over every user, nothing of any one.
-func (s *Server) handleIdentity(w http.ResponseWriter, r *http.Request) {
-	stats, notes, err := s.cfg.Cognition.Identity(r.Context())
+// (Config.Operators). It holds counts over every user, nothing of any one.
+func (h *handler) handleIdentity(w http.ResponseWriter, r *http.Request) {
+	stats, notes, err := h.cfg.Cognition.Identity(r.Context())
 	if err != nil {
-		s.writeError(w, r, err)
+		h.cfg.Error(w, r, err)
 		return
 	}
 	if notes == nil {
 		notes = []string{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": stats, "notes": notes})
+	jsonbody.Write(w, http.StatusOK, map[string]any{"tools": stats, "notes": notes})
 }

@@ -1,4 +1,4 @@
-package api
+package me
 
 import (
 	"context"
@@ -7,6 +7,10 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/trellis-ai/trellis/api/httperr"
+	"github.com/trellis-ai/trellis/api/jsonbody"
+	"github.com/trellis-ai/trellis/runs"
 )
 
 // Eraser erases users: DELETE /api/v1/me asks it to, and GET
@@ -23,7 +27,7 @@ type Eraser interface {
 
 // ErrNoErasure: the user asked for no erasure, or it finished long
 // enough ago to be forgotten too. HTTP 404.
-var ErrNoErasure = errors.New("api: no erasure of this user is known")
+var ErrNoErasure = errors.New("me: no erasure of this user is known")
 
 // Erasure is an erasure of a user, as DELETE /api/v1/me and GET
 // /api/v1/me/erasure show it.
@@ -50,35 +54,35 @@ const (
 )
 
 // erasureRoutes are the user's erasure of themself (Config.Erasure).
-func (s *Server) erasureRoutes(r chi.Router) {
-	r.Delete("/me", s.handleErase)
-	r.Get("/me/erasure", s.handleErasure)
+func (h *handler) erasureRoutes(r chi.Router) {
+	r.Delete("/me", h.handleErase)
+	r.Get("/me/erasure", h.handleErasure)
 }
 
 // handleErase is DELETE /api/v1/me: 202 with the erasure to poll. Asking
 // again while it runs, or after, is answered the same way: the running
 // one, or a new one that erases what came since.
-func (s *Server) handleErase(w http.ResponseWriter, r *http.Request) {
-	e, err := s.cfg.Erasure.Erase(r.Context(), userOf(r))
+func (h *handler) handleErase(w http.ResponseWriter, r *http.Request) {
+	e, err := h.cfg.Erasure.Erase(r.Context(), runs.UserFrom(r.Context()))
 	if err != nil {
-		s.writeError(w, r, err)
+		h.cfg.Error(w, r, err)
 		return
 	}
 	w.Header().Set("Location", "/api/v1/me/erasure")
-	writeJSON(w, http.StatusAccepted, e)
+	jsonbody.Write(w, http.StatusAccepted, e)
 }
 
 // handleErasure is GET /api/v1/me/erasure: the caller's latest erasure,
 // 404 when none is known.
-func (s *Server) handleErasure(w http.ResponseWriter, r *http.Request) {
-	e, err := s.cfg.Erasure.Erasure(r.Context(), userOf(r))
+func (h *handler) handleErasure(w http.ResponseWriter, r *http.Request) {
+	e, err := h.cfg.Erasure.Erasure(r.Context(), runs.UserFrom(r.Context()))
 	if errors.Is(err, ErrNoErasure) {
-		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no erasure of yours is known: DELETE /api/v1/me asks for one"))
+		h.cfg.Error(w, r, httperr.New(http.StatusNotFound, "not_found", "no erasure of yours is known: DELETE /api/v1/me asks for one"))
 		return
 	}
 	if err != nil {
-		s.writeError(w, r, err)
+		h.cfg.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, e)
+	jsonbody.Write(w, http.StatusOK, e)
 }

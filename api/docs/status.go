@@ -1,4 +1,4 @@
-package api
+package docs
 
 import (
 	"context"
@@ -36,7 +36,7 @@ const documentSettled = 5 * time.Second
 // A status never goes back: a read may run ahead of changes still
 // waiting in the Watcher.
 type documentWatch struct {
-	s    *Server
+	h    *Handler
 	ctx  context.Context
 	user string
 	conv string
@@ -78,14 +78,14 @@ func (d *documentWatch) poll() (bool, error) {
 	if time.Since(d.read) >= every-documentPoll/4 { // a tick comes every documentPoll, give or take
 		d.read = time.Now()
 		var err error
-		docs, err = d.s.cfg.Documents.All(d.ctx, d.user, d.conv)
+		docs, err = d.h.cfg.Documents.All(d.ctx, d.user, d.conv)
 		switch {
 		case err == nil:
 			read = true
 		case d.ctx.Err() == nil:
 			// The stream goes on: the next read may succeed; a
 			// conversation deleted has nothing left to tell.
-			d.s.log.LogAttrs(d.ctx, slog.LevelDebug, "reading documents for document.status", slog.String("conversation_id", d.conv), slog.Any("error", err))
+			d.h.cfg.Logger.LogAttrs(d.ctx, slog.LevelDebug, "reading documents for document.status", slog.String("conversation_id", d.conv), slog.Any("error", err))
 		}
 	}
 	wrote := false
