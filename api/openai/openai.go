@@ -42,6 +42,7 @@ func Handler(cfg Config) http.Handler {
 	r.Get("/models", h.listModels)
 	r.Get("/models/{id}", h.getModel)
 	r.Post("/chat/completions", h.chat)
+	r.Post("/responses", h.responses)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: ptr("unknown_url"),
 			Message: "unknown URL " + r.Method + " " + r.URL.Path})
@@ -99,15 +100,39 @@ func modelNotFound(id string) *apiError {
 		Message: "the model " + id + " does not exist; GET /v1/models lists them"}
 }
 
-func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
+// readBody reads the request's body, answering the client when it
+// cannot.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Message: "the request body is too large"})
-			return
+			return nil, false
 		}
 		writeError(w, invalid("", "the request body could not be read"))
+		return nil, false
+	}
+	return body, true
+}
+
+// knownModel reports whether the registry has the model, answering the
+// client when it has not.
+func (h *handler) knownModel(w http.ResponseWriter, model string) bool {
+	if _, err := h.cfg.Runs.Models().Resolve(model); err != nil {
+		if errors.Is(err, llm.ErrUnknownModel) {
+			writeError(w, modelNotFound(model))
+			return false
+		}
+		writeError(w, err)
+		return false
+	}
+	return true
+}
+
+func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	t, err := parseRequest(body)
@@ -115,12 +140,7 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if _, err := h.cfg.Runs.Models().Resolve(t.model); err != nil {
-		if errors.Is(err, llm.ErrUnknownModel) {
-			writeError(w, modelNotFound(t.model))
-			return
-		}
-		writeError(w, err)
+	if !h.knownModel(w, t.model) {
 		return
 	}
 	ctx := r.Context()
