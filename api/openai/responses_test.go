@@ -1,11 +1,14 @@
 package openai_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/api/middleware"
@@ -188,5 +191,145 @@ func TestResponsesClientMistakes(t *testing.T) {
 	page, err := s.store.ListConversations(t.Context(), "alice", store.Page{})
 	if err != nil || len(page.Conversations) != 0 {
 		t.Errorf("refused requests made conversations: %+v, %v", page.Conversations, err)
+	}
+}
+
+// TestResponsesClient drives /v1/responses with the real openai
+// client: create and stream (with their events in the protocol's
+// order), previous_response_id, a thinking model's reasoning item, the
+// function round trip (whole and streamed), an approval-gated Trellis
+// tool shown as an approval request without running, and client
+// mistakes raised as the client's typed errors.
+func TestResponsesClient(t *testing.T) {
+	node := nodeBin(t)
+	s := newServer(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "testdata/responses.mjs", s.url+"/v1", aliceKey)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, stderr.String())
+	}
+	var r responsesReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	if t.Failed() || testing.Verbose() {
+		t.Logf("report: %s", out)
+	}
+	checkWholeAndStreamed(t, r)
+
+	if c := r.Continue.Response; r.Continue.OutputText != "2+2 is 4." || c.PreviousResponseID == nil || *c.PreviousResponseID != r.Create.Response.ID {
+		t.Errorf("continue: %+v", r.Continue)
+	}
+	const thought = "The user asks me to think; an answer will do.\n\nKeep it short."
+	if rs := r.Reasoning; rs.Reasoning != thought || rs.Text != "Thought it over." || len(rs.Final.Output) != 2 ||
+		rs.Final.Output[0].Type != "reasoning" || rs.Final.Output[0].Content[0].Text != thought || rs.Final.Output[1].Type != "message" {
+		t.Errorf("reasoning: %+v", rs)
+	}
+
+	// The function round trip: the first response ends with the call,
+	// the second, from its output, answers.
+	for name, rt := range map[string]roundTrip{"whole": r.FunctionCall, "streamed": r.FunctionCallStream} {
+		if f := rt.First.Output; len(f) != 1 || f[0].Type != "function_call" || f[0].Status != "completed" || f[0].Name != "get_weather" ||
+			f[0].Arguments != `{"city":"Oslo"}` || f[0].CallID == "" || rt.First.Status != "completed" {
+			t.Errorf("%s function call: %+v", name, rt.First)
+		}
+		if rt.OutputText != "It is sunny in Oslo." || rt.Second.PreviousResponseID == nil || *rt.Second.PreviousResponseID != rt.First.ID {
+			t.Errorf("%s function call's answer: %+v", name, rt)
+		}
+	}
+	if got := strings.Join(r.FunctionCallStream.Types, " "); !strings.HasPrefix(got, "response.created response.in_progress") ||
+		!strings.HasSuffix(got, "response.completed") {
+		t.Errorf("the streamed round trip's events: %s", got)
+	}
+
+	// Approval: the response ends at once with the request, and the tool
+	// has not run.
+	for name, a := range map[string]responseObject{"whole": r.Approval.Response, "streamed": r.ApprovalStream.Final} {
+		if len(a.Output) != 1 || a.Output[0].Type != "mcp_approval_request" || a.Output[0].Name != "delete_file" ||
+			!strings.Contains(a.Output[0].Arguments, "/tmp/") || a.Output[0].ID == "" || a.Status != "completed" {
+			t.Errorf("%s approval: %+v", name, a)
+		}
+	}
+	if r.Approval.MS > 5000 || r.ApprovalStream.MS > 5000 {
+		t.Errorf("approvals took %d and %d ms", r.Approval.MS, r.ApprovalStream.MS)
+	}
+	select {
+	case p := <-s.deleted:
+		t.Errorf("delete_file ran for %s without approval", p)
+	default:
+	}
+
+	for name, f := range map[string]failure{"noInput": r.NoInput, "badItem": r.BadItem, "streamError": r.StreamError} {
+		if f.Thrown == nil || f.Status != 400 || f.Error.Type != "invalid_request_error" || f.Error.Param == "" {
+			t.Errorf("%s: %+v, want a 400 invalid_request_error naming the param", name, f)
+		}
+	}
+	if f := r.UnknownModel; f.Status != 404 || f.Error.Code != "model_not_found" {
+		t.Errorf("unknown model: %+v", f)
+	}
+	if f := r.UnknownPrevious; f.Status != 404 || f.Error.Code != "previous_response_not_found" {
+		t.Errorf("unknown previous response: %+v", f)
+	}
+}
+
+type streamedResponse struct {
+	Types     []string       `json:"types"`
+	Text      string         `json:"text"`
+	Reasoning string         `json:"reasoning"`
+	Final     responseObject `json:"final"`
+	MS        int            `json:"ms"`
+}
+
+type roundTrip struct {
+	First      responseObject `json:"first"`
+	Second     responseObject `json:"second"`
+	Types      []string       `json:"types"`
+	OutputText string         `json:"outputText"`
+}
+
+type responsesReport struct {
+	Create struct {
+		Response     responseObject `json:"response"`
+		OutputText   string         `json:"outputText"`
+		Conversation string         `json:"conversation"`
+	} `json:"create"`
+	Stream   streamedResponse `json:"stream"`
+	Continue struct {
+		Response   responseObject `json:"response"`
+		OutputText string         `json:"outputText"`
+	} `json:"continue"`
+	Reasoning          streamedResponse `json:"reasoning"`
+	FunctionCall       roundTrip        `json:"functionCall"`
+	FunctionCallStream roundTrip        `json:"functionCallStream"`
+	Approval           struct {
+		Response responseObject `json:"response"`
+		MS       int            `json:"ms"`
+	} `json:"approval"`
+	ApprovalStream  streamedResponse `json:"approvalStream"`
+	NoInput         failure          `json:"noInput"`
+	BadItem         failure          `json:"badItem"`
+	UnknownModel    failure          `json:"unknownModel"`
+	UnknownPrevious failure          `json:"unknownPrevious"`
+	StreamError     failure          `json:"streamError"`
+}
+
+// checkWholeAndStreamed judges the report's create and stream: the
+// answer, whole and as the protocol's events in their order.
+func checkWholeAndStreamed(t *testing.T, r responsesReport) {
+	t.Helper()
+	c := r.Create.Response
+	if c.Object != "response" || !strings.HasPrefix(c.ID, "resp_") || c.Status != "completed" || r.Create.OutputText != "Hello from Trellis." ||
+		!sums(c.Usage.InputTokens, c.Usage.OutputTokens, c.Usage.TotalTokens) || r.Create.Conversation == "" {
+		t.Errorf("create: %+v", r.Create)
+	}
+	const events = "response.created response.in_progress response.output_item.added response.content_part.added " +
+		"response.output_text.delta response.output_text.done response.content_part.done response.output_item.done response.completed"
+	if got := strings.Join(r.Stream.Types, " "); got != events || r.Stream.Text != "Hello from Trellis." ||
+		r.Stream.Final.Status != "completed" || r.Stream.Final.text() != "Hello from Trellis." {
+		t.Errorf("stream: %s: %+v", got, r.Stream)
 	}
 }
