@@ -43,6 +43,8 @@ func Handler(cfg Config) http.Handler {
 	r.Get("/models/{id}", h.getModel)
 	r.Post("/chat/completions", h.chat)
 	r.Post("/responses", h.responses)
+	r.Get("/responses/{id}", h.getResponse)
+	r.Post("/responses/{id}/cancel", h.cancelResponse)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: ptr("unknown_url"),
 			Message: "unknown URL " + r.Method + " " + r.URL.Path})

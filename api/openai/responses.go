@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/trellis-ai/trellis/internal/sse"
@@ -179,4 +180,97 @@ func (h *handler) forget(ctx context.Context, user, conversationID string) {
 		h.log.LogAttrs(ctx, slog.LevelError, "openai: deleting the conversation of a response made with store: false failed",
 			slog.String("conversation_id", conversationID), slog.Any("error", err))
 	}
+}
+
+// getResponse serves GET /v1/responses/{id}: the response as its run's
+// stored events tell it. A response whose run is still going is
+// in_progress, its output not yet shown.
+func (h *handler) getResponse(w http.ResponseWriter, r *http.Request) {
+	rec, t, err := h.responseRun(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	b := newResponse(rec.ID, t)
+	b.created = rec.CreatedAt.Unix()
+	if rec.Status != runs.RunRunning {
+		if err := h.replay(r.Context(), rec, b, nil, rec.LastSeq-1); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, b.object())
+}
+
+// cancelResponse serves POST /v1/responses/{id}/cancel: the response's
+// run, going or waiting for an approval, is cancelled, and the response
+// is answered once it has ended (status cancelled).
+func (h *handler) cancelResponse(w http.ResponseWriter, r *http.Request) {
+	rec, t, err := h.responseRun(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ctx := r.Context()
+	if rec.Status != runs.RunRunning && rec.Status != runs.RunInterrupted {
+		writeError(w, &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: ptr("response_not_cancellable"),
+			Message: fmt.Sprintf("the response is %s: only a response in progress, or waiting for an approval, can be cancelled", rec.Status)})
+		return
+	}
+	// Subscribed first: the cancelled run's last events are not missed.
+	sub := h.cfg.Runs.Subscribe(rec.ID, false)
+	defer sub.Close()
+	if _, err := h.cfg.Runs.Cancel(ctx, runs.UserFrom(ctx), rec.ConversationID); err != nil && !errors.Is(err, runs.ErrNothingToRun) {
+		writeError(w, err)
+		return
+	}
+	b := newResponse(rec.ID, t)
+	b.created = rec.CreatedAt.Unix()
+	if err := h.replay(ctx, rec, b, sub, rec.LastSeq); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, b.object())
+}
+
+// responseRun reads the user's run the path's response id names.
+func (h *handler) responseRun(r *http.Request) (runs.RunRecord, *responsesTurn, error) {
+	id := r.PathValue("id")
+	notFound := &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: ptr("response_not_found"),
+		Message: fmt.Sprintf("response %s not found", id)}
+	runID, ok := strings.CutPrefix(id, responsePrefix)
+	if !ok || runID == "" {
+		return runs.RunRecord{}, nil, notFound
+	}
+	rec, err := h.cfg.Runs.RunRecord(r.Context(), runs.UserFrom(r.Context()), runID)
+	if errors.Is(err, runs.ErrNotFound) {
+		return runs.RunRecord{}, nil, notFound
+	}
+	if err != nil {
+		return runs.RunRecord{}, nil, err
+	}
+	// What the request said beside its input (model, tools,
+	// instructions) is not kept: the object shows none of it.
+	return rec, &responsesTurn{store: true}, nil
+}
+
+// replay builds b from the stored events of the run rec, and from sub's
+// live ones when it is still going, up to its first end after the event
+// through (a run parked for an approval and resumed ends twice; the
+// cancel of a parked one ends it once more).
+func (h *handler) replay(ctx context.Context, rec runs.RunRecord, b *response, sub *runs.Subscription, through int64) error {
+	if sub == nil {
+		sub = h.cfg.Runs.Subscribe(rec.ID, false)
+		defer sub.Close()
+	}
+	_, err := h.cfg.Runs.Follow(ctx, runs.FollowRequest{User: runs.UserFrom(ctx), ConversationID: rec.ConversationID, RunID: rec.ID, Sub: sub,
+		Replay: true, Rejoin: true, Through: through, OnDisconnect: runs.DisconnectKeep},
+		func(e *runs.Event) error {
+			p, err := e.Typed()
+			if err != nil {
+				return err
+			}
+			return b.take(p)
+		})
+	return err
 }

@@ -254,6 +254,10 @@ func TestResponsesClient(t *testing.T) {
 			t.Errorf("%s approval: %+v", name, a)
 		}
 	}
+	if a := r.Approval; a.Retrieved.ID != a.Response.ID || len(a.Retrieved.Output) != 1 || a.Retrieved.Output[0].ID != a.Response.Output[0].ID ||
+		a.Cancelled.ID != a.Response.ID || a.Cancelled.Status != "cancelled" {
+		t.Errorf("approval retrieved and cancelled: %+v", a)
+	}
 	if r.Approval.MS > 5000 || r.ApprovalStream.MS > 5000 {
 		t.Errorf("approvals took %d and %d ms", r.Approval.MS, r.ApprovalStream.MS)
 	}
@@ -306,8 +310,10 @@ type responsesReport struct {
 	FunctionCall       roundTrip        `json:"functionCall"`
 	FunctionCallStream roundTrip        `json:"functionCallStream"`
 	Approval           struct {
-		Response responseObject `json:"response"`
-		MS       int            `json:"ms"`
+		Response  responseObject `json:"response"`
+		Retrieved responseObject `json:"retrieved"`
+		Cancelled responseObject `json:"cancelled"`
+		MS        int            `json:"ms"`
 	} `json:"approval"`
 	ApprovalStream  streamedResponse `json:"approvalStream"`
 	NoInput         failure          `json:"noInput"`
@@ -331,5 +337,103 @@ func checkWholeAndStreamed(t *testing.T, r responsesReport) {
 	if got := strings.Join(r.Stream.Types, " "); got != events || r.Stream.Text != "Hello from Trellis." ||
 		r.Stream.Final.Status != "completed" || r.Stream.Final.text() != "Hello from Trellis." {
 		t.Errorf("stream: %s: %+v", got, r.Stream)
+	}
+}
+
+// call sends a request as key's user and decodes the answer into out.
+func (s *server) call(t *testing.T, key, method, path, body string, out any) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, s.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatalf("%s %s: %d: %v", method, path, resp.StatusCode, err)
+	}
+	return resp.StatusCode
+}
+
+// An approval shows as an mcp_approval_request item and is answered
+// through the native API; the run goes on, and GET /v1/responses/{id}
+// shows the response as it ended. Cancel ends a response that waits.
+// Another user's response is not found.
+func TestResponsesApprovalGetAndCancel(t *testing.T) {
+	s := newServer(t, withBob)
+	code, r, _ := s.post(t, aliceKey, `{"model": "trellis-test", "input": "please delete /tmp/a.txt"}`)
+	if code != http.StatusOK || len(r.Output) != 1 || r.Output[0].Type != "mcp_approval_request" {
+		t.Fatalf("%d %+v", code, r)
+	}
+	var got responseObject
+	if code := s.call(t, aliceKey, http.MethodGet, "/v1/responses/"+r.ID, "", &got); code != http.StatusOK || got.ID != r.ID ||
+		len(got.Output) != 1 || got.Output[0].ID != r.Output[0].ID || got.Status != "completed" {
+		t.Errorf("GET while it waits: %d %+v", code, got)
+	}
+	for _, path := range []string{"/v1/responses/" + r.ID, "/v1/responses/" + r.ID + "/cancel"} {
+		method := http.MethodGet
+		if strings.HasSuffix(path, "/cancel") {
+			method = http.MethodPost
+		}
+		var e responseObject
+		if code := s.call(t, bobKey, method, path, "", &e); code != http.StatusNotFound || e.Error.Code != "response_not_found" {
+			t.Errorf("bob: %s %s: %d %+v", method, path, code, e.Error)
+		}
+	}
+
+	var answered map[string]any
+	if code := s.call(t, aliceKey, http.MethodPost, "/api/v1/approvals/"+r.Output[0].ID, `{"decision": "approve"}`, &answered); code != http.StatusOK {
+		t.Fatalf("approving: %d %v", code, answered)
+	}
+	select {
+	case p := <-s.deleted:
+		if p != "/tmp/a.txt" {
+			t.Errorf("delete_file ran for %s", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the approved tool did not run")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got = responseObject{}
+		s.call(t, aliceKey, http.MethodGet, "/v1/responses/"+r.ID, "", &got)
+		if got.Status == "completed" && got.text() != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the approved response did not end with an answer: %+v", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(got.Output) != 2 || got.Output[0].Type != "mcp_approval_request" || got.Output[1].Type != "message" {
+		t.Errorf("the approved response: %+v", got)
+	}
+
+	// Cancel: a response that waits for an approval ends cancelled, and
+	// its tool never runs.
+	code, w, _ := s.post(t, aliceKey, `{"model": "trellis-test", "input": "please delete /tmp/b.txt"}`)
+	if code != http.StatusOK || len(w.Output) != 1 || w.Output[0].Type != "mcp_approval_request" {
+		t.Fatalf("%d %+v", code, w)
+	}
+	var c responseObject
+	if code := s.call(t, aliceKey, http.MethodPost, "/v1/responses/"+w.ID+"/cancel", "", &c); code != http.StatusOK || c.Status != "cancelled" || c.ID != w.ID {
+		t.Errorf("cancel: %d %+v", code, c)
+	}
+	c = responseObject{}
+	if code := s.call(t, aliceKey, http.MethodPost, "/v1/responses/"+w.ID+"/cancel", "", &c); code != http.StatusBadRequest || c.Error.Code != "response_not_cancellable" {
+		t.Errorf("cancelling again: %d %+v", code, c.Error)
+	}
+	if code := s.call(t, aliceKey, http.MethodGet, "/v1/responses/"+w.ID, "", &c); code != http.StatusOK || c.Status != "cancelled" {
+		t.Errorf("GET the cancelled response: %d %+v", code, c)
+	}
+	select {
+	case p := <-s.deleted:
+		t.Errorf("delete_file ran for %s after the cancel", p)
+	case <-time.After(200 * time.Millisecond):
 	}
 }

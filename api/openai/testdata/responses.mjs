@@ -81,9 +81,13 @@ async function roundTrip(stream) {
 await scenario('functionCall', async () => roundTrip(false));
 await scenario('functionCallStream', async () => roundTrip(true));
 
+// An approval: the response shows the request; retrieve reads the
+// response again, cancel ends it without running the tool.
 await scenario('approval', async () => {
   const r = await client.responses.create({ model, input: 'please delete /tmp/a.txt' });
-  return { response: r };
+  const retrieved = await client.responses.retrieve(r.id);
+  const cancelled = await client.responses.cancel(r.id);
+  return { response: r, retrieved, cancelled };
 });
 
 await scenario('approvalStream', async () => streamed({ model, input: 'please delete /tmp/b.txt' }));
