@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -386,6 +387,14 @@ func TestResponsesApprovalGetAndCancel(t *testing.T) {
 		}
 	}
 
+	// A new message on a conversation that waits is refused, and the
+	// approval still waits.
+	start := time.Now()
+	if code, b, _ := s.post(t, aliceKey, `{"model": "trellis-test", "input": "hello there", "previous_response_id": "`+r.ID+`"}`); code != http.StatusBadRequest ||
+		b.Error.Code != "conversation_busy" || time.Since(start) > 5*time.Second {
+		t.Errorf("a message while the approval waits: %d %+v in %s", code, b.Error, time.Since(start))
+	}
+
 	var answered map[string]any
 	if code := s.call(t, aliceKey, http.MethodPost, "/api/v1/approvals/"+r.Output[0].ID, `{"decision": "approve"}`, &answered); code != http.StatusOK {
 		t.Fatalf("approving: %d %v", code, answered)
@@ -435,5 +444,143 @@ func TestResponsesApprovalGetAndCancel(t *testing.T) {
 	case p := <-s.deleted:
 		t.Errorf("delete_file ran for %s after the cancel", p)
 	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+type sseEvent struct {
+	Type     string `json:"type"`
+	Delta    string `json:"delta"`
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	Response struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Error  *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	} `json:"response"`
+}
+
+// stream posts a streamed Responses request and hands each event to
+// each, in order, until the stream ends; it returns the events.
+func (s *server) stream(t *testing.T, body string, each func(sseEvent)) []sseEvent {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url+"/v1/responses", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+aliceKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var evs []sseEvent
+	sc := bufio.NewScanner(resp.Body)
+	name := ""
+	for sc.Scan() {
+		line := sc.Text()
+		if n, ok := strings.CutPrefix(line, "event: "); ok {
+			name = n
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var e sseEvent
+		if err := json.Unmarshal([]byte(data), &e); err != nil || e.Type != name {
+			t.Fatalf("event %s: %v: %s", name, err, data)
+		}
+		evs = append(evs, e)
+		if each != nil {
+			each(e)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// A run that fails fails the response: whole, a 500 in OpenAI's shape;
+// streamed, response.failed with the error. A streamed response
+// cancelled mid-answer ends with response.incomplete, cancelled.
+func TestResponsesFailedAndCancelledStreams(t *testing.T) {
+	s := newServer(t)
+	code, r, _ := s.post(t, aliceKey, `{"model": "trellis-test", "input": "please fail now"}`)
+	if code != http.StatusInternalServerError || r.Error.Type != "server_error" || r.Error.Message == "" {
+		t.Errorf("whole: %d %+v", code, r.Error)
+	}
+	evs := s.stream(t, `{"model": "trellis-test", "input": "please fail now", "stream": true}`, nil)
+	if last := evs[len(evs)-1]; last.Type != "response.failed" || last.Response.Status != "failed" || last.Response.Error == nil ||
+		last.Response.Error.Code != "server_error" || evs[0].Type != "response.created" {
+		t.Errorf("streamed: %+v", evs)
+	}
+
+	cancelled, id := false, ""
+	evs = s.stream(t, `{"model": "trellis-test", "input": "answer slowly please", "stream": true}`, func(e sseEvent) {
+		if e.Type == "response.created" {
+			id = e.Response.ID
+		}
+		if e.Type == "response.output_text.delta" && !cancelled {
+			cancelled = true
+			var c responseObject
+			if code := s.call(t, aliceKey, http.MethodPost, "/v1/responses/"+id+"/cancel", "", &c); code != http.StatusOK || c.Status != "cancelled" {
+				t.Errorf("cancel: %d %+v", code, c)
+			}
+		}
+	})
+	if last := evs[len(evs)-1]; !cancelled || last.Type != "response.incomplete" || last.Response.Status != "cancelled" {
+		t.Errorf("cancelled stream: %+v", evs)
+	}
+}
+
+// A client that aborts a streamed response cancels its run; a response
+// that continues it is answered at once.
+func TestResponsesAbortThenContinue(t *testing.T) {
+	s := newServer(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/v1/responses",
+		strings.NewReader(`{"model": "trellis-test", "input": "answer slowly please", "stream": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+aliceKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := resp.Header.Get("X-Trellis-Conversation-Id")
+	var id string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var e sseEvent
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(data), &e) == nil {
+			if e.Type == "response.created" {
+				id = e.Response.ID
+			}
+			if e.Type == "response.output_text.delta" {
+				break
+			}
+		}
+	}
+	cancel()
+	resp.Body.Close()
+
+	start := time.Now()
+	code, r, _ := s.post(t, aliceKey, `{"model": "trellis-test", "input": "hello there", "previous_response_id": "`+id+`"}`)
+	if code != http.StatusOK || r.text() != "Hello from Trellis." || time.Since(start) > 5*time.Second {
+		t.Errorf("continuing the aborted response: %d %+v in %s", code, r, time.Since(start))
+	}
+	page, err := s.store.ListRuns(t.Context(), "alice", conv, store.RunQuery{})
+	if err != nil || len(page.Runs) != 2 || page.Runs[0].Status != store.RunCancelled {
+		t.Errorf("the conversation's runs: %+v, %v", page.Runs, err)
 	}
 }
