@@ -102,47 +102,38 @@ func modelNotFound(id string) *apiError {
 		Message: "the model " + id + " does not exist; GET /v1/models lists them"}
 }
 
-// readBody reads the request's body, answering the client when it
-// cannot.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// decode reads the request's body with parse and checks the model it
+// names, answering the client when either fails.
+func decode[T any](h *handler, w http.ResponseWriter, r *http.Request, parse func([]byte) (T, error), model func(T) string) (T, bool) {
+	var zero T
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Message: "the request body is too large"})
-			return nil, false
+			return zero, false
 		}
 		writeError(w, invalid("", "the request body could not be read"))
-		return nil, false
+		return zero, false
 	}
-	return body, true
-}
-
-// knownModel reports whether the registry has the model, answering the
-// client when it has not.
-func (h *handler) knownModel(w http.ResponseWriter, model string) bool {
-	if _, err := h.cfg.Runs.Models().Resolve(model); err != nil {
+	t, err := parse(body)
+	if err != nil {
+		writeError(w, err)
+		return zero, false
+	}
+	if _, err := h.cfg.Runs.Models().Resolve(model(t)); err != nil {
 		if errors.Is(err, llm.ErrUnknownModel) {
-			writeError(w, modelNotFound(model))
-			return false
+			err = modelNotFound(model(t))
 		}
 		writeError(w, err)
-		return false
+		return zero, false
 	}
-	return true
+	return t, true
 }
 
 func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
-	body, ok := readBody(w, r)
+	t, ok := decode(h, w, r, parseRequest, func(t turn) string { return t.model })
 	if !ok {
-		return
-	}
-	t, err := parseRequest(body)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if !h.knownModel(w, t.model) {
 		return
 	}
 	ctx := r.Context()

@@ -281,22 +281,8 @@ func TestUnstreamedCompletionOutlastsACut(t *testing.T) {
 func TestOpenAIClient(t *testing.T) {
 	node := nodeBin(t)
 	s := newServer(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "testdata/client.mjs", s.url+"/v1", aliceKey)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client: %v\n%s", err, stderr.String())
-	}
 	var r report
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("report: %v\n%s", err, out)
-	}
-	if t.Failed() || testing.Verbose() {
-		t.Logf("report: %s", out)
-	}
+	ctx := s.runClient(t, node, "testdata/client.mjs", &r)
 
 	// The registry's models with their aliases (the offline model is
 	// always there).
@@ -412,6 +398,31 @@ func TestOpenAIClient(t *testing.T) {
 	if f := r.UnknownModel; f.Status != 404 || f.Error.Code != "model_not_found" {
 		t.Errorf("unknown model: %+v", f)
 	}
+}
+
+// runClient runs a client script of testdata against the server as
+// alice and decodes the report it prints into out; the context it
+// returns bounds the rest of the test.
+func (s *server) runClient(t *testing.T, node, script string, out any) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, node, script, s.url+"/v1", aliceKey)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, stderr.String())
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatalf("report: %v\n%s", err, raw)
+	}
+	t.Cleanup(func() {
+		if t.Failed() || testing.Verbose() {
+			t.Logf("report: %s", raw)
+		}
+	})
+	return ctx
 }
 
 // sums reports whether a run's usage adds up: every model call of the

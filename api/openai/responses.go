@@ -17,16 +17,8 @@ import (
 // one response object or streamed as the Responses API's semantic
 // events.
 func (h *handler) responses(w http.ResponseWriter, r *http.Request) {
-	body, ok := readBody(w, r)
+	t, ok := decode(h, w, r, parseResponsesRequest, func(t responsesTurn) string { return t.model })
 	if !ok {
-		return
-	}
-	t, err := parseResponsesRequest(body)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if !h.knownModel(w, t.model) {
 		return
 	}
 	ctx := r.Context()

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -68,11 +67,10 @@ func (r responseObject) text() string {
 	return b.String()
 }
 
-// post sends a Responses request as key's user and decodes the answer,
-// whatever its status.
-func (s *server) post(t *testing.T, key, body string) (int, responseObject, http.Header) {
+// do sends a request as key's user; the caller closes the body.
+func (s *server) do(ctx context.Context, t *testing.T, key, method, path, body string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url+"/v1/responses", strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, s.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +80,14 @@ func (s *server) post(t *testing.T, key, body string) (int, responseObject, http
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp
+}
+
+// post sends a Responses request as key's user and decodes the answer,
+// whatever its status.
+func (s *server) post(t *testing.T, key, body string) (int, responseObject, http.Header) {
+	t.Helper()
+	resp := s.do(t.Context(), t, key, http.MethodPost, "/v1/responses", body)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -204,22 +210,8 @@ func TestResponsesClientMistakes(t *testing.T) {
 func TestResponsesClient(t *testing.T) {
 	node := nodeBin(t)
 	s := newServer(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "testdata/responses.mjs", s.url+"/v1", aliceKey)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client: %v\n%s", err, stderr.String())
-	}
 	var r responsesReport
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("report: %v\n%s", err, out)
-	}
-	if t.Failed() || testing.Verbose() {
-		t.Logf("report: %s", out)
-	}
+	s.runClient(t, node, "testdata/responses.mjs", &r)
 	checkWholeAndStreamed(t, r)
 
 	if c := r.Continue.Response; r.Continue.OutputText != "2+2 is 4." || c.PreviousResponseID == nil || *c.PreviousResponseID != r.Create.Response.ID {
@@ -344,16 +336,7 @@ func checkWholeAndStreamed(t *testing.T, r responsesReport) {
 // call sends a request as key's user and decodes the answer into out.
 func (s *server) call(t *testing.T, key, method, path, body string, out any) int {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, s.url+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := s.do(t.Context(), t, key, method, path, body)
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		t.Fatalf("%s %s: %d: %v", method, path, resp.StatusCode, err)
@@ -466,16 +449,7 @@ type sseEvent struct {
 // each, in order, until the stream ends; it returns the events.
 func (s *server) stream(t *testing.T, body string, each func(sseEvent)) []sseEvent {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url+"/v1/responses", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+aliceKey)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := s.do(t.Context(), t, aliceKey, http.MethodPost, "/v1/responses", body)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
@@ -547,16 +521,7 @@ func TestResponsesAbortThenContinue(t *testing.T) {
 	s := newServer(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/v1/responses",
-		strings.NewReader(`{"model": "trellis-test", "input": "answer slowly please", "stream": true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+aliceKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := s.do(ctx, t, aliceKey, http.MethodPost, "/v1/responses", `{"model": "trellis-test", "input": "answer slowly please", "stream": true}`)
 	conv := resp.Header.Get("X-Trellis-Conversation-Id")
 	var id string
 	sc := bufio.NewScanner(resp.Body)

@@ -5,22 +5,12 @@
 // one streamed response only, node responses.mjs <baseURL> <apiKey> one
 // <model>.
 import OpenAI from 'openai';
+import { report, scenario } from './report.mjs';
 
 const [baseURL, apiKey, only, onlyModel] = process.argv.slice(2);
 // No retries: a 5xx must show, not be retried away.
 const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 20000 });
 const model = onlyModel ?? 'trellis-test';
-const report = {};
-
-async function scenario(name, fn) {
-  const t0 = Date.now();
-  try {
-    report[name] = await fn();
-  } catch (err) {
-    report[name] = { thrown: String(err), status: err?.status ?? null, error: err?.error ?? null };
-  }
-  report[name].ms = Date.now() - t0;
-}
 
 // streamed reads a responses.stream: the event types in order, the
 // text deltas, and the final response.
