@@ -549,3 +549,59 @@ func TestResponsesAbortThenContinue(t *testing.T) {
 		t.Errorf("the conversation's runs: %+v, %v", page.Runs, err)
 	}
 }
+
+// Without previous_response_id, an input list is the whole
+// conversation: a function call and its output after the user's message
+// go on from there, in a new conversation.
+func TestResponsesStatelessFunctionOutput(t *testing.T) {
+	s := newServer(t)
+	code, r, _ := s.post(t, aliceKey, `{"model": "trellis-test", "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}],
+		"input": [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "what is the weather in Oslo?"},
+			{"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"},
+			{"type": "function_call_output", "call_id": "c1", "output": "sunny"}]}`)
+	if code != http.StatusOK || r.text() != "It is sunny in Oslo." || len(r.Output) != 1 {
+		t.Errorf("%d %+v", code, r)
+	}
+	// The outputs of a response that called no function answer nothing.
+	_, first, _ := s.post(t, aliceKey, `{"model": "trellis-test", "input": "hello there"}`)
+	for _, input := range []string{
+		`[{"type": "function_call_output", "call_id": "c1", "output": "sunny"}]`,
+		`[{"type": "function_call_output", "call_id": "c1", "output": "sunny"}, {"role": "user", "content": "and now?"}]`,
+	} {
+		code, e, _ := s.post(t, aliceKey, `{"model": "trellis-test", "previous_response_id": "`+first.ID+`", "input": `+input+`}`)
+		if code != http.StatusBadRequest || e.Error.Param != "input" {
+			t.Errorf("%s: %d %+v", input, code, e.Error)
+		}
+	}
+
+	// Outputs must answer the previous response's calls, each once.
+	const tools = `"tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]`
+	_, call, h := s.post(t, aliceKey, `{"model": "trellis-test", "input": "what is the weather in Oslo?", `+tools+`}`)
+	if len(call.Output) != 1 || call.Output[0].Type != "function_call" {
+		t.Fatalf("the call: %+v", call)
+	}
+	id := call.Output[0].CallID
+	for input, param := range map[string]string{
+		`[{"type": "function_call_output", "call_id": "nope", "output": "sunny"}]`: "input[0].call_id",
+		`[{"type": "function_call_output", "call_id": "` + id + `", "output": "sunny"}, {"type": "function_call_output", "call_id": "` + id + `", "output": "rainy"}]`: "input[1].call_id",
+	} {
+		code, e, _ := s.post(t, aliceKey, `{"model": "trellis-test", "previous_response_id": "`+call.ID+`", "input": `+input+`, `+tools+`}`)
+		if code != http.StatusBadRequest || e.Error.Param != param {
+			t.Errorf("%s: %d %+v", input, code, e.Error)
+		}
+	}
+	code, answer, _ := s.post(t, aliceKey, `{"model": "trellis-test", "previous_response_id": "`+call.ID+`", "input": [{"type": "function_call_output", "call_id": "`+id+`", "output": "sunny"}], `+tools+`}`)
+	if code != http.StatusOK || answer.text() != "It is sunny in Oslo." {
+		t.Fatalf("the answer: %d %+v", code, answer)
+	}
+	// The answer's run is the turn's version the conversation reads as;
+	// the call's is superseded by it.
+	page, err := s.store.ListRuns(t.Context(), "alice", h.Get("X-Trellis-Conversation-Id"), store.RunQuery{})
+	if err != nil || len(page.Runs) != 2 {
+		t.Fatalf("the conversation has %d runs: %v", len(page.Runs), err)
+	}
+	if first, second := page.Runs[0].Run, page.Runs[1].Run; "resp_"+first.ID != call.ID || !first.Superseded ||
+		"resp_"+second.ID != answer.ID || second.Superseded {
+		t.Errorf("the runs: %s superseded %t, %s superseded %t", first.ID, first.Superseded, second.ID, second.Superseded)
+	}
+}
