@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/trellis-ai/trellis/runs"
@@ -93,7 +94,7 @@ func parseResponsesRequest(body []byte) (responsesTurn, error) {
 	if p := req.PreviousResponseID; p != nil {
 		id, ok := strings.CutPrefix(*p, responsePrefix)
 		if !ok || id == "" {
-			return responsesTurn{}, &apiError{Status: 404, Type: "invalid_request_error", Param: ptr("previous_response_id"),
+			return responsesTurn{}, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: ptr("previous_response_id"),
 				Code: ptr("previous_response_not_found"), Message: fmt.Sprintf("previous response %q not found", *p)}
 		}
 		if !t.store {

@@ -581,16 +581,19 @@ func TestResponsesStatelessFunctionOutput(t *testing.T) {
 		t.Fatalf("the call: %+v", call)
 	}
 	id := call.Output[0].CallID
-	for input, param := range map[string]string{
-		`[{"type": "function_call_output", "call_id": "nope", "output": "sunny"}]`: "input[0].call_id",
-		`[{"type": "function_call_output", "call_id": "` + id + `", "output": "sunny"}, {"type": "function_call_output", "call_id": "` + id + `", "output": "rainy"}]`: "input[1].call_id",
+	out := func(id, text string) string {
+		return `{"type": "function_call_output", "call_id": "` + id + `", "output": "` + text + `"}`
+	}
+	for _, tc := range []struct{ input, param string }{
+		{"[" + out("nope", "sunny") + "]", "input[0].call_id"},
+		{"[" + out(id, "sunny") + ", " + out(id, "rainy") + "]", "input[1].call_id"},
 	} {
-		code, e, _ := s.post(t, aliceKey, `{"model": "trellis-test", "previous_response_id": "`+call.ID+`", "input": `+input+`, `+tools+`}`)
-		if code != http.StatusBadRequest || e.Error.Param != param {
-			t.Errorf("%s: %d %+v", input, code, e.Error)
+		code, e, _ := s.post(t, aliceKey, `{"model": "trellis-test", "previous_response_id": "`+call.ID+`", "input": `+tc.input+`, `+tools+`}`)
+		if code != http.StatusBadRequest || e.Error.Param != tc.param {
+			t.Errorf("%s: %d %+v", tc.input, code, e.Error)
 		}
 	}
-	code, answer, _ := s.post(t, aliceKey, `{"model": "trellis-test", "previous_response_id": "`+call.ID+`", "input": [{"type": "function_call_output", "call_id": "`+id+`", "output": "sunny"}], `+tools+`}`)
+	code, answer, _ := s.post(t, aliceKey, `{"model": "trellis-test", "previous_response_id": "`+call.ID+`", "input": [`+out(id, "sunny")+`], `+tools+`}`)
 	if code != http.StatusOK || answer.text() != "It is sunny in Oslo." {
 		t.Fatalf("the answer: %d %+v", code, answer)
 	}
