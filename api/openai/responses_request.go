@@ -176,6 +176,9 @@ func inputMessages(raw json.RawMessage) ([]message, []indexedOutput, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, nil, invalid("input", "input is not a valid string")
 		}
+		if strings.TrimSpace(s) == "" {
+			return nil, nil, invalid("input", "input is empty")
+		}
 		c, _ := json.Marshal(s)
 		return []message{{Role: "user", Content: c, param: "input"}}, nil, nil
 	}
@@ -192,6 +195,9 @@ func inputMessages(raw json.RawMessage) ([]message, []indexedOutput, error) {
 		param := fmt.Sprintf("input[%d]", i)
 		switch it.Type {
 		case "message", "":
+			if it.Role == "tool" {
+				return nil, nil, invalid(param+".role", "a function's output is a function_call_output item, not a message")
+			}
 			msgs = append(msgs, message{Role: it.Role, Content: it.Content, param: param})
 		case "function_call":
 			c := toolCall{ID: it.CallID, Type: "function", Function: functionCall{Name: it.Name, Arguments: it.Arguments}, at: param}

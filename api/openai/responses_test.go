@@ -174,6 +174,8 @@ func TestResponsesClientMistakes(t *testing.T) {
 	for _, tc := range []struct{ body, param string }{
 		{`{"model": "trellis-test"}`, "input"},
 		{`{"model": "trellis-test", "input": []}`, "input"},
+		{`{"model": "trellis-test", "input": " "}`, "input"},
+		{`{"model": "trellis-test", "input": [{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}]}`, "input[1].role"},
 		{`{"input": "hi"}`, "model"},
 		{`{"model": "trellis-test", "input": [{"role": "assistant", "content": "hi"}]}`, "input"},
 		{`{"model": "trellis-test", "input": [{"role": "user", "content": [{"type": "input_image", "image_url": "http://x/y.png"}]}]}`, "input[0].content"},
