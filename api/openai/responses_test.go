@@ -104,7 +104,12 @@ func (s *server) post(t *testing.T, key, body string) (int, responseObject, http
 // the same conversation; another user's response id is not found, and
 // changes nothing.
 func TestResponsesContinueTheConversation(t *testing.T) {
-	s := newServer(t, withBob)
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) { responsesContinueTheConversation(t, newServerOn(t, b, withBob)) })
+	}
+}
+
+func responsesContinueTheConversation(t *testing.T, s *server) {
 	code, first, h := s.post(t, aliceKey, `{"model": "trellis-test", "input": "hello there", "instructions": "Be brief."}`)
 	if code != http.StatusOK || first.Object != "response" || !strings.HasPrefix(first.ID, "resp_") || first.Status != "completed" ||
 		first.text() != "Hello from Trellis." || !sums(first.Usage.InputTokens, first.Usage.OutputTokens, first.Usage.TotalTokens) {
@@ -150,7 +155,12 @@ func TestResponsesContinueTheConversation(t *testing.T) {
 // store: false keeps nothing: the conversation is gone once the
 // response is answered, and its id is not found.
 func TestResponsesStoreFalse(t *testing.T) {
-	s := newServer(t)
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) { responsesStoreFalse(t, newServerOn(t, b)) })
+	}
+}
+
+func responsesStoreFalse(t *testing.T, s *server) {
 	code, r, h := s.post(t, aliceKey, `{"model": "trellis-test", "input": "hello there", "store": false}`)
 	if code != http.StatusOK || r.text() != "Hello from Trellis." || r.Store {
 		t.Fatalf("%d %+v", code, r)
@@ -168,9 +178,17 @@ func TestResponsesStoreFalse(t *testing.T) {
 }
 
 // Client mistakes are 400s in OpenAI's shape, naming the parameter, and
-// start nothing; the server's message limit holds here too.
+// start nothing, on either backend; the server's message limit holds
+// here too.
 func TestResponsesClientMistakes(t *testing.T) {
-	s := newServer(t, func(c *apitest.Config) { c.Runs.MaxMessageRunes = 20 })
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			responsesClientMistakes(t, newServerOn(t, b, func(c *apitest.Config) { c.Runs.MaxMessageRunes = 20 }))
+		})
+	}
+}
+
+func responsesClientMistakes(t *testing.T, s *server) {
 	for _, tc := range []struct{ body, param string }{
 		{`{"model": "trellis-test"}`, "input"},
 		{`{"model": "trellis-test", "input": []}`, "input"},
@@ -351,7 +369,12 @@ func (s *server) call(t *testing.T, key, method, path, body string, out any) int
 // shows the response as it ended. Cancel ends a response that waits.
 // Another user's response is not found.
 func TestResponsesApprovalGetAndCancel(t *testing.T) {
-	s := newServer(t, withBob)
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) { responsesApprovalGetAndCancel(t, newServerOn(t, b, withBob)) })
+	}
+}
+
+func responsesApprovalGetAndCancel(t *testing.T, s *server) {
 	code, r, _ := s.post(t, aliceKey, `{"model": "trellis-test", "input": "please delete /tmp/a.txt"}`)
 	if code != http.StatusOK || len(r.Output) != 1 || r.Output[0].Type != "mcp_approval_request" {
 		t.Fatalf("%d %+v", code, r)
@@ -556,7 +579,12 @@ func TestResponsesAbortThenContinue(t *testing.T) {
 // conversation: a function call and its output after the user's message
 // go on from there, in a new conversation.
 func TestResponsesStatelessFunctionOutput(t *testing.T) {
-	s := newServer(t)
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) { responsesStatelessFunctionOutput(t, newServerOn(t, b)) })
+	}
+}
+
+func responsesStatelessFunctionOutput(t *testing.T, s *server) {
 	code, r, _ := s.post(t, aliceKey, `{"model": "trellis-test", "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}],
 		"input": [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "what is the weather in Oslo?"},
 			{"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"},
