@@ -33,7 +33,9 @@ type response struct {
 	open *outputItem
 	// streamed: response.chunk carried the text, so response.done's
 	// content is not sent again.
-	streamed  bool
+	streamed bool
+	// thinker is the node whose reasoning came last: another node's
+	// follows a blank line.
 	thinker   string
 	usage     events.Usage
 	completed *int64

@@ -529,6 +529,10 @@ func TestResponsesFailedAndCancelledStreams(t *testing.T) {
 		}
 		if e.Type == "response.output_text.delta" && !cancelled {
 			cancelled = true
+			var going responseObject
+			if code := s.call(t, aliceKey, http.MethodGet, "/v1/responses/"+id, "", &going); code != http.StatusOK || going.Status != "in_progress" {
+				t.Errorf("GET while it streams: %d %+v", code, going)
+			}
 			var c responseObject
 			if code := s.call(t, aliceKey, http.MethodPost, "/v1/responses/"+id+"/cancel", "", &c); code != http.StatusOK || c.Status != "cancelled" {
 				t.Errorf("cancel: %d %+v", code, c)
