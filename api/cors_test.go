@@ -62,6 +62,7 @@ func TestCORSPreflights(t *testing.T) {
 		{"POST", "/langgraph/threads/t1/runs/stream", []string{"X-Api-Key", "Content-Type", "Last-Event-ID"}},
 		{"DELETE", "/langgraph/threads/t1", []string{"X-Api-Key"}},
 		{"POST", "/v1/chat/completions", openai},
+		{"POST", "/v1/responses", openai},
 		{"GET", "/v1/models", openai},
 		{"POST", "/ag-ui", native},
 		{"POST", "/api/ai-sdk/chat", native},

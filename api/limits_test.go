@@ -31,6 +31,9 @@ func TestMessageLimitEverySurface(t *testing.T) {
 			"messages": []map[string]any{{"role": "user", "content": long}}}},
 		{"openai streamed", "/v1/chat/completions", map[string]any{"model": "scripted", "stream": true,
 			"messages": []map[string]any{{"role": "user", "content": long}}}},
+		{"openai responses", "/v1/responses", map[string]any{"model": "scripted", "input": long}},
+		{"openai responses streamed", "/v1/responses", map[string]any{"model": "scripted", "stream": true,
+			"input": []map[string]any{{"role": "user", "content": []map[string]any{{"type": "input_text", "text": long}}}}}},
 		{"ag-ui", "/ag-ui", aguiInput("long-thread", long)},
 		{"ai-sdk", "/api/ai-sdk/chat", aisdkInput("long-chat", long)},
 		{"langgraph stream", "/langgraph/threads/" + thread + "/runs/stream", map[string]any{"assistant_id": "agent",
@@ -63,7 +66,8 @@ func TestMessageLimitEverySurface(t *testing.T) {
 
 // TestContextLimit: a chat's context object over 16 KiB as compact JSON
 // is refused with 400 context_too_large on the native chat, the sync chat
-// the OpenAI adapter (whose system messages are its context), AG-UI
+// the OpenAI adapters (whose system messages and instructions are their
+// context), AG-UI
 // (its context list) and LangGraph's runs (their context), on
 // SQLite and PostgreSQL, and nothing is stored; one at the limit, however
 // it is spaced, is taken.
@@ -89,6 +93,7 @@ func TestContextLimit(t *testing.T) {
 				{"chat/sync", "/api/v1/chat/sync", map[string]any{"message": "hi", "context": big}},
 				{"openai", "/v1/chat/completions", map[string]any{"model": "scripted", "messages": []map[string]any{
 					{"role": "system", "content": strings.Repeat("y", 16<<10)}, {"role": "user", "content": "hi"}}}},
+				{"openai responses", "/v1/responses", map[string]any{"model": "scripted", "input": "hi", "instructions": strings.Repeat("y", 16<<10)}},
 				{"ag-ui", "/ag-ui", agui},
 				{"langgraph wait", "/langgraph/threads/" + thread + "/runs/wait", map[string]any{"assistant_id": "agent", "context": big,
 					"input": map[string]any{"messages": []map[string]any{{"type": "human", "content": "hi"}}}}},

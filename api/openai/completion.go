@@ -126,6 +126,16 @@ func (c *completion) waiting(e *events.RunInterrupted) string {
 		b.WriteString(". Answer it in Trellis (POST /api/v1/approvals/{approval_id}); the tool has not run.")
 		parts = append(parts, b.String())
 	}
+	if more := waitingOthers(e); more != "" {
+		parts = append(parts, more)
+	}
+	return strings.Join(parts, " ")
+}
+
+// waitingOthers says what else than approvals a stopped run waits for:
+// a call that may have run, and a tool's question.
+func waitingOthers(e *events.RunInterrupted) string {
+	var parts []string
 	if len(e.UncertainCallIDs) > 0 {
 		parts = append(parts, "Trellis stopped while a tool was running, so the call may or may not have taken effect; it will not run again "+
 			"unless you say so (uncertain call ids "+strings.Join(e.UncertainCallIDs, ", ")+"). Decide in Trellis: "+

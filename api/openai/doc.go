@@ -1,8 +1,10 @@
-// Package openai serves the OpenAI Chat Completions protocol over the run
-// service, for OpenAI-compatible chat UIs and agent frameworks (the
+// Package openai serves OpenAI's protocols over the run service: Chat
+// Completions, for OpenAI-compatible chat UIs and agent frameworks (the
 // official openai client's chat.completions.create, .stream and
-// .runTools). Package api mounts it at /v1, behind its authentication
-// (the client's "Authorization: Bearer <key>") and limits.
+// .runTools), and the Responses API (responses.create, .stream,
+// .retrieve and .cancel). Package api mounts it at /v1, behind its
+// authentication (the client's "Authorization: Bearer <key>") and
+// limits.
 //
 // # Endpoints
 //
@@ -12,10 +14,15 @@
 //     chat.completion, or streamed as chat.completion.chunk frames ending
 //     with "data: [DONE]" (usage in a last chunk with
 //     stream_options.include_usage).
+//   - POST /v1/responses: a run of the agent, answered as one response
+//     object, or streamed as the Responses API's semantic events
+//     (response.created … response.completed).
+//   - GET /v1/responses/{id} and POST /v1/responses/{id}/cancel: a
+//     response rebuilt from its run's events; its run cancelled.
 //
 // # Conversations
 //
-// The protocol is stateless: every request carries the whole
+// Chat completions is stateless: every request carries the whole
 // conversation. Each request is a run in a fresh Trellis conversation
 // (titled after the last user message; the response's
 // X-Trellis-Conversation-Id header names it), replaying the request's
@@ -25,6 +32,21 @@
 // (runs.Input.Continued). System and developer messages are given to
 // the agent as the request's context ({"instructions": [...]}); Trellis
 // keeps its own system prompt.
+//
+// # Responses
+//
+// A response is a run, its id resp_<run id>. Without
+// previous_response_id it starts a new conversation, an input list
+// replayed as chat completions' messages are; with it, the next turn of
+// the conversation whose latest response it names (the user's own: any
+// other id is 404). function_call_output items go on with the turn that
+// called the functions: the turn is run again from its start (an edit)
+// with what it did so far and the outputs. store: false keeps the turn
+// out of memory and deletes the conversation once the response is
+// answered. A call of a declared function is a function_call item; a
+// Trellis tool that needs approval an mcp_approval_request item (the id
+// the approval's), answered through the native API; reasoning a
+// reasoning item of reasoning_text.
 //
 // # Tools
 //

@@ -42,6 +42,9 @@ func Handler(cfg Config) http.Handler {
 	r.Get("/models", h.listModels)
 	r.Get("/models/{id}", h.getModel)
 	r.Post("/chat/completions", h.chat)
+	r.Post("/responses", h.responses)
+	r.Get("/responses/{id}", h.getResponse)
+	r.Post("/responses/{id}/cancel", h.cancelResponse)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: ptr("unknown_url"),
 			Message: "unknown URL " + r.Method + " " + r.URL.Path})
@@ -99,28 +102,38 @@ func modelNotFound(id string) *apiError {
 		Message: "the model " + id + " does not exist; GET /v1/models lists them"}
 }
 
-func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
+// decode reads the request's body with parse and checks the model it
+// names, answering the client when either fails.
+func decode[T any](h *handler, w http.ResponseWriter, r *http.Request, parse func([]byte) (T, error), model func(T) string) (T, bool) {
+	var zero T
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Message: "the request body is too large"})
-			return
+			return zero, false
 		}
 		writeError(w, invalid("", "the request body could not be read"))
-		return
+		return zero, false
 	}
-	t, err := parseRequest(body)
+	t, err := parse(body)
 	if err != nil {
 		writeError(w, err)
-		return
+		return zero, false
 	}
-	if _, err := h.cfg.Runs.Models().Resolve(t.model); err != nil {
+	if _, err := h.cfg.Runs.Models().Resolve(model(t)); err != nil {
 		if errors.Is(err, llm.ErrUnknownModel) {
-			writeError(w, modelNotFound(t.model))
-			return
+			err = modelNotFound(model(t))
 		}
 		writeError(w, err)
+		return zero, false
+	}
+	return t, true
+}
+
+func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
+	t, ok := decode(h, w, r, parseRequest, func(t turn) string { return t.model })
+	if !ok {
 		return
 	}
 	ctx := r.Context()

@@ -17,11 +17,15 @@ import (
 	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/api/middleware"
+	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
+	"github.com/trellis-ai/trellis/internal/pgtest"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/pgstore"
 	"github.com/trellis-ai/trellis/store/sqlitestore"
 )
 
@@ -49,20 +53,50 @@ type server struct {
 // model; configure, if given, changes its configuration first.
 func newServer(t *testing.T, configure ...func(*apitest.Config)) *server {
 	t.Helper()
+	return newServerOn(t, "sqlite", configure...)
+}
+
+// backends are the databases newServerOn runs on.
+var backends = []string{"sqlite", "postgres"}
+
+// newServerOn is newServer on the backend named: SQLite, or PostgreSQL
+// (a fresh schema of the test database, skipped without one).
+func newServerOn(t *testing.T, backend string, configure ...func(*apitest.Config)) *server {
+	t.Helper()
 	ctx := context.Background()
 	// Cleanups run last first: the server stops, then its listener, then
 	// the stores under it.
-	dir := t.TempDir()
-	st, err := sqlitestore.Open(ctx, filepath.Join(dir, "trellis.db"))
-	if err != nil {
-		t.Fatal(err)
+	var (
+		st    store.Store
+		saver graph.Checkpointer
+	)
+	if backend == "postgres" {
+		pool := pgtest.New(t)
+		pst, err := pgstore.New(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pst.Close() })
+		psaver, err := postgres.New(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { psaver.Close() })
+		st, saver = pst, psaver
+	} else {
+		dir := t.TempDir()
+		sst, err := sqlitestore.Open(ctx, filepath.Join(dir, "trellis.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sst.Close() })
+		ssaver, err := sqlite.Open(ctx, filepath.Join(dir, "checkpoints.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ssaver.Close() })
+		st, saver = sst, ssaver
 	}
-	t.Cleanup(func() { st.Close() })
-	saver, err := sqlite.Open(ctx, filepath.Join(dir, "checkpoints.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { saver.Close() })
 	script, err := llm.LoadScript("testdata/agent.json")
 	if err != nil {
 		t.Fatal(err)
@@ -281,22 +315,8 @@ func TestUnstreamedCompletionOutlastsACut(t *testing.T) {
 func TestOpenAIClient(t *testing.T) {
 	node := nodeBin(t)
 	s := newServer(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "testdata/client.mjs", s.url+"/v1", aliceKey)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client: %v\n%s", err, stderr.String())
-	}
 	var r report
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("report: %v\n%s", err, out)
-	}
-	if t.Failed() || testing.Verbose() {
-		t.Logf("report: %s", out)
-	}
+	ctx := s.runClient(t, node, "testdata/client.mjs", &r)
 
 	// The registry's models with their aliases (the offline model is
 	// always there).
@@ -412,6 +432,31 @@ func TestOpenAIClient(t *testing.T) {
 	if f := r.UnknownModel; f.Status != 404 || f.Error.Code != "model_not_found" {
 		t.Errorf("unknown model: %+v", f)
 	}
+}
+
+// runClient runs a client script of testdata against the server as
+// alice and decodes the report it prints into out; the context it
+// returns bounds the rest of the test.
+func (s *server) runClient(t *testing.T, node, script string, out any) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, node, script, s.url+"/v1", aliceKey)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, stderr.String())
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatalf("report: %v\n%s", err, raw)
+	}
+	t.Cleanup(func() {
+		if t.Failed() || testing.Verbose() {
+			t.Logf("report: %s", raw)
+		}
+	})
+	return ctx
 }
 
 // sums reports whether a run's usage adds up: every model call of the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/trellis-ai/trellis/runs"
@@ -33,12 +34,26 @@ type message struct {
 	ToolCalls  []toolCall      `json:"tool_calls"`
 	ToolCallID string          `json:"tool_call_id"`
 	Name       string          `json:"name"`
+	// param names the message in the request, for errors.
+	param string
 }
 
 type toolCall struct {
 	ID       string       `json:"id"`
 	Type     string       `json:"type"`
 	Function functionCall `json:"function"`
+	// at names the call in the request when it is not its message's
+	// tool_calls[j] (a Responses function_call item), for errors.
+	at string
+}
+
+// param names the call, the j-th of the message named msg, in the
+// request.
+func (c toolCall) param(msg string, j int) string {
+	if c.at != "" {
+		return c.at
+	}
+	return fmt.Sprintf("%s.tool_calls[%d]", msg, j)
 }
 
 type functionCall struct {
@@ -90,27 +105,50 @@ func parseRequest(body []byte) (turn, error) {
 	if err != nil {
 		return turn{}, err
 	}
-	if t.input.ClientTools, err = clientTools(req.Tools); err != nil {
+	if t.input.ClientTools, err = clientTools(req.Tools, false); err != nil {
 		return turn{}, err
 	}
 	if !offer {
 		t.input.ClientTools = nil
 	}
+	for i := range req.Messages {
+		req.Messages[i].param = fmt.Sprintf("messages[%d]", i)
+	}
+	instructions, err := replay(req.Messages, "messages", chatTextParts, &t.input)
+	if err != nil {
+		return turn{}, err
+	}
+	t.input.Context = instructionsContext(instructions)
+	t.input.Model = req.Model
+	return t, nil
+}
+
+// chatTextParts are the content part types of chat completion messages.
+var chatTextParts = []string{"text"}
+
+// replay reads a stateless client's conversation into in: the last user
+// message is the turn's message (Message), what came before it the
+// conversation so far (History), what came after it the assistant's
+// calls of client tools and their results (Continued); system and
+// developer messages are returned, for the request's context (see
+// instructionsContext). list names the request's field of the messages,
+// textParts the content part types read as text.
+func replay(msgs []message, list string, textParts []string, in *runs.Input) ([]string, error) {
 	last := -1
-	for i, m := range req.Messages {
+	for i, m := range msgs {
 		if m.Role == "user" {
 			last = i
 		}
 	}
 	if last < 0 {
-		return turn{}, invalid("messages", "messages must include a user message")
+		return nil, invalid(list, list+" must include a user message")
 	}
 	var instructions []string
-	for i, m := range req.Messages {
-		param := fmt.Sprintf("messages[%d]", i)
-		text, err := content(m.Content, param)
+	for i, m := range msgs {
+		param := m.param
+		text, err := content(m.Content, param, textParts)
 		if err != nil {
-			return turn{}, err
+			return nil, err
 		}
 		var nm runs.Message
 		switch m.Role {
@@ -122,9 +160,9 @@ func parseRequest(body []byte) (turn, error) {
 		case "user":
 			if i == last {
 				if strings.TrimSpace(text) == "" {
-					return turn{}, invalid(param+".content", "the last user message is empty")
+					return nil, invalid(param+".content", "the last user message is empty")
 				}
-				t.input.Message = text
+				in.Message = text
 				continue
 			}
 			nm = runs.Message{Role: runs.RoleUser, Content: text}
@@ -133,34 +171,41 @@ func parseRequest(body []byte) (turn, error) {
 			for j, c := range m.ToolCalls {
 				args := json.RawMessage(c.Function.Arguments)
 				if c.ID == "" || c.Function.Name == "" || !json.Valid(args) {
-					return turn{}, invalid(fmt.Sprintf("%s.tool_calls[%d]", param, j), "a tool call needs an id, a function name and JSON arguments")
+					return nil, invalid(c.param(param, j), "a tool call needs an id, a function name and JSON arguments")
 				}
 				nm.ToolCalls = append(nm.ToolCalls, runs.ToolCall{ID: c.ID, Tool: c.Function.Name, Args: args})
 			}
 		case "tool":
 			if m.ToolCallID == "" {
-				return turn{}, invalid(param+".tool_call_id", "a tool message needs the tool_call_id it answers")
+				return nil, invalid(param+".tool_call_id", "a tool message needs the tool_call_id it answers")
 			}
-			nm = runs.Message{Role: runs.RoleTool, ToolCallID: m.ToolCallID, Name: toolCalled(req.Messages[:i], m.ToolCallID), Content: text}
+			nm = runs.Message{Role: runs.RoleTool, ToolCallID: m.ToolCallID, Name: toolCalled(msgs[:i], m.ToolCallID), Content: text}
 		default:
-			return turn{}, invalid(param+".role", fmt.Sprintf("unknown role %q: use system, developer, user, assistant or tool", m.Role))
+			return nil, invalid(param+".role", fmt.Sprintf("unknown role %q: use system, developer, user, assistant or tool", m.Role))
 		}
 		if i < last {
-			t.input.History = append(t.input.History, nm)
+			in.History = append(in.History, nm)
 		} else {
-			t.input.Continued = append(t.input.Continued, nm)
+			in.Continued = append(in.Continued, nm)
 		}
 	}
-	if len(instructions) > 0 {
-		t.input.Context, _ = json.Marshal(map[string][]string{"instructions": instructions})
-	}
-	t.input.Model = req.Model
-	return t, nil
+	return instructions, nil
 }
 
-// content reads a message's content: a string, an array of text parts,
-// or null.
-func content(raw json.RawMessage, param string) (string, error) {
+// instructionsContext is the run's context of the request's system and
+// developer messages: given to the agent as the client's data, as
+// Trellis keeps its own system prompt; nil when there are none.
+func instructionsContext(instructions []string) json.RawMessage {
+	if len(instructions) == 0 {
+		return nil
+	}
+	c, _ := json.Marshal(map[string][]string{"instructions": instructions})
+	return c
+}
+
+// content reads a message's content: a string, an array of parts of
+// the textParts types, or null.
+func content(raw json.RawMessage, param string, textParts []string) (string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return "", nil
@@ -181,8 +226,8 @@ func content(raw json.RawMessage, param string) (string, error) {
 	}
 	texts := make([]string, 0, len(parts))
 	for _, p := range parts {
-		if p.Type != "text" {
-			return "", invalid(param+".content", fmt.Sprintf("content parts of type %q are not supported; only text", p.Type))
+		if !slices.Contains(textParts, p.Type) {
+			return "", invalid(param+".content", fmt.Sprintf("content parts of type %q are not supported; only %s", p.Type, strings.Join(textParts, " and ")))
 		}
 		texts = append(texts, p.Text)
 	}
@@ -209,8 +254,10 @@ func toolChoice(raw json.RawMessage) (bool, error) {
 	return false, invalid("tool_choice", `only tool_choice "auto" and "none" are supported`)
 }
 
-// clientTools checks the request's tool definitions.
-func clientTools(tools []tool) ([]runs.ClientTool, error) {
+// clientTools checks the request's tool definitions; flat: the
+// function's fields are the tool's own (the Responses shape), not under
+// "function".
+func clientTools(tools []tool, flat bool) ([]runs.ClientTool, error) {
 	if len(tools) == 0 {
 		return nil, nil
 	}
@@ -218,15 +265,19 @@ func clientTools(tools []tool) ([]runs.ClientTool, error) {
 	seen := make(map[string]bool, len(tools))
 	for i, t := range tools {
 		param := fmt.Sprintf("tools[%d]", i)
+		fn := param + ".function"
+		if flat {
+			fn = param
+		}
 		if t.Type != "function" {
 			return nil, invalid(param+".type", `only tools of type "function" are supported`)
 		}
 		f := t.Function
 		if !toolName.MatchString(f.Name) {
-			return nil, invalid(param+".function.name", "a function name is 1 to 64 letters, digits, _ or -")
+			return nil, invalid(fn+".name", "a function name is 1 to 64 letters, digits, _ or -")
 		}
 		if seen[f.Name] {
-			return nil, invalid(param+".function.name", fmt.Sprintf("two tools are named %q", f.Name))
+			return nil, invalid(fn+".name", fmt.Sprintf("two tools are named %q", f.Name))
 		}
 		seen[f.Name] = true
 		params := bytes.TrimSpace(f.Parameters)
@@ -236,7 +287,7 @@ func clientTools(tools []tool) ([]runs.ClientTool, error) {
 		if len(params) > 0 {
 			var obj map[string]json.RawMessage
 			if err := json.Unmarshal(params, &obj); err != nil {
-				return nil, invalid(param+".function.parameters", "parameters must be a JSON Schema object")
+				return nil, invalid(fn+".parameters", "parameters must be a JSON Schema object")
 			}
 		}
 		out = append(out, runs.ClientTool{Name: f.Name, Description: f.Description, Parameters: params})

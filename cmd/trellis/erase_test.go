@@ -514,6 +514,7 @@ func TestErasureRefusesWrites(t *testing.T) {
 				{"profile", http.MethodPatch, "/api/v1/me/profile", map[string]any{"preferences": map[string]string{"late": late}}, ""},
 				{"openai", http.MethodPost, "/v1/chat/completions", map[string]any{"model": "offline",
 					"messages": []map[string]string{{"role": "user", "content": "hello " + late}}}, ""},
+				{"openai responses", http.MethodPost, "/v1/responses", map[string]any{"model": "offline", "input": "hello " + late}, ""},
 				{"langgraph thread", http.MethodPost, "/langgraph/threads", map[string]any{"metadata": map[string]string{"late": late}}, ""},
 				{"ag-ui", http.MethodPost, "/ag-ui", map[string]any{"threadId": "late-thread", "runId": "late-run", "messages": []map[string]any{
 					{"id": "m-late", "role": "user", "content": "hello " + late}}}, ""},

@@ -4,28 +4,18 @@
 // of one message and model only, node client.mjs <baseURL> <apiKey>
 // one <message> <model>.
 import OpenAI from 'openai';
+import { report, scenario } from './report.mjs';
 
 const [baseURL, apiKey, only, message, onlyModel] = process.argv.slice(2);
 // No retries: a 5xx must show, not be retried away.
 const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 20000 });
 const model = 'trellis-test';
-const report = {};
 
 if (only === 'one') {
   const { data, response } = await client.chat.completions
     .create({ model: onlyModel, messages: [{ role: 'user', content: message }] }).withResponse();
   process.stdout.write(JSON.stringify({ completion: data, conversation: response.headers.get('x-trellis-conversation-id') }));
   process.exit(0);
-}
-
-async function scenario(name, fn) {
-  const t0 = Date.now();
-  try {
-    report[name] = await fn();
-  } catch (err) {
-    report[name] = { thrown: String(err), status: err?.status ?? null, error: err?.error ?? null };
-  }
-  report[name].ms = Date.now() - t0;
 }
 
 const user = (content) => [{ role: 'system', content: 'Be brief.' }, { role: 'user', content }];
