@@ -180,21 +180,25 @@ func (m *Service) expireWaiting(ctx context.Context, e store.HumanRequest) (bool
 		action = operators.ElicitCancel
 	}
 	x := &events.ElicitationExpired{ElicitationID: e.ID, Kind: events.PendingElicitation, Outcome: e.OnExpiry, ExpiresAt: *e.ExpiresAt}
+	// As an answer does: the question's event may come before its tool
+	// is in the room, and a deadline that found the room empty would
+	// leave the record to decide while the tool goes on to wait here.
+	m.awaitElicitation(ctx, e)
 	err := m.asks.respond(e.UserID, operators.ElicitResponse{ElicitationID: e.ID, Action: action, Expired: x})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return false, nil
 	case errors.Is(err, store.ErrAlreadyResolved):
-		// The question left the room: an answer reached the tool while
-		// its run goes on here, or else nobody answered in time and the
-		// run parked on it, for the record to decide.
-		// The answer is recorded right after it reached the tool; until
-		// the record shows it, the job tries again.
-		if rn := m.live(e.ConversationID); rn == nil || rn.id != e.RunID {
-			return false, nil
-		}
+		// The question left the room: an answer reached the tool, or
+		// else nobody answered in time and the run parked on it, for the
+		// record to decide. An answer is recorded right after it reached
+		// the tool (its run may have ended meanwhile); until the record
+		// shows it, the job tries again, and the deadline never wins.
 		if h, err := m.st.GetHumanRequest(ctx, store.KindElicitation, e.UserID, e.ID); err == nil && h.Status != store.HumanPending {
 			return true, nil
+		}
+		if !m.asks.answered(e.ID) {
+			return false, nil
 		}
 		return true, fmt.Errorf("runs: expire elicitation %s: %w", e.ID, errLeftRoom)
 	case err != nil:

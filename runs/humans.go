@@ -252,7 +252,11 @@ func (m *Service) settleElicitation(ctx context.Context, user, id string, ans st
 	e, err := m.pendingElicitation(ctx, user, id)
 	if err == nil {
 		err = tell(e)
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAlreadyResolved) {
+		switch {
+		case errors.Is(err, store.ErrAlreadyResolved) && m.asks.answered(e.ID):
+			// Another answer (or the deadline) reached the tool here
+			// first; the record is about to say so.
+		case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAlreadyResolved):
 			err = m.answerElicitation(ctx, user, e, ans, kind)
 		}
 	}

@@ -108,7 +108,17 @@ type questions struct {
 
 	mu       sync.Mutex
 	pending  map[string]*entry
-	resolved map[string]time.Time // id → when the tombstone expires (for store.ErrAlreadyResolved)
+	resolved map[string]tombstone // id → what left the room (for store.ErrAlreadyResolved)
+}
+
+// tombstone is a question that left the waiting room: until expires,
+// its id is ErrAlreadyResolved rather than ErrNotFound. answered: a
+// person's answer (or cancel) was handed to the tool, which the record
+// shows once the answer's caller stores it; otherwise the question was
+// withdrawn (its wait ended), for the record to decide.
+type tombstone struct {
+	expires  time.Time
+	answered bool
 }
 
 type entry struct {
@@ -129,7 +139,7 @@ func newQuestions(timeout time.Duration, log *slog.Logger) *questions {
 	if timeout <= 0 {
 		timeout = DefaultElicitTimeout
 	}
-	return &questions{timeout: timeout, log: log, pending: map[string]*entry{}, resolved: map[string]time.Time{}}
+	return &questions{timeout: timeout, log: log, pending: map[string]*entry{}, resolved: map[string]tombstone{}}
 }
 
 // ask registers r, calls h.Requested, and waits until the user answers
@@ -218,18 +228,26 @@ func (m *questions) withdraw(id string) bool {
 		return false
 	}
 	delete(m.pending, id)
-	m.tombstoneLocked(id)
+	m.tombstoneLocked(id, false)
 	return true
 }
 
-func (m *questions) tombstoneLocked(id string) {
+func (m *questions) tombstoneLocked(id string, answered bool) {
 	now := time.Now()
-	for k, exp := range m.resolved { // prune lazily; the map holds at most one timeout's worth
-		if now.After(exp) {
+	for k, t := range m.resolved { // prune lazily; the map holds at most one timeout's worth
+		if now.After(t.expires) {
 			delete(m.resolved, k)
 		}
 	}
-	m.resolved[id] = now.Add(m.timeout)
+	m.resolved[id] = tombstone{expires: now.Add(m.timeout), answered: answered}
+}
+
+// answered reports whether the question id left the room with an answer
+// or a cancel handed to its tool, rather than withdrawn.
+func (m *questions) answered(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.resolved[id].answered
 }
 
 // lookupLocked finds a pending question for user ("" matches any).
@@ -275,7 +293,7 @@ func (m *questions) respond(user string, resp operators.ElicitResponse) error {
 		}
 	}
 	delete(m.pending, id)
-	m.tombstoneLocked(id)
+	m.tombstoneLocked(id, true)
 	e.answer <- answer{resp, reasonAnswered}
 	return nil
 }
@@ -291,7 +309,7 @@ func (m *questions) cancel(user, id string) error {
 		return err
 	}
 	delete(m.pending, id)
-	m.tombstoneLocked(id)
+	m.tombstoneLocked(id, true)
 	e.answer <- answer{operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, reasonCancelled}
 	return nil
 }
