@@ -2,39 +2,22 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/oauth2-proxy/mockoidc"
+
+	"github.com/trellis-ai/trellis/internal/oidctest"
 )
 
 // serve with an OpenID Connect issuer takes its tokens beside keys: each
 // names its user, whose conversations are their own; no token, or an
 // expired one, is 401.
 func TestServeOIDCTokens(t *testing.T) {
-	m, err := mockoidc.NewServer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Keypair.KeyID(); err != nil { // computed once, before the provider's handlers read it
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(ln, nil); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Shutdown() })
+	m := oidctest.Start(t)
 	token := func(user string, ttl time.Duration) []string {
-		tok, err := m.Keypair.SignJWT(jwt.MapClaims{"iss": m.Issuer(), "aud": m.ClientID, "sub": user, "exp": time.Now().Add(ttl).Unix()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tok := m.Token(t, user, jwt.MapClaims{"exp": time.Now().Add(ttl).Unix()})
 		return []string{"Authorization", "Bearer " + tok}
 	}
 	c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(), "TRELLIS_OIDC_ISSUER="+m.Issuer(), "TRELLIS_OIDC_AUDIENCE="+m.ClientID)
