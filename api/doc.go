@@ -13,7 +13,8 @@
 // over the services they are given (Config.Documents, Config.Cognition,
 // Config.Erasure, Config.Webhooks), and the
 // operators' keys endpoints over the record of issued keys
-// (Config.IssuedKeys). What the agent is, and how it is
+// (Config.IssuedKeys); the page's sign-in (Config.SignIn, NewSignIn)
+// over the provider and the record of sessions. What the agent is, and how it is
 // glued to memory and documents, is cmd/trellis' wiring.
 //
 // # Example

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/trellis-ai/trellis/api/middleware"
+	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -104,7 +104,7 @@ func NewSignIn(ctx context.Context, cfg SignInConfig) (*SignIn, error) {
 		k := sha256.Sum256([]byte("trellis sign-in flow\x00" + cfg.ClientSecret))
 		s.flowKey = k[:]
 	} else {
-		s.flowKey = []byte(rand.Text())
+		s.flowKey = []byte(ids.Random("", 32))
 	}
 	return s, nil
 }
@@ -176,7 +176,7 @@ func (s *Server) signInRoutes(r chi.Router) {
 // handleLogin sends the browser to the provider.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	si := s.cfg.SignIn
-	f := flow{State: rand.Text(), Nonce: rand.Text(), Verifier: oauth2.GenerateVerifier(), Expires: time.Now().Add(signInFlowTTL)}
+	f := flow{State: ids.Random("", 16), Nonce: ids.Random("", 16), Verifier: oauth2.GenerateVerifier(), Expires: time.Now().Add(signInFlowTTL)}
 	http.SetCookie(w, si.cookie(r, flowCookie, si.encodeFlow(f), "/auth/", f.Expires))
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, si.oauth.AuthCodeURL(f.State, oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)), http.StatusFound)
@@ -210,7 +210,7 @@ func (s *Server) handleCallback(w http.ResponseWriter, r *http.Request) {
 	if _, err := si.cfg.Sessions.DeleteExpiredSessions(r.Context()); err != nil {
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "deleting expired sessions", slog.Any("error", err))
 	}
-	secret := rand.Text() + rand.Text()
+	secret := ids.Random("trs_", 32)
 	sess, err := si.cfg.Sessions.CreateSession(r.Context(), store.NewSession{
 		UserID: user, Hash: middleware.SessionHash(secret), ExpiresAt: time.Now().Add(si.cfg.SessionTTL)})
 	if err != nil {
