@@ -53,16 +53,7 @@ func TestServeOIDCTokens(t *testing.T) {
 // provider: the session cookie it sets chats as the provider's user,
 // with the session's CSRF token, and after sign-out it is refused.
 func TestServeSignIn(t *testing.T) {
-	m := oidctest.Start(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	c := startServe(t, childArgs+"=serve --addr "+addr, "TRELLIS_DATA_DIR="+t.TempDir(), "TRELLIS_OIDC_ISSUER="+m.Issuer(),
-		"TRELLIS_OIDC_AUDIENCE="+m.ClientID, "TRELLIS_OIDC_CLIENT_SECRET="+m.ClientSecret,
-		"TRELLIS_OIDC_REDIRECT_URL=http://"+addr+"/auth/callback")
+	c, m := startSignIn(t)
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
 		if req.URL.Path == "/" {
@@ -115,4 +106,21 @@ func TestServeSignIn(t *testing.T) {
 	if status, _ := send(http.MethodGet, "/api/v1/conversations", ""); status != http.StatusUnauthorized {
 		t.Fatalf("after sign-out: %d", status)
 	}
+}
+
+// startSignIn starts serve with the page's sign-in through a provider
+// it starts too; the redirect URL names the server's own address.
+func startSignIn(t *testing.T) (*child, *oidctest.Provider) {
+	t.Helper()
+	m := oidctest.Start(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c := startServe(t, childArgs+"=serve --addr "+addr, "TRELLIS_DATA_DIR="+t.TempDir(), "TRELLIS_OIDC_ISSUER="+m.Issuer(),
+		"TRELLIS_OIDC_AUDIENCE="+m.ClientID, "TRELLIS_OIDC_CLIENT_SECRET="+m.ClientSecret,
+		"TRELLIS_OIDC_REDIRECT_URL=http://"+addr+"/auth/callback")
+	return c, m
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"testing"
 	"time"
 
@@ -16,16 +15,7 @@ import (
 // the user, chats with the session cookie (its writes carry the CSRF
 // token) and gets an answer, and "Sign out" ends the session.
 func TestServeSignInBrowser(t *testing.T) {
-	m := oidctest.Start(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	c := startServe(t, childArgs+"=serve --addr "+addr, "TRELLIS_DATA_DIR="+t.TempDir(), "TRELLIS_OIDC_ISSUER="+m.Issuer(),
-		"TRELLIS_OIDC_AUDIENCE="+m.ClientID, "TRELLIS_OIDC_CLIENT_SECRET="+m.ClientSecret,
-		"TRELLIS_OIDC_REDIRECT_URL=http://"+addr+"/auth/callback")
+	c, m := startSignIn(t)
 	p := webtest.Open(t, webtest.Browser(t), c.url+"/")
 	p.WaitVisible("#signin-button")
 	m.QueueUser(oidctest.User("ada"))
