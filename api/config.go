@@ -56,6 +56,11 @@ type Config struct {
 	// Connect issuer (middleware.NewOIDC), beside the keys; nil takes no
 	// tokens. Set, it turns authentication on.
 	Tokens middleware.TokenUser
+	// SignIn is the web page's sign-in through the OpenID Connect
+	// provider (NewSignIn): /auth/login, /auth/callback, /auth/session
+	// and /auth/logout, and the session cookie beside the keys; nil
+	// leaves /auth out (404). Set, it turns authentication on.
+	SignIn *SignIn
 	// Admins are the users (as Keys, IssuedKeys or Tokens name them) who may read
 	// what spans every user (GET /api/v1/cognition/identity, the webhook
 	// delivery log) and manage the issued keys; the others get 403. In local mode the one local

@@ -68,6 +68,9 @@ func New(cfg Config) (*Server, error) {
 			return user, err
 		}
 	}
+	if cfg.SignIn != nil {
+		ac.Sessions = cfg.SignIn.sessionUser
+	}
 	if !s.localMode() {
 		s.authLimiter = middleware.NewLimiter(cfg.Limits.AuthFailuresPerMinute, cfg.Limits.AuthFailureBurst)
 	}
@@ -120,7 +123,7 @@ func (s *Server) Recover(ctx context.Context) (int, error) {
 // localMode: no key authenticates anyone, and every request is
 // middleware.LocalUser.
 func (s *Server) localMode() bool {
-	return len(s.cfg.Keys) == 0 && s.cfg.IssuedKeys == nil && s.cfg.Tokens == nil
+	return len(s.cfg.Keys) == 0 && s.cfg.IssuedKeys == nil && s.cfg.Tokens == nil && s.cfg.SignIn == nil
 }
 
 // operators lets through only the server's operators (Config.Admins; in
@@ -196,6 +199,16 @@ func (s *Server) routes() http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(s.limitBody, s.clientIP, s.authenticate, s.limitRate)
 		s.protocolRoutes(r)
+	})
+	// /auth answers JSON even without sign-in, so that the page, which
+	// asks GET /auth/session, tells "no sign-in here" (404) from the
+	// page itself.
+	r.Route("/auth", func(r chi.Router) {
+		r.Use(s.limitBody, s.clientIP)
+		r.NotFound(notFound)
+		if s.cfg.SignIn != nil {
+			s.signInRoutes(r)
+		}
 	})
 	if s.cfg.Web != nil {
 		r.NotFound(s.cfg.Web.ServeHTTP)

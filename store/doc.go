@@ -6,8 +6,9 @@
 // their chunks and the full-text index over them; through Memories, what
 // the agent remembers of each user; through ToolCalls, the record of the
 // calls that must not run twice on their own; through Keys, the API keys
-// issued in the service, as hashes; through Users, erasing a user from
-// all of it (their issued keys stay: they are the operators'); and
+// issued in the service, as hashes; through Sessions, the page's sign-in
+// sessions, as hashes; through Users, erasing a user from all of it
+// (their sessions too; their issued keys stay: they are the operators'); and
 // through Webhooks, the deliveries of events to the operator's webhook
 // endpoints, recorded in the transaction that stores their event, with
 // their attempts; and through UsageLog, what each user spent per model

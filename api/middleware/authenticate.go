@@ -82,6 +82,13 @@ type AuthConfig struct {
 	// Tokens, when set, names the user of a bearer credential shaped as
 	// a JWT (see NewOIDC); setting it turns authentication on too.
 	Tokens TokenUser
+	// Sessions, when set, names the user of a session cookie
+	// (SessionCookie) from the SHA-256 hash of its value, "" for none
+	// (unknown, expired, signed out). A request authenticated by the
+	// cookie that may change something (not GET, HEAD or OPTIONS) must
+	// send the session's CSRF token as CSRFHeader, or gets 403
+	// csrf_failed. Credentials in headers are read before the cookie.
+	Sessions func(ctx context.Context, hash [sha256.Size]byte) (string, error)
 }
 
 // StoredKeyTTL is how long Authenticate trusts what AuthConfig.Stored
@@ -118,9 +125,10 @@ func Authenticate(cfg AuthConfig) func(http.Handler) http.Handler {
 // constant time, without stopping at a match, so neither the time taken
 // nor an early exit tells anything about the keys.
 type authenticator struct {
-	keys     []hashedKey // sorted by user, so the work per request is fixed
-	stored   *storedKeys // nil when no key is issued in the service
-	tokens   TokenUser   // nil when no issuer's tokens are taken
+	keys     []hashedKey                                                       // sorted by user, so the work per request is fixed
+	stored   *storedKeys                                                       // nil when no key is issued in the service
+	tokens   TokenUser                                                         // nil when no issuer's tokens are taken
+	sessions func(ctx context.Context, hash [sha256.Size]byte) (string, error) // nil without sign-in
 	failures *Limiter
 	refused  func(reason string)
 }
@@ -131,7 +139,7 @@ type hashedKey struct {
 }
 
 func newAuthenticator(cfg AuthConfig) *authenticator {
-	a := &authenticator{failures: cfg.Failures, refused: cfg.Refused, tokens: cfg.Tokens}
+	a := &authenticator{failures: cfg.Failures, refused: cfg.Refused, tokens: cfg.Tokens, sessions: cfg.Sessions}
 	if cfg.Stored != nil {
 		a.stored = &storedKeys{lookup: cfg.Stored, users: map[[sha256.Size]byte]storedUser{}}
 	}
@@ -166,10 +174,14 @@ func (a *authenticator) user(ctx context.Context, key string) (string, error) {
 func (a *authenticator) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user := LocalUser
-		if len(a.keys) > 0 || a.stored != nil || a.tokens != nil {
+		if len(a.keys) > 0 || a.stored != nil || a.tokens != nil || a.sessions != nil {
 			creds := r.Header.Get("Authorization")
 			apiKey := r.Header.Get("X-Api-Key")
-			if creds == "" && apiKey == "" {
+			var cookie string
+			if c, err := r.Cookie(SessionCookie); err == nil && a.sessions != nil && creds == "" && apiKey == "" {
+				cookie = c.Value
+			}
+			if creds == "" && apiKey == "" && cookie == "" {
 				a.refused(AuthMissing)
 				unauthorized(w)
 				return
@@ -177,27 +189,31 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 			addr := clientAddress(r)
 			if ok, wait := a.failures.check(addr); !ok {
 				a.refused(AuthRateLimited)
-				e := httperr.New(http.StatusTooManyRequests, "rate_limited",
-					"too many invalid API keys from this address; retry after the time Retry-After gives")
-				e.RetryAfter = retryAfter(wait)
-				httperr.Write(w, e)
+				httperr.Write(w, RateLimited(wait))
 				return
 			}
-			key := strings.TrimSpace(apiKey)
-			if creds != "" {
+			var err error
+			switch key := strings.TrimSpace(apiKey); {
+			case cookie != "":
+				user, err = a.sessions(r.Context(), SessionHash(cookie))
+			case creds != "":
 				key = ""
 				if scheme, k, ok := strings.Cut(creds, " "); ok && strings.EqualFold(scheme, "Bearer") {
 					key = strings.TrimSpace(k)
 				}
-			}
-			var err error
-			if a.tokens != nil && looksLikeJWT(key) {
-				if user, err = a.tokens(r.Context(), key); err != nil {
-					slog.DebugContext(r.Context(), "a bearer token refused", slog.Any("error", err))
-					user, err = "", nil
+				fallthrough
+			default:
+				if a.tokens != nil && looksLikeJWT(key) {
+					if user, err = a.tokens(r.Context(), key); err != nil {
+						slog.DebugContext(r.Context(), "a bearer token refused", slog.Any("error", err))
+						user, err = "", nil
+					}
+				} else {
+					user, err = a.user(r.Context(), key)
 				}
-			} else if user, err = a.user(r.Context(), key); err != nil {
-				slog.ErrorContext(r.Context(), "looking up an API key", slog.Any("error", err))
+			}
+			if err != nil {
+				slog.ErrorContext(r.Context(), "looking up credentials", slog.Any("error", err))
 				httperr.Write(w, httperr.Unavailable)
 				return
 			}
@@ -205,6 +221,12 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 				a.failures.spend(addr)
 				a.refused(AuthInvalid)
 				unauthorized(w)
+				return
+			}
+			// A browser sends the cookie with requests that other sites'
+			// pages make, so a write needs the token only the page can read.
+			if cookie != "" && needsCSRF(r.Method) && !ValidCSRF(r.Header.Get(CSRFHeader), cookie) {
+				httperr.Write(w, ErrCSRF)
 				return
 			}
 		}

@@ -7,7 +7,9 @@
 // allowed origins (CORS). Every authenticated route then finds the
 // client's address (ClientIP, X-Forwarded-For only from trusted
 // proxies), names the request's user from its API key (configured, or
-// issued in the service: NewKey), its OpenID Connect token (NewOIDC) or
+// issued in the service: NewKey), its OpenID Connect token (NewOIDC),
+// the page's session cookie (SessionCookie, whose writes need the
+// CSRF token: CSRFToken) or
 // local mode, slowing credential guessing per address (Authenticate),
 // and caps each user's request rate (LimitRate); the two limits are
 // token buckets per key (Limiter). The user reaches handlers as runs.UserFrom. The routes

@@ -61,12 +61,18 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (TokenUser, error) {
 		if err := t.Claims(&claims); err != nil {
 			return "", err
 		}
-		user, _ := claims[claim].(string)
-		if user == "" || !utf8.ValidString(user) || strings.ContainsRune(user, 0) {
-			return "", fmt.Errorf("oidc: the token's %s claim names no user", claim)
-		}
-		return user, nil
+		return ClaimUser(claims, claim)
 	}, nil
+}
+
+// ClaimUser returns the user that a token's claim names: a non-empty
+// string of text.
+func ClaimUser(claims map[string]any, claim string) (string, error) {
+	user, _ := claims[claim].(string)
+	if user == "" || !utf8.ValidString(user) || strings.ContainsRune(user, 0) {
+		return "", fmt.Errorf("oidc: the token's %s claim names no user", claim)
+	}
+	return user, nil
 }
 
 // looksLikeJWT reports whether a bearer credential has a JWT's shape:

@@ -2,11 +2,9 @@ package middleware_test
 
 import (
 	"encoding/base64"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,82 +12,13 @@ import (
 	"github.com/oauth2-proxy/mockoidc"
 
 	"github.com/trellis-ai/trellis/api/middleware"
+	"github.com/trellis-ai/trellis/internal/oidctest"
 	"github.com/trellis-ai/trellis/runs"
 )
 
-// provider is a real OpenID Connect provider on a loopback port, whose
-// signing key a test may rotate: its JWKS then lists only the new key.
-type provider struct {
-	*mockoidc.MockOIDC
-	key atomic.Pointer[mockoidc.Keypair]
-}
-
-func newProvider(t *testing.T) *provider {
-	t.Helper()
-	m, err := mockoidc.NewServer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &provider{MockOIDC: m}
-	p.key.Store(m.Keypair)
-	err = m.AddMiddleware(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != mockoidc.JWKSEndpoint {
-				next.ServeHTTP(w, r)
-				return
-			}
-			jwks, err := p.key.Load().JWKS()
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.Write(jwks)
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(ln, nil); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Shutdown() })
-	return p
-}
-
-// rotate makes a new signing key the provider's only one.
-func (p *provider) rotate(t *testing.T) {
-	k, err := mockoidc.RandomKeypair(2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.key.Store(k)
-}
-
-// token is a token of the provider for this service, for user, valid
-// for a minute, with claims changed or added by extra.
-func (p *provider) token(t *testing.T, user string, extra jwt.MapClaims) string {
-	t.Helper()
-	now := time.Now()
-	claims := jwt.MapClaims{"iss": p.Issuer(), "aud": p.ClientID, "sub": user, "email": user + "@example.com",
-		"iat": now.Unix(), "exp": now.Add(time.Minute).Unix()}
-	for k, v := range extra {
-		claims[k] = v
-	}
-	tok, err := p.key.Load().SignJWT(claims)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
 // serveTokens is a handler behind Authenticate that takes the provider's
 // tokens, answering each request with its user.
-func serveTokens(t *testing.T, p *provider, cfg middleware.OIDCConfig) *httptest.Server {
+func serveTokens(t *testing.T, p *oidctest.Provider, cfg middleware.OIDCConfig) *httptest.Server {
 	t.Helper()
 	cfg.Issuer, cfg.Audience = p.Issuer(), p.ClientID
 	tokens, err := middleware.NewOIDC(t.Context(), cfg)
@@ -124,12 +53,12 @@ func get(t *testing.T, ts *httptest.Server, token string) (int, string) {
 // audience or issuer, not yet valid, signed with a key the issuer does
 // not have, tampered with, or unsigned is refused.
 func TestOIDCTokens(t *testing.T) {
-	p := newProvider(t)
+	p := oidctest.Start(t)
 	ts := serveTokens(t, p, middleware.OIDCConfig{})
-	if code, user := get(t, ts, p.token(t, "ada", nil)); code != http.StatusOK || user != "ada" {
+	if code, user := get(t, ts, p.Token(t, "ada", nil)); code != http.StatusOK || user != "ada" {
 		t.Fatalf("a valid token: %d %q", code, user)
 	}
-	good := p.token(t, "ada", nil)
+	good := p.Token(t, "ada", nil)
 	parts := strings.Split(good, ".")
 	sig, _ := base64.RawURLEncoding.DecodeString(parts[2])
 	sig[0] ^= 0xff
@@ -146,11 +75,11 @@ func TestOIDCTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, tok := range map[string]string{
-		"expired":        p.token(t, "ada", jwt.MapClaims{"exp": time.Now().Add(-time.Second).Unix()}),
-		"other audience": p.token(t, "ada", jwt.MapClaims{"aud": "another-service"}),
-		"other issuer":   p.token(t, "ada", jwt.MapClaims{"iss": "https://elsewhere.example"}),
-		"not yet valid":  p.token(t, "ada", jwt.MapClaims{"nbf": time.Now().Add(10 * time.Minute).Unix()}),
-		"no user":        p.token(t, "", nil),
+		"expired":        p.Token(t, "ada", jwt.MapClaims{"exp": time.Now().Add(-time.Second).Unix()}),
+		"other audience": p.Token(t, "ada", jwt.MapClaims{"aud": "another-service"}),
+		"other issuer":   p.Token(t, "ada", jwt.MapClaims{"iss": "https://elsewhere.example"}),
+		"not yet valid":  p.Token(t, "ada", jwt.MapClaims{"nbf": time.Now().Add(10 * time.Minute).Unix()}),
+		"no user":        p.Token(t, "", nil),
 		"tampered":       tampered,
 		"forged claims":  forged,
 		"unsigned":       unsigned,
@@ -166,14 +95,14 @@ func TestOIDCTokens(t *testing.T) {
 // taken (the key set is fetched again for a key it lacks), and one
 // signed with the old key no longer is.
 func TestOIDCKeyRotation(t *testing.T) {
-	p := newProvider(t)
+	p := oidctest.Start(t)
 	ts := serveTokens(t, p, middleware.OIDCConfig{})
-	old := p.token(t, "ada", nil)
+	old := p.Token(t, "ada", nil)
 	if code, _ := get(t, ts, old); code != http.StatusOK {
 		t.Fatalf("before the rotation: %d", code)
 	}
-	p.rotate(t)
-	if code, user := get(t, ts, p.token(t, "ada", nil)); code != http.StatusOK || user != "ada" {
+	p.Rotate(t)
+	if code, user := get(t, ts, p.Token(t, "ada", nil)); code != http.StatusOK || user != "ada" {
 		t.Fatalf("a token of the new key: %d %q", code, user)
 	}
 	if code, _ := get(t, ts, old); code != http.StatusUnauthorized {
@@ -184,11 +113,11 @@ func TestOIDCKeyRotation(t *testing.T) {
 // The user may come from another claim; algorithms not allowed are
 // refused even with a valid signature.
 func TestOIDCClaimAndAlgorithms(t *testing.T) {
-	p := newProvider(t)
-	if code, user := get(t, serveTokens(t, p, middleware.OIDCConfig{UserClaim: "email"}), p.token(t, "ada", nil)); code != http.StatusOK || user != "ada@example.com" {
+	p := oidctest.Start(t)
+	if code, user := get(t, serveTokens(t, p, middleware.OIDCConfig{UserClaim: "email"}), p.Token(t, "ada", nil)); code != http.StatusOK || user != "ada@example.com" {
 		t.Fatalf("user from email: %d %q", code, user)
 	}
-	if code, _ := get(t, serveTokens(t, p, middleware.OIDCConfig{Algorithms: []string{"ES256"}}), p.token(t, "ada", nil)); code != http.StatusUnauthorized {
+	if code, _ := get(t, serveTokens(t, p, middleware.OIDCConfig{Algorithms: []string{"ES256"}}), p.Token(t, "ada", nil)); code != http.StatusUnauthorized {
 		t.Fatalf("an RS256 token where only ES256 is allowed: %d", code)
 	}
 	if _, err := middleware.NewOIDC(t.Context(), middleware.OIDCConfig{Issuer: p.Issuer()}); err == nil {

@@ -2,39 +2,26 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/oauth2-proxy/mockoidc"
+
+	"github.com/trellis-ai/trellis/internal/oidctest"
 )
 
 // serve with an OpenID Connect issuer takes its tokens beside keys: each
 // names its user, whose conversations are their own; no token, or an
 // expired one, is 401.
 func TestServeOIDCTokens(t *testing.T) {
-	m, err := mockoidc.NewServer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Keypair.KeyID(); err != nil { // computed once, before the provider's handlers read it
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(ln, nil); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Shutdown() })
+	m := oidctest.Start(t)
 	token := func(user string, ttl time.Duration) []string {
-		tok, err := m.Keypair.SignJWT(jwt.MapClaims{"iss": m.Issuer(), "aud": m.ClientID, "sub": user, "exp": time.Now().Add(ttl).Unix()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tok := m.Token(t, user, jwt.MapClaims{"exp": time.Now().Add(ttl).Unix()})
 		return []string{"Authorization", "Bearer " + tok}
 	}
 	c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(), "TRELLIS_OIDC_ISSUER="+m.Issuer(), "TRELLIS_OIDC_AUDIENCE="+m.ClientID)
@@ -60,4 +47,80 @@ func TestServeOIDCTokens(t *testing.T) {
 			t.Errorf("%s: %d", name, r.StatusCode)
 		}
 	}
+}
+
+// serve with --oidc-redirect-url signs a browser in through the
+// provider: the session cookie it sets chats as the provider's user,
+// with the session's CSRF token, and after sign-out it is refused.
+func TestServeSignIn(t *testing.T) {
+	c, m := startSignIn(t)
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if req.URL.Path == "/" {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	send := func(method, path, body string, headers ...string) (int, []byte) {
+		req, _ := http.NewRequestWithContext(t.Context(), method, c.url+path, strings.NewReader(body))
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	m.QueueUser(oidctest.User("ada"))
+	if status, body := send(http.MethodGet, "/auth/login", ""); status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d %s", status, body)
+	}
+	status, body := send(http.MethodGet, "/auth/session", "")
+	var sess struct {
+		User      string `json:"user"`
+		CSRFToken string `json:"csrf_token"`
+	}
+	if status != http.StatusOK || json.Unmarshal(body, &sess) != nil || sess.User != "ada" {
+		t.Fatalf("session: %d %s", status, body)
+	}
+	if status, body := send(http.MethodPost, "/api/v1/chat/sync", `{"message":"hi"}`, "Content-Type", "application/json"); status != http.StatusForbidden {
+		t.Fatalf("a write without the CSRF token: %d %s", status, body)
+	}
+	if status, body := send(http.MethodPost, "/api/v1/chat/sync", `{"message":"hi"}`, "Content-Type", "application/json", "X-CSRF-Token", sess.CSRFToken); status != http.StatusOK {
+		t.Fatalf("chat signed in: %d %s", status, body)
+	}
+	if r := c.do(http.MethodGet, "/api/v1/conversations", nil, "Authorization", "Bearer "+m.Token(t, "ada", nil)); r.StatusCode != http.StatusOK {
+		t.Fatalf("ada's token: %d", r.StatusCode)
+	} else {
+		var list struct{ Conversations []any }
+		if json.NewDecoder(r.Body).Decode(&list) != nil || len(list.Conversations) != 1 {
+			t.Fatalf("ada's conversations by her token: %v; want the one of her session", list.Conversations)
+		}
+	}
+	if status, body := send(http.MethodPost, "/auth/logout", "", "X-CSRF-Token", sess.CSRFToken); status != http.StatusNoContent {
+		t.Fatalf("sign-out: %d %s", status, body)
+	}
+	if status, _ := send(http.MethodGet, "/api/v1/conversations", ""); status != http.StatusUnauthorized {
+		t.Fatalf("after sign-out: %d", status)
+	}
+}
+
+// startSignIn starts serve with the page's sign-in through a provider
+// it starts too; the redirect URL names the server's own address.
+func startSignIn(t *testing.T) (*child, *oidctest.Provider) {
+	t.Helper()
+	m := oidctest.Start(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c := startServe(t, childArgs+"=serve --addr "+addr, "TRELLIS_DATA_DIR="+t.TempDir(), "TRELLIS_OIDC_ISSUER="+m.Issuer(),
+		"TRELLIS_OIDC_AUDIENCE="+m.ClientID, "TRELLIS_OIDC_CLIENT_SECRET="+m.ClientSecret,
+		"TRELLIS_OIDC_REDIRECT_URL=http://"+addr+"/auth/callback")
+	return c, m
 }

@@ -62,7 +62,11 @@ type serveConfig struct {
 	auth bool
 	// oidc: bearer JWTs of an OpenID Connect issuer authenticate too,
 	// when its Issuer is set.
-	oidc               middleware.OIDCConfig
+	oidc middleware.OIDCConfig
+	// signIn: the web page signs people in through the issuer, when its
+	// RedirectURL is set (its Issuer, ClientID and Sessions are filled
+	// in by build).
+	signIn             api.SignInConfig
 	admins             []string
 	mcpConfig          string
 	approvalTools      []string
@@ -119,7 +123,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	var (
 		keys, authMode, approval, cors, logLevel string
-		oidcAlgs                                 string
+		oidcAlgs, sessionTTL                     string
 		admins                                   string
 		interrupt, elicitTO, shutdown, claim     string
 		unhealthy, jobTimeout                    string
@@ -147,6 +151,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&c.oidc.Issuer, "oidc-issuer", env("TRELLIS_OIDC_ISSUER", ""), "OpenID Connect issuer URL whose bearer JWTs authenticate users, beside API keys (TRELLIS_OIDC_ISSUER)")
 	fs.StringVar(&c.oidc.Audience, "oidc-audience", env("TRELLIS_OIDC_AUDIENCE", ""), "the audience (client id) the issuer's tokens must name; required with --oidc-issuer (TRELLIS_OIDC_AUDIENCE)")
 	fs.StringVar(&c.oidc.UserClaim, "oidc-user-claim", env("TRELLIS_OIDC_USER_CLAIM", "sub"), "the token claim that holds the user id (TRELLIS_OIDC_USER_CLAIM)")
+	fs.StringVar(&c.signIn.ClientSecret, "oidc-client-secret", env("TRELLIS_OIDC_CLIENT_SECRET", ""), "the client secret the issuer gave this service, for the page's sign-in; empty for a public client, which PKCE protects (TRELLIS_OIDC_CLIENT_SECRET)")
+	fs.StringVar(&c.signIn.RedirectURL, "oidc-redirect-url", env("TRELLIS_OIDC_REDIRECT_URL", ""), "this service's public URL of /auth/callback, as registered at the issuer; set, the page signs people in through the issuer (TRELLIS_OIDC_REDIRECT_URL)")
+	fs.StringVar(&sessionTTL, "session-ttl", env("TRELLIS_SESSION_TTL", api.DefaultSessionTTL.String()), "how long a sign-in on the page lasts (TRELLIS_SESSION_TTL)")
 	fs.StringVar(&oidcAlgs, "oidc-algorithms", env("TRELLIS_OIDC_ALGORITHMS", ""), "signing algorithms accepted, comma-separated; default those the issuer's discovery lists (TRELLIS_OIDC_ALGORITHMS)")
 	fs.StringVar(&admins, "admin-users", env("TRELLIS_ADMIN_USERS", ""), "users (as --api-keys names them) who may read what spans every user, comma-separated; in local mode the local user (TRELLIS_ADMIN_USERS)")
 	fs.StringVar(&c.mcpConfig, "mcp-config", env("TRELLIS_MCP_CONFIG", ""), "MCP servers file (TRELLIS_MCP_CONFIG)")
@@ -247,6 +254,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	expiry(events.PendingApproval, "approval", approvalTimeout, approvalExpiry, &c.approvalExpiry)
 	expiry(events.PendingElicitation, "question", questionTimeout, questionExpiry, &c.questionExpiry)
 	dur("shutdown-timeout", shutdown, &c.shutdownTimeout)
+	dur("session-ttl", sessionTTL, &c.signIn.SessionTTL)
+	errs = append(errs, checkSignIn(c.oidc, c.signIn)...)
 	dur("job-timeout", jobTimeout, &c.jobTimeout)
 	if c.jobTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("job-timeout: %q is not a positive duration", jobTimeout))
@@ -702,12 +711,24 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 			return app{}, err
 		}
 	}
+	var signIn *api.SignIn
+	if cfg.signIn.RedirectURL != "" {
+		sessions, ok := st.(store.Sessions)
+		if !ok {
+			return app{}, errors.New("the store keeps no sessions")
+		}
+		sc := cfg.signIn
+		sc.Issuer, sc.ClientID, sc.UserClaim, sc.Algorithms, sc.Sessions = cfg.oidc.Issuer, cfg.oidc.Audience, cfg.oidc.UserClaim, cfg.oidc.Algorithms, sessions
+		if signIn, err = api.NewSignIn(ctx, sc); err != nil {
+			return app{}, err
+		}
+	}
 	if err := startWebhooks(ctx, hooks, queue, cleanup); err != nil {
 		return app{}, err
 	}
 	srv, err := api.New(api.Config{
 		Runs: svc, Store: st, Tools: tools.provider, Documents: docs, Cognition: cog, Erasure: erasure, Webhooks: hooks,
-		Keys: cfg.keys, IssuedKeys: issued, Tokens: tokens, Admins: cfg.admins, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
+		Keys: cfg.keys, IssuedKeys: issued, Tokens: tokens, SignIn: signIn, Admins: cfg.admins, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
 		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: collector,
 		Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
 	})
@@ -929,6 +950,33 @@ func checkOIDC(o middleware.OIDCConfig) []error {
 	return errs
 }
 
+// checkSignIn checks the page's sign-in settings: they need an issuer,
+// and the redirect URL is an absolute https URL (http on a loopback host)
+// ending in /auth/callback.
+func checkSignIn(o middleware.OIDCConfig, si api.SignInConfig) []error {
+	var errs []error
+	if si.SessionTTL <= 0 {
+		errs = append(errs, fmt.Errorf("session-ttl: %s is not a positive duration", si.SessionTTL))
+	}
+	if si.RedirectURL == "" {
+		if si.ClientSecret != "" {
+			errs = append(errs, errors.New("oidc-client-secret: set without --oidc-redirect-url, so nothing would use it"))
+		}
+		return errs
+	}
+	if o.Issuer == "" {
+		errs = append(errs, errors.New("oidc-redirect-url: set without --oidc-issuer"))
+	}
+	u, err := url.Parse(si.RedirectURL)
+	switch {
+	case err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Path != "/auth/callback":
+		errs = append(errs, fmt.Errorf("oidc-redirect-url %q: want this service's URL of /auth/callback, such as https://trellis.example.com/auth/callback", si.RedirectURL))
+	case u.Scheme != "https" && !(u.Scheme == "http" && loopback(net.JoinHostPort(u.Hostname(), "0"))):
+		errs = append(errs, fmt.Errorf("oidc-redirect-url %q: want https (http only on a loopback host), so the session cookie is Secure", si.RedirectURL))
+	}
+	return errs
+}
+
 // issuedKeys is the record of the keys issued in the service when
 // requests authenticate, nil in local mode, where a stored key is only
 // worth a warning: it checks none.
@@ -990,6 +1038,9 @@ func startLine(addr, storage string, models *llm.Registry, cfg serveConfig, mcpS
 		auth = fmt.Sprintf("API keys for %d users and keys issued in the service", countUsers(cfg.keys))
 		if cfg.oidc.Issuer != "" {
 			auth += ", tokens of " + cfg.oidc.Issuer
+			if cfg.signIn.RedirectURL != "" {
+				auth += ", sign-in on the page"
+			}
 		}
 	}
 	host, port, _ := net.SplitHostPort(addr)

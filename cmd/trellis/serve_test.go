@@ -111,6 +111,11 @@ func TestParseServe(t *testing.T) {
 		!c.auth || c.oidc.UserClaim != "sub" || !slices.Equal(c.oidc.Algorithms, []string{"RS256", "ES256"}) || c.addr != ":8080" {
 		t.Errorf("oidc: %+v %v", c, err)
 	}
+	if c, err = parseServe(nil, env("TRELLIS_OIDC_ISSUER", "https://id.example.com", "TRELLIS_OIDC_AUDIENCE", "trellis",
+		"TRELLIS_OIDC_REDIRECT_URL", "https://chat.example.com/auth/callback", "TRELLIS_SESSION_TTL", "12h"), io.Discard); err != nil ||
+		c.signIn.RedirectURL != "https://chat.example.com/auth/callback" || c.signIn.ClientSecret != "" || c.signIn.SessionTTL != 12*time.Hour {
+		t.Errorf("sign-in of a public client: %+v %v", c.signIn, err)
+	}
 	if c, err = parseServe([]string{"--event-retention-days", "7"}, env("TRELLIS_RETENTION_DAYS", "90"), io.Discard); err != nil ||
 		c.eventRetentionDays != 7 || c.retentionDays != 90 {
 		t.Errorf("retention: %d days, events %d days, %v", c.retentionDays, c.eventRetentionDays, err)
@@ -130,7 +135,12 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_OIDC_ISSUER", "http://id.example.com", "TRELLIS_OIDC_AUDIENCE", "trellis"},
 		{"TRELLIS_OIDC_ISSUER", "id.example.com", "TRELLIS_OIDC_AUDIENCE", "trellis"},
 		{"TRELLIS_OIDC_ISSUER", "https://id.example.com", "TRELLIS_OIDC_AUDIENCE", "trellis", "TRELLIS_AUTH", "local"},
-		{"TRELLIS_AUTH", "local", "TRELLIS_API_KEYS", "k1:ada"}, // keys local mode would not check
+		{"TRELLIS_AUTH", "local", "TRELLIS_API_KEYS", "k1:ada"},                                               // keys local mode would not check
+		{"TRELLIS_OIDC_REDIRECT_URL", "https://chat.example.com/auth/callback", "TRELLIS_API_KEYS", "k1:ada"}, // no issuer
+		{"TRELLIS_OIDC_CLIENT_SECRET", "s", "TRELLIS_API_KEYS", "k1:ada"},                                     // a secret nothing uses
+		{"TRELLIS_OIDC_ISSUER", "https://id.example.com", "TRELLIS_OIDC_AUDIENCE", "trellis", "TRELLIS_OIDC_REDIRECT_URL", "http://chat.example.com/auth/callback"},
+		{"TRELLIS_OIDC_ISSUER", "https://id.example.com", "TRELLIS_OIDC_AUDIENCE", "trellis", "TRELLIS_OIDC_REDIRECT_URL", "https://chat.example.com/callback"},
+		{"TRELLIS_API_KEYS", "k1:ada", "TRELLIS_SESSION_TTL", "0s"},
 		{"TRELLIS_INTERRUPT_AFTER", "soon"},
 		{"TRELLIS_MAX_BODY_BYTES", "lots"},
 		{"TRELLIS_MONTHLY_TOKEN_QUOTA", "-1"},

@@ -127,6 +127,10 @@ func TestKeysConformance(t *testing.T) {
 	storetest.RunKeys(t, func(t *testing.T) storetest.KeyStore { return newStore(t) })
 }
 
+func TestSessionsConformance(t *testing.T) {
+	storetest.RunSessions(t, func(t *testing.T) storetest.SessionStore { return newStore(t) })
+}
+
 func TestDocumentsConformance(t *testing.T) {
 	storetest.RunDocuments(t, func(t *testing.T) storetest.DocStore { return newStore(t) })
 }

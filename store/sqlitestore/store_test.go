@@ -117,6 +117,10 @@ func TestKeysConformance(t *testing.T) {
 	storetest.RunKeys(t, func(t *testing.T) storetest.KeyStore { return newDocStore(t) })
 }
 
+func TestSessionsConformance(t *testing.T) {
+	storetest.RunSessions(t, func(t *testing.T) storetest.SessionStore { return newDocStore(t) })
+}
+
 func TestDocumentsConformance(t *testing.T) {
 	storetest.RunDocuments(t, func(t *testing.T) storetest.DocStore { return newDocStore(t) })
 }

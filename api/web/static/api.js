@@ -25,17 +25,41 @@ export class Client {
   /** @param {() => string} apiKey returns the API key, or "" for none. */
   constructor(apiKey) {
     this.apiKey = apiKey;
+    // csrf is the CSRF token of the session the page signed in with
+    // (GET /auth/session); "" without one. The browser sends the session
+    // cookie by itself, same-origin; writes must send the token too.
+    this.csrf = "";
   }
 
-  headers(extra) {
+  headers(extra, method = "GET") {
     const h = { Accept: "application/json", ...extra };
     const key = this.apiKey();
     if (key) h.Authorization = `Bearer ${key}`;
+    else if (this.csrf && !["GET", "HEAD", "OPTIONS"].includes(method)) h["X-CSRF-Token"] = this.csrf;
     return h;
   }
 
+  /**
+   * session returns who the page is signed in as ({user, expires_at,
+   * csrf_token}), null when sign-in is offered but no one is signed in,
+   * or undefined when the server offers no sign-in.
+   */
+  async session() {
+    let resp;
+    try {
+      resp = await fetch("/auth/session", { headers: { Accept: "application/json" }, cache: "no-store" });
+    } catch {
+      return undefined;
+    }
+    if (resp.status === 401) return null;
+    if (!resp.ok || !(resp.headers.get("Content-Type") || "").includes("json")) return undefined;
+    const s = await resp.json();
+    this.csrf = s.csrf_token || "";
+    return s;
+  }
+
   async send(method, url, { body, headers, signal } = {}) {
-    const init = { method, headers: this.headers(headers), signal, cache: "no-store" };
+    const init = { method, headers: this.headers(headers, method), signal, cache: "no-store" };
     if (body !== undefined) {
       init.body = JSON.stringify(body);
       init.headers["Content-Type"] = "application/json";
@@ -69,7 +93,7 @@ export class Client {
   async upload(url, form, signal) {
     let resp;
     try {
-      resp = await fetch(url, { method: "POST", headers: this.headers(), body: form, signal, cache: "no-store" });
+      resp = await fetch(url, { method: "POST", headers: this.headers(undefined, "POST"), body: form, signal, cache: "no-store" });
     } catch (err) {
       if (err.name === "AbortError") throw err;
       throw new APIError(0, "network_error", "The server cannot be reached. Check your connection and try again.");

@@ -47,6 +47,10 @@ const ui = {
   liveClose: $("#live-close"),
   topbar: $(".topbar"),
   note: $("#composer-note"),
+  signin: $("#signin"),
+  signinButton: $("#signin-button"),
+  signinUser: $("#signin-user"),
+  signout: $("#signout-button"),
 };
 
 const storage = {
@@ -740,6 +744,8 @@ function init() {
 
   window.addEventListener("hashchange", route);
   memory.init();
+  ui.signout.addEventListener("click", signOut);
+  showSession();
   loadTools();
   graphView.load();
   refreshConversations();
@@ -792,6 +798,30 @@ function keepHeights() {
     root.setProperty("--composer-h", `${window.innerHeight - ui.composer.getBoundingClientRect().top}px`);
   });
   for (const box of [document.body, ui.topbar, ui.composer]) heights.observe(box);
+}
+
+/**
+ * showSession shows "Sign in" when the server signs people in through
+ * its identity provider and no one is, or who is with "Sign out"; it
+ * shows nothing when the server offers no sign-in (keys, local mode).
+ */
+async function showSession() {
+  const s = await client.session();
+  ui.signin.hidden = s === undefined;
+  ui.signinButton.hidden = s !== null;
+  ui.signout.hidden = !s;
+  ui.signinUser.textContent = s ? s.user : "";
+}
+
+async function signOut() {
+  try {
+    await client.send("POST", "/auth/logout");
+  } catch (err) {
+    showError(err);
+    return;
+  }
+  client.csrf = "";
+  location.assign("/");
 }
 
 /** noteComposer says under the message box why nothing was sent; "" clears it. */
