@@ -30,6 +30,17 @@ type PruneOptions struct {
 	// namespace, before that namespace is read; ids it names that the
 	// namespace does not hold are ignored.
 	Pinned func(ctx context.Context, threadID string) ([]string, error)
+	// KeepInputs keeps every checkpoint a run's input made (SourceInput),
+	// with its delta chains: the start of each turn, where an edit of
+	// that turn forks, however old.
+	KeepInputs bool
+}
+
+// Node is cp as PlanPrune sees it, pinned when pins holds its id or it is
+// an input checkpoint o keeps.
+func (o PruneOptions) Node(cp *Checkpoint, pins map[string]bool) PruneNode {
+	return PruneNode{ID: cp.ID, ParentID: cp.ParentID, Versions: cp.Versions,
+		Pinned: pins[cp.ID] || o.KeepInputs && cp.Source == SourceInput}
 }
 
 // PruneSpacePage is how many thread namespaces a Pruner lists at a time,
@@ -79,7 +90,8 @@ type PruneNode struct {
 	ID       string
 	ParentID string
 	Versions map[string]string
-	// Pinned keeps the checkpoint whatever its age (PruneOptions.Pinned).
+	// Pinned keeps the checkpoint whatever its age (PruneOptions.Pinned
+	// and KeepInputs).
 	Pinned bool
 }
 

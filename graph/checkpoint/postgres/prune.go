@@ -90,7 +90,7 @@ func pruneNamespace(ctx context.Context, tx pgx.Tx, thread, ns string, pins map[
 		}
 		cp, err := graph.DecodeCheckpoint(body)
 		sizes[cp.ID] = int64(len(body))
-		return graph.PruneNode{ID: cp.ID, ParentID: cp.ParentID, Versions: cp.Versions, Pinned: pins[cp.ID]}, err
+		return opts.Node(&cp, pins), err
 	})
 	if err != nil {
 		return graph.PruneStats{}, fmt.Errorf("checkpoints: %w", err)

@@ -84,7 +84,7 @@ func pruneNamespace(ctx context.Context, tx *sql.Tx, thread, ns string, pins map
 			return r, err
 		}
 		cp, err := graph.DecodeCheckpoint(body)
-		r.node, r.size = graph.PruneNode{ID: cp.ID, ParentID: cp.ParentID, Versions: cp.Versions, Pinned: pins[cp.ID]}, int64(len(body))
+		r.node, r.size = opts.Node(&cp, pins), int64(len(body))
 		return r, err
 	}, `SELECT body FROM checkpoints WHERE thread_id = ? AND ns = ?`, thread, ns)
 	if err != nil {
