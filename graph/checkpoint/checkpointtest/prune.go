@@ -54,10 +54,7 @@ func same(t *testing.T, what string, before, after snapshot) {
 // keeping 2 per branch drops exactly what no branch needs and that every
 // kept checkpoint loads back byte-identical.
 func testPrune(t *testing.T, s graph.Checkpointer) {
-	p, ok := s.(graph.Pruner)
-	if !ok {
-		t.Skip("saver does not implement graph.Pruner")
-	}
+	p := asPruner(t, s)
 	ctx := t.Context()
 	// Main branch 01..08: msgs is a delta chain from 01's full value, with
 	// 06 merging 04..06 onto 03 as the engine does to keep chains short;
@@ -210,10 +207,7 @@ func states(t *testing.T, c *graph.Compiled[chat]) map[string]string {
 // fresh engine (nothing cached) that every kept checkpoint decodes to the
 // same state, the interrupt resumes and the fork goes on.
 func testPruneEngine(t *testing.T, s graph.Checkpointer) {
-	p, ok := s.(graph.Pruner)
-	if !ok {
-		t.Skip("saver does not implement graph.Pruner")
-	}
+	p := asPruner(t, s)
 	ctx := t.Context()
 	c := newChat(t, s)
 	cfg := graph.RunConfig{ThreadID: "conv"}
@@ -291,14 +285,11 @@ func testPruneEngine(t *testing.T, s graph.Checkpointer) {
 }
 
 // testPrunePins runs a long conversation, pins the checkpoints two early
-// turns started from, as a chat record does, and checks that a prune
+// turns started from, as a caller that knows its turns' starts does, and checks that a prune
 // keeps them with the state they had, that an edit forks from each, and
 // that a failing Pinned stops the prune before it deletes anything.
 func testPrunePins(t *testing.T, s graph.Checkpointer) {
-	p, ok := s.(graph.Pruner)
-	if !ok {
-		t.Skip("saver does not implement graph.Pruner")
-	}
+	p := asPruner(t, s)
 	ctx := t.Context()
 	c := newChat(t, s)
 	cfg := graph.RunConfig{ThreadID: "conv"}
@@ -363,4 +354,14 @@ func testPrunePins(t *testing.T, s graph.Checkpointer) {
 	if want := []string{"message 0", "reply 1", "message 1", "reply 3", "message 2", "reply 5", "message 3", "reply 7", "message 4", "reply 9", "edited", "reply 11"}; !slices.Equal(out.Log, want) {
 		t.Errorf("forked state %q, want %q", out.Log, want)
 	}
+}
+
+// asPruner skips the test unless s is a graph.Pruner.
+func asPruner(t *testing.T, s graph.Checkpointer) graph.Pruner {
+	t.Helper()
+	p, ok := s.(graph.Pruner)
+	if !ok {
+		t.Skip("saver does not implement graph.Pruner")
+	}
+	return p
 }
