@@ -39,7 +39,8 @@
 // RunConfig.CheckpointID read, edit and fork threads. Backends live in
 // graph/checkpoint: memory, sqlite and postgres. A backend that is also a
 // Pruner drops old checkpoints as PlanPrune decides: each branch's newest,
-// pending interrupts and every delta base they read stay.
+// pending interrupts, the checkpoints the caller pins (turns a chat can
+// still edit) and every delta base they read stay.
 //
 // Nor does a run load its thread again when it need not: a run that ends
 // or pauses leaves its state in memory (CompileOptions.ThreadCache bounds

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 	"slices"
 )
 
@@ -22,6 +23,45 @@ type PruneOptions struct {
 	Keep int
 	// DryRun counts what would go and deletes nothing.
 	DryRun bool
+	// Pinned, when set, names checkpoints of a thread that survive
+	// whatever their age, with every blob their delta chains read: those
+	// something outside the checkpointer still starts from, such as the
+	// turns a chat record can edit or retry. It is asked once per thread
+	// namespace, before that namespace is read; ids it names that the
+	// namespace does not hold are ignored.
+	Pinned func(ctx context.Context, threadID string) ([]string, error)
+	// KeepInputs keeps every checkpoint a run's input made (SourceInput),
+	// with its delta chains: the start of each turn, where an edit of
+	// that turn forks, however old.
+	KeepInputs bool
+}
+
+// Node is cp as PlanPrune sees it, pinned when pins holds its id or it is
+// an input checkpoint o keeps.
+func (o PruneOptions) Node(cp *Checkpoint, pins map[string]bool) PruneNode {
+	return PruneNode{ID: cp.ID, ParentID: cp.ParentID, Versions: cp.Versions,
+		Pinned: pins[cp.ID] || o.KeepInputs && cp.Source == SourceInput}
+}
+
+// PruneSpacePage is how many thread namespaces a Pruner lists at a time,
+// so a prune's memory does not grow with the number of threads.
+const PruneSpacePage = 500
+
+// Pins returns the set of checkpoint ids o.Pinned names for threadID,
+// nil when o.Pinned is unset.
+func (o PruneOptions) Pins(ctx context.Context, threadID string) (map[string]bool, error) {
+	if o.Pinned == nil {
+		return nil, nil
+	}
+	ids, err := o.Pinned(ctx, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("pinned checkpoints of %s: %w", threadID, err)
+	}
+	pins := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		pins[id] = true
+	}
+	return pins, nil
 }
 
 // PruneStats counts what a prune removed, or with DryRun would remove.
@@ -50,6 +90,9 @@ type PruneNode struct {
 	ID       string
 	ParentID string
 	Versions map[string]string
+	// Pinned keeps the checkpoint whatever its age (PruneOptions.Pinned
+	// and KeepInputs).
+	Pinned bool
 }
 
 // PruneBlob is one stored blob of a thread namespace, without its data.
@@ -69,6 +112,7 @@ type PruneBlob struct {
 //     loads, lists and forks from its recent past. A pending interrupt,
 //     static or raised by a task, sits on a checkpoint no later step has
 //     followed yet, which is a head too.
+//   - every pinned checkpoint (PruneNode.Pinned).
 //   - every blob a kept checkpoint names, and every blob down each delta
 //     blob's Base chain to the full value, whatever checkpoint wrote it:
 //     a delta is worthless without its base, so dropping the checkpoint
@@ -96,6 +140,13 @@ func PlanPrune(nodes []PruneNode, blobs []PruneBlob, keep int) (dropIDs []string
 		for k := 0; k < keep && n != nil && !kept[n.ID]; k++ {
 			kept[n.ID] = true
 			n = byID[n.ParentID]
+		}
+	}
+	// Pins are marked after the heads' walks, which stop at a checkpoint
+	// already kept: a pin must not cut a branch's window short.
+	for i := range nodes {
+		if nodes[i].Pinned {
+			kept[nodes[i].ID] = true
 		}
 	}
 	type key struct{ field, version string }

@@ -21,7 +21,8 @@ import (
 const pruneUsage = `Usage: trellis prune [flags]
 
 Removes old checkpoints: each branch of each conversation keeps its newest
---keep, and every older one its delta chains still read. Every
+--keep, the one each of its turns started from (where an edit or a retry
+forks), and every older one their delta chains still read. Every
 conversation still loads, resumes and forks from what is kept. Safe while
 the server runs; a prune stopped halfway has pruned some conversations
 whole and left the others untouched.
@@ -60,7 +61,7 @@ func runPrune(ctx context.Context, args []string, sys stdio) error {
 		return fmt.Errorf("prune: %w", err)
 	}
 	defer closeSaver()
-	st, err := saver.Prune(ctx, graph.PruneOptions{Keep: *keep, DryRun: *dryRun})
+	st, err := saver.Prune(ctx, graph.PruneOptions{Keep: *keep, DryRun: *dryRun, KeepInputs: true})
 	verb := "removed"
 	if *dryRun {
 		verb = "would remove"
@@ -124,7 +125,7 @@ func newCheckpointPrune(ws *jobs.Workers, cfg serveConfig, saver graph.Checkpoin
 		backend = "postgres"
 	}
 	jobs.Handle(ws, func(ctx context.Context, _ jobs.Job[checkpointPruneArgs]) error {
-		st, err := p.Prune(ctx, graph.PruneOptions{Keep: cfg.keepCheckpoints})
+		st, err := p.Prune(ctx, graph.PruneOptions{Keep: cfg.keepCheckpoints, KeepInputs: true})
 		if st.Checkpoints > 0 {
 			log.LogAttrs(ctx, slog.LevelInfo, "checkpoint prune", slog.Int("threads", st.Threads),
 				slog.Int("checkpoints", st.Checkpoints), slog.Int64("bytes", st.Bytes))

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
@@ -179,64 +181,89 @@ func TestPruneCommand(t *testing.T) {
 
 // TestPruneKilledHalfway kills trellis prune in the middle of a large
 // database: every thread still loads with its state intact, and the next
-// prune finishes the work.
+// prune finishes the work. On both backends.
 func TestPruneKilledHalfway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a large database")
 	}
 	const threads, steps = 300, 40
-	dir := t.TempDir()
-	path := filepath.Join(dir, "checkpoints.db")
-	s, err := sqlite.Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	fillCheckpoints(t, s, threads, steps)
-	before := heads(t, s, threads)
-	db, err := sqlopen.SQLite(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	count := func() int {
-		var n int
-		if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM checkpoints`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			var s graph.Checkpointer
+			var count func() int
+			var args []string
+			countRow := func(row interface{ Scan(...any) error }) int {
+				var n int
+				if err := row.Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			if backend == "sqlite" {
+				dir := t.TempDir()
+				path := filepath.Join(dir, "checkpoints.db")
+				ss, err := sqlite.Open(t.Context(), path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ss.Close()
+				db, err := sqlopen.SQLite(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				s, args = ss, []string{"--data-dir", dir}
+				count = func() int { return countRow(db.QueryRowContext(t.Context(), `SELECT count(*) FROM checkpoints`)) }
+			} else {
+				dsn := pgDSN(t)
+				ps, err := postgres.Open(t.Context(), dsn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ps.Close()
+				conn, err := pgx.Connect(t.Context(), dsn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close(context.Background())
+				s, args = ps, []string{"--database-url", dsn}
+				count = func() int { return countRow(conn.QueryRow(t.Context(), `SELECT count(*) FROM checkpoints`)) }
+			}
+			fillCheckpoints(t, s, threads, steps)
+			before := heads(t, s, threads)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childArgs+"=prune --keep 2 --data-dir "+dir)
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if n := count(); n < threads*steps {
-			killed = n > threads*2 && cmd.Process.Signal(syscall.SIGKILL) == nil
-			break
-		}
-	}
-	werr := cmd.Wait()
-	n := count()
-	if !killed || n == threads*2 {
-		t.Fatalf("prune was not killed halfway (%d checkpoints left, wait %v):\n%s", n, werr, logs.String())
-	}
-	t.Logf("killed with %d of %d checkpoints left", n, threads*steps)
-	sameHeads(t, before, heads(t, s, threads))
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), childArgs+"=prune --keep 2 "+strings.Join(args, " "))
+			var logs bytes.Buffer
+			cmd.Stderr = &logs
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			killed := false
+			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				if n := count(); n < threads*steps {
+					killed = n > threads*2 && cmd.Process.Signal(syscall.SIGKILL) == nil
+					break
+				}
+			}
+			werr := cmd.Wait()
+			n := count()
+			if !killed || n == threads*2 {
+				t.Fatalf("prune was not killed halfway (%d checkpoints left, wait %v):\n%s", n, werr, logs.String())
+			}
+			t.Logf("killed with %d of %d checkpoints left", n, threads*steps)
+			sameHeads(t, before, heads(t, s, threads))
 
-	var out bytes.Buffer
-	if code := run(t.Context(), []string{"prune", "-keep", "2", "-data-dir", dir}, stdio{out: &out, err: &out, getenv: func(string) string { return "" }}); code != 0 {
-		t.Fatalf("second prune: %s", out.String())
+			var out bytes.Buffer
+			if code := run(t.Context(), append([]string{"prune", "-keep", "2"}, args...), stdio{out: &out, err: &out, getenv: func(string) string { return "" }}); code != 0 {
+				t.Fatalf("second prune: %s", out.String())
+			}
+			if n := count(); n != threads*2 {
+				t.Errorf("%d checkpoints after the second prune, want %d", n, threads*2)
+			}
+			sameHeads(t, before, heads(t, s, threads))
+		})
 	}
-	if n := count(); n != threads*2 {
-		t.Errorf("%d checkpoints after the second prune, want %d", n, threads*2)
-	}
-	sameHeads(t, before, heads(t, s, threads))
 }
 
 // BenchmarkPruneGrowth measures what pruning saves: one conversation of

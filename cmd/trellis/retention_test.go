@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -104,15 +103,7 @@ func TestRetentionCompactsOldRunsEvents(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			e := newErasureEnv(t, backend)
 			c := startServe(t, e.env...)
-			runsOf := func(conv string) convRuns {
-				t.Helper()
-				var got convRuns
-				code, b := as(t, c, aliceKey, http.MethodGet, "/api/v1/conversations/"+conv, nil)
-				if err := json.Unmarshal(b, &got); code != http.StatusOK || err != nil {
-					t.Fatalf("GET the conversation: %d %s %v", code, b, err)
-				}
-				return got
-			}
+			runsOf := func(conv string) convRuns { return aliceRuns(t, c, conv) }
 			old := plant(t, c, aliceKey, newCanary(t), false)
 			recent := plant(t, c, aliceKey, newCanary(t), false)
 			before := runsOf(old)

@@ -43,6 +43,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) graph.Checkpointer) {
 		{"CanceledContext", testCanceledContext},
 		{"Prune", testPrune},
 		{"PruneEngine", testPruneEngine},
+		{"PrunePins", testPrunePins},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

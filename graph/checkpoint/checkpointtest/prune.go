@@ -54,10 +54,7 @@ func same(t *testing.T, what string, before, after snapshot) {
 // keeping 2 per branch drops exactly what no branch needs and that every
 // kept checkpoint loads back byte-identical.
 func testPrune(t *testing.T, s graph.Checkpointer) {
-	p, ok := s.(graph.Pruner)
-	if !ok {
-		t.Skip("saver does not implement graph.Pruner")
-	}
+	p := asPruner(t, s)
 	ctx := t.Context()
 	// Main branch 01..08: msgs is a delta chain from 01's full value, with
 	// 06 merging 04..06 onto 03 as the engine does to keep chains short;
@@ -210,10 +207,7 @@ func states(t *testing.T, c *graph.Compiled[chat]) map[string]string {
 // fresh engine (nothing cached) that every kept checkpoint decodes to the
 // same state, the interrupt resumes and the fork goes on.
 func testPruneEngine(t *testing.T, s graph.Checkpointer) {
-	p, ok := s.(graph.Pruner)
-	if !ok {
-		t.Skip("saver does not implement graph.Pruner")
-	}
+	p := asPruner(t, s)
 	ctx := t.Context()
 	c := newChat(t, s)
 	cfg := graph.RunConfig{ThreadID: "conv"}
@@ -288,4 +282,86 @@ func testPruneEngine(t *testing.T, s graph.Checkpointer) {
 	if len(out.Log) != 242 || out.Log[239] != "reply 239" || out.Log[241] != "reply 241" {
 		t.Errorf("left branch's state: %d entries, ends %q", len(out.Log), out.Log[len(out.Log)-3:])
 	}
+}
+
+// testPrunePins runs a long conversation, pins the checkpoints two early
+// turns started from, as a caller that knows its turns' starts does, and checks that a prune
+// keeps them with the state they had, that an edit forks from each, and
+// that a failing Pinned stops the prune before it deletes anything.
+func testPrunePins(t *testing.T, s graph.Checkpointer) {
+	p := asPruner(t, s)
+	ctx := t.Context()
+	c := newChat(t, s)
+	cfg := graph.RunConfig{ThreadID: "conv"}
+	var starts []string
+	for i := range 60 {
+		if i > 0 {
+			snap, err := c.GetState(ctx, graph.Ref{ThreadID: "conv"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			starts = append(starts, snap.Checkpoint.ID)
+		}
+		if _, err := c.Invoke(ctx, &chat{Log: []string{fmt.Sprint("message ", i)}}, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pinned := []string{starts[4], starts[19], "no-such-checkpoint"}
+	before := states(t, c)
+
+	broken := errors.New("record unavailable")
+	opts := graph.PruneOptions{Keep: 2, Pinned: func(context.Context, string) ([]string, error) { return nil, broken }}
+	if _, err := p.Prune(ctx, opts); !errors.Is(err, broken) {
+		t.Fatalf("Prune with a failing Pinned = %v, want %v", err, broken)
+	}
+	if n := len(states(t, newChat(t, s))); n != len(before) {
+		t.Fatalf("a failed Prune left %d checkpoints of %d", n, len(before))
+	}
+
+	var asked []string
+	opts.Pinned = func(_ context.Context, thread string) ([]string, error) {
+		asked = append(asked, thread)
+		if thread != "conv" {
+			return nil, nil
+		}
+		return pinned, nil
+	}
+	if _, err := p.Prune(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(asked, "conv") {
+		t.Errorf("Pinned asked for %q, never the pruned thread", asked)
+	}
+	fresh := newChat(t, s)
+	after := states(t, fresh)
+	if len(after) >= len(before) {
+		t.Fatalf("%d checkpoints kept of %d", len(after), len(before))
+	}
+	if _, ok := after[starts[10]]; ok {
+		t.Errorf("unpinned old checkpoint %s was kept", starts[10])
+	}
+	for i, id := range pinned[:2] {
+		if after[id] != before[id] {
+			t.Errorf("pinned checkpoint %d (%s): got %q, want %q", i, id, after[id], before[id])
+		}
+	}
+	// Edit the sixth turn: it started from starts[4], after five turns of
+	// two entries each.
+	out, err := fresh.Invoke(ctx, &chat{Log: []string{"edited"}}, graph.RunConfig{ThreadID: "conv", CheckpointID: starts[4]})
+	if err != nil {
+		t.Fatalf("fork from a pinned checkpoint after prune: %v", err)
+	}
+	if want := []string{"message 0", "reply 1", "message 1", "reply 3", "message 2", "reply 5", "message 3", "reply 7", "message 4", "reply 9", "edited", "reply 11"}; !slices.Equal(out.Log, want) {
+		t.Errorf("forked state %q, want %q", out.Log, want)
+	}
+}
+
+// asPruner skips the test unless s is a graph.Pruner.
+func asPruner(t *testing.T, s graph.Checkpointer) graph.Pruner {
+	t.Helper()
+	p, ok := s.(graph.Pruner)
+	if !ok {
+		t.Skip("saver does not implement graph.Pruner")
+	}
+	return p
 }

@@ -19,35 +19,48 @@ func (s *Saver) Prune(ctx context.Context, opts graph.PruneOptions) (graph.Prune
 	if opts.Keep < 1 {
 		return graph.PruneStats{}, fmt.Errorf("postgres: prune: keep %d: must be at least 1", opts.Keep)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT thread_id, ns FROM checkpoints ORDER BY thread_id, ns`)
-	if err != nil {
-		return graph.PruneStats{}, fmt.Errorf("postgres: prune: list threads: %w", err)
-	}
-	spaces, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) ([2]string, error) {
-		var sp [2]string
-		err := row.Scan(&sp[0], &sp[1])
-		return sp, err
-	})
-	if err != nil {
-		return graph.PruneStats{}, fmt.Errorf("postgres: prune: list threads: %w", err)
-	}
 	var total graph.PruneStats
-	for _, sp := range spaces {
-		mode := pgx.ReadWrite
-		if opts.DryRun {
-			mode = pgx.ReadOnly
+	var after [2]string
+	for {
+		// Keyset pages: memory stays one page of names, whatever the
+		// number of threads.
+		rows, err := s.pool.Query(ctx, `SELECT DISTINCT thread_id, ns FROM checkpoints WHERE (thread_id, ns) > ($1, $2)
+ORDER BY thread_id, ns LIMIT $3`, after[0], after[1], graph.PruneSpacePage)
+		if err != nil {
+			return total, fmt.Errorf("postgres: prune: list threads: %w", err)
 		}
-		var st graph.PruneStats
-		err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: mode}, func(tx pgx.Tx) (err error) {
-			st, err = pruneNamespace(ctx, tx, sp[0], sp[1], opts)
-			return err
+		spaces, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) ([2]string, error) {
+			var sp [2]string
+			err := row.Scan(&sp[0], &sp[1])
+			return sp, err
 		})
 		if err != nil {
-			return total, fmt.Errorf("postgres: prune %s/%s: %w", sp[0], sp[1], err)
+			return total, fmt.Errorf("postgres: prune: list threads: %w", err)
 		}
-		total = total.Add(st)
+		for _, sp := range spaces {
+			pins, err := opts.Pins(ctx, sp[0])
+			if err != nil {
+				return total, fmt.Errorf("postgres: prune: %w", err)
+			}
+			mode := pgx.ReadWrite
+			if opts.DryRun {
+				mode = pgx.ReadOnly
+			}
+			var st graph.PruneStats
+			err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: mode}, func(tx pgx.Tx) (err error) {
+				st, err = pruneNamespace(ctx, tx, sp[0], sp[1], pins, opts)
+				return err
+			})
+			if err != nil {
+				return total, fmt.Errorf("postgres: prune %s/%s: %w", sp[0], sp[1], err)
+			}
+			total = total.Add(st)
+		}
+		if len(spaces) < graph.PruneSpacePage {
+			return total, nil
+		}
+		after = spaces[len(spaces)-1]
 	}
-	return total, nil
 }
 
 // Bytes returns the stored size of checkpoints, blobs and writes: their
@@ -64,7 +77,7 @@ SELECT (SELECT coalesce(sum(octet_length(body::text)), 0) FROM checkpoints)
 	return n, nil
 }
 
-func pruneNamespace(ctx context.Context, tx pgx.Tx, thread, ns string, opts graph.PruneOptions) (graph.PruneStats, error) {
+func pruneNamespace(ctx context.Context, tx pgx.Tx, thread, ns string, pins map[string]bool, opts graph.PruneOptions) (graph.PruneStats, error) {
 	rows, err := tx.Query(ctx, `SELECT body FROM checkpoints WHERE thread_id = $1 AND ns = $2`, thread, ns)
 	if err != nil {
 		return graph.PruneStats{}, fmt.Errorf("checkpoints: %w", err)
@@ -77,7 +90,7 @@ func pruneNamespace(ctx context.Context, tx pgx.Tx, thread, ns string, opts grap
 		}
 		cp, err := graph.DecodeCheckpoint(body)
 		sizes[cp.ID] = int64(len(body))
-		return graph.PruneNode{ID: cp.ID, ParentID: cp.ParentID, Versions: cp.Versions}, err
+		return opts.Node(&cp, pins), err
 	})
 	if err != nil {
 		return graph.PruneStats{}, fmt.Errorf("checkpoints: %w", err)

@@ -19,31 +19,44 @@ func (s *Saver) Prune(ctx context.Context, opts graph.PruneOptions) (graph.Prune
 		return graph.PruneStats{}, fmt.Errorf("sqlite: prune: keep %d: must be at least 1", opts.Keep)
 	}
 	type threadNS struct{ thread, ns string }
-	spaces, err := queryAll(ctx, s.db, func(rows *sql.Rows) (t threadNS, err error) {
-		err = rows.Scan(&t.thread, &t.ns)
-		return t, err
-	}, `SELECT DISTINCT thread_id, ns FROM checkpoints ORDER BY thread_id, ns`)
-	if err != nil {
-		return graph.PruneStats{}, fmt.Errorf("sqlite: prune: list threads: %w", err)
-	}
 	var total graph.PruneStats
-	for _, sp := range spaces {
-		var st graph.PruneStats
-		fn := func(ctx context.Context, tx *sql.Tx) (err error) {
-			st, err = pruneNamespace(ctx, tx, sp.thread, sp.ns, opts)
-			return err
-		}
-		if opts.DryRun {
-			err = s.read(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
-		} else {
-			err = s.writer.Do(ctx, fn)
-		}
+	var after threadNS
+	for {
+		// Keyset pages: memory stays one page of names, whatever the
+		// number of threads.
+		spaces, err := queryAll(ctx, s.db, func(rows *sql.Rows) (t threadNS, err error) {
+			err = rows.Scan(&t.thread, &t.ns)
+			return t, err
+		}, `SELECT DISTINCT thread_id, ns FROM checkpoints WHERE (thread_id, ns) > (?, ?)
+ORDER BY thread_id, ns LIMIT ?`, after.thread, after.ns, graph.PruneSpacePage)
 		if err != nil {
-			return total, fmt.Errorf("sqlite: prune %s/%s: %w", sp.thread, sp.ns, err)
+			return total, fmt.Errorf("sqlite: prune: list threads: %w", err)
 		}
-		total = total.Add(st)
+		for _, sp := range spaces {
+			pins, err := opts.Pins(ctx, sp.thread)
+			if err != nil {
+				return total, fmt.Errorf("sqlite: prune: %w", err)
+			}
+			var st graph.PruneStats
+			fn := func(ctx context.Context, tx *sql.Tx) (err error) {
+				st, err = pruneNamespace(ctx, tx, sp.thread, sp.ns, pins, opts)
+				return err
+			}
+			if opts.DryRun {
+				err = s.read(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
+			} else {
+				err = s.writer.Do(ctx, fn)
+			}
+			if err != nil {
+				return total, fmt.Errorf("sqlite: prune %s/%s: %w", sp.thread, sp.ns, err)
+			}
+			total = total.Add(st)
+		}
+		if len(spaces) < graph.PruneSpacePage {
+			return total, nil
+		}
+		after = spaces[len(spaces)-1]
 	}
-	return total, nil
 }
 
 // Bytes returns the stored size of checkpoints, blobs and writes: their
@@ -60,7 +73,7 @@ SELECT (SELECT coalesce(sum(length(body)), 0) FROM checkpoints)
 	return n, nil
 }
 
-func pruneNamespace(ctx context.Context, tx *sql.Tx, thread, ns string, opts graph.PruneOptions) (graph.PruneStats, error) {
+func pruneNamespace(ctx context.Context, tx *sql.Tx, thread, ns string, pins map[string]bool, opts graph.PruneOptions) (graph.PruneStats, error) {
 	type row struct {
 		node graph.PruneNode
 		size int64
@@ -71,7 +84,7 @@ func pruneNamespace(ctx context.Context, tx *sql.Tx, thread, ns string, opts gra
 			return r, err
 		}
 		cp, err := graph.DecodeCheckpoint(body)
-		r.node, r.size = graph.PruneNode{ID: cp.ID, ParentID: cp.ParentID, Versions: cp.Versions}, int64(len(body))
+		r.node, r.size = opts.Node(&cp, pins), int64(len(body))
 		return r, err
 	}, `SELECT body FROM checkpoints WHERE thread_id = ? AND ns = ?`, thread, ns)
 	if err != nil {
