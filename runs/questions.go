@@ -115,6 +115,7 @@ type entry struct {
 	p      asked
 	schema *jsonschema.Resolved // nil: any object
 	answer chan answer
+	taken  chan struct{} // closed by take: no answer comes, the run is being cancelled
 }
 
 // answer is what respond or cancel hands to the waiting ask.
@@ -153,6 +154,7 @@ func (m *questions) ask(ctx context.Context, r question, h questionHooks) (opera
 			Source: r.Source, Message: r.Message, Schema: r.Schema, CreatedAt: now.UTC(), ExpiresAt: now.Add(timeout).UTC(),
 		},
 		answer: make(chan answer, 1),
+		taken:  make(chan struct{}),
 	}
 	if r.Schema != nil {
 		rs, err := r.Schema.Resolve(nil)
@@ -194,18 +196,33 @@ func (m *questions) ask(ctx context.Context, r question, h questionHooks) (opera
 		return resolve(a), nil
 	case <-timer.C:
 		if !m.withdraw(id) {
-			return resolve(<-e.answer), nil
+			return m.settled(ctx, e, resolve)
 		}
 		m.log.LogAttrs(ctx, slog.LevelInfo, "elicitation timed out", slog.String("elicitation_id", id),
 			slog.String("source", r.Source), slog.Duration("timeout", timeout))
 		return resolve(answer{operators.ElicitResponse{Action: operators.ElicitCancel}, reasonTimeout}), nil
 	case <-ctx.Done():
 		if !m.withdraw(id) {
-			return resolve(<-e.answer), nil
+			return m.settled(ctx, e, resolve)
 		}
 		resp := resolve(answer{operators.ElicitResponse{Action: operators.ElicitCancel}, reasonAbandoned})
 		return resp, fmt.Errorf("runs: elicitation %s: %w", id, context.Cause(ctx))
 	}
+}
+
+// settled is how a question that left the room as ask gave up on it
+// ended: the answer respond or cancel handed it, or, when take took it,
+// the end of ctx (take's caller cancels the run), as a cancel with ctx's
+// error.
+func (m *questions) settled(ctx context.Context, e *entry, resolve func(answer) operators.ElicitResponse) (operators.ElicitResponse, error) {
+	select {
+	case a := <-e.answer:
+		return resolve(a), nil
+	case <-e.taken:
+	}
+	<-ctx.Done()
+	resp := resolve(answer{operators.ElicitResponse{Action: operators.ElicitCancel}, reasonAbandoned})
+	return resp, fmt.Errorf("runs: elicitation %s: %w", e.p.ElicitationID, context.Cause(ctx))
 }
 
 // withdraw removes a still pending id and records it as resolved. It
@@ -293,5 +310,31 @@ func (m *questions) cancel(user, id string) error {
 	delete(m.pending, id)
 	m.tombstoneLocked(id)
 	e.answer <- answer{operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, reasonCancelled}
+	return nil
+}
+
+// waiting reports whether the question id of user waits here.
+func (m *questions) waiting(user, id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, err := m.lookupLocked(user, id)
+	return err == nil
+}
+
+// take removes the question id of user ("" skips the owner check) with
+// no answer: the waiting tool hears nothing until its run's context
+// ends, which the caller brings about. It lets a deadline cancel the run
+// before the tool can see its question cancelled. Errors:
+// store.ErrNotFound, store.ErrAlreadyResolved.
+func (m *questions) take(user, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, err := m.lookupLocked(user, id)
+	if err != nil {
+		return err
+	}
+	delete(m.pending, id)
+	m.tombstoneLocked(id)
+	close(e.taken)
 	return nil
 }
