@@ -301,16 +301,26 @@ func (m *questions) respond(user string, resp operators.ElicitResponse) error {
 // the waiting tool sees a cancel. Errors: store.ErrNotFound,
 // store.ErrAlreadyResolved.
 func (m *questions) cancel(user, id string) error {
+	e, err := m.remove(user, id)
+	if err != nil {
+		return err
+	}
+	e.answer <- answer{operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, reasonCancelled}
+	return nil
+}
+
+// remove takes the pending question id of user out of the room and
+// records it as resolved; its caller tells the waiting ask.
+func (m *questions) remove(user, id string) (*entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.lookupLocked(user, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	delete(m.pending, id)
 	m.tombstoneLocked(id)
-	e.answer <- answer{operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, reasonCancelled}
-	return nil
+	return e, nil
 }
 
 // waiting reports whether the question id of user waits here.
@@ -327,14 +337,10 @@ func (m *questions) waiting(user, id string) bool {
 // before the tool can see its question cancelled. Errors:
 // store.ErrNotFound, store.ErrAlreadyResolved.
 func (m *questions) take(user, id string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, err := m.lookupLocked(user, id)
+	e, err := m.remove(user, id)
 	if err != nil {
 		return err
 	}
-	delete(m.pending, id)
-	m.tombstoneLocked(id)
 	close(e.taken)
 	return nil
 }
