@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/api/apitest"
+	"github.com/trellis-ai/trellis/events"
+	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -97,6 +99,55 @@ func TestClusterElicitationAnsweredThroughAnotherProcess(t *testing.T) {
 	checkRun(t, evs, 1, runID, conv)
 	if got := toolResult(t, evs); got != "hello Ada" {
 		t.Errorf("tool result %q", got)
+	}
+	a.close()
+	b.close()
+}
+
+// A question whose tool waits in the first process, cancelled by its
+// deadline kept in the second: the run's stream, on the first, shows
+// elicitation.expired once and then run.cancelled; the tool never
+// replies.
+func TestClusterDeadlineCancelsAQuestionWaitingInAnotherProcess(t *testing.T) {
+	noLeaks(t)
+	data := newStorage(t, postgresBackend)
+	jobs := make(chan scheduled, 8)
+	opts := envOptions{backend: postgresBackend, data: data, cluster: true,
+		questionExpiry: operators.Expiry{Timeout: 300 * time.Millisecond, Outcome: events.ExpiryCancel},
+		configure: func(c *apitest.Config) {
+			c.Runs.InterruptAfter = time.Minute
+			c.Runs.ScheduleExpiry = func(_ context.Context, kind store.HumanKind, user, id string, at time.Time) error {
+				jobs <- scheduled{kind, user, id, at}
+				return nil
+			}
+		}}
+	a := newEnv(t, opts)
+	b := newEnv(t, opts)
+	s := a.chat(map[string]any{"message": "ask me my name"})
+	conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+	id := s.until("elicitation.request").str("elicitation_id")
+	job := <-jobs
+	time.Sleep(time.Until(job.at))
+	if err := b.srv.Runs().Expire(t.Context(), store.KindElicitation, "alice", id); err != nil {
+		t.Fatalf("Expire on the second process: %v", err)
+	}
+	evs := s.all()
+	checkRun(t, evs, 1, runID, conv)
+	ts := types(evs)
+	if evs[len(evs)-1].Type != "run.cancelled" || indexOf(evs, "elicitation.expired") < 0 || slices.Contains(ts, "tool.complete") {
+		t.Fatalf("events %v", ts)
+	}
+	n := 0
+	for _, ty := range ts {
+		if ty == "elicitation.expired" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("elicitation.expired %d times: %v", n, ts)
+	}
+	if el, err := b.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id); err != nil || el.Status != store.HumanExpired || !el.TimedOut {
+		t.Errorf("the elicitation's record: %+v %v", el, err)
 	}
 	a.close()
 	b.close()

@@ -133,6 +133,9 @@ func (m *Service) notice(n store.Notice) {
 			err = m.approvalAnswered(ctx, a, false)
 		}
 	case store.NoticeCancel:
+		if n.ID != "" {
+			m.expiredElsewhere(ctx, n)
+		}
 		_, err = m.cancel(ctx, n.UserID, n.ConversationID, "", false)
 	case store.NoticeElicitation:
 		var e store.HumanRequest

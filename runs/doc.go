@@ -94,7 +94,10 @@
 // event is approval.expired. A tool's question (an elicitation) may have
 // one too (operators.Provider.ElicitationExpiry), kept by the same job
 // and Expire: a decline reaches the waiting tool as the user's would,
-// announced by elicitation.expired; a cancel cancels the run.
+// announced by elicitation.expired; a cancel cancels the run, the
+// waiting tool hearing nothing before it (the run's owner, told by a
+// notice when another process keeps the deadline, sends
+// elicitation.expired first).
 // A clarifying question ends the run with run.interrupted (reason
 // clarification), recorded as a pending human request of its kind; the
 // user's next message is a new run that answers it (the store records

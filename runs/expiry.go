@@ -145,6 +145,9 @@ func (m *Service) Expire(ctx context.Context, kind store.HumanKind, user, id str
 	}
 	switch {
 	case a.OnExpiry == events.ExpiryCancel:
+		if forwarded, err := m.cancelElsewhere(ctx, a); forwarded {
+			return err
+		}
 		m.announceExpiry(ctx, a)
 		_, err = m.cancelLocked(ctx, user, a.ConversationID, a.RunID, true)
 		if errors.Is(err, ErrNothingToRun) || errors.Is(err, store.ErrNotFound) {
@@ -175,16 +178,15 @@ var errLeftRoom = errors.New("the question left the waiting room unrecorded")
 // reports false when no tool waits here: the record decides then.
 // m.resumeMu is held.
 func (m *Service) expireWaiting(ctx context.Context, e store.HumanRequest) (bool, error) {
-	action := operators.ElicitDecline
-	if e.OnExpiry == events.ExpiryCancel {
-		action = operators.ElicitCancel
-	}
-	x := &events.ElicitationExpired{ElicitationID: e.ID, Kind: events.PendingElicitation, Outcome: e.OnExpiry, ExpiresAt: *e.ExpiresAt}
 	// As an answer does: the question's event may come before its tool
 	// is in the room, and a deadline that found the room empty would
 	// leave the record to decide while the tool goes on to wait here.
 	m.awaitElicitation(ctx, e)
-	err := m.asks.respond(e.UserID, operators.ElicitResponse{ElicitationID: e.ID, Action: action, Expired: x})
+	if e.OnExpiry == events.ExpiryCancel {
+		return m.cancelWaiting(ctx, e)
+	}
+	x := &events.ElicitationExpired{ElicitationID: e.ID, Kind: events.PendingElicitation, Outcome: e.OnExpiry, ExpiresAt: *e.ExpiresAt}
+	err := m.asks.respond(e.UserID, operators.ElicitResponse{ElicitationID: e.ID, Action: operators.ElicitDecline, Expired: x})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return false, nil
@@ -211,8 +213,38 @@ func (m *Service) expireWaiting(ctx context.Context, e store.HumanRequest) (bool
 	}
 	m.log.LogAttrs(ctx, slog.LevelInfo, "a human request expired", slog.String("kind", string(e.Kind)), slog.String("id", e.ID),
 		slog.String("run_id", e.RunID), slog.String("outcome", string(e.OnExpiry)))
-	if e.OnExpiry != events.ExpiryCancel {
-		return true, nil
+	return true, nil
+}
+
+// cancelWaiting applies a cancelling deadline to a pending elicitation
+// whose tool waits in this process. The record decides between the
+// deadline and an answer given anywhere; then the question is taken from
+// the waiting room unanswered, elicitation.expired is sent and the run
+// is cancelled, so the tool never hears its question cancelled while its
+// run goes on (it could reply, or act, before the run ends). It reports
+// false when no tool waits here, or a person's answer won: Expire goes
+// on as for a request the record decides. m.resumeMu is held.
+func (m *Service) cancelWaiting(ctx context.Context, e store.HumanRequest) (bool, error) {
+	if !m.asks.waiting(e.UserID, e.ID) {
+		if m.asks.answered(e.ID) {
+			// An answer reached the tool here; its record follows.
+			return true, fmt.Errorf("runs: expire elicitation %s: %w", e.ID, errLeftRoom)
+		}
+		return false, nil
+	}
+	h, err := m.st.ResolveHumanRequest(ctx, e.UserID, e.ID, store.DeadlineAnswer{Of: store.KindElicitation, Outcome: e.OnExpiry})
+	if errors.Is(err, store.ErrAlreadyResolved) {
+		return false, nil // answered elsewhere: the answer reaches the tool by its notice
+	}
+	if err != nil {
+		return true, fmt.Errorf("runs: expire elicitation %s: %w", e.ID, err)
+	}
+	m.log.LogAttrs(ctx, slog.LevelInfo, "a human request expired", slog.String("kind", string(e.Kind)), slog.String("id", e.ID),
+		slog.String("run_id", e.RunID), slog.String("outcome", string(e.OnExpiry)))
+	// A question that left the room meanwhile (its run parks on it) is
+	// the parked run's, which the cancel below abandons.
+	if err := m.asks.take(e.UserID, e.ID); err == nil {
+		m.announceExpiry(ctx, h)
 	}
 	_, err = m.cancelLocked(ctx, e.UserID, e.ConversationID, e.RunID, true)
 	if errors.Is(err, ErrNothingToRun) || errors.Is(err, store.ErrNotFound) {
@@ -245,6 +277,45 @@ func (m *Service) elicitationExpiredLocked(ctx context.Context, e store.HumanReq
 		return m.notify(ctx, owner, store.NoticeElicitation, r, e.ID)
 	}
 	return m.elicitationAnsweredLocked(ctx, e)
+}
+
+// cancelElsewhere hands a cancelling deadline of an elicitation whose
+// run another live process owns to that process, by a cancel notice
+// naming the elicitation: the owner takes the question from its waiting
+// room, sends elicitation.expired and cancels the run (see
+// expiredElsewhere). It reports false when no other process owns the
+// run.
+func (m *Service) cancelElsewhere(ctx context.Context, e store.HumanRequest) (bool, error) {
+	if e.Kind != store.KindElicitation {
+		return false, nil
+	}
+	r, err := m.st.GetRun(ctx, e.UserID, e.RunID)
+	if err != nil {
+		return false, nil // gone, or unreadable: cancelLocked reports it
+	}
+	owner := m.elsewhere(r)
+	if owner == "" {
+		return false, nil
+	}
+	if err := m.notify(ctx, owner, store.NoticeCancel, r, e.ID); err != nil {
+		return true, fmt.Errorf("runs: expire elicitation %s: %w", e.ID, err)
+	}
+	return true, nil
+}
+
+// expiredElsewhere acts on a cancel notice that names the elicitation
+// whose deadline cancelled the run in another process: when its tool
+// waits here, the question is taken from the waiting room unanswered and
+// elicitation.expired sent before the cancel, once however often the
+// notice comes.
+func (m *Service) expiredElsewhere(ctx context.Context, n store.Notice) {
+	h, err := m.st.GetHumanRequest(ctx, store.KindElicitation, n.UserID, n.ID)
+	if err != nil || h.RunID != n.RunID || h.OnExpiry != events.ExpiryCancel || elicitationExpiredOf(h) == nil {
+		return
+	}
+	if m.asks.take(n.UserID, n.ID) == nil {
+		m.announceExpiry(ctx, h)
+	}
 }
 
 // announceExpiry sends the expired event of a request whose deadline

@@ -125,6 +125,7 @@ type entry struct {
 	p      asked
 	schema *jsonschema.Resolved // nil: any object
 	answer chan answer
+	taken  chan struct{} // closed by take: no answer comes, the run is being cancelled
 }
 
 // answer is what respond or cancel hands to the waiting ask.
@@ -163,6 +164,7 @@ func (m *questions) ask(ctx context.Context, r question, h questionHooks) (opera
 			Source: r.Source, Message: r.Message, Schema: r.Schema, CreatedAt: now.UTC(), ExpiresAt: now.Add(timeout).UTC(),
 		},
 		answer: make(chan answer, 1),
+		taken:  make(chan struct{}),
 	}
 	if r.Schema != nil {
 		rs, err := r.Schema.Resolve(nil)
@@ -204,18 +206,33 @@ func (m *questions) ask(ctx context.Context, r question, h questionHooks) (opera
 		return resolve(a), nil
 	case <-timer.C:
 		if !m.withdraw(id) {
-			return resolve(<-e.answer), nil
+			return m.settled(ctx, e, resolve)
 		}
 		m.log.LogAttrs(ctx, slog.LevelInfo, "elicitation timed out", slog.String("elicitation_id", id),
 			slog.String("source", r.Source), slog.Duration("timeout", timeout))
 		return resolve(answer{operators.ElicitResponse{Action: operators.ElicitCancel}, reasonTimeout}), nil
 	case <-ctx.Done():
 		if !m.withdraw(id) {
-			return resolve(<-e.answer), nil
+			return m.settled(ctx, e, resolve)
 		}
 		resp := resolve(answer{operators.ElicitResponse{Action: operators.ElicitCancel}, reasonAbandoned})
 		return resp, fmt.Errorf("runs: elicitation %s: %w", id, context.Cause(ctx))
 	}
+}
+
+// settled is how a question that left the room as ask gave up on it
+// ended: the answer respond or cancel handed it, or, when take took it,
+// the end of ctx (take's caller cancels the run), as a cancel with ctx's
+// error.
+func (m *questions) settled(ctx context.Context, e *entry, resolve func(answer) operators.ElicitResponse) (operators.ElicitResponse, error) {
+	select {
+	case a := <-e.answer:
+		return resolve(a), nil
+	case <-e.taken:
+	}
+	<-ctx.Done()
+	resp := resolve(answer{operators.ElicitResponse{Action: operators.ElicitCancel}, reasonAbandoned})
+	return resp, fmt.Errorf("runs: elicitation %s: %w", e.p.ElicitationID, context.Cause(ctx))
 }
 
 // withdraw removes a still pending id and records it as resolved. It
@@ -302,14 +319,47 @@ func (m *questions) respond(user string, resp operators.ElicitResponse) error {
 // the waiting tool sees a cancel. Errors: store.ErrNotFound,
 // store.ErrAlreadyResolved.
 func (m *questions) cancel(user, id string) error {
+	e, err := m.remove(user, id)
+	if err != nil {
+		return err
+	}
+	e.answer <- answer{operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, reasonCancelled}
+	return nil
+}
+
+// remove takes the pending question id of user out of the room and
+// records it as resolved here (a cancel or a deadline's: an answer that
+// comes after it loses); its caller tells the waiting ask.
+func (m *questions) remove(user, id string) (*entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.lookupLocked(user, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	delete(m.pending, id)
 	m.tombstoneLocked(id, true)
-	e.answer <- answer{operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, reasonCancelled}
+	return e, nil
+}
+
+// waiting reports whether the question id of user waits here.
+func (m *questions) waiting(user, id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, err := m.lookupLocked(user, id)
+	return err == nil
+}
+
+// take removes the question id of user ("" skips the owner check) with
+// no answer: the waiting tool hears nothing until its run's context
+// ends, which the caller brings about. It lets a deadline cancel the run
+// before the tool can see its question cancelled. Errors:
+// store.ErrNotFound, store.ErrAlreadyResolved.
+func (m *questions) take(user, id string) error {
+	e, err := m.remove(user, id)
+	if err != nil {
+		return err
+	}
+	close(e.taken)
 	return nil
 }

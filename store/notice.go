@@ -49,7 +49,8 @@ type Notice struct {
 	// in.
 	UserID string `json:"user_id,omitempty"`
 	// ID is the approval's or the elicitation's id, for the kinds that
-	// name one; empty for NoticeCancel.
+	// name one; for NoticeCancel, the elicitation whose deadline
+	// cancelled the run, or empty.
 	ID string `json:"id,omitempty"`
 }
 
