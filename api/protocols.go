@@ -20,8 +20,10 @@ func (s *Server) protocolRoutes(r chi.Router) {
 	if s.cfg.MCP != nil {
 		r.Mount("/mcp", s.cfg.MCP)
 	}
-	r.Method(http.MethodPost, "/ag-ui", agui.New(agui.Config{Runs: s.runs, Logger: s.log, Heartbeat: s.cfg.Heartbeat,
-		WriteTimeout: s.cfg.StreamWriteTimeout}))
+	ag := agui.New(agui.Config{Runs: s.runs, Logger: s.log, Heartbeat: s.cfg.Heartbeat,
+		WriteTimeout: s.cfg.StreamWriteTimeout})
+	r.Method(http.MethodPost, "/ag-ui", ag)
+	r.Get("/ag-ui/capabilities", ag.Capabilities)
 	ai := aisdk.New(aisdk.Config{Runs: s.runs, Logger: s.log, Heartbeat: s.cfg.Heartbeat,
 		WriteTimeout: s.cfg.StreamWriteTimeout})
 	r.Post("/api/ai-sdk/chat", ai.Chat)

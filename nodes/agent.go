@@ -135,6 +135,10 @@ func (a *Agent) memoryTool(name string) bool { return slices.Contains(a.opts.Mem
 // Mermaid draws the agent graph.
 func (a *Agent) Mermaid() string { return a.graph.Mermaid() }
 
+// SubAgents are the agents the supervisor may delegate to with the task
+// tool (Options.SubAgents), none when it has none.
+func (a *Agent) SubAgents() []SubAgent { return slices.Clone(a.opts.SubAgents.Agents) }
+
 // Run starts a turn: the user's message in, the run's events out.
 //
 // When the conversation waits for the answer to a clarifying question, the

@@ -1,7 +1,9 @@
 package runs
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -28,6 +30,21 @@ func (e *Event) Typed() (events.Payload, error) {
 		return e.Payload, nil
 	}
 	return events.Decode(e.Type, e.Data)
+}
+
+// Namespace is the path of the sub-agent whose event e is, "" for the
+// root agent's (see events.Event.Namespace); for subagent.start and
+// subagent.end, the path of the sub-agent they frame. It is read from
+// the event's data, where it is the "namespace" field.
+func (e *Event) Namespace() string {
+	if !bytes.Contains(e.Data, []byte(`"namespace":`)) {
+		return ""
+	}
+	var v struct {
+		Namespace string `json:"namespace"`
+	}
+	_ = json.Unmarshal(e.Data, &v) // the record's own encoding: a bad one has no namespace to give
+	return v.Namespace
 }
 
 // Key is an id unique to the event among every run's: its run's id and

@@ -88,6 +88,7 @@ type (
 	ToolCall   = nodes.ToolCall
 	ClientTool = nodes.ClientTool
 	Snapshot   = nodes.Snapshot
+	SubAgent   = nodes.SubAgent
 )
 
 // Message roles, and the source of a client tool's call.

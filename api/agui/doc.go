@@ -26,6 +26,17 @@
 //   - response.chunk → TEXT_MESSAGE_START, TEXT_MESSAGE_CONTENT…,
 //     TEXT_MESSAGE_END at response.done; direct.response, and a
 //     clarifying question, as a whole text message;
+//   - node.start and node.end → STEP_STARTED and STEP_FINISHED, named by
+//     the node;
+//   - a sub-agent's events (those with a namespace): subagent.start →
+//     SUBAGENT_STARTED (subagentRunId the namespace), its nodes' steps
+//     and its tool calls with its subagentRunId, subagent.end →
+//     SUBAGENT_FINISHED or SUBAGENT_ERROR; its reasoning and text are
+//     not sent (its answer is the task call's result);
+//   - tool.progress and tasks.updated → ACTIVITY_SNAPSHOT (activity
+//     types tool_progress and tasks);
+//   - whatever is open when the run's stream ends (steps, sub-agents:
+//     suspended for a person, an error otherwise) is ended first;
 //   - run.completed → MESSAGES_SNAPSHOT (what the client sent and what
 //     the run added), STATE_SNAPSHOT (Trellis' ids for the run and its
 //     usage), RUN_FINISHED {outcome: success};
@@ -46,6 +57,9 @@
 // content; status cancelled cancels the run. The resumed run's events
 // follow on the same stream shape, with TOOL_CALL_RESULT for the call
 // announced before the interrupt (no second TOOL_CALL_START).
+//
+// GET /ag-ui/capabilities declares what the agent supports
+// (Handler.Capabilities), for a client's getCapabilities.
 //
 // A client that aborts its request cancels the run
 // (runs.DisconnectCancel); its next message is accepted at once, once

@@ -44,30 +44,100 @@ type reasoningMessageStart struct {
 	Role      string `json:"role"`
 }
 
+// The tool call events carry SubagentRunID for a sub-agent's call: the
+// path of the sub-agent (its events' namespace).
+
 type toolCallStart struct {
 	Type            string `json:"type"`
 	ToolCallID      string `json:"toolCallId"`
 	ToolCallName    string `json:"toolCallName"`
 	ParentMessageID string `json:"parentMessageId,omitempty"`
+	SubagentRunID   string `json:"subagentRunId,omitempty"`
 }
 
 type toolCallArgs struct {
-	Type       string `json:"type"`
-	ToolCallID string `json:"toolCallId"`
-	Delta      string `json:"delta"`
+	Type          string `json:"type"`
+	ToolCallID    string `json:"toolCallId"`
+	Delta         string `json:"delta"`
+	SubagentRunID string `json:"subagentRunId,omitempty"`
 }
 
 type toolCallEnd struct {
-	Type       string `json:"type"`
-	ToolCallID string `json:"toolCallId"`
+	Type          string `json:"type"`
+	ToolCallID    string `json:"toolCallId"`
+	SubagentRunID string `json:"subagentRunId,omitempty"`
 }
 
 type toolCallResult struct {
-	Type       string `json:"type"`
-	MessageID  string `json:"messageId"`
-	ToolCallID string `json:"toolCallId"`
-	Content    string `json:"content"`
-	Role       string `json:"role"`
+	Type          string `json:"type"`
+	MessageID     string `json:"messageId"`
+	ToolCallID    string `json:"toolCallId"`
+	Content       string `json:"content"`
+	Role          string `json:"role"`
+	SubagentRunID string `json:"subagentRunId,omitempty"`
+}
+
+// step is STEP_STARTED and STEP_FINISHED: a node of the agent's graph,
+// or of a sub-agent's.
+type step struct {
+	Type          string `json:"type"`
+	StepName      string `json:"stepName"`
+	SubagentRunID string `json:"subagentRunId,omitempty"`
+}
+
+// subagentStarted is SUBAGENT_STARTED: the agent's task tool handed a
+// job to a sub-agent. SubagentRunID is the sub-agent's path,
+// "<name>:<call id>", nested ones joined with "/".
+type subagentStarted struct {
+	Type                string `json:"type"`
+	SubagentRunID       string `json:"subagentRunId"`
+	Name                string `json:"name"`
+	Description         string `json:"description,omitempty"`
+	ParentSubagentRunID string `json:"parentSubagentRunId,omitempty"`
+	ParentToolCallID    string `json:"parentToolCallId,omitempty"`
+}
+
+// subagentFinished is SUBAGENT_FINISHED: the sub-agent answered
+// (outcome success, its answer the result), or its run stopped for a
+// person (outcome suspended).
+type subagentFinished struct {
+	Type          string          `json:"type"`
+	SubagentRunID string          `json:"subagentRunId"`
+	Result        string          `json:"result,omitempty"`
+	Outcome       subagentOutcome `json:"outcome"`
+}
+
+type subagentOutcome struct {
+	Type string `json:"type"` // success, suspended
+}
+
+// subagentError is SUBAGENT_ERROR: the sub-agent failed or was
+// cancelled; Code is how it ended.
+type subagentError struct {
+	Type          string `json:"type"`
+	SubagentRunID string `json:"subagentRunId"`
+	Message       string `json:"message"`
+	Code          string `json:"code,omitempty"`
+}
+
+// activitySnapshot is ACTIVITY_SNAPSHOT: a tool's progress (activity
+// type tool_progress) or the task board (activity type tasks), whole,
+// replacing the activity message of the same id.
+type activitySnapshot struct {
+	Type          string `json:"type"`
+	MessageID     string `json:"messageId"`
+	ActivityType  string `json:"activityType"`
+	Content       any    `json:"content"`
+	Replace       bool   `json:"replace"`
+	SubagentRunID string `json:"subagentRunId,omitempty"`
+}
+
+// progress is a tool_progress activity's content.
+type progress struct {
+	ToolCallID string  `json:"toolCallId"`
+	Progress   float64 `json:"progress"`
+	Total      float64 `json:"total,omitempty"`
+	Message    string  `json:"message,omitempty"`
 }
 
 type messagesSnapshot struct {
@@ -132,10 +202,11 @@ var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approved":
 // Wire messages of MESSAGES_SNAPSHOT that the run adds.
 
 type assistantMessage struct {
-	ID        string     `json:"id"`
-	Role      string     `json:"role"`
-	Content   string     `json:"content,omitempty"`
-	ToolCalls []toolCall `json:"toolCalls,omitempty"`
+	ID            string     `json:"id"`
+	Role          string     `json:"role"`
+	Content       string     `json:"content,omitempty"`
+	ToolCalls     []toolCall `json:"toolCalls,omitempty"`
+	SubagentRunID string     `json:"subagentRunId,omitempty"`
 }
 
 type toolCall struct {
@@ -155,8 +226,9 @@ type reasoningMessage struct {
 }
 
 type toolMessage struct {
-	ID         string `json:"id"`
-	Role       string `json:"role"`
-	Content    string `json:"content"`
-	ToolCallID string `json:"toolCallId"`
+	ID            string `json:"id"`
+	Role          string `json:"role"`
+	Content       string `json:"content"`
+	ToolCallID    string `json:"toolCallId"`
+	SubagentRunID string `json:"subagentRunId,omitempty"`
 }

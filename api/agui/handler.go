@@ -140,7 +140,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, t *translator, 
 		return
 	}
 	h.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "an AG-UI stream ended before its run", slog.String("run_id", req.RunID), slog.Any("error", err))
-	_ = t.emit(runError{Type: "RUN_ERROR", Message: "the stream of the run broke off; the run goes on in Trellis", Code: "stream_lost"})
+	_ = t.fail("the stream of the run broke off; the run goes on in Trellis", "stream_lost")
 }
 
 // fail answers a request Trellis cannot run with a JSON error and a

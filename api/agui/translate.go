@@ -2,6 +2,8 @@ package agui
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/runs"
@@ -32,6 +34,14 @@ type translator struct {
 	questions map[string]events.ElicitationRequest
 	uncertain map[string]events.ToolUncertain
 	added     []any // messages the run added, in order
+	// steps are the open steps (the nodes running), by the path of the
+	// sub-agent whose nodes they are ("" for the agent's own).
+	steps map[string][]string
+	// subagents are the sub-agents this stream opened and has not
+	// finished, in the order they opened; ended those it finished (an
+	// id is not opened twice in one run).
+	subagents []string
+	ended     map[string]bool
 }
 
 func newTranslator(in input, conv, runID string, emit func(any) error) *translator {
@@ -40,7 +50,8 @@ func newTranslator(in input, conv, runID string, emit func(any) error) *translat
 		announced[id] = true
 	}
 	return &translator{in: in, emit: emit, runID: runID, conv: conv, announced: announced,
-		questions: map[string]events.ElicitationRequest{}, uncertain: map[string]events.ToolUncertain{}}
+		questions: map[string]events.ElicitationRequest{}, uncertain: map[string]events.ToolUncertain{},
+		steps: map[string][]string{}, ended: map[string]bool{}}
 }
 
 // event translates one run event; done reports that the terminal AG-UI
@@ -52,26 +63,47 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 		return false, err
 	}
 	switch d := p.(type) {
+	case *events.SubagentStart:
+		return false, t.openSubagent(d.Namespace, d.Subagent, d.Task)
+	case *events.SubagentEnd:
+		return false, t.endSubagent(d)
+	case *events.TasksUpdated:
+		// One board for the conversation, whoever changed it: the
+		// agent's activity, whatever sub-agent's event it came in.
+		return false, t.emit(activitySnapshot{Type: "ACTIVITY_SNAPSHOT", MessageID: t.conv + "-tasks", ActivityType: "tasks",
+			Content: map[string]any{"tasks": d.Tasks, "revision": d.Revision}, Replace: true})
+	}
+	if ns := e.Namespace(); ns != "" {
+		return false, t.inner(id, ns, p)
+	}
+	switch d := p.(type) {
+	case *events.NodeStart:
+		return false, t.startStep("", d.Node)
+	case *events.NodeEnd:
+		if d.Node == t.thinker {
+			if err := t.closeThought(); err != nil {
+				return false, err
+			}
+		}
+		return false, t.endStep("", d.Node)
 	case *events.ApprovalRequired:
 		t.approvals = append(t.approvals, *d)
-		return false, t.announce(id, d.ToolCallID, d.Tool, d.Args)
+		return false, t.announce(id, "", d.ToolCallID, d.Tool, d.Args)
 	case *events.ToolStart:
-		return false, t.announce(id, d.ToolCallID, d.Tool, d.Args)
+		return false, t.announce(id, "", d.ToolCallID, d.Tool, d.Args)
+	case *events.ToolProgress:
+		return false, t.progress("", d)
 	case *events.ToolComplete:
-		return false, t.result(d.ToolCallID, d.Result)
+		return false, t.result("", d.ToolCallID, d.Result)
 	case *events.ToolError:
-		return false, t.result(d.ToolCallID, "error: "+d.Error)
+		return false, t.result("", d.ToolCallID, "error: "+d.Error)
 	case *events.ElicitationRequest:
 		t.questions[d.ElicitationID] = *d
 	case *events.ToolUncertain:
 		t.uncertain[d.UncertainCallID] = *d
-		return false, t.announce(id, d.ToolCallID, d.Tool, d.Args)
+		return false, t.announce(id, "", d.ToolCallID, d.Tool, d.Args)
 	case *events.ReasoningChunk:
 		return false, t.reason(id, d.Node, d.Content)
-	case *events.NodeEnd:
-		if d.Node == t.thinker {
-			return false, t.closeThought()
-		}
 	case *events.ResponseChunk:
 		return false, t.chunk(id, d.Content)
 	case *events.ResponseDone:
@@ -93,15 +125,169 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 	case *events.RunCancelled:
 		return true, t.finish("cancelled", outcome{Type: "cancelled"}, nil)
 	case *events.RunFailed:
-		if err := t.closeThought(); err != nil {
-			return false, err
-		}
-		if err := t.closeText(); err != nil {
-			return false, err
-		}
-		return true, t.emit(runError{Type: "RUN_ERROR", Message: d.Error.Message, Code: d.Error.Code})
+		return true, t.fail(d.Error.Message, d.Error.Code)
 	}
 	return false, nil
+}
+
+// inner translates an event of the sub-agent at path ns: its nodes as
+// steps and its tool calls, each attributed to it; the human requests
+// it raises are the run's, as the agent's own are. Its reasoning and
+// text are not sent: its answer is the task tool's result.
+func (t *translator) inner(id, ns string, p events.Payload) error {
+	if err := t.openSubagent(ns, "", ""); err != nil {
+		return err
+	}
+	switch d := p.(type) {
+	case *events.NodeStart:
+		return t.startStep(ns, d.Node)
+	case *events.NodeEnd:
+		return t.endStep(ns, d.Node)
+	case *events.ApprovalRequired:
+		t.approvals = append(t.approvals, *d)
+		return t.announce(id, ns, d.ToolCallID, d.Tool, d.Args)
+	case *events.ToolStart:
+		return t.announce(id, ns, d.ToolCallID, d.Tool, d.Args)
+	case *events.ToolProgress:
+		return t.progress(ns, d)
+	case *events.ToolComplete:
+		return t.result(ns, d.ToolCallID, d.Result)
+	case *events.ToolError:
+		return t.result(ns, d.ToolCallID, "error: "+d.Error)
+	case *events.ElicitationRequest:
+		t.questions[d.ElicitationID] = *d
+	case *events.ToolUncertain:
+		t.uncertain[d.UncertainCallID] = *d
+		return t.announce(id, ns, d.ToolCallID, d.Tool, d.Args)
+	}
+	return nil
+}
+
+// startStep opens the step of a node, unless a step of that name is
+// open already where the node runs (AG-UI names a step once at a time).
+func (t *translator) startStep(ns, node string) error {
+	if slices.Contains(t.steps[ns], node) {
+		return nil
+	}
+	t.steps[ns] = append(t.steps[ns], node)
+	return t.emit(step{Type: "STEP_STARTED", StepName: node, SubagentRunID: ns})
+}
+
+// endStep finishes the node's open step, if it has one.
+func (t *translator) endStep(ns, node string) error {
+	i := slices.Index(t.steps[ns], node)
+	if i < 0 {
+		return nil
+	}
+	t.steps[ns] = slices.Delete(t.steps[ns], i, i+1)
+	return t.emit(step{Type: "STEP_FINISHED", StepName: node, SubagentRunID: ns})
+}
+
+// endSteps finishes every step open where ns runs: a run or a
+// sub-agent that stops stops its nodes.
+func (t *translator) endSteps(ns string) error {
+	for len(t.steps[ns]) > 0 {
+		if err := t.endStep(ns, t.steps[ns][len(t.steps[ns])-1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openSubagent sends SUBAGENT_STARTED for the sub-agent at path, once in
+// a stream, its parent first: a resumed run's stream opens the
+// sub-agents it continues as their first events come. Name and task are
+// subagent.start's; without them the name is the path's.
+func (t *translator) openSubagent(path, name, task string) error {
+	if slices.Contains(t.subagents, path) || t.ended[path] {
+		return nil
+	}
+	parent, own := "", path
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		parent, own = path[:i], path[i+1:]
+		if err := t.openSubagent(parent, "", ""); err != nil {
+			return err
+		}
+	}
+	callName, callID, _ := strings.Cut(own, ":")
+	if name == "" {
+		name = callName
+	}
+	t.subagents = append(t.subagents, path)
+	return t.emit(subagentStarted{Type: "SUBAGENT_STARTED", SubagentRunID: path, Name: name, Description: task,
+		ParentSubagentRunID: parent, ParentToolCallID: callID})
+}
+
+// endSubagent finishes the sub-agent subagent.end reports: its steps,
+// then SUBAGENT_FINISHED with its answer, or SUBAGENT_ERROR when it
+// failed or was cancelled.
+func (t *translator) endSubagent(d *events.SubagentEnd) error {
+	if err := t.openSubagent(d.Namespace, d.Subagent, ""); err != nil {
+		return err
+	}
+	if t.ended[d.Namespace] {
+		return nil
+	}
+	if err := t.endSteps(d.Namespace); err != nil {
+		return err
+	}
+	t.subagents = slices.DeleteFunc(t.subagents, func(p string) bool { return p == d.Namespace })
+	t.ended[d.Namespace] = true
+	switch d.Status {
+	case events.SubagentCompleted, events.SubagentBlocked:
+		return t.emit(subagentFinished{Type: "SUBAGENT_FINISHED", SubagentRunID: d.Namespace, Result: d.Result,
+			Outcome: subagentOutcome{Type: "success"}})
+	}
+	msg := d.Result
+	if msg == "" {
+		msg = "the sub-agent " + string(d.Status)
+	}
+	return t.emit(subagentError{Type: "SUBAGENT_ERROR", SubagentRunID: d.Namespace, Message: msg, Code: string(d.Status)})
+}
+
+// stop ends what is open when the run's stream ends: the reasoning and
+// text, each open sub-agent's steps and the sub-agent (suspended when
+// the run waits for a person, an error otherwise, code the run's
+// status), innermost first, then the agent's own steps.
+func (t *translator) stop(status string) error {
+	if err := t.closeThought(); err != nil {
+		return err
+	}
+	if err := t.closeText(); err != nil {
+		return err
+	}
+	for len(t.subagents) > 0 {
+		path := t.subagents[len(t.subagents)-1]
+		t.subagents = t.subagents[:len(t.subagents)-1]
+		t.ended[path] = true
+		if err := t.endSteps(path); err != nil {
+			return err
+		}
+		var err error
+		if status == "interrupted" {
+			err = t.emit(subagentFinished{Type: "SUBAGENT_FINISHED", SubagentRunID: path, Outcome: subagentOutcome{Type: "suspended"}})
+		} else {
+			err = t.emit(subagentError{Type: "SUBAGENT_ERROR", SubagentRunID: path, Message: "the run " + status, Code: status})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return t.endSteps("")
+}
+
+// fail ends the stream with RUN_ERROR, after what is open.
+func (t *translator) fail(message, code string) error {
+	if err := t.stop("failed"); err != nil {
+		return err
+	}
+	return t.emit(runError{Type: "RUN_ERROR", Message: message, Code: code})
+}
+
+// progress sends a tool's progress as its tool_progress activity.
+func (t *translator) progress(ns string, d *events.ToolProgress) error {
+	return t.emit(activitySnapshot{Type: "ACTIVITY_SNAPSHOT", MessageID: d.ToolCallID + "-progress", ActivityType: "tool_progress",
+		Content: progress{ToolCallID: d.ToolCallID, Progress: d.Progress, Total: d.Total, Message: d.Message}, Replace: true, SubagentRunID: ns})
 }
 
 // approval finds the approval id, announced in this stream or before.
@@ -119,50 +305,61 @@ func (t *translator) approval(id string) (events.ApprovalRequired, bool) {
 	return events.ApprovalRequired{}, false
 }
 
-// announce sends a tool call's start, arguments and end, once.
-func (t *translator) announce(id, callID, tool string, args json.RawMessage) error {
+// announce sends a tool call's start, arguments and end, once. The
+// agent's calls share an assistant message until a result or text comes;
+// a sub-agent's (ns its path) each have one of its own, named by the
+// call, so that no message is shared between two agents.
+func (t *translator) announce(id, ns, callID, tool string, args json.RawMessage) error {
 	if t.announced[callID] {
 		return nil
 	}
 	t.announced[callID] = true
-	if err := t.closeThought(); err != nil {
-		return err
-	}
-	if err := t.closeText(); err != nil {
-		return err
-	}
-	if t.calls == nil {
-		t.calls = &assistantMessage{ID: id, Role: "assistant"}
-		t.added = append(t.added, t.calls)
-	}
 	a := string(args)
 	if len(args) == 0 {
 		a = "{}"
 	}
 	tc := toolCall{ID: callID, Type: "function"}
 	tc.Function.Name, tc.Function.Arguments = tool, a
-	t.calls.ToolCalls = append(t.calls.ToolCalls, tc)
-	if err := t.emit(toolCallStart{Type: "TOOL_CALL_START", ToolCallID: callID, ToolCallName: tool, ParentMessageID: t.calls.ID}); err != nil {
+	start := toolCallStart{Type: "TOOL_CALL_START", ToolCallID: callID, ToolCallName: tool, SubagentRunID: ns}
+	if ns != "" {
+		t.added = append(t.added, &assistantMessage{ID: callID, Role: "assistant", ToolCalls: []toolCall{tc}, SubagentRunID: ns})
+	} else {
+		if err := t.closeThought(); err != nil {
+			return err
+		}
+		if err := t.closeText(); err != nil {
+			return err
+		}
+		if t.calls == nil {
+			t.calls = &assistantMessage{ID: id, Role: "assistant"}
+			t.added = append(t.added, t.calls)
+		}
+		t.calls.ToolCalls = append(t.calls.ToolCalls, tc)
+		start.ParentMessageID = t.calls.ID
+	}
+	if err := t.emit(start); err != nil {
 		return err
 	}
-	if err := t.emit(toolCallArgs{Type: "TOOL_CALL_ARGS", ToolCallID: callID, Delta: a}); err != nil {
+	if err := t.emit(toolCallArgs{Type: "TOOL_CALL_ARGS", ToolCallID: callID, Delta: a, SubagentRunID: ns}); err != nil {
 		return err
 	}
-	return t.emit(toolCallEnd{Type: "TOOL_CALL_END", ToolCallID: callID})
+	return t.emit(toolCallEnd{Type: "TOOL_CALL_END", ToolCallID: callID, SubagentRunID: ns})
 }
 
 // result sends a tool call's result as a tool message.
-func (t *translator) result(callID, content string) error {
-	if err := t.closeThought(); err != nil {
-		return err
+func (t *translator) result(ns, callID, content string) error {
+	if ns == "" {
+		if err := t.closeThought(); err != nil {
+			return err
+		}
+		if err := t.closeText(); err != nil {
+			return err
+		}
+		t.calls = nil // later calls go in a new assistant message, after this result
 	}
-	if err := t.closeText(); err != nil {
-		return err
-	}
-	m := toolMessage{ID: callID + "-result", Role: "tool", Content: content, ToolCallID: callID}
+	m := toolMessage{ID: callID + "-result", Role: "tool", Content: content, ToolCallID: callID, SubagentRunID: ns}
 	t.added = append(t.added, m)
-	t.calls = nil // later calls go in a new assistant message, after this result
-	return t.emit(toolCallResult{Type: "TOOL_CALL_RESULT", MessageID: m.ID, ToolCallID: callID, Content: content, Role: "tool"})
+	return t.emit(toolCallResult{Type: "TOOL_CALL_RESULT", MessageID: m.ID, ToolCallID: callID, Content: content, Role: "tool", SubagentRunID: ns})
 }
 
 // chunk sends text, opening a text message first if none is open; an
@@ -251,13 +448,7 @@ func (t *translator) interrupted(id string, d *events.RunInterrupted) error {
 		}
 		return t.finish("completed", outcome{Type: "success"}, nil)
 	default:
-		if err := t.closeThought(); err != nil {
-			return err
-		}
-		if err := t.closeText(); err != nil {
-			return err
-		}
-		return t.emit(runError{Type: "RUN_ERROR", Message: "the server stopped the run on its way down; send the message again", Code: d.Reason})
+		return t.fail("the server stopped the run on its way down; send the message again", d.Reason)
 	}
 	// One interrupt per request the run waits on, of every kind: an
 	// approval and a call that may have run can wait side by side.
@@ -295,17 +486,14 @@ func (t *translator) interrupted(id string, d *events.RunInterrupted) error {
 			ResponseSchema: uncertainSchema})
 	}
 	if len(out) == 0 {
-		return t.emit(runError{Type: "RUN_ERROR", Message: "the run waits for something this protocol cannot name", Code: "interrupted"})
+		return t.fail("the run waits for something this protocol cannot name", "interrupted")
 	}
 	return t.finish("interrupted", outcome{Type: "interrupt", Interrupts: out}, nil)
 }
 
-// finish sends the snapshots and RUN_FINISHED.
+// finish ends what is open, then sends the snapshots and RUN_FINISHED.
 func (t *translator) finish(status string, o outcome, u []tokenUsage) error {
-	if err := t.closeThought(); err != nil {
-		return err
-	}
-	if err := t.closeText(); err != nil {
+	if err := t.stop(status); err != nil {
 		return err
 	}
 	msgs := append([]json.RawMessage(nil), t.in.Messages...)

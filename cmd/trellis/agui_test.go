@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +19,7 @@ type aguiReport struct {
 		Interrupts []aguiInterrupt `json:"interrupts"`
 	} `json:"outcomes"`
 	Messages []aguiMessage `json:"messages"`
+	Details  []aguiDetail  `json:"details"`
 	State    struct {
 		ConversationID string `json:"conversationId"`
 		RunID          string `json:"trellisRunId"`
@@ -38,12 +42,66 @@ type aguiInterrupt struct {
 	ResponseSchema json.RawMessage `json:"responseSchema"`
 }
 
+// aguiDetail is an event of the steps, sub-agents, activities and tool
+// calls, as the client saw it.
+type aguiDetail struct {
+	Type             string          `json:"type"`
+	StepName         string          `json:"stepName"`
+	SubagentRunID    string          `json:"subagentRunId"`
+	Name             string          `json:"name"`
+	Description      string          `json:"description"`
+	ParentToolCallID string          `json:"parentToolCallId"`
+	ToolCallName     string          `json:"toolCallName"`
+	ActivityType     string          `json:"activityType"`
+	Content          json.RawMessage `json:"content"`
+	Result           any             `json:"result"`
+	Outcome          struct {
+		Type string `json:"type"`
+	} `json:"outcome"`
+}
+
+// withoutSteps is the events but the steps, which frame every node.
+func withoutSteps(events []string) []string {
+	return slices.DeleteFunc(slices.Clone(events), func(e string) bool { return strings.HasPrefix(e, "STEP_") })
+}
+
+// stepsOf lists the steps the details start and finish, each as
+// "+name" or "-name", with "@owner" for a sub-agent's, and checks that
+// each finishes after it started, all by the end.
+func stepsOf(t *testing.T, details []aguiDetail) []string {
+	t.Helper()
+	var out []string
+	open := map[string]bool{}
+	for _, d := range details {
+		key := d.StepName
+		if d.SubagentRunID != "" {
+			key += "@" + d.SubagentRunID
+		}
+		switch d.Type {
+		case "STEP_STARTED":
+			open[key] = true
+			out = append(out, "+"+key)
+		case "STEP_FINISHED":
+			if !open[key] {
+				t.Errorf("step %s finished, not started", key)
+			}
+			delete(open, key)
+			out = append(out, "-"+key)
+		}
+	}
+	if len(open) > 0 {
+		t.Errorf("steps never finished: %v", open)
+	}
+	return out
+}
+
 type aguiMessage struct {
-	ID         string `json:"id"`
-	Role       string `json:"role"`
-	Content    any    `json:"content"`
-	ToolCallID string `json:"toolCallId"`
-	ToolCalls  []struct {
+	ID            string `json:"id"`
+	Role          string `json:"role"`
+	Content       any    `json:"content"`
+	ToolCallID    string `json:"toolCallId"`
+	SubagentRunID string `json:"subagentRunId"`
+	ToolCalls     []struct {
 		ID       string `json:"id"`
 		Function struct {
 			Name      string `json:"name"`
@@ -81,11 +139,18 @@ func lastText(ms []aguiMessage) string {
 
 // TestAGUIClient drives POST /ag-ui with @ag-ui/client's HttpAgent,
 // whose verifier checks the order of every run's events: a tool call
-// answered, an approval approved and one rejected, an abort mid-stream
-// and the next message accepted, and client mistakes answered 4xx.
+// answered with the agent's nodes as steps, an approval approved and
+// one rejected, a delegation to a sub-agent with its steps and call
+// attributed to it and the task board as an activity, the declared
+// capabilities, an abort mid-stream and the next message accepted, and
+// client mistakes answered 4xx.
 func TestAGUIClient(t *testing.T) {
 	dir := clientDir(t, "../../api/agui/testdata", "@ag-ui/client")
-	c := serveProtocols(t)
+	subagents := filepath.Join(t.TempDir(), "subagents.json")
+	if err := os.WriteFile(subagents, []byte(`{"agents": [{"name": "checker", "description": "checks sums", "tools": ["current_time", "calculator"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := serveProtocols(t, "TRELLIS_SUBAGENTS="+subagents)
 	scenario := func(t *testing.T, name string) aguiReport {
 		var r aguiReport
 		runClient(t, "node", dir, "agui.mjs", &r, c.url, name)
@@ -103,7 +168,7 @@ func TestAGUIClient(t *testing.T) {
 		thought := []string{"REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END", "REASONING_END"}
 		want := slices.Concat([]string{"RUN_STARTED"}, thought, thought,
 			[]string{"TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT", "RUN_FINISHED"})
-		if got := slices.Compact(slices.Clone(r.Events)); !slices.Equal(got, want) {
+		if got := slices.Compact(withoutSteps(r.Events)); !slices.Equal(got, want) {
 			t.Errorf("events %v\nwant %v", got, want)
 		}
 		var got []string
@@ -124,8 +189,18 @@ func TestAGUIClient(t *testing.T) {
 		}
 		want := []string{"RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT",
 			"TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT", "RUN_FINISHED"}
-		if got := slices.Compact(slices.Clone(r.Events)); !slices.Equal(got, want) {
+		if got := slices.Compact(withoutSteps(r.Events)); !slices.Equal(got, want) {
 			t.Errorf("events %v\nwant %v", got, want)
+		}
+		// The agent's nodes, as steps, in the order they ran.
+		steps := stepsOf(t, r.Details)
+		for _, node := range []string{"initialize", "supervisor", "execute_tool", "reflect", "synthesize", "write", "stream"} {
+			if !slices.Contains(steps, "+"+node) {
+				t.Errorf("no step of %s: %v", node, steps)
+			}
+		}
+		if i, j := slices.Index(steps, "+execute_tool"), slices.Index(steps, "+write"); i < 0 || j < i {
+			t.Errorf("steps out of order: %v", steps)
 		}
 		if got := roles(r.Messages); !slices.Equal(got, []string{"user", "assistant(current_time)", "tool", "assistant"}) {
 			t.Errorf("messages %v", got)
@@ -176,6 +251,129 @@ func TestAGUIClient(t *testing.T) {
 		if r.Messages[2].ToolCallID != r.First[0].ToolCallID || r.Messages[6].ToolCallID != r.Second[0].ToolCallID {
 			t.Errorf("results of calls %s, %s; interrupts of %s, %s", r.Messages[2].ToolCallID, r.Messages[6].ToolCallID,
 				r.First[0].ToolCallID, r.Second[0].ToolCallID)
+		}
+	})
+
+	t.Run("Delegation", func(t *testing.T) {
+		r := scenario(t, "delegate")
+		if r.Error != nil {
+			t.Fatalf("run failed: %s", *r.Error)
+		}
+		const checker = "checker:call_d1"
+		var got []string
+		for _, d := range r.Details {
+			switch d.Type {
+			case "SUBAGENT_STARTED":
+				got = append(got, d.Type+" "+d.SubagentRunID+" "+d.Name+" "+d.Description+" "+d.ParentToolCallID)
+			case "SUBAGENT_FINISHED":
+				got = append(got, fmt.Sprintf("%s %s %v %s", d.Type, d.SubagentRunID, d.Result, d.Outcome.Type))
+			case "TOOL_CALL_START":
+				got = append(got, d.Type+" "+d.ToolCallName+" "+d.SubagentRunID)
+			case "ACTIVITY_SNAPSHOT":
+				got = append(got, d.Type+" "+d.ActivityType)
+			}
+		}
+		want := []string{
+			"ACTIVITY_SNAPSHOT tasks",
+			"TOOL_CALL_START write_todos ", "TOOL_CALL_START task ",
+			"SUBAGENT_STARTED " + checker + " checker check the sums call_d1",
+			"TOOL_CALL_START current_time " + checker,
+			"SUBAGENT_FINISHED " + checker + " Done: all good. success",
+		}
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				t.Errorf("no %q in %q", w, got)
+			}
+		}
+		if i, j, k := slices.Index(got, want[3]), slices.Index(got, want[4]), slices.Index(got, want[5]); !(i < j && j < k) {
+			t.Errorf("the sub-agent's events out of order: %q", got)
+		}
+		steps := stepsOf(t, r.Details)
+		if !slices.Contains(steps, "+supervisor@"+checker) || !slices.Contains(steps, "-write@"+checker) {
+			t.Errorf("the checker's nodes are not its steps: %v", steps)
+		}
+		for _, d := range r.Details {
+			if d.Type == "ACTIVITY_SNAPSHOT" && !strings.Contains(string(d.Content), "Check the sums") {
+				t.Errorf("the board as an activity: %s", d.Content)
+			}
+		}
+		// The client keeps the checker's call as the checker's, and the
+		// board as an activity message, after the run's snapshot.
+		var owned, board bool
+		for _, m := range r.Messages {
+			owned = owned || (m.SubagentRunID == checker && len(m.ToolCalls) == 1 && m.ToolCalls[0].Function.Name == "current_time")
+			board = board || m.Role == "activity"
+		}
+		if !owned || !board {
+			t.Errorf("messages %+v: the checker's call kept as its own %v, the board kept %v", r.Messages, owned, board)
+		}
+		if lastText(r.Messages) != "Done: all good." {
+			t.Errorf("answer %q", lastText(r.Messages))
+		}
+	})
+
+	t.Run("DelegationWaitsForApproval", func(t *testing.T) {
+		r := scenario(t, "delegateApproval")
+		for i, e := range r.Errors {
+			if e != nil {
+				t.Errorf("run %d failed: %s", i, *e)
+			}
+		}
+		const checker = "checker:call_d2"
+		if len(r.First) != 1 || r.First[0].Reason != "tool_call" {
+			t.Fatalf("interrupts %+v, want the checker's approval", r.First)
+		}
+		var got []string
+		for _, d := range r.Details {
+			if strings.HasPrefix(d.Type, "SUBAGENT_") {
+				got = append(got, d.Type+" "+d.SubagentRunID+" "+d.Outcome.Type)
+			}
+		}
+		want := []string{"SUBAGENT_STARTED " + checker + " ", "SUBAGENT_FINISHED " + checker + " suspended",
+			"SUBAGENT_STARTED " + checker + " ", "SUBAGENT_FINISHED " + checker + " success"}
+		if !slices.Equal(got, want) {
+			t.Errorf("sub-agent events %q\nwant %q", got, want)
+		}
+		var result string
+		for _, m := range r.Messages {
+			if m.Role == "tool" && m.ToolCallID == r.First[0].ToolCallID {
+				result, _ = m.Content.(string)
+			}
+		}
+		if result != "4" || lastText(r.Messages) != "Done: all good." {
+			t.Errorf("the approved call's result %q, answer %q", result, lastText(r.Messages))
+		}
+	})
+
+	t.Run("Capabilities", func(t *testing.T) {
+		var r struct {
+			Capabilities struct {
+				Transport struct {
+					Streaming bool `json:"streaming"`
+					Resumable bool `json:"resumable"`
+				} `json:"transport"`
+				MultiAgent struct {
+					Supported bool `json:"supported"`
+					Subagents []struct {
+						Name        string `json:"name"`
+						Description string `json:"description"`
+					} `json:"subagents"`
+				} `json:"multiAgent"`
+				HumanInTheLoop struct {
+					Approvals bool `json:"approvals"`
+				} `json:"humanInTheLoop"`
+			} `json:"capabilities"`
+			Error    *string  `json:"error"`
+			Warnings []string `json:"warnings"`
+		}
+		runClient(t, "node", dir, "agui.mjs", &r, c.url, "capabilities")
+		if r.Error != nil {
+			t.Fatalf("getCapabilities: %s", *r.Error)
+		}
+		caps := r.Capabilities
+		if !caps.Transport.Streaming || caps.Transport.Resumable || !caps.HumanInTheLoop.Approvals || !caps.MultiAgent.Supported ||
+			len(caps.MultiAgent.Subagents) != 1 || caps.MultiAgent.Subagents[0].Name != "checker" {
+			t.Errorf("capabilities %+v", caps)
 		}
 	})
 

@@ -42,13 +42,13 @@ func clientDir(t *testing.T, dir, pkg string) string {
 
 // serveProtocols starts trellis serve on a fresh SQLite data directory
 // with the protocol tests' script (calculator needs approval).
-func serveProtocols(t *testing.T) *child {
+func serveProtocols(t *testing.T, env ...string) *child {
 	t.Helper()
 	script, err := filepath.Abs("testdata/protocols.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(), "TRELLIS_MODEL=scripted:"+script)
+	return startServe(t, append([]string{"TRELLIS_DATA_DIR=" + t.TempDir(), "TRELLIS_MODEL=scripted:" + script}, env...)...)
 }
 
 // runClient runs a client script of dir with node (the given binary) and

@@ -3,6 +3,7 @@
 // scenario, and prints what the client saw as one JSON line for the Go
 // test to check. Usage: node agui.mjs <base url> <scenario> [scenario args].
 import { HttpAgent } from "@ag-ui/client";
+import { AgentCapabilitiesSchema } from "@ag-ui/core/schemas";
 import { randomUUID } from "node:crypto";
 
 const [base, scenario, ...args] = process.argv.slice(2);
@@ -11,12 +12,33 @@ const warnings = [];
 console.warn = (...a) => warnings.push(a.map(String).join(" "));
 console.error = (...a) => warnings.push(a.map(String).join(" "));
 
+// TrellisAgent is HttpAgent with the capabilities Trellis serves beside
+// its endpoint (HttpAgent leaves getCapabilities to subclasses).
+class TrellisAgent extends HttpAgent {
+  async getCapabilities() {
+    const r = await fetch(this.url + "/capabilities");
+    if (!r.ok) throw new Error(`capabilities: ${r.status}`);
+    return AgentCapabilitiesSchema.parse(await r.json());
+  }
+}
+
+// detailed are the event types whose names and owners a report keeps.
+const detailed = new Set(["STEP_STARTED", "STEP_FINISHED", "SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR",
+  "ACTIVITY_SNAPSHOT", "TOOL_CALL_START", "TOOL_CALL_RESULT"]);
+
 function agent(threadId = randomUUID()) {
-  const a = new HttpAgent({ url, threadId });
+  const a = new TrellisAgent({ url, threadId });
   a.seen = [];
+  a.details = [];
   a.outcomes = [];
   a.subscribe({
-    onEvent: ({ event }) => { a.seen.push(event.type); },
+    onEvent: ({ event }) => {
+      a.seen.push(event.type);
+      if (detailed.has(event.type)) {
+        const { type, stepName, subagentRunId, name, description, parentToolCallId, parentSubagentRunId, toolCallName, activityType, content, result, outcome } = event;
+        a.details.push({ type, stepName, subagentRunId, name, description, parentToolCallId, parentSubagentRunId, toolCallName, activityType, content, result, outcome });
+      }
+    },
     onRunFinishedEvent: (p) => { a.outcomes.push({ outcome: p.outcome, interrupts: p.interrupts ?? [] }); },
   });
   return a;
@@ -36,7 +58,7 @@ async function run(a, params) {
 }
 
 function report(a, extra = {}) {
-  return { events: a.seen, outcomes: a.outcomes, messages: a.messages, state: a.state, warnings, ...extra };
+  return { events: a.seen, details: a.details, outcomes: a.outcomes, messages: a.messages, state: a.state, warnings, ...extra };
 }
 
 const scenarios = {
@@ -46,6 +68,37 @@ const scenarios = {
     say(a, "what time is it?");
     const error = await run(a);
     return report(a, { error });
+  },
+  // The agent plans on its board and delegates to a sub-agent that calls
+  // a tool: the steps, the board as an activity, the sub-agent's frame
+  // and its call, attributed to it.
+  async delegate() {
+    const a = agent();
+    say(a, "delegate the sums");
+    const error = await run(a);
+    return report(a, { error });
+  },
+  // A sub-agent's call that needs approval: the run stops with the
+  // sub-agent suspended, and the approval resumes it in the next run.
+  async delegateApproval() {
+    const a = agent();
+    say(a, "delegate 2+2");
+    const errors = [await run(a)];
+    const first = a.pendingInterrupts.map((i) => ({ ...i }));
+    errors.push(await run(a, { resume: first.map((i) => ({ interruptId: i.id, status: "resolved", payload: { approved: true } })) }));
+    return report(a, { errors, first });
+  },
+  // What the agent declares, through getCapabilities, parsed by AG-UI's
+  // own schema.
+  async capabilities() {
+    const a = agent();
+    let capabilities = null, error = null;
+    try {
+      capabilities = await a.getCapabilities();
+    } catch (e) {
+      error = String(e && e.message || e);
+    }
+    return { capabilities, error, warnings };
   },
   // A model that thinks: its reasoning, as the client keeps it.
   async think() {
