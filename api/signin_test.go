@@ -10,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
-	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/api/middleware"
+	"github.com/trellis-ai/trellis/api/signin"
 	"github.com/trellis-ai/trellis/internal/oidctest"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -36,7 +34,7 @@ func newSignInEnv(t *testing.T, ttl time.Duration, configure func(*apitest.Confi
 	}
 	base := "http://" + ln.Addr().String()
 	e := newEnv(t, envOptions{configure: func(c *apitest.Config) {
-		si, err := api.NewSignIn(t.Context(), api.SignInConfig{Issuer: p.Issuer(), ClientID: p.ClientID, ClientSecret: p.ClientSecret,
+		si, err := signin.New(t.Context(), signin.Config{Issuer: p.Issuer(), ClientID: p.ClientID, ClientSecret: p.ClientSecret,
 			RedirectURL: base + "/auth/callback", SessionTTL: ttl, Sessions: c.API.Store.(store.Sessions)})
 		if err != nil {
 			t.Fatal(err)
@@ -205,110 +203,6 @@ func TestSignInRoundTrip(t *testing.T) {
 	stale := &http.Client{}
 	for _, path := range []string{"/auth/session", "/api/v1/conversations"} {
 		wantCode(t, s.send(stale, http.MethodGet, path, "", "Cookie", old.Name+"="+old.Value), http.StatusUnauthorized, "unauthorized")
-	}
-}
-
-// begin starts a sign-in of user with jar up to the provider's answer:
-// it returns the callback URL the provider sends the browser to.
-func (s *signInEnv) begin(jar http.CookieJar, user string) string {
-	s.t.Helper()
-	s.p.QueueUser(oidctest.User(user))
-	c := noRedirects(jar)
-	login := s.send(c, http.MethodGet, "/auth/login", "")
-	resp, err := c.Get(login.header.Get("Location"))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	resp.Body.Close()
-	back := resp.Header.Get("Location")
-	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(back, s.base+"/auth/callback?") {
-		s.t.Fatalf("the provider answered %d to %q", resp.StatusCode, back)
-	}
-	return back
-}
-
-// finish follows the callback URL with jar.
-func (s *signInEnv) finish(jar http.CookieJar, callback string) reply {
-	s.t.Helper()
-	req, _ := http.NewRequestWithContext(s.t.Context(), http.MethodGet, callback, nil)
-	return send(s.t, noRedirects(jar), req)
-}
-
-func (s *signInEnv) wantFailed(r reply, what string) {
-	s.t.Helper()
-	if r.status != http.StatusBadRequest || jsonOf[apiError](s.t, r.body).Error.Code != "signin_failed" {
-		s.t.Errorf("%s: %d %s", what, r.status, r.body)
-	}
-	resp := http.Response{Header: r.header}
-	for _, c := range resp.Cookies() {
-		if c.Name == middleware.SessionCookie && c.Value != "" {
-			s.t.Errorf("%s: a session cookie was set", what)
-		}
-	}
-}
-
-func newJar() http.CookieJar {
-	jar, _ := cookiejar.New(nil)
-	return jar
-}
-
-// A callback is refused, signing no one in, when its state is not the
-// sign-in's, its code is replayed, its sign-in cookie is tampered with
-// or missing, or the provider's ID token has another nonce, has
-// expired, names another audience or is not the provider's.
-func TestSignInRefused(t *testing.T) {
-	s := newSignInEnv(t, 0, func(c *apitest.Config) { c.API.Limits.AuthFailuresPerMinute = -1 })
-
-	jar := newJar()
-	back := s.begin(jar, "ada")
-	u, _ := url.Parse(back)
-	q := u.Query()
-	q.Set("state", "forged")
-	u.RawQuery = q.Encode()
-	s.wantFailed(s.finish(jar, u.String()), "wrong state")
-
-	jar = newJar()
-	back = s.begin(jar, "ada")
-	base, _ := url.Parse(s.base + "/auth/callback")
-	flow := jar.Cookies(base)
-	if r := s.finish(jar, back); r.status != http.StatusSeeOther {
-		t.Fatalf("the first use of a code: %d %s", r.status, r.body)
-	}
-	replay := newJar()
-	replay.SetCookies(base, flow)
-	s.wantFailed(s.finish(replay, back), "a replayed code")
-	s.wantFailed(s.finish(jar, back), "the callback again, its sign-in cookie spent")
-
-	jar = newJar()
-	back = s.begin(jar, "ada")
-	tampered := jar.Cookies(base)
-	for _, c := range tampered {
-		c.Value = strings.Replace(c.Value, ".", ".A", 1)
-	}
-	forged := newJar()
-	forged.SetCookies(base, tampered)
-	s.wantFailed(s.finish(forged, back), "a tampered sign-in cookie")
-	s.wantFailed(s.finish(newJar(), back), "no sign-in cookie")
-
-	stranger := oidctest.Start(t)
-	for name, change := range map[string]func(jwt.MapClaims){
-		"another nonce":    func(c jwt.MapClaims) { c["nonce"] = "not-the-sign-ins" },
-		"expired":          func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Minute).Unix() },
-		"another audience": func(c jwt.MapClaims) { c["aud"] = "another-service" },
-		"another issuer":   func(c jwt.MapClaims) { c["iss"] = stranger.Issuer() },
-		"no user":          func(c jwt.MapClaims) { c["sub"] = "" },
-	} {
-		s.p.RewriteIDTokens(change)
-		jar := newJar()
-		s.wantFailed(s.finish(jar, s.begin(jar, "ada")), name)
-	}
-	// A key rotated at the provider needs no restart: an ID token of
-	// the new key is taken.
-	s.p.Rotate(t)
-	s.p.RewriteIDTokens(func(jwt.MapClaims) {})
-	jar = newJar()
-	if r := s.finish(jar, s.begin(jar, "ada")); r.status != http.StatusSeeOther {
-		t.Fatalf("after a key rotation: %d %s", r.status, r.body)
 	}
 }
 
