@@ -98,7 +98,7 @@ func (h *handler) handleCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, si.cookie(r, middleware.SessionCookie, secret, "/", sess.ExpiresAt))
 	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	http.Redirect(w, r, h.si.prefix+"/", http.StatusSeeOther)
 }
 
 // finish returns the user the callback r signs in.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -33,7 +34,8 @@ type Config struct {
 	ClientSecret string
 	// RedirectURL is this service's public URL of GET /auth/callback, as
 	// registered at the provider. It is configured rather than taken
-	// from the request, whose Host a client chooses.
+	// from the request, whose Host a client chooses. Its path may put
+	// /auth/callback under a prefix (see Prefix).
 	RedirectURL string
 	// UserClaim names the ID token's claim that holds the user id; ""
 	// means "sub".
@@ -71,6 +73,38 @@ type SignIn struct {
 	// process (see Config.ClientSecret).
 	flowKey []byte
 	secure  bool // the redirect URL is https: cookies are Secure
+	// prefix is the redirect URL's path prefix (see Prefix): the
+	// cookies' paths and the page's URL, as the browser sees them.
+	prefix string
+}
+
+// CallbackPath is the server's path of the callback the provider sends
+// the browser back to.
+const CallbackPath = "/auth/callback"
+
+// ErrRedirectPath: a redirect URL whose path is not CallbackPath, under
+// a clean prefix or none.
+var ErrRedirectPath = errors.New("signin: the redirect URL's path must be " + CallbackPath + ", or a prefix and " + CallbackPath)
+
+// Prefix returns the path prefix a redirect URL puts the service under:
+// its path before CallbackPath, "" for none. A reverse proxy that serves
+// the service at https://host/prefix/ strips the prefix from what it
+// forwards, so the server's routes stay where they are, /auth/callback
+// among them; what the browser is told carries it: the cookies' paths
+// (prefix/ and prefix/auth/, so that they go to this service and not to
+// the host's others) and the page it is sent to after signing in
+// (prefix/). The prefix is a clean absolute path ("/trellis", not
+// "/trellis/" or "/a/../b").
+func Prefix(redirectURL string) (string, error) {
+	u, err := url.Parse(redirectURL)
+	if err != nil {
+		return "", fmt.Errorf("signin: redirect URL: %w", err)
+	}
+	prefix, ok := strings.CutSuffix(u.EscapedPath(), CallbackPath)
+	if !ok || (prefix != "" && (prefix != path.Clean(prefix) || strings.HasSuffix(prefix, "/") || strings.ContainsRune(prefix, ';'))) {
+		return "", ErrRedirectPath
+	}
+	return prefix, nil
 }
 
 // New discovers the provider and returns the sign-in.
@@ -82,6 +116,10 @@ func New(ctx context.Context, cfg Config) (*SignIn, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("signin: redirect URL %q: want an absolute http(s) URL", cfg.RedirectURL)
 	}
+	prefix, err := Prefix(cfg.RedirectURL)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.UserClaim == "" {
 		cfg.UserClaim = "sub"
 	}
@@ -92,7 +130,7 @@ func New(ctx context.Context, cfg Config) (*SignIn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signin: discover %s: %w", cfg.Issuer, err)
 	}
-	s := &SignIn{cfg: cfg, secure: u.Scheme == "https",
+	s := &SignIn{cfg: cfg, secure: u.Scheme == "https", prefix: prefix,
 		oauth: oauth2.Config{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, Endpoint: p.Endpoint(),
 			RedirectURL: cfg.RedirectURL, Scopes: []string{oidc.ScopeOpenID, "profile", "email"}},
 		verifier: p.Verifier(&oidc.Config{ClientID: cfg.ClientID, SupportedSigningAlgs: cfg.Algorithms}),
@@ -153,8 +191,9 @@ func (si *SignIn) decodeFlow(v string) (flow, error) {
 	return f, nil
 }
 
+// cookie is a cookie of path under the prefix.
 func (si *SignIn) cookie(r *http.Request, name, value, path string, expires time.Time) *http.Cookie {
-	c := &http.Cookie{Name: name, Value: value, Path: path, HttpOnly: true, SameSite: http.SameSiteLaxMode,
+	c := &http.Cookie{Name: name, Value: value, Path: si.prefix + path, HttpOnly: true, SameSite: http.SameSiteLaxMode,
 		Secure: si.secure || r.TLS != nil}
 	if value == "" {
 		c.MaxAge = -1

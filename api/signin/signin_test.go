@@ -2,6 +2,7 @@ package signin_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -24,15 +25,17 @@ import (
 )
 
 // env is the sign-in's endpoints under /auth, over a real provider and a
-// real record of sessions, served at base, the origin its redirect URL
-// names.
+// real record of sessions, served at base, what its redirect URL names
+// before /auth/callback: the server's origin, and the path prefix, when
+// there is one, that the server is reached under, stripped on the way
+// in as a reverse proxy does.
 type env struct {
 	t    *testing.T
 	p    *oidctest.Provider
 	base string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, prefix string) *env {
 	t.Helper()
 	st, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "trellis.db"))
 	if err != nil {
@@ -44,7 +47,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := "http://" + ln.Addr().String()
+	base := "http://" + ln.Addr().String() + prefix
 	si, err := signin.New(t.Context(), signin.Config{Issuer: p.Issuer(), ClientID: p.ClientID, ClientSecret: p.ClientSecret,
 		RedirectURL: base + "/auth/callback", Sessions: st})
 	if err != nil {
@@ -56,7 +59,7 @@ func newEnv(t *testing.T) *env {
 		si.Routes(r, signin.Server{Refused: func(string) {}, Logger: log,
 			Error: func(w http.ResponseWriter, r *http.Request, err error) { httperr.Reply(w, r, log, "sign-in", err) }})
 	})
-	hs := &http.Server{Handler: r}
+	hs := &http.Server{Handler: http.StripPrefix(prefix, r)}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
 	return &env{t: t, p: p, base: base}
@@ -137,7 +140,7 @@ func (e *env) wantFailed(r reply, what string) {
 // or missing, or the provider's ID token has another nonce, has
 // expired, names another audience or is not the provider's.
 func TestSignInRefused(t *testing.T) {
-	s := newEnv(t)
+	s := newEnv(t, "")
 
 	jar := newJar()
 	back := s.begin(jar, "ada")
@@ -189,5 +192,61 @@ func TestSignInRefused(t *testing.T) {
 	jar = newJar()
 	if r := s.finish(jar, s.begin(jar, "ada")); r.status != http.StatusSeeOther {
 		t.Fatalf("after a key rotation: %d %s", r.status, r.body)
+	}
+}
+
+// Under a path prefix that a reverse proxy strips, the sign-in works as
+// the browser sees it: its cookies are the prefix's (the flow cookie
+// reaches the callback; the session cookie goes to this service and not
+// to the host's others) and it sends the browser back to the page at
+// the prefix.
+func TestSignInUnderPrefix(t *testing.T) {
+	s := newEnv(t, "/tools/trellis")
+	jar := newJar()
+	r := s.finish(jar, s.begin(jar, "ada"))
+	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/tools/trellis/" {
+		t.Fatalf("callback: %d to %q %s", r.status, r.header.Get("Location"), r.body)
+	}
+	paths := map[string]string{}
+	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		paths[c.Name] = c.Path
+	}
+	if paths[middleware.SessionCookie] != "/tools/trellis/" || paths["trellis_signin"] != "/tools/trellis/auth/" {
+		t.Errorf("cookie paths %v", paths)
+	}
+	sess := s.get(noRedirects(jar), s.base+"/auth/session")
+	if sess.status != http.StatusOK || !strings.Contains(string(sess.body), `"user":"ada"`) {
+		t.Fatalf("session: %d %s", sess.status, sess.body)
+	}
+	other, _ := url.Parse(strings.TrimSuffix(s.base, "/tools/trellis") + "/another-app/")
+	for _, c := range jar.Cookies(other) {
+		t.Errorf("the host's other paths get cookie %s", c.Name)
+	}
+}
+
+func TestPrefix(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://chat.example.com/auth/callback":      "",
+		"https://example.com/trellis/auth/callback":   "/trellis",
+		"http://127.0.0.1:8080/a/b/auth/callback?x=1": "/a/b",
+		"https://example.com/caf%C3%A9/auth/callback": "/caf%C3%A9",
+	} {
+		if got, err := signin.Prefix(in); err != nil || got != want {
+			t.Errorf("Prefix(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{
+		"https://example.com/callback",
+		"https://example.com/auth/callback/",
+		"https://example.com/trellis//auth/callback",
+		"https://example.com//auth/callback",
+		"https://example.com/a/../auth/callback",
+		"https://example.com/./auth/callback",
+		"https://example.com/a;b/auth/callback",
+		"https://example.com/trellisauth/callback",
+	} {
+		if got, err := signin.Prefix(in); !errors.Is(err, signin.ErrRedirectPath) {
+			t.Errorf("Prefix(%q) = %q, %v; want ErrRedirectPath", in, got, err)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +55,7 @@ func TestServeOIDCTokens(t *testing.T) {
 // provider: the session cookie it sets chats as the provider's user,
 // with the session's CSRF token, and after sign-out it is refused.
 func TestServeSignIn(t *testing.T) {
-	c, m := startSignIn(t)
+	c, m, _ := startSignIn(t, "")
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
 		if req.URL.Path == "/" {
@@ -109,18 +111,40 @@ func TestServeSignIn(t *testing.T) {
 }
 
 // startSignIn starts serve with the page's sign-in through a provider
-// it starts too; the redirect URL names the server's own address.
-func startSignIn(t *testing.T) (*child, *oidctest.Provider) {
+// it starts too, and returns the server's public URL. With a prefix,
+// the server is reached through a reverse proxy that serves it under
+// the prefix, stripping it (http.StripPrefix over httputil's proxy), and
+// the redirect URL and the public URL name the proxy's origin and the
+// prefix; without one, the redirect URL names the server's own address.
+func startSignIn(t *testing.T, prefix string) (*child, *oidctest.Provider, string) {
 	t.Helper()
 	m := oidctest.Start(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	listen := func() net.Listener {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ln
 	}
+	ln := listen()
 	addr := ln.Addr().String()
 	ln.Close()
+	public := "http://" + addr
+	var proxy net.Listener
+	if prefix != "" {
+		proxy = listen()
+		public = "http://" + proxy.Addr().String() + prefix
+	}
 	c := startServe(t, childArgs+"=serve --addr "+addr, "TRELLIS_DATA_DIR="+t.TempDir(), "TRELLIS_OIDC_ISSUER="+m.Issuer(),
 		"TRELLIS_OIDC_AUDIENCE="+m.ClientID, "TRELLIS_OIDC_CLIENT_SECRET="+m.ClientSecret,
-		"TRELLIS_OIDC_REDIRECT_URL=http://"+addr+"/auth/callback")
-	return c, m
+		"TRELLIS_OIDC_REDIRECT_URL="+public+"/auth/callback")
+	if proxy != nil {
+		target, _ := url.Parse(c.url)
+		mux := http.NewServeMux()
+		mux.Handle(prefix+"/", http.StripPrefix(prefix, httputil.NewSingleHostReverseProxy(target)))
+		hs := &http.Server{Handler: mux}
+		go hs.Serve(proxy)
+		t.Cleanup(func() { hs.Close() })
+	}
+	return c, m, public
 }

@@ -153,7 +153,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&c.oidc.Audience, "oidc-audience", env("TRELLIS_OIDC_AUDIENCE", ""), "the audience (client id) the issuer's tokens must name; required with --oidc-issuer (TRELLIS_OIDC_AUDIENCE)")
 	fs.StringVar(&c.oidc.UserClaim, "oidc-user-claim", env("TRELLIS_OIDC_USER_CLAIM", "sub"), "the token claim that holds the user id (TRELLIS_OIDC_USER_CLAIM)")
 	fs.StringVar(&c.signIn.ClientSecret, "oidc-client-secret", env("TRELLIS_OIDC_CLIENT_SECRET", ""), "the client secret the issuer gave this service, for the page's sign-in; empty for a public client, which PKCE protects (TRELLIS_OIDC_CLIENT_SECRET)")
-	fs.StringVar(&c.signIn.RedirectURL, "oidc-redirect-url", env("TRELLIS_OIDC_REDIRECT_URL", ""), "this service's public URL of /auth/callback, as registered at the issuer; set, the page signs people in through the issuer (TRELLIS_OIDC_REDIRECT_URL)")
+	fs.StringVar(&c.signIn.RedirectURL, "oidc-redirect-url", env("TRELLIS_OIDC_REDIRECT_URL", ""), "this service's public URL of /auth/callback, as registered at the issuer, under the path prefix a reverse proxy strips if any; set, the page signs people in through the issuer (TRELLIS_OIDC_REDIRECT_URL)")
 	fs.StringVar(&sessionTTL, "session-ttl", env("TRELLIS_SESSION_TTL", signin.DefaultSessionTTL.String()), "how long a sign-in on the page lasts (TRELLIS_SESSION_TTL)")
 	fs.StringVar(&oidcAlgs, "oidc-algorithms", env("TRELLIS_OIDC_ALGORITHMS", ""), "signing algorithms accepted, comma-separated; default those the issuer's discovery lists (TRELLIS_OIDC_ALGORITHMS)")
 	fs.StringVar(&admins, "admin-users", env("TRELLIS_ADMIN_USERS", ""), "users (as --api-keys names them) who may read what spans every user, comma-separated; in local mode the local user (TRELLIS_ADMIN_USERS)")
@@ -953,7 +953,7 @@ func checkOIDC(o middleware.OIDCConfig) []error {
 
 // checkSignIn checks the page's sign-in settings: they need an issuer,
 // and the redirect URL is an absolute https URL (http on a loopback host)
-// ending in /auth/callback.
+// of /auth/callback, under a path prefix or none (see signin.Prefix).
 func checkSignIn(o middleware.OIDCConfig, si signin.Config) []error {
 	var errs []error
 	if si.SessionTTL <= 0 {
@@ -969,9 +969,11 @@ func checkSignIn(o middleware.OIDCConfig, si signin.Config) []error {
 		errs = append(errs, errors.New("oidc-redirect-url: set without --oidc-issuer"))
 	}
 	u, err := url.Parse(si.RedirectURL)
+	_, errPath := signin.Prefix(si.RedirectURL)
 	switch {
-	case err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Path != "/auth/callback":
-		errs = append(errs, fmt.Errorf("oidc-redirect-url %q: want this service's URL of /auth/callback, such as https://trellis.example.com/auth/callback", si.RedirectURL))
+	case err != nil || errPath != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		errs = append(errs, fmt.Errorf("oidc-redirect-url %q: want this service's URL of /auth/callback, such as https://trellis.example.com/auth/callback, "+
+			"or https://example.com/trellis/auth/callback behind a reverse proxy that serves it under /trellis, stripping that", si.RedirectURL))
 	case u.Scheme != "https" && !(u.Scheme == "http" && loopback(net.JoinHostPort(u.Hostname(), "0"))):
 		errs = append(errs, fmt.Errorf("oidc-redirect-url %q: want https (http only on a loopback host), so the session cookie is Secure", si.RedirectURL))
 	}
