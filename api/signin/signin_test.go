@@ -21,6 +21,9 @@ import (
 	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/api/signin"
 	"github.com/trellis-ai/trellis/internal/oidctest"
+	"github.com/trellis-ai/trellis/internal/pgtest"
+	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/store/pgstore"
 	"github.com/trellis-ai/trellis/store/sqlitestore"
 )
 
@@ -35,13 +38,31 @@ type env struct {
 	base string
 }
 
-func newEnv(t *testing.T, prefix string) *env {
+// backends are the records of sessions the tests run on.
+var backends = []string{"sqlite", "postgres"}
+
+// openSessions opens a fresh record of the backend.
+func openSessions(t *testing.T, backend string) store.Sessions {
 	t.Helper()
+	if backend == "postgres" {
+		st, err := pgstore.New(t.Context(), pgtest.New(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
 	st, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "trellis.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func newEnv(t *testing.T, backend, prefix string) *env {
+	t.Helper()
+	st := openSessions(t, backend)
 	p := oidctest.Start(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -140,58 +161,62 @@ func (e *env) wantFailed(r reply, what string) {
 // or missing, or the provider's ID token has another nonce, has
 // expired, names another audience or is not the provider's.
 func TestSignInRefused(t *testing.T) {
-	s := newEnv(t, "")
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			s := newEnv(t, b, "")
 
-	jar := newJar()
-	back := s.begin(jar, "ada")
-	u, _ := url.Parse(back)
-	q := u.Query()
-	q.Set("state", "forged")
-	u.RawQuery = q.Encode()
-	s.wantFailed(s.finish(jar, u.String()), "wrong state")
+			jar := newJar()
+			back := s.begin(jar, "ada")
+			u, _ := url.Parse(back)
+			q := u.Query()
+			q.Set("state", "forged")
+			u.RawQuery = q.Encode()
+			s.wantFailed(s.finish(jar, u.String()), "wrong state")
 
-	jar = newJar()
-	back = s.begin(jar, "ada")
-	base, _ := url.Parse(s.base + "/auth/callback")
-	flow := jar.Cookies(base)
-	if r := s.finish(jar, back); r.status != http.StatusSeeOther {
-		t.Fatalf("the first use of a code: %d %s", r.status, r.body)
-	}
-	replay := newJar()
-	replay.SetCookies(base, flow)
-	s.wantFailed(s.finish(replay, back), "a replayed code")
-	s.wantFailed(s.finish(jar, back), "the callback again, its sign-in cookie spent")
+			jar = newJar()
+			back = s.begin(jar, "ada")
+			base, _ := url.Parse(s.base + "/auth/callback")
+			flow := jar.Cookies(base)
+			if r := s.finish(jar, back); r.status != http.StatusSeeOther {
+				t.Fatalf("the first use of a code: %d %s", r.status, r.body)
+			}
+			replay := newJar()
+			replay.SetCookies(base, flow)
+			s.wantFailed(s.finish(replay, back), "a replayed code")
+			s.wantFailed(s.finish(jar, back), "the callback again, its sign-in cookie spent")
 
-	jar = newJar()
-	back = s.begin(jar, "ada")
-	tampered := jar.Cookies(base)
-	for _, c := range tampered {
-		c.Value = strings.Replace(c.Value, ".", ".A", 1)
-	}
-	forged := newJar()
-	forged.SetCookies(base, tampered)
-	s.wantFailed(s.finish(forged, back), "a tampered sign-in cookie")
-	s.wantFailed(s.finish(newJar(), back), "no sign-in cookie")
+			jar = newJar()
+			back = s.begin(jar, "ada")
+			tampered := jar.Cookies(base)
+			for _, c := range tampered {
+				c.Value = strings.Replace(c.Value, ".", ".A", 1)
+			}
+			forged := newJar()
+			forged.SetCookies(base, tampered)
+			s.wantFailed(s.finish(forged, back), "a tampered sign-in cookie")
+			s.wantFailed(s.finish(newJar(), back), "no sign-in cookie")
 
-	stranger := oidctest.Start(t)
-	for name, change := range map[string]func(jwt.MapClaims){
-		"another nonce":    func(c jwt.MapClaims) { c["nonce"] = "not-the-sign-ins" },
-		"expired":          func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Minute).Unix() },
-		"another audience": func(c jwt.MapClaims) { c["aud"] = "another-service" },
-		"another issuer":   func(c jwt.MapClaims) { c["iss"] = stranger.Issuer() },
-		"no user":          func(c jwt.MapClaims) { c["sub"] = "" },
-	} {
-		s.p.RewriteIDTokens(change)
-		jar := newJar()
-		s.wantFailed(s.finish(jar, s.begin(jar, "ada")), name)
-	}
-	// A key rotated at the provider needs no restart: an ID token of
-	// the new key is taken.
-	s.p.Rotate(t)
-	s.p.RewriteIDTokens(func(jwt.MapClaims) {})
-	jar = newJar()
-	if r := s.finish(jar, s.begin(jar, "ada")); r.status != http.StatusSeeOther {
-		t.Fatalf("after a key rotation: %d %s", r.status, r.body)
+			stranger := oidctest.Start(t)
+			for name, change := range map[string]func(jwt.MapClaims){
+				"another nonce":    func(c jwt.MapClaims) { c["nonce"] = "not-the-sign-ins" },
+				"expired":          func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Minute).Unix() },
+				"another audience": func(c jwt.MapClaims) { c["aud"] = "another-service" },
+				"another issuer":   func(c jwt.MapClaims) { c["iss"] = stranger.Issuer() },
+				"no user":          func(c jwt.MapClaims) { c["sub"] = "" },
+			} {
+				s.p.RewriteIDTokens(change)
+				jar := newJar()
+				s.wantFailed(s.finish(jar, s.begin(jar, "ada")), name)
+			}
+			// A key rotated at the provider needs no restart: an ID token of
+			// the new key is taken.
+			s.p.Rotate(t)
+			s.p.RewriteIDTokens(func(jwt.MapClaims) {})
+			jar = newJar()
+			if r := s.finish(jar, s.begin(jar, "ada")); r.status != http.StatusSeeOther {
+				t.Fatalf("after a key rotation: %d %s", r.status, r.body)
+			}
+		})
 	}
 }
 
@@ -201,26 +226,30 @@ func TestSignInRefused(t *testing.T) {
 // to the host's others) and it sends the browser back to the page at
 // the prefix.
 func TestSignInUnderPrefix(t *testing.T) {
-	s := newEnv(t, "/tools/trellis")
-	jar := newJar()
-	r := s.finish(jar, s.begin(jar, "ada"))
-	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/tools/trellis/" {
-		t.Fatalf("callback: %d to %q %s", r.status, r.header.Get("Location"), r.body)
-	}
-	paths := map[string]string{}
-	for _, c := range (&http.Response{Header: r.header}).Cookies() {
-		paths[c.Name] = c.Path
-	}
-	if paths[middleware.SessionCookie] != "/tools/trellis/" || paths["trellis_signin"] != "/tools/trellis/auth/" {
-		t.Errorf("cookie paths %v", paths)
-	}
-	sess := s.get(noRedirects(jar), s.base+"/auth/session")
-	if sess.status != http.StatusOK || !strings.Contains(string(sess.body), `"user":"ada"`) {
-		t.Fatalf("session: %d %s", sess.status, sess.body)
-	}
-	other, _ := url.Parse(strings.TrimSuffix(s.base, "/tools/trellis") + "/another-app/")
-	for _, c := range jar.Cookies(other) {
-		t.Errorf("the host's other paths get cookie %s", c.Name)
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			s := newEnv(t, b, "/tools/trellis")
+			jar := newJar()
+			r := s.finish(jar, s.begin(jar, "ada"))
+			if r.status != http.StatusSeeOther || r.header.Get("Location") != "/tools/trellis/" {
+				t.Fatalf("callback: %d to %q %s", r.status, r.header.Get("Location"), r.body)
+			}
+			paths := map[string]string{}
+			for _, c := range (&http.Response{Header: r.header}).Cookies() {
+				paths[c.Name] = c.Path
+			}
+			if paths[middleware.SessionCookie] != "/tools/trellis/" || paths["trellis_signin"] != "/tools/trellis/auth/" {
+				t.Errorf("cookie paths %v", paths)
+			}
+			sess := s.get(noRedirects(jar), s.base+"/auth/session")
+			if sess.status != http.StatusOK || !strings.Contains(string(sess.body), `"user":"ada"`) {
+				t.Fatalf("session: %d %s", sess.status, sess.body)
+			}
+			other, _ := url.Parse(strings.TrimSuffix(s.base, "/tools/trellis") + "/another-app/")
+			for _, c := range jar.Cookies(other) {
+				t.Errorf("the host's other paths get cookie %s", c.Name)
+			}
+		})
 	}
 }
 
