@@ -2,13 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httputil"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -56,25 +53,9 @@ func TestServeOIDCTokens(t *testing.T) {
 // with the session's CSRF token, and after sign-out it is refused.
 func TestServeSignIn(t *testing.T) {
 	c, m, _ := startSignIn(t, "")
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
-		if req.URL.Path == "/" {
-			return http.ErrUseLastResponse
-		}
-		return nil
-	}}
+	b := newBrowser(t)
 	send := func(method, path, body string, headers ...string) (int, []byte) {
-		req, _ := http.NewRequestWithContext(t.Context(), method, c.url+path, strings.NewReader(body))
-		for i := 0; i+1 < len(headers); i += 2 {
-			req.Header.Set(headers[i], headers[i+1])
-		}
-		resp, err := browser.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b
+		return b.send(method, c.url, path, body, headers...)
 	}
 	m.QueueUser(oidctest.User("ada"))
 	if status, body := send(http.MethodGet, "/auth/login", ""); status != http.StatusSeeOther {
@@ -119,25 +100,17 @@ func TestServeSignIn(t *testing.T) {
 func startSignIn(t *testing.T, prefix string) (*child, *oidctest.Provider, string) {
 	t.Helper()
 	m := oidctest.Start(t)
-	listen := func() net.Listener {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ln
-	}
-	ln := listen()
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	public := "http://" + addr
 	var proxy net.Listener
 	if prefix != "" {
-		proxy = listen()
+		var err error
+		if proxy, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
 		public = "http://" + proxy.Addr().String() + prefix
 	}
-	c := startServe(t, childArgs+"=serve --addr "+addr, "TRELLIS_DATA_DIR="+t.TempDir(), "TRELLIS_OIDC_ISSUER="+m.Issuer(),
-		"TRELLIS_OIDC_AUDIENCE="+m.ClientID, "TRELLIS_OIDC_CLIENT_SECRET="+m.ClientSecret,
-		"TRELLIS_OIDC_REDIRECT_URL="+public+"/auth/callback")
+	c := startServe(t, append(signInVars(m, public), childArgs+"=serve --addr "+addr, "TRELLIS_DATA_DIR="+t.TempDir())...)
 	if proxy != nil {
 		target, _ := url.Parse(c.url)
 		mux := http.NewServeMux()
@@ -147,4 +120,23 @@ func startSignIn(t *testing.T, prefix string) (*child, *oidctest.Provider, strin
 		t.Cleanup(func() { hs.Close() })
 	}
 	return c, m, public
+}
+
+// signInVars configure serve's sign-in through m, with the redirect URL
+// public + /auth/callback.
+func signInVars(m *oidctest.Provider, public string) []string {
+	return []string{"TRELLIS_OIDC_ISSUER=" + m.Issuer(), "TRELLIS_OIDC_AUDIENCE=" + m.ClientID,
+		"TRELLIS_OIDC_CLIENT_SECRET=" + m.ClientSecret, "TRELLIS_OIDC_REDIRECT_URL=" + public + "/auth/callback"}
+}
+
+// freeAddr returns a loopback address no one listens on, for a server
+// whose address must be known before it starts (a redirect URL names it).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
