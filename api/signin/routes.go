@@ -40,12 +40,18 @@ type Server struct {
 type handler struct {
 	si  *SignIn
 	srv Server
+	// errFailed and errNotSignedIn name the login's URL as the browser
+	// sees it, under the prefix.
+	errFailed, errNotSignedIn *httperr.Problem
 }
 
 // Routes adds GET /login, GET /callback, GET /session and POST /logout
 // to r, the router of /auth.
 func (si *SignIn) Routes(r chi.Router, srv Server) {
-	h := &handler{si: si, srv: srv}
+	login := si.prefix + "/auth/login"
+	h := &handler{si: si, srv: srv,
+		errFailed:      httperr.New(http.StatusBadRequest, "signin_failed", "the sign-in failed; start again at "+login),
+		errNotSignedIn: httperr.New(http.StatusUnauthorized, "unauthorized", "not signed in; sign in at "+login)}
 	r.Get("/login", h.handleLogin)
 	r.Get("/callback", h.handleCallback)
 	r.Get("/session", h.handleSession)
@@ -60,8 +66,6 @@ func (h *handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, si.oauth.AuthCodeURL(f.State, oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)), http.StatusFound)
 }
-
-var errSignInFailed = httperr.New(http.StatusBadRequest, "signin_failed", "the sign-in failed; start again at /auth/login")
 
 // handleCallback finishes a sign-in: it checks the state against the
 // flow cookie, exchanges the code with the PKCE verifier, verifies the
@@ -81,7 +85,7 @@ func (h *handler) handleCallback(w http.ResponseWriter, r *http.Request) {
 		h.srv.Failures.SpendFailure(r)
 		h.srv.Refused(middleware.AuthInvalid)
 		h.srv.Logger.LogAttrs(r.Context(), slog.LevelInfo, "a sign-in failed", slog.Any("error", err))
-		h.srv.Error(w, r, errSignInFailed)
+		h.srv.Error(w, r, h.errFailed)
 		return
 	}
 	// Sweeping expired sessions at each sign-in keeps the table as
@@ -147,7 +151,7 @@ func (h *handler) sessionOf(w http.ResponseWriter, r *http.Request) (secret stri
 	c, err := r.Cookie(middleware.SessionCookie)
 	if err != nil || c.Value == "" {
 		h.srv.Refused(middleware.AuthMissing)
-		h.srv.Error(w, r, errNotSignedIn)
+		h.srv.Error(w, r, h.errNotSignedIn)
 		return "", sess, false
 	}
 	if ok, wait := h.srv.Failures.CheckFailures(r); !ok {
@@ -160,7 +164,7 @@ func (h *handler) sessionOf(w http.ResponseWriter, r *http.Request) (secret stri
 		h.srv.Failures.SpendFailure(r)
 		h.srv.Refused(middleware.AuthInvalid)
 		http.SetCookie(w, h.si.cookie(r, middleware.SessionCookie, "", "/", time.Time{}))
-		h.srv.Error(w, r, errNotSignedIn)
+		h.srv.Error(w, r, h.errNotSignedIn)
 		return "", sess, false
 	}
 	if err != nil {
@@ -169,8 +173,6 @@ func (h *handler) sessionOf(w http.ResponseWriter, r *http.Request) (secret stri
 	}
 	return c.Value, sess, true
 }
-
-var errNotSignedIn = httperr.New(http.StatusUnauthorized, "unauthorized", "not signed in; sign in at /auth/login")
 
 // sessionResponse is GET /auth/session's answer.
 type sessionResponse struct {

@@ -241,6 +241,10 @@ func TestSignInUnderPrefix(t *testing.T) {
 			if paths[middleware.SessionCookie] != "/tools/trellis/" || paths["trellis_signin"] != "/tools/trellis/auth/" {
 				t.Errorf("cookie paths %v", paths)
 			}
+			if out := s.get(noRedirects(newJar()), s.base+"/auth/session"); out.status != http.StatusUnauthorized ||
+				!strings.Contains(string(out.body), "sign in at /tools/trellis/auth/login") {
+				t.Errorf("no session: %d %s", out.status, out.body)
+			}
 			sess := s.get(noRedirects(jar), s.base+"/auth/session")
 			if sess.status != http.StatusOK || !strings.Contains(string(sess.body), `"user":"ada"`) {
 				t.Fatalf("session: %d %s", sess.status, sess.body)
