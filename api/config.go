@@ -9,6 +9,7 @@ import (
 	"github.com/trellis-ai/trellis/api/me"
 	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/middleware"
+	"github.com/trellis-ai/trellis/api/signin"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/operators"
@@ -57,10 +58,10 @@ type Config struct {
 	// tokens. Set, it turns authentication on.
 	Tokens middleware.TokenUser
 	// SignIn is the web page's sign-in through the OpenID Connect
-	// provider (NewSignIn): /auth/login, /auth/callback, /auth/session
+	// provider (signin.New): /auth/login, /auth/callback, /auth/session
 	// and /auth/logout, and the session cookie beside the keys; nil
 	// leaves /auth out (404). Set, it turns authentication on.
-	SignIn *SignIn
+	SignIn *signin.SignIn
 	// Admins are the users (as Keys, IssuedKeys or Tokens name them) who may read
 	// what spans every user (GET /api/v1/cognition/identity, the webhook
 	// delivery log) and manage the issued keys; the others get 403. In local mode the one local

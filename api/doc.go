@@ -13,9 +13,10 @@
 // services in Config, answering their errors as its own: the documents
 // endpoints and document.status on its streams (api/docs), a user's
 // endpoints beside their conversations (memory, usage, erasure: api/me)
-// and the operators' (issued keys, the webhook delivery log: api/admin).
-// The page's sign-in (Config.SignIn, NewSignIn) is thin the same way,
-// over the identity provider and the record of sessions. What the agent
+// and the operators' (issued keys, the webhook delivery log: api/admin),
+// and the page's sign-in under /auth, over the identity provider and the
+// record of sessions (api/signin), whose session cookie the
+// authentication takes beside the keys. What the agent
 // is, and how it is glued to memory and documents, is cmd/trellis'
 // wiring.
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/trellis-ai/trellis/api/me"
 	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/middleware"
+	"github.com/trellis-ai/trellis/api/signin"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -69,7 +70,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	if cfg.SignIn != nil {
-		ac.Sessions = cfg.SignIn.sessionUser
+		ac.Sessions = cfg.SignIn.SessionUser
 	}
 	if !s.localMode() {
 		s.authLimiter = middleware.NewLimiter(cfg.Limits.AuthFailuresPerMinute, cfg.Limits.AuthFailureBurst)
@@ -207,7 +208,7 @@ func (s *Server) routes() http.Handler {
 		r.Use(s.limitBody, s.clientIP)
 		r.NotFound(notFound)
 		if s.cfg.SignIn != nil {
-			s.signInRoutes(r)
+			s.cfg.SignIn.Routes(r, signin.Server{Failures: s.authLimiter, Refused: s.metrics.AuthFailed, Error: s.writeError, Logger: s.log})
 		}
 	})
 	if s.cfg.Web != nil {

@@ -10,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
-	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/api/middleware"
+	"github.com/trellis-ai/trellis/api/signin"
 	"github.com/trellis-ai/trellis/internal/oidctest"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -27,7 +25,7 @@ type signInEnv struct {
 	base string
 }
 
-func newSignInEnv(t *testing.T, ttl time.Duration, configure func(*apitest.Config)) *signInEnv {
+func newSignInEnv(t *testing.T, b backend, ttl time.Duration, configure func(*apitest.Config)) *signInEnv {
 	t.Helper()
 	p := oidctest.Start(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -35,8 +33,8 @@ func newSignInEnv(t *testing.T, ttl time.Duration, configure func(*apitest.Confi
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	e := newEnv(t, envOptions{configure: func(c *apitest.Config) {
-		si, err := api.NewSignIn(t.Context(), api.SignInConfig{Issuer: p.Issuer(), ClientID: p.ClientID, ClientSecret: p.ClientSecret,
+	e := newEnv(t, envOptions{backend: b, configure: func(c *apitest.Config) {
+		si, err := signin.New(t.Context(), signin.Config{Issuer: p.Issuer(), ClientID: p.ClientID, ClientSecret: p.ClientSecret,
 			RedirectURL: base + "/auth/callback", SessionTTL: ttl, Sessions: c.API.Store.(store.Sessions)})
 		if err != nil {
 			t.Fatal(err)
@@ -139,176 +137,76 @@ func wantCode(t *testing.T, r reply, status int, code string) {
 // who it is with the CSRF token, chats as that user with the token,
 // and signs out, after which the old cookie is refused.
 func TestSignInRoundTrip(t *testing.T) {
-	s := newSignInEnv(t, 0, nil)
-	b := s.browser()
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			s := newSignInEnv(t, b, 0, nil)
+			b := s.browser()
 
-	// Before signing in, /auth/session says so.
-	wantCode(t, s.send(b, http.MethodGet, "/auth/session", ""), http.StatusUnauthorized, "unauthorized")
+			// Before signing in, /auth/session says so.
+			wantCode(t, s.send(b, http.MethodGet, "/auth/session", ""), http.StatusUnauthorized, "unauthorized")
 
-	s.p.QueueUser(oidctest.User("ada"))
-	login := s.send(noRedirects(b.Jar), http.MethodGet, "/auth/login", "")
-	to, err := url.Parse(login.header.Get("Location"))
-	if login.status != http.StatusFound || err != nil || !strings.HasPrefix(to.String(), s.p.AuthorizationEndpoint()) {
-		t.Fatalf("login: %d to %s", login.status, to)
-	}
-	q := to.Query()
-	if q.Get("state") == "" || q.Get("nonce") == "" || q.Get("code_challenge") == "" || q.Get("code_challenge_method") != "S256" ||
-		q.Get("client_id") != s.p.ClientID || q.Get("redirect_uri") != s.base+"/auth/callback" {
-		t.Fatalf("authorize request %v", q)
-	}
-	// The rest of the way: the provider approves, the callback signs in.
-	resp, err := b.Get(to.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	var set *http.Cookie
-	for _, c := range resp.Cookies() {
-		if c.Name == middleware.SessionCookie {
-			set = c
-		}
-	}
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" || set == nil {
-		t.Fatalf("callback: %d to %q, cookie %v", resp.StatusCode, resp.Header.Get("Location"), set)
-	}
-	if !set.HttpOnly || set.SameSite != http.SameSiteLaxMode || set.Path != "/" || set.Secure || set.MaxAge <= 0 {
-		t.Errorf("session cookie %+v", set)
-	}
-	sess := s.send(b, http.MethodGet, "/auth/session", "")
-	var who struct {
-		User      string `json:"user"`
-		CSRFToken string `json:"csrf_token"`
-	}
-	if sess.status != http.StatusOK || json.Unmarshal(sess.body, &who) != nil || who.User != "ada" || who.CSRFToken == "" {
-		t.Fatalf("session: %d %s", sess.status, sess.body)
-	}
-	chat := s.send(b, http.MethodPost, "/api/v1/chat/sync", `{"message":"hi"}`, middleware.CSRFHeader, who.CSRFToken)
-	if chat.status != http.StatusOK || jsonOf[map[string]any](t, chat.body)["status"] != "completed" {
-		t.Fatalf("chat signed in: %d %s", chat.status, chat.body)
-	}
-	if n := s.conversations(b); n != 1 {
-		t.Fatalf("ada has %d conversations, want 1", n)
-	}
-	if status, _ := s.doAs(aliceKey, http.MethodGet, "/api/v1/conversations", nil); status != http.StatusOK {
-		t.Fatalf("keys still work: %d", status)
-	}
+			s.p.QueueUser(oidctest.User("ada"))
+			login := s.send(noRedirects(b.Jar), http.MethodGet, "/auth/login", "")
+			to, err := url.Parse(login.header.Get("Location"))
+			if login.status != http.StatusFound || err != nil || !strings.HasPrefix(to.String(), s.p.AuthorizationEndpoint()) {
+				t.Fatalf("login: %d to %s", login.status, to)
+			}
+			q := to.Query()
+			if q.Get("state") == "" || q.Get("nonce") == "" || q.Get("code_challenge") == "" || q.Get("code_challenge_method") != "S256" ||
+				q.Get("client_id") != s.p.ClientID || q.Get("redirect_uri") != s.base+"/auth/callback" {
+				t.Fatalf("authorize request %v", q)
+			}
+			// The rest of the way: the provider approves, the callback signs in.
+			resp, err := b.Get(to.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			var set *http.Cookie
+			for _, c := range resp.Cookies() {
+				if c.Name == middleware.SessionCookie {
+					set = c
+				}
+			}
+			if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" || set == nil {
+				t.Fatalf("callback: %d to %q, cookie %v", resp.StatusCode, resp.Header.Get("Location"), set)
+			}
+			if !set.HttpOnly || set.SameSite != http.SameSiteLaxMode || set.Path != "/" || set.Secure || set.MaxAge <= 0 {
+				t.Errorf("session cookie %+v", set)
+			}
+			sess := s.send(b, http.MethodGet, "/auth/session", "")
+			var who struct {
+				User      string `json:"user"`
+				CSRFToken string `json:"csrf_token"`
+			}
+			if sess.status != http.StatusOK || json.Unmarshal(sess.body, &who) != nil || who.User != "ada" || who.CSRFToken == "" {
+				t.Fatalf("session: %d %s", sess.status, sess.body)
+			}
+			chat := s.send(b, http.MethodPost, "/api/v1/chat/sync", `{"message":"hi"}`, middleware.CSRFHeader, who.CSRFToken)
+			if chat.status != http.StatusOK || jsonOf[map[string]any](t, chat.body)["status"] != "completed" {
+				t.Fatalf("chat signed in: %d %s", chat.status, chat.body)
+			}
+			if n := s.conversations(b); n != 1 {
+				t.Fatalf("ada has %d conversations, want 1", n)
+			}
+			if status, _ := s.doAs(aliceKey, http.MethodGet, "/api/v1/conversations", nil); status != http.StatusOK {
+				t.Fatalf("keys still work: %d", status)
+			}
 
-	old := s.sessionCookie(b)
-	wantCode(t, s.send(b, http.MethodPost, "/auth/logout", ""), http.StatusForbidden, "csrf_failed")
-	if out := s.send(b, http.MethodPost, "/auth/logout", "", middleware.CSRFHeader, who.CSRFToken); out.status != http.StatusNoContent {
-		t.Fatalf("logout: %d %s", out.status, out.body)
-	}
-	if s.sessionCookie(b) != nil {
-		t.Error("the cookie is still set after sign-out")
-	}
-	// The old cookie, sent again, signs no one in.
-	stale := &http.Client{}
-	for _, path := range []string{"/auth/session", "/api/v1/conversations"} {
-		wantCode(t, s.send(stale, http.MethodGet, path, "", "Cookie", old.Name+"="+old.Value), http.StatusUnauthorized, "unauthorized")
-	}
-}
-
-// begin starts a sign-in of user with jar up to the provider's answer:
-// it returns the callback URL the provider sends the browser to.
-func (s *signInEnv) begin(jar http.CookieJar, user string) string {
-	s.t.Helper()
-	s.p.QueueUser(oidctest.User(user))
-	c := noRedirects(jar)
-	login := s.send(c, http.MethodGet, "/auth/login", "")
-	resp, err := c.Get(login.header.Get("Location"))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	resp.Body.Close()
-	back := resp.Header.Get("Location")
-	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(back, s.base+"/auth/callback?") {
-		s.t.Fatalf("the provider answered %d to %q", resp.StatusCode, back)
-	}
-	return back
-}
-
-// finish follows the callback URL with jar.
-func (s *signInEnv) finish(jar http.CookieJar, callback string) reply {
-	s.t.Helper()
-	req, _ := http.NewRequestWithContext(s.t.Context(), http.MethodGet, callback, nil)
-	return send(s.t, noRedirects(jar), req)
-}
-
-func (s *signInEnv) wantFailed(r reply, what string) {
-	s.t.Helper()
-	if r.status != http.StatusBadRequest || jsonOf[apiError](s.t, r.body).Error.Code != "signin_failed" {
-		s.t.Errorf("%s: %d %s", what, r.status, r.body)
-	}
-	resp := http.Response{Header: r.header}
-	for _, c := range resp.Cookies() {
-		if c.Name == middleware.SessionCookie && c.Value != "" {
-			s.t.Errorf("%s: a session cookie was set", what)
-		}
-	}
-}
-
-func newJar() http.CookieJar {
-	jar, _ := cookiejar.New(nil)
-	return jar
-}
-
-// A callback is refused, signing no one in, when its state is not the
-// sign-in's, its code is replayed, its sign-in cookie is tampered with
-// or missing, or the provider's ID token has another nonce, has
-// expired, names another audience or is not the provider's.
-func TestSignInRefused(t *testing.T) {
-	s := newSignInEnv(t, 0, func(c *apitest.Config) { c.API.Limits.AuthFailuresPerMinute = -1 })
-
-	jar := newJar()
-	back := s.begin(jar, "ada")
-	u, _ := url.Parse(back)
-	q := u.Query()
-	q.Set("state", "forged")
-	u.RawQuery = q.Encode()
-	s.wantFailed(s.finish(jar, u.String()), "wrong state")
-
-	jar = newJar()
-	back = s.begin(jar, "ada")
-	base, _ := url.Parse(s.base + "/auth/callback")
-	flow := jar.Cookies(base)
-	if r := s.finish(jar, back); r.status != http.StatusSeeOther {
-		t.Fatalf("the first use of a code: %d %s", r.status, r.body)
-	}
-	replay := newJar()
-	replay.SetCookies(base, flow)
-	s.wantFailed(s.finish(replay, back), "a replayed code")
-	s.wantFailed(s.finish(jar, back), "the callback again, its sign-in cookie spent")
-
-	jar = newJar()
-	back = s.begin(jar, "ada")
-	tampered := jar.Cookies(base)
-	for _, c := range tampered {
-		c.Value = strings.Replace(c.Value, ".", ".A", 1)
-	}
-	forged := newJar()
-	forged.SetCookies(base, tampered)
-	s.wantFailed(s.finish(forged, back), "a tampered sign-in cookie")
-	s.wantFailed(s.finish(newJar(), back), "no sign-in cookie")
-
-	stranger := oidctest.Start(t)
-	for name, change := range map[string]func(jwt.MapClaims){
-		"another nonce":    func(c jwt.MapClaims) { c["nonce"] = "not-the-sign-ins" },
-		"expired":          func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Minute).Unix() },
-		"another audience": func(c jwt.MapClaims) { c["aud"] = "another-service" },
-		"another issuer":   func(c jwt.MapClaims) { c["iss"] = stranger.Issuer() },
-		"no user":          func(c jwt.MapClaims) { c["sub"] = "" },
-	} {
-		s.p.RewriteIDTokens(change)
-		jar := newJar()
-		s.wantFailed(s.finish(jar, s.begin(jar, "ada")), name)
-	}
-	// A key rotated at the provider needs no restart: an ID token of
-	// the new key is taken.
-	s.p.Rotate(t)
-	s.p.RewriteIDTokens(func(jwt.MapClaims) {})
-	jar = newJar()
-	if r := s.finish(jar, s.begin(jar, "ada")); r.status != http.StatusSeeOther {
-		t.Fatalf("after a key rotation: %d %s", r.status, r.body)
+			old := s.sessionCookie(b)
+			wantCode(t, s.send(b, http.MethodPost, "/auth/logout", ""), http.StatusForbidden, "csrf_failed")
+			if out := s.send(b, http.MethodPost, "/auth/logout", "", middleware.CSRFHeader, who.CSRFToken); out.status != http.StatusNoContent {
+				t.Fatalf("logout: %d %s", out.status, out.body)
+			}
+			if s.sessionCookie(b) != nil {
+				t.Error("the cookie is still set after sign-out")
+			}
+			// The old cookie, sent again, signs no one in.
+			stale := &http.Client{}
+			for _, path := range []string{"/auth/session", "/api/v1/conversations"} {
+				wantCode(t, s.send(stale, http.MethodGet, path, "", "Cookie", old.Name+"="+old.Value), http.StatusUnauthorized, "unauthorized")
+			}
+		})
 	}
 }
 
@@ -316,49 +214,57 @@ func TestSignInRefused(t *testing.T) {
 // it, or with another, it is 403 csrf_failed and changes nothing. Reads
 // need none, and a bearer key's writes need none.
 func TestSignInCSRF(t *testing.T) {
-	s := newSignInEnv(t, 0, nil)
-	b := s.browser()
-	token := s.signIn(b, "ada")
-	other := s.browser()
-	otherToken := s.signIn(other, "bob")
-	for name, headers := range map[string][]string{
-		"no token":            nil,
-		"another's token":     {middleware.CSRFHeader, otherToken},
-		"the token, mangled":  {middleware.CSRFHeader, token[:len(token)-1]},
-		"the cookie as token": {middleware.CSRFHeader, s.sessionCookie(b).Value},
-	} {
-		r := s.send(b, http.MethodPost, "/api/v1/chat/sync", `{"message":"hi"}`, headers...)
-		if r.status != http.StatusForbidden || jsonOf[apiError](t, r.body).Error.Code != "csrf_failed" {
-			t.Errorf("%s: %d %s", name, r.status, r.body)
-		}
-	}
-	if n := s.conversations(b); n != 0 {
-		t.Fatalf("refused writes made %d conversations", n)
-	}
-	if status, body := s.do(http.MethodPost, "/api/v1/chat/sync", map[string]string{"message": "hi"}); status != http.StatusOK {
-		t.Fatalf("a bearer write without a token: %d %s", status, body)
-	}
-	if r := s.send(b, http.MethodPost, "/api/v1/chat/sync", `{"message":"hi"}`, middleware.CSRFHeader, token); r.status != http.StatusOK {
-		t.Fatalf("with the token: %d %s", r.status, r.body)
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			s := newSignInEnv(t, b, 0, nil)
+			b := s.browser()
+			token := s.signIn(b, "ada")
+			other := s.browser()
+			otherToken := s.signIn(other, "bob")
+			for name, headers := range map[string][]string{
+				"no token":            nil,
+				"another's token":     {middleware.CSRFHeader, otherToken},
+				"the token, mangled":  {middleware.CSRFHeader, token[:len(token)-1]},
+				"the cookie as token": {middleware.CSRFHeader, s.sessionCookie(b).Value},
+			} {
+				r := s.send(b, http.MethodPost, "/api/v1/chat/sync", `{"message":"hi"}`, headers...)
+				if r.status != http.StatusForbidden || jsonOf[apiError](t, r.body).Error.Code != "csrf_failed" {
+					t.Errorf("%s: %d %s", name, r.status, r.body)
+				}
+			}
+			if n := s.conversations(b); n != 0 {
+				t.Fatalf("refused writes made %d conversations", n)
+			}
+			if status, body := s.do(http.MethodPost, "/api/v1/chat/sync", map[string]string{"message": "hi"}); status != http.StatusOK {
+				t.Fatalf("a bearer write without a token: %d %s", status, body)
+			}
+			if r := s.send(b, http.MethodPost, "/api/v1/chat/sync", `{"message":"hi"}`, middleware.CSRFHeader, token); r.status != http.StatusOK {
+				t.Fatalf("with the token: %d %s", r.status, r.body)
+			}
+		})
 	}
 }
 
 // A tampered session cookie and an expired session are refused; bad
 // cookies count against the address as bad keys do, up to 429.
 func TestSignInBadCookies(t *testing.T) {
-	s := newSignInEnv(t, time.Second, func(c *apitest.Config) {
-		c.API.Limits.AuthFailuresPerMinute, c.API.Limits.AuthFailureBurst = 1, 3
-	})
-	b := s.browser()
-	s.signIn(b, "ada")
-	good := s.sessionCookie(b)
-	plain := &http.Client{}
-	bad := func(value string) reply {
-		return s.send(plain, http.MethodGet, "/api/v1/conversations", "", "Cookie", middleware.SessionCookie+"="+value)
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			s := newSignInEnv(t, b, time.Second, func(c *apitest.Config) {
+				c.API.Limits.AuthFailuresPerMinute, c.API.Limits.AuthFailureBurst = 1, 3
+			})
+			b := s.browser()
+			s.signIn(b, "ada")
+			good := s.sessionCookie(b)
+			plain := &http.Client{}
+			bad := func(value string) reply {
+				return s.send(plain, http.MethodGet, "/api/v1/conversations", "", "Cookie", middleware.SessionCookie+"="+value)
+			}
+			wantCode(t, bad(good.Value+"x"), http.StatusUnauthorized, "unauthorized")
+			time.Sleep(1100 * time.Millisecond)
+			wantCode(t, bad(good.Value), http.StatusUnauthorized, "unauthorized") // expired
+			wantCode(t, s.send(plain, http.MethodGet, "/auth/session", "", "Cookie", middleware.SessionCookie+"=guess"), http.StatusUnauthorized, "unauthorized")
+			wantCode(t, bad("another-guess"), http.StatusTooManyRequests, "rate_limited")
+		})
 	}
-	wantCode(t, bad(good.Value+"x"), http.StatusUnauthorized, "unauthorized")
-	time.Sleep(1100 * time.Millisecond)
-	wantCode(t, bad(good.Value), http.StatusUnauthorized, "unauthorized") // expired
-	wantCode(t, s.send(plain, http.MethodGet, "/auth/session", "", "Cookie", middleware.SessionCookie+"=guess"), http.StatusUnauthorized, "unauthorized")
-	wantCode(t, bad("another-guess"), http.StatusTooManyRequests, "rate_limited")
 }

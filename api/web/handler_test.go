@@ -18,7 +18,7 @@ func TestHandlerServesFiles(t *testing.T) {
 	for _, tc := range []struct {
 		path, contentType, contains string
 	}{
-		{"/", "text/html; charset=utf-8", `<script type="module" src="/static/app.js">`},
+		{"/", "text/html; charset=utf-8", `<script type="module" src="static/app.js">`},
 		{"/static/index.html", "text/html; charset=utf-8", "<title>Trellis</title>"},
 		{"/static/app.css", "text/css; charset=utf-8", ":root"},
 		{"/static/app.js", "text/javascript; charset=utf-8", "import"},
@@ -115,8 +115,10 @@ func TestPageIsSelfContained(t *testing.T) {
 	}
 	index := get("/")
 	for _, m := range regexp.MustCompile(`(?:src|href)="([^"]*)"`).FindAllStringSubmatch(index, -1) {
-		// /auth/login: the server's own sign-in, a link on this origin.
-		if u := m[1]; !strings.HasPrefix(u, "/static/") && !strings.HasPrefix(u, "#") && u != "data:," && u != "/auth/login" {
+		// Relative, so that the page works under the path prefix a
+		// reverse proxy serves it at; auth/login is the server's own
+		// sign-in, a link on this origin.
+		if u := m[1]; !strings.HasPrefix(u, "static/") && !strings.HasPrefix(u, "#") && u != "data:," && u != "auth/login" {
 			t.Errorf("index.html refers to %q", u)
 		}
 	}

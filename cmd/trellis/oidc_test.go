@@ -2,11 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
-	"strings"
+	"net/http/httputil"
+	"net/url"
 	"testing"
 	"time"
 
@@ -53,26 +52,10 @@ func TestServeOIDCTokens(t *testing.T) {
 // provider: the session cookie it sets chats as the provider's user,
 // with the session's CSRF token, and after sign-out it is refused.
 func TestServeSignIn(t *testing.T) {
-	c, m := startSignIn(t)
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
-		if req.URL.Path == "/" {
-			return http.ErrUseLastResponse
-		}
-		return nil
-	}}
+	c, m, _ := startSignIn(t, "")
+	b := newBrowser(t)
 	send := func(method, path, body string, headers ...string) (int, []byte) {
-		req, _ := http.NewRequestWithContext(t.Context(), method, c.url+path, strings.NewReader(body))
-		for i := 0; i+1 < len(headers); i += 2 {
-			req.Header.Set(headers[i], headers[i+1])
-		}
-		resp, err := browser.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b
+		return b.send(method, c.url, path, body, headers...)
 	}
 	m.QueueUser(oidctest.User("ada"))
 	if status, body := send(http.MethodGet, "/auth/login", ""); status != http.StatusSeeOther {
@@ -109,18 +92,51 @@ func TestServeSignIn(t *testing.T) {
 }
 
 // startSignIn starts serve with the page's sign-in through a provider
-// it starts too; the redirect URL names the server's own address.
-func startSignIn(t *testing.T) (*child, *oidctest.Provider) {
+// it starts too, and returns the server's public URL. With a prefix,
+// the server is reached through a reverse proxy that serves it under
+// the prefix, stripping it (http.StripPrefix over httputil's proxy), and
+// the redirect URL and the public URL name the proxy's origin and the
+// prefix; without one, the redirect URL names the server's own address.
+func startSignIn(t *testing.T, prefix string) (*child, *oidctest.Provider, string) {
 	t.Helper()
 	m := oidctest.Start(t)
+	addr := freeAddr(t)
+	public := "http://" + addr
+	var proxy net.Listener
+	if prefix != "" {
+		var err error
+		if proxy, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		public = "http://" + proxy.Addr().String() + prefix
+	}
+	c := startServe(t, append(signInVars(m, public), childArgs+"=serve --addr "+addr, "TRELLIS_DATA_DIR="+t.TempDir())...)
+	if proxy != nil {
+		target, _ := url.Parse(c.url)
+		mux := http.NewServeMux()
+		mux.Handle(prefix+"/", http.StripPrefix(prefix, httputil.NewSingleHostReverseProxy(target)))
+		hs := &http.Server{Handler: mux}
+		go hs.Serve(proxy)
+		t.Cleanup(func() { hs.Close() })
+	}
+	return c, m, public
+}
+
+// signInVars configure serve's sign-in through m, with the redirect URL
+// public + /auth/callback.
+func signInVars(m *oidctest.Provider, public string) []string {
+	return []string{"TRELLIS_OIDC_ISSUER=" + m.Issuer(), "TRELLIS_OIDC_AUDIENCE=" + m.ClientID,
+		"TRELLIS_OIDC_CLIENT_SECRET=" + m.ClientSecret, "TRELLIS_OIDC_REDIRECT_URL=" + public + "/auth/callback"}
+}
+
+// freeAddr returns a loopback address no one listens on, for a server
+// whose address must be known before it starts (a redirect URL names it).
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	c := startServe(t, childArgs+"=serve --addr "+addr, "TRELLIS_DATA_DIR="+t.TempDir(), "TRELLIS_OIDC_ISSUER="+m.Issuer(),
-		"TRELLIS_OIDC_AUDIENCE="+m.ClientID, "TRELLIS_OIDC_CLIENT_SECRET="+m.ClientSecret,
-		"TRELLIS_OIDC_REDIRECT_URL=http://"+addr+"/auth/callback")
-	return c, m
+	defer ln.Close()
+	return ln.Addr().String()
 }

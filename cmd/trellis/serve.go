@@ -30,6 +30,7 @@ import (
 	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/middleware"
+	"github.com/trellis-ai/trellis/api/signin"
 	"github.com/trellis-ai/trellis/api/web"
 	"github.com/trellis-ai/trellis/cognition/memtools"
 	"github.com/trellis-ai/trellis/documents/doctools"
@@ -66,7 +67,7 @@ type serveConfig struct {
 	// signIn: the web page signs people in through the issuer, when its
 	// RedirectURL is set (its Issuer, ClientID and Sessions are filled
 	// in by build).
-	signIn             api.SignInConfig
+	signIn             signin.Config
 	admins             []string
 	mcpConfig          string
 	approvalTools      []string
@@ -152,8 +153,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&c.oidc.Audience, "oidc-audience", env("TRELLIS_OIDC_AUDIENCE", ""), "the audience (client id) the issuer's tokens must name; required with --oidc-issuer (TRELLIS_OIDC_AUDIENCE)")
 	fs.StringVar(&c.oidc.UserClaim, "oidc-user-claim", env("TRELLIS_OIDC_USER_CLAIM", "sub"), "the token claim that holds the user id (TRELLIS_OIDC_USER_CLAIM)")
 	fs.StringVar(&c.signIn.ClientSecret, "oidc-client-secret", env("TRELLIS_OIDC_CLIENT_SECRET", ""), "the client secret the issuer gave this service, for the page's sign-in; empty for a public client, which PKCE protects (TRELLIS_OIDC_CLIENT_SECRET)")
-	fs.StringVar(&c.signIn.RedirectURL, "oidc-redirect-url", env("TRELLIS_OIDC_REDIRECT_URL", ""), "this service's public URL of /auth/callback, as registered at the issuer; set, the page signs people in through the issuer (TRELLIS_OIDC_REDIRECT_URL)")
-	fs.StringVar(&sessionTTL, "session-ttl", env("TRELLIS_SESSION_TTL", api.DefaultSessionTTL.String()), "how long a sign-in on the page lasts (TRELLIS_SESSION_TTL)")
+	fs.StringVar(&c.signIn.RedirectURL, "oidc-redirect-url", env("TRELLIS_OIDC_REDIRECT_URL", ""), "this service's public URL of /auth/callback, as registered at the issuer, under the path prefix a reverse proxy strips if any; set, the page signs people in through the issuer (TRELLIS_OIDC_REDIRECT_URL)")
+	fs.StringVar(&sessionTTL, "session-ttl", env("TRELLIS_SESSION_TTL", signin.DefaultSessionTTL.String()), "how long a sign-in on the page lasts (TRELLIS_SESSION_TTL)")
 	fs.StringVar(&oidcAlgs, "oidc-algorithms", env("TRELLIS_OIDC_ALGORITHMS", ""), "signing algorithms accepted, comma-separated; default those the issuer's discovery lists (TRELLIS_OIDC_ALGORITHMS)")
 	fs.StringVar(&admins, "admin-users", env("TRELLIS_ADMIN_USERS", ""), "users (as --api-keys names them) who may read what spans every user, comma-separated; in local mode the local user (TRELLIS_ADMIN_USERS)")
 	fs.StringVar(&c.mcpConfig, "mcp-config", env("TRELLIS_MCP_CONFIG", ""), "MCP servers file (TRELLIS_MCP_CONFIG)")
@@ -711,7 +712,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 			return app{}, err
 		}
 	}
-	var signIn *api.SignIn
+	var signIn *signin.SignIn
 	if cfg.signIn.RedirectURL != "" {
 		sessions, ok := st.(store.Sessions)
 		if !ok {
@@ -719,7 +720,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		}
 		sc := cfg.signIn
 		sc.Issuer, sc.ClientID, sc.UserClaim, sc.Algorithms, sc.Sessions = cfg.oidc.Issuer, cfg.oidc.Audience, cfg.oidc.UserClaim, cfg.oidc.Algorithms, sessions
-		if signIn, err = api.NewSignIn(ctx, sc); err != nil {
+		if signIn, err = signin.New(ctx, sc); err != nil {
 			return app{}, err
 		}
 	}
@@ -952,8 +953,8 @@ func checkOIDC(o middleware.OIDCConfig) []error {
 
 // checkSignIn checks the page's sign-in settings: they need an issuer,
 // and the redirect URL is an absolute https URL (http on a loopback host)
-// ending in /auth/callback.
-func checkSignIn(o middleware.OIDCConfig, si api.SignInConfig) []error {
+// of /auth/callback, under a path prefix or none (see signin.Prefix).
+func checkSignIn(o middleware.OIDCConfig, si signin.Config) []error {
 	var errs []error
 	if si.SessionTTL <= 0 {
 		errs = append(errs, fmt.Errorf("session-ttl: %s is not a positive duration", si.SessionTTL))
@@ -968,9 +969,11 @@ func checkSignIn(o middleware.OIDCConfig, si api.SignInConfig) []error {
 		errs = append(errs, errors.New("oidc-redirect-url: set without --oidc-issuer"))
 	}
 	u, err := url.Parse(si.RedirectURL)
+	_, errPath := signin.Prefix(si.RedirectURL)
 	switch {
-	case err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Path != "/auth/callback":
-		errs = append(errs, fmt.Errorf("oidc-redirect-url %q: want this service's URL of /auth/callback, such as https://trellis.example.com/auth/callback", si.RedirectURL))
+	case err != nil || errPath != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		errs = append(errs, fmt.Errorf("oidc-redirect-url %q: want this service's URL of /auth/callback, such as https://trellis.example.com/auth/callback, "+
+			"or https://example.com/trellis/auth/callback behind a reverse proxy that serves it under /trellis, stripping that", si.RedirectURL))
 	case u.Scheme != "https" && !(u.Scheme == "http" && loopback(net.JoinHostPort(u.Hostname(), "0"))):
 		errs = append(errs, fmt.Errorf("oidc-redirect-url %q: want https (http only on a loopback host), so the session cookie is Secure", si.RedirectURL))
 	}

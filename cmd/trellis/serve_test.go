@@ -116,6 +116,11 @@ func TestParseServe(t *testing.T) {
 		c.signIn.RedirectURL != "https://chat.example.com/auth/callback" || c.signIn.ClientSecret != "" || c.signIn.SessionTTL != 12*time.Hour {
 		t.Errorf("sign-in of a public client: %+v %v", c.signIn, err)
 	}
+	if c, err = parseServe(nil, env("TRELLIS_OIDC_ISSUER", "https://id.example.com", "TRELLIS_OIDC_AUDIENCE", "trellis",
+		"TRELLIS_OIDC_REDIRECT_URL", "https://example.com/tools/trellis/auth/callback"), io.Discard); err != nil ||
+		c.signIn.RedirectURL != "https://example.com/tools/trellis/auth/callback" {
+		t.Errorf("sign-in under a path prefix: %+v %v", c.signIn, err)
+	}
 	if c, err = parseServe([]string{"--event-retention-days", "7"}, env("TRELLIS_RETENTION_DAYS", "90"), io.Discard); err != nil ||
 		c.eventRetentionDays != 7 || c.retentionDays != 90 {
 		t.Errorf("retention: %d days, events %d days, %v", c.retentionDays, c.eventRetentionDays, err)
@@ -140,6 +145,9 @@ func TestParseServe(t *testing.T) {
 		{"TRELLIS_OIDC_CLIENT_SECRET", "s", "TRELLIS_API_KEYS", "k1:ada"},                                     // a secret nothing uses
 		{"TRELLIS_OIDC_ISSUER", "https://id.example.com", "TRELLIS_OIDC_AUDIENCE", "trellis", "TRELLIS_OIDC_REDIRECT_URL", "http://chat.example.com/auth/callback"},
 		{"TRELLIS_OIDC_ISSUER", "https://id.example.com", "TRELLIS_OIDC_AUDIENCE", "trellis", "TRELLIS_OIDC_REDIRECT_URL", "https://chat.example.com/callback"},
+		{"TRELLIS_OIDC_ISSUER", "https://id.example.com", "TRELLIS_OIDC_AUDIENCE", "trellis", "TRELLIS_OIDC_REDIRECT_URL", "https://chat.example.com/trellis//auth/callback"},
+		{"TRELLIS_OIDC_ISSUER", "https://id.example.com", "TRELLIS_OIDC_AUDIENCE", "trellis", "TRELLIS_OIDC_REDIRECT_URL", "https://chat.example.com/a/../auth/callback"},
+		{"TRELLIS_OIDC_ISSUER", "https://id.example.com", "TRELLIS_OIDC_AUDIENCE", "trellis", "TRELLIS_OIDC_REDIRECT_URL", "https://chat.example.com/trellis/auth/callback/"},
 		{"TRELLIS_API_KEYS", "k1:ada", "TRELLIS_SESSION_TTL", "0s"},
 		{"TRELLIS_INTERRUPT_AFTER", "soon"},
 		{"TRELLIS_MAX_BODY_BYTES", "lots"},

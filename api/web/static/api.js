@@ -1,5 +1,5 @@
 // The page's client of the Trellis HTTP API (API.md). Every request goes
-// to the page's own origin under /api/v1.
+// to the page's own origin, relative to the page (see local).
 
 /** APIError is a failed request: an HTTP status with API.md's {code, message}. */
 export class APIError extends Error {
@@ -19,6 +19,16 @@ export class APIError extends Error {
 /** path builds an API path, escaping each id. */
 export function path(strings, ...ids) {
   return strings.reduce((acc, s, i) => acc + s + (i < ids.length ? encodeURIComponent(ids[i]) : ""), "");
+}
+
+/**
+ * local makes a server path ("/api/v1/…") relative to the page, so that
+ * the page works where a reverse proxy serves the server under a path
+ * prefix that it strips (the page at /trellis/ reaches /trellis/api/v1)
+ * as it does at the root.
+ */
+export function local(url) {
+  return url.startsWith("/") ? "." + url : url;
 }
 
 export class Client {
@@ -47,7 +57,7 @@ export class Client {
   async session() {
     let resp;
     try {
-      resp = await fetch("/auth/session", { headers: { Accept: "application/json" }, cache: "no-store" });
+      resp = await fetch(local("/auth/session"), { headers: { Accept: "application/json" }, cache: "no-store" });
     } catch {
       return undefined;
     }
@@ -66,7 +76,7 @@ export class Client {
     }
     let resp;
     try {
-      resp = await fetch(url, init);
+      resp = await fetch(local(url), init);
     } catch (err) {
       if (err.name === "AbortError") throw err;
       throw new APIError(0, "network_error", "The server cannot be reached. Check your connection; the page keeps trying.");
@@ -93,7 +103,7 @@ export class Client {
   async upload(url, form, signal) {
     let resp;
     try {
-      resp = await fetch(url, { method: "POST", headers: this.headers(undefined, "POST"), body: form, signal, cache: "no-store" });
+      resp = await fetch(local(url), { method: "POST", headers: this.headers(undefined, "POST"), body: form, signal, cache: "no-store" });
     } catch (err) {
       if (err.name === "AbortError") throw err;
       throw new APIError(0, "network_error", "The server cannot be reached. Check your connection and try again.");

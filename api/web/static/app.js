@@ -821,7 +821,7 @@ async function signOut() {
     return;
   }
   client.csrf = "";
-  location.assign("/");
+  location.assign("./"); // the page, under the prefix it is served at
 }
 
 /** noteComposer says under the message box why nothing was sent; "" clears it. */
