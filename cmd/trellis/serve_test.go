@@ -367,6 +367,7 @@ func TestRestartWithAParkedApproval(t *testing.T) {
 	for _, db := range []string{"sqlite", "postgres"} {
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 			t.Run(fmt.Sprintf("%s/%v", db, sig), func(t *testing.T) {
+				t.Parallel() // each case has its own processes and database; most of it is waiting
 				var env []string
 				switch db {
 				case "sqlite":

@@ -71,6 +71,7 @@ func TestCrashWhileWebhooksFail(t *testing.T) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
+			t.Parallel() // each backend has its own processes and receiver; most of it is waiting for retries
 			s, err := webhooks.ParseSecret(secret)
 			if err != nil {
 				t.Fatal(err)
