@@ -206,14 +206,26 @@ func (l *lockedBuffer) String() string {
 // waits for its start line.
 func startServe(t *testing.T, env ...string) *child {
 	t.Helper()
+	return startServeIn(t, "", env...)
+}
+
+// startServeIn is startServe in the working directory dir ("": the
+// test's).
+func startServeIn(t *testing.T, dir string, env ...string) *child {
+	t.Helper()
 	script, err := filepath.Abs("../../api/testdata/agent.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	self, err := os.Executable() // absolute, whatever dir is
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run=^$")
 	cmd.Env = append(os.Environ(), childArgs+"=serve --addr 127.0.0.1:0",
 		"TRELLIS_MODEL=scripted:"+script, "TRELLIS_APPROVAL_TOOLS=calculator", "TRELLIS_LOG_LEVEL=debug")
 	cmd.Env = append(cmd.Env, env...)
+	cmd.Dir = dir
 	c := &child{t: t, cmd: cmd, logs: &lockedBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = c.logs
 	out, err := cmd.StdoutPipe()
