@@ -42,7 +42,32 @@ type Erasure struct {
 	CompletedAt *time.Time `json:"completed_at"`
 	// Error is why the last attempt failed; "" when none did.
 	Error string `json:"error"`
+	// Progress is how far the latest attempt got; nil before the first
+	// attempt begins.
+	Progress *ErasureProgress `json:"progress"`
 }
+
+// ErasureProgress is how far an attempt at an erasure got: the step it
+// is in, of ErasureSteps in order, and what it deleted so far. Each
+// attempt starts again from the first step (what an earlier one deleted
+// is gone, so it finds less), and the counts are the attempt's.
+type ErasureProgress struct {
+	// Step is the step under way, or "done" once the last one is.
+	Step string `json:"step"`
+	// StepsDone counts the steps finished, of len(ErasureSteps).
+	StepsDone int `json:"steps_done"`
+	Steps     int `json:"steps"`
+	// ConversationsDeleted counts the conversations deleted (steps
+	// conversations and late_conversations).
+	ConversationsDeleted int `json:"conversations_deleted"`
+}
+
+// ErasureSteps are the steps of an erasure, in order (docs/api.md,
+// "Erasing a user"), as ErasureProgress.Step names them.
+var ErasureSteps = []string{"conversations", "files", "learning_jobs", "late_conversations", "record", "write_ahead_logs"}
+
+// ErasureDone is ErasureProgress.Step once every step is done.
+const ErasureDone = "done"
 
 // Statuses of an Erasure.
 const (

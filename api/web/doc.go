@@ -5,7 +5,8 @@
 // The page is a client of the public HTTP API (API.md) and of nothing
 // else: it starts runs with POST /api/v1/chat and reads their SSE streams
 // from fetch, lists and reloads conversations, reattaches to a run's
-// stream with Last-Event-ID after a drop, answers approvals (several of
+// stream with Last-Event-ID after a drop or when the server asks it to
+// (stream.reconnect, no sooner than its retry_ms), answers approvals (several of
 // a run at once with "Approve all") and elicitations, cancels runs,
 // reruns edited messages, retries a failed turn, and shows a
 // conversation's active branch with "< i / n >" on an edited message to

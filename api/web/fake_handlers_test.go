@@ -103,7 +103,7 @@ func (f *contractFake) edit(w http.ResponseWriter, r *http.Request) {
 
 func (f *contractFake) startRunLocked(conv *fakeConv, message string) *fakeRun {
 	f.ids++
-	run := &fakeRun{f: f, conv: conv, id: fmt.Sprintf("run-%d", f.ids), message: message, created: time.Now().UTC(), status: "running", drop: make(chan struct{})}
+	run := &fakeRun{f: f, conv: conv, id: fmt.Sprintf("run-%d", f.ids), message: message, created: time.Now().UTC(), status: "running", drop: &fakeDrop{ch: make(chan struct{})}}
 	run.ctx, run.cancel = context.WithCancel(f.ctx)
 	conv.runs = append(conv.runs, run)
 	run.emitLocked("run.started", map[string]any{"request_id": "req-" + run.id})
@@ -181,8 +181,9 @@ func (f *contractFake) serveStream(w http.ResponseWriter, r *http.Request, run *
 		// After the snapshot: an event emitted after dropStreams is never
 		// written to a stream it cut.
 		select {
-		case <-drop:
-			panic(http.ErrAbortHandler) // cut the connection
+		case <-drop.ch:
+			f.endStream(w, rc, run, drop.reason)
+			return
 		default:
 		}
 		if len(pending) == 0 && finished {
@@ -204,8 +205,9 @@ func (f *contractFake) serveStream(w http.ResponseWriter, r *http.Request, run *
 		}
 		select {
 		case <-changed:
-		case <-drop:
-			panic(http.ErrAbortHandler) // cut the connection
+		case <-drop.ch:
+			f.endStream(w, rc, run, drop.reason)
+			return
 		case <-r.Context().Done():
 			return
 		case <-f.ctx.Done():
@@ -215,6 +217,26 @@ func (f *contractFake) serveStream(w http.ResponseWriter, r *http.Request, run *
 			rc.Flush()
 		}
 	}
+}
+
+// reconnectRetry is the SSE retry the fake's stream.reconnect gives, as
+// the server's does (api's reconnectAfter).
+const reconnectRetry = time.Second
+
+// endStream ends a stream before its run's end: with reason "" by
+// cutting the connection, else as the server asks a client to reconnect.
+func (f *contractFake) endStream(w http.ResponseWriter, rc *http.ResponseController, run *fakeRun, reason string) {
+	if reason == "" {
+		panic(http.ErrAbortHandler) // cut the connection
+	}
+	data, err := json.Marshal(map[string]any{"type": "stream.reconnect", "conversation_id": run.conv.id,
+		"ts": time.Now().UTC().Format(time.RFC3339Nano), "run_id": run.id, "reason": reason, "retry_ms": reconnectRetry.Milliseconds()})
+	if err != nil {
+		f.t.Errorf("fake: encode stream.reconnect: %v", err)
+		return
+	}
+	fmt.Fprintf(w, "retry: %d\n\nevent: stream.reconnect\ndata: %s\n\n", reconnectRetry.Milliseconds(), data)
+	rc.Flush()
 }
 
 func (f *contractFake) list(w http.ResponseWriter, r *http.Request) {

@@ -89,8 +89,24 @@ type fakeRun struct {
 	status             string // running, interrupted, completed, cancelled, failed
 	superseded         bool
 	usage              json.RawMessage
-	text               string        // the response.chunk contents so far
-	drop               chan struct{} // closed to cut the open streams
+	text               string    // the response.chunk contents so far
+	drop               *fakeDrop // ends the open streams
+}
+
+// fakeDrop ends the streams open when it was made: ch is closed once
+// reason is set, "" to cut them as a network failure would, else the
+// stream.reconnect reason to end them with.
+type fakeDrop struct {
+	ch     chan struct{}
+	reason string
+}
+
+// endStreamsLocked ends the streams: r.drop is replaced, so streams opened later are
+// not affected. The caller holds f.mu.
+func (r *fakeRun) endStreamsLocked(reason string) {
+	r.drop.reason = reason
+	close(r.drop.ch)
+	r.drop = &fakeDrop{ch: make(chan struct{})}
 }
 
 type fakeEvent struct {
@@ -304,8 +320,16 @@ func (r *fakeRun) wait(w *fakeWait) (map[string]any, bool) {
 func (r *fakeRun) dropStreams() {
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
-	close(r.drop)
-	r.drop = make(chan struct{})
+	r.endStreamsLocked("")
+}
+
+// askReconnect ends every open stream of the run as the server does when
+// it cannot go on with one (api's askReconnect): an SSE retry, then
+// stream.reconnect with reason and no id, then the end of the response.
+func (r *fakeRun) askReconnect(reason string) {
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	r.endStreamsLocked(reason)
 }
 
 func (f *contractFake) expect(id, kind string, schema map[string]any) *fakeWait {

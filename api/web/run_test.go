@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -83,6 +84,66 @@ func testReconnect(t *testing.T, replayAll bool) {
 		t.Errorf("the answer after a reconnect = %q, want %q", got, "Hello world")
 	}
 	p.WaitGone("#connection-status")
+}
+
+// When the server ends the stream before the run's end and asks the page
+// to reconnect (stream.reconnect: the client fell behind, or the server
+// is shutting down), the page reconnects with Last-Event-ID no sooner
+// than the retry_ms it was given, shows no error and no event of its
+// own for it, and the answer goes on whole: what came while it was away
+// is replayed once, and the rest comes live.
+func TestReconnectWhenAsked(t *testing.T) {
+	for _, reason := range []string{"behind", "shutting_down"} {
+		t.Run(reason, func(t *testing.T) {
+			askNow, resume := make(chan struct{}), make(chan struct{})
+			asked := make(chan time.Time, 1)
+			f := newContractFake(t, func(r *fakeRun) {
+				r.emit("response.chunk", map[string]any{"content": "Hello "})
+				r.emit("response.chunk", map[string]any{"content": "wor"})
+				if !r.await(askNow) {
+					return
+				}
+				asked <- time.Now()
+				r.askReconnect(reason)
+				r.emit("response.chunk", map[string]any{"content": "l"}) // while away: replayed
+				if !r.await(resume) {
+					return
+				}
+				r.answer("d") // live on the new stream
+			})
+			p := open(t, f)
+			p.Send("Say hello")
+			p.WaitText(webtest.LastAnswer, "Hello wor")
+			close(askNow)
+
+			stream := f.requestsTo("GET", "/api/v1/conversations/conv-1/stream", 1)[0]
+			if waited := time.Since(<-asked); waited < reconnectRetry {
+				t.Errorf("the page reconnected %v after stream.reconnect asked it to wait %v", waited, reconnectRetry)
+			}
+			if got := stream.Header.Get("Last-Event-ID"); got != "3" {
+				t.Errorf("Last-Event-ID on reconnecting = %q, want 3", got)
+			}
+			p.WaitText(webtest.LastAnswer, "Hello worl")
+			if got := strings.TrimSpace(p.Text(webtest.LastAnswer)); got != "Hello worl" {
+				t.Errorf("the streamed text after the reconnect = %q, want %q", got, "Hello worl")
+			}
+			close(resume)
+			p.WaitText(webtest.LastUsage, "165 total")
+			if got := strings.TrimSpace(p.Text(webtest.LastAnswer)); got != "Hello world" {
+				t.Errorf("the answer after the reconnect = %q, want %q", got, "Hello world")
+			}
+			p.WaitGone("#connection-status")
+			if got := p.Text("#transcript"); strings.Contains(got, "reconnect") || strings.Contains(got, reason) {
+				t.Errorf("the transcript shows the request to reconnect: %q", got)
+			}
+			if n := p.Count("#error-banner:not([hidden])"); n != 0 {
+				t.Errorf("an error shows after the reconnect: %q", p.Text("#error-banner"))
+			}
+			if n := f.count("GET", "/api/v1/conversations/conv-1/stream"); n != 1 {
+				t.Errorf("the page opened the conversation's stream %d times, want 1", n)
+			}
+		})
+	}
 }
 
 func TestReloadShowsHistory(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -107,6 +108,12 @@ func (e *eraser) Erasure(ctx context.Context, userID string) (me.Erasure, error)
 		return me.Erasure{}, err
 	}
 	out := me.Erasure{Attempt: j.Attempt, RequestedAt: j.CreatedAt.UTC(), Error: j.Err}
+	if j.Progress != nil {
+		out.Progress = new(me.ErasureProgress)
+		if err := json.Unmarshal(j.Progress, out.Progress); err != nil {
+			return me.Erasure{}, fmt.Errorf("erasure of %s: progress: %w", userID, err)
+		}
+	}
 	switch j.State {
 	case jobs.StateRunning:
 		out.Status = me.ErasureRunning
@@ -156,27 +163,44 @@ func (e *eraser) erase(ctx context.Context, j jobs.Job[eraseArgs]) error {
 	if err := e.st.BeginErasure(ctx, user); err != nil {
 		return fmt.Errorf("erase %s: %w", user, err)
 	}
-	if _, err := e.deleteConversations(ctx, user); err != nil {
-		return err
+	p := erasureProgress{queue: e.queue, job: j.ID, ErasureProgress: me.ErasureProgress{Steps: len(me.ErasureSteps)}}
+	var late int
+	steps := map[string]func() error{
+		"conversations": func() error { return e.deleteConversations(ctx, user, &p) },
+		"files": func() error {
+			if e.docs == nil {
+				return nil
+			}
+			return e.docs.DeleteUserFiles(ctx, user)
+		},
+		"learning_jobs": func() error {
+			if e.cog == nil {
+				return nil
+			}
+			return e.cog.PurgeLearning(ctx, user)
+		},
+		"late_conversations": func() error {
+			before := p.ConversationsDeleted
+			err := e.deleteConversations(ctx, user, &p)
+			late = p.ConversationsDeleted - before
+			return err
+		},
+		"record": func() error {
+			_, err := e.st.EraseUser(ctx, user)
+			return err
+		},
+		"write_ahead_logs": func() error { return e.wals.TruncateWAL(ctx) },
 	}
-	if e.docs != nil {
-		if err := e.docs.DeleteUserFiles(ctx, user); err != nil {
+	for _, step := range me.ErasureSteps {
+		if err := p.at(ctx, step); err != nil {
 			return fmt.Errorf("erase %s: %w", user, err)
 		}
-	}
-	if e.cog != nil {
-		if err := e.cog.PurgeLearning(ctx, user); err != nil {
-			return fmt.Errorf("erase %s: %w", user, err)
+		if err := steps[step](); err != nil {
+			return fmt.Errorf("erase %s: %s: %w", user, step, err)
 		}
+		p.StepsDone++
 	}
-	late, err := e.deleteConversations(ctx, user)
-	if err != nil {
-		return err
-	}
-	if _, err := e.st.EraseUser(ctx, user); err != nil {
-		return fmt.Errorf("erase %s: %w", user, err)
-	}
-	if err := e.wals.TruncateWAL(ctx); err != nil {
+	if err := p.at(ctx, me.ErasureDone); err != nil {
 		return fmt.Errorf("erase %s: %w", user, err)
 	}
 	e.log.LogAttrs(ctx, slog.LevelInfo, "user erased", slog.String("user_id", user), slog.Int("attempt", j.Attempt),
@@ -184,24 +208,45 @@ func (e *eraser) erase(ctx context.Context, j jobs.Job[eraseArgs]) error {
 	return nil
 }
 
+// erasureProgress is an attempt's progress, recorded with its job for
+// GET /me/erasure to show.
+type erasureProgress struct {
+	me.ErasureProgress
+	queue *jobs.Queue
+	job   int64
+}
+
+// at records that the attempt is at step.
+func (p *erasureProgress) at(ctx context.Context, step string) error {
+	p.Step = step
+	return p.save(ctx)
+}
+
+// save records the progress as it is.
+func (p *erasureProgress) save(ctx context.Context) error {
+	return p.queue.SetProgress(ctx, p.job, p.ErasureProgress)
+}
+
 // deleteConversations deletes each conversation of the user's through
-// the run service, until none is left, and returns how many it deleted.
-func (e *eraser) deleteConversations(ctx context.Context, user string) (int, error) {
-	n := 0
+// the run service, until none is left, counting each in p.
+func (e *eraser) deleteConversations(ctx context.Context, user string, p *erasureProgress) error {
 	for {
 		page, err := e.st.ListConversations(ctx, user, store.Page{Limit: 50})
 		if err != nil {
-			return n, fmt.Errorf("erase %s: %w", user, err)
+			return err
 		}
 		if len(page.Conversations) == 0 {
-			return n, nil
+			return nil
 		}
 		for _, c := range page.Conversations {
 			err := e.runs.DeleteConversation(ctx, user, c.ID)
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return n, fmt.Errorf("erase %s: conversation %s: %w", user, c.ID, err)
+				return fmt.Errorf("conversation %s: %w", c.ID, err)
 			}
-			n++
+			p.ConversationsDeleted++
+			if err := p.save(ctx); err != nil {
+				return err
+			}
 		}
 	}
 }

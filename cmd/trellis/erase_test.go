@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"mime/multipart"
 	"net/http"
 	"os"
@@ -365,6 +366,64 @@ func TestCrashWhileErasing(t *testing.T) {
 			}
 			if len(found[bob]) == 0 {
 				t.Error("bob's canary is gone")
+			}
+			if l := asJSON(t, c, bobKey, http.MethodGet, "/api/v1/conversations", nil, http.StatusOK)["conversations"].([]any); len(l) != 1 {
+				t.Errorf("bob's conversations: %v", l)
+			}
+		})
+	}
+}
+
+// An erasure's progress is readable, and asking again while it runs
+// answers that erasure, on SQLite and PostgreSQL. The erasure is held in
+// its first step (a transaction of the test holds the checkpoints' lock
+// as it deletes Alice's first conversation): GET /me/erasure says so,
+// and a second DELETE /me answers 202 with the same erasure (its
+// requested_at) and starts no other: once released, the erasure that
+// completes is the first, in one attempt, through every step, having
+// deleted both conversations; nothing of Alice's is left and Bob keeps
+// his.
+func TestEraseAgainWhileRunning(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			e := newErasureEnv(t, backend)
+			c := startServe(t, e.env...)
+			alice, bob := newCanary(t), newCanary(t)
+			plant(t, c, aliceKey, alice, true)
+			plant(t, c, aliceKey, alice, false)
+			plant(t, c, bobKey, bob, true)
+
+			release := (&crashEnv{t: t, data: filepath.Join(e.dir, "data"), dsn: e.dsn}).holdCheckpoints()
+			first := asJSON(t, c, aliceKey, http.MethodDelete, "/api/v1/me", nil, http.StatusAccepted)
+			var held map[string]any
+			waitFor(t, "the erasure to run", func() bool {
+				held = asJSON(t, c, aliceKey, http.MethodGet, "/api/v1/me/erasure", nil, http.StatusOK)
+				return held["status"] == "running"
+			})
+			want := map[string]any{"step": "conversations", "steps_done": 0.0, "steps": 6.0, "conversations_deleted": 0.0}
+			if p, _ := held["progress"].(map[string]any); !maps.Equal(p, want) {
+				t.Errorf("progress while held in the first step: %v, want %v", held["progress"], want)
+			}
+			again := asJSON(t, c, aliceKey, http.MethodDelete, "/api/v1/me", nil, http.StatusAccepted)
+			if again["requested_at"] != first["requested_at"] || again["status"] != "running" {
+				t.Errorf("DELETE /me again while erasing: %v; the first: %v", again, first)
+			}
+			release()
+
+			done := waitErased(t, c, aliceKey)
+			if done["requested_at"] != first["requested_at"] || done["attempt"] != 1.0 {
+				t.Errorf("the erasure completed is not the first, in one attempt: %v; the first: %v", done, first)
+			}
+			want = map[string]any{"step": "done", "steps_done": 6.0, "steps": 6.0, "conversations_deleted": 2.0}
+			if p, _ := done["progress"].(map[string]any); !maps.Equal(p, want) {
+				t.Errorf("progress once completed: %v, want %v", done["progress"], want)
+			}
+			found := e.scan(alice, bob)
+			if len(found[alice]) > 0 {
+				t.Errorf("an erased user's canary is still in %v", found[alice])
+			}
+			if len(found[bob]) == 0 {
+				t.Error("erasing alice took bob's canary")
 			}
 			if l := asJSON(t, c, bobKey, http.MethodGet, "/api/v1/conversations", nil, http.StatusOK)["conversations"].([]any); len(l) != 1 {
 				t.Errorf("bob's conversations: %v", l)

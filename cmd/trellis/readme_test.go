@@ -75,16 +75,19 @@ curl() { command curl --fail-with-body --silent --show-error --max-time 30 "$@";
 `
 
 // TestREADMEExamples runs every shell example of README.md that talks to
-// the server (each sh block with a curl in it), as written, one after
+// the server (each sh block with a curl in it) or writes a file for it
+// (one that starts with cat >), as written, one after
 // the other in one working directory, carrying the variables one sets
 // (CONV, ID…) to the next, as a reader pasting them into one shell would.
 // The server is a real trellis serve with the offline model on SQLite in
 // a temporary data directory, started again with the settings an example
 // names above its block (<!-- serve: … -->) and back to the defaults
-// after; the address in the examples, 127.0.0.1:8080, is replaced by the
-// server's. TRELLIS_INTERRUPT_AFTER is 2 s rather than 60, so that an
-// approval's stream gives up waiting soon. Blocks with no curl start a
-// server or run the tests themselves, and are not run here.
+// after, in the examples' working directory, so that a file an example
+// wrote (cat > …) is the one a setting names; the address in the
+// examples, 127.0.0.1:8080, is replaced by the server's.
+// TRELLIS_INTERRUPT_AFTER is 2 s rather than 60, so that an approval's
+// stream gives up waiting soon. Other blocks with no curl start a server
+// or run the tests themselves, and are not run here.
 func TestREADMEExamples(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -110,18 +113,22 @@ func TestREADMEExamples(t *testing.T) {
 		ran     int
 	)
 	for _, ex := range readmeExamples(t, "../../README.md") {
-		if !strings.Contains(ex.code, "curl ") {
+		writes := strings.HasPrefix(ex.code, "cat > ")
+		if !strings.Contains(ex.code, "curl ") && !writes {
 			continue
 		}
-		if srv == nil || ex.serve != serving {
+		if !writes && (srv == nil || ex.serve != serving) {
 			if srv != nil {
 				srv.stop(syscall.SIGTERM)
 			}
 			serverEnv := append([]string{"TRELLIS_DATA_DIR=" + data, "TRELLIS_MODEL=offline", "TRELLIS_APPROVAL_TOOLS=",
 				"TRELLIS_INTERRUPT_AFTER=2s", "TRELLIS_LOG_LEVEL=info"}, strings.Fields(ex.serve)...)
-			srv, serving = startServe(t, serverEnv...), ex.serve
+			srv, serving = startServeIn(t, work, serverEnv...), ex.serve
 		}
-		host := strings.TrimPrefix(srv.url, "http://")
+		host := "127.0.0.1:8080"
+		if srv != nil {
+			host = strings.TrimPrefix(srv.url, "http://")
+		}
 		code := strings.NewReplacer("127.0.0.1:8080", host, "localhost:8080", host).Replace(ex.code)
 		for _, m := range assigned.FindAllStringSubmatch(ex.code, -1) {
 			if !slices.Contains(vars, m[1]) {

@@ -26,6 +26,7 @@ import (
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/internal/pgtest"
+	"github.com/trellis-ai/trellis/internal/sqlopen"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -34,8 +35,21 @@ import (
 // this way, and kill them.
 const childArgs = "TRELLIS_TEST_CHILD_ARGS"
 
+// childIdleTime, when set in a child's environment, is the time its
+// SQLite pools keep an unused connection (sqlopen.MaxIdleTime), so that
+// a test sees a quiet process close them without waiting a minute.
+const childIdleTime = "TRELLIS_TEST_SQLITE_IDLE_TIME"
+
 func TestMain(m *testing.M) {
 	if args := os.Getenv(childArgs); args != "" {
+		if v := os.Getenv(childIdleTime); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "%s: %v\n", childIdleTime, err)
+				os.Exit(2)
+			}
+			sqlopen.MaxIdleTime = d
+		}
 		os.Exit(run(context.Background(), strings.Fields(args), stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, getenv: os.Getenv}))
 	}
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"))
@@ -214,14 +228,26 @@ func (l *lockedBuffer) String() string {
 // waits for its start line.
 func startServe(t *testing.T, env ...string) *child {
 	t.Helper()
+	return startServeIn(t, "", env...)
+}
+
+// startServeIn is startServe in the working directory dir ("": the
+// test's).
+func startServeIn(t *testing.T, dir string, env ...string) *child {
+	t.Helper()
 	script, err := filepath.Abs("../../api/testdata/agent.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	self, err := os.Executable() // absolute, whatever dir is
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run=^$")
 	cmd.Env = append(os.Environ(), childArgs+"=serve --addr 127.0.0.1:0",
 		"TRELLIS_MODEL=scripted:"+script, "TRELLIS_APPROVAL_TOOLS=calculator", "TRELLIS_LOG_LEVEL=debug")
 	cmd.Env = append(cmd.Env, env...)
+	cmd.Dir = dir
 	c := &child{t: t, cmd: cmd, logs: &lockedBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = c.logs
 	out, err := cmd.StdoutPipe()

@@ -14,7 +14,8 @@
 // process on PostgreSQL, or by the same one after a restart. Stop lets
 // running jobs finish (within its context), so a deploy does not break a
 // job a user was promised. Handlers must therefore be idempotent: an
-// attempt may run again after a crash.
+// attempt may run again after a crash. A handler may record how far it
+// got (SetProgress), which Newest shows with the job.
 //
 // River's types stay inside this package: callers see Queue, Workers, Job
 // and the options here.

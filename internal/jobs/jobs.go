@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -184,6 +185,8 @@ type Queue struct {
 	name  string
 	// db is the SQLite queue's database; nil on PostgreSQL.
 	db *sql.DB
+	// pool is the PostgreSQL queue's pool (the caller's); nil on SQLite.
+	pool *pgxpool.Pool
 }
 
 // SQLite opens (creating it) the queue in the SQLite database file at
@@ -230,7 +233,7 @@ func Postgres(ctx context.Context, pool *pgxpool.Pool, ws *Workers, cfg Config) 
 	if err != nil {
 		return nil, fmt.Errorf("jobs: postgres: %w", err)
 	}
-	return &Queue{c: c, close: func() error { return nil }, name: "postgres"}, nil
+	return &Queue{c: c, close: func() error { return nil }, name: "postgres", pool: pool}, nil
 }
 
 // migrate brings River's schema up to date; River's migrator takes its
@@ -417,6 +420,26 @@ func (q *Queue) Purge(ctx context.Context, kind, field, value string) (int, erro
 	return deleted, nil
 }
 
+// SetProgress records how far job id got, as the JSON of progress, for
+// Newest to show while it runs and after it ended; each call replaces
+// the last. It is kept in the job's metadata, under "progress", which
+// River merges into rather than replaces when it ends an attempt.
+func (q *Queue) SetProgress(ctx context.Context, id int64, progress any) error {
+	b, err := json.Marshal(progress)
+	if err != nil {
+		return fmt.Errorf("jobs: progress of %d: %w", id, err)
+	}
+	if q.db != nil {
+		_, err = q.db.ExecContext(ctx, `UPDATE river_job SET metadata = jsonb_set(metadata, '$.progress', jsonb(?)) WHERE id = ?`, string(b), id)
+	} else {
+		_, err = q.pool.Exec(ctx, `UPDATE river_job SET metadata = jsonb_set(metadata, '{progress}', $1::jsonb) WHERE id = $2`, string(b), id)
+	}
+	if err != nil {
+		return fmt.Errorf("jobs: progress of %d: %w", id, err)
+	}
+	return nil
+}
+
 // Info is a job as its row shows it.
 type Info struct {
 	ID    int64
@@ -429,6 +452,8 @@ type Info struct {
 	FinalizedAt time.Time
 	// Err is the last failed attempt's error; "" when none failed.
 	Err string
+	// Progress is what SetProgress recorded last; nil when nothing was.
+	Progress json.RawMessage
 }
 
 // Newest returns the newest job of kind whose argument field is value, in
@@ -453,6 +478,13 @@ func (q *Queue) Newest(ctx context.Context, kind, field, value string) (Info, er
 	if n := len(j.Errors); n > 0 {
 		info.Err = j.Errors[n-1].Error
 	}
+	var meta struct {
+		Progress json.RawMessage `json:"progress"`
+	}
+	if err := json.Unmarshal(j.Metadata, &meta); err != nil {
+		return Info{}, fmt.Errorf("jobs: metadata of job %d: %w", j.ID, err)
+	}
+	info.Progress = meta.Progress
 	return info, nil
 }
 

@@ -42,8 +42,11 @@ const MaxOpenConns = MaxIdleConns
 
 // MaxIdleTime is how long a connection may sit unused before the pool
 // closes it, so that a quiet process comes back to the descriptors it
-// started with.
-const MaxIdleTime = time.Minute
+// started with. It is a variable only so that a test's server process
+// can shorten it before it opens a database (cmd/trellis's tests do, to
+// see the descriptors come back without waiting a minute); nothing else
+// sets it.
+var MaxIdleTime = time.Minute
 
 // params are appended to every connection's DSN. busy_timeout comes first
 // (the driver orders it so) and covers the others. WAL lets readers go on

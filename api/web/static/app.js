@@ -417,6 +417,7 @@ function stopFollow() {
  */
 async function follow(turn, ctl, resp) {
   let attempt = 0;
+  let wait = 0; // at least this long before the next attempt, in ms
   const cid = state.cid;
   try {
     for (;;) {
@@ -426,6 +427,9 @@ async function follow(turn, ctl, resp) {
           setConnection("");
         });
         if (end === "terminal" || ctl.signal.aborted) return;
+        // Asked to reconnect (stream.reconnect): no sooner than the
+        // server said, or a server shutting down is asked too early.
+        wait = end.retryMs || 0;
         resp = null;
       }
       if (!turn.active) return; // finished or parked: nothing more will come
@@ -435,7 +439,8 @@ async function follow(turn, ctl, resp) {
       }
       attempt++;
       setConnection("reconnecting", attempt);
-      await pause(backoff(attempt), ctl.signal);
+      await pause(Math.max(backoff(attempt), wait), ctl.signal);
+      wait = 0;
       try {
         resp = await client.stream("GET", path`/api/v1/conversations/${cid}/stream`, {
           lastEventId: turn.lastSeq || undefined,
@@ -463,7 +468,8 @@ async function follow(turn, ctl, resp) {
 
 /**
  * read applies one stream's events and says how it ended: "terminal"
- * after a new terminal event, else "dropped".
+ * after a new terminal event, { retryMs } when the server asked for a
+ * reconnection after retryMs, else "dropped".
  */
 async function read(turn, resp, ctl, onEvent) {
   // A stream of its own to abort when silent for too long.
@@ -494,7 +500,7 @@ async function read(turn, resp, ctl, onEvent) {
       }
       // The server ends the stream before the run's end and asks for a
       // reconnection (it lost its database, say): no run's event either.
-      if (ev.type === "stream.reconnect") return "dropped";
+      if (ev.type === "stream.reconnect") return { retryMs: Number(ev.retry_ms) || 0 };
       if (!ev.seq && msg.id) ev.seq = Number(msg.id);
       const target = turnFor(turn, ev);
       if (!target.apply(ev)) continue;
