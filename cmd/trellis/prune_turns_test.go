@@ -99,12 +99,14 @@ func BenchmarkPruneTurns(b *testing.B) {
 						b.ReportMetric(ms(last), "ms/turn-last")
 						b.ReportMetric(float64(last)/float64(first), "last/first")
 						b.ReportMetric(ms(pruneTime), "ms-pruning")
-						editConv, editRun := conv[0], d.firstRun(conv[0])
+						var editRun string
 						if shape.convs == 1 {
 							editRun = runs[len(runs)-window]
+						} else {
+							editRun = d.firstRun(conv[0])
 						}
 						start := time.Now()
-						d.edit(editConv, editRun)
+						d.edit(conv[0], editRun)
 						b.ReportMetric(ms(time.Since(start)), "ms/edit")
 					}
 				})
