@@ -436,19 +436,29 @@ func (a *Agent) runCheckpoint(ctx context.Context, conversationID, runID string)
 	}
 }
 
-// Edit reruns the turn requestID started, with a new input: the run forks
-// from the state just before that turn, so the new branch never saw it or
-// any later turn. History keeps the old branch. Events and errors are as
-// for Run; ErrUnknownTurn when no turn has that request id.
-func (a *Agent) Edit(ctx context.Context, conversationID, requestID string, in Input) iter.Seq2[events.Event, error] {
+// Turn names a turn of a conversation: the request that started it, and
+// the run that did when the caller knows it (the RunID its context gave
+// the agent, see Run). The run is a hint: it finds the turn without
+// reading the state before every later turn, and a turn whose input
+// another run stored (a retried turn) is still found by its request.
+type Turn struct {
+	RequestID string
+	RunID     string
+}
+
+// Edit reruns the turn with a new input: the run forks from the state
+// just before that turn, so the new branch never saw it or any later
+// turn. History keeps the old branch. Events and errors are as for Run;
+// ErrUnknownTurn when no turn has that request id.
+func (a *Agent) Edit(ctx context.Context, conversationID string, turn Turn, in Input) iter.Seq2[events.Event, error] {
 	return func(yield func(events.Event, error) bool) {
 		in.Message = strings.TrimSpace(in.Message)
-		if in.Message == "" || requestID == "" {
+		if in.Message == "" || turn.RequestID == "" {
 			fail(yield, fmt.Errorf("nodes: edit: %w: request id and message are required", ErrInvalidInput))
 			return
 		}
 		in.ConversationID = conversationID
-		id, err := a.turnCheckpoint(ctx, conversationID, requestID)
+		id, err := a.turnCheckpoint(ctx, conversationID, turn)
 		if err != nil {
 			fail(yield, err)
 			return
@@ -457,27 +467,32 @@ func (a *Agent) Edit(ctx context.Context, conversationID, requestID string, in I
 	}
 }
 
-// turnCheckpoint finds the input checkpoint of the turn requestID started:
-// its state is the conversation before the turn plus the turn's input,
-// which a new input replaces whole.
-func (a *Agent) turnCheckpoint(ctx context.Context, conversationID, requestID string) (string, error) {
+// turnCheckpoint finds the input checkpoint of the turn: its state is
+// the conversation before the turn plus the turn's input, which a new
+// input replaces whole. Only a state tells a turn's request, and
+// decoding one is the cost (a long conversation's is large), so the
+// input checkpoints the turn's run stored are read first; then every
+// other, newest first.
+func (a *Agent) turnCheckpoint(ctx context.Context, conversationID string, turn Turn) (string, error) {
 	cps, err := a.saver.List(ctx, graph.ListOptions{ThreadID: conversationID})
 	if err != nil {
 		return "", fmt.Errorf("nodes: edit conversation %s: %w", conversationID, err)
 	}
-	for _, cp := range cps {
-		if cp.Source != graph.SourceInput {
-			continue
-		}
-		snap, err := a.graph.GetState(ctx, graph.Ref{ThreadID: conversationID, ID: cp.ID})
-		if err != nil {
-			return "", fmt.Errorf("nodes: edit conversation %s: %w", conversationID, err)
-		}
-		if snap.Values.Input.RequestID == requestID {
-			return cp.ID, nil
+	for _, ownRun := range []bool{true, false} {
+		for _, cp := range cps {
+			if cp.Source != graph.SourceInput || (turn.RunID != "" && cp.RunID == turn.RunID) != ownRun {
+				continue
+			}
+			snap, err := a.graph.GetState(ctx, graph.Ref{ThreadID: conversationID, ID: cp.ID})
+			if err != nil {
+				return "", fmt.Errorf("nodes: edit conversation %s: %w", conversationID, err)
+			}
+			if snap.Values.Input.RequestID == turn.RequestID {
+				return cp.ID, nil
+			}
 		}
 	}
-	return "", fmt.Errorf("nodes: edit conversation %s: %w %q", conversationID, ErrUnknownTurn, requestID)
+	return "", fmt.Errorf("nodes: edit conversation %s: %w %q", conversationID, ErrUnknownTurn, turn.RequestID)
 }
 
 // Snapshot is a conversation's state at one checkpoint.

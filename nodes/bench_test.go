@@ -3,6 +3,7 @@ package nodes_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"testing"
 
@@ -196,5 +197,40 @@ func BenchmarkBareOneTool(b *testing.B) {
 		if err != nil || llm.TextFrom(resp) == "" {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkEditOldTurn edits the turn 50 back in a conversation of 200
+// turns, knowing the turn's run (as the run service does) or only its
+// request: without the run the agent decodes the state before every
+// later turn to find it.
+func BenchmarkEditOldTurn(b *testing.B) {
+	h := newHarness(b, `{"steps": [
+		{"match": {"node": "supervisor"}, "reply": {"json": {"action": "ANSWER"}}, "repeat": true},
+		{"match": {"node": "write"}, "reply": {"text": "a reply of a few words"}, "repeat": true}
+	]}`, nodes.Options{})
+	const turns, back = 200, 50
+	for i := range turns {
+		ctx := nodes.WithRun(b.Context(), fmt.Sprintf("run-%d", i))
+		if r := collect(h.agent.Run(ctx, "c1", nodes.Input{Message: fmt.Sprintf("message %d", i), RequestID: fmt.Sprintf("req-%d", i)})); r.err != nil {
+			b.Fatal(r.err)
+		}
+	}
+	edited := turns - back
+	for _, known := range []bool{true, false} {
+		turn := nodes.Turn{RequestID: fmt.Sprintf("req-%d", edited)}
+		name := "request"
+		if known {
+			turn.RunID, name = fmt.Sprintf("run-%d", edited), "run"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				// The edit forks a branch; the conversation's newest state
+				// moves to it, and the next edit finds the turn as well.
+				if r := collect(h.agent.Edit(b.Context(), "c1", turn, nodes.Input{Message: "edited"})); r.err != nil {
+					b.Fatal(r.err)
+				}
+			}
+		})
 	}
 }

@@ -61,7 +61,7 @@ func TestEditForksBeforeTheTurn(t *testing.T) {
 			t.Fatal(r.err)
 		}
 	}
-	r := collect(h.agent.Edit(t.Context(), "c1", "req-second", nodes.Input{Message: "edited second", RequestID: "req-edit"}))
+	r := collect(h.agent.Edit(t.Context(), "c1", nodes.Turn{RequestID: "req-second"}, nodes.Input{Message: "edited second", RequestID: "req-edit"}))
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -73,15 +73,16 @@ func TestEditForksBeforeTheTurn(t *testing.T) {
 	if !slices.Equal(texts, []string{"first", "one", "edited second", "two, edited"}) || s.Turn != 2 {
 		t.Errorf("after edit: turn %d, messages %q", s.Turn, texts)
 	}
-	// Editing the first turn forks from the empty conversation.
-	if r := collect(h.agent.Edit(t.Context(), "c1", "req-first", nodes.Input{Message: "edited first"})); r.err != nil {
+	// Editing the first turn forks from the empty conversation. A run
+	// hint that stored no input (as a retried turn's run) still finds it.
+	if r := collect(h.agent.Edit(t.Context(), "c1", nodes.Turn{RequestID: "req-first", RunID: "run-that-stored-nothing"}, nodes.Input{Message: "edited first"})); r.err != nil {
 		t.Fatal(r.err)
 	}
 	s = h.state(t, "c1")
 	if len(s.Messages) != 2 || s.Messages[0].Content != "edited first" || s.Messages[1].Content != "uno" || s.Turn != 1 {
 		t.Errorf("after editing the first turn: turn %d, %+v", s.Turn, s.Messages)
 	}
-	if r := collect(h.agent.Edit(t.Context(), "c1", "nope", nodes.Input{Message: "x"})); !errors.Is(r.err, nodes.ErrUnknownTurn) {
+	if r := collect(h.agent.Edit(t.Context(), "c1", nodes.Turn{RequestID: "nope"}, nodes.Input{Message: "x"})); !errors.Is(r.err, nodes.ErrUnknownTurn) {
 		t.Errorf("unknown turn: %v", r.err)
 	}
 	hist, err := h.agent.History(t.Context(), "c1", 0, "")

@@ -223,7 +223,7 @@ func (m *Service) start(ctx context.Context, req StartRequest) (*Run, *Subscript
 		start.Retry, start.Input = true, nodes.Input{}
 		nr.UserMessage, nr.RequestID, nr.Supersedes = req.retries.UserMessage, req.retries.RequestID, req.retries.ID
 	case edit != nil:
-		start.Edit, start.EditOf = true, edit.RequestID
+		start.Edit, start.EditOf, start.EditRun = true, edit.RequestID, edit.ID
 		nr.Supersedes = edit.ID
 	case req.supersedes != "":
 		nr.Supersedes = req.supersedes
@@ -259,9 +259,11 @@ type startInput struct {
 	Input nodes.Input `json:"input"`
 	// New: the run's conversation was created with it.
 	New bool `json:"new,omitempty"`
-	// Edit: the run reruns the turn that request EditOf started.
-	Edit   bool   `json:"edit,omitempty"`
-	EditOf string `json:"edit_of,omitempty"`
+	// Edit: the run reruns the turn that request EditOf started, run
+	// EditRun (the edited run's record, a hint: see nodes.Turn).
+	Edit    bool   `json:"edit,omitempty"`
+	EditOf  string `json:"edit_of,omitempty"`
+	EditRun string `json:"edit_run,omitempty"`
 	// Retry: the run takes up the failed turn it supersedes from that
 	// turn's last checkpoint (see Retry).
 	Retry bool `json:"retry,omitempty"`
@@ -281,7 +283,7 @@ func (m *Service) first(r store.Run, s startInput) func(context.Context) iter.Se
 		}
 	case s.Edit:
 		return func(ctx context.Context) iter.Seq2[events.Event, error] {
-			return m.agent.Edit(ctx, conversationID, s.EditOf, s.Input)
+			return m.agent.Edit(ctx, conversationID, nodes.Turn{RequestID: s.EditOf, RunID: s.EditRun}, s.Input)
 		}
 	case s.New:
 		// The store has just created the conversation: the agent has no
