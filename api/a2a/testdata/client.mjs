@@ -2,11 +2,14 @@
 // client and prints one JSON report of what it saw, for package a2a's
 // tests (and cmd/trellis', through trellis serve).
 //
-//   node client.mjs <server URL> <API key, or "">
+//   node client.mjs <server URL> <API key, or ""> [tool prompt] [approval prompt]
+//
+// The tool prompt makes the agent call a tool that needs no approval,
+// the approval prompt one that does, as the server's script says.
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
 import { ListTasksRequest, Role, taskStateToJSON } from "@a2a-js/sdk";
 
-const [url, key] = process.argv.slice(2);
+const [url, key, toolPrompt = "What is 2+2?", askPrompt = "please delete /tmp/a.txt"] = process.argv.slice(2);
 
 // authFetch sends the API key with every JSON-RPC call; the agent card
 // is public and fetched without it.
@@ -90,25 +93,25 @@ report.send = summary(sent);
 const contextId = sent.contextId;
 
 // sendMessageStream: the next task of the same context, with a tool.
-report.stream = await stream(client.sendMessageStream({ message: message("What is 2+2?", { contextId }) }));
+report.stream = await stream(client.sendMessageStream({ message: message(toolPrompt, { contextId }) }));
 
 // getTask: the first task again.
 report.get = summary(await client.getTask({ id: sent.id }));
 
 // An approval: the task needs input; the next message in it approves.
-const asked = await client.sendMessage({ message: message("please delete /tmp/a.txt", { contextId }) });
+const asked = await client.sendMessage({ message: message(askPrompt, { contextId }) });
 report.asked = summary(asked);
 report.approved = summary(await client.sendMessage({ message: message("approve", { contextId, taskId: asked.id }) }));
 
 // The same, streamed, and rejected with a reason.
-const streamedAsk = await stream(client.sendMessageStream({ message: message("delete it again", { contextId }) }));
+const streamedAsk = await stream(client.sendMessageStream({ message: message(`${askPrompt}, again`, { contextId }) }));
 report.streamedAsk = streamedAsk;
 report.rejected = await stream(
   client.sendMessageStream({ message: message("reject not that file", { contextId, taskId: streamedAsk.taskId }) }),
 );
 
 // cancelTask: a task waiting for an approval is cancelled.
-const waiting = await client.sendMessage({ message: message("delete one more", { contextId }) });
+const waiting = await client.sendMessage({ message: message(`${askPrompt}, once more`, { contextId }) });
 report.cancelled = summary(await client.cancelTask({ id: waiting.id }));
 report.cancelAgain = await attempt(() => client.cancelTask({ id: waiting.id }));
 
@@ -121,8 +124,8 @@ report.list = { states: listed.tasks.map((t) => taskStateToJSON(t.status.state))
 // that answers nothing.
 report.unknown = await attempt(() => client.getTask({ id: "no-such-task" }));
 report.finished = await attempt(() => client.sendMessage({ message: message("more", { contextId, taskId: sent.id }) }));
-const pending = await client.sendMessage({ message: message("delete the last one", { contextId }) });
-report.unclear = await attempt(() => client.sendMessage({ message: message("maybe", { contextId, taskId: pending.id }) }));
+const pending = await client.sendMessage({ message: message(askPrompt) });
+report.unclear = await attempt(() => client.sendMessage({ message: message("maybe", { taskId: pending.id }) }));
 await client.cancelTask({ id: pending.id });
 
 console.log(JSON.stringify(report));
