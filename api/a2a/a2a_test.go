@@ -414,6 +414,28 @@ func TestIsolationAndMistakes(t *testing.T) {
 				l.Tasks[0].Status.State != "TASK_STATE_COMPLETED" || string(listed.ID) != `"l"` {
 				t.Errorf("alice's tasks after the mistakes: %d %s", status, listed.Result)
 			}
+			// returnImmediately: submitted at once, the run goes on and is
+			// polled to its end.
+			status, quick := rpc(t, s.url, aliceKey, `{"jsonrpc":"2.0","id":3,"method":"SendMessage","params":{"message":{"messageId":"m3","role":"ROLE_USER","parts":[{"text":"Hi"}]},"configuration":{"returnImmediately":true}}}`)
+			if status != http.StatusOK || json.Unmarshal(quick.Result, &res) != nil || res.Task.Status.State != "TASK_STATE_SUBMITTED" {
+				t.Fatalf("returnImmediately: %d %s", status, quick.Result)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				_, got := rpc(t, s.url, aliceKey, `{"jsonrpc":"2.0","id":4,"method":"GetTask","params":{"id":"`+res.Task.ID+`"}}`)
+				var tk struct {
+					Status struct {
+						State string `json:"state"`
+					} `json:"status"`
+				}
+				if json.Unmarshal(got.Result, &tk) == nil && tk.Status.State == "TASK_STATE_COMPLETED" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the task sent with returnImmediately did not complete: %s", got.Result)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
 			// Without credentials: 401, the card public.
 			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url+"/a2a", strings.NewReader(`{}`))
 			if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
