@@ -451,3 +451,79 @@ func TestIsolationAndMistakes(t *testing.T) {
 		})
 	}
 }
+
+// rpcTask is a Task as a raw JSON-RPC answer holds it.
+type rpcTask struct {
+	ID        string `json:"id"`
+	ContextID string `json:"contextId"`
+	Status    struct {
+		State   string `json:"state"`
+		Message *struct {
+			Parts []struct {
+				Text string `json:"text"`
+			} `json:"parts"`
+		} `json:"message"`
+	} `json:"status"`
+	Artifacts []struct {
+		Parts []struct {
+			Text string `json:"text"`
+		} `json:"parts"`
+	} `json:"artifacts"`
+}
+
+// TestClarification checks on both backends that a clarifying question
+// is an input-required task whose status message asks it, that the
+// task's next message answers it as the context's next task, after
+// which the asking task has completed (its question kept) and takes no
+// more messages.
+func TestClarification(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			s := newServer(t, backend)
+			send := func(body string) rpcTask {
+				t.Helper()
+				status, got := rpc(t, s.url, aliceKey, body)
+				var res struct {
+					Task rpcTask `json:"task"`
+				}
+				if status != http.StatusOK || got.Error != nil || json.Unmarshal(got.Result, &res) != nil {
+					t.Fatalf("send: %d %s %+v", status, got.Result, got.Error)
+				}
+				return res.Task
+			}
+			asked := send(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"is it raining somewhere?"}]}}}`)
+			if asked.Status.State != "TASK_STATE_INPUT_REQUIRED" || asked.Status.Message == nil || asked.Status.Message.Parts[0].Text != "In which city?" {
+				t.Fatalf("asked = %+v", asked)
+			}
+			answered := send(`{"jsonrpc":"2.0","id":2,"method":"SendMessage","params":{"message":{"messageId":"m2","role":"ROLE_USER","taskId":"` + asked.ID + `","parts":[{"text":"Oslo"}]}}}`)
+			if answered.ContextID != asked.ContextID || answered.ID == asked.ID || answered.Status.State != "TASK_STATE_COMPLETED" ||
+				len(answered.Artifacts) != 1 || answered.Artifacts[0].Parts[0].Text != "Hello from Trellis." {
+				t.Fatalf("answered = %+v, asked %+v", answered, asked)
+			}
+			_, listed := rpc(t, s.url, aliceKey, `{"jsonrpc":"2.0","id":3,"method":"ListTasks","params":{"contextId":"`+asked.ContextID+`"}}`)
+			var l struct {
+				Tasks []rpcTask `json:"tasks"`
+			}
+			if json.Unmarshal(listed.Result, &l) != nil || len(l.Tasks) != 2 || l.Tasks[0].ID != answered.ID || l.Tasks[1].ID != asked.ID {
+				t.Errorf("listed %s", listed.Result)
+			}
+			for _, tk := range l.Tasks {
+				if tk.Status.State != "TASK_STATE_COMPLETED" {
+					t.Errorf("listed %s: the asking task has not completed", listed.Result)
+				}
+			}
+			// The asking task has ended, its question kept: GetTask shows
+			// it completed, and it takes no more messages.
+			_, got := rpc(t, s.url, aliceKey, `{"jsonrpc":"2.0","id":4,"method":"GetTask","params":{"id":"`+asked.ID+`"}}`)
+			var again rpcTask
+			if json.Unmarshal(got.Result, &again) != nil || again.Status.State != "TASK_STATE_COMPLETED" || again.Status.Message == nil ||
+				again.Status.Message.Parts[0].Text != "In which city?" {
+				t.Errorf("the asking task after its answer: %s", got.Result)
+			}
+			status, more := rpc(t, s.url, aliceKey, `{"jsonrpc":"2.0","id":5,"method":"SendMessage","params":{"message":{"messageId":"m3","role":"ROLE_USER","taskId":"`+asked.ID+`","parts":[{"text":"Bergen"}]}}}`)
+			if status != http.StatusBadRequest || more.Error == nil || more.Error.Code != -32004 {
+				t.Errorf("a second answer to the asking task: %d %+v", status, more.Error)
+			}
+		})
+	}
+}

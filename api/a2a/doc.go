@@ -33,7 +33,8 @@
 //   - a tool's question (elicitation): one data part accepts with it as
 //     the content; the text "decline" or "cancel" declines or cancels;
 //   - a clarifying question: the message is the conversation's next
-//     run, which is a new task of the same context.
+//     run, which is a new task of the same context; the asking task has
+//     then completed, its question kept as its status message.
 //
 // SendMessage waits for the task to end or need input and answers the
 // task (returnImmediately answers it submitted at once); a client that

@@ -41,9 +41,14 @@ func (h *Handler) begin(ctx context.Context, r *http.Request, t turn) (begun, er
 		if t.contextID != "" && t.contextID != rec.ConversationID {
 			return begun{}, invalidParams("task %s is not of context %s", t.taskID, t.contextID)
 		}
+		latest, err := h.latest(ctx, rec.ConversationID)
+		if err != nil {
+			return begun{}, err
+		}
 		switch {
-		case rec.Status.Final():
-			return begun{}, unsupported("task %s is %s: send the next message without taskId, in its context", rec.ID, stateOf(rec))
+		case rec.Status.Final() || clarified(rec, latest):
+			return begun{}, unsupported("task %s is %s: send the next message without taskId, in its context", rec.ID,
+				stateOf(rec, latest))
 		case rec.Status == runs.RunRunning:
 			return begun{}, unsupported("task %s is working: wait for it, or cancel it", rec.ID)
 		case rec.InterruptReason == runs.InterruptClarification:
@@ -246,11 +251,28 @@ func (h *Handler) taskOf(ctx context.Context, rec runs.RunRecord, history int, a
 	if rec.Status == runs.RunInterrupted {
 		through-- // its last run.interrupted is where it stands
 	}
-	return h.replay(ctx, rec.ID, rec.ConversationID, through, history, artifacts)
+	out, err := h.replay(ctx, rec.ID, rec.ConversationID, through, history, artifacts)
+	if err != nil {
+		return task{}, err
+	}
+	if rec.InterruptReason == runs.InterruptClarification {
+		latest, err := h.latest(ctx, rec.ConversationID)
+		if err != nil {
+			return task{}, err
+		}
+		// Its question stays the status message.
+		out.Status.State = stateOf(rec, latest)
+	}
+	return out, nil
 }
 
-// stateOf is the state of the run rec, as the record has it.
-func stateOf(rec runs.RunRecord) string {
+// stateOf is the state of the run rec, as the record has it, latest
+// being the id of its context's latest run: a run parked on a
+// clarifying question that a later run answered has completed.
+func stateOf(rec runs.RunRecord, latest string) string {
+	if clarified(rec, latest) {
+		return stateCompleted
+	}
 	switch rec.Status {
 	case runs.RunCompleted:
 		return stateCompleted
@@ -264,6 +286,18 @@ func stateOf(rec runs.RunRecord) string {
 		}
 	}
 	return stateWorking
+}
+
+// clarified reports whether rec is a run parked on a clarifying
+// question that the context's next run, not rec but latest, answered.
+func clarified(rec runs.RunRecord, latest string) bool {
+	return rec.Status == runs.RunInterrupted && rec.InterruptReason == runs.InterruptClarification && latest != rec.ID
+}
+
+// latest is the id of the latest run of the user's context.
+func (h *Handler) latest(ctx context.Context, contextID string) (string, error) {
+	l, err := h.cfg.Runs.LatestRun(ctx, runs.UserFrom(ctx), contextID)
+	return l.ID, err
 }
 
 // record reads the user's run a task id names.
@@ -319,7 +353,7 @@ func (h *Handler) cancelTask(w http.ResponseWriter, r *http.Request, id, params 
 		return
 	}
 	notCancelable := &rpcError{Code: codeNotCancelable, Status: http.StatusBadRequest,
-		Message: fmt.Sprintf("task %s is %s and cannot be cancelled", rec.ID, stateOf(rec))}
+		Message: fmt.Sprintf("task %s has ended and cannot be cancelled", rec.ID)}
 	if rec.Status.Final() {
 		h.writeError(w, r, id, notCancelable)
 		return
@@ -368,7 +402,7 @@ func (h *Handler) subscribeToTask(w http.ResponseWriter, r *http.Request, id, pa
 	svc := h.cfg.Runs
 	rec, _, err := h.record(ctx, params)
 	if err == nil && rec.Status.Final() {
-		err = unsupported("task %s is %s: GetTask reads it", rec.ID, stateOf(rec))
+		err = unsupported("task %s has ended: GetTask reads it", rec.ID)
 	}
 	if err != nil {
 		h.writeError(w, r, id, err)
@@ -455,20 +489,28 @@ func (h *Handler) list(ctx context.Context, params json.RawMessage) (listTasksRe
 		}
 		return listTasksResponse{}, err
 	}
-	var recs []runs.RunRecord
-	for q := (runs.RunQuery{Limit: runs.MaxRuns, EventLimit: 1}); len(recs) < maxListed; {
+	var all []runs.RunRecord
+	for q := (runs.RunQuery{Limit: runs.MaxRuns, EventLimit: 1}); len(all) < maxListed; {
 		p, err := svc.RunRecords(ctx, user, req.ContextID, q)
 		if err != nil {
 			return listTasksResponse{}, err
 		}
 		for _, rec := range p.Runs {
-			if (req.Status == "" || req.Status == "TASK_STATE_UNSPECIFIED" || stateOf(rec.Run) == req.Status) &&
-				!updated(rec.Run).Before(after) {
-				recs = append(recs, rec.Run)
-			}
+			all = append(all, rec.Run)
 		}
 		if q.Cursor = p.NextCursor; q.Cursor == "" {
 			break
+		}
+	}
+	latest, err := h.latest(ctx, req.ContextID)
+	if err != nil && !errors.Is(err, runs.ErrNotFound) {
+		return listTasksResponse{}, err
+	}
+	var recs []runs.RunRecord
+	for _, rec := range all {
+		if (req.Status == "" || req.Status == "TASK_STATE_UNSPECIFIED" || stateOf(rec, latest) == req.Status) &&
+			!updated(rec).Before(after) {
+			recs = append(recs, rec)
 		}
 	}
 	slices.SortStableFunc(recs, func(a, b runs.RunRecord) int { return updated(b).Compare(updated(a)) })
@@ -476,7 +518,7 @@ func (h *Handler) list(ctx context.Context, params json.RawMessage) (listTasksRe
 	if offset < len(recs) {
 		page := recs[offset:min(offset+size, len(recs))]
 		for _, rec := range page {
-			t, err := h.listed(ctx, rec, historyLength(req.HistoryLength), req.IncludeArtifacts)
+			t, err := h.listed(ctx, rec, latest, historyLength(req.HistoryLength), req.IncludeArtifacts)
 			if err != nil {
 				return listTasksResponse{}, err
 			}
@@ -491,11 +533,11 @@ func (h *Handler) list(ctx context.Context, params json.RawMessage) (listTasksRe
 
 // listed is a task of a list: from the record, or from its events when
 // its artifacts are asked for.
-func (h *Handler) listed(ctx context.Context, rec runs.RunRecord, history int, artifacts bool) (task, error) {
+func (h *Handler) listed(ctx context.Context, rec runs.RunRecord, latest string, history int, artifacts bool) (task, error) {
 	if artifacts {
 		return h.taskOf(ctx, rec, history, true)
 	}
-	return task{ID: rec.ID, ContextID: rec.ConversationID, Status: taskStatus{State: stateOf(rec), Timestamp: timestamp(updated(rec))},
+	return task{ID: rec.ID, ContextID: rec.ConversationID, Status: taskStatus{State: stateOf(rec, latest), Timestamp: timestamp(updated(rec))},
 		History: h.history(rec.UserMessage, rec.ID, history)}, nil
 }
 
