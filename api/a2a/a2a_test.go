@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"go.uber.org/goleak"
 
 	"github.com/trellis-ai/trellis/api"
@@ -47,11 +48,14 @@ type pathIn struct {
 var backends = []string{"sqlite", "postgres"}
 
 // server is the whole API on a real TCP listener over the backend
-// named, with the scripted model of testdata/agent.json and delete_file,
-// which needs approval and reports every call on deleted.
+// named, with the scripted model of testdata/agent.json, delete_file,
+// which needs approval and reports every call on deleted, and ask, which
+// asks the user's name and reports the answer on answered.
 type server struct {
 	url     string
 	deleted chan string
+	// answered reports what the ask tool heard.
+	answered chan string
 }
 
 func newServer(t *testing.T, backend string) *server {
@@ -99,7 +103,7 @@ func newServer(t *testing.T, backend string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{deleted: make(chan string, 16)}
+	s := &server{deleted: make(chan string, 16), answered: make(chan string, 16)}
 	local := operators.NewRegistry()
 	tools := operators.NewProvider(operators.ProviderConfig{Local: local})
 	local.MustAdd(operators.Builtins(operators.BuiltinConfig{Info: operators.SelfInfo{Name: "Trellis", Version: "test"}, Tools: tools})...)
@@ -107,6 +111,18 @@ func newServer(t *testing.T, backend string) *server {
 		s.deleted <- in.Path
 		return operators.TextResult("deleted " + in.Path), nil
 	}, operators.RequiresApproval()))
+	nameSchema := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
+		"name": {Type: "string", MinLength: jsonschema.Ptr(1)}}, Required: []string{"name"}}
+	local.MustAdd(operators.NewTool("ask", "Asks the user for their name.", func(ctx context.Context, c operators.Call, _ struct{}) (operators.Result, error) {
+		resp, err := c.Elicit(ctx, "What is your name?", nameSchema)
+		if err != nil {
+			return operators.Result{}, err
+		}
+		var v struct{ Name string }
+		_ = json.Unmarshal(resp.Content, &v)
+		s.answered <- string(resp.Action) + " " + v.Name
+		return operators.TextResult("hello " + v.Name), nil
+	}))
 	srv, err := apitest.New(apitest.Config{
 		Runs: runs.Config{Models: models, Tools: tools, Checkpointer: saver},
 		API: api.Config{Store: st, Keys: map[middleware.APIKey]string{aliceKey: "alice", bobKey: "bob"},
@@ -523,6 +539,64 @@ func TestClarification(t *testing.T) {
 			status, more := rpc(t, s.url, aliceKey, `{"jsonrpc":"2.0","id":5,"method":"SendMessage","params":{"message":{"messageId":"m3","role":"ROLE_USER","taskId":"`+asked.ID+`","parts":[{"text":"Bergen"}]}}}`)
 			if status != http.StatusBadRequest || more.Error == nil || more.Error.Code != -32004 {
 				t.Errorf("a second answer to the asking task: %d %+v", status, more.Error)
+			}
+		})
+	}
+}
+
+// TestElicitation checks on both backends that a tool's question is an
+// input-required task asking it, that an answer that does not fit its
+// schema is refused and answers nothing, that a data part answers it,
+// and that "decline" declines it.
+func TestElicitation(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			s := newServer(t, backend)
+			send := func(body string) (int, rpcResponse, rpcTask) {
+				t.Helper()
+				status, got := rpc(t, s.url, aliceKey, body)
+				var res struct {
+					Task rpcTask `json:"task"`
+				}
+				if got.Error == nil && json.Unmarshal(got.Result, &res) != nil {
+					t.Fatalf("send: %d %s", status, got.Result)
+				}
+				return status, got, res.Task
+			}
+			ask := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"ask me"}]}}}`
+			_, _, asked := send(ask)
+			if asked.Status.State != "TASK_STATE_INPUT_REQUIRED" || asked.Status.Message == nil ||
+				!strings.Contains(asked.Status.Message.Parts[0].Text, "What is your name?") {
+				t.Fatalf("asked = %+v", asked)
+			}
+			answer := func(part string) string {
+				return `{"jsonrpc":"2.0","id":2,"method":"SendMessage","params":{"message":{"messageId":"m2","role":"ROLE_USER","taskId":"` + asked.ID + `","parts":[` + part + `]}}}`
+			}
+			if status, got, _ := send(answer(`{"data":{"name":""}}`)); status/100 != 4 || got.Error == nil {
+				t.Errorf("an answer outside the schema: %d %+v", status, got.Error)
+			}
+			if status, got, _ := send(answer(`{"text":"who knows"}`)); status != http.StatusBadRequest || got.Error == nil || got.Error.Code != -32602 {
+				t.Errorf("text that answers nothing: %d %+v", status, got.Error)
+			}
+			select {
+			case a := <-s.answered:
+				t.Fatalf("a refused answer reached the tool: %s", a)
+			default:
+			}
+			_, _, done := send(answer(`{"data":{"name":"Ada"}}`))
+			if done.ID != asked.ID || done.Status.State != "TASK_STATE_COMPLETED" {
+				t.Errorf("answered = %+v", done)
+			}
+			if a := <-s.answered; a != "accept Ada" {
+				t.Errorf("the tool heard %q", a)
+			}
+			_, _, again := send(strings.Replace(ask, `"m1"`, `"m3"`, 1))
+			_, _, declined := send(strings.Replace(answer(`{"text":"decline"}`), asked.ID, again.ID, 1))
+			if declined.Status.State != "TASK_STATE_COMPLETED" {
+				t.Errorf("declined = %+v", declined)
+			}
+			if a := <-s.answered; a != "decline " {
+				t.Errorf("the tool heard %q", a)
 			}
 		})
 	}
