@@ -1,6 +1,7 @@
 package a2a_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -597,6 +598,96 @@ func TestElicitation(t *testing.T) {
 			}
 			if a := <-s.answered; a != "decline " {
 				t.Errorf("the tool heard %q", a)
+			}
+		})
+	}
+}
+
+// subscribe posts SubscribeToTask for id and returns the stream's
+// results, each one StreamResponse's JSON.
+func subscribe(t *testing.T, url, id string) []map[string]json.RawMessage {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/a2a",
+		strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"SubscribeToTask","params":{"id":"`+id+`"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+aliceKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("SubscribeToTask: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var out []map[string]json.RawMessage
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var r struct {
+			ID     json.RawMessage            `json:"id"`
+			Result map[string]json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(data), &r); err != nil || string(r.ID) != "9" || len(r.Result) != 1 {
+			t.Fatalf("a frame %s: %v", data, err)
+		}
+		out = append(out, r.Result)
+	}
+	return out
+}
+
+// TestSubscribe checks on both backends that SubscribeToTask streams a
+// working task from its start (its answer whole) to its end, and sends a
+// task that waits for input as it stands.
+func TestSubscribe(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			s := newServer(t, backend)
+			_, started := rpc(t, s.url, aliceKey, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"answer slowly"}]},"configuration":{"returnImmediately":true}}}`)
+			var res struct {
+				Task rpcTask `json:"task"`
+			}
+			if started.Error != nil || json.Unmarshal(started.Result, &res) != nil {
+				t.Fatalf("send: %s %+v", started.Result, started.Error)
+			}
+			frames := subscribe(t, s.url, res.Task.ID)
+			var answer, lastState string
+			for _, f := range frames {
+				if a, ok := f["artifactUpdate"]; ok {
+					var u struct {
+						Artifact struct {
+							Parts []struct{ Text string }
+						}
+						Append bool
+					}
+					_ = json.Unmarshal(a, &u)
+					if !u.Append {
+						answer = ""
+					}
+					answer += u.Artifact.Parts[0].Text
+				}
+				if st, ok := f["statusUpdate"]; ok {
+					var u struct{ Status struct{ State string } }
+					_ = json.Unmarshal(st, &u)
+					lastState = u.Status.State
+				}
+			}
+			if _, ok := frames[0]["task"]; !ok || lastState != "TASK_STATE_COMPLETED" ||
+				answer != "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen" {
+				t.Errorf("frames %d, first %v, answer %q, last state %s", len(frames), frames[0], answer, lastState)
+			}
+			_, asked := rpc(t, s.url, aliceKey, `{"jsonrpc":"2.0","id":2,"method":"SendMessage","params":{"message":{"messageId":"m2","role":"ROLE_USER","parts":[{"text":"please delete it"}]}}}`)
+			if json.Unmarshal(asked.Result, &res) != nil || res.Task.Status.State != "TASK_STATE_INPUT_REQUIRED" {
+				t.Fatalf("asked: %s", asked.Result)
+			}
+			frames = subscribe(t, s.url, res.Task.ID)
+			var tk rpcTask
+			if len(frames) != 1 || json.Unmarshal(frames[0]["task"], &tk) != nil || tk.Status.State != "TASK_STATE_INPUT_REQUIRED" {
+				t.Errorf("a waiting task's stream: %v", frames)
 			}
 		})
 	}
