@@ -57,6 +57,9 @@ type Config struct {
 	// Connect issuer (middleware.NewOIDC), beside the keys; nil takes no
 	// tokens. Set, it turns authentication on.
 	Tokens middleware.TokenUser
+	// OIDCIssuer is the issuer of Tokens, which the A2A agent card names
+	// as an OpenID Connect security scheme; "" names none.
+	OIDCIssuer string
 	// SignIn is the web page's sign-in through the OpenID Connect
 	// provider (signin.New): /auth/login, /auth/callback, /auth/session
 	// and /auth/logout, and the session cookie beside the keys; nil
@@ -92,6 +95,9 @@ type Config struct {
 	// 0 means 10 s.
 	ShutdownTimeout time.Duration
 
+	// Version is the server's version, as the A2A agent card tells it;
+	// "" is "dev".
+	Version string
 	// Logger receives JSON-ready structured logs; nil discards.
 	Logger *slog.Logger
 	// UnhealthyAfter is how long the process may be without its database

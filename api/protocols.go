@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/a2a"
 	"github.com/trellis-ai/trellis/api/agui"
 	"github.com/trellis-ai/trellis/api/aisdk"
 	"github.com/trellis-ai/trellis/api/langgraph"
@@ -33,4 +34,16 @@ func (s *Server) protocolRoutes(r chi.Router) {
 	r.Mount("/langgraph", langgraph.New(langgraph.Config{Runs: s.runs, Heartbeat: s.cfg.Heartbeat,
 		WriteTimeout: s.cfg.StreamWriteTimeout, Logger: s.log}))
 	r.Mount("/v1", openai.Handler(openai.Config{Runs: s.runs, Logger: s.log, WriteTimeout: s.cfg.StreamWriteTimeout}))
+	r.Post(a2a.Path, s.a2a.RPC)
+}
+
+// newA2A is the A2A handler: its JSON-RPC binding among the protocol
+// routes, its agent card public (discovery comes before credentials).
+func (s *Server) newA2A() *a2a.Handler {
+	sec := a2a.Security{Keys: len(s.cfg.Keys) > 0 || s.cfg.IssuedKeys != nil}
+	if s.cfg.Tokens != nil {
+		sec.OIDCIssuer = s.cfg.OIDCIssuer
+	}
+	return a2a.New(a2a.Config{Runs: s.runs, Tools: s.cfg.Tools, Security: sec, Version: s.cfg.Version, Logger: s.log,
+		Heartbeat: s.cfg.Heartbeat, WriteTimeout: s.cfg.StreamWriteTimeout})
 }

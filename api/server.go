@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/a2a"
 	"github.com/trellis-ai/trellis/api/admin"
 	"github.com/trellis-ai/trellis/api/docs"
 	"github.com/trellis-ai/trellis/api/me"
@@ -43,6 +44,8 @@ type Server struct {
 	health health
 	// docs serves the documents endpoints; nil without Config.Documents.
 	docs *docs.Handler
+	// a2a serves the A2A agent card and JSON-RPC binding.
+	a2a *a2a.Handler
 }
 
 // New builds the server and its router over cfg.Runs; it builds no run
@@ -83,6 +86,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Documents != nil {
 		s.docs = docs.New(docs.Config{Documents: cfg.Documents, Error: s.writeError, Logger: s.log})
 	}
+	s.a2a = s.newA2A()
 	s.handler = s.routes()
 	return s, nil
 }
@@ -158,6 +162,7 @@ func (s *Server) routes() http.Handler {
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
 	r.Method(http.MethodGet, "/metrics", s.metrics.Handler(s.log))
+	r.Get(a2a.CardPath, s.a2a.Card)
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(s.limitBody, s.clientIP, s.authenticate, s.limitRate)
 		r.NotFound(notFound)

@@ -40,6 +40,9 @@ const (
 	// InterruptUncertainCall is the reason of a run parked on a call
 	// that may have run (RunRecord.InterruptReason).
 	InterruptUncertainCall = store.InterruptUncertainCall
+	// InterruptClarification is the reason of a run parked on a
+	// clarifying question, which the next message answers.
+	InterruptClarification = store.InterruptClarification
 
 	MaxConversations = store.MaxLimit
 	MaxRuns          = store.MaxRunLimit

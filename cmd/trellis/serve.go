@@ -729,8 +729,8 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	}
 	srv, err := api.New(api.Config{
 		Runs: svc, Store: st, Tools: tools.provider, Documents: docs, Cognition: cog, Erasure: erasure, Webhooks: hooks,
-		Keys: cfg.keys, IssuedKeys: issued, Tokens: tokens, SignIn: signIn, Admins: cfg.admins, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
-		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Logger: log, Metrics: collector,
+		Keys: cfg.keys, IssuedKeys: issued, Tokens: tokens, OIDCIssuer: cfg.oidc.Issuer, SignIn: signIn, Admins: cfg.admins, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
+		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Version: version(), Logger: log, Metrics: collector,
 		Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
 	})
 	if err != nil {
