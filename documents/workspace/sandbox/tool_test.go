@@ -1,0 +1,44 @@
+package sandbox_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trellis-ai/trellis/documents/workspace/sandbox"
+	"github.com/trellis-ai/trellis/operators"
+)
+
+func TestTool(t *testing.T) {
+	tool := sandbox.Tool(sandbox.Limits{Time: 300 * time.Millisecond})
+	spec := tool.Spec()
+	if spec.Name != "run_code" || !spec.Annotations.ReadOnly || !spec.Annotations.Idempotent || spec.Annotations.Destructive {
+		t.Errorf("spec %+v: want run_code, read-only and idempotent", spec)
+	}
+	if !strings.Contains(spec.Description, "300ms of wall time") {
+		t.Errorf("the description does not give the limits: %s", spec.Description)
+	}
+	call := func(code string) (operators.Result, error) {
+		args, _ := json.Marshal(map[string]string{"code": code})
+		return tool.Execute(t.Context(), operators.Call{}, args)
+	}
+	for code, want := range map[string]string{
+		"1+2": "=> 3",
+		"console.log('a'); console.log('b'); [1, 2]": "a\nb\n=> [1,2]",
+		"console.log('only')":                        "only",
+		"let x = 1":                                  "(no output, and the value is undefined)",
+	} {
+		res, err := call(code)
+		if err != nil || res.Text() != want {
+			t.Errorf("%s: %q, %v; want %q", code, res.Text(), err, want)
+		}
+	}
+	_, err := call("console.log('started'); for (;;) {}")
+	if err == nil || !strings.Contains(err.Error(), "time limit") || !strings.Contains(err.Error(), "started") {
+		t.Errorf("err = %v, want the time limit and the output so far", err)
+	}
+	if _, err := tool.Execute(t.Context(), operators.Call{}, json.RawMessage(`{"code": 1}`)); err == nil {
+		t.Error("a code that is not a string was run")
+	}
+}
