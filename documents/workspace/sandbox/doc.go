@@ -35,6 +35,12 @@
 //     Known gap: syntax that turns a string into properties in one step
 //     ({...s}) is bounded only by the longest string the watchdog lets
 //     the program build.
+//   - Parsing and compiling, which no limit of a run covers: a program
+//     longer than MaxSource, with brackets nested deeper than MaxNesting,
+//     with more than a thousand arrow functions or with a syntax tree
+//     deeper than two thousand nodes is refused (ErrSource) before it is
+//     compiled, since goja takes time that grows with the square of
+//     these, and Go stack with their depth.
 //   - Regular expressions: a pattern Go's regexp cannot run goes to
 //     regexp2, which backtracks; a match that takes more than a second
 //     ends as a failed match (goja reads regexp2's timeout so), not as an

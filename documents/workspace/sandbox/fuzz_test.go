@@ -29,6 +29,8 @@ func FuzzRun(f *testing.F) {
 		"2n ** 99999999n",
 		"/^(?=(a+)+$)/.test('a'.repeat(30) + '!')",
 		"throw 1",
+		"- - - - - - - - 1",
+		"a => b => c => d",
 		"[1, 2, 3].map(x => x * x)",
 	} {
 		f.Add(seed)

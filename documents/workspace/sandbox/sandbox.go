@@ -22,7 +22,17 @@ const (
 	DefaultMemory = 64 << 20
 	DefaultOutput = 64 << 10
 	// MaxSource is the longest program accepted, in bytes.
-	MaxSource = 256 << 10
+	MaxSource = 64 << 10
+	// MaxNesting is the deepest a program's brackets may nest, and
+	// maxArrows the most arrow functions it may hold: goja parses and
+	// compiles both in time that grows with the square of their count,
+	// before any limit of a run applies.
+	MaxNesting = 256
+	maxArrows  = 1000
+	// maxTreeDepth bounds the depth of the program's syntax tree, for
+	// nesting without brackets (unary operators, chains of blocks'
+	// statements) that compiles in time and Go stack that grow with it.
+	maxTreeDepth = 2000
 	// MaxCallDepth is the deepest the program's calls may nest.
 	MaxCallDepth = 1000
 	// MaxDepth is the deepest a value JSON parses or stringifies may nest,
@@ -172,12 +182,18 @@ func compile(code string) (*goja.Program, error) {
 	if len(code) > MaxSource {
 		return nil, fmt.Errorf("%w: %d bytes is longer than %d", ErrSource, len(code), MaxSource)
 	}
+	if d := bracketDepth(code); d > MaxNesting {
+		return nil, fmt.Errorf("%w: its brackets nest deeper than %d", ErrSource, MaxNesting)
+	}
+	if n := strings.Count(code, "=>"); n > maxArrows {
+		return nil, fmt.Errorf("%w: %d arrow functions are more than %d", ErrSource, n, maxArrows)
+	}
 	tree, err := goja.Parse("program.js", code, parser.WithDisableSourceMaps)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrThrown, err)
 	}
-	if hasBigInt(reflect.ValueOf(tree)) {
-		return nil, fmt.Errorf("%w: BigInt is not available in the sandbox", ErrSource)
+	if err := checkTree(reflect.ValueOf(tree), 0); err != nil {
+		return nil, err
 	}
 	prog, err := goja.CompileAST(tree, false)
 	if err != nil {
@@ -186,32 +202,60 @@ func compile(code string) (*goja.Program, error) {
 	return prog, nil
 }
 
-// hasBigInt reports whether the syntax tree holds a BigInt literal.
-func hasBigInt(v reflect.Value) bool {
+// bracketDepth is how deep the brackets of code nest, counted over the
+// raw text: a bracket inside a string or a comment counts too, which can
+// only refuse a program, never let a deeper one through.
+func bracketDepth(code string) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(code); i++ {
+		switch code[i] {
+		case '(', '[', '{':
+			depth++
+			deepest = max(deepest, depth)
+		case ')', ']', '}':
+			depth = max(depth-1, 0)
+		}
+	}
+	return deepest
+}
+
+// checkTree refuses a syntax tree nested deeper than maxTreeDepth (depth
+// counts the nodes above v) or holding a BigInt literal, whose operators
+// allocate without bound in one step.
+func checkTree(v reflect.Value, depth int) error {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
-			return false
+			return nil
 		}
 		if n, ok := v.Interface().(*ast.NumberLiteral); ok {
-			_, big := n.Value.(interface{ BitLen() int })
-			return big
+			if _, big := n.Value.(interface{ BitLen() int }); big {
+				return fmt.Errorf("%w: BigInt is not available in the sandbox", ErrSource)
+			}
+			return nil
 		}
-		return hasBigInt(v.Elem())
+		if v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
+			if depth++; depth > maxTreeDepth {
+				return fmt.Errorf("%w: its syntax nests deeper than %d", ErrSource, maxTreeDepth)
+			}
+		}
+		return checkTree(v.Elem(), depth)
 	case reflect.Struct:
 		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() && hasBigInt(v.Field(i)) {
-				return true
+			if v.Type().Field(i).IsExported() {
+				if err := checkTree(v.Field(i), depth); err != nil {
+					return err
+				}
 			}
 		}
 	case reflect.Slice:
 		for i := range v.Len() {
-			if hasBigInt(v.Index(i)) {
-				return true
+			if err := checkTree(v.Index(i), depth); err != nil {
+				return err
 			}
 		}
 	}
-	return false
+	return nil
 }
 
 // setUp runs the prelude in rt and gives the program its globals; it

@@ -113,6 +113,12 @@ func TestRunLimits(t *testing.T) {
 		{"one huge line", "console.log('y'.repeat(1e6))", sandbox.ErrOutputLimit},
 		{"BigInt", "2n ** 100000000n", sandbox.ErrSource},
 		{"too long", strings.Repeat(" ", sandbox.MaxSource+1), sandbox.ErrSource},
+		// Nesting that goja would parse or compile in quadratic time and
+		// deep Go recursion, before any limit applies.
+		{"deep brackets", strings.Repeat("{", 20000) + strings.Repeat("}", 20000), sandbox.ErrSource},
+		{"deep unary", strings.Repeat("- ", 30000) + "1", sandbox.ErrSource},
+		{"deep arrows", strings.Repeat("a=>", 20000) + "1", sandbox.ErrSource},
+		{"deep conditionals", strings.Repeat("a?b:", 16000) + "1", sandbox.ErrSource},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Programs that must stop at the memory limit get time enough
