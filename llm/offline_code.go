@@ -28,9 +28,11 @@ func codeRequest(q string) string {
 	return strings.TrimSpace(code)
 }
 
-// describeCode words the result of run_code.
+// describeCode words the result of run_code. The agent hands a failed
+// call's error over as plain text, which run_code's errors open with
+// its name.
 func describeCode(value string, isErr bool) string {
-	if isErr {
+	if isErr || strings.HasPrefix(value, "run_code: ") {
 		return "The code did not finish: " + value
 	}
 	return "I ran the code:\n" + value
