@@ -32,6 +32,9 @@
 //     program may catch. Typed arrays and ArrayBuffer, whose constructors
 //     allocate in one step, are not offered, nor BigInt, whose ** and <<
 //     do, nor eval and new Function, whose parser recurses in Go.
+//     Each step of an array's or a string's iterator runs through the
+//     interpreter, so an iteration the checks miss (arguments' iterator
+//     is the unchecked one) still meets the time limit and the watchdog.
 //     Known gap: syntax that turns a string into properties in one step
 //     ({...s}) is bounded only by the longest string the watchdog lets
 //     the program build.

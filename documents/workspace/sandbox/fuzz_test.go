@@ -28,6 +28,7 @@ func FuzzRun(f *testing.F) {
 		"eval('1')",
 		"2n ** 99999999n",
 		"/^(?=(a+)+$)/.test('a'.repeat(30) + '!')",
+		"Array.prototype[Symbol.iterator] = (function () { return arguments })()[Symbol.iterator]; [...Array(2 ** 32 - 1)]",
 		"throw 1",
 		"- - - - - - - - 1",
 		"a => b => c => d",

@@ -118,6 +118,15 @@
 			return apply(SI, this, []);
 		} }[Symbol.iterator], writable: true, configurable: true, enumerable: false,
 	});
+	// Each step of an array's or a string's iterator goes through the
+	// interpreter, so that an iteration that escapes the checks above
+	// (arguments[Symbol.iterator] is the unchecked values, and cannot be
+	// changed) still meets the time limit and the heap's watchdog.
+	for (const it of [[].values(), ""[Symbol.iterator]()]) {
+		const proto = getProto(it), next = proto.next;
+		set(proto, "next", function next_() { return apply(next, this, []); });
+		defineProperty(proto.next, "name", { value: "next" });
+	}
 	// An argument list is made in Go from the array-like's length.
 	function argumentList(i) {
 		return function (_, args) {

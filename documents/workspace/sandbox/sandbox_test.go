@@ -106,6 +106,8 @@ func TestRunLimits(t *testing.T) {
 		{"split", "'x'.repeat(2e7).split('')", sandbox.ErrMemoryLimit},
 		{"spread of a sparse array", "const a = []; a.length = 2 ** 32 - 1; Math.max(...a)", sandbox.ErrMemoryLimit},
 		{"apply of a sparse array", "const a = []; a[2 ** 32 - 2] = 1; Math.max.apply(null, a)", sandbox.ErrMemoryLimit},
+		{"spread through arguments' iterator", "Array.prototype[Symbol.iterator] = (function () { return arguments })()[Symbol.iterator]; " +
+			"const a = []; a.length = 2 ** 32 - 1; [...a]", sandbox.ErrMemoryLimit},
 		{"Set of a sparse array", "const a = []; a.length = 2 ** 32 - 1; new Set(a)", sandbox.ErrMemoryLimit},
 		{"keys of a long string", "Object.keys('x'.repeat(3e7))", sandbox.ErrMemoryLimit},
 		{"spread of a long string", "[...'x'.repeat(3e7)]", sandbox.ErrMemoryLimit},
