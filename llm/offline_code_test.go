@@ -48,7 +48,7 @@ func TestOfflineWordsCodeResults(t *testing.T) {
 	for result, want := range map[string]string{
 		"hi\n=> 3": "I ran the code:\nhi\n=> 3",
 		`{"error": "run_code: sandbox: the program ran past its time limit of 5s"}`: "The code did not finish: run_code: sandbox: the program ran past its time limit of 5s",
-		"run_code: sandbox: the program threw: Error: boom": "The code did not finish: run_code: sandbox: the program threw: Error: boom",
+		"run_code: sandbox: the program threw: Error: boom":                         "The code did not finish: run_code: sandbox: the program threw: Error: boom",
 	} {
 		msgs := []llms.MessageContent{
 			human("run this code: console.log('hi'); 1+2"),
