@@ -47,7 +47,7 @@
 //   - Regular expressions: a pattern Go's regexp cannot run goes to
 //     regexp2, which backtracks; a match that takes more than a second
 //     ends as a failed match (goja reads regexp2's timeout so), not as an
-//     error.
+//     error. A run may so pass its time limit by up to that second.
 //   - Output: console output and the final value are each capped; output
 //     past the cap stops the program with ErrOutputLimit, the output so
 //     far kept.
