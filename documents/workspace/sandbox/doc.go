@@ -35,9 +35,11 @@
 //     Each step of an array's or a string's iterator runs through the
 //     interpreter, so an iteration the checks miss (arguments' iterator
 //     is the unchecked one) still meets the time limit and the watchdog.
-//     Known gap: syntax that turns a string into properties in one step
-//     ({...s}) is bounded only by the longest string the watchdog lets
-//     the program build.
+//     Syntax that turns a string into properties in one step is
+//     rewritten to pass the value through the same check first: an
+//     object spread ({...s}) and an object rest given by an expression
+//     (const {...r} = s); an object rest no expression gives (in a
+//     parameter, a loop's head, nested in a pattern) is refused.
 //   - Parsing and compiling, which no limit of a run covers: a program
 //     longer than MaxSource, with brackets nested deeper than MaxNesting,
 //     with more than a thousand arrow functions or with a syntax tree

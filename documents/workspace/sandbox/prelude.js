@@ -139,16 +139,39 @@
 	wrap(Reflect, "apply", argumentList(2));
 	wrap(Reflect, "construct", argumentList(1));
 	// A string's characters become as many properties in one step.
+	const strValueOf = String.prototype.valueOf;
+	function stringLength(v) {
+		if (typeof v === "string") {
+			return v.length;
+		}
+		if (typeof v !== "object" || v === null) {
+			return 0;
+		}
+		try {
+			return apply(strValueOf, v, []).length; // a String object's
+		} catch (e) {
+			return 0;
+		}
+	}
 	function characters(first) {
 		return function (_, args) {
 			for (let i = first; i < args.length; i++) {
-				const v = args[i];
-				if ((typeof v === "string" || v instanceof String) && v.length > maxLength) {
-					tooBig("the properties of a string of " + v.length + " characters");
+				if (stringLength(args[i]) > maxLength) {
+					tooBig("the properties of a string of " + stringLength(args[i]) + " characters");
 				}
 			}
 		};
 	}
+	// The compiled program passes what an object spread or an object rest
+	// copies through this first (see treeCheck in sandbox.go).
+	defineProperty(g, "#spread", {
+		value: function (v) {
+			if (stringLength(v) > maxLength) {
+				tooBig("the properties of a string of " + stringLength(v) + " characters");
+			}
+			return v;
+		}, writable: false, configurable: false, enumerable: false,
+	});
 	for (const name of ["keys", "values", "entries", "getOwnPropertyNames", "getOwnPropertyDescriptors"]) {
 		wrap(Object, name, characters(0));
 	}

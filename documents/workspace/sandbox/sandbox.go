@@ -192,7 +192,7 @@ func compile(code string) (*goja.Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrThrown, err)
 	}
-	if err := checkTree(reflect.ValueOf(tree), 0); err != nil {
+	if err := (&treeCheck{guarded: map[*ast.ObjectPattern]bool{}}).walk(reflect.ValueOf(tree), 0); err != nil {
 		return nil, err
 	}
 	prog, err := goja.CompileAST(tree, false)
@@ -219,14 +219,57 @@ func bracketDepth(code string) int {
 	return deepest
 }
 
-// checkTree refuses a syntax tree nested deeper than maxTreeDepth (depth
-// counts the nodes above v) or holding a BigInt literal, whose operators
-// allocate without bound in one step.
-func checkTree(v reflect.Value, depth int) error {
+// spreadGuard names the prelude's check of a value whose properties an
+// object spread or an object rest copies: "#spread" is no identifier a
+// program can write, so none can shadow or reach it by name.
+const spreadGuard = "#spread"
+
+// guarded is e passed through the spread guard.
+func guarded(e ast.Expression) ast.Expression {
+	return &ast.CallExpression{Callee: &ast.Identifier{Name: spreadGuard, Idx: e.Idx0()},
+		LeftParenthesis: e.Idx0(), ArgumentList: []ast.Expression{e}, RightParenthesis: e.Idx1()}
+}
+
+// treeCheck refuses a syntax tree nested deeper than maxTreeDepth or
+// holding a BigInt literal, whose operators allocate without bound in one
+// step. It also rewrites the tree so that the values an object spread
+// ({...s}) or an object rest (const {...r} = s) copies go through the
+// spread guard first: they copy a string's characters, one property
+// each, in Go. An object rest whose value no expression gives — in a
+// parameter, a loop's head, or nested in another pattern — is refused.
+type treeCheck struct {
+	// guarded holds the object patterns whose value is guarded.
+	guarded map[*ast.ObjectPattern]bool
+}
+
+// restPattern is t when it is an object pattern with a rest element.
+func restPattern(t ast.Node) (*ast.ObjectPattern, bool) {
+	p, ok := t.(*ast.ObjectPattern)
+	return p, ok && p.Rest != nil
+}
+
+// walk checks v, depth being the number of nodes above it.
+func (c *treeCheck) walk(v reflect.Value, depth int) error {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
 			return nil
+		}
+		switch n := v.Interface().(type) {
+		case *ast.SpreadElement:
+			n.Expression = guarded(n.Expression)
+		case *ast.Binding:
+			if p, ok := restPattern(n.Target); ok && n.Initializer != nil {
+				n.Initializer, c.guarded[p] = guarded(n.Initializer), true
+			}
+		case *ast.AssignExpression:
+			if p, ok := restPattern(n.Left); ok {
+				n.Right, c.guarded[p] = guarded(n.Right), true
+			}
+		case *ast.ObjectPattern:
+			if n.Rest != nil && !c.guarded[n] {
+				return fmt.Errorf("%w: an object rest ({...r}) in a parameter, a loop's head or a nested pattern is not available in the sandbox", ErrSource)
+			}
 		}
 		if n, ok := v.Interface().(*ast.NumberLiteral); ok {
 			if _, big := n.Value.(interface{ BitLen() int }); big {
@@ -239,18 +282,18 @@ func checkTree(v reflect.Value, depth int) error {
 				return fmt.Errorf("%w: its syntax nests deeper than %d", ErrSource, maxTreeDepth)
 			}
 		}
-		return checkTree(v.Elem(), depth)
+		return c.walk(v.Elem(), depth)
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
-				if err := checkTree(v.Field(i), depth); err != nil {
+				if err := c.walk(v.Field(i), depth); err != nil {
 					return err
 				}
 			}
 		}
 	case reflect.Slice:
 		for i := range v.Len() {
-			if err := checkTree(v.Index(i), depth); err != nil {
+			if err := c.walk(v.Index(i), depth); err != nil {
 				return err
 			}
 		}

@@ -34,6 +34,7 @@ func TestRunValueAndOutput(t *testing.T) {
 		{"'a-b-c'.split('-').join('+') + 'x'.repeat(3) + '7'.padStart(3, '0')", "", "a+b+cxxx007"},
 		{"'aaa'.replace(/a/g, '[$&]')", "", "[a][a][a]"},
 		{"[[1, [2, [3]]]].flat(Infinity)", "", "[1,2,3]"},
+		{"const {a, ...rest} = {...{a: 1, b: 2}, c: 3}; let r; ({...r} = 'ab'); [a, rest, r, {...'xy'}]", "", `[1,{"b":2,"c":3},{"0":"a","1":"b"},{"0":"x","1":"y"}]`},
 		{"let r; Promise.resolve(5).then(v => { r = v }); (async () => { await null; console.log('async', r) })(); 0", "async 5\n", "0"},
 	} {
 		res, err := run(t, tc.code, sandbox.Limits{})
@@ -108,6 +109,9 @@ func TestRunLimits(t *testing.T) {
 		{"apply of a sparse array", "const a = []; a[2 ** 32 - 2] = 1; Math.max.apply(null, a)", sandbox.ErrMemoryLimit},
 		{"spread through arguments' iterator", "Array.prototype[Symbol.iterator] = (function () { return arguments })()[Symbol.iterator]; " +
 			"const a = []; a.length = 2 ** 32 - 1; [...a]", sandbox.ErrMemoryLimit},
+		{"object spread of a long string", "const s = 'x'.repeat(3e7); ({...s})", sandbox.ErrMemoryLimit},
+		{"object rest of a long string", "const {...r} = 'x'.repeat(3e7)", sandbox.ErrMemoryLimit},
+		{"object rest in a parameter", "(({...r}) => r)('x'.repeat(3e7))", sandbox.ErrSource},
 		{"Set of a sparse array", "const a = []; a.length = 2 ** 32 - 1; new Set(a)", sandbox.ErrMemoryLimit},
 		{"keys of a long string", "Object.keys('x'.repeat(3e7))", sandbox.ErrMemoryLimit},
 		{"spread of a long string", "[...'x'.repeat(3e7)]", sandbox.ErrMemoryLimit},
