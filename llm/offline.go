@@ -29,7 +29,7 @@ func OfflineConfig() ModelConfig {
 
 // OfflineNotice is the offline model's answer to anything it cannot do.
 const OfflineNotice = "I'm Trellis' offline model: no language model is configured, so I can only do arithmetic " +
-	"(with the calculator tool), tell the time (current_time) and describe my tools. " +
+	"(with the calculator tool), run JavaScript (run_code), tell the time (current_time) and describe my tools. " +
 	"To talk to a real model, set ANTHROPIC_API_KEY, OPENAI_API_KEY (with OPENAI_BASE_URL and OPENAI_MODEL for an " +
 	"OpenAI-compatible server such as vLLM or llama.cpp) or OLLAMA_HOST (and OLLAMA_MODEL), optionally TRELLIS_MODEL " +
 	"to pick the default, and restart trellis."
@@ -51,7 +51,7 @@ const OfflineNotice = "I'm Trellis' offline model: no language model is configur
 //     (a JSON list of {name, description}, or {"tools": […]}, is formatted);
 //     self_info → "About me: …"; remember → "I'll remember that: …";
 //     recall → "Here is what I remember about you:" and a bullet per
-//     memory; write_todos → where the plan is (and, for placeholders, how
+//     memory; run_code → "I ran the code:" and its output and value; write_todos → where the plan is (and, for placeholders, how
 //     to get real steps); any other tool → "<tool> returned: …". A JSON
 //     object result shows its "result", "value", "time", "datetime",
 //     "formatted", "text" or "error" field when it has one.
@@ -71,6 +71,9 @@ const OfflineNotice = "I'm Trellis' offline model: no language model is configur
 //     - "what can you do", "what tools …" → list_tools {}; "who are you",
 //     "which model …" → self_info {}; each falls back to the other when only
 //     one is offered.
+//     - "run this code: <program>" (or "execute the following JavaScript:",
+//     the program perhaps fenced in ```) → run_code {"code": <program>},
+//     and no other call, the program's arithmetic included;
 //     - "remember that <fact>" → remember {"fact": <fact>}; "what do you
 //     remember about me?" → recall {};
 //     - a request for a plan ("make a plan for the shed: buy wood; build
@@ -242,6 +245,14 @@ func offlineReply(msgs []llms.MessageContent, tools []llms.Tool) (string, []llms
 			Type:         "function",
 			FunctionCall: &llms.FunctionCall{Name: name, Arguments: string(b)},
 		})
+	}
+	if code := codeRequest(q); code != "" {
+		// Code to run is only that: its "1+2" is not for the calculator.
+		if hasTool(tools, "run_code") {
+			call("run_code", map[string]string{"code": code})
+			return "", calls
+		}
+		return "I'm offline, and to run code I need the run_code tool, which this call does not offer.\n\n" + OfflineNotice, nil
 	}
 	if expr := arithmeticExpr(q); expr != "" {
 		if _, ok := findTool(tools, "calculator"); ok {
@@ -430,6 +441,8 @@ func describeResult(r toolResult) string {
 		return describeMemory(r, value, isErr)
 	case "write_todos":
 		return describePlan(r, value, isErr)
+	case "run_code":
+		return describeCode(value, isErr)
 	}
 	name := r.name
 	if name == "" {

@@ -34,6 +34,7 @@ import (
 	"github.com/trellis-ai/trellis/api/web"
 	"github.com/trellis-ai/trellis/cognition/memtools"
 	"github.com/trellis-ai/trellis/documents/doctools"
+	"github.com/trellis-ai/trellis/documents/workspace/sandbox"
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
@@ -84,7 +85,9 @@ type serveConfig struct {
 	jobTimeout         time.Duration
 	claimInterval      time.Duration
 	maxToolResult      int
-	summaryTokens      int
+	// code: the limits of each run_code call.
+	code          sandbox.Limits
+	summaryTokens int
 	// keepCheckpoints: each branch's newest checkpoints the prune job
 	// keeps; 0 turns the job off.
 	keepCheckpoints int
@@ -143,6 +146,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		questionTimeout, questionExpiry          string
 		webhooksFile                             string
 		monthlyQuota                             string
+		codeTime, codeMemory, codeOutput         string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -180,6 +184,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&proxies, "trusted-proxies", env("TRELLIS_TRUSTED_PROXIES", ""), "reverse proxies whose X-Forwarded-For names the client, CIDRs or addresses, comma-separated (TRELLIS_TRUSTED_PROXIES)")
 	fs.StringVar(&maxRuns, "max-runs-per-user", env("TRELLIS_MAX_RUNS_PER_USER", strconv.Itoa(api.DefaultMaxConcurrentRuns)), "runs a user may have going at once, -1 for no limit (TRELLIS_MAX_RUNS_PER_USER)")
 	fs.StringVar(&maxToolResult, "max-tool-result-bytes", env("TRELLIS_MAX_TOOL_RESULT_BYTES", strconv.Itoa(operators.DefaultMaxResultBytes)), "tool results above this are cut, with a note, -1 for no cap (TRELLIS_MAX_TOOL_RESULT_BYTES)")
+	fs.StringVar(&codeTime, "code-time", env("TRELLIS_CODE_TIME", sandbox.DefaultTime.String()), "wall time one run_code program may take (TRELLIS_CODE_TIME)")
+	fs.StringVar(&codeMemory, "code-memory-bytes", env("TRELLIS_CODE_MEMORY_BYTES", strconv.Itoa(sandbox.DefaultMemory)), "how far the heap may grow while one run_code program runs, in bytes (TRELLIS_CODE_MEMORY_BYTES)")
+	fs.StringVar(&codeOutput, "code-output-bytes", env("TRELLIS_CODE_OUTPUT_BYTES", strconv.Itoa(sandbox.DefaultOutput)), "console output, and separately final value, kept of one run_code program, in bytes; more output stops it (TRELLIS_CODE_OUTPUT_BYTES)")
 	fs.StringVar(&keepCheckpoints, "keep-checkpoints", env("TRELLIS_KEEP_CHECKPOINTS", "0"), "an hourly job prunes checkpoints, keeping this many newest of each branch and all older ones they still need, and reports trellis_checkpoint_bytes; 0 keeps every checkpoint (TRELLIS_KEEP_CHECKPOINTS)")
 	fs.StringVar(&summaryTokens, "summary-tokens", env("TRELLIS_SUMMARY_TOKENS", "4000"), "estimated tokens of a conversation's earlier turns at which the fast model summarises them in the background, for the next turns' prompts; 0 keeps only the extractive summary (TRELLIS_SUMMARY_TOKENS)")
 	fs.StringVar(&retentionDays, "retention-days", env("TRELLIS_RETENTION_DAYS", "0"), "conversations no one wrote to for this many days are erased, with their documents and checkpoints, by an hourly job; 0 keeps them for ever (TRELLIS_RETENTION_DAYS)")
@@ -262,6 +269,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		errs = append(errs, fmt.Errorf("job-timeout: %q is not a positive duration", jobTimeout))
 	}
 	dur("claim-interval", claim, &c.claimInterval)
+	dur("code-time", codeTime, &c.code.Time)
 	dur("unhealthy-after", unhealthy, &c.unhealthyAfter)
 	if c.unhealthyAfter <= 0 {
 		c.unhealthyAfter = -1 // never; api.Config takes 0 for its default
@@ -292,6 +300,20 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	num("auth-failure-burst", authBurst, &c.limits.AuthFailureBurst)
 	num("max-tool-result-bytes", maxToolResult, &c.maxToolResult)
 	num("summary-tokens", summaryTokens, &c.summaryTokens)
+	var codeMem int
+	num("code-memory-bytes", codeMemory, &codeMem)
+	c.code.Memory = int64(codeMem)
+	num("code-output-bytes", codeOutput, &c.code.Output)
+	// 0 would mean run_code's default, not "nothing": say so rather than
+	// give the default silently.
+	for _, l := range []struct {
+		name string
+		v    int64
+	}{{"code-time", int64(c.code.Time)}, {"code-memory-bytes", c.code.Memory}, {"code-output-bytes", int64(c.code.Output)}} {
+		if l.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive", l.name))
+		}
+	}
 	num("keep-checkpoints", keepCheckpoints, &c.keepCheckpoints)
 	if c.keepCheckpoints < 0 {
 		errs = append(errs, fmt.Errorf("keep-checkpoints: %d is negative (0 keeps every checkpoint)", c.keepCheckpoints))
@@ -777,6 +799,7 @@ func buildTools(ctx context.Context, cfg serveConfig, models *llm.Registry, metr
 		Info:  operators.SelfInfo{Name: "Trellis", Version: version(), Model: models.Default().ID},
 		Tools: t.provider, Operators: ops,
 	})...)
+	local.MustAdd(sandbox.Tool(cfg.code))
 	if len(mcpServers) == 0 {
 		return t, nil
 	}
