@@ -516,9 +516,11 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[events.Event, error]) (*events.
 			m.showDeadlines(rn, t)
 			m.park(rn, t, store.InterruptElicitation, store.KindElicitation, t.ElicitationIDs)
 		case string(events.PendingUncertainCall):
+			m.showDeadlines(rn, t)
 			m.park(rn, t, store.InterruptUncertainCall, store.KindUncertainCall, t.UncertainCallIDs)
 		default:
 			m.askClarification(rn, t)
+			m.showDeadlines(rn, t)
 			m.finish(rn, t, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptClarification})
 		}
 	case *events.RunCancelled:
@@ -555,20 +557,28 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[events.Event, error]) (*events.
 }
 
 // askClarification records the clarifying question a run parks on as a
-// human request, before the run.interrupted announcing it is stored, so a
-// client that reads the event finds the question pending. A recovered run
-// asks again what it asked before its process died: the record stays.
+// human request, with its deadline, which is scheduled, before the
+// run.interrupted announcing it is stored, so a client that reads the
+// event finds the question pending. A recovered run asks again what it
+// asked before its process died: the record stays, its deadline
+// scheduled again.
 func (m *Service) askClarification(rn *Run, t *events.RunInterrupted) {
 	if t.ClarificationID == "" {
 		return // parked on something the agent does not know (a static interrupt)
 	}
 	ctx := context.WithoutCancel(rn.ctx)
-	_, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: t.ClarificationID, Kind: store.KindClarification, RunID: rn.id,
-		Clarification: store.Clarification{Question: store.ToValidText(t.Question)}})
-	if err != nil && !errors.Is(err, store.ErrConflict) {
+	at, onExpiry := m.ownDeadline(m.cfg.ClarificationExpiry)
+	c, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: t.ClarificationID, Kind: store.KindClarification, RunID: rn.id,
+		Clarification: store.Clarification{Question: store.ToValidText(t.Question)}, ExpiresAt: at, OnExpiry: onExpiry})
+	if errors.Is(err, store.ErrConflict) {
+		c, err = m.st.GetHumanRequest(ctx, store.KindClarification, rn.userID, t.ClarificationID)
+	}
+	if err != nil {
 		rn.log.LogAttrs(ctx, slog.LevelError, "storing a clarifying question failed", slog.String("clarification_id", t.ClarificationID),
 			slog.Any("error", err))
+		return
 	}
+	m.schedule(ctx, rn, c)
 }
 
 // reasonShutdown is run.interrupted's reason when the server stopped the
