@@ -13,10 +13,15 @@ import (
 // the same data directory (one process at a time); on PostgreSQL B and C
 // share the database with A from the start. At the deadline the request
 // expires once: one approval.expired (elicitation.expired), the outcome
-// reaches the tool exactly once, and the run completes.
+// reaches the tool exactly once, and the run completes. So does a
+// clarifying question that expires with continue: the run that asked
+// goes on, once.
 func TestCrashBeforeADeadline(t *testing.T) {
 	kinds := []struct {
 		name, message, env, pending, requested, expired, id string
+		// parkedOnly: the request parks its run at once (a clarifying
+		// question): there is no open stream to wait on.
+		parkedOnly bool
 		// done checks, after the run completed, that the outcome
 		// happened once.
 		done func(t *testing.T, e *crashEnv, evs []event)
@@ -37,14 +42,29 @@ func TestCrashBeforeADeadline(t *testing.T) {
 					t.Errorf("the question declined at its deadline: responses %v, results %v", resp, done)
 				}
 			}},
+		{name: "clarification", message: "book a table for two", env: "TRELLIS_CLARIFICATION", pending: "clarification",
+			expired: "clarification.expired", id: "clarification_id", parkedOnly: true,
+			done: func(t *testing.T, _ *crashEnv, evs []event) {
+				// The run that asked went on, not a new one.
+				if started := of(evs, "run.started"); len(started) != 1 || len(of(evs, "response.done")) != 2 {
+					t.Errorf("the question went on at its deadline: events %v", types(evs))
+				}
+			}},
 	}
-	outcomes := map[string]string{"approval": "approve", "elicitation": "decline"}
+	outcomes := map[string]string{"approval": "approve", "elicitation": "decline", "clarification": "continue"}
 	for _, db := range []string{"sqlite", "postgres"} {
 		for _, k := range kinds {
 			for _, mode := range []string{"parked", "waiting"} {
+				if mode == "waiting" && k.parkedOnly {
+					continue
+				}
 				t.Run(db+"/"+k.name+"/"+mode, func(t *testing.T) {
 					e := newCrashEnv(t, db)
-					e.env = append(e.env, k.env+"_TIMEOUT=6s", k.env+"_EXPIRY="+outcomes[k.name], "TRELLIS_CLAIM_INTERVAL=200ms")
+					timeout := "6s" // time for A to reach the request
+					if k.parkedOnly {
+						timeout = "2s" // a sync chat that parks at once
+					}
+					e.env = append(e.env, k.env+"_TIMEOUT="+timeout, k.env+"_EXPIRY="+outcomes[k.name], "TRELLIS_CLAIM_INTERVAL=200ms")
 					var peers []*child
 					if db == "postgres" {
 						peers = append(peers, e.start(), e.start())
@@ -54,7 +74,16 @@ func TestCrashBeforeADeadline(t *testing.T) {
 					var conv, runID string
 					if mode == "parked" {
 						res := syncChat(t, a, map[string]any{"message": k.message})
-						req = pendingOf(t, res, k.pending)
+						if k.parkedOnly {
+							pending, _ := res["pending"].(map[string]any)
+							req, _ = pending[k.pending].(map[string]any)
+							if req == nil {
+								t.Fatalf("sync chat: %v, want it waiting on a %s", res, k.pending)
+							}
+							req[k.id] = req["id"]
+						} else {
+							req = pendingOf(t, res, k.pending)
+						}
 						conv, runID = res["conversation_id"].(string), res["run_id"].(string)
 					} else {
 						resp := a.do("POST", "/api/v1/chat", map[string]any{"message": k.message})
