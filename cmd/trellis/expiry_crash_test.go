@@ -119,3 +119,51 @@ func TestCrashBeforeADeadline(t *testing.T) {
 		}
 	}
 }
+
+// An uncertain call's deadline is kept by whichever process is alive:
+// A is killed inside a charge, B recovers the run, parks it on the
+// uncertain call with a deadline and is killed before it; at the
+// deadline C (on PostgreSQL a peer up all along) skips the call once:
+// uncertain_call.expired, uncertain_call.resolved skip, the charge not
+// run again, and the run completes.
+func TestCrashBeforeAnUncertainCallDeadline(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			e := newCrashEnv(t, db)
+			e.env = append(e.env, "TRELLIS_UNCERTAIN_CALL_TIMEOUT=3s", "TRELLIS_CLAIM_INTERVAL=200ms")
+			release := e.holdCalls()
+			a := e.startConnected()
+			resp := a.do("POST", "/api/v1/chat", map[string]any{"message": "charge alpha"})
+			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+			e.awaitEffects("charge alpha ", 1)
+			a.stop(syscall.SIGKILL)
+			release()
+			b := e.startConnected()
+			runStatus(t, b, conv, "interrupted")
+			ids := pendingIDs(t, b, "uncertain_calls", conv)
+			if len(ids) != 1 {
+				t.Fatalf("uncertain calls %v, want one", ids)
+			}
+			var c *child
+			if db == "postgres" {
+				c = e.startConnected()
+			}
+			b.stop(syscall.SIGKILL)
+			if db == "sqlite" {
+				c = e.startConnected()
+			}
+			evs := runEvents(t, c, conv, runID, "run.completed", "run.failed", "run.cancelled")
+			expired, resolved := of(evs, "uncertain_call.expired"), of(evs, "uncertain_call.resolved")
+			if len(expired) != 1 || expired[0].data["uncertain_call_id"] != ids[0] || expired[0].data["outcome"] != "skip" ||
+				len(resolved) != 1 || resolved[0].data["decision"] != "skip" {
+				t.Errorf("expired %v, resolved %v; events %v", expired, resolved, types(evs))
+			}
+			if last := evs[len(evs)-1].typ; last != "run.completed" {
+				t.Errorf("the run ended with %s; events %v", last, types(evs))
+			}
+			if n := e.effects("charge alpha "); n != 1 {
+				t.Errorf("the charge ran %d times, want the once before the crash", n)
+			}
+		})
+	}
+}
