@@ -233,6 +233,7 @@ export class UncertainCallCard extends Card {
 
   /** resolve shows the decision an uncertain_call.resolved event reports, wherever it was made. */
   resolve(ev) {
+    if (this.state === "expired") return; // uncertain_call.expired said it first, with why
     const text = {
       retry: "Run again.",
       skip: "Skipped. The agent is told.",
