@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // A deadline is kept by whichever process is alive: process A stops a
@@ -123,14 +126,15 @@ func TestCrashBeforeADeadline(t *testing.T) {
 // An uncertain call's deadline is kept by whichever process is alive:
 // A is killed inside a charge, B recovers the run, parks it on the
 // uncertain call with a deadline and is killed before it; at the
-// deadline C (on PostgreSQL a peer up all along) skips the call once:
-// uncertain_call.expired, uncertain_call.resolved skip, the charge not
+// deadline C (on PostgreSQL a peer up all along) applies the outcome
+// (skip on SQLite, fail on PostgreSQL, so that each is seen) once:
+// uncertain_call.expired, uncertain_call.resolved with it, the charge not
 // run again, and the run completes.
 func TestCrashBeforeAnUncertainCallDeadline(t *testing.T) {
-	for _, db := range []string{"sqlite", "postgres"} {
+	for db, outcome := range map[string]string{"sqlite": "skip", "postgres": "fail"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)
-			e.env = append(e.env, "TRELLIS_UNCERTAIN_CALL_TIMEOUT=3s", "TRELLIS_CLAIM_INTERVAL=200ms")
+			e.env = append(e.env, "TRELLIS_UNCERTAIN_CALL_TIMEOUT=3s", "TRELLIS_UNCERTAIN_CALL_EXPIRY="+outcome, "TRELLIS_CLAIM_INTERVAL=200ms")
 			release := e.holdCalls()
 			a := e.startConnected()
 			resp := a.do("POST", "/api/v1/chat", map[string]any{"message": "charge alpha"})
@@ -154,10 +158,68 @@ func TestCrashBeforeAnUncertainCallDeadline(t *testing.T) {
 			}
 			evs := runEvents(t, c, conv, runID, "run.completed", "run.failed", "run.cancelled")
 			expired, resolved := of(evs, "uncertain_call.expired"), of(evs, "uncertain_call.resolved")
-			if len(expired) != 1 || expired[0].data["uncertain_call_id"] != ids[0] || expired[0].data["outcome"] != "skip" ||
-				len(resolved) != 1 || resolved[0].data["decision"] != "skip" {
+			if len(expired) != 1 || expired[0].data["uncertain_call_id"] != ids[0] || expired[0].data["outcome"] != outcome ||
+				len(resolved) != 1 || resolved[0].data["decision"] != outcome {
 				t.Errorf("expired %v, resolved %v; events %v", expired, resolved, types(evs))
 			}
+			if last := evs[len(evs)-1].typ; last != "run.completed" {
+				t.Errorf("the run ended with %s; events %v", last, types(evs))
+			}
+			if n := e.effects("charge alpha "); n != 1 {
+				t.Errorf("the charge ran %d times, want the once before the crash", n)
+			}
+		})
+	}
+}
+
+// Of a person's decision on an uncertain call and its deadline, racing
+// on the process the run parked in, exactly one wins: the decision
+// (fail) is taken, 200, and no uncertain_call.expired comes; or the
+// deadline's (skip) is, announced by uncertain_call.expired, and the
+// decision is 409. One uncertain_call.resolved either way, the charge
+// never run again, and the run completes.
+func TestUncertainCallDeadlineRacesADecision(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			e := newCrashEnv(t, db)
+			e.env = append(e.env, "TRELLIS_UNCERTAIN_CALL_TIMEOUT=2s", "TRELLIS_UNCERTAIN_CALL_EXPIRY=skip")
+			release := e.holdCalls()
+			a := e.startConnected()
+			resp := a.do("POST", "/api/v1/chat", map[string]any{"message": "charge alpha"})
+			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+			e.awaitEffects("charge alpha ", 1)
+			a.stop(syscall.SIGKILL)
+			release()
+			b := e.startConnected()
+			runStatus(t, b, conv, "interrupted")
+			var list struct {
+				UncertainCalls []struct {
+					ID        string    `json:"uncertain_call_id"`
+					ExpiresAt time.Time `json:"expires_at"`
+				} `json:"uncertain_calls"`
+			}
+			if err := json.NewDecoder(b.do("GET", "/api/v1/uncertain-calls/pending?conversation_id="+conv, nil).Body).Decode(&list); err != nil ||
+				len(list.UncertainCalls) != 1 || list.UncertainCalls[0].ExpiresAt.IsZero() {
+				t.Fatalf("pending %+v %v", list, err)
+			}
+			u := list.UncertainCalls[0]
+			time.Sleep(time.Until(u.ExpiresAt))
+			decided := b.do("POST", "/api/v1/uncertain-calls/"+u.ID, map[string]any{"decision": "fail"}).StatusCode
+			evs := runEvents(t, b, conv, runID, "run.completed", "run.failed", "run.cancelled")
+			expired, resolved := of(evs, "uncertain_call.expired"), of(evs, "uncertain_call.resolved")
+			switch {
+			case decided == http.StatusOK:
+				if len(expired) != 0 || len(resolved) != 1 || resolved[0].data["decision"] != "fail" {
+					t.Errorf("the decision won: expired %v, resolved %v", expired, resolved)
+				}
+			case decided == http.StatusConflict:
+				if len(expired) != 1 || len(resolved) != 1 || resolved[0].data["decision"] != "skip" {
+					t.Errorf("the deadline won: expired %v, resolved %v", expired, resolved)
+				}
+			default:
+				t.Errorf("the decision: %d", decided)
+			}
+			t.Logf("the decision answered %d", decided)
 			if last := evs[len(evs)-1].typ; last != "run.completed" {
 				t.Errorf("the run ended with %s; events %v", last, types(evs))
 			}
