@@ -110,8 +110,9 @@ func expiringID(p events.Pending) string {
 // that decision and handed to the run parked on it as a person's is
 // (AnswerUncertainCall); cancel is recorded as expired and the run is
 // cancelled (Cancel). The run's events begin with approval.expired,
-// elicitation.expired, clarification.expired or uncertain_call.expired. It is serialised with answers
-// and cancels, and the record decides as for two answers: of a person's
+// elicitation.expired, clarification.expired or uncertain_call.expired.
+// It is serialised with answers and cancels, and the record decides as
+// for two answers: of a person's
 // answer and the deadline exactly one wins, and the deadline does
 // nothing to a request answered, cancelled or gone. Called again after a
 // call that stopped part-way (a crash), it finishes what that call
@@ -436,7 +437,8 @@ func (m *Service) parking(h store.HumanRequest) chan struct{} {
 }
 
 // clarificationExpiredLocked goes on with the run parked on the
-// clarifying question c whose deadline decided continue: the run resumes
+// clarifying question c whose deadline decided continue (a cancel goes
+// as cancelLocked cancels a parked run): the run resumes
 // (the one that asked, not a new one: no message answered), its events
 // beginning with clarification.expired, and the agent proceeds without
 // an answer. A run that moved on (cancelled, superseded by an edit,

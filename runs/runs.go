@@ -519,9 +519,12 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[events.Event, error]) (*events.
 			m.showDeadlines(rn, t)
 			m.park(rn, t, store.InterruptUncertainCall, store.KindUncertainCall, t.UncertainCallIDs)
 		default:
-			m.askClarification(rn, t)
+			c := m.askClarification(rn, t)
 			m.showDeadlines(rn, t)
 			m.finish(rn, t, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptClarification})
+			if c.TimedOut {
+				m.expiredAsItParked(rn, c)
+			}
 		}
 	case *events.RunCancelled:
 		if errors.Is(context.Cause(rn.ctx), errStorageLost) {
@@ -561,10 +564,11 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[events.Event, error]) (*events.
 // run.interrupted announcing it is stored, so a client that reads the
 // event finds the question pending. A recovered run asks again what it
 // asked before its process died: the record stays, its deadline
-// scheduled again.
-func (m *Service) askClarification(rn *Run, t *events.RunInterrupted) {
+// scheduled again. It returns the record as it stands (zero when there
+// is none).
+func (m *Service) askClarification(rn *Run, t *events.RunInterrupted) store.HumanRequest {
 	if t.ClarificationID == "" {
-		return // parked on something the agent does not know (a static interrupt)
+		return store.HumanRequest{} // parked on something the agent does not know (a static interrupt)
 	}
 	ctx := context.WithoutCancel(rn.ctx)
 	at, onExpiry := m.ownDeadline(m.cfg.ClarificationExpiry)
@@ -576,9 +580,37 @@ func (m *Service) askClarification(rn *Run, t *events.RunInterrupted) {
 	if err != nil {
 		rn.log.LogAttrs(ctx, slog.LevelError, "storing a clarifying question failed", slog.String("clarification_id", t.ClarificationID),
 			slog.Any("error", err))
-		return
+		return store.HumanRequest{}
 	}
 	m.schedule(ctx, rn, c)
+	return c
+}
+
+// expiredAsItParked takes up the outcome the deadline of the clarifying
+// question c decided before the run parked on it: a run recovered after
+// its process died between the deadline's decision and the resume asks
+// the question again, and the deadline's job, done, does not come back.
+// As park does for an answer stored meanwhile, a new segment is launched
+// from this one as it ends: the run goes on (continue) or is cancelled.
+func (m *Service) expiredAsItParked(rn *Run, c store.HumanRequest) {
+	m.resumeMu.Lock()
+	defer m.resumeMu.Unlock()
+	ctx := context.WithoutCancel(rn.ctx)
+	var err error
+	if c.OnExpiry == events.ExpiryCancel {
+		// As cancelLocked cancels a parked run: abandoned sends
+		// clarification.expired before run.cancelled.
+		err = m.resume(ctx, c.UserID, c.RunID, true, m.abandoned)
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrRunActive) {
+			err = nil
+		}
+	} else {
+		err = m.clarificationExpiredLocked(ctx, c)
+	}
+	if err != nil {
+		rn.log.LogAttrs(ctx, slog.LevelError, "taking up a clarifying question's deadline as the run parked failed",
+			slog.String("clarification_id", c.ID), slog.Any("error", err))
+	}
 }
 
 // reasonShutdown is run.interrupted's reason when the server stopped the
