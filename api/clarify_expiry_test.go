@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,6 +221,46 @@ func TestClarificationDeadlineRacesAMessage(t *testing.T) {
 						t.Errorf("%d: the message won: %+v, run %s, events %v; message %d %s", i, c, r.Status, rest, status, body)
 					}
 				}
+			}
+		})
+	}
+}
+
+// A clarifying question its deadline decides before its run has parked
+// on it (here the job comes at once, as the question is recorded: a
+// short deadline, or a run recovered after a crash between the decision
+// and the resume) is taken up as the run parks: the run that asked goes
+// on after clarification.expired and completes.
+func TestClarificationDecidedBeforeItsRunParks(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			var svc atomic.Pointer[runs.Service]
+			expired := make(chan error, 1)
+			e := newEnv(t, envOptions{backend: b, configure: func(c *apitest.Config) {
+				c.Runs.ClarificationExpiry = operators.Expiry{Timeout: time.Millisecond, Outcome: events.ExpiryContinue}
+				c.Runs.ScheduleExpiry = func(ctx context.Context, kind store.HumanKind, user, id string, at time.Time) error {
+					time.Sleep(time.Until(at))
+					expired <- svc.Load().Expire(ctx, kind, user, id)
+					return nil
+				}
+			}})
+			svc.Store(e.srv.Runs())
+			s := e.chat(map[string]any{"message": "book a table for two"})
+			conv, runID := s.header("X-Conversation-ID"), s.header("X-Run-ID")
+			if err := <-expired; err != nil {
+				t.Fatalf("Expire: %v", err)
+			}
+			evs := s.all()
+			last := evs[len(evs)-1]
+			if last.Type != "run.interrupted" {
+				t.Fatalf("events %v", types(evs))
+			}
+			rest := followFrom(e, conv, last.ID)
+			if len(rest) == 0 || rest[0].Type != "clarification.expired" || rest[len(rest)-1].Type != "run.completed" {
+				t.Fatalf("after the question: %v", types(rest))
+			}
+			if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunCompleted {
+				t.Errorf("the run that asked: %+v %v", r, err)
 			}
 		})
 	}

@@ -522,7 +522,7 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[events.Event, error]) (*events.
 			c := m.askClarification(rn, t)
 			m.showDeadlines(rn, t)
 			m.finish(rn, t, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptClarification})
-			if c.TimedOut {
+			if c.ExpiresAt != nil {
 				m.expiredAsItParked(rn, c)
 			}
 		}
@@ -587,16 +587,22 @@ func (m *Service) askClarification(rn *Run, t *events.RunInterrupted) store.Huma
 }
 
 // expiredAsItParked takes up the outcome the deadline of the clarifying
-// question c decided before the run parked on it: a run recovered after
-// its process died between the deadline's decision and the resume asks
-// the question again, and the deadline's job, done, does not come back.
-// As park does for an answer stored meanwhile, a new segment is launched
-// from this one as it ends: the run goes on (continue) or is cancelled.
+// question c decided before the run parked on it: a deadline that came
+// while the run was on its way to park found it running, and a run
+// recovered after its process died between the deadline's decision and
+// the resume asks the question again; the deadline's job, done, does not
+// come back. As park does for an answer stored meanwhile, a new segment
+// is launched from this one as it ends: the run goes on (continue) or is
+// cancelled. Serialised with Expire, which resumes a run it finds
+// parked itself.
 func (m *Service) expiredAsItParked(rn *Run, c store.HumanRequest) {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
 	ctx := context.WithoutCancel(rn.ctx)
-	var err error
+	c, err := m.st.GetHumanRequest(ctx, store.KindClarification, rn.userID, c.ID)
+	if err != nil || !c.TimedOut {
+		return // pending still (its deadline's job resumes the parked run), answered, or gone
+	}
 	if c.OnExpiry == events.ExpiryCancel {
 		// As cancelLocked cancels a parked run: abandoned sends
 		// clarification.expired before run.cancelled.
