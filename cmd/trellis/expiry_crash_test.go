@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -161,6 +163,9 @@ func TestCrashBeforeAnUncertainCallDeadline(t *testing.T) {
 			if len(expired) != 1 || expired[0].data["uncertain_call_id"] != ids[0] || expired[0].data["outcome"] != outcome ||
 				len(resolved) != 1 || resolved[0].data["decision"] != outcome {
 				t.Errorf("expired %v, resolved %v; events %v", expired, resolved, types(evs))
+			}
+			if told := of(evs, "tool.error"); len(told) != 1 || !strings.Contains(fmt.Sprint(told[0].data["error"]), "nobody decided in time") {
+				t.Errorf("the model was told %v, want that nobody decided in time", told)
 			}
 			if last := evs[len(evs)-1].typ; last != "run.completed" {
 				t.Errorf("the run ended with %s; events %v", last, types(evs))
