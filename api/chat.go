@@ -223,6 +223,10 @@ func waits(reason string) bool {
 type clarification struct {
 	ID       string `json:"id"`
 	Question string `json:"question"`
+	// ExpiresAt and OnExpiry are the question's deadline, when it has
+	// one, as run.interrupted's pending item shows it.
+	ExpiresAt *time.Time           `json:"expires_at,omitempty"`
+	OnExpiry  events.ExpiryOutcome `json:"on_expiry,omitempty"`
 }
 
 // handleChatSync is POST /api/v1/chat/sync: a run, answered as one JSON
@@ -304,7 +308,13 @@ func (res *syncResponse) apply(typ string, p events.Payload) {
 		res.Reason = d.Reason
 		if d.Reason == string(events.PendingClarification) {
 			res.Pending = newSyncPending()
-			res.Pending.Clarification = &clarification{ID: d.ClarificationID, Question: d.Question}
+			c := &clarification{ID: d.ClarificationID, Question: d.Question}
+			for _, p := range d.Pending {
+				if p.Kind == events.PendingClarification && p.ID == d.ClarificationID {
+					c.ExpiresAt, c.OnExpiry = p.ExpiresAt, p.OnExpiry
+				}
+			}
+			res.Pending.Clarification = c
 		}
 	case *events.RunFailed:
 		res.Error = &d.Error

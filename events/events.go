@@ -26,8 +26,17 @@ const (
 	// TypeUncertainCallResolved: a person decided on an uncertain call
 	// and the run goes on (an addition to API.md; see docs/api.md).
 	TypeUncertainCallResolved = "uncertain_call.resolved"
-	TypeApprovalRequired      = "approval.required"
-	TypeApprovalResolved      = "approval.resolved"
+	// TypeUncertainCallExpired: nobody decided on an uncertain call
+	// before its deadline, and the outcome the operator chose for it
+	// (skip or fail) was applied (an addition to API.md; see
+	// docs/api.md).
+	TypeUncertainCallExpired = "uncertain_call.expired"
+	// TypeClarificationExpired: nobody answered a clarifying question
+	// before its deadline, and the outcome the operator chose for it was
+	// applied (an addition to API.md; see docs/api.md).
+	TypeClarificationExpired = "clarification.expired"
+	TypeApprovalRequired     = "approval.required"
+	TypeApprovalResolved     = "approval.resolved"
 	// TypeApprovalExpired: nobody answered an approval before its
 	// deadline, and the outcome the operator chose for it was applied
 	// (an addition to API.md; see docs/api.md).
@@ -149,6 +158,8 @@ var payloads = map[string]func() Payload{
 	TypeToolError:             func() Payload { return new(ToolError) },
 	TypeToolUncertain:         func() Payload { return new(ToolUncertain) },
 	TypeUncertainCallResolved: func() Payload { return new(UncertainCallResolved) },
+	TypeUncertainCallExpired:  func() Payload { return new(UncertainCallExpired) },
+	TypeClarificationExpired:  func() Payload { return new(ClarificationExpired) },
 	TypeApprovalRequired:      func() Payload { return new(ApprovalRequired) },
 	TypeApprovalResolved:      func() Payload { return new(ApprovalResolved) },
 	TypeApprovalExpired:       func() Payload { return new(ApprovalExpired) },

@@ -32,7 +32,16 @@ const (
 	// ExpiryDecline declines an elicitation, as MCP defines a decline:
 	// the tool hears that the user would not answer, and goes on.
 	ExpiryDecline ExpiryOutcome = "decline"
-	// ExpiryCancel cancels the run, whatever the kind.
+	// ExpiryContinue goes on without a clarifying question's answer:
+	// the agent is told the user did not answer in time, and proceeds
+	// on its best judgement, saying so.
+	ExpiryContinue ExpiryOutcome = "continue"
+	// ExpirySkip skips an uncertain call: it is treated as not run, and
+	// the agent is told it was skipped.
+	ExpirySkip ExpiryOutcome = "skip"
+	// ExpiryFail treats an uncertain call as failed.
+	ExpiryFail ExpiryOutcome = "fail"
+	// ExpiryCancel cancels the run, of every kind but an uncertain call.
 	ExpiryCancel ExpiryOutcome = "cancel"
 )
 
@@ -48,6 +57,12 @@ func ExpiryOutcomes(kind PendingKind) []ExpiryOutcome {
 		return []ExpiryOutcome{ExpiryReject, ExpiryApprove, ExpiryCancel}
 	case PendingElicitation:
 		return []ExpiryOutcome{ExpiryDecline, ExpiryCancel}
+	case PendingClarification:
+		return []ExpiryOutcome{ExpiryContinue, ExpiryCancel}
+	case PendingUncertainCall:
+		// Never retry: running again a call that may have run is what
+		// only a person may decide.
+		return []ExpiryOutcome{ExpirySkip, ExpiryFail}
 	}
 	return nil
 }
@@ -55,7 +70,9 @@ func ExpiryOutcomes(kind PendingKind) []ExpiryOutcome {
 // ParseExpiryOutcome reads an outcome of a request of kind as
 // configured; "" is the kind's default, the outcome that neither acts
 // nor drops the user's turn (reject for an approval, decline for an
-// elicitation).
+// elicitation, continue for a clarification, skip for an uncertain
+// call). Retry (or run) of an uncertain call is refused with a reason
+// of its own.
 func ParseExpiryOutcome(kind PendingKind, s string) (ExpiryOutcome, error) {
 	outcomes := ExpiryOutcomes(kind)
 	if len(outcomes) == 0 {
@@ -66,6 +83,10 @@ func ParseExpiryOutcome(kind PendingKind, s string) (ExpiryOutcome, error) {
 	}
 	if o := ExpiryOutcome(s); slices.Contains(outcomes, o) {
 		return o, nil
+	}
+	if kind == PendingUncertainCall && (s == "retry" || s == "run") {
+		return "", fmt.Errorf("%w: an uncertain call is never run again at its deadline, only by a person's decision: %q is refused (skip or fail)",
+			ErrExpiryOutcome, s)
 	}
 	words := make([]string, len(outcomes))
 	for i, o := range outcomes {
@@ -117,9 +138,9 @@ type Pending struct {
 	// Namespace is the path of the sub-agent that asks; "" for the
 	// root agent.
 	Namespace string `json:"namespace,omitempty"`
-	// ExpiresAt and OnExpiry are an approval's or an elicitation's
-	// deadline and what happens then (see ApprovalRequired); the run
-	// service fills them in run.interrupted.
+	// ExpiresAt and OnExpiry are the request's deadline and what
+	// happens then (see ApprovalRequired); the run service fills them
+	// in run.interrupted.
 	ExpiresAt *time.Time    `json:"expires_at,omitempty"`
 	OnExpiry  ExpiryOutcome `json:"on_expiry,omitempty"`
 }

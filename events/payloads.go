@@ -89,6 +89,36 @@ type ToolUncertain struct {
 	ToolCallID      string          `json:"tool_call_id"`
 	Tool            string          `json:"tool"`
 	Args            json.RawMessage `json:"args"`
+	// ExpiresAt is the decision's deadline, with OnExpiry (skip or
+	// fail) what happens then; nil when it waits for ever. The run
+	// service sets them as it records the request, before the event is
+	// sent.
+	ExpiresAt *time.Time    `json:"expires_at,omitempty"`
+	OnExpiry  ExpiryOutcome `json:"on_expiry,omitempty"`
+}
+
+// UncertainCallExpired is uncertain_call.expired: nobody decided on the
+// uncertain call UncertainCallID (a human request of Kind,
+// "uncertain_call") before ExpiresAt, and Outcome (skip or fail) was
+// applied. It comes first in what follows, before
+// uncertain_call.resolved.
+type UncertainCallExpired struct {
+	UncertainCallID string        `json:"uncertain_call_id"`
+	Kind            PendingKind   `json:"kind"`
+	Outcome         ExpiryOutcome `json:"outcome"`
+	ExpiresAt       time.Time     `json:"expires_at"`
+}
+
+// ClarificationExpired is clarification.expired: nobody answered the
+// clarifying question ClarificationID (a human request of Kind,
+// "clarification") before ExpiresAt, and Outcome was applied. It comes
+// first in what follows: before the agent goes on without an answer
+// (continue), or before run.cancelled (cancel).
+type ClarificationExpired struct {
+	ClarificationID string        `json:"clarification_id"`
+	Kind            PendingKind   `json:"kind"`
+	Outcome         ExpiryOutcome `json:"outcome"`
+	ExpiresAt       time.Time     `json:"expires_at"`
 }
 
 // UncertainCallResolved is uncertain_call.resolved: a person decided
@@ -339,6 +369,8 @@ func (*ToolComplete) EventType() string          { return TypeToolComplete }
 func (*ToolError) EventType() string             { return TypeToolError }
 func (*ToolUncertain) EventType() string         { return TypeToolUncertain }
 func (*UncertainCallResolved) EventType() string { return TypeUncertainCallResolved }
+func (*UncertainCallExpired) EventType() string  { return TypeUncertainCallExpired }
+func (*ClarificationExpired) EventType() string  { return TypeClarificationExpired }
 func (*ApprovalRequired) EventType() string      { return TypeApprovalRequired }
 func (*ApprovalResolved) EventType() string      { return TypeApprovalResolved }
 func (*ApprovalExpired) EventType() string       { return TypeApprovalExpired }

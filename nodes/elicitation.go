@@ -78,7 +78,10 @@ type doneCall struct {
 // AnswerUncertainCall read back from the thread.
 type questionAnswered struct {
 	ElicitationAnswer
-	Decision CallDecision   `json:"decision,omitempty"`
+	Decision CallDecision `json:"decision,omitempty"`
+	// TimedOut: the deadline of the uncertain call, not a person, made
+	// Decision.
+	TimedOut bool           `json:"timed_out,omitempty"`
 	Question parkedQuestion `json:"question"`
 }
 
@@ -161,7 +164,7 @@ func answeredQuestions(ctx context.Context) (map[string]questionAnswered, map[st
 			if decided == nil {
 				decided = map[string]decidedCall{}
 			}
-			decided[qa.Question.CallKey] = decidedCall{ID: qa.Question.UncertainCallID, Decision: qa.Decision}
+			decided[qa.Question.CallKey] = decidedCall{ID: qa.Question.UncertainCallID, Decision: qa.Decision, TimedOut: qa.TimedOut}
 			continue
 		}
 		if answers == nil {

@@ -17,7 +17,8 @@ var (
 	// conversation, or none with the given id.
 	ErrNoPendingApproval = errors.New("nodes: no pending approval")
 	// ErrNoPendingElicitation: AnswerElicitation found no tool's question
-	// with that id waiting in the conversation.
+	// with that id waiting in the conversation (nor AnswerUncertainCall
+	// such a call, nor ClarificationExpired such a clarifying question).
 	ErrNoPendingElicitation = errors.New("nodes: no pending elicitation")
 	// ErrApprovalPending: a new message came while a tool call waits for
 	// a human — its approval, or the answer to its question; answer that

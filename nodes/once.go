@@ -172,6 +172,7 @@ func (x *execution) end(ctx context.Context, i int, key string) {
 type decidedCall struct {
 	ID       string
 	Decision CallDecision
+	TimedOut bool
 }
 
 // undo returns what the model reads for step i, a call a person decided
@@ -185,12 +186,16 @@ func (x *execution) undo(ctx context.Context, i int) (ToolResult, bool) {
 	if !ok || d.Decision == CallRetry {
 		return ToolResult{}, false
 	}
+	chose := "the user chose to"
+	if d.TimedOut {
+		chose = "nobody decided in time, so as the operator set it was decided to"
+	}
 	if d.Decision == CallSkip {
 		return x.skip(ctx, i, "it was running when the service stopped, so it may or may not have taken effect, "+
-			"and the user chose to skip it rather than run it again"), true
+			"and "+chose+" skip it rather than run it again"), true
 	}
 	text := "Failed: the call was running when the service stopped, so it may or may not have taken effect, " +
-		"and the user chose to treat it as failed."
+		"and " + chose + " treat it as failed."
 	_ = emit(ctx, &events.ToolError{ToolCallID: st.ToolCallID, Tool: st.Tool, Error: text})
 	return ToolResult{ToolCallID: st.ToolCallID, Tool: st.Tool, Args: st.Args, Status: ToolError, Content: text, Iteration: x.iteration}, true
 }
@@ -199,7 +204,7 @@ func (x *execution) undo(ctx context.Context, i int) (ToolResult, bool) {
 // run found started and not ended, and continues the run; it yields the
 // run's events with the contract of Run. Errors: ErrInvalidInput for an
 // unknown decision, ErrNoPendingElicitation when no such call waits.
-func (a *Agent) AnswerUncertainCall(ctx context.Context, conversationID, id string, d CallDecision) iter.Seq2[events.Event, error] {
+func (a *Agent) AnswerUncertainCall(ctx context.Context, conversationID, id string, d CallDecision, timedOut bool) iter.Seq2[events.Event, error] {
 	return func(yield func(events.Event, error) bool) {
 		switch d {
 		case CallRetry, CallSkip, CallFail:
@@ -214,7 +219,7 @@ func (a *Agent) AnswerUncertainCall(ctx context.Context, conversationID, id stri
 		}
 		if in, q, ok := parkedOn(ins, events.PendingUncertainCall, id); ok {
 			a.runGraph(ctx, yield, nil, graph.RunConfig{ThreadID: conversationID,
-				ResumeByID: map[string]any{in.ID: questionAnswered{Decision: d, Question: q}}})
+				ResumeByID: map[string]any{in.ID: questionAnswered{Decision: d, TimedOut: timedOut, Question: q}}})
 			return
 		}
 		fail(yield, fmt.Errorf("nodes: answer uncertain call in conversation %s: %w (id %q)", conversationID, ErrNoPendingElicitation, id))

@@ -63,7 +63,7 @@ func TestSubagentUncertainCall(t *testing.T) {
 				t.Errorf("pending after the run: %+v %v", pend, err)
 			}
 
-			r = collect(a.AnswerUncertainCall(t.Context(), "c1", p.UncertainCallID, decision))
+			r = collect(a.AnswerUncertainCall(t.Context(), "c1", p.UncertainCallID, decision, false))
 			if d := last[*events.ResponseDone](r); r.err != nil || d == nil || d.Content != "Billed." {
 				t.Fatalf("after %s: %v %s", decision, r.err, r.trace())
 			}

@@ -105,7 +105,7 @@ func TestUncertainCallDecisions(t *testing.T) {
 				t.Errorf("uncertain call id %s, want the call's key %s", tu.UncertainCallID, key)
 			}
 
-			r = collect(h.agent.AnswerUncertainCall(t.Context(), "c1", tu.UncertainCallID, tc.decision))
+			r = collect(h.agent.AnswerUncertainCall(t.Context(), "c1", tu.UncertainCallID, tc.decision, false))
 			if r.err != nil || last[*events.RunCompleted](r) == nil {
 				t.Fatalf("after %s: %v\n%s", tc.decision, r.err, r.trace())
 			}
@@ -139,7 +139,7 @@ func TestUncertainCallDecisions(t *testing.T) {
 			if tc.decision != nodes.CallRetry && len(log.begun) != 1 {
 				t.Errorf("begun %q: a call the person did not let run again was begun", log.begun)
 			}
-			if r := collect(h.agent.AnswerUncertainCall(t.Context(), "c1", tu.UncertainCallID, "maybe")); !errors.Is(r.err, nodes.ErrInvalidInput) {
+			if r := collect(h.agent.AnswerUncertainCall(t.Context(), "c1", tu.UncertainCallID, "maybe", false)); !errors.Is(r.err, nodes.ErrInvalidInput) {
 				t.Errorf("an unknown decision: %v, want ErrInvalidInput", r.err)
 			}
 		})

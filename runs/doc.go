@@ -101,7 +101,15 @@
 // A clarifying question ends the run with run.interrupted (reason
 // clarification), recorded as a pending human request of its kind; the
 // user's next message is a new run that answers it (the store records
-// the answer as it starts the run).
+// the answer as it starts the run). A clarifying question and an
+// uncertain call may have deadlines too (Config.ClarificationExpiry,
+// Config.UncertainCallExpiry), kept by the same job and Expire: a
+// question's continue resumes the run that asked, the agent going on
+// without an answer after clarification.expired (a message meanwhile is
+// refused by the store until the run has taken it up), its cancel
+// cancels the run; a call's skip or fail is handed to the parked run as
+// a person's decision is, after uncertain_call.expired. Retry is never
+// a deadline's outcome.
 // A tool's question (an elicitation) waits in the service's waiting
 // room, which checks an answer against the question's JSON Schema,
 // while an interactive subscriber follows the run, for

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"time"
 
@@ -48,6 +49,18 @@ func (m *Service) questionDeadline(source string) (*time.Time, events.ExpiryOutc
 	return &at, e.Outcome
 }
 
+// ownDeadline is the deadline of a new human request of a kind whose
+// deadline the service's configuration sets (a clarification, an
+// uncertain call: e), and what happens then; none without
+// Config.ScheduleExpiry.
+func (m *Service) ownDeadline(e operators.Expiry) (*time.Time, events.ExpiryOutcome) {
+	if m.cfg.ScheduleExpiry == nil || e.Timeout <= 0 {
+		return nil, ""
+	}
+	at := time.Now().Add(e.Timeout)
+	return &at, e.Outcome
+}
+
 // schedule asks for Expire at the stored request's deadline, if it has
 // one. Scheduling one twice is harmless (Config.ScheduleExpiry keeps one
 // per request), so a recovered run that asks again schedules again: a
@@ -63,39 +76,43 @@ func (m *Service) schedule(ctx context.Context, rn *Run, a store.HumanRequest) {
 	}
 }
 
-// showDeadlines puts the deadlines of the approvals and elicitations a
-// run parks on into its run.interrupted, as the store keeps them.
+// showDeadlines puts the deadlines of the human requests a run parks
+// on into its run.interrupted, as the store keeps them.
 func (m *Service) showDeadlines(rn *Run, t *events.RunInterrupted) {
 	ctx := context.WithoutCancel(rn.ctx)
 	for i := range t.Pending {
 		p := &t.Pending[i]
-		if p.Kind != events.PendingApproval && p.Kind != events.PendingElicitation {
-			continue
-		}
 		if a, err := m.st.GetHumanRequest(ctx, store.HumanKind(p.Kind), rn.userID, expiringID(*p)); err == nil {
 			p.ExpiresAt, p.OnExpiry = a.ExpiresAt, a.OnExpiry
 		}
 	}
 }
 
-// expiringID is the id of the approval or elicitation p waits on.
+// expiringID is the id of the human request p waits on.
 func expiringID(p events.Pending) string {
-	if p.Kind == events.PendingElicitation {
+	switch p.Kind {
+	case events.PendingElicitation:
 		return p.ElicitationID
+	case events.PendingUncertainCall:
+		return p.UncertainCallID
 	}
 	return p.ID
 }
 
 // Expire applies the outcome chosen for the user's human request of kind
-// (an approval or an elicitation) once its deadline has passed with
-// nobody answering. An approval's reject and approve are recorded as the
-// decision (marked timed out) and handed to the run as an answer is
-// (AnswerApproval); an elicitation's decline is recorded as declined and
-// handed to the waiting tool, or to the run parked on it, as the user's
-// decline is (AnswerElicitation); cancel, of either, is recorded as
-// expired and the run is cancelled (Cancel). The run's events begin with
-// approval.expired or elicitation.expired. It is serialised with answers
-// and cancels, and the record decides as for two answers: of a person's
+// once its deadline has passed with nobody answering. An approval's
+// reject and approve are recorded as the decision (marked timed out) and
+// handed to the run as an answer is (AnswerApproval); an elicitation's
+// decline is recorded as declined and handed to the waiting tool, or to
+// the run parked on it, as the user's decline is (AnswerElicitation); a
+// clarification's continue resumes the run that asked, the agent going
+// on without an answer; an uncertain call's skip or fail is recorded as
+// that decision and handed to the run parked on it as a person's is
+// (AnswerUncertainCall); cancel is recorded as expired and the run is
+// cancelled (Cancel). The run's events begin with approval.expired,
+// elicitation.expired, clarification.expired or uncertain_call.expired.
+// It is serialised with answers and cancels, and the record decides as
+// for two answers: of a person's
 // answer and the deadline exactly one wins, and the deadline does
 // nothing to a request answered, cancelled or gone. Called again after a
 // call that stopped part-way (a crash), it finishes what that call
@@ -103,6 +120,16 @@ func expiringID(p events.Pending) string {
 // Errors: ErrNotDue before the deadline; the store's and the resuming
 // run's (ErrShuttingDown, ErrUnavailable…): call it again.
 func (m *Service) Expire(ctx context.Context, kind store.HumanKind, user, id string) error {
+	if kind == store.KindUncertainCall {
+		// As for a person's decision, the run that asks has parked
+		// before the deadline's is taken up; waited for before resumeMu,
+		// which parking takes.
+		if h, err := m.st.GetHumanRequest(ctx, kind, user, id); err == nil {
+			if err := parked(ctx, m.parking(h)); err != nil {
+				return fmt.Errorf("runs: expire %s %s: %w", kind, id, err)
+			}
+		}
+	}
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
 	a, err := m.st.GetHumanRequest(ctx, kind, user, id)
@@ -155,6 +182,13 @@ func (m *Service) Expire(ctx context.Context, kind store.HumanKind, user, id str
 		}
 	case kind == store.KindElicitation:
 		err = m.elicitationExpiredLocked(ctx, a)
+	case kind == store.KindClarification:
+		err = m.clarificationExpiredLocked(ctx, a)
+	case kind == store.KindUncertainCall:
+		err = m.resumeWith(ctx, a)
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrRunActive) || errors.Is(err, store.ErrNotFound) {
+			return nil // resumed already, or its run moved on
+		}
 	default:
 		err = m.approvalAnsweredLocked(ctx, a, true)
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrRunActive) || errors.Is(err, store.ErrNotFound) {
@@ -335,19 +369,21 @@ func (m *Service) announceExpiry(ctx context.Context, h store.HumanRequest) {
 }
 
 // expiredEvent is the expired event of a request its deadline decided:
-// approval.expired or elicitation.expired; nil for one a person
-// answered.
+// approval.expired, elicitation.expired, clarification.expired or
+// uncertain_call.expired; nil for one a person answered.
 func expiredEvent(h store.HumanRequest) events.Payload {
-	if h.Kind == store.KindElicitation {
-		if x := elicitationExpiredOf(h); x != nil {
-			return x
-		}
+	if !h.TimedOut || h.ExpiresAt == nil {
 		return nil
 	}
-	if x := expiredOf(h); x != nil {
-		return x
+	switch h.Kind {
+	case store.KindElicitation:
+		return elicitationExpiredOf(h)
+	case store.KindClarification:
+		return &events.ClarificationExpired{ClarificationID: h.ID, Kind: events.PendingClarification, Outcome: h.OnExpiry, ExpiresAt: *h.ExpiresAt}
+	case store.KindUncertainCall:
+		return &events.UncertainCallExpired{UncertainCallID: h.ID, Kind: events.PendingUncertainCall, Outcome: h.OnExpiry, ExpiresAt: *h.ExpiresAt}
 	}
-	return nil
+	return expiredOf(h)
 }
 
 // elicitationExpiredOf is the elicitation.expired of the elicitation a
@@ -368,9 +404,9 @@ func expiredOf(a store.HumanRequest) *events.ApprovalExpired {
 	return &events.ApprovalExpired{ApprovalID: a.ID, Kind: events.PendingApproval, Outcome: a.OnExpiry, ExpiresAt: *a.ExpiresAt}
 }
 
-// cancelledByDeadline is the approval.expired or elicitation.expired of
-// the request the conversation's run waits on whose deadline cancelled
-// the run; nil when a person cancelled it.
+// cancelledByDeadline is the expired event of the request the
+// conversation's run waits on whose deadline cancelled the run; nil when
+// a person cancelled it.
 func (m *Service) cancelledByDeadline(ctx context.Context, conversationID string) events.Payload {
 	rn := runFrom(ctx)
 	if rn == nil {
@@ -381,13 +417,48 @@ func (m *Service) cancelledByDeadline(ctx context.Context, conversationID string
 		return nil
 	}
 	for _, p := range pending {
-		if p.Kind != events.PendingApproval && p.Kind != events.PendingElicitation {
-			continue
-		}
 		h, err := m.st.GetHumanRequest(ctx, store.HumanKind(p.Kind), rn.userID, expiringID(p))
 		if err == nil && h.RunID == rn.id && h.OnExpiry == events.ExpiryCancel && h.Status == store.HumanExpired {
 			return expiredEvent(h)
 		}
 	}
 	return nil
+}
+
+// parking is what closes once the run that asked the human request h,
+// live in this process, has parked; nil when it is not live here.
+func (m *Service) parking(h store.HumanRequest) chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if rn := m.byConv[h.ConversationID]; rn != nil && rn.id == h.RunID {
+		return rn.done
+	}
+	return nil
+}
+
+// clarificationExpiredLocked goes on with the run parked on the
+// clarifying question c whose deadline decided continue (a cancel goes
+// as cancelLocked cancels a parked run): the run resumes
+// (the one that asked, not a new one: no message answered), its events
+// beginning with clarification.expired, and the agent proceeds without
+// an answer. A run that moved on (cancelled, superseded by an edit,
+// resumed already) is left alone. m.resumeMu is held.
+func (m *Service) clarificationExpiredLocked(ctx context.Context, c store.HumanRequest) error {
+	r, err := m.st.GetRun(ctx, c.UserID, c.RunID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if r.Superseded || r.Status != store.RunInterrupted || r.InterruptReason != store.InterruptClarification {
+		return nil
+	}
+	err = m.resume(ctx, c.UserID, c.RunID, false, func(ctx context.Context, conversationID string) iter.Seq2[events.Event, error] {
+		return m.agent.ClarificationExpired(ctx, conversationID, c.ID, expiredEvent(c))
+	})
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrRunActive) {
+		return nil // resumed already, or another run took its place
+	}
+	return err
 }

@@ -59,13 +59,7 @@ func (m *Service) AnswerUncertainCall(ctx context.Context, user, id string, ans 
 	if err != nil {
 		return store.HumanRequest{}, err
 	}
-	m.mu.Lock()
-	var parking chan struct{}
-	if rn := m.byConv[h.ConversationID]; rn != nil && rn.id == h.RunID {
-		parking = rn.done
-	}
-	m.mu.Unlock()
-	if err := parked(ctx, parking); err != nil {
+	if err := parked(ctx, m.parking(h)); err != nil {
 		return store.HumanRequest{}, err
 	}
 	if h, err = m.st.ResolveHumanRequest(ctx, user, id, ans); err != nil {
@@ -78,18 +72,22 @@ func (m *Service) AnswerUncertainCall(ctx context.Context, user, id string, ans 
 }
 
 // uncertainCallAnswered is resumeWith's agent call for an uncertain
-// call's stored decision. Its events begin with uncertain_call.resolved,
-// as an approval's begin with approval.resolved, once the agent has
+// call's stored decision. Its events begin with uncertain_call.resolved
+// (after uncertain_call.expired when the deadline decided), as an
+// approval's begin with approval.resolved, once the agent has
 // taken the decision up: an agent that finds nothing parked on the call
 // fails without it.
 func (m *Service) uncertainCallAnswered(ctx context.Context, conversationID string, h store.HumanRequest) iter.Seq2[events.Event, error] {
 	decision := store.DecisionOf(h.Status)
-	seq := m.agent.AnswerUncertainCall(ctx, conversationID, h.ID, nodes.CallDecision(decision))
+	seq := m.agent.AnswerUncertainCall(ctx, conversationID, h.ID, nodes.CallDecision(decision), h.TimedOut)
 	return func(yield func(events.Event, error) bool) {
 		told := false
 		for ev, err := range seq {
 			if !told && err == nil {
 				told = true
+				if x := expiredEvent(h); x != nil && !yield(events.New(x), nil) {
+					return
+				}
 				resolved := &events.UncertainCallResolved{UncertainCallID: h.ID, ToolCallID: h.UncertainCall.ToolCallID, Decision: string(decision)}
 				if !yield(events.New(resolved), nil) {
 					return
@@ -104,13 +102,21 @@ func (m *Service) uncertainCallAnswered(ctx context.Context, conversationID stri
 
 // askUncertainCall records the human request tool.uncertain announces,
 // before the event is stored, so a client that reads it finds the
-// request pending. A run parking on it again (recovered once more)
-// finds it recorded.
+// request pending, with its deadline, which is scheduled. A run parking
+// on it again (recovered once more) finds it recorded, and schedules
+// its deadline again.
 func (m *Service) askUncertainCall(ctx context.Context, rn *Run, d *events.ToolUncertain) {
-	_, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.UncertainCallID, Kind: store.KindUncertainCall, RunID: rn.id,
-		UncertainCall: store.UncertainCall{ToolCallID: d.ToolCallID, Tool: d.Tool, Args: d.Args}})
-	if err != nil && !errors.Is(err, store.ErrConflict) {
+	at, onExpiry := m.ownDeadline(m.cfg.UncertainCallExpiry)
+	h, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.UncertainCallID, Kind: store.KindUncertainCall, RunID: rn.id,
+		UncertainCall: store.UncertainCall{ToolCallID: d.ToolCallID, Tool: d.Tool, Args: d.Args}, ExpiresAt: at, OnExpiry: onExpiry})
+	if errors.Is(err, store.ErrConflict) {
+		h, err = m.st.GetHumanRequest(ctx, store.KindUncertainCall, rn.userID, d.UncertainCallID)
+	}
+	if err != nil {
 		rn.log.LogAttrs(ctx, slog.LevelError, "storing an uncertain call failed", slog.String("uncertain_call_id", d.UncertainCallID),
 			slog.Any("error", err))
+		return
 	}
+	d.ExpiresAt, d.OnExpiry = h.ExpiresAt, h.OnExpiry
+	m.schedule(ctx, rn, h)
 }

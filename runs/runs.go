@@ -518,10 +518,15 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[events.Event, error]) (*events.
 			m.showDeadlines(rn, t)
 			m.park(rn, t, store.InterruptElicitation, store.KindElicitation, t.ElicitationIDs)
 		case string(events.PendingUncertainCall):
+			m.showDeadlines(rn, t)
 			m.park(rn, t, store.InterruptUncertainCall, store.KindUncertainCall, t.UncertainCallIDs)
 		default:
-			m.askClarification(rn, t)
+			c := m.askClarification(rn, t)
+			m.showDeadlines(rn, t)
 			m.finish(rn, t, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptClarification})
+			if c.ExpiresAt != nil {
+				m.expiredAsItParked(rn, c)
+			}
 		}
 	case *events.RunCancelled:
 		if errors.Is(context.Cause(rn.ctx), errStorageLost) {
@@ -557,19 +562,62 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[events.Event, error]) (*events.
 }
 
 // askClarification records the clarifying question a run parks on as a
-// human request, before the run.interrupted announcing it is stored, so a
-// client that reads the event finds the question pending. A recovered run
-// asks again what it asked before its process died: the record stays.
-func (m *Service) askClarification(rn *Run, t *events.RunInterrupted) {
+// human request, with its deadline, which is scheduled, before the
+// run.interrupted announcing it is stored, so a client that reads the
+// event finds the question pending. A recovered run asks again what it
+// asked before its process died: the record stays, its deadline
+// scheduled again. It returns the record as it stands (zero when there
+// is none).
+func (m *Service) askClarification(rn *Run, t *events.RunInterrupted) store.HumanRequest {
 	if t.ClarificationID == "" {
-		return // parked on something the agent does not know (a static interrupt)
+		return store.HumanRequest{} // parked on something the agent does not know (a static interrupt)
 	}
 	ctx := context.WithoutCancel(rn.ctx)
-	_, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: t.ClarificationID, Kind: store.KindClarification, RunID: rn.id,
-		Clarification: store.Clarification{Question: store.ToValidText(t.Question)}})
-	if err != nil && !errors.Is(err, store.ErrConflict) {
+	at, onExpiry := m.ownDeadline(m.cfg.ClarificationExpiry)
+	c, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: t.ClarificationID, Kind: store.KindClarification, RunID: rn.id,
+		Clarification: store.Clarification{Question: store.ToValidText(t.Question)}, ExpiresAt: at, OnExpiry: onExpiry})
+	if errors.Is(err, store.ErrConflict) {
+		c, err = m.st.GetHumanRequest(ctx, store.KindClarification, rn.userID, t.ClarificationID)
+	}
+	if err != nil {
 		rn.log.LogAttrs(ctx, slog.LevelError, "storing a clarifying question failed", slog.String("clarification_id", t.ClarificationID),
 			slog.Any("error", err))
+		return store.HumanRequest{}
+	}
+	m.schedule(ctx, rn, c)
+	return c
+}
+
+// expiredAsItParked takes up the outcome the deadline of the clarifying
+// question c decided before the run parked on it: a deadline that came
+// while the run was on its way to park found it running, and a run
+// recovered after its process died between the deadline's decision and
+// the resume asks the question again; the deadline's job, done, does not
+// come back. As park does for an answer stored meanwhile, a new segment
+// is launched from this one as it ends: the run goes on (continue) or is
+// cancelled. Serialised with Expire, which resumes a run it finds
+// parked itself.
+func (m *Service) expiredAsItParked(rn *Run, c store.HumanRequest) {
+	m.resumeMu.Lock()
+	defer m.resumeMu.Unlock()
+	ctx := context.WithoutCancel(rn.ctx)
+	c, err := m.st.GetHumanRequest(ctx, store.KindClarification, rn.userID, c.ID)
+	if err != nil || !c.TimedOut {
+		return // pending still (its deadline's job resumes the parked run), answered, or gone
+	}
+	if c.OnExpiry == events.ExpiryCancel {
+		// As cancelLocked cancels a parked run: abandoned sends
+		// clarification.expired before run.cancelled.
+		err = m.resume(ctx, c.UserID, c.RunID, true, m.abandoned)
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrRunActive) {
+			err = nil
+		}
+	} else {
+		err = m.clarificationExpiredLocked(ctx, c)
+	}
+	if err != nil {
+		rn.log.LogAttrs(ctx, slog.LevelError, "taking up a clarifying question's deadline as the run parked failed",
+			slog.String("clarification_id", c.ID), slog.Any("error", err))
 	}
 }
 

@@ -173,11 +173,18 @@ type Config struct {
 	// ScheduleExpiry, when set, arranges durably (a scheduled job) that
 	// Expire(kind, userID, id) is called at the deadline at, on
 	// whichever process is alive then, once a run has stored an
-	// approval or an elicitation with a deadline; called again for the
+	// human request with a deadline; called again for the
 	// same request it keeps one. It must not block for long. Nil:
 	// requests get no deadline, whatever the tools' rules say, since
 	// nothing would keep it.
 	ScheduleExpiry func(ctx context.Context, kind store.HumanKind, userID, id string, at time.Time) error
+	// ClarificationExpiry is the deadline of the agent's clarifying
+	// questions, and what happens then (continue or cancel);
+	// UncertainCallExpiry that of the decision on a call that may have
+	// run (skip or fail). Zero waits for ever, as does either without
+	// ScheduleExpiry.
+	ClarificationExpiry operators.Expiry
+	UncertainCallExpiry operators.Expiry
 }
 
 // Metrics is what the service reports as runs go.

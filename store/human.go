@@ -78,7 +78,7 @@ type HumanRequest struct {
 	CreatedAt      time.Time
 	ResolvedAt     *time.Time
 	// ExpiresAt is the request's deadline, nil for none; OnExpiry is
-	// what happens then. Approvals and elicitations have deadlines.
+	// what happens then.
 	ExpiresAt *time.Time
 	OnExpiry  events.ExpiryOutcome
 	// TimedOut: the deadline decided the request (see DeadlineAnswer),
@@ -188,6 +188,7 @@ type (
 		Answer         string      `json:"answer,omitempty"`
 		CreatedAt      time.Time   `json:"created_at"`
 		ResolvedAt     *time.Time  `json:"resolved_at,omitempty"`
+		expiryJSON
 	}
 	// uncertainCallJSON is an item of GET /uncertain-calls/pending,
 	// named as tool.uncertain names it.
@@ -202,6 +203,7 @@ type (
 		Decision       CallDecision    `json:"decision,omitempty"`
 		CreatedAt      time.Time       `json:"created_at"`
 		ResolvedAt     *time.Time      `json:"resolved_at,omitempty"`
+		expiryJSON
 	}
 )
 
@@ -223,12 +225,14 @@ func (r HumanRequest) MarshalJSON() ([]byte, error) {
 	case KindClarification:
 		c := r.Clarification
 		return json.Marshal(clarificationJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
-			Question: c.Question, Status: r.Status, Answer: c.Answer, CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt})
+			Question: c.Question, Status: r.Status, Answer: c.Answer, CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt,
+			expiryJSON: expiryJSON{ExpiresAt: r.ExpiresAt, OnExpiry: r.OnExpiry, TimedOut: r.TimedOut}})
 	case KindUncertainCall:
 		u := r.UncertainCall
 		return json.Marshal(uncertainCallJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
 			ToolCallID: u.ToolCallID, Tool: u.Tool, Args: u.Args, Status: r.Status, Decision: DecisionOf(r.Status),
-			CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt})
+			CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt,
+			expiryJSON: expiryJSON{ExpiresAt: r.ExpiresAt, OnExpiry: r.OnExpiry, TimedOut: r.TimedOut}})
 	}
 	return nil, fmt.Errorf("%w: human request %s has no kind %q", ErrInvalid, r.ID, r.Kind)
 }
@@ -245,7 +249,7 @@ type NewHumanRequest struct {
 	UncertainCall UncertainCall // Tool required; Args a JSON object, nil means {}
 	// ExpiresAt is a deadline, with what happens then in OnExpiry
 	// (required with it, one of events.ExpiryOutcomes of the kind); nil
-	// waits for ever. Only an approval or an elicitation takes one.
+	// waits for ever.
 	ExpiresAt *time.Time
 	OnExpiry  events.ExpiryOutcome
 }
@@ -327,7 +331,9 @@ var (
 // a person's answer does, so that of it and a person's answer exactly one
 // wins, and marks it TimedOut: an approval's approve or reject are
 // recorded as those decisions (approved, rejected), an elicitation's
-// decline as declined, and cancel, of either, as expired.
+// decline as declined, a clarification's continue as answered (with no
+// answer), an uncertain call's skip or fail as skipped or failed, and
+// cancel, of any, as expired.
 type DeadlineAnswer struct {
 	// Of is the kind of the request; "" is KindApproval, the first kind
 	// with deadlines.
@@ -359,6 +365,12 @@ func (a DeadlineAnswer) Status() HumanStatus {
 		return HumanRejected
 	case events.ExpiryDecline:
 		return HumanDeclined
+	case events.ExpiryContinue:
+		return HumanAnswered
+	case events.ExpirySkip:
+		return HumanSkipped
+	case events.ExpiryFail:
+		return HumanFailed
 	}
 	return HumanExpired
 }

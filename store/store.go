@@ -110,7 +110,10 @@ type Runs interface {
 	//
 	// It returns ErrRunActive when the conversation has an active run
 	// (see Run.Active) that is not being superseded, or when a run being
-	// superseded is still running: cancel it first. It returns ErrNotFound
+	// superseded is still running: cancel it first; and while the
+	// deadline of a clarifying question has decided it (timed out) and
+	// the run that asked is still parked on it, not superseded: the
+	// deadline won over the message, and its outcome comes first. It returns ErrNotFound
 	// when the conversation is unknown or another user's, or r.Supersedes
 	// names no run of it; ErrConflict when r.Supersedes is superseded
 	// already; ErrErasing when the user is being erased (see

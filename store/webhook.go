@@ -19,6 +19,7 @@ var WebhookTypes = []string{
 	events.TypeRunCompleted,
 	events.TypeRunFailed,
 	events.TypeToolUncertain,
+	events.TypeUncertainCallExpired,
 }
 
 // WebhookType reports whether events of type t may be sent to webhooks.

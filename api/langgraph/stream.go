@@ -205,8 +205,8 @@ func (t *translator) translate(typ string, p events.Payload) []sseEvent {
 func customEvent(typ string) bool {
 	switch typ {
 	case events.TypeToolProgress, events.TypeDirectResponse, events.TypeApprovalRequired, events.TypeApprovalResolved, events.TypeApprovalExpired, events.TypeElicitationExpired,
-		events.TypeToolUncertain, events.TypeUncertainCallResolved, events.TypeElicitationRequest, events.TypeElicitationResponse,
-		events.TypeSupervisorDecided:
+		events.TypeToolUncertain, events.TypeUncertainCallResolved, events.TypeUncertainCallExpired, events.TypeClarificationExpired,
+		events.TypeElicitationRequest, events.TypeElicitationResponse, events.TypeSupervisorDecided:
 		return true
 	}
 	return false

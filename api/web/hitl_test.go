@@ -411,3 +411,42 @@ func TestElicitationExpires(t *testing.T) {
 		t.Errorf("the page answered an expired question %d times", n)
 	}
 }
+
+// A call that may have run with a deadline says by when to decide and
+// what happens then; when the deadline passes undecided
+// (uncertain_call.expired), the card says it expired and with what
+// outcome, and the uncertain_call.resolved that follows does not hide
+// that. A clarifying question that expired is told in the turn.
+func TestUncertainCallExpires(t *testing.T) {
+	gate := make(chan struct{})
+	f := newContractFake(t, func(r *fakeRun) {
+		r.emit("tool.uncertain", map[string]any{"uncertain_call_id": "unc-x", "tool_call_id": "call-x", "tool": "charge",
+			"args": map[string]any{"note": "alpha"}, "expires_at": "2031-05-06T07:08:09Z", "on_expiry": "skip"})
+		if !r.await(gate) {
+			return
+		}
+		r.emit("uncertain_call.expired", map[string]any{"uncertain_call_id": "unc-x", "kind": "uncertain_call", "outcome": "skip", "expires_at": "2031-05-06T07:08:09Z"})
+		r.emit("uncertain_call.resolved", map[string]any{"uncertain_call_id": "unc-x", "tool_call_id": "call-x", "decision": "skip"})
+		r.emit("tool.error", map[string]any{"tool_call_id": "call-x", "tool": "charge", "error": "Not run: nobody decided in time."})
+		r.emit("clarification.expired", map[string]any{"clarification_id": "clar-x", "kind": "clarification", "outcome": "continue", "expires_at": "2031-05-06T07:08:09Z"})
+		r.answer("Nobody decided on the charge in time, so it was skipped.")
+	})
+	p := open(t, f)
+	p.Send("Charge alpha")
+
+	card := `.uncertain-card[data-uncertain-call-id="unc-x"]`
+	p.WaitVisible(card)
+	p.WaitText(card+" .card-deadline", "Answer by")
+	p.WaitText(card+" .card-deadline", "after that it will be skipped")
+	p.CheckAccessible()
+	close(gate)
+
+	p.WaitJS("the card expired", `(sel) => { const c = document.querySelector(sel); return c && c.dataset.state === "expired" && c.dataset.outcome === "skip" }`, card)
+	p.WaitText(card+" .card-result", "with no answer: skipped")
+	p.WaitText(webtest.LastAnswer, "Nobody decided on the charge in time")
+	p.WaitText(webtest.LastTurn, "Nobody decided on the call that may have run in time: skipped")
+	p.WaitText(webtest.LastTurn, "The question expired with no answer: the agent going on without your answer")
+	if n := f.count("POST", "/api/v1/uncertain-calls/unc-x"); n != 0 {
+		t.Errorf("the page decided on an expired call %d times", n)
+	}
+}

@@ -74,6 +74,8 @@ type serveConfig struct {
 	approvalTools      []string
 	approvalExpiry     operators.Expiry
 	questionExpiry     operators.Expiry
+	clarifyExpiry      operators.Expiry
+	uncertainExpiry    operators.Expiry
 	corsOrigins        []string
 	trustedProxies     []string
 	limits             api.Limits
@@ -144,6 +146,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		retentionDays, eventRetentionDays        string
 		approvalTimeout, approvalExpiry          string
 		questionTimeout, questionExpiry          string
+		clarifyTimeout, clarifyExpiry            string
+		uncertainTimeout, uncertainExpiry        string
 		webhooksFile                             string
 		monthlyQuota                             string
 		codeTime, codeMemory, codeOutput         string
@@ -167,6 +171,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&approvalExpiry, "approval-expiry", env("TRELLIS_APPROVAL_EXPIRY", "reject"), "what an approval's deadline decides: reject (the agent is told it expired), approve, or cancel (the run) (TRELLIS_APPROVAL_EXPIRY)")
 	fs.StringVar(&questionTimeout, "question-timeout", env("TRELLIS_QUESTION_TIMEOUT", "0"), "how long a tool's question to the user (an elicitation) waits for an answer before --question-expiry decides it, unless its MCP server's elicitationTimeout says otherwise; 0 waits for ever (TRELLIS_QUESTION_TIMEOUT)")
 	fs.StringVar(&questionExpiry, "question-expiry", env("TRELLIS_QUESTION_EXPIRY", "decline"), "what a question's deadline decides: decline (the tool hears the user declined) or cancel (the run) (TRELLIS_QUESTION_EXPIRY)")
+	fs.StringVar(&clarifyTimeout, "clarification-timeout", env("TRELLIS_CLARIFICATION_TIMEOUT", "0"), "how long the agent's clarifying question waits for the user's answer before --clarification-expiry decides it; 0 waits for ever (TRELLIS_CLARIFICATION_TIMEOUT)")
+	fs.StringVar(&clarifyExpiry, "clarification-expiry", env("TRELLIS_CLARIFICATION_EXPIRY", "continue"), "what a clarifying question's deadline decides: continue (the agent goes on without an answer, and says so) or cancel (the run) (TRELLIS_CLARIFICATION_EXPIRY)")
+	fs.StringVar(&uncertainTimeout, "uncertain-call-timeout", env("TRELLIS_UNCERTAIN_CALL_TIMEOUT", "0"), "how long a call that may have run (found by recovery after a crash) waits for a person's decision before --uncertain-call-expiry decides it; 0 waits for ever (TRELLIS_UNCERTAIN_CALL_TIMEOUT)")
+	fs.StringVar(&uncertainExpiry, "uncertain-call-expiry", env("TRELLIS_UNCERTAIN_CALL_EXPIRY", "skip"), "what an uncertain call's deadline decides: skip (treated as not run) or fail; never retry, which only a person may decide (TRELLIS_UNCERTAIN_CALL_EXPIRY)")
 	fs.StringVar(&cors, "cors-origins", env("TRELLIS_CORS_ORIGINS", ""), "origins browsers may call the API from, comma-separated, or * (TRELLIS_CORS_ORIGINS)")
 	fs.StringVar(&interrupt, "interrupt-after", env("TRELLIS_INTERRUPT_AFTER", "60s"), "how long an open stream waits for an approval before run.interrupted (TRELLIS_INTERRUPT_AFTER)")
 	fs.StringVar(&elicitTO, "elicit-timeout", env("TRELLIS_ELICIT_TIMEOUT", "5m"), "how long an open stream waits for the answer to a tool's question before the run parks on it (TRELLIS_ELICIT_TIMEOUT)")
@@ -261,6 +269,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	expiry(events.PendingApproval, "approval", approvalTimeout, approvalExpiry, &c.approvalExpiry)
 	expiry(events.PendingElicitation, "question", questionTimeout, questionExpiry, &c.questionExpiry)
+	expiry(events.PendingClarification, "clarification", clarifyTimeout, clarifyExpiry, &c.clarifyExpiry)
+	expiry(events.PendingUncertainCall, "uncertain-call", uncertainTimeout, uncertainExpiry, &c.uncertainExpiry)
 	dur("shutdown-timeout", shutdown, &c.shutdownTimeout)
 	dur("session-ttl", sessionTTL, &c.signIn.SessionTTL)
 	errs = append(errs, checkSignIn(c.oidc, c.signIn)...)
@@ -712,6 +722,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		rcfg.Title = titles.enqueue
 	}
 	rcfg.ScheduleExpiry = expiry.schedule
+	rcfg.ClarificationExpiry, rcfg.UncertainCallExpiry = cfg.clarifyExpiry, cfg.uncertainExpiry
 	svc, err := runs.New(rcfg)
 	if err != nil {
 		return app{}, err

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -122,6 +123,15 @@ func TestParseServe(t *testing.T) {
 	if c, err = parseServe([]string{"--question-timeout", "15m", "--question-expiry", "cancel"}, env(), io.Discard); err != nil ||
 		c.questionExpiry != (operators.Expiry{Timeout: 15 * time.Minute, Outcome: events.ExpiryCancel}) {
 		t.Errorf("question expiry: %+v %v", c.questionExpiry, err)
+	}
+	if c.clarifyExpiry != (operators.Expiry{Outcome: events.ExpiryContinue}) || c.uncertainExpiry != (operators.Expiry{Outcome: events.ExpirySkip}) {
+		t.Errorf("clarifications and uncertain calls wait for ever by default: %+v %+v", c.clarifyExpiry, c.uncertainExpiry)
+	}
+	if c, err = parseServe([]string{"--clarification-timeout", "1h", "--clarification-expiry", "cancel", "--uncertain-call-timeout", "2h"},
+		env("TRELLIS_UNCERTAIN_CALL_EXPIRY", "fail"), io.Discard); err != nil ||
+		c.clarifyExpiry != (operators.Expiry{Timeout: time.Hour, Outcome: events.ExpiryCancel}) ||
+		c.uncertainExpiry != (operators.Expiry{Timeout: 2 * time.Hour, Outcome: events.ExpiryFail}) {
+		t.Errorf("clarification and uncertain call expiry: %+v %+v %v", c.clarifyExpiry, c.uncertainExpiry, err)
 	}
 	// TRELLIS_AUTH=keys authenticates with issued keys alone, so it may
 	// serve beyond loopback, and its admins are users of keys not listed.
@@ -531,5 +541,28 @@ func TestServeRefusesBadFallbacks(t *testing.T) {
 	code := run(t.Context(), []string{"serve"}, stdio{in: strings.NewReader(""), out: &out, err: &out, getenv: func(k string) string { return env[k] }})
 	if code != 1 || !strings.Contains(out.String(), "fallbacks form a cycle: a → b → a") {
 		t.Errorf("exit %d, output:\n%s", code, out.String())
+	}
+}
+
+// An uncertain call is never run again at its deadline: retry (or run),
+// by flag or variable, stops the start with an error that says why; so
+// does a word no kind takes.
+func TestUncertainCallDeadlineNeverRetries(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{args: []string{"--uncertain-call-timeout", "1h", "--uncertain-call-expiry", "retry"}, want: "never run again"},
+		{args: []string{"--uncertain-call-expiry", "run"}, want: "never run again"},
+		{env: map[string]string{"TRELLIS_UNCERTAIN_CALL_TIMEOUT": "10m", "TRELLIS_UNCERTAIN_CALL_EXPIRY": "retry"}, want: "never run again"},
+		{args: []string{"--uncertain-call-expiry", "approve"}, want: "skip, fail"},
+		{args: []string{"--clarification-expiry", "decline"}, want: "continue, cancel"},
+	} {
+		getenv := func(k string) string { return tc.env[k] }
+		_, err := parseServe(tc.args, getenv, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, events.ErrExpiryOutcome) {
+			t.Errorf("%v %v: %v, want an error saying %q", tc.args, tc.env, err, tc.want)
+		}
 	}
 }

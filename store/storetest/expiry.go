@@ -158,3 +158,87 @@ func testElicitationDeadlines(t *testing.T, s store.Store) {
 	wantErr(t, "an approval's outcome for an elicitation",
 		second(s.ResolveHumanRequest(ctx, alice, raced.ID, store.DeadlineAnswer{Of: store.KindElicitation, Outcome: events.ExpiryApprove})), store.ErrInvalid)
 }
+
+// A clarifying question and an uncertain call keep their deadlines as an
+// approval does, show them in the pending lists, and are decided by
+// them once: a question's continue as answered with no answer, its
+// cancel as expired; a call's skip and fail as those decisions; all
+// marked timed out. An uncertain call never takes retry at its
+// deadline. While a question its deadline decided waits for its run to
+// take the outcome up, a new run on the conversation is refused
+// (ErrRunActive) and its message does not answer the question; once
+// the run has moved on, runs start again. A message before the
+// deadline answers the question, and the deadline then loses.
+func testClarificationAndCallDeadlines(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	r := startRun(t, s, c, "book a table")
+	at := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	ask := func(o events.ExpiryOutcome) store.HumanRequest {
+		t.Helper()
+		return must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindClarification,
+			Clarification: store.Clarification{Question: "Which city?"}, ExpiresAt: &at, OnExpiry: o}))(t)
+	}
+	call := func(o events.ExpiryOutcome) store.HumanRequest {
+		t.Helper()
+		return must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "key-" + string(o), RunID: r.ID, Kind: store.KindUncertainCall,
+			UncertainCall: store.UncertainCall{Tool: "charge"}, ExpiresAt: &at, OnExpiry: o}))(t)
+	}
+	goOn, cancel := ask(events.ExpiryContinue), ask(events.ExpiryCancel)
+	skip, fail := call(events.ExpirySkip), call(events.ExpiryFail)
+	for kind, n := range map[store.HumanKind]int{store.KindClarification: 2, store.KindUncertainCall: 2} {
+		pending := allPending(t, s, kind, alice, c.ID)
+		var fields map[string]any
+		if data, _ := json.Marshal(pending[0]); len(pending) != n || json.Unmarshal(data, &fields) != nil ||
+			fields["expires_at"] != at.Format(time.RFC3339Nano) || fields["on_expiry"] == nil {
+			t.Errorf("pending %s: %+v lacks the deadlines", kind, pending)
+		}
+	}
+	for _, tc := range []struct {
+		h    store.HumanRequest
+		want store.HumanStatus
+	}{{goOn, store.HumanAnswered}, {cancel, store.HumanExpired}, {skip, store.HumanSkipped}, {fail, store.HumanFailed}} {
+		d := store.DeadlineAnswer{Of: tc.h.Kind, Outcome: tc.h.OnExpiry}
+		got := must(s.ResolveHumanRequest(ctx, alice, tc.h.ID, d))(t)
+		if got.Status != tc.want || !got.TimedOut || got.ResolvedAt == nil || got.Clarification.Answer != "" {
+			t.Errorf("decided by its deadline (%s %s): %+v", tc.h.Kind, tc.h.OnExpiry, got)
+		}
+		wantErr(t, "the deadline twice", second(s.ResolveHumanRequest(ctx, alice, tc.h.ID, d)), store.ErrAlreadyResolved)
+	}
+	wantErr(t, "a person after the deadline", second(s.ResolveHumanRequest(ctx, alice, skip.ID, store.CallAnswer{Decision: store.CallRetry})),
+		store.ErrAlreadyResolved)
+	for name, n := range map[string]store.NewHumanRequest{
+		"a call retried at its deadline": {ID: "key-r", RunID: r.ID, Kind: store.KindUncertainCall, UncertainCall: store.UncertainCall{Tool: "charge"},
+			ExpiresAt: &at, OnExpiry: "retry"},
+		"a question declined": {RunID: r.ID, Kind: store.KindClarification, Clarification: store.Clarification{Question: "?"}, ExpiresAt: &at,
+			OnExpiry: events.ExpiryDecline},
+		"a call cancelling": {ID: "key-c", RunID: r.ID, Kind: store.KindUncertainCall, UncertainCall: store.UncertainCall{Tool: "charge"},
+			ExpiresAt: &at, OnExpiry: events.ExpiryCancel},
+	} {
+		wantErr(t, name, second(s.CreateHumanRequest(ctx, n)), store.ErrInvalid)
+	}
+	wantErr(t, "retry as a deadline's", second(s.ResolveHumanRequest(ctx, alice, fail.ID,
+		store.DeadlineAnswer{Of: store.KindUncertainCall, Outcome: "retry"})), store.ErrInvalid)
+
+	// The run parks on the question its deadline decided: a message is
+	// refused until the run has taken the outcome up.
+	finish(t, s, r.ID, store.RunInterrupted, store.InterruptClarification)
+	wantErr(t, "a message while the deadline's outcome is pending",
+		second(s.StartRun(ctx, store.NewRun{ConversationID: c.ID, UserID: alice, UserMessage: "Paris"})), store.ErrRunActive)
+	must(s.ResumeRun(ctx, r.ID, "here"))(t)
+	finish(t, s, r.ID, store.RunCompleted, "")
+	r2 := must(s.StartRun(ctx, store.NewRun{ConversationID: c.ID, UserID: alice, UserMessage: "book again"}))(t)
+
+	// A message before the deadline answers the question; the deadline
+	// then finds it answered.
+	later := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r2.ID, Kind: store.KindClarification,
+		Clarification: store.Clarification{Question: "Which city?"}, ExpiresAt: &at, OnExpiry: events.ExpiryContinue}))(t)
+	finish(t, s, r2.ID, store.RunInterrupted, store.InterruptClarification)
+	must(s.StartRun(ctx, store.NewRun{ConversationID: c.ID, UserID: alice, UserMessage: "Paris"}))(t)
+	wantErr(t, "the deadline after the message", second(s.ResolveHumanRequest(ctx, alice, later.ID,
+		store.DeadlineAnswer{Of: store.KindClarification, Outcome: events.ExpiryContinue})), store.ErrAlreadyResolved)
+	if got := must(s.GetHumanRequest(ctx, store.KindClarification, alice, later.ID))(t); got.Status != store.HumanAnswered || got.TimedOut ||
+		got.Clarification.Answer != "Paris" {
+		t.Errorf("the question the message answered: %+v", got)
+	}
+}

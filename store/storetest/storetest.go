@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Elicitations", testElicitations},
 		{"ElicitationResolveConcurrent", testElicitationResolveConcurrent},
 		{"ElicitationDeadlines", testElicitationDeadlines},
+		{"ClarificationAndCallDeadlines", testClarificationAndCallDeadlines},
 		{"FinalRunExpiresPending", testFinalRunExpiresPending},
 		{"Clarifications", testClarifications},
 		{"ToolCalls", testToolCalls},

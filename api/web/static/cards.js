@@ -2,10 +2,9 @@
 // (approve, edit the arguments as JSON, or reject with a reason), an
 // elicitation (a form generated from the requested JSON Schema), and an
 // uncertain call (a call a crash cut off, which may have run: run it
-// again, skip it, or treat it as failed). An approval or an elicitation
-// with a deadline says by when to answer and what happens then; once the
-// deadline decided it, the card says so (data-state "expired",
-// data-outcome).
+// again, skip it, or treat it as failed). A card with a deadline says by
+// when to answer and what happens then; once the deadline decided it,
+// the card says so (data-state "expired", data-outcome).
 //
 // A card posts the answer itself and then calls onAnswered, so the page
 // can make sure it is watching the run continue. Its data-state is
@@ -15,8 +14,11 @@ import { APIError, path } from "./api.js";
 import { el, pretty } from "./dom.js";
 import { buildSchemaForm } from "./schemaform.js";
 
-/** OUTCOMES says what an approval's or an elicitation's deadline decides. */
-export const OUTCOMES = { reject: "rejected", approve: "approved", decline: "declined", cancel: "the run cancelled" };
+/** OUTCOMES says what a request's deadline decides. */
+export const OUTCOMES = {
+  reject: "rejected", approve: "approved", decline: "declined", cancel: "the run cancelled",
+  continue: "the agent going on without your answer", skip: "skipped", fail: "treated as failed",
+};
 
 /** when writes a deadline in the user's local time. */
 const when = (ts) => new Date(ts).toLocaleString();
@@ -71,7 +73,7 @@ class Card {
     this.finish("expired", why);
   }
 
-  /** expired shows that nobody answered before the deadline, and what the deadline decided (approval.expired, elicitation.expired). */
+  /** expired shows that nobody answered before the deadline, and what the deadline decided (approval.expired, elicitation.expired, uncertain_call.expired). */
   expired(ev) {
     this.element.dataset.outcome = ev.outcome;
     this.element.dataset.state = "sending";
@@ -219,17 +221,19 @@ export class UncertainCallCard extends Card {
     const intro = el("p", {}, "The service stopped while this tool was running, so it may or may not have taken effect. " +
       "It will not run again unless you say so.");
     const args = el("pre", { class: "args", "aria-label": "The call's arguments" }, pretty(ev.args ?? {}));
+    const deadline = deadlineNote(ev, OUTCOMES.skip);
     const retry = el("button", { type: "button", class: "primary", "data-action": "retry" }, "Run it again");
     const skip = el("button", { type: "button", "data-action": "skip" }, "Skip it");
     const fail = el("button", { type: "button", class: "danger", "data-action": "fail" }, "Treat it as failed");
     retry.addEventListener("click", () => send("retry", "Running it again. The run continues."));
     skip.addEventListener("click", () => send("skip", "Skipped. The agent is told."));
     fail.addEventListener("click", () => send("fail", "Treated as failed. The agent is told."));
-    this.element.append(title, intro, args, el("div", { class: "card-actions" }, retry, skip, fail), this.error, this.result);
+    this.element.append(title, intro, args, deadline, el("div", { class: "card-actions" }, retry, skip, fail), this.error, this.result);
   }
 
   /** resolve shows the decision an uncertain_call.resolved event reports, wherever it was made. */
   resolve(ev) {
+    if (this.state === "expired") return; // uncertain_call.expired said it first, with why
     const text = {
       retry: "Run again.",
       skip: "Skipped. The agent is told.",

@@ -479,6 +479,13 @@ const HANDLERS = {
     this.cardsBox.append(card.element);
     if (!replay) this.ctx.announce(`${ev.tool || "A tool"} may have run before the service stopped; decide what to do with it.`);
   },
+  "uncertain_call.expired"(ev) {
+    this.log("act-approval", el("span", { class: "icon", "aria-hidden": "true" }, "⌛"), ` Nobody decided on the call that may have run in time: ${OUTCOMES[ev.outcome] || ev.outcome}`);
+    this.cards.get(ev.uncertain_call_id)?.expired(ev);
+  },
+  "clarification.expired"(ev) {
+    this.log("act-approval", el("span", { class: "icon", "aria-hidden": "true" }, "⌛"), ` The question expired with no answer: ${OUTCOMES[ev.outcome] || ev.outcome}`);
+  },
   "uncertain_call.resolved"(ev) {
     const decided = { retry: "run again", skip: "skipped", fail: "treated as failed" }[ev.decision] || ev.decision;
     this.log("act-approval", el("span", { class: "icon", "aria-hidden": "true" }, "✓"), ` The call that may have run: ${decided}`);
@@ -535,7 +542,10 @@ const HANDLERS = {
       uncertain_call: "Waiting for your decision",
     }[ev.reason] || "Paused";
     if (ev.reason === "clarification" && ev.question && !this.answer) this.answer = ev.question;
-    this.close("interrupted", text);
+    const asked = ev.reason === "clarification" && (ev.pending || []).find((p) => p.kind === "clarification" && p.expires_at);
+    this.close("interrupted", asked
+      ? `${text} by ${new Date(asked.expires_at).toLocaleString()}; after that, ${OUTCOMES[asked.on_expiry] || asked.on_expiry}`
+      : text);
     if (ev.reason === "clarification" && !replay) this.ctx.announce("Trellis asks a question; answer it in the message box.");
   },
   "run.cancelled"() {

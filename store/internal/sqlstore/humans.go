@@ -187,11 +187,12 @@ func (s *Store) CreateHumanRequest(ctx context.Context, n store.NewHumanRequest)
 		vals = []any{e.Source, e.Message, string(r.Elicitation.Schema), expires, string(n.OnExpiry)}
 	case store.KindClarification:
 		r.Clarification = store.Clarification{Question: n.Clarification.Question}
-		h, cols, vals = clarifications, "question", []any{n.Clarification.Question}
+		h, cols, vals = clarifications, "question, expires_at, on_expiry", []any{n.Clarification.Question, expires, string(n.OnExpiry)}
 	case store.KindUncertainCall:
 		u := n.UncertainCall
 		r.UncertainCall = store.UncertainCall{ToolCallID: u.ToolCallID, Tool: u.Tool, Args: []byte(objectOr(u.Args))}
-		h, cols, vals = uncertainCalls, "tool_call_id, tool, args", []any{u.ToolCallID, u.Tool, string(r.UncertainCall.Args)}
+		h, cols = uncertainCalls, "tool_call_id, tool, args, expires_at, on_expiry"
+		vals = []any{u.ToolCallID, u.Tool, string(r.UncertainCall.Args), expires, string(n.OnExpiry)}
 	}
 	if err := h.create(ctx, s, r.ID, r.RunID, r.CreatedAt, cols, vals, &r.ConversationID, &r.UserID); err != nil {
 		return store.HumanRequest{}, s.errorf("create %s %s for run %s: %w", n.Kind, r.ID, n.RunID, err)
@@ -238,11 +239,14 @@ func (s *Store) ResolveHumanRequest(ctx context.Context, userID, id string, ans 
 		r, err = approvals.resolve(ctx, s, userID, id, `status = ?, decision = ?, edited_args = ?, reason = ?`,
 			ans.Status(), ans.Decision, edited, ans.Reason)
 	case store.DeadlineAnswer:
-		if ans.Kind() == store.KindElicitation {
-			r, err = elicitations.resolve(ctx, s, userID, id, `status = ?, timed_out = TRUE`, ans.Status())
+		if ans.Kind() == store.KindApproval {
+			r, err = approvals.resolve(ctx, s, userID, id, `status = ?, decision = ?, timed_out = TRUE`, ans.Status(), ans.Decision())
 			break
 		}
-		r, err = approvals.resolve(ctx, s, userID, id, `status = ?, decision = ?, timed_out = TRUE`, ans.Status(), ans.Decision())
+		var h human
+		if h, err = humanOf(ans.Kind()); err == nil {
+			r, err = h.resolve(ctx, s, userID, id, `status = ?, timed_out = TRUE`, ans.Status())
+		}
 	case store.ElicitationAnswer:
 		var content any
 		if ans.Action == store.ActionAccept {
@@ -269,4 +273,25 @@ func answerClarification(ctx context.Context, q Querier, conversationID, message
 	_, err := q.Exec(ctx, `UPDATE clarifications SET status = 'answered', answer = ?, resolved_at = ?
 WHERE conversation_id = ? AND status = 'pending'`, message, at, conversationID)
 	return err
+}
+
+// clarificationExpiring refuses, with ErrRunActive, a run on a
+// conversation whose clarifying question its deadline decided while the
+// run that asked it has not yet taken the outcome up (it is still
+// parked): of the user's message and the deadline the deadline won, and
+// its outcome — the asking run going on, or cancelled — comes first. It
+// follows answerClarification, whose update waits for a deadline's
+// concurrent one, so that either the message answers the question or
+// this sees the deadline's decision.
+func clarificationExpiring(ctx context.Context, q Querier, conversationID string) error {
+	var one int
+	err := q.QueryRow(ctx, `SELECT 1 FROM clarifications c JOIN runs r ON r.id = c.run_id
+WHERE c.conversation_id = ? AND c.timed_out AND r.status = 'interrupted' AND NOT r.superseded LIMIT 1`, conversationID).Scan(&one)
+	switch {
+	case noRows(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("the deadline of the conversation's clarifying question is being applied: %w", store.ErrRunActive)
 }

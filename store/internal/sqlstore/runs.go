@@ -77,6 +77,9 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.Use
 			if err := answerClarification(ctx, q, nr.ConversationID, nr.UserMessage, at); err != nil {
 				return err
 			}
+			if err := clarificationExpiring(ctx, q, nr.ConversationID); err != nil {
+				return err
+			}
 		}
 		_, err := q.Exec(ctx, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, request_id, owner,
     checkpoint_id, created_at, input, parent_id, model) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)`,

@@ -98,21 +98,19 @@ func scanEvent(row Row) (store.Event, error) {
 }
 
 // humanCols are the columns every kind of human request has, first in
-// each kind's list; deadlineCols those of the kinds that may have a
-// deadline, last in theirs. scanHuman reads them.
+// each kind's list; deadlineCols those of its deadline, last in theirs.
+// scanHuman reads them.
 const (
 	humanCols    = `id, conversation_id, run_id, user_id, status, created_at, resolved_at`
 	deadlineCols = `expires_at, on_expiry, timed_out`
 )
 
 // scanHuman reads a row of a kind's columns into r: humanCols, then the
-// kind's own into kindDest, then, with deadline, deadlineCols.
-func scanHuman(row Row, r *store.HumanRequest, deadline bool, kindDest ...any) error {
+// kind's own into kindDest, then deadlineCols.
+func scanHuman(row Row, r *store.HumanRequest, kindDest ...any) error {
 	var created, resolved, expires dbTime
 	dest := append([]any{&r.ID, &r.ConversationID, &r.RunID, &r.UserID, &r.Status, &created, &resolved}, kindDest...)
-	if deadline {
-		dest = append(dest, &expires, &r.OnExpiry, &r.TimedOut)
-	}
+	dest = append(dest, &expires, &r.OnExpiry, &r.TimedOut)
 	if err := row.Scan(dest...); err != nil {
 		return err
 	}
@@ -129,7 +127,7 @@ func scanApproval(row Row) (store.HumanRequest, error) {
 		a            = &r.Approval
 		args, edited []byte
 	)
-	if err := scanHuman(row, &r, true, &a.ToolCallID, &a.Tool, &args, &a.Revision, &a.Decision, &edited, &a.Reason); err != nil {
+	if err := scanHuman(row, &r, &a.ToolCallID, &a.Tool, &args, &a.Revision, &a.Decision, &edited, &a.Reason); err != nil {
 		return r, err
 	}
 	a.Args, a.EditedArgs = json.RawMessage(args), rawJSON(edited)
@@ -145,7 +143,7 @@ func scanElicitation(row Row) (store.HumanRequest, error) {
 		e               = &r.Elicitation
 		schema, content []byte
 	)
-	if err := scanHuman(row, &r, true, &e.Source, &e.Message, &schema, &content); err != nil {
+	if err := scanHuman(row, &r, &e.Source, &e.Message, &schema, &content); err != nil {
 		return r, err
 	}
 	e.Schema, e.Content = json.RawMessage(schema), rawJSON(content)
@@ -153,16 +151,16 @@ func scanElicitation(row Row) (store.HumanRequest, error) {
 }
 
 // clarificationCols are read by scanClarification.
-const clarificationCols = humanCols + `, question, answer`
+const clarificationCols = humanCols + `, question, answer, ` + deadlineCols
 
 func scanClarification(row Row) (store.HumanRequest, error) {
 	r := store.HumanRequest{Kind: store.KindClarification}
 	c := &r.Clarification
-	return r, scanHuman(row, &r, false, &c.Question, &c.Answer)
+	return r, scanHuman(row, &r, &c.Question, &c.Answer)
 }
 
 // uncertainCallCols are read by scanUncertainCall.
-const uncertainCallCols = humanCols + `, tool_call_id, tool, args`
+const uncertainCallCols = humanCols + `, tool_call_id, tool, args, ` + deadlineCols
 
 func scanUncertainCall(row Row) (store.HumanRequest, error) {
 	var (
@@ -170,7 +168,7 @@ func scanUncertainCall(row Row) (store.HumanRequest, error) {
 		u    = &r.UncertainCall
 		args []byte
 	)
-	if err := scanHuman(row, &r, false, &u.ToolCallID, &u.Tool, &args); err != nil {
+	if err := scanHuman(row, &r, &u.ToolCallID, &u.Tool, &args); err != nil {
 		return r, err
 	}
 	u.Args = json.RawMessage(args)
