@@ -64,6 +64,7 @@ func TestCrashBeforeADeadline(t *testing.T) {
 					continue
 				}
 				t.Run(db+"/"+k.name+"/"+mode, func(t *testing.T) {
+					t.Parallel() // each case has its own processes and database, and mostly waits for its deadline
 					e := newCrashEnv(t, db)
 					timeout := "6s" // time for A to reach the request
 					if k.parkedOnly {
