@@ -20,16 +20,9 @@ import (
 	"github.com/trellis-ai/trellis/api"
 	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/api/middleware"
-	"github.com/trellis-ai/trellis/graph"
-	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
-	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
-	"github.com/trellis-ai/trellis/internal/pgtest"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/runs"
-	"github.com/trellis-ai/trellis/store"
-	"github.com/trellis-ai/trellis/store/pgstore"
-	"github.com/trellis-ai/trellis/store/sqlitestore"
 )
 
 func TestMain(m *testing.M) {
@@ -61,38 +54,7 @@ type server struct {
 
 func newServer(t *testing.T, backend string) *server {
 	t.Helper()
-	ctx := context.Background()
-	var (
-		st    store.Store
-		saver graph.Checkpointer
-	)
-	if backend == "postgres" {
-		pool := pgtest.New(t)
-		pst, err := pgstore.New(ctx, pool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { pst.Close() })
-		psaver, err := postgres.New(ctx, pool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { psaver.Close() })
-		st, saver = pst, psaver
-	} else {
-		dir := t.TempDir()
-		sst, err := sqlitestore.Open(ctx, filepath.Join(dir, "trellis.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { sst.Close() })
-		ssaver, err := sqlite.Open(ctx, filepath.Join(dir, "checkpoints.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ssaver.Close() })
-		st, saver = sst, ssaver
-	}
+	st, saver := apitest.Stores(t, backend)
 	script, err := llm.LoadScript("testdata/agent.json")
 	if err != nil {
 		t.Fatal(err)

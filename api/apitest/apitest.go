@@ -2,7 +2,8 @@
 // cmd/trellis wires it: the run service first, over what the test gives
 // it, then the API server over that service. Tests of api, its
 // adapters and api/e2e build their servers with it, so the wiring a
-// test needs is written once.
+// test needs is written once. Stores opens the record and checkpointer
+// such a server runs on, on either backend.
 package apitest
 
 import (
