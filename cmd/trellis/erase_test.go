@@ -396,9 +396,11 @@ func TestEraseAgainWhileRunning(t *testing.T) {
 			release := (&crashEnv{t: t, data: filepath.Join(e.dir, "data"), dsn: e.dsn}).holdCheckpoints()
 			first := asJSON(t, c, aliceKey, http.MethodDelete, "/api/v1/me", nil, http.StatusAccepted)
 			var held map[string]any
-			waitFor(t, "the erasure to run", func() bool {
+			// The job runs (status running) a moment before its first step
+			// records its progress.
+			waitFor(t, "the erasure to run its first step", func() bool {
 				held = asJSON(t, c, aliceKey, http.MethodGet, "/api/v1/me/erasure", nil, http.StatusOK)
-				return held["status"] == "running"
+				return held["status"] == "running" && held["progress"] != nil
 			})
 			want := map[string]any{"step": "conversations", "steps_done": 0.0, "steps": 6.0, "conversations_deleted": 0.0}
 			if p, _ := held["progress"].(map[string]any); !maps.Equal(p, want) {
