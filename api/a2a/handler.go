@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -53,11 +54,7 @@ type Handler struct {
 
 // New returns the handler.
 func New(cfg Config) *Handler {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Handler{cfg: cfg, log: log}
+	return &Handler{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
 }
 
 // method is one JSON-RPC method: it answers the request's params, or

@@ -679,6 +679,23 @@ func (e *crashEnv) inCall(c *child, message, effect string) (conv, runID string,
 	return conv, runID, seen
 }
 
+// parkedOnUncertainCall makes a run that may have charged: message is
+// sent to a first process, which is killed while the charge (a side
+// effect starting with effect) is inside its call; a second process
+// recovers the run and parks it on an uncertain call. It returns the
+// second process, the conversation and the run.
+func (e *crashEnv) parkedOnUncertainCall(message, effect string) (b *child, conv, runID string) {
+	e.t.Helper()
+	release := e.holdCalls()
+	a := e.startConnected()
+	conv, runID, _ = e.inCall(a, message, effect)
+	a.stop(syscall.SIGKILL)
+	release()
+	b = e.startConnected()
+	runStatus(e.t, b, conv, "interrupted")
+	return b, conv, runID
+}
+
 // holdCalls makes the count server's charge and stamp wait inside the call
 // until the returned func is called.
 func (e *crashEnv) holdCalls() (release func()) {

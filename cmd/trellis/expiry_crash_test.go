@@ -138,15 +138,7 @@ func TestCrashBeforeAnUncertainCallDeadline(t *testing.T) {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)
 			e.env = append(e.env, "TRELLIS_UNCERTAIN_CALL_TIMEOUT=3s", "TRELLIS_UNCERTAIN_CALL_EXPIRY="+outcome, "TRELLIS_CLAIM_INTERVAL=200ms")
-			release := e.holdCalls()
-			a := e.startConnected()
-			resp := a.do("POST", "/api/v1/chat", map[string]any{"message": "charge alpha"})
-			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
-			e.awaitEffects("charge alpha ", 1)
-			a.stop(syscall.SIGKILL)
-			release()
-			b := e.startConnected()
-			runStatus(t, b, conv, "interrupted")
+			b, conv, runID := e.parkedOnUncertainCall("charge alpha", "charge alpha ")
 			ids := pendingIDs(t, b, "uncertain_calls", conv)
 			if len(ids) != 1 {
 				t.Fatalf("uncertain calls %v, want one", ids)
@@ -189,15 +181,7 @@ func TestUncertainCallDeadlineRacesADecision(t *testing.T) {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)
 			e.env = append(e.env, "TRELLIS_UNCERTAIN_CALL_TIMEOUT=2s", "TRELLIS_UNCERTAIN_CALL_EXPIRY=skip")
-			release := e.holdCalls()
-			a := e.startConnected()
-			resp := a.do("POST", "/api/v1/chat", map[string]any{"message": "charge alpha"})
-			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
-			e.awaitEffects("charge alpha ", 1)
-			a.stop(syscall.SIGKILL)
-			release()
-			b := e.startConnected()
-			runStatus(t, b, conv, "interrupted")
+			b, conv, runID := e.parkedOnUncertainCall("charge alpha", "charge alpha ")
 			var list struct {
 				UncertainCalls []struct {
 					ID        string    `json:"uncertain_call_id"`

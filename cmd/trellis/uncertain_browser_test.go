@@ -1,7 +1,6 @@
 package main
 
 import (
-	"syscall"
 	"testing"
 
 	"github.com/trellis-ai/trellis/api/web/webtest"
@@ -15,14 +14,7 @@ import (
 // nothing again, the agent is told, and the run finishes.
 func TestServeUncertainCallInThePage(t *testing.T) {
 	e := newCrashEnv(t, "sqlite")
-	release := e.holdCalls()
-	first := e.startConnected()
-	conv, _, _ := e.inCall(first, "charge alpha", "charge alpha ")
-	first.stop(syscall.SIGKILL)
-	release()
-
-	second := e.start()
-	runStatus(t, second, conv, "interrupted")
+	second, conv, _ := e.parkedOnUncertainCall("charge alpha", "charge alpha ")
 	ids := pendingIDs(t, second, "uncertain_calls", conv)
 	if len(ids) != 1 {
 		t.Fatalf("uncertain calls after a crash: %v, want one", ids)
