@@ -146,6 +146,16 @@ func writeResult(w http.ResponseWriter, id json.RawMessage, result any) {
 	writeJSON(w, http.StatusOK, response{JSONRPC: "2.0", ID: id, Result: result})
 }
 
+// reply answers a request with its result, or with err when there is
+// one (the result is then not sent).
+func (h *Handler) reply(w http.ResponseWriter, r *http.Request, id json.RawMessage, result any, err error) {
+	if err != nil {
+		h.writeError(w, r, id, err)
+		return
+	}
+	writeResult(w, id, result)
+}
+
 // writeError answers err; an error of the server's is logged and
 // answered as InternalError without its cause.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, id json.RawMessage, err error) {

@@ -163,11 +163,7 @@ func (h *Handler) sendMessage(w http.ResponseWriter, r *http.Request, id, params
 	if err == nil {
 		out, err = h.replay(ctx, f.RunID, b.context, bl.end-1, t.history, true)
 	}
-	if err != nil {
-		h.writeError(w, r, id, err)
-		return
-	}
-	writeResult(w, id, map[string]task{"task": out})
+	h.reply(w, r, id, map[string]task{"task": out}, err)
 }
 
 // sendStreamingMessage is SendStreamingMessage: the task, then its
@@ -334,11 +330,7 @@ func (h *Handler) getTask(w http.ResponseWriter, r *http.Request, id, params jso
 	if err == nil {
 		out, err = h.taskOf(ctx, rec, historyLength(req.HistoryLength), true)
 	}
-	if err != nil {
-		h.writeError(w, r, id, err)
-		return
-	}
-	writeResult(w, id, out)
+	h.reply(w, r, id, out, err)
 }
 
 // cancelTask is CancelTask: the run is cancelled as the user's cancel
@@ -387,11 +379,7 @@ func (h *Handler) cancelTask(w http.ResponseWriter, r *http.Request, id, params 
 	if err == nil {
 		out, err = h.replay(ctx, rec.ID, rec.ConversationID, end-1, historyLength(req.HistoryLength), true)
 	}
-	if err != nil {
-		h.writeError(w, r, id, err)
-		return
-	}
-	writeResult(w, id, out)
+	h.reply(w, r, id, out, err)
 }
 
 // subscribeToTask is SubscribeToTask: a working task's stream from its
@@ -442,11 +430,7 @@ const (
 func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request, id, params json.RawMessage) {
 	ctx := r.Context()
 	out, err := h.list(ctx, params)
-	if err != nil {
-		h.writeError(w, r, id, err)
-		return
-	}
-	writeResult(w, id, out)
+	h.reply(w, r, id, out, err)
 }
 
 func (h *Handler) list(ctx context.Context, params json.RawMessage) (listTasksResponse, error) {
