@@ -1,0 +1,59 @@
+package web_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/trellis-ai/trellis/api/web/webtest"
+)
+
+// TestFilesPanel: a file the agent writes arrives in the Files panel by
+// file.changed while the run streams; opened, it previews, follows the
+// agent's next write, downloads through its link without the key, and a
+// click restores an earlier version.
+func TestFilesPanel(t *testing.T) {
+	second := make(chan struct{})
+	f := newContractFake(t, func(r *fakeRun) {
+		r.emit("response.chunk", map[string]any{"content": "Writing. "})
+		r.writeFile("notes/today.md", "hello")
+		if !r.await(second) {
+			return
+		}
+		r.writeFile("notes/today.md", "hello\nworld")
+		r.answer("Done.")
+	})
+	p := open(t, f)
+	p.Send("write a file notes.md with hello")
+	p.WaitVisible(`#files-tree button[data-path="notes/today.md"]`)
+	if got := p.Text("#files-tree"); !strings.Contains(got, "notes/") || !strings.Contains(got, "today.md") {
+		t.Errorf("the tree = %q, want the folder notes/ holding today.md", got)
+	}
+	p.Click(`#files-tree button[data-path="notes/today.md"]`)
+	p.WaitText("#file-preview", "hello")
+	p.WaitVisible(`#file-versions li[data-version="1"]`)
+
+	close(second)
+	p.WaitText("#file-preview", "hello\nworld")
+	p.WaitVisible(`#file-versions button[data-restore="1"]`)
+	p.WaitText(webtest.LastAnswer, "Done.")
+
+	p.Click("#file-download")
+	p.WaitJS("a download link", `() => !!document.querySelector("#file-download").dataset.href`)
+	got := webtest.Eval[string](p, `fetch(document.querySelector("#file-download").dataset.href).then((r) => r.text())`)
+	if got != "hello\nworld" {
+		t.Errorf("the download link gave %q, want the current version", got)
+	}
+
+	p.Click(`#file-versions button[data-restore="1"]`)
+	p.WaitVisible(`#file-versions li[data-version="3"]`)
+	p.WaitText("#file-preview", "hello")
+	if got := p.Text("#file-preview"); got != "hello" {
+		t.Errorf("the preview after restoring version 1 = %q, want %q", got, "hello")
+	}
+	restore := f.requestsTo("POST", "/api/v1/files/conversation/conv-1/restore", 1)[0]
+	jsonEqual(t, "the restore's body", restore.Body, `{"path": "notes/today.md", "version": 1}`)
+	if got := p.Text(`#files-tree button[data-path="notes/today.md"] + .file-meta`); got != "v3" {
+		t.Errorf("the tree shows %q for the restored file, want v3", got)
+	}
+	p.CheckAccessible()
+}
