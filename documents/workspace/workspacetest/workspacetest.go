@@ -94,7 +94,9 @@ func conv(t *testing.T, e Env, user string) workspace.Scope {
 	return workspace.Scope{Kind: workspace.KindConversation, ID: c.ID}
 }
 
-func newWorkspaces(e Env) *workspace.Workspaces { return workspace.New(e.Record, e.Files, workspace.Limits{}) }
+func newWorkspaces(e Env) *workspace.Workspaces {
+	return workspace.New(e.Record, e.Files, workspace.Limits{})
+}
 
 func testWriteReadVersions(t *testing.T, e Env) {
 	ctx, w := t.Context(), newWorkspaces(e)
