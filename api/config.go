@@ -136,11 +136,6 @@ type Config struct {
 type Limits struct {
 	// MaxBodyBytes caps a request body (413 beyond it); default 1 MiB.
 	MaxBodyBytes int64
-	// MaxFileBytes caps a workspace file uploaded by PUT
-	// /api/v1/files/…/content (413 file_too_large beyond it), however
-	// MaxBodyBytes is set: give the workspace the same per-file limit.
-	// Default files.DefaultMaxFileBytes.
-	MaxFileBytes int64
 	// RatePerMinute is each user's sustained request rate on /api/v1
 	// (429 with Retry-After beyond it); default 600.
 	RatePerMinute int

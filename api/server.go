@@ -92,7 +92,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Workspace != nil {
 		s.files = files.New(files.Config{Files: cfg.Workspace, Projects: cfg.Workspace, Error: s.writeError,
-			MaxFileBytes: cfg.Limits.MaxFileBytes, LinkKey: cfg.FileLinkKey})
+			MaxFileBytes: cfg.Workspace.Limits().FileBytes, LinkKey: cfg.FileLinkKey})
 	}
 	s.a2a = s.newA2A()
 	s.handler = s.routes()

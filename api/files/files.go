@@ -16,7 +16,6 @@ import (
 
 	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/api/jsonbody"
-	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/workspace"
 	"github.com/trellis-ai/trellis/runs"
 )
@@ -53,7 +52,8 @@ type Config struct {
 	// Error answers an error as the native API answers it. Required.
 	Error func(http.ResponseWriter, *http.Request, error)
 	// MaxFileBytes is the most an uploaded file may hold (413 beyond):
-	// the workspace's per-file limit. 0 means DefaultMaxFileBytes.
+	// the workspace's per-file limit (workspace.Limits.FileBytes). 0
+	// means workspace.DefaultFileBytes.
 	MaxFileBytes int64
 	// LinkKey signs download links. The same key on every process lets
 	// any of them serve a link another made; nil means a random key of
@@ -67,8 +67,7 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultMaxFileBytes = 10 << 20
-	DefaultLinkTTL      = 5 * time.Minute
+	DefaultLinkTTL = 5 * time.Minute
 	// DefaultListLimit and MaxListLimit bound a page of files; a page
 	// also stops at maxPageBytes.
 	DefaultListLimit = 200
@@ -82,7 +81,7 @@ type Handler struct{ cfg Config }
 // New returns the Handler over cfg.Files.
 func New(cfg Config) *Handler {
 	if cfg.MaxFileBytes <= 0 {
-		cfg.MaxFileBytes = DefaultMaxFileBytes
+		cfg.MaxFileBytes = workspace.DefaultFileBytes
 	}
 	if cfg.LinkTTL <= 0 {
 		cfg.LinkTTL = DefaultLinkTTL
@@ -253,8 +252,10 @@ func (h *Handler) problem(err error) error {
 		return httperr.New(http.StatusConflict, "workspace_quota_exceeded", strings.TrimPrefix(err.Error(), "workspace: "))
 	case errors.Is(err, workspace.ErrConflict):
 		return httperr.New(http.StatusConflict, "conflict", strings.TrimPrefix(err.Error(), "workspace: "))
-	case errors.Is(err, documents.ErrEmptyObject):
-		return httperr.New(http.StatusBadRequest, "empty_file", "the body is empty; a file holds at least one byte")
+	case errors.Is(err, workspace.ErrBadScope):
+		return httperr.New(http.StatusBadRequest, "invalid_scope", strings.TrimPrefix(err.Error(), "workspace: "))
+	case errors.Is(err, workspace.ErrInvalid):
+		return httperr.Invalid("%s", strings.TrimPrefix(err.Error(), "workspace: "))
 	}
 	return err
 }
@@ -378,18 +379,16 @@ func (h *Handler) handleUpload(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, h.TooLarge())
 		return
 	}
-	path := t.q["path"]
-	status := http.StatusOK
-	if _, err := h.cfg.Files.Stat(r.Context(), t.user, t.scope, path); errors.Is(err, workspace.ErrNotFound) {
-		status = http.StatusCreated
-	} else if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	f, err := h.cfg.Files.Write(r.Context(), t.user, t.scope, path, data)
+	f, err := h.cfg.Files.Write(r.Context(), t.user, t.scope, t.q["path"], data)
 	if err != nil {
 		h.fail(w, r, err)
 		return
+	}
+	// A file's first version is 1, and a path written again after a
+	// delete starts over: 1 is a new file, whatever raced with this.
+	status := http.StatusOK
+	if f.Version == 1 {
+		status = http.StatusCreated
 	}
 	jsonbody.Write(w, status, fileOf(f))
 }

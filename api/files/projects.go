@@ -27,15 +27,13 @@ type Projects interface {
 	AttachConversation(ctx context.Context, user, conversation, project string) error
 }
 
-// Workspace is the files and the projects of one workspace: what
-// package api is given.
+// Workspace is the files and the projects of one workspace, and its
+// limits: what package api is given.
 type Workspace interface {
 	Files
 	Projects
+	Limits() workspace.Limits
 }
-
-// maxProjectName bounds a project's name, in bytes.
-const maxProjectName = 200
 
 // project is a project as the API answers it.
 type project struct {
@@ -70,10 +68,6 @@ func (h *Handler) handleCreateProject(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := jsonbody.Decode(r, &b); err != nil {
 		h.fail(w, r, err)
-		return
-	}
-	if b.Name == "" || len(b.Name) > maxProjectName {
-		h.fail(w, r, httperr.New(http.StatusBadRequest, "invalid_field", `"name" is required, at most 200 bytes`))
 		return
 	}
 	p, err := h.cfg.Projects.CreateProject(r.Context(), runs.UserFrom(r.Context()), b.Name)
