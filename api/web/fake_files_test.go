@@ -225,3 +225,12 @@ func (f *contractFake) signedFile(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Disposition", "attachment")
 	w.Write(ff.versions[len(ff.versions)-1].data)
 }
+
+// approveWrite asks for an approval of write_file with the diff the
+// workspace's tools send, and waits for the page's answer.
+func (r *fakeRun) approveWrite(id, p, content, diff string) (map[string]any, bool) {
+	w := r.f.expect(id, "approval", nil)
+	r.emit("approval.required", map[string]any{"approval_id": id, "tool_call_id": "call-" + id, "tool": "write_file",
+		"args": map[string]any{"path": p, "content": content}, "revision": 0, "diff": diff})
+	return r.wait(w)
+}

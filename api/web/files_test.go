@@ -8,9 +8,10 @@ import (
 )
 
 // TestFilesPanel: a file the agent writes arrives in the Files panel by
-// file.changed while the run streams; opened, it previews, follows the
-// agent's next write, downloads through its link without the key, and a
-// click restores an earlier version.
+// file.changed while the run streams; opened, it previews; the agent's
+// next write asks an approval that shows its diff, whose content the
+// user edits; the preview follows, the file downloads through its link
+// without the key, and a click restores an earlier version.
 func TestFilesPanel(t *testing.T) {
 	second := make(chan struct{})
 	f := newContractFake(t, func(r *fakeRun) {
@@ -19,7 +20,16 @@ func TestFilesPanel(t *testing.T) {
 		if !r.await(second) {
 			return
 		}
-		r.writeFile("notes/today.md", "hello\nworld")
+		ans, ok := r.approveWrite("ap-1", "notes/today.md", "hello\nworld",
+			"--- a/notes/today.md\n+++ b/notes/today.md\n@@ -1 +1,2 @@\n hello\n+world\n")
+		if !ok {
+			return
+		}
+		content := "hello\nworld"
+		if args, _ := ans["args"].(map[string]any); ans["decision"] == "edit" {
+			content, _ = args["content"].(string)
+		}
+		r.writeFile("notes/today.md", content)
 		r.answer("Done.")
 	})
 	p := open(t, f)
@@ -33,14 +43,19 @@ func TestFilesPanel(t *testing.T) {
 	p.WaitVisible(`#file-versions li[data-version="1"]`)
 
 	close(second)
-	p.WaitText("#file-preview", "hello\nworld")
+	card := `[data-approval-id="ap-1"]`
+	p.WaitText(card+" .diff .diff-add", "+world")
+	p.Click(card + ` [data-action="edit"]`)
+	p.Fill(card+" textarea.json-input", `{"path": "notes/today.md", "content": "hello\nthere"}`)
+	p.Click(card + ` [data-action="submit-edit"]`)
+	p.WaitText("#file-preview", "hello\nthere")
 	p.WaitVisible(`#file-versions button[data-restore="1"]`)
 	p.WaitText(webtest.LastAnswer, "Done.")
 
 	p.Click("#file-download")
 	p.WaitJS("a download link", `() => !!document.querySelector("#file-download").dataset.href`)
 	got := webtest.Eval[string](p, `fetch(document.querySelector("#file-download").dataset.href).then((r) => r.text())`)
-	if got != "hello\nworld" {
+	if got != "hello\nthere" {
 		t.Errorf("the download link gave %q, want the current version", got)
 	}
 
