@@ -810,7 +810,7 @@ func buildTools(ctx context.Context, cfg serveConfig, models *llm.Registry, metr
 		Info:  operators.SelfInfo{Name: "Trellis", Version: version(), Model: models.Default().ID},
 		Tools: t.provider, Operators: ops,
 	})...)
-	local.MustAdd(sandbox.Tool(cfg.code))
+	local.MustAdd(sandbox.Tool(cfg.code, nil))
 	if len(mcpServers) == 0 {
 		return t, nil
 	}
