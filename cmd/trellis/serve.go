@@ -787,6 +787,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		Keys: cfg.keys, IssuedKeys: issued, Tokens: tokens, OIDCIssuer: cfg.oidc.Issuer, SignIn: signIn, Admins: cfg.admins, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
 		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Version: version(), Logger: log, Metrics: collector,
 		Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
+		Workspace: apiWorkspace(work), FileLinkKey: fileLinkKey(cfg.documents.key),
 	})
 	if err != nil {
 		return app{}, err
