@@ -193,12 +193,20 @@ export class Files {
     }
   }
 
+  /** renderVersions lists a file's versions, newest first, each but the current one with Restore. */
   renderVersions(vs) {
-    const current = this.files.get(this.open)?.version;
-    this.versions.replaceChildren(...vs.map((v) => el("li", { "data-version": v.version },
+    const current = Math.max(0, ...vs.map((v) => v.version));
+    const f = this.files.get(this.open);
+    if (f && f.version !== current) {
+      // Changed where no event told (another tab, the API): the tree follows.
+      this.files.set(this.open, { ...f, version: current });
+      this.render();
+    }
+    const newest = [...vs].sort((a, b) => b.version - a.version);
+    this.versions.replaceChildren(...newest.map((v) => el("li", { "data-version": v.version },
       el("span", {}, `v${v.version} · ${v.op} · ${v.size_bytes} bytes · `),
       el("time", { datetime: v.created_at }, new Date(v.created_at).toLocaleString()),
-      v.version === current || v.op === "delete" ? null
+      v.version === current ? null
         : el("button", { type: "button", "data-restore": v.version, "aria-label": `Restore version ${v.version} of ${this.open}` }, "Restore"))));
   }
 
