@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"syscall"
@@ -81,6 +83,57 @@ func TestWorkspaceThroughServe(t *testing.T) {
 				t.Fatalf("bob in alice's conversation: %d", code)
 			}
 			c.stop(syscall.SIGTERM)
+		})
+	}
+}
+
+// A write of the agent's workspace that asks for approval survives a
+// SIGKILL of the process while it waits on the open stream: the next
+// process finds the approval pending, with the change as a diff, and
+// once it is approved with edited content the file is written once,
+// with that content: one version.
+func TestCrashWhileAFileWriteAwaitsApproval(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			t.Parallel()
+			env := []string{"TRELLIS_MODEL=offline", "TRELLIS_APPROVAL_TOOLS=", "TRELLIS_WORKSPACE_APPROVE=write"}
+			switch db {
+			case "sqlite":
+				env = append(env, "TRELLIS_DATA_DIR="+t.TempDir())
+			case "postgres":
+				env = append(env, "DATABASE_URL="+pgDSN(t))
+			}
+			first := startServe(t, env...)
+			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "write a file notes.md with hello"})
+			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+			seen := sseEvents(t, resp, func(ev event) bool { return ev.typ == "approval.required" })
+			asked := seen[len(seen)-1].data
+			approval, _ := asked["approval_id"].(string)
+			if approval == "" || asked["tool"] != "write_file" || asked["diff"] != "--- /dev/null\n+++ b/notes.md\n@@ -0,0 +1 @@\n+hello\n" {
+				t.Fatalf("approval.required %v", asked)
+			}
+			first.stop(syscall.SIGKILL)
+
+			second := startServe(t, env...)
+			runStatus(t, second, conv, "interrupted")
+			if ids := pendingIDs(t, second, "approvals", conv); len(ids) != 1 || ids[0] != approval {
+				t.Fatalf("pending approvals after the crash: %v, want [%s]", ids, approval)
+			}
+			edit := map[string]any{"decision": "edit", "args": map[string]any{"path": "notes.md", "content": "hello, edited\n"}}
+			if r := second.do("POST", "/api/v1/approvals/"+approval, edit); r.StatusCode != http.StatusOK {
+				b, _ := io.ReadAll(r.Body)
+				t.Fatalf("approve: %d %s", r.StatusCode, b)
+			}
+			followToEnd(t, second, conv, runID, seen)
+			out := syncChat(t, second, map[string]any{"message": "show my files", "conversation_id": conv})
+			if text, _ := out["response"].(string); !strings.Contains(text, "notes.md\t14 bytes\tversion 1") {
+				t.Fatalf("files after the approval: %q", text)
+			}
+			out = syncChat(t, second, map[string]any{"message": "read notes.md", "conversation_id": conv})
+			if text, _ := out["response"].(string); !strings.Contains(text, "     1\thello, edited") {
+				t.Fatalf("the file after the approval: %q", text)
+			}
+			second.stop(syscall.SIGTERM)
 		})
 	}
 }
