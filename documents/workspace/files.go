@@ -135,6 +135,37 @@ func (w *Workspaces) WriteIf(ctx context.Context, user string, s Scope, path str
 	return w.put(ctx, sc, path, data, store.FileWrite, expect)
 }
 
+// Append adds data at the end of the file at path, creating it when
+// there is none, as a new version (op edit).
+func (w *Workspaces) Append(ctx context.Context, user string, s Scope, path string, data []byte) (File, error) {
+	sc, path, err := w.accessPath(ctx, user, s, path)
+	if err != nil {
+		return File{}, err
+	}
+	for try := 1; ; try++ {
+		var (
+			old    []byte
+			expect = store.ExpectNone
+			op     = store.FileWrite
+		)
+		f, err := w.rec.WorkspaceFile(ctx, sc.rec, path)
+		switch {
+		case err == nil:
+			if old, err = w.object(ctx, f.ObjectKey); err != nil {
+				return File{}, err
+			}
+			expect, op = f.Version, store.FileEdit
+		case !errors.Is(err, store.ErrNotFound):
+			return File{}, w.fail(err)
+		}
+		nf, err := w.put(ctx, sc, path, append(old[:len(old):len(old)], data...), op, expect)
+		if errors.Is(err, ErrConflict) && try < editTries {
+			continue
+		}
+		return nf, err
+	}
+}
+
 // editTries is how often Edit reads and writes again when the file
 // changed between the two.
 const editTries = 3

@@ -236,25 +236,33 @@ func NumberLines(s string, offset, limit int) string {
 
 type writeIn struct {
 	Path    string `json:"path" jsonschema:"the file's path, relative to the workspace; directories need no creating"`
-	Content string `json:"content" jsonschema:"the file's whole new content"`
+	Content string `json:"content" jsonschema:"the file's whole new content, or with append what to add at its end"`
+	Append  bool   `json:"append,omitempty" jsonschema:"add content at the end of the file (creating it if need be) instead of replacing it"`
 	scopeArg
 }
 
 func (t tools) write(opts ...operators.ToolOption) operators.Tool {
 	return operators.NewTool(ToolWrite,
-		"Writes a file of the workspace: creates it, or replaces its whole content (the earlier version is kept and can be restored). "+
-			"To change part of a file, use edit_file.",
+		"Writes a file of the workspace: creates it, or replaces its whole content (the earlier version is kept and can be restored), "+
+			"or with append adds to its end. To change part of a file, use edit_file.",
 		func(ctx context.Context, call operators.Call, in writeIn) (operators.Result, error) {
 			s, err := t.resolve(ctx, call, in.Scope)
 			if err != nil {
 				return operators.Result{}, err
 			}
-			f, err := t.w.Write(WithConversation(ctx, call.ConversationID), call.UserID, s, in.Path, []byte(in.Content))
+			write, op, verb := t.w.Write, ApproveWrite, "Wrote"
+			if in.Append {
+				write, op, verb = t.w.Append, ApproveEdit, "Appended to"
+			}
+			f, err := write(WithConversation(ctx, call.ConversationID), call.UserID, s, in.Path, []byte(in.Content))
 			if err != nil {
 				return operators.Result{}, err
 			}
-			changed(ctx, call, s, f.Path, f.Version, ApproveWrite)
-			return operators.TextResult(fmt.Sprintf("Wrote %s (%d bytes, version %d) in the %s workspace.", f.Path, f.Size, f.Version, s.Kind)), nil
+			if f.Version == 1 {
+				op = ApproveWrite
+			}
+			changed(ctx, call, s, f.Path, f.Version, op)
+			return operators.TextResult(fmt.Sprintf("%s %s (%d bytes, version %d) in the %s workspace.", verb, f.Path, f.Size, f.Version, s.Kind)), nil
 		}, append(opts, operators.WithSchema(withScope))...)
 }
 
@@ -414,7 +422,11 @@ func (t tools) previewWrite(ctx context.Context, call operators.Call, args json.
 	if err != nil {
 		return "", err
 	}
-	return Diff(path, before, []byte(in.Content), existed, true), nil
+	after := []byte(in.Content)
+	if in.Append {
+		after = append(before[:len(before):len(before)], after...)
+	}
+	return Diff(path, before, after, existed, true), nil
 }
 
 func (t tools) previewEdit(ctx context.Context, call operators.Call, args json.RawMessage) (string, error) {

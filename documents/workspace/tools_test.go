@@ -96,6 +96,11 @@ func TestTools(t *testing.T) {
 		t.Errorf("read_file with offset: %q", got)
 	}
 	e.ok(t, "alice", c, "edit_file", `{"path":"notes.md","old_string":"world","new_string":"there"}`)
+	e.ok(t, "alice", c, "write_file", `{"path":"log.md","content":"one\n","append":true}`)
+	e.ok(t, "alice", c, "write_file", `{"path":"log.md","content":"two\n","append":true}`)
+	if got := e.ok(t, "alice", c, "read_file", `{"path":"log.md"}`); got != "     1\tone\n     2\ttwo" {
+		t.Errorf("after appends: %q", got)
+	}
 	e.ok(t, "alice", c, "write_file", `{"path":"dup.md","content":"a a"}`)
 	for args, want := range map[string]error{
 		`{"path":"dup.md","old_string":"a","new_string":"b"}`:                   workspace.ErrNotUnique,
@@ -113,7 +118,7 @@ func TestTools(t *testing.T) {
 	if got := e.ok(t, "alice", c, "read_file", `{"path":"dup.md"}`); got != "     1\tb b" {
 		t.Errorf("after replace_all: %q", got)
 	}
-	if got := e.ok(t, "alice", c, "glob", `{"pattern":"*.md"}`); got != "dup.md\nnotes.md" {
+	if got := e.ok(t, "alice", c, "glob", `{"pattern":"*.md"}`); got != "dup.md\nlog.md\nnotes.md" {
 		t.Errorf("glob: %q", got)
 	}
 	if got := e.ok(t, "alice", c, "grep", `{"pattern":"^hel"}`); got != "notes.md:1: hello" {
@@ -136,7 +141,7 @@ func TestTools(t *testing.T) {
 		f := p.(*events.FileChanged)
 		changes = append(changes, f.Op+" "+f.Scope+" "+f.Path)
 	}
-	want := "write conversation notes.md|edit conversation notes.md|write conversation dup.md|edit conversation dup.md|write user mine.md|delete conversation dup.md"
+	want := "write conversation notes.md|edit conversation notes.md|write conversation log.md|edit conversation log.md|write conversation dup.md|edit conversation dup.md|write user mine.md|delete conversation dup.md"
 	if got := strings.Join(changes, "|"); got != want {
 		t.Errorf("file.changed events:\n%s\nwant\n%s", got, want)
 	}
