@@ -5,9 +5,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/api/web/webtest"
@@ -35,7 +39,8 @@ func withWorkspace(s *server, c *apitest.Config) {
 // TestFilesPanelLive: on the real server, the agent's write_file puts
 // notes.md in the Files panel while the run streams; it previews,
 // downloads through the server's signed link with no credentials, and a
-// version written since is undone from the panel's history.
+// version written since is undone from the panel's history; a file the
+// user uploads from the panel lands in the conversation's files.
 func TestFilesPanelLive(t *testing.T) {
 	s := newServer(t, "files.json", withWorkspace)
 	p := open(t, s)
@@ -63,6 +68,17 @@ func TestFilesPanelLive(t *testing.T) {
 	p.Click(`#file-versions button[data-restore="1"]`)
 	p.WaitVisible(`#file-versions li[data-version="3"]`)
 	p.WaitJS("the preview shows version 1", `() => document.querySelector("#file-preview").textContent === "hello"`)
+
+	// Upload puts a file of the user's into the conversation's files.
+	local := filepath.Join(t.TempDir(), "todo.txt")
+	if err := os.WriteFile(local, []byte("buy milk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.Do("upload a file", chromedp.SetUploadFiles(chromedp.CSS("#files-input"), []string{local}))
+	p.WaitVisible(`#files-tree button[data-path="todo.txt"]`)
+	if got := fetch(t, s.URL+"/api/v1/files/conversation/"+url.PathEscape(cid)+"/content?path=todo.txt"); got != "buy milk" {
+		t.Errorf("the uploaded file holds %q", got)
+	}
 	s.checkScript()
 }
 
