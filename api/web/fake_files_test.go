@@ -234,3 +234,14 @@ func (r *fakeRun) approveWrite(id, p, content, diff string) (map[string]any, boo
 		"args": map[string]any{"path": p, "content": content}, "revision": 0, "diff": diff})
 	return r.wait(w)
 }
+
+// deleteFile deletes the conversation's file p, as delete_file does, and
+// emits file.changed (version 0).
+func (r *fakeRun) deleteFile(p string) {
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	if ff := r.f.workspace["conversation/"+r.conv.id][p]; ff != nil {
+		ff.deleted = true
+	}
+	r.emitLocked("file.changed", map[string]any{"scope": "conversation", "scope_id": r.conv.id, "path": p, "version": 0, "op": "delete"})
+}

@@ -72,3 +72,34 @@ func TestFilesPanel(t *testing.T) {
 	}
 	p.CheckAccessible()
 }
+
+// TestFilesPanelDelete: a file the agent deletes while the user has it
+// open leaves the tree and closes its view, with no error.
+func TestFilesPanelDelete(t *testing.T) {
+	del := make(chan struct{})
+	f := newContractFake(t, func(r *fakeRun) {
+		r.writeFile("draft.md", "draft")
+		if !r.await(del) {
+			return
+		}
+		r.deleteFile("draft.md")
+		r.answer("Deleted.")
+	})
+	p := open(t, f)
+	p.Send("write a draft, then delete it")
+	p.WaitVisible(`#files-tree button[data-path="draft.md"]`)
+	p.Click(`#files-tree button[data-path="draft.md"]`)
+	p.WaitText("#file-preview", "draft")
+	close(del)
+	p.WaitText(webtest.LastAnswer, "Deleted.")
+	p.WaitGone("#file-view")
+	if n := p.Count(`#files-tree button[data-path="draft.md"]`); n != 0 {
+		t.Errorf("the deleted file is still in the tree")
+	}
+	if n := p.Count("#error-banner:not([hidden])"); n != 0 {
+		t.Errorf("an error shows after the delete: %q", p.Text("#error-banner"))
+	}
+	if got := p.Text(webtest.LastTurn); !strings.Contains(got, "Deleted file draft.md") {
+		t.Errorf("the turn's activity does not tell the delete: %q", got)
+	}
+}

@@ -123,7 +123,10 @@ export class Files {
     this.ctx.announce(`${ev.path} ${ev.op === "delete" ? "deleted" : "changed"}.`);
     this.render();
     this.refresh(); // sizes and times
-    if (this.open === ev.path) this.show(ev.path);
+    if (this.open === ev.path) {
+      if (ev.op === "delete") this.close();
+      else this.show(ev.path);
+    }
     return true;
   }
 
@@ -249,7 +252,10 @@ export class Files {
     // own, under any path prefix); a presigned one is absolute.
     const href = new URL(link.url, new URL(`.${base}/download`, document.baseURI)).href;
     this.download.dataset.href = href;
-    const a = el("a", { href, download: p.split("/").pop() });
+    // A bucket's link is another origin's, where download is ignored:
+    // it opens in a tab of its own rather than replacing the page.
+    const same = new URL(href).origin === location.origin;
+    const a = el("a", same ? { href, download: p.split("/").pop() } : { href, target: "_blank", rel: "noopener" });
     document.body.append(a);
     a.click();
     a.remove();
