@@ -26,7 +26,7 @@
 // "workspace/", or [ProjectPrefix]. So deleting a conversation or erasing
 // a user, which delete those prefixes, delete its files' bytes too.
 //
-// Every write, edit and restore makes a new version; none is changed
+// Every write, edit, append and restore makes a new version; none is changed
 // afterwards, and a restore points at the old version's object rather
 // than copying it. Delete removes a file with its whole history, rows
 // and objects: a deleted file frees its share of the quota, and a file

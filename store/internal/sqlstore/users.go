@@ -10,7 +10,7 @@ import (
 // userTables hold rows of a user's own, beside conversations and the
 // projects they own (whose foreign keys cascade to everything below
 // them), and last the mark of the user's erasure.
-var userTables = []string{"memories", "profiles", "tool_stats", "usage_days", "sessions", "workspace_files", "project_members", "erasures"}
+var userTables = []string{"memories", "profiles", "tool_stats", "usage_days", "sessions", "workspace_files", "workspace_usage", "project_members", "erasures"}
 
 // erasing is the constraint, as Violates names it, that the schema's
 // triggers raise when a row of a user being erased is inserted into

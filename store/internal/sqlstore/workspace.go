@@ -344,6 +344,7 @@ func (s *Store) PutFile(ctx context.Context, v store.NewFileVersion) (store.Work
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		at := s.db.Time(now)
 		f = store.WorkspaceFile{Path: v.Path, Size: v.Size, SHA256: v.SHA256, ObjectKey: v.ObjectKey, UpdatedAt: now}
+		var added int64 // files
 		err := q.QueryRow(ctx, `UPDATE workspace_files SET version = version + 1, size = ?, sha256 = ?, object_key = ?, updated_at = ?
 WHERE scope_kind = ? AND scope_id = ? AND path = ? RETURNING id, version`,
 			v.Size, v.SHA256, v.ObjectKey, at, v.Scope.Kind, v.Scope.ID, v.Path).Scan(&f.ID, &f.Version)
@@ -352,7 +353,7 @@ WHERE scope_kind = ? AND scope_id = ? AND path = ? RETURNING id, version`,
 			if v.Expect > 0 {
 				return fmt.Errorf("%s does not exist: %w", v.Path, store.ErrConflict)
 			}
-			f.ID, f.Version = ids.New(), 1
+			f.ID, f.Version, added = ids.New(), 1, 1
 			if err := s.insertFile(ctx, q, v, f, at); err != nil {
 				return err
 			}
@@ -365,11 +366,12 @@ WHERE scope_kind = ? AND scope_id = ? AND path = ? RETURNING id, version`,
 VALUES (?, ?, ?, ?, ?, ?, ?)`, f.ID, f.Version, v.Size, v.SHA256, v.Op, v.ObjectKey, at); err != nil {
 			return err
 		}
-		if v.MaxBytes <= 0 && v.MaxFiles <= 0 {
-			return nil
-		}
-		u, err := scopeUsage(ctx, q, v.Scope)
-		if err != nil {
+		user, conversation, project := owners(v.Scope)
+		var u store.ScopeUsage
+		if err := q.QueryRow(ctx, `INSERT INTO workspace_usage (scope_kind, scope_id, user_id, conversation_id, project_id, bytes, files)
+VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (scope_kind, scope_id)
+DO UPDATE SET bytes = workspace_usage.bytes + excluded.bytes, files = workspace_usage.files + excluded.files RETURNING bytes, files`,
+			v.Scope.Kind, v.Scope.ID, user, conversation, project, v.Size, added).Scan(&u.Bytes, &u.Files); err != nil {
 			return err
 		}
 		if (v.MaxBytes > 0 && u.Bytes > v.MaxBytes) || (v.MaxFiles > 0 && u.Files > v.MaxFiles) {
@@ -384,21 +386,27 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`, f.ID, f.Version, v.Size, v.SHA256, v.Op, v.Object
 	return f, nil
 }
 
+// owners are the owner columns of a scope's rows: the user of a user or
+// conversation scope, the conversation of a conversation scope, the
+// project of a project scope; NULL otherwise.
+func owners(sc store.FileScope) (user, conversation, project any) {
+	switch sc.Kind {
+	case store.ScopeConversation:
+		return sc.UserID, sc.ID, nil
+	case store.ScopeUser:
+		return sc.UserID, nil, nil
+	}
+	return nil, nil, sc.ID
+}
+
 // insertFile stores the row of a new file.
 func (s *Store) insertFile(ctx context.Context, q Querier, v store.NewFileVersion, f store.WorkspaceFile, at any) error {
-	var (
-		user, conversation, project any
-		owner                       = `SELECT 1`
-		args                        []any
-	)
+	user, conversation, project := owners(v.Scope)
+	owner, args := `SELECT 1`, []any(nil)
 	switch v.Scope.Kind {
 	case store.ScopeConversation:
-		user, conversation = v.Scope.UserID, v.Scope.ID
 		owner, args = `SELECT 1 FROM conversations WHERE id = ? AND user_id = ?`, []any{v.Scope.ID, v.Scope.UserID}
-	case store.ScopeUser:
-		user = v.Scope.UserID
 	case store.ScopeProject:
-		project = v.Scope.ID
 		owner, args = `SELECT 1 FROM projects WHERE id = ?`, []any{v.Scope.ID}
 	}
 	// SQLite's foreign key errors name no constraint: the scope's
@@ -445,6 +453,14 @@ func (s *Store) DeleteFile(ctx context.Context, sc store.FileScope, path string)
 		}); err != nil {
 			return err
 		}
+		var size int64
+		if err := q.QueryRow(ctx, `SELECT coalesce(sum(size), 0) FROM workspace_versions WHERE file_id = ?`, f.ID).Scan(&size); err != nil {
+			return err
+		}
+		if _, err := q.Exec(ctx, `UPDATE workspace_usage SET bytes = bytes - ?, files = files - 1 WHERE scope_kind = ? AND scope_id = ?`,
+			size, sc.Kind, sc.ID); err != nil {
+			return err
+		}
 		_, err = q.Exec(ctx, `DELETE FROM workspace_files WHERE id = ?`, f.ID)
 		return err
 	})
@@ -456,16 +472,13 @@ func (s *Store) DeleteFile(ctx context.Context, sc store.FileScope, path string)
 
 // ScopeUsage implements store.Workspaces.
 func (s *Store) ScopeUsage(ctx context.Context, sc store.FileScope) (store.ScopeUsage, error) {
-	u, err := scopeUsage(ctx, s.db, sc)
+	var u store.ScopeUsage
+	err := s.db.QueryRow(ctx, `SELECT bytes, files FROM workspace_usage WHERE scope_kind = ? AND scope_id = ?`, sc.Kind, sc.ID).Scan(&u.Bytes, &u.Files)
+	if noRows(err) {
+		return store.ScopeUsage{}, nil
+	}
 	if err != nil {
 		return u, s.errorf("usage of %s %s: %w", sc.Kind, sc.ID, err)
 	}
 	return u, nil
-}
-
-func scopeUsage(ctx context.Context, q Querier, sc store.FileScope) (store.ScopeUsage, error) {
-	var u store.ScopeUsage
-	err := q.QueryRow(ctx, `SELECT coalesce(sum(v.size), 0), count(DISTINCT f.id) FROM workspace_files f
-LEFT JOIN workspace_versions v ON v.file_id = f.id WHERE f.scope_kind = ? AND f.scope_id = ?`, sc.Kind, sc.ID).Scan(&u.Bytes, &u.Files)
-	return u, err
 }

@@ -61,6 +61,24 @@ CREATE TABLE workspace_versions (
     PRIMARY KEY (file_id, version)
 );
 
+-- What each scope holds, kept with every write and delete so that a
+-- write checks its scope's quota without reading every file's row.
+-- Its owner columns are a file's, so it goes when they go.
+CREATE TABLE workspace_usage (
+    scope_kind      text   NOT NULL,
+    scope_id        text   COLLATE "C" NOT NULL,
+    user_id         text,
+    conversation_id text   COLLATE "C" REFERENCES conversations (id) ON DELETE CASCADE,
+    project_id      text   COLLATE "C" REFERENCES projects (id) ON DELETE CASCADE,
+    bytes           bigint NOT NULL,
+    files           bigint NOT NULL,
+    PRIMARY KEY (scope_kind, scope_id)
+);
+
+CREATE INDEX workspace_usage_user ON workspace_usage (user_id);
+CREATE INDEX workspace_usage_conversation ON workspace_usage (conversation_id);
+CREATE INDEX workspace_usage_project ON workspace_usage (project_id);
+
 -- A project-scope file has no user: the trigger lets NULL through.
 CREATE FUNCTION refuse_erased_file_owner() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

@@ -61,6 +61,24 @@ CREATE TABLE workspace_versions (
     PRIMARY KEY (file_id, version)
 ) STRICT, WITHOUT ROWID;
 
+-- What each scope holds, kept with every write and delete so that a
+-- write checks its scope's quota without reading every file's row.
+-- Its owner columns are a file's, so it goes when they go.
+CREATE TABLE workspace_usage (
+    scope_kind      TEXT    NOT NULL,
+    scope_id        TEXT    NOT NULL,
+    user_id         TEXT,
+    conversation_id TEXT    REFERENCES conversations (id) ON DELETE CASCADE,
+    project_id      TEXT    REFERENCES projects (id) ON DELETE CASCADE,
+    bytes           INTEGER NOT NULL,
+    files           INTEGER NOT NULL,
+    PRIMARY KEY (scope_kind, scope_id)
+) STRICT, WITHOUT ROWID;
+
+CREATE INDEX workspace_usage_user ON workspace_usage (user_id);
+CREATE INDEX workspace_usage_conversation ON workspace_usage (conversation_id);
+CREATE INDEX workspace_usage_project ON workspace_usage (project_id);
+
 CREATE TRIGGER workspace_files_erasure BEFORE INSERT ON workspace_files
 WHEN NEW.user_id IS NOT NULL AND EXISTS (SELECT 1 FROM erasures WHERE user_id = NEW.user_id)
 BEGIN
