@@ -7,7 +7,7 @@
 // who may reach a scope, paths, versions and quotas are the
 // workspace's; here are the scope in the URL ("me" is the caller), strict
 // query parameters and bodies, the per-file body limit, a content type
-// by extension, pages bounded by bytes, and the links.
+// by extension, pages bounded by their limit, and the links.
 //
 // # Download links
 //
