@@ -33,8 +33,8 @@ const (
 	ApproveDelete = "delete"
 )
 
-// ApproveTools maps an operation of ToolConfig.Approve to its tool.
-var approveTools = map[string]string{ApproveWrite: ToolWrite, ApproveEdit: ToolEdit, ApproveDelete: ToolDelete}
+// approveOps are the operations ToolConfig.Approve may name.
+var approveOps = []string{ApproveWrite, ApproveEdit, ApproveDelete}
 
 // ParseApprove reads the operations that need approval, as the flag
 // gives them: comma-separated write, edit and delete; "" or "none" for
@@ -46,7 +46,7 @@ func ParseApprove(s string) ([]string, error) {
 	var out []string
 	for op := range strings.SplitSeq(s, ",") {
 		op = strings.TrimSpace(op)
-		if _, ok := approveTools[op]; !ok {
+		if !slices.Contains(approveOps, op) {
 			return nil, fmt.Errorf("workspace: approve %q: not write, edit or delete", op)
 		}
 		if !slices.Contains(out, op) {
