@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/api/admin"
+	"github.com/trellis-ai/trellis/api/files"
 	"github.com/trellis-ai/trellis/api/me"
 	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/middleware"
@@ -35,6 +36,14 @@ type Config struct {
 	// Documents is the document service behind /api/v1/documents; nil
 	// leaves those endpoints out (404).
 	Documents *ingest.Service
+	// Workspace is the agent's workspace behind /api/v1/files,
+	// /api/v1/projects and PUT /api/v1/conversations/{id}/project
+	// (*workspace.Workspaces); nil leaves those endpoints out (404).
+	Workspace files.Workspace
+	// FileLinkKey signs the workspace's download links: give every
+	// process of a cluster the same, so that any serves a link another
+	// made. Nil means a random key of this process's.
+	FileLinkKey []byte
 	// Cognition serves /api/v1/me/profile, /me/memories and
 	// /cognition/identity; nil leaves those endpoints out (404).
 	Cognition *cognition.Service

@@ -58,6 +58,8 @@ func TestCORSPreflights(t *testing.T) {
 		{"PATCH", "/api/v1/me/profile", native},
 		{"PATCH", "/api/v1/conversations/c1/tasks/t1", native},
 		{"DELETE", "/api/v1/me/memories", native},
+		{"PUT", "/api/v1/files/user/me/content?path=a.md", []string{"Authorization", "Content-Type"}},
+		{"PUT", "/api/v1/conversations/c1/project", native},
 		{"PATCH", "/langgraph/threads/t1", []string{"X-Api-Key", "Content-Type"}},
 		{"POST", "/langgraph/threads/t1/runs/stream", []string{"X-Api-Key", "Content-Type", "Last-Event-ID"}},
 		{"DELETE", "/langgraph/threads/t1", []string{"X-Api-Key"}},

@@ -11,7 +11,9 @@
 // package store is the record both read. The endpoint groups that are
 // thin HTTP over a service of their own are packages it mounts over the
 // services in Config, answering their errors as its own: the documents
-// endpoints and document.status on its streams (api/docs), a user's
+// endpoints and document.status on its streams (api/docs), the
+// agent's workspace files and projects, with download links that work
+// without credentials (api/files), a user's
 // endpoints beside their conversations (memory, usage, erasure: api/me)
 // and the operators' (issued keys, the webhook delivery log: api/admin),
 // and the page's sign-in under /auth, over the identity provider and the

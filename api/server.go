@@ -13,6 +13,7 @@ import (
 	"github.com/trellis-ai/trellis/api/a2a"
 	"github.com/trellis-ai/trellis/api/admin"
 	"github.com/trellis-ai/trellis/api/docs"
+	"github.com/trellis-ai/trellis/api/files"
 	"github.com/trellis-ai/trellis/api/me"
 	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/middleware"
@@ -44,6 +45,9 @@ type Server struct {
 	health health
 	// docs serves the documents endpoints; nil without Config.Documents.
 	docs *docs.Handler
+	// files serves the workspace's endpoints; nil without
+	// Config.Workspace.
+	files *files.Handler
 	// a2a serves the A2A agent card and JSON-RPC binding.
 	a2a *a2a.Handler
 }
@@ -85,6 +89,10 @@ func New(cfg Config) (*Server, error) {
 	s.authenticate = middleware.Authenticate(ac)
 	if cfg.Documents != nil {
 		s.docs = docs.New(docs.Config{Documents: cfg.Documents, Error: s.writeError, Logger: s.log})
+	}
+	if cfg.Workspace != nil {
+		s.files = files.New(files.Config{Files: cfg.Workspace, Projects: cfg.Workspace, Error: s.writeError,
+			MaxFileBytes: cfg.Workspace.Limits().FileBytes, LinkKey: cfg.FileLinkKey})
 	}
 	s.a2a = s.newA2A()
 	s.handler = s.routes()
@@ -198,6 +206,9 @@ func (s *Server) routes() http.Handler {
 		if s.docs != nil {
 			s.docs.Routes(r)
 		}
+		if s.files != nil {
+			s.files.Routes(r)
+		}
 		me.Routes(r, me.Config{Runs: s.runs, Usage: s.store, Cognition: s.cfg.Cognition, Erasure: s.cfg.Erasure,
 			Operators: s.operators(), Error: s.writeError})
 		admin.Routes(r, admin.Config{Keys: s.cfg.IssuedKeys, Webhooks: s.cfg.Webhooks, Operators: s.operators(), Error: s.writeError})
@@ -206,6 +217,13 @@ func (s *Server) routes() http.Handler {
 		r.Use(s.limitBody, s.clientIP, s.authenticate, s.limitRate)
 		s.protocolRoutes(r)
 	})
+	if s.files != nil {
+		// A download link is its own credential.
+		r.Group(func(r chi.Router) {
+			r.Use(s.limitBody)
+			s.files.SignedRoutes(r)
+		})
+	}
 	// /auth answers JSON even without sign-in, so that the page, which
 	// asks GET /auth/session, tells "no sign-in here" (404) from the
 	// page itself.
@@ -225,8 +243,8 @@ func (s *Server) routes() http.Handler {
 }
 
 // limitBody caps every API request body at Limits.MaxBodyBytes, but a
-// document upload's at the document limit and its framing, when that is
-// more.
+// document upload's at the document limit and its framing, and a
+// workspace file's at the file limit, when that is more.
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	limit := s.cfg.Limits.MaxBodyBytes
 	if limit < 0 {
@@ -235,13 +253,20 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit := limit
 		upload := s.docs != nil && r.Method == http.MethodPost && r.URL.Path == docs.UploadPath
-		if upload {
+		fileUpload := s.files != nil && files.IsUpload(r)
+		switch {
+		case upload:
 			limit = s.docs.UploadLimit(limit)
+		case fileUpload:
+			limit = s.files.UploadLimit(limit)
 		}
 		if r.ContentLength > limit {
 			var err error = &http.MaxBytesError{Limit: limit}
-			if upload {
+			switch {
+			case upload:
 				err = s.docs.TooLarge()
+			case fileUpload:
+				err = s.files.TooLarge()
 			}
 			s.writeError(w, r, err)
 			return

@@ -66,6 +66,10 @@ const (
 	// a conversation's open stream when a document of the conversation
 	// changes status, with no seq and no SSE id (API.md, README).
 	TypeDocumentStatus = "document.status"
+	// TypeFileChanged: a file of the agent's workspace changed (the
+	// agent wrote, edited, restored or deleted it), for a client's view
+	// of the files (an addition to API.md; see docs/api.md).
+	TypeFileChanged = "file.changed"
 	// TypeTasksUpdated is the task board after the agent wrote it
 	// (write_todos), whole (README).
 	TypeTasksUpdated = "tasks.updated"
@@ -178,6 +182,7 @@ var payloads = map[string]func() Payload{
 	TypeSubagentStart:         func() Payload { return new(SubagentStart) },
 	TypeSubagentEnd:           func() Payload { return new(SubagentEnd) },
 	TypeTasksUpdated:          func() Payload { return new(TasksUpdated) },
+	TypeFileChanged:           func() Payload { return new(FileChanged) },
 	TypeStreamReconnect:       func() Payload { return new(StreamReconnect) },
 	TypeModelFallback:         func() Payload { return new(ModelFallback) },
 }

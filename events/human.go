@@ -121,6 +121,9 @@ type Pending struct {
 	Tool       string          `json:"tool,omitempty"`
 	Args       json.RawMessage `json:"args,omitempty"`
 	Revision   int             `json:"revision"`
+	// Diff is what the call to approve would change (see
+	// ApprovalRequired).
+	Diff string `json:"diff,omitempty"`
 	// Question is the clarifying question.
 	Question string `json:"question,omitempty"`
 	// ElicitationID, Source, Message and Schema are a tool's question

@@ -139,6 +139,9 @@ type ApprovalRequired struct {
 	Tool       string          `json:"tool"`
 	Args       json.RawMessage `json:"args"`
 	Revision   int             `json:"revision"`
+	// Diff is what the call would change, as a unified diff, when its
+	// tool can show it (a workspace file tool); "" otherwise.
+	Diff string `json:"diff,omitempty"`
 	// ExpiresAt is the approval's deadline, with OnExpiry what happens
 	// then; nil when it waits for ever. The run service sets them as it
 	// records the approval, before the event is sent.
@@ -325,6 +328,17 @@ type DocumentStatus struct {
 	Error      string `json:"error"`
 }
 
+// FileChanged is file.changed: the file at Path of the workspace Scope
+// ("conversation", "user" or "project") ScopeID is now at Version, after
+// Op ("write", "edit", "restore"; "delete" with Version 0).
+type FileChanged struct {
+	Scope   string `json:"scope"`
+	ScopeID string `json:"scope_id"`
+	Path    string `json:"path"`
+	Version int    `json:"version"`
+	Op      string `json:"op"`
+}
+
 // StreamReconnect is stream.reconnect: the stream ends here, before the
 // run's terminal event, and the client should reconnect to the
 // conversation's stream with Last-Event-ID after RetryMS. It belongs to
@@ -390,3 +404,4 @@ func (*SubagentStart) EventType() string         { return TypeSubagentStart }
 func (*SubagentEnd) EventType() string           { return TypeSubagentEnd }
 func (*StreamReconnect) EventType() string       { return TypeStreamReconnect }
 func (*ModelFallback) EventType() string         { return TypeModelFallback }
+func (*FileChanged) EventType() string           { return TypeFileChanged }

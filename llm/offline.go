@@ -254,6 +254,14 @@ func offlineReply(msgs []llms.MessageContent, tools []llms.Tool) (string, []llms
 		}
 		return "I'm offline, and to run code I need the run_code tool, which this call does not offer.\n\n" + OfflineNotice, nil
 	}
+	if tool, args := fileRequest(q); tool != "" {
+		if hasTool(tools, tool) {
+			b, _ := json.Marshal(args)
+			return "", []llms.ToolCall{{ID: fmt.Sprintf("offline_call_%d", prior+1), Type: "function",
+				FunctionCall: &llms.FunctionCall{Name: tool, Arguments: string(b)}}}
+		}
+		return "I'm offline, and for the workspace's files I need the " + tool + " tool, which this call does not offer.\n\n" + OfflineNotice, nil
+	}
 	if expr := arithmeticExpr(q); expr != "" {
 		if _, ok := findTool(tools, "calculator"); ok {
 			call("calculator", map[string]string{"expression": expr})
@@ -443,6 +451,8 @@ func describeResult(r toolResult) string {
 		return describePlan(r, value, isErr)
 	case "run_code":
 		return describeCode(value, isErr)
+	case "ls", "read_file", "write_file":
+		return describeFiles(r, value)
 	}
 	name := r.name
 	if name == "" {

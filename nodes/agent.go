@@ -708,7 +708,7 @@ func (a *Agent) finish(ctx context.Context, yield func(events.Event, error) bool
 			case events.PendingApproval:
 				ri.Reason = string(events.PendingApproval)
 				ri.ApprovalIDs = append(ri.ApprovalIDs, p.ID)
-				e := events.New(&events.ApprovalRequired{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Tool: p.Tool, Args: p.Args, Revision: p.Revision})
+				e := events.New(&events.ApprovalRequired{ApprovalID: p.ID, ToolCallID: p.ToolCallID, Tool: p.Tool, Args: p.Args, Revision: p.Revision, Diff: p.Diff})
 				e.Namespace = p.Namespace
 				if !yield(e, nil) {
 					return

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/operators"
 )
 
 // ApprovalDecision answers an approval.required: approve the call, run it
@@ -66,8 +67,12 @@ func (a *Agent) approve(ctx context.Context, s ChatState, calls []ToolCall) (out
 		if c.Gate == GateNone {
 			continue
 		}
+		// The preview is of the call as proposed; an edit's arguments run
+		// unpreviewed, as the person who edited them has seen them.
+		diff := a.tools.Preview(ctx, c.Tool, c.Args, operators.Call{ToolCallID: c.ID, ConversationID: s.Input.ConversationID, UserID: s.Input.UserID})
 		d, err := graph.Interrupt[ApprovalDecision](ctx, events.Pending{
 			Kind: events.PendingApproval, ToolCallID: c.ID, Tool: c.Tool, Args: argsOrEmpty(c.Args), Revision: revision, Namespace: s.Input.Namespace,
+			Diff: diff,
 		})
 		if err != nil {
 			return nil, nil, nil, resumed, err

@@ -47,6 +47,11 @@ func (m *messenger) Progress(_ context.Context, p operators.ProgressEvent) error
 	return emit(m.call.Context, &events.ToolProgress{ToolCallID: m.call.toolCallID, Progress: p.Progress, Total: p.Total, Message: p.Message})
 }
 
+// Emit puts an event of the tool's on the run's stream (operators.Emitter).
+func (m *messenger) Emit(_ context.Context, p events.Payload) error {
+	return emit(m.call.Context, p)
+}
+
 func (m *messenger) Direct(_ context.Context, d operators.DirectEvent) error {
 	dr := DirectResponse{ToolCallID: m.call.toolCallID, Content: d.Content, ContentType: string(d.ContentType), WidgetType: d.WidgetType}
 	if dr.ContentType == "" {

@@ -13,7 +13,9 @@
 // endpoints, recorded in the transaction that stores their event, with
 // their attempts; and through UsageLog, what each user spent per model
 // and UTC day (tokens, tool calls, runs), added to in the transaction
-// that ends a run. It owns the domain types, the Store interface the
+// that ends a run; and through Workspaces, the agent's files (their
+// versions, naming objects of the document file store, and each scope's
+// usage) and the projects that share them. It owns the domain types, the Store interface the
 // service calls, and the sentinel errors the HTTP layer maps to status
 // codes; implementations live in subpackages named for their database
 // (sqlitestore, pgstore) and all pass storetest.Run. Their SQL is written

@@ -33,4 +33,7 @@ var (
 	// nothing new of theirs may be stored until the erasure completes.
 	// Nothing was changed. HTTP 409.
 	ErrErasing = errors.New("store: the user is being erased")
+	// ErrQuota: a workspace scope would hold more bytes or files than
+	// it may (Workspaces.PutFile). Nothing was changed. HTTP 409.
+	ErrQuota = errors.New("store: the workspace's quota is exceeded")
 )

@@ -292,7 +292,9 @@ type Users interface {
 	// EraseUser deletes everything of the user's, in one transaction:
 	// their conversations with all that belongs to them (runs, messages,
 	// events, human requests, documents, chunks and their index rows),
-	// their memories, profile, sessions and share of the tool stats; and it lifts
+	// their memories, profile, sessions and share of the tool stats, their
+	// workspace files (user and conversation scopes), the projects they
+	// own (with those projects' files) and their memberships; and it lifts
 	// the mark of BeginErasure, so that the user may start afresh. It
 	// returns how many conversations went. Erasing a user of whom
 	// nothing is stored deletes nothing and is not an error. Returns

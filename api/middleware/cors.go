@@ -18,17 +18,17 @@ func CORS(origins []string) func(http.Handler) http.Handler {
 // (in a browser it sends its X-Stainless-* telemetry and OpenAI-*
 // scopes on every request). Exposed are the response headers a client
 // reads: the native API's ids, Retry-After, LangGraph's Content-Location
-// (the SDK's onRunCreated), the OpenAI adapter's conversation and MCP's
-// session.
+// (the SDK's onRunCreated), the OpenAI adapter's conversation, MCP's
+// session and a workspace file's version and ETag.
 const (
-	corsMethods = "GET, POST, PATCH, DELETE"
+	corsMethods = "GET, POST, PUT, PATCH, DELETE"
 	corsHeaders = "Authorization, Content-Type, Last-Event-ID, X-Request-Id, X-Api-Key, " +
 		"Mcp-Session-Id, Mcp-Protocol-Version, OpenAI-Organization, OpenAI-Project, " +
 		"X-Stainless-Arch, X-Stainless-Helper-Method, X-Stainless-Lang, X-Stainless-OS, " +
 		"X-Stainless-Package-Version, X-Stainless-Retry-Count, X-Stainless-Runtime, " +
 		"X-Stainless-Runtime-Version, X-Stainless-Timeout"
 	corsExposed = "X-Conversation-ID, X-Run-ID, X-Next-Cursor, X-Request-Id, Retry-After, Content-Location, " +
-		"X-Trellis-Conversation-Id, Mcp-Session-Id"
+		"X-Trellis-Conversation-Id, Mcp-Session-Id, X-File-Version, ETag"
 )
 
 func cors(origins []string, next http.Handler) http.Handler {

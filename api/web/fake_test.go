@@ -60,6 +60,9 @@ type contractFake struct {
 	// negative eventsPage gives each run none of its events, as a page
 	// that reached the server's byte budget does.
 	runsPage, eventsPage int
+	// workspace holds the files of docs/api.md's workspace endpoints,
+	// by scope ("user/me", "conversation/<id>") and path.
+	workspace map[string]map[string]*fakeFile
 }
 
 type fakeFailure struct {
@@ -159,6 +162,7 @@ func (f *contractFake) handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/elicitation/respond", f.elicitation)
 	mux.HandleFunc("GET /api/v1/tools", f.tools)
 	mux.HandleFunc("GET /api/v1/me/usage", f.usage)
+	f.filesRoutes(mux)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusNotFound, "not_found", "the fake has no "+r.Method+" "+r.URL.Path)
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/trellis-ai/trellis/api/me"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/documents/ingest"
+	"github.com/trellis-ai/trellis/documents/workspace"
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
@@ -62,9 +63,10 @@ type eraser struct {
 
 	runs *runs.Service
 	st   eraseRecord
-	docs *ingest.Service    // nil: documents are off
-	cog  *cognition.Service // nil: memory is off
-	wals walTruncaters      // the SQLite files; none on PostgreSQL
+	docs *ingest.Service       // nil: documents are off
+	work *workspace.Workspaces // nil: the workspace is off
+	cog  *cognition.Service    // nil: memory is off
+	wals walTruncaters         // the SQLite files; none on PostgreSQL
 	log  *slog.Logger
 }
 
@@ -79,8 +81,8 @@ func newEraser(ws *jobs.Workers) *eraser {
 }
 
 // wire gives the eraser what it erases through, and lets its jobs run.
-func (e *eraser) wire(queue *jobs.Queue, svc *runs.Service, st eraseRecord, docs *ingest.Service, cog *cognition.Service, wals walTruncaters, log *slog.Logger) {
-	e.queue, e.runs, e.st, e.docs, e.cog, e.wals, e.log = queue, svc, st, docs, cog, wals, log
+func (e *eraser) wire(queue *jobs.Queue, svc *runs.Service, st eraseRecord, docs *ingest.Service, work *workspace.Workspaces, cog *cognition.Service, wals walTruncaters, log *slog.Logger) {
+	e.queue, e.runs, e.st, e.docs, e.work, e.cog, e.wals, e.log = queue, svc, st, docs, work, cog, wals, log
 	close(e.ready)
 }
 
@@ -142,12 +144,15 @@ func (e *eraser) Erasure(ctx context.Context, userID string) (me.Erasure, error)
 //     first, in whichever process of the cluster runs it, and waited
 //     for; then its documents' files, its checkpoints and its record go
 //     (runs.Service.DeleteConversation);
-//  2. the user's files that no conversation names any more;
+//  2. the user's files that no conversation names any more (their
+//     workspace files among them), and the projects they own with
+//     those projects' files;
 //  3. the user's learning jobs, whose arguments hold their words;
 //  4. each conversation again, for one that a write under way as the
 //     user was marked made after step 1 listed them;
 //  5. the rest of the record: memories, profile, their share of the
-//     tool stats, and the mark, so that the user may start afresh
+//     tool stats, their workspace files' rows and project memberships,
+//     and the mark, so that the user may start afresh
 //     (store.Users);
 //  6. on SQLite, each database's write-ahead log, emptied into its file,
 //     where secure_delete has zeroed what was deleted.
@@ -168,6 +173,11 @@ func (e *eraser) erase(ctx context.Context, j jobs.Job[eraseArgs]) error {
 	steps := map[string]func() error{
 		"conversations": func() error { return e.deleteConversations(ctx, user, &p) },
 		"files": func() error {
+			if e.work != nil {
+				if err := e.work.EraseProjects(ctx, user); err != nil {
+					return err
+				}
+			}
 			if e.docs == nil {
 				return nil
 			}

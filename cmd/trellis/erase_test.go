@@ -92,7 +92,8 @@ func uploadAs(t *testing.T, c *child, key, conv, name, text string) (convID stri
 // plant gives the user of key a canary in every kind of record: a
 // document (its file, row and chunks), messages, tool calls' arguments
 // and results (remember, the document search), events, checkpoints, a
-// memory, the profile and a learning job. It returns the conversation.
+// memory, the profile, a learning job and a file of the conversation's
+// workspace (its object and its rows). It returns the conversation.
 func plant(t *testing.T, c *child, key, canary string, memory bool) string {
 	t.Helper()
 	conv := uploadAs(t, c, key, "", "notes.md", "# Notes\n\nThe code word is "+canary+".\n")
@@ -108,6 +109,7 @@ func plant(t *testing.T, c *child, key, canary string, memory bool) string {
 		asJSON(t, c, key, http.MethodPatch, "/api/v1/me/profile", map[string]any{"preferences": map[string]string{"code": canary}}, http.StatusOK)
 	}
 	chat("What do the documents say about " + canary + "?")
+	chat("write a file secret.md with the code word is " + canary) // a file of the workspace
 	return conv
 }
 

@@ -34,6 +34,7 @@ import (
 	"github.com/trellis-ai/trellis/api/web"
 	"github.com/trellis-ai/trellis/cognition/memtools"
 	"github.com/trellis-ai/trellis/documents/doctools"
+	"github.com/trellis-ai/trellis/documents/workspace"
 	"github.com/trellis-ai/trellis/documents/workspace/sandbox"
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
@@ -102,6 +103,7 @@ type serveConfig struct {
 	durability         graph.Durability
 	logLevel           slog.Level
 	documents          documentsConfig
+	workspace          workspaceConfig
 	cognition          cognitionConfig
 	subAgents          nodes.SubAgents
 	budget             events.Budget
@@ -151,6 +153,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		webhooksFile                             string
 		monthlyQuota                             string
 		codeTime, codeMemory, codeOutput         string
+		wsApprove, wsFileBytes, wsScopeBytes     string
+		wsScopeFiles                             string
 	)
 	fs.StringVar(&c.addr, "addr", env("TRELLIS_ADDR", ""), "listen address (TRELLIS_ADDR); default 127.0.0.1:8080 in local mode, :8080 with API keys")
 	fs.StringVar(&c.dataDir, "data-dir", env("TRELLIS_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database (TRELLIS_DATA_DIR)")
@@ -192,6 +196,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&proxies, "trusted-proxies", env("TRELLIS_TRUSTED_PROXIES", ""), "reverse proxies whose X-Forwarded-For names the client, CIDRs or addresses, comma-separated (TRELLIS_TRUSTED_PROXIES)")
 	fs.StringVar(&maxRuns, "max-runs-per-user", env("TRELLIS_MAX_RUNS_PER_USER", strconv.Itoa(api.DefaultMaxConcurrentRuns)), "runs a user may have going at once, -1 for no limit (TRELLIS_MAX_RUNS_PER_USER)")
 	fs.StringVar(&maxToolResult, "max-tool-result-bytes", env("TRELLIS_MAX_TOOL_RESULT_BYTES", strconv.Itoa(operators.DefaultMaxResultBytes)), "tool results above this are cut, with a note, -1 for no cap (TRELLIS_MAX_TOOL_RESULT_BYTES)")
+	fs.StringVar(&wsApprove, "workspace-approve", env("TRELLIS_WORKSPACE_APPROVE", "delete"), "which changes of the agent's workspace files ask a person first, with the change shown as a diff: comma-separated write, edit, delete, or none (TRELLIS_WORKSPACE_APPROVE)")
+	fs.StringVar(&wsFileBytes, "workspace-file-bytes", env("TRELLIS_WORKSPACE_FILE_BYTES", strconv.Itoa(workspace.DefaultFileBytes)), "the largest file of the agent's workspace, in bytes (TRELLIS_WORKSPACE_FILE_BYTES)")
+	fs.StringVar(&wsScopeBytes, "workspace-scope-bytes", env("TRELLIS_WORKSPACE_SCOPE_BYTES", strconv.Itoa(workspace.DefaultScopeBytes)), "the most bytes one workspace (a conversation's, a user's, a project's) holds, every version of every file counted (TRELLIS_WORKSPACE_SCOPE_BYTES)")
+	fs.StringVar(&wsScopeFiles, "workspace-scope-files", env("TRELLIS_WORKSPACE_SCOPE_FILES", strconv.Itoa(workspace.DefaultScopeFiles)), "the most files one workspace holds (TRELLIS_WORKSPACE_SCOPE_FILES)")
 	fs.StringVar(&codeTime, "code-time", env("TRELLIS_CODE_TIME", sandbox.DefaultTime.String()), "wall time one run_code program may take (TRELLIS_CODE_TIME)")
 	fs.StringVar(&codeMemory, "code-memory-bytes", env("TRELLIS_CODE_MEMORY_BYTES", strconv.Itoa(sandbox.DefaultMemory)), "how far the heap may grow while one run_code program runs, in bytes (TRELLIS_CODE_MEMORY_BYTES)")
 	fs.StringVar(&codeOutput, "code-output-bytes", env("TRELLIS_CODE_OUTPUT_BYTES", strconv.Itoa(sandbox.DefaultOutput)), "console output, and separately final value, kept of one run_code program, in bytes; more output stops it (TRELLIS_CODE_OUTPUT_BYTES)")
@@ -386,6 +394,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		docDir = documentsDefaultDir(c.dataDir)
 	}
 	errs = append(errs, parseDocuments(&c.documents, docDir, docShared, docMax, docCount, docExtract, getenv)...)
+	errs = append(errs, parseWorkspace(&c.workspace, wsApprove, wsFileBytes, wsScopeBytes, wsScopeFiles)...)
 	errs = append(errs, parseCognition(&c.cognition, cogOn, cogBudget, memMax, memTTL)...)
 	if c.addr == "" {
 		c.addr = "127.0.0.1:8080"
@@ -684,6 +693,19 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 			}
 		}
 	}
+	// The agent's workspace keeps its bytes in the documents' file store;
+	// without it, run_code's programs get no files.
+	work := openWorkspace(cfg, st, docs)
+	var codeFiles sandbox.FilesFor
+	if work != nil {
+		if err := tools.local.Add(work.Tools(workspace.ToolConfig{Approve: cfg.workspace.approve})...); err != nil {
+			return app{}, err
+		}
+		codeFiles = work.SandboxFiles
+	}
+	if err := tools.local.Add(sandbox.Tool(cfg.code, codeFiles)); err != nil {
+		return app{}, err
+	}
 	if cog != nil {
 		agent.Cognition, agent.Hooks.Learn = cog.ContextText, learnHook(cog, log)
 		// The agent waits for its context loaders (memory and document
@@ -730,7 +752,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if titles != nil {
 		titles.wire(queue, svc)
 	}
-	erasure.wire(queue, svc, rec, docs, cog, wals, log)
+	erasure.wire(queue, svc, rec, docs, work, cog, wals, log)
 	expiry.wire(queue, svc)
 	if kept != nil {
 		kept.wire(svc, st, log)
@@ -765,6 +787,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		Keys: cfg.keys, IssuedKeys: issued, Tokens: tokens, OIDCIssuer: cfg.oidc.Issuer, SignIn: signIn, Admins: cfg.admins, Limits: cfg.limits, CORSOrigins: cfg.corsOrigins, TrustedProxies: cfg.trustedProxies,
 		ShutdownTimeout: cfg.shutdownTimeout, UnhealthyAfter: cfg.unhealthyAfter, Version: version(), Logger: log, Metrics: collector,
 		Ready: tools.ready, MCP: mcpHandler, Web: web.Handler(),
+		Workspace: apiWorkspace(work), FileLinkKey: fileLinkKey(cfg.documents.key),
 	})
 	if err != nil {
 		return app{}, err
@@ -810,7 +833,6 @@ func buildTools(ctx context.Context, cfg serveConfig, models *llm.Registry, metr
 		Info:  operators.SelfInfo{Name: "Trellis", Version: version(), Model: models.Default().ID},
 		Tools: t.provider, Operators: ops,
 	})...)
-	local.MustAdd(sandbox.Tool(cfg.code))
 	if len(mcpServers) == 0 {
 		return t, nil
 	}

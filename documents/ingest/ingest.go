@@ -345,6 +345,10 @@ func (s *Service) DeleteConversationFiles(ctx context.Context, userID, conversat
 	return nil
 }
 
+// Files is the file store the documents' bytes are kept in, which the
+// agent's workspace shares (package documents/workspace).
+func (s *Service) Files() documents.Storage { return s.cfg.Files }
+
 // DeleteUserFiles deletes every file of the user's, for erasing the user
 // once their conversations are gone: files a crash left behind after
 // their records went are among them.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -159,4 +160,18 @@ func (s *Storage) List(ctx context.Context, prefix string) ([]string, error) {
 	}
 	slices.Sort(keys)
 	return keys, nil
+}
+
+// Presign returns a URL that reads the object under key without
+// credentials until ttl has passed (S3's query-string signature, at most
+// 7 days). It checks nothing: a missing object answers 404 when fetched.
+func (s *Storage) Presign(ctx context.Context, key string, ttl time.Duration) (string, error) {
+	if key == "" {
+		return "", documents.ErrBadKey
+	}
+	u, err := s.client.PresignedGetObject(ctx, s.bucket, key, ttl, nil)
+	if err != nil {
+		return "", fmt.Errorf("s3store: presign %s: %w", key, err)
+	}
+	return u.String(), nil
 }

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
@@ -107,5 +110,34 @@ func TestCheckMissingBucket(t *testing.T) {
 	}
 	if err := s.Check(t.Context()); err == nil {
 		t.Fatal("Check of a missing bucket passed")
+	}
+}
+
+// TestPresign: the presigned URL reads the object with no credentials
+// of the client's, and says how long it lasts.
+func TestPresign(t *testing.T) {
+	s := newFakeS3(t).storage(t)
+	key := "user/u/workspace/notes.md"
+	if err := s.Put(t.Context(), key, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.Presign(t.Context(), key, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(u, "X-Amz-Expires=300") || !strings.Contains(u, "X-Amz-Signature=") {
+		t.Errorf("the URL %s is not presigned for 300 s", u)
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != "hello" {
+		t.Errorf("GET the presigned URL = %d %q, want 200 hello", resp.StatusCode, body)
+	}
+	if _, err := s.Presign(t.Context(), "", time.Minute); !errors.Is(err, documents.ErrBadKey) {
+		t.Errorf("Presign of an empty key = %v, want ErrBadKey", err)
 	}
 }

@@ -29,10 +29,11 @@ type Store struct {
 }
 
 var (
-	_ store.Store     = (*Store)(nil)
-	_ store.Documents = (*Store)(nil)
-	_ store.Memories  = (*Store)(nil)
-	_ store.Users     = (*Store)(nil)
+	_ store.Store      = (*Store)(nil)
+	_ store.Documents  = (*Store)(nil)
+	_ store.Memories   = (*Store)(nil)
+	_ store.Users      = (*Store)(nil)
+	_ store.Workspaces = (*Store)(nil)
 )
 
 // shared is the store written once for both databases. Embedded under

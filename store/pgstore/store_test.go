@@ -169,3 +169,7 @@ func TestBranchesBackfilled(t *testing.T) {
 		}
 	})
 }
+
+func TestWorkspacesConformance(t *testing.T) {
+	storetest.RunWorkspaces(t, func(t *testing.T) storetest.WorkspaceStore { return newStore(t) })
+}

@@ -31,10 +31,11 @@ type Store struct {
 type shared = sqlstore.Store
 
 var (
-	_ store.Store     = (*Store)(nil)
-	_ store.Documents = (*Store)(nil)
-	_ store.Memories  = (*Store)(nil)
-	_ store.Users     = (*Store)(nil)
+	_ store.Store      = (*Store)(nil)
+	_ store.Documents  = (*Store)(nil)
+	_ store.Memories   = (*Store)(nil)
+	_ store.Users      = (*Store)(nil)
+	_ store.Workspaces = (*Store)(nil)
 )
 
 // migrationFS holds the schema's migrations: SQLite's types (text times,

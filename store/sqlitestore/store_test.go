@@ -200,3 +200,7 @@ func TestBranchesBackfilled(t *testing.T) {
 		}
 	})
 }
+
+func TestWorkspacesConformance(t *testing.T) {
+	storetest.RunWorkspaces(t, func(t *testing.T) storetest.WorkspaceStore { return newDocStore(t) })
+}

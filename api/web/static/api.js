@@ -68,11 +68,17 @@ export class Client {
     return s;
   }
 
-  async send(method, url, { body, headers, signal } = {}) {
+  /**
+   * send sends a request: body as JSON, or raw (a Blob, a string) as it
+   * is, with the Content-Type headers give it.
+   */
+  async send(method, url, { body, raw, headers, signal } = {}) {
     const init = { method, headers: this.headers(headers, method), signal, cache: "no-store" };
     if (body !== undefined) {
       init.body = JSON.stringify(body);
       init.headers["Content-Type"] = "application/json";
+    } else if (raw !== undefined) {
+      init.body = raw;
     }
     let resp;
     try {

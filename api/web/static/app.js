@@ -9,6 +9,7 @@ import { APIError, Client, path } from "./api.js";
 import { Board } from "./board.js";
 import { Documents } from "./documents.js";
 import { el } from "./dom.js";
+import { Files } from "./files.js";
 import { GraphView } from "./graphview.js";
 import { Memory } from "./memory.js";
 import { Usage } from "./usage.js";
@@ -91,6 +92,7 @@ const board = new Board({ client, root: $("#task-board"), conversation: () => st
 function live(ev) {
   graphView.apply(ev);
   board.apply(ev);
+  files.apply(ev);
 }
 
 const docs = new Documents({
@@ -107,6 +109,7 @@ const docs = new Documents({
   announce: (text) => announce(text),
 });
 
+const files = new Files({ client, conversation: () => state.cid, showError, announce: (text) => announce(text) });
 const memory = new Memory({ client, showError, announce: (text) => announce(text) });
 const usage = new Usage({ client });
 
@@ -151,7 +154,9 @@ function clearTranscript() {
 }
 
 function setConversation(cid) {
+  const changed = cid !== state.cid;
   state.cid = cid;
+  if (changed) files.conversationChanged();
   const want = cid ? `#/c/${encodeURIComponent(cid)}` : " ";
   if (location.hash !== want.trim()) history.replaceState(null, "", want === " " ? location.pathname : want);
   for (const a of ui.list.querySelectorAll("a[data-id]")) {
@@ -750,6 +755,7 @@ function init() {
 
   window.addEventListener("hashchange", route);
   memory.init();
+  files.init();
   ui.signout.addEventListener("click", signOut);
   showSession();
   loadTools();

@@ -119,6 +119,9 @@ export class ApprovalCard extends Card {
     const intro = el("p", {}, "The agent wants to run this tool with these arguments.");
     if (ev.revision > 0) intro.append(` This is a revised proposal (${ev.revision} rejected before).`);
     this.argsView = el("pre", { class: "args", "aria-label": "Proposed arguments" }, pretty(args));
+    // A tool that changes a file says how, as a unified diff.
+    const diff = ev.diff ? el("pre", { class: "diff", "aria-label": "The change to the file" }, ...String(ev.diff).split("\n").map((line) =>
+      el("span", { class: line.startsWith("+") && !line.startsWith("+++") ? "diff-add" : line.startsWith("-") && !line.startsWith("---") ? "diff-del" : null }, `${line}\n`))) : null;
     const deadline = deadlineNote(ev, OUTCOMES.reject);
 
     const approve = el("button", { type: "button", class: "primary", "data-action": "approve" }, "Approve");
@@ -192,7 +195,7 @@ export class ApprovalCard extends Card {
       send({ decision: "reject", reason }, "Rejected. The agent is told why.");
     });
 
-    this.element.append(title, intro, deadline, this.argsView, actions, editForm, rejectForm, this.error, this.result);
+    this.element.append(title, intro, deadline, diff, this.argsView, actions, editForm, rejectForm, this.error, this.result);
   }
 
   /** resolve shows the answer an approval.resolved event reports. */

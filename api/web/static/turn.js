@@ -346,6 +346,11 @@ export class Turn {
 
 // HANDLERS render each event type; `this` is the Turn.
 const HANDLERS = {
+  "file.changed"(ev) {
+    const what = { write: "Wrote", edit: "Edited", delete: "Deleted", restore: "Restored" }[ev.op] || "Changed";
+    this.log("act-other", el("span", { class: "icon", "aria-hidden": "true" }, "🗎"), ` ${what} file `, el("code", {}, ev.path),
+      ev.op === "delete" ? "" : el("span", { class: "act-meta" }, ` v${ev.version}`));
+  },
   "run.started"() {
     this.setState("running");
   },

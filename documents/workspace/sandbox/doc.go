@@ -57,7 +57,6 @@
 // The programs run on the caller's goroutine and nothing outlives
 // [Run]: the watchdog is stopped before it returns.
 //
-// The workspace (issue 29) does not exist yet: the run_code tool is given
-// no [Files], so its programs have no file API until a workspace provides
-// one.
+// The run_code tool ([Tool]) gets its [Files] per call from a [FilesFor]:
+// package workspace gives the call's conversation's files.
 package sandbox

@@ -15,23 +15,37 @@ type toolIn struct {
 	Code string `json:"code" jsonschema:"the JavaScript program; its console.log output and the value of its last expression are returned"`
 }
 
+// FilesFor gives a run_code call the file API its program gets; nil
+// Files (and no error) for none.
+type FilesFor func(ctx context.Context, call operators.Call) (Files, error)
+
 // Tool is the run_code tool: it runs the program it is given under limits
-// and returns what it printed and its final value. It is given no file
-// API: the workspace that would back one does not exist yet, so programs
-// see no files at all.
-//
-// It is read-only and idempotent: a program touches nothing outside its
-// own runtime, which ends with the call.
-func Tool(limits Limits) operators.Tool {
+// and returns what it printed and its final value. With files (the
+// workspace's, see package workspace), a program reads and writes the
+// conversation's files through the global files object; without, it sees
+// no files at all, and the tool is read-only and idempotent: a program
+// then touches nothing outside its own runtime, which ends with the call.
+func Tool(limits Limits, files FilesFor) operators.Tool {
 	l := limits.withDefaults()
+	filesDoc, opts := "no files", []operators.ToolOption{operators.ReadOnly()}
+	if files != nil {
+		filesDoc, opts = "files only through files.list(dir), files.read(path) and files.write(path, text) over this conversation's workspace", nil
+	}
 	return operators.NewTool(ToolName,
 		fmt.Sprintf("Runs a JavaScript program (ES5 and most of ES2015+) in a sandbox and returns its console.log output and the value "+
 			"of its last expression. Use it to compute, transform text or data, or check logic. The program has the "+
-			"language's built-ins (Math, JSON, Date, RegExp, Map, Set, Promise …) and nothing else: no network, no files, no "+
+			"language's built-ins (Math, JSON, Date, RegExp, Map, Set, Promise …) and nothing else: no network, %s, no "+
 			"require or import, no timers, no eval, no BigInt or typed arrays. Limits: %s of wall time, %d MiB of memory, %d KiB of output.",
-			l.Time, l.Memory>>20, l.Output>>10),
-		func(ctx context.Context, _ operators.Call, in toolIn) (operators.Result, error) {
-			res, err := Run(ctx, in.Code, l, nil)
+			filesDoc, l.Time, l.Memory>>20, l.Output>>10),
+		func(ctx context.Context, call operators.Call, in toolIn) (operators.Result, error) {
+			var fs Files
+			if files != nil {
+				var err error
+				if fs, err = files(ctx, call); err != nil {
+					return operators.Result{}, fmt.Errorf("run_code: %w", err)
+				}
+			}
+			res, err := Run(ctx, in.Code, l, fs)
 			if err != nil {
 				if res.Output != "" {
 					return operators.Result{}, fmt.Errorf("run_code: %w\nOutput before it stopped:\n%s", err, res.Output)
@@ -39,7 +53,7 @@ func Tool(limits Limits) operators.Tool {
 				return operators.Result{}, fmt.Errorf("run_code: %w", err)
 			}
 			return operators.TextResult(Text(res)), nil
-		}, operators.ReadOnly())
+		}, opts...)
 }
 
 // Text is a result as the tool shows it: the output, then the value after

@@ -12,7 +12,7 @@ import (
 )
 
 func TestTool(t *testing.T) {
-	tool := sandbox.Tool(sandbox.Limits{Time: 300 * time.Millisecond})
+	tool := sandbox.Tool(sandbox.Limits{Time: 300 * time.Millisecond}, nil)
 	spec := tool.Spec()
 	if spec.Name != "run_code" || !spec.Annotations.ReadOnly || !spec.Annotations.Idempotent || spec.Annotations.Destructive {
 		t.Errorf("spec %+v: want run_code, read-only and idempotent", spec)
@@ -50,7 +50,7 @@ func TestTool(t *testing.T) {
 // any tool's, and a cancelled call stops the program.
 func TestToolThroughProvider(t *testing.T) {
 	local := operators.NewRegistry()
-	local.MustAdd(sandbox.Tool(sandbox.Limits{Time: time.Minute}))
+	local.MustAdd(sandbox.Tool(sandbox.Limits{Time: time.Minute}, nil))
 	plain := operators.NewProvider(operators.ProviderConfig{Local: local})
 	if plain.NeedsApproval("run_code") {
 		t.Error("run_code asks for approval by default")

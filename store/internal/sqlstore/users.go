@@ -7,10 +7,10 @@ import (
 	"github.com/trellis-ai/trellis/store/internal/storeutil"
 )
 
-// userTables hold rows of a user's own, beside conversations (whose
-// foreign keys cascade to everything below them), and last the mark of
-// the user's erasure.
-var userTables = []string{"memories", "profiles", "tool_stats", "usage_days", "sessions", "erasures"}
+// userTables hold rows of a user's own, beside conversations and the
+// projects they own (whose foreign keys cascade to everything below
+// them), and last the mark of the user's erasure.
+var userTables = []string{"memories", "profiles", "tool_stats", "usage_days", "sessions", "workspace_files", "workspace_usage", "project_members", "erasures"}
 
 // erasing is the constraint, as Violates names it, that the schema's
 // triggers raise when a row of a user being erased is inserted into
@@ -53,6 +53,9 @@ func (s *Store) EraseUser(ctx context.Context, userID string) (int, error) {
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		var err error
 		if n, err = q.Exec(ctx, `DELETE FROM conversations WHERE user_id = ?`, userID); err != nil {
+			return err
+		}
+		if _, err := q.Exec(ctx, `DELETE FROM projects WHERE owner_id = ?`, userID); err != nil {
 			return err
 		}
 		for _, table := range userTables {
