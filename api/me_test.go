@@ -312,12 +312,11 @@ func BenchmarkSyncChatMemory(b *testing.B) {
 				})
 				c.API.Cognition = svc
 				// The agent's side of memory, as trellis serve glues it in:
-				// the context loader, and a learning job per turn.
+				// the context loader, and the conversation's learning job
+				// asked for after each turn.
 				c.Runs.Agent.Cognition = svc.ContextText
 				c.Runs.Agent.Hooks.Learn = func(ctx context.Context, a nodes.Answer) {
-					t := cognition.Turn{UserID: a.UserID, ConversationID: a.ConversationID, RequestID: a.RequestID, Query: a.Query,
-						Answer: a.Message.Content, Outcome: string(a.Outcome)}
-					if err := svc.EnqueueLearning(context.WithoutCancel(ctx), t); err != nil {
+					if err := svc.LearnLater(context.WithoutCancel(ctx), a.UserID, a.ConversationID, a.Message.Turn); err != nil {
 						b.Error(err)
 					}
 				}
