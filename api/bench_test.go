@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -128,15 +129,26 @@ const callScript = `{"steps": [
 	{"match": {"node": "write"}, "reply": {"text": "It is 42."}, "repeat": true}
 ]}`
 
-func benchSync(b *testing.B, url string, client *http.Client) {
+func benchSync(b *testing.B, url string, client *http.Client) { benchSyncTurns(b, url, client, 1) }
+
+// benchSyncTurns is benchSync with each client's conversations running
+// for turns turns: the first request of each starts it, the others name
+// it.
+func benchSyncTurns(b *testing.B, url string, client *http.Client, turns int) {
 	b.SetParallelism(8)
 	body := []byte(`{"message": "hello"}`)
 	{
 		b.ResetTimer()
 		start := time.Now()
 		b.RunParallel(func(pb *testing.PB) {
+			conv, turn := "", 0
 			for pb.Next() {
-				resp, err := client.Post(url+"/api/v1/chat/sync", "application/json", bytes.NewReader(body))
+				req := body
+				if turn%turns != 0 {
+					req = []byte(`{"message": "hello", "conversation_id": "` + conv + `"}`)
+				}
+				turn++
+				resp, err := client.Post(url+"/api/v1/chat/sync", "application/json", bytes.NewReader(req))
 				if err != nil {
 					b.Error(err)
 					return
@@ -146,6 +158,16 @@ func benchSync(b *testing.B, url string, client *http.Client) {
 				if resp.StatusCode != 200 || !bytes.Contains(b2, []byte(`"completed"`)) {
 					b.Errorf("%d %s", resp.StatusCode, b2)
 					return
+				}
+				if turns > 1 {
+					var res struct {
+						ConversationID string `json:"conversation_id"`
+					}
+					if err := json.Unmarshal(b2, &res); err != nil {
+						b.Error(err)
+						return
+					}
+					conv = res.ConversationID
 				}
 			}
 		})

@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/internal/jobs"
+	"github.com/trellis-ai/trellis/internal/sqlopen"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -275,54 +277,77 @@ func TestMeOff(t *testing.T) {
 }
 
 // BenchmarkSyncChatMemory is BenchmarkSyncChat with memory off and on
-// (context loaded before each answer, a learning job enqueued and worked
-// after it), in the same run, so their ratio is what memory adds to the
-// answer path:
+// (context loaded before each answer, learning asked for after it and
+// worked by the queue meanwhile), in the same run, so their ratio is
+// what memory adds to the answer path; each client's conversations run
+// for turns turns. Memory on reports the learning jobs stored per turn
+// (jobs/turn). Its conversations are learned 100 ms after a turn, not
+// the service's 10 s, so that the learning is worked, and counted,
+// within the benchmark:
 //
 //	go test -run '^$' -bench SyncChatMemory -count 6 ./api/ | benchstat -col /memory -
 func BenchmarkSyncChatMemory(b *testing.B) {
 	for _, be := range backends {
-		b.Run("backend="+string(be)+"/memory=off", func(b *testing.B) {
-			e := newEnv(b, envOptions{backend: be, local: true, configure: benchConfig})
-			benchSync(b, e.ts.URL, e.ts.Client())
-		})
-		b.Run("backend="+string(be)+"/memory=on", func(b *testing.B) {
-			e := newEnv(b, envOptions{backend: be, local: true, configure: func(c *apitest.Config) {
-				benchConfig(c)
-				svc, err := cognition.New(cognition.Config{Store: c.API.Store.(cognition.Store), Budget: time.Second})
-				if err != nil {
-					b.Fatal(err)
-				}
-				ws := jobs.NewWorkers()
-				svc.Register(ws)
-				q, err := jobs.SQLite(b.Context(), filepath.Join(b.TempDir(), "jobs.db"), ws, jobs.Config{PollInterval: 50 * time.Millisecond})
-				if err != nil {
-					b.Fatal(err)
-				}
-				svc.Attach(q)
-				if err := q.Start(context.WithoutCancel(b.Context())); err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() {
-					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					defer cancel()
-					_ = q.Stop(ctx)
-					_ = q.Close()
-					svc.Close()
-				})
-				c.API.Cognition = svc
-				// The agent's side of memory, as trellis serve glues it in:
-				// the context loader, and a learning job per turn.
-				c.Runs.Agent.Cognition = svc.ContextText
-				c.Runs.Agent.Hooks.Learn = func(ctx context.Context, a nodes.Answer) {
-					t := cognition.Turn{UserID: a.UserID, ConversationID: a.ConversationID, RequestID: a.RequestID, Query: a.Query,
-						Answer: a.Message.Content, Outcome: string(a.Outcome)}
-					if err := svc.EnqueueLearning(context.WithoutCancel(ctx), t); err != nil {
-						b.Error(err)
+		for _, turns := range []int{1, 8} {
+			name := "backend=" + string(be) + "/turns=" + strconv.Itoa(turns)
+			b.Run(name+"/memory=off", func(b *testing.B) {
+				e := newEnv(b, envOptions{backend: be, local: true, configure: benchConfig})
+				benchSyncTurns(b, e.ts.URL, e.ts.Client(), turns)
+			})
+			b.Run(name+"/memory=on", func(b *testing.B) {
+				jobsDB := filepath.Join(b.TempDir(), "jobs.db")
+				e := newEnv(b, envOptions{backend: be, local: true, configure: func(c *apitest.Config) {
+					benchConfig(c)
+					svc, err := cognition.New(cognition.Config{Store: c.API.Store.(cognition.Store), Budget: time.Second,
+						LearnAfter: 100 * time.Millisecond})
+					if err != nil {
+						b.Fatal(err)
 					}
-				}
-			}})
-			benchSync(b, e.ts.URL, e.ts.Client())
-		})
+					ws := jobs.NewWorkers()
+					svc.Register(ws)
+					q, err := jobs.SQLite(b.Context(), jobsDB, ws, jobs.Config{PollInterval: 50 * time.Millisecond})
+					if err != nil {
+						b.Fatal(err)
+					}
+					svc.Attach(q)
+					if err := q.Start(context.WithoutCancel(b.Context())); err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(func() {
+						ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+						defer cancel()
+						_ = q.Stop(ctx)
+						_ = q.Close()
+						svc.Close()
+					})
+					c.API.Cognition = svc
+					// The agent's side of memory, as trellis serve glues it in:
+					// the context loader, and the conversation's learning job
+					// asked for after each turn.
+					c.Runs.Agent.Cognition = svc.ContextText
+					c.Runs.Agent.Hooks.Learn = func(ctx context.Context, a nodes.Answer) {
+						if err := svc.LearnLater(context.WithoutCancel(ctx), a.UserID, a.ConversationID, a.Message.Turn); err != nil {
+							b.Error(err)
+						}
+					}
+				}})
+				benchSyncTurns(b, e.ts.URL, e.ts.Client(), turns)
+				b.ReportMetric(float64(countJobs(b, jobsDB))/float64(b.N), "jobs/turn")
+			})
+		}
 	}
+}
+
+// countJobs counts the jobs stored in the SQLite queue at path.
+func countJobs(b *testing.B, path string) int {
+	db, err := sqlopen.SQLite(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(b.Context(), `SELECT count(*) FROM river_job`).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
 }

@@ -35,6 +35,14 @@ type Config struct {
 	// sooner than this (nor than the queue's RescueAfter) after its
 	// attempt began. Default DefaultLearnTimeout.
 	LearnTimeout time.Duration
+	// LearnAfter is how long after a turn its conversation's learning
+	// job runs (LearnLater): turns that come meanwhile are learned by the
+	// same job. Default DefaultLearnAfter; negative learns at once.
+	LearnAfter time.Duration
+	// LearnEvery, when positive, learns at once every LearnEvery turns
+	// of a conversation, however soon they come. Default 0: only
+	// LearnAfter decides.
+	LearnEvery int
 	// RecallLimit is the most memories Context returns. Default 5.
 	RecallLimit int
 	// MergeAt is the topic similarity (Jaccard) at and above which a new
@@ -52,6 +60,12 @@ type Config struct {
 
 // DefaultLearnTimeout is Config.LearnTimeout's default.
 const DefaultLearnTimeout = 2 * time.Minute
+
+// DefaultLearnAfter is Config.LearnAfter's default: long enough that the
+// quick turns of an exchange (a follow-up, a correction, a client's
+// scripted steps) are learned together, short enough that what a user
+// said is remembered in their next conversation.
+const DefaultLearnAfter = 10 * time.Second
 
 // Service is the cognition service. Build it with New, Register its jobs
 // before the queue opens, Attach the queue, and Close it last.
@@ -90,6 +104,12 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.LearnTimeout <= 0 {
 		cfg.LearnTimeout = DefaultLearnTimeout
+	}
+	switch {
+	case cfg.LearnAfter == 0:
+		cfg.LearnAfter = DefaultLearnAfter
+	case cfg.LearnAfter < 0:
+		cfg.LearnAfter = 0
 	}
 	if cfg.RecallLimit <= 0 {
 		cfg.RecallLimit = 5
@@ -170,6 +190,7 @@ func (s *Service) touched(userID string, ms []store.Memory) {
 
 // Register registers the service's jobs (learning, pruning) with ws.
 func (s *Service) Register(ws *jobs.Workers) {
+	jobs.Handle(ws, s.learnConversation, jobs.HandleOptions{Timeout: s.cfg.LearnTimeout})
 	jobs.Handle(ws, func(ctx context.Context, j jobs.Job[Turn]) error { return s.Learn(ctx, j.Args) },
 		jobs.HandleOptions{Timeout: s.cfg.LearnTimeout})
 	jobs.Handle(ws, s.prune, jobs.HandleOptions{})
@@ -267,22 +288,27 @@ func (s *Service) PurgeLearning(ctx context.Context, userID string) error {
 	if s.queue == nil {
 		return nil
 	}
-	if _, err := s.queue.Purge(ctx, Turn{}.Kind(), "user_id", userID); err != nil {
-		return fmt.Errorf("cognition: purge learning: %w", err)
+	for _, kind := range []string{Turn{}.Kind(), Pending{}.Kind()} {
+		if _, err := s.queue.Purge(ctx, kind, "user_id", userID); err != nil {
+			return fmt.Errorf("cognition: purge learning: %w", err)
+		}
 	}
 	return nil
 }
 
 // ForgetAll cancels the user's learning jobs not yet done, then deletes
 // every memory and the profile of the user, and returns how many
-// memories there were.
+// memories there were; the turns not learned yet are not learned later
+// (the store counts them learned).
 func (s *Service) ForgetAll(ctx context.Context, userID string) (int, error) {
 	if userID == "" {
 		return 0, ErrNoUser
 	}
 	if s.queue != nil {
-		if _, err := s.queue.CancelMatching(ctx, Turn{}.Kind(), "user_id", userID); err != nil {
-			return 0, fmt.Errorf("cognition: cancel learning: %w", err)
+		for _, kind := range []string{Turn{}.Kind(), Pending{}.Kind()} {
+			if _, err := s.queue.CancelMatching(ctx, kind, "user_id", userID); err != nil {
+				return 0, fmt.Errorf("cognition: cancel learning: %w", err)
+			}
 		}
 	}
 	return s.cfg.Store.DeleteMemories(ctx, userID)

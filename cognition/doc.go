@@ -6,7 +6,7 @@
 //     signals in the user's messages, read clause by clause; what the user
 //     states outright ("I prefer short answers", "I live in Lisbon", PATCH
 //     /me/profile) wins over inference.
-//   - Episodic memory: after each turn, a memory {summary, outcome, topics,
+//   - Episodic memory: of each turn, a memory {summary, outcome, topics,
 //     importance, access count, created, last accessed}. A new memory whose
 //     topics are similar enough to an old one's (Jaccard ≥ 0.7) merges into
 //     it; with a model configured, an Extractor decides add / update /
@@ -19,10 +19,12 @@
 //     confidence score per answer, summed in the record.
 //
 // Service.Context loads it for a request within a hard budget (100 ms by
-// default); Service.EnqueueLearning stores a learning job on the durable
-// queue (internal/jobs) and returns at once, and the job does the rest
-// in the background. The rows live in the record (store.Memories).
+// default); Service.LearnLater asks for the conversation's learning job
+// on the durable queue (internal/jobs) and returns at once: one job, a
+// pause after the turn, learns every turn of the conversation not
+// learned yet, as the record holds them (store.Memories.UnlearnedTurns),
+// each as Learn learns one. The rows live in the record (store.Memories).
 //
-// The package knows nothing of the agent's graph: the service adapts the
-// agent's hooks to Turn (see cmd/trellis).
+// The package knows nothing of the agent's graph: cmd/trellis adapts the
+// agent's hooks to LearnLater.
 package cognition

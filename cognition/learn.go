@@ -2,6 +2,8 @@ package cognition
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -43,6 +45,27 @@ const (
 	OutcomeFailed  = "failed"
 )
 
+// Outcomes of a recorded answer (store.AnswerMeta) that are not learned
+// from: a question back, and tool calls a client runs.
+const (
+	outcomeClarify     = "clarify"
+	outcomeClientTools = "client_tools"
+)
+
+// Pending are the arguments of a conversation's learning job: it learns
+// from the conversation's turns not learned yet, as the record keeps
+// them, when it runs. They hold no words of the user.
+type Pending struct {
+	UserID         string `json:"user_id"`
+	ConversationID string `json:"conversation_id"`
+	// After is the conversation's learning job that was running when
+	// this one was asked for; this one waits for it to end.
+	After int64 `json:"after,omitempty"`
+}
+
+// Kind implements jobs.Args.
+func (Pending) Kind() string { return "cognition_learn_conversation" }
+
 // PruneArgs are the pruning job's arguments: none.
 type PruneArgs struct{}
 
@@ -67,6 +90,134 @@ func (s *Service) EnqueueLearning(ctx context.Context, t Turn) error {
 		return fmt.Errorf("cognition: enqueue learning: %w", err)
 	}
 	return nil
+}
+
+// LearnLater asks for learning from the user's conversation, whose turn
+// (counted from 1) has just been answered and recorded, and returns at
+// once. The conversation's learning job runs Config.LearnAfter from now,
+// or at once on every Config.LearnEvery-th turn; a job of the
+// conversation waiting already stands for this call, and learns every
+// turn not learned yet when it runs. The job is durable: a crash after
+// LearnLater returned loses nothing, and a turn whose LearnLater never
+// returned (a crash, a queue that failed) is learned by the
+// conversation's next job, since each learns from the record what it
+// has not learned yet.
+func (s *Service) LearnLater(ctx context.Context, userID, conversationID string, turn int) error {
+	if userID == "" {
+		return ErrNoUser
+	}
+	if s.queue == nil {
+		return fmt.Errorf("cognition: learn later: no queue attached")
+	}
+	p := Pending{UserID: userID, ConversationID: conversationID}
+	opts := jobs.DebounceOptions{Delay: s.cfg.LearnAfter, MaxAttempts: 3,
+		Now: s.cfg.LearnEvery > 0 && turn > 0 && turn%s.cfg.LearnEvery == 0,
+		// The job running may have read the record before this turn was
+		// in it: one more waits for it to end.
+		Follow: func(running int64) jobs.Args {
+			return Pending{UserID: userID, ConversationID: conversationID, After: running}
+		}}
+	if _, err := s.queue.Debounce(ctx, p, opts); err != nil {
+		return fmt.Errorf("cognition: learn later: %w", err)
+	}
+	return nil
+}
+
+// learnConversation is the conversation's learning job.
+func (s *Service) learnConversation(ctx context.Context, j jobs.Job[Pending]) error {
+	if after := j.Args.After; after != 0 {
+		running, err := s.queue.Running(ctx, after)
+		if err != nil {
+			return err
+		}
+		if running {
+			return jobs.Snooze(max(s.cfg.LearnAfter, time.Second))
+		}
+	}
+	return s.LearnConversation(ctx, j.Args.UserID, j.Args.ConversationID)
+}
+
+// LearnConversation learns from the turns of the user's conversation not
+// learned yet, in order, each as Learn does, and records each learned
+// once it is (store.Memories.MarkLearned): learning several turns at
+// once is learning each in turn. It stops before a turn still going (no
+// answer yet), whose answer asks for learning again. Turns with no
+// answer, a question back or client tool calls for one, or kept out of
+// memory by their request teach nothing and are passed over. A
+// conversation deleted meanwhile has nothing to learn.
+func (s *Service) LearnConversation(ctx context.Context, userID, conversationID string) error {
+	if userID == "" {
+		return ErrNoUser
+	}
+	for {
+		turns, err := s.cfg.Store.UnlearnedTurns(ctx, userID, conversationID, store.MaxLimit)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		going, err := s.learnTurns(ctx, userID, conversationID, turns)
+		if err != nil || going || len(turns) < store.MaxLimit {
+			return err
+		}
+	}
+}
+
+// learnTurns learns from turns, as LearnConversation does, and reports
+// whether it stopped before one still going.
+func (s *Service) learnTurns(ctx context.Context, userID, conversationID string, turns []store.UnlearnedTurn) (bool, error) {
+	var passed int64 // the last turn passed over, not marked yet
+	going := false
+	for _, ut := range turns {
+		if !ut.Answered && !ut.Superseded && !ut.Status.Final() {
+			going = true
+			break
+		}
+		t, ok, err := turnOf(userID, conversationID, ut)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			passed = ut.Num
+			continue
+		}
+		if err := s.Learn(ctx, t); err != nil {
+			return false, err
+		}
+		if err := s.cfg.Store.MarkLearned(ctx, userID, conversationID, ut.Num); err != nil {
+			return false, err
+		}
+		passed = 0
+	}
+	if passed != 0 {
+		if err := s.cfg.Store.MarkLearned(ctx, userID, conversationID, passed); err != nil {
+			return false, err
+		}
+	}
+	return going, nil
+}
+
+// turnOf is the recorded turn to learn from, when there is one.
+func turnOf(userID, conversationID string, ut store.UnlearnedTurn) (Turn, bool, error) {
+	if !ut.Answered {
+		return Turn{}, false, nil
+	}
+	var meta store.AnswerMeta
+	if len(ut.Meta) > 0 {
+		if err := json.Unmarshal(ut.Meta, &meta); err != nil {
+			return Turn{}, false, fmt.Errorf("cognition: the answer of turn %d of conversation %s: %w", ut.Num, conversationID, err)
+		}
+	}
+	if meta.NoMemory || meta.Outcome == outcomeClarify || meta.Outcome == outcomeClientTools {
+		return Turn{}, false, nil
+	}
+	t := Turn{UserID: userID, ConversationID: conversationID, RequestID: ut.RequestID, Query: ut.Query,
+		Answer: clip(ut.Answer, maxAnswer), Outcome: meta.Outcome}
+	for _, c := range meta.Tools {
+		t.Tools = append(t.Tools, ToolOutcome(c))
+	}
+	return t, true, nil
 }
 
 // Learn learns from the turn now: the profile, the episodic memory, the

@@ -153,6 +153,8 @@ type Answer struct {
 	// Usage is the turn's usage so far.
 	Usage       events.Usage
 	ToolResults []ToolResult
+	// NoMemory: the request keeps the turn out of memory (Input.NoMemory).
+	NoMemory bool
 }
 
 // Elicitor asks the user for input on a running tool's behalf. The service

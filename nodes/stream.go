@@ -13,7 +13,7 @@ import (
 // stream closes the response: it emits response.done with the whole
 // answer, the sources it cites and the run's usage, appends the assistant
 // message to the conversation, and calls the hooks (persistence, then
-// learning).
+// learning) before it says the answer.
 func (a *Agent) stream(ctx context.Context, s ChatState) (ChatState, error) {
 	content, outcome := s.FinalResponse, s.Outcome
 	if s.Reflection.Assessment == AssessDirectResponse && outcome == "" {
@@ -32,7 +32,7 @@ func (a *Agent) stream(ctx context.Context, s ChatState) (ChatState, error) {
 	}
 	ans := Answer{
 		ConversationID: s.Input.ConversationID, UserID: s.Input.UserID, RequestID: s.Input.RequestID, Query: s.Input.Message,
-		Message: msg, Outcome: outcome, Citations: citations, Usage: s.TurnUsage, ToolResults: s.ToolResults,
+		Message: msg, Outcome: outcome, Citations: citations, Usage: s.TurnUsage, ToolResults: s.ToolResults, NoMemory: s.Input.NoMemory,
 	}
 	// The answer is stored before response.done says it: a client that
 	// reads the event finds the message, and an answer that cannot be
@@ -44,11 +44,13 @@ func (a *Agent) stream(ctx context.Context, s ChatState) (ChatState, error) {
 			return ChatState{}, fmt.Errorf("stream: store the answer of conversation %s: %w", s.Input.ConversationID, err)
 		}
 	}
-	if s.Input.Namespace == "" { // a sub-agent's answer is its task call's result (subagent.end)
-		_ = emit(ctx, &events.ResponseDone{Content: content, Citations: citations, Usage: sub(s.TurnUsage, s.UsageBase), Budget: budgetFrom(ctx).usage()})
-	}
+	// Learning is asked for before the answer is said, so that an answer
+	// a client has seen is one memory will learn from, crash or not.
 	if h := a.opts.Hooks.Learn; h != nil && outcome != OutcomeClarify && outcome != OutcomeClientTools && !s.Input.NoMemory {
 		h(ctx, ans)
+	}
+	if s.Input.Namespace == "" { // a sub-agent's answer is its task call's result (subagent.end)
+		_ = emit(ctx, &events.ResponseDone{Content: content, Citations: citations, Usage: sub(s.TurnUsage, s.UsageBase), Budget: budgetFrom(ctx).usage()})
 	}
 	upd := ChatState{FinalResponse: content, Outcome: outcome}
 	if ask, ok := a.askSummary(ctx, &s, &msg); ok {

@@ -160,7 +160,11 @@ func (m *Service) onAnswer(ctx context.Context, a nodes.Answer) error {
 	if len(a.Citations) > 0 {
 		nm.Citations, _ = json.Marshal(a.Citations)
 	}
-	nm.Meta, _ = json.Marshal(map[string]string{"outcome": string(a.Outcome), "request_id": a.RequestID})
+	meta := store.AnswerMeta{Outcome: string(a.Outcome), RequestID: a.RequestID, NoMemory: a.NoMemory}
+	for _, r := range a.ToolResults {
+		meta.Tools = append(meta.Tools, store.AnswerTool{Tool: r.Tool, Status: string(r.Status)})
+	}
+	nm.Meta, _ = json.Marshal(meta)
 	if _, err := m.st.AddMessage(ctx, nm); err != nil {
 		return fmt.Errorf("runs: store the answer of run %s: %w", rn.id, err)
 	}

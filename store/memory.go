@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -48,7 +49,9 @@ type Memories interface {
 	DeleteMemory(ctx context.Context, userID, id string) error
 
 	// DeleteMemories deletes all the user's memories and profile, and
-	// returns how many memories there were.
+	// returns how many memories there were. The turns of the user's
+	// conversations so far count as learned (MarkLearned): what was
+	// forgotten is not learned again.
 	DeleteMemories(ctx context.Context, userID string) (int, error)
 
 	// PruneMemories deletes memories last used before rule.UsedBefore
@@ -77,6 +80,37 @@ type Memories interface {
 	// ToolStats returns every tool's totals over all users, by tool
 	// name.
 	ToolStats(ctx context.Context) ([]ToolStat, error)
+
+	// UnlearnedTurns returns the runs of the user's conversation that
+	// memory has not learned from yet (numbered after the last
+	// MarkLearned), in order, at most limit of them (MaxLimit when 0 or
+	// more), each with its answer when it has one. Returns ErrNotFound
+	// when the conversation is unknown or another user's.
+	UnlearnedTurns(ctx context.Context, userID, conversationID string, limit int) ([]UnlearnedTurn, error)
+
+	// MarkLearned records that memory has learned from the user's
+	// conversation's runs numbered up to num; a num at or below the
+	// one recorded changes nothing. Returns ErrNotFound when the
+	// conversation is unknown or another user's.
+	MarkLearned(ctx context.Context, userID, conversationID string, num int64) error
+}
+
+// UnlearnedTurn is a run of a conversation as learning reads it (see
+// Memories.UnlearnedTurns).
+type UnlearnedTurn struct {
+	// Num numbers the run in its conversation: 1, 2, … in the order the
+	// runs started.
+	Num        int64
+	Status     RunStatus
+	Superseded bool
+	RequestID  string
+	// Query is the user's message that started the run.
+	Query string
+	// Answered: the run stored an answer (Conversations.AddMessage),
+	// whose content and meta are Answer and Meta.
+	Answered bool
+	Answer   string
+	Meta     json.RawMessage
 }
 
 // Memory is one thing the agent remembers of a user: an episode of a

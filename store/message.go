@@ -64,3 +64,24 @@ func optionalJSON(what string, v json.RawMessage) error {
 	}
 	return nil
 }
+
+// AnswerMeta is the meta of an assistant's answer (Message.Meta): what the
+// run service records of the turn beside its text, and what memory
+// learns the turn from.
+type AnswerMeta struct {
+	// Outcome is how the turn ended: answered, direct, blocked, failed,
+	// clarify or client_tools.
+	Outcome   string `json:"outcome"`
+	RequestID string `json:"request_id"`
+	// Tools are the turn's tool calls, in order, and how each ended.
+	Tools []AnswerTool `json:"tools,omitempty"`
+	// NoMemory: the request kept the turn out of the user's memory.
+	NoMemory bool `json:"no_memory,omitempty"`
+}
+
+// AnswerTool is one tool call of a turn: status success, error, rejected
+// (by the user) or skipped.
+type AnswerTool struct {
+	Tool   string `json:"tool"`
+	Status string `json:"status"`
+}

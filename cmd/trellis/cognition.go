@@ -22,27 +22,44 @@ type cognitionConfig struct {
 	budget      time.Duration
 	maxMemories int
 	ttl         time.Duration
+	// learnAfter is cognition.Config.LearnAfter: negative learns at once.
+	learnAfter time.Duration
+	learnEvery int
+}
+
+// cognitionFlags are the memory flags as given.
+type cognitionFlags struct {
+	on, budget, maxMemories, ttl, learnAfter, learnEvery string
 }
 
 // parseCognition reads the memory settings.
-func parseCognition(c *cognitionConfig, on, budget, maxMemories, ttl string) []error {
+func parseCognition(c *cognitionConfig, f cognitionFlags) []error {
 	var errs []error
-	switch on {
+	switch f.on {
 	case "off", "false", "0":
 		c.off = true
 	case "on", "true", "1":
 	default:
-		errs = append(errs, fmt.Errorf("cognition: %q is not on or off", on))
+		errs = append(errs, fmt.Errorf("cognition: %q is not on or off", f.on))
 	}
 	var err error
-	if c.budget, err = time.ParseDuration(budget); err != nil || c.budget <= 0 {
-		errs = append(errs, fmt.Errorf("cognition-budget: %q is not a positive duration", budget))
+	if c.budget, err = time.ParseDuration(f.budget); err != nil || c.budget <= 0 {
+		errs = append(errs, fmt.Errorf("cognition-budget: %q is not a positive duration", f.budget))
 	}
-	if c.maxMemories, err = strconv.Atoi(maxMemories); err != nil || c.maxMemories <= 0 {
-		errs = append(errs, fmt.Errorf("max-memories: %q is not a positive number", maxMemories))
+	if c.maxMemories, err = strconv.Atoi(f.maxMemories); err != nil || c.maxMemories <= 0 {
+		errs = append(errs, fmt.Errorf("max-memories: %q is not a positive number", f.maxMemories))
 	}
-	if c.ttl, err = time.ParseDuration(ttl); err != nil || c.ttl <= 0 {
-		errs = append(errs, fmt.Errorf("memory-ttl: %q is not a positive duration", ttl))
+	if c.ttl, err = time.ParseDuration(f.ttl); err != nil || c.ttl <= 0 {
+		errs = append(errs, fmt.Errorf("memory-ttl: %q is not a positive duration", f.ttl))
+	}
+	switch c.learnAfter, err = time.ParseDuration(f.learnAfter); {
+	case err != nil || c.learnAfter < 0:
+		errs = append(errs, fmt.Errorf("learn-after: %q is not a duration of 0 or more", f.learnAfter))
+	case c.learnAfter == 0:
+		c.learnAfter = -1
+	}
+	if c.learnEvery, err = strconv.Atoi(f.learnEvery); err != nil || c.learnEvery < 0 {
+		errs = append(errs, fmt.Errorf("learn-every: %q is not a number of 0 or more", f.learnEvery))
 	}
 	return errs
 }
@@ -64,7 +81,7 @@ func openCognition(ctx context.Context, cfg serveConfig, st store.Store, models 
 	// running is taken again no sooner than its timeout, and until then a
 	// user's erasure waits for it.
 	ccfg := cognition.Config{Store: rec, Budget: cfg.cognition.budget, MaxMemories: cfg.cognition.maxMemories,
-		TTL: cfg.cognition.ttl, LearnTimeout: min(cfg.jobTimeout, cognition.DefaultLearnTimeout),
+		TTL: cfg.cognition.ttl, LearnAfter: cfg.cognition.learnAfter, LearnEvery: cfg.cognition.learnEvery, LearnTimeout: min(cfg.jobTimeout, cognition.DefaultLearnTimeout),
 		OnContextFailure: metrics.CognitionFailed, Logger: log}
 	desc := "on, learnt by rules"
 	mc, err := models.Resolve("fast")
@@ -88,21 +105,17 @@ func openCognition(ctx context.Context, cfg serveConfig, st store.Store, models 
 	return svc, desc, nil
 }
 
-// learnHook is the agent's Hooks.Learn over the cognition service: the
-// turn as a learning job, enqueued under a context of its own (the run's
-// may end as the answer is sent) and bounded, so the stream node never
-// waits long for it.
+// learnHook is the agent's Hooks.Learn over the cognition service: it
+// asks for the conversation's learning job (see Service.LearnLater),
+// under a context of its own (the run's may end as the answer is sent)
+// and bounded, so the stream node never waits long for it. A turn whose
+// job could not be asked for is learned by the conversation's next.
 func learnHook(svc *cognition.Service, log *slog.Logger) func(ctx context.Context, a nodes.Answer) {
 	return func(ctx context.Context, a nodes.Answer) {
-		t := cognition.Turn{UserID: a.UserID, ConversationID: a.ConversationID, RequestID: a.RequestID, Query: a.Query,
-			Answer: a.Message.Content, Outcome: string(a.Outcome)}
-		for _, r := range a.ToolResults {
-			t.Tools = append(t.Tools, cognition.ToolOutcome{Tool: r.Tool, Status: string(r.Status)})
-		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		if err := svc.EnqueueLearning(ctx, t); err != nil {
-			log.LogAttrs(ctx, slog.LevelWarn, "cognition: learning not enqueued", slog.String("conversation_id", a.ConversationID),
+		if err := svc.LearnLater(ctx, a.UserID, a.ConversationID, a.Message.Turn); err != nil {
+			log.LogAttrs(ctx, slog.LevelWarn, "cognition: learning not asked for", slog.String("conversation_id", a.ConversationID),
 				slog.Any("error", err))
 		}
 	}

@@ -94,7 +94,7 @@ func TestServeRemembersAcrossConversations(t *testing.T) {
 			env := []string{"TRELLIS_DATA_DIR=" + dir, "TRELLIS_MODEL=scripted:" + script,
 				// A loaded test machine may take more than 100 ms for a
 				// first query; the budget has tests of its own.
-				"TRELLIS_COGNITION_BUDGET=5s"}
+				"TRELLIS_COGNITION_BUDGET=5s", "TRELLIS_LEARN_AFTER=0"}
 			if backend == "postgres" {
 				env = append(env, "DATABASE_URL="+pgDSN(t))
 			}
@@ -187,7 +187,8 @@ func TestServeMemoryFalseLearnsNothing(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			// No rate limit: the wait below polls two endpoints, and a
 			// slow machine's learning outlasts the burst.
-			env := []string{"TRELLIS_DATA_DIR=" + t.TempDir(), "TRELLIS_MODEL=offline", "TRELLIS_COGNITION_BUDGET=5s", "TRELLIS_RATE_PER_MINUTE=-1"}
+			env := []string{"TRELLIS_DATA_DIR=" + t.TempDir(), "TRELLIS_MODEL=offline", "TRELLIS_COGNITION_BUDGET=5s", "TRELLIS_RATE_PER_MINUTE=-1",
+				"TRELLIS_LEARN_AFTER=0"}
 			if backend == "postgres" {
 				env = append(env, "DATABASE_URL="+pgDSN(t))
 			}

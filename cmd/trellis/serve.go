@@ -32,6 +32,7 @@ import (
 	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/api/signin"
 	"github.com/trellis-ai/trellis/api/web"
+	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/cognition/memtools"
 	"github.com/trellis-ai/trellis/documents/doctools"
 	"github.com/trellis-ai/trellis/documents/workspace"
@@ -142,6 +143,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		docExtract                               string
 		durability                               string
 		cogOn, cogBudget, memMax, memTTL         string
+		learnAfter, learnEvery                   string
 		subAgents, budgetTokens, budgetCalls     string
 		budgetTime, systemPrompt, summaryTokens  string
 		keepCheckpoints                          string
@@ -217,6 +219,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&cogBudget, "cognition-budget", env("TRELLIS_COGNITION_BUDGET", "100ms"), "how long loading what is remembered of the user may take before the run goes on without it (TRELLIS_COGNITION_BUDGET)")
 	fs.StringVar(&memMax, "max-memories", env("TRELLIS_MAX_MEMORIES", "100"), "memories kept per user, the least important pruned first (TRELLIS_MAX_MEMORIES)")
 	fs.StringVar(&memTTL, "memory-ttl", env("TRELLIS_MEMORY_TTL", "2160h"), "memories unused this long are pruned (TRELLIS_MEMORY_TTL)")
+	fs.StringVar(&learnAfter, "learn-after", env("TRELLIS_LEARN_AFTER", cognition.DefaultLearnAfter.String()), "how long after a turn memory learns from its conversation, from every turn not learned yet: turns that come meanwhile are learned together; 0 learns after each turn (TRELLIS_LEARN_AFTER)")
+	fs.StringVar(&learnEvery, "learn-every", env("TRELLIS_LEARN_EVERY", "0"), "memory learns at once every this many turns of a conversation, however soon they come; 0 leaves it to learn-after (TRELLIS_LEARN_EVERY)")
 	fs.StringVar(&subAgents, "subagents", env("TRELLIS_SUBAGENTS", ""), "sub-agents file (JSON) the supervisor may delegate to with the task tool (TRELLIS_SUBAGENTS)")
 	fs.StringVar(&systemPrompt, "system-prompt-file", env("TRELLIS_SYSTEM_PROMPT_FILE", ""), "file whose text opens every model call of the agent and of its sub-agents that set none, instead of the built-in prompt (TRELLIS_SYSTEM_PROMPT_FILE)")
 	fs.StringVar(&monthlyQuota, "monthly-token-quota", env("TRELLIS_MONTHLY_TOKEN_QUOTA", "0"), "model tokens a user's runs may spend in a UTC month; a run is refused once they are spent (429 quota_exceeded), and one started before gets what is left as its token budget; 0 for no quota (TRELLIS_MONTHLY_TOKEN_QUOTA)")
@@ -395,7 +399,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	errs = append(errs, parseDocuments(&c.documents, docDir, docShared, docMax, docCount, docExtract, getenv)...)
 	errs = append(errs, parseWorkspace(&c.workspace, wsApprove, wsFileBytes, wsScopeBytes, wsScopeFiles)...)
-	errs = append(errs, parseCognition(&c.cognition, cogOn, cogBudget, memMax, memTTL)...)
+	errs = append(errs, parseCognition(&c.cognition, cognitionFlags{on: cogOn, budget: cogBudget, maxMemories: memMax, ttl: memTTL,
+		learnAfter: learnAfter, learnEvery: learnEvery})...)
 	if c.addr == "" {
 		c.addr = "127.0.0.1:8080"
 		if c.auth {

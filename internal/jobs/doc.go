@@ -1,6 +1,6 @@
 // Package jobs is Trellis' one durable queue for work that outlives a
 // request: processing an uploaded document (documents/ingest), learning
-// from a finished turn and pruning memories on a schedule (cognition),
+// from a conversation's turns and pruning memories on a schedule (cognition),
 // erasing a user (cmd/trellis), delivering webhooks (webhooks). It
 // is a small wrapper over River, on its PostgreSQL driver (pgx) when the
 // service runs on PostgreSQL and its SQLite driver on the embedded
@@ -15,7 +15,9 @@
 // running jobs finish (within its context), so a deploy does not break a
 // job a user was promised. Handlers must therefore be idempotent: an
 // attempt may run again after a crash. A handler may record how far it
-// got (SetProgress), which Newest shows with the job.
+// got (SetProgress), which Newest shows with the job. Debounce stores
+// one job for many calls: the one waiting stands for the calls that come
+// before it runs.
 //
 // River's types stay inside this package: callers see Queue, Workers, Job
 // and the options here.

@@ -173,6 +173,7 @@ type client interface {
 	StopAndCancel(ctx context.Context) error
 	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
 	JobGet(ctx context.Context, id int64) (*rivertype.JobRow, error)
+	JobRetry(ctx context.Context, id int64) (*rivertype.JobRow, error)
 	JobCancel(ctx context.Context, id int64) (*rivertype.JobRow, error)
 	JobList(ctx context.Context, params *river.JobListParams) (*river.JobListResult, error)
 	JobDeleteMany(ctx context.Context, params *river.JobDeleteManyParams) (*river.JobDeleteManyResult, error)
@@ -326,6 +327,72 @@ func (q *Queue) Enqueue(ctx context.Context, args Args, opts EnqueueOptions) (in
 		return 0, fmt.Errorf("jobs: enqueue %s: %w", args.Kind(), err)
 	}
 	return res.Job.ID, nil
+}
+
+// DebounceOptions tune Debounce; the zero value runs the job at once.
+type DebounceOptions struct {
+	// Delay is how long from now the job waits, so that the work of
+	// what comes meanwhile is done by the same job.
+	Delay time.Duration
+	// Now runs the job at once even when one waits already: its delay
+	// is cut short.
+	Now bool
+	// Follow are the arguments of the job to store when the job of Args
+	// is running (its id is running): that one may have read what there
+	// was to do before this call's work was there. The handler of
+	// Follow's kind should wait (Snooze) while running is still
+	// running.
+	Follow func(running int64) Args
+	// MaxAttempts overrides Config.MaxAttempts for the job.
+	MaxAttempts int
+}
+
+// Debounce stores a job of args to run after opts.Delay, unless one of
+// the same kind and arguments waits already (scheduled, available or
+// retryable): then that one stands for both, and returns its id. It
+// suits work whose handler reads what there is to do when it runs, so
+// that one job does the work many calls asked for. A job of args that
+// is running stands for nothing new: the job of opts.Follow is stored
+// instead, the same way (with no Follow, the running job is left to
+// stand).
+func (q *Queue) Debounce(ctx context.Context, args Args, opts DebounceOptions) (int64, error) {
+	io := &river.InsertOpts{MaxAttempts: opts.MaxAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: unfinished}}
+	if opts.Delay > 0 && !opts.Now {
+		io.ScheduledAt = time.Now().Add(opts.Delay)
+	}
+	for range 2 {
+		res, err := q.c.Insert(ctx, args, io)
+		if err != nil {
+			return 0, fmt.Errorf("jobs: debounce %s: %w", args.Kind(), err)
+		}
+		j := res.Job
+		switch {
+		case !res.UniqueSkippedAsDuplicate:
+			return j.ID, nil
+		case j.State == rivertype.JobStateRunning && opts.Follow != nil:
+			args, opts.Follow = opts.Follow(j.ID), nil
+			continue
+		case opts.Now && j.State == rivertype.JobStateScheduled:
+			if _, err := q.c.JobRetry(ctx, j.ID); err != nil {
+				return 0, fmt.Errorf("jobs: debounce %s: run job %d now: %w", args.Kind(), j.ID, err)
+			}
+		}
+		return j.ID, nil
+	}
+	return 0, fmt.Errorf("jobs: debounce %s: the job to follow with is running too", args.Kind())
+}
+
+// Snooze is what a handler returns to be run again after d, with no
+// attempt counted: a job that must wait for another.
+func Snooze(d time.Duration) error { return river.JobSnooze(d) }
+
+// Running reports whether job id is running.
+func (q *Queue) Running(ctx context.Context, id int64) (bool, error) {
+	st, _, err := q.JobState(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return st == StateRunning, err
 }
 
 // Cancel cancels the job: one waiting will not run, one running has its

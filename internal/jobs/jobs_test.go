@@ -1,6 +1,7 @@
 package jobs_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -431,6 +432,84 @@ func TestPurgeAndNewest(t *testing.T) {
 			if _, err := q.Newest(ctx, echoArgs{}.Kind(), "n", "5"); !errors.Is(err, jobs.ErrNotFound) {
 				t.Errorf("Newest after Purge: %v", err)
 			}
+		})
+	}
+}
+
+// debounceArgs are a debounced job's: After names the job it follows.
+type debounceArgs struct {
+	Key   string `json:"key"`
+	After int64  `json:"after,omitempty"`
+}
+
+func (debounceArgs) Kind() string { return "test_debounce" }
+
+// Debounce stores one job for the calls made while it waits; Now makes
+// the waiting one due at once; while it runs, calls store one job to
+// follow it, which waits (Snooze) until the first has ended and then
+// runs once.
+func TestDebounce(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			release := make(chan struct{})
+			runs := make(chan debounceArgs, 10)
+			var q *jobs.Queue
+			ws := jobs.NewWorkers()
+			jobs.Handle(ws, func(ctx context.Context, j jobs.Job[debounceArgs]) error {
+				if j.Args.After != 0 {
+					if running, err := q.Running(ctx, j.Args.After); err != nil || running {
+						return cmp.Or(err, jobs.Snooze(100*time.Millisecond))
+					}
+				}
+				runs <- j.Args
+				if j.Args.After == 0 {
+					<-release
+				}
+				return nil
+			}, jobs.HandleOptions{})
+			q = b.open(t, ws, fast())
+			ctx := t.Context()
+			opts := jobs.DebounceOptions{Delay: time.Hour,
+				Follow: func(running int64) jobs.Args { return debounceArgs{Key: "k", After: running} }}
+			first, err := q.Debounce(ctx, debounceArgs{Key: "k"}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again, err := q.Debounce(ctx, debounceArgs{Key: "k"}, opts); err != nil || again != first {
+				t.Fatalf("a second call while the job waits: %d, %v; want %d", again, err, first)
+			}
+			waitState(t, q, first, jobs.StateScheduled, time.Second)
+			now := opts
+			now.Now = true
+			if again, err := q.Debounce(ctx, debounceArgs{Key: "k"}, now); err != nil || again != first {
+				t.Fatalf("a call with Now: %d, %v; want %d", again, err, first)
+			}
+			start(t, q)
+			waitState(t, q, first, jobs.StateRunning, 10*time.Second)
+			follow, err := q.Debounce(ctx, debounceArgs{Key: "k"}, opts)
+			if err != nil || follow == first {
+				t.Fatalf("a call while the job runs: %d, %v", follow, err)
+			}
+			if again, err := q.Debounce(ctx, debounceArgs{Key: "k"}, opts); err != nil || again != follow {
+				t.Fatalf("another call while the job runs: %d, %v; want %d", again, err, follow)
+			}
+			if got := <-runs; got != (debounceArgs{Key: "k"}) {
+				t.Fatalf("first run: %+v", got)
+			}
+			if now, err := q.Debounce(ctx, debounceArgs{Key: "k"}, jobs.DebounceOptions{Now: true,
+				Follow: opts.Follow}); err != nil || now != follow {
+				t.Fatalf("a call with Now while the job runs: %d, %v; want %d", now, err, follow)
+			}
+			select {
+			case got := <-runs:
+				t.Fatalf("the job to follow ran while the first ran: %+v", got)
+			case <-time.After(500 * time.Millisecond):
+			}
+			close(release)
+			if got := <-runs; got != (debounceArgs{Key: "k", After: first}) {
+				t.Fatalf("second run: %+v", got)
+			}
+			waitState(t, q, follow, jobs.StateCompleted, 10*time.Second)
 		})
 	}
 }

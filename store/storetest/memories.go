@@ -31,6 +31,7 @@ func RunMemories(t *testing.T, newStore func(t *testing.T) MemStore) {
 		{"ProfileConcurrent", testProfileConcurrent},
 		{"ToolStats", testToolStats},
 		{"Invalid", testMemoryInvalid},
+		{"UnlearnedTurns", testUnlearnedTurns},
 	})
 }
 

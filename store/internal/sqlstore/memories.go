@@ -206,7 +206,10 @@ func (s *Store) DeleteMemories(ctx context.Context, userID string) (int, error) 
 		if n, err = q.Exec(ctx, `DELETE FROM memories WHERE user_id = ?`, userID); err != nil {
 			return err
 		}
-		_, err = q.Exec(ctx, `DELETE FROM profiles WHERE user_id = ?`, userID)
+		if _, err = q.Exec(ctx, `DELETE FROM profiles WHERE user_id = ?`, userID); err != nil {
+			return err
+		}
+		_, err = q.Exec(ctx, `UPDATE conversations SET learned_num = run_count WHERE user_id = ? AND learned_num < run_count`, userID)
 		return err
 	})
 	if err != nil {

@@ -1,0 +1,194 @@
+package cognition_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/trellis-ai/trellis/cognition"
+	"github.com/trellis-ai/trellis/internal/jobs"
+	"github.com/trellis-ai/trellis/store"
+)
+
+// recordedTurn is a turn as the run service records it: the run with the
+// user's message, and its answer with the answer's meta.
+type recordedTurn struct {
+	query, answer string
+	meta          store.AnswerMeta
+	// status ends the run; "" leaves it running, with no answer.
+	status store.RunStatus
+}
+
+// record stores turns in a new conversation of user and returns its id.
+func record(t *testing.T, st store.Store, user string, turns []recordedTurn) string {
+	t.Helper()
+	ctx := t.Context()
+	conv, err := st.CreateConversation(ctx, store.NewConversation{UserID: user})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range turns {
+		addTurn(t, st, user, conv.ID, tr)
+	}
+	return conv.ID
+}
+
+func addTurn(t *testing.T, st store.Store, user, conv string, tr recordedTurn) {
+	t.Helper()
+	ctx := t.Context()
+	run, err := st.StartRun(ctx, store.NewRun{UserID: user, ConversationID: conv, UserMessage: tr.query, RequestID: tr.meta.RequestID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.status == "" {
+		return
+	}
+	if tr.answer != "" {
+		meta, _ := json.Marshal(tr.meta)
+		if _, err := st.AddMessage(ctx, store.NewMessage{RunID: run.ID, Role: store.RoleAssistant, Content: tr.answer, Meta: meta}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.FinishRun(ctx, run.ID, store.RunEnd{Status: tr.status}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// learned is what memory holds of a user, without ids and times.
+type learned struct {
+	profile  store.Profile
+	memories []store.Memory
+}
+
+func learnedOf(t *testing.T, svc *cognition.Service, user string) learned {
+	t.Helper()
+	p, err := svc.Profile(t.Context(), user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.UserID, p.UpdatedAt = "", time.Time{}
+	page, err := svc.Memories(t.Context(), user, store.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := page.Memories
+	for i := range ms {
+		ms[i].ID, ms[i].UserID, ms[i].ConversationID = "", "", ""
+		ms[i].CreatedAt, ms[i].LastAccessed = time.Time{}, time.Time{}
+	}
+	return learned{profile: p, memories: ms}
+}
+
+// Learning a conversation's turns at once learns what learning each turn
+// as it was answered would: the same profile, memories and stats. Turns
+// with nothing to teach are passed over, a turn still going stops it, and
+// learning again learns nothing twice.
+func TestLearnConversationIsLearningEachTurn(t *testing.T) {
+	turns := []recordedTurn{
+		{query: "I prefer short answers. How do tides work?", answer: "The moon pulls the sea.",
+			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q1"}, status: store.RunCompleted},
+		{query: "remember that I live in Lisbon", answer: "Noted.",
+			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q2"}, status: store.RunCompleted},
+		{query: "what is the weather in Lisbon tomorrow?", answer: "Sunny.", status: store.RunCompleted,
+			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q3", Tools: []store.AnswerTool{{Tool: "weather", Status: "error"}, {Tool: "weather", Status: "success"}}}},
+		{query: "my secret plans for the garden", answer: "Kept out.", status: store.RunCompleted,
+			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q4", NoMemory: true}},
+		{query: "book it", answer: "Which day?", meta: store.AnswerMeta{Outcome: "clarify", RequestID: "q5"}, status: store.RunCompleted},
+		{query: "cancelled before any answer", status: store.RunCancelled, meta: store.AnswerMeta{RequestID: "q6"}},
+		{query: "deploy the service to production", answer: "Blocked by policy.",
+			meta: store.AnswerMeta{Outcome: "blocked", RequestID: "q7", Tools: []store.AnswerTool{{Tool: "deploy", Status: "rejected"}}}, status: store.RunCompleted},
+	}
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			r := newRig(t, b, cognition.Config{})
+			ctx := t.Context()
+			st := r.st.(store.Store)
+			conv := record(t, st, "alice", turns)
+			// The turn after is still going: learning stops before it.
+			addTurn(t, st, "alice", conv, recordedTurn{query: "and what about Porto?"})
+			if err := r.svc.LearnConversation(ctx, "alice", conv); err != nil {
+				t.Fatal(err)
+			}
+			for _, tr := range turns {
+				if tr.answer == "" || tr.meta.NoMemory || tr.meta.Outcome == "clarify" {
+					continue
+				}
+				bt := cognition.Turn{UserID: "bob", ConversationID: "b", RequestID: tr.meta.RequestID, Query: tr.query,
+					Answer: tr.answer, Outcome: tr.meta.Outcome}
+				for _, c := range tr.meta.Tools {
+					bt.Tools = append(bt.Tools, cognition.ToolOutcome{Tool: c.Tool, Status: c.Status})
+				}
+				if err := r.svc.Learn(ctx, bt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			alice, bob := learnedOf(t, r.svc, "alice"), learnedOf(t, r.svc, "bob")
+			if len(alice.memories) == 0 {
+				t.Fatal("nothing learned")
+			}
+			if !reflect.DeepEqual(alice, bob) {
+				t.Errorf("learnt at once:\n%+v\nlearnt turn by turn:\n%+v", alice, bob)
+			}
+			for _, m := range alice.memories {
+				if m.Summary == "Asked: my secret plans for the garden" {
+					t.Errorf("a turn kept out of memory was learned: %+v", m)
+				}
+			}
+			left, err := r.st.UnlearnedTurns(ctx, "alice", conv, 0)
+			if err != nil || len(left) != 1 || left[0].Query != "and what about Porto?" {
+				t.Fatalf("unlearned after learning = %+v, %v", left, err)
+			}
+			// Learning again learns nothing twice.
+			if err := r.svc.LearnConversation(ctx, "alice", conv); err != nil {
+				t.Fatal(err)
+			}
+			if again := learnedOf(t, r.svc, "alice"); !reflect.DeepEqual(again, alice) {
+				t.Errorf("learning again changed memory:\n%+v\n%+v", again, alice)
+			}
+			// Another user's learning reads nothing of alice's.
+			if _, err := r.st.UnlearnedTurns(ctx, "bob", conv, 0); err == nil {
+				t.Error("bob read alice's turns")
+			}
+		})
+	}
+}
+
+// LearnLater asks for one job per conversation however many turns come
+// within LearnAfter, and with LearnEvery the n-th turn runs it at once.
+func TestLearnLaterIsOneJob(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			r := newRig(t, b, cognition.Config{LearnAfter: time.Hour, LearnEvery: 3})
+			ctx := t.Context()
+			for turn := 1; turn <= 2; turn++ {
+				if err := r.svc.LearnLater(ctx, "alice", "c1", turn); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ids, err := r.queue.Unfinished(ctx, cognition.Pending{}.Kind(), "conversation_id", "c1")
+			if err != nil || len(ids) != 1 {
+				t.Fatalf("jobs after two turns = %v, %v", ids, err)
+			}
+			if st, _, _ := r.queue.JobState(ctx, ids[0]); st != jobs.StateScheduled {
+				t.Fatalf("the job is %s, not scheduled an hour away", st)
+			}
+			if err := r.svc.LearnLater(ctx, "alice", "c1", 3); err != nil {
+				t.Fatal(err)
+			}
+			again, _ := r.queue.Unfinished(ctx, cognition.Pending{}.Kind(), "conversation_id", "c1")
+			if !reflect.DeepEqual(again, ids) {
+				t.Fatalf("jobs after the third turn = %v, want %v", again, ids)
+			}
+			if st, _, _ := r.queue.JobState(ctx, ids[0]); st != jobs.StateAvailable {
+				t.Errorf("on the third turn the job is %s, not available at once", st)
+			}
+			if err := r.svc.LearnLater(ctx, "alice", "c2", 1); err != nil {
+				t.Fatal(err)
+			}
+			if other, _ := r.queue.Unfinished(ctx, cognition.Pending{}.Kind(), "conversation_id", "c2"); len(other) != 1 {
+				t.Errorf("another conversation's jobs = %v", other)
+			}
+		})
+	}
+}
