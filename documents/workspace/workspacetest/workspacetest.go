@@ -45,6 +45,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"WriteReadVersions", testWriteReadVersions},
 		{"EmptyFile", testEmptyFile},
 		{"Edit", testEdit},
+		{"Append", testAppend},
 		{"Restore", testRestore},
 		{"Delete", testDelete},
 		{"ListPages", testListPages},
@@ -179,6 +180,24 @@ func testEdit(t *testing.T, e Env) {
 	must(w.Write(ctx, alice, s, "bin", []byte{0xff, 'a'}))(t)
 	_, err = w.Edit(ctx, alice, s, "bin", "a", "b", false)
 	wantErr(t, "an edit of binary", err, workspace.ErrNotText)
+}
+
+func testAppend(t *testing.T, e Env) {
+	ctx, w := t.Context(), newWorkspaces(e)
+	s := conv(t, e, alice)
+	f := must(w.Append(ctx, alice, s, "log.md", []byte("one\n")))(t)
+	if f.Version != 1 {
+		t.Fatalf("appending to a new file made version %d", f.Version)
+	}
+	f = must(w.Append(ctx, alice, s, "log.md", []byte("two\n")))(t)
+	if _, b, _ := w.Read(ctx, alice, s, "log.md"); string(b) != "one\ntwo\n" || f.Version != 2 {
+		t.Fatalf("after two appends: %q, version %d", b, f.Version)
+	}
+	if vs := must(w.Versions(ctx, alice, s, "log.md"))(t); len(vs) != 2 || vs[0].Op != "write" || vs[1].Op != "edit" {
+		t.Fatalf("versions %+v", vs)
+	}
+	_, err := w.Append(ctx, bob, s, "log.md", []byte("bob"))
+	wantErr(t, "bob appending to alice's file", err, workspace.ErrNotFound)
 }
 
 func testRestore(t *testing.T, e Env) {
