@@ -123,7 +123,7 @@ func (w *Window) view(s *ChatState) []Message {
 	// Earlier turns' text, newest first, within what is left.
 	limit := w.messages()
 	start, shown := cur, 0
-	for i := cur - 1; i >= s.SummaryUpTo && shown < limit; i-- {
+	for i := cur - 1; i >= s.SummaryUpTo-s.MessagesFrom && shown < limit; i-- {
 		m := &msgs[i]
 		if !earlierText(m) {
 			continue
