@@ -87,8 +87,8 @@ var copies atomic.Int64
 //
 // A copy is the checkpoint and every blob it reaches, in one Put: all
 // that a turn reads of a thread; and every checkpoint of the template's
-// namespaces spaces, which a state may name (the agent's pages of
-// history), each with the blobs it introduced.
+// namespaces spaces written before it, which its state may name (the
+// agent's pages of history), each with the blobs it introduced.
 func Run(b *testing.B, saver graph.Checkpointer, from string, n int, hot bool, turn func(thread string) error, cold func(), spaces ...string) {
 	ctx := context.Background()
 	saved, err := saver.Get(ctx, graph.Ref{ThreadID: template, ID: from})
@@ -97,7 +97,7 @@ func Run(b *testing.B, saver graph.Checkpointer, from string, n int, hot bool, t
 	}
 	var others []*graph.Saved
 	for _, ns := range spaces {
-		others = append(others, namespace(b, saver, ns)...)
+		others = append(others, namespace(b, saver, ns, from)...)
 	}
 	budget := max(1, n/10)
 	left := 0
@@ -139,13 +139,13 @@ func Run(b *testing.B, saver graph.Checkpointer, from string, n int, hot bool, t
 	}
 }
 
-// namespace returns every checkpoint of the template's namespace ns, each
-// with the blobs whose version is its id: those it introduced. The
-// template has no forks, so the newest checkpoint's chains reach every
-// blob of the namespace.
-func namespace(b *testing.B, saver graph.Checkpointer, ns string) []*graph.Saved {
+// namespace returns every checkpoint of the template's namespace ns older
+// than checkpoint before, each with the blobs whose version is its id:
+// those it introduced. The template has no forks, so the newest one's
+// chains reach every blob of the others.
+func namespace(b *testing.B, saver graph.Checkpointer, ns, before string) []*graph.Saved {
 	ctx := context.Background()
-	cps, err := saver.List(ctx, graph.ListOptions{ThreadID: template, Namespace: ns})
+	cps, err := saver.List(ctx, graph.ListOptions{ThreadID: template, Namespace: ns, Before: before})
 	if err != nil || len(cps) == 0 {
 		return nil
 	}
