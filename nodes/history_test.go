@@ -2,7 +2,9 @@ package nodes_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -128,4 +130,129 @@ func storedField(t *testing.T, saver graph.Checkpointer, c, field string) string
 		}
 	}
 	return ""
+}
+
+// The store in testdata/history was written by the code before pages of
+// history (commit 66e876f): a conversation of 50 turns whose checkpoints
+// hold every message. Today's code reads it back whole on every backend
+// (on PostgreSQL and memory as copied through the Checkpointer), carries
+// it on (its next turn moves the older messages into pages), replays an
+// old turn from a checkpoint of that code, and, after a prune that keeps
+// every turn's input, still edits a turn whose checkpoint names pages and
+// shows the whole conversation; erasing the conversation takes its pages.
+func TestHistoryFixtureFromBeforePages(t *testing.T) {
+	for _, be := range historySavers {
+		t.Run(be.name, func(t *testing.T) {
+			var saver graph.Checkpointer
+			if be.name == "sqlite" {
+				path := filepath.Join(t.TempDir(), "cp.db")
+				data, err := os.ReadFile("testdata/history/v0.sqlite")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				s, err := sqlite.Open(t.Context(), path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = s.Close() })
+				saver = s
+			} else {
+				saver = be.open(t)
+				copyFixture(t, saver)
+			}
+			ctx := t.Context()
+			a, _ := newAgentOn(t, saver, benchAnswerScript)
+			snap, err := a.State(ctx, "old")
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkWhole(t, snap.State, 50)
+
+			talk(t, a, "old", 51, 51)
+			if from, _ := strconv.Atoi(storedField(t, saver, "old", "MessagesFrom")); from < 64 {
+				t.Fatalf("the first turn of today's code paged nothing (from %d)", from)
+			}
+			b, _ := newAgentOn(t, saver, benchAnswerScript)
+			talk(t, b, "old", 52, 100)
+			snap, err = b.State(ctx, "old")
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkWhole(t, snap.State, 100)
+			if pages, err := saver.List(ctx, graph.ListOptions{ThreadID: "old", Namespace: nodes.HistoryNamespace}); err != nil || len(pages) < 2 {
+				t.Fatalf("%d pages of history (%v), want more than one", len(pages), err)
+			}
+
+			if r := collect(b.Edit(ctx, "old", nodes.Turn{RequestID: "req-3"}, nodes.Input{Message: "question 3", RequestID: "req-3b"})); r.err != nil {
+				t.Fatal(r.err)
+			}
+			if snap, err = b.State(ctx, "old"); err != nil {
+				t.Fatal(err)
+			}
+			checkWhole(t, snap.State, 3)
+
+			if p, ok := saver.(graph.Pruner); ok {
+				if _, err := p.Prune(ctx, graph.PruneOptions{Keep: 1, KeepInputs: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Turn 60's input names the first page, which later ones
+			// extend.
+			if r := collect(b.Edit(ctx, "old", nodes.Turn{RequestID: "req-60"}, nodes.Input{Message: "question 60", RequestID: "req-60b"})); r.err != nil {
+				t.Fatal(r.err)
+			}
+			if snap, err = b.State(ctx, "old"); err != nil {
+				t.Fatal(err)
+			}
+			checkWhole(t, snap.State, 60)
+
+			if err := b.Delete(ctx, "old"); err != nil {
+				t.Fatal(err)
+			}
+			if cps, err := saver.List(ctx, graph.ListOptions{ThreadID: "old", Namespace: nodes.HistoryNamespace}); err != nil || len(cps) != 0 {
+				t.Fatalf("after erasure: %d pages (%v)", len(cps), err)
+			}
+		})
+	}
+}
+
+// copyFixture copies every checkpoint of testdata/history/v0.sqlite, with
+// its blobs and writes, into saver.
+func copyFixture(t *testing.T, saver graph.Checkpointer) {
+	t.Helper()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "v0.db")
+	data, err := os.ReadFile("testdata/history/v0.sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	cps, err := src.List(ctx, graph.ListOptions{ThreadID: "old"})
+	if err != nil || len(cps) == 0 {
+		t.Fatal(len(cps), err)
+	}
+	for _, cp := range slices.Backward(cps) {
+		saved, err := src.Get(ctx, graph.Ref{ThreadID: "old", ID: cp.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := saver.Put(ctx, saved.Checkpoint, saved.Blobs); err != nil {
+			t.Fatal(err)
+		}
+		if len(saved.Writes) > 0 {
+			if err := saver.PutWrites(ctx, graph.Ref{ThreadID: "old", ID: cp.ID}, saved.Writes); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
