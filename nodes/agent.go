@@ -518,6 +518,10 @@ func (a *Agent) State(ctx context.Context, conversationID string) (Snapshot, err
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("nodes: state of %s: %w", conversationID, err)
 	}
+	p := pages{saver: a.saver, conversationID: conversationID}
+	if err := p.whole(ctx, &snap.Values); err != nil {
+		return Snapshot{}, fmt.Errorf("nodes: state of %s: %w", conversationID, err)
+	}
 	return toSnapshot(snap), nil
 }
 
@@ -530,7 +534,11 @@ func (a *Agent) History(ctx context.Context, conversationID string, limit int, b
 		return nil, fmt.Errorf("nodes: history of %s: %w", conversationID, err)
 	}
 	out := make([]Snapshot, len(snaps))
+	p := pages{saver: a.saver, conversationID: conversationID}
 	for i, s := range snaps {
+		if err := p.whole(ctx, &s.Values); err != nil {
+			return nil, fmt.Errorf("nodes: history of %s: %w", conversationID, err)
+		}
 		out[i] = toSnapshot(s)
 	}
 	return out, nil

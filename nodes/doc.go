@@ -126,7 +126,11 @@
 //
 // ChatState is plain data that every checkpointer stores and returns
 // equal; runtime dependencies are the Agent's. Models see a Window of the
-// conversation; the state keeps all of it. Older turns are summarised
+// conversation; the state keeps the newest messages, and moves the
+// oldest, once the summaries cover them, into pages of history in the
+// conversation's thread (namespace "history", see history.go), so a
+// cold turn decodes what the turn needs however long the conversation;
+// Agent.State and Agent.History put them back. Older turns are summarised
 // twice over: extractively as they leave the window, and, when
 // Window.AskSummary is set, by a model off the answer path (the stream
 // node asks once they pass Window.SummarizeAt; the service runs

@@ -28,8 +28,9 @@ func (a *Agent) initialize(ctx context.Context, s ChatState) (graph.Command[Chat
 				slog.String("conversation_id", conversationID), slog.Any("error", err))
 		})
 	}
+	msgs := turnMessages(history, query, s.Input.Continued, turn)
 	return graph.Command[ChatState]{
-		Update: ChatState{Messages: turnMessages(history, query, s.Input.Continued, turn)},
+		Update: ChatState{Messages: msgs},
 		// Per-turn fields are set here, not in Update: Overwrite applies
 		// after Update and would undo it.
 		Overwrite: func(st *ChatState) {
@@ -43,6 +44,11 @@ func (a *Agent) initialize(ctx context.Context, s ChatState) (graph.Command[Chat
 				if set != nil {
 					set(st)
 				}
+			}
+			if st.MessagesFrom != s.MessagesFrom {
+				// The window moved messages into a page of history: the
+				// overwritten Messages replaces what Update appended.
+				st.Messages = append(st.Messages, msgs...)
 			}
 		},
 	}, nil

@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,7 +29,10 @@ type windowMiddleware struct {
 func (windowMiddleware) Name() string { return "window" }
 
 func (m windowMiddleware) StartTurn(ctx context.Context, s *ChatState) (func(*ChatState), error) {
-	v := summaryView{model: s.ModelSummary, modelTurn: s.ModelSummaryTurn, summary: s.Summary, upTo: s.SummaryUpTo}
+	// The view's upTo is an index in s.Messages, the state's an index in
+	// the whole conversation.
+	from := s.MessagesFrom
+	v := summaryView{model: s.ModelSummary, modelTurn: s.ModelSummaryTurn, summary: s.Summary, upTo: max(0, s.SummaryUpTo-from)}
 	changed := false
 	if ask := s.SummaryAsk; ask.ID != "" && ask.Turn > s.ModelSummaryTurn && m.saver != nil {
 		conv := s.Input.ConversationID
@@ -49,12 +53,40 @@ func (m windowMiddleware) StartTurn(ctx context.Context, s *ChatState) (func(*Ch
 	if f, folded := m.w.fold(s.Messages, v); folded {
 		v, changed = f, true
 	}
-	if !changed {
+	cut, page := m.pageOut(ctx, s, v)
+	if !changed && cut == 0 {
 		return nil, nil
 	}
 	return func(st *ChatState) {
-		st.ModelSummary, st.ModelSummaryTurn, st.Summary, st.SummaryUpTo = v.model, v.modelTurn, v.summary, v.upTo
+		st.ModelSummary, st.ModelSummaryTurn, st.Summary, st.SummaryUpTo = v.model, v.modelTurn, v.summary, from+v.upTo
+		if cut > 0 {
+			// A copy, so the paged messages' memory goes too.
+			st.Messages = slices.Clone(st.Messages[cut:])
+			st.MessagesFrom, st.HistoryPage = from+cut, page
+		}
 	}, nil
+}
+
+// pageOut moves the oldest messages of the root agent's state that the
+// summaries in v cover into a page of history (see history.go); it
+// returns how many it moved and the page. A page that cannot be stored
+// is logged and the messages stay, for a later turn to move.
+func (m windowMiddleware) pageOut(ctx context.Context, s *ChatState, v summaryView) (int, string) {
+	if m.saver == nil || s.Input.Namespace != "" {
+		return 0, ""
+	}
+	cut := pageOut(s.Messages, v.upTo, m.w.AskSummary != nil, v.modelTurn, s.SummaryAsk.Turn)
+	if cut == 0 {
+		return 0, ""
+	}
+	conv := s.Input.ConversationID
+	page, err := savePage(ctx, m.saver, conv, s.HistoryPage, s.Messages[:cut])
+	if err != nil {
+		m.log.LogAttrs(ctx, slog.LevelWarn, "window: a page of history could not be stored; the messages stay in the state",
+			slog.String("conversation_id", conv), slog.Any("error", err))
+		return 0, ""
+	}
+	return cut, page
 }
 
 // summaryHeading introduces the summaries in the system prompt.

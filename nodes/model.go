@@ -11,8 +11,8 @@ import (
 
 // callModel makes one model call of a node through the middleware:
 // BeforeModel hooks first to last, the call, AfterModel hooks last to
-// first. mc.Messages starts as the whole conversation (the window
-// middleware narrows it); extra messages follow them (a repair). The
+// first. mc.Messages starts as the state's Messages (the window
+// middleware narrows it; the oldest may be in pages of history); extra messages follow them (a repair). The
 // call's usage counts against the run's budget.
 func (a *Agent) callModel(ctx context.Context, model llms.Model, mc *ModelCall, extra ...llms.MessageContent) (*llms.ContentResponse, error) {
 	if mc.Messages == nil {

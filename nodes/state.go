@@ -24,15 +24,26 @@ type ChatState struct {
 
 	// ---- Conversation (append).
 
-	// Messages is the whole conversation: user, assistant and tool
-	// messages in order. Models see a window of it (see Window).
+	// Messages is the conversation: user, assistant and tool messages in
+	// order, but for its first MessagesFrom, which a turn moved into
+	// pages of history once the summaries covered them (see history.go).
+	// Models see a window of it (see Window). The states Agent.State and
+	// Agent.History return hold the whole conversation.
 	Messages []Message `json:"messages,omitempty"`
+	// MessagesFrom is how many of the conversation's first messages are
+	// in pages of history, not in Messages: Messages[i] is the
+	// conversation's message MessagesFrom+i.
+	MessagesFrom int `json:"messages_from,omitempty"`
+	// HistoryPage names the newest page of history holding them; "" when
+	// none does.
+	HistoryPage string `json:"history_page,omitempty"`
 	// Turn counts the user messages that started turns; messages carry
 	// the turn they belong to.
 	Turn int `json:"turn"`
 	// Summary is the rolling summary of the messages before SummaryUpTo.
 	Summary string `json:"summary,omitempty"`
-	// SummaryUpTo is the index in Messages up to which Summary covers.
+	// SummaryUpTo is the index in the whole conversation up to which
+	// Summary covers (in Messages, SummaryUpTo-MessagesFrom).
 	SummaryUpTo int `json:"summary_up_to,omitempty"`
 	// ModelSummary is a model's summary of the turns up to
 	// ModelSummaryTurn (see Window.AskSummary); Summary then covers only

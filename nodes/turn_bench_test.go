@@ -31,7 +31,7 @@ func BenchmarkAgentTurn(b *testing.B) {
 					b.Run(fmt.Sprintf("%s/n=%d", mode, n), func(b *testing.B) {
 						a := turnAgent(b, saver)
 						turnbench.Run(b, saver, at[n], n, hot, func(conversation string) error { return agentTurn(a, conversation) },
-							func() { a = turnAgent(b, saver) })
+							func() { a = turnAgent(b, saver) }, nodes.HistoryNamespace)
 					})
 				}
 			}

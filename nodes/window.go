@@ -9,7 +9,8 @@ import (
 
 // Window bounds what a model sees of the conversation: the system prompt,
 // a rolling summary of older turns, and the newest messages within a
-// token budget. The state keeps the whole history; only the view shrinks.
+// token budget. The conversation is kept whole (the oldest messages in
+// pages of history); only the view shrinks.
 //
 // Earlier turns appear as their user and assistant text (their tool calls
 // and results are left out); the current turn appears whole — tool calls,
@@ -123,7 +124,7 @@ func (w *Window) view(s *ChatState) []Message {
 	// Earlier turns' text, newest first, within what is left.
 	limit := w.messages()
 	start, shown := cur, 0
-	for i := cur - 1; i >= s.SummaryUpTo && shown < limit; i-- {
+	for i := cur - 1; i >= s.SummaryUpTo-s.MessagesFrom && shown < limit; i-- {
 		m := &msgs[i]
 		if !earlierText(m) {
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -85,12 +86,18 @@ var copies atomic.Int64
 // timer stopped too.
 //
 // A copy is the checkpoint and every blob it reaches, in one Put: all
-// that a turn reads of a thread.
-func Run(b *testing.B, saver graph.Checkpointer, from string, n int, hot bool, turn func(thread string) error, cold func()) {
+// that a turn reads of a thread; and every checkpoint of the template's
+// namespaces spaces written before it, which its state may name (the
+// agent's pages of history), each with the blobs it introduced.
+func Run(b *testing.B, saver graph.Checkpointer, from string, n int, hot bool, turn func(thread string) error, cold func(), spaces ...string) {
 	ctx := context.Background()
 	saved, err := saver.Get(ctx, graph.Ref{ThreadID: template, ID: from})
 	if err != nil {
 		b.Fatal(err)
+	}
+	var others []*graph.Saved
+	for _, ns := range spaces {
+		others = append(others, namespace(b, saver, ns, from)...)
 	}
 	budget := max(1, n/10)
 	left := 0
@@ -105,6 +112,13 @@ func Run(b *testing.B, saver graph.Checkpointer, from string, n int, hot bool, t
 				cp.ThreadID = thread
 				if err := saver.Put(ctx, cp, saved.Blobs); err != nil {
 					b.Fatal(err)
+				}
+				for _, o := range others {
+					cp := o.Checkpoint
+					cp.ThreadID = thread
+					if err := saver.Put(ctx, cp, o.Blobs); err != nil {
+						b.Fatal(err)
+					}
 				}
 				left = budget
 				if hot {
@@ -123,4 +137,26 @@ func Run(b *testing.B, saver graph.Checkpointer, from string, n int, hot bool, t
 		}
 		left--
 	}
+}
+
+// namespace returns every checkpoint of the template's namespace ns older
+// than checkpoint before, each with the blobs whose version is its id:
+// those it introduced. The template has no forks, so the newest one's
+// chains reach every blob of the others.
+func namespace(b *testing.B, saver graph.Checkpointer, ns, before string) []*graph.Saved {
+	ctx := context.Background()
+	cps, err := saver.List(ctx, graph.ListOptions{ThreadID: template, Namespace: ns, Before: before})
+	if err != nil || len(cps) == 0 {
+		return nil
+	}
+	newest, err := saver.Get(ctx, graph.Ref{ThreadID: template, Namespace: ns, ID: cps[0].ID})
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := make([]*graph.Saved, 0, len(cps))
+	for _, cp := range cps {
+		out = append(out, &graph.Saved{Checkpoint: cp,
+			Blobs: slices.DeleteFunc(slices.Clone(newest.Blobs), func(bl graph.Blob) bool { return bl.Version != cp.ID })})
+	}
+	return out
 }
