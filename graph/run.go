@@ -131,8 +131,9 @@ type run[S any] struct {
 	tasks     []*task[S]
 	free      []*task[S]
 	spare     []*task[S]
-	slab      []task[S]
-	triggered []bool
+	slab      []taskSlot[S]
+	triggered []bool // per node, while plan runs
+	picked    []int  // the triggered nodes, in the order plan met them
 	pushes    []*task[S]
 	sendCount []int // per node, while name numbers Send tasks
 	barriers  [][]bool
@@ -341,7 +342,8 @@ func (r *run[S]) start(input *S) error {
 	// the heap anyway: reducers are functions the compiler cannot see
 	// into, so merging from input itself would move every caller's input
 	// to the heap.
-	startTask := &task[S]{r: r, node: &r.g.start, upd: *input}
+	startTask := r.newTask(&r.g.start)
+	startTask.upd = *input
 	mask := r.g.schema.setFields(&startTask.upd)
 	r.markDeltas()
 	r.g.schema.apply(&r.state, &startTask.upd, mask)

@@ -321,14 +321,26 @@ func (r *run[S]) merge(tasks []*task[S]) (fieldMask, error) {
 	}
 	if r.modes&ModeUpdates != 0 {
 		for _, t := range tasks {
-			u := t.upd
+			var err error
 			if t.ovr != nil {
-				sc.overwrite(&u, t.ovr, t.ovrMask)
+				err = r.deliverOverwritten(t)
+			} else {
+				err = r.deliver(&Event[S]{Mode: ModeUpdates, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, State: t.upd})
 			}
-			if err := r.deliver(&Event[S]{Mode: ModeUpdates, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, State: u}); err != nil {
+			if err != nil {
 				return 0, err
 			}
 		}
 	}
 	return changed, nil
+}
+
+// deliverOverwritten delivers the update of a task that overwrote fields
+// as well: what it wrote either way. The event is built apart from
+// merge's, because overwriting it may go through reflect, which would
+// move every update event to the heap.
+func (r *run[S]) deliverOverwritten(t *task[S]) error {
+	ev := &Event[S]{Mode: ModeUpdates, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, State: t.upd}
+	r.g.schema.overwrite(&ev.State, t.ovr, t.ovrMask)
+	return r.deliver(ev)
 }

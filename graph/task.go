@@ -15,9 +15,10 @@ type task[S any] struct {
 	sendIdx  int
 	hasInput bool // input came from a Send
 	input    S
-	// ctx is made afresh each time the task runs and never changed after:
-	// contexts a node derives from it (a timeout's timer, say) may outlive
-	// the node, and the task itself is reused by later steps.
+	// ctx is the context the task's nodes run with. It lives beside the
+	// task in its slot, is made with the slot and never written again:
+	// contexts a node derives from it (a timeout's timer, say) may
+	// outlive the node, and the slot's task is reused by later steps.
 	ctx     *taskCtx
 	spawned bool
 
@@ -50,17 +51,32 @@ func (t *task[S]) label() string {
 	return t.node.spec.name
 }
 
+// taskSlot is where a task lives for its run, beside the context its
+// nodes run with: that context names the run and the slot's task, which
+// stay the same for the run's life, so it is built once per slot rather
+// than each time a node runs.
+type taskSlot[S any] struct {
+	t  task[S]
+	cx taskCtx
+}
+
 func (r *run[S]) newTask(n *cnode[S]) *task[S] {
 	var t *task[S]
 	switch k := len(r.free); {
 	case k > 0:
 		t, r.free = r.free[k-1], r.free[:k-1]
+		cx := t.ctx
 		*t = task[S]{}
+		t.ctx = cx
 	default:
 		if len(r.slab) == 0 {
 			r.reserve(1)
 		}
-		t, r.slab = &r.slab[0], r.slab[1:]
+		s := &r.slab[0]
+		r.slab = r.slab[1:]
+		s.cx = taskCtx{Context: r.ctx, t: &s.t}
+		t = &s.t
+		t.ctx = &s.cx
 	}
 	t.r, t.node = r, n
 	return t
@@ -70,7 +86,7 @@ func (r *run[S]) newTask(n *cnode[S]) *task[S] {
 // does not allocate its tasks one by one.
 func (r *run[S]) reserve(n int) {
 	if short := n - len(r.free) - len(r.slab); short > 0 {
-		r.slab = make([]task[S], short)
+		r.slab = make([]taskSlot[S], short)
 	}
 }
 
@@ -78,7 +94,6 @@ func (r *run[S]) reserve(n int) {
 // Its frame, and invoke's, stay small: a task runs in a fresh goroutine,
 // and a deep first call would grow and copy its stack every time.
 func (t *task[S]) run() {
-	t.ctx = &taskCtx{Context: t.r.ctx, t: t}
 	o := &t.node.spec.opts
 	if f := t.node.spec.plainFn; f != nil && t.node.cache == nil && o.retry == nil && o.timeout == 0 {
 		t.nInterrupt, t.interrupts = 0, nil
