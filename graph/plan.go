@@ -97,7 +97,7 @@ func (r *run[S]) name(tasks []*task[S]) {
 		if r.sendCount == nil {
 			r.sendCount = make([]int, len(r.g.nodes))
 		}
-		t.sendIdx = r.sendCount[t.node.idx]
+		t.sendIdx = int32(r.sendCount[t.node.idx])
 		r.sendCount[t.node.idx]++
 		sent = true
 	}

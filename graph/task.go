@@ -7,38 +7,38 @@ import (
 	"time"
 )
 
-// task is one node execution within a superstep.
+// task is one node execution within a superstep. Its fields are laid
+// out so that a wide step's tasks, allocated together, take little room.
 type task[S any] struct {
-	r        *run[S]
-	node     *cnode[S]
-	id       string
-	sendIdx  int
-	hasInput bool // input came from a Send
-	input    S
+	r    *run[S]
+	node *cnode[S]
 	// ctx is the context the task's nodes run with. It lives beside the
 	// task in its slot, is made with the slot and never written again:
 	// contexts a node derives from it (a timeout's timer, say) may
 	// outlive the node, and the slot's task is reused by later steps.
-	ctx     *taskCtx
-	spawned bool
+	ctx   *taskCtx
+	id    string
+	input S
 
-	upd      S
-	set      fieldMask
-	ovr      *S // Command.Overwrite's result, when the node gave one
-	ovrMask  fieldMask
-	clipped  bool // input's slices were clipped: it is not r.state's bytes
-	gotos    []string
-	sends    []Send[S]
-	err      error
-	restored bool // result loaded from the checkpoint's pending writes
-	saved    bool // result stored as pending writes during its step
-	resumes  int
-	started  time.Time
-	took     time.Duration
-
-	mu         sync.Mutex // interrupt bookkeeping, if a node calls from goroutines
-	nInterrupt int
+	upd        S
+	set        fieldMask
+	ovrMask    fieldMask
+	ovr        *S // Command.Overwrite's result, when the node gave one
+	gotos      []string
+	sends      []Send[S]
+	err        error
 	interrupts []PendingInterrupt
+	started    time.Duration // since epoch, for a debug task_end
+
+	sendIdx    int32
+	resumes    int32
+	nInterrupt int32
+	mu         sync.Mutex // interrupt bookkeeping, if a node calls from goroutines
+	hasInput   bool       // input came from a Send
+	spawned    bool
+	clipped    bool // input's slices were clipped: it is not r.state's bytes
+	restored   bool // result loaded from the checkpoint's pending writes
+	saved      bool // result stored as pending writes during its step
 }
 
 func (t *task[S]) label() string {
