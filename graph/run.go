@@ -554,6 +554,10 @@ func (r *run[S]) resumeTasks(saved *Saved, latest bool) error {
 		}
 		t := r.newTask(r.g.nodes[i])
 		t.id = spec.ID
+		// Both are decoded into, field by field: nothing of a reused
+		// task's may stay.
+		var zero S
+		t.input, t.upd = zero, zero
 		if len(spec.Input) > 0 {
 			t.hasInput = true
 			if err := json.Unmarshal(spec.Input, &t.input); err != nil {

@@ -65,9 +65,7 @@ func (r *run[S]) newTask(n *cnode[S]) *task[S] {
 	switch k := len(r.free); {
 	case k > 0:
 		t, r.free = r.free[k-1], r.free[:k-1]
-		cx := t.ctx
-		*t = task[S]{}
-		t.ctx = cx
+		t.reuse()
 	default:
 		if len(r.slab) == 0 {
 			r.reserve(1)
@@ -80,6 +78,37 @@ func (r *run[S]) newTask(n *cnode[S]) *task[S] {
 	}
 	t.r, t.node = r, n
 	return t
+}
+
+// reuse readies a finished task for another node of the run. Its input
+// and update stay as they are: whatever runs the task writes both before
+// anything reads them (superstep or push sets the input, the node's
+// return or a restored write the update), and clearing two copies of the
+// state, pointer by pointer while the collector runs, cost more than the
+// step's own copies. The rest is cleared where it is set, so that a
+// field already clear is not written at all.
+func (t *task[S]) reuse() {
+	if t.id != "" {
+		t.id = ""
+	}
+	if t.ovr != nil {
+		t.ovr = nil
+	}
+	if t.gotos != nil {
+		t.gotos = nil
+	}
+	if t.sends != nil {
+		t.sends = nil
+	}
+	if t.err != nil {
+		t.err = nil
+	}
+	if t.interrupts != nil {
+		t.interrupts = nil
+	}
+	t.set, t.ovrMask, t.started = 0, 0, 0
+	t.sendIdx, t.resumes, t.nInterrupt = 0, 0, 0
+	t.hasInput, t.spawned, t.clipped, t.restored, t.saved = false, false, false, false, false
 }
 
 // reserve makes room for n new tasks in one allocation, so a wide step
