@@ -127,6 +127,7 @@ type run[S any] struct {
 	emitMu sync.Mutex
 	events chan relay[S]
 	done   chan *task[S]
+	group  sync.WaitGroup // runGroup's and runPool's goroutines
 
 	state     S
 	step      int
@@ -416,6 +417,9 @@ func (r *run[S]) start(input *S) error {
 	// the heap anyway: reducers are functions the compiler cannot see
 	// into, so merging from input itself would move every caller's input
 	// to the heap.
+	// The start task's slot and those of the nodes START's edges trigger
+	// are made at once: the start task is free again by then.
+	r.reserve(max(1, len(r.g.start.next)))
 	startTask := r.newTask(&r.g.start)
 	startTask.upd = *input
 	mask := r.g.schema.setFields(&startTask.upd)

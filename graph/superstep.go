@@ -195,17 +195,16 @@ func (r *run[S]) runGroup(tasks []*task[S]) {
 		r.runPool(tasks)
 		return
 	}
-	var wg sync.WaitGroup
 	for _, t := range tasks[1:] {
 		if !t.restored {
-			wg.Add(1)
-			go t.runIn(&wg)
+			r.group.Add(1)
+			go t.runIn(&r.group)
 		}
 	}
 	if !tasks[0].restored {
 		tasks[0].run()
 	}
-	wg.Wait()
+	r.group.Wait()
 }
 
 // runPool runs a step's tasks on as many goroutines as the limit allows,
@@ -213,12 +212,11 @@ func (r *run[S]) runGroup(tasks []*task[S]) {
 // left: a wide fan-out starts a few goroutines, not one per task.
 func (r *run[S]) runPool(tasks []*task[S]) {
 	var next atomic.Int64
-	var wg sync.WaitGroup
 	for range r.maxConc - 1 {
-		wg.Go(func() { r.take(tasks, &next) })
+		r.group.Go(func() { r.take(tasks, &next) })
 	}
 	r.take(tasks, &next)
-	wg.Wait()
+	r.group.Wait()
 }
 
 // take runs the pool's next task until none is left. Once the run is
