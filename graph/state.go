@@ -136,6 +136,9 @@ type schema[S any] struct {
 	byName map[string]int
 	// slices are the offsets of the slice fields, for clipSlices.
 	slices []uintptr
+	// replaced are the fields without a reducer, which two tasks of a
+	// step must not both write.
+	replaced fieldMask
 }
 
 func newSchema[S any](decls []Field[S]) (*schema[S], error) {
@@ -183,6 +186,11 @@ func newSchema[S any](decls []Field[S]) (*schema[S], error) {
 			continue
 		}
 		f.kind, f.reduce, f.length, f.tail = d.kind, d.reduce, d.length, d.tail
+	}
+	for i, f := range sc.fields {
+		if f.kind == kindReplace {
+			sc.replaced |= 1 << uint(i)
+		}
 	}
 	return sc, errors.Join(errs...)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -293,19 +295,12 @@ func (r *run[S]) merge(tasks []*task[S]) (fieldMask, error) {
 	sc := r.g.schema
 	if len(tasks) > 1 {
 		var written fieldMask
-		var writer [64]*task[S]
-		for _, t := range tasks {
-			for i, f := range sc.fields {
-				if f.kind != kindReplace || !t.set.has(i) {
-					continue
-				}
-				if written.has(i) {
-					return 0, fmt.Errorf("%w: step %d: nodes %s and %s both wrote %s; declare a reducer for it or write it from one node",
-						ErrConcurrentUpdate, r.step, writer[i].label(), t.label(), f.name)
-				}
-				written |= 1 << uint(i)
-				writer[i] = t
+		for k, t := range tasks {
+			mine := t.set & sc.replaced
+			if both := mine & written; both != 0 {
+				return 0, r.concurrentUpdate(tasks[:k], t, both)
 			}
+			written |= mine
 		}
 	}
 	var changed fieldMask
@@ -331,6 +326,15 @@ func (r *run[S]) merge(tasks []*task[S]) (fieldMask, error) {
 		}
 	}
 	return changed, nil
+}
+
+// concurrentUpdate reports that t wrote a field without a reducer that a
+// task before it in the step wrote too; both holds such fields.
+func (r *run[S]) concurrentUpdate(before []*task[S], t *task[S], both fieldMask) error {
+	i := bits.TrailingZeros64(uint64(both))
+	k := slices.IndexFunc(before, func(o *task[S]) bool { return o.set.has(i) })
+	return fmt.Errorf("%w: step %d: nodes %s and %s both wrote %s; declare a reducer for it or write it from one node",
+		ErrConcurrentUpdate, r.step, before[k].label(), t.label(), r.g.schema.fields[i].name)
 }
 
 // deliverOverwritten delivers the update of a task that overwrote fields
