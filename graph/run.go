@@ -128,6 +128,7 @@ type run[S any] struct {
 	events chan relay[S]
 	done   chan *task[S]
 	group  sync.WaitGroup // runGroup's and runPool's goroutines
+	shared sharing[S]     // the step runGroup runs
 
 	state     S
 	step      int

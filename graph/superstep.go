@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
-	"sync"
 	"sync/atomic"
 )
 
@@ -189,24 +188,66 @@ func (r *run[S]) keep(t *task[S]) {
 }
 
 // runGroup runs a step's tasks when nothing needs relaying or saving as
-// each finishes: one goroutine per task but the first, which runs here,
-// and one wait for them all. Under a concurrency limit that the step
-// exceeds, runPool runs them instead.
+// each finishes. This goroutine and helpers take the tasks in order, one
+// at a time, until none is left (see share). Under a concurrency limit
+// that the step exceeds, runPool runs them instead.
 func (r *run[S]) runGroup(tasks []*task[S]) {
 	if r.maxConc > 0 && r.maxConc < len(tasks) {
 		r.runPool(tasks)
 		return
 	}
-	for _, t := range tasks[1:] {
-		if !t.restored {
+	sh := &r.shared
+	sh.tasks = tasks
+	sh.next.Store(0)
+	sh.starting.Store(false)
+	r.share()
+	r.group.Wait()
+	sh.tasks = nil
+}
+
+// sharing is the state of a step whose tasks runGroup shares out.
+type sharing[S any] struct {
+	tasks []*task[S]
+	next  atomic.Int64 // the next task to take
+	// starting is set while a helper has been started but has not yet
+	// taken a task.
+	starting atomic.Bool
+}
+
+// share takes the step's next task and runs it until none is left.
+// Before running a task it starts a helper, which does the same, if tasks
+// are left and no helper is starting already. So every task gets a
+// goroutine of its own, at once, when the tasks block or run long —
+// a runner takes another task only once its own has finished, and while
+// tasks are left one more runner is always on its way — while a step of
+// small tasks runs on this goroutine and a helper or two instead of
+// starting one goroutine per task. Once the run is cancelled it runs no
+// more: the tasks left fail with the cancellation's cause.
+func (r *run[S]) share() {
+	sh := &r.shared
+	for {
+		i := int(sh.next.Add(1) - 1)
+		if i >= len(sh.tasks) {
+			return
+		}
+		if i+1 < len(sh.tasks) && sh.starting.CompareAndSwap(false, true) {
 			r.group.Add(1)
-			go t.runIn(&r.group)
+			go r.help()
+		}
+		switch t := sh.tasks[i]; {
+		case t.restored:
+		case r.ctx.Err() != nil:
+			t.err = context.Cause(r.ctx)
+		default:
+			t.run()
 		}
 	}
-	if !tasks[0].restored {
-		tasks[0].run()
-	}
-	r.group.Wait()
+}
+
+func (r *run[S]) help() {
+	defer r.group.Done()
+	r.shared.starting.Store(false)
+	r.share()
 }
 
 // runPool runs a step's tasks on as many goroutines as the limit allows,
@@ -239,11 +280,6 @@ func (r *run[S]) take(tasks []*task[S], next *atomic.Int64) {
 			t.run()
 		}
 	}
-}
-
-func (t *task[S]) runIn(wg *sync.WaitGroup) {
-	defer wg.Done()
-	t.run()
 }
 
 func (r *run[S]) work(t *task[S]) {
