@@ -127,8 +127,9 @@ type run[S any] struct {
 	emitMu sync.Mutex
 	events chan relay[S]
 	done   chan *task[S]
-	group  sync.WaitGroup // runGroup's and runPool's goroutines
-	shared sharing[S]     // the step runGroup runs
+	// par is what runGroup and runPool use, made on the run's first
+	// step that they run: most runs have none.
+	par *parallel[S]
 
 	state     S
 	step      int

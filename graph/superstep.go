@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -196,22 +197,31 @@ func (r *run[S]) runGroup(tasks []*task[S]) {
 		r.runPool(tasks)
 		return
 	}
-	sh := &r.shared
+	sh := r.parallel()
 	sh.tasks = tasks
 	sh.next.Store(0)
 	sh.starting.Store(false)
 	r.share()
-	r.group.Wait()
+	sh.group.Wait()
 	sh.tasks = nil
 }
 
-// sharing is the state of a step whose tasks runGroup shares out.
-type sharing[S any] struct {
+// parallel is the state of a step whose tasks runGroup shares out, or
+// runPool pools.
+type parallel[S any] struct {
+	group sync.WaitGroup // the helpers
 	tasks []*task[S]
 	next  atomic.Int64 // the next task to take
 	// starting is set while a helper has been started but has not yet
 	// taken a task.
 	starting atomic.Bool
+}
+
+func (r *run[S]) parallel() *parallel[S] {
+	if r.par == nil {
+		r.par = &parallel[S]{}
+	}
+	return r.par
 }
 
 // share takes the step's next task and runs it until none is left.
@@ -224,14 +234,14 @@ type sharing[S any] struct {
 // starting one goroutine per task. Once the run is cancelled it runs no
 // more: the tasks left fail with the cancellation's cause.
 func (r *run[S]) share() {
-	sh := &r.shared
+	sh := r.par
 	for {
 		i := int(sh.next.Add(1) - 1)
 		if i >= len(sh.tasks) {
 			return
 		}
 		if i+1 < len(sh.tasks) && sh.starting.CompareAndSwap(false, true) {
-			r.group.Add(1)
+			sh.group.Add(1)
 			go r.help()
 		}
 		switch t := sh.tasks[i]; {
@@ -245,8 +255,8 @@ func (r *run[S]) share() {
 }
 
 func (r *run[S]) help() {
-	defer r.group.Done()
-	r.shared.starting.Store(false)
+	defer r.par.group.Done()
+	r.par.starting.Store(false)
 	r.share()
 }
 
@@ -254,12 +264,13 @@ func (r *run[S]) help() {
 // this one among them, each taking the next task in order until none is
 // left: a wide fan-out starts a few goroutines, not one per task.
 func (r *run[S]) runPool(tasks []*task[S]) {
-	var next atomic.Int64
+	p := r.parallel()
+	p.next.Store(0)
 	for range r.maxConc - 1 {
-		r.group.Go(func() { r.take(tasks, &next) })
+		p.group.Go(func() { r.take(tasks, &p.next) })
 	}
-	r.take(tasks, &next)
-	r.group.Wait()
+	r.take(tasks, &p.next)
+	p.group.Wait()
 }
 
 // take runs the pool's next task until none is left. Once the run is
