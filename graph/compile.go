@@ -58,6 +58,8 @@ type Compiled[S any] struct {
 	spec   *StateGraph[S] // for drawing
 	// scratch holds *saveScratch[S] that finished runs left for later ones.
 	scratch sync.Pool
+	// plans holds *planScratch[S] that finished runs left for later ones.
+	plans sync.Pool
 	// threads is nil without a checkpointer or with the cache turned off.
 	threads *threadCache[S]
 }

@@ -11,28 +11,30 @@ import (
 // tasks, all in node-name order. The finished tasks are free for reuse
 // once it returns: some of them may be the next step's.
 func (r *run[S]) plan(done []*task[S]) ([]*task[S], error) {
-	clear(r.triggered)
 	r.pushes = r.pushes[:0]
 	for _, t := range done {
 		n := t.node
 		for _, j := range n.next {
-			r.triggered[j] = true
+			r.mark(j)
 		}
 		for _, j := range n.joins {
 			r.arrive(j, n.idx)
 		}
 		for _, b := range n.branches {
 			if err := r.branch(t, b); err != nil {
+				r.unmark()
 				return nil, err
 			}
 		}
 		for _, to := range t.gotos {
-			if err := r.trigger(to, "Goto of "+t.label()); err != nil {
+			if err := r.trigger(to, t, "Goto of "); err != nil {
+				r.unmark()
 				return nil, err
 			}
 		}
 		for _, s := range t.sends {
-			if err := r.push(s, "Send of "+t.label()); err != nil {
+			if err := r.push(s, t, "Send of "); err != nil {
+				r.unmark()
 				return nil, err
 			}
 		}
@@ -41,28 +43,46 @@ func (r *run[S]) plan(done []*task[S]) ([]*task[S], error) {
 	// step can be those of the last: a run of single-task steps uses one
 	// task in all.
 	r.free = append(r.free, done...)
-	n := 0
-	for _, on := range r.triggered {
-		if on {
-			n++
-		}
+	on := r.picked
+	if len(on) > 1 {
+		slices.Sort(on)
 	}
-	r.reserve(n)
+	r.reserve(len(on))
 	// Two task lists alternate: the one being planned and the one whose
 	// step just ran.
-	next := slices.Grow(r.spare[:0], n+len(r.pushes))
-	slices.SortStableFunc(r.pushes, func(a, b *task[S]) int { return a.node.idx - b.node.idx })
+	next := slices.Grow(r.spare[:0], len(on)+len(r.pushes))
+	if len(r.pushes) > 1 {
+		slices.SortStableFunc(r.pushes, func(a, b *task[S]) int { return a.node.idx - b.node.idx })
+	}
 	p := 0
-	for i, on := range r.triggered {
-		if on {
-			next = append(next, r.newTask(r.g.nodes[i]))
-		}
-		for ; p < len(r.pushes) && r.pushes[p].node.idx == i; p++ {
+	for _, i := range on {
+		for ; p < len(r.pushes) && r.pushes[p].node.idx < i; p++ {
 			next = append(next, r.pushes[p])
 		}
+		next = append(next, r.newTask(r.g.nodes[i]))
 	}
+	next = append(next, r.pushes[p:]...)
+	r.unmark()
 	r.name(next)
 	return next, nil
+}
+
+// mark triggers node i for the next step, once however many edges lead
+// to it. The marked nodes are listed as well as flagged, so that planning
+// a step costs what the step triggers, not what the graph holds.
+func (r *run[S]) mark(i int) {
+	if !r.triggered[i] {
+		r.triggered[i] = true
+		r.picked = append(r.picked, i)
+	}
+}
+
+// unmark forgets what the step being planned triggered.
+func (r *run[S]) unmark() {
+	for _, i := range r.picked {
+		r.triggered[i] = false
+	}
+	r.picked = r.picked[:0]
 }
 
 // name numbers the Send tasks of each node, for their labels.
@@ -77,7 +97,7 @@ func (r *run[S]) name(tasks []*task[S]) {
 		if r.sendCount == nil {
 			r.sendCount = make([]int, len(r.g.nodes))
 		}
-		t.sendIdx = r.sendCount[t.node.idx]
+		t.sendIdx = int32(r.sendCount[t.node.idx])
 		r.sendCount[t.node.idx]++
 		sent = true
 	}
@@ -86,22 +106,32 @@ func (r *run[S]) name(tasks []*task[S]) {
 	}
 }
 
-func (r *run[S]) trigger(name, what string) error {
+// trigger triggers the node named name; an unknown name is an error
+// naming what asked for it: what alone, or what and by's label when by
+// is set (built only then: a label may be formatted).
+func (r *run[S]) trigger(name string, by *task[S], what string) error {
 	if name == END {
 		return nil
 	}
 	i, ok := r.g.byName[name]
 	if !ok {
-		return fmt.Errorf("%w %q in %s (step %d)", ErrUnknownNode, name, what, r.step)
+		return fmt.Errorf("%w %q in %s (step %d)", ErrUnknownNode, name, r.asker(by, what), r.step)
 	}
-	r.triggered[i] = true
+	r.mark(i)
 	return nil
 }
 
-func (r *run[S]) push(s Send[S], what string) error {
+func (r *run[S]) asker(by *task[S], what string) string {
+	if by == nil {
+		return what
+	}
+	return what + by.label()
+}
+
+func (r *run[S]) push(s Send[S], by *task[S], what string) error {
 	i, ok := r.g.byName[s.Node]
 	if !ok {
-		return fmt.Errorf("%w %q in %s (step %d)", ErrUnknownNode, s.Node, what, r.step)
+		return fmt.Errorf("%w %q in %s (step %d)", ErrUnknownNode, s.Node, r.asker(by, what), r.step)
 	}
 	t := r.newTask(r.g.nodes[i])
 	t.hasInput, t.input = true, s.State
@@ -117,7 +147,7 @@ func (r *run[S]) arrive(j, from int) {
 		}
 	}
 	if !slices.Contains(b, false) {
-		r.triggered[r.g.joins[j].to] = true
+		r.mark(r.g.joins[j].to)
 		clear(b)
 	}
 }
@@ -157,7 +187,7 @@ func (r *run[S]) branch(t *task[S], b *branchSpec[S]) (err error) {
 		return err
 	}
 	for _, s := range sends {
-		if err := r.push(s, what); err != nil {
+		if err := r.push(s, nil, what); err != nil {
 			return err
 		}
 	}
@@ -172,5 +202,5 @@ func (r *run[S]) route(b *branchSpec[S], name, what string) error {
 		}
 		name = to
 	}
-	return r.trigger(name, what)
+	return r.trigger(name, nil, what)
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/trellis-ai/trellis/internal/ids"
 )
@@ -77,6 +78,7 @@ func (c *Compiled[S]) Stream(ctx context.Context, input *S, cfg RunConfig) iter.
 		defer r.cancel(nil)
 		_, err := r.execute(input)
 		r.releaseScratch()
+		r.releasePlans()
 		r.leaveState(err)
 		if err != nil && !r.stopped {
 			yield(Event[S]{}, err)
@@ -93,6 +95,7 @@ func (c *Compiled[S]) Invoke(ctx context.Context, input *S, cfg RunConfig) (S, e
 	defer r.cancel(nil)
 	s, err := r.execute(input)
 	r.releaseScratch()
+	r.releasePlans()
 	if r.leaveState(err) {
 		// The next run on the thread appends to the cached state's slices
 		// in place; the caller's copy gets no spare capacity to append
@@ -124,6 +127,9 @@ type run[S any] struct {
 	emitMu sync.Mutex
 	events chan relay[S]
 	done   chan *task[S]
+	// par is what runGroup and runPool use, made on the run's first
+	// step that they run: most runs have none.
+	par *parallel[S]
 
 	state     S
 	step      int
@@ -131,11 +137,15 @@ type run[S any] struct {
 	tasks     []*task[S]
 	free      []*task[S]
 	spare     []*task[S]
-	slab      []task[S]
-	triggered []bool
+	slab      []taskSlot[S]
+	triggered []bool // per node, while plan runs
+	picked    []int  // the triggered nodes, in the order plan met them
 	pushes    []*task[S]
 	sendCount []int // per node, while name numbers Send tasks
 	barriers  [][]bool
+	// plans is where the lists above came from, and go back to when the
+	// run is over.
+	plans *planScratch[S]
 
 	// Persistence; saver is nil when the run has no thread.
 	saver       Checkpointer
@@ -174,6 +184,74 @@ type saveScratch[S any] struct {
 	specs     []TaskSpec
 	versions  map[string]string
 	deltaFrom []int
+}
+
+// planScratch is what planning reuses from run to run of a graph: the
+// flags and list of triggered nodes, the Send counts and the task lists.
+// None of it reaches a node, so once a run is over its lists serve a
+// later run of the same graph (through Compiled.plans) instead of every
+// run growing its own.
+type planScratch[S any] struct {
+	triggered []bool
+	picked    []int
+	sendCount []int
+	lists     [2][]*task[S]
+	free      []*task[S]
+	pushes    []*task[S]
+}
+
+// takePlans gives the run the lists of a finished run of the graph, or
+// new ones.
+func (r *run[S]) takePlans() {
+	ps, _ := r.g.plans.Get().(*planScratch[S])
+	if ps == nil {
+		ps = &planScratch[S]{triggered: make([]bool, len(r.g.nodes))}
+	}
+	r.plans = ps
+	r.triggered, r.picked, r.sendCount = ps.triggered, ps.picked, ps.sendCount
+	r.tasks, r.spare = ps.lists[0], ps.lists[1]
+	r.free, r.pushes = ps.free, ps.pushes
+}
+
+// releasePlans hands the run's lists on once the run is over: every
+// goroutine of the run has stopped. Lists a wide step grew are left to
+// the collector, and no list keeps a task.
+func (r *run[S]) releasePlans() {
+	ps := r.plans
+	if ps == nil {
+		return
+	}
+	r.plans = nil
+	// A step that failed midway may leave its task list as both the
+	// current and the spare one: that array goes back once.
+	spare := r.spare
+	if cap(spare) > 0 && cap(r.tasks) > 0 && unsafe.SliceData(spare[:1]) == unsafe.SliceData(r.tasks[:1]) {
+		spare = nil
+	}
+	ps.lists = [2][]*task[S]{r.tasks, spare}
+	ps.free, ps.pushes = r.free, r.pushes
+	ps.picked, ps.sendCount = r.picked[:0], r.sendCount
+	r.tasks, r.spare, r.free, r.pushes = nil, nil, nil, nil
+	for _, l := range [...][]*task[S]{ps.lists[0], ps.lists[1], ps.free, ps.pushes} {
+		if cap(l) > maxPooledTasks {
+			return
+		}
+	}
+	for i := range ps.lists {
+		ps.lists[i] = clearTasks(ps.lists[i])
+	}
+	ps.free, ps.pushes = clearTasks(ps.free), clearTasks(ps.pushes)
+	clear(ps.triggered)
+	r.g.plans.Put(ps)
+}
+
+// maxPooledTasks bounds the task lists a finished run leaves for later
+// ones: a rare wide fan-out's are not kept.
+const maxPooledTasks = 1024
+
+func clearTasks[S any](l []*task[S]) []*task[S] {
+	clear(l[:cap(l)])
+	return l[:0]
 }
 
 // saving returns the run's scratch, taking one from the graph's pool the
@@ -232,7 +310,7 @@ func (c *Compiled[S]) newRun(ctx context.Context, cfg RunConfig, yield func(Even
 		r.before = c.mergeFlags(c.before, cfg.InterruptBefore)
 		r.after = c.mergeFlags(c.after, cfg.InterruptAfter)
 	}
-	r.triggered = make([]bool, len(c.nodes))
+	r.takePlans()
 	if len(c.joins) > 0 {
 		r.barriers = make([][]bool, len(c.joins))
 		for i, j := range c.joins {
@@ -341,17 +419,25 @@ func (r *run[S]) start(input *S) error {
 	// the heap anyway: reducers are functions the compiler cannot see
 	// into, so merging from input itself would move every caller's input
 	// to the heap.
-	startTask := &task[S]{r: r, node: &r.g.start, upd: *input}
+	// The start task's slot and those of the nodes START's edges trigger
+	// are made at once: the start task is free again by then.
+	r.reserve(max(1, len(r.g.start.next)))
+	startTask := r.newTask(&r.g.start)
+	startTask.upd = *input
 	mask := r.g.schema.setFields(&startTask.upd)
 	r.markDeltas()
 	r.g.schema.apply(&r.state, &startTask.upd, mask)
 	if err := r.deliverValues(); err != nil {
 		return err
 	}
-	next, err := r.plan([]*task[S]{startTask})
+	// No task is planned yet: the current list holds the start task
+	// while the spare one gets the first step's.
+	done := append(r.tasks[:0], startTask)
+	next, err := r.plan(done)
 	if err != nil {
 		return err
 	}
+	r.spare = done[:0]
 	return r.commit(SourceInput, mask, next, nil)
 }
 
@@ -474,6 +560,10 @@ func (r *run[S]) resumeTasks(saved *Saved, latest bool) error {
 		}
 		t := r.newTask(r.g.nodes[i])
 		t.id = spec.ID
+		// Both are decoded into, field by field: nothing of a reused
+		// task's may stay.
+		var zero S
+		t.input, t.upd = zero, zero
 		if len(spec.Input) > 0 {
 			t.hasInput = true
 			if err := json.Unmarshal(spec.Input, &t.input); err != nil {
@@ -544,7 +634,7 @@ func (r *run[S]) resumeCount(taskID string) int {
 	n := 0
 	for _, t := range r.tasks {
 		if t.id == taskID {
-			n = t.resumes
+			n = int(t.resumes)
 		}
 	}
 	return n

@@ -122,6 +122,7 @@ type field[S any] struct {
 	size   uintptr
 	zero   []zeroTest // see zero.go
 	zeroOK bool       // else reflect decides whether the field is zero
+	copy   copyKind   // how apply and overwrite copy the field
 	kind   reducerKind
 	reduce func(dst, src *S) // nil for replace
 	length func(*S) int      // append fields only
@@ -135,6 +136,9 @@ type schema[S any] struct {
 	byName map[string]int
 	// slices are the offsets of the slice fields, for clipSlices.
 	slices []uintptr
+	// replaced are the fields without a reducer, which two tasks of a
+	// step must not both write.
+	replaced fieldMask
 }
 
 func newSchema[S any](decls []Field[S]) (*schema[S], error) {
@@ -151,7 +155,7 @@ func newSchema[S any](decls []Field[S]) (*schema[S], error) {
 		sc.byName[f.Name] = len(sc.fields)
 		zero, ok := zeroTests(f.Type, f.Offset, t.Align())
 		sc.fields = append(sc.fields, field[S]{name: f.Name, index: i, offset: f.Offset, size: f.Type.Size(),
-			zero: zero, zeroOK: ok})
+			zero: zero, zeroOK: ok, copy: copyKindOf(f.Type)})
 		if f.Type.Kind() == reflect.Slice {
 			sc.slices = append(sc.slices, f.Offset)
 		}
@@ -183,6 +187,11 @@ func newSchema[S any](decls []Field[S]) (*schema[S], error) {
 		}
 		f.kind, f.reduce, f.length, f.tail = d.kind, d.reduce, d.length, d.tail
 	}
+	for i, f := range sc.fields {
+		if f.kind == kindReplace {
+			sc.replaced |= 1 << uint(i)
+		}
+	}
 	return sc, errors.Join(errs...)
 }
 
@@ -205,36 +214,93 @@ func (sc *schema[S]) setFields(u *S) fieldMask {
 
 // apply merges the fields in mask from u into dst through their reducers.
 func (sc *schema[S]) apply(dst, u *S, mask fieldMask) {
-	if mask == 0 {
-		return
-	}
-	var dv, uv reflect.Value
-	for i, f := range sc.fields {
+	for i := range sc.fields {
 		if !mask.has(i) {
 			continue
 		}
-		if f.reduce != nil {
+		if f := &sc.fields[i]; f.reduce != nil {
 			f.reduce(dst, u)
-			continue
+		} else {
+			f.set(unsafe.Pointer(dst), unsafe.Pointer(u))
 		}
-		if !dv.IsValid() {
-			dv, uv = reflect.ValueOf(dst).Elem(), reflect.ValueOf(u).Elem()
-		}
-		dv.Field(f.index).Set(uv.Field(f.index))
 	}
 }
 
 // overwrite sets the fields in mask of dst to those of src, bypassing
 // reducers.
 func (sc *schema[S]) overwrite(dst, src *S, mask fieldMask) {
-	if mask == 0 {
-		return
-	}
-	dv, sv := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
-	for i, f := range sc.fields {
+	for i := range sc.fields {
 		if mask.has(i) {
-			dv.Field(f.index).Set(sv.Field(f.index))
+			sc.fields[i].set(unsafe.Pointer(dst), unsafe.Pointer(src))
 		}
+	}
+}
+
+// copyKind is how a field's value is copied from one state to another.
+// Most fields are copied by a typed assignment of their shape, which
+// costs what a plain Go assignment costs; the rest go through reflect,
+// whose per-call checks cost more than the copy (apply runs on every
+// field every node sets).
+type copyKind uint8
+
+const (
+	copyReflect copyKind = iota
+	copyBytes            // no pointers: copied as bytes
+	copyWord             // a pointer, map, channel or func: one pointer word
+	copyString
+	copySlice // a slice header; its data word is a pointer whatever the element
+)
+
+func copyKindOf(t reflect.Type) copyKind {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.UnsafePointer, reflect.Map, reflect.Chan, reflect.Func:
+		return copyWord
+	case reflect.String:
+		return copyString
+	case reflect.Slice:
+		return copySlice
+	}
+	if pointerFree(t) {
+		return copyBytes
+	}
+	return copyReflect
+}
+
+// pointerFree reports whether values of t hold no pointer, so that
+// copying their bytes needs no write barrier.
+func pointerFree(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return true
+	case reflect.Array:
+		return t.Len() == 0 || pointerFree(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !pointerFree(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// set copies the field from the state at src to the state at dst.
+func (f *field[S]) set(dst, src unsafe.Pointer) {
+	d, s := unsafe.Add(dst, f.offset), unsafe.Add(src, f.offset)
+	switch f.copy {
+	case copyBytes:
+		copy(unsafe.Slice((*byte)(d), f.size), unsafe.Slice((*byte)(s), f.size))
+	case copyWord:
+		*(*unsafe.Pointer)(d) = *(*unsafe.Pointer)(s)
+	case copyString:
+		*(*string)(d) = *(*string)(s)
+	case copySlice:
+		*(*[]byte)(d) = *(*[]byte)(s)
+	default:
+		reflect.ValueOf((*S)(dst)).Elem().Field(f.index).Set(reflect.ValueOf((*S)(src)).Elem().Field(f.index))
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -187,38 +189,88 @@ func (r *run[S]) keep(t *task[S]) {
 }
 
 // runGroup runs a step's tasks when nothing needs relaying or saving as
-// each finishes: one goroutine per task but the first, which runs here,
-// and one wait for them all. Under a concurrency limit that the step
-// exceeds, runPool runs them instead.
+// each finishes. This goroutine and helpers take the tasks in order, one
+// at a time, until none is left (see share). Under a concurrency limit
+// that the step exceeds, runPool runs them instead.
 func (r *run[S]) runGroup(tasks []*task[S]) {
 	if r.maxConc > 0 && r.maxConc < len(tasks) {
 		r.runPool(tasks)
 		return
 	}
-	var wg sync.WaitGroup
-	for _, t := range tasks[1:] {
-		if !t.restored {
-			wg.Add(1)
-			go t.runIn(&wg)
+	sh := r.parallel()
+	sh.tasks = tasks
+	sh.next.Store(0)
+	sh.starting.Store(false)
+	r.share()
+	sh.group.Wait()
+	sh.tasks = nil
+}
+
+// parallel is the state of a step whose tasks runGroup shares out, or
+// runPool pools.
+type parallel[S any] struct {
+	group sync.WaitGroup // the helpers
+	tasks []*task[S]
+	next  atomic.Int64 // the next task to take
+	// starting is set while a helper has been started but has not yet
+	// taken a task.
+	starting atomic.Bool
+}
+
+func (r *run[S]) parallel() *parallel[S] {
+	if r.par == nil {
+		r.par = &parallel[S]{}
+	}
+	return r.par
+}
+
+// share takes the step's next task and runs it until none is left.
+// Before running a task it starts a helper, which does the same, if tasks
+// are left and no helper is starting already. So every task gets a
+// goroutine of its own, at once, when the tasks block or run long —
+// a runner takes another task only once its own has finished, and while
+// tasks are left one more runner is always on its way — while a step of
+// small tasks runs on this goroutine and a helper or two instead of
+// starting one goroutine per task. Once the run is cancelled it runs no
+// more: the tasks left fail with the cancellation's cause.
+func (r *run[S]) share() {
+	sh := r.par
+	for {
+		i := int(sh.next.Add(1) - 1)
+		if i >= len(sh.tasks) {
+			return
+		}
+		if i+1 < len(sh.tasks) && sh.starting.CompareAndSwap(false, true) {
+			sh.group.Add(1)
+			go r.help()
+		}
+		switch t := sh.tasks[i]; {
+		case t.restored:
+		case r.ctx.Err() != nil:
+			t.err = context.Cause(r.ctx)
+		default:
+			t.run()
 		}
 	}
-	if !tasks[0].restored {
-		tasks[0].run()
-	}
-	wg.Wait()
+}
+
+func (r *run[S]) help() {
+	defer r.par.group.Done()
+	r.par.starting.Store(false)
+	r.share()
 }
 
 // runPool runs a step's tasks on as many goroutines as the limit allows,
 // this one among them, each taking the next task in order until none is
 // left: a wide fan-out starts a few goroutines, not one per task.
 func (r *run[S]) runPool(tasks []*task[S]) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
+	p := r.parallel()
+	p.next.Store(0)
 	for range r.maxConc - 1 {
-		wg.Go(func() { r.take(tasks, &next) })
+		p.group.Go(func() { r.take(tasks, &p.next) })
 	}
-	r.take(tasks, &next)
-	wg.Wait()
+	r.take(tasks, &p.next)
+	p.group.Wait()
 }
 
 // take runs the pool's next task until none is left. Once the run is
@@ -239,11 +291,6 @@ func (r *run[S]) take(tasks []*task[S], next *atomic.Int64) {
 			t.run()
 		}
 	}
-}
-
-func (t *task[S]) runIn(wg *sync.WaitGroup) {
-	defer wg.Done()
-	t.run()
 }
 
 func (r *run[S]) work(t *task[S]) {
@@ -295,19 +342,12 @@ func (r *run[S]) merge(tasks []*task[S]) (fieldMask, error) {
 	sc := r.g.schema
 	if len(tasks) > 1 {
 		var written fieldMask
-		var writer [64]*task[S]
-		for _, t := range tasks {
-			for i, f := range sc.fields {
-				if f.kind != kindReplace || !t.set.has(i) {
-					continue
-				}
-				if written.has(i) {
-					return 0, fmt.Errorf("%w: step %d: nodes %s and %s both wrote %s; declare a reducer for it or write it from one node",
-						ErrConcurrentUpdate, r.step, writer[i].label(), t.label(), f.name)
-				}
-				written |= 1 << uint(i)
-				writer[i] = t
+		for k, t := range tasks {
+			mine := t.set & sc.replaced
+			if both := mine & written; both != 0 {
+				return 0, r.concurrentUpdate(tasks[:k], t, both)
 			}
+			written |= mine
 		}
 	}
 	var changed fieldMask
@@ -321,14 +361,35 @@ func (r *run[S]) merge(tasks []*task[S]) (fieldMask, error) {
 	}
 	if r.modes&ModeUpdates != 0 {
 		for _, t := range tasks {
-			u := t.upd
+			var err error
 			if t.ovr != nil {
-				sc.overwrite(&u, t.ovr, t.ovrMask)
+				err = r.deliverOverwritten(t)
+			} else {
+				err = r.deliver(&Event[S]{Mode: ModeUpdates, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, State: t.upd})
 			}
-			if err := r.deliver(&Event[S]{Mode: ModeUpdates, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, State: u}); err != nil {
+			if err != nil {
 				return 0, err
 			}
 		}
 	}
 	return changed, nil
+}
+
+// concurrentUpdate reports that t wrote a field without a reducer that a
+// task before it in the step wrote too; both holds such fields.
+func (r *run[S]) concurrentUpdate(before []*task[S], t *task[S], both fieldMask) error {
+	i := bits.TrailingZeros64(uint64(both))
+	k := slices.IndexFunc(before, func(o *task[S]) bool { return o.set.has(i) })
+	return fmt.Errorf("%w: step %d: nodes %s and %s both wrote %s; declare a reducer for it or write it from one node",
+		ErrConcurrentUpdate, r.step, before[k].label(), t.label(), r.g.schema.fields[i].name)
+}
+
+// deliverOverwritten delivers the update of a task that overwrote fields
+// as well: what it wrote either way. The event is built apart from
+// merge's, because overwriting it may go through reflect, which would
+// move every update event to the heap.
+func (r *run[S]) deliverOverwritten(t *task[S]) error {
+	ev := &Event[S]{Mode: ModeUpdates, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, State: t.upd}
+	r.g.schema.overwrite(&ev.State, t.ovr, t.ovrMask)
+	return r.deliver(ev)
 }

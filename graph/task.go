@@ -7,37 +7,38 @@ import (
 	"time"
 )
 
-// task is one node execution within a superstep.
+// task is one node execution within a superstep. Its fields are laid
+// out so that a wide step's tasks, allocated together, take little room.
 type task[S any] struct {
-	r        *run[S]
-	node     *cnode[S]
-	id       string
-	sendIdx  int
-	hasInput bool // input came from a Send
-	input    S
-	// ctx is made afresh each time the task runs and never changed after:
-	// contexts a node derives from it (a timeout's timer, say) may outlive
-	// the node, and the task itself is reused by later steps.
-	ctx     *taskCtx
-	spawned bool
+	r    *run[S]
+	node *cnode[S]
+	// ctx is the context the task's nodes run with. It lives beside the
+	// task in its slot, is made with the slot and never written again:
+	// contexts a node derives from it (a timeout's timer, say) may
+	// outlive the node, and the slot's task is reused by later steps.
+	ctx   *taskCtx
+	id    string
+	input S
 
-	upd      S
-	set      fieldMask
-	ovr      *S // Command.Overwrite's result, when the node gave one
-	ovrMask  fieldMask
-	clipped  bool // input's slices were clipped: it is not r.state's bytes
-	gotos    []string
-	sends    []Send[S]
-	err      error
-	restored bool // result loaded from the checkpoint's pending writes
-	saved    bool // result stored as pending writes during its step
-	resumes  int
-	started  time.Time
-	took     time.Duration
-
-	mu         sync.Mutex // interrupt bookkeeping, if a node calls from goroutines
-	nInterrupt int
+	upd        S
+	set        fieldMask
+	ovrMask    fieldMask
+	ovr        *S // Command.Overwrite's result, when the node gave one
+	gotos      []string
+	sends      []Send[S]
+	err        error
 	interrupts []PendingInterrupt
+	started    time.Duration // since epoch, for a debug task_end
+
+	sendIdx    int32
+	resumes    int32
+	nInterrupt int32
+	mu         sync.Mutex // interrupt bookkeeping, if a node calls from goroutines
+	hasInput   bool       // input came from a Send
+	spawned    bool
+	clipped    bool // input's slices were clipped: it is not r.state's bytes
+	restored   bool // result loaded from the checkpoint's pending writes
+	saved      bool // result stored as pending writes during its step
 }
 
 func (t *task[S]) label() string {
@@ -50,27 +51,71 @@ func (t *task[S]) label() string {
 	return t.node.spec.name
 }
 
+// taskSlot is where a task lives for its run, beside the context its
+// nodes run with: that context names the run and the slot's task, which
+// stay the same for the run's life, so it is built once per slot rather
+// than each time a node runs.
+type taskSlot[S any] struct {
+	t  task[S]
+	cx taskCtx
+}
+
 func (r *run[S]) newTask(n *cnode[S]) *task[S] {
 	var t *task[S]
 	switch k := len(r.free); {
 	case k > 0:
 		t, r.free = r.free[k-1], r.free[:k-1]
-		*t = task[S]{}
+		t.reuse()
 	default:
 		if len(r.slab) == 0 {
 			r.reserve(1)
 		}
-		t, r.slab = &r.slab[0], r.slab[1:]
+		s := &r.slab[0]
+		r.slab = r.slab[1:]
+		s.cx = taskCtx{Context: r.ctx, t: &s.t}
+		t = &s.t
+		t.ctx = &s.cx
 	}
 	t.r, t.node = r, n
 	return t
+}
+
+// reuse readies a finished task for another node of the run. Its input
+// and update stay as they are: whatever runs the task writes both before
+// anything reads them (superstep or push sets the input, the node's
+// return or a restored write the update), and clearing two copies of the
+// state, pointer by pointer while the collector runs, cost more than the
+// step's own copies. The rest is cleared where it is set, so that a
+// field already clear is not written at all.
+func (t *task[S]) reuse() {
+	if t.id != "" {
+		t.id = ""
+	}
+	if t.ovr != nil {
+		t.ovr = nil
+	}
+	if t.gotos != nil {
+		t.gotos = nil
+	}
+	if t.sends != nil {
+		t.sends = nil
+	}
+	if t.err != nil {
+		t.err = nil
+	}
+	if t.interrupts != nil {
+		t.interrupts = nil
+	}
+	t.set, t.ovrMask, t.started = 0, 0, 0
+	t.sendIdx, t.resumes, t.nInterrupt = 0, 0, 0
+	t.hasInput, t.spawned, t.clipped, t.restored, t.saved = false, false, false, false, false
 }
 
 // reserve makes room for n new tasks in one allocation, so a wide step
 // does not allocate its tasks one by one.
 func (r *run[S]) reserve(n int) {
 	if short := n - len(r.free) - len(r.slab); short > 0 {
-		r.slab = make([]task[S], short)
+		r.slab = make([]taskSlot[S], short)
 	}
 }
 
@@ -78,7 +123,6 @@ func (r *run[S]) reserve(n int) {
 // Its frame, and invoke's, stay small: a task runs in a fresh goroutine,
 // and a deep first call would grow and copy its stack every time.
 func (t *task[S]) run() {
-	t.ctx = &taskCtx{Context: t.r.ctx, t: t}
 	o := &t.node.spec.opts
 	if f := t.node.spec.plainFn; f != nil && t.node.cache == nil && o.retry == nil && o.timeout == 0 {
 		t.nInterrupt, t.interrupts = 0, nil

@@ -148,7 +148,8 @@ func (c *Compiled[S]) UpdateState(ctx context.Context, ref Ref, asNode string, c
 	}
 	r.step++
 	r.markDeltas()
-	t := &task[S]{r: r, node: &c.start, input: r.state}
+	t := r.newTask(&c.start)
+	t.input = r.state
 	if asNode == END {
 		if len(cmd.Send) > 0 || slices.ContainsFunc(cmd.Goto, func(n string) bool { return n != END }) {
 			return "", fmt.Errorf("graph: update state of thread %s as %s: cmd has a Goto or Send, but nothing runs after END", ref.ThreadID, END)
@@ -160,7 +161,6 @@ func (c *Compiled[S]) UpdateState(ctx context.Context, ref Ref, asNode string, c
 		}
 		t.node = c.nodes[i]
 	}
-	t.ctx = &taskCtx{Context: ctx, t: t}
 	t.upd = cmd.Update
 	t.set = c.schema.setFields(&t.upd)
 	if cmd.Overwrite != nil {
