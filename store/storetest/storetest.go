@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-ai/trellis/internal/testcheck"
+
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -99,24 +101,12 @@ const (
 	bob   = "bob"
 )
 
-// must takes a call's two results and returns a function that fails the
-// test on the error and otherwise returns the value:
-// must(s.GetRun(ctx, user, id))(t).
-func must[T any](v T, err error) func(t *testing.T) T {
-	return func(t *testing.T) T {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-}
+// must is testcheck.Must, short for the many calls of the suite.
+func must[T any](v T, err error) func(t *testing.T) T { return testcheck.Must(v, err) }
 
 func wantErr(t *testing.T, what string, err, want error) {
 	t.Helper()
-	if !errors.Is(err, want) {
-		t.Errorf("%s: error = %v, want %v", what, err, want)
-	}
+	testcheck.WantErr(t, what, err, want)
 }
 
 // wantErrs checks each named error, in name order.

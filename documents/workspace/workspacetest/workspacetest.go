@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/trellis-ai/trellis/internal/testcheck"
+
 	"github.com/trellis-ai/trellis/documents"
 	"github.com/trellis-ai/trellis/documents/workspace"
 	"github.com/trellis-ai/trellis/store"
@@ -71,21 +73,12 @@ const (
 	bob   = "bob"
 )
 
-func must[T any](v T, err error) func(t *testing.T) T {
-	return func(t *testing.T) T {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-}
+// must is testcheck.Must, short for the many calls of the suite.
+func must[T any](v T, err error) func(t *testing.T) T { return testcheck.Must(v, err) }
 
 func wantErr(t *testing.T, what string, err, want error) {
 	t.Helper()
-	if !errors.Is(err, want) {
-		t.Errorf("%s: error = %v, want %v", what, err, want)
-	}
+	testcheck.WantErr(t, what, err, want)
 }
 
 // conv makes a conversation of the user and returns its scope.
