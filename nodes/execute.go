@@ -161,6 +161,37 @@ func plannedSteps(d Decision) []WorkflowStep {
 	return steps
 }
 
+// barrier marks, for graph.DurabilityBoundary, the execute_tool steps
+// that call a tool the catalog does not list as read-only or
+// idempotent: the calls the CallLog records. Their keys derive from the
+// call ids the supervisor's model chose, so the checkpoint holding the
+// decision is committed before any of them starts; a crash then
+// continues from that decision, and the CallLog finds each call, where
+// continuing from further back would ask the model again, for calls of
+// new ids that would run again. Steps of other nodes, and calls of
+// tools that may run twice, are not barriers: a crash repeats at most
+// their model calls.
+func (a *Agent) barrier(node string, s *ChatState) bool {
+	if node != NodeExecuteTool {
+		return false
+	}
+	repeatable := a.sources.table(a.tools.Catalog().Tools).repeatable
+	if s.Decision.Action == ActionCreateWorkflow {
+		for _, st := range s.Decision.Workflow {
+			if !repeatable[st.Tool] {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range s.Decision.ToolCalls {
+		if !repeatable[c.Tool] {
+			return true
+		}
+	}
+	return false
+}
+
 // execution is one execute_tool run: its steps and what they produced,
 // by step index.
 type execution struct {
