@@ -29,8 +29,8 @@ func (p *planned) Put(ctx context.Context, cp graph.Checkpoint, blobs []graph.Bl
 
 // In boundary durability a turn writes its input's checkpoint, the one
 // that plans an execute_tool step calling a tool neither read-only nor
-// idempotent, and its last; a turn that calls only a read-only tool, or
-// none, writes the first and the last.
+// idempotent (not one calling only read-only tools), the ones holding
+// the tools' results and the answer, and its last.
 func TestBoundaryDurabilityBarsSideEffects(t *testing.T) {
 	local := operators.NewRegistry()
 	local.MustAdd(
@@ -45,9 +45,9 @@ func TestBoundaryDurabilityBarsSideEffects(t *testing.T) {
 		tool string
 		want [][]string
 	}{
-		{"charge", [][]string{{nodes.NodeInitialize}, {nodes.NodeExecuteTool}, nil}},
-		{"peek", [][]string{{nodes.NodeInitialize}, nil}},
-		{"", [][]string{{nodes.NodeInitialize}, nil}},
+		{"charge", [][]string{{nodes.NodeInitialize}, {nodes.NodeExecuteTool}, {nodes.NodeReflect}, {nodes.NodeStream}, nil}},
+		{"peek", [][]string{{nodes.NodeInitialize}, {nodes.NodeReflect}, {nodes.NodeStream}, nil}},
+		{"", [][]string{{nodes.NodeInitialize}, {nodes.NodeStream}, nil}},
 	} {
 		t.Run(tc.tool, func(t *testing.T) {
 			script := `{"steps": [
