@@ -69,8 +69,9 @@ func BenchmarkSyncChat(b *testing.B) {
 		})
 		// The agent in the other durability modes: async writes a
 		// turn's checkpoints while it goes on, exit writes its input's
-		// and its last.
-		for _, d := range []graph.Durability{graph.DurabilityAsync, graph.DurabilityExit} {
+		// and its last, boundary those and its barriers' (the answer's,
+		// for a turn that calls no tool).
+		for _, d := range []graph.Durability{graph.DurabilityAsync, graph.DurabilityExit, graph.DurabilityBoundary} {
 			b.Run("trellis-"+string(be)+"-"+d.String(), func(b *testing.B) {
 				e := newEnv(b, envOptions{backend: be, local: true, configure: func(c *apitest.Config) {
 					benchConfig(c)

@@ -418,13 +418,14 @@ func TestClarificationThenAnswer(t *testing.T) {
 }
 
 // TestEditAndRerun runs in every durability mode: an edit forks from a
-// turn's input checkpoint, which exit mode writes too.
+// turn's input checkpoint, which exit and boundary mode write too.
 func TestEditAndRerun(t *testing.T) {
 	for _, tc := range []struct {
 		b backend
 		d graph.Durability
 	}{{sqliteBackend, graph.DurabilitySync}, {postgresBackend, graph.DurabilitySync}, {sqliteBackend, graph.DurabilityExit}, {postgresBackend, graph.DurabilityExit},
-		{sqliteBackend, graph.DurabilityAsync}, {postgresBackend, graph.DurabilityAsync}} {
+		{sqliteBackend, graph.DurabilityAsync}, {postgresBackend, graph.DurabilityAsync},
+		{sqliteBackend, graph.DurabilityBoundary}, {postgresBackend, graph.DurabilityBoundary}} {
 		t.Run(string(tc.b)+"-"+tc.d.String(), func(t *testing.T) {
 			e := newEnv(t, envOptions{backend: tc.b, configure: func(c *apitest.Config) { c.Runs.Agent.Durability = tc.d }})
 			s1 := e.chat(map[string]any{"message": "first question"})

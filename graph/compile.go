@@ -56,6 +56,8 @@ type Compiled[S any] struct {
 	before []bool // per node: static interrupt before
 	after  []bool
 	spec   *StateGraph[S] // for drawing
+	// barrier is the graph's Barrier, as it was when compiled.
+	barrier Barrier[S]
 	// scratch holds *saveScratch[S] that finished runs left for later ones.
 	scratch sync.Pool
 	// plans holds *planScratch[S] that finished runs left for later ones.
@@ -86,7 +88,7 @@ func (g *StateGraph[S]) Compile(opts CompileOptions) (*Compiled[S], error) {
 	if g.schema == nil {
 		return nil, errors.Join(errs...)
 	}
-	c := &Compiled[S]{schema: g.schema, byName: map[string]int{}, opts: opts, spec: g}
+	c := &Compiled[S]{schema: g.schema, byName: map[string]int{}, opts: opts, spec: g, barrier: g.barrier}
 	names := slices.Sorted(slices.Values(g.order))
 	for i, name := range names {
 		c.byName[name] = i

@@ -26,8 +26,11 @@
 // With a Checkpointer and a RunConfig.ThreadID, a checkpoint is written
 // before the first step and after every superstep, each before the next
 // step starts; a Durability (per graph or per run) writes them in the
-// background instead (async), or only the input's and the run's last
-// (exit). Only fields whose value changed are stored, and append fields
+// background instead (async), only the input's and the run's last
+// (exit), or those and the ones planning the steps the graph's Barrier
+// marks, each committed before its step starts (boundary): a graph that
+// marks the steps doing what must not happen twice gets a run that a
+// crash never makes repeat them, for a few writes a run. Only fields whose value changed are stored, and append fields
 // only what they gained, as a delta on the previous value. Once the newest
 // deltas hold 16 elements they are merged into one, and once the merged
 // ones hold 256 so are they: loading a thread reads a few dozen blobs, not

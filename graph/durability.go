@@ -39,6 +39,16 @@ const (
 	// starts again from the input (or the last checkpoint before it); a
 	// run that returns has saved everything it did, as in sync mode.
 	DurabilityExit
+	// DurabilityBoundary is exit mode with barriers: it also writes the
+	// checkpoint that plans a step the graph's Barrier marks, and
+	// commits it before that step starts. A graph whose nodes do what
+	// must not happen twice (a payment, an email) marks the steps that
+	// do it: a run continued after a crash starts from the last barrier
+	// (or the input) and never repeats what came after it, while the
+	// steps between barriers, which may be repeated, write nothing.
+	// Interrupts, failures and the run's end are written as in exit mode,
+	// before the run reports them.
+	DurabilityBoundary
 )
 
 // String names the mode as TRELLIS_DURABILITY takes it.
@@ -52,11 +62,13 @@ func (d Durability) String() string {
 		return "async"
 	case DurabilityExit:
 		return "exit"
+	case DurabilityBoundary:
+		return "boundary"
 	}
 	return fmt.Sprintf("Durability(%d)", uint8(d))
 }
 
-// ParseDurability reads "sync", "async" or "exit" ("" is
+// ParseDurability reads "sync", "async", "exit" or "boundary" ("" is
 // DurabilityDefault).
 func ParseDurability(s string) (Durability, error) {
 	switch s {
@@ -68,14 +80,20 @@ func ParseDurability(s string) (Durability, error) {
 		return DurabilityAsync, nil
 	case "exit":
 		return DurabilityExit, nil
+	case "boundary":
+		return DurabilityBoundary, nil
 	}
-	return 0, fmt.Errorf("graph: durability %q: want sync, async or exit", s)
+	return 0, fmt.Errorf("graph: durability %q: want sync, async, exit or boundary", s)
 }
 
-// durable is what a run in exit or async mode keeps to write its
-// checkpoints; a nil *durable is sync mode's.
+// durable is what a run in exit, boundary or async mode keeps to write
+// its checkpoints; a nil *durable is sync mode's.
 type durable struct {
+	// exit holds the checkpoints of steps (exit and boundary mode).
 	exit bool
+	// barrier is boundary mode's: the steps whose checkpoint is written
+	// all the same.
+	barrier bool
 	// held is the checkpoint an exit-mode run has not written yet (see
 	// hold).
 	held *heldCheckpoint
@@ -119,10 +137,13 @@ func (r *run[S]) durability() Durability {
 // tasks are where the checkpoint would have put them, and the fields
 // changed add up until one is written. It assigns the next tasks their
 // ids as save would. It reports false when the checkpoint is to be
-// written.
+// written, as in boundary mode before a barrier.
 func (r *run[S]) hold(source Source, changed fieldMask, next []*task[S], stop bool) bool {
 	d := r.durable
 	if d == nil || !d.exit || source == SourceInput || stop || len(next) == 0 {
+		return false
+	}
+	if d.barrier && r.barrier(next) {
 		return false
 	}
 	now := time.Now()
@@ -133,6 +154,26 @@ func (r *run[S]) hold(source Source, changed fieldMask, next []*task[S], stop bo
 	d.held = &h
 	setTaskIDs(h.id, next)
 	return true
+}
+
+// barrier reports whether the graph's Barrier marks a task of next:
+// each is asked with its node and the state it will be given, its Send
+// argument or the run's state.
+func (r *run[S]) barrier(next []*task[S]) bool {
+	fn := r.g.barrier
+	if fn == nil {
+		return false
+	}
+	for _, t := range next {
+		in := &r.state
+		if t.hasInput {
+			in = &t.input
+		}
+		if fn(t.node.spec.name, in) {
+			return true
+		}
+	}
+	return false
 }
 
 // flushHeld writes the checkpoint an exit-mode run holds, if any: the

@@ -68,7 +68,23 @@ type StateGraph[S any] struct {
 	edges    [][2]string
 	joins    []joinSpec
 	branches []branchSpec[S]
+	barrier  Barrier[S]
 }
+
+// Barrier marks, for DurabilityBoundary, a step that a crash must not
+// make run again from further back: one that does what must not happen
+// twice, or what a person must see once. It is asked, between steps and
+// on the run's goroutine, for each task of the step about to run, with
+// the task's node and the state the task will be given (its Send
+// argument, or the run's state), which it must not change; true for any
+// task writes the checkpoint that plans the step, and commits it, before
+// the step starts.
+type Barrier[S any] func(node string, input *S) bool
+
+// SetBarrier sets the graph's Barrier; the last call wins, and nil (the
+// default) marks no step, so that DurabilityBoundary is DurabilityExit.
+// Other durability modes write every step's checkpoint and never ask.
+func (g *StateGraph[S]) SetBarrier(b Barrier[S]) { g.barrier = b }
 
 type nodeSpec[S any] struct {
 	name    string

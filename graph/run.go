@@ -352,6 +352,8 @@ func (r *run[S]) execute(input *S) (S, error) {
 		switch r.durability() {
 		case DurabilityExit:
 			r.durable = &durable{exit: true}
+		case DurabilityBoundary:
+			r.durable = &durable{exit: true, barrier: true}
 		case DurabilityAsync:
 			r.durable = &durable{bg: newBackground(r.saver, r.saveContext(), r.thread)}
 		}
@@ -365,7 +367,7 @@ func (r *run[S]) execute(input *S) (S, error) {
 	for err == nil && len(r.tasks) > 0 {
 		err = r.superstep()
 	}
-	// A run in exit mode that stopped short (failed, cancelled, broken
+	// A run in exit or boundary mode that stopped short (failed, cancelled, broken
 	// out of) saves where it got to, as a run in sync mode has.
 	if ferr := r.flushHeld(); ferr != nil && err == nil {
 		err = ferr

@@ -171,10 +171,12 @@ func (r *run[S]) spawn(tasks []*task[S], k, n, limit int) (int, int) {
 
 // keep saves a finished task's writes at once, while its siblings still
 // run, so that a crash later in the step does not make it run again.
-// In exit mode it leaves them to settle: the step's checkpoint may not
-// be written, and a crash loses the step anyway.
+// A step whose checkpoint an exit- or boundary-mode run holds leaves
+// them to settle: the writes would name a checkpoint not written, and a
+// crash loses the step anyway. A step planned by a written checkpoint
+// (a barrier's) keeps them as in sync mode.
 func (r *run[S]) keep(t *task[S]) {
-	if r.saver == nil || (r.durable != nil && r.durable.exit) || r.saveErr != nil || (t.err != nil && len(t.interrupts) == 0) {
+	if r.saver == nil || r.durable.holding() || r.saveErr != nil || (t.err != nil && len(t.interrupts) == 0) {
 		return
 	}
 	ws, err := r.finishedWrites(t)

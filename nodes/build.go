@@ -65,6 +65,7 @@ func (a *Agent) build() (*graph.Compiled[ChatState], error) {
 		"wait": NodeClarify,
 		"done": graph.END,
 	})
+	g.SetBarrier(a.barrier)
 	return g.Compile(graph.CompileOptions{Checkpointer: a.saver, Durability: a.opts.Durability})
 }
 

@@ -161,6 +161,48 @@ func plannedSteps(d Decision) []WorkflowStep {
 	return steps
 }
 
+// barrier marks, for graph.DurabilityBoundary, the steps a crash must
+// not make run again from further back:
+//
+//   - an execute_tool step that calls a tool the catalog does not list
+//     as read-only or idempotent (the calls the CallLog records): their
+//     keys derive from the call ids the supervisor's model chose, so the
+//     decision naming them is committed before any starts, and a crash
+//     continues from it, where continuing from further back would ask
+//     the model again for calls of new ids that would run again;
+//   - the step after execute_tool (reflect, or stream for a client's
+//     tools): the tools' results, and the budget they spent, are kept,
+//     so no finished call runs again or counts twice;
+//   - stream, which records the answer and announces it (response.done):
+//     the answer a client is told is the one a crash continues from.
+//
+// Other steps are not barriers: a crash repeats at most their model
+// calls.
+func (a *Agent) barrier(node string, s *ChatState) bool {
+	switch node {
+	case NodeReflect, NodeStream:
+		return true
+	case NodeExecuteTool:
+	default:
+		return false
+	}
+	repeatable := a.sources.table(a.tools.Catalog().Tools).repeatable
+	if s.Decision.Action == ActionCreateWorkflow {
+		for _, st := range s.Decision.Workflow {
+			if !repeatable[st.Tool] {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range s.Decision.ToolCalls {
+		if !repeatable[c.Tool] {
+			return true
+		}
+	}
+	return false
+}
+
 // execution is one execute_tool run: its steps and what they produced,
 // by step index.
 type execution struct {

@@ -70,6 +70,12 @@ type Options struct {
 	// them all. In graph.DurabilityExit a turn
 	// writes its input's and its last, so a turn cut by a crash is
 	// continued from its start (its model calls and tools run again).
+	// graph.DurabilityBoundary writes those and the checkpoints holding
+	// the calls of an execute_tool step that calls a tool neither
+	// read-only nor idempotent (before they start), the tools' results
+	// and the answer (before it is recorded): a crash repeats model
+	// calls and read-only or idempotent tools cut by it, never another
+	// (with Calls, a call cut by the crash is put to a person).
 	Durability graph.Durability
 	// Middleware extends the agent (see Middleware). The agent puts its
 	// built-ins first — the window (always), documents (with Documents),

@@ -42,7 +42,7 @@ func BenchmarkServeSyncChat(b *testing.B) {
 		defer ts.Close()
 		benchClients(b, ts.URL)
 	})
-	for _, mode := range []string{"sync", "async", "exit"} {
+	for _, mode := range []string{"sync", "async", "exit", "boundary"} {
 		b.Run("sqlite-"+mode, func(b *testing.B) {
 			benchClients(b, startBenchServe(b, "TRELLIS_DATA_DIR", b.TempDir(), "TRELLIS_DURABILITY", mode))
 		})

@@ -917,3 +917,74 @@ func TestCrashAfterANonIdempotentToolEnded(t *testing.T) {
 		})
 	}
 }
+
+// Under the default durability (boundary) a turn writes no checkpoint
+// between its input's and its first barrier. A crash while that barrier
+// is being committed — before a call of a tool with side effects
+// starts, before an approval is announced, before the answer is
+// recorded — continues the turn from its input: its model calls run
+// again, the tool runs once, the approval is asked and answerable, the
+// answer is recorded once, and the events the client was told stay
+// where they were, the new ones numbered after them.
+func TestCrashAtABarrier(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			e := newCrashEnv(t, db)
+			for _, tc := range []struct{ message, effect string }{
+				{"slow charge", "charge delta "},
+				{"slow approval", "write n2"},
+				{"slow answer", ""},
+			} {
+				first := e.startConnected()
+				resp := first.do("POST", "/api/v1/chat", map[string]any{"message": tc.message})
+				conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+				// The supervisor's model answers after 1.5 s: its step
+				// started, the input's checkpoint is stored; none other
+				// can be until the lock is released.
+				seen := sseEvents(t, resp, func(ev event) bool { return ev.typ == "node.start" && ev.data["node"] == "supervisor" })
+				release := e.holdCheckpoints()
+				time.Sleep(2500 * time.Millisecond) // the barrier waits on the lock
+				first.stop(syscall.SIGKILL)
+				release()
+				if tc.effect != "" && e.effects(tc.effect) != 0 {
+					t.Fatalf("%s: the tool ran before its barrier was stored", tc.message)
+				}
+
+				second := e.start()
+				if tc.message == "slow approval" {
+					runStatus(t, second, conv, "interrupted")
+					ids := pendingIDs(t, second, "approvals", conv)
+					if len(ids) != 1 {
+						t.Fatalf("%s: pending approvals %v, want one", tc.message, ids)
+					}
+					if r := second.do("POST", "/api/v1/approvals/"+ids[0], map[string]any{"decision": "approve"}); r.StatusCode != http.StatusOK {
+						b, _ := io.ReadAll(r.Body)
+						t.Fatalf("approve: %d %s", r.StatusCode, b)
+					}
+				}
+				seen = followToEnd(t, second, conv, runID, seen)
+				if tc.effect != "" {
+					if n := e.effects(tc.effect); n != 1 {
+						t.Errorf("%s: the tool ran %d times, want once", tc.message, n)
+					}
+				}
+				var got struct {
+					Messages []struct{ Role, Content string }
+				}
+				if err := json.NewDecoder(second.do("GET", "/api/v1/conversations/"+conv, nil).Body).Decode(&got); err != nil {
+					t.Fatal(err)
+				}
+				var answers []string
+				for _, m := range got.Messages {
+					if m.Role == "assistant" {
+						answers = append(answers, m.Content)
+					}
+				}
+				if !slices.Equal(answers, []string{"Done."}) {
+					t.Errorf("%s: answers %q, want one", tc.message, answers)
+				}
+				second.stop(syscall.SIGTERM)
+			}
+		})
+	}
+}

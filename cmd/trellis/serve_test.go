@@ -67,7 +67,7 @@ func TestParseServe(t *testing.T) {
 	}
 	c, err := parseServe(nil, env("HOME", "/home/ada"), io.Discard)
 	if err != nil || c.addr != "127.0.0.1:8080" || len(c.keys) != 0 || c.dataDir != "/home/ada/.local/share/trellis" ||
-		c.interruptAfter != time.Minute || c.cancelOnDisconnect || c.maxToolResult != 1<<20 || c.unhealthyAfter != time.Minute || c.durability != graph.DurabilitySync {
+		c.interruptAfter != time.Minute || c.cancelOnDisconnect || c.maxToolResult != 1<<20 || c.unhealthyAfter != time.Minute || c.durability != graph.DurabilityBoundary {
 		t.Errorf("defaults: %+v %v", c, err)
 	}
 	if c.limits.AuthFailuresPerMinute != api.DefaultAuthFailuresPerMin || c.limits.AuthFailureBurst != api.DefaultAuthFailureBurst || c.trustedProxies != nil {
@@ -98,6 +98,9 @@ func TestParseServe(t *testing.T) {
 	}
 	if c, err = parseServe(nil, env("TRELLIS_DURABILITY", "exit"), io.Discard); err != nil || c.durability != graph.DurabilityExit {
 		t.Errorf("durability exit: %v %v", c.durability, err)
+	}
+	if c, err = parseServe([]string{"--durability", "sync"}, env(), io.Discard); err != nil || c.durability != graph.DurabilitySync {
+		t.Errorf("durability sync: %v %v", c.durability, err)
 	}
 	if c, err = parseServe(nil, env("TRELLIS_BUDGET_TOKENS", "5000", "TRELLIS_BUDGET_TOOL_CALLS", "7", "TRELLIS_BUDGET_TIME", "2m"), io.Discard); err != nil ||
 		c.budget.Tokens != 5000 || c.budget.ToolCalls != 7 || c.budget.Time != 2*time.Minute || len(c.subAgents.Agents) != 0 {
