@@ -2,11 +2,16 @@ package main
 
 import (
 	"io"
+
 	"net/http"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/trellis-ai/trellis/documents/workspace"
 )
@@ -32,10 +37,11 @@ func TestParseWorkspace(t *testing.T) {
 	}
 }
 
-// TestWorkspaceThroughServe: with no key, the offline model writes,
-// lists, appends to and reads a file of the conversation's workspace,
-// through a real trellis serve on either record; and another user's
-// "show my files" lists none of them.
+// TestWorkspaceThroughServe: the offline model writes, lists, appends
+// to and reads a file of the conversation's workspace, through a real
+// trellis serve on either record; another conversation's workspace is
+// its own, bob cannot chat in alice's conversation, and over /mcp he
+// reaches none of alice's user files (mcpIsolation).
 func TestWorkspaceThroughServe(t *testing.T) {
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
@@ -82,6 +88,7 @@ func TestWorkspaceThroughServe(t *testing.T) {
 			if code, _ := as(t, c, bobKey, "POST", "/api/v1/chat/sync", map[string]any{"message": "read notes.md", "conversation_id": conv}); code != 404 {
 				t.Fatalf("bob in alice's conversation: %d", code)
 			}
+			mcpIsolation(t, c)
 			c.stop(syscall.SIGTERM)
 		})
 	}
@@ -135,5 +142,74 @@ func TestCrashWhileAFileWriteAwaitsApproval(t *testing.T) {
 			}
 			second.stop(syscall.SIGTERM)
 		})
+	}
+}
+
+// mcpIsolation: over /mcp, where a call has no conversation, the file
+// tools act in the caller's own user workspace: bob lists, reads and
+// greps none of alice's user files, and his write lands in his own.
+func mcpIsolation(t *testing.T, c *child) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPut, c.url+"/api/v1/files/user/me/content?path=secret.md", strings.NewReader("alice's secret"))
+	req.Header.Set("Authorization", "Bearer "+aliceKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("alice's upload into her user workspace: %d", resp.StatusCode)
+	}
+	mc, err := client.NewStreamableHttpClient(c.url+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + bobKey}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	ctx := t.Context()
+	if err := mc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcpgo.InitializeRequest{}
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "test", Version: "1"}
+	if _, err := mc.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	call := func(tool string, args map[string]any) string {
+		t.Helper()
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = tool, args
+		res, err := mc.CallTool(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		var text strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(mcpgo.TextContent); ok {
+				text.WriteString(tc.Text)
+			}
+		}
+		return text.String()
+	}
+	user := map[string]any{"scope": "user"}
+	if got := call("ls", user); strings.Contains(got, "secret.md") {
+		t.Errorf("bob's ls over /mcp lists alice's file: %q", got)
+	}
+	if got := call("read_file", map[string]any{"scope": "user", "path": "secret.md"}); strings.Contains(got, "alice's secret") {
+		t.Errorf("bob's read_file over /mcp reads alice's file: %q", got)
+	}
+	if got := call("grep", map[string]any{"scope": "user", "pattern": "secret"}); strings.Contains(got, "alice") {
+		t.Errorf("bob's grep over /mcp finds alice's file: %q", got)
+	}
+	call("write_file", map[string]any{"scope": "user", "path": "secret.md", "content": "bob's own"})
+	if got := call("ls", user); !strings.Contains(got, "secret.md") {
+		t.Errorf("bob's ls over /mcp after his own write: %q", got)
+	}
+	code, b := as(t, c, aliceKey, "GET", "/api/v1/files/user/me/content?path=secret.md", nil)
+	if code != http.StatusOK || string(b) != "alice's secret" {
+		t.Errorf("alice's file after bob's write over /mcp: %d %q", code, b)
+	}
+	code, b = as(t, c, bobKey, "GET", "/api/v1/files/user/me/content?path=secret.md", nil)
+	if code != http.StatusOK || string(b) != "bob's own" {
+		t.Errorf("bob's own file, written over /mcp: %d %q", code, b)
 	}
 }
