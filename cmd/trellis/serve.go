@@ -701,14 +701,15 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	// The agent's workspace keeps its bytes in the documents' file store;
 	// without it, run_code's programs get no files.
 	work := openWorkspace(cfg, st, docs)
-	var codeFiles sandbox.FilesFor
+	code := sandbox.Tool(cfg.code, nil)
 	if work != nil {
-		if err := tools.local.Add(work.Tools(workspace.ToolConfig{Approve: cfg.workspace.approve})...); err != nil {
+		wcfg := workspace.ToolConfig{Approve: cfg.workspace.approve}
+		if err := tools.local.Add(work.Tools(wcfg)...); err != nil {
 			return app{}, err
 		}
-		codeFiles = work.SandboxFiles
+		code = work.CodeTool(cfg.code, wcfg)
 	}
-	if err := tools.local.Add(sandbox.Tool(cfg.code, codeFiles)); err != nil {
+	if err := tools.local.Add(code); err != nil {
 		return app{}, err
 	}
 	if cog != nil {
