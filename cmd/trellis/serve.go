@@ -35,6 +35,7 @@ import (
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/cognition/memtools"
 	"github.com/trellis-ai/trellis/documents/doctools"
+	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/documents/workspace"
 	"github.com/trellis-ai/trellis/documents/workspace/sandbox"
 	"github.com/trellis-ai/trellis/events"
@@ -703,7 +704,10 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	work := openWorkspace(cfg, st, docs)
 	code := sandbox.Tool(cfg.code, nil)
 	if work != nil {
-		wcfg := workspace.ToolConfig{Approve: cfg.workspace.approve}
+		wcfg := workspace.ToolConfig{Approve: cfg.workspace.approve,
+			Index: func(ctx context.Context, user, conversation, filename string, data []byte) (store.Document, error) {
+				return docs.Upload(ctx, ingest.Upload{UserID: user, ConversationID: conversation, Filename: filename, Data: data})
+			}}
 		if err := tools.local.Add(work.Tools(wcfg)...); err != nil {
 			return app{}, err
 		}
