@@ -707,7 +707,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		wcfg := workspace.ToolConfig{Approve: cfg.workspace.approve,
 			Index: func(ctx context.Context, user, conversation, filename string, data []byte) (store.Document, error) {
 				return docs.Upload(ctx, ingest.Upload{UserID: user, ConversationID: conversation, Filename: filename, Data: data})
-			}}
+			}, Document: docs.Content}
 		if err := tools.local.Add(work.Tools(wcfg)...); err != nil {
 			return app{}, err
 		}

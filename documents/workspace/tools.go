@@ -69,6 +69,10 @@ type ToolConfig struct {
 	// under the filename given, and returns the document; Tools then
 	// offers index_file.
 	Index func(ctx context.Context, user, conversation, filename string, data []byte) (store.Document, error)
+	// Document, when set, reads a document of the conversation as it was
+	// uploaded (ingest.Service.Content); read_file then takes a
+	// document_id in place of a path.
+	Document func(ctx context.Context, user, conversation, id string) (store.Document, []byte, error)
 }
 
 // DefaultApprove is ToolConfig.Approve's default: a delete asks.
@@ -99,7 +103,7 @@ func (w *Workspaces) Tools(cfg ToolConfig) []operators.Tool {
 		}
 		return nil
 	}
-	t := tools{w: w}
+	t := tools{w: w, document: cfg.Document}
 	out := []operators.Tool{
 		t.ls(), t.read(),
 		previewed(t.write(asks(ApproveWrite)...), t.previewWrite),
@@ -113,7 +117,10 @@ func (w *Workspaces) Tools(cfg ToolConfig) []operators.Tool {
 	return out
 }
 
-type tools struct{ w *Workspaces }
+type tools struct {
+	w        *Workspaces
+	document func(ctx context.Context, user, conversation, id string) (store.Document, []byte, error)
+}
 
 // scopeDescription is the scope argument's description.
 const scopeDescription = `whose files: "conversation" (this conversation's, the default), "user" (yours, in every conversation) or "project" (the project this conversation is attached to, shared with its members)`
@@ -191,7 +198,8 @@ func under(dir string) string {
 }
 
 type readIn struct {
-	Path   string `json:"path" jsonschema:"the file's path, relative to the workspace"`
+	Path       string `json:"path,omitempty" jsonschema:"the file's path, relative to the workspace"`
+	DocumentID string `json:"document_id,omitempty" jsonschema:"in place of path: a document of this conversation (an id from list_documents), read as a file"`
 	Offset int    `json:"offset,omitempty" jsonschema:"the line to start after (0: from the first line)"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"the most lines to return; default 2000"`
 	scopeArg
@@ -199,8 +207,12 @@ type readIn struct {
 
 func (t tools) read() operators.Tool {
 	return operators.NewTool(ToolRead,
-		"Reads a text file of the workspace, with numbered lines (cat -n style); offset and limit read a part of a long file.",
+		"Reads a text file of the workspace, with numbered lines (cat -n style); offset and limit read a part of a long file. "+
+			"Given a document_id in place of a path, it reads a text document of this conversation as it was uploaded (or indexed with index_file).",
 		func(ctx context.Context, call operators.Call, in readIn) (operators.Result, error) {
+			if in.DocumentID != "" {
+				return t.readDocument(ctx, call, in)
+			}
 			s, err := t.resolve(ctx, call, in.Scope)
 			if err != nil {
 				return operators.Result{}, err
@@ -503,4 +515,28 @@ func (t tools) index(add func(ctx context.Context, user, conversation, filename 
 			return operators.TextResult(fmt.Sprintf("%s (version %d of the %s scope) is document %s, %q; it is searchable once processed.",
 				f.Path, f.Version, s.Kind, d.ID, d.Filename)), nil
 		}, operators.WithSchema(withScope))
+}
+
+// readDocument is read_file of a document: its uploaded bytes, numbered
+// as a file's, when they are text.
+func (t tools) readDocument(ctx context.Context, call operators.Call, in readIn) (operators.Result, error) {
+	switch {
+	case t.document == nil:
+		return operators.Result{}, errors.New("documents are off: read_file takes a path")
+	case in.Path != "" || in.Scope != "":
+		return operators.Result{}, errors.New("give a document_id or a path (with its scope), not both")
+	case call.UserID == "" || call.ConversationID == "":
+		return operators.Result{}, errors.New("documents belong to a user's conversation, and this call has none")
+	}
+	d, b, err := t.document(ctx, call.UserID, call.ConversationID, in.DocumentID)
+	if err != nil {
+		return operators.Result{}, err
+	}
+	if !utf8.Valid(b) {
+		return operators.Result{}, fmt.Errorf("document %s (%s) is not text as uploaded; load_document reads its text: %w", d.ID, d.Filename, ErrNotText)
+	}
+	if len(b) == 0 {
+		return operators.TextResult(fmt.Sprintf("(%s is empty)", d.Filename)), nil
+	}
+	return operators.TextResult(NumberLines(string(b), in.Offset, in.Limit)), nil
 }
