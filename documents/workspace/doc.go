@@ -47,7 +47,7 @@
 // With ToolConfig.Index, index_file copies a text file into the
 // conversation's documents (the documents' upload path), so the document
 // tools search and cite it; with ToolConfig.Document, read_file reads a
-// text document of the conversation by its id. [Workspaces.SandboxFiles] gives the run_code
-// sandbox the conversation's files, and [Workspaces.CodeTool] makes
-// run_code over them.
+// text document of the conversation by its id. [Workspaces.SandboxFiles]
+// gives the run_code sandbox the conversation's files, and
+// [Workspaces.CodeTool] makes run_code over them.
 package workspace

@@ -200,8 +200,8 @@ func under(dir string) string {
 type readIn struct {
 	Path       string `json:"path,omitempty" jsonschema:"the file's path, relative to the workspace"`
 	DocumentID string `json:"document_id,omitempty" jsonschema:"in place of path: a document of this conversation (an id from list_documents), read as a file"`
-	Offset int    `json:"offset,omitempty" jsonschema:"the line to start after (0: from the first line)"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"the most lines to return; default 2000"`
+	Offset     int    `json:"offset,omitempty" jsonschema:"the line to start after (0: from the first line)"`
+	Limit      int    `json:"limit,omitempty" jsonschema:"the most lines to return; default 2000"`
 	scopeArg
 }
 
