@@ -29,7 +29,8 @@ type docEnv struct {
 	files *documents.FileStorage
 }
 
-func newDocEnv(t *testing.T, b backend, icfg ingest.Config) *docEnv {
+// newDocEnv's configure, when given, configures the server further.
+func newDocEnv(t *testing.T, b backend, icfg ingest.Config, configure ...func(*apitest.Config)) *docEnv {
 	t.Helper()
 	files, err := documents.NewFileStorage(filepath.Join(t.TempDir(), "files"))
 	if err != nil {
@@ -63,6 +64,9 @@ func newDocEnv(t *testing.T, b backend, icfg ingest.Config) *docEnv {
 		svc.Attach(queue)
 		cfg.API.Documents = svc
 		cfg.Runs.DeleteFiles = svc.DeleteConversationFiles
+		for _, c := range configure {
+			c(cfg)
+		}
 	}})
 	if err := queue.Start(context.WithoutCancel(t.Context())); err != nil {
 		t.Fatal(err)

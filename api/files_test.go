@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/documents"
+	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/documents/s3store"
 	"github.com/trellis-ai/trellis/documents/workspace"
 	"github.com/trellis-ai/trellis/store"
@@ -497,5 +499,58 @@ func TestFilesUploadOverBodyLimit(t *testing.T) {
 	st, body := e.put(aliceKey, base, "bigger.txt", big+big)
 	if got := jsonOf[apiError](t, body); st != 413 || got.Error.Code != "file_too_large" || !strings.Contains(got.Error.Message, "2097152") {
 		t.Errorf("PUT 3 MiB = %d %s, want 413 file_too_large naming 2097152", st, body)
+	}
+}
+
+// TestFilesIndex: POST …/index makes a workspace file a document of the
+// conversation (202, the upload's answer), which becomes ready and
+// searchable; another user's file answers 404 and indexes nothing.
+func TestFilesIndex(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := newDocEnv(t, b, ingest.Config{}, func(c *apitest.Config) {
+				dir, err := documents.NewFileStorage(t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.API.Workspace = workspace.New(c.API.Store.(workspace.Record), dir, workspace.Limits{})
+			})
+			c := e.conversation("alice")
+			base := "/api/v1/files/conversation/" + c
+			if code, body := e.put(aliceKey, base, "notes/plan.md", "The quarterly zeppelin budget is forty crowns.\n"); code != http.StatusCreated {
+				t.Fatalf("put: %d %s", code, body)
+			}
+			code, body := e.doAs(aliceKey, "POST", base+"/index", []byte(`{"path":"notes/plan.md"}`))
+			var d uploaded
+			if code != http.StatusAccepted || json.Unmarshal(body, &d) != nil || d.ConversationID != c || d.Filename != "plan.md" {
+				t.Fatalf("index: %d %s", code, body)
+			}
+			if code, body := e.doAs(bobKey, "POST", base+"/index", []byte(`{"path":"notes/plan.md"}`)); code != http.StatusNotFound {
+				t.Errorf("bob indexing alice's file: %d %s", code, body)
+			}
+			if code, body := e.doAs(aliceKey, "POST", base+"/index", []byte(`{"path":"missing.md"}`)); code != http.StatusNotFound {
+				t.Errorf("a missing file: %d %s", code, body)
+			}
+			if code, body := e.doAs(aliceKey, "POST", base+"/index", []byte(`{}`)); code != http.StatusBadRequest {
+				t.Errorf("no path: %d %s", code, body)
+			}
+			if code, body := e.doAs(aliceKey, "POST", "/api/v1/files/user/me/index", []byte(`{"path":"x.md"}`)); code != http.StatusBadRequest {
+				t.Errorf("a user scope without conversation_id: %d %s", code, body)
+			}
+			if code, body := e.put(aliceKey, "/api/v1/files/user/me", "mine.md", "alice's own notes"); code != http.StatusCreated {
+				t.Fatalf("put: %d %s", code, body)
+			}
+			bobs := e.conversation("bob")
+			if code, body := e.doAs(aliceKey, "POST", "/api/v1/files/user/me/index", []byte(`{"path":"mine.md","conversation_id":"`+bobs+`"}`)); code != http.StatusNotFound {
+				t.Errorf("into bob's conversation: %d %s", code, body)
+			}
+			if code, body := e.doAs(aliceKey, "POST", "/api/v1/files/user/me/index", []byte(`{"path":"mine.md","conversation_id":"`+c+`"}`)); code != http.StatusAccepted {
+				t.Errorf("a user-scope file into her conversation: %d %s", code, body)
+			}
+			docs, err := e.store.(store.DocumentLister).ListDocuments(t.Context(), "alice", c, store.Page{Limit: 10})
+			if err != nil || len(docs.Documents) != 2 {
+				t.Fatalf("documents %+v, %v", docs, err)
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/api/signin"
+	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -91,8 +92,15 @@ func New(cfg Config) (*Server, error) {
 		s.docs = docs.New(docs.Config{Documents: cfg.Documents, Error: s.writeError, Logger: s.log})
 	}
 	if cfg.Workspace != nil {
-		s.files = files.New(files.Config{Files: cfg.Workspace, Projects: cfg.Workspace, Error: s.writeError,
-			MaxFileBytes: cfg.Workspace.Limits().FileBytes, LinkKey: cfg.FileLinkKey})
+		fcfg := files.Config{Files: cfg.Workspace, Projects: cfg.Workspace, Error: s.writeError,
+			MaxFileBytes: cfg.Workspace.Limits().FileBytes, LinkKey: cfg.FileLinkKey}
+		if s.docs != nil {
+			// A workspace file joins the documents as an upload does.
+			fcfg.Index = func(ctx context.Context, user, conversation, filename string, data []byte) (any, error) {
+				return s.docs.Upload(ctx, ingest.Upload{UserID: user, ConversationID: conversation, Filename: filename, Data: data})
+			}
+		}
+		s.files = files.New(fcfg)
 	}
 	s.a2a = s.newA2A()
 	s.handler = s.routes()

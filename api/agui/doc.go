@@ -33,8 +33,9 @@
 //     and its tool calls with its subagentRunId, subagent.end →
 //     SUBAGENT_FINISHED or SUBAGENT_ERROR; its reasoning and text are
 //     not sent (its answer is the task call's result);
-//   - tool.progress and tasks.updated → ACTIVITY_SNAPSHOT (activity
-//     types tool_progress and tasks);
+//   - tool.progress, tasks.updated and file.changed → ACTIVITY_SNAPSHOT
+//     (activity types tool_progress, tasks and file: one activity per
+//     file, its content the file.changed payload of its latest change);
 //   - whatever is open when the run's stream ends (steps, sub-agents:
 //     suspended for a person, an error otherwise) is ended first;
 //   - run.completed → MESSAGES_SNAPSHOT (what the client sent and what

@@ -121,7 +121,8 @@ type subagentError struct {
 }
 
 // activitySnapshot is ACTIVITY_SNAPSHOT: a tool's progress (activity
-// type tool_progress) or the task board (activity type tasks), whole,
+// type tool_progress), the task board (activity type tasks) or a
+// workspace file's latest change (activity type file), whole,
 // replacing the activity message of the same id.
 type activitySnapshot struct {
 	Type          string `json:"type"`

@@ -72,6 +72,11 @@ func (t *translator) event(e *runs.Event) (done bool, err error) {
 		// agent's activity, whatever sub-agent's event it came in.
 		return false, t.emit(activitySnapshot{Type: "ACTIVITY_SNAPSHOT", MessageID: t.conv + "-tasks", ActivityType: "tasks",
 			Content: map[string]any{"tasks": d.Tasks, "revision": d.Revision}, Replace: true})
+	case *events.FileChanged:
+		// One activity per file, replaced by its latest change, whoever
+		// made it.
+		return false, t.emit(activitySnapshot{Type: "ACTIVITY_SNAPSHOT", ActivityType: "file",
+			MessageID: t.conv + "-file-" + d.Scope + "/" + d.ScopeID + "/" + d.Path, Content: d, Replace: true})
 	}
 	if ns := e.Namespace(); ns != "" {
 		return false, t.inner(id, ns, p)

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/trellis-ai/trellis/events"
+	"github.com/trellis-ai/trellis/runs"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // A run that waits on an approval and on a call that may have run ends
@@ -104,6 +106,31 @@ func TestToolProgressIsAnActivity(t *testing.T) {
 	must(t, tr.progress("a:c1", &events.ToolProgress{ToolCallID: "tc2", Progress: 0.5}))
 	if len(got) != 2 || got[0].MessageID != "tc1-progress" || got[0].ActivityType != "tool_progress" || !got[0].Replace ||
 		got[0].Content != (progress{ToolCallID: "tc1", Progress: 1, Total: 4, Message: "one of four"}) || got[1].SubagentRunID != "a:c1" {
+		t.Errorf("activities %+v", got)
+	}
+}
+
+// A workspace file's change is its file activity, replaced by the next
+// change of the same file, also from a sub-agent.
+func TestFileChangedIsAnActivity(t *testing.T) {
+	var got []activitySnapshot
+	tr := newTranslator(input{}, "c1", "r1", func(v any) error {
+		if a, ok := v.(activitySnapshot); ok {
+			got = append(got, a)
+		}
+		return nil
+	})
+	for _, d := range []*events.FileChanged{
+		{Scope: "conversation", ScopeID: "c1", Path: "notes.md", Version: 1, Op: "write"},
+		{Scope: "conversation", ScopeID: "c1", Path: "notes.md", Version: 2, Op: "edit"},
+		{Scope: "user", ScopeID: "u1", Path: "notes.md", Version: 1, Op: "write"},
+	} {
+		if _, err := tr.event(&runs.Event{Event: &store.Event{Type: "file.changed"}, Payload: d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 3 || got[0].ActivityType != "file" || !got[0].Replace || got[0].MessageID != got[1].MessageID ||
+		got[1].MessageID == got[2].MessageID || got[1].Content.(*events.FileChanged).Version != 2 {
 		t.Errorf("activities %+v", got)
 	}
 }

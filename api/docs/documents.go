@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -118,13 +119,24 @@ func (h *Handler) handleUploadDocument(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	up.UserID = runs.UserFrom(r.Context())
-	d, err := h.cfg.Documents.Upload(r.Context(), up)
+	a, err := h.Upload(r.Context(), up)
 	if err != nil {
-		h.cfg.Error(w, r, h.documentError(err))
+		h.cfg.Error(w, r, err)
 		return
 	}
-	jsonbody.Write(w, http.StatusAccepted, uploadAnswer{DocumentID: d.ID, ConversationID: d.ConversationID, Filename: d.Filename,
-		ContentType: d.ContentType, SizeBytes: d.SizeBytes, Status: d.Status})
+	jsonbody.Write(w, http.StatusAccepted, a)
+}
+
+// Upload uploads a document as POST /documents does, for another
+// endpoint that adds one (the workspace's index): its answer is the
+// upload's JSON, its errors are the API's.
+func (h *Handler) Upload(ctx context.Context, up ingest.Upload) (any, error) {
+	d, err := h.cfg.Documents.Upload(ctx, up)
+	if err != nil {
+		return nil, h.documentError(err)
+	}
+	return uploadAnswer{DocumentID: d.ID, ConversationID: d.ConversationID, Filename: d.Filename,
+		ContentType: d.ContentType, SizeBytes: d.SizeBytes, Status: d.Status}, nil
 }
 
 // multipartError is a body that broke off or was too large.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -58,6 +59,10 @@ type Config struct {
 	// any of them serve a link another made; nil means a random key of
 	// this process's.
 	LinkKey []byte
+	// Index, when set, adds a text file to a conversation's documents
+	// as POST /documents uploads one, returning the upload's answer and
+	// the API's errors; it serves POST …/index.
+	Index func(ctx context.Context, user, conversation, filename string, data []byte) (any, error)
 	// LinkTTL is how long a download link works; 0 means DefaultLinkTTL.
 	LinkTTL time.Duration
 	// Now tells the time, for links; nil means time.Now.
@@ -105,6 +110,9 @@ func (h *Handler) Routes(r chi.Router) {
 	r.Get("/files/{scope}/{scope_id}/download", h.handleDownload)
 	r.Get("/files/{scope}/{scope_id}/versions", h.handleVersions)
 	r.Post("/files/{scope}/{scope_id}/restore", h.handleRestore)
+	if h.cfg.Index != nil {
+		r.Post("/files/{scope}/{scope_id}/index", h.handleIndex)
+	}
 	if h.cfg.Projects != nil {
 		h.projectRoutes(r)
 	}
@@ -452,4 +460,55 @@ func (h *Handler) handleRestore(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	jsonbody.Write(w, http.StatusOK, fileOf(f))
+}
+
+// indexBody is POST …/index's body.
+type indexBody struct {
+	Path           string `json:"path"`
+	ConversationID string `json:"conversation_id"`
+}
+
+// handleIndex is POST /files/{scope}/{scope_id}/index: the file's current
+// version becomes a document of the conversation (the scope's own for a
+// conversation scope, else conversation_id), as an upload would.
+func (h *Handler) handleIndex(w http.ResponseWriter, r *http.Request) {
+	t, err := read(r, false)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var b indexBody
+	if err := jsonbody.Decode(r, &b); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	conv := b.ConversationID
+	if conv == "" && t.scope.Kind == workspace.KindConversation {
+		conv = t.scope.ID
+	}
+	switch {
+	case b.Path == "":
+		err = httperr.New(http.StatusBadRequest, "invalid_path", `"path" is required: the file's path in its scope`)
+	case conv == "":
+		err = httperr.New(http.StatusBadRequest, "invalid_field", `"conversation_id" is required: the conversation whose documents the file joins`)
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	f, data, err := h.cfg.Files.Read(r.Context(), t.user, t.scope, b.Path)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if !utf8.Valid(data) {
+		h.fail(w, r, httperr.New(http.StatusUnsupportedMediaType, "unsupported_document_type", fmt.Sprintf("%s is binary data, not text", f.Path)))
+		return
+	}
+	doc, err := h.cfg.Index(r.Context(), t.user, conv, f.Path, data)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	jsonbody.Write(w, http.StatusAccepted, doc)
 }

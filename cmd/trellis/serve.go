@@ -35,6 +35,7 @@ import (
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/cognition/memtools"
 	"github.com/trellis-ai/trellis/documents/doctools"
+	"github.com/trellis-ai/trellis/documents/ingest"
 	"github.com/trellis-ai/trellis/documents/workspace"
 	"github.com/trellis-ai/trellis/documents/workspace/sandbox"
 	"github.com/trellis-ai/trellis/events"
@@ -701,14 +702,18 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	// The agent's workspace keeps its bytes in the documents' file store;
 	// without it, run_code's programs get no files.
 	work := openWorkspace(cfg, st, docs)
-	var codeFiles sandbox.FilesFor
+	code := sandbox.Tool(cfg.code, nil)
 	if work != nil {
-		if err := tools.local.Add(work.Tools(workspace.ToolConfig{Approve: cfg.workspace.approve})...); err != nil {
+		wcfg := workspace.ToolConfig{Approve: cfg.workspace.approve,
+			Index: func(ctx context.Context, user, conversation, filename string, data []byte) (store.Document, error) {
+				return docs.Upload(ctx, ingest.Upload{UserID: user, ConversationID: conversation, Filename: filename, Data: data})
+			}, Document: docs.Content}
+		if err := tools.local.Add(work.Tools(wcfg)...); err != nil {
 			return app{}, err
 		}
-		codeFiles = work.SandboxFiles
+		code = work.CodeTool(cfg.code, wcfg)
 	}
-	if err := tools.local.Add(sandbox.Tool(cfg.code, codeFiles)); err != nil {
+	if err := tools.local.Add(code); err != nil {
 		return app{}, err
 	}
 	if cog != nil {

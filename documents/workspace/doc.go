@@ -44,5 +44,10 @@
 // act for the user and conversation of the call. Those that change a
 // file preview the change as a unified diff for its approval
 // (operators.Previewer), and put file.changed on the run's stream.
-// [Files] gives the run_code sandbox the conversation's files.
+// With ToolConfig.Index, index_file copies a text file into the
+// conversation's documents (the documents' upload path), so the document
+// tools search and cite it; with ToolConfig.Document, read_file reads a
+// text document of the conversation by its id. [Workspaces.SandboxFiles]
+// gives the run_code sandbox the conversation's files, and
+// [Workspaces.CodeTool] makes run_code over them.
 package workspace

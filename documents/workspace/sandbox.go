@@ -3,17 +3,36 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/trellis-ai/trellis/documents/workspace/sandbox"
 	"github.com/trellis-ai/trellis/operators"
 )
 
+// CodeTool is the run_code tool over w's files (SandboxFiles): its
+// programs write through files.write, so it asks for approval, once for
+// the whole program, when cfg asks for writes or edits (a program's
+// write may overwrite a file). Programs cannot delete, so a delete's
+// approval alone does not make it ask.
+func (w *Workspaces) CodeTool(limits sandbox.Limits, cfg ToolConfig) operators.Tool {
+	approve := cfg.Approve
+	if approve == nil {
+		approve = DefaultApprove
+	}
+	var opts []operators.ToolOption
+	if slices.Contains(approve, ApproveWrite) || slices.Contains(approve, ApproveEdit) {
+		opts = append(opts, operators.RequiresApproval())
+	}
+	return sandbox.Tool(limits, w.SandboxFiles, opts...)
+}
+
 // SandboxFiles is the file API run_code's programs get for the call
 // (sandbox.FilesFor): the files of the call's conversation, read and
 // written as the call's user. Writes make versions as write_file does,
-// and put file.changed on the run's stream; they ask no approval (the
-// program is the call that was approved, or not asked about).
+// and put file.changed on the run's stream; they ask no approval of
+// their own: the program is the call that was approved (see CodeTool),
+// or not asked about.
 func (w *Workspaces) SandboxFiles(ctx context.Context, call operators.Call) (sandbox.Files, error) {
 	if call.UserID == "" {
 		return nil, nil

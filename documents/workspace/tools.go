@@ -13,6 +13,7 @@ import (
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/operators"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // Names of the file tools.
@@ -24,6 +25,7 @@ const (
 	ToolDelete = "delete_file"
 	ToolGlob   = "glob"
 	ToolGrep   = "grep"
+	ToolIndex  = "index_file"
 )
 
 // Operations an approval may be asked for (ToolConfig.Approve).
@@ -62,6 +64,15 @@ type ToolConfig struct {
 	// ApproveDelete) whose tools need a person's yes before they run.
 	// nil is DefaultApprove; empty (not nil) asks for none.
 	Approve []string
+	// Index, when set, adds a text file to the documents of the
+	// conversation (the documents' upload path, ingest.Service.Upload),
+	// under the filename given, and returns the document; Tools then
+	// offers index_file.
+	Index func(ctx context.Context, user, conversation, filename string, data []byte) (store.Document, error)
+	// Document, when set, reads a document of the conversation as it was
+	// uploaded (ingest.Service.Content); read_file then takes a
+	// document_id in place of a path.
+	Document func(ctx context.Context, user, conversation, id string) (store.Document, []byte, error)
 }
 
 // DefaultApprove is ToolConfig.Approve's default: a delete asks.
@@ -92,17 +103,24 @@ func (w *Workspaces) Tools(cfg ToolConfig) []operators.Tool {
 		}
 		return nil
 	}
-	t := tools{w: w}
-	return []operators.Tool{
+	t := tools{w: w, document: cfg.Document}
+	out := []operators.Tool{
 		t.ls(), t.read(),
 		previewed(t.write(asks(ApproveWrite)...), t.previewWrite),
 		previewed(t.edit(asks(ApproveEdit)...), t.previewEdit),
 		previewed(t.delete(asks(ApproveDelete)...), t.previewDelete),
 		t.glob(), t.grep(),
 	}
+	if cfg.Index != nil {
+		out = append(out, t.index(cfg.Index))
+	}
+	return out
 }
 
-type tools struct{ w *Workspaces }
+type tools struct {
+	w        *Workspaces
+	document func(ctx context.Context, user, conversation, id string) (store.Document, []byte, error)
+}
 
 // scopeDescription is the scope argument's description.
 const scopeDescription = `whose files: "conversation" (this conversation's, the default), "user" (yours, in every conversation) or "project" (the project this conversation is attached to, shared with its members)`
@@ -180,16 +198,21 @@ func under(dir string) string {
 }
 
 type readIn struct {
-	Path   string `json:"path" jsonschema:"the file's path, relative to the workspace"`
-	Offset int    `json:"offset,omitempty" jsonschema:"the line to start after (0: from the first line)"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"the most lines to return; default 2000"`
+	Path       string `json:"path,omitempty" jsonschema:"the file's path, relative to the workspace"`
+	DocumentID string `json:"document_id,omitempty" jsonschema:"in place of path: a document of this conversation (an id from list_documents), read as a file"`
+	Offset     int    `json:"offset,omitempty" jsonschema:"the line to start after (0: from the first line)"`
+	Limit      int    `json:"limit,omitempty" jsonschema:"the most lines to return; default 2000"`
 	scopeArg
 }
 
 func (t tools) read() operators.Tool {
 	return operators.NewTool(ToolRead,
-		"Reads a text file of the workspace, with numbered lines (cat -n style); offset and limit read a part of a long file.",
+		"Reads a text file of the workspace, with numbered lines (cat -n style); offset and limit read a part of a long file. "+
+			"Given a document_id in place of a path, it reads a text document of this conversation as it was uploaded (or indexed with index_file).",
 		func(ctx context.Context, call operators.Call, in readIn) (operators.Result, error) {
+			if in.DocumentID != "" {
+				return t.readDocument(ctx, call, in)
+			}
 			s, err := t.resolve(ctx, call, in.Scope)
 			if err != nil {
 				return operators.Result{}, err
@@ -455,4 +478,65 @@ func (t tools) previewDelete(ctx context.Context, call operators.Call, args json
 		return "", err
 	}
 	return Diff(path, before, nil, true, false), nil
+}
+
+type indexIn struct {
+	Path string `json:"path" jsonschema:"the text file's path, relative to the workspace"`
+	scopeArg
+}
+
+// index is index_file: the file's current version becomes a document of
+// the call's conversation, named by its file name, so search_documents finds
+// it and its passages cite it. The document is a copy: later writes to
+// the file do not change it.
+func (t tools) index(add func(ctx context.Context, user, conversation, filename string, data []byte) (store.Document, error)) operators.Tool {
+	return operators.NewTool(ToolIndex,
+		"Adds a text file of the workspace to this conversation's documents, as a copy of its current version named by its file name, "+
+			"so search_documents finds its passages and they cite it. Later changes to the file are not in the document; index it again for them.",
+		func(ctx context.Context, call operators.Call, in indexIn) (operators.Result, error) {
+			if call.ConversationID == "" {
+				return operators.Result{}, errors.New("documents belong to a conversation, and this call has none")
+			}
+			s, err := t.resolve(ctx, call, in.Scope)
+			if err != nil {
+				return operators.Result{}, err
+			}
+			f, b, err := t.w.Read(ctx, call.UserID, s, in.Path)
+			if err != nil {
+				return operators.Result{}, err
+			}
+			if !utf8.Valid(b) {
+				return operators.Result{}, fmt.Errorf("%s is binary data, not text: %w", f.Path, ErrNotText)
+			}
+			d, err := add(ctx, call.UserID, call.ConversationID, f.Path, b)
+			if err != nil {
+				return operators.Result{}, fmt.Errorf("index %s: %w", f.Path, err)
+			}
+			return operators.TextResult(fmt.Sprintf("%s (version %d of the %s scope) is document %s, %q; it is searchable once processed.",
+				f.Path, f.Version, s.Kind, d.ID, d.Filename)), nil
+		}, operators.WithSchema(withScope))
+}
+
+// readDocument is read_file of a document: its uploaded bytes, numbered
+// as a file's, when they are text.
+func (t tools) readDocument(ctx context.Context, call operators.Call, in readIn) (operators.Result, error) {
+	switch {
+	case t.document == nil:
+		return operators.Result{}, errors.New("documents are off: read_file takes a path")
+	case in.Path != "" || in.Scope != "":
+		return operators.Result{}, errors.New("give a document_id or a path (with its scope), not both")
+	case call.UserID == "" || call.ConversationID == "":
+		return operators.Result{}, errors.New("documents belong to a user's conversation, and this call has none")
+	}
+	d, b, err := t.document(ctx, call.UserID, call.ConversationID, in.DocumentID)
+	if err != nil {
+		return operators.Result{}, err
+	}
+	if !utf8.Valid(b) {
+		return operators.Result{}, fmt.Errorf("document %s (%s) is not text as uploaded; load_document reads its text: %w", d.ID, d.Filename, ErrNotText)
+	}
+	if len(b) == 0 {
+		return operators.TextResult(fmt.Sprintf("(%s is empty)", d.Filename)), nil
+	}
+	return operators.TextResult(NumberLines(string(b), in.Offset, in.Limit)), nil
 }

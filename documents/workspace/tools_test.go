@@ -51,7 +51,7 @@ func newToolEnv(t *testing.T, cfg workspace.ToolConfig) toolEnv {
 	w := workspace.New(rec, fsFiles(t), workspace.Limits{})
 	local := operators.NewRegistry()
 	local.MustAdd(w.Tools(cfg)...)
-	local.MustAdd(sandbox.Tool(sandbox.Limits{Time: 5 * time.Second}, w.SandboxFiles))
+	local.MustAdd(w.CodeTool(sandbox.Limits{Time: 5 * time.Second}, cfg))
 	return toolEnv{w: w, rec: rec, provider: operators.NewProvider(operators.ProviderConfig{Local: local}), msgs: &emitter{}}
 }
 
@@ -190,19 +190,26 @@ func TestToolsIsolation(t *testing.T) {
 }
 
 // TestToolsApprovalAndPreview: delete asks by default, write and edit
-// when configured; the preview of each is the unified diff of its
+// when configured, and run_code (whose programs write) when write or
+// edit is; the preview of each is the unified diff of its
 // change.
 func TestToolsApprovalAndPreview(t *testing.T) {
 	def := newToolEnv(t, workspace.ToolConfig{})
-	for tool, want := range map[string]bool{"write_file": false, "edit_file": false, "delete_file": true, "ls": false, "read_file": false} {
+	for tool, want := range map[string]bool{"write_file": false, "edit_file": false, "delete_file": true, "ls": false, "read_file": false, "run_code": false} {
 		if got := def.provider.NeedsApproval(tool); got != want {
 			t.Errorf("by default %s asks: %v, want %v", tool, got, want)
 		}
 	}
 	all := newToolEnv(t, workspace.ToolConfig{Approve: []string{workspace.ApproveWrite, workspace.ApproveEdit}})
-	for tool, want := range map[string]bool{"write_file": true, "edit_file": true, "delete_file": false} {
+	for tool, want := range map[string]bool{"write_file": true, "edit_file": true, "delete_file": false, "run_code": true} {
 		if got := all.provider.NeedsApproval(tool); got != want {
 			t.Errorf("configured, %s asks: %v, want %v", tool, got, want)
+		}
+	}
+	for _, op := range []string{workspace.ApproveWrite, workspace.ApproveEdit} {
+		one := newToolEnv(t, workspace.ToolConfig{Approve: []string{op}})
+		if !one.provider.NeedsApproval("run_code") {
+			t.Errorf("with %s approved, run_code does not ask", op)
 		}
 	}
 	c := def.conv(t, "alice")

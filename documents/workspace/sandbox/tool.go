@@ -25,11 +25,13 @@ type FilesFor func(ctx context.Context, call operators.Call) (Files, error)
 // conversation's files through the global files object; without, it sees
 // no files at all, and the tool is read-only and idempotent: a program
 // then touches nothing outside its own runtime, which ends with the call.
-func Tool(limits Limits, files FilesFor) operators.Tool {
+// writeOpts are the tool's options when its programs may write (with
+// files), such as operators.RequiresApproval.
+func Tool(limits Limits, files FilesFor, writeOpts ...operators.ToolOption) operators.Tool {
 	l := limits.withDefaults()
 	filesDoc, opts := "no files", []operators.ToolOption{operators.ReadOnly()}
 	if files != nil {
-		filesDoc, opts = "files only through files.list(dir), files.read(path) and files.write(path, text) over this conversation's workspace", nil
+		filesDoc, opts = "files only through files.list(dir), files.read(path) and files.write(path, text) over this conversation's workspace", writeOpts
 	}
 	return operators.NewTool(ToolName,
 		fmt.Sprintf("Runs a JavaScript program (ES5 and most of ES2015+) in a sandbox and returns its console.log output and the value "+
