@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 
 	"net/http"
 	"slices"
@@ -212,4 +214,29 @@ func mcpIsolation(t *testing.T, c *child) {
 	if code != http.StatusOK || string(b) != "bob's own" {
 		t.Errorf("bob's own file, written over /mcp: %d %q", code, b)
 	}
+}
+
+// TestSubagentWritesInTheParentsWorkspace: a sub-agent's write_file lands
+// in the workspace of the conversation its parent runs in, where the
+// parent, the API and the page read it.
+func TestSubagentWritesInTheParentsWorkspace(t *testing.T) {
+	script, err := filepath.Abs("testdata/subagent_files.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := filepath.Join(t.TempDir(), "subagents.json")
+	if err := os.WriteFile(agents, []byte(`{"agents": [{"name": "scribe", "description": "writes files", "tools": ["write_file"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(), "TRELLIS_MODEL=scripted:"+script, "TRELLIS_SUBAGENTS="+agents, "TRELLIS_APPROVAL_TOOLS=")
+	out := asJSON(t, c, "", "POST", "/api/v1/chat/sync", map[string]any{"message": "draft the plan"}, http.StatusOK)
+	conv, _ := out["conversation_id"].(string)
+	if out["status"] != "completed" || conv == "" {
+		t.Fatalf("chat: %v", out)
+	}
+	code, b := as(t, c, "", "GET", "/api/v1/files/conversation/"+conv+"/content?path=plan.md", nil)
+	if code != http.StatusOK || string(b) != "the scribe's plan" {
+		t.Fatalf("the parent's conversation workspace holds plan.md = %d %q", code, b)
+	}
+	c.stop(syscall.SIGTERM)
 }
