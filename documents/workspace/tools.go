@@ -130,6 +130,22 @@ type scopeArg struct {
 	Scope string `json:"scope,omitempty" jsonschema:"whose files: conversation (default), user or project"`
 }
 
+// scopeName is the scope a tool's input names ("" for the default).
+func (a scopeArg) scopeName() string { return a.Scope }
+
+// scoped is a file tool whose fn runs in the scope the call names,
+// resolved (and its access checked) first.
+func scoped[In interface{ scopeName() string }](t tools, name, description string,
+	fn func(ctx context.Context, call operators.Call, s Scope, in In) (operators.Result, error), opts ...operators.ToolOption) operators.Tool {
+	return operators.NewTool(name, description, func(ctx context.Context, call operators.Call, in In) (operators.Result, error) {
+		s, err := t.resolve(ctx, call, in.scopeName())
+		if err != nil {
+			return operators.Result{}, err
+		}
+		return fn(ctx, call, s, in)
+	}, append(opts, operators.WithSchema(withScope))...)
+}
+
 // resolve is the scope the call means.
 func (t tools) resolve(ctx context.Context, call operators.Call, kind string) (Scope, error) {
 	if call.UserID == "" {
@@ -165,13 +181,9 @@ type lsIn struct {
 }
 
 func (t tools) ls() operators.Tool {
-	return operators.NewTool(ToolLs,
+	return scoped(t, ToolLs,
 		"Lists the files of the workspace (the files you keep while you work), under a directory or all: each file's path, size and version.",
-		func(ctx context.Context, call operators.Call, in lsIn) (operators.Result, error) {
-			s, err := t.resolve(ctx, call, in.Scope)
-			if err != nil {
-				return operators.Result{}, err
-			}
+		func(ctx context.Context, call operators.Call, s Scope, in lsIn) (operators.Result, error) {
 			files, next, err := t.w.List(ctx, call.UserID, s, in.Path, in.After, 0)
 			if err != nil {
 				return operators.Result{}, err
@@ -187,7 +199,7 @@ func (t tools) ls() operators.Tool {
 				fmt.Fprintf(&b, "(more files: call ls with after=%q)\n", next)
 			}
 			return operators.TextResult(strings.TrimSuffix(b.String(), "\n")), nil
-		}, operators.ReadOnly(), operators.WithSchema(withScope))
+		}, operators.ReadOnly())
 }
 
 func under(dir string) string {
@@ -265,14 +277,10 @@ type writeIn struct {
 }
 
 func (t tools) write(opts ...operators.ToolOption) operators.Tool {
-	return operators.NewTool(ToolWrite,
+	return scoped(t, ToolWrite,
 		"Writes a file of the workspace: creates it, or replaces its whole content (the earlier version is kept and can be restored), "+
 			"or with append adds to its end. To change part of a file, use edit_file.",
-		func(ctx context.Context, call operators.Call, in writeIn) (operators.Result, error) {
-			s, err := t.resolve(ctx, call, in.Scope)
-			if err != nil {
-				return operators.Result{}, err
-			}
+		func(ctx context.Context, call operators.Call, s Scope, in writeIn) (operators.Result, error) {
 			write, op, verb := t.w.Write, ApproveWrite, "Wrote"
 			if in.Append {
 				write, op, verb = t.w.Append, ApproveEdit, "Appended to"
@@ -286,7 +294,7 @@ func (t tools) write(opts ...operators.ToolOption) operators.Tool {
 			}
 			changed(ctx, call, s, f.Path, f.Version, op)
 			return operators.TextResult(fmt.Sprintf("%s %s (%d bytes, version %d) in the %s workspace.", verb, f.Path, f.Size, f.Version, s.Kind)), nil
-		}, append(opts, operators.WithSchema(withScope))...)
+		}, opts...)
 }
 
 type editIn struct {
@@ -298,21 +306,17 @@ type editIn struct {
 }
 
 func (t tools) edit(opts ...operators.ToolOption) operators.Tool {
-	return operators.NewTool(ToolEdit,
+	return scoped(t, ToolEdit,
 		"Edits a text file of the workspace by exact string replacement: old_string must occur exactly once (give more surrounding text "+
 			"to make it unique) unless replace_all. The earlier version is kept.",
-		func(ctx context.Context, call operators.Call, in editIn) (operators.Result, error) {
-			s, err := t.resolve(ctx, call, in.Scope)
-			if err != nil {
-				return operators.Result{}, err
-			}
+		func(ctx context.Context, call operators.Call, s Scope, in editIn) (operators.Result, error) {
 			f, err := t.w.Edit(WithConversation(ctx, call.ConversationID), call.UserID, s, in.Path, in.OldString, in.NewString, in.ReplaceAll)
 			if err != nil {
 				return operators.Result{}, err
 			}
 			changed(ctx, call, s, f.Path, f.Version, ApproveEdit)
 			return operators.TextResult(fmt.Sprintf("Edited %s (%d bytes, version %d).", f.Path, f.Size, f.Version)), nil
-		}, append(opts, operators.WithSchema(withScope))...)
+		}, opts...)
 }
 
 type deleteIn struct {
@@ -321,13 +325,9 @@ type deleteIn struct {
 }
 
 func (t tools) delete(opts ...operators.ToolOption) operators.Tool {
-	return operators.NewTool(ToolDelete,
+	return scoped(t, ToolDelete,
 		"Deletes a file of the workspace, with its earlier versions.",
-		func(ctx context.Context, call operators.Call, in deleteIn) (operators.Result, error) {
-			s, err := t.resolve(ctx, call, in.Scope)
-			if err != nil {
-				return operators.Result{}, err
-			}
+		func(ctx context.Context, call operators.Call, s Scope, in deleteIn) (operators.Result, error) {
 			path, err := CheckPath(in.Path)
 			if err != nil {
 				return operators.Result{}, err
@@ -337,7 +337,7 @@ func (t tools) delete(opts ...operators.ToolOption) operators.Tool {
 			}
 			changed(ctx, call, s, path, 0, OpDelete)
 			return operators.TextResult(fmt.Sprintf("Deleted %s.", path)), nil
-		}, append(opts, operators.Destructive(), operators.WithSchema(withScope))...)
+		}, append(opts, operators.Destructive())...)
 }
 
 type globIn struct {
@@ -346,13 +346,9 @@ type globIn struct {
 }
 
 func (t tools) glob() operators.Tool {
-	return operators.NewTool(ToolGlob,
+	return scoped(t, ToolGlob,
 		"Finds the files of the workspace whose paths match a glob pattern (*.md, notes/**/*.txt).",
-		func(ctx context.Context, call operators.Call, in globIn) (operators.Result, error) {
-			s, err := t.resolve(ctx, call, in.Scope)
-			if err != nil {
-				return operators.Result{}, err
-			}
+		func(ctx context.Context, call operators.Call, s Scope, in globIn) (operators.Result, error) {
 			files, err := t.w.Glob(ctx, call.UserID, s, in.Pattern, 0)
 			if err != nil {
 				return operators.Result{}, err
@@ -365,7 +361,7 @@ func (t tools) glob() operators.Tool {
 				paths[i] = f.Path
 			}
 			return operators.TextResult(strings.Join(paths, "\n")), nil
-		}, operators.ReadOnly(), operators.WithSchema(withScope))
+		}, operators.ReadOnly())
 }
 
 type grepIn struct {
@@ -375,13 +371,9 @@ type grepIn struct {
 }
 
 func (t tools) grep() operators.Tool {
-	return operators.NewTool(ToolGrep,
+	return scoped(t, ToolGrep,
 		"Searches the text files of the workspace for lines matching a regular expression; returns path:line: text.",
-		func(ctx context.Context, call operators.Call, in grepIn) (operators.Result, error) {
-			s, err := t.resolve(ctx, call, in.Scope)
-			if err != nil {
-				return operators.Result{}, err
-			}
+		func(ctx context.Context, call operators.Call, s Scope, in grepIn) (operators.Result, error) {
 			ms, err := t.w.Grep(ctx, call.UserID, s, in.Pattern, in.Glob, 0)
 			if err != nil {
 				return operators.Result{}, err
@@ -394,7 +386,7 @@ func (t tools) grep() operators.Tool {
 				fmt.Fprintf(&b, "%s:%d: %s\n", m.Path, m.Line, m.Text)
 			}
 			return operators.TextResult(strings.TrimSuffix(b.String(), "\n")), nil
-		}, operators.ReadOnly(), operators.WithSchema(withScope))
+		}, operators.ReadOnly())
 }
 
 // previewTool is a tool whose calls show their change to an approval.

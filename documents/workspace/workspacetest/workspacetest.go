@@ -73,18 +73,10 @@ const (
 	bob   = "bob"
 )
 
-// must is testcheck.Must, short for the many calls of the suite.
-func must[T any](v T, err error) func(t *testing.T) T { return testcheck.Must(v, err) }
-
-func wantErr(t *testing.T, what string, err, want error) {
-	t.Helper()
-	testcheck.WantErr(t, what, err, want)
-}
-
 // conv makes a conversation of the user and returns its scope.
 func conv(t *testing.T, e Env, user string) workspace.Scope {
 	t.Helper()
-	c := must(e.Record.CreateConversation(t.Context(), store.NewConversation{UserID: user}))(t)
+	c := testcheck.Must(e.Record.CreateConversation(t.Context(), store.NewConversation{UserID: user}))(t)
 	return workspace.Scope{Kind: workspace.KindConversation, ID: c.ID}
 }
 
@@ -95,38 +87,38 @@ func newWorkspaces(e Env) *workspace.Workspaces {
 func testWriteReadVersions(t *testing.T, e Env) {
 	ctx, w := t.Context(), newWorkspaces(e)
 	s := conv(t, e, alice)
-	f := must(w.Write(ctx, alice, s, "notes/today.md", []byte("hello\n")))(t)
+	f := testcheck.Must(w.Write(ctx, alice, s, "notes/today.md", []byte("hello\n")))(t)
 	if f.Path != "notes/today.md" || f.Version != 1 || f.Size != 6 || len(f.SHA256) != 64 || f.UpdatedAt.IsZero() {
 		t.Fatalf("written %+v", f)
 	}
-	f2 := must(w.Write(ctx, alice, s, "notes/today.md", []byte("hello again\n")))(t)
+	f2 := testcheck.Must(w.Write(ctx, alice, s, "notes/today.md", []byte("hello again\n")))(t)
 	if f2.Version != 2 || f2.SHA256 == f.SHA256 {
 		t.Fatalf("rewritten %+v", f2)
 	}
 	got, b := func() (workspace.File, []byte) {
 		f, b, err := w.Read(ctx, alice, s, "./notes/today.md")
-		return must(f, err)(t), b
+		return testcheck.Must(f, err)(t), b
 	}()
 	if string(b) != "hello again\n" || got != f2 {
 		t.Fatalf("read %+v %q", got, b)
 	}
-	if st := must(w.Stat(ctx, alice, s, "notes/today.md"))(t); st != f2 {
+	if st := testcheck.Must(w.Stat(ctx, alice, s, "notes/today.md"))(t); st != f2 {
 		t.Fatalf("stat %+v, want %+v", st, f2)
 	}
 	v, old, err := w.ReadVersion(ctx, alice, s, "notes/today.md", 1)
 	if err != nil || string(old) != "hello\n" || v.Version != 1 || v.Op != "write" || v.SHA256 != f.SHA256 {
 		t.Fatalf("version 1: %+v %q %v", v, old, err)
 	}
-	vs := must(w.Versions(ctx, alice, s, "notes/today.md"))(t)
+	vs := testcheck.Must(w.Versions(ctx, alice, s, "notes/today.md"))(t)
 	if len(vs) != 2 || vs[0].Version != 1 || vs[1].Version != 2 || vs[1].Size != 12 {
 		t.Fatalf("versions %+v", vs)
 	}
 	_, _, err = w.ReadVersion(ctx, alice, s, "notes/today.md", 3)
-	wantErr(t, "an unknown version", err, workspace.ErrNotFound)
+	testcheck.WantErr(t, "an unknown version", err, workspace.ErrNotFound)
 	_, _, err = w.Read(ctx, alice, s, "missing.md")
-	wantErr(t, "a missing file", err, workspace.ErrNotFound)
+	testcheck.WantErr(t, "a missing file", err, workspace.ErrNotFound)
 	bin := []byte{0xff, 0x00, 0xfe}
-	must(w.Write(ctx, alice, s, "blob.bin", bin))(t)
+	testcheck.Must(w.Write(ctx, alice, s, "blob.bin", bin))(t)
 	if _, b, _ := w.Read(ctx, alice, s, "blob.bin"); !bytes.Equal(b, bin) {
 		t.Fatalf("binary read back as %v", b)
 	}
@@ -135,15 +127,15 @@ func testWriteReadVersions(t *testing.T, e Env) {
 func testEmptyFile(t *testing.T, e Env) {
 	ctx, w := t.Context(), newWorkspaces(e)
 	s := conv(t, e, alice)
-	f := must(w.Write(ctx, alice, s, "empty", nil))(t)
+	f := testcheck.Must(w.Write(ctx, alice, s, "empty", nil))(t)
 	if f.Size != 0 || f.Version != 1 {
 		t.Fatalf("empty %+v", f)
 	}
 	if _, b, err := w.Read(ctx, alice, s, "empty"); err != nil || len(b) != 0 {
 		t.Fatalf("read empty: %q %v", b, err)
 	}
-	must(w.Write(ctx, alice, s, "empty", []byte("now some")))(t)
-	must(w.Restore(ctx, alice, s, "empty", 1))(t)
+	testcheck.Must(w.Write(ctx, alice, s, "empty", []byte("now some")))(t)
+	testcheck.Must(w.Restore(ctx, alice, s, "empty", 1))(t)
 	if _, b, _ := w.Read(ctx, alice, s, "empty"); len(b) != 0 {
 		t.Fatalf("restored empty reads %q", b)
 	}
@@ -152,60 +144,60 @@ func testEmptyFile(t *testing.T, e Env) {
 func testEdit(t *testing.T, e Env) {
 	ctx, w := t.Context(), newWorkspaces(e)
 	s := conv(t, e, alice)
-	must(w.Write(ctx, alice, s, "a.txt", []byte("one two two three")))(t)
-	f := must(w.Edit(ctx, alice, s, "a.txt", "one", "ONE", false))(t)
+	testcheck.Must(w.Write(ctx, alice, s, "a.txt", []byte("one two two three")))(t)
+	f := testcheck.Must(w.Edit(ctx, alice, s, "a.txt", "one", "ONE", false))(t)
 	if f.Version != 2 {
 		t.Fatalf("edited to version %d", f.Version)
 	}
 	_, err := w.Edit(ctx, alice, s, "a.txt", "two", "2", false)
-	wantErr(t, "an ambiguous edit", err, workspace.ErrNotUnique)
+	testcheck.WantErr(t, "an ambiguous edit", err, workspace.ErrNotUnique)
 	_, err = w.Edit(ctx, alice, s, "a.txt", "four", "4", false)
-	wantErr(t, "an edit of missing text", err, workspace.ErrNoMatch)
+	testcheck.WantErr(t, "an edit of missing text", err, workspace.ErrNoMatch)
 	_, err = w.Edit(ctx, alice, s, "missing.txt", "a", "b", false)
-	wantErr(t, "an edit of a missing file", err, workspace.ErrNotFound)
-	must(w.Edit(ctx, alice, s, "a.txt", "two", "2", true))(t)
+	testcheck.WantErr(t, "an edit of a missing file", err, workspace.ErrNotFound)
+	testcheck.Must(w.Edit(ctx, alice, s, "a.txt", "two", "2", true))(t)
 	if _, b, _ := w.Read(ctx, alice, s, "a.txt"); string(b) != "ONE 2 2 three" {
 		t.Fatalf("after edits %q", b)
 	}
-	if vs := must(w.Versions(ctx, alice, s, "a.txt"))(t); len(vs) != 3 || vs[2].Op != "edit" {
+	if vs := testcheck.Must(w.Versions(ctx, alice, s, "a.txt"))(t); len(vs) != 3 || vs[2].Op != "edit" {
 		t.Fatalf("refused edits made versions: %+v", vs)
 	}
-	must(w.Write(ctx, alice, s, "bin", []byte{0xff, 'a'}))(t)
+	testcheck.Must(w.Write(ctx, alice, s, "bin", []byte{0xff, 'a'}))(t)
 	_, err = w.Edit(ctx, alice, s, "bin", "a", "b", false)
-	wantErr(t, "an edit of binary", err, workspace.ErrNotText)
+	testcheck.WantErr(t, "an edit of binary", err, workspace.ErrNotText)
 }
 
 func testAppend(t *testing.T, e Env) {
 	ctx, w := t.Context(), newWorkspaces(e)
 	s := conv(t, e, alice)
-	f := must(w.Append(ctx, alice, s, "log.md", []byte("one\n")))(t)
+	f := testcheck.Must(w.Append(ctx, alice, s, "log.md", []byte("one\n")))(t)
 	if f.Version != 1 {
 		t.Fatalf("appending to a new file made version %d", f.Version)
 	}
-	f = must(w.Append(ctx, alice, s, "log.md", []byte("two\n")))(t)
+	f = testcheck.Must(w.Append(ctx, alice, s, "log.md", []byte("two\n")))(t)
 	if _, b, _ := w.Read(ctx, alice, s, "log.md"); string(b) != "one\ntwo\n" || f.Version != 2 {
 		t.Fatalf("after two appends: %q, version %d", b, f.Version)
 	}
-	if vs := must(w.Versions(ctx, alice, s, "log.md"))(t); len(vs) != 2 || vs[0].Op != "write" || vs[1].Op != "edit" {
+	if vs := testcheck.Must(w.Versions(ctx, alice, s, "log.md"))(t); len(vs) != 2 || vs[0].Op != "write" || vs[1].Op != "edit" {
 		t.Fatalf("versions %+v", vs)
 	}
 	_, err := w.Append(ctx, bob, s, "log.md", []byte("bob"))
-	wantErr(t, "bob appending to alice's file", err, workspace.ErrNotFound)
+	testcheck.WantErr(t, "bob appending to alice's file", err, workspace.ErrNotFound)
 }
 
 func testRestore(t *testing.T, e Env) {
 	ctx, w := t.Context(), newWorkspaces(e)
 	s := conv(t, e, alice)
-	must(w.Write(ctx, alice, s, "r.md", []byte("first")))(t)
-	must(w.Write(ctx, alice, s, "r.md", []byte("second")))(t)
-	f := must(w.Restore(ctx, alice, s, "r.md", 1))(t)
+	testcheck.Must(w.Write(ctx, alice, s, "r.md", []byte("first")))(t)
+	testcheck.Must(w.Write(ctx, alice, s, "r.md", []byte("second")))(t)
+	f := testcheck.Must(w.Restore(ctx, alice, s, "r.md", 1))(t)
 	if f.Version != 3 {
 		t.Fatalf("restored as version %d", f.Version)
 	}
 	if _, b, _ := w.Read(ctx, alice, s, "r.md"); string(b) != "first" {
 		t.Fatalf("restored reads %q", b)
 	}
-	vs := must(w.Versions(ctx, alice, s, "r.md"))(t)
+	vs := testcheck.Must(w.Versions(ctx, alice, s, "r.md"))(t)
 	if len(vs) != 3 || vs[2].Op != "restore" || vs[2].SHA256 != vs[0].SHA256 {
 		t.Fatalf("versions %+v", vs)
 	}
@@ -213,25 +205,25 @@ func testRestore(t *testing.T, e Env) {
 		t.Fatalf("version 2 changed: %q", b)
 	}
 	_, err := w.Restore(ctx, alice, s, "r.md", 9)
-	wantErr(t, "restoring an unknown version", err, workspace.ErrNotFound)
+	testcheck.WantErr(t, "restoring an unknown version", err, workspace.ErrNotFound)
 }
 
 func testDelete(t *testing.T, e Env) {
 	ctx, w := t.Context(), newWorkspaces(e)
 	s := conv(t, e, alice)
-	must(w.Write(ctx, alice, s, "d.md", []byte("one")))(t)
-	must(w.Write(ctx, alice, s, "d.md", []byte("two")))(t)
-	must(0, w.Delete(ctx, alice, s, "d.md"))(t)
+	testcheck.Must(w.Write(ctx, alice, s, "d.md", []byte("one")))(t)
+	testcheck.Must(w.Write(ctx, alice, s, "d.md", []byte("two")))(t)
+	testcheck.Must(0, w.Delete(ctx, alice, s, "d.md"))(t)
 	_, err := w.Stat(ctx, alice, s, "d.md")
-	wantErr(t, "a deleted file", err, workspace.ErrNotFound)
+	testcheck.WantErr(t, "a deleted file", err, workspace.ErrNotFound)
 	_, err = w.Versions(ctx, alice, s, "d.md")
-	wantErr(t, "a deleted file's versions", err, workspace.ErrNotFound)
-	wantErr(t, "deleting again", w.Delete(ctx, alice, s, "d.md"), workspace.ErrNotFound)
-	prefix := must(documents.UserPrefix(alice))(t)
-	if keys := must(e.Files.List(ctx, prefix))(t); len(keys) != 0 {
+	testcheck.WantErr(t, "a deleted file's versions", err, workspace.ErrNotFound)
+	testcheck.WantErr(t, "deleting again", w.Delete(ctx, alice, s, "d.md"), workspace.ErrNotFound)
+	prefix := testcheck.Must(documents.UserPrefix(alice))(t)
+	if keys := testcheck.Must(e.Files.List(ctx, prefix))(t); len(keys) != 0 {
 		t.Fatalf("a deleted file left objects %v", keys)
 	}
-	if f := must(w.Write(ctx, alice, s, "d.md", []byte("anew")))(t); f.Version != 1 {
+	if f := testcheck.Must(w.Write(ctx, alice, s, "d.md", []byte("anew")))(t); f.Version != 1 {
 		t.Fatalf("written again at version %d", f.Version)
 	}
 }
@@ -243,10 +235,10 @@ func testListPages(t *testing.T, e Env) {
 	for i := range 7 {
 		p := fmt.Sprintf("dir/f%d.md", i)
 		want = append(want, p)
-		must(w.Write(ctx, alice, s, p, []byte("x")))(t)
+		testcheck.Must(w.Write(ctx, alice, s, p, []byte("x")))(t)
 	}
-	must(w.Write(ctx, alice, s, "top.md", []byte("x")))(t)
-	must(w.Write(ctx, alice, s, "dirt.md", []byte("x")))(t)
+	testcheck.Must(w.Write(ctx, alice, s, "top.md", []byte("x")))(t)
+	testcheck.Must(w.Write(ctx, alice, s, "dirt.md", []byte("x")))(t)
 	var got []string
 	after := ""
 	for pages := 0; ; pages++ {
@@ -276,7 +268,7 @@ func testListPages(t *testing.T, e Env) {
 		t.Fatalf("all: %d %q %v", len(all), next, err)
 	}
 	_, _, err = w.List(ctx, alice, s, "a/../b", "", 0)
-	wantErr(t, "listing a bad directory", err, workspace.ErrBadPath)
+	testcheck.WantErr(t, "listing a bad directory", err, workspace.ErrBadPath)
 }
 
 func testGlobGrep(t *testing.T, e Env) {
@@ -289,7 +281,7 @@ func testGlobGrep(t *testing.T, e Env) {
 		"src/main.go":      "package main\n",
 		"bin.dat":          "\xffplant\n",
 	} {
-		must(w.Write(ctx, alice, s, p, []byte(text)))(t)
+		testcheck.Must(w.Write(ctx, alice, s, p, []byte(text)))(t)
 	}
 	paths := func(fs []workspace.File) []string {
 		var out []string
@@ -307,23 +299,23 @@ func testGlobGrep(t *testing.T, e Env) {
 		"[RS]*":        {"README.md"},
 		"nothing.here": nil,
 	} {
-		if got := paths(must(w.Glob(ctx, alice, s, pattern, 0))(t)); !slices.Equal(got, want) {
+		if got := paths(testcheck.Must(w.Glob(ctx, alice, s, pattern, 0))(t)); !slices.Equal(got, want) {
 			t.Errorf("Glob(%q) = %v, want %v", pattern, got, want)
 		}
 	}
 	_, err := w.Glob(ctx, alice, s, "[unclosed", 0)
-	wantErr(t, "a bad glob", err, workspace.ErrInvalid)
-	ms := must(w.Grep(ctx, alice, s, "^plant", "", 0))(t)
+	testcheck.WantErr(t, "a bad glob", err, workspace.ErrInvalid)
+	ms := testcheck.Must(w.Grep(ctx, alice, s, "^plant", "", 0))(t)
 	want := []workspace.Match{{Path: "README.md", Line: 2, Text: "plant tomatoes"}, {Path: "notes/deep/x.txt", Line: 2, Text: "plant nothing"},
 		{Path: "notes/plan.md", Line: 2, Text: "plant beans"}}
 	if !slices.Equal(ms, want) {
 		t.Errorf("Grep = %+v, want %+v", ms, want)
 	}
-	if ms := must(w.Grep(ctx, alice, s, "plant", "*.md", 1))(t); len(ms) != 1 || ms[0].Path != "README.md" {
+	if ms := testcheck.Must(w.Grep(ctx, alice, s, "plant", "*.md", 1))(t); len(ms) != 1 || ms[0].Path != "README.md" {
 		t.Errorf("Grep in *.md, limit 1 = %+v", ms)
 	}
 	_, err = w.Grep(ctx, alice, s, "(", "", 0)
-	wantErr(t, "a bad pattern", err, workspace.ErrInvalid)
+	testcheck.WantErr(t, "a bad pattern", err, workspace.ErrInvalid)
 }
 
 func testPaths(t *testing.T, e Env) {
@@ -332,7 +324,7 @@ func testPaths(t *testing.T, e Env) {
 	for _, p := range []string{"", "/etc/passwd", "a/../b", "../x", "a//b", "a/./b", "a/", "bad\x00nul", "tab\there", "back\\slash",
 		"\xff\xfe", strings.Repeat("a", workspace.MaxPathBytes+1), strings.Repeat("a/", workspace.MaxPathDepth) + "x", "max\U0010FFFF"} {
 		_, err := w.Write(ctx, alice, s, p, []byte("x"))
-		wantErr(t, fmt.Sprintf("writing %q", p), err, workspace.ErrBadPath)
+		testcheck.WantErr(t, fmt.Sprintf("writing %q", p), err, workspace.ErrBadPath)
 	}
 	for _, p := range []string{"a", "ünï/cødé.md", "with space/and-dash_.txt", strings.Repeat("a/", workspace.MaxPathDepth-1) + "x"} {
 		if _, err := w.Write(ctx, alice, s, p, []byte("x")); err != nil {
@@ -349,31 +341,31 @@ func testQuotas(t *testing.T, e Env) {
 	w := workspace.New(e.Record, e.Files, workspace.Limits{FileBytes: 10, ScopeBytes: 25, ScopeFiles: 3})
 	s := conv(t, e, alice)
 	_, err := w.Write(ctx, alice, s, "big", bytes.Repeat([]byte("x"), 11))
-	wantErr(t, "a file over the per-file limit", err, workspace.ErrTooLarge)
-	must(w.Write(ctx, alice, s, "a", bytes.Repeat([]byte("a"), 10)))(t)
-	must(w.Write(ctx, alice, s, "a", bytes.Repeat([]byte("b"), 10)))(t)
+	testcheck.WantErr(t, "a file over the per-file limit", err, workspace.ErrTooLarge)
+	testcheck.Must(w.Write(ctx, alice, s, "a", bytes.Repeat([]byte("a"), 10)))(t)
+	testcheck.Must(w.Write(ctx, alice, s, "a", bytes.Repeat([]byte("b"), 10)))(t)
 	_, err = w.Write(ctx, alice, s, "a", bytes.Repeat([]byte("c"), 10))
-	wantErr(t, "over the scope's bytes (versions count)", err, workspace.ErrQuota)
-	must(w.Write(ctx, alice, s, "b", nil))(t)
-	must(w.Write(ctx, alice, s, "c", nil))(t)
+	testcheck.WantErr(t, "over the scope's bytes (versions count)", err, workspace.ErrQuota)
+	testcheck.Must(w.Write(ctx, alice, s, "b", nil))(t)
+	testcheck.Must(w.Write(ctx, alice, s, "c", nil))(t)
 	_, err = w.Write(ctx, alice, s, "d", nil)
-	wantErr(t, "over the scope's files", err, workspace.ErrQuota)
+	testcheck.WantErr(t, "over the scope's files", err, workspace.ErrQuota)
 	// A refused write leaves no object behind.
-	keys := must(e.Files.List(ctx, must(documents.UserPrefix(alice))(t)))(t)
+	keys := testcheck.Must(e.Files.List(ctx, testcheck.Must(documents.UserPrefix(alice))(t)))(t)
 	if len(keys) != 2 {
 		t.Errorf("objects after refused writes: %v", keys)
 	}
 	// Deleting frees the quota.
-	must(0, w.Delete(ctx, alice, s, "a"))(t)
-	must(w.Write(ctx, alice, s, "d", bytes.Repeat([]byte("d"), 10)))(t)
+	testcheck.Must(0, w.Delete(ctx, alice, s, "a"))(t)
+	testcheck.Must(w.Write(ctx, alice, s, "d", bytes.Repeat([]byte("d"), 10)))(t)
 	// Another scope has its own quota.
-	must(w.Write(ctx, alice, workspace.Scope{Kind: workspace.KindUser, ID: alice}, "a", bytes.Repeat([]byte("a"), 10)))(t)
+	testcheck.Must(w.Write(ctx, alice, workspace.Scope{Kind: workspace.KindUser, ID: alice}, "a", bytes.Repeat([]byte("a"), 10)))(t)
 }
 
 func testConcurrentEdits(t *testing.T, e Env) {
 	ctx, w := t.Context(), newWorkspaces(e)
 	s := conv(t, e, alice)
-	must(w.Write(ctx, alice, s, "list.md", []byte("start\n")))(t)
+	testcheck.Must(w.Write(ctx, alice, s, "list.md", []byte("start\n")))(t)
 	const editors = 3 // each succeeds: Edit reads again when the file changed meanwhile
 	var wg sync.WaitGroup
 	errs := make([]error, editors)
@@ -395,7 +387,7 @@ func testConcurrentEdits(t *testing.T, e Env) {
 	if got := strings.Count(string(b), "item "); got != ok {
 		t.Fatalf("%d edits succeeded, the file holds %d items: %q", ok, got, b)
 	}
-	if vs := must(w.Versions(ctx, alice, s, "list.md"))(t); len(vs) != 1+ok {
+	if vs := testcheck.Must(w.Versions(ctx, alice, s, "list.md"))(t); len(vs) != 1+ok {
 		t.Fatalf("%d versions after %d edits", len(vs), ok)
 	}
 }
@@ -404,10 +396,10 @@ func testIsolation(t *testing.T, e Env) {
 	ctx, w := t.Context(), newWorkspaces(e)
 	as := conv(t, e, alice)
 	au := workspace.Scope{Kind: workspace.KindUser, ID: alice}
-	p := must(w.CreateProject(ctx, alice, "alice's"))(t)
+	p := testcheck.Must(w.CreateProject(ctx, alice, "alice's"))(t)
 	ap := workspace.Scope{Kind: workspace.KindProject, ID: p.ID}
 	for _, s := range []workspace.Scope{as, au, ap} {
-		must(w.Write(ctx, alice, s, "secret.md", []byte("marmalade")))(t)
+		testcheck.Must(w.Write(ctx, alice, s, "secret.md", []byte("marmalade")))(t)
 	}
 	for _, s := range []workspace.Scope{as, au, ap, {Kind: workspace.KindConversation, ID: "nope"}, {Kind: workspace.KindProject, ID: "nope"}} {
 		errs := map[string]error{}
@@ -430,66 +422,66 @@ func testIsolation(t *testing.T, e Env) {
 				}
 			}
 		}) {
-			wantErr(t, fmt.Sprintf("bob's %s of alice's %s scope", name, s.Kind), errs[name], workspace.ErrNotFound)
+			testcheck.WantErr(t, fmt.Sprintf("bob's %s of alice's %s scope", name, s.Kind), errs[name], workspace.ErrNotFound)
 		}
 	}
 	for _, s := range []workspace.Scope{as, au, ap} {
 		if _, b, err := w.Read(ctx, alice, s, "secret.md"); err != nil || string(b) != "marmalade" {
 			t.Errorf("alice's %s file after bob's tries: %q %v", s.Kind, b, err)
 		}
-		if vs := must(w.Versions(ctx, alice, s, "secret.md"))(t); len(vs) != 1 {
+		if vs := testcheck.Must(w.Versions(ctx, alice, s, "secret.md"))(t); len(vs) != 1 {
 			t.Errorf("alice's %s file has %d versions", s.Kind, len(vs))
 		}
 	}
 	_, err := w.Project(ctx, bob, p.ID)
-	wantErr(t, "a non-member's project", err, workspace.ErrNotFound)
+	testcheck.WantErr(t, "a non-member's project", err, workspace.ErrNotFound)
 	_, err = w.AddMember(ctx, bob, p.ID, bob)
-	wantErr(t, "a non-member adding himself", err, workspace.ErrNotFound)
-	wantErr(t, "a non-member deleting", w.DeleteProject(ctx, bob, p.ID), workspace.ErrNotFound)
-	wantErr(t, "attaching to a project one is not in", w.AttachConversation(ctx, bob, conv(t, e, bob).ID, p.ID), workspace.ErrNotFound)
-	wantErr(t, "attaching another's conversation", w.AttachConversation(ctx, bob, as.ID, ""), workspace.ErrNotFound)
+	testcheck.WantErr(t, "a non-member adding himself", err, workspace.ErrNotFound)
+	testcheck.WantErr(t, "a non-member deleting", w.DeleteProject(ctx, bob, p.ID), workspace.ErrNotFound)
+	testcheck.WantErr(t, "attaching to a project one is not in", w.AttachConversation(ctx, bob, conv(t, e, bob).ID, p.ID), workspace.ErrNotFound)
+	testcheck.WantErr(t, "attaching another's conversation", w.AttachConversation(ctx, bob, as.ID, ""), workspace.ErrNotFound)
 }
 
 func testProjects(t *testing.T, e Env) {
 	ctx, w := t.Context(), newWorkspaces(e)
-	p := must(w.CreateProject(ctx, alice, "garden"))(t)
+	p := testcheck.Must(w.CreateProject(ctx, alice, "garden"))(t)
 	if p.Owner != alice || p.Name != "garden" || !slices.Equal(p.Members, []string{alice}) {
 		t.Fatalf("created %+v", p)
 	}
 	_, err := w.CreateProject(ctx, alice, "")
-	wantErr(t, "a project without a name", err, workspace.ErrInvalid)
-	p = must(w.AddMember(ctx, alice, p.ID, bob))(t)
+	testcheck.WantErr(t, "a project without a name", err, workspace.ErrInvalid)
+	p = testcheck.Must(w.AddMember(ctx, alice, p.ID, bob))(t)
 	s := workspace.Scope{Kind: workspace.KindProject, ID: p.ID}
-	must(w.Write(ctx, bob, s, "plan.md", []byte("by bob")))(t)
-	must(w.Edit(ctx, alice, s, "plan.md", "bob", "bob and alice", false))(t)
+	testcheck.Must(w.Write(ctx, bob, s, "plan.md", []byte("by bob")))(t)
+	testcheck.Must(w.Edit(ctx, alice, s, "plan.md", "bob", "bob and alice", false))(t)
 	_, err = w.AddMember(ctx, bob, p.ID, "carol")
-	wantErr(t, "a member who is not the owner adding", err, workspace.ErrNotFound)
+	testcheck.WantErr(t, "a member who is not the owner adding", err, workspace.ErrNotFound)
 	_, err = w.RemoveMember(ctx, alice, p.ID, alice)
-	wantErr(t, "removing the owner", err, workspace.ErrConflict)
-	if ps := must(w.Projects(ctx, bob))(t); len(ps) != 1 || ps[0].ID != p.ID {
+	testcheck.WantErr(t, "removing the owner", err, workspace.ErrConflict)
+	if ps := testcheck.Must(w.Projects(ctx, bob))(t); len(ps) != 1 || ps[0].ID != p.ID {
 		t.Fatalf("bob's projects %+v", ps)
 	}
 
 	bc := conv(t, e, bob)
-	must(0, w.AttachConversation(ctx, bob, bc.ID, p.ID))(t)
-	ps := must(w.ScopeOf(ctx, bob, bc.ID, workspace.KindProject))(t)
+	testcheck.Must(0, w.AttachConversation(ctx, bob, bc.ID, p.ID))(t)
+	ps := testcheck.Must(w.ScopeOf(ctx, bob, bc.ID, workspace.KindProject))(t)
 	if ps != s {
 		t.Fatalf("the conversation's project scope %+v, want %+v", ps, s)
 	}
 	_, err = w.ScopeOf(ctx, bob, conv(t, e, bob).ID, workspace.KindProject)
-	wantErr(t, "the project of an unattached conversation", err, workspace.ErrBadScope)
+	testcheck.WantErr(t, "the project of an unattached conversation", err, workspace.ErrBadScope)
 
-	must(w.RemoveMember(ctx, alice, p.ID, bob))(t)
+	testcheck.Must(w.RemoveMember(ctx, alice, p.ID, bob))(t)
 	_, _, err = w.Read(ctx, bob, s, "plan.md")
-	wantErr(t, "a removed member reading", err, workspace.ErrNotFound)
+	testcheck.WantErr(t, "a removed member reading", err, workspace.ErrNotFound)
 
-	must(0, w.DeleteProject(ctx, alice, p.ID))(t)
+	testcheck.Must(0, w.DeleteProject(ctx, alice, p.ID))(t)
 	_, err = w.Project(ctx, alice, p.ID)
-	wantErr(t, "a deleted project", err, workspace.ErrNotFound)
-	if keys := must(e.Files.List(ctx, must(workspace.ProjectPrefix(p.ID))(t)))(t); len(keys) != 0 {
+	testcheck.WantErr(t, "a deleted project", err, workspace.ErrNotFound)
+	if keys := testcheck.Must(e.Files.List(ctx, testcheck.Must(workspace.ProjectPrefix(p.ID))(t)))(t); len(keys) != 0 {
 		t.Fatalf("a deleted project left objects %v", keys)
 	}
-	if got := must(w.ConversationProject(ctx, bob, bc.ID))(t); got != "" {
+	if got := testcheck.Must(w.ConversationProject(ctx, bob, bc.ID))(t); got != "" {
 		t.Fatalf("still attached to %q", got)
 	}
 }
@@ -497,14 +489,14 @@ func testProjects(t *testing.T, e Env) {
 func testObjectsUnderPrefix(t *testing.T, e Env) {
 	ctx, w := t.Context(), newWorkspaces(e)
 	cs := conv(t, e, alice)
-	must(w.Write(ctx, alice, cs, "c.md", []byte("c")))(t)
-	must(w.Write(ctx, alice, workspace.Scope{Kind: workspace.KindUser, ID: alice}, "u.md", []byte("u")))(t)
-	p := must(w.CreateProject(ctx, alice, "p"))(t)
-	must(w.Write(ctx, alice, workspace.Scope{Kind: workspace.KindProject, ID: p.ID}, "p.md", []byte("p")))(t)
-	convPrefix := must(documents.ConversationPrefix(alice, cs.ID))(t)
-	userPrefix := must(documents.UserPrefix(alice))(t)
-	projPrefix := must(workspace.ProjectPrefix(p.ID))(t)
-	all := must(e.Files.List(ctx, ""))(t)
+	testcheck.Must(w.Write(ctx, alice, cs, "c.md", []byte("c")))(t)
+	testcheck.Must(w.Write(ctx, alice, workspace.Scope{Kind: workspace.KindUser, ID: alice}, "u.md", []byte("u")))(t)
+	p := testcheck.Must(w.CreateProject(ctx, alice, "p"))(t)
+	testcheck.Must(w.Write(ctx, alice, workspace.Scope{Kind: workspace.KindProject, ID: p.ID}, "p.md", []byte("p")))(t)
+	convPrefix := testcheck.Must(documents.ConversationPrefix(alice, cs.ID))(t)
+	userPrefix := testcheck.Must(documents.UserPrefix(alice))(t)
+	projPrefix := testcheck.Must(workspace.ProjectPrefix(p.ID))(t)
+	all := testcheck.Must(e.Files.List(ctx, ""))(t)
 	if len(all) != 3 {
 		t.Fatalf("objects %v", all)
 	}
@@ -528,37 +520,37 @@ func testObjectsUnderPrefix(t *testing.T, e Env) {
 func testConversationDeleteAndErasure(t *testing.T, e Env) {
 	ctx, w := t.Context(), newWorkspaces(e)
 	cs := conv(t, e, alice)
-	must(w.Write(ctx, alice, cs, "c.md", []byte("c")))(t)
-	must(0, e.Files.Put(ctx, must(documents.ConversationPrefix(alice, cs.ID))(t)+"workspace/x", []byte("x")))(t)
+	testcheck.Must(w.Write(ctx, alice, cs, "c.md", []byte("c")))(t)
+	testcheck.Must(0, e.Files.Put(ctx, testcheck.Must(documents.ConversationPrefix(alice, cs.ID))(t)+"workspace/x", []byte("x")))(t)
 	// As runs.Service.DeleteConversation does: the files, then the record.
-	must(0, documents.DeletePrefix(ctx, e.Files, must(documents.ConversationPrefix(alice, cs.ID))(t)))(t)
-	must(0, e.Record.DeleteConversation(ctx, alice, cs.ID))(t)
+	testcheck.Must(0, documents.DeletePrefix(ctx, e.Files, testcheck.Must(documents.ConversationPrefix(alice, cs.ID))(t)))(t)
+	testcheck.Must(0, e.Record.DeleteConversation(ctx, alice, cs.ID))(t)
 	_, err := w.Stat(ctx, alice, cs, "c.md")
-	wantErr(t, "a deleted conversation's file", err, workspace.ErrNotFound)
+	testcheck.WantErr(t, "a deleted conversation's file", err, workspace.ErrNotFound)
 
 	us := workspace.Scope{Kind: workspace.KindUser, ID: alice}
-	must(w.Write(ctx, alice, us, "u.md", []byte("u")))(t)
-	must(w.Write(ctx, alice, conv(t, e, alice), "c.md", []byte("c")))(t)
-	p := must(w.CreateProject(ctx, alice, "mine"))(t)
-	must(w.Write(ctx, alice, workspace.Scope{Kind: workspace.KindProject, ID: p.ID}, "p.md", []byte("p")))(t)
-	bp := must(w.CreateProject(ctx, bob, "bob's"))(t)
-	must(w.AddMember(ctx, bob, bp.ID, alice))(t)
+	testcheck.Must(w.Write(ctx, alice, us, "u.md", []byte("u")))(t)
+	testcheck.Must(w.Write(ctx, alice, conv(t, e, alice), "c.md", []byte("c")))(t)
+	p := testcheck.Must(w.CreateProject(ctx, alice, "mine"))(t)
+	testcheck.Must(w.Write(ctx, alice, workspace.Scope{Kind: workspace.KindProject, ID: p.ID}, "p.md", []byte("p")))(t)
+	bp := testcheck.Must(w.CreateProject(ctx, bob, "bob's"))(t)
+	testcheck.Must(w.AddMember(ctx, bob, bp.ID, alice))(t)
 	bs := workspace.Scope{Kind: workspace.KindProject, ID: bp.ID}
-	must(w.Write(ctx, alice, bs, "by-alice.md", []byte("shared")))(t)
+	testcheck.Must(w.Write(ctx, alice, bs, "by-alice.md", []byte("shared")))(t)
 
 	// The erasure's steps that concern files (cmd/trellis erase.go).
-	must(0, e.Record.BeginErasure(ctx, alice))(t)
-	must(0, w.EraseProjects(ctx, alice))(t)
-	must(0, documents.DeletePrefix(ctx, e.Files, must(documents.UserPrefix(alice))(t)))(t)
-	must(e.Record.EraseUser(ctx, alice))(t)
+	testcheck.Must(0, e.Record.BeginErasure(ctx, alice))(t)
+	testcheck.Must(0, w.EraseProjects(ctx, alice))(t)
+	testcheck.Must(0, documents.DeletePrefix(ctx, e.Files, testcheck.Must(documents.UserPrefix(alice))(t)))(t)
+	testcheck.Must(e.Record.EraseUser(ctx, alice))(t)
 
-	if keys := must(e.Files.List(ctx, ""))(t); len(keys) != 1 {
+	if keys := testcheck.Must(e.Files.List(ctx, ""))(t); len(keys) != 1 {
 		t.Fatalf("objects after the erasure: %v (want only the file in bob's project)", keys)
 	}
 	if _, _, err := w.Read(ctx, bob, bs, "by-alice.md"); err != nil {
 		t.Fatalf("a file alice wrote in bob's project: %v", err)
 	}
-	if p := must(w.Project(ctx, bob, bp.ID))(t); !slices.Equal(p.Members, []string{bob}) {
+	if p := testcheck.Must(w.Project(ctx, bob, bp.ID))(t); !slices.Equal(p.Members, []string{bob}) {
 		t.Fatalf("bob's project after alice's erasure: %+v", p)
 	}
 	if files, _, err := w.List(ctx, alice, us, "", "", 0); err != nil || len(files) != 0 {
@@ -579,10 +571,10 @@ func testOnChange(t *testing.T, e Env) {
 	})
 	s := conv(t, e, alice)
 	cctx := workspace.WithConversation(ctx, s.ID)
-	must(w.Write(cctx, alice, s, "x.md", []byte("a")))(t)
-	must(w.Edit(cctx, alice, s, "x.md", "a", "b", false))(t)
-	must(w.Restore(ctx, alice, s, "x.md", 1))(t)
-	must(0, w.Delete(ctx, alice, s, "x.md"))(t)
+	testcheck.Must(w.Write(cctx, alice, s, "x.md", []byte("a")))(t)
+	testcheck.Must(w.Edit(cctx, alice, s, "x.md", "a", "b", false))(t)
+	testcheck.Must(w.Restore(ctx, alice, s, "x.md", 1))(t)
+	testcheck.Must(0, w.Delete(ctx, alice, s, "x.md"))(t)
 	_, _ = w.Write(ctx, bob, s, "x.md", []byte("refused"))
 	want := []workspace.Change{
 		{Scope: s, Path: "x.md", Version: 1, Op: "write", Conversation: s.ID},
