@@ -250,18 +250,27 @@ func TestSignInCSRF(t *testing.T) {
 func TestSignInBadCookies(t *testing.T) {
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
-			s := newSignInEnv(t, b, time.Second, func(c *apitest.Config) {
+			// The session lives ttl: long enough that a loaded machine still
+			// holds its cookie when sign-in returns, short for the wait below.
+			const ttl = 3 * time.Second
+			s := newSignInEnv(t, b, ttl, func(c *apitest.Config) {
 				c.API.Limits.AuthFailuresPerMinute, c.API.Limits.AuthFailureBurst = 1, 3
 			})
 			b := s.browser()
 			s.signIn(b, "ada")
+			signedIn := time.Now()
 			good := s.sessionCookie(b)
+			if good == nil {
+				t.Fatal("no session cookie once sign-in returned")
+			}
 			plain := &http.Client{}
 			bad := func(value string) reply {
 				return s.send(plain, http.MethodGet, "/api/v1/conversations", "", "Cookie", middleware.SessionCookie+"="+value)
 			}
 			wantCode(t, bad(good.Value+"x"), http.StatusUnauthorized, "unauthorized")
-			time.Sleep(1100 * time.Millisecond)
+			// The session was made before sign-in returned, so it has
+			// expired ttl after that.
+			time.Sleep(time.Until(signedIn.Add(ttl + 100*time.Millisecond)))
 			wantCode(t, bad(good.Value), http.StatusUnauthorized, "unauthorized") // expired
 			wantCode(t, s.send(plain, http.MethodGet, "/auth/session", "", "Cookie", middleware.SessionCookie+"=guess"), http.StatusUnauthorized, "unauthorized")
 			wantCode(t, bad("another-guess"), http.StatusTooManyRequests, "rate_limited")
