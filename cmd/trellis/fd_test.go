@@ -35,7 +35,7 @@ func dbDescriptors(t *testing.T, pid int, dir string) int {
 	return n
 }
 
-// TestSQLiteDescriptorsBounded: bursts of 300 streamed chats at once
+// TestSQLiteDescriptorsBounded: bursts of 120 streamed chats at once
 // never hold more than a bounded number of descriptors to the database
 // files (a process with the common limit of 1,024 survives any burst),
 // after each burst what is left is the pools' idle connections, whatever
@@ -43,6 +43,7 @@ func dbDescriptors(t *testing.T, pid int, dir string) int {
 // time (a second here, a minute in service) the count comes back near
 // where it started.
 func TestSQLiteDescriptorsBounded(t *testing.T) {
+	t.Parallel()
 	testDescriptorsBounded(t, "1s")
 }
 
@@ -50,7 +51,7 @@ func TestSQLiteDescriptorsBounded(t *testing.T) {
 // idle.
 func testDescriptorsBounded(t *testing.T, idle string) {
 	if testing.Short() {
-		t.Skip("bursts of 300 streamed chats")
+		t.Skip("bursts of 120 streamed chats")
 	}
 	if _, err := os.Stat("/proc/self/fd"); err != nil {
 		t.Skip("no /proc: cannot count descriptors")
@@ -60,7 +61,7 @@ func testDescriptorsBounded(t *testing.T, idle string) {
 		"TRELLIS_LOG_LEVEL=warn", "TRELLIS_APPROVAL_TOOLS=", childIdleTime+"="+idle)
 	pid := c.cmd.Process.Pid
 	baseline := dbDescriptors(t, pid, dir)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 300}, Timeout: 2 * time.Minute}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 120}, Timeout: 2 * time.Minute}
 	chat := func(i int) error {
 		body := fmt.Sprintf(`{"message": "hello number %d"}`, i)
 		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, c.url+"/api/v1/chat", bytes.NewBufferString(body))
@@ -86,7 +87,7 @@ func testDescriptorsBounded(t *testing.T, idle string) {
 	// each of at most MaxOpenConns connections holding the database and
 	// its WAL, and one shared-memory descriptor per file: whatever the
 	// burst, far below 1,024.
-	const burst, limit = 300, 2 * (2*sqlopen.MaxOpenConns + 1)
+	const burst, limit = 120, 2 * (2*sqlopen.MaxOpenConns + 1)
 	// nearBaseline is what a quiet process may hold beyond its start: a
 	// connection (the database and its WAL) of each pool in use.
 	const nearBaseline = 4
