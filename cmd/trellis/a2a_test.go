@@ -42,6 +42,7 @@ type a2aReport struct {
 // task's next message, a waiting task cancelled, and the client's
 // mistakes as the errors of their codes.
 func TestA2AClient(t *testing.T) {
+	t.Parallel()
 	dir := clientDir(t, "../../api/a2a/testdata", "@a2a-js/sdk")
 	c := serveProtocols(t)
 	var r a2aReport

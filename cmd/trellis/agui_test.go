@@ -145,6 +145,7 @@ func lastText(ms []aguiMessage) string {
 // capabilities, an abort mid-stream and the next message accepted, and
 // client mistakes answered 4xx.
 func TestAGUIClient(t *testing.T) {
+	t.Parallel()
 	dir := clientDir(t, "../../api/agui/testdata", "@ag-ui/client")
 	subagents := filepath.Join(t.TempDir(), "subagents.json")
 	if err := os.WriteFile(subagents, []byte(`{"agents": [{"name": "checker", "description": "checks sums", "tools": ["current_time", "calculator"]}]}`), 0o600); err != nil {

@@ -62,6 +62,7 @@ type aisdkMessage struct {
 // ai 5 gets a text), stop() mid-stream and the next message accepted, a
 // stream resumed after a reload, and client mistakes answered 4xx.
 func TestAISDKClient(t *testing.T) {
+	t.Parallel()
 	dir := clientDir(t, "../../api/aisdk/testdata", "ai5")
 	node := filepath.Join(dir, "node_modules", "node22", "bin", "node") // ai 7 needs Node 22
 	c := serveProtocols(t)

@@ -15,6 +15,7 @@ import (
 // parked: exactly one answer wins (200, the others 409), and the run
 // resumes once, doing what that answer said.
 func TestConcurrentAnswersOnTwoProcesses(t *testing.T) {
+	t.Parallel()
 	for _, parked := range []bool{false, true} {
 		name := "waiting"
 		if parked {

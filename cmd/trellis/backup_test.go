@@ -29,6 +29,7 @@ func trellis(t *testing.T, env map[string]string, args ...string) (int, string) 
 // the approval that was pending still is and, approved, runs its tool,
 // and the uploaded document is still searched and cited.
 func TestBackupUnderLoadRestores(t *testing.T) {
+	t.Parallel()
 	md, err := os.ReadFile("../../documents/testdata/handbook.md")
 	if err != nil {
 		t.Fatal(err)
@@ -155,6 +156,7 @@ func lastContent(conv map[string]any) string {
 // directory with no database, PostgreSQL, a directory that is no backup,
 // and a restore over a data directory that already holds a database.
 func TestBackupAndRestoreRefuse(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	c := startServe(t, "TRELLIS_DATA_DIR="+data)

@@ -84,6 +84,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // and the next prompt no longer has it; "memory": false leaves the
 // profile out; forgetting everything leaves the agent knowing nothing.
 func TestServeRemembersAcrossConversations(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			dir := t.TempDir()
@@ -165,6 +166,7 @@ func TestServeRemembersAcrossConversations(t *testing.T) {
 // TRELLIS_COGNITION=off: nothing is loaded or learnt, and the endpoints
 // are not there.
 func TestServeCognitionOff(t *testing.T) {
+	t.Parallel()
 	c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(), "TRELLIS_COGNITION=off")
 	if !strings.Contains(c.startLine, "memory off") {
 		t.Errorf("start line %q", c.startLine)
@@ -183,6 +185,7 @@ func TestServeCognitionOff(t *testing.T) {
 // turn with memory on that follows it is learnt, so waiting for that one
 // shows the first had its chance to be learnt too.
 func TestServeMemoryFalseLearnsNothing(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			// No rate limit: the wait below polls two endpoints, and a

@@ -26,6 +26,7 @@ const operatorScript = `{"steps": [
 // a chat's context reaches the writer's prompt fenced as the client's
 // data.
 func TestServeSystemPromptFileAndContext(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "operator.json")
 	prompt := filepath.Join(dir, "prompt.txt")
@@ -54,6 +55,7 @@ func TestServeSystemPromptFileAndContext(t *testing.T) {
 // directory, empty, not text or too large stops the start with an error
 // that names the file and what is wrong.
 func TestSystemPromptFileRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
@@ -113,6 +115,7 @@ const (
 // first answer, the model's, written by a background job; a title the
 // user set while the job ran is kept. On SQLite and PostgreSQL.
 func TestServeTitlesConversations(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			dir := t.TempDir()
@@ -193,6 +196,7 @@ const contextCrashScript = `{"steps": [
 // context: the prompts after the approval still carry it. On SQLite and
 // PostgreSQL.
 func TestServeContextSurvivesACrash(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			dir := t.TempDir()

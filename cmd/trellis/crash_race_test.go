@@ -18,6 +18,7 @@ import (
 // and the tool has run at most once — and never without the yes: if
 // the approval was refused because the cancel won, the tool never runs.
 func TestCrashWhenADisconnectRacesAnApproval(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)

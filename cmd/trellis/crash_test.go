@@ -234,6 +234,7 @@ func followToEnd(t *testing.T, c *child, conv, runID string, seen []event) []eve
 // though every restarted process recovers the run before the server has
 // reconnected. Once approved, it runs exactly once.
 func TestCrashWhileAnMCPToolAwaitsApproval(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)
@@ -284,6 +285,7 @@ func TestCrashWhileAnMCPToolAwaitsApproval(t *testing.T) {
 // answer given to a process started after them is delivered: the MCP
 // call is issued again with it, and the tool acts once.
 func TestCrashWhileAnMCPToolAsks(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)
@@ -335,6 +337,7 @@ func TestCrashWhileAnMCPToolAsks(t *testing.T) {
 // in: the next process lists it pending under the same id, and the
 // user's next message, sent to that process, answers it.
 func TestCrashWhileAClarificationWaits(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)
@@ -375,6 +378,7 @@ func TestCrashWhileAClarificationWaits(t *testing.T) {
 // a tool's call is at least once, and the budget counts what the
 // checkpoints saw.)
 func TestCrashKeepsTheBudgetSpent(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)
@@ -415,6 +419,7 @@ func TestCrashKeepsTheBudgetSpent(t *testing.T) {
 // nobody was sent, and the process that continues the run stores a
 // whole log: run.started first, ids without a gap, one run.completed.
 func TestCrashWhileASyncRunsEventsWait(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)
@@ -484,6 +489,7 @@ func TestCrashWhileASyncRunsEventsWait(t *testing.T) {
 // both answered, each by a run of its own, and neither run fails nor
 // takes up the turn before it.
 func TestCrashBeforeARunsFirstCheckpoint(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)
@@ -719,6 +725,7 @@ func (e *crashEnv) holdCalls() (release func()) {
 // API (fail), LangGraph's HumanInTheLoopMiddleware interrupt (approve:
 // retry) and AG-UI's interrupt (skip), each of which shows the call.
 func TestCrashWhileANonIdempotentToolRuns(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)
@@ -801,6 +808,7 @@ func TestCrashWhileANonIdempotentToolRuns(t *testing.T) {
 // by the recovered run, with the same idempotency key, and nobody is
 // asked.
 func TestCrashWhileAnIdempotentToolRuns(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)
@@ -880,6 +888,7 @@ func answerUncertainCall(t *testing.T, c *child, conv, id, decision string) {
 // never stored, is not run again and nobody is asked: its recorded
 // outcome is its result.
 func TestCrashAfterANonIdempotentToolEnded(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)
@@ -927,6 +936,7 @@ func TestCrashAfterANonIdempotentToolEnded(t *testing.T) {
 // answer is recorded once, and the events the client was told stay
 // where they were, the new ones numbered after them.
 func TestCrashAtABarrier(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)

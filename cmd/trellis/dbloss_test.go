@@ -32,6 +32,7 @@ const slowScript = `{"steps": [
 // last checkpoint to run.completed, which a client reconnecting with
 // Last-Event-ID sees; the run is never marked failed.
 func TestServeSurvivesLosingItsDatabaseSessions(t *testing.T) {
+	t.Parallel()
 	app := fmt.Sprintf("trellis_test_%016x", rand.Uint64())
 	script := filepath.Join(t.TempDir(), "slow.json")
 	if err := os.WriteFile(script, []byte(slowScript), 0o600); err != nil {

@@ -63,6 +63,7 @@ func getJSON(t *testing.T, c *child, path string) (int, map[string]any) {
 // PDF of testdata are uploaded, processed as jobs to ready, listed,
 // downloaded and deleted with their files.
 func TestServeDocuments(t *testing.T) {
+	t.Parallel()
 	md, err := os.ReadFile("../../documents/testdata/handbook.md")
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +147,7 @@ func TestServeDocuments(t *testing.T) {
 }
 
 func TestParseDocuments(t *testing.T) {
+	t.Parallel()
 	env := func(kv ...string) func(string) string {
 		m := map[string]string{"HOME": "/home/ada"}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -211,6 +213,7 @@ func waitReady(t *testing.T, c *child, conv, id string) {
 // and deleted on the other), encrypted at rest when a key is set, and
 // the start line says where the files live.
 func TestServeDocumentsInPostgresByDefault(t *testing.T) {
+	t.Parallel()
 	dsn := pgDSN(t)
 	key := "TRELLIS_DOCUMENTS_KEY=" + strings.Repeat("3c", 32)
 	a := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(), "DATABASE_URL="+dsn, key)
@@ -273,6 +276,7 @@ func TestServeDocumentsInPostgresByDefault(t *testing.T) {
 // With TRELLIS_DOCUMENTS_S3_*, serve keeps documents in the bucket (here
 // an in-process S3 server), encrypted with TRELLIS_DOCUMENTS_KEY.
 func TestServeDocumentsInS3(t *testing.T) {
+	t.Parallel()
 	backend := s3mem.New()
 	if err := backend.CreateBucket("trellis-docs"); err != nil {
 		t.Fatal(err)
@@ -334,6 +338,7 @@ const docScript = `{"steps": [
 // conversation makes the scripted supervisor call search_documents, whose
 // result holds the passage with its document id and character offsets.
 func TestServeAgentSearchesDocuments(t *testing.T) {
+	t.Parallel()
 	md, err := os.ReadFile("../../documents/testdata/handbook.md")
 	if err != nil {
 		t.Fatal(err)
@@ -475,6 +480,7 @@ const citeScript = `{"steps": [
 // supervisor call search_documents, and response.done cites the passage
 // by document, chunk and character offsets.
 func TestServeAgentCitesDocuments(t *testing.T) {
+	t.Parallel()
 	md, err := os.ReadFile("../../documents/testdata/handbook.md")
 	if err != nil {
 		t.Fatal(err)
@@ -554,6 +560,7 @@ func TestServeAgentCitesDocuments(t *testing.T) {
 // uploaded document: it searches the documents and quotes the passage
 // with its numbered citation.
 func TestServeOfflineAnswersFromDocuments(t *testing.T) {
+	t.Parallel()
 	md, err := os.ReadFile("../../documents/testdata/handbook.md")
 	if err != nil {
 		t.Fatal(err)
@@ -586,6 +593,7 @@ func TestServeOfflineAnswersFromDocuments(t *testing.T) {
 // limit it can act on, with the code the README promises, not the body
 // limit (the document limit plus the multipart framing).
 func TestServeRefusesOversizedDocument(t *testing.T) {
+	t.Parallel()
 	c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir())
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)

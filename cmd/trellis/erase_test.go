@@ -245,6 +245,7 @@ func waitErased(t *testing.T, c *child, key string) map[string]any {
 // documents' files) and, on PostgreSQL, every table; erasing Alice takes
 // hers. Bob's stays, and so does what the API shows him.
 func TestEraseLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			e := newErasureEnv(t, backend)
@@ -334,6 +335,7 @@ func wantHolders(backend string) []string {
 // process takes the abandoned job again and completes it. Nothing of the
 // erased user is left; the other user keeps everything.
 func TestCrashWhileErasing(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			e := newErasureEnv(t, backend)
@@ -386,6 +388,7 @@ func TestCrashWhileErasing(t *testing.T) {
 // deleted both conversations; nothing of Alice's is left and Bob keeps
 // his.
 func TestEraseAgainWhileRunning(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			e := newErasureEnv(t, backend)
@@ -439,6 +442,7 @@ func TestEraseAgainWhileRunning(t *testing.T) {
 // Deleting a conversation as a LangGraph thread deletes its documents'
 // files too, as DELETE /conversations/{id} does: before, it left them.
 func TestLangGraphThreadDeleteRemovesFiles(t *testing.T) {
+	t.Parallel()
 	e := newErasureEnv(t, "sqlite")
 	c := startServe(t, e.env...)
 	canary := newCanary(t)
@@ -499,6 +503,7 @@ func ended(t *testing.T, c *child, resp *http.Response) {
 // process of the cluster runs, and waits for it to end: the stream in B
 // ends with run.cancelled before A answers 204.
 func TestDeleteConversationStopsARunInAnotherProcess(t *testing.T) {
+	t.Parallel()
 	e := newErasureEnv(t, "postgres")
 	a, b := startServe(t, e.env...), startServe(t, e.env...)
 	canary := newCanary(t)
@@ -521,6 +526,7 @@ func TestDeleteConversationStopsARunInAnotherProcess(t *testing.T) {
 // is live in B) and nothing of hers is in any table or file: the run
 // wrote nothing after its conversation went.
 func TestEraseStopsARunInAnotherProcess(t *testing.T) {
+	t.Parallel()
 	e := newErasureEnv(t, "postgres")
 	a, b := startServe(t, e.env...), startServe(t, e.env...)
 	alice, bob := newCanary(t), newCanary(t)
@@ -549,6 +555,7 @@ func TestEraseStopsARunInAnotherProcess(t *testing.T) {
 // requests are made. Once it completed, nothing of the user is left,
 // and the user starts afresh: a chat works, and it is all they have.
 func TestErasureRefusesWrites(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			e := newErasureEnv(t, backend)

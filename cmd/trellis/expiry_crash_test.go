@@ -22,6 +22,7 @@ import (
 // clarifying question that expires with continue: the run that asked
 // goes on, once.
 func TestCrashBeforeADeadline(t *testing.T) {
+	t.Parallel()
 	kinds := []struct {
 		name, message, env, pending, requested, expired, id string
 		// parkedOnly: the request parks its run at once (a clarifying
@@ -134,6 +135,7 @@ func TestCrashBeforeADeadline(t *testing.T) {
 // uncertain_call.expired, uncertain_call.resolved with it, the charge not
 // run again, and the run completes.
 func TestCrashBeforeAnUncertainCallDeadline(t *testing.T) {
+	t.Parallel()
 	for db, outcome := range map[string]string{"sqlite": "skip", "postgres": "fail"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)
@@ -177,6 +179,7 @@ func TestCrashBeforeAnUncertainCallDeadline(t *testing.T) {
 // decision is 409. One uncertain_call.resolved either way, the charge
 // never run again, and the run completes.
 func TestUncertainCallDeadlineRacesADecision(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)

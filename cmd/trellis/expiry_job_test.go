@@ -11,6 +11,7 @@ import (
 // elicitations had deadlines (an approval's, approval_id alone) still
 // names its approval.
 func TestExpiryJobArgs(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args string
 		kind store.HumanKind

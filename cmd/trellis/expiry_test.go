@@ -167,6 +167,7 @@ func queryRow(t *testing.T, dataDir, file, dsn, q, arg string, dest ...any) {
 // deadline before it passes. An approval answered before its deadline
 // keeps its answer: the job finds it answered and does nothing.
 func TestApprovalExpiresWithItsOutcome(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		for _, outcome := range []string{"reject", "approve", "cancel"} {
 			t.Run(db+"/"+outcome, func(t *testing.T) {
@@ -259,6 +260,7 @@ func TestApprovalExpiresWithItsOutcome(t *testing.T) {
 // The pending lists show the deadline before it passes. A question
 // answered before its deadline keeps its answer: the job does nothing.
 func TestElicitationExpiresWithItsOutcome(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		for _, outcome := range []string{"decline", "cancel"} {
 			t.Run(db+"/"+outcome, func(t *testing.T) {
@@ -345,6 +347,7 @@ func TestElicitationExpiresWithItsOutcome(t *testing.T) {
 // then the run ends cancelled; the tool never acts, nor replies: the run
 // is cancelled before the tool can hear its question cancelled.
 func TestElicitationExpiresOnAnOpenStream(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			t.Parallel()

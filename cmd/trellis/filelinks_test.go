@@ -61,6 +61,7 @@ func fetchLink(t *testing.T, c, at *child, p string) (int, string) {
 // processes sharing PostgreSQL and TRELLIS_DOCUMENTS_KEY serve each
 // other's links; without the key, a link works only where it was made.
 func TestServeWorkspaceFiles(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) {
 		c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir())
 		if code, f := putFile(t, c, "notes.md", "one"); code != http.StatusCreated || f["version"] != 1.0 {

@@ -15,6 +15,7 @@ import (
 // live, the download link works without credentials, and the panel
 // restores the first version.
 func TestServeFilesPanel(t *testing.T) {
+	t.Parallel()
 	c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(), "TRELLIS_MODEL=offline")
 	p := webtest.Open(t, webtest.Browser(t), c.url)
 	p.Send("write a file notes.md with hello")
@@ -51,6 +52,7 @@ func TestServeFilesPanel(t *testing.T) {
 // Files panel shows, the one version stored, holds the user's content,
 // not the agent's.
 func TestServeFileApprovalEdited(t *testing.T) {
+	t.Parallel()
 	c := startServe(t, "TRELLIS_DATA_DIR="+t.TempDir(), "TRELLIS_MODEL=offline", "TRELLIS_WORKSPACE_APPROVE=write")
 	p := webtest.Open(t, webtest.Browser(t), c.url)
 	p.Send("write a file notes.md with hello")

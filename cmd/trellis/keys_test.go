@@ -15,6 +15,7 @@ import (
 // stop within seconds of being revoked, with no restart; list shows
 // them without their secret. On both backends.
 func TestKeysWithoutRestart(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			env := map[string]string{"TRELLIS_DATA_DIR": t.TempDir()}
@@ -66,6 +67,7 @@ func TestKeysWithoutRestart(t *testing.T) {
 // key with no user, a revoke with no id, a data directory that does
 // not exist.
 func TestKeysRefuses(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"TRELLIS_DATA_DIR": t.TempDir()}
 	for _, tc := range []struct {
 		args []string

@@ -14,6 +14,7 @@ import (
 // turn once. A turn after it is learned alone, from where the last job
 // stopped.
 func TestCrashBeforeLearningLearnsAfterRestart(t *testing.T) {
+	t.Parallel()
 	const learnAfter = 15 * time.Second
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {

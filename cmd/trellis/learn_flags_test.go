@@ -12,6 +12,7 @@ import (
 // --learn-after and --learn-every: their defaults, 0, values, and bad
 // values refused with an error naming the flag.
 func TestParseLearnFlags(t *testing.T) {
+	t.Parallel()
 	none := func(string) string { return "" }
 	c, err := parseServe(nil, none, io.Discard)
 	if err != nil || c.cognition.learnAfter != cognition.DefaultLearnAfter || c.cognition.learnEvery != 0 {

@@ -116,6 +116,7 @@ func TestMCPVerbGoClient(t *testing.T) {
 // TestMCPVerbSDKClient: the official TypeScript SDK's client (a script in
 // mcp/testdata) connects to `trellis mcp` over stdio.
 func TestMCPVerbSDKClient(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("node"); err != nil {
 		if os.Getenv("CI") == "" {
 			t.Skip("node is not installed")
@@ -193,6 +194,7 @@ func TestMCPVerbSDKClient(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		code int

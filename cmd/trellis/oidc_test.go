@@ -18,6 +18,7 @@ import (
 // names its user, whose conversations are their own; no token, or an
 // expired one, is 401.
 func TestServeOIDCTokens(t *testing.T) {
+	t.Parallel()
 	m := oidctest.Start(t)
 	token := func(user string, ttl time.Duration) []string {
 		tok := m.Token(t, user, jwt.MapClaims{"exp": time.Now().Add(ttl).Unix()})
@@ -52,6 +53,7 @@ func TestServeOIDCTokens(t *testing.T) {
 // provider: the session cookie it sets chats as the provider's user,
 // with the session's CSRF token, and after sign-out it is refused.
 func TestServeSignIn(t *testing.T) {
+	t.Parallel()
 	c, m, _ := startSignIn(t, "")
 	b := newBrowser(t)
 	send := func(method, path, body string, headers ...string) (int, []byte) {

@@ -50,6 +50,7 @@ func (e *erasureEnv) checkpointCount(t *testing.T, conv string) int {
 // every one of its turns can still be edited, the early ones too, whose
 // checkpoints are older than the kept window. On both backends.
 func TestServePruneKeepsEveryTurnEditable(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			const turns = 8

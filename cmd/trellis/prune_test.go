@@ -108,6 +108,7 @@ func sameHeads(t *testing.T, before, after map[string]*graph.Saved) {
 }
 
 func TestPruneCommand(t *testing.T) {
+	t.Parallel()
 	const threads, steps = 5, 30
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
@@ -183,6 +184,7 @@ func TestPruneCommand(t *testing.T) {
 // database: every thread still loads with its state intact, and the next
 // prune finishes the work. On both backends.
 func TestPruneKilledHalfway(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a large database")
 	}

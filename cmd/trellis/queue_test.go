@@ -14,6 +14,7 @@ import (
 // each queued message once, in order, as the run its 202 named; none is
 // lost and none runs twice.
 func TestCrashWhileMessagesWaitInTheQueue(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)

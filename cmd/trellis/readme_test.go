@@ -89,6 +89,7 @@ curl() { command curl --fail-with-body --silent --show-error --max-time 30 "$@";
 // stream gives up waiting soon. Other blocks with no curl start a server
 // or run the tests themselves, and are not run here.
 func TestREADMEExamples(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") != "" {

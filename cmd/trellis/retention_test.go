@@ -61,6 +61,7 @@ func (e *erasureEnv) exec(t *testing.T, query string, args ...any) {
 // is erased as its user's deletion would erase it, leaving its canary in
 // no file and no table; a recent one stays. On both backends.
 func TestRetentionErasesIdleConversations(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			e := newErasureEnv(t, backend)
@@ -99,6 +100,7 @@ func TestRetentionErasesIdleConversations(t *testing.T) {
 // numbers, and its conversation's messages stay; a recent run keeps its
 // events. On both backends.
 func TestRetentionCompactsOldRunsEvents(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			e := newErasureEnv(t, backend)

@@ -19,6 +19,7 @@ import (
 // the next process takes it up from the failed turn's last checkpoint
 // and answers, the failed run's record kept beside it.
 func TestCrashWhileARetryStarts(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)

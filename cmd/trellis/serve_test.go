@@ -58,6 +58,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestParseServe(t *testing.T) {
+	t.Parallel()
 	env := func(kv ...string) func(string) string {
 		m := map[string]string{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -415,6 +416,7 @@ func sseEvents(t *testing.T, resp *http.Response, stop func(event) bool) []event
 // watches the run complete: one run id, event ids consecutive across
 // both processes.
 func TestRestartWithAParkedApproval(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 			t.Run(fmt.Sprintf("%s/%v", db, sig), func(t *testing.T) {
@@ -498,6 +500,7 @@ func pgDSN(t testing.TB) string {
 // completes it once approved: one run id, event ids consecutive across
 // both processes.
 func TestPeerTakesOverARunOfAProcessThatDied(t *testing.T) {
+	t.Parallel()
 	env := []string{"DATABASE_URL=" + pgDSN(t), "TRELLIS_CLAIM_INTERVAL=100ms"}
 	first, second := startServe(t, env...), startServe(t, env...)
 	resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "what is 2+2?"})
@@ -532,6 +535,7 @@ func TestPeerTakesOverARunOfAProcessThatDied(t *testing.T) {
 // A models file whose fallbacks go round in a cycle stops the server at
 // start, saying why, before it serves anything.
 func TestServeRefusesBadFallbacks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "models.json")
 	if err := os.WriteFile(file, []byte(`{"models": [
@@ -551,6 +555,7 @@ func TestServeRefusesBadFallbacks(t *testing.T) {
 // by flag or variable, stops the start with an error that says why; so
 // does a word no kind takes.
 func TestUncertainCallDeadlineNeverRetries(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		env  map[string]string

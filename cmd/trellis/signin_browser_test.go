@@ -17,6 +17,7 @@ import (
 // token) and gets an answer, and "Sign out" ends the session. Served at
 // the root, and under a path prefix by a reverse proxy that strips it.
 func TestServeSignInBrowser(t *testing.T) {
+	t.Parallel()
 	for _, prefix := range []string{"", "/tools/trellis"} {
 		t.Run("prefix="+prefix, func(t *testing.T) {
 			_, m, public := startSignIn(t, prefix)

@@ -111,6 +111,7 @@ func statusWith(c *child, path, cookie string) int {
 // session it was told of), and so does A; a user erased through A is
 // signed out on B too, once the erasure has run.
 func TestSessionsAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	m := oidctest.Start(t)
 	addr := freeAddr(t)
 	origin := "http://" + addr
@@ -159,6 +160,7 @@ func TestSessionsAcrossProcesses(t *testing.T) {
 // next process, on the same database, accepts; on SQLite and
 // PostgreSQL.
 func TestCrashRightAfterSignIn(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newCrashEnv(t, db)

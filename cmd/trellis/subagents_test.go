@@ -36,6 +36,7 @@ func subagentsEnv(t *testing.T, db string) *crashEnv {
 // lists the same approval, and answering it finishes the whole tree,
 // with no tool run twice.
 func TestSubagentsApprovalSurvivesACrash(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := subagentsEnv(t, db)
@@ -106,6 +107,7 @@ func TestSubagentsApprovalSurvivesACrash(t *testing.T) {
 // supervisor not — ends the run honestly, and response.done shows the
 // use against the budget.
 func TestSubagentsBudgetEndsHonestly(t *testing.T) {
+	t.Parallel()
 	e := subagentsEnv(t, "sqlite")
 	c := e.startConnected()
 	resp := c.do("POST", "/api/v1/chat", map[string]any{"message": "the budgeted launch", "budget": map[string]any{"max_tokens": 350}})

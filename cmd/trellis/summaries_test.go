@@ -24,6 +24,7 @@ import (
 // process over the same databases writes the summary with the (offline)
 // fast model, and its next turn's prompt holds turn 1's facts.
 func TestSummaryJobSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	type backend struct {
 		saver func(t *testing.T) graph.Checkpointer
 		queue func(t *testing.T, ws *jobs.Workers) *jobs.Queue
@@ -182,6 +183,7 @@ func summaryTurn(t *testing.T, a *nodes.Agent, conv, msg string) {
 // always fails, the summary job is retried, and its last attempt keeps
 // the extractive summary, which the next turn adopts.
 func TestSummaryJobFallsBackWhenTheModelFails(t *testing.T) {
+	t.Parallel()
 	broken, err := llm.ParseScript([]byte(`{"steps": [{"match": {"node": "no such node"}, "reply": {"text": "never"}}]}`))
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // edited board (its script step matches only a system prompt holding the
 // edit, so the run would fail otherwise).
 func TestTaskBoardAcrossARestart(t *testing.T) {
+	t.Parallel()
 	script, err := filepath.Abs("../../api/testdata/tasks.json")
 	if err != nil {
 		t.Fatal(err)

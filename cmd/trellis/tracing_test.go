@@ -81,6 +81,7 @@ func attr(s *tracepb.Span, key string) *commonpb.AnyValue {
 // nodes with the GenAI attributes (operation, model, token usage), and
 // the tool call under execute_tool.
 func TestTracesReachAnOTLPReceiver(t *testing.T) {
+	t.Parallel()
 	recv := &otlpReceiver{}
 	ts := httptest.NewServer(recv)
 	defer ts.Close()

@@ -13,6 +13,7 @@ import (
 // the call's tool and arguments and its three answers. "Skip it" runs
 // nothing again, the agent is told, and the run finishes.
 func TestServeUncertainCallInThePage(t *testing.T) {
+	t.Parallel()
 	e := newCrashEnv(t, "sqlite")
 	second, conv, _ := e.parkedOnUncertainCall("charge alpha", "charge alpha ")
 	ids := pendingIDs(t, second, "uncertain_calls", conv)

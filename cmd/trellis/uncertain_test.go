@@ -14,6 +14,7 @@ import (
 // call's; approved, the call runs once more and its result shows;
 // denied, it is skipped and shows as denied.
 func TestCrashAISDKShowsAndAnswersAnUncertainCall(t *testing.T) {
+	t.Parallel()
 	dir := clientDir(t, "../../api/aisdk/testdata", "ai")
 	node := filepath.Join(dir, "node_modules", "node22", "bin", "node") // ai 7 needs Node 22
 	for _, db := range []string{"sqlite", "postgres"} {

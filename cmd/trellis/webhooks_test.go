@@ -68,6 +68,7 @@ func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // started after it, on PostgreSQL a peer that was up all along, delivers
 // every event, each accepted once under one webhook-id, signed.
 func TestCrashWhileWebhooksFail(t *testing.T) {
+	t.Parallel()
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
@@ -187,6 +188,7 @@ func TestCrashWhileWebhooksFail(t *testing.T) {
 // or whose attempts could outlast the rescue of a dead process's jobs,
 // stops serve with an error that names the file and never the secret.
 func TestServeWebhooksFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)

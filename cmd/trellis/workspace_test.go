@@ -19,6 +19,7 @@ import (
 )
 
 func TestParseWorkspace(t *testing.T) {
+	t.Parallel()
 	for approve, want := range map[string][]string{
 		"delete":            {"delete"},
 		"write, edit,write": {"write", "edit"},
@@ -45,6 +46,7 @@ func TestParseWorkspace(t *testing.T) {
 // its own, bob cannot chat in alice's conversation, and over /mcp he
 // reaches none of alice's user files (mcpIsolation).
 func TestWorkspaceThroughServe(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			t.Parallel()
@@ -102,6 +104,7 @@ func TestWorkspaceThroughServe(t *testing.T) {
 // once it is approved with edited content the file is written once,
 // with that content: one version.
 func TestCrashWhileAFileWriteAwaitsApproval(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			t.Parallel()
@@ -220,6 +223,7 @@ func mcpIsolation(t *testing.T, c *child) {
 // in the workspace of the conversation its parent runs in, where the
 // parent, the API and the page read it.
 func TestSubagentWritesInTheParentsWorkspace(t *testing.T) {
+	t.Parallel()
 	script, err := filepath.Abs("testdata/subagent_files.json")
 	if err != nil {
 		t.Fatal(err)
