@@ -43,7 +43,8 @@
 // graph/checkpoint: memory, sqlite and postgres. A backend that is also a
 // Pruner drops old checkpoints as PlanPrune decides: each branch's newest,
 // pending interrupts, the checkpoints the caller pins (turns a chat can
-// still edit) and every delta base they read stay.
+// still edit) and every delta base they read stay; PruneWalk and
+// PruneRead.Plan are the walk and the count every such backend shares.
 //
 // Nor does a run load its thread again when it need not: a run that ends
 // or pauses leaves its state in memory (CompileOptions.ThreadCache bounds

@@ -47,6 +47,45 @@ func (o PruneOptions) Node(cp *Checkpoint, pins map[string]bool) PruneNode {
 // so a prune's memory does not grow with the number of threads.
 const PruneSpacePage = 500
 
+// PruneSpace is a thread namespace: a thread's id and a namespace in it.
+type PruneSpace struct{ Thread, NS string }
+
+// PruneWalk is the walk of a Pruner's Prune: it lists the thread
+// namespaces PruneSpacePage at a time, each page after the last one's
+// end (list, keyset order), and prunes each with its thread's pins
+// (prune, in a transaction of its own), summing the stats. It stops at
+// the first error, with the stats of the namespaces pruned so far.
+func PruneWalk(ctx context.Context, opts PruneOptions,
+	list func(ctx context.Context, after PruneSpace) ([]PruneSpace, error),
+	prune func(ctx context.Context, sp PruneSpace, pins map[string]bool) (PruneStats, error)) (PruneStats, error) {
+	if opts.Keep < 1 {
+		return PruneStats{}, fmt.Errorf("prune: keep %d: must be at least 1", opts.Keep)
+	}
+	var total PruneStats
+	var after PruneSpace
+	for {
+		spaces, err := list(ctx, after)
+		if err != nil {
+			return total, fmt.Errorf("prune: list threads: %w", err)
+		}
+		for _, sp := range spaces {
+			pins, err := opts.Pins(ctx, sp.Thread)
+			if err != nil {
+				return total, fmt.Errorf("prune: %w", err)
+			}
+			st, err := prune(ctx, sp, pins)
+			if err != nil {
+				return total, fmt.Errorf("prune %s/%s: %w", sp.Thread, sp.NS, err)
+			}
+			total = total.Add(st)
+		}
+		if len(spaces) < PruneSpacePage {
+			return total, nil
+		}
+		after = spaces[len(spaces)-1]
+	}
+}
+
 // Pins returns the set of checkpoint ids o.Pinned names for threadID,
 // nil when o.Pinned is unset.
 func (o PruneOptions) Pins(ctx context.Context, threadID string) (map[string]bool, error) {
@@ -100,6 +139,35 @@ type PruneBlob struct {
 	Field, Version string
 	Delta          bool
 	Base           string
+}
+
+// PruneRead is one thread namespace as a Pruner reads it to prune it.
+type PruneRead struct {
+	Nodes []PruneNode
+	Blobs []PruneBlob
+	// Sizes are the stored bytes of each checkpoint, by id, its pending
+	// writes' included; BlobSizes those of each blob, by index in Blobs.
+	Sizes     map[string]int64
+	BlobSizes []int64
+	// Writes counts each checkpoint's pending writes, by id.
+	Writes map[string]int
+}
+
+// Plan is PlanPrune of r keeping keep, with the stats of what it drops.
+func (r *PruneRead) Plan(keep int) (dropIDs []string, dropBlobs []int, st PruneStats) {
+	dropIDs, dropBlobs = PlanPrune(r.Nodes, r.Blobs, keep)
+	if len(dropIDs) > 0 {
+		st.Threads = 1
+	}
+	st.Checkpoints, st.Blobs = len(dropIDs), len(dropBlobs)
+	for _, id := range dropIDs {
+		st.Writes += r.Writes[id]
+		st.Bytes += r.Sizes[id]
+	}
+	for _, i := range dropBlobs {
+		st.Bytes += r.BlobSizes[i]
+	}
+	return dropIDs, dropBlobs, st
 }
 
 // PlanPrune decides, for one thread namespace, which checkpoints and blobs

@@ -128,6 +128,20 @@ func (h *Handler) answer(ctx context.Context, user string, rec runs.RunRecord, t
 	return begun{context: rec.ConversationID, follow: a.Follow}, nil
 }
 
+// started begins the run of a message decoded as t, unless decoding it
+// failed with err; on an error it answers the request and reports false.
+func (h *Handler) started(w http.ResponseWriter, r *http.Request, id json.RawMessage, t turn, err error) (begun, bool) {
+	var b begun
+	if err == nil {
+		b, err = h.begin(r.Context(), r, t)
+	}
+	if err != nil {
+		h.writeError(w, r, id, err)
+		return begun{}, false
+	}
+	return b, true
+}
+
 // sendMessage is SendMessage: it waits for the task to end or to need
 // input (or, with returnImmediately, not at all) and answers the task.
 // A client that goes away leaves the task going.
@@ -137,12 +151,8 @@ func (h *Handler) sendMessage(w http.ResponseWriter, r *http.Request, id, params
 	if err == nil && t.immediate && t.taskID != "" {
 		err = invalidParams("configuration.returnImmediately is for a new task's message")
 	}
-	var b begun
-	if err == nil {
-		b, err = h.begin(ctx, r, t)
-	}
-	if err != nil {
-		h.writeError(w, r, id, err)
+	b, ok := h.started(w, r, id, t, err)
+	if !ok {
 		return
 	}
 	defer b.follow.Sub.Close()
@@ -169,14 +179,9 @@ func (h *Handler) sendMessage(w http.ResponseWriter, r *http.Request, id, params
 // sendStreamingMessage is SendStreamingMessage: the task, then its
 // status and answer as they change, to its end or its need of input.
 func (h *Handler) sendStreamingMessage(w http.ResponseWriter, r *http.Request, id, params json.RawMessage) {
-	ctx := r.Context()
 	t, err := decodeTurn(params)
-	var b begun
-	if err == nil {
-		b, err = h.begin(ctx, r, t)
-	}
-	if err != nil {
-		h.writeError(w, r, id, err)
+	b, ok := h.started(w, r, id, t, err)
+	if !ok {
 		return
 	}
 	defer b.follow.Sub.Close()

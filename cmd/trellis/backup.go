@@ -48,6 +48,19 @@ func (d *dirFlags) add(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&d.documents, "documents-dir", getenv("TRELLIS_DOCUMENTS_DIR"), "`directory` of the documents' files (env TRELLIS_DOCUMENTS_DIR); default <data dir>/documents")
 }
 
+// recordFlags say where the record a command opens beside the server
+// is: the SQLite data directory, or the PostgreSQL database at
+// DATABASE_URL.
+type recordFlags struct {
+	dirFlags
+	databaseURL string
+}
+
+func (d *recordFlags) add(fs *flag.FlagSet, getenv func(string) string) {
+	d.dirFlags.add(fs, getenv)
+	fs.StringVar(&d.databaseURL, "database-url", getenv("DATABASE_URL"), "PostgreSQL `URL`; when set, used instead of SQLite (env DATABASE_URL)")
+}
+
 func (d *dirFlags) documentsDir() string {
 	if d.documents != "" {
 		return d.documents
@@ -59,18 +72,10 @@ func (d *dirFlags) documentsDir() string {
 // flags and one directory argument.
 func parseDirVerb(verb, use, what string, args []string, sys stdio) (dirFlags, string, error) {
 	var d dirFlags
-	fs := flag.NewFlagSet("trellis "+verb, flag.ContinueOnError)
-	fs.SetOutput(sys.err)
+	fs := newFlags(verb, fmt.Sprintf("Usage: trellis %s [flags] %s\n\n%s\n\nFlags:\n", verb, use, what), sys)
 	d.add(fs, sys.getenv)
-	fs.Usage = func() {
-		fmt.Fprintf(sys.err, "Usage: trellis %s [flags] %s\n\n%s\n\nFlags:\n", verb, use, what)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return d, "", err
-		}
-		return d, "", usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return d, "", err
 	}
 	if fs.NArg() != 1 {
 		return d, "", usageError{fmt.Errorf("%s: want one directory, %s", verb, use)}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,27 +32,18 @@ Flags:
 
 // runKeys is trellis keys: create, list or revoke.
 func runKeys(ctx context.Context, args []string, sys stdio) error {
-	fs := flag.NewFlagSet("trellis keys", flag.ContinueOnError)
-	fs.SetOutput(sys.err)
-	var d dirFlags
+	fs := newFlags("keys", keysUsage, sys)
+	var d recordFlags
 	d.add(fs, sys.getenv)
-	dbURL := fs.String("database-url", sys.getenv("DATABASE_URL"), "PostgreSQL `URL`; when set, used instead of SQLite (env DATABASE_URL)")
 	user := fs.String("user", "", "the `user` a key authenticates as (create), or whose keys to list")
 	name := fs.String("name", "", "a `name` to tell the key by (create)")
-	fs.Usage = func() {
-		fmt.Fprint(sys.err, keysUsage)
-		fs.PrintDefaults()
-	}
 	if len(args) == 0 {
 		fs.Usage()
 		return usageError{errors.New("keys: want create, list or revoke")}
 	}
 	verb := args[0]
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
 	}
 	switch {
 	case verb != "create" && verb != "list" && verb != "revoke":
@@ -65,7 +55,7 @@ func runKeys(ctx context.Context, args []string, sys stdio) error {
 	case verb != "revoke" && fs.NArg() != 0:
 		return usageError{fmt.Errorf("keys %s: unexpected arguments %q", verb, fs.Args())}
 	}
-	rec, closeRec, err := openKeys(ctx, d.data, *dbURL)
+	rec, closeRec, err := openKeys(ctx, d.data, d.databaseURL)
 	if err != nil {
 		return fmt.Errorf("keys: %w", err)
 	}

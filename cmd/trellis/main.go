@@ -120,6 +120,31 @@ Run "trellis <verb> -h" for a verb's flags.
 // usageError is a mistake on the command line (exit code 2).
 type usageError struct{ error }
 
+// newFlags is the flag set of a subcommand (trellis name): its errors
+// and its usage, usage and then the flags' defaults, go to the command's
+// standard error.
+func newFlags(name, usage string, sys stdio) *flag.FlagSet {
+	fs := flag.NewFlagSet("trellis "+name, flag.ContinueOnError)
+	fs.SetOutput(sys.err)
+	fs.Usage = func() {
+		fmt.Fprint(sys.err, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses a subcommand's arguments: flag.ErrHelp for -h, a
+// usageError for a flag it does not take.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	return nil
+}
+
 // newLogger logs text to w at level ("debug", "info", "warn", "error").
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
@@ -132,20 +157,12 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 // runMCP serves the local tools and operators (with the offline model) over
 // stdio, and the tools of the MCP servers the config file marks "export".
 func runMCP(ctx context.Context, args []string, sys stdio) error {
-	fs := flag.NewFlagSet("trellis mcp", flag.ContinueOnError)
-	fs.SetOutput(sys.err)
+	fs := newFlags("mcp", "Usage: trellis mcp [flags]\n\nServes Trellis' local tools and operators over MCP on stdin and stdout.\n\nFlags:\n", sys)
 	configPath := fs.String("mcp-config", sys.getenv("TRELLIS_MCP_CONFIG"),
 		"MCP servers `file` (Claude Desktop's mcpServers format); servers with \"export\": true are re-exported (env TRELLIS_MCP_CONFIG)")
 	logLevel := fs.String("log-level", envOr(sys.getenv, "TRELLIS_LOG_LEVEL", "info"), "log `level`: debug, info, warn or error (env TRELLIS_LOG_LEVEL)")
-	fs.Usage = func() {
-		fmt.Fprint(sys.err, "Usage: trellis mcp [flags]\n\nServes Trellis' local tools and operators over MCP on stdin and stdout.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("mcp: unexpected arguments %q", fs.Args())}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -33,22 +31,13 @@ Flags:
 // runPrune prunes the checkpoints of the embedded default's data directory,
 // or of the PostgreSQL database at DATABASE_URL, as serve stores them.
 func runPrune(ctx context.Context, args []string, sys stdio) error {
-	fs := flag.NewFlagSet("trellis prune", flag.ContinueOnError)
-	fs.SetOutput(sys.err)
-	var d dirFlags
+	fs := newFlags("prune", pruneUsage, sys)
+	var d recordFlags
 	d.add(fs, sys.getenv)
-	dbURL := fs.String("database-url", sys.getenv("DATABASE_URL"), "PostgreSQL `URL`; when set, used instead of SQLite (env DATABASE_URL)")
 	keep := fs.Int("keep", defaultKeepCheckpoints, "checkpoints each branch keeps, at least 1")
 	dryRun := fs.Bool("dry-run", false, "say what would go, and delete nothing")
-	fs.Usage = func() {
-		fmt.Fprint(sys.err, pruneUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 0 {
 		return usageError{fmt.Errorf("prune: unexpected arguments %q", fs.Args())}
@@ -56,7 +45,7 @@ func runPrune(ctx context.Context, args []string, sys stdio) error {
 	if *keep < 1 {
 		return usageError{fmt.Errorf("prune: --keep %d: want at least 1", *keep)}
 	}
-	saver, closeSaver, err := openPruner(ctx, d.data, *dbURL)
+	saver, closeSaver, err := openPruner(ctx, d.data, d.databaseURL)
 	if err != nil {
 		return fmt.Errorf("prune: %w", err)
 	}

@@ -225,16 +225,9 @@ func (t tools) read() operators.Tool {
 			if in.DocumentID != "" {
 				return t.readDocument(ctx, call, in)
 			}
-			s, err := t.resolve(ctx, call, in.Scope)
+			_, f, b, err := t.readText(ctx, call, in.Scope, in.Path)
 			if err != nil {
 				return operators.Result{}, err
-			}
-			f, b, err := t.w.Read(ctx, call.UserID, s, in.Path)
-			if err != nil {
-				return operators.Result{}, err
-			}
-			if !utf8.Valid(b) {
-				return operators.Result{}, fmt.Errorf("%s is %d bytes of binary data, not text: %w", f.Path, f.Size, ErrNotText)
 			}
 			if len(b) == 0 {
 				return operators.TextResult(fmt.Sprintf("(%s is empty)", f.Path)), nil
@@ -406,34 +399,43 @@ func (p previewTool) Preview(ctx context.Context, call operators.Call, args json
 	return p.preview(ctx, call, args)
 }
 
-// current reads the file a call would change: its bytes and whether it
-// exists.
-func (t tools) current(ctx context.Context, call operators.Call, scope, path string) (Scope, string, []byte, bool, error) {
+// target is the arguments of a call that changes a file: the file's
+// path and its scope.
+type target interface{ target() (scope, path string) }
+
+func (in *writeIn) target() (string, string)  { return in.Scope, in.Path }
+func (in *editIn) target() (string, string)   { return in.Scope, in.Path }
+func (in *deleteIn) target() (string, string) { return in.Scope, in.Path }
+
+// current decodes a call's arguments into in and reads the file the call
+// would change: its checked path, its bytes and whether it exists.
+func (t tools) current(ctx context.Context, call operators.Call, args json.RawMessage, in target) (string, []byte, bool, error) {
+	if err := json.Unmarshal(args, in); err != nil {
+		return "", nil, false, err
+	}
+	scope, path := in.target()
 	s, err := t.resolve(ctx, call, scope)
 	if err != nil {
-		return Scope{}, "", nil, false, err
+		return "", nil, false, err
 	}
 	if path, err = CheckPath(path); err != nil {
-		return Scope{}, "", nil, false, err
+		return "", nil, false, err
 	}
 	// A scope the caller may not use shows no preview, rather than
 	// one of a file that does not exist.
 	if _, err := t.w.access(ctx, call.UserID, s); err != nil {
-		return Scope{}, "", nil, false, err
+		return "", nil, false, err
 	}
 	_, b, err := t.w.Read(ctx, call.UserID, s, path)
 	if errors.Is(err, ErrNotFound) {
-		return s, path, nil, false, nil
+		return path, nil, false, nil
 	}
-	return s, path, b, err == nil, err
+	return path, b, err == nil, err
 }
 
 func (t tools) previewWrite(ctx context.Context, call operators.Call, args json.RawMessage) (string, error) {
 	var in writeIn
-	if err := json.Unmarshal(args, &in); err != nil {
-		return "", err
-	}
-	_, path, before, existed, err := t.current(ctx, call, in.Scope, in.Path)
+	path, before, existed, err := t.current(ctx, call, args, &in)
 	if err != nil {
 		return "", err
 	}
@@ -446,10 +448,7 @@ func (t tools) previewWrite(ctx context.Context, call operators.Call, args json.
 
 func (t tools) previewEdit(ctx context.Context, call operators.Call, args json.RawMessage) (string, error) {
 	var in editIn
-	if err := json.Unmarshal(args, &in); err != nil {
-		return "", err
-	}
-	_, path, before, existed, err := t.current(ctx, call, in.Scope, in.Path)
+	path, before, existed, err := t.current(ctx, call, args, &in)
 	if err != nil || !existed {
 		return "", err
 	}
@@ -462,10 +461,7 @@ func (t tools) previewEdit(ctx context.Context, call operators.Call, args json.R
 
 func (t tools) previewDelete(ctx context.Context, call operators.Call, args json.RawMessage) (string, error) {
 	var in deleteIn
-	if err := json.Unmarshal(args, &in); err != nil {
-		return "", err
-	}
-	_, path, before, existed, err := t.current(ctx, call, in.Scope, in.Path)
+	path, before, existed, err := t.current(ctx, call, args, &in)
 	if err != nil || !existed {
 		return "", err
 	}
@@ -489,16 +485,9 @@ func (t tools) index(add func(ctx context.Context, user, conversation, filename 
 			if call.ConversationID == "" {
 				return operators.Result{}, errors.New("documents belong to a conversation, and this call has none")
 			}
-			s, err := t.resolve(ctx, call, in.Scope)
+			s, f, b, err := t.readText(ctx, call, in.Scope, in.Path)
 			if err != nil {
 				return operators.Result{}, err
-			}
-			f, b, err := t.w.Read(ctx, call.UserID, s, in.Path)
-			if err != nil {
-				return operators.Result{}, err
-			}
-			if !utf8.Valid(b) {
-				return operators.Result{}, fmt.Errorf("%s is binary data, not text: %w", f.Path, ErrNotText)
 			}
 			d, err := add(ctx, call.UserID, call.ConversationID, f.Path, b)
 			if err != nil {
@@ -507,6 +496,23 @@ func (t tools) index(add func(ctx context.Context, user, conversation, filename 
 			return operators.TextResult(fmt.Sprintf("%s (version %d of the %s scope) is document %s, %q; it is searchable once processed.",
 				f.Path, f.Version, s.Kind, d.ID, d.Filename)), nil
 		}, operators.WithSchema(withScope))
+}
+
+// readText reads a text file in the scope a call names (read_file,
+// index_file): the scope, the file and its bytes, or ErrNotText.
+func (t tools) readText(ctx context.Context, call operators.Call, scope, path string) (Scope, File, []byte, error) {
+	s, err := t.resolve(ctx, call, scope)
+	if err != nil {
+		return Scope{}, File{}, nil, err
+	}
+	f, b, err := t.w.Read(ctx, call.UserID, s, path)
+	if err != nil {
+		return Scope{}, File{}, nil, err
+	}
+	if !utf8.Valid(b) {
+		return Scope{}, File{}, nil, fmt.Errorf("%s is %d bytes of binary data, not text: %w", f.Path, f.Size, ErrNotText)
+	}
+	return s, f, b, nil
 }
 
 // readDocument is read_file of a document: its uploaded bytes, numbered

@@ -2,12 +2,11 @@ package storetest
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 
+	"github.com/trellis-ai/trellis/internal/testcheck"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -115,30 +114,9 @@ func pendingIDs(t *testing.T, s store.Store, kind store.HumanKind, conversationI
 // exactly one wins.
 func resolveRace(t *testing.T, n int, resolve func(i int) error) (winner int) {
 	t.Helper()
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		winners []int
-		lost    int
-	)
-	for i := range n {
-		wg.Go(func() {
-			err := resolve(i)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				winners = append(winners, i)
-			case errors.Is(err, store.ErrAlreadyResolved):
-				lost++
-			default:
-				t.Errorf("answer %d: %v, want success or ErrAlreadyResolved", i, err)
-			}
-		})
-	}
-	wg.Wait()
-	if len(winners) != 1 || lost != n-1 {
-		t.Fatalf("%d concurrent answers: winners %v, %d refused; want exactly one winner", n, winners, lost)
+	winners := testcheck.Race(t, "answer", n, store.ErrAlreadyResolved, resolve)
+	if len(winners) != 1 {
+		t.Fatalf("%d concurrent answers: winners %v; want exactly one winner", n, winners)
 	}
 	return winners[0]
 }

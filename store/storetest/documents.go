@@ -7,10 +7,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/trellis-ai/trellis/internal/testcheck"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -23,7 +23,7 @@ type DocStore interface {
 // RunDocuments checks that stores made by newStore behave as
 // store.Documents says, as Run does for store.Store.
 func RunDocuments(t *testing.T, newStore func(t *testing.T) DocStore) {
-	runCases(t, newStore, []testCase[DocStore]{
+	testcheck.RunCases(t, newStore, testcheck.Cases[DocStore]{
 		{"Lifecycle", testDocumentLifecycle},
 		{"InNewConversation", testDocumentInNewConversation},
 		{"LimitPerConversation", testDocumentLimit},
@@ -162,24 +162,11 @@ func testDocumentLimit(t *testing.T, s DocStore) {
 
 func testDocumentLimitConcurrent(t *testing.T, s DocStore) {
 	c := newConversation(t, s, alice)
-	var wg sync.WaitGroup
-	errs := make([]error, 8)
-	for i := range errs {
-		wg.Go(func() {
-			_, errs[i] = s.CreateDocument(t.Context(), store.NewDocument{UserID: alice, ConversationID: c.ID,
-				Filename: fmt.Sprintf("f%d.txt", i), ContentType: "text/plain", MaxPerConversation: 5})
-		})
-	}
-	wg.Wait()
-	ok := 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			ok++
-		case !errors.Is(err, store.ErrTooMany):
-			t.Errorf("concurrent create: %v", err)
-		}
-	}
+	ok := len(testcheck.Race(t, "create", 8, store.ErrTooMany, func(i int) error {
+		_, err := s.CreateDocument(t.Context(), store.NewDocument{UserID: alice, ConversationID: c.ID,
+			Filename: fmt.Sprintf("f%d.txt", i), ContentType: "text/plain", MaxPerConversation: 5})
+		return err
+	}))
 	if got := allDocuments(t, s, alice, c.ID); ok != 5 || len(got) != 5 {
 		t.Fatalf("%d creates succeeded, %d documents stored; want 5 and 5", ok, len(got))
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/trellis-ai/trellis/internal/testcheck"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -19,7 +20,7 @@ type EraseStore interface {
 // RunErasure checks that stores made by newStore behave as store.Users
 // says, as Run does for store.Store.
 func RunErasure(t *testing.T, newStore func(t *testing.T) EraseStore) {
-	runCases(t, newStore, []testCase[EraseStore]{
+	testcheck.RunCases(t, newStore, testcheck.Cases[EraseStore]{
 		{"EraseUser", testEraseUser},
 		{"EraseInvalid", testEraseInvalid},
 		{"ErasingRefusesWrites", testErasingRefusesWrites},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/trellis-ai/trellis/internal/testcheck"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -18,7 +19,7 @@ type KeyStore interface {
 // RunKeys checks that stores made by newStore behave as store.Keys says,
 // as Run does for store.Store.
 func RunKeys(t *testing.T, newStore func(t *testing.T) KeyStore) {
-	runCases(t, newStore, []testCase[KeyStore]{
+	testcheck.RunCases(t, newStore, testcheck.Cases[KeyStore]{
 		{"KeyLifecycle", testKeyLifecycle},
 		{"KeyList", testKeyList},
 		{"KeyInvalid", testKeyInvalid},

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-ai/trellis/internal/testcheck"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -20,7 +21,7 @@ type MemStore interface {
 // RunMemories checks that stores made by newStore behave as
 // store.Memories says, as Run does for store.Store.
 func RunMemories(t *testing.T, newStore func(t *testing.T) MemStore) {
-	runCases(t, newStore, []testCase[MemStore]{
+	testcheck.RunCases(t, newStore, testcheck.Cases[MemStore]{
 		{"Lifecycle", testMemoryLifecycle},
 		{"Pages", testMemoryPages},
 		{"OtherUsers", testMemoryOtherUsers},

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-ai/trellis/internal/testcheck"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -20,7 +21,7 @@ type SessionStore interface {
 // RunSessions checks that stores made by newStore behave as
 // store.Sessions says, as Run does for store.Store.
 func RunSessions(t *testing.T, newStore func(t *testing.T) SessionStore) {
-	runCases(t, newStore, []testCase[SessionStore]{
+	testcheck.RunCases(t, newStore, testcheck.Cases[SessionStore]{
 		{"SessionLifecycle", testSessionLifecycle},
 		{"SessionExpiry", testSessionExpiry},
 		{"SessionInvalid", testSessionInvalid},

@@ -20,7 +20,7 @@ import (
 // newStore must return an empty store not shared with other calls, and
 // register its own cleanup with t.Cleanup. Subtests run in parallel.
 func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
-	runCases(t, newStore, []testCase[store.Store]{
+	testcheck.RunCases(t, newStore, testcheck.Cases[store.Store]{
 		{"Ping", testPing},
 		{"ConversationRoundTrip", testConversationRoundTrip},
 		{"ConversationGivenID", testConversationGivenID},
@@ -78,22 +78,6 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"QueueStartConcurrent", testQueueStartConcurrent},
 		{"Usage", testUsage},
 	})
-}
-
-// testCase is one check of a conformance suite.
-type testCase[S any] struct {
-	name string
-	fn   func(t *testing.T, s S)
-}
-
-// runCases runs each case in parallel on its own store from newStore.
-func runCases[S any](t *testing.T, newStore func(t *testing.T) S, cases []testCase[S]) {
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, newStore(t))
-		})
-	}
 }
 
 const (

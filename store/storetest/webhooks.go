@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/events"
+	"github.com/trellis-ai/trellis/internal/testcheck"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -21,7 +22,7 @@ type WebhookStore interface {
 // RunWebhooks checks that stores made by newStore behave as
 // store.Webhooks says, as Run does for store.Store.
 func RunWebhooks(t *testing.T, newStore func(t *testing.T) WebhookStore) {
-	runCases(t, newStore, []testCase[WebhookStore]{
+	testcheck.RunCases(t, newStore, testcheck.Cases[WebhookStore]{
 		{"WebhookDeliveriesRecorded", testWebhookDeliveriesRecorded},
 		{"WebhookRoutesInvalid", testWebhookRoutesInvalid},
 		{"WebhookAttempts", testWebhookAttempts},

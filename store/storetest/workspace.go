@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
+	"github.com/trellis-ai/trellis/internal/testcheck"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -22,7 +22,7 @@ type WorkspaceStore interface {
 // RunWorkspaces checks that stores made by newStore behave as
 // store.Workspaces says, as Run does for store.Store.
 func RunWorkspaces(t *testing.T, newStore func(t *testing.T) WorkspaceStore) {
-	runCases(t, newStore, []testCase[WorkspaceStore]{
+	testcheck.RunCases(t, newStore, testcheck.Cases[WorkspaceStore]{
 		{"Projects", testProjects},
 		{"FileVersions", testFileVersions},
 		{"FileList", testFileList},
@@ -213,24 +213,11 @@ func testFileConflicts(t *testing.T, s WorkspaceStore) {
 func testFileConcurrentWrites(t *testing.T, s WorkspaceStore) {
 	ctx := t.Context()
 	sc := userScope(alice)
-	const writers = 8
-	var wg sync.WaitGroup
-	errs := make([]error, writers)
-	for i := range writers {
-		wg.Go(func() {
-			_, errs[i] = s.PutFile(ctx, version(sc, "busy.md", fmt.Sprint("writer ", i)))
-		})
-	}
-	wg.Wait()
-	ok := 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			ok++
-		case !errors.Is(err, store.ErrConflict): // two creators of one new file: one wins
-			t.Errorf("concurrent write: %v", err)
-		}
-	}
+	// Two creators of one new file: one wins, the other has a conflict.
+	ok := len(testcheck.Race(t, "write", 8, store.ErrConflict, func(i int) error {
+		_, err := s.PutFile(ctx, version(sc, "busy.md", fmt.Sprint("writer ", i)))
+		return err
+	}))
 	vs := must(s.FileVersions(ctx, sc, "busy.md"))(t)
 	if len(vs) != ok {
 		t.Fatalf("%d writes succeeded, %d versions stored", ok, len(vs))

@@ -3,7 +3,6 @@ package workspacetest
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,15 +32,10 @@ type Env struct {
 	Files  documents.Storage
 }
 
-type testCase struct {
-	name string
-	fn   func(t *testing.T, e Env)
-}
-
 // Run checks that workspaces over the records and file stores that
 // newEnv makes behave as package workspace says. Cases run in parallel.
 func Run(t *testing.T, newEnv func(t *testing.T) Env) {
-	for _, tc := range []testCase{
+	testcheck.RunCases(t, newEnv, testcheck.Cases[Env]{
 		{"WriteReadVersions", testWriteReadVersions},
 		{"EmptyFile", testEmptyFile},
 		{"Edit", testEdit},
@@ -58,12 +52,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"ObjectsUnderOwnersPrefix", testObjectsUnderPrefix},
 		{"ConversationDeleteAndErasure", testConversationDeleteAndErasure},
 		{"OnChange", testOnChange},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, newEnv(t))
-		})
-	}
+	})
 }
 
 const (
@@ -365,23 +354,11 @@ func testConcurrentEdits(t *testing.T, e Env) {
 	s := conv(t, e, alice)
 	testcheck.Must(w.Write(ctx, alice, s, "list.md", []byte("start\n")))(t)
 	const editors = 3 // each succeeds: Edit reads again when the file changed meanwhile
-	var wg sync.WaitGroup
-	errs := make([]error, editors)
-	for i := range editors {
-		wg.Go(func() {
-			_, errs[i] = w.Edit(ctx, alice, s, "list.md", "start\n", fmt.Sprintf("start\nitem %d\n", i), false)
-		})
-	}
-	wg.Wait()
+	ok := len(testcheck.Race(t, "edit", editors, workspace.ErrConflict, func(i int) error {
+		_, err := w.Edit(ctx, alice, s, "list.md", "start\n", fmt.Sprintf("start\nitem %d\n", i), false)
+		return err
+	}))
 	_, b, _ := w.Read(ctx, alice, s, "list.md")
-	ok := 0
-	for _, err := range errs {
-		if err == nil {
-			ok++
-		} else if !errors.Is(err, workspace.ErrConflict) {
-			t.Errorf("concurrent edit: %v", err)
-		}
-	}
 	if got := strings.Count(string(b), "item "); got != ok {
 		t.Fatalf("%d edits succeeded, the file holds %d items: %q", ok, got, b)
 	}

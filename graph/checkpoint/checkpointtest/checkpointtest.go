@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/internal/testcheck"
 )
 
 // Run checks that savers made by newSaver behave as graph.Checkpointer
@@ -22,10 +23,7 @@ import (
 // calls; it registers its own cleanup with t.Cleanup. Subtests run in
 // parallel, so the saver must be safe for concurrent use anyway.
 func Run(t *testing.T, newSaver func(t *testing.T) graph.Checkpointer) {
-	cases := []struct {
-		name string
-		fn   func(t *testing.T, s graph.Checkpointer)
-	}{
+	testcheck.RunCases(t, newSaver, testcheck.Cases[graph.Checkpointer]{
 		{"RoundTrip", testRoundTrip},
 		{"GetLatest", testGetLatest},
 		{"NotFound", testNotFound},
@@ -44,13 +42,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) graph.Checkpointer) {
 		{"Prune", testPrune},
 		{"PruneEngine", testPruneEngine},
 		{"PrunePins", testPrunePins},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, newSaver(t))
-		})
-	}
+	})
 }
 
 // created is a µs-precision time outside UTC: backends may store UTC at µs
