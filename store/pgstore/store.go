@@ -16,7 +16,6 @@ import (
 
 	"github.com/trellis-ai/trellis/internal/sqlmigrate"
 	"github.com/trellis-ai/trellis/internal/sqlopen"
-	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/internal/sqlstore"
 )
 
@@ -27,14 +26,6 @@ type Store struct {
 	pool  *pgxpool.Pool
 	owned bool // Close closes pool
 }
-
-var (
-	_ store.Store      = (*Store)(nil)
-	_ store.Documents  = (*Store)(nil)
-	_ store.Memories   = (*Store)(nil)
-	_ store.Users      = (*Store)(nil)
-	_ store.Workspaces = (*Store)(nil)
-)
 
 // shared is the store written once for both databases. Embedded under
 // this name, it gives Store its methods without an exported field.

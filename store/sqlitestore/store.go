@@ -16,7 +16,6 @@ import (
 	"github.com/trellis-ai/trellis/internal/groupcommit"
 	"github.com/trellis-ai/trellis/internal/sqlmigrate"
 	"github.com/trellis-ai/trellis/internal/sqlopen"
-	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/internal/sqlstore"
 )
 
@@ -29,14 +28,6 @@ type Store struct {
 
 // shared embeds sqlstore.Store without an exported field.
 type shared = sqlstore.Store
-
-var (
-	_ store.Store      = (*Store)(nil)
-	_ store.Documents  = (*Store)(nil)
-	_ store.Memories   = (*Store)(nil)
-	_ store.Users      = (*Store)(nil)
-	_ store.Workspaces = (*Store)(nil)
-)
 
 // migrationFS holds the schema's migrations: SQLite's types (text times,
 // integer booleans) make them its own.

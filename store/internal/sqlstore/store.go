@@ -20,6 +20,16 @@ type Store struct {
 	latest int
 }
 
+// Both backends are this Store embedded: it is where they meet the
+// record's interfaces.
+var (
+	_ store.Store      = (*Store)(nil)
+	_ store.Documents  = (*Store)(nil)
+	_ store.Memories   = (*Store)(nil)
+	_ store.Users      = (*Store)(nil)
+	_ store.Workspaces = (*Store)(nil)
+)
+
 // MigrationTable records the migrations applied to the chat store's
 // schema, in either database; it is named for the store so the checkpoint
 // saver can share the database (file or schema) with migrations of its
