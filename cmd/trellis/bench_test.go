@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,8 +23,10 @@ import (
 // environment (defaults but the two limits a benchmark would hit),
 // storage, logger (JSON, to a file), offline model and HTTP server. 16
 // clients with a kept-alive connection each, as `wrk -c16` drives the
-// binary, each request a new conversation; beside it, in the same run,
-// a bare chi handler with the same clients:
+// binary, each request a new conversation, or (turns=8) each client's
+// conversations running for 8 turns, the first request starting one and
+// the others naming it; beside it, in the same run, a bare chi handler
+// with the same clients:
 //
 //	go test -run '^$' -bench ServeSyncChat -count 6 ./cmd/trellis/
 //
@@ -40,16 +44,22 @@ func BenchmarkServeSyncChat(b *testing.B) {
 		})
 		ts := httptest.NewServer(r)
 		defer ts.Close()
-		benchClients(b, ts.URL)
+		benchClients(b, ts.URL, 1)
 	})
 	for _, mode := range []string{"sync", "async", "exit", "boundary"} {
 		b.Run("sqlite-"+mode, func(b *testing.B) {
-			benchClients(b, startBenchServe(b, "TRELLIS_DATA_DIR", b.TempDir(), "TRELLIS_DURABILITY", mode))
+			benchClients(b, startBenchServe(b, "TRELLIS_DATA_DIR", b.TempDir(), "TRELLIS_DURABILITY", mode), 1)
 		})
 		b.Run("postgres-"+mode, func(b *testing.B) {
-			benchClients(b, startBenchServe(b, "DATABASE_URL", pgDSN(b), "TRELLIS_DURABILITY", mode))
+			benchClients(b, startBenchServe(b, "DATABASE_URL", pgDSN(b), "TRELLIS_DURABILITY", mode), 1)
 		})
 	}
+	b.Run("sqlite-boundary/turns=8", func(b *testing.B) {
+		benchClients(b, startBenchServe(b, "TRELLIS_DATA_DIR", b.TempDir()), 8)
+	})
+	b.Run("postgres-boundary/turns=8", func(b *testing.B) {
+		benchClients(b, startBenchServe(b, "DATABASE_URL", pgDSN(b)), 8)
+	})
 }
 
 // startBenchServe runs serveUntil in this process on a free loopback
@@ -107,17 +117,26 @@ func startBenchServe(b *testing.B, env ...string) string {
 }
 
 // benchClients posts chat/sync from 16 clients, each with a connection
-// kept alive, and reports requests per second.
-func benchClients(b *testing.B, url string) {
+// kept alive, each client's conversations running for turns turns, and
+// reports requests per second and the CPU time of this process (server
+// and clients, user and system) per request: on shared cores the wall
+// time swings with the other load far more than the CPU time does.
+func benchClients(b *testing.B, url string, turns int) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	defer client.CloseIdleConnections()
 	body := []byte(`{"message": "hello"}`)
 	b.SetParallelism(8)
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime(b)
 	b.RunParallel(func(pb *testing.PB) {
+		conv, turn := "", 0
 		for pb.Next() {
-			resp, err := client.Post(url+"/api/v1/chat/sync", "application/json", bytes.NewReader(body))
+			req := body
+			if turn%turns != 0 {
+				req = []byte(`{"message": "hello", "conversation_id": "` + conv + `"}`)
+			}
+			turn++
+			resp, err := client.Post(url+"/api/v1/chat/sync", "application/json", bytes.NewReader(req))
 			if err != nil {
 				b.Error(err)
 				return
@@ -128,7 +147,27 @@ func benchClients(b *testing.B, url string) {
 				b.Errorf("%d %s", resp.StatusCode, got)
 				return
 			}
+			if turns > 1 {
+				var res struct {
+					ConversationID string `json:"conversation_id"`
+				}
+				if err := json.Unmarshal(got, &res); err != nil {
+					b.Error(err)
+					return
+				}
+				conv = res.ConversationID
+			}
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+	b.ReportMetric(float64(cpuTime(b)-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+}
+
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

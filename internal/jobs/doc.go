@@ -17,7 +17,8 @@
 // attempt may run again after a crash. A handler may record how far it
 // got (SetProgress), which Newest shows with the job. Debounce stores
 // one job for many calls: the one waiting stands for the calls that come
-// before it runs.
+// before it runs, and a call while the job this Queue stored is not due
+// reads that job's state rather than inserting again.
 //
 // River's types stay inside this package: callers see Queue, Workers, Job
 // and the options here.

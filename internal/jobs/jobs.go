@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -188,7 +189,24 @@ type Queue struct {
 	db *sql.DB
 	// pool is the PostgreSQL queue's pool (the caller's); nil on SQLite.
 	pool *pgxpool.Pool
+
+	// waitMu guards waiting: the job each Debounce key (waitKey) last
+	// stored or found scheduled, and when it is due. A call while it is
+	// not due yet reads that job's state, one row, rather than inserting
+	// again, which on SQLite is a write through the queue's one
+	// connection and costs several times the read.
+	waitMu  sync.Mutex
+	waiting map[string]waitingJob
 }
+
+type waitingJob struct {
+	id  int64
+	due time.Time
+}
+
+// maxWaiting bounds Queue.waiting: past it, the entries already due are
+// dropped, and all of them if none is.
+const maxWaiting = 10_000
 
 // SQLite opens (creating it) the queue in the SQLite database file at
 // path, which should be a file of its own beside the store's, and
@@ -357,8 +375,13 @@ type DebounceOptions struct {
 // stand).
 func (q *Queue) Debounce(ctx context.Context, args Args, opts DebounceOptions) (int64, error) {
 	io := &river.InsertOpts{MaxAttempts: opts.MaxAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: unfinished}}
+	key := ""
 	if opts.Delay > 0 && !opts.Now {
 		io.ScheduledAt = time.Now().Add(opts.Delay)
+		key = waitKey(args)
+		if id, ok := q.stillWaiting(ctx, key); ok {
+			return id, nil
+		}
 	}
 	for range 2 {
 		res, err := q.c.Insert(ctx, args, io)
@@ -366,6 +389,10 @@ func (q *Queue) Debounce(ctx context.Context, args Args, opts DebounceOptions) (
 			return 0, fmt.Errorf("jobs: debounce %s: %w", args.Kind(), err)
 		}
 		j := res.Job
+		if key != "" && j.State == rivertype.JobStateScheduled {
+			q.remember(key, j.ID, j.ScheduledAt)
+		}
+		key = "" // a job to follow with is not the job of args
 		switch {
 		case !res.UniqueSkippedAsDuplicate:
 			return j.ID, nil
@@ -380,6 +407,69 @@ func (q *Queue) Debounce(ctx context.Context, args Args, opts DebounceOptions) (
 		return j.ID, nil
 	}
 	return 0, fmt.Errorf("jobs: debounce %s: the job to follow with is running too", args.Kind())
+}
+
+// waitKey is Debounce's key for args: its kind and JSON, what River's
+// uniqueness by arguments compares; "" when args do not encode.
+func waitKey(args Args) string {
+	b, err := json.Marshal(args)
+	if err != nil {
+		return ""
+	}
+	return args.Kind() + "\x00" + string(b)
+}
+
+// stillWaiting returns the job Debounce remembers for key when it is
+// not due yet and still waits (scheduled, available or retryable, as
+// read now: cancelled, run early or deleted meanwhile, here or by
+// another process, it does not). A waiting job reads what there is to do
+// when it runs, after this call's work is stored, so it stands for the
+// call as the duplicate Insert would.
+func (q *Queue) stillWaiting(ctx context.Context, key string) (int64, bool) {
+	if key == "" {
+		return 0, false
+	}
+	q.waitMu.Lock()
+	w, ok := q.waiting[key]
+	if ok && !time.Now().Before(w.due) {
+		delete(q.waiting, key)
+		ok = false
+	}
+	q.waitMu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	st, _, err := q.JobState(ctx, w.id)
+	if err == nil && (st == StateScheduled || st == StateAvailable || st == StateRetryable) {
+		return w.id, true
+	}
+	q.waitMu.Lock()
+	if q.waiting[key] == w {
+		delete(q.waiting, key)
+	}
+	q.waitMu.Unlock()
+	return 0, false
+}
+
+// remember notes that the job id of key is scheduled, due at due.
+func (q *Queue) remember(key string, id int64, due time.Time) {
+	q.waitMu.Lock()
+	defer q.waitMu.Unlock()
+	if q.waiting == nil {
+		q.waiting = make(map[string]waitingJob)
+	}
+	if len(q.waiting) >= maxWaiting {
+		now := time.Now()
+		for k, w := range q.waiting {
+			if !now.Before(w.due) {
+				delete(q.waiting, k)
+			}
+		}
+		if len(q.waiting) >= maxWaiting {
+			clear(q.waiting)
+		}
+	}
+	q.waiting[key] = waitingJob{id: id, due: due}
 }
 
 // Snooze is what a handler returns to be run again after d, with no

@@ -448,6 +448,39 @@ func (debounceArgs) Kind() string { return "test_debounce" }
 // the waiting one due at once; while it runs, calls store one job to
 // follow it, which waits (Snooze) until the first has ended and then
 // runs once.
+// A job Debounce stored that no longer waits when the next call comes
+// (cancelled here, as an erasure does, or completed) stands for nothing:
+// the call stores a new one, so its work is done.
+func TestDebounceJobGone(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ws := jobs.NewWorkers()
+			jobs.Handle(ws, func(context.Context, jobs.Job[debounceArgs]) error { return nil }, jobs.HandleOptions{})
+			q := b.open(t, ws, fast())
+			ctx := t.Context()
+			opts := jobs.DebounceOptions{Delay: time.Hour}
+			first, err := q.Debounce(ctx, debounceArgs{Key: "gone"}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again, err := q.Debounce(ctx, debounceArgs{Key: "gone"}, opts); err != nil || again != first {
+				t.Fatalf("a second call while the job waits: %d, %v; want %d", again, err, first)
+			}
+			if err := q.Cancel(ctx, first); err != nil {
+				t.Fatal(err)
+			}
+			next, err := q.Debounce(ctx, debounceArgs{Key: "gone"}, opts)
+			if err != nil || next == first {
+				t.Fatalf("a call after the job was cancelled: %d, %v; want a new job", next, err)
+			}
+			waitState(t, q, next, jobs.StateScheduled, time.Second)
+			if again, err := q.Debounce(ctx, debounceArgs{Key: "gone"}, opts); err != nil || again != next {
+				t.Fatalf("a call while the new job waits: %d, %v; want %d", again, err, next)
+			}
+		})
+	}
+}
+
 func TestDebounce(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
