@@ -36,7 +36,7 @@ func (d *db) AppendEvents(ctx context.Context, q sqlstore.Querier, owner string,
 		types[i] = e.Type
 	}
 	var last *int64 // NULL when the run is unknown: nothing was inserted
-	err := q.QueryRow(ctx, appendEvents, evs[0].RunID, types, tails, evs[0].CreatedAt, owner, sqlstore.RowEnds(evs)).Scan(&last)
+	err := q.QueryRow(ctx, appendEvents, evs[0].RunID, types, tails, evs[0].CreatedAt, owner, sqlstore.RowEnds(evs, tails)).Scan(&last)
 	if err != nil || last == nil {
 		return false, err
 	}

@@ -27,5 +27,5 @@ func (d *db) AppendEvents(ctx context.Context, q sqlstore.Querier, owner string,
 		return false, err
 	}
 	sqlstore.Number(evs, last, tails)
-	return true, sqlstore.InsertEventRows(ctx, q, evs, d.Time(evs[0].CreatedAt))
+	return true, sqlstore.InsertEventRows(ctx, q, evs, tails, d.Time(evs[0].CreatedAt))
 }

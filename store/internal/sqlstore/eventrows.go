@@ -27,15 +27,31 @@ const EventSep = "\n"
 // InsertEventRow stores one row of events (see EventSep).
 const InsertEventRow = `INSERT INTO events (run_id, seq, first_seq, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`
 
+// A row holds at most RowEvents events and, past its first, RowBytes of
+// data, so that a reader whose page begins or ends inside a row reads
+// little it drops, and holds one row at most beside its page: a run that
+// stored thousands of events at once is read back as a page of them, not
+// as all of them a page at a time.
+const (
+	RowEvents = 64
+	RowBytes  = 64 << 10
+)
+
 // RowEnds returns, for each of evs in turn, the index of the row of the
-// batch it is stored in: a row ends after each event a webhook may take
-// and after the last.
-func RowEnds(evs []store.Event) []int64 {
-	rows, row := make([]int64, len(evs)), int64(0)
+// batch it is stored in (tails are what follows each one's number): a
+// row ends after each event a webhook may take, before RowEvents or
+// RowBytes would be passed, and after the last.
+func RowEnds(evs []store.Event, tails []string) []int64 {
+	rows := make([]int64, len(evs))
+	row, n, size := int64(0), 0, 0
 	for i, e := range evs {
+		if n > 0 && (n == RowEvents || size+len(tails[i]) > RowBytes) {
+			row, n, size = row+1, 0, 0
+		}
 		rows[i] = row
+		n, size = n+1, size+len(tails[i])
 		if store.WebhookType(e.Type) {
-			row++
+			row, n, size = row+1, 0, 0
 		}
 	}
 	return rows
@@ -56,8 +72,8 @@ func EventRow(evs []store.Event) (first, last int64, types, data string) {
 }
 
 // InsertEventRows stores evs, numbered, as the rows RowEnds makes of them.
-func InsertEventRows(ctx context.Context, q Querier, evs []store.Event, at any) error {
-	ends := RowEnds(evs)
+func InsertEventRows(ctx context.Context, q Querier, evs []store.Event, tails []string, at any) error {
+	ends := RowEnds(evs, tails)
 	for start := 0; start < len(evs); {
 		end := start + 1
 		for end < len(evs) && ends[end] == ends[start] {
