@@ -9,7 +9,8 @@ import (
 )
 
 // appendEvents takes the run's next sequence numbers, one per event, and
-// stores the events under them in one statement, one round trip. The
+// stores the events under them in one statement, one round trip, as the
+// rows $6 groups them in (sqlstore.RowEnds, sqlstore.EventSep). The
 // UPDATE locks the run's row until the statement commits, so appenders to
 // one run, in any process, queue there and each gets numbers of its own;
 // if the insert fails the numbers are given back with it. The data is
@@ -17,10 +18,12 @@ import (
 const appendEvents = `
 WITH r AS (UPDATE runs SET last_seq = last_seq + cardinality($2::text[])
            WHERE id = $1 AND ($5 = '' OR owner = $5) RETURNING id, last_seq),
-e AS (SELECT r.id, r.last_seq - cardinality($2::text[]) + t.ord AS seq, t.type, t.tail
-      FROM r, unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(type, tail, ord)),
-ins AS (INSERT INTO events (run_id, seq, type, data, created_at)
-        SELECT id, seq, type, '` + storeutil.EventPrefix + `' || seq || tail, $4 FROM e
+e AS (SELECT r.id, r.last_seq - cardinality($2::text[]) + t.ord AS seq, t.type, t.tail, t.grp
+      FROM r, unnest($2::text[], $3::text[], $6::int8[]) WITH ORDINALITY AS t(type, tail, grp, ord)),
+ins AS (INSERT INTO events (run_id, seq, first_seq, type, data, created_at)
+        SELECT id, max(seq), min(seq), string_agg(type, E'\n' ORDER BY seq),
+               string_agg('` + storeutil.EventPrefix + `' || seq || tail, E'\n' ORDER BY seq), $4
+        FROM e GROUP BY id, grp
         RETURNING seq)
 SELECT max(seq) FROM ins`
 
@@ -33,7 +36,7 @@ func (d *db) AppendEvents(ctx context.Context, q sqlstore.Querier, owner string,
 		types[i] = e.Type
 	}
 	var last *int64 // NULL when the run is unknown: nothing was inserted
-	err := q.QueryRow(ctx, appendEvents, evs[0].RunID, types, tails, evs[0].CreatedAt, owner).Scan(&last)
+	err := q.QueryRow(ctx, appendEvents, evs[0].RunID, types, tails, evs[0].CreatedAt, owner, sqlstore.RowEnds(evs, tails)).Scan(&last)
 	if err != nil || last == nil {
 		return false, err
 	}

@@ -2,7 +2,9 @@ package pgstore_test
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -172,4 +174,32 @@ func TestBranchesBackfilled(t *testing.T) {
 
 func TestWorkspacesConformance(t *testing.T) {
 	storetest.RunWorkspaces(t, func(t *testing.T) storetest.WorkspaceStore { return newStore(t) })
+}
+
+// A record that the code before migration 0034 wrote, one row per event,
+// reads, replays, resumes and compacts (see storetest.RunLegacy). The
+// fixture is a dump of a schema named trellis_legacy, loaded here into
+// the test's own.
+func TestLegacyEventRows(t *testing.T) {
+	pool := pgtest.New(t)
+	dump, err := os.ReadFile("testdata/legacy-0033.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile("testdata/legacy-0033.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema string
+	if err := pool.QueryRow(t.Context(), "SELECT current_schema()").Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(t.Context(), strings.ReplaceAll(string(dump), "trellis_legacy", schema)); err != nil {
+		t.Fatalf("load the fixture: %v", err)
+	}
+	s, err := pgstore.New(t.Context(), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.RunLegacy(t, s, golden)
 }

@@ -2,7 +2,8 @@
 // embedded SQLite database through the pure-Go modernc.org/sqlite driver,
 // so a fresh machine needs neither cgo nor a database server. It owns the
 // schema and its embedded migrations, runs the SQL it shares with
-// PostgreSQL (internal/sqlstore), and appends events a statement each.
+// PostgreSQL (internal/sqlstore), and appends events a statement per row
+// (a row holds a batch: see sqlstore.EventSep).
 // The database is opened as every Trellis SQLite file is
 // (internal/sqlopen), whose connections keep each query's prepared
 // statement.

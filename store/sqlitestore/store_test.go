@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -203,4 +204,22 @@ func TestBranchesBackfilled(t *testing.T) {
 
 func TestWorkspacesConformance(t *testing.T) {
 	storetest.RunWorkspaces(t, func(t *testing.T) storetest.WorkspaceStore { return newDocStore(t) })
+}
+
+// A record that the code before migration 0031 wrote, one row per event,
+// reads, replays, resumes and compacts (see storetest.RunLegacy).
+func TestLegacyEventRows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chat.db")
+	db, err := os.ReadFile("testdata/legacy-0030.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile("testdata/legacy-0030.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.RunLegacy(t, open(t, path), golden)
 }

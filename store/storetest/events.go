@@ -79,6 +79,49 @@ func testEventsAfter(t *testing.T, s store.Store) {
 	}
 }
 
+// testEventsInBatches: events stored by appends of several, and by an
+// end with several, read back one by one from any number, a page of any
+// size at a time, and as a conversation's first events of any count, as
+// if each had been stored alone.
+func testEventsInBatches(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	r := startRun(t, s, newConversation(t, s, alice), "hi")
+	var all []store.Event
+	for i, size := range []int{1, 3, 5, 1, 2} {
+		batch := make([]store.NewEvent, size)
+		for j := range batch {
+			batch[j] = store.NewEvent{RunID: r.ID, Type: fmt.Sprint("t", i), Data: json.RawMessage(fmt.Sprintf(`{"batch":%d,"i":%d}`, i, j))}
+		}
+		all = append(all, must(s.AppendEvents(ctx, batch))(t)...)
+	}
+	end := []store.NewEvent{
+		{RunID: r.ID, Type: events.TypeResponseDone, Data: json.RawMessage(`{"text":"done"}`)},
+		{RunID: r.ID, Type: events.TypeRunCompleted, Data: json.RawMessage(`{}`)},
+	}
+	all = append(all, must(s.EndRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted}, end))(t).Events...)
+	if !slices.Equal(seqs(all), seqRange(int64(len(all)))) {
+		t.Fatalf("appended in batches: %v", seqs(all))
+	}
+	for after := range int64(len(all)) + 2 {
+		want := all[min(after, int64(len(all))):]
+		for _, limit := range []int{1, 2, 3, store.MaxEventLimit} {
+			if got := allEvents(t, s, alice, r.ID, after, limit); !reflect.DeepEqual(got, want) {
+				t.Errorf("EventsAfter(%d) by pages of %d = %v, want %v", after, limit, seqs(got), seqs(want))
+			}
+		}
+	}
+	for _, limit := range []int{1, 2, 3, 4, 9, 10, 11, 12} {
+		p := must(s.ListRuns(ctx, alice, r.ConversationID, store.RunQuery{EventLimit: limit}))(t)
+		if len(p.Runs) != 1 {
+			t.Fatalf("ListRuns = %d runs, want 1", len(p.Runs))
+		}
+		want := all[:min(limit, len(all))]
+		if got := p.Runs[0]; !reflect.DeepEqual(got.Events, want) || got.EventsTruncated != (limit < len(all)) {
+			t.Errorf("ListRuns with %d events a run = %v (truncated %t), want %v", limit, seqs(got.Events), got.EventsTruncated, seqs(want))
+		}
+	}
+}
+
 // testEventsAfterLimits: a limit of 0 means the default, more than the
 // most allowed means the most, and a negative one is refused.
 func testEventsAfterLimits(t *testing.T, s store.Store) {

@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"EventsVerbatim", testEventsVerbatim},
 		{"EventsAfter", testEventsAfter},
 		{"EventsAfterLimits", testEventsAfterLimits},
+		{"EventsInBatches", testEventsInBatches},
 		{"EventSeqConcurrent", testEventSeqConcurrent},
 		{"AppendEvents", testAppendEvents},
 		{"Fencing", testFencing},

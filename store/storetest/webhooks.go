@@ -29,6 +29,7 @@ func RunWebhooks(t *testing.T, newStore func(t *testing.T) WebhookStore) {
 		{"WebhookDeliveriesPages", testWebhookDeliveriesPages},
 		{"WebhookDeliveriesGoWithTheirEvents", testWebhookDeliveriesDeleted},
 		{"CompactionKeepsEventsToDeliver", testCompactionKeepsEventsToDeliver},
+		{"DeliveryInBatch", testDeliveryInBatch},
 	})
 }
 
@@ -264,5 +265,49 @@ func testCompactionKeepsEventsToDeliver(t *testing.T, s WebhookStore) {
 	}
 	if got := deliveriesOf(t, s); len(got) != 3 {
 		t.Errorf("deliveries after compaction = %+v, want all 3", got)
+	}
+}
+
+// testDeliveryInBatch: an event a webhook takes that was stored amid
+// others, and the end stored with several, are each delivered as stored,
+// and compaction keeps the one still to send, and its delivery, with
+// the events it always keeps.
+func testDeliveryInBatch(t *testing.T, s WebhookStore) {
+	ctx := t.Context()
+	setRoutes(t, s, testRoutes)
+	r := startRun(t, s, newConversation(t, s, alice), "hi")
+	var batch []store.NewEvent
+	for _, typ := range []string{events.TypeRunStarted, events.TypeApprovalRequired, events.TypeApprovalResolved, "node.start"} {
+		batch = append(batch, store.NewEvent{RunID: r.ID, Type: typ, Data: eventData(r, typ)})
+	}
+	stored := must(s.AppendEvents(ctx, batch))(t)
+	stored = append(stored, must(s.EndRun(ctx, r.ID, store.RunEnd{Status: store.RunFailed}, []store.NewEvent{
+		{RunID: r.ID, Type: "node.end", Data: eventData(r, "node.end")},
+		{RunID: r.ID, Type: events.TypeRunFailed, Data: eventData(r, events.TypeRunFailed)},
+	}))(t).Events...)
+	ds := deliveriesOf(t, s)
+	if len(ds) != 3 {
+		t.Fatalf("deliveries = %+v, want approval.required's to ops and run.failed's to ops and pager", ds)
+	}
+	for _, d := range ds {
+		got := must(s.GetWebhookDelivery(ctx, d.ID))(t)
+		want := stored[d.Seq-1]
+		if got.EventType != want.Type || string(got.Event) != string(want.Data) {
+			t.Errorf("delivery of event %d: %s %s, want %s %s", d.Seq, got.EventType, got.Event, want.Type, want.Data)
+		}
+	}
+	if runs, n, err := s.CompactEvents(ctx, time.Now().Add(time.Second), 10); err != nil || runs != 1 || n != 3 {
+		t.Fatalf("CompactEvents = %d runs, %d events, %v; want the 3 no delivery waits for", runs, n, err)
+	}
+	if got := eventTypes(t, s, r.ID); !slices.Equal(got, []string{"1:run.started", "2:approval.required", "6:run.failed"}) {
+		t.Errorf("the compacted run's events = %v", got)
+	}
+	if got := deliveriesOf(t, s); len(got) != 3 {
+		t.Errorf("deliveries after compaction = %+v, want all 3", got)
+	}
+	for _, d := range ds {
+		if got := must(s.GetWebhookDelivery(ctx, d.ID))(t); string(got.Event) != string(stored[d.Seq-1].Data) {
+			t.Errorf("delivery of event %d after compaction: %s, want %s", d.Seq, got.Event, stored[d.Seq-1].Data)
+		}
 	}
 }

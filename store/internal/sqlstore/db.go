@@ -37,7 +37,8 @@ type DB interface {
 	// or of Auto: on PostgreSQL it is one statement, which commits
 	// alone. It reports found false, and stores nothing, when no run
 	// matched. This is where the databases differ most: PostgreSQL
-	// does it in one statement (unnest), SQLite a statement per event.
+	// does it in one statement (unnest), SQLite a statement per row of
+	// events (see EventSep).
 	AppendEvents(ctx context.Context, q Querier, owner string, evs []store.Event, tails []string) (found bool, err error)
 
 	// Time is t as the database stores it (PostgreSQL: timestamptz;

@@ -8,6 +8,8 @@
 // statement on PostgreSQL), the full-text indexes (ChunkSearch,
 // MemorySearch, and ChunkIndex where the client builds a chunk's entry),
 // and PostgreSQL's cluster primitives (LISTEN/NOTIFY, advisory locks).
+// A row of events holds the batch one append stored (EventSep); the reads
+// here take it apart, so the events come back one by one as stored.
 //
 // The SQL here is the subset both databases read alike: RETURNING, row
 // values, `true` and `NOT` on a boolean column (SQLite's 0/1 integers),

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -80,34 +81,46 @@ func (s *Store) eventsAfter(ctx context.Context, userID, runID string, afterSeq 
 		return nil, err
 	}
 	// A run without events is one row of seq 0 (numbers start at 1).
+	// Every row after afterSeq holds an event after it, its last, so
+	// size rows hold the page.
 	rows, err := s.db.Query(ctx, `SELECT r.id, coalesce(e.seq, 0), coalesce(e.type, ''), coalesce(e.data, ''), e.created_at
 FROM runs r LEFT JOIN (SELECT seq, type, data, created_at FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?) e ON true
 WHERE r.id = ? AND r.user_id = ? ORDER BY e.seq`, runID, afterSeq, size, runID, userID)
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := CollectBudget(rows, scanEvent, eventBytes)
-	if err != nil {
-		return nil, err
-	}
+	var (
+		found bool
+		page  store.Budget
+	)
+	out := []store.Event{}
+	err = eachEvent(rows, func(e store.Event) bool {
+		found = true
+		switch {
+		case e.Seq == 0: // the run, without events after afterSeq
+			return true
+		case e.Seq <= afterSeq: // read with the row of the first after it
+			return true
+		case len(out) == size || !page.Take(len(e.Data)):
+			return false
+		}
+		out = append(out, e)
+		return true
+	})
 	switch {
-	case len(out) == 0:
+	case err != nil:
+		return nil, err
+	case !found:
 		return nil, store.ErrNotFound
-	case out[0].Seq == 0:
-		return out[:0], nil
 	}
 	return out, nil
 }
-
-// eventBytes is an event's size in a page (see store.PageBytes).
-func eventBytes(e store.Event) int { return len(e.Data) }
 
 // CompactEvents implements store.Events.
 func (s *Store) CompactEvents(ctx context.Context, before time.Time, limit int) (int, int, error) {
 	if limit <= 0 {
 		return 0, 0, s.errorf("compact events: %w: limit %d is not positive", store.ErrInvalid, limit)
 	}
-	keep := strings.Repeat("?, ", len(store.CompactedKeeps)-1) + "?"
 	runs, deleted := 0, 0
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		rows, err := q.Query(ctx, `SELECT id FROM runs
@@ -122,19 +135,14 @@ ORDER BY completed_at LIMIT ?`, s.db.Time(before), limit)
 		}
 		runs, deleted = 0, 0
 		for _, id := range ids {
-			args := []any{id}
-			for _, t := range store.CompactedKeeps {
-				args = append(args, t)
-			}
-			n, err := q.Exec(ctx, `DELETE FROM events WHERE run_id = ? AND type NOT IN (`+keep+`)
-  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.run_id = events.run_id AND d.seq = events.seq AND d.status = 'pending')`, args...)
+			n, err := s.compactRun(ctx, q, id)
 			if err != nil {
 				return err
 			}
 			if _, err := q.Exec(ctx, `UPDATE runs SET compacted = true WHERE id = ?`, id); err != nil {
 				return err
 			}
-			runs, deleted = runs+1, deleted+int(n)
+			runs, deleted = runs+1, deleted+n
 		}
 		return nil
 	})
@@ -142,4 +150,80 @@ ORDER BY completed_at LIMIT ?`, s.db.Time(before), limit)
 		return 0, 0, s.errorf("compact events of runs ended before %s: %w", before.UTC().Format(time.RFC3339), err)
 	}
 	return runs, deleted, nil
+}
+
+// compactRows is how many rows of events compactRun holds at once.
+const compactRows = 64
+
+// compactRun keeps, of the run's events, those of store.CompactedKeeps
+// and those a webhook delivery still has to send, and returns how many
+// it deleted. A row keeps its kept events; one whose last event goes is
+// stored anew under the last it keeps (or goes whole), and takes the
+// deliveries already sent of its last event with it, as the event's
+// deletion always did.
+func (s *Store) compactRun(ctx context.Context, q Querier, runID string) (int, error) {
+	keep := strings.Repeat("?, ", len(store.CompactedKeeps)-1) + "?"
+	deleted, after := 0, int64(0)
+	for {
+		args := []any{runID, after}
+		for _, t := range store.CompactedKeeps {
+			args = append(args, t)
+		}
+		// A row of several events has a type none of CompactedKeeps is.
+		rows, err := q.Query(ctx, `SELECT e.run_id, e.seq, e.type, e.data, e.created_at,
+  EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.run_id = e.run_id AND d.seq = e.seq AND d.status = 'pending')
+FROM events e WHERE e.run_id = ? AND e.seq > ? AND e.type NOT IN (`+keep+`) ORDER BY e.seq LIMIT ?`, append(args, compactRows)...)
+		if err != nil {
+			return 0, err
+		}
+		type pendingRow struct {
+			eventRow
+			pending bool
+		}
+		batch, err := Collect(rows, func(row Row) (pendingRow, error) {
+			var (
+				r       pendingRow
+				created dbTime
+			)
+			err := row.Scan(&r.runID, &r.seq, &r.types, &r.data, &created, &r.pending)
+			r.created = created.t
+			return r, err
+		})
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range batch {
+			evs, err := r.events()
+			if err != nil {
+				return 0, err
+			}
+			var kept []store.Event
+			for i, e := range evs {
+				if slices.Contains(store.CompactedKeeps, e.Type) || (r.pending && i == len(evs)-1) {
+					kept = append(kept, e)
+				}
+			}
+			if len(kept) == len(evs) {
+				continue
+			}
+			deleted += len(evs) - len(kept)
+			if len(kept) > 0 && kept[len(kept)-1].Seq == r.seq {
+				first, _, types, data := EventRow(kept)
+				_, err = q.Exec(ctx, `UPDATE events SET first_seq = ?, type = ?, data = ? WHERE run_id = ? AND seq = ?`, first, types, data, runID, r.seq)
+			} else {
+				_, err = q.Exec(ctx, `DELETE FROM events WHERE run_id = ? AND seq = ?`, runID, r.seq)
+				if err == nil && len(kept) > 0 {
+					first, last, types, data := EventRow(kept)
+					_, err = q.Exec(ctx, InsertEventRow, runID, last, first, types, data, s.db.Time(r.created))
+				}
+			}
+			if err != nil {
+				return 0, err
+			}
+		}
+		if len(batch) < compactRows {
+			return deleted, nil
+		}
+		after = batch[len(batch)-1].seq
+	}
 }

@@ -300,14 +300,16 @@ WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ?`+onBranch+` ORDER BY r.
 		}
 		// Their first events, while the budget lasts: the rest are
 		// EventsAfter's (RunWithEvents.EventsTruncated).
+		// A row holding the first events may hold later ones too
+		// (first_seq is NULL on a row of one event).
 		rows, err = q.Query(ctx, with+`SELECT e.run_id, e.seq, e.type, e.data, e.created_at
 FROM runs r JOIN events e ON e.run_id = r.id
-WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ? AND e.seq <= ?`+onBranch+` ORDER BY r.num, e.seq`,
+WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ? AND coalesce(e.first_seq, e.seq) <= ?`+onBranch+` ORDER BY r.num, e.seq`,
 			append(args, conversationID, after, runs[keep-1].Num, events)...)
 		if err != nil {
 			return err
 		}
-		evs, err = collectEvents(rows, store.PageBytes-used)
+		evs, err = collectEvents(rows, int64(events), store.PageBytes-used)
 		return err
 	})
 	if err != nil {
@@ -341,22 +343,24 @@ func collectMessages(rows Rows, used int) (msgs []store.Message, stop string, _ 
 	return msgs, "", used, rows.Err()
 }
 
-// collectEvents reads events while their bytes fit in budget. It closes
-// rows.
-func collectEvents(rows Rows, budget int) ([]store.Event, error) {
-	defer rows.Close()
+// collectEvents reads the events numbered up to most of each run, while
+// their bytes fit in budget. It closes rows.
+func collectEvents(rows Rows, most int64, budget int) ([]store.Event, error) {
 	evs := []store.Event{}
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, err
+	err := eachEvent(rows, func(e store.Event) bool {
+		if e.Seq > most {
+			return true
 		}
-		if budget -= eventBytes(e); budget < 0 {
-			break
+		if budget -= len(e.Data); budget < 0 {
+			return false
 		}
 		evs = append(evs, e)
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
-	return evs, rows.Err()
+	return evs, nil
 }
 
 // FinishRun implements store.Runs.

@@ -83,20 +83,6 @@ func scanMessage(row Row) (store.Message, error) {
 	return m, nil
 }
 
-// scanEvent reads run_id, seq, type, data, created_at.
-func scanEvent(row Row) (store.Event, error) {
-	var (
-		e       store.Event
-		data    []byte
-		created dbTime
-	)
-	if err := row.Scan(&e.RunID, &e.Seq, &e.Type, &data, &created); err != nil {
-		return e, err
-	}
-	e.Data, e.CreatedAt = json.RawMessage(data), created.t
-	return e, nil
-}
-
 // humanCols are the columns every kind of human request has, first in
 // each kind's list; deadlineCols those of its deadline, last in theirs.
 // scanHuman reads them.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/store"
@@ -153,7 +154,8 @@ JOIN events e ON e.run_id = d.run_id AND e.seq = d.seq WHERE d.id = ?`, id), &da
 	if err != nil {
 		return store.WebhookDelivery{}, s.errorf("webhook delivery %s: %w", id, err)
 	}
-	d.Event = []byte(data)
+	// The delivery's event ends its row (see EventSep).
+	d.Event = []byte(data[strings.LastIndex(data, EventSep)+1:])
 	return d, nil
 }
 

@@ -1,0 +1,8 @@
+-- A row of events holds a batch: the events one append stored together,
+-- so that a turn writes a row per flush instead of one per event
+-- (sqlstore.EventSep). seq is the number of the row's last event, type
+-- and data hold the events' types and data joined by newlines, and
+-- first_seq is the number of its first; the rows written before hold one
+-- event each and keep first_seq NULL, which reads as seq. Adding a
+-- nullable column rewrites nothing.
+ALTER TABLE events ADD COLUMN first_seq bigint CHECK (first_seq <= seq);
