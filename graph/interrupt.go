@@ -117,7 +117,8 @@ func (t *task[S]) interrupt(payload any) (json.RawMessage, error) {
 		return nil, fmt.Errorf("graph: encode interrupt payload of %s: %w", t.label(), err)
 	}
 	in := PendingInterrupt{ID: id, Node: t.node.spec.name, TaskID: t.id, Namespace: r.nsKey, Payload: raw}
-	t.interrupts = append(t.interrupts, in)
+	x := t.more()
+	x.interrupts = append(x.interrupts, in)
 	return nil, &InterruptError{Interrupts: []PendingInterrupt{in}}
 }
 
