@@ -118,10 +118,12 @@ type run[S any] struct {
 	// runID is the caller's RunConfig.RunID, or the parent run's.
 	runID string
 
-	modes   Mode
-	yield   func(Event[S], error) bool
-	link    *parentLink // set when this run is a subgraph of a node
-	stopped bool
+	modes Mode
+	// firstUsed says the slot first is taken.
+	firstUsed bool
+	yield     func(Event[S], error) bool
+	link      *parentLink // set when this run is a subgraph of a node
+	stopped   bool
 	// emitMu serialises delivery: a lone task's node, or a subgraph it
 	// runs, may emit from goroutines of its own, and yield must never be
 	// called concurrently.
@@ -146,8 +148,7 @@ type run[S any] struct {
 
 	// first is the slot of the run's first task, made with the run: a
 	// run of single-task steps needs no other.
-	first     taskSlot[S]
-	firstUsed bool
+	first taskSlot[S]
 }
 
 // runLocal is the part of a run that only the run's own goroutine, and
@@ -319,7 +320,10 @@ func (r *run[S]) releaseScratch() {
 }
 
 func (c *Compiled[S]) newRun(ctx context.Context, cfg RunConfig, yield func(Event[S], error) bool) *run[S] {
-	r := &run[S]{g: c, yield: yield, modes: cfg.Modes, runID: cfg.RunID}
+	// Set field by field: a composite literal would be copied into the
+	// new run whole, every word through the collector's write barrier.
+	r := new(run[S])
+	r.g, r.yield, r.modes, r.runID = c, yield, cfg.Modes, cfg.RunID
 	r.takeLocal()
 	r.cfg, r.before, r.after = cfg, c.before, c.after
 	r.ctx, r.cancel = context.WithCancelCause(ctx)

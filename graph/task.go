@@ -16,7 +16,7 @@ type task[S any] struct {
 	// task in its slot, is made with the slot and never written again:
 	// contexts a node derives from it (a timeout's timer, say) may
 	// outlive the node, and the slot's task is reused by later steps.
-	ctx   *taskCtx
+	ctx   *taskCtx[S]
 	id    string
 	input S
 
@@ -97,7 +97,7 @@ func (t *task[S]) label() string {
 // than each time a node runs.
 type taskSlot[S any] struct {
 	t  task[S]
-	cx taskCtx
+	cx taskCtx[S]
 }
 
 func (r *run[S]) newTask(n *cnode[S]) *task[S] {
@@ -117,7 +117,7 @@ func (r *run[S]) newTask(n *cnode[S]) *task[S] {
 			}
 			s, r.slab = &r.slab[0], r.slab[1:]
 		}
-		s.cx = taskCtx{Context: r.ctx, t: &s.t}
+		s.cx = taskCtx[S]{Context: r.ctx, t: &s.t}
 		t = &s.t
 		t.ctx = &s.cx
 	}
