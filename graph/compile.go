@@ -60,8 +60,8 @@ type Compiled[S any] struct {
 	barrier Barrier[S]
 	// scratch holds *saveScratch[S] that finished runs left for later ones.
 	scratch sync.Pool
-	// plans holds *planScratch[S] that finished runs left for later ones.
-	plans sync.Pool
+	// locals holds *runLocal[S] that finished runs left for later ones.
+	locals sync.Pool
 	// threads is nil without a checkpointer or with the cache turned off.
 	threads *threadCache[S]
 }

@@ -82,12 +82,13 @@ type taskKey struct{}
 
 // taskCtx is the context a node runs with: the run's context plus its
 // task. It lives inside the task, so starting a node allocates nothing.
-type taskCtx struct {
+// It holds the task by its own type, a word smaller than a taskHandle.
+type taskCtx[S any] struct {
 	context.Context
-	t taskHandle
+	t *task[S]
 }
 
-func (c *taskCtx) Value(key any) any {
+func (c *taskCtx[S]) Value(key any) any {
 	if key == (taskKey{}) {
 		return c.t
 	}
@@ -117,7 +118,8 @@ func (t *task[S]) interrupt(payload any) (json.RawMessage, error) {
 		return nil, fmt.Errorf("graph: encode interrupt payload of %s: %w", t.label(), err)
 	}
 	in := PendingInterrupt{ID: id, Node: t.node.spec.name, TaskID: t.id, Namespace: r.nsKey, Payload: raw}
-	t.interrupts = append(t.interrupts, in)
+	x := t.more()
+	x.interrupts = append(x.interrupts, in)
 	return nil, &InterruptError{Interrupts: []PendingInterrupt{in}}
 }
 

@@ -26,13 +26,14 @@ func (r *run[S]) plan(done []*task[S]) ([]*task[S], error) {
 				return nil, err
 			}
 		}
-		for _, to := range t.gotos {
+		gotos, sends := t.routes()
+		for _, to := range gotos {
 			if err := r.trigger(to, t, "Goto of "); err != nil {
 				r.unmark()
 				return nil, err
 			}
 		}
-		for _, s := range t.sends {
+		for _, s := range sends {
 			if err := r.push(s, t, "Send of "); err != nil {
 				r.unmark()
 				return nil, err
@@ -42,7 +43,11 @@ func (r *run[S]) plan(done []*task[S]) ([]*task[S], error) {
 	// Nothing reads the finished tasks from here on, so the tasks of a
 	// step can be those of the last: a run of single-task steps uses one
 	// task in all.
-	r.free = append(r.free, done...)
+	if len(done) == 1 { // as append(done...) would, but without its bulk copy
+		r.free = append(r.free, done[0])
+	} else {
+		r.free = append(r.free, done...)
+	}
 	on := r.picked
 	if len(on) > 1 {
 		slices.Sort(on)

@@ -28,7 +28,7 @@ func (t *task[S]) cached() (Command[S], error) {
 		return cmd, nil
 	}
 	cmd, err := t.attempts()
-	if err == nil && len(t.interrupts) == 0 {
+	if err == nil && len(t.pending()) == 0 {
 		c.put(key, cmd, time.Now())
 	}
 	return cmd, err
@@ -46,7 +46,7 @@ func (t *task[S]) retried() (Command[S], error) {
 	var cmd Command[S]
 	_, err := failsafe.With[any](p).WithContext(t.ctx).GetWithExecution(func(e failsafe.Execution[any]) (any, error) {
 		c, err := t.attempt(e.Context())
-		if len(t.interrupts) > 0 {
+		if len(t.pending()) > 0 {
 			return nil, nil // a pause is not a failure to retry
 		}
 		cmd = c
@@ -57,7 +57,10 @@ func (t *task[S]) retried() (Command[S], error) {
 
 func (t *task[S]) attempt(ctx context.Context) (Command[S], error) {
 	t.mu.Lock()
-	t.nInterrupt, t.interrupts = 0, nil
+	t.nInterrupt = 0
+	if t.x != nil {
+		t.x.interrupts = nil
+	}
 	t.mu.Unlock()
 	if d := t.node.spec.opts.timeout; d > 0 {
 		var cancel context.CancelFunc

@@ -80,14 +80,14 @@ var epoch = time.Now()
 
 func (r *run[S]) debugStart(t *task[S]) {
 	if r.modes&ModeDebug != 0 {
-		t.started = time.Since(epoch)
+		t.more().started = time.Since(epoch)
 		_ = r.deliver(&Event[S]{Mode: ModeDebug, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, Data: DebugEvent{Kind: DebugTaskStart, TaskID: t.id}})
 	}
 }
 
 func (r *run[S]) debugEnd(t *task[S]) {
 	if r.modes&ModeDebug != 0 {
-		d := DebugEvent{Kind: DebugTaskEnd, TaskID: t.id, Duration: time.Since(epoch) - t.started}
+		d := DebugEvent{Kind: DebugTaskEnd, TaskID: t.id, Duration: time.Since(epoch) - t.more().started}
 		if t.err != nil {
 			d.Err = t.err.Error()
 		}

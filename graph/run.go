@@ -78,7 +78,7 @@ func (c *Compiled[S]) Stream(ctx context.Context, input *S, cfg RunConfig) iter.
 		defer r.cancel(nil)
 		_, err := r.execute(input)
 		r.releaseScratch()
-		r.releasePlans()
+		r.releaseLocal()
 		r.leaveState(err)
 		if err != nil && !r.stopped {
 			yield(Event[S]{}, err)
@@ -95,7 +95,7 @@ func (c *Compiled[S]) Invoke(ctx context.Context, input *S, cfg RunConfig) (S, e
 	defer r.cancel(nil)
 	s, err := r.execute(input)
 	r.releaseScratch()
-	r.releasePlans()
+	r.releaseLocal()
 	if r.leaveState(err) {
 		// The next run on the thread appends to the cached state's slices
 		// in place; the caller's copy gets no spare capacity to append
@@ -106,33 +106,70 @@ func (c *Compiled[S]) Invoke(ctx context.Context, input *S, cfg RunConfig) (S, e
 }
 
 // run is the state of one run: everything a superstep reads and writes.
+// Its own fields are what a node can reach through its context (events,
+// interrupts, subgraphs) and what outlives the run's steps; the rest is
+// in its runLocal, which later runs of the graph reuse.
 type run[S any] struct {
+	*runLocal[S]
+
 	g      *Compiled[S]
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	cfg    RunConfig
-	limit  int
-	// maxConc bounds the tasks of a step that run at once; 0 is no bound.
-	maxConc int
-	before  []bool
-	after   []bool
+	// runID is the caller's RunConfig.RunID, or the parent run's.
+	runID string
 
-	modes   Mode
-	yield   func(Event[S], error) bool
-	link    *parentLink // set when this run is a subgraph of a node
-	stopped bool
+	modes Mode
+	// firstUsed says the slot first is taken.
+	firstUsed bool
+	yield     func(Event[S], error) bool
+	link      *parentLink // set when this run is a subgraph of a node
+	stopped   bool
 	// emitMu serialises delivery: a lone task's node, or a subgraph it
 	// runs, may emit from goroutines of its own, and yield must never be
 	// called concurrently.
 	emitMu sync.Mutex
 	events chan relay[S]
-	done   chan *task[S]
-	// par is what runGroup and runPool use, made on the run's first
-	// step that they run: most runs have none.
+
+	state S
+	step  int
+
+	// Persistence; saver is nil when the run has no thread.
+	saver    Checkpointer
+	thread   string
+	ns       []string
+	nsKey    string
+	parentID string
+	resume   map[string]json.RawMessage
+	// kept is what the run knows of how its thread is stored: each
+	// field's stored size and each append field's delta chain. It is the
+	// thread cache entry the run's state goes into when the run ends, if
+	// the run caches. nil until the run loads or saves a checkpoint.
+	kept *threadEntry[S]
+
+	// first is the slot of the run's first task, made with the run: a
+	// run of single-task steps needs no other.
+	first taskSlot[S]
+}
+
+// runLocal is the part of a run that only the run's own goroutine, and
+// the goroutines running a step's tasks while it waits, use: its config,
+// the planning lists, the step bookkeeping. No node reaches it through
+// its context, so once the run is over it serves a later run of the same
+// graph (through Compiled.locals), its lists grown already: a short
+// run's allocation is then its run's few words, not all of this.
+type runLocal[S any] struct {
+	cfg   RunConfig
+	limit int
+	// maxConc bounds the tasks of a step that run at once; 0 is no bound.
+	maxConc int
+	before  []bool
+	after   []bool
+
+	done chan *task[S]
+	// par is what runGroup and runPool use, made on the first step that
+	// they run: most runs have none.
 	par *parallel[S]
 
-	state     S
-	step      int
 	stepsRun  int
 	tasks     []*task[S]
 	free      []*task[S]
@@ -143,29 +180,13 @@ type run[S any] struct {
 	pushes    []*task[S]
 	sendCount []int // per node, while name numbers Send tasks
 	barriers  [][]bool
-	// plans is where the lists above came from, and go back to when the
-	// run is over.
-	plans *planScratch[S]
 
-	// Persistence; saver is nil when the run has no thread.
-	saver       Checkpointer
 	saveCtx     context.Context
 	scratch     *saveScratch[S] // see saveScratch; nil until the first save
 	marked      bool            // markDeltas has run: scratch.deltaFrom is this run's
 	saveErr     error
-	thread      string
-	ns          []string
-	nsKey       string
-	parentID    string
 	versions    map[string]string
-	resume      map[string]json.RawMessage
 	overwritten fieldMask
-	// kept is what the run knows of how its thread is stored: each
-	// field's stored size and each append field's delta chain. It is the
-	// thread cache entry the run's state goes into when the run ends, if
-	// the run caches. nil until the run loads or saves a checkpoint.
-	kept *threadEntry[S]
-
 	// durable is how a run not in sync mode writes its checkpoints; nil
 	// in sync mode.
 	durable *durable
@@ -186,63 +207,77 @@ type saveScratch[S any] struct {
 	deltaFrom []int
 }
 
-// planScratch is what planning reuses from run to run of a graph: the
-// flags and list of triggered nodes, the Send counts and the task lists.
-// None of it reaches a node, so once a run is over its lists serve a
-// later run of the same graph (through Compiled.plans) instead of every
-// run growing its own.
-type planScratch[S any] struct {
-	triggered []bool
-	picked    []int
-	sendCount []int
-	lists     [2][]*task[S]
-	free      []*task[S]
-	pushes    []*task[S]
-}
-
-// takePlans gives the run the lists of a finished run of the graph, or
-// new ones.
-func (r *run[S]) takePlans() {
-	ps, _ := r.g.plans.Get().(*planScratch[S])
-	if ps == nil {
-		ps = &planScratch[S]{triggered: make([]bool, len(r.g.nodes))}
+// takeLocal gives the run the runLocal of a finished run of the graph,
+// or a new one.
+func (r *run[S]) takeLocal() {
+	l, _ := r.g.locals.Get().(*runLocal[S])
+	if l == nil {
+		l = &runLocal[S]{triggered: make([]bool, len(r.g.nodes))}
+		if len(r.g.joins) > 0 {
+			l.barriers = make([][]bool, len(r.g.joins))
+			for i, j := range r.g.joins {
+				l.barriers[i] = make([]bool, len(j.from))
+			}
+		}
 	}
-	r.plans = ps
-	r.triggered, r.picked, r.sendCount = ps.triggered, ps.picked, ps.sendCount
-	r.tasks, r.spare = ps.lists[0], ps.lists[1]
-	r.free, r.pushes = ps.free, ps.pushes
+	r.runLocal = l
 }
 
-// releasePlans hands the run's lists on once the run is over: every
-// goroutine of the run has stopped. Lists a wide step grew are left to
-// the collector, and no list keeps a task.
-func (r *run[S]) releasePlans() {
-	ps := r.plans
-	if ps == nil {
+// releaseLocal hands the run's runLocal on once the run is over: every
+// goroutine of the run has stopped. It keeps its lists, emptied, and
+// nothing else of the run's; lists a wide step grew are left to the
+// collector with it. The task slots stay the run's: a slot holds the
+// context its nodes ran with, which a node may have kept.
+func (r *run[S]) releaseLocal() {
+	l := r.runLocal
+	if l == nil {
 		return
 	}
-	r.plans = nil
+	r.runLocal = nil
 	// A step that failed midway may leave its task list as both the
 	// current and the spare one: that array goes back once.
-	spare := r.spare
-	if cap(spare) > 0 && cap(r.tasks) > 0 && unsafe.SliceData(spare[:1]) == unsafe.SliceData(r.tasks[:1]) {
+	spare := l.spare
+	if cap(spare) > 0 && cap(l.tasks) > 0 && unsafe.SliceData(spare[:1]) == unsafe.SliceData(l.tasks[:1]) {
 		spare = nil
 	}
-	ps.lists = [2][]*task[S]{r.tasks, spare}
-	ps.free, ps.pushes = r.free, r.pushes
-	ps.picked, ps.sendCount = r.picked[:0], r.sendCount
-	r.tasks, r.spare, r.free, r.pushes = nil, nil, nil, nil
-	for _, l := range [...][]*task[S]{ps.lists[0], ps.lists[1], ps.free, ps.pushes} {
-		if cap(l) > maxPooledTasks {
+	for _, t := range [...][]*task[S]{l.tasks, spare, l.free, l.pushes} {
+		if cap(t) > maxPooledTasks {
 			return
 		}
 	}
-	for i := range ps.lists {
-		ps.lists[i] = clearTasks(ps.lists[i])
+	for _, b := range l.barriers {
+		clear(b)
 	}
-	ps.free, ps.pushes = clearTasks(ps.free), clearTasks(ps.pushes)
-	clear(ps.triggered)
-	r.g.plans.Put(ps)
+	clear(l.triggered)
+	l.tasks, l.spare, l.free, l.pushes = clearTasks(l.tasks), clearTasks(spare), clearTasks(l.free), clearTasks(l.pushes)
+	l.picked = l.picked[:0]
+	l.forget()
+	r.g.locals.Put(l)
+}
+
+// forget clears what a runLocal holds of its run, field by field and
+// only where set: copying a whole zero value over it writes every
+// pointer through the collector's barrier.
+func (l *runLocal[S]) forget() {
+	l.cfg = RunConfig{}
+	l.before, l.after, l.slab = nil, nil, nil
+	l.stepsRun, l.limit, l.maxConc = 0, 0, 0
+	if l.saveCtx != nil {
+		l.saveCtx = nil
+	}
+	if l.scratch != nil {
+		l.scratch = nil
+	}
+	if l.saveErr != nil {
+		l.saveErr = nil
+	}
+	if l.versions != nil {
+		l.versions = nil
+	}
+	if l.durable != nil {
+		l.durable = nil
+	}
+	l.marked, l.overwritten = false, 0
 }
 
 // maxPooledTasks bounds the task lists a finished run leaves for later
@@ -285,7 +320,12 @@ func (r *run[S]) releaseScratch() {
 }
 
 func (c *Compiled[S]) newRun(ctx context.Context, cfg RunConfig, yield func(Event[S], error) bool) *run[S] {
-	r := &run[S]{g: c, cfg: cfg, yield: yield, modes: cfg.Modes, before: c.before, after: c.after}
+	// Set field by field: a composite literal would be copied into the
+	// new run whole, every word through the collector's write barrier.
+	r := new(run[S])
+	r.g, r.yield, r.modes, r.runID = c, yield, cfg.Modes, cfg.RunID
+	r.takeLocal()
+	r.cfg, r.before, r.after = cfg, c.before, c.after
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	if cfg.ThreadID == "" {
 		if t := taskFrom(ctx); t != nil {
@@ -293,8 +333,8 @@ func (c *Compiled[S]) newRun(ctx context.Context, cfg RunConfig, yield func(Even
 			r.modes = r.link.modes
 			r.saver, r.thread, r.ns = r.link.saver, r.link.thread, r.link.ns
 			r.nsKey = strings.Join(r.ns, "|")
-			if r.cfg.RunID == "" {
-				r.cfg.RunID = r.link.runID
+			if r.runID == "" {
+				r.runID = r.link.runID
 			}
 		}
 	} else if c.opts.Checkpointer != nil {
@@ -309,13 +349,6 @@ func (c *Compiled[S]) newRun(ctx context.Context, cfg RunConfig, yield func(Even
 	if len(cfg.InterruptBefore)+len(cfg.InterruptAfter) > 0 {
 		r.before = c.mergeFlags(c.before, cfg.InterruptBefore)
 		r.after = c.mergeFlags(c.after, cfg.InterruptAfter)
-	}
-	r.takePlans()
-	if len(c.joins) > 0 {
-		r.barriers = make([][]bool, len(c.joins))
-		for i, j := range c.joins {
-			r.barriers[i] = make([]bool, len(j.from))
-		}
 	}
 	return r
 }
@@ -809,7 +842,7 @@ func (r *run[S]) write(id string, now time.Time, source Source, changed fieldMas
 	scr.blobs, scr.ends = blobs, ends
 	cp := Checkpoint{
 		ThreadID: r.thread, Namespace: r.nsKey, ID: id, ParentID: r.parentID,
-		Step: r.step, Source: source, CreatedAt: now.UTC(), RunID: r.cfg.RunID, Versions: versions,
+		Step: r.step, Source: source, CreatedAt: now.UTC(), RunID: r.runID, Versions: versions,
 		InterruptedBefore: before, InterruptedAfter: after,
 	}
 	specs := scr.specs[:0]

@@ -100,7 +100,7 @@ func (t *task[S]) childLink(ctx context.Context) *parentLink {
 		ns = append(ns, c.name)
 	}
 	return &parentLink{
-		saver: r.saver, thread: r.thread, runID: r.cfg.RunID, resume: r.resume, modes: r.modes,
+		saver: r.saver, thread: r.thread, runID: r.runID, resume: r.resume, modes: r.modes,
 		ns:      ns,
 		forward: t.forwardChild,
 	}

@@ -176,7 +176,7 @@ func (r *run[S]) spawn(tasks []*task[S], k, n, limit int) (int, int) {
 // crash loses the step anyway. A step planned by a written checkpoint
 // (a barrier's) keeps them as in sync mode.
 func (r *run[S]) keep(t *task[S]) {
-	if r.saver == nil || r.durable.holding() || r.saveErr != nil || (t.err != nil && len(t.interrupts) == 0) {
+	if r.saver == nil || r.durable.holding() || r.saveErr != nil || (t.err != nil && len(t.pending()) == 0) {
 		return
 	}
 	ws, err := r.finishedWrites(t)
@@ -307,7 +307,7 @@ func (r *run[S]) settle(tasks []*task[S]) error {
 	var failed *task[S]
 	var pending []PendingInterrupt
 	for _, t := range tasks {
-		pending = append(pending, t.interrupts...)
+		pending = append(pending, t.pending()...)
 		if t.err != nil && failed == nil {
 			failed = t
 		}
@@ -317,7 +317,7 @@ func (r *run[S]) settle(tasks []*task[S]) error {
 	}
 	var ws []Write
 	for _, t := range tasks {
-		if t.restored || t.saved || (t.err != nil && len(t.interrupts) == 0) {
+		if t.restored || t.saved || (t.err != nil && len(t.pending()) == 0) {
 			continue
 		}
 		tw, err := r.finishedWrites(t)
@@ -356,7 +356,7 @@ func (r *run[S]) merge(tasks []*task[S]) (fieldMask, error) {
 	for _, t := range tasks {
 		sc.apply(&r.state, &t.upd, t.set)
 		if t.ovrMask != 0 {
-			sc.overwrite(&r.state, t.ovr, t.ovrMask)
+			sc.overwrite(&r.state, t.overwrote(), t.ovrMask)
 			r.overwritten |= t.ovrMask
 		}
 		changed |= t.set | t.ovrMask
@@ -364,7 +364,7 @@ func (r *run[S]) merge(tasks []*task[S]) (fieldMask, error) {
 	if r.modes&ModeUpdates != 0 {
 		for _, t := range tasks {
 			var err error
-			if t.ovr != nil {
+			if t.overwrote() != nil {
 				err = r.deliverOverwritten(t)
 			} else {
 				err = r.deliver(&Event[S]{Mode: ModeUpdates, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, State: t.upd})
@@ -392,6 +392,6 @@ func (r *run[S]) concurrentUpdate(before []*task[S], t *task[S], both fieldMask)
 // move every update event to the heap.
 func (r *run[S]) deliverOverwritten(t *task[S]) error {
 	ev := &Event[S]{Mode: ModeUpdates, Namespace: r.ns, Node: t.node.spec.name, Step: r.step, State: t.upd}
-	r.g.schema.overwrite(&ev.State, t.ovr, t.ovrMask)
+	r.g.schema.overwrite(&ev.State, t.overwrote(), t.ovrMask)
 	return r.deliver(ev)
 }

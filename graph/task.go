@@ -16,19 +16,16 @@ type task[S any] struct {
 	// task in its slot, is made with the slot and never written again:
 	// contexts a node derives from it (a timeout's timer, say) may
 	// outlive the node, and the slot's task is reused by later steps.
-	ctx   *taskCtx
+	ctx   *taskCtx[S]
 	id    string
 	input S
 
-	upd        S
-	set        fieldMask
-	ovrMask    fieldMask
-	ovr        *S // Command.Overwrite's result, when the node gave one
-	gotos      []string
-	sends      []Send[S]
-	err        error
-	interrupts []PendingInterrupt
-	started    time.Duration // since epoch, for a debug task_end
+	upd     S
+	set     fieldMask
+	ovrMask fieldMask
+	err     error
+	// x holds what few tasks have; nil until one of them is set.
+	x *taskExtra[S]
 
 	sendIdx    int32
 	resumes    int32
@@ -39,6 +36,49 @@ type task[S any] struct {
 	clipped    bool // input's slices were clipped: it is not r.state's bytes
 	restored   bool // result loaded from the checkpoint's pending writes
 	saved      bool // result stored as pending writes during its step
+}
+
+// taskExtra is what a task holds beyond its update: a Command's routing
+// and overwrite, interrupts, a debug start time. Kept apart, it leaves a
+// task small, and a wide step's tasks are allocated together.
+type taskExtra[S any] struct {
+	ovr        *S // Command.Overwrite's result, when the node gave one
+	gotos      []string
+	sends      []Send[S]
+	interrupts []PendingInterrupt
+	started    time.Duration // since epoch, for a debug task_end
+}
+
+// more returns the task's extra fields, making them the first time.
+func (t *task[S]) more() *taskExtra[S] {
+	if t.x == nil {
+		t.x = &taskExtra[S]{}
+	}
+	return t.x
+}
+
+// pending is the interrupts the task raised.
+func (t *task[S]) pending() []PendingInterrupt {
+	if t.x == nil {
+		return nil
+	}
+	return t.x.interrupts
+}
+
+// overwrote is the task's Overwrite result, if any.
+func (t *task[S]) overwrote() *S {
+	if t.x == nil {
+		return nil
+	}
+	return t.x.ovr
+}
+
+// routes are the Gotos and Sends of the task's Command.
+func (t *task[S]) routes() ([]string, []Send[S]) {
+	if t.x == nil {
+		return nil, nil
+	}
+	return t.x.gotos, t.x.sends
 }
 
 func (t *task[S]) label() string {
@@ -57,7 +97,7 @@ func (t *task[S]) label() string {
 // than each time a node runs.
 type taskSlot[S any] struct {
 	t  task[S]
-	cx taskCtx
+	cx taskCtx[S]
 }
 
 func (r *run[S]) newTask(n *cnode[S]) *task[S] {
@@ -67,12 +107,17 @@ func (r *run[S]) newTask(n *cnode[S]) *task[S] {
 		t, r.free = r.free[k-1], r.free[:k-1]
 		t.reuse()
 	default:
-		if len(r.slab) == 0 {
-			r.reserve(1)
+		var s *taskSlot[S]
+		switch {
+		case !r.firstUsed:
+			s, r.firstUsed = &r.first, true
+		default:
+			if len(r.slab) == 0 {
+				r.reserve(1)
+			}
+			s, r.slab = &r.slab[0], r.slab[1:]
 		}
-		s := &r.slab[0]
-		r.slab = r.slab[1:]
-		s.cx = taskCtx{Context: r.ctx, t: &s.t}
+		s.cx = taskCtx[S]{Context: r.ctx, t: &s.t}
 		t = &s.t
 		t.ctx = &s.cx
 	}
@@ -91,31 +136,27 @@ func (t *task[S]) reuse() {
 	if t.id != "" {
 		t.id = ""
 	}
-	if t.ovr != nil {
-		t.ovr = nil
-	}
-	if t.gotos != nil {
-		t.gotos = nil
-	}
-	if t.sends != nil {
-		t.sends = nil
+	if t.x != nil {
+		*t.x = taskExtra[S]{}
 	}
 	if t.err != nil {
 		t.err = nil
 	}
-	if t.interrupts != nil {
-		t.interrupts = nil
-	}
-	t.set, t.ovrMask, t.started = 0, 0, 0
+	t.set, t.ovrMask = 0, 0
 	t.sendIdx, t.resumes, t.nInterrupt = 0, 0, 0
 	t.hasInput, t.spawned, t.clipped, t.restored, t.saved = false, false, false, false, false
 }
 
 // reserve makes room for n new tasks in one allocation, so a wide step
-// does not allocate its tasks one by one.
+// does not allocate its tasks one by one. The run's first task takes the
+// slot inside the run itself.
 func (r *run[S]) reserve(n int) {
-	if short := n - len(r.free) - len(r.slab); short > 0 {
-		r.slab = make([]taskSlot[S], short)
+	short := n - len(r.free) - len(r.slab)
+	if !r.firstUsed {
+		short--
+	}
+	if short > 0 { // the slots left over are made again with the new ones
+		r.slab = make([]taskSlot[S], short+len(r.slab))
 	}
 }
 
@@ -125,7 +166,10 @@ func (r *run[S]) reserve(n int) {
 func (t *task[S]) run() {
 	o := &t.node.spec.opts
 	if f := t.node.spec.plainFn; f != nil && t.node.cache == nil && o.retry == nil && o.timeout == 0 {
-		t.nInterrupt, t.interrupts = 0, nil
+		t.nInterrupt = 0
+		if t.x != nil {
+			t.x.interrupts = nil
+		}
 		t.finish(nil, t.invokePlain(f))
 		return
 	}
@@ -148,10 +192,10 @@ func (t *task[S]) invokePlain(f NodeFunc[S]) (err error) {
 // finish records a node's result, or its failure or pause. A nil cmd means
 // the update is already in t.upd.
 func (t *task[S]) finish(cmd *Command[S], err error) {
-	if err != nil && len(t.interrupts) == 0 {
+	if err != nil && len(t.pending()) == 0 {
 		t.adoptInterrupts(err)
 	}
-	if len(t.interrupts) > 0 {
+	if len(t.pending()) > 0 {
 		t.err = nil
 		return
 	}
@@ -169,7 +213,15 @@ func (t *task[S]) finish(cmd *Command[S], err error) {
 	if cmd.Overwrite != nil {
 		t.applyOverwrite(cmd.Overwrite)
 	}
-	t.gotos, t.sends = cmd.Goto, cmd.Send
+	t.route(cmd)
+}
+
+// route records a Command's Gotos and Sends.
+func (t *task[S]) route(cmd *Command[S]) {
+	if cmd.Goto != nil || cmd.Send != nil {
+		x := t.more()
+		x.gotos, x.sends = cmd.Goto, cmd.Send
+	}
 }
 
 // applyOverwrite runs a Command's Overwrite on a copy of the task's input
@@ -184,14 +236,14 @@ func (t *task[S]) applyOverwrite(fn func(*S)) {
 	sc := t.r.g.schema
 	if !t.hasInput && !t.clipped {
 		fn(&t.input)
-		t.ovr = &t.input
-		t.ovrMask = sc.changed(&t.r.state, t.ovr)
+		t.more().ovr = &t.input
+		t.ovrMask = sc.changed(&t.r.state, &t.input)
 		return
 	}
 	ovr := t.input
 	fn(&ovr)
-	t.ovr = &ovr
-	t.ovrMask = sc.changed(&t.input, t.ovr)
+	t.more().ovr = &ovr
+	t.ovrMask = sc.changed(&t.input, &ovr)
 }
 
 // adoptInterrupts makes a subgraph's pause inside this node the task's
@@ -202,7 +254,8 @@ func (t *task[S]) adoptInterrupts(err error) {
 	if errors.As(err, &ie) {
 		for _, in := range ie.Interrupts {
 			in.TaskID = t.id
-			t.interrupts = append(t.interrupts, in)
+			x := t.more()
+			x.interrupts = append(x.interrupts, in)
 		}
 	}
 }

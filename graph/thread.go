@@ -166,7 +166,7 @@ func (c *Compiled[S]) UpdateState(ctx context.Context, ref Ref, asNode string, c
 	if cmd.Overwrite != nil {
 		t.applyOverwrite(cmd.Overwrite)
 	}
-	t.gotos, t.sends = cmd.Goto, cmd.Send
+	t.route(&cmd)
 	changed, err := r.merge([]*task[S]{t})
 	if err != nil {
 		return "", err

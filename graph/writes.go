@@ -23,11 +23,11 @@ const ChannelOverwrite = "__overwrite__"
 // finishedWrites encodes what a task that finished or paused leaves for
 // the next attempt at its step.
 func (r *run[S]) finishedWrites(t *task[S]) ([]Write, error) {
-	if len(t.interrupts) == 0 {
+	if len(t.pending()) == 0 {
 		return r.taskWrites(t)
 	}
 	var ws []Write
-	for k, in := range t.interrupts {
+	for k, in := range t.pending() {
 		raw, err := json.Marshal(in)
 		if err != nil {
 			return nil, fmt.Errorf("graph: encode interrupt of %s: %w", t.label(), err)
@@ -62,7 +62,7 @@ func (r *run[S]) taskWrites(t *task[S]) ([]Write, error) {
 		obj := map[string]json.RawMessage{}
 		for i, f := range sc.fields {
 			if t.ovrMask.has(i) {
-				data, err := sc.encodeField(t.ovr, i, 0)
+				data, err := sc.encodeField(t.overwrote(), i, 0)
 				if err != nil {
 					return nil, err
 				}
@@ -73,13 +73,14 @@ func (r *run[S]) taskWrites(t *task[S]) ([]Write, error) {
 			return nil, err
 		}
 	}
-	if len(t.gotos) > 0 {
-		if err := add(idxGoto, ChannelGoto, t.gotos); err != nil {
+	gotos, sends := t.routes()
+	if len(gotos) > 0 {
+		if err := add(idxGoto, ChannelGoto, gotos); err != nil {
 			return nil, err
 		}
 	}
-	if len(t.sends) > 0 {
-		if err := add(idxSend, ChannelSend, t.sends); err != nil {
+	if len(sends) > 0 {
+		if err := add(idxSend, ChannelSend, sends); err != nil {
 			return nil, err
 		}
 	}
@@ -127,11 +128,11 @@ func (r *run[S]) applyWrites(ws []Write) ([]PendingInterrupt, error) {
 			r.resume[rv.ID] = rv.Value
 			t.resumes++
 		case ChannelGoto:
-			if err := json.Unmarshal(w.Value, &t.gotos); err != nil {
+			if err := json.Unmarshal(w.Value, &t.more().gotos); err != nil {
 				return nil, bad(err)
 			}
 		case ChannelSend:
-			if err := json.Unmarshal(w.Value, &t.sends); err != nil {
+			if err := json.Unmarshal(w.Value, &t.more().sends); err != nil {
 				return nil, bad(err)
 			}
 		case ChannelOverwrite:
@@ -140,10 +141,10 @@ func (r *run[S]) applyWrites(ws []Write) ([]PendingInterrupt, error) {
 				return nil, bad(err)
 			}
 			ovr := r.state
-			t.ovr = &ovr
+			t.more().ovr = &ovr
 			for name, data := range obj {
 				if i, ok := sc.byName[name]; ok {
-					if err := sc.decodeField(t.ovr, i, data, false); err != nil {
+					if err := sc.decodeField(&ovr, i, data, false); err != nil {
 						return nil, bad(err)
 					}
 					t.ovrMask |= 1 << uint(i)
