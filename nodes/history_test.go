@@ -9,35 +9,10 @@ import (
 	"testing"
 
 	"github.com/trellis-ai/trellis/graph"
-	"github.com/trellis-ai/trellis/graph/checkpoint/memory"
-	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
-	"github.com/trellis-ai/trellis/internal/pgtest"
+	"github.com/trellis-ai/trellis/internal/turnbench"
 	"github.com/trellis-ai/trellis/nodes"
 )
-
-// historySavers are the three checkpointers, each fresh.
-var historySavers = []struct {
-	name string
-	open func(t *testing.T) graph.Checkpointer
-}{
-	{"memory", func(t *testing.T) graph.Checkpointer { return memory.New() }},
-	{"sqlite", func(t *testing.T) graph.Checkpointer {
-		s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "cp.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}},
-	{"postgres", func(t *testing.T) graph.Checkpointer {
-		s, err := postgres.New(t.Context(), pgtest.New(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}},
-}
 
 // talk runs turns first..last of conversation c, each asking "question i".
 func talk(t *testing.T, a *nodes.Agent, c string, first, last int) {
@@ -70,9 +45,9 @@ func checkWhole(t *testing.T, s nodes.ChatState, n int) {
 // a restart, and an edit of a turn whose messages are paged forks from
 // it with exactly the turns before it.
 func TestHistoryPagesKeepTheWholeConversation(t *testing.T) {
-	for _, be := range historySavers {
-		t.Run(be.name, func(t *testing.T) {
-			saver := be.open(t)
+	for _, be := range turnbench.Savers {
+		t.Run(be.Name, func(t *testing.T) {
+			saver := be.Open(t)
 			a, _ := newAgentOn(t, saver, benchAnswerScript)
 			const turns = 120
 			talk(t, a, "long", 1, turns)
@@ -141,10 +116,10 @@ func storedField(t *testing.T, saver graph.Checkpointer, c, field string) string
 // every turn's input, still edits a turn whose checkpoint names pages and
 // shows the whole conversation; erasing the conversation takes its pages.
 func TestHistoryFixtureFromBeforePages(t *testing.T) {
-	for _, be := range historySavers {
-		t.Run(be.name, func(t *testing.T) {
+	for _, be := range turnbench.Savers {
+		t.Run(be.Name, func(t *testing.T) {
 			var saver graph.Checkpointer
-			if be.name == "sqlite" {
+			if be.Name == "sqlite" {
 				path := filepath.Join(t.TempDir(), "cp.db")
 				data, err := os.ReadFile("testdata/history/v0.sqlite")
 				if err != nil {
@@ -160,7 +135,7 @@ func TestHistoryFixtureFromBeforePages(t *testing.T) {
 				t.Cleanup(func() { _ = s.Close() })
 				saver = s
 			} else {
-				saver = be.open(t)
+				saver = be.Open(t)
 				copyFixture(t, saver)
 			}
 			ctx := t.Context()

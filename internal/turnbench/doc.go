@@ -2,5 +2,7 @@
 // more turn on a conversation that already has n turns, on each
 // checkpoint backend: graph's BenchmarkTurn (the engine alone) and
 // nodes' BenchmarkAgentTurn (the agent) build their template thread and
-// time their turns through it, so that the two measure alike.
+// time their turns through it, so that the two measure alike. Its
+// Savers, the three checkpoint backends fresh, also serve nodes' history
+// tests.
 package turnbench

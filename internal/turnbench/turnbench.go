@@ -23,28 +23,28 @@ var Sizes = []int{10, 100, 1000, 10000}
 // Message is a turn's user message: a chat message's length.
 var Message = "a question of about the length people ask in a chat, " + strings.Repeat("word ", 10)
 
-// Saver is a checkpoint backend to measure on.
+// Saver is a checkpoint backend to measure (or test) on.
 type Saver struct {
 	Name string
-	Open func(b *testing.B) graph.Checkpointer
+	Open func(tb testing.TB) graph.Checkpointer
 }
 
 // Savers are memory, SQLite in a temporary file, and PostgreSQL in a
 // schema of its own (skipped without a database, see pgtest).
 var Savers = []Saver{
-	{"memory", func(b *testing.B) graph.Checkpointer { return memory.New() }},
-	{"sqlite", func(b *testing.B) graph.Checkpointer {
-		s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "turns.db"))
+	{"memory", func(tb testing.TB) graph.Checkpointer { return memory.New() }},
+	{"sqlite", func(tb testing.TB) graph.Checkpointer {
+		s, err := sqlite.Open(tb.Context(), filepath.Join(tb.TempDir(), "turns.db"))
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
-		b.Cleanup(func() { s.Close() })
+		tb.Cleanup(func() { s.Close() })
 		return s
 	}},
-	{"postgres", func(b *testing.B) graph.Checkpointer {
-		s, err := postgres.New(b.Context(), pgtest.New(b))
+	{"postgres", func(tb testing.TB) graph.Checkpointer {
+		s, err := postgres.New(tb.Context(), pgtest.New(tb))
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		return s
 	}},
