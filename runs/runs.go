@@ -238,6 +238,7 @@ func (m *Service) start(ctx context.Context, req StartRequest) (*Run, *Subscript
 	if err != nil {
 		return nil, nil, fmt.Errorf("runs: start run: %w", err)
 	}
+	start.Input.NoDocuments = !r.Documents
 	rn := m.newRun(ctx, r)
 	sub := m.launch(rn, m.first(r, start), true, &req)
 	ok = true

@@ -53,7 +53,8 @@ func (s *Store) startRun(ctx context.Context, q Querier, id string, nr store.New
 			}
 		} else {
 			err := q.QueryRow(ctx, `UPDATE conversations SET run_count = run_count + 1, updated_at = ?
-WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.UserID).Scan(&num)
+WHERE id = ? AND user_id = ? RETURNING run_count, EXISTS (SELECT 1 FROM documents WHERE conversation_id = conversations.id)`,
+				at, nr.ConversationID, nr.UserID).Scan(&num, &r.Documents)
 			if noRows(err) {
 				return store.ErrNotFound
 			}
