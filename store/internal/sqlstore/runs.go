@@ -62,19 +62,20 @@ WHERE id = ? AND user_id = ? RETURNING run_count, EXISTS (SELECT 1 FROM document
 				return err
 			}
 		}
+		// asked: a clarifying question may wait for the run's message.
+		asked := nr.NewConversation == nil
 		switch {
 		case nr.Supersedes != "":
 			if err := supersede(ctx, q, nr.ConversationID, nr.Supersedes, at, &r.CheckpointID, &r.ParentID); err != nil {
 				return err
 			}
 		case nr.NewConversation == nil:
-			err := q.QueryRow(ctx, `SELECT id FROM runs WHERE conversation_id = ? AND NOT superseded ORDER BY num DESC LIMIT 1`,
-				nr.ConversationID).Scan(&r.ParentID)
-			if err != nil && !noRows(err) {
+			var err error
+			if r.ParentID, asked, err = followed(ctx, q, nr.ConversationID); err != nil {
 				return err
 			}
 		}
-		if nr.NewConversation == nil {
+		if asked {
 			if err := answerClarification(ctx, q, nr.ConversationID, nr.UserMessage, at); err != nil {
 				return err
 			}
