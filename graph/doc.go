@@ -50,7 +50,8 @@
 // or pauses leaves its state in memory (CompileOptions.ThreadCache bounds
 // how much), and the next run on the thread takes it from there when the
 // thread's newest checkpoint is still the one it belongs to, which one
-// List of a single checkpoint tells. Otherwise — another process wrote the
+// List of a single checkpoint tells (or RunConfig.Newest, when the caller
+// has just listed it). Otherwise — another process wrote the
 // thread, UpdateState or a fork did, the process restarted, the state was
 // evicted — the run loads and decodes the thread from the Checkpointer.
 // Invoke's result and values events have their slices clipped, so

@@ -57,6 +57,13 @@ type RunConfig struct {
 	// RunID names the caller's run. Every checkpoint the run writes, its
 	// subgraphs' too, records it in Checkpoint.RunID.
 	RunID string
+	// Newest, when set, is the thread's newest checkpoint as the caller
+	// has just listed it (ListOptions{ThreadID, Limit: 1}), nothing
+	// having written the thread since: a run with an input that
+	// continues the state its thread's last run left in this process
+	// takes it for the List it would make to check that state is still
+	// the newest. The run may change it. Nil: the run lists it itself.
+	Newest *Checkpoint
 }
 
 var errStreamClosed = errors.New("graph: stream consumer stopped")
@@ -541,8 +548,9 @@ func (r *run[S]) caches() bool {
 
 // takeState continues the thread from the state its last run left in the
 // cache, if that is still the state of the thread's newest checkpoint,
-// which one List of a single checkpoint tells. A fork, from an older
-// checkpoint, loads it from the saver as always.
+// which one List of a single checkpoint tells (or RunConfig.Newest, the
+// caller's). A fork, from an older checkpoint, loads it from the saver as
+// always.
 func (r *run[S]) takeState() (bool, error) {
 	if !r.caches() || r.cfg.CheckpointID != "" {
 		return false, nil
@@ -551,19 +559,23 @@ func (r *run[S]) takeState() (bool, error) {
 	if !r.g.threads.has(key) {
 		return false, nil
 	}
-	newest, err := r.saver.List(r.ctx, ListOptions{ThreadID: r.thread, Namespace: r.nsKey, Limit: 1})
-	if err != nil {
-		return false, fmt.Errorf("graph: load thread %s: %w", r.thread, err)
+	newest := r.cfg.Newest
+	if newest == nil || newest.ThreadID != r.thread || newest.Namespace != r.nsKey {
+		cps, err := r.saver.List(r.ctx, ListOptions{ThreadID: r.thread, Namespace: r.nsKey, Limit: 1})
+		if err != nil {
+			return false, fmt.Errorf("graph: load thread %s: %w", r.thread, err)
+		}
+		if len(cps) == 0 {
+			r.g.threads.drop(key)
+			return false, nil
+		}
+		newest = &cps[0]
 	}
-	if len(newest) == 0 {
-		r.g.threads.drop(key)
-		return false, nil
-	}
-	e := r.g.threads.take(key, newest[0].ID)
+	e := r.g.threads.take(key, newest.ID)
 	if e == nil {
 		return false, nil
 	}
-	r.restoreCheckpoint(&newest[0], e.state)
+	r.restoreCheckpoint(newest, e.state)
 	var none S
 	e.state, r.kept = none, e
 	return true, nil

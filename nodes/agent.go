@@ -167,6 +167,20 @@ func (a *Agent) SubAgents() []SubAgent { return slices.Clone(a.opts.SubAgents.Ag
 // Breaking out of the loop cancels the run and returns once every node
 // has stopped; no terminal event follows.
 func (a *Agent) Run(ctx context.Context, conversationID string, in Input) iter.Seq2[events.Event, error] {
+	return a.run(ctx, conversationID, "", in)
+}
+
+// RunAfter is Branch(conversationID, runID) followed by Run, for a turn
+// that continues the branch the run runID is on; a run that stored no
+// state (ErrUnknownTurn) leaves the state as its parent left it. The
+// conversation's newest checkpoint, which Branch, Run and the graph's
+// start each read, is read once for the three.
+func (a *Agent) RunAfter(ctx context.Context, conversationID, runID string, in Input) iter.Seq2[events.Event, error] {
+	return a.run(ctx, conversationID, runID, in)
+}
+
+// run is Run, after Branch(after) when after is not "".
+func (a *Agent) run(ctx context.Context, conversationID, after string, in Input) iter.Seq2[events.Event, error] {
 	return func(yield func(events.Event, error) bool) {
 		in.Message = strings.TrimSpace(in.Message)
 		if conversationID == "" || in.Message == "" {
@@ -174,11 +188,22 @@ func (a *Agent) Run(ctx context.Context, conversationID string, in Input) iter.S
 			return
 		}
 		in.ConversationID = conversationID
-		pending, err := a.waiting(ctx, conversationID)
+		newest, err := a.newest(ctx, conversationID)
+		if err == nil && after != "" {
+			newest, err = a.branch(ctx, conversationID, after, newest)
+			if errors.Is(err, ErrUnknownTurn) {
+				err = nil
+			}
+		}
+		var ins []graph.PendingInterrupt
+		if err == nil {
+			ins, err = a.interruptsAt(ctx, conversationID, newest)
+		}
 		if err != nil {
 			failOrCancel(ctx, yield, err)
 			return
 		}
+		pending := pendingFrom(ins)
 		for _, p := range pending {
 			switch p.Kind {
 			case events.PendingApproval:
@@ -193,7 +218,7 @@ func (a *Agent) Run(ctx context.Context, conversationID string, in Input) iter.S
 			a.runGraph(ctx, yield, nil, graph.RunConfig{ThreadID: conversationID, ResumeByID: map[string]any{pending[0].ID: in.Message}})
 			return
 		}
-		a.runGraph(ctx, yield, &ChatState{Input: in}, graph.RunConfig{ThreadID: conversationID})
+		a.runGraph(ctx, yield, &ChatState{Input: in}, graph.RunConfig{ThreadID: conversationID, Newest: newest})
 	}
 }
 
@@ -350,20 +375,42 @@ func (a *Agent) Began(ctx context.Context, conversationID, runID string) (bool, 
 	return last == runID, err
 }
 
+// newest returns the conversation's newest checkpoint, nil when it has
+// none.
+func (a *Agent) newest(ctx context.Context, conversationID string) (*graph.Checkpoint, error) {
+	cps, err := a.saver.List(ctx, graph.ListOptions{ThreadID: conversationID, Limit: 1})
+	if err != nil {
+		return nil, fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
+	}
+	if len(cps) == 0 {
+		return nil, nil
+	}
+	return &cps[0], nil
+}
+
 // lastRun returns the run of the conversation's newest state (see
-// Began), "" for none. Most often the newest checkpoint says, so the
-// first read is of that one alone; the rest, a page at a time, follow
-// parents, which are older than their children.
+// Began), "" for none.
 func (a *Agent) lastRun(ctx context.Context, conversationID string) (string, error) {
-	opts := graph.ListOptions{ThreadID: conversationID, Limit: 1}
-	want := "" // the checkpoint to look at next: the newest, then parents
+	newest, err := a.newest(ctx, conversationID)
+	if err != nil {
+		return "", err
+	}
+	return a.runOf(ctx, conversationID, newest)
+}
+
+// runOf returns the run of the state of newest, the conversation's newest
+// checkpoint (nil for none). Most often the checkpoint says; the rest, a
+// page at a time, follow parents, which are older than their children.
+func (a *Agent) runOf(ctx context.Context, conversationID string, newest *graph.Checkpoint) (string, error) {
+	if newest == nil {
+		return "", nil
+	}
+	cps := []graph.Checkpoint{*newest}
+	opts := graph.ListOptions{ThreadID: conversationID, Limit: 16}
+	want := newest.ID // the checkpoint to look at next: the newest, then parents
 	for {
-		cps, err := a.saver.List(ctx, opts)
-		if err != nil {
-			return "", fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
-		}
 		for _, cp := range cps {
-			if want != "" && cp.ID != want {
+			if cp.ID != want {
 				continue
 			}
 			if cp.RunID != "" || cp.ParentID == "" {
@@ -371,10 +418,14 @@ func (a *Agent) lastRun(ctx context.Context, conversationID string) (string, err
 			}
 			want = cp.ParentID
 		}
-		if len(cps) < opts.Limit {
+		if len(cps) == 0 || (opts.Before != "" && len(cps) < opts.Limit) {
 			return "", nil
 		}
-		opts.Before, opts.Limit = cps[len(cps)-1].ID, 16
+		opts.Before = cps[len(cps)-1].ID
+		var err error
+		if cps, err = a.saver.List(ctx, opts); err != nil {
+			return "", fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
+		}
 	}
 }
 
@@ -389,18 +440,29 @@ func (a *Agent) lastRun(ctx context.Context, conversationID string) (string, err
 // the same conversation. ErrUnknownTurn when the run stored no
 // checkpoint.
 func (a *Agent) Branch(ctx context.Context, conversationID, runID string) error {
-	last, err := a.lastRun(ctx, conversationID)
-	if err != nil || last == runID {
+	newest, err := a.newest(ctx, conversationID)
+	if err != nil {
 		return err
+	}
+	_, err = a.branch(ctx, conversationID, runID, newest)
+	return err
+}
+
+// branch is Branch given newest, the conversation's newest checkpoint
+// (nil for none); it returns the newest checkpoint after it.
+func (a *Agent) branch(ctx context.Context, conversationID, runID string, newest *graph.Checkpoint) (*graph.Checkpoint, error) {
+	last, err := a.runOf(ctx, conversationID, newest)
+	if err != nil || last == runID {
+		return newest, err
 	}
 	cp, err := a.runCheckpoint(ctx, conversationID, runID)
 	if err != nil {
-		return err
+		return newest, err
 	}
 	ref := graph.Ref{ThreadID: conversationID, ID: cp}
 	snap, err := a.graph.GetState(ctx, ref)
 	if err != nil {
-		return fmt.Errorf("nodes: branch of run %s: %w", runID, err)
+		return nil, fmt.Errorf("nodes: branch of run %s: %w", runID, err)
 	}
 	asNode, cmd := "", graph.Command[ChatState]{}
 	for _, p := range pendingFrom(snap.Interrupts) {
@@ -409,9 +471,9 @@ func (a *Agent) Branch(ctx context.Context, conversationID, runID string) error 
 		}
 	}
 	if _, err := a.graph.UpdateState(ctx, ref, asNode, cmd); err != nil {
-		return fmt.Errorf("nodes: branch of run %s: %w", runID, err)
+		return nil, fmt.Errorf("nodes: branch of run %s: %w", runID, err)
 	}
-	return nil
+	return a.newest(ctx, conversationID)
 }
 
 // runCheckpoint returns the id of the last checkpoint the run runID
@@ -579,11 +641,18 @@ func (a *Agent) waiting(ctx context.Context, conversationID string) ([]events.Pe
 
 // interrupts returns the interrupts the conversation waits on.
 func (a *Agent) interrupts(ctx context.Context, conversationID string) ([]graph.PendingInterrupt, error) {
-	cps, err := a.saver.List(ctx, graph.ListOptions{ThreadID: conversationID, Limit: 1})
+	newest, err := a.newest(ctx, conversationID)
 	if err != nil {
-		return nil, fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
+		return nil, err
 	}
-	if len(cps) == 0 || len(cps[0].Tasks) == 0 {
+	return a.interruptsAt(ctx, conversationID, newest)
+}
+
+// interruptsAt is interrupts given newest, the conversation's newest
+// checkpoint (nil for none), which tells cheaply whether anything is
+// planned at all.
+func (a *Agent) interruptsAt(ctx context.Context, conversationID string, newest *graph.Checkpoint) ([]graph.PendingInterrupt, error) {
+	if newest == nil || len(newest.Tasks) == 0 {
 		return nil, nil
 	}
 	snap, err := a.graph.GetState(ctx, graph.Ref{ThreadID: conversationID})

@@ -64,7 +64,8 @@
 // names the caller's run on every checkpoint, Agent.Began says whether
 // the newest state is a run's (whether it got as far as storing one),
 // and Agent.Branch makes the state a run left the newest again, so the
-// next turn continues that run's branch.
+// next turn continues that run's branch (Agent.RunAfter does both, on one
+// read of the newest checkpoint).
 //
 // A model configured to think (llm.ModelConfig.Thinking) is asked to in
 // the supervisor, reflect and write (llm.ThinkingOptions), with a

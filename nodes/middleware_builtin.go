@@ -121,6 +121,9 @@ type documentsMiddleware struct {
 func (documentsMiddleware) Name() string { return "documents" }
 
 func (m documentsMiddleware) StartTurn(ctx context.Context, s *ChatState) (func(*ChatState), error) {
+	if s.Input.NoDocuments {
+		return nil, nil
+	}
 	user, conv, ids := s.Input.UserID, s.Input.ConversationID, s.Input.DocumentIDs
 	docs, err := bounded(ctx, m.timeout, func(ctx context.Context) ([]DataSummary, error) {
 		return m.src.DocumentSummaries(ctx, user, conv, ids)

@@ -216,6 +216,11 @@ type Input struct {
 	// NoMemory keeps the turn out of the user's memory: Options.Cognition
 	// is not asked and Hooks.Learn not called.
 	NoMemory bool `json:"no_memory,omitempty"`
+	// NoDocuments tells that the conversation held no documents when
+	// the turn started (its caller knows it from the record), so
+	// Options.Documents is not asked. It is not stored: a turn taken up
+	// again from its checkpoint asks.
+	NoDocuments bool `json:"-"`
 	// Budget tightens Options.Budget for this request's runs; nil keeps
 	// it.
 	Budget *events.Budget `json:"budget,omitempty"`

@@ -238,6 +238,7 @@ func (m *Service) start(ctx context.Context, req StartRequest) (*Run, *Subscript
 	if err != nil {
 		return nil, nil, fmt.Errorf("runs: start run: %w", err)
 	}
+	start.Input.NoDocuments = !r.Documents
 	rn := m.newRun(ctx, r)
 	sub := m.launch(rn, m.first(r, start), true, &req)
 	ok = true
@@ -296,15 +297,7 @@ func (m *Service) first(r store.Run, s startInput) func(context.Context) iter.Se
 		if r.ParentID != "" {
 			// A parent that stored no state (it failed before its first
 			// checkpoint) leaves the state as its own parent left it.
-			if err := m.agent.Branch(ctx, conversationID, r.ParentID); err != nil && !errors.Is(err, nodes.ErrUnknownTurn) {
-				return func(yield func(events.Event, error) bool) {
-					if ctx.Err() != nil {
-						yield(events.New(&events.RunCancelled{}), err)
-						return
-					}
-					yield(events.New(&events.RunFailed{Error: events.ErrorInfo{Code: events.CodeInternal, Message: "continuing the branch failed"}}), err)
-				}
-			}
+			return m.agent.RunAfter(ctx, conversationID, r.ParentID, s.Input)
 		}
 		return m.agent.Run(ctx, conversationID, s.Input)
 	}

@@ -84,6 +84,10 @@ type Run struct {
 	// the first; since sequence numbers have no gaps, also the number of
 	// its events.
 	LastSeq int64 `json:"last_seq"`
+	// Documents tells whether the run's conversation held documents
+	// when the run started; set by StartRun only, so that a turn on a
+	// conversation that held none need not read them.
+	Documents bool `json:"-"`
 }
 
 // Versions is where a run stands among the versions of its turn: the

@@ -65,7 +65,7 @@ func BenchmarkServeSyncChat(b *testing.B) {
 // startBenchServe runs serveUntil in this process on a free loopback
 // port with the environment env (pairs) and returns its URL; it stops
 // when b ends.
-func startBenchServe(b *testing.B, env ...string) string {
+func startBenchServe(b testing.TB, env ...string) string {
 	b.Helper()
 	vars := map[string]string{"HOME": b.TempDir(), "TRELLIS_ADDR": "127.0.0.1:0",
 		"TRELLIS_RATE_PER_MINUTE": "-1", "TRELLIS_MAX_RUNS_PER_USER": "-1"}

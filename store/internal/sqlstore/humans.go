@@ -285,13 +285,42 @@ WHERE conversation_id = ? AND status = 'pending'`, message, at, conversationID)
 // this sees the deadline's decision.
 func clarificationExpiring(ctx context.Context, q Querier, conversationID string) error {
 	var one int
-	err := q.QueryRow(ctx, `SELECT 1 FROM clarifications c JOIN runs r ON r.id = c.run_id
-WHERE c.conversation_id = ? AND c.timed_out AND r.status = 'interrupted' AND NOT r.superseded LIMIT 1`, conversationID).Scan(&one)
+	err := q.QueryRow(ctx, expiringClarification+` LIMIT 1`, conversationID).Scan(&one)
 	switch {
 	case noRows(err):
 		return nil
 	case err != nil:
 		return err
 	}
-	return fmt.Errorf("the deadline of the conversation's clarifying question is being applied: %w", store.ErrRunActive)
+	return errClarificationExpiring
+}
+
+// expiringClarification selects the clarifying questions of the
+// conversation ? that clarificationExpiring looks for.
+const expiringClarification = `SELECT 1 FROM clarifications c JOIN runs r ON r.id = c.run_id
+WHERE c.conversation_id = ? AND c.timed_out AND r.status = 'interrupted' AND NOT r.superseded`
+
+var errClarificationExpiring = fmt.Errorf("the deadline of the conversation's clarifying question is being applied: %w", store.ErrRunActive)
+
+// followed reads, with q, StartRun's transaction once it has locked the
+// conversation's row (see StartRun), the run a new run of the
+// conversation follows (its newest not superseded, "" for none) and
+// whether a clarifying question of the conversation is pending. When
+// none is, it does clarificationExpiring's check too, in the same
+// statement, and StartRun skips answerClarification's update, which
+// would find nothing: with no question pending, no deadline decides one
+// meanwhile (a deadline decides only a pending question), and none that
+// this run's message should answer is asked meanwhile. Only a running
+// run asks one (runs, as it parks); that run holds runs_one_active, so
+// this transaction's run cannot be stored until it has ended, and its
+// end updates the conversation's row, which this transaction holds.
+func followed(ctx context.Context, q Querier, conversationID string) (parent string, pending bool, err error) {
+	var expiring bool
+	err = q.QueryRow(ctx, `SELECT COALESCE((SELECT id FROM runs WHERE conversation_id = ? AND NOT superseded ORDER BY num DESC LIMIT 1), ''),
+    EXISTS (SELECT 1 FROM clarifications WHERE conversation_id = ? AND status = 'pending'), EXISTS (`+expiringClarification+`)`,
+		conversationID, conversationID, conversationID).Scan(&parent, &pending, &expiring)
+	if err == nil && !pending && expiring {
+		err = errClarificationExpiring
+	}
+	return parent, pending, err
 }

@@ -53,7 +53,8 @@ func (s *Store) startRun(ctx context.Context, q Querier, id string, nr store.New
 			}
 		} else {
 			err := q.QueryRow(ctx, `UPDATE conversations SET run_count = run_count + 1, updated_at = ?
-WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.UserID).Scan(&num)
+WHERE id = ? AND user_id = ? RETURNING run_count, EXISTS (SELECT 1 FROM documents WHERE conversation_id = conversations.id)`,
+				at, nr.ConversationID, nr.UserID).Scan(&num, &r.Documents)
 			if noRows(err) {
 				return store.ErrNotFound
 			}
@@ -61,19 +62,20 @@ WHERE id = ? AND user_id = ? RETURNING run_count`, at, nr.ConversationID, nr.Use
 				return err
 			}
 		}
+		// asked: a clarifying question may wait for the run's message.
+		asked := nr.NewConversation == nil
 		switch {
 		case nr.Supersedes != "":
 			if err := supersede(ctx, q, nr.ConversationID, nr.Supersedes, at, &r.CheckpointID, &r.ParentID); err != nil {
 				return err
 			}
 		case nr.NewConversation == nil:
-			err := q.QueryRow(ctx, `SELECT id FROM runs WHERE conversation_id = ? AND NOT superseded ORDER BY num DESC LIMIT 1`,
-				nr.ConversationID).Scan(&r.ParentID)
-			if err != nil && !noRows(err) {
+			var err error
+			if r.ParentID, asked, err = followed(ctx, q, nr.ConversationID); err != nil {
 				return err
 			}
 		}
-		if nr.NewConversation == nil {
+		if asked {
 			if err := answerClarification(ctx, q, nr.ConversationID, nr.UserMessage, at); err != nil {
 				return err
 			}
@@ -386,7 +388,7 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 
 // finishRun is FinishRun's transaction, on q; usage is end.Usage
 // encoded.
-func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end store.RunEnd, usage []byte) (store.Run, bool, error) {
+func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end store.RunEnd, usage []byte) (store.Run, ended, error) {
 	at := storeutil.Now()
 	now := s.db.Time(at)
 	// The usage the run had when its stream last ended, and whether a
@@ -402,7 +404,7 @@ func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end stor
 	err := q.QueryRow(ctx, `UPDATE runs SET status = status WHERE id = ? RETURNING usage, model, status = 'running'`, runID).
 		Scan(&before, &model, &running)
 	if err != nil && !noRows(err) {
-		return store.Run{}, false, err
+		return store.Run{}, ended{}, err
 	}
 	if !running {
 		end.ToolCalls = 0 // an end of a parked run, which made no call since it was parked
@@ -415,19 +417,19 @@ func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end stor
 WHERE id = ? AND status IN ('running', 'interrupted') AND (? = '' OR owner = ?) RETURNING `+pendingHuman+`, `+RunCols,
 		end.Status, end.Reason, string(usage), now, runID, end.Owner, end.Owner), &pending})
 	if noRows(err) {
-		return r, false, RunMissingOr(ctx, q, runID, end.Owner, fmt.Errorf("run has ended: %w", store.ErrConflict))
+		return r, ended{}, RunMissingOr(ctx, q, runID, end.Owner, fmt.Errorf("run has ended: %w", store.ErrConflict))
 	}
 	if err != nil {
-		return r, false, err
+		return r, ended{}, err
 	}
 	if err := addUsage(ctx, q, r.UserID, model, at, before, end); err != nil {
-		return r, false, err
+		return r, ended{}, err
 	}
 	if end.Status.Final() && pending {
 		for _, table := range humanTables {
 			if _, err := q.Exec(ctx, `UPDATE `+table+` SET status = 'expired', resolved_at = ?
 WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {
-				return r, false, err
+				return r, ended{}, err
 			}
 		}
 	}
@@ -437,10 +439,23 @@ WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {
 	// of its own): the start of a message queued after that waits on
 	// the run's row for this transaction, then finds no active run and
 	// goes ahead (see runs' startOrEnqueue).
-	var queued bool
+	// routed, read with it, tells whether any webhook route exists: most
+	// servers have none, and then the run's events have no deliveries
+	// to record, which EndRun would otherwise look up per event.
+	var e ended
 	err = q.QueryRow(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?
-RETURNING EXISTS (SELECT 1 FROM queued_runs WHERE conversation_id = conversations.id)`, now, r.ConversationID).Scan(&queued)
-	return r, queued, err
+RETURNING EXISTS (SELECT 1 FROM queued_runs WHERE conversation_id = conversations.id), EXISTS (SELECT 1 FROM webhook_routes)`,
+		now, r.ConversationID).Scan(&e.queued, &e.routed)
+	return r, e, err
+}
+
+// ended is what finishRun reads beside the run it ends.
+type ended struct {
+	// queued: messages wait in the conversation's queue, for the run's
+	// end to start.
+	queued bool
+	// routed: a webhook route exists.
+	routed bool
 }
 
 // EndRun implements store.Runs: FinishRun's statements, then
@@ -460,15 +475,16 @@ func (s *Store) EndRun(ctx context.Context, runID string, end store.RunEnd, nes 
 	}
 	out := store.RunEnded{Events: newEvents(runID, nes)}
 	err = s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
-		var err error
-		if _, out.Queued, err = s.finishRun(ctx, q, runID, end, usage); err != nil {
+		_, e, err := s.finishRun(ctx, q, runID, end, usage)
+		if err != nil {
 			return err
 		}
+		out.Queued = e.queued
 		found, err := s.db.AppendEvents(ctx, q, owner, out.Events, tails)
 		if err == nil && !found { // finishRun found it, in this transaction
 			err = fmt.Errorf("run %s vanished: %w", runID, store.ErrNotFound)
 		}
-		if err == nil {
+		if err == nil && e.routed {
 			err = s.recordDeliveries(ctx, q, out.Events)
 		}
 		return err

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestSyncTurnStatements pins the statements a plain sync turn (no
+// documents, approvals or webhooks) sends to PostgreSQL through the
+// server as serve wires it: a read that finds nothing and comes back
+// fails it. The statements are seen on the wire, by a proxy between
+// the server and the database; River's own (its queries name
+// themselves "-- name: …"), pgx's pings and the appends of events
+// (how many, the outbox's timing decides) are left out, as are the run
+// claimer's, which runs but once an hour here.
+func TestSyncTurnStatements(t *testing.T) {
+	dsn := pgDSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newStatementProxy(t, u.Host)
+	u.Host = p.addr
+	base := startBenchServe(t, "DATABASE_URL", u.String(), "TRELLIS_CLAIM_INTERVAL", "1h")
+	conv := ""
+	turn := func() []string {
+		p.take() // what ran between turns
+		body := `{"message": "hello"}`
+		if conv != "" {
+			body = `{"message": "hello", "conversation_id": "` + conv + `"}`
+		}
+		resp, err := http.Post(base+"/api/v1/chat/sync", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var res struct {
+			ConversationID string `json:"conversation_id"`
+			Status         string `json:"status"`
+		}
+		if err := json.Unmarshal(got, &res); err != nil || res.Status != "completed" {
+			t.Fatalf("%d %s (%v)", resp.StatusCode, got, err)
+		}
+		conv = res.ConversationID
+		return p.take()
+	}
+	// The first turn starts the conversation (and reads what the server
+	// caches, the tools' statistics); the others continue it, and they
+	// are pinned.
+	turn()
+	for i := range 2 {
+		if stmts, want := turn(), 20; len(stmts) != want {
+			t.Errorf("turn %d: %d statements, want %d:\n%s", i+2, len(stmts), want, strings.Join(stmts, "\n"))
+		}
+	}
+}
+
+// statementProxy forwards connections to a PostgreSQL server and notes
+// each statement the clients execute: the text of each simple query and
+// of each prepared statement bound.
+type statementProxy struct {
+	addr string
+	mu   sync.Mutex
+	seen []string
+}
+
+func newStatementProxy(t *testing.T, upstream string) *statementProxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &statementProxy{addr: l.Addr().String()}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		l.Close()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", upstream)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			wg.Go(func() {
+				_, _ = io.Copy(c, up)
+				c.Close()
+			})
+			wg.Go(func() {
+				p.read(io.TeeReader(c, up))
+				up.Close()
+			})
+		}
+	})
+	return p
+}
+
+// read reads one client's messages to their end: the startup message,
+// which has no type, then typed ones.
+func (p *statementProxy) read(r io.Reader) {
+	br := bufio.NewReader(r)
+	var n [4]byte
+	if _, err := io.ReadFull(br, n[:]); err != nil {
+		return
+	}
+	if _, err := io.CopyN(io.Discard, br, int64(binary.BigEndian.Uint32(n[:]))-4); err != nil {
+		return
+	}
+	named := map[string]string{}
+	for {
+		typ, err := br.ReadByte()
+		if err != nil {
+			return
+		}
+		if _, err := io.ReadFull(br, n[:]); err != nil {
+			return
+		}
+		msg := make([]byte, binary.BigEndian.Uint32(n[:])-4)
+		if _, err := io.ReadFull(br, msg); err != nil {
+			return
+		}
+		f := bytes.Split(msg, []byte{0})
+		switch typ {
+		case 'Q':
+			p.note(string(f[0]))
+		case 'P':
+			named[string(f[0])] = string(f[1])
+		case 'B':
+			p.note(named[string(f[1])])
+		}
+	}
+}
+
+func (p *statementProxy) note(q string) {
+	q = strings.TrimSpace(q)
+	if strings.HasPrefix(q, "-- name:") || q == "-- ping" || strings.Contains(q, "INSERT INTO events") {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen = append(p.seen, strings.Join(strings.Fields(q), " "))
+}
+
+// take returns the statements noted since the last call.
+func (p *statementProxy) take() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.seen
+	p.seen = nil
+	return s
+}
