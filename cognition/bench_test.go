@@ -22,8 +22,8 @@ var benchWords = strings.Fields(`postgres sqlite index query latency boat garden
 // BenchmarkContext measures Service.Context with 100,000 memories across
 // 1,000 users, on each backend, and with 2,000 memories of one user, of
 // near-identical text, as a load test of one local user leaves them
-// (-one-user); it reports the median and 99th percentile beside the
-// mean:
+// (-one-user), or one memory rewritten as often (-one-user-rewritten); it
+// reports the median and 99th percentile beside the mean:
 //
 //	go test -run '^$' -bench Context -benchtime 2000x ./cognition/
 func BenchmarkContext(b *testing.B) {
@@ -50,6 +50,25 @@ func BenchmarkContext(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			benchContext(b, st, func() (string, string) { return "local", oneUserTurns[rng.IntN(len(oneUserTurns))] })
+		})
+		// And one memory of one user, rewritten 2,000 times, as learning
+		// merges each conversation's fact into it (the serve load test's
+		// other case).
+		b.Run(be.name+"-one-user-rewritten", func(b *testing.B) {
+			st, _ := be.open(b)
+			m, err := st.AddMemory(b.Context(), store.NewMemory{UserID: "local", Summary: oneUserTurns[0], Importance: 0.9})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range 2000 {
+				text := fmt.Sprintf("%s (%d)", oneUserTurns[0], i)
+				_, err := st.UpdateMemory(b.Context(), "local", m.ID, store.NewMemory{Summary: text, Topics: cognition.Topics(text, 8), Importance: 0.9})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
 			benchContext(b, st, func() (string, string) { return "local", oneUserTurns[rng.IntN(len(oneUserTurns))] })
 		})
 	}
