@@ -220,14 +220,29 @@ func (d *db) ChunkSearch() sqlstore.ChunkSearch { return chunkSearch }
 // memorySearch asks the FTS5 index over memories for one user's matches:
 // the owner column holds a token of the user id (see migration 0005), so
 // FTS5 intersects the user's short list with the words' lists rather than
-// score every user's matches; the owner column weighs nothing in BM25.
+// score every user's matches; the owner column weighs nothing in BM25, so
+// a row scores the same with the owner's token asked for or not.
+//
+// When the user is the only one with memories (one user in local mode),
+// the token is left out: it would match every row, and FTS5 would walk
+// the user's whole list for it twice a search, once to intersect and once
+// for BM25 to count the rows that hold it. Each of those walks starts
+// with a lookup in every segment of the index, and SQLite 3.54 prepares
+// FTS5's lookup statement anew whenever the segment id it binds goes from
+// 1 to another or back (its plan may depend on whether a value is 0 or
+// 1), which is twice a walk while segment 1 is one of several.
 var memorySearch = sqlstore.MemorySearch{
 	From:  "memories_fts JOIN memories m ON m.rowid = memories_fts.rowid",
 	Match: "memories_fts MATCH ?",
 	Score: "-bm25(memories_fts, 1.0, 1.0, 0.0)",
 	Terms: func(words []string, userID string) string {
+		if userID == "" {
+			return chunkSearch.Terms(words)
+		}
 		return `owner : "u` + strings.ToUpper(hex.EncodeToString([]byte(userID))) + `" AND (` + chunkSearch.Terms(words) + `)`
 	},
+	Alone: `SELECT NOT EXISTS (SELECT 1 FROM memories WHERE user_id < ?1)
+        AND NOT EXISTS (SELECT 1 FROM memories WHERE user_id > ?1)`,
 }
 
 // MemorySearch implements sqlstore.DB.

@@ -66,6 +66,12 @@ type DB interface {
 type MemorySearch struct {
 	From, Match, Score string
 	Terms              func(words []string, userID string) string
+	// Alone, when not empty, is a query of one boolean, its argument the
+	// user id (as ?1): whether no other user has memories. When it is
+	// true, Terms is given "" for the user: narrowing to the user's rows
+	// would keep them all and only cost the index work. Either way the
+	// hits are the same, as m.user_id = ? keeps them to the user's.
+	Alone string
 }
 
 // ChunkSearch is the SQL a backend's full-text index over chunks is asked

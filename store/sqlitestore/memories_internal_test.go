@@ -1,0 +1,85 @@
+package sqlitestore
+
+import (
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/trellis-ai/trellis/store"
+)
+
+// A user who is the only one with memories is searched without the
+// owner's token (memorySearch.Alone); the hits and their scores are those
+// of the search narrowed to the user's rows, the owner's token included.
+func TestMemorySearchAlone(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "chat.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const user = "local"
+	for _, nm := range []store.NewMemory{
+		{Summary: "asked how to tune PostgreSQL indexes", Topics: []string{"postgresql", "indexes"}},
+		{Summary: "compared PostgreSQL and SQLite full-text search, at length, with PostgreSQL ahead", Topics: []string{"postgresql", "sqlite"}},
+		{Summary: "embedded SQLite in a Go program", Topics: []string{"sqlite", "go"}},
+		{Summary: "a recipe for green tea", Topics: []string{"tea"}},
+		{Summary: "nothing to do with the others"},
+	} {
+		nm.UserID, nm.Importance = user, 0.5
+		if _, err := s.AddMemory(ctx, nm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for u, want := range map[string]bool{user: true, "a-user-before": false, "z-user-after": false} {
+		var alone bool
+		if err := s.db.db.QueryRowContext(ctx, memorySearch.Alone, u).Scan(&alone); err != nil {
+			t.Fatal(err)
+		}
+		if alone != want {
+			t.Errorf("%s alone = %t, want %t", u, alone, want)
+		}
+	}
+	queries := []string{"postgresql indexes tea", "What do you remember about sqlite?", "go",
+		// The user's own owner token, as a word: it matches every row of
+		// theirs, in a column that weighs nothing.
+		"u" + hex.EncodeToString([]byte(user))}
+	search := func() [][]store.MemoryHit {
+		var out [][]store.MemoryHit
+		for _, q := range queries {
+			hs, err := s.SearchMemories(ctx, store.MemoryQuery{UserID: user, Query: q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, hs)
+		}
+		return out
+	}
+	alone := search()
+	// The package's other tests do not run beside this one (none is
+	// parallel at the top level), so it may change what the store asks.
+	was := memorySearch.Alone
+	defer func() { memorySearch.Alone = was }()
+	memorySearch.Alone = ""
+	narrowed := search()
+	for i, q := range queries {
+		if len(alone[i]) == 0 {
+			t.Errorf("%q: no hits", q)
+		}
+		same := slices.EqualFunc(alone[i], narrowed[i], func(a, b store.MemoryHit) bool { return a.ID == b.ID && a.Score == b.Score })
+		if !same {
+			t.Errorf("%q: alone %s, narrowed %s", q, hitsString(alone[i]), hitsString(narrowed[i]))
+		}
+	}
+}
+
+func hitsString(hs []store.MemoryHit) string {
+	var sb strings.Builder
+	for _, h := range hs {
+		fmt.Fprintf(&sb, "%q=%g ", h.Summary, h.Score)
+	}
+	return sb.String()
+}
