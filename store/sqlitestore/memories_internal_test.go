@@ -16,11 +16,7 @@ import (
 // of the search narrowed to the user's rows, the owner's token included.
 func TestMemorySearchAlone(t *testing.T) {
 	ctx := t.Context()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "chat.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openFile(t)
 	const user = "local"
 	for _, nm := range []store.NewMemory{
 		{Summary: "asked how to tune PostgreSQL indexes", Topics: []string{"postgresql", "indexes"}},
@@ -76,10 +72,48 @@ func TestMemorySearchAlone(t *testing.T) {
 	}
 }
 
+// openFile opens a store in a file of the test's own, closed at cleanup.
+func openFile(t *testing.T) *Store {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "chat.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func hitsString(hs []store.MemoryHit) string {
 	var sb strings.Builder
 	for _, h := range hs {
 		fmt.Fprintf(&sb, "%q=%g ", h.Summary, h.Score)
 	}
 	return sb.String()
+}
+
+// Learning rewrites a user's memory a transaction at a time, and FTS5
+// writes a segment for each; the index merges them as they come
+// (migration 0027), so a search looks each word up in one or two segments
+// rather than in up to sixteen.
+func TestMemoryIndexStaysMerged(t *testing.T) {
+	ctx := t.Context()
+	s := openFile(t)
+	m, err := s.AddMemory(ctx, store.NewMemory{UserID: "local", Summary: "my name is Ada", Topics: []string{"name", "ada"}, Importance: 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	for i := range 100 {
+		nm := store.NewMemory{Summary: fmt.Sprintf("my name is Ada, and I like tea (%d)", i), Topics: []string{"name", "ada", "tea"}, Importance: 0.9}
+		if _, err := s.UpdateMemory(ctx, "local", m.ID, nm); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := s.db.db.QueryRowContext(ctx, "SELECT count(DISTINCT segid) FROM memories_fts_idx").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, n)
+	}
+	if most > 2 {
+		t.Errorf("the memories' index had up to %d segments", most)
+	}
 }
