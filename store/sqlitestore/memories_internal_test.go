@@ -12,7 +12,7 @@ import (
 )
 
 // A user who is the only one with memories is searched without the
-// owner's token (memorySearch.Alone); the hits and their scores are those
+// owner's token (memorySearch.Match); the hits and their scores are those
 // of the search narrowed to the user's rows, the owner's token included.
 func TestMemorySearchAlone(t *testing.T) {
 	ctx := t.Context()
@@ -30,13 +30,13 @@ func TestMemorySearchAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for u, want := range map[string]bool{user: true, "a-user-before": false, "z-user-after": false} {
-		var alone bool
-		if err := s.db.db.QueryRowContext(ctx, memorySearch.Alone, u).Scan(&alone); err != nil {
+	for u, want := range map[string]bool{user: false, "a-user-before": true, "z-user-after": true} {
+		var others bool
+		if err := s.db.db.QueryRowContext(ctx, "SELECT "+othersRemembered, "", u).Scan(&others); err != nil {
 			t.Fatal(err)
 		}
-		if alone != want {
-			t.Errorf("%s alone = %t, want %t", u, alone, want)
+		if others != want {
+			t.Errorf("others than %s remembered = %t, want %t", u, others, want)
 		}
 	}
 	queries := []string{"postgresql indexes tea", "What do you remember about sqlite?", "go",
@@ -57,9 +57,9 @@ func TestMemorySearchAlone(t *testing.T) {
 	alone := search()
 	// The package's other tests do not run beside this one (none is
 	// parallel at the top level), so it may change what the store asks.
-	was := memorySearch.Alone
-	defer func() { memorySearch.Alone = was }()
-	memorySearch.Alone = ""
+	was := memorySearch.Match
+	defer func() { memorySearch.Match = was }()
+	memorySearch.Match = "memories_fts MATCH " + ownerMatch
 	narrowed := search()
 	for i, q := range queries {
 		if len(alone[i]) == 0 {

@@ -60,18 +60,13 @@ type DB interface {
 }
 
 // MemorySearch is the SQL a backend's full-text index over memories is
-// asked with: as ChunkSearch, but From names the memories m, and Terms
-// is given the user too, for an index that can narrow to one user's
-// rows itself. SearchMemories adds AND m.user_id = ? after Match.
+// asked with: as ChunkSearch, but From names the memories m, and Args
+// makes the arguments of the ?s in From and Match, in order, from the
+// words and the user, for an index that can narrow to one user's rows
+// itself. SearchMemories adds AND m.user_id = ? after Match.
 type MemorySearch struct {
 	From, Match, Score string
-	Terms              func(words []string, userID string) string
-	// Alone, when not empty, is a query of one boolean, its argument the
-	// user id (as ?1): whether no other user has memories. When it is
-	// true, Terms is given "" for the user: narrowing to the user's rows
-	// would keep them all and only cost the index work. Either way the
-	// hits are the same, as m.user_id = ? keeps them to the user's.
-	Alone string
+	Args               func(words []string, userID string) []any
 }
 
 // ChunkSearch is the SQL a backend's full-text index over chunks is asked

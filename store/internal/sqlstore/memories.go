@@ -133,19 +133,9 @@ func (s *Store) searchMemories(ctx context.Context, mq store.MemoryQuery) ([]sto
 	var args []any
 	if terms := SearchTerms(mq.Query); len(terms) > 0 {
 		ms := s.db.MemorySearch()
-		narrow := mq.UserID
-		if ms.Alone != "" {
-			var alone bool
-			if err := s.db.QueryRow(ctx, ms.Alone, mq.UserID).Scan(&alone); err != nil {
-				return nil, err
-			}
-			if alone {
-				narrow = ""
-			}
-		}
 		query = `SELECT ` + memoryCols + `, ` + ms.Score + ` AS score FROM ` + ms.From + `
             WHERE ` + ms.Match + ` AND m.user_id = ? ORDER BY score DESC, m.id LIMIT ?`
-		args = []any{ms.Terms(terms, narrow), mq.UserID, limit}
+		args = append(ms.Args(terms, mq.UserID), mq.UserID, limit)
 	} else {
 		query = `SELECT ` + memoryCols + `, 0.0 AS score FROM memories m WHERE m.user_id = ?
             ORDER BY m.importance DESC, m.last_accessed DESC, m.id LIMIT ?`
