@@ -20,39 +20,83 @@ var benchWords = strings.Fields(`postgres sqlite index query latency boat garden
 	network router firewall backup restore cluster replica shard cache redis kafka stream batch schedule cron alert`)
 
 // BenchmarkContext measures Service.Context with 100,000 memories across
-// 1,000 users, on each backend, and reports its median and 99th
-// percentile beside the mean:
+// 1,000 users, on each backend, and with 2,000 memories of one user, of
+// near-identical text, as a load test of one local user leaves them
+// (-one-user), or one memory rewritten as often (-one-user-rewritten); it
+// reports the median and 99th percentile beside the mean:
 //
 //	go test -run '^$' -bench Context -benchtime 2000x ./cognition/
 func BenchmarkContext(b *testing.B) {
 	for _, be := range backends() {
 		b.Run(be.name, func(b *testing.B) {
 			st, _ := be.open(b)
-			svc, err := cognition.New(cognition.Config{Store: st, Budget: time.Minute})
+			seed(b, st, 1000, 100)
+			rng := rand.New(rand.NewPCG(1, 2))
+			benchContext(b, st, func() (string, string) {
+				// A question as a user asks it: Context's query is the
+				// message, stop words and all.
+				return fmt.Sprintf("user-%d", rng.IntN(1000)), "What do you remember about " +
+					benchWords[rng.IntN(len(benchWords))] + " and " + benchWords[rng.IntN(len(benchWords))] + "?"
+			})
+		})
+		b.Run(be.name+"-one-user", func(b *testing.B) {
+			st, _ := be.open(b)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for i := range 2000 {
+				text := oneUserTurns[i%len(oneUserTurns)]
+				_, err := st.AddMemory(b.Context(), store.NewMemory{UserID: "local", Summary: "Asked: " + text,
+					Topics: cognition.Topics(text, 8), Importance: rng.Float64(), Outcome: "success"})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			benchContext(b, st, func() (string, string) { return "local", oneUserTurns[rng.IntN(len(oneUserTurns))] })
+		})
+		// And one memory of one user, rewritten 2,000 times, as learning
+		// merges each conversation's fact into it (the serve load test's
+		// other case).
+		b.Run(be.name+"-one-user-rewritten", func(b *testing.B) {
+			st, _ := be.open(b)
+			m, err := st.AddMemory(b.Context(), store.NewMemory{UserID: "local", Summary: oneUserTurns[0], Importance: 0.9})
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(svc.Close)
-			seed(b, st, 1000, 100)
-			rng := rand.New(rand.NewPCG(1, 2))
-			var ds []time.Duration
-			for b.Loop() {
-				user := fmt.Sprintf("user-%d", rng.IntN(1000))
-				// A question as a user asks it: Context's query is the
-				// message, stop words and all.
-				q := "What do you remember about " + benchWords[rng.IntN(len(benchWords))] + " and " +
-					benchWords[rng.IntN(len(benchWords))] + "?"
-				start := time.Now()
-				if _, err := svc.Context(b.Context(), user, q); err != nil {
+			for i := range 2000 {
+				text := fmt.Sprintf("%s (%d)", oneUserTurns[0], i)
+				_, err := st.UpdateMemory(b.Context(), "local", m.ID, store.NewMemory{Summary: text, Topics: cognition.Topics(text, 8), Importance: 0.9})
+				if err != nil {
 					b.Fatal(err)
 				}
-				ds = append(ds, time.Since(start))
 			}
-			slices.Sort(ds)
-			b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds())/1000, "p99-ms")
+			rng := rand.New(rand.NewPCG(1, 2))
+			benchContext(b, st, func() (string, string) { return "local", oneUserTurns[rng.IntN(len(oneUserTurns))] })
 		})
 	}
+}
+
+// oneUserTurns are what the one user of BenchmarkContext says, as the
+// serve load test's conversations do.
+var oneUserTurns = []string{"hello, my name is Ada and I like tea", "thanks, and what else?"}
+
+// benchContext runs Context for the users and questions next gives.
+func benchContext(b *testing.B, st cognition.Store, next func() (user, query string)) {
+	svc, err := cognition.New(cognition.Config{Store: st, Budget: time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(svc.Close)
+	var ds []time.Duration
+	for b.Loop() {
+		user, q := next()
+		start := time.Now()
+		if _, err := svc.Context(b.Context(), user, q); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+	}
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds())/1000, "p99-ms")
 }
 
 // seed stores perUser memories for each of users users, 16 writers at

@@ -144,7 +144,7 @@ var memorySearch = sqlstore.MemorySearch{
 	From:  "memories m CROSS JOIN to_tsquery('english', ?) AS query",
 	Match: "m.tsv @@ query",
 	Score: "ts_rank(m.tsv, query)",
-	Terms: func(words []string, _ string) string { return chunkSearch.Terms(words) },
+	Args:  func(words []string, _ string) []any { return []any{chunkSearch.Terms(words)} },
 }
 
 // MemorySearch implements sqlstore.DB.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -220,15 +219,37 @@ func (d *db) ChunkSearch() sqlstore.ChunkSearch { return chunkSearch }
 // memorySearch asks the FTS5 index over memories for one user's matches:
 // the owner column holds a token of the user id (see migration 0005), so
 // FTS5 intersects the user's short list with the words' lists rather than
-// score every user's matches; the owner column weighs nothing in BM25.
+// score every user's matches; the owner column weighs nothing in BM25, so
+// a row scores the same with the owner's token asked for or not.
+//
+// When the user is the only one with memories (one user in local mode),
+// the token is left out: it would match every row, and FTS5 would walk
+// the user's whole list for it twice a search, once to intersect and once
+// for BM25 to count the rows that hold it. Each of those walks starts
+// with a lookup in every segment of the index, and SQLite 3.54 prepares
+// FTS5's lookup statement anew whenever the segment id it binds goes from
+// 1 to another or back (its plan may depend on whether a value is 0 or
+// 1), which is twice a walk while segment 1 is one of several.
+//
+// The arguments are the words (?1) and the user id (?2); the query's own
+// ?s after Match are numbered on from them.
 var memorySearch = sqlstore.MemorySearch{
 	From:  "memories_fts JOIN memories m ON m.rowid = memories_fts.rowid",
-	Match: "memories_fts MATCH ?",
+	Match: "memories_fts MATCH iif(" + othersRemembered + ", " + ownerMatch + ", ?1)",
 	Score: "-bm25(memories_fts, 1.0, 1.0, 0.0)",
-	Terms: func(words []string, userID string) string {
-		return `owner : "u` + strings.ToUpper(hex.EncodeToString([]byte(userID))) + `" AND (` + chunkSearch.Terms(words) + `)`
+	Args: func(words []string, userID string) []any {
+		return []any{chunkSearch.Terms(words), userID}
 	},
 }
+
+// ownerMatch is the FTS5 query for the user's rows that hold any of the
+// words: the user's owner token, made as migration 0005's triggers make
+// it, and the words.
+const ownerMatch = `'owner : "u' || hex(?2) || '" AND (' || ?1 || ')'`
+
+// othersRemembered is whether another user than ?2 has memories: two
+// lookups in an index on user_id.
+const othersRemembered = `(EXISTS (SELECT 1 FROM memories WHERE user_id < ?2) OR EXISTS (SELECT 1 FROM memories WHERE user_id > ?2))`
 
 // MemorySearch implements sqlstore.DB.
 func (d *db) MemorySearch() sqlstore.MemorySearch { return memorySearch }

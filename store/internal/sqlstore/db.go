@@ -60,12 +60,13 @@ type DB interface {
 }
 
 // MemorySearch is the SQL a backend's full-text index over memories is
-// asked with: as ChunkSearch, but From names the memories m, and Terms
-// is given the user too, for an index that can narrow to one user's
-// rows itself. SearchMemories adds AND m.user_id = ? after Match.
+// asked with: as ChunkSearch, but From names the memories m, and Args
+// makes the arguments of the ?s in From and Match, in order, from the
+// words and the user, for an index that can narrow to one user's rows
+// itself. SearchMemories adds AND m.user_id = ? after Match.
 type MemorySearch struct {
 	From, Match, Score string
-	Terms              func(words []string, userID string) string
+	Args               func(words []string, userID string) []any
 }
 
 // ChunkSearch is the SQL a backend's full-text index over chunks is asked

@@ -135,7 +135,7 @@ func (s *Store) searchMemories(ctx context.Context, mq store.MemoryQuery) ([]sto
 		ms := s.db.MemorySearch()
 		query = `SELECT ` + memoryCols + `, ` + ms.Score + ` AS score FROM ` + ms.From + `
             WHERE ` + ms.Match + ` AND m.user_id = ? ORDER BY score DESC, m.id LIMIT ?`
-		args = []any{ms.Terms(terms, mq.UserID), mq.UserID, limit}
+		args = append(ms.Args(terms, mq.UserID), mq.UserID, limit)
 	} else {
 		query = `SELECT ` + memoryCols + `, 0.0 AS score FROM memories m WHERE m.user_id = ?
             ORDER BY m.importance DESC, m.last_accessed DESC, m.id LIMIT ?`
