@@ -286,22 +286,32 @@ func offlineReply(msgs []llms.MessageContent, tools []llms.Tool) (string, []llms
 			missing = append(missing, "to tell the time I need the current_time tool, which this call does not offer")
 		}
 	}
-	if want := capabilityQuestion(q); want != "" {
-		other := map[string]string{"list_tools": "self_info", "self_info": "list_tools"}[want]
-		switch {
-		case hasTool(tools, want):
-			call(want, nil)
-		case hasTool(tools, other):
-			call(other, nil)
+	// The intents below only call tools: a call that offers none of
+	// theirs (the write node's) need not look for them.
+	if hasTool(tools, "list_tools") || hasTool(tools, "self_info") {
+		if want := capabilityQuestion(q); want != "" {
+			other := map[string]string{"list_tools": "self_info", "self_info": "list_tools"}[want]
+			switch {
+			case hasTool(tools, want):
+				call(want, nil)
+			case hasTool(tools, other):
+				call(other, nil)
+			}
 		}
 	}
-	if fact := rememberRequest(q); fact != "" && hasTool(tools, "remember") {
+	fact := ""
+	if hasTool(tools, "remember") {
+		fact = rememberRequest(q)
+	}
+	if fact != "" {
 		call("remember", map[string]string{"fact": fact})
-	} else if recallQuestion(q) && hasTool(tools, "recall") {
+	} else if hasTool(tools, "recall") && recallQuestion(q) {
 		call("recall", nil)
-	} else if steps := planSteps(q); len(steps) > 0 && hasTool(tools, "write_todos") {
-		calls = append(calls, llms.ToolCall{ID: fmt.Sprintf("offline_call_%d", prior+len(calls)+1), Type: "function",
-			FunctionCall: &llms.FunctionCall{Name: "write_todos", Arguments: writeTodosArguments(steps)}})
+	} else if hasTool(tools, "write_todos") {
+		if steps := planSteps(q); len(steps) > 0 {
+			calls = append(calls, llms.ToolCall{ID: fmt.Sprintf("offline_call_%d", prior+len(calls)+1), Type: "function",
+				FunctionCall: &llms.FunctionCall{Name: "write_todos", Arguments: writeTodosArguments(steps)}})
+		}
 	}
 	if len(calls) == 0 && len(missing) == 0 && hasTool(tools, "search_documents") && hasReadyDocuments(msgs) {
 		call("search_documents", map[string]string{"query": q})

@@ -1,12 +1,14 @@
 package llm
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
 
 // FuzzOfflineCheapTests holds the offline model's cheap tests to what
-// they stand in for: countWords counts what strings.Fields splits.
+// they stand in for: none turns away a message its regular expressions
+// would read, and countWords counts what strings.Fields splits.
 func FuzzOfflineCheapTests(f *testing.F) {
 	for _, q := range []string{
 		"", "hello, my name is Ada and I like tea", "thanks, and what else?",
@@ -18,6 +20,21 @@ func FuzzOfflineCheapTests(f *testing.F) {
 		f.Add(q)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
+		if !mayHoldArithmetic(q) {
+			if e := findArithmetic(q); e != "" {
+				t.Errorf("mayHoldArithmetic(%q) = false, but it holds %q", q, e)
+			}
+		}
+		if !mayAskTime(q) && timeCue.MatchString(q) {
+			t.Errorf("mayAskTime(%q) = false, but timeCue matches", q)
+		}
+		if !mayNameFile(q) {
+			for _, re := range []*regexp.Regexp{writeFileCue, appendFileCue, readFileCue, listFilesCue} {
+				if re.MatchString(q) {
+					t.Errorf("mayNameFile(%q) = false, but %v matches", q, re)
+				}
+			}
+		}
 		if got, want := countWords(q), len(strings.Fields(q)); got != want {
 			t.Errorf("countWords(%q) = %d, want %d", q, got, want)
 		}
