@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Event types, as in API.md.
@@ -111,7 +112,12 @@ type Payload interface {
 func New(p Payload) Event { return Event{Type: p.EventType(), Data: p} }
 
 // MarshalJSON writes {"type": …} followed by the payload's fields.
-func (e Event) MarshalJSON() ([]byte, error) {
+func (e Event) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
+
+// AppendJSON appends the event's JSON, MarshalJSON's, to dst: an
+// envelope around it (the run service's) is written with one copy of
+// it, not two.
+func (e Event) AppendJSON(dst []byte) ([]byte, error) {
 	body := []byte("{}")
 	if e.Data != nil {
 		var err error
@@ -119,22 +125,33 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			return nil, fmt.Errorf("events: encode %s event: %w", e.Type, err)
 		}
 	}
-	typ, _ := json.Marshal(e.Type)
-	out := make([]byte, 0, len(body)+len(typ)+len(e.Namespace)+28)
-	out = append(out, `{"type":`...)
-	out = append(out, typ...)
+	dst = slices.Grow(dst, len(body)+len(e.Type)+len(e.Namespace)+28)
+	dst = append(dst, `{"type":`...)
+	dst = appendString(dst, e.Type)
 	if e.Namespace != "" && !framesSubagent(e.Data) {
-		ns, _ := json.Marshal(e.Namespace)
-		out = append(out, `,"namespace":`...)
-		out = append(out, ns...)
+		dst = append(dst, `,"namespace":`...)
+		dst = appendString(dst, e.Namespace)
 	}
 	if len(body) > 2 {
-		out = append(out, ',')
-		out = append(out, body[1:]...)
-	} else {
-		out = append(out, '}')
+		dst = append(dst, ',')
+		return append(dst, body[1:]...), nil
 	}
-	return out, nil
+	return append(dst, '}'), nil
+}
+
+// appendString appends s as a JSON string: quoted as it is when it
+// needs no escaping, as the types do ("response.chunk"), which spares
+// encoding them at every event.
+func appendString(dst []byte, s string) []byte {
+	for i := range len(s) {
+		if c := s[i]; (c < 'a' || c > 'z') && c != '.' && c != '_' {
+			b, _ := json.Marshal(s)
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // framesSubagent reports whether p is subagent.start or subagent.end,

@@ -37,6 +37,22 @@ var (
 // arithmeticExpr extracts an arithmetic expression from a question ("what
 // is 2+2*3?" → "2+2*3", "calculate sqrt(16)" → "sqrt(16)"), or "".
 func arithmeticExpr(q string) string {
+	if !mayHoldArithmetic(q) {
+		return ""
+	}
+	return findArithmetic(q)
+}
+
+// mayHoldArithmetic is false for a question in which findArithmetic
+// finds nothing, and cheap: an expression holds a digit or pi, and the
+// rewrites bring in no digit but q's own and squared's and cubed's
+// exponents.
+func mayHoldArithmetic(q string) bool {
+	return strings.ContainsAny(q, "0123456789") || mentions(q, "pi", "quared", "cubed")
+}
+
+// findArithmetic is arithmeticExpr without its cheap test.
+func findArithmetic(q string) string {
 	s := q
 	for _, w := range mathWords {
 		s = w.re.ReplaceAllString(s, w.to)
@@ -118,7 +134,7 @@ var wordBoundary = regexp.MustCompile(`[^\p{L}]+`)
 // timeQuestion reports whether q asks for the time or date, and the IANA
 // zone it names, if any.
 func timeQuestion(q string) (asks bool, zone string) {
-	if !timeCue.MatchString(q) {
+	if !mayAskTime(q) || !timeCue.MatchString(q) {
 		return false, ""
 	}
 	if z := ianaZone.FindString(q); z != "" {
@@ -132,6 +148,10 @@ func timeQuestion(q string) (asks bool, zone string) {
 	}
 	return true, ""
 }
+
+// mayAskTime is false for a question timeCue does not match, and cheap:
+// each of its phrases says one of these words.
+func mayAskTime(q string) bool { return mentions(q, "time", "date", "day") }
 
 var (
 	toolsCue = regexp.MustCompile(`(?i)\b(?:what\s+(?:can|could)\s+you\s+do|what\s+(?:tools|capabilities|abilities)|which\s+tools|list\s+(?:your\s+|the\s+|all\s+)?tools|your\s+(?:tools|capabilities|abilities)|what\s+are\s+you\s+able|help\s+me\s+with\s+what|what\s+do\s+you\s+support)\b`)
@@ -148,4 +168,30 @@ func capabilityQuestion(q string) string {
 		return "self_info"
 	}
 	return ""
+}
+
+// mentions reports whether q contains one of words, ignoring ASCII case:
+// a cheap test that saves running a regular expression each of whose
+// matches contains one. The words are lower-case ASCII letters without
+// k or s, which (?i) also matches as the Kelvin sign and the long s.
+func mentions(q string, words ...string) bool {
+	for _, w := range words {
+		for i := 0; i+len(w) <= len(q); i++ {
+			if equalFoldASCII(q[i:i+len(w)], w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// equalFoldASCII reports whether s is lower, a word of lower-case ASCII
+// letters, in any ASCII case.
+func equalFoldASCII(s, lower string) bool {
+	for i := range len(lower) {
+		if s[i]|0x20 != lower[i] {
+			return false
+		}
+	}
+	return true
 }

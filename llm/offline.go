@@ -1,12 +1,15 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -137,16 +140,19 @@ func (m *Offline) GenerateContent(ctx context.Context, msgs []llms.MessageConten
 		}
 	}
 	if text != "" && o.StreamingFunc != nil {
-		for _, chunk := range strings.SplitAfter(text, " ") {
+		// One copy of the text, streamed in slices of it: each is capped
+		// at its own length, so a func that appends to one cannot
+		// overwrite the next.
+		for chunk := range bytes.SplitAfterSeq([]byte(text), []byte(" ")) {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("llm offline: %w", err)
 			}
-			if err := o.StreamingFunc(ctx, []byte(chunk)); err != nil {
+			if err := o.StreamingFunc(ctx, chunk); err != nil {
 				return nil, fmt.Errorf("llm offline: streaming func: %w", err)
 			}
 		}
 	}
-	return buildResponse(text, thinking, calls, estimateUsage(msgs, text+" "+thinking, calls), true), nil
+	return buildResponse(text, thinking, calls, estimateUsage(msgs, calls, text, thinking), true), nil
 }
 
 // offlineThinking says which of the offline model's rules decided its
@@ -192,7 +198,7 @@ func streamThinking(ctx context.Context, o *llms.CallOptions, pieces []string, d
 }
 
 func offeredTools(o *llms.CallOptions) []llms.Tool {
-	tools := slices.Clone(o.Tools)
+	tools := slices.Clip(o.Tools) // an append copies: the caller's slice stays as it is
 	for _, f := range o.Functions {
 		tools = append(tools, llms.Tool{Type: "function", Function: &f})
 	}
@@ -280,22 +286,32 @@ func offlineReply(msgs []llms.MessageContent, tools []llms.Tool) (string, []llms
 			missing = append(missing, "to tell the time I need the current_time tool, which this call does not offer")
 		}
 	}
-	if want := capabilityQuestion(q); want != "" {
-		other := map[string]string{"list_tools": "self_info", "self_info": "list_tools"}[want]
-		switch {
-		case hasTool(tools, want):
-			call(want, nil)
-		case hasTool(tools, other):
-			call(other, nil)
+	// The intents below only call tools: a call that offers none of
+	// theirs (the write node's) need not look for them.
+	if hasTool(tools, "list_tools") || hasTool(tools, "self_info") {
+		if want := capabilityQuestion(q); want != "" {
+			other := map[string]string{"list_tools": "self_info", "self_info": "list_tools"}[want]
+			switch {
+			case hasTool(tools, want):
+				call(want, nil)
+			case hasTool(tools, other):
+				call(other, nil)
+			}
 		}
 	}
-	if fact := rememberRequest(q); fact != "" && hasTool(tools, "remember") {
+	fact := ""
+	if hasTool(tools, "remember") {
+		fact = rememberRequest(q)
+	}
+	if fact != "" {
 		call("remember", map[string]string{"fact": fact})
-	} else if recallQuestion(q) && hasTool(tools, "recall") {
+	} else if hasTool(tools, "recall") && recallQuestion(q) {
 		call("recall", nil)
-	} else if steps := planSteps(q); len(steps) > 0 && hasTool(tools, "write_todos") {
-		calls = append(calls, llms.ToolCall{ID: fmt.Sprintf("offline_call_%d", prior+len(calls)+1), Type: "function",
-			FunctionCall: &llms.FunctionCall{Name: "write_todos", Arguments: writeTodosArguments(steps)}})
+	} else if hasTool(tools, "write_todos") {
+		if steps := planSteps(q); len(steps) > 0 {
+			calls = append(calls, llms.ToolCall{ID: fmt.Sprintf("offline_call_%d", prior+len(calls)+1), Type: "function",
+				FunctionCall: &llms.FunctionCall{Name: "write_todos", Arguments: writeTodosArguments(steps)}})
+		}
 	}
 	if len(calls) == 0 && len(missing) == 0 && hasTool(tools, "search_documents") && hasReadyDocuments(msgs) {
 		call("search_documents", map[string]string{"query": q})
@@ -511,28 +527,55 @@ func toolList(content string) string {
 	return b.String()
 }
 
-// estimateUsage counts words as tokens.
-func estimateUsage(msgs []llms.MessageContent, text string, calls []llms.ToolCall) events.Usage {
+// estimateUsage counts words as tokens: the prompt's are the input, the
+// calls' and those of out (the reply, its thinking) the output.
+func estimateUsage(msgs []llms.MessageContent, calls []llms.ToolCall, out ...string) events.Usage {
 	in := 0
 	for _, m := range msgs {
 		for _, p := range m.Parts {
 			switch p := p.(type) {
 			case llms.TextContent:
-				in += len(strings.Fields(p.Text))
+				in += countWords(p.Text)
 			case llms.ToolCall:
 				if p.FunctionCall != nil {
-					in += 1 + len(strings.Fields(p.FunctionCall.Arguments))
+					in += 1 + countWords(p.FunctionCall.Arguments)
 				}
 			case llms.ToolCallResponse:
-				in += len(strings.Fields(p.Content))
+				in += countWords(p.Content)
 			}
 		}
 	}
-	out := len(strings.Fields(text))
-	for _, c := range calls {
-		out += 1 + len(strings.Fields(c.FunctionCall.Arguments))
+	n := 0
+	for _, t := range out {
+		n += countWords(t)
 	}
-	return withTotal(events.Usage{InputTokens: in, OutputTokens: out})
+	for _, c := range calls {
+		n += 1 + countWords(c.FunctionCall.Arguments)
+	}
+	return withTotal(events.Usage{InputTokens: in, OutputTokens: n})
+}
+
+// countWords is len(strings.Fields(s)) without the slice: the prompt's
+// words are counted at every call, and a prompt runs to thousands.
+func countWords(s string) int {
+	n := 0
+	inWord := false
+	for i := 0; i < len(s); {
+		var space bool
+		if c := s[i]; c < utf8.RuneSelf {
+			space = c == ' ' || c-'\t' <= '\r'-'\t' // unicode.IsSpace's ASCII: \t \n \v \f \r and space
+			i++
+		} else {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			space = unicode.IsSpace(r)
+			i += size
+		}
+		if !space && !inWord {
+			n++
+		}
+		inWord = !space
+	}
+	return n
 }
 
 // buildResponse makes the one-choice response of the offline and scripted

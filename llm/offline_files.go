@@ -21,6 +21,9 @@ var (
 // fileRequest returns the file tool a message asks for and its
 // arguments, or "" when it asks for none.
 func fileRequest(q string) (string, map[string]any) {
+	if !mayNameFile(q) {
+		return "", nil
+	}
 	if m := writeFileCue.FindStringSubmatch(q); m != nil {
 		return "write_file", map[string]any{"path": m[1], "content": withNewline(m[2])}
 	}
@@ -35,6 +38,10 @@ func fileRequest(q string) (string, map[string]any) {
 	}
 	return "", nil
 }
+
+// mayNameFile is false for a message none of the file cues match, and
+// cheap: each names a path with an extension or says "file".
+func mayNameFile(q string) bool { return strings.Contains(q, ".") || mentions(q, "file") }
 
 func withNewline(s string) string {
 	return strings.TrimSuffix(s, "\n") + "\n"

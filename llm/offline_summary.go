@@ -187,7 +187,7 @@ func withinWords(lines []factLine, limit int) []factLine {
 	}
 	total := 0
 	for _, l := range lines {
-		total += len(strings.Fields(l.text)) + 1
+		total += countWords(l.text) + 1
 	}
 	if total <= limit {
 		return lines
@@ -203,7 +203,7 @@ func withinWords(lines []factLine, limit int) []factLine {
 			break
 		}
 		dropped[i] = true
-		total -= len(strings.Fields(lines[i].text)) + 1
+		total -= countWords(lines[i].text) + 1
 	}
 	kept := lines[:0]
 	for i, l := range lines {

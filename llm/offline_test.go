@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -361,5 +362,42 @@ func TestOfflineShowsTheClientContext(t *testing.T) {
 	}
 	if text := llm.TextFrom(resp); text != llm.OfflineNotice {
 		t.Errorf("without a context: %q", text)
+	}
+}
+
+// BenchmarkOfflineTurn measures the offline model's two calls of a sync
+// chat turn, as trellis serve's agent makes them on the fourth turn of a
+// load test's conversation (testdata/offline_turn.json: the supervisor's
+// prompt with its 24 tools, and the write node's, streamed): the rules,
+// the streaming word by word and the usage estimate.
+func BenchmarkOfflineTurn(b *testing.B) {
+	raw, err := os.ReadFile("testdata/offline_turn.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var calls []struct {
+		Node  string                `json:"node"`
+		Msgs  []llms.MessageContent `json:"msgs"`
+		Tools []llms.Tool           `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &calls); err != nil {
+		b.Fatal(err)
+	}
+	m := llm.NewOffline()
+	stream := llms.WithStreamingFunc(func(context.Context, []byte) error { return nil })
+	for _, c := range calls {
+		b.Run(c.Node, func(b *testing.B) {
+			opts := []llms.CallOption{llms.WithTools(c.Tools)}
+			if len(c.Tools) == 0 {
+				opts = []llms.CallOption{stream} // the write node asks for text
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := m.GenerateContent(b.Context(), c.Msgs, opts...)
+				if err != nil || llm.TextFrom(resp) != llm.OfflineNotice {
+					b.Fatalf("reply %v, %v", resp, err)
+				}
+			}
+		})
 	}
 }

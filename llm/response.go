@@ -98,6 +98,11 @@ func lastHuman(msgs []llms.MessageContent) (string, int) {
 }
 
 func partsText(parts []llms.ContentPart) string {
+	if len(parts) == 1 { // as nearly every message is: its text, not a copy
+		if t, ok := parts[0].(llms.TextContent); ok {
+			return t.Text
+		}
+	}
 	var b strings.Builder
 	for _, p := range parts {
 		switch p := p.(type) {

@@ -323,7 +323,7 @@ func (st *scriptStep) play(ctx context.Context, o *llms.CallOptions, msgs []llms
 	if r.Usage != nil {
 		usage = withTotal(*r.Usage)
 	} else {
-		usage = estimateUsage(msgs, st.text+" "+r.Thinking, calls)
+		usage = estimateUsage(msgs, calls, st.text, r.Thinking)
 	}
 	return buildResponse(st.text, r.Thinking, calls, usage, estimated), nil
 }

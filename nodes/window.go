@@ -265,15 +265,30 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 // toLLM converts messages to langchaingo's form, after a system message.
 func toLLM(system string, msgs []Message) []llms.MessageContent {
 	out := make([]llms.MessageContent, 0, len(msgs)+1)
+	// The messages of one part, nearly all, share one array of parts
+	// rather than make one each at every model call; each part is capped
+	// at its own, so an append to one message's parts copies them.
+	parts := make([]llms.ContentPart, 0, len(msgs)+1)
+	one := func(role llms.ChatMessageType, p llms.ContentPart) {
+		parts = append(parts, p)
+		n := len(parts)
+		out = append(out, llms.MessageContent{Role: role, Parts: parts[n-1 : n : n]})
+	}
 	if system != "" {
-		out = append(out, llms.TextParts(llms.ChatMessageTypeSystem, system))
+		one(llms.ChatMessageTypeSystem, llms.TextContent{Text: system})
 	}
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.Role {
 		case RoleUser:
-			out = append(out, llms.TextParts(llms.ChatMessageTypeHuman, m.Content))
+			one(llms.ChatMessageTypeHuman, llms.TextContent{Text: m.Content})
 		case RoleAssistant:
+			if len(m.ToolCalls) == 0 {
+				if m.Content != "" {
+					one(llms.ChatMessageTypeAI, llms.TextContent{Text: m.Content})
+				}
+				continue
+			}
 			mc := llms.MessageContent{Role: llms.ChatMessageTypeAI}
 			if m.Content != "" {
 				mc.Parts = append(mc.Parts, llms.TextContent{Text: m.Content})
@@ -282,13 +297,9 @@ func toLLM(system string, msgs []Message) []llms.MessageContent {
 				mc.Parts = append(mc.Parts, llms.ToolCall{ID: c.ID, Type: "function",
 					FunctionCall: &llms.FunctionCall{Name: c.Tool, Arguments: string(argsOrEmpty(c.Args))}})
 			}
-			if len(mc.Parts) > 0 {
-				out = append(out, mc)
-			}
+			out = append(out, mc)
 		case RoleTool:
-			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-				llms.ToolCallResponse{ToolCallID: m.ToolCallID, Name: m.Name, Content: m.Content},
-			}})
+			one(llms.ChatMessageTypeTool, llms.ToolCallResponse{ToolCallID: m.ToolCallID, Name: m.Name, Content: m.Content})
 		}
 	}
 	return out

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/tmc/langchaingo/llms"
 )
 
 // conversation makes n earlier turns of a user and an assistant message,
@@ -113,4 +115,25 @@ func roles(msgs []Message) string {
 		out = append(out, string(m.Role))
 	}
 	return strings.Join(out, ",")
+}
+
+// toLLM's messages of one part share an array of parts: a part a model
+// adds to one leaves the next as it was.
+func TestToLLMMessagesKeepTheirOwnParts(t *testing.T) {
+	msgs := toLLM("system", []Message{{Role: RoleUser, Content: "q"}, {Role: RoleAssistant, Content: "a"},
+		{Role: RoleTool, ToolCallID: "c1", Name: "search", Content: "r"}})
+	want := []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeSystem, "system"),
+		llms.TextParts(llms.ChatMessageTypeHuman, "q"),
+		llms.TextParts(llms.ChatMessageTypeAI, "a"),
+		{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "c1", Name: "search", Content: "r"}}},
+	}
+	for i := range msgs {
+		msgs[i].Parts = append(msgs[i].Parts, llms.TextContent{Text: "added"})
+	}
+	for i := range want {
+		if got := msgs[i].Parts[0]; len(msgs[i].Parts) != 2 || got != want[i].Parts[0] || msgs[i].Role != want[i].Role {
+			t.Errorf("message %d: %s %v, want %s %v and the part added", i, msgs[i].Role, msgs[i].Parts, want[i].Role, want[i].Parts)
+		}
+	}
 }

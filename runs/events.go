@@ -1,7 +1,6 @@
 package runs
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/trellis-ai/trellis/events"
@@ -14,16 +13,21 @@ func (rn *Run) envelope(p events.Payload) ([]byte, error) { return rn.envelopeOf
 // envelopeOf is envelope for an event of the sub-agent at namespace (""
 // for the root agent), which it names in its "namespace" field.
 func (rn *Run) envelopeOf(p events.Payload, namespace string) ([]byte, error) {
-	body, err := json.Marshal(events.Event{Type: p.EventType(), Data: p, Namespace: namespace})
+	b := make([]byte, 0, len(rn.prefix)+len(tsLayout)+1)
+	b = append(b, rn.prefix...)
+	b = time.Now().UTC().AppendFormat(b, tsLayout)
+	b = append(b, '"')
+	open := len(b)
+	b, err := events.Event{Type: p.EventType(), Data: p, Namespace: namespace}.AppendJSON(b)
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, len(rn.prefix)+len(body)+32)
-	b = append(b, rn.prefix...)
-	b = time.Now().UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
-	b = append(b, `",`...)
-	return append(b, body[1:]...), nil
+	b[open] = ',' // the event's own "{" goes: its fields follow the envelope's
+	return b, nil
 }
+
+// tsLayout is the layout of an event's "ts".
+const tsLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // sanitize keeps internal failures' details in the log: the client reads
 // the code and a message that names the run.

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +52,11 @@ type outbox struct {
 	delay time.Duration
 	// draining: the run is ending; nothing waits any more.
 	draining bool
+	// joining: chunks joined the queue's last event, and tail holds its
+	// content so far, set on it once, as the event is sealed, rather
+	// than copied anew at every chunk.
+	joining bool
+	tail    strings.Builder
 }
 
 // EventDelay is the longest a run's events wait to be stored together
@@ -85,6 +91,7 @@ func (o *outbox) put(e store.NewEvent, p events.Payload) error {
 	if e.Data == nil && o.join(p) {
 		return nil
 	}
+	o.seal()
 	o.queue = append(o.queue, e)
 	o.typed = append(o.typed, p)
 	o.schedule()
@@ -142,19 +149,56 @@ func (o *outbox) join(p events.Payload) bool {
 	if n == 0 || o.queue[n-1].Data != nil {
 		return false
 	}
+	var before, content string
 	switch c := p.(type) {
 	case *events.ResponseChunk:
-		if last, ok := o.typed[n-1].(*events.ResponseChunk); ok {
-			o.typed[n-1] = &events.ResponseChunk{Content: last.Content + c.Content}
-			return true
+		last, ok := o.typed[n-1].(*events.ResponseChunk)
+		if !ok {
+			return false
 		}
+		before, content = last.Content, c.Content
 	case *events.ReasoningChunk:
-		if last, ok := o.typed[n-1].(*events.ReasoningChunk); ok && last.Node == c.Node {
-			o.typed[n-1] = &events.ReasoningChunk{Node: c.Node, Content: last.Content + c.Content}
-			return true
+		last, ok := o.typed[n-1].(*events.ReasoningChunk)
+		if !ok || last.Node != c.Node {
+			return false
 		}
+		before, content = last.Content, c.Content
+	default:
+		return false
 	}
-	return false
+	if !o.joining {
+		o.tail.WriteString(before)
+		o.joining = true
+	}
+	o.tail.WriteString(content)
+	return true
+}
+
+// seal gives the queue's last event the content chunks joined to it, if
+// any did. Callers hold o.mu, and seal before they queue an event behind
+// it or take the queue.
+func (o *outbox) seal() {
+	if !o.joining {
+		return
+	}
+	n := len(o.typed)
+	switch last := o.typed[n-1].(type) {
+	case *events.ResponseChunk:
+		o.typed[n-1] = &events.ResponseChunk{Content: o.tail.String()}
+	case *events.ReasoningChunk:
+		o.typed[n-1] = &events.ReasoningChunk{Node: last.Node, Content: o.tail.String()}
+	}
+	o.tail.Reset()
+	o.joining = false
+}
+
+// take empties the queue and returns what it held, sealed. Callers hold
+// o.mu.
+func (o *outbox) take() ([]store.NewEvent, []events.Payload) {
+	o.seal()
+	batch, typed := o.queue, o.typed
+	o.queue, o.typed = nil, nil
+	return batch, typed
 }
 
 // joinable reports whether p is a chunk that put may join to the one
@@ -189,15 +233,14 @@ func (o *outbox) encodeQueued(batch []store.NewEvent, typed []events.Payload) er
 func (o *outbox) flush() {
 	for first := true; ; first = false {
 		o.mu.Lock()
-		batch, typed := o.queue, o.typed
-		if len(batch) == 0 || o.held || !first && o.waits() {
+		if len(o.queue) == 0 || o.held || !first && o.waits() {
 			o.busy = false
 			o.schedule()
 			o.idle.Broadcast()
 			o.mu.Unlock()
 			return
 		}
-		o.queue, o.typed = nil, nil
+		batch, typed := o.take()
 		o.mu.Unlock()
 		err := o.encodeQueued(batch, typed)
 		var evs []store.Event
@@ -206,7 +249,8 @@ func (o *outbox) flush() {
 		}
 		if err != nil {
 			o.mu.Lock()
-			o.err, o.queue, o.typed, o.busy = err, nil, nil, false
+			o.err, o.busy = err, false
+			o.take() // dropped: nothing is stored after err
 			o.idle.Broadcast()
 			o.mu.Unlock()
 			o.fail(err)
@@ -241,8 +285,7 @@ func (o *outbox) hold() ([]store.NewEvent, []events.Payload, error) {
 	for o.busy {
 		o.idle.Wait()
 	}
-	rest, typed := o.queue, o.typed
-	o.queue, o.typed = nil, nil
+	rest, typed := o.take()
 	if o.err == nil {
 		o.err = o.encodeQueued(rest, typed)
 	}

@@ -39,21 +39,26 @@ func streamedHub() *hub {
 	return h
 }
 
+// queue puts p on o with its data encoded as JSON, or without (as
+// emitAs queues the root agent's chunks) when encoded is false.
+func queue(t *testing.T, o *outbox, p events.Payload, encoded bool) {
+	t.Helper()
+	var data []byte
+	if encoded {
+		data, _ = json.Marshal(p)
+	}
+	if err := o.put(store.NewEvent{RunID: "run", Type: p.EventType(), Data: data}, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestOutboxJoinsChunksThatWaitTogether(t *testing.T) {
 	st := &heldEvents{entered: make(chan struct{}), release: make(chan struct{})}
 	encode := func(p events.Payload) ([]byte, error) { return json.Marshal(p) }
 	o := newOutbox(t.Context(), st, streamedHub(), encode, func(err error) { t.Error(err) })
 	// As emitAs queues them: the root agent's chunks unencoded, the rest
 	// (and a sub-agent's chunk, whose envelope names it) encoded.
-	put := func(p events.Payload, encoded bool) {
-		var data []byte
-		if encoded {
-			data, _ = encode(p)
-		}
-		if err := o.put(store.NewEvent{RunID: "run", Type: p.EventType(), Data: data}, p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(p events.Payload, encoded bool) { queue(t, o, p, encoded) }
 	put(&events.ResponseChunk{Content: "one"}, false)
 	<-st.entered // the first batch is being written: the next wait
 	put(&events.ResponseChunk{Content: " two"}, false)
@@ -141,23 +146,60 @@ func TestOutboxHoldReturnsWhatWaitsBehindTheBatch(t *testing.T) {
 	}
 }
 
-// While nobody streams the run, its events wait to be written together:
-// with the run's end (hold takes them, unwritten), or, drained, in one
-// batch.
-func TestOutboxLetsEventsWaitWhileNobodyStreams(t *testing.T) {
+// syncOutbox is the outbox of a run whose only subscriber, a sync chat's
+// caller, reads its events at the end: they wait (an hour) to be written
+// together.
+func syncOutbox(t *testing.T, st store.Events) *outbox {
+	h := newHub("run")
+	h.add(64, false, true)
+	o := newOutbox(t.Context(), st, h, func(p events.Payload) ([]byte, error) { return json.Marshal(p) }, func(err error) { t.Error(err) })
+	o.delay = time.Hour
+	return o
+}
+
+// A sync chat's answer streams word by word while nobody streams the
+// run: its chunks wait, joined, and hold takes each run of them as one
+// event with the whole text.
+func TestOutboxHoldTakesTheChunksJoined(t *testing.T) {
 	st := &heldEvents{entered: make(chan struct{}, 4), release: make(chan struct{}, 4)}
 	encode := func(p events.Payload) ([]byte, error) { return json.Marshal(p) }
 	h := newHub("run")
 	h.add(64, false, true) // a sync chat's caller: reads at the end
 	o := newOutbox(t.Context(), st, h, encode, func(err error) { t.Error(err) })
 	o.delay = time.Hour
-	put := func(o *outbox, node string) {
-		p := &events.NodeStart{Node: node}
-		data, _ := encode(p)
-		if err := o.put(store.NewEvent{RunID: "run", Type: p.EventType(), Data: data}, p); err != nil {
-			t.Fatal(err)
+	put := func(p events.Payload, encoded bool) { queue(t, o, p, encoded) }
+	put(&events.NodeStart{Node: "write"}, true)
+	put(&events.ResponseChunk{Content: "It"}, false)
+	put(&events.ResponseChunk{Content: " is"}, false)
+	put(&events.ReasoningChunk{Node: "write", Content: "Say"}, false)
+	put(&events.ReasoningChunk{Node: "write", Content: " it"}, false)
+	put(&events.ResponseChunk{Content: " 4"}, false)
+	put(&events.ResponseChunk{Content: "."}, false)
+	rest, typed, err := o.hold()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"node":"write"}`, `{"content":"It is"}`, `{"node":"write","content":"Say it"}`, `{"content":" 4."}`}
+	if len(rest) != len(want) || len(typed) != len(want) {
+		t.Fatalf("hold took %d events, want %d", len(rest), len(want))
+	}
+	for i, w := range want {
+		if string(rest[i].Data) != w {
+			t.Errorf("event %d: %s, want %s", i, rest[i].Data, w)
+		}
+		if data, _ := encode(typed[i]); string(data) != w {
+			t.Errorf("payload %d: %s, want %s", i, data, w)
 		}
 	}
+}
+
+// While nobody streams the run, its events wait to be written together:
+// with the run's end (hold takes them, unwritten), or, drained, in one
+// batch.
+func TestOutboxLetsEventsWaitWhileNobodyStreams(t *testing.T) {
+	st := &heldEvents{entered: make(chan struct{}, 4), release: make(chan struct{}, 4)}
+	o := syncOutbox(t, st)
+	put := func(o *outbox, node string) { queue(t, o, &events.NodeStart{Node: node}, true) }
 	for _, n := range []string{"a", "b", "c"} {
 		put(o, n)
 	}
@@ -166,8 +208,7 @@ func TestOutboxLetsEventsWaitWhileNobodyStreams(t *testing.T) {
 		t.Fatalf("hold took %d events (%v) after %d batches; want all 3, none written", len(rest), err, len(st.batches))
 	}
 
-	o = newOutbox(t.Context(), st, h, encode, func(err error) { t.Error(err) })
-	o.delay = time.Hour
+	o = syncOutbox(t, st)
 	for _, n := range []string{"a", "b", "c"} {
 		put(o, n)
 	}

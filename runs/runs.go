@@ -624,9 +624,11 @@ const reasonShutdown = "shutdown"
 // answering at once finds them; usage and tool calls are counted. It
 // reports false for an event not to send again.
 func (m *Service) record(rn *Run, ev events.Event) bool {
-	ctx := context.WithoutCancel(rn.ctx)
+	// The cases that store make their context: record sees every event,
+	// each chunk of an answer too, and most store nothing.
 	switch d := ev.Data.(type) {
 	case *events.ApprovalRequired:
+		ctx := context.WithoutCancel(rn.ctx)
 		at, onExpiry := m.deadline(d.Tool)
 		a, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.ApprovalID, Kind: store.KindApproval, RunID: rn.id,
 			Approval:  store.Approval{ToolCallID: d.ToolCallID, Tool: d.Tool, Args: d.Args, Revision: d.Revision},
@@ -654,8 +656,9 @@ func (m *Service) record(rn *Run, ev events.Event) bool {
 		d.ExpiresAt, d.OnExpiry = a.ExpiresAt, a.OnExpiry
 		m.schedule(ctx, rn, a)
 	case *events.ToolUncertain:
-		m.askUncertainCall(ctx, rn, d)
+		m.askUncertainCall(context.WithoutCancel(rn.ctx), rn, d)
 	case *events.ElicitationRequest:
+		ctx := context.WithoutCancel(rn.ctx)
 		e, err := m.createElicitation(ctx, rn, d.ElicitationID, d.Source, d.Message, d.Schema)
 		if err != nil {
 			rn.log.LogAttrs(ctx, slog.LevelError, "storing an elicitation failed", slog.String("elicitation_id", d.ElicitationID), slog.Any("error", err))
