@@ -162,11 +162,7 @@ func syncOutbox(t *testing.T, st store.Events) *outbox {
 // event with the whole text.
 func TestOutboxHoldTakesTheChunksJoined(t *testing.T) {
 	st := &heldEvents{entered: make(chan struct{}, 4), release: make(chan struct{}, 4)}
-	encode := func(p events.Payload) ([]byte, error) { return json.Marshal(p) }
-	h := newHub("run")
-	h.add(64, false, true) // a sync chat's caller: reads at the end
-	o := newOutbox(t.Context(), st, h, encode, func(err error) { t.Error(err) })
-	o.delay = time.Hour
+	o := syncOutbox(t, st)
 	put := func(p events.Payload, encoded bool) { queue(t, o, p, encoded) }
 	put(&events.NodeStart{Node: "write"}, true)
 	put(&events.ResponseChunk{Content: "It"}, false)
@@ -187,7 +183,7 @@ func TestOutboxHoldTakesTheChunksJoined(t *testing.T) {
 		if string(rest[i].Data) != w {
 			t.Errorf("event %d: %s, want %s", i, rest[i].Data, w)
 		}
-		if data, _ := encode(typed[i]); string(data) != w {
+		if data, _ := json.Marshal(typed[i]); string(data) != w {
 			t.Errorf("payload %d: %s, want %s", i, data, w)
 		}
 	}
