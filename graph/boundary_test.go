@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -22,6 +23,8 @@ type payGraph struct {
 	ran  map[string]int
 	gate chan struct{}
 	ask  bool
+	// onPlan, when set, runs as plan starts.
+	onPlan func()
 }
 
 func (p *payGraph) count(n string) {
@@ -44,6 +47,12 @@ func (p *payGraph) compile(t *testing.T, saver graph.Checkpointer, d graph.Durab
 	g := newGraph()
 	g.AddNode("plan", func(ctx context.Context, s State) (State, error) {
 		p.count("plan")
+		p.mu.Lock()
+		on := p.onPlan
+		p.mu.Unlock()
+		if on != nil {
+			on()
+		}
 		return State{Items: []string{"plan"}, Total: 1}, nil
 	})
 	g.AddSends("plan", func(ctx context.Context, s State) ([]graph.Send[State], error) {
@@ -263,5 +272,113 @@ func TestDurabilityBoundarySavesOnInterrupt(t *testing.T) {
 	out := must[State](t)(c.Invoke(t.Context(), nil, graph.RunConfig{ThreadID: "t", Resume: "yes"}))
 	if !slices.Equal(out.Items, []string{"plan", "paid cash", "done"}) || p.runs("plan") != 1 || p.runs("pay cash") != 1 {
 		t.Fatalf("resumed: %+v, runs %v", out, p.ran)
+	}
+}
+
+// batchSaver counts the checkpoints of each PutBatch.
+type batchSaver struct {
+	graph.Checkpointer
+	batches []int
+}
+
+func (s *batchSaver) PutBatch(ctx context.Context, puts []graph.CheckpointPut) error {
+	s.batches = append(s.batches, len(puts))
+	for _, p := range puts {
+		if err := s.Put(ctx, p.Checkpoint, p.Blobs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// With DeferInput a run writes its input's checkpoint with its next one,
+// not before its first step; the thread's history is what it would be
+// without, and a BatchPutter gets both in one batch.
+func TestDeferInputWritesTheInputWithTheNextCheckpoint(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		items []string
+		want  [][]string
+	}{
+		{"no barrier", []string{"cash"}, [][]string{{"plan"}, nil}},
+		{"a barrier", []string{"cash", "card"}, [][]string{{"plan"}, {"pay", "pay"}, nil}},
+	} {
+		for _, batch := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/batch=%t", tc.name, batch), func(t *testing.T) {
+				mem := memory.New()
+				var saver graph.Checkpointer = mem
+				bs := &batchSaver{Checkpointer: mem}
+				if batch {
+					saver = bs
+				}
+				p := &payGraph{}
+				c := p.compile(t, saver, graph.DurabilityBoundary, tc.items...)
+				for turn := 1; turn <= 2; turn++ {
+					before := len(nexts(t, mem, "t"))
+					p.mu.Lock()
+					p.onPlan = func() {
+						if n := len(nexts(t, mem, "t")); n != before {
+							t.Errorf("turn %d: %d checkpoints when its first step ran, want the %d before it", turn, n, before)
+						}
+					}
+					p.mu.Unlock()
+					out := must[State](t)(c.Invoke(t.Context(), &State{Items: []string{"in"}}, graph.RunConfig{ThreadID: "t", DeferInput: true}))
+					if out.Items[0] != "in" || out.Items[len(out.Items)-1] != "done" {
+						t.Fatalf("turn %d: %+v", turn, out)
+					}
+				}
+				got := nexts(t, mem, "t")
+				if want := append(slices.Clone(tc.want), tc.want...); !slices.EqualFunc(got, want, slices.Equal) {
+					t.Errorf("checkpoints plan %v, want %v", got, want)
+				}
+				cps, err := mem.List(t.Context(), graph.ListOptions{ThreadID: "t"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				slices.Reverse(cps)
+				for i, cp := range cps {
+					if wantInput := i%len(tc.want) == 0; (cp.Source == graph.SourceInput) != wantInput {
+						t.Errorf("checkpoint %d is from %s", i, cp.Source)
+					}
+				}
+				if batch && !slices.Equal(bs.batches, []int{2, 2}) {
+					t.Errorf("batches %v, want one of two checkpoints a turn", bs.batches)
+				}
+			})
+		}
+	}
+}
+
+// A run with DeferInput whose first step fails, or that pauses before
+// it, still leaves its input's checkpoint, as one without does.
+func TestDeferInputWrittenWhenTheRunStopsShort(t *testing.T) {
+	boom := errors.New("boom")
+	g := newGraph()
+	g.AddNode("a", func(ctx context.Context, s State) (State, error) { return State{}, boom })
+	g.AddNode("b", func(ctx context.Context, s State) (State, error) { return State{Items: []string{"b"}}, nil })
+	g.AddEdge(graph.START, "a")
+	g.AddEdge(graph.START, "b")
+	g.AddEdge("a", graph.END)
+	g.AddEdge("b", graph.END)
+	saver := memory.New()
+	c := compile(t, g, graph.CompileOptions{Checkpointer: saver, Durability: graph.DurabilityBoundary, InterruptBefore: []string{"b"}})
+	if _, err := c.Invoke(t.Context(), &State{Items: []string{"in"}}, graph.RunConfig{ThreadID: "paused", DeferInput: true}); !errors.As(err, new(*graph.InterruptError)) {
+		t.Fatalf("run: %v, want an interrupt before b", err)
+	}
+	c = compile(t, g, graph.CompileOptions{Checkpointer: saver, Durability: graph.DurabilityBoundary})
+	if _, err := c.Invoke(t.Context(), &State{Items: []string{"in"}}, graph.RunConfig{ThreadID: "failed", DeferInput: true}); !errors.Is(err, boom) {
+		t.Fatalf("run: %v, want boom", err)
+	}
+	for _, thread := range []string{"paused", "failed"} {
+		saved, err := saver.Get(t.Context(), graph.Ref{ThreadID: thread})
+		if err != nil {
+			t.Fatalf("%s: %v", thread, err)
+		}
+		if saved.Checkpoint.Source != graph.SourceInput {
+			t.Errorf("%s: newest checkpoint from %s, want the input's", thread, saved.Checkpoint.Source)
+		}
+		if thread == "failed" && len(saved.Writes) == 0 {
+			t.Errorf("failed: b's finished writes were not saved against the input's checkpoint")
+		}
 	}
 }

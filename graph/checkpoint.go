@@ -166,6 +166,23 @@ type Checkpointer interface {
 	DeleteThread(ctx context.Context, threadID string) error
 }
 
+// BatchPutter is a Checkpointer that stores several checkpoints in one
+// transaction. A run whose input's checkpoint waits for its next one
+// (RunConfig.DeferInput) writes both with one PutBatch where the
+// checkpointer has it, and with two Puts where it does not.
+type BatchPutter interface {
+	// PutBatch stores each checkpoint as Put would, in order (a later
+	// one's delta blobs may build on an earlier one's), all or none.
+	PutBatch(ctx context.Context, puts []CheckpointPut) error
+}
+
+// CheckpointPut is one checkpoint of a PutBatch, with its blobs as Put
+// takes them.
+type CheckpointPut struct {
+	Checkpoint Checkpoint
+	Blobs      []Blob
+}
+
 // EncodeCheckpoint is the JSON form backends store a Checkpoint in.
 func EncodeCheckpoint(cp Checkpoint) ([]byte, error) {
 	b, err := json.Marshal(cp)

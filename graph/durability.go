@@ -99,6 +99,10 @@ type durable struct {
 	held *heldCheckpoint
 	// bg writes an async-mode run's checkpoints.
 	bg *background
+	// input is the input's checkpoint of a run with
+	// RunConfig.DeferInput, not written yet: the run's next write takes
+	// it along.
+	input *CheckpointPut
 }
 
 func (d *durable) holding() bool { return d != nil && d.held != nil }
@@ -191,6 +195,59 @@ func (r *run[S]) flushHeld() error {
 	r.step = step
 	r.overwritten = 0
 	return err
+}
+
+// keepPut copies what write built for a checkpoint it does not write
+// yet: the run reuses the maps, slices and bytes for the next.
+func keepPut(cp Checkpoint, blobs []Blob) *CheckpointPut {
+	cp.Versions = maps.Clone(cp.Versions)
+	cp.Tasks = slices.Clone(cp.Tasks)
+	kept := slices.Clone(blobs)
+	n := 0
+	for _, b := range blobs {
+		n += len(b.Data)
+	}
+	data := make([]byte, 0, n)
+	for i, b := range blobs {
+		data = append(data, b.Data...)
+		kept[i].Data = data[len(data)-len(b.Data) : len(data) : len(data)]
+	}
+	return &CheckpointPut{Checkpoint: cp, Blobs: kept}
+}
+
+// put writes a checkpoint and, before it, the input's one a run with
+// RunConfig.DeferInput has kept: in one PutBatch where the checkpointer
+// has it.
+func (r *run[S]) put(cp Checkpoint, blobs []Blob) error {
+	var in *CheckpointPut
+	if r.durable != nil {
+		in, r.durable.input = r.durable.input, nil
+	}
+	if in == nil {
+		return r.saver.Put(r.saveContext(), cp, blobs)
+	}
+	if b, ok := r.saver.(BatchPutter); ok {
+		return b.PutBatch(r.saveContext(), []CheckpointPut{*in, {Checkpoint: cp, Blobs: blobs}})
+	}
+	if err := r.saver.Put(r.saveContext(), in.Checkpoint, in.Blobs); err != nil {
+		return err
+	}
+	return r.saver.Put(r.saveContext(), cp, blobs)
+}
+
+// flushInput writes the input's checkpoint a run with
+// RunConfig.DeferInput has kept, if no later one has taken it along:
+// before pending writes name its tasks, and when the run returns.
+func (r *run[S]) flushInput() error {
+	if r.durable == nil || r.durable.input == nil {
+		return nil
+	}
+	in := r.durable.input
+	r.durable.input = nil
+	if err := r.saver.Put(r.saveContext(), in.Checkpoint, in.Blobs); err != nil {
+		return fmt.Errorf("graph: checkpoint thread %s input: %w", r.thread, err)
+	}
+	return nil
 }
 
 // background writes an async-mode run's checkpoints in order, on a

@@ -64,6 +64,14 @@ type RunConfig struct {
 	// takes it for the List it would make to check that state is still
 	// the newest. The run may change it. Nil: the run lists it itself.
 	Newest *Checkpoint
+	// DeferInput lets a run in exit or boundary mode write its input's
+	// checkpoint with its next one (one PutBatch where the checkpointer
+	// is a BatchPutter) rather than before its first step: one write a
+	// run fewer. Set it only when the caller keeps the run's input and,
+	// should the process die before that next checkpoint, starts the run
+	// again from it: the thread is then as it was before the run, which
+	// the run's input never reached. The history is the same either way.
+	DeferInput bool
 }
 
 var errStreamClosed = errors.New("graph: stream consumer stopped")
@@ -410,6 +418,9 @@ func (r *run[S]) execute(input *S) (S, error) {
 	// A run in exit or boundary mode that stopped short (failed, cancelled, broken
 	// out of) saves where it got to, as a run in sync mode has.
 	if ferr := r.flushHeld(); ferr != nil && err == nil {
+		err = ferr
+	}
+	if ferr := r.flushInput(); ferr != nil && err == nil {
 		err = ferr
 	}
 	// A run in async mode returns once its checkpoints are written.
@@ -882,12 +893,17 @@ func (r *run[S]) write(id string, now time.Time, source Source, changed fieldMas
 			}
 		}
 	}
-	if bg := r.durable.background(); bg != nil {
+	switch bg := r.durable.background(); {
+	case bg != nil:
 		if err := bg.put(cp, blobs); err != nil {
 			return "", err
 		}
-	} else if err := r.saver.Put(r.saveContext(), cp, blobs); err != nil {
-		return "", fmt.Errorf("graph: checkpoint thread %s step %d: %w", r.thread, r.step, err)
+	case source == SourceInput && r.cfg.DeferInput && r.durable != nil && len(next) > 0 && !before && len(after) == 0:
+		r.durable.input = keepPut(cp, blobs)
+	default:
+		if err := r.put(cp, blobs); err != nil {
+			return "", fmt.Errorf("graph: checkpoint thread %s step %d: %w", r.thread, r.step, err)
+		}
 	}
 	r.versions, r.parentID = versions, id
 	if r.modes&ModeDebug != 0 {
@@ -923,6 +939,9 @@ func (r *run[S]) putWrites(ws []Write) error {
 		return nil
 	}
 	if err := r.flushHeld(); err != nil { // the writes name its tasks
+		return err
+	}
+	if err := r.flushInput(); err != nil { // or the input's
 		return err
 	}
 	if bg := r.durable.background(); bg != nil {

@@ -354,6 +354,10 @@ type runKey struct{}
 // WithRun names the caller's run that the agent's calls under ctx belong
 // to. Every checkpoint they write records it (graph.Checkpoint.RunID),
 // so that after a crash Began can tell whether the run stored anything.
+// The caller keeps the run's input, to start the run again from it when
+// it did not; so a turn in exit or boundary durability writes its
+// input's checkpoint with its next one (graph.RunConfig.DeferInput),
+// one write fewer.
 func WithRun(ctx context.Context, runID string) context.Context {
 	return context.WithValue(ctx, runKey{}, runID)
 }
@@ -676,6 +680,9 @@ func (a *Agent) runGraph(ctx context.Context, yield func(events.Event, error) bo
 	cfg.Modes = graph.ModeCustom | graph.ModeMessages
 	cfg.StreamBuffer = a.opts.streamBuffer()
 	cfg.RunID, _ = ctx.Value(runKey{}).(string)
+	// A caller that names its run keeps its input and starts it again
+	// from there when it stored nothing (see WithRun).
+	cfg.DeferInput = cfg.RunID != ""
 	// One variable for what the loop keeps between events: its body is a
 	// closure, so each variable it keeps costs an allocation per run.
 	var kept struct {

@@ -32,6 +32,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) graph.Checkpointer) {
 		{"UnchangedFieldShared", testUnchangedFieldShared},
 		{"DeltaChains", testDeltaChains},
 		{"BlobPutTwice", testBlobPutTwice},
+		{"Batch", testBatch},
 		{"Writes", testWrites},
 		{"WritesUnknownCheckpoint", testWritesUnknownCheckpoint},
 		{"List", testList},
@@ -277,6 +278,48 @@ func testDeltaChains(t *testing.T, s graph.Checkpointer) {
 		{"05", []graph.Blob{delta("msgs", "5", "", "[m5]")}},
 	} {
 		checkBlobs(t, "Get "+tc.id, get(t, s, graph.Ref{ThreadID: "t", ID: tc.id}).Blobs, tc.want...)
+	}
+}
+
+// testBatch checks a BatchPutter's batch: an input's checkpoint and the
+// next, whose delta builds on the first's blob, stored as two Puts
+// would store them. A Checkpointer without PutBatch passes.
+func testBatch(t *testing.T, s graph.Checkpointer) {
+	b, ok := s.(graph.BatchPutter)
+	if !ok {
+		t.Skip("not a BatchPutter")
+	}
+	in := checkpoint("01", map[string]string{"msgs": "01", "x": "01"})
+	in.Source = graph.SourceInput
+	next := checkpoint("02", map[string]string{"msgs": "02", "x": "01"})
+	next.ParentID = "01"
+	full, other, d := blob("msgs", "01", "[m1]"), blob("x", "01", "x"), delta("msgs", "02", "01", "[m2]")
+	if err := b.PutBatch(t.Context(), []graph.CheckpointPut{
+		{Checkpoint: in, Blobs: []graph.Blob{full, other}},
+		{Checkpoint: next, Blobs: []graph.Blob{d}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutBatch(t.Context(), nil); err != nil {
+		t.Errorf("an empty batch: %v", err)
+	}
+	got, err := s.List(t.Context(), graph.ListOptions{ThreadID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != "02" || got[1].ID != "01" || got[1].Source != graph.SourceInput || got[0].ParentID != "01" {
+		t.Fatalf("List after the batch: %+v", got)
+	}
+	checkBlobs(t, "Get 01", get(t, s, graph.Ref{ThreadID: "t", ID: "01"}).Blobs, full, other)
+	checkBlobs(t, "Get 02", get(t, s, graph.Ref{ThreadID: "t", ID: "02"}).Blobs, full, d, other)
+	// A batch refused for one of its checkpoints stores none of them.
+	bad := checkpoint("04", nil)
+	bad.ThreadID = ""
+	if err := b.PutBatch(t.Context(), []graph.CheckpointPut{{Checkpoint: checkpoint("03", nil)}, {Checkpoint: bad}}); err == nil {
+		t.Fatal("a batch with a checkpoint without thread stored")
+	}
+	if got, err := s.List(t.Context(), graph.ListOptions{ThreadID: "t"}); err != nil || len(got) != 2 {
+		t.Errorf("after a refused batch the thread has %d checkpoints (%v), want 2", len(got), err)
 	}
 }
 

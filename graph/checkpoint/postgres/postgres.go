@@ -145,13 +145,53 @@ ORDER BY w.task_id, w.idx`
 // together. Putting a checkpoint id again replaces the checkpoint but keeps
 // its pending writes.
 func (s *Saver) Put(ctx context.Context, cp graph.Checkpoint, blobs []graph.Blob) error {
+	args, err := putArgs(cp, blobs)
+	if err == nil {
+		_, err = s.pool.Exec(ctx, putCheckpoint, args...)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	return nil
+}
+
+// PutBatch implements graph.BatchPutter: one round trip, whose
+// statements PostgreSQL runs in one implicit transaction (a batch ends
+// with a single Sync), so they commit together, in order.
+func (s *Saver) PutBatch(ctx context.Context, puts []graph.CheckpointPut) error {
+	if len(puts) == 0 {
+		return nil
+	}
+	var b pgx.Batch
+	for _, p := range puts {
+		args, err := putArgs(p.Checkpoint, p.Blobs)
+		if err != nil {
+			return fmt.Errorf("postgres: put checkpoint %s/%s: %w", p.Checkpoint.ThreadID, p.Checkpoint.ID, err)
+		}
+		b.Queue(putCheckpoint, args...)
+	}
+	br := s.pool.SendBatch(ctx, &b)
+	for _, p := range puts {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return fmt.Errorf("postgres: put checkpoint %s/%s: %w", p.Checkpoint.ThreadID, p.Checkpoint.ID, err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("postgres: put %d checkpoints: %w", len(puts), err)
+	}
+	return nil
+}
+
+// putArgs are putCheckpoint's arguments for cp and its blobs.
+func putArgs(cp graph.Checkpoint, blobs []graph.Blob) ([]any, error) {
 	if cp.ThreadID == "" || cp.ID == "" {
-		return fmt.Errorf("postgres: put checkpoint %q/%q: thread id and id are required", cp.ThreadID, cp.ID)
+		return nil, errors.New("thread id and id are required")
 	}
 	cp.CreatedAt = cp.CreatedAt.UTC()
 	body, err := graph.EncodeCheckpoint(cp)
 	if err != nil {
-		return fmt.Errorf("postgres: put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
+		return nil, err
 	}
 	var (
 		fields   = make([]string, len(blobs))
@@ -163,12 +203,8 @@ func (s *Saver) Put(ctx context.Context, cp graph.Checkpoint, blobs []graph.Blob
 	for i, b := range blobs {
 		fields[i], versions[i], deltas[i], bases[i], data[i] = b.Field, b.Version, b.Delta, b.Base, nonNil(b.Data)
 	}
-	_, err = s.pool.Exec(ctx, putCheckpoint, cp.ThreadID, cp.Namespace, cp.ID, cp.ParentID, cp.Step,
-		string(cp.Source), cp.CreatedAt, body, fields, versions, deltas, bases, data)
-	if err != nil {
-		return fmt.Errorf("postgres: put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
-	}
-	return nil
+	return []any{cp.ThreadID, cp.Namespace, cp.ID, cp.ParentID, cp.Step,
+		string(cp.Source), cp.CreatedAt, body, fields, versions, deltas, bases, data}, nil
 }
 
 // PutWrites implements graph.Checkpointer. It returns an error matching

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,5 +97,24 @@ func BenchmarkGet(b *testing.B) {
 		if _, err := s.Get(b.Context(), ref); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A batch is one implicit transaction: when PostgreSQL refuses its
+// second checkpoint (a NUL byte, which text cannot hold), the first is
+// not stored either.
+func TestPutBatchAllOrNone(t *testing.T) {
+	s := newSaver(t)
+	ok := graph.Checkpoint{ThreadID: "t", ID: "01", Source: graph.SourceInput, CreatedAt: time.Now()}
+	bad := graph.Checkpoint{ThreadID: "t", ID: "02", ParentID: "01\x00", Source: graph.SourceLoop, CreatedAt: time.Now()}
+	err := s.PutBatch(t.Context(), []graph.CheckpointPut{{Checkpoint: ok}, {Checkpoint: bad}})
+	if err == nil || !strings.Contains(err.Error(), "02") {
+		t.Fatalf("PutBatch = %v, want the second checkpoint's error", err)
+	}
+	if cps, err := s.List(t.Context(), graph.ListOptions{ThreadID: "t"}); err != nil || len(cps) != 0 {
+		t.Errorf("after the refused batch: %d checkpoints (%v), want none", len(cps), err)
+	}
+	if err := s.PutBatch(t.Context(), []graph.CheckpointPut{{Checkpoint: ok}}); err != nil {
+		t.Fatalf("the pool after a failed batch: %v", err)
 	}
 }

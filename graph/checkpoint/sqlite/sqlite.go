@@ -145,23 +145,41 @@ ORDER BY checkpoint_id DESC LIMIT ?`
 // together. Putting a checkpoint id again replaces the checkpoint but keeps
 // its pending writes.
 func (s *Saver) Put(ctx context.Context, cp graph.Checkpoint, blobs []graph.Blob) error {
-	if cp.ThreadID == "" || cp.ID == "" {
-		return fmt.Errorf("sqlite: put checkpoint %q/%q: thread id and id are required", cp.ThreadID, cp.ID)
+	return s.PutBatch(ctx, []graph.CheckpointPut{{Checkpoint: cp, Blobs: blobs}})
+}
+
+// PutBatch implements graph.BatchPutter: the checkpoints and their blobs
+// commit together, in order.
+func (s *Saver) PutBatch(ctx context.Context, puts []graph.CheckpointPut) error {
+	if len(puts) == 0 {
+		return nil
 	}
-	cp.CreatedAt = cp.CreatedAt.UTC()
-	body, err := graph.EncodeCheckpoint(cp)
-	if err != nil {
-		return fmt.Errorf("sqlite: put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
-	}
-	err = s.writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, upsertCheckpoint, cp.ThreadID, cp.Namespace, cp.ID, cp.ParentID,
-			cp.Step, string(cp.Source), cp.CreatedAt.Format(timeFormat), body); err != nil {
-			return err
+	bodies := make([][]byte, len(puts))
+	for i := range puts {
+		cp := &puts[i].Checkpoint
+		if cp.ThreadID == "" || cp.ID == "" {
+			return fmt.Errorf("sqlite: put checkpoint %q/%q: thread id and id are required", cp.ThreadID, cp.ID)
 		}
-		for _, b := range blobs {
-			if _, err := tx.ExecContext(ctx, insertBlob, cp.ThreadID, cp.Namespace, b.Field, b.Version,
-				b.Delta, b.Base, nonNil(b.Data)); err != nil {
-				return fmt.Errorf("blob %s@%s: %w", b.Field, b.Version, err)
+		c := *cp
+		c.CreatedAt = c.CreatedAt.UTC()
+		var err error
+		if bodies[i], err = graph.EncodeCheckpoint(c); err != nil {
+			return fmt.Errorf("sqlite: put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
+		}
+	}
+	var cp graph.Checkpoint // the one being written, for the error
+	err := s.writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for i, p := range puts {
+			cp = p.Checkpoint
+			if _, err := tx.ExecContext(ctx, upsertCheckpoint, cp.ThreadID, cp.Namespace, cp.ID, cp.ParentID,
+				cp.Step, string(cp.Source), cp.CreatedAt.UTC().Format(timeFormat), bodies[i]); err != nil {
+				return err
+			}
+			for _, b := range p.Blobs {
+				if _, err := tx.ExecContext(ctx, insertBlob, cp.ThreadID, cp.Namespace, b.Field, b.Version,
+					b.Delta, b.Base, nonNil(b.Data)); err != nil {
+					return fmt.Errorf("blob %s@%s: %w", b.Field, b.Version, err)
+				}
 			}
 		}
 		return nil
