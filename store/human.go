@@ -515,29 +515,25 @@ func (a CallAnswer) Validate() error {
 	return nil
 }
 
-// Status is the status an uncertain call answered so takes.
-func (a CallAnswer) Status() HumanStatus {
-	switch a.Decision {
-	case CallRetry:
-		return HumanRetried
-	case CallSkip:
-		return HumanSkipped
-	case CallFail:
-		return HumanFailed
-	}
-	return ""
-}
+// Status is the status an uncertain call answered so takes; "" for an
+// unknown decision.
+func (a CallAnswer) Status() HumanStatus { return callStatuses[a.Decision] }
 
 // DecisionOf is the decision an uncertain call's status records; "" while
 // it is pending or expired.
 func DecisionOf(s HumanStatus) CallDecision {
-	switch s {
-	case HumanRetried:
-		return CallRetry
-	case HumanSkipped:
-		return CallSkip
-	case HumanFailed:
-		return CallFail
+	for d, st := range callStatuses {
+		if st == s {
+			return d
+		}
 	}
 	return ""
+}
+
+// callStatuses are the statuses uncertain calls' decisions record, one
+// each: read both ways, by Status and DecisionOf.
+var callStatuses = map[CallDecision]HumanStatus{
+	CallRetry: HumanRetried,
+	CallSkip:  HumanSkipped,
+	CallFail:  HumanFailed,
 }

@@ -70,3 +70,35 @@ func TestHumanStatusAnswered(t *testing.T) {
 		}
 	}
 }
+
+// An uncertain call's decision is recorded as its status and read back
+// from it; a status that records none (pending, expired) reads as "".
+func TestCallDecisionStatus(t *testing.T) {
+	for _, tc := range []struct {
+		d    store.CallDecision
+		want store.HumanStatus
+	}{
+		{store.CallRetry, store.HumanRetried},
+		{store.CallSkip, store.HumanSkipped},
+		{store.CallFail, store.HumanFailed},
+	} {
+		a := store.CallAnswer{Decision: tc.d}
+		if got := a.Status(); got != tc.want {
+			t.Errorf("%s: status %q, want %q", tc.d, got, tc.want)
+		}
+		if err := a.Validate(); err != nil {
+			t.Errorf("%s: %v", tc.d, err)
+		}
+		if got := store.DecisionOf(tc.want); got != tc.d {
+			t.Errorf("DecisionOf(%q) = %q, want %q", tc.want, got, tc.d)
+		}
+	}
+	for _, s := range []store.HumanStatus{store.HumanPending, store.HumanExpired, store.HumanApproved} {
+		if got := store.DecisionOf(s); got != "" {
+			t.Errorf("DecisionOf(%q) = %q, want none", s, got)
+		}
+	}
+	if err := (store.CallAnswer{Decision: "later"}).Validate(); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("an unknown decision: %v, want ErrInvalid", err)
+	}
+}

@@ -211,12 +211,16 @@ type assistantMessage struct {
 }
 
 type toolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+// functionCall is AG-UI's FunctionCall: the function a tool call calls,
+// with its arguments as JSON text.
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 // reasoningMessage is a node's reasoning, as the client keeps it.

@@ -323,8 +323,7 @@ func (t *translator) announce(id, ns, callID, tool string, args json.RawMessage)
 	if len(args) == 0 {
 		a = "{}"
 	}
-	tc := toolCall{ID: callID, Type: "function"}
-	tc.Function.Name, tc.Function.Arguments = tool, a
+	tc := toolCall{ID: callID, Type: "function", Function: functionCall{Name: tool, Arguments: a}}
 	start := toolCallStart{Type: "TOOL_CALL_START", ToolCallID: callID, ToolCallName: tool, SubagentRunID: ns}
 	if ns != "" {
 		t.added = append(t.added, &assistantMessage{ID: callID, Role: "assistant", ToolCalls: []toolCall{tc}, SubagentRunID: ns})

@@ -84,15 +84,32 @@ type turn struct {
 // toolName is what OpenAI accepts as a function's name.
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
+// request is a request body as the endpoints decode it.
+type request interface {
+	// requestedModel is the request's model field.
+	requestedModel() string
+}
+
+func (r *chatRequest) requestedModel() string { return r.Model }
+
+// unmarshalRequest decodes body into req, a request of the kind what
+// names, and requires its model: every endpoint's first two refusals.
+func unmarshalRequest(body []byte, req request, what string) error {
+	if err := json.Unmarshal(body, req); err != nil {
+		return invalid("", "the request body is not a valid "+what+": "+err.Error())
+	}
+	if strings.TrimSpace(req.requestedModel()) == "" {
+		return invalid("model", "you must provide a model parameter")
+	}
+	return nil
+}
+
 // parseRequest decodes and checks a chat completion request. Every
 // error is an *apiError with status 400.
 func parseRequest(body []byte) (turn, error) {
 	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return turn{}, invalid("", "the request body is not a valid chat completion request: "+err.Error())
-	}
-	if strings.TrimSpace(req.Model) == "" {
-		return turn{}, invalid("model", "you must provide a model parameter")
+	if err := unmarshalRequest(body, &req, "chat completion request"); err != nil {
+		return turn{}, err
 	}
 	if req.N != nil && *req.N != 1 {
 		return turn{}, invalid("n", "only n=1 is supported")
@@ -101,15 +118,9 @@ func parseRequest(body []byte) (turn, error) {
 		return turn{}, invalid("messages", "messages must be a non-empty array")
 	}
 	t := turn{model: req.Model, stream: req.Stream, includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
-	offer, err := toolChoice(req.ToolChoice)
-	if err != nil {
+	var err error
+	if t.input.ClientTools, err = offeredTools(req.ToolChoice, req.Tools, false); err != nil {
 		return turn{}, err
-	}
-	if t.input.ClientTools, err = clientTools(req.Tools, false); err != nil {
-		return turn{}, err
-	}
-	if !offer {
-		t.input.ClientTools = nil
 	}
 	for i := range req.Messages {
 		req.Messages[i].param = fmt.Sprintf("messages[%d]", i)
@@ -232,6 +243,21 @@ func content(raw json.RawMessage, param string, textParts []string) (string, err
 		texts = append(texts, p.Text)
 	}
 	return strings.Join(texts, "\n"), nil
+}
+
+// offeredTools is what the request's tools offer the agent: the
+// checked tool definitions (flat as clientTools takes them), none when
+// tool_choice is "none".
+func offeredTools(choice json.RawMessage, tools []tool, flat bool) ([]runs.ClientTool, error) {
+	offer, err := toolChoice(choice)
+	if err != nil {
+		return nil, err
+	}
+	checked, err := clientTools(tools, flat)
+	if err != nil || !offer {
+		return nil, err
+	}
+	return checked, nil
 }
 
 // toolChoice reports whether the client's tools are offered: "auto" (or

@@ -28,6 +28,8 @@ type responsesRequest struct {
 	Background         *bool           `json:"background"`
 }
 
+func (r *responsesRequest) requestedModel() string { return r.Model }
+
 // responsesTool is a tool of the request: a function is flat, its name
 // and schema the tool's own fields.
 type responsesTool struct {
@@ -77,11 +79,8 @@ const responsePrefix = "resp_"
 // error is an *apiError with status 400.
 func parseResponsesRequest(body []byte) (responsesTurn, error) {
 	var req responsesRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return responsesTurn{}, invalid("", "the request body is not a valid Responses request: "+err.Error())
-	}
-	if strings.TrimSpace(req.Model) == "" {
-		return responsesTurn{}, invalid("model", "you must provide a model parameter")
+	if err := unmarshalRequest(body, &req, "Responses request"); err != nil {
+		return responsesTurn{}, err
 	}
 	if c := bytes.TrimSpace(req.Conversation); len(c) > 0 && !bytes.Equal(c, []byte("null")) {
 		return responsesTurn{}, invalid("conversation", "conversation is not supported: continue a conversation with previous_response_id")
@@ -103,19 +102,13 @@ func parseResponsesRequest(body []byte) (responsesTurn, error) {
 		}
 		t.previous = id
 	}
-	offer, err := toolChoice(req.ToolChoice)
-	if err != nil {
-		return responsesTurn{}, err
-	}
 	fns := make([]tool, len(req.Tools))
 	for i, rt := range req.Tools {
 		fns[i] = tool{Type: rt.Type, Function: functionDef{Name: rt.Name, Description: rt.Description, Parameters: rt.Parameters}}
 	}
-	if t.input.ClientTools, err = clientTools(fns, true); err != nil {
+	var err error
+	if t.input.ClientTools, err = offeredTools(req.ToolChoice, fns, true); err != nil {
 		return responsesTurn{}, err
-	}
-	if !offer {
-		t.input.ClientTools = nil
 	}
 	var instructions []string
 	if req.Instructions != nil && strings.TrimSpace(*req.Instructions) != "" {

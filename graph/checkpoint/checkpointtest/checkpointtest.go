@@ -125,6 +125,12 @@ func checkBlobs(t *testing.T, what string, got []graph.Blob, want ...graph.Blob)
 	}
 }
 
+// checkGet checks the blobs Get returns for checkpoint id of thread t.
+func checkGet(t *testing.T, s graph.Checkpointer, id string, want ...graph.Blob) {
+	t.Helper()
+	checkBlobs(t, "Get "+id, get(t, s, graph.Ref{ThreadID: "t", ID: id}).Blobs, want...)
+}
+
 func writeString(writes []graph.Write) string {
 	lines := make([]string, len(writes))
 	for i, w := range writes {
@@ -239,8 +245,8 @@ func testBlobsOfNamedVersionsOnly(t *testing.T, s graph.Checkpointer) {
 	put(t, s, checkpoint("01", map[string]string{"f": "1"}), blob("f", "1", "old"))
 	put(t, s, checkpoint("02", map[string]string{"f": "2"}), blob("f", "2", "new"))
 
-	checkBlobs(t, "Get 02", get(t, s, graph.Ref{ThreadID: "t", ID: "02"}).Blobs, blob("f", "2", "new"))
-	checkBlobs(t, "Get 01", get(t, s, graph.Ref{ThreadID: "t", ID: "01"}).Blobs, blob("f", "1", "old"))
+	checkGet(t, s, "02", blob("f", "2", "new"))
+	checkGet(t, s, "01", blob("f", "1", "old"))
 }
 
 func testUnchangedFieldShared(t *testing.T, s graph.Checkpointer) {
@@ -248,7 +254,7 @@ func testUnchangedFieldShared(t *testing.T, s graph.Checkpointer) {
 	// Only a changed: 02 carries a's new blob and still names b's old one.
 	put(t, s, checkpoint("02", map[string]string{"a": "2", "b": "1"}), blob("a", "2", "a2"))
 
-	checkBlobs(t, "Get 02", get(t, s, graph.Ref{ThreadID: "t", ID: "02"}).Blobs, blob("a", "2", "a2"), blob("b", "1", "b1"))
+	checkGet(t, s, "02", blob("a", "2", "a2"), blob("b", "1", "b1"))
 }
 
 func testDeltaChains(t *testing.T, s graph.Checkpointer) {
@@ -277,7 +283,7 @@ func testDeltaChains(t *testing.T, s graph.Checkpointer) {
 		{"04", []graph.Blob{full, d2, fork, other}},
 		{"05", []graph.Blob{delta("msgs", "5", "", "[m5]")}},
 	} {
-		checkBlobs(t, "Get "+tc.id, get(t, s, graph.Ref{ThreadID: "t", ID: tc.id}).Blobs, tc.want...)
+		checkGet(t, s, tc.id, tc.want...)
 	}
 }
 
@@ -329,8 +335,8 @@ func testBlobPutTwice(t *testing.T, s graph.Checkpointer) {
 	// a version names one value forever.
 	put(t, s, checkpoint("02", map[string]string{"f": "1"}), blob("f", "1", "second"))
 
-	checkBlobs(t, "Get 01", get(t, s, graph.Ref{ThreadID: "t", ID: "01"}).Blobs, blob("f", "1", "first"))
-	checkBlobs(t, "Get 02", get(t, s, graph.Ref{ThreadID: "t", ID: "02"}).Blobs, blob("f", "1", "first"))
+	checkGet(t, s, "01", blob("f", "1", "first"))
+	checkGet(t, s, "02", blob("f", "1", "first"))
 }
 
 func testWrites(t *testing.T, s graph.Checkpointer) {

@@ -150,7 +150,7 @@ func testPrune(t *testing.T, s graph.Checkpointer) {
 	if again, err := p.Prune(ctx, graph.PruneOptions{Keep: 4}); err != nil || again != (graph.PruneStats{}) {
 		t.Errorf("second Prune = %+v, %v; want nothing", again, err)
 	}
-	checkBlobs(t, "Get 10", get(t, s, graph.Ref{ThreadID: "t", ID: "10"}).Blobs,
+	checkGet(t, s, "10",
 		blob("msgs", "1", "[m1]"), delta("msgs", "2", "1", "[m2]"), delta("msgs", "3", "2", "[m3]"),
 		delta("msgs", "6", "3", "[m4,m5,m6]"), delta("msgs", "7", "6", "[m7]"), delta("msgs", "8", "7", "[m8]"),
 		delta("msgs", "10", "8", "[m10]"), blob("x", "1", "x"), blob("y", "8", "y8"))
