@@ -70,7 +70,9 @@ type RunConfig struct {
 	// run fewer. Set it only when the caller keeps the run's input and,
 	// should the process die before that next checkpoint, starts the run
 	// again from it: the thread is then as it was before the run, which
-	// the run's input never reached. The history is the same either way.
+	// the run's input never reached. The history is the same either way,
+	// but until that write a ModeDebug event names a checkpoint the
+	// checkpointer does not have yet.
 	DeferInput bool
 }
 
