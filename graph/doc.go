@@ -30,7 +30,11 @@
 // (exit), or those and the ones planning the steps the graph's Barrier
 // marks, each committed before its step starts (boundary): a graph that
 // marks the steps doing what must not happen twice gets a run that a
-// crash never makes repeat them, for a few writes a run. Only fields whose value changed are stored, and append fields
+// crash never makes repeat them, for a few writes a run. A caller that
+// keeps the run's input itself (RunConfig.DeferInput) lets exit and
+// boundary runs store the input's checkpoint with the next one, in one
+// PutBatch where the backend is a BatchPutter (sqlite and postgres are).
+// Only fields whose value changed are stored, and append fields
 // only what they gained, as a delta on the previous value. Once the newest
 // deltas hold 16 elements they are merged into one, and once the merged
 // ones hold 256 so are they: loading a thread reads a few dozen blobs, not
