@@ -150,7 +150,7 @@ func (s *Saver) Put(ctx context.Context, cp graph.Checkpoint, blobs []graph.Blob
 		_, err = s.pool.Exec(ctx, putCheckpoint, args...)
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
+		return fmt.Errorf("postgres: put checkpoint %q/%q: %w", cp.ThreadID, cp.ID, err)
 	}
 	return nil
 }
@@ -166,7 +166,7 @@ func (s *Saver) PutBatch(ctx context.Context, puts []graph.CheckpointPut) error 
 	for _, p := range puts {
 		args, err := putArgs(p.Checkpoint, p.Blobs)
 		if err != nil {
-			return fmt.Errorf("postgres: put checkpoint %s/%s: %w", p.Checkpoint.ThreadID, p.Checkpoint.ID, err)
+			return fmt.Errorf("postgres: put checkpoint %q/%q: %w", p.Checkpoint.ThreadID, p.Checkpoint.ID, err)
 		}
 		b.Queue(putCheckpoint, args...)
 	}
@@ -174,7 +174,7 @@ func (s *Saver) PutBatch(ctx context.Context, puts []graph.CheckpointPut) error 
 	for _, p := range puts {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			return fmt.Errorf("postgres: put checkpoint %s/%s: %w", p.Checkpoint.ThreadID, p.Checkpoint.ID, err)
+			return fmt.Errorf("postgres: put checkpoint %q/%q: %w", p.Checkpoint.ThreadID, p.Checkpoint.ID, err)
 		}
 	}
 	if err := br.Close(); err != nil {
