@@ -32,7 +32,7 @@ func TestSyncTurnStatements(t *testing.T) {
 	u.Host = p.addr
 	base := startBenchServe(t, "DATABASE_URL", u.String(), "TRELLIS_CLAIM_INTERVAL", "1h")
 	conv := ""
-	turn := func() []string {
+	turn := func() ([]string, int) {
 		p.take() // what ran between turns
 		body := `{"message": "hello"}`
 		if conv != "" {
@@ -59,19 +59,34 @@ func TestSyncTurnStatements(t *testing.T) {
 	// are pinned.
 	turn()
 	for i := range 2 {
-		if stmts, want := turn(), 20; len(stmts) != want {
+		stmts, trips := turn()
+		if want := 20; len(stmts) != want {
 			t.Errorf("turn %d: %d statements, want %d:\n%s", i+2, len(stmts), want, strings.Join(stmts, "\n"))
+		}
+		// Each transaction's BEGIN goes with its first statement (21
+		// trips when each was a trip of its own), and the checkpoints'
+		// batch is one trip: the run's start 5 (its COMMIT included),
+		// the thread's and memory's reads 4, three checkpoint writes in
+		// two trips, the answer 1, the learning job's state 1 (River's,
+		// not among the statements above), the run's end with its
+		// events 6.
+		if want := 19; trips != want {
+			t.Errorf("turn %d: %d round trips, want %d:\n%s", i+2, trips, want, strings.Join(stmts, "\n"))
 		}
 	}
 }
 
 // statementProxy forwards connections to a PostgreSQL server and notes
 // each statement the clients execute: the text of each simple query and
-// of each prepared statement bound.
+// of each prepared statement bound. It also counts the round trips that
+// execute something: a simple query, or a Sync after an Execute (a
+// Sync that ends only the preparing of statements is not counted, as
+// which connection has a statement prepared already varies).
 type statementProxy struct {
-	addr string
-	mu   sync.Mutex
-	seen []string
+	addr  string
+	mu    sync.Mutex
+	seen  []string
+	trips int
 }
 
 func newStatementProxy(t *testing.T, upstream string) *statementProxy {
@@ -121,6 +136,7 @@ func (p *statementProxy) read(r io.Reader) {
 		return
 	}
 	named := map[string]string{}
+	executed := false
 	for {
 		typ, err := br.ReadByte()
 		if err != nil {
@@ -136,11 +152,19 @@ func (p *statementProxy) read(r io.Reader) {
 		f := bytes.Split(msg, []byte{0})
 		switch typ {
 		case 'Q':
+			p.trip()
 			p.note(string(f[0]))
 		case 'P':
 			named[string(f[0])] = string(f[1])
 		case 'B':
 			p.note(named[string(f[1])])
+		case 'E':
+			executed = true
+		case 'S':
+			if executed {
+				p.trip()
+			}
+			executed = false
 		}
 	}
 }
@@ -155,11 +179,18 @@ func (p *statementProxy) note(q string) {
 	p.seen = append(p.seen, strings.Join(strings.Fields(q), " "))
 }
 
-// take returns the statements noted since the last call.
-func (p *statementProxy) take() []string {
+func (p *statementProxy) trip() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := p.seen
-	p.seen = nil
-	return s
+	p.trips++
+}
+
+// take returns the statements noted, and the round trips counted, since
+// the last call.
+func (p *statementProxy) take() ([]string, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, n := p.seen, p.trips
+	p.seen, p.trips = nil, 0
+	return s, n
 }

@@ -3,7 +3,7 @@
 // runs the SQL it shares with SQLite (internal/sqlstore, written with ?
 // placeholders, which it rebinds to $1, $2, …), keeps the SQL only
 // PostgreSQL speaks (events appended in one unnest statement, the cluster
-// below), builds the chunks' tsvectors from the server's reading of each
+// below), begins each transaction with its first statement (tx.go), builds the chunks' tsvectors from the server's reading of each
 // distinct piece of their text (vectors.go), and turns pgx errors into
 // store errors, so no package above it imports pgx.
 //

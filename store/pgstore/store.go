@@ -87,9 +87,10 @@ type db struct {
 
 var _ sqlstore.DB = (*db)(nil)
 
-// Tx runs fn in a read-committed transaction.
+// Tx runs fn in a read-committed transaction, whose BEGIN goes with its
+// first statement (see inTx).
 func (d *db) Tx(ctx context.Context, fn func(context.Context, sqlstore.Querier) error) error {
-	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error { return fn(ctx, querier{tx, d}) })
+	return d.inTx(ctx, "begin", func(tx pgxQuerier) error { return fn(ctx, querier{tx, d}) })
 }
 
 // Auto runs fn's statements on the pool, each in a transaction of its own.
@@ -100,8 +101,7 @@ func (d *db) Auto(ctx context.Context, fn func(context.Context, sqlstore.Querier
 // Read runs fn in a read-only repeatable-read transaction, so its queries
 // share one snapshot.
 func (d *db) Read(ctx context.Context, fn func(sqlstore.Querier) error) error {
-	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	return pgx.BeginTxFunc(ctx, d.pool, opts, func(tx pgx.Tx) error { return fn(querier{tx, d}) })
+	return d.inTx(ctx, "begin isolation level repeatable read read only", func(tx pgxQuerier) error { return fn(querier{tx, d}) })
 }
 
 func (d *db) Exec(ctx context.Context, query string, args ...any) (int64, error) {

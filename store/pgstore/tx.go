@@ -1,0 +1,175 @@
+package pgstore
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Transactions whose BEGIN waits for their first statement.
+//
+// pgx's Begin sends BEGIN and waits for its answer before the first
+// statement goes: a round trip that carries nothing. On a loopback
+// connection a round trip costs the Go process two system calls and a
+// goroutine parked and woken, and a sync turn makes two transactions
+// (the run's start and its end), so BEGIN alone was a tenth of the
+// turn's round trips. A lazyTx sends BEGIN in one batch with the
+// transaction's first statement instead: PostgreSQL runs them in order,
+// and an explicit BEGIN opens a transaction block that outlives the
+// batch's Sync, so the statements after it run in the same transaction,
+// as with pgx.Tx. COMMIT stays a round trip of its own: which statement
+// is the last is known only when fn returns.
+
+// inTx runs fn in a transaction begun by begin ("begin", or "begin
+// isolation level …"), on a connection of the pool held until the end.
+// As pgx.BeginFunc: fn's error, or a panic, rolls the transaction back;
+// otherwise it commits, and a commit that PostgreSQL turned into a
+// rollback (a statement failed and fn went on) is an error. A fn that
+// ran no statement sends nothing at all.
+func (d *db) inTx(ctx context.Context, begin string, fn func(pgxQuerier) error) (err error) {
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// Release destroys a connection left inside a transaction (a failed
+	// rollback, a panic before it), so the server rolls it back.
+	defer conn.Release()
+	t := &lazyTx{c: conn.Conn(), begin: begin}
+	defer func() {
+		if p := recover(); p != nil {
+			if t.begun {
+				t.rollback(ctx)
+			}
+			panic(p)
+		}
+		if t.begun && err != nil {
+			t.rollback(ctx)
+		}
+	}()
+	if err := fn(t); err != nil {
+		return err
+	}
+	if !t.begun {
+		return nil
+	}
+	tag, err := t.c.Exec(ctx, "commit")
+	if err != nil {
+		return err
+	}
+	t.begun = false // the transaction is over, committed or not
+	if tag.String() == "ROLLBACK" {
+		return pgx.ErrTxCommitRollback
+	}
+	return nil
+}
+
+// lazyTx is a transaction on c whose BEGIN has not been sent while
+// begun is false.
+type lazyTx struct {
+	c     *pgx.Conn
+	begin string
+	begun bool
+}
+
+var _ pgxQuerier = (*lazyTx)(nil)
+
+// rollback ends the transaction; one that cannot be rolled back is
+// closed, as pgx.Tx's Rollback does, so that the pool does not keep it.
+func (t *lazyTx) rollback(ctx context.Context) {
+	if _, err := t.c.Exec(context.WithoutCancel(ctx), "rollback"); err != nil {
+		_ = t.c.Close(context.WithoutCancel(ctx))
+	}
+}
+
+// first sends BEGIN and sql in one batch and returns the batch with
+// BEGIN's result read; sql's is next. ok is false once BEGIN was sent.
+func (t *lazyTx) first(ctx context.Context, sql string, args []any) (pgx.BatchResults, bool, error) {
+	if t.begun {
+		return nil, false, nil
+	}
+	t.begun = true
+	var b pgx.Batch
+	b.Queue(t.begin)
+	b.Queue(sql, args...)
+	br := t.c.SendBatch(ctx, &b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close() // reports err again
+		return nil, true, err
+	}
+	return br, true, nil
+}
+
+func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	br, ok, err := t.first(ctx, sql, args)
+	if !ok {
+		return t.c.Exec(ctx, sql, args...)
+	}
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	br, ok, err := t.first(ctx, sql, args)
+	if !ok {
+		return t.c.Query(ctx, sql, args...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close() // reports err again
+		return nil, err
+	}
+	return batchRows{rows, br}, nil
+}
+
+func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := t.Query(ctx, sql, args...)
+	if err != nil {
+		return errRow{err}
+	}
+	return firstRow{rows}
+}
+
+// batchRows are the rows of a batch's last statement: closing them
+// closes the batch, which frees the connection.
+type batchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r batchRows) Close() {
+	r.Rows.Close()
+	_ = r.br.Close()
+}
+
+// firstRow is pgx's QueryRow over rows: Scan reads the first row, or
+// reports pgx.ErrNoRows, and closes them.
+type firstRow struct{ rows pgx.Rows }
+
+func (r firstRow) Scan(dest ...any) error {
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
