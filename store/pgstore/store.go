@@ -116,6 +116,9 @@ func (d *db) QueryRow(ctx context.Context, query string, args ...any) sqlstore.R
 	return querier{d.pool, d}.QueryRow(ctx, query, args...)
 }
 
+// ForUpdate implements sqlstore.DB.
+func (d *db) ForUpdate() string { return " FOR UPDATE" }
+
 // Time implements sqlstore.DB: pgx encodes a time.Time as timestamptz.
 func (d *db) Time(t time.Time) any { return t }
 

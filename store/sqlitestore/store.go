@@ -154,6 +154,10 @@ func (t txn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.R
 	return t.tx.QueryRowContext(ctx, query, encode(args)...)
 }
 
+// ForUpdate implements sqlstore.DB: the group-commit writer's
+// transaction began IMMEDIATE, holding the write lock.
+func (d *db) ForUpdate() string { return "" }
+
 // Time implements sqlstore.DB: fixed-width text, which sorts as time
 // does.
 func (d *db) Time(t time.Time) any { return sqlstore.FormatTime(t) }

@@ -41,6 +41,12 @@ type DB interface {
 	// events (see EventSep).
 	AppendEvents(ctx context.Context, q Querier, owner string, evs []store.Event, tails []string) (found bool, err error)
 
+	// ForUpdate ends a SELECT of a writing transaction so that it locks
+	// the rows it reads until the transaction ends, as an UPDATE would:
+	// " FOR UPDATE" on PostgreSQL; "" on SQLite, whose writing
+	// transaction holds the whole database's write lock from its BEGIN.
+	ForUpdate() string
+
 	// Time is t as the database stores it (PostgreSQL: timestamptz;
 	// SQLite: FormatTime's text). A call encodes its time once and
 	// passes the result to each statement that stores it.

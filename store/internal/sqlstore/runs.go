@@ -394,14 +394,14 @@ func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end stor
 	// The usage the run had when its stream last ended, and whether a
 	// stretch of it is running, read in the transaction that replaces
 	// them: the usage record adds the difference, and the stretch's tool
-	// calls only if one was running. The no-op update locks the row, so
-	// no resume slips in between.
+	// calls only if one was running. The read locks the row, so no
+	// resume slips in between.
 	var (
 		before  []byte
 		model   string
 		running bool
 	)
-	err := q.QueryRow(ctx, `UPDATE runs SET status = status WHERE id = ? RETURNING usage, model, status = 'running'`, runID).
+	err := q.QueryRow(ctx, `SELECT usage, model, status = 'running' FROM runs WHERE id = ?`+s.db.ForUpdate(), runID).
 		Scan(&before, &model, &running)
 	if err != nil && !noRows(err) {
 		return store.Run{}, ended{}, err
