@@ -3,9 +3,11 @@
 // runs the SQL it shares with SQLite (internal/sqlstore, written with ?
 // placeholders, which it rebinds to $1, $2, …), keeps the SQL only
 // PostgreSQL speaks (events appended in one unnest statement, the cluster
-// below), begins each transaction with its first statement (tx.go), builds the chunks' tsvectors from the server's reading of each
-// distinct piece of their text (vectors.go), and turns pgx errors into
-// store errors, so no package above it imports pgx.
+// below), begins each transaction with its first statement and holds
+// back what needs no answer for the next (tx.go), builds the chunks'
+// tsvectors from the server's reading of each distinct piece of their
+// text (vectors.go), and turns pgx errors into store errors, so no
+// package above it imports pgx.
 //
 // Several processes may share one database. Ids are UUIDv7s made by the
 // application, unique without coordination, and every rule that must hold

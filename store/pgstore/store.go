@@ -186,6 +186,17 @@ func (q querier) QueryRow(ctx context.Context, query string, args ...any) sqlsto
 	return q.q.QueryRow(ctx, q.d.rebind(query), args...)
 }
 
+// Later holds query back, in a transaction, to go with the next
+// statement or the commit (see lazyTx); on the pool it runs it now.
+func (q querier) Later(ctx context.Context, query string, args ...any) error {
+	if t, ok := q.q.(*lazyTx); ok {
+		t.hold(q.d.rebind(query), args)
+		return nil
+	}
+	_, err := q.Exec(ctx, query, args...)
+	return err
+}
+
 // rebind returns query with its ? placeholders numbered $1, $2, … in
 // order. A ? inside a quoted string or identifier is kept; the store's SQL
 // has no other use of ? (no jsonb ? operator, no comments).

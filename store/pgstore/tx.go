@@ -20,6 +20,12 @@ import (
 // batch's Sync, so the statements after it run in the same transaction,
 // as with pgx.Tx. COMMIT stays a round trip of its own: which statement
 // is the last is known only when fn returns.
+//
+// A statement whose result nobody waits for (querier.Later, which
+// sqlstore's execLater calls) is held the same way, and sent in one batch with the statement after it, or
+// with COMMIT: in a batch PostgreSQL runs each statement only if the
+// ones before it succeeded, so a held statement's failure fails the
+// statement it was sent with, and the transaction.
 
 // inTx runs fn in a transaction begun by begin ("begin", or "begin
 // isolation level …"), on a connection of the pool held until the end.
@@ -50,10 +56,10 @@ func (d *db) inTx(ctx context.Context, begin string, fn func(pgxQuerier) error) 
 	if err := fn(t); err != nil {
 		return err
 	}
-	if !t.begun {
+	if !t.begun && len(t.held) == 0 {
 		return nil
 	}
-	tag, err := t.c.Exec(ctx, "commit")
+	tag, err := t.Exec(ctx, "commit")
 	if err != nil {
 		return err
 	}
@@ -65,11 +71,22 @@ func (d *db) inTx(ctx context.Context, begin string, fn func(pgxQuerier) error) 
 }
 
 // lazyTx is a transaction on c whose BEGIN has not been sent while
-// begun is false.
+// begun is false, with the statements held back to go with the next.
 type lazyTx struct {
 	c     *pgx.Conn
 	begin string
 	begun bool
+	held  []heldStatement
+}
+
+type heldStatement struct {
+	sql  string
+	args []any
+}
+
+// hold keeps sql to send with the next statement.
+func (t *lazyTx) hold(sql string, args []any) {
+	t.held = append(t.held, heldStatement{sql, args})
 }
 
 var _ pgxQuerier = (*lazyTx)(nil)
@@ -82,27 +99,43 @@ func (t *lazyTx) rollback(ctx context.Context) {
 	}
 }
 
-// first sends BEGIN and sql in one batch and returns the batch with
-// BEGIN's result read; sql's is next. ok is false once BEGIN was sent.
-func (t *lazyTx) first(ctx context.Context, sql string, args []any) (pgx.BatchResults, bool, error) {
-	if t.begun {
+// queue is the batch of what must go before sql (BEGIN, the held
+// statements), then sql.
+func (t *lazyTx) queue(sql string, args []any) *pgx.Batch {
+	var b pgx.Batch
+	if !t.begun {
+		b.Queue(t.begin)
+	}
+	for _, h := range t.held {
+		b.Queue(h.sql, h.args...)
+	}
+	b.Queue(sql, args...)
+	return &b
+}
+
+// batch sends sql with what must go before it, if anything must, and
+// returns the batch with those results read, sql's next; sent is false
+// when sql can go alone. err is the error of a statement before sql,
+// which sql did not run for.
+func (t *lazyTx) batch(ctx context.Context, sql string, args []any) (br pgx.BatchResults, sent bool, err error) {
+	if t.begun && len(t.held) == 0 {
 		return nil, false, nil
 	}
-	t.begun = true
-	var b pgx.Batch
-	b.Queue(t.begin)
-	b.Queue(sql, args...)
-	br := t.c.SendBatch(ctx, &b)
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close() // reports err again
-		return nil, true, err
+	b := t.queue(sql, args)
+	t.begun, t.held = true, nil
+	br = t.c.SendBatch(ctx, b)
+	for range b.Len() - 1 {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close() // reports err again
+			return nil, true, err
+		}
 	}
 	return br, true, nil
 }
 
 func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	br, ok, err := t.first(ctx, sql, args)
-	if !ok {
+	br, sent, err := t.batch(ctx, sql, args)
+	if !sent {
 		return t.c.Exec(ctx, sql, args...)
 	}
 	if err != nil {
@@ -116,8 +149,8 @@ func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 }
 
 func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	br, ok, err := t.first(ctx, sql, args)
-	if !ok {
+	br, sent, err := t.batch(ctx, sql, args)
+	if !sent {
 		return t.c.Query(ctx, sql, args...)
 	}
 	if err != nil {

@@ -148,6 +148,46 @@ func TestLazyTransactions(t *testing.T) {
 			t.Fatal("a read-only transaction wrote")
 		}
 	})
+	t.Run("a held statement goes with the next, or with the commit", func(t *testing.T) {
+		later := func(q sqlstore.Querier, id int) error {
+			return q.(querier).Later(ctx, `INSERT INTO items (id) VALUES (?)`, id)
+		}
+		if _, err := pool.Exec(ctx, `DELETE FROM items`); err != nil {
+			t.Fatal(err)
+		}
+		var seen int
+		err := d.Tx(ctx, func(ctx context.Context, q sqlstore.Querier) error {
+			if err := later(q, 11); err != nil {
+				return err
+			}
+			if err := q.QueryRow(ctx, `SELECT count(*) FROM items`).Scan(&seen); err != nil {
+				return err
+			}
+			return later(q, 12) // nothing after it but the commit
+		})
+		if err != nil || seen != 1 || count() != 2 {
+			t.Fatalf("err %v, the next statement saw %d rows, %d stored: want 1 then 2", err, seen, count())
+		}
+		err = d.Tx(ctx, func(ctx context.Context, q sqlstore.Querier) error {
+			if err := later(q, 13); err != nil {
+				return err
+			}
+			if err := later(q, 11); err != nil { // a duplicate
+				return err
+			}
+			return insert(q, 14)
+		})
+		if !violates(err, "items_pkey") || count() != 2 {
+			t.Fatalf("err %v, %d rows: want the held statement's violation from the next, and the 2 rows before", err, count())
+		}
+		err = d.Tx(ctx, func(ctx context.Context, q sqlstore.Querier) error { return later(q, 12) })
+		if !violates(err, "items_pkey") || count() != 2 {
+			t.Fatalf("err %v, %d rows: want the held statement's violation from the commit, and the 2 rows before", err, count())
+		}
+		if _, err := pool.Exec(ctx, `DELETE FROM items`); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("nothing to do sends nothing", func(t *testing.T) {
 		if err := d.Tx(ctx, func(context.Context, sqlstore.Querier) error { return nil }); err != nil {
 			t.Fatal(err)

@@ -120,6 +120,26 @@ type Querier interface {
 	QueryRow(ctx context.Context, query string, args ...any) Row
 }
 
+// holder is a Querier that can hold a statement back and send it with
+// its next statement, or with its commit: pgstore's transactions, where
+// that spares a round trip. A held statement's error is the error of
+// the statement it was sent with.
+type holder interface {
+	Later(ctx context.Context, query string, args ...any) error
+}
+
+// execLater runs query with q, now or, when q can hold it, with q's next
+// statement: for a statement of a transaction whose only result is its
+// error, followed by another that the transaction runs anyway (see
+// holder).
+func execLater(ctx context.Context, q Querier, query string, args ...any) error {
+	if h, ok := q.(holder); ok {
+		return h.Later(ctx, query, args...)
+	}
+	_, err := q.Exec(ctx, query, args...)
+	return err
+}
+
 // Row is one row of a result.
 type Row interface{ Scan(dest ...any) error }
 

@@ -83,18 +83,20 @@ WHERE id = ? AND user_id = ? RETURNING run_count, EXISTS (SELECT 1 FROM document
 				return err
 			}
 		}
-		_, err := q.Exec(ctx, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, request_id, owner,
+		// Held on PostgreSQL, to go with the message's insert: a
+		// violation of runs_one_active may come from either call.
+		err := execLater(ctx, q, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, request_id, owner,
     checkpoint_id, created_at, input, parent_id, model) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, r.RequestID, r.Owner, r.CheckpointID, at, string(nr.Input), r.ParentID,
 			cmp.Or(nr.Model, "default"))
+		if err == nil {
+			m := store.Message{ID: ids.New(), RunID: r.ID, Role: store.RoleUser, Content: r.UserMessage, CreatedAt: now}
+			err = s.addMessage(ctx, q, &m, at)
+		}
 		if s.db.Violates(err, "runs_one_active") {
 			return store.ErrRunActive
 		}
-		if err != nil {
-			return err
-		}
-		m := store.Message{ID: ids.New(), RunID: r.ID, Role: store.RoleUser, Content: r.UserMessage, CreatedAt: now}
-		return s.addMessage(ctx, q, &m, at)
+		return err
 	}()
 	return r, err
 }

@@ -35,7 +35,8 @@ func addUsage(ctx context.Context, q Querier, userID, model string, at time.Time
 	if in == 0 && out == 0 && total == 0 && end.ToolCalls == 0 && runs == 0 {
 		return nil // an interrupted stretch that spent nothing
 	}
-	_, err := q.Exec(ctx, `INSERT INTO usage_days (user_id, day, model, input_tokens, output_tokens, total_tokens, tool_calls, runs)
+	// Held on PostgreSQL: the run's end updates the conversation next.
+	return execLater(ctx, q, `INSERT INTO usage_days (user_id, day, model, input_tokens, output_tokens, total_tokens, tool_calls, runs)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, day, model) DO UPDATE SET
     input_tokens = usage_days.input_tokens + excluded.input_tokens,
     output_tokens = usage_days.output_tokens + excluded.output_tokens,
@@ -43,7 +44,6 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, day, model) DO UPDATE SET
     tool_calls = usage_days.tool_calls + excluded.tool_calls,
     runs = usage_days.runs + excluded.runs`,
 		userID, at.UTC().Format(store.DayFormat), model, in, out, total, int64(end.ToolCalls), runs)
-	return err
 }
 
 // usageCursorVersion prefixes the cursors of UsageDays.
