@@ -141,24 +141,11 @@ func (s *Service) Recall(ctx context.Context, userID, query string, limit int) (
 }
 
 // recall ranks the full-text matches and the most important memories
-// together by Rank.
+// together by Rank; the store finds both in one statement.
 func (s *Service) recall(ctx context.Context, userID, query string, limit int) ([]store.Memory, error) {
-	hits, err := s.cfg.Store.SearchMemories(ctx, store.MemoryQuery{UserID: userID, Query: query, Limit: 3 * limit})
+	hits, err := s.cfg.Store.SearchMemories(ctx, store.MemoryQuery{UserID: userID, Query: query, Limit: 3 * limit, Important: limit})
 	if err != nil {
 		return nil, err
-	}
-	top, err := s.cfg.Store.SearchMemories(ctx, store.MemoryQuery{UserID: userID, Limit: limit})
-	if err != nil {
-		return nil, err
-	}
-	seen := make(map[string]bool, len(hits)+len(top))
-	for _, h := range hits {
-		seen[h.ID] = true
-	}
-	for _, h := range top {
-		if !seen[h.ID] {
-			hits = append(hits, h)
-		}
 	}
 	return Rank(hits, time.Now(), limit), nil
 }

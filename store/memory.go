@@ -35,8 +35,10 @@ type Memories interface {
 
 	// SearchMemories returns the user's memories that best match
 	// q.Query, best first by full-text relevance; with no word to search
-	// for, the most important ones, the most recently used first among
-	// equals. Returns ErrInvalid for a negative limit or a missing user.
+	// for, the most important ones. Among equals the more important go
+	// first, then the more recently used. q.Important adds the most
+	// important ones after the matches, in the same statement. Returns
+	// ErrInvalid for a negative limit or a missing user.
 	SearchMemories(ctx context.Context, q MemoryQuery) ([]MemoryHit, error)
 
 	// TouchMemories records recalls, in one transaction: each adds one to
@@ -185,6 +187,12 @@ type MemoryQuery struct {
 	// Limit is the most hits; 0 is DefaultSearchLimit, and more than
 	// MaxSearchLimit is MaxSearchLimit.
 	Limit int
+	// Important, when above 0, adds after the matches those of the
+	// user's Important most important memories (ordered as with no word
+	// to search for; at most MaxSearchLimit) that are not among them,
+	// each with score 0: a recall that ranks by importance as well as by
+	// relevance asks for both in one statement.
+	Important int
 }
 
 // MemoryHit is a memory SearchMemories found, with its full-text score:

@@ -201,11 +201,37 @@ func testMemorySearch(t *testing.T, s MemStore) {
 			t.Errorf("no words in %q = %v, want %s %s", q, hitIDs(hs), sq.ID, both.ID)
 		}
 	}
+	// Important adds the most important memories after the matches,
+	// each memory once, scored 0; never another user's.
+	for _, c := range []struct {
+		q         store.MemoryQuery
+		want      []string
+		unmatched int // the hits past the matches
+	}{
+		{store.MemoryQuery{UserID: alice, Query: "index", Important: 2}, []string{pg.ID, sq.ID, both.ID}, 2},
+		{store.MemoryQuery{UserID: alice, Query: "embedded", Important: 2}, []string{sq.ID, both.ID}, 1},
+		{store.MemoryQuery{UserID: alice, Query: "index", Limit: 1, Important: 1}, []string{pg.ID, sq.ID}, 1},
+		{store.MemoryQuery{UserID: alice, Query: "nothing matches this", Important: 1}, []string{sq.ID}, 1},
+		{store.MemoryQuery{UserID: alice, Limit: 1, Important: 3}, []string{sq.ID, both.ID, pg.ID}, 3},
+	} {
+		hs := must(s.SearchMemories(ctx, c.q))(t)
+		if !slices.Equal(hitIDs(hs), c.want) {
+			t.Errorf("%+v = %v, want %v", c.q, hitIDs(hs), c.want)
+			continue
+		}
+		for i, h := range hs {
+			if matched := i < len(hs)-c.unmatched; matched != (h.Score > 0) {
+				t.Errorf("%+v: hit %d scores %v", c.q, i, h.Score)
+			}
+		}
+	}
+	_, err := s.SearchMemories(ctx, store.MemoryQuery{UserID: alice, Query: "index", Important: -1})
+	wantErr(t, "negative important", err, store.ErrInvalid)
 	// FTS syntax in a query is words, not syntax.
 	if _, err := s.SearchMemories(ctx, store.MemoryQuery{UserID: alice, Query: `"postgresql" OR (NEAR sqlite* -go) & | !`}); err != nil {
 		t.Errorf("query with syntax: %v", err)
 	}
-	_, err := s.SearchMemories(ctx, store.MemoryQuery{UserID: alice, Limit: -1})
+	_, err = s.SearchMemories(ctx, store.MemoryQuery{UserID: alice, Limit: -1})
 	wantErr(t, "negative limit", err, store.ErrInvalid)
 	_, err = s.SearchMemories(ctx, store.MemoryQuery{Query: "x"})
 	wantErr(t, "no user", err, store.ErrInvalid)

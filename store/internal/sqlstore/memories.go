@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -126,31 +127,58 @@ func (s *Store) searchMemories(ctx context.Context, mq store.MemoryQuery) ([]sto
 	if err != nil {
 		return nil, err
 	}
+	if mq.Important < 0 {
+		return nil, fmt.Errorf("%w: important %d is negative", store.ErrInvalid, mq.Important)
+	}
 	if storeutil.CheckIDs(mq.UserID) != nil {
 		return []store.MemoryHit{}, nil
 	}
+	important := min(mq.Important, store.MaxSearchLimit)
+	// The most important memories, the most recently used first among
+	// equals. Their score is a REAL as the full-text scores are, so that
+	// a UNION of both has one type on both databases.
+	const byImportance = `SELECT ` + memoryCols + `, CAST(0 AS REAL) AS score FROM memories m WHERE m.user_id = ?
+            ORDER BY m.importance DESC, m.last_accessed DESC, m.id LIMIT ?`
 	var query string
 	var args []any
 	if terms := SearchTerms(mq.Query); len(terms) > 0 {
 		ms := s.db.MemorySearch()
 		query = `SELECT ` + memoryCols + `, ` + ms.Score + ` AS score FROM ` + ms.From + `
-            WHERE ` + ms.Match + ` AND m.user_id = ? ORDER BY score DESC, m.id LIMIT ?`
+            WHERE ` + ms.Match + ` AND m.user_id = ? ORDER BY score DESC, m.importance DESC, m.last_accessed DESC, m.id LIMIT ?`
 		args = append(ms.Args(terms, mq.UserID), mq.UserID, limit)
+		if important > 0 {
+			// Each part keeps its order and limit in a subquery; the
+			// matches go first, and among the important ones (score 0
+			// below any match's) the order is byImportance's.
+			query = `SELECT * FROM (` + query + `) AS matches UNION ALL SELECT * FROM (` + byImportance + `) AS important
+            ORDER BY score DESC, importance DESC, last_accessed DESC, id`
+			args = append(args, mq.UserID, important)
+		}
 	} else {
-		query = `SELECT ` + memoryCols + `, 0.0 AS score FROM memories m WHERE m.user_id = ?
-            ORDER BY m.importance DESC, m.last_accessed DESC, m.id LIMIT ?`
-		args = []any{mq.UserID, limit}
+		// The matches are the most important already: important adds
+		// only those past limit.
+		query = byImportance
+		args = []any{mq.UserID, max(limit, important)}
 	}
 	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
-	return Collect(rows, func(r Row) (store.MemoryHit, error) {
+	hits, err := Collect(rows, func(r Row) (store.MemoryHit, error) {
 		var h store.MemoryHit
 		m, err := scanMemory(r, &h.Score)
 		h.Memory = m
 		return h, err
 	})
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(hits))
+	return slices.DeleteFunc(hits, func(h store.MemoryHit) bool {
+		dup := seen[h.ID]
+		seen[h.ID] = true
+		return dup
+	}), nil
 }
 
 // TouchMemories implements store.Memories: an UPDATE a recall, one
