@@ -22,8 +22,8 @@ import (
 // is the last is known only when fn returns.
 //
 // A statement whose result nobody waits for (querier.Later, which
-// sqlstore's execLater calls) is held the same way, and sent in one batch with the statement after it, or
-// with COMMIT: in a batch PostgreSQL runs each statement only if the
+// sqlstore's execLater calls) is held the same way, and sent in one
+// batch with the statement after it, or with COMMIT: in a batch PostgreSQL runs each statement only if the
 // ones before it succeeded, so a held statement's failure fails the
 // statement it was sent with, and the transaction.
 

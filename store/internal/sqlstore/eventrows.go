@@ -72,6 +72,8 @@ func EventRow(evs []store.Event) (first, last int64, types, data string) {
 }
 
 // InsertEventRows stores evs, numbered, as the rows RowEnds makes of them.
+// The rows may be held for q's next statement or its commit (execLater):
+// nothing reads them back in the transaction.
 func InsertEventRows(ctx context.Context, q Querier, evs []store.Event, tails []string, at any) error {
 	ends := RowEnds(evs, tails)
 	for start := 0; start < len(evs); {
@@ -80,7 +82,7 @@ func InsertEventRows(ctx context.Context, q Querier, evs []store.Event, tails []
 			end++
 		}
 		first, last, types, data := EventRow(evs[start:end])
-		if _, err := q.Exec(ctx, InsertEventRow, evs[start].RunID, last, first, types, data, at); err != nil {
+		if err := execLater(ctx, q, InsertEventRow, evs[start].RunID, last, first, types, data, at); err != nil {
 			return err
 		}
 		start = end

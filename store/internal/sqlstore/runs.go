@@ -379,7 +379,7 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 	var r store.Run
 	err = s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		var err error
-		r, _, err = s.finishRun(ctx, q, runID, end, usage)
+		r, _, err = s.finishRun(ctx, q, runID, end, usage, 0)
 		return err
 	})
 	if err != nil {
@@ -389,8 +389,9 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 }
 
 // finishRun is FinishRun's transaction, on q; usage is end.Usage
-// encoded.
-func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end store.RunEnd, usage []byte) (store.Run, ended, error) {
+// encoded. It takes the run's next events sequence numbers, for EndRun
+// to store its events under: the returned run's LastSeq is the last.
+func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end store.RunEnd, usage []byte, events int) (store.Run, ended, error) {
 	at := storeutil.Now()
 	now := s.db.Time(at)
 	// The usage the run had when its stream last ended, and whether a
@@ -415,9 +416,9 @@ func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end stor
 	// request pending: most runs leave none, and then the statements
 	// that would expire them are spared.
 	var pending bool
-	r, err := ScanRun(firstCol{q.QueryRow(ctx, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?, input = ''
+	r, err := ScanRun(firstCol{q.QueryRow(ctx, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?, input = '', last_seq = last_seq + ?
 WHERE id = ? AND status IN ('running', 'interrupted') AND (? = '' OR owner = ?) RETURNING `+pendingHuman+`, `+RunCols,
-		end.Status, end.Reason, string(usage), now, runID, end.Owner, end.Owner), &pending})
+		end.Status, end.Reason, string(usage), now, events, runID, end.Owner, end.Owner), &pending})
 	if noRows(err) {
 		return r, ended{}, RunMissingOr(ctx, q, runID, end.Owner, fmt.Errorf("run has ended: %w", store.ErrConflict))
 	}
@@ -477,15 +478,17 @@ func (s *Store) EndRun(ctx context.Context, runID string, end store.RunEnd, nes 
 	}
 	out := store.RunEnded{Events: newEvents(runID, nes)}
 	err = s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
-		_, e, err := s.finishRun(ctx, q, runID, end, usage)
+		// finishRun takes the events' numbers with the run's row, which
+		// it checks the owner of and locks: what AppendEvents does
+		// first is done, and the rows, which nothing reads back, can
+		// go with the commit.
+		r, e, err := s.finishRun(ctx, q, runID, end, usage, len(nes))
 		if err != nil {
 			return err
 		}
 		out.Queued = e.queued
-		found, err := s.db.AppendEvents(ctx, q, owner, out.Events, tails)
-		if err == nil && !found { // finishRun found it, in this transaction
-			err = fmt.Errorf("run %s vanished: %w", runID, store.ErrNotFound)
-		}
+		Number(out.Events, r.LastSeq, tails)
+		err = InsertEventRows(ctx, q, out.Events, tails, s.db.Time(out.Events[0].CreatedAt))
 		if err == nil && e.routed {
 			err = s.recordDeliveries(ctx, q, out.Events)
 		}
