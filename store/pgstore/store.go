@@ -197,6 +197,18 @@ func (q querier) Later(ctx context.Context, query string, args ...any) error {
 	return err
 }
 
+// LaterRow holds query, which returns one row at most, back in a
+// transaction to go with the next statement (see lazyTx); on the pool it
+// runs it now. scan reads the row when the statement has run; the func
+// returned reports its error.
+func (q querier) LaterRow(ctx context.Context, query string, args []any, scan func(sqlstore.Row) error) func() error {
+	if t, ok := q.q.(*lazyTx); ok {
+		return t.holdRow(q.d.rebind(query), args, scan)
+	}
+	err := scan(q.QueryRow(ctx, query, args...))
+	return func() error { return err }
+}
+
 // rebind returns query with its ? placeholders numbered $1, $2, … in
 // order. A ? inside a quoted string or identifier is kept; the store's SQL
 // has no other use of ? (no jsonb ? operator, no comments).

@@ -2,9 +2,11 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/trellis-ai/trellis/store/internal/sqlstore"
 )
 
 // Transactions whose BEGIN waits for their first statement.
@@ -22,8 +24,10 @@ import (
 // is the last is known only when fn returns.
 //
 // A statement whose result nobody waits for (querier.Later, which
-// sqlstore's execLater calls) is held the same way, and sent in one
-// batch with the statement after it, or with COMMIT: in a batch PostgreSQL runs each statement only if the
+// sqlstore's execLater calls), or is read only after the next statement
+// (querier.LaterRow, for sqlstore's queryRowLater), is held the same
+// way, and sent in one batch with the statement after it, or with
+// COMMIT: in a batch PostgreSQL runs each statement only if the
 // ones before it succeeded, so a held statement's failure fails the
 // statement it was sent with, and the transaction.
 
@@ -82,11 +86,59 @@ type lazyTx struct {
 type heldStatement struct {
 	sql  string
 	args []any
+	row  *heldRow // nil for a statement whose only result is its error
+}
+
+// heldRow is a held statement's row, read by scan once the statement
+// has run.
+type heldRow struct {
+	scan func(sqlstore.Row) error
+	sent bool
+	err  error
+}
+
+// errHeld is the result of a held row asked for before its statement
+// was sent: a bug in the caller, which must send another statement
+// first.
+var errHeld = errors.New("pgstore: a held statement's row was asked for before the statement was sent")
+
+// result is scan's error, once the statement has run.
+func (r *heldRow) result() error {
+	if !r.sent {
+		return errHeld
+	}
+	return r.err
+}
+
+// read scans the row from the batch's next result. A statement that
+// found no row does not fail the batch: the statements after it ran.
+func (r *heldRow) read(br pgx.BatchResults) error {
+	r.sent = true
+	rows, err := br.Query()
+	if err != nil {
+		rows.Close()
+		r.err = err
+		return err
+	}
+	r.err = r.scan(firstRow{rows})
+	if errors.Is(r.err, pgx.ErrNoRows) {
+		return nil
+	}
+	return r.err
 }
 
 // hold keeps sql to send with the next statement.
 func (t *lazyTx) hold(sql string, args []any) {
-	t.held = append(t.held, heldStatement{sql, args})
+	t.held = append(t.held, heldStatement{sql: sql, args: args})
+}
+
+// holdRow keeps sql, which returns one row at most, to send with the
+// next statement; scan reads its row then, and the func returned
+// reports scan's error (pgx.ErrNoRows for no row) after that.
+func (t *lazyTx) holdRow(sql string, args []any, scan func(sqlstore.Row) error) func() error {
+	r := &heldRow{scan: scan}
+	t.held = append(t.held, heldStatement{sql: sql, args: args, row: r})
+	return r.result
 }
 
 var _ pgxQuerier = (*lazyTx)(nil)
@@ -122,12 +174,32 @@ func (t *lazyTx) batch(ctx context.Context, sql string, args []any) (br pgx.Batc
 		return nil, false, nil
 	}
 	b := t.queue(sql, args)
+	begun, held := t.begun, t.held
 	t.begun, t.held = true, nil
 	br = t.c.SendBatch(ctx, b)
-	for range b.Len() - 1 {
+	fail := func(err error, unread []heldStatement) (pgx.BatchResults, bool, error) {
+		for _, h := range unread {
+			if h.row != nil {
+				h.row.sent, h.row.err = true, err
+			}
+		}
+		_ = br.Close() // reports err again
+		return nil, true, err
+	}
+	if !begun {
 		if _, err := br.Exec(); err != nil {
-			_ = br.Close() // reports err again
-			return nil, true, err
+			return fail(err, held)
+		}
+	}
+	for i, h := range held {
+		var err error
+		if h.row != nil {
+			err = h.row.read(br)
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
+			return fail(err, held[i+1:])
 		}
 	}
 	return br, true, nil

@@ -188,6 +188,61 @@ func TestLazyTransactions(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("a held row is read when the next statement goes", func(t *testing.T) {
+		if _, err := pool.Exec(ctx, `DELETE FROM items`); err != nil {
+			t.Fatal(err)
+		}
+		insertRow := func(q sqlstore.Querier, id int, got *int) func() error {
+			return q.(querier).LaterRow(ctx, `INSERT INTO items (id) VALUES (?) ON CONFLICT DO NOTHING RETURNING id`, []any{id},
+				func(r sqlstore.Row) error { return r.Scan(got) })
+		}
+		var got, seen int
+		err := d.Tx(ctx, func(ctx context.Context, q sqlstore.Querier) error {
+			inserted := insertRow(q, 21, &got)
+			if err := inserted(); !errors.Is(err, errHeld) {
+				t.Errorf("before the next statement: %v, want errHeld", err)
+			}
+			if err := q.QueryRow(ctx, `SELECT count(*) FROM items`).Scan(&seen); err != nil {
+				return err
+			}
+			return inserted()
+		})
+		if err != nil || got != 21 || seen != 1 || count() != 1 {
+			t.Fatalf("err %v, row %d, the next statement saw %d rows, %d stored: want 21, 1, 1", err, got, seen, count())
+		}
+		// No row is the row's result, not the batch's: the statements
+		// after it ran, and the transaction commits.
+		err = d.Tx(ctx, func(ctx context.Context, q sqlstore.Querier) error {
+			inserted := insertRow(q, 21, &got)
+			if err := insert(q, 22); err != nil {
+				return err
+			}
+			if err := inserted(); !errors.Is(err, pgx.ErrNoRows) {
+				t.Errorf("a conflict's row: %v, want pgx.ErrNoRows", err)
+			}
+			return nil
+		})
+		if err != nil || count() != 2 {
+			t.Fatalf("err %v, %d rows: want 2", err, count())
+		}
+		// A held row's failure fails the statements sent with it, and
+		// is its result too.
+		err = d.Tx(ctx, func(ctx context.Context, q sqlstore.Querier) error {
+			failed := q.(querier).LaterRow(ctx, `INSERT INTO items (id) VALUES (?) RETURNING id`, []any{21},
+				func(r sqlstore.Row) error { return r.Scan(&got) })
+			err := insert(q, 23)
+			if ferr := failed(); !violates(ferr, "items_pkey") {
+				t.Errorf("the held row: %v, want its violation", ferr)
+			}
+			return err
+		})
+		if !violates(err, "items_pkey") || count() != 2 {
+			t.Fatalf("err %v, %d rows: want the held row's violation from the next, and the 2 rows before", err, count())
+		}
+		if _, err := pool.Exec(ctx, `DELETE FROM items`); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("nothing to do sends nothing", func(t *testing.T) {
 		if err := d.Tx(ctx, func(context.Context, sqlstore.Querier) error { return nil }); err != nil {
 			t.Fatal(err)

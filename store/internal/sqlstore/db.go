@@ -126,6 +126,10 @@ type Querier interface {
 // the statement it was sent with.
 type holder interface {
 	Later(ctx context.Context, query string, args ...any) error
+	// LaterRow holds a statement that returns one row at most; scan
+	// reads the row once the statement has run, and the func returned
+	// reports scan's error then.
+	LaterRow(ctx context.Context, query string, args []any, scan func(Row) error) func() error
 }
 
 // execLater runs query with q, now or, when q can hold it, with q's next
@@ -138,6 +142,20 @@ func execLater(ctx context.Context, q Querier, query string, args ...any) error 
 	}
 	_, err := q.Exec(ctx, query, args...)
 	return err
+}
+
+// queryRowLater runs query, which returns one row at most, with q, and
+// scan reads its row: now, or, when q can hold it, once q's next
+// statement has been sent. The func returned reports scan's error (an
+// error matching sql.ErrNoRows for no row) and must be called only after
+// that next statement. For reads whose result the transaction needs
+// only after a statement that does not depend on it.
+func queryRowLater(ctx context.Context, q Querier, query string, args []any, scan func(Row) error) func() error {
+	if h, ok := q.(holder); ok {
+		return h.LaterRow(ctx, query, args, scan)
+	}
+	err := scan(q.QueryRow(ctx, query, args...))
+	return func() error { return err }
 }
 
 // Row is one row of a result.

@@ -44,6 +44,7 @@ func (s *Store) startRun(ctx context.Context, q Querier, id string, nr store.New
 	at := s.db.Time(now)
 	err := func() error {
 		var num int64
+		counted := func() error { return nil }
 		if nc := nr.NewConversation; nc != nil {
 			// Stored with this run counted: it is the first.
 			num = 1
@@ -52,28 +53,30 @@ func (s *Store) startRun(ctx context.Context, q Querier, id string, nr store.New
 				return err
 			}
 		} else {
-			err := q.QueryRow(ctx, `UPDATE conversations SET run_count = run_count + 1, updated_at = ?
+			// The conversation's row is locked first, so that what
+			// supersede or followed reads next, in a statement of its
+			// own (on PostgreSQL sent with this one), is what the run
+			// starts from.
+			counted = queryRowLater(ctx, q, `UPDATE conversations SET run_count = run_count + 1, updated_at = ?
 WHERE id = ? AND user_id = ? RETURNING run_count, EXISTS (SELECT 1 FROM documents WHERE conversation_id = conversations.id)`,
-				at, nr.ConversationID, nr.UserID).Scan(&num, &r.Documents)
-			if noRows(err) {
-				return store.ErrNotFound
-			}
-			if err != nil {
-				return err
-			}
+				[]any{at, nr.ConversationID, nr.UserID}, func(row Row) error { return row.Scan(&num, &r.Documents) })
 		}
 		// asked: a clarifying question may wait for the run's message.
 		asked := nr.NewConversation == nil
+		var err error
 		switch {
 		case nr.Supersedes != "":
-			if err := supersede(ctx, q, nr.ConversationID, nr.Supersedes, at, &r.CheckpointID, &r.ParentID); err != nil {
-				return err
-			}
+			err = supersede(ctx, q, nr.ConversationID, nr.Supersedes, at, &r.CheckpointID, &r.ParentID)
 		case nr.NewConversation == nil:
-			var err error
-			if r.ParentID, asked, err = followed(ctx, q, nr.ConversationID); err != nil {
-				return err
-			}
+			r.ParentID, asked, err = followed(ctx, q, nr.ConversationID)
+		}
+		if cerr := counted(); noRows(cerr) {
+			return store.ErrNotFound
+		} else if cerr != nil {
+			return cerr
+		}
+		if err != nil {
+			return err
 		}
 		if asked {
 			if err := answerClarification(ctx, q, nr.ConversationID, nr.UserMessage, at); err != nil {
@@ -85,7 +88,7 @@ WHERE id = ? AND user_id = ? RETURNING run_count, EXISTS (SELECT 1 FROM document
 		}
 		// Held on PostgreSQL, to go with the message's insert: a
 		// violation of runs_one_active may come from either call.
-		err := execLater(ctx, q, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, request_id, owner,
+		err = execLater(ctx, q, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, request_id, owner,
     checkpoint_id, created_at, input, parent_id, model) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, r.RequestID, r.Owner, r.CheckpointID, at, string(nr.Input), r.ParentID,
 			cmp.Or(nr.Model, "default"))
@@ -400,13 +403,17 @@ func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end stor
 	// calls only if one was running. The read locks the row, so no
 	// resume slips in between.
 	var (
-		before  []byte
-		model   string
-		running bool
+		before                 []byte
+		model, user, conversID string
+		running                bool
 	)
-	err := q.QueryRow(ctx, `SELECT usage, model, status = 'running' FROM runs WHERE id = ?`+s.db.ForUpdate(), runID).
-		Scan(&before, &model, &running)
-	if err != nil && !noRows(err) {
+	err := q.QueryRow(ctx, `SELECT usage, model, status = 'running', user_id, conversation_id FROM runs WHERE id = ?`+s.db.ForUpdate(), runID).
+		Scan(&before, &model, &running, &user, &conversID)
+	conflict := fmt.Errorf("run has ended: %w", store.ErrConflict)
+	if noRows(err) {
+		return store.Run{}, ended{}, RunMissingOr(ctx, q, runID, end.Owner, conflict)
+	}
+	if err != nil {
 		return store.Run{}, ended{}, err
 	}
 	if !running {
@@ -414,27 +421,23 @@ func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end stor
 	}
 	// pending tells, in the same statement, whether the run left a human
 	// request pending: most runs leave none, and then the statements
-	// that would expire them are spared.
-	var pending bool
-	r, err := ScanRun(firstCol{q.QueryRow(ctx, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?, input = '', last_seq = last_seq + ?
+	// that would expire them are spared. The run's update is read after
+	// the usage's and the conversation's (on PostgreSQL the three go
+	// together), which need nothing from it: if it matched no row, the
+	// transaction is rolled back.
+	var (
+		r       store.Run
+		pending bool
+	)
+	updated := queryRowLater(ctx, q, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?, input = '', last_seq = last_seq + ?
 WHERE id = ? AND status IN ('running', 'interrupted') AND (? = '' OR owner = ?) RETURNING `+pendingHuman+`, `+RunCols,
-		end.Status, end.Reason, string(usage), now, events, runID, end.Owner, end.Owner), &pending})
-	if noRows(err) {
-		return r, ended{}, RunMissingOr(ctx, q, runID, end.Owner, fmt.Errorf("run has ended: %w", store.ErrConflict))
-	}
-	if err != nil {
+		[]any{end.Status, end.Reason, string(usage), now, events, runID, end.Owner, end.Owner},
+		func(row Row) (err error) {
+			r, err = ScanRun(firstCol{row, &pending})
+			return err
+		})
+	if err := addUsage(ctx, q, user, model, at, before, end); err != nil {
 		return r, ended{}, err
-	}
-	if err := addUsage(ctx, q, r.UserID, model, at, before, end); err != nil {
-		return r, ended{}, err
-	}
-	if end.Status.Final() && pending {
-		for _, table := range humanTables {
-			if _, err := q.Exec(ctx, `UPDATE `+table+` SET status = 'expired', resolved_at = ?
-WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {
-				return r, ended{}, err
-			}
-		}
 	}
 	// queued tells whether messages wait in the conversation's queue,
 	// for the run's end to start. It is read after the run's row is
@@ -448,8 +451,24 @@ WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {
 	var e ended
 	err = q.QueryRow(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?
 RETURNING EXISTS (SELECT 1 FROM queued_runs WHERE conversation_id = conversations.id), EXISTS (SELECT 1 FROM webhook_routes)`,
-		now, r.ConversationID).Scan(&e.queued, &e.routed)
-	return r, e, err
+		now, conversID).Scan(&e.queued, &e.routed)
+	if uerr := updated(); noRows(uerr) {
+		return r, ended{}, RunMissingOr(ctx, q, runID, end.Owner, conflict)
+	} else if uerr != nil {
+		return r, ended{}, uerr
+	}
+	if err != nil {
+		return r, ended{}, err
+	}
+	if end.Status.Final() && pending {
+		for _, table := range humanTables {
+			if _, err := q.Exec(ctx, `UPDATE `+table+` SET status = 'expired', resolved_at = ?
+WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {
+				return r, ended{}, err
+			}
+		}
+	}
+	return r, e, nil
 }
 
 // ended is what finishRun reads beside the run it ends.
