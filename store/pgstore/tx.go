@@ -20,15 +20,15 @@ import (
 // transaction's first statement instead: PostgreSQL runs them in order,
 // and an explicit BEGIN opens a transaction block that outlives the
 // batch's Sync, so the statements after it run in the same transaction,
-// as with pgx.Tx. COMMIT stays a round trip of its own: which statement
-// is the last is known only when fn returns.
+// as with pgx.Tx. Which statement is the last is known only when fn
+// returns, so COMMIT goes alone unless statements are held.
 //
 // A statement whose result nobody waits for (querier.Later, which
 // sqlstore's execLater calls), or is read only after the next statement
 // (querier.LaterRow, for sqlstore's queryRowLater), is held the same
 // way, and sent in one batch with the statement after it, or with
-// COMMIT: in a batch PostgreSQL runs each statement only if the
-// ones before it succeeded, so a held statement's failure fails the
+// COMMIT: in a batch PostgreSQL runs each statement only if the ones
+// before it succeeded, so a held statement's failure fails the
 // statement it was sent with, and the transaction.
 
 // inTx runs fn in a transaction begun by begin ("begin", or "begin

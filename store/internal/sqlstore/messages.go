@@ -32,11 +32,16 @@ func (s *Store) AddMessage(ctx context.Context, nm store.NewMessage) (store.Mess
 	return m, nil
 }
 
+// insertMessageArgs are insertMessage's arguments for m, stored at at
+// (DB.Time).
+func insertMessageArgs(m *store.Message, at any) []any {
+	return []any{m.ID, m.Role, m.Content, nullJSON(m.Citations), nullJSON(m.Meta), at, m.RunID}
+}
+
 // addMessage stores m, created at (DB.Time of m.CreatedAt), and fills in
 // its conversation.
 func (s *Store) addMessage(ctx context.Context, q Querier, m *store.Message, at any) error {
-	err := q.QueryRow(ctx, insertMessage, m.ID, m.Role, m.Content, nullJSON(m.Citations), nullJSON(m.Meta),
-		at, m.RunID).Scan(&m.ConversationID, &m.Superseded)
+	err := q.QueryRow(ctx, insertMessage, insertMessageArgs(m, at)...).Scan(&m.ConversationID, &m.Superseded)
 	// A foreign key fails when the conversation is deleted meanwhile.
 	if noRows(err) || s.db.Violates(err, "messages_run_id_fkey") || s.db.Violates(err, "messages_conversation_id_fkey") {
 		return store.ErrNotFound

@@ -154,7 +154,7 @@ RETURNING id, user_id, user_message, request_id, input, model`, conversationID).
 		return err
 	})
 	if err != nil {
-		return store.Run{}, s.errorf("start the queued run of conversation %s: %w", conversationID, s.refused(err))
+		return store.Run{}, s.errorf("start the queued run of conversation %s: %w", conversationID, s.started(err))
 	}
 	return r, nil
 }

@@ -31,12 +31,23 @@ func (s *Store) StartRun(ctx context.Context, nr store.NewRun) (store.Run, error
 		return err
 	})
 	if err != nil {
-		return store.Run{}, s.errorf("start run on conversation %s: %w", nr.ConversationID, s.refused(err))
+		return store.Run{}, s.errorf("start run on conversation %s: %w", nr.ConversationID, s.started(err))
 	}
 	return r, nil
 }
 
-// startRun is StartRun's transaction, storing the run as id.
+// started is the error of a transaction of startRun: ErrRunActive for a
+// violation of runs_one_active, which on PostgreSQL may be the commit's,
+// and refused's.
+func (s *Store) started(err error) error {
+	if s.db.Violates(err, "runs_one_active") {
+		return store.ErrRunActive
+	}
+	return s.refused(err)
+}
+
+// startRun is StartRun's transaction, storing the run as id; its error
+// is for started.
 func (s *Store) startRun(ctx context.Context, q Querier, id string, nr store.NewRun) (store.Run, error) {
 	now := storeutil.Now()
 	r := store.Run{ID: id, ConversationID: nr.ConversationID, UserID: nr.UserID, Status: store.RunRunning,
@@ -86,20 +97,20 @@ WHERE id = ? AND user_id = ? RETURNING run_count, EXISTS (SELECT 1 FROM document
 				return err
 			}
 		}
-		// Held on PostgreSQL, to go with the message's insert: a
-		// violation of runs_one_active may come from either call.
+		// Held on PostgreSQL with the message's insert, to go with the
+		// COMMIT: the message's run is this transaction's own, so its
+		// insert cannot miss it, and nothing reads either back. A
+		// violation of runs_one_active may come from either, or from
+		// the commit (see started).
 		err = execLater(ctx, q, `INSERT INTO runs (id, conversation_id, user_id, num, status, user_message, request_id, owner,
     checkpoint_id, created_at, input, parent_id, model) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.ConversationID, r.UserID, num, r.UserMessage, r.RequestID, r.Owner, r.CheckpointID, at, string(nr.Input), r.ParentID,
 			cmp.Or(nr.Model, "default"))
-		if err == nil {
-			m := store.Message{ID: ids.New(), RunID: r.ID, Role: store.RoleUser, Content: r.UserMessage, CreatedAt: now}
-			err = s.addMessage(ctx, q, &m, at)
+		if err != nil {
+			return err
 		}
-		if s.db.Violates(err, "runs_one_active") {
-			return store.ErrRunActive
-		}
-		return err
+		m := store.Message{ID: ids.New(), RunID: r.ID, Role: store.RoleUser, Content: r.UserMessage}
+		return execLater(ctx, q, insertMessage, insertMessageArgs(&m, at)...)
 	}()
 	return r, err
 }
