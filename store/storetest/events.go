@@ -382,6 +382,11 @@ func testEndRun(t *testing.T, s store.Store) {
 		_, err := s.EndRun(ctx, r.ID, bad.end, bad.evs)
 		wantErr(t, "an end with "+bad.what, err, bad.want)
 	}
+	_, err := s.EndRun(ctx, "no-such-run", store.RunEnd{Status: store.RunCompleted, Owner: "p1"},
+		[]store.NewEvent{{RunID: "no-such-run", Type: "run.completed", Data: json.RawMessage(`{}`), Owner: "p1"}})
+	wantErr(t, "an end of an unknown run", err, store.ErrNotFound)
+	_, err = s.FinishRun(ctx, "no-such-run", store.RunEnd{Status: store.RunCompleted})
+	wantErr(t, "a finish of an unknown run", err, store.ErrNotFound)
 	if got := must(s.GetRun(ctx, alice, r.ID))(t); got.Status != store.RunRunning || got.LastSeq != 1 {
 		t.Fatalf("after refused ends: status %s, last seq %d", got.Status, got.LastSeq)
 	}
@@ -401,7 +406,7 @@ func testEndRun(t *testing.T, s store.Store) {
 	if h := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); h.Status != store.HumanExpired {
 		t.Errorf("approval %s after a final end", h.Status)
 	}
-	_, err := s.EndRun(ctx, r.ID, store.RunEnd{Status: store.RunFailed, Owner: "p1"}, []store.NewEvent{ev("run.failed", "p1")})
+	_, err = s.EndRun(ctx, r.ID, store.RunEnd{Status: store.RunFailed, Owner: "p1"}, []store.NewEvent{ev("run.failed", "p1")})
 	wantErr(t, "an end of an ended run", err, store.ErrConflict)
 	if got := must(s.GetRun(ctx, alice, r.ID))(t); got.LastSeq != 3 {
 		t.Errorf("last seq %d after a refused end", got.LastSeq)

@@ -390,105 +390,114 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 	if err != nil {
 		return store.Run{}, s.errorf("finish run %s: %w", runID, err)
 	}
-	var r store.Run
+	var f *finished
 	err = s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		var err error
-		r, _, err = s.finishRun(ctx, q, runID, end, usage, 0)
+		f, err = s.finishRun(ctx, q, runID, end, usage, 0)
 		return err
 	})
+	if err == nil {
+		err = f.read()
+	}
 	if err != nil {
 		return store.Run{}, s.errorf("finish run %s as %s: %w", runID, end.Status, err)
 	}
-	return r, nil
+	return f.run, nil
 }
 
-// finishRun is FinishRun's transaction, on q; usage is end.Usage
-// encoded. It takes the run's next events sequence numbers, for EndRun
-// to store its events under: the returned run's LastSeq is the last.
-func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end store.RunEnd, usage []byte, events int) (store.Run, ended, error) {
-	at := storeutil.Now()
-	now := s.db.Time(at)
-	// The usage the run had when its stream last ended, and whether a
-	// stretch of it is running, read in the transaction that replaces
-	// them: the usage record adds the difference, and the stretch's tool
-	// calls only if one was running. The read locks the row, so no
-	// resume slips in between.
-	var (
-		before                 []byte
-		model, user, conversID string
-		running                bool
-	)
-	err := q.QueryRow(ctx, `SELECT usage, model, status = 'running', user_id, conversation_id FROM runs WHERE id = ?`+s.db.ForUpdate(), runID).
-		Scan(&before, &model, &running, &user, &conversID)
-	conflict := fmt.Errorf("run has ended: %w", store.ErrConflict)
-	if noRows(err) {
-		return store.Run{}, ended{}, RunMissingOr(ctx, q, runID, end.Owner, conflict)
-	}
-	if err != nil {
-		return store.Run{}, ended{}, err
-	}
-	if !running {
-		end.ToolCalls = 0 // an end of a parked run, which made no call since it was parked
-	}
-	// pending tells, in the same statement, whether the run left a human
-	// request pending: most runs leave none, and then the statements
-	// that would expire them are spared. The run's update is read after
-	// the usage's and the conversation's (on PostgreSQL the three go
-	// together), which need nothing from it: if it matched no row, the
-	// transaction is rolled back.
-	var (
-		r       store.Run
-		pending bool
-	)
-	updated := queryRowLater(ctx, q, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?, input = '', last_seq = last_seq + ?
-WHERE id = ? AND status IN ('running', 'interrupted') AND (? = '' OR owner = ?) RETURNING `+pendingHuman+`, `+RunCols,
-		[]any{end.Status, end.Reason, string(usage), now, events, runID, end.Owner, end.Owner},
-		func(row Row) (err error) {
-			r, err = ScanRun(firstCol{row, &pending})
-			return err
-		})
-	if err := addUsage(ctx, q, user, model, at, before, end); err != nil {
-		return r, ended{}, err
-	}
-	// queued tells whether messages wait in the conversation's queue,
-	// for the run's end to start. It is read after the run's row is
-	// written, by a statement of its own (on PostgreSQL, with a snapshot
-	// of its own): the start of a message queued after that waits on
-	// the run's row for this transaction, then finds no active run and
-	// goes ahead (see runs' startOrEnqueue).
-	// routed, read with it, tells whether any webhook route exists: most
-	// servers have none, and then the run's events have no deliveries
-	// to record, which EndRun would otherwise look up per event.
-	var e ended
-	err = q.QueryRow(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?
-RETURNING EXISTS (SELECT 1 FROM queued_runs WHERE conversation_id = conversations.id), EXISTS (SELECT 1 FROM webhook_routes)`,
-		now, conversID).Scan(&e.queued, &e.routed)
-	if uerr := updated(); noRows(uerr) {
-		return r, ended{}, RunMissingOr(ctx, q, runID, end.Owner, conflict)
-	} else if uerr != nil {
-		return r, ended{}, uerr
-	}
-	if err != nil {
-		return r, ended{}, err
-	}
-	if end.Status.Final() && pending {
-		for _, table := range humanTables {
-			if _, err := q.Exec(ctx, `UPDATE `+table+` SET status = 'expired', resolved_at = ?
-WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {
-				return r, ended{}, err
-			}
-		}
-	}
-	return r, e, nil
-}
-
-// ended is what finishRun reads beside the run it ends.
-type ended struct {
+// finished is what finishRun learns of the run it ends. The run and
+// queued are read from statements sent with the transaction's next
+// statement or its commit: they are there once read returns nil, after
+// the transaction.
+type finished struct {
+	run store.Run
+	// lastSeq is the last of the sequence numbers finishRun took.
+	lastSeq int64
+	// routed: a webhook route exists.
+	routed bool
 	// queued: messages wait in the conversation's queue, for the run's
 	// end to start.
 	queued bool
-	// routed: a webhook route exists.
-	routed bool
+	// updated and touched report the reads of run and queued.
+	updated, touched func() error
+}
+
+// read reports whether run and queued could be read.
+func (f *finished) read() error { return cmp.Or(f.updated(), f.touched()) }
+
+// finishRun is FinishRun's transaction, on q; usage is end.Usage
+// encoded. It takes the run's next events sequence numbers, for EndRun
+// to store its events under.
+//
+// One locking read decides everything the transaction does: the run's
+// row, locked until the commit, cannot change meanwhile, so its update
+// cannot miss, and the statements after it (the run's, the usage's and
+// the conversation's updates) need nothing from each other. On
+// PostgreSQL they are held, and go with the commit: the end of a run is
+// two round trips.
+func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end store.RunEnd, usage []byte, events int) (*finished, error) {
+	at := storeutil.Now()
+	now := s.db.Time(at)
+	// The usage the run had when its stream last ended, and whether a
+	// stretch of it is running: the usage record adds the difference,
+	// and the stretch's tool calls only if one was running.
+	// pending tells whether the run left a human request pending: most
+	// runs leave none, and then the statements that would expire them
+	// are spared. Only the run makes its requests, and it is ending.
+	// routed tells whether any webhook route exists: most servers have
+	// none, and then the run's events have no deliveries to record,
+	// which EndRun would otherwise look up per event.
+	var (
+		before             []byte
+		model, owner, user string
+		status             store.RunStatus
+		conversation       string
+		pending            bool
+		f                  = &finished{}
+	)
+	err := q.QueryRow(ctx, `SELECT usage, model, status, owner, user_id, conversation_id, last_seq, `+pendingHuman+`,
+    EXISTS (SELECT 1 FROM webhook_routes) FROM runs WHERE id = ?`+s.db.ForUpdate(), runID).
+		Scan(&before, &model, &status, &owner, &user, &conversation, &f.lastSeq, &pending, &f.routed)
+	switch {
+	case noRows(err):
+		return nil, store.ErrNotFound
+	case err != nil:
+		return nil, err
+	case end.Owner != "" && owner != end.Owner:
+		return nil, store.ErrNotOwner
+	case status != store.RunRunning && status != store.RunInterrupted:
+		return nil, fmt.Errorf("run has ended: %w", store.ErrConflict)
+	}
+	if status != store.RunRunning {
+		end.ToolCalls = 0 // an end of a parked run, which made no call since it was parked
+	}
+	f.lastSeq += int64(events)
+	f.updated = queryRowLater(ctx, q, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?, input = '', last_seq = ?
+WHERE id = ? RETURNING `+RunCols, []any{end.Status, end.Reason, string(usage), now, f.lastSeq, runID},
+		func(row Row) (err error) {
+			f.run, err = ScanRun(row)
+			return err
+		})
+	if err := addUsage(ctx, q, user, model, at, before, end); err != nil {
+		return nil, err
+	}
+	if end.Status.Final() && pending {
+		for _, table := range humanTables {
+			if err := execLater(ctx, q, `UPDATE `+table+` SET status = 'expired', resolved_at = ?
+WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// queued is read after the run's row is written, by a statement of
+	// its own (on PostgreSQL, with a snapshot of its own): the start of
+	// a message queued after that waits on the run's row for this
+	// transaction, then finds no active run and goes ahead (see runs'
+	// startOrEnqueue).
+	f.touched = queryRowLater(ctx, q, `UPDATE conversations SET updated_at = ? WHERE id = ?
+RETURNING EXISTS (SELECT 1 FROM queued_runs WHERE conversation_id = conversations.id)`, []any{now, conversation},
+		func(row Row) error { return row.Scan(&f.queued) })
+	return f, nil
 }
 
 // EndRun implements store.Runs: FinishRun's statements, then
@@ -507,26 +516,30 @@ func (s *Store) EndRun(ctx context.Context, runID string, end store.RunEnd, nes 
 		return store.RunEnded{}, s.errorf("end run %s: %w", runID, err)
 	}
 	out := store.RunEnded{Events: newEvents(runID, nes)}
+	var f *finished
 	err = s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		// finishRun takes the events' numbers with the run's row, which
 		// it checks the owner of and locks: what AppendEvents does
 		// first is done, and the rows, which nothing reads back, can
 		// go with the commit.
-		r, e, err := s.finishRun(ctx, q, runID, end, usage, len(nes))
-		if err != nil {
+		var err error
+		if f, err = s.finishRun(ctx, q, runID, end, usage, len(nes)); err != nil {
 			return err
 		}
-		out.Queued = e.queued
-		Number(out.Events, r.LastSeq, tails)
+		Number(out.Events, f.lastSeq, tails)
 		err = InsertEventRows(ctx, q, out.Events, tails, s.db.Time(out.Events[0].CreatedAt))
-		if err == nil && e.routed {
+		if err == nil && f.routed {
 			err = s.recordDeliveries(ctx, q, out.Events)
 		}
 		return err
 	})
+	if err == nil {
+		err = f.read()
+	}
 	if err != nil {
 		return store.RunEnded{}, s.errorf("end run %s as %s with %d events (%s last): %w", runID, end.Status, len(nes), nes[len(nes)-1].Type, err)
 	}
+	out.Queued = f.queued
 	return out, nil
 }
 
