@@ -66,11 +66,20 @@ func (s *Store) startRun(ctx context.Context, q Querier, id string, nr store.New
 		} else {
 			// The conversation's row is locked first, so that what
 			// supersede or followed reads next, in a statement of its
-			// own (on PostgreSQL sent with this one), is what the run
-			// starts from.
-			counted = queryRowLater(ctx, q, `UPDATE conversations SET run_count = run_count + 1, updated_at = ?
-WHERE id = ? AND user_id = ? RETURNING run_count, EXISTS (SELECT 1 FROM documents WHERE conversation_id = conversations.id)`,
-				[]any{at, nr.ConversationID, nr.UserID}, func(row Row) error { return row.Scan(&num, &r.Documents) })
+			// own, is what the run starts from. followed's read goes
+			// with it (on PostgreSQL); supersede, which writes, waits
+			// to know that the conversation is the user's.
+			const count = `UPDATE conversations SET run_count = run_count + 1, updated_at = ?
+WHERE id = ? AND user_id = ? RETURNING run_count, EXISTS (SELECT 1 FROM documents WHERE conversation_id = conversations.id)`
+			args := []any{at, nr.ConversationID, nr.UserID}
+			scan := func(row Row) error { return row.Scan(&num, &r.Documents) }
+			if nr.Supersedes == "" {
+				counted = queryRowLater(ctx, q, count, args, scan)
+			} else if err := scan(q.QueryRow(ctx, count, args...)); noRows(err) {
+				return store.ErrNotFound
+			} else if err != nil {
+				return err
+			}
 		}
 		// asked: a clarifying question may wait for the run's message.
 		asked := nr.NewConversation == nil
