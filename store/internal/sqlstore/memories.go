@@ -141,6 +141,7 @@ func (s *Store) searchMemories(ctx context.Context, mq store.MemoryQuery) ([]sto
             ORDER BY m.importance DESC, m.last_accessed DESC, m.id LIMIT ?`
 	var query string
 	var args []any
+	union := false
 	if terms := SearchTerms(mq.Query); len(terms) > 0 {
 		ms := s.db.MemorySearch()
 		query = `SELECT ` + memoryCols + `, ` + ms.Score + ` AS score FROM ` + ms.From + `
@@ -153,6 +154,7 @@ func (s *Store) searchMemories(ctx context.Context, mq store.MemoryQuery) ([]sto
 			query = `SELECT * FROM (` + query + `) AS matches UNION ALL SELECT * FROM (` + byImportance + `) AS important
             ORDER BY score DESC, importance DESC, last_accessed DESC, id`
 			args = append(args, mq.UserID, important)
+			union = true
 		}
 	} else {
 		// The matches are the most important already: important adds
@@ -170,9 +172,10 @@ func (s *Store) searchMemories(ctx context.Context, mq store.MemoryQuery) ([]sto
 		h.Memory = m
 		return h, err
 	})
-	if err != nil {
-		return nil, err
+	if err != nil || !union {
+		return hits, err
 	}
+	// A match that is among the most important comes twice.
 	seen := make(map[string]bool, len(hits))
 	return slices.DeleteFunc(hits, func(h store.MemoryHit) bool {
 		dup := seen[h.ID]
