@@ -117,6 +117,10 @@ func BenchmarkAppendEventParallel(b *testing.B) {
 	storetest.BenchmarkAppendEventParallel(b, newStore(b))
 }
 
+func BenchmarkReplay(b *testing.B) {
+	storetest.BenchmarkReplay(b, newStore(b))
+}
+
 func TestMemoriesConformance(t *testing.T) {
 	storetest.RunMemories(t, func(t *testing.T) storetest.MemStore { return newStore(t) })
 }

@@ -106,6 +106,10 @@ func BenchmarkAppendEventParallel(b *testing.B) {
 	storetest.BenchmarkAppendEventParallel(b, open(b, filepath.Join(b.TempDir(), "bench.db")))
 }
 
+func BenchmarkReplay(b *testing.B) {
+	storetest.BenchmarkReplay(b, open(b, filepath.Join(b.TempDir(), "bench.db")))
+}
+
 func TestMemoriesConformance(t *testing.T) {
 	storetest.RunMemories(t, func(t *testing.T) storetest.MemStore { return newDocStore(t) })
 }

@@ -59,6 +59,40 @@ func BenchmarkAppendEventParallel(b *testing.B, s store.Store) {
 	})
 }
 
+// BenchmarkReplay measures reading a long run's events back a page at a
+// time, as a client reconnecting at Last-Event-ID 0 does: 10,000 events
+// stored in batches of 1,000, read in pages of 256.
+func BenchmarkReplay(b *testing.B, s store.Store) {
+	const events, batch, page = 10000, 1000, 256
+	r := benchRun(b, s)
+	nes := make([]store.NewEvent, batch)
+	for i := range nes {
+		nes[i] = store.NewEvent{RunID: r.ID, Type: "response.chunk", Data: json.RawMessage(benchData)}
+	}
+	for range events / batch {
+		if _, err := s.AppendEvents(b.Context(), nes); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		n, after := 0, int64(0)
+		for {
+			evs, err := s.EventsAfter(b.Context(), r.UserID, r.ID, after, page)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(evs) == 0 {
+				break
+			}
+			n, after = n+len(evs), evs[len(evs)-1].Seq
+		}
+		if n != events {
+			b.Fatalf("replayed %d events, want %d", n, events)
+		}
+	}
+}
+
 // AppendConcurrently appends 100 events to run r through each of stores,
 // all at once, and checks that the run's events are numbered 1..N without
 // gaps. Backends call it with several handles on one database, standing

@@ -478,6 +478,12 @@ func testCompactEvents(t *testing.T, s store.Store) {
 	if p := must(s.ListRuns(ctx, alice, done.ConversationID, store.RunQuery{}))(t); len(p.Runs) != 1 || len(p.Runs[0].Events) != 3 || p.Runs[0].EventsTruncated {
 		t.Errorf("ListRuns of the compacted run: %+v", p.Runs)
 	}
+	// A page that falls in the gap compaction left still reads on.
+	for _, limit := range []int{1, 2} {
+		if got := seqs(allEvents(t, s, alice, done.ID, 0, limit)); !slices.Equal(got, []int64{1, 5, 6}) {
+			t.Errorf("the compacted run by pages of %d = %v, want [1 5 6]", limit, got)
+		}
+	}
 	for _, r := range []store.Run{going, waiting} {
 		if got := eventTypes(t, s, r.ID); !slices.Equal(got, whole) {
 			t.Errorf("the events of a %s run = %v, want them all", must(s.GetRun(ctx, alice, r.ID))(t).Status, got)

@@ -27,6 +27,13 @@ const EventSep = "\n"
 // InsertEventRow stores one row of events (see EventSep).
 const InsertEventRow = `INSERT INTO events (run_id, seq, first_seq, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`
 
+// rowsThrough bounds a scan of the rows of events e of run r to the rows
+// that can hold events numbered up to its arguments, the bound twice:
+// those that end before it and the first that reaches it. As a range on
+// the primary key it stops the scan there; a row limit would let a page
+// of a few events read as many rows, each of RowEvents.
+const rowsThrough = `e.seq <= coalesce((SELECT min(x.seq) FROM events x WHERE x.run_id = r.id AND x.seq >= ?), ?)`
+
 // A row holds at most RowEvents events and, past its first, RowBytes of
 // data, so that a reader whose page begins or ends inside a row reads
 // little it drops, and holds one row at most beside its page: a run that

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -61,9 +62,8 @@ func newEvents(runID string, nes []store.NewEvent) []store.Event {
 
 // EventsAfter implements store.Events. The run comes back even without
 // events, which tells an unknown run from a quiet one in one query. The
-// page is cut inside the subquery, which reads the primary key from
-// afterSeq on and stops at the limit; with the limit outside the join,
-// the database reads and sorts every later event for each page.
+// page is a range of the primary key (rowsThrough): a page read reads
+// its own rows, not every later one.
 func (s *Store) EventsAfter(ctx context.Context, userID, runID string, afterSeq int64, limit int) ([]store.Event, error) {
 	if err := storeutil.CheckIDs(userID, runID); err != nil {
 		return nil, s.errorf("events of run: %w", err)
@@ -81,11 +81,16 @@ func (s *Store) eventsAfter(ctx context.Context, userID, runID string, afterSeq 
 		return nil, err
 	}
 	// A run without events is one row of seq 0 (numbers start at 1).
-	// Every row after afterSeq holds an event after it, its last, so
-	// size rows hold the page.
+	// The rows through the page's last number hold the page, or as
+	// much of it as was kept (compaction leaves gaps), and never
+	// nothing while later events are stored.
+	through := afterSeq + int64(size)
+	if through < afterSeq {
+		through = math.MaxInt64
+	}
 	rows, err := s.db.Query(ctx, `SELECT r.id, coalesce(e.seq, 0), coalesce(e.type, ''), coalesce(e.data, ''), e.created_at
-FROM runs r LEFT JOIN (SELECT seq, type, data, created_at FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?) e ON true
-WHERE r.id = ? AND r.user_id = ? ORDER BY e.seq`, runID, afterSeq, size, runID, userID)
+FROM runs r LEFT JOIN events e ON e.run_id = r.id AND e.seq > ? AND `+rowsThrough+`
+WHERE r.id = ? AND r.user_id = ? ORDER BY e.seq`, afterSeq, through, through, runID, userID)
 	if err != nil {
 		return nil, err
 	}

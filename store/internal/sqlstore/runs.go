@@ -326,13 +326,13 @@ WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ?`+onBranch+` ORDER BY r.
 			keep, more = slices.IndexFunc(runs, func(r storeutil.NumberedRun) bool { return r.ID == stop }), true
 		}
 		// Their first events, while the budget lasts: the rest are
-		// EventsAfter's (RunWithEvents.EventsTruncated).
-		// A row holding the first events may hold later ones too
-		// (first_seq is NULL on a row of one event).
+		// EventsAfter's (RunWithEvents.EventsTruncated). A row holding
+		// the first events may hold later ones too, which
+		// collectEvents drops.
 		rows, err = q.Query(ctx, with+`SELECT e.run_id, e.seq, e.type, e.data, e.created_at
 FROM runs r JOIN events e ON e.run_id = r.id
-WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ? AND coalesce(e.first_seq, e.seq) <= ?`+onBranch+` ORDER BY r.num, e.seq`,
-			append(args, conversationID, after, runs[keep-1].Num, events)...)
+WHERE r.conversation_id = ? AND r.num > ? AND r.num <= ? AND `+rowsThrough+onBranch+` ORDER BY r.num, e.seq`,
+			append(args, conversationID, after, runs[keep-1].Num, events, events)...)
 		if err != nil {
 			return err
 		}
