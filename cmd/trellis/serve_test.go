@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,7 +56,23 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run(context.Background(), strings.Fields(args), stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, getenv: os.Getenv}))
 	}
+	flag.Parse()
+	waitBound()
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"))
+}
+
+// waitBound lets twice as many of this package's parallel tests run at
+// once as -parallel's default, one a core, unless -parallel is given.
+// They spend most of their time waiting for child processes to start,
+// for deadlines and for learning's delay: two at a time on two cores
+// kept the cores about three quarters busy, and this package's tests
+// were the longest part of the README's test command.
+func waitBound() {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
+	}
 }
 
 func TestParseServe(t *testing.T) {
