@@ -33,6 +33,7 @@ import (
 	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/pgstore"
 	"github.com/trellis-ai/trellis/store/sqlitestore"
+	"github.com/trellis-ai/trellis/store/sqlitestore/sqlitetest"
 )
 
 func TestMain(m *testing.M) {
@@ -73,7 +74,7 @@ func newStorage(t testing.TB, kind backend) *storage {
 	s := &storage{kind: kind}
 	switch kind {
 	case sqliteBackend:
-		s.path = filepath.Join(t.TempDir(), "trellis.db")
+		s.path = sqlitetest.Fresh(t, filepath.Join(t.TempDir(), "trellis.db"))
 	case postgresBackend:
 		pool := pgtest.New(t) // makes the schema; dropped at cleanup
 		cc := pool.Config().ConnConfig

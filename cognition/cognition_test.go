@@ -20,6 +20,7 @@ import (
 	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/pgstore"
 	"github.com/trellis-ai/trellis/store/sqlitestore"
+	"github.com/trellis-ai/trellis/store/sqlitestore/sqlitetest"
 )
 
 func TestMain(m *testing.M) {
@@ -48,7 +49,7 @@ func backends() []backend {
 	return []backend{
 		{"sqlite", func(t testing.TB) (cognition.Store, func(testing.TB, *jobs.Workers, jobs.Config) *jobs.Queue) {
 			dir := t.TempDir()
-			st, err := sqlitestore.Open(t.Context(), filepath.Join(dir, "trellis.db"))
+			st, err := sqlitestore.Open(t.Context(), sqlitetest.Fresh(t, filepath.Join(dir, "trellis.db")))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,10 +19,11 @@ import (
 	"github.com/trellis-ai/trellis/internal/pgtest"
 	"github.com/trellis-ai/trellis/store/pgstore"
 	"github.com/trellis-ai/trellis/store/sqlitestore"
+	"github.com/trellis-ai/trellis/store/sqlitestore/sqlitetest"
 )
 
 func sqliteRecord(t testing.TB) workspacetest.Record {
-	s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "chat.db"))
+	s, err := sqlitestore.Open(t.Context(), sqlitetest.Fresh(t, filepath.Join(t.TempDir(), "chat.db")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/sqlitestore"
+	"github.com/trellis-ai/trellis/store/sqlitestore/sqlitetest"
 	"github.com/trellis-ai/trellis/store/storetest"
 )
 
@@ -35,7 +36,7 @@ func open(t testing.TB, path string) *sqlitestore.Store {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return open(t, filepath.Join(t.TempDir(), "chat.db"))
+		return open(t, sqlitetest.Fresh(t, filepath.Join(t.TempDir(), "chat.db")))
 	})
 }
 
@@ -131,7 +132,7 @@ func TestDocumentsConformance(t *testing.T) {
 }
 
 func newDocStore(t testing.TB) *sqlitestore.Store {
-	return open(t, filepath.Join(t.TempDir(), "docs.db"))
+	return open(t, sqlitetest.Fresh(t, filepath.Join(t.TempDir(), "docs.db")))
 }
 
 // The FTS5 index follows the chunks through every way they go: replaced,
@@ -182,7 +183,7 @@ func BenchmarkSearchChunks(b *testing.B) { storetest.BenchmarkSearchChunks(b, ne
 
 func TestWebhooks(t *testing.T) {
 	storetest.RunWebhooks(t, func(t *testing.T) storetest.WebhookStore {
-		return open(t, filepath.Join(t.TempDir(), "chat.db"))
+		return open(t, sqlitetest.Fresh(t, filepath.Join(t.TempDir(), "chat.db")))
 	})
 }
 
