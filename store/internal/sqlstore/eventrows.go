@@ -28,10 +28,11 @@ const EventSep = "\n"
 const InsertEventRow = `INSERT INTO events (run_id, seq, first_seq, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`
 
 // rowsThrough bounds a scan of the rows of events e of run r to the rows
-// that can hold events numbered up to its arguments, the bound twice:
-// those that end before it and the first that reaches it. As a range on
-// the primary key it stops the scan there; a row limit would let a page
-// of a few events read as many rows, each of RowEvents.
+// that can hold the events numbered up to a bound, its two arguments
+// (the bound twice): those that end before it and the first that
+// reaches it. As a range on the primary key it stops the scan there,
+// where a limit on rows let a page of n events read n rows of up to
+// RowEvents events each.
 const rowsThrough = `e.seq <= coalesce((SELECT min(x.seq) FROM events x WHERE x.run_id = r.id AND x.seq >= ?), ?)`
 
 // A row holds at most RowEvents events and, past its first, RowBytes of
