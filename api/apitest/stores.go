@@ -12,6 +12,7 @@ import (
 	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/pgstore"
 	"github.com/trellis-ai/trellis/store/sqlitestore"
+	"github.com/trellis-ai/trellis/store/sqlitestore/sqlitetest"
 )
 
 // Stores opens a fresh record and checkpointer on backend, "sqlite" (files
@@ -37,7 +38,7 @@ func Stores(t testing.TB, backend string) (store.Store, graph.Checkpointer) {
 		return st, saver
 	}
 	dir := t.TempDir()
-	st, err := sqlitestore.Open(ctx, filepath.Join(dir, "trellis.db"))
+	st, err := sqlitestore.Open(ctx, sqlitetest.Fresh(t, filepath.Join(dir, "trellis.db")))
 	if err != nil {
 		t.Fatal(err)
 	}

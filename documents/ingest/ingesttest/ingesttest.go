@@ -15,6 +15,7 @@ import (
 	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/pgstore"
 	"github.com/trellis-ai/trellis/store/sqlitestore"
+	"github.com/trellis-ai/trellis/store/sqlitestore/sqlitetest"
 )
 
 // Backends are the names New takes.
@@ -44,7 +45,7 @@ func New(t *testing.T, backend string, cfg ingest.Config, jcfg jobs.Config) *Rig
 	var pool *pgxpool.Pool
 	switch backend {
 	case "sqlite":
-		st, err := sqlitestore.Open(ctx, filepath.Join(dir, "trellis.db"))
+		st, err := sqlitestore.Open(ctx, sqlitetest.Fresh(t, filepath.Join(dir, "trellis.db")))
 		if err != nil {
 			t.Fatal(err)
 		}
