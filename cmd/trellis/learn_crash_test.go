@@ -18,6 +18,7 @@ func TestCrashBeforeLearningLearnsAfterRestart(t *testing.T) {
 	const learnAfter = 15 * time.Second
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
+			t.Parallel() // each backend has its own processes and database; most of it is waiting for learn-after
 			data := t.TempDir()
 			env := []string{"TRELLIS_DATA_DIR=" + data, "TRELLIS_MODEL=offline", "TRELLIS_COGNITION_BUDGET=5s",
 				"TRELLIS_RATE_PER_MINUTE=-1", "TRELLIS_LEARN_AFTER=" + learnAfter.String()}
