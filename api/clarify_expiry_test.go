@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,14 +23,20 @@ import (
 // part, which the test plays).
 func clarifyDeadlineEnv(t *testing.T, b backend, timeout time.Duration, outcome events.ExpiryOutcome) (*env, <-chan scheduled) {
 	jobs := make(chan scheduled, 8)
-	e := newEnv(t, envOptions{backend: b, configure: func(c *apitest.Config) {
+	return newEnv(t, clarifyDeadlineOptions(envOptions{backend: b}, timeout, outcome, jobs)), jobs
+}
+
+// clarifyDeadlineOptions is o with clarifying questions that expire after
+// timeout with outcome, their deadlines sent to jobs.
+func clarifyDeadlineOptions(o envOptions, timeout time.Duration, outcome events.ExpiryOutcome, jobs chan<- scheduled) envOptions {
+	o.configure = func(c *apitest.Config) {
 		c.Runs.ClarificationExpiry = operators.Expiry{Timeout: timeout, Outcome: outcome}
 		c.Runs.ScheduleExpiry = func(_ context.Context, kind store.HumanKind, user, id string, at time.Time) error {
 			jobs <- scheduled{kind, user, id, at}
 			return nil
 		}
-	}})
-	return e, jobs
+	}
+	return o
 }
 
 // askedClarification chats the message that makes the agent ask "In
@@ -120,6 +127,63 @@ func TestClarificationDeadlineContinues(t *testing.T) {
 			}
 			if err := svc.Expire(t.Context(), store.KindClarification, "alice", id); err != nil {
 				t.Errorf("Expire again: %v", err)
+			}
+		})
+	}
+}
+
+// A run that a clarifying question's deadline let go on, stopped by a
+// shutdown after its answer was written but before it was stored, is
+// continued by the next server, which stores that answer: the question
+// the run asked first is its other answer, not this one said again.
+func TestClarificationDeadlineContinuedAcrossARestartKeepsItsAnswer(t *testing.T) {
+	const script = `{"steps": [
+		{"match": {"node": "supervisor", "system": "did not answer in time"}, "reply": {"json": {"action": "ANSWER"}}, "repeat": true},
+		{"match": {"node": "supervisor", "contains": "book a table"}, "reply": {"json": {"action": "CLARIFY", "question": "In which city?"}}, "repeat": true},
+		{"match": {"node": "write"}, "reply": {"text": "A table for two, in the usual place.", "delay_ms": 300}, "repeat": true}
+	]}`
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			jobs := make(chan scheduled, 8)
+			o := clarifyDeadlineOptions(envOptions{backend: b, script: script}, 100*time.Millisecond, events.ExpiryContinue, jobs)
+			o.data = newStorage(t, b)
+			e1 := newEnv(t, o)
+			last, conv, runID, job := askedClarification(t, e1, jobs)
+			time.Sleep(time.Until(job.at))
+			if err := e1.srv.Runs().Expire(t.Context(), store.KindClarification, "alice", last.str("clarification_id")); err != nil {
+				t.Fatalf("Expire: %v", err)
+			}
+			// The server shuts down while the answer is written: the run
+			// stops at its next checkpoint, before stream stores and says
+			// the answer.
+			w := e1.open(e1.request("GET", fmt.Sprintf("/api/v1/conversations/%s/stream?after=%d", conv, last.ID), nil, aliceKey))
+			for ev := w.until("node.start"); ev.str("node") != "write"; ev = w.until("node.start") {
+			}
+			if err := e1.srv.Shutdown(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			stopped := w.all()
+			if end := stopped[len(stopped)-1]; end.Type != "run.interrupted" || end.str("reason") != "shutdown" || slices.Contains(types(stopped), "response.done") {
+				t.Fatalf("stopped by the shutdown: %v", types(stopped))
+			}
+			e1.close()
+
+			e2 := newEnv(t, o)
+			if n, err := e2.srv.Recover(t.Context()); err != nil || n != 1 {
+				t.Fatalf("recovered %d runs, %v", n, err)
+			}
+			evs := followFrom(e2, conv, stopped[len(stopped)-1].ID)
+			if len(evs) == 0 || evs[len(evs)-1].Type != "run.completed" {
+				t.Fatalf("continued run: %v", types(evs))
+			}
+			var answers []string
+			for _, m := range messagesOf(t, e2.store, "alice", conv) {
+				if m.Role == store.RoleAssistant && m.RunID == runID {
+					answers = append(answers, m.Content)
+				}
+			}
+			if want := []string{"In which city?", "A table for two, in the usual place."}; !slices.Equal(answers, want) {
+				t.Errorf("the run's answers %q, want %q", answers, want)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/trellis-ai/trellis/nodes"
@@ -130,7 +131,11 @@ func (m *Service) createElicitation(ctx context.Context, rn *Run, id, source, me
 
 // onAnswer is the agent's OnAnswer hook: it stores the assistant's
 // message in the run's record. A recovered run may say its answer twice
-// (the node ran again after the crash); the second is dropped.
+// (the node ran again after the crash); the second is dropped. Only the
+// run's last answer can be said again (stream, which says it, starts
+// from a barrier's checkpoint, so it says the same words), and a run may
+// answer twice in its own right: a clarifying question whose deadline
+// let the run go on, then the answer it went on to.
 func (m *Service) onAnswer(ctx context.Context, a nodes.Answer) error {
 	rn := runFrom(ctx)
 	if rn == nil {
@@ -143,20 +148,23 @@ func (m *Service) onAnswer(ctx context.Context, a nodes.Answer) error {
 		rn.firstAnswer.Store(true)
 	}
 	ctx = context.WithoutCancel(ctx)
+	// The model may have echoed bytes a tool read: keep them repaired
+	// rather than fail the run.
+	nm := store.NewMessage{RunID: rn.id, Role: store.RoleAssistant, Content: store.ToValidText(a.Message.Content)}
 	if rn.recovered {
 		msgs, err := m.st.RunMessages(ctx, rn.userID, rn.id)
 		if err != nil {
 			return fmt.Errorf("runs: answer of run %s: %w", rn.id, err)
 		}
-		for _, msg := range msgs {
+		for _, msg := range slices.Backward(msgs) {
 			if msg.Role == store.RoleAssistant {
-				return nil
+				if msg.Content == nm.Content {
+					return nil
+				}
+				break
 			}
 		}
 	}
-	// The model may have echoed bytes a tool read: keep them repaired
-	// rather than fail the run.
-	nm := store.NewMessage{RunID: rn.id, Role: store.RoleAssistant, Content: store.ToValidText(a.Message.Content)}
 	if len(a.Citations) > 0 {
 		nm.Citations, _ = json.Marshal(a.Citations)
 	}
