@@ -25,12 +25,7 @@ func (m *Service) deadline(tool string) (*time.Time, events.ExpiryOutcome) {
 	if m.cfg.ScheduleExpiry == nil || m.cfg.Tools == nil {
 		return nil, ""
 	}
-	e := m.cfg.Tools.ApprovalExpiry(tool)
-	if e.Timeout <= 0 {
-		return nil, ""
-	}
-	at := time.Now().Add(e.Timeout)
-	return &at, e.Outcome
+	return m.deadlineOf(m.cfg.Tools.ApprovalExpiry(tool))
 }
 
 // questionDeadline is the deadline of a new question the tool source
@@ -41,19 +36,15 @@ func (m *Service) questionDeadline(source string) (*time.Time, events.ExpiryOutc
 	if m.cfg.ScheduleExpiry == nil || m.cfg.Tools == nil {
 		return nil, ""
 	}
-	e := m.cfg.Tools.ElicitationExpiry(source)
-	if e.Timeout <= 0 {
-		return nil, ""
-	}
-	at := time.Now().Add(e.Timeout)
-	return &at, e.Outcome
+	return m.deadlineOf(m.cfg.Tools.ElicitationExpiry(source))
 }
 
-// ownDeadline is the deadline of a new human request of a kind whose
-// deadline the service's configuration sets (a clarification, an
-// uncertain call: e), and what happens then; none without
-// Config.ScheduleExpiry.
-func (m *Service) ownDeadline(e operators.Expiry) (*time.Time, events.ExpiryOutcome) {
+// deadlineOf is the deadline e sets for a new human request, and what
+// happens then; none without Config.ScheduleExpiry or a timeout. The
+// tools' rules come through deadline and questionDeadline; the kinds
+// whose expiry the service's configuration sets (a clarification, an
+// uncertain call) pass theirs.
+func (m *Service) deadlineOf(e operators.Expiry) (*time.Time, events.ExpiryOutcome) {
 	if m.cfg.ScheduleExpiry == nil || e.Timeout <= 0 {
 		return nil, ""
 	}

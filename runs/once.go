@@ -106,7 +106,7 @@ func (m *Service) uncertainCallAnswered(ctx context.Context, conversationID stri
 // on it again (recovered once more) finds it recorded, and schedules
 // its deadline again.
 func (m *Service) askUncertainCall(ctx context.Context, rn *Run, d *events.ToolUncertain) {
-	at, onExpiry := m.ownDeadline(m.cfg.UncertainCallExpiry)
+	at, onExpiry := m.deadlineOf(m.cfg.UncertainCallExpiry)
 	h, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.UncertainCallID, Kind: store.KindUncertainCall, RunID: rn.id,
 		UncertainCall: store.UncertainCall{ToolCallID: d.ToolCallID, Tool: d.Tool, Args: d.Args}, ExpiresAt: at, OnExpiry: onExpiry})
 	if errors.Is(err, store.ErrConflict) {

@@ -566,7 +566,7 @@ func (m *Service) askClarification(rn *Run, t *events.RunInterrupted) store.Huma
 		return store.HumanRequest{} // parked on something the agent does not know (a static interrupt)
 	}
 	ctx := context.WithoutCancel(rn.ctx)
-	at, onExpiry := m.ownDeadline(m.cfg.ClarificationExpiry)
+	at, onExpiry := m.deadlineOf(m.cfg.ClarificationExpiry)
 	c, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: t.ClarificationID, Kind: store.KindClarification, RunID: rn.id,
 		Clarification: store.Clarification{Question: store.ToValidText(t.Question)}, ExpiresAt: at, OnExpiry: onExpiry})
 	if errors.Is(err, store.ErrConflict) {
