@@ -73,23 +73,23 @@ func (w *Workspaces) owned(ctx context.Context, owner, id string) (store.Project
 
 // AddMember makes member a member of the project; only its owner may.
 func (w *Workspaces) AddMember(ctx context.Context, owner, project, member string) (Project, error) {
-	if _, err := w.owned(ctx, owner, project); err != nil {
-		return Project{}, err
-	}
-	p, err := w.rec.AddProjectMember(ctx, project, member)
-	if err != nil {
-		return Project{}, w.fail(err)
-	}
-	return projectOf(p), nil
+	return w.changeMember(ctx, owner, project, member, w.rec.AddProjectMember)
 }
 
 // RemoveMember removes member from the project; only its owner may, and
 // the owner stays (ErrConflict).
 func (w *Workspaces) RemoveMember(ctx context.Context, owner, project, member string) (Project, error) {
+	return w.changeMember(ctx, owner, project, member, w.rec.RemoveProjectMember)
+}
+
+// changeMember records change (an addition or a removal) of member in
+// the project, once owner is found to own it.
+func (w *Workspaces) changeMember(ctx context.Context, owner, project, member string,
+	change func(ctx context.Context, projectID, userID string) (store.Project, error)) (Project, error) {
 	if _, err := w.owned(ctx, owner, project); err != nil {
 		return Project{}, err
 	}
-	p, err := w.rec.RemoveProjectMember(ctx, project, member)
+	p, err := change(ctx, project, member)
 	if err != nil {
 		return Project{}, w.fail(err)
 	}
