@@ -92,7 +92,7 @@ func (s *Store) Branches(ctx context.Context, userID, runID string) ([]store.Bra
 			return err
 		}
 		// Each version's runs below it, and of them the branch's last.
-		rows, err := q.Query(ctx, `WITH RECURSIVE below(root, id, num, superseded) AS (
+		out, err = queryAll(ctx, q, scanBranch, `WITH RECURSIVE below(root, id, num, superseded) AS (
     SELECT id, id, num, superseded FROM runs WHERE conversation_id = ? AND parent_id = ?
     UNION ALL
     SELECT b.root, n.id, n.num, n.superseded FROM runs n JOIN below b ON n.parent_id = b.id WHERE n.conversation_id = ?
@@ -102,25 +102,24 @@ func (s *Store) Branches(ctx context.Context, userID, runID string) ([]store.Bra
 SELECT v.id, v.user_message, v.status, v.created_at, v.superseded, h.id
 FROM runs v JOIN heads h ON h.root = v.id AND h.rank = 1
 ORDER BY v.num`, conversationID, parentID, conversationID)
-		if err != nil {
-			return err
-		}
-		out, err = Collect(rows, func(row Row) (store.Branch, error) {
-			var (
-				b          store.Branch
-				created    dbTime
-				superseded bool
-			)
-			err := row.Scan(&b.RunID, &b.UserMessage, &b.Status, &created, &superseded, &b.HeadRunID)
-			b.CreatedAt, b.Active = created.t, !superseded
-			return b, err
-		})
 		return err
 	})
 	if err != nil {
 		return nil, s.errorf("branches at run %s: %w", runID, err)
 	}
 	return out, nil
+}
+
+// scanBranch scans a row of Branches' query.
+func scanBranch(row Row) (store.Branch, error) {
+	var (
+		b          store.Branch
+		created    dbTime
+		superseded bool
+	)
+	err := row.Scan(&b.RunID, &b.UserMessage, &b.Status, &created, &superseded, &b.HeadRunID)
+	b.CreatedAt, b.Active = created.t, !superseded
+	return b, err
 }
 
 // SetBranch implements store.Runs. It locks the conversation's row first,

@@ -466,16 +466,12 @@ func (s *Store) searchChunks(ctx context.Context, cq store.ChunkQuery) ([]store.
 	}
 	query += ` ORDER BY score DESC, c.document_id, c.idx LIMIT ?`
 	args = append(args, limit)
-	rows, err := s.db.Query(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	hits, err := Collect(rows, func(row Row) (store.ChunkHit, error) {
+	hits, err := queryAll(ctx, s.db, func(row Row) (store.ChunkHit, error) {
 		var h store.ChunkHit
 		c := &h.DocumentChunk
 		err := row.Scan(&c.DocumentID, &c.Index, &c.Start, &c.End, &c.Page, &c.LastPage, &c.Text, &c.Summary, &h.Filename, &h.Score)
 		return h, err
-	})
+	}, query, args...)
 	if hits == nil {
 		hits = []store.ChunkHit{}
 	}

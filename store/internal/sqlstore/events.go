@@ -128,13 +128,9 @@ func (s *Store) CompactEvents(ctx context.Context, before time.Time, limit int) 
 	}
 	runs, deleted := 0, 0
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
-		rows, err := q.Query(ctx, `SELECT id FROM runs
+		ids, err := queryAll(ctx, q, scanString, `SELECT id FROM runs
 WHERE NOT compacted AND status IN ('completed', 'failed', 'cancelled') AND completed_at < ?
 ORDER BY completed_at LIMIT ?`, s.db.Time(before), limit)
-		if err != nil {
-			return err
-		}
-		ids, err := Collect(rows, scanString)
 		if err != nil {
 			return err
 		}
@@ -174,18 +170,12 @@ func (s *Store) compactRun(ctx context.Context, q Querier, runID string) (int, e
 		for _, t := range store.CompactedKeeps {
 			args = append(args, t)
 		}
-		// A row of several events has a type none of CompactedKeeps is.
-		rows, err := q.Query(ctx, `SELECT e.run_id, e.seq, e.type, e.data, e.created_at,
-  EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.run_id = e.run_id AND d.seq = e.seq AND d.status = 'pending')
-FROM events e WHERE e.run_id = ? AND e.seq > ? AND e.type NOT IN (`+keep+`) ORDER BY e.seq LIMIT ?`, append(args, compactRows)...)
-		if err != nil {
-			return 0, err
-		}
 		type pendingRow struct {
 			eventRow
 			pending bool
 		}
-		batch, err := Collect(rows, func(row Row) (pendingRow, error) {
+		// A row of several events has a type none of CompactedKeeps is.
+		batch, err := queryAll(ctx, q, func(row Row) (pendingRow, error) {
 			var (
 				r       pendingRow
 				created dbTime
@@ -193,7 +183,9 @@ FROM events e WHERE e.run_id = ? AND e.seq > ? AND e.type NOT IN (`+keep+`) ORDE
 			err := row.Scan(&r.runID, &r.seq, &r.types, &r.data, &created, &r.pending)
 			r.created = created.t
 			return r, err
-		})
+		}, `SELECT e.run_id, e.seq, e.type, e.data, e.created_at,
+  EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.run_id = e.run_id AND d.seq = e.seq AND d.status = 'pending')
+FROM events e WHERE e.run_id = ? AND e.seq > ? AND e.type NOT IN (`+keep+`) ORDER BY e.seq LIMIT ?`, append(args, compactRows)...)
 		if err != nil {
 			return 0, err
 		}

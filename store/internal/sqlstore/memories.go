@@ -162,16 +162,12 @@ func (s *Store) searchMemories(ctx context.Context, mq store.MemoryQuery) ([]sto
 		query = byImportance
 		args = []any{mq.UserID, max(limit, important)}
 	}
-	rows, err := s.db.Query(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	hits, err := Collect(rows, func(r Row) (store.MemoryHit, error) {
+	hits, err := queryAll(ctx, s.db, func(r Row) (store.MemoryHit, error) {
 		var h store.MemoryHit
 		m, err := scanMemory(r, &h.Score)
 		h.Memory = m
 		return h, err
-	})
+	}, query, args...)
 	if err != nil || !union {
 		return hits, err
 	}
@@ -430,16 +426,12 @@ func (s *Store) AddToolStats(ctx context.Context, userID string, stats []store.T
 
 // ToolStats implements store.Memories.
 func (s *Store) ToolStats(ctx context.Context) ([]store.ToolStat, error) {
-	rows, err := s.db.Query(ctx, `SELECT tool, sum(calls), sum(failures), sum(blocked), sum(rejections), sum(confidence_sum)
-        FROM tool_stats GROUP BY tool ORDER BY tool`)
-	if err != nil {
-		return nil, s.errorf("tool stats: %w", err)
-	}
-	out, err := Collect(rows, func(r Row) (store.ToolStat, error) {
+	out, err := queryAll(ctx, s.db, func(r Row) (store.ToolStat, error) {
 		var st store.ToolStat
 		err := r.Scan(&st.Tool, &st.Calls, &st.Failures, &st.Blocked, &st.Rejections, &st.ConfidenceSum)
 		return st, err
-	})
+	}, `SELECT tool, sum(calls), sum(failures), sum(blocked), sum(rejections), sum(confidence_sum)
+        FROM tool_stats GROUP BY tool ORDER BY tool`)
 	if err != nil {
 		return nil, s.errorf("tool stats: %w", err)
 	}

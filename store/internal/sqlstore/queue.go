@@ -63,11 +63,8 @@ func (s *Store) QueuedRuns(ctx context.Context, userID, conversationID string) (
 		if err := ownsConversation(ctx, q, userID, conversationID); err != nil {
 			return err
 		}
-		rows, err := q.Query(ctx, `SELECT `+queuedCols+` FROM queued_runs q WHERE q.conversation_id = ? ORDER BY q.seq`, conversationID)
-		if err != nil {
-			return err
-		}
-		out, err = Collect(rows, scanQueued)
+		var err error
+		out, err = queryAll(ctx, q, scanQueued, `SELECT `+queuedCols+` FROM queued_runs q WHERE q.conversation_id = ? ORDER BY q.seq`, conversationID)
 		return err
 	})
 	if err != nil {
@@ -168,15 +165,11 @@ func (s *Store) IdleQueues(ctx context.Context, limit int) ([]store.QueuedRun, e
 	if limit == 0 {
 		size = store.MaxLimit
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+queuedCols+` FROM queued_runs q
+	out, err := queryAll(ctx, s.db, scanQueued, `SELECT `+queuedCols+` FROM queued_runs q
 WHERE q.seq = (SELECT min(seq) FROM queued_runs f WHERE f.conversation_id = q.conversation_id)
   AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.conversation_id = q.conversation_id AND NOT runs.superseded
       AND (runs.status = 'running' OR (runs.status = 'interrupted' AND runs.interrupt_reason <> 'clarification')))
 ORDER BY q.seq LIMIT ?`, size)
-	if err != nil {
-		return nil, s.errorf("idle queues: %w", err)
-	}
-	out, err := Collect(rows, scanQueued)
 	if err != nil {
 		return nil, s.errorf("idle queues: %w", err)
 	}

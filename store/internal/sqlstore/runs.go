@@ -163,19 +163,15 @@ func supersede(ctx context.Context, q Querier, conversationID, from string, now 
 	if superseded {
 		return fmt.Errorf("run %s was superseded already: %w", from, store.ErrConflict)
 	}
-	rows, err := q.Query(ctx, `UPDATE runs SET superseded = true WHERE conversation_id = ? AND num >= ? RETURNING id, status`,
-		conversationID, num)
-	if err != nil {
-		return err
-	}
 	type marked struct {
 		id     string
 		status store.RunStatus
 	}
-	runs, err := Collect(rows, func(row Row) (marked, error) {
+	runs, err := queryAll(ctx, q, func(row Row) (marked, error) {
 		var m marked
 		return m, row.Scan(&m.id, &m.status)
-	})
+	}, `UPDATE runs SET superseded = true WHERE conversation_id = ? AND num >= ? RETURNING id, status`,
+		conversationID, num)
 	if err != nil {
 		return err
 	}
@@ -586,10 +582,7 @@ WHERE id = ? AND status = 'interrupted' AND NOT superseded RETURNING `+RunCols, 
 
 // ActiveUsers implements store.Runs.
 func (s *Store) ActiveUsers(ctx context.Context) ([]string, error) {
-	users, err := queryAll(ctx, s.db, func(r Row) (string, error) {
-		var u string
-		return u, r.Scan(&u)
-	}, `SELECT DISTINCT user_id FROM runs WHERE NOT superseded AND status IN ('running', 'interrupted') ORDER BY user_id`)
+	users, err := queryAll(ctx, s.db, scanString, `SELECT DISTINCT user_id FROM runs WHERE NOT superseded AND status IN ('running', 'interrupted') ORDER BY user_id`)
 	if err != nil {
 		return nil, s.errorf("active users: %w", err)
 	}

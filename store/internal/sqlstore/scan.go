@@ -177,6 +177,13 @@ func nullJSON(b []byte) any {
 	return string(b)
 }
 
+// scanString scans a row of one text column.
+func scanString(row Row) (string, error) {
+	var v string
+	err := row.Scan(&v)
+	return v, err
+}
+
 // objectOr returns b, or "{}" when b is nil.
 func objectOr(b []byte) string {
 	if b == nil {

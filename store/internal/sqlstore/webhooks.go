@@ -46,12 +46,6 @@ VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)`, ids.New(), ep, e.RunID, e.Seq, e.Type,
 	return nil
 }
 
-func scanString(row Row) (string, error) {
-	var v string
-	err := row.Scan(&v)
-	return v, err
-}
-
 // SetWebhookRoutes implements store.Webhooks.
 func (s *Store) SetWebhookRoutes(ctx context.Context, routes []store.WebhookRoute) error {
 	for _, r := range routes {

@@ -67,14 +67,7 @@ func (s *Store) project(ctx context.Context, q Querier, id string) (store.Projec
 		return p, err
 	}
 	p.CreatedAt = created.t
-	rows, err := q.Query(ctx, `SELECT user_id FROM project_members WHERE project_id = ? ORDER BY user_id`, id)
-	if err != nil {
-		return p, err
-	}
-	p.Members, err = Collect(rows, func(r Row) (string, error) {
-		var u string
-		return u, r.Scan(&u)
-	})
+	p.Members, err = queryAll(ctx, q, scanString, `SELECT user_id FROM project_members WHERE project_id = ? ORDER BY user_id`, id)
 	return p, err
 }
 
@@ -82,15 +75,8 @@ func (s *Store) project(ctx context.Context, q Querier, id string) (store.Projec
 func (s *Store) UserProjects(ctx context.Context, userID string) ([]store.Project, error) {
 	out := []store.Project{}
 	err := s.db.Read(ctx, func(q Querier) error {
-		rows, err := q.Query(ctx, `SELECT p.id FROM projects p JOIN project_members m ON m.project_id = p.id
+		idList, err := queryAll(ctx, q, scanString, `SELECT p.id FROM projects p JOIN project_members m ON m.project_id = p.id
 WHERE m.user_id = ? ORDER BY p.created_at, p.id`, userID)
-		if err != nil {
-			return err
-		}
-		idList, err := Collect(rows, func(r Row) (string, error) {
-			var id string
-			return id, r.Scan(&id)
-		})
 		if err != nil {
 			return err
 		}
@@ -278,12 +264,8 @@ func (s *Store) WorkspaceFiles(ctx context.Context, sc store.FileScope, prefix, 
 	if after >= prefix {
 		op = ">"
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+fileCols+` FROM workspace_files
+	files, err := queryAll(ctx, s.db, scanFile, `SELECT `+fileCols+` FROM workspace_files
 WHERE scope_kind = ? AND scope_id = ? AND path `+op+` ? AND path < ? ORDER BY path LIMIT ?`, sc.Kind, sc.ID, from, prefixEnd(prefix), limit)
-	if err != nil {
-		return nil, s.errorf("files: %w", err)
-	}
-	files, err := Collect(rows, scanFile)
 	if err != nil {
 		return nil, s.errorf("files: %w", err)
 	}
@@ -298,11 +280,7 @@ func (s *Store) FileVersions(ctx context.Context, sc store.FileScope, path strin
 		if err != nil {
 			return err
 		}
-		rows, err := q.Query(ctx, `SELECT `+versionCols+` FROM workspace_versions WHERE file_id = ? ORDER BY version`, f.ID)
-		if err != nil {
-			return err
-		}
-		out, err = Collect(rows, scanVersion)
+		out, err = queryAll(ctx, q, scanVersion, `SELECT `+versionCols+` FROM workspace_versions WHERE file_id = ? ORDER BY version`, f.ID)
 		return err
 	})
 	if err != nil {
@@ -443,14 +421,7 @@ func (s *Store) DeleteFile(ctx context.Context, sc store.FileScope, path string)
 		if err != nil {
 			return err
 		}
-		rows, err := q.Query(ctx, `SELECT DISTINCT object_key FROM workspace_versions WHERE file_id = ? AND object_key <> '' ORDER BY object_key`, f.ID)
-		if err != nil {
-			return err
-		}
-		if keys, err = Collect(rows, func(r Row) (string, error) {
-			var k string
-			return k, r.Scan(&k)
-		}); err != nil {
+		if keys, err = queryAll(ctx, q, scanString, `SELECT DISTINCT object_key FROM workspace_versions WHERE file_id = ? AND object_key <> '' ORDER BY object_key`, f.ID); err != nil {
 			return err
 		}
 		var size int64
