@@ -69,6 +69,44 @@ func newCrashEnv(t *testing.T, db string) *crashEnv {
 	return e
 }
 
+// holdMessages keeps the record from storing messages until the
+// returned func is called: it takes the lock of the messages table on
+// PostgreSQL, and the write lock of the whole record on SQLite (its
+// checkpoints, in their own file, are stored on).
+func (e *crashEnv) holdMessages() (release func()) {
+	e.t.Helper()
+	ctx := context.Background()
+	if e.dsn != "" {
+		conn, err := pgx.Connect(ctx, e.dsn)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		tx, err := conn.Begin(ctx)
+		if err == nil {
+			_, err = tx.Exec(ctx, `LOCK TABLE messages IN EXCLUSIVE MODE`)
+		}
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return func() {
+			_ = tx.Rollback(ctx)
+			_ = conn.Close(ctx)
+		}
+	}
+	db, err := sqlopen.SQLite(filepath.Join(e.data, "trellis.db"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the write lock
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return func() {
+		_ = tx.Rollback()
+		_ = db.Close()
+	}
+}
+
 // holdCheckpoints takes the write lock of the checkpoint tables, as a
 // transaction that has not committed yet holds it, and returns what
 // releases it: until then no checkpoint is stored (on SQLite, for the
@@ -921,6 +959,61 @@ func TestCrashAfterANonIdempotentToolEnded(t *testing.T) {
 			}
 			if len(results) == 0 || results[len(results)-1] != "charge done: alpha" {
 				t.Errorf("tool results %q, want the recorded one last", results)
+			}
+			second.stop(syscall.SIGTERM)
+		})
+	}
+}
+
+// A run whose clarifying question's deadline let it go on answers a
+// second time: the question, then the answer it went on to. A crash
+// after that answer's barrier was committed and before the answer was
+// stored continues the run from the barrier, and the next process
+// stores the answer: it is not taken for the question said again. The
+// question is stored once, and so is the answer.
+func TestCrashBeforeTheAnswerOfAContinuedRun(t *testing.T) {
+	t.Parallel()
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			t.Parallel() // each backend has its own processes and database; most of it is waiting for the deadline
+			e := newCrashEnv(t, db)
+			e.env = append(e.env, "TRELLIS_CLARIFICATION_TIMEOUT=1s", "TRELLIS_CLARIFICATION_EXPIRY=continue")
+			first := e.start()
+			resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "book a table slowly"})
+			conv, runID := resp.Header.Get("X-Conversation-ID"), resp.Header.Get("X-Run-ID")
+			seen := sseEvents(t, resp, nil)
+			if last := seen[len(seen)-1]; last.typ != "run.interrupted" || last.data["reason"] != "clarification" {
+				t.Fatalf("the run did not ask: %v", last)
+			}
+			// The deadline lets the run go on; it writes its answer for
+			// 1.5 s, then commits stream's barrier and stores the answer,
+			// which waits on the lock.
+			r := first.do("GET", "/api/v1/conversations/"+conv+"/stream", nil, "Last-Event-ID", strconv.FormatInt(seen[len(seen)-1].id, 10))
+			seen = append(seen, sseEvents(t, r, func(ev event) bool { return ev.typ == "node.start" && ev.data["node"] == "write" })...)
+			release := e.holdMessages()
+			time.Sleep(2500 * time.Millisecond)
+			first.stop(syscall.SIGKILL)
+			release()
+
+			second := e.start()
+			seen = followToEnd(t, second, conv, runID, seen)
+			if n := len(of(seen, "response.done")); n != 2 {
+				t.Errorf("response.done %d times, want the question's and the answer's: %v", n, types(seen))
+			}
+			var got struct {
+				Messages []struct{ Role, Content string }
+			}
+			if err := json.NewDecoder(second.do("GET", "/api/v1/conversations/"+conv, nil).Body).Decode(&got); err != nil {
+				t.Fatal(err)
+			}
+			var answers []string
+			for _, m := range got.Messages {
+				if m.Role == "assistant" {
+					answers = append(answers, m.Content)
+				}
+			}
+			if want := []string{"In which city?", "A table for two."}; !slices.Equal(answers, want) {
+				t.Errorf("answers %q, want %q", answers, want)
 			}
 			second.stop(syscall.SIGTERM)
 		})
