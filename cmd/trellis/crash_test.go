@@ -37,13 +37,32 @@ type crashEnv struct {
 	data, dsn string
 }
 
+// countServerDir holds the count server countServer built, if it did;
+// TestMain removes it.
+var countServerDir string
+
+// countServer builds testdata/countserver once a process: every crash
+// test runs the same binary, with files of its own to count in and to
+// hold on.
+var countServer = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "trellis-countserver-")
+	if err != nil {
+		return "", err
+	}
+	countServerDir = dir
+	bin := filepath.Join(dir, "countserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/countserver").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%w\n%s", err, out)
+	}
+	return bin, nil
+})
+
 func newCrashEnv(t *testing.T, db string) *crashEnv {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "countserver")
-	build := exec.Command("go", "build", "-o", bin, "./testdata/countserver")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the count server: %v\n%s", err, out)
+	bin, err := countServer()
+	if err != nil {
+		t.Fatalf("building the count server: %v", err)
 	}
 	e := &crashEnv{t: t, count: filepath.Join(dir, "effects"), hold: filepath.Join(dir, "hold")}
 	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"count": map[string]any{

@@ -58,7 +58,13 @@ func TestMain(m *testing.M) {
 	}
 	flag.Parse()
 	waitBound()
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"))
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"),
+		goleak.Cleanup(func(code int) {
+			if countServerDir != "" {
+				_ = os.RemoveAll(countServerDir)
+			}
+			os.Exit(code)
+		}))
 }
 
 // waitBound lets twice as many of this package's parallel tests run at
