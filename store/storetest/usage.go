@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/base64"
 	"testing"
 	"time"
 
@@ -87,6 +88,8 @@ func testUsage(t *testing.T, s store.Store) {
 		"UsageDays over the most":     second(s.UsageDays(ctx, store.UsageQuery{From: long, To: today})),
 		"UsageDays, negative limit":   second(s.UsageDays(ctx, store.UsageQuery{From: today, To: today, Page: store.Page{Limit: -1}})),
 		"UsageDays, a foreign cursor": second(s.UsageDays(ctx, store.UsageQuery{From: today, To: today, Page: store.Page{Cursor: "nope"}})),
+		"UsageDays, a cursor holding NUL": second(s.UsageDays(ctx, store.UsageQuery{From: today, To: today,
+			Page: store.Page{Cursor: rawCursor(`["u1","` + today + `","bob\u0000","m"]`)}})),
 		"FinishRun, negative calls": second(s.FinishRun(ctx, startRun(t, s, cb, "calls").ID,
 			store.RunEnd{Status: store.RunCompleted, ToolCalls: -1})),
 	}, store.ErrInvalid)
@@ -101,3 +104,7 @@ func testUsage(t *testing.T, s store.Store) {
 		t.Errorf("UsageDays after erasure = %+v", p.Days)
 	}
 }
+
+// rawCursor is s as a cursor's opaque form wraps it: a cursor a client
+// could forge.
+func rawCursor(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }

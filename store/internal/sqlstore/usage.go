@@ -63,7 +63,8 @@ func decodeUsageCursor(s string) (usageKey, error) {
 	if err == nil {
 		err = json.Unmarshal(raw, &parts)
 	}
-	if err != nil || len(parts) != 4 || parts[0] != usageCursorVersion {
+	// JSON may spell a NUL (\u0000), which PostgreSQL refuses in text.
+	if err != nil || len(parts) != 4 || parts[0] != usageCursorVersion || !store.ValidText(parts[1]+parts[2]+parts[3]) {
 		return usageKey{}, fmt.Errorf("%w: cursor %q was not returned by a list of usage", store.ErrInvalid, s)
 	}
 	return usageKey{Day: parts[1], UserID: parts[2], Model: parts[3]}, nil
