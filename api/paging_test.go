@@ -315,6 +315,35 @@ func TestLangGraphHistoryBoundedByBytes(t *testing.T) {
 	}
 }
 
+// A history's before that no checkpoint can have (a NUL, bytes that are
+// not UTF-8; JSON carries only the NUL) is refused with 400 on both
+// backends; one that is merely unknown bounds the page as an id does.
+func TestLangGraphHistoryBeforeNoCheckpointHas(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := newEnv(t, envOptions{backend: b})
+			status, res := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "hello"})
+			if status != http.StatusOK {
+				t.Fatalf("chat: %d %.300s", status, res)
+			}
+			conv := jsonOf[struct {
+				ConversationID string `json:"conversation_id"`
+			}](t, res).ConversationID
+			for _, before := range []string{"a\x00b", "\xff"} {
+				status, res := e.do("GET", "/langgraph/threads/"+conv+"/history?before="+url.QueryEscape(before), nil)
+				wantError(t, status, res, http.StatusBadRequest)
+			}
+			status, res = e.do("POST", "/langgraph/threads/"+conv+"/history",
+				map[string]any{"before": map[string]any{"configurable": map[string]any{"checkpoint_id": "a\x00b"}}})
+			wantError(t, status, res, http.StatusBadRequest)
+			status, res = e.do("GET", "/langgraph/threads/"+conv+"/history?before=zzz", nil)
+			if status != http.StatusOK || len(jsonOf[[]any](t, res)) == 0 {
+				t.Errorf("history before zzz: %d %.300s", status, res)
+			}
+		})
+	}
+}
+
 // TestLangGraphSearchBoundedByBytes: POST /langgraph/threads/search
 // lists every thread its limit allows, but gives their values (each
 // the conversation so far) only while the page stays within

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/trellis-ai/trellis/events"
@@ -102,7 +103,12 @@ func (m *Service) State(ctx context.Context, conversationID string) (Snapshot, e
 // counting each state's messages. Each state holds the conversation so
 // far, so the states are read one at a time and the page stops where
 // the budget does: the next page is before the last one's checkpoint.
+// A before that no checkpoint id can be (not ValidText) is ErrInvalid.
 func (m *Service) History(ctx context.Context, conversationID string, limit int, before string) ([]Snapshot, error) {
+	// No checkpoint's id holds such text, and PostgreSQL refuses it.
+	if !store.ValidText(before) {
+		return nil, fmt.Errorf("%w: before %q is not a checkpoint id", ErrInvalid, before)
+	}
 	out := []Snapshot{}
 	var b store.Budget
 	for len(out) < limit {
