@@ -94,36 +94,7 @@ func newCrashEnv(t *testing.T, db string) *crashEnv {
 // checkpoints, in their own file, are stored on).
 func (e *crashEnv) holdMessages() (release func()) {
 	e.t.Helper()
-	ctx := context.Background()
-	if e.dsn != "" {
-		conn, err := pgx.Connect(ctx, e.dsn)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		tx, err := conn.Begin(ctx)
-		if err == nil {
-			_, err = tx.Exec(ctx, `LOCK TABLE messages IN EXCLUSIVE MODE`)
-		}
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		return func() {
-			_ = tx.Rollback(ctx)
-			_ = conn.Close(ctx)
-		}
-	}
-	db, err := sqlopen.SQLite(filepath.Join(e.data, "trellis.db"))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the write lock
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return func() {
-		_ = tx.Rollback()
-		_ = db.Close()
-	}
+	return e.holdWrites(`LOCK TABLE messages IN EXCLUSIVE MODE`, "trellis.db")
 }
 
 // holdCheckpoints takes the write lock of the checkpoint tables, as a
@@ -133,6 +104,14 @@ func (e *crashEnv) holdMessages() (release func()) {
 // on.
 func (e *crashEnv) holdCheckpoints() (release func()) {
 	e.t.Helper()
+	return e.holdWrites(`LOCK TABLE checkpoints, checkpoint_blobs, checkpoint_writes IN EXCLUSIVE MODE`, "checkpoints.db")
+}
+
+// holdWrites takes a write lock as a transaction that has not committed
+// yet holds it, and returns what releases it: on PostgreSQL the one the
+// statement lock takes, on SQLite the one of the data directory's file.
+func (e *crashEnv) holdWrites(lock, file string) (release func()) {
+	e.t.Helper()
 	ctx := context.Background()
 	if e.dsn != "" {
 		conn, err := pgx.Connect(ctx, e.dsn)
@@ -141,7 +120,7 @@ func (e *crashEnv) holdCheckpoints() (release func()) {
 		}
 		tx, err := conn.Begin(ctx)
 		if err == nil {
-			_, err = tx.Exec(ctx, `LOCK TABLE checkpoints, checkpoint_blobs, checkpoint_writes IN EXCLUSIVE MODE`)
+			_, err = tx.Exec(ctx, lock)
 		}
 		if err != nil {
 			e.t.Fatal(err)
@@ -151,7 +130,7 @@ func (e *crashEnv) holdCheckpoints() (release func()) {
 			_ = conn.Close(ctx)
 		}
 	}
-	db, err := sqlopen.SQLite(filepath.Join(e.data, "checkpoints.db"))
+	db, err := sqlopen.SQLite(filepath.Join(e.data, file))
 	if err != nil {
 		e.t.Fatal(err)
 	}
