@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -115,6 +116,9 @@ func testBranches(t *testing.T, s store.Store) {
 	}
 	other := newConversation(t, s, alice)
 	wantErr(t, "ListRuns of another conversation's branch", second(s.ListRuns(ctx, alice, other.ID, store.RunQuery{Branch: r2.ID})), store.ErrNotFound)
+	for _, id := range []string{"a\x00b", "\xff"} { // no run has it; PostgreSQL would refuse to look
+		wantErr(t, fmt.Sprintf("ListRuns of branch %q", id), second(s.ListRuns(ctx, alice, other.ID, store.RunQuery{Branch: id})), store.ErrNotFound)
+	}
 	wantErr(t, "Branches of another user's run", second(s.Branches(ctx, bob, r2.ID)), store.ErrNotFound)
 	wantErr(t, "Branches of an unknown run", second(s.Branches(ctx, alice, "nope")), store.ErrNotFound)
 }

@@ -254,7 +254,7 @@ func (s *Store) ListRuns(ctx context.Context, userID, conversationID string, q s
 }
 
 func (s *Store) listRuns(ctx context.Context, userID, conversationID string, rq store.RunQuery) (store.RunPage, error) {
-	if err := storeutil.CheckIDs(userID, conversationID); err != nil {
+	if err := storeutil.CheckIDs(userID, conversationID, rq.Branch); err != nil {
 		return store.RunPage{}, err
 	}
 	size, after, events, err := storeutil.RunQueryOf(rq)
