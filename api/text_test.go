@@ -6,12 +6,14 @@ import (
 	"maps"
 	"net/http"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -219,5 +221,92 @@ func TestModelTextKeptAlike(t *testing.T) {
 				t.Errorf("messages %+v; want the answer kept with U+FFFD for each NUL", c.Messages)
 			}
 		})
+	}
+}
+
+// pathParam is a route's path parameter, as chi writes it.
+var pathParam = regexp.MustCompile(`\{[a-z_]+\}`)
+
+// TestEveryPathIDNoRecordHasAnswersAlike walks every route the server
+// serves and names, in each of its path parameters in turn, an id no
+// record can have (a NUL, a byte that is not UTF-8), the others naming
+// records that exist. No route answers 500, nothing changes, and SQLite
+// and PostgreSQL answer each alike. hostileCases says what each answer
+// is where it matters; this leaves no route out.
+func TestEveryPathIDNoRecordHasAnswersAlike(t *testing.T) {
+	answers := map[backend]map[string]string{}
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e, _ := filesEnv(t, b, nil, 0)
+			done := e.chat(map[string]any{"message": "hello"})
+			done.all()
+			conv, runID := done.header("X-Conversation-ID"), done.header("X-Run-ID")
+			status, res := e.do("POST", "/api/v1/projects", map[string]any{"name": "p"})
+			if status != http.StatusCreated {
+				t.Fatalf("project: %d %s", status, res)
+			}
+			project := jsonOf[projectReply](t, res).ID
+			// real names a record that exists for each parameter a route
+			// has beside the one under test.
+			real := func(route, param string) string {
+				switch {
+				case param == "run_id":
+					return runID
+				case param == "scope":
+					return "conversation"
+				case strings.HasPrefix(route, "/api/v1/projects/"):
+					return project
+				}
+				return conv
+			}
+			routes, ok := e.srv.Handler().(chi.Routes)
+			if !ok {
+				t.Fatalf("the handler is a %T, not chi's routes", e.srv.Handler())
+			}
+			got := map[string]string{}
+			before := e.snapshot()
+			err := chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+				params := pathParam.FindAllString(route, -1)
+				for i := range params {
+					for _, bad := range []string{"a%00b", "%FF"} {
+						n := -1
+						path := pathParam.ReplaceAllStringFunc(route, func(p string) string {
+							if n++; n == i {
+								return bad
+							}
+							return real(route, p[1:len(p)-1])
+						})
+						var body any
+						if method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
+							body = []byte(`{}`)
+						}
+						name := method + " " + route + " " + params[i] + "=" + bad
+						status, res := e.do(method, path, body)
+						if status >= 500 {
+							t.Errorf("%s: %d %s", name, status, res)
+						}
+						got[name] = strconv.Itoa(status)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 0 {
+				t.Fatal("no route with a path parameter was walked")
+			}
+			if after := e.snapshot(); after != before {
+				t.Errorf("the store changed:\nbefore\n%s\nafter\n%s", before, after)
+			}
+			answers[b] = got
+		})
+	}
+	if len(answers) == len(backends) {
+		for _, name := range slices.Sorted(maps.Keys(answers[sqliteBackend])) {
+			if s, p := answers[sqliteBackend][name], answers[postgresBackend][name]; s != p {
+				t.Errorf("%s: SQLite answers %s, PostgreSQL %s", name, s, p)
+			}
+		}
 	}
 }
