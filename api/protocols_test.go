@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -114,6 +116,45 @@ func TestProtocolsIsolation(t *testing.T) {
 			}
 			if st, _ := e.doAs("", http.MethodPost, "/ag-ui", aguiInput("t", "hi")); st != http.StatusUnauthorized {
 				t.Errorf("no key: %d, want 401", st)
+			}
+		})
+	}
+}
+
+// TestProtocolsClientIDsBounded: an id a client chooses for its thread,
+// chat or context is at most store.MaxIDBytes; one byte more is refused
+// on both backends (PostgreSQL could not index it, SQLite would), and
+// nothing is stored. The longest is taken.
+func TestProtocolsClientIDsBounded(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := newEnv(t, envOptions{backend: b})
+			// Hex of a hash chain: an id that does not compress, as
+			// PostgreSQL's index would need it to.
+			var long strings.Builder
+			for sum := sha256.Sum256([]byte("seed")); long.Len() < store.MaxIDBytes+1; sum = sha256.Sum256(sum[:]) {
+				long.WriteString(hex.EncodeToString(sum[:]))
+			}
+			tooLong, longest := long.String()[:store.MaxIDBytes+1], long.String()[:store.MaxIDBytes]
+			a2a := func(id string) map[string]any {
+				return map[string]any{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": map[string]any{"message": map[string]any{
+					"role": "ROLE_USER", "messageId": "m1", "contextId": id, "parts": []map[string]any{{"text": "hi"}}}}}
+			}
+			before := e.snapshot()
+			for _, tc := range []struct {
+				path string
+				body any
+			}{{"/ag-ui", aguiInput(tooLong, "hi")}, {"/api/ai-sdk/chat", aisdkInput(tooLong, "hi")}, {"/a2a", a2a(tooLong)}} {
+				status, res := e.do(http.MethodPost, tc.path, tc.body)
+				if status != http.StatusBadRequest || !strings.Contains(string(res), "longer than") {
+					t.Errorf("%s with a %d-byte id: %d %.300s", tc.path, len(tooLong), status, res)
+				}
+			}
+			if after := e.snapshot(); after != before {
+				t.Errorf("the store changed:\nbefore\n%s\nafter\n%s", before, after)
+			}
+			if fs := frames(t, e.post(aliceKey, "/ag-ui", aguiInput(longest, "hi")), nil); fs[len(fs)-1]["type"] != "RUN_FINISHED" {
+				t.Errorf("a %d-byte thread id: %v", len(longest), typesOf(fs))
 			}
 		})
 	}

@@ -56,8 +56,18 @@ func (c NewConversation) Validate() error {
 	if err := CheckMetadata(c.Metadata); err != nil {
 		return err
 	}
+	if len(c.ID) > MaxIDBytes {
+		return fmt.Errorf("%w: id is longer than %d bytes", ErrInvalid, MaxIDBytes)
+	}
 	return checkText("user id", c.UserID, "title", c.Title, "id", c.ID)
 }
+
+// MaxIDBytes bounds an id a client chooses for a conversation (the
+// client protocols' threads and contexts). The ids Trellis mints are 36
+// bytes; PostgreSQL cannot index a key of a few kilobytes that does not
+// compress, where SQLite would take it, so a longer id is refused on
+// every backend alike.
+const MaxIDBytes = 256
 
 // MaxTitleRunes bounds a conversation's title, in characters.
 const MaxTitleRunes = 200

@@ -54,8 +54,8 @@ const (
 // Validate reports ErrInvalid for a key that cannot be stored.
 func (k NewKey) Validate() error {
 	switch {
-	case k.UserID == "" || !ValidText(k.UserID):
-		return fmt.Errorf("%w: a key needs a user id", ErrInvalid)
+	case k.UserID == "" || len(k.UserID) > MaxIDBytes || !ValidText(k.UserID):
+		return fmt.Errorf("%w: a key's user id is text of 1 to %d bytes", ErrInvalid, MaxIDBytes)
 	case len(k.Name) > MaxKeyName || !ValidText(k.Name):
 		return fmt.Errorf("%w: a key's name is text of at most %d bytes", ErrInvalid, MaxKeyName)
 	case k.Prefix == "" || len(k.Prefix) > MaxKeyPrefix || !ValidText(k.Prefix):

@@ -276,6 +276,15 @@ func testConversationGivenID(t *testing.T, s store.Store) {
 	if r.ConversationID != id {
 		t.Errorf("run in conversation %q", r.ConversationID)
 	}
+	// The longest id a client may choose is kept; a longer one, which
+	// PostgreSQL could not index, is refused on every backend.
+	long := strings.Repeat("0f1e2d3c", store.MaxIDBytes/8)
+	if got := must(s.CreateConversation(ctx, store.NewConversation{UserID: alice, ID: long}))(t); got.ID != long {
+		t.Errorf("CreateConversation with a %d-byte id made %q", len(long), got.ID)
+	}
+	if _, err := s.CreateConversation(ctx, store.NewConversation{UserID: alice, ID: long + "x"}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a %d-byte id: %v, want ErrInvalid", len(long)+1, err)
+	}
 }
 
 // A conversation keeps a JSON object of metadata: {} by default, as

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/trellis-ai/trellis/internal/testcheck"
@@ -121,6 +122,7 @@ func testKeyInvalid(t *testing.T, s KeyStore) {
 		"long name":    {UserID: alice, Name: string(make([]byte, store.MaxKeyName+1)), Hash: good.Hash, Prefix: good.Prefix},
 		"NUL in name":  {UserID: alice, Name: "a\x00b", Hash: good.Hash, Prefix: good.Prefix},
 		"invalid user": {UserID: "\xff", Name: good.Name, Hash: good.Hash, Prefix: good.Prefix},
+		"long user":    {UserID: strings.Repeat("u", store.MaxIDBytes+1), Name: good.Name, Hash: good.Hash, Prefix: good.Prefix},
 	} {
 		if _, err := s.CreateKey(ctx, k); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("%s: %v", name, err)
