@@ -963,6 +963,25 @@ func TestCrashAfterANonIdempotentToolEnded(t *testing.T) {
 	}
 }
 
+// assistantAnswers is the conversation's assistant messages, as c's API
+// lists them.
+func assistantAnswers(t *testing.T, c *child, conv string) []string {
+	t.Helper()
+	var got struct {
+		Messages []struct{ Role, Content string }
+	}
+	if err := json.NewDecoder(c.do("GET", "/api/v1/conversations/"+conv, nil).Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	var answers []string
+	for _, m := range got.Messages {
+		if m.Role == "assistant" {
+			answers = append(answers, m.Content)
+		}
+	}
+	return answers
+}
+
 // A run whose clarifying question's deadline let it go on answers a
 // second time: the question, then the answer it went on to. A crash
 // after that answer's barrier was committed and before the answer was
@@ -998,19 +1017,7 @@ func TestCrashBeforeTheAnswerOfAContinuedRun(t *testing.T) {
 			if n := len(of(seen, "response.done")); n != 2 {
 				t.Errorf("response.done %d times, want the question's and the answer's: %v", n, types(seen))
 			}
-			var got struct {
-				Messages []struct{ Role, Content string }
-			}
-			if err := json.NewDecoder(second.do("GET", "/api/v1/conversations/"+conv, nil).Body).Decode(&got); err != nil {
-				t.Fatal(err)
-			}
-			var answers []string
-			for _, m := range got.Messages {
-				if m.Role == "assistant" {
-					answers = append(answers, m.Content)
-				}
-			}
-			if want := []string{"In which city?", "A table for two."}; !slices.Equal(answers, want) {
+			if answers, want := assistantAnswers(t, second, conv), []string{"In which city?", "A table for two."}; !slices.Equal(answers, want) {
 				t.Errorf("answers %q, want %q", answers, want)
 			}
 			second.stop(syscall.SIGTERM)
@@ -1069,19 +1076,7 @@ func TestCrashAtABarrier(t *testing.T) {
 						t.Errorf("%s: the tool ran %d times, want once", tc.message, n)
 					}
 				}
-				var got struct {
-					Messages []struct{ Role, Content string }
-				}
-				if err := json.NewDecoder(second.do("GET", "/api/v1/conversations/"+conv, nil).Body).Decode(&got); err != nil {
-					t.Fatal(err)
-				}
-				var answers []string
-				for _, m := range got.Messages {
-					if m.Role == "assistant" {
-						answers = append(answers, m.Content)
-					}
-				}
-				if !slices.Equal(answers, []string{"Done."}) {
+				if answers := assistantAnswers(t, second, conv); !slices.Equal(answers, []string{"Done."}) {
 					t.Errorf("%s: answers %q, want one", tc.message, answers)
 				}
 				second.stop(syscall.SIGTERM)
