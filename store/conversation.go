@@ -62,8 +62,9 @@ func (c NewConversation) Validate() error {
 	return checkText("user id", c.UserID, "title", c.Title, "id", c.ID)
 }
 
-// MaxIDBytes bounds an id a client chooses for a conversation (the
-// client protocols' threads and contexts). The ids Trellis mints are 36
+// MaxIDBytes bounds an id that Trellis does not mint: a conversation's
+// that a client chooses (the client protocols' threads and contexts) and
+// the user a key is issued to (NewKey). The ids Trellis mints are 36
 // bytes; PostgreSQL cannot index a key of a few kilobytes that does not
 // compress, where SQLite would take it, so a longer id is refused on
 // every backend alike.
