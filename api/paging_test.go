@@ -322,18 +322,12 @@ func TestLangGraphHistoryBeforeNoCheckpointHas(t *testing.T) {
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
 			e := newEnv(t, envOptions{backend: b})
-			status, res := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "hello"})
-			if status != http.StatusOK {
-				t.Fatalf("chat: %d %.300s", status, res)
-			}
-			conv := jsonOf[struct {
-				ConversationID string `json:"conversation_id"`
-			}](t, res).ConversationID
+			_, conv, _ := e.turn("", "hello")
 			for _, before := range []string{"a\x00b", "\xff"} {
 				status, res := e.do("GET", "/langgraph/threads/"+conv+"/history?before="+url.QueryEscape(before), nil)
 				wantError(t, status, res, http.StatusBadRequest)
 			}
-			status, res = e.do("POST", "/langgraph/threads/"+conv+"/history",
+			status, res := e.do("POST", "/langgraph/threads/"+conv+"/history",
 				map[string]any{"before": map[string]any{"configurable": map[string]any{"checkpoint_id": "a\x00b"}}})
 			wantError(t, status, res, http.StatusBadRequest)
 			status, res = e.do("GET", "/langgraph/threads/"+conv+"/history?before=zzz", nil)

@@ -238,9 +238,7 @@ func TestEveryPathIDNoRecordHasAnswersAlike(t *testing.T) {
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
 			e, _ := filesEnv(t, b, nil, 0)
-			done := e.chat(map[string]any{"message": "hello"})
-			done.all()
-			conv, runID := done.header("X-Conversation-ID"), done.header("X-Run-ID")
+			runID, conv, _ := e.turn("", "hello")
 			status, res := e.do("POST", "/api/v1/projects", map[string]any{"name": "p"})
 			if status != http.StatusCreated {
 				t.Fatalf("project: %d %s", status, res)
