@@ -63,10 +63,11 @@ func (c NewConversation) Validate() error {
 }
 
 // MaxIDBytes bounds an id that Trellis does not mint: a conversation's
-// that a client chooses (the client protocols' threads and contexts) and
-// the user a key is issued to (NewKey). The ids Trellis mints are 36
-// bytes; PostgreSQL cannot index a key of a few kilobytes that does not
-// compress, where SQLite would take it, so a longer id is refused on
+// that a client chooses (the client protocols' threads and contexts),
+// the user a key is issued to (NewKey) and the user a session signs in
+// (NewSession, from an OpenID Connect claim). The ids Trellis mints are
+// 36 bytes; PostgreSQL cannot index a key of a few kilobytes that does
+// not compress, where SQLite would take it, so a longer id is refused on
 // every backend alike.
 const MaxIDBytes = 256
 

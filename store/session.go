@@ -48,8 +48,8 @@ type NewSession struct {
 // Validate reports ErrInvalid for a session that cannot be stored.
 func (s NewSession) Validate(now time.Time) error {
 	switch {
-	case s.UserID == "" || !ValidText(s.UserID):
-		return fmt.Errorf("%w: a session needs a user id", ErrInvalid)
+	case s.UserID == "" || len(s.UserID) > MaxIDBytes || !ValidText(s.UserID):
+		return fmt.Errorf("%w: a session's user id is text of 1 to %d bytes", ErrInvalid, MaxIDBytes)
 	case s.Hash == [sha256.Size]byte{}:
 		return fmt.Errorf("%w: a session needs its hash", ErrInvalid)
 	case !s.ExpiresAt.After(now):

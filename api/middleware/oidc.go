@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/trellis-ai/trellis/store"
 )
 
 // OIDCConfig configures the bearer tokens of an OpenID Connect issuer:
@@ -66,10 +67,11 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (TokenUser, error) {
 }
 
 // ClaimUser returns the user that a token's claim names: a non-empty
-// string of text.
+// string of text, no longer than an id the record keeps for a user
+// (store.MaxIDBytes; OpenID Connect's sub is at most 255 characters).
 func ClaimUser(claims map[string]any, claim string) (string, error) {
 	user, _ := claims[claim].(string)
-	if user == "" || !utf8.ValidString(user) || strings.ContainsRune(user, 0) {
+	if user == "" || len(user) > store.MaxIDBytes || !store.ValidText(user) {
 		return "", fmt.Errorf("oidc: the token's %s claim names no user", claim)
 	}
 	return user, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/internal/oidctest"
 	"github.com/trellis-ai/trellis/runs"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // serveTokens is a handler behind Authenticate that takes the provider's
@@ -80,6 +81,7 @@ func TestOIDCTokens(t *testing.T) {
 		"other issuer":   p.Token(t, "ada", jwt.MapClaims{"iss": "https://elsewhere.example"}),
 		"not yet valid":  p.Token(t, "ada", jwt.MapClaims{"nbf": time.Now().Add(10 * time.Minute).Unix()}),
 		"no user":        p.Token(t, "", nil),
+		"long user":      p.Token(t, strings.Repeat("u", store.MaxIDBytes+1), nil),
 		"tampered":       tampered,
 		"forged claims":  forged,
 		"unsigned":       unsigned,

@@ -203,6 +203,7 @@ func TestSignInRefused(t *testing.T) {
 				"another audience": func(c jwt.MapClaims) { c["aud"] = "another-service" },
 				"another issuer":   func(c jwt.MapClaims) { c["iss"] = stranger.Issuer() },
 				"no user":          func(c jwt.MapClaims) { c["sub"] = "" },
+				"long user":        func(c jwt.MapClaims) { c["sub"] = strings.Repeat("u", store.MaxIDBytes+1) },
 			} {
 				s.p.RewriteIDTokens(change)
 				jar := newJar()

@@ -3,6 +3,7 @@ package storetest
 import (
 	"crypto/sha256"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,6 +81,7 @@ func testSessionInvalid(t *testing.T, s SessionStore) {
 	for name, ns := range map[string]store.NewSession{
 		"no user":     {Hash: hash, ExpiresAt: time.Now().Add(time.Hour)},
 		"user NUL":    {UserID: "a\x00b", Hash: hash, ExpiresAt: time.Now().Add(time.Hour)},
+		"long user":   {UserID: strings.Repeat("u", store.MaxIDBytes+1), Hash: hash, ExpiresAt: time.Now().Add(time.Hour)},
 		"no hash":     {UserID: alice, ExpiresAt: time.Now().Add(time.Hour)},
 		"expired":     {UserID: alice, Hash: hash, ExpiresAt: time.Now().Add(-time.Second)},
 		"zero expiry": {UserID: alice, Hash: hash},
