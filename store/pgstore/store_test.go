@@ -154,6 +154,8 @@ func BenchmarkSearchChunks(b *testing.B) {
 	})
 }
 
+func BenchmarkSearchMemories(b *testing.B) { storetest.BenchmarkSearchMemories(b, newStore(b)) }
+
 func TestWebhooksConformance(t *testing.T) {
 	storetest.RunWebhooks(t, func(t *testing.T) storetest.WebhookStore { return newStore(t) })
 }

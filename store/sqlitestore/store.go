@@ -231,9 +231,15 @@ func (d *db) ChunkSearch() sqlstore.ChunkSearch { return chunkSearch }
 // the user's whole list for it twice a search, once to intersect and once
 // for BM25 to count the rows that hold it. Each of those walks starts
 // with a lookup in every segment of the index, and SQLite 3.54 prepares
-// FTS5's lookup statement anew whenever the segment id it binds goes from
-// 1 to another or back (its plan may depend on whether a value is 0 or
-// 1), which is twice a walk while segment 1 is one of several.
+// FTS5's lookup statement (segid=? AND term<=?) anew whenever the segment
+// id it binds goes from 1 to another or back: while planning it, the
+// query planner's guess at how often segid=? holds asks whether the
+// bound value is -1, 0 or 1, and marks the statement to be planned again
+// when a binding crosses that line. So a search prepares it twice a word
+// while segment 1 is one of several (a quarter of a search's time in
+// BenchmarkSearchMemories). Only SQLITE_DBCONFIG_ENABLE_QPSG turns that
+// off, and the driver does not expose sqlite3_db_config; merging the
+// index into one segment on each write costs a write 4 to 30 times more.
 //
 // The arguments are the words (?1) and the user id (?2); the query's own
 // ?s after Match are numbered on from them.

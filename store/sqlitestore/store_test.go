@@ -181,6 +181,8 @@ func TestChunkIndexIntegrity(t *testing.T) {
 
 func BenchmarkSearchChunks(b *testing.B) { storetest.BenchmarkSearchChunks(b, newDocStore(b), nil) }
 
+func BenchmarkSearchMemories(b *testing.B) { storetest.BenchmarkSearchMemories(b, newDocStore(b)) }
+
 func TestWebhooks(t *testing.T) {
 	storetest.RunWebhooks(t, func(t *testing.T) storetest.WebhookStore {
 		return open(t, sqlitetest.Fresh(t, filepath.Join(t.TempDir(), "chat.db")))

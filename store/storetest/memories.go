@@ -389,3 +389,28 @@ func testMemoryInvalid(t *testing.T, s MemStore) {
 		t.Errorf("invalid memories stored: %v", memoryIDs(p.Memories))
 	}
 }
+
+// BenchmarkSearchMemories measures one recall (the cognition's search:
+// the words of a message, three times the limit, the limit of the most
+// important) in a store of memories of one user and of several.
+func BenchmarkSearchMemories(b *testing.B, s MemStore) {
+	ctx := b.Context()
+	topics := []string{"tea", "coffee", "harbor", "ember", "tundra", "violet", "cobalt", "meadow"}
+	for i := range 200 {
+		user := "bench-user"
+		if i%4 != 0 {
+			user = fmt.Sprintf("other-%d", i%7)
+		}
+		_, err := s.AddMemory(ctx, store.NewMemory{UserID: user, ConversationID: "c-1",
+			Summary: fmt.Sprintf("Asked: my name is Ada and I like %s %d", topics[i%len(topics)], i),
+			Outcome: "success", Topics: []string{topics[i%len(topics)], "ada"}, Importance: float64(i%10) / 10})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		if _, err := s.SearchMemories(ctx, store.MemoryQuery{UserID: "bench-user", Query: "thanks, and what else about tea?", Limit: 15, Important: 5}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
