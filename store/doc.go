@@ -71,7 +71,9 @@
 // AppendEvent gives each event of a run the next sequence number, from 1
 // with no gaps, in the same transaction that stores it; the stored data is
 // the exact SSE data line, so a client reconnecting with Last-Event-ID is
-// replayed byte for byte what it missed.
+// replayed byte for byte what it missed. An event may carry a message
+// (NewEvent.Message: the answer response.done shows), stored with it in
+// the same transaction by AppendEvents and EndRun.
 //
 // # Edit and rerun
 //

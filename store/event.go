@@ -69,6 +69,11 @@ type NewEvent struct {
 	// another stops writing to it. The events of one AppendEvents call
 	// share one Owner.
 	Owner string
+	// Message, when set, is stored with the event, before it and in the
+	// same transaction: the answer that the event (response.done) shows,
+	// so that whoever reads the event finds the message, and neither is
+	// stored without the other. It must be of the event's run.
+	Message *NewMessage
 }
 
 // Validate reports an ErrInvalid error for an event that cannot be stored.
@@ -84,6 +89,14 @@ func (e NewEvent) Validate() error {
 		return fmt.Errorf("%w: %s event data spans several lines; SSE data must be one line", ErrInvalid, e.Type)
 	case !isObject(e.Data):
 		return fmt.Errorf("%w: %s event data is not a JSON object", ErrInvalid, e.Type)
+	}
+	if m := e.Message; m != nil {
+		if m.RunID != e.RunID {
+			return fmt.Errorf("%w: a %s event of run %s holds a message of run %s", ErrInvalid, e.Type, e.RunID, m.RunID)
+		}
+		if err := m.Validate(); err != nil {
+			return err
+		}
 	}
 	return checkText("event type", e.Type, "owner", e.Owner)
 }

@@ -501,3 +501,61 @@ func testCompactEvents(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+// testEventMessages: a message an event holds (NewEvent.Message, the
+// answer response.done shows) is stored with the event, by AppendEvents
+// and by EndRun, and nothing of a write that fails is stored.
+func testEventMessages(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	r := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "go", Owner: "p1"}))(t)
+	other := startRun(t, s, newConversation(t, s, alice), "other")
+	answer := func(runID, content string) *store.NewMessage {
+		return &store.NewMessage{RunID: runID, Role: store.RoleAssistant, Content: content, Citations: json.RawMessage(`[{"n":1}]`)}
+	}
+	done := func(owner string, m *store.NewMessage) store.NewEvent {
+		return store.NewEvent{RunID: r.ID, Type: events.TypeResponseDone, Data: json.RawMessage(`{"content":"x"}`), Owner: owner, Message: m}
+	}
+	answers := func() []string {
+		t.Helper()
+		var out []string
+		for _, m := range must(s.RunMessages(ctx, alice, r.ID))(t) {
+			if m.Role == store.RoleAssistant {
+				out = append(out, m.Content)
+			}
+		}
+		return out
+	}
+
+	_, err := s.AppendEvents(ctx, []store.NewEvent{done("p1", answer(other.ID, "elsewhere"))})
+	wantErr(t, "an event holding another run's message", err, store.ErrInvalid)
+	_, err = s.AppendEvents(ctx, []store.NewEvent{done("p1", &store.NewMessage{RunID: r.ID, Role: "system"})})
+	wantErr(t, "an event holding a message of no role", err, store.ErrInvalid)
+	_, err = s.AppendEvents(ctx, []store.NewEvent{done("p2", answer(r.ID, "not mine"))})
+	wantErr(t, "an event of another owner holding a message", err, store.ErrNotOwner)
+	if got := answers(); len(got) != 0 {
+		t.Fatalf("refused appends stored %q", got)
+	}
+
+	stored := must(s.AppendEvents(ctx, []store.NewEvent{{RunID: r.ID, Type: "node.start", Data: json.RawMessage(`{}`), Owner: "p1"},
+		done("p1", answer(r.ID, "first"))}))(t)
+	if len(stored) != 2 || stored[1].Type != events.TypeResponseDone {
+		t.Fatalf("stored %+v", stored)
+	}
+	msgs := must(s.RunMessages(ctx, alice, r.ID))(t)
+	if last := msgs[len(msgs)-1]; last.Content != "first" || last.ConversationID != c.ID || string(last.Citations) != `[{"n":1}]` {
+		t.Fatalf("the message stored with its event: %+v", last)
+	}
+
+	end := store.RunEnd{Status: store.RunCompleted, Owner: "p1"}
+	ended := must(s.EndRun(ctx, r.ID, end, []store.NewEvent{done("p1", answer(r.ID, "second")),
+		{RunID: r.ID, Type: events.TypeRunCompleted, Data: json.RawMessage(`{}`), Owner: "p1"}}))(t)
+	if len(ended.Events) != 2 || ended.Events[0].Seq != 3 {
+		t.Fatalf("ended with %+v", ended.Events)
+	}
+	_, err = s.EndRun(ctx, r.ID, end, []store.NewEvent{done("p1", answer(r.ID, "third"))})
+	wantErr(t, "an end of an ended run holding a message", err, store.ErrConflict)
+	if got := answers(); !slices.Equal(got, []string{"first", "second"}) {
+		t.Errorf("answers %q, want first and second", got)
+	}
+}

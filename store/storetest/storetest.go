@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"AppendEvents", testAppendEvents},
 		{"Fencing", testFencing},
 		{"EndRun", testEndRun},
+		{"EventMessages", testEventMessages},
 		{"CompactEvents", testCompactEvents},
 		{"Approvals", testApprovals},
 		{"ApprovalResolveConcurrent", testApprovalResolveConcurrent},

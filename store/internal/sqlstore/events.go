@@ -30,11 +30,17 @@ func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store
 	// An event a webhook may take is stored with its deliveries, in one
 	// transaction; the others need none (on PostgreSQL, Auto spares the
 	// round trips of BEGIN and COMMIT).
-	write, webhooks := s.db.Auto, hasWebhookType(nes)
-	if webhooks {
+	write, webhooks, msgs := s.db.Auto, hasWebhookType(nes), messagesOf(nes)
+	if webhooks || len(msgs) > 0 {
 		write = s.db.Tx
 	}
 	err = write(ctx, func(ctx context.Context, q Querier) error {
+		// The messages go first: the run is checked with the events,
+		// whose append fails, and rolls them back, when it is gone or
+		// another owner's.
+		if err := s.addMessagesLater(ctx, q, msgs); err != nil {
+			return err
+		}
 		found, err := s.db.AppendEvents(ctx, q, owner, out, tails)
 		if err == nil && !found {
 			err = RunMissingOr(ctx, q, runID, owner, store.ErrNotFound)
@@ -45,7 +51,7 @@ func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store
 		return err
 	})
 	if err != nil {
-		return nil, s.errorf("append %d events (%s first) to run %s: %w", len(nes), nes[0].Type, runID, err)
+		return nil, s.errorf("append %d events (%s first) to run %s: %w", len(nes), nes[0].Type, runID, s.messageGone(err))
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"cmp"
 	"context"
+	"fmt"
 
 	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/store"
@@ -45,6 +46,40 @@ func (s *Store) addMessage(ctx context.Context, q Querier, m *store.Message, at 
 	// A foreign key fails when the conversation is deleted meanwhile.
 	if noRows(err) || s.db.Violates(err, "messages_run_id_fkey") || s.db.Violates(err, "messages_conversation_id_fkey") {
 		return store.ErrNotFound
+	}
+	return err
+}
+
+// messagesOf returns the messages that events hold (NewEvent.Message),
+// in the events' order, with their ids and times.
+func messagesOf(nes []store.NewEvent) []store.Message {
+	var out []store.Message
+	for _, ne := range nes {
+		if nm := ne.Message; nm != nil {
+			out = append(out, store.Message{ID: ids.New(), RunID: nm.RunID, Role: nm.Role, Content: nm.Content,
+				Citations: nm.Citations, Meta: nm.Meta, CreatedAt: storeutil.Now()})
+		}
+	}
+	return out
+}
+
+// addMessagesLater stores ms with q, each held (see execLater) to go with
+// q's next statement, which must fail when their run is gone, as the
+// events' append does: a message whose run is gone inserts nothing.
+func (s *Store) addMessagesLater(ctx context.Context, q Querier, ms []store.Message) error {
+	for i := range ms {
+		if err := execLater(ctx, q, insertMessage, insertMessageArgs(&ms[i], s.db.Time(ms[i].CreatedAt))...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// messageGone is err, or ErrNotFound when it is a message's foreign key
+// failing: its conversation was deleted meanwhile.
+func (s *Store) messageGone(err error) error {
+	if s.db.Violates(err, "messages_run_id_fkey") || s.db.Violates(err, "messages_conversation_id_fkey") {
+		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
 	}
 	return err
 }

@@ -532,6 +532,10 @@ func (s *Store) EndRun(ctx context.Context, runID string, end store.RunEnd, nes 
 			return err
 		}
 		Number(out.Events, f.lastSeq, tails)
+		// The run's row is locked: its messages' run cannot go.
+		if err := s.addMessagesLater(ctx, q, messagesOf(nes)); err != nil {
+			return err
+		}
 		err = InsertEventRows(ctx, q, out.Events, tails, s.db.Time(out.Events[0].CreatedAt))
 		if err == nil && f.routed {
 			err = s.recordDeliveries(ctx, q, out.Events)
