@@ -308,21 +308,11 @@ func (a *Agent) Abandon(ctx context.Context, conversationID string) error {
 	return nil
 }
 
-// abandoned reports whether the conversation's last turn was cancelled
-// by Abandon and has nothing left to run: its process died after the
-// cancel reached the checkpoint and before the run's end was recorded.
-func (a *Agent) abandoned(ctx context.Context, conversationID string) (bool, error) {
-	snap, err := a.graph.GetState(ctx, graph.Ref{ThreadID: conversationID})
-	if err != nil {
-		return false, fmt.Errorf("nodes: load conversation %s: %w", conversationID, err)
-	}
-	return len(snap.Next) == 0 && snap.Values.Outcome == OutcomeCancelled, nil
-}
-
 // Continue runs a conversation on from its last checkpoint, after the
 // process running it died or its run was cancelled. A conversation parked
-// at an interrupt stays parked (its run ends in run.interrupted again).
-// Events and errors are as for Run.
+// at an interrupt stays parked (its run ends in run.interrupted again);
+// one whose turn had ended says its answer again (see sayAgain). Events
+// and errors are as for Run.
 func (a *Agent) Continue(ctx context.Context, conversationID string) iter.Seq2[events.Event, error] {
 	return func(yield func(events.Event, error) bool) {
 		ins, err := a.interrupts(ctx, conversationID)
@@ -336,15 +326,45 @@ func (a *Agent) Continue(ctx context.Context, conversationID string) iter.Seq2[e
 			a.finish(ctx, yield, &graph.InterruptError{Interrupts: ins})
 			return
 		}
-		if cancelled, err := a.abandoned(ctx, conversationID); err != nil || cancelled {
-			if err == nil {
-				yield(events.New(&events.RunCancelled{}), nil)
-			} else {
-				failOrCancel(ctx, yield, err)
-			}
+		snap, err := a.graph.GetState(ctx, graph.Ref{ThreadID: conversationID})
+		if err != nil {
+			failOrCancel(ctx, yield, fmt.Errorf("nodes: load conversation %s: %w", conversationID, err))
 			return
 		}
-		a.runGraph(ctx, yield, nil, graph.RunConfig{ThreadID: conversationID})
+		switch {
+		case len(snap.Next) == 0 && snap.Values.Outcome == OutcomeCancelled:
+			// Cancelled by Abandon, with nothing left to run: its process
+			// died after the cancel reached the checkpoint and before the
+			// run's end was recorded.
+			yield(events.New(&events.RunCancelled{}), nil)
+		case len(snap.Next) == 0 && snap.Values.Outcome != "":
+			a.sayAgain(ctx, yield, snap.Values)
+		default:
+			a.runGraph(ctx, yield, nil, graph.RunConfig{ThreadID: conversationID})
+		}
+	}
+}
+
+// sayAgain ends a continued run whose graph had ended, its answer said
+// (s is the state stream left), but whose process died, or lost its
+// database, before the run's end was stored: the answer and its
+// response.done may not have been stored with it (see Hooks.OnAnswer),
+// so the hooks hear it and it is said again, as a run continued from
+// before stream would say it.
+func (a *Agent) sayAgain(ctx context.Context, yield func(events.Event, error) bool, s ChatState) {
+	ans, content := answerOf(s)
+	usage := events.Usage{}
+	said := true
+	err := a.say(ctx, s, ans, content, func(done *events.ResponseDone) {
+		usage = done.Usage
+		said = yield(events.New(done), nil)
+	})
+	if err != nil {
+		failOrCancel(ctx, yield, err)
+		return
+	}
+	if said {
+		yield(events.New(&events.RunCompleted{Status: "completed", Usage: usage}), nil)
 	}
 }
 

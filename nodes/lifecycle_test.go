@@ -3,12 +3,14 @@ package nodes_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/trellis-ai/trellis/events"
+	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/memory"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/nodes"
@@ -365,5 +367,42 @@ func TestCancelWhileAToolRunsKeepsNoResult(t *testing.T) {
 	s, err := agent.State(t.Context(), "c1")
 	if err != nil || calls != 2 || len(s.State.ToolResults) != 1 || s.State.ToolResults[0].Content != "waited" || s.State.FinalResponse != "done" {
 		t.Errorf("continued: %d calls, results %+v, final %q, %v", calls, s.State.ToolResults, s.State.FinalResponse, err)
+	}
+}
+
+// A run continued once its turn had ended (its process died, or lost its
+// database, before the run's end was stored) says the answer again, as
+// stream said it, and writes nothing: the run service stores the answer
+// and its response.done together, so both may be missing.
+func TestContinueAfterTheTurnEnded(t *testing.T) {
+	h := newHarness(t, `{"steps": [
+		{"match": {"node": "supervisor"}, "reply": {"json": {"action": "ANSWER"}}},
+		{"match": {"node": "write"}, "reply": {"text": "the answer"}}
+	]}`, nodes.Options{})
+	first := h.run(t, "c1", "hi")
+	if first.err != nil {
+		t.Fatal(first.err)
+	}
+	before, err := h.saver.List(t.Context(), graph.ListOptions{ThreadID: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := collect(h.agent.Continue(t.Context(), "c1"))
+	if again.err != nil {
+		t.Fatal(again.err)
+	}
+	wantTrace(t, again, `response.done run.completed`)
+	if got, want := last[*events.ResponseDone](again), last[*events.ResponseDone](first); !reflect.DeepEqual(got, want) {
+		t.Errorf("said again %+v, first %+v", got, want)
+	}
+	if got, want := last[*events.RunCompleted](again).Usage, last[*events.RunCompleted](first).Usage; got != want {
+		t.Errorf("usage again %+v, first %+v", got, want)
+	}
+	if len(h.answers) != 2 || !reflect.DeepEqual(h.answers[1], h.answers[0]) || h.answers[0].Message.Content != "the answer" {
+		t.Errorf("the hook heard %+v", h.answers)
+	}
+	after, err := h.saver.List(t.Context(), graph.ListOptions{ThreadID: "c1"})
+	if err != nil || len(after) != len(before) {
+		t.Errorf("checkpoints %d after, %d before (%v)", len(after), len(before), err)
 	}
 }

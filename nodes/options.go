@@ -138,10 +138,12 @@ func (f DocumentSourceFunc) DocumentSummaries(ctx context.Context, userID, conve
 // question included); after a crash the node may run again, so they must
 // tolerate a repeat (key on Answer.RequestID and Answer.Outcome).
 type Hooks struct {
-	// OnAnswer persists the assistant's message, before response.done
-	// shows it. An error fails the stream node, so that no answer is
-	// shown and then lost; a run continued from the node's checkpoint
-	// calls it again.
+	// OnAnswer persists the assistant's message no later than the
+	// response.done that shows it, which comes next (the run service
+	// stores both in one transaction). An error fails the stream node,
+	// so that no answer is shown and then lost; a run continued from the
+	// node's checkpoint, or from the end of its turn (Continue), calls
+	// it again.
 	OnAnswer func(ctx context.Context, a Answer) error
 	// Learn enqueues background learning from the turn. It must not block.
 	Learn func(ctx context.Context, a Answer)

@@ -15,6 +15,28 @@ import (
 // message to the conversation, and calls the hooks (persistence, then
 // learning) before it says the answer.
 func (a *Agent) stream(ctx context.Context, s ChatState) (ChatState, error) {
+	ans, content := answerOf(s)
+	if err := a.say(ctx, s, ans, content, func(done *events.ResponseDone) { _ = emit(ctx, done) }); err != nil {
+		return ChatState{}, err
+	}
+	msg := ans.Message
+	upd := ChatState{FinalResponse: content, Outcome: ans.Outcome}
+	if ask, ok := a.askSummary(ctx, &s, &msg); ok {
+		upd.SummaryAsk = ask
+	}
+	if ans.Outcome != OutcomeClientTools {
+		upd.Messages = []Message{msg}
+	}
+	if len(ans.Citations) > 0 { // an empty list would be stored as [] and read back non-nil
+		upd.Citations = ans.Citations
+	}
+	return upd, nil
+}
+
+// answerOf is the answer that stream gives for the state s, and the text
+// response.done shows. Given the state stream left (a turn's end), it is
+// the same answer again: stream's update keeps what it was made from.
+func answerOf(s ChatState) (Answer, string) {
 	content, outcome := s.FinalResponse, s.Outcome
 	if s.Reflection.Assessment == AssessDirectResponse && outcome == "" {
 		outcome = OutcomeDirect
@@ -23,46 +45,41 @@ func (a *Agent) stream(ctx context.Context, s ChatState) (ChatState, error) {
 	if outcome == "" {
 		outcome = OutcomeAnswered
 	}
-	citations := cited(content, s.DataChunks)
 	msg := Message{Role: RoleAssistant, Content: content, Turn: s.Turn}
 	if outcome == OutcomeClientTools && len(s.Messages) > 0 {
 		// The supervisor's message with the calls is the answer, and is
 		// in the conversation already.
 		msg = s.Messages[len(s.Messages)-1]
 	}
-	ans := Answer{
+	return Answer{
 		ConversationID: s.Input.ConversationID, UserID: s.Input.UserID, RequestID: s.Input.RequestID, Query: s.Input.Message,
-		Message: msg, Outcome: outcome, Citations: citations, Usage: s.TurnUsage, ToolResults: s.ToolResults, NoMemory: s.Input.NoMemory,
-	}
-	// The answer is stored before response.done says it: a client that
-	// reads the event finds the message, and an answer that cannot be
-	// stored fails the step (a run whose database went away goes on from
-	// its last checkpoint once it is back) rather than being shown and
-	// lost.
+		Message: msg, Outcome: outcome, Citations: cited(content, s.DataChunks), Usage: s.TurnUsage, ToolResults: s.ToolResults, NoMemory: s.Input.NoMemory,
+	}, content
+}
+
+// say calls the hooks with the answer, then says it: done sends its
+// response.done, unless s is a sub-agent's (whose answer is its task
+// call's result, in subagent.end).
+func (a *Agent) say(ctx context.Context, s ChatState, ans Answer, content string, done func(*events.ResponseDone)) error {
+	// The hook hears the answer before response.done says it, so that it
+	// is stored no later than the event: a client that reads the event
+	// finds the message, and an answer that cannot be stored fails the
+	// step (a run whose database went away goes on from its last
+	// checkpoint once it is back) rather than being shown and lost.
 	if h := a.opts.Hooks.OnAnswer; h != nil {
 		if err := h(ctx, ans); err != nil {
-			return ChatState{}, fmt.Errorf("stream: store the answer of conversation %s: %w", s.Input.ConversationID, err)
+			return fmt.Errorf("nodes: store the answer of conversation %s: %w", s.Input.ConversationID, err)
 		}
 	}
 	// Learning is asked for before the answer is said, so that an answer
 	// a client has seen is one memory will learn from, crash or not.
-	if h := a.opts.Hooks.Learn; h != nil && outcome != OutcomeClarify && outcome != OutcomeClientTools && !s.Input.NoMemory {
+	if h := a.opts.Hooks.Learn; h != nil && ans.Outcome != OutcomeClarify && ans.Outcome != OutcomeClientTools && !s.Input.NoMemory {
 		h(ctx, ans)
 	}
-	if s.Input.Namespace == "" { // a sub-agent's answer is its task call's result (subagent.end)
-		_ = emit(ctx, &events.ResponseDone{Content: content, Citations: citations, Usage: sub(s.TurnUsage, s.UsageBase), Budget: budgetFrom(ctx).usage()})
+	if s.Input.Namespace == "" {
+		done(&events.ResponseDone{Content: content, Citations: ans.Citations, Usage: sub(s.TurnUsage, s.UsageBase), Budget: budgetFrom(ctx).usage()})
 	}
-	upd := ChatState{FinalResponse: content, Outcome: outcome}
-	if ask, ok := a.askSummary(ctx, &s, &msg); ok {
-		upd.SummaryAsk = ask
-	}
-	if outcome != OutcomeClientTools {
-		upd.Messages = []Message{msg}
-	}
-	if len(citations) > 0 { // an empty list would be stored as [] and read back non-nil
-		upd.Citations = citations
-	}
-	return upd, nil
+	return nil
 }
 
 // directText is what operators showed the user, as the message to keep.
