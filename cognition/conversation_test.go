@@ -192,3 +192,56 @@ func TestLearnLaterIsOneJob(t *testing.T) {
 		})
 	}
 }
+
+// A turn's answer is stored with its run's end, after the run asked for
+// learning: a job that runs in between finds the turn running, waits
+// for it, and learns it once it is answered.
+func TestLearningWaitsForARunningTurn(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			r := newRig(t, b, cognition.Config{LearnAfter: -1})
+			ctx := t.Context()
+			st := r.st.(store.Store)
+			conv, err := st.CreateConversation(ctx, store.NewConversation{UserID: "alice"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, err := st.StartRun(ctx, store.NewRun{UserID: "alice", ConversationID: conv.ID, UserMessage: "remember that I live in Lisbon", RequestID: "q1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			startQueue(t, r.queue)
+			if err := r.svc.LearnLater(ctx, "alice", conv.ID, 1); err != nil {
+				t.Fatal(err)
+			}
+			// The job runs at once (its first look comes within 100 ms),
+			// finds the turn running, and waits: it is not finished, and
+			// nothing is learned.
+			time.Sleep(time.Second)
+			ids, err := r.queue.Unfinished(ctx, cognition.Pending{}.Kind(), "conversation_id", conv.ID)
+			if err != nil || len(ids) != 1 {
+				t.Fatalf("the job did not wait for the running turn: unfinished jobs %v, %v", ids, err)
+			}
+			if got := learnedOf(t, r.svc, "alice").memories; len(got) != 0 {
+				t.Fatalf("learned from a turn with no answer: %+v", got)
+			}
+			meta, _ := json.Marshal(store.AnswerMeta{Outcome: "answered", RequestID: "q1"})
+			if _, err := st.EndRun(ctx, run.ID, store.RunEnd{Status: store.RunCompleted}, []store.NewEvent{{RunID: run.ID, Type: "response.done", Data: json.RawMessage(`{}`),
+				Message: &store.NewMessage{RunID: run.ID, Role: store.RoleAssistant, Content: "Noted.", Meta: meta}}}); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				left, err := r.st.UnlearnedTurns(ctx, "alice", conv.ID, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(left) == 0 && len(learnedOf(t, r.svc, "alice").memories) > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the answered turn was not learned: unlearned %+v", left)
+				}
+			}
+		})
+	}
+}

@@ -134,65 +134,80 @@ func (s *Service) learnConversation(ctx context.Context, j jobs.Job[Pending]) er
 			return jobs.Snooze(max(s.cfg.LearnAfter, time.Second))
 		}
 	}
-	return s.LearnConversation(ctx, j.Args.UserID, j.Args.ConversationID)
+	running, err := s.learnRecord(ctx, j.Args.UserID, j.Args.ConversationID)
+	if err == nil && running {
+		// The turn's answer is stored with its run's end, after the run
+		// asked for this job: it is learned once it is there.
+		return jobs.Snooze(max(s.cfg.LearnAfter, time.Second))
+	}
+	return err
 }
 
 // LearnConversation learns from the turns of the user's conversation not
 // learned yet, in order, each as Learn does, and records each learned
 // once it is (store.Memories.MarkLearned): learning several turns at
 // once is learning each in turn. It stops before a turn still going (no
-// answer yet), whose answer asks for learning again. Turns with no
-// answer, a question back or client tool calls for one, or kept out of
-// memory by their request teach nothing and are passed over. A
-// conversation deleted meanwhile has nothing to learn.
+// answer yet): one waiting for a person asks for learning again when it
+// answers; the job waits for one running to end (its answer is stored
+// with its end, after it asked). Turns with no answer, a question back
+// or client tool calls for one, or kept out of memory by their request
+// teach nothing and are passed over. A conversation deleted meanwhile
+// has nothing to learn.
 func (s *Service) LearnConversation(ctx context.Context, userID, conversationID string) error {
+	_, err := s.learnRecord(ctx, userID, conversationID)
+	return err
+}
+
+// learnRecord is LearnConversation, and reports whether it stopped
+// before a turn whose run is running.
+func (s *Service) learnRecord(ctx context.Context, userID, conversationID string) (bool, error) {
 	if userID == "" {
-		return ErrNoUser
+		return false, ErrNoUser
 	}
 	for {
 		turns, err := s.cfg.Store.UnlearnedTurns(ctx, userID, conversationID, store.MaxLimit)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil
+			return false, nil
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		going, err := s.learnTurns(ctx, userID, conversationID, turns)
-		if err != nil || going || len(turns) < store.MaxLimit {
-			return err
+		if err != nil || going != "" || len(turns) < store.MaxLimit {
+			return going == store.RunRunning, err
 		}
 	}
 }
 
-// learnTurns learns from turns, as LearnConversation does, and reports
-// whether it stopped before one still going.
-func (s *Service) learnTurns(ctx context.Context, userID, conversationID string, turns []store.UnlearnedTurn) (bool, error) {
+// learnTurns learns from turns, as LearnConversation does, and returns
+// the status of the turn still going it stopped before, "" for none.
+func (s *Service) learnTurns(ctx context.Context, userID, conversationID string, turns []store.UnlearnedTurn) (store.RunStatus, error) {
 	var passed int64 // the last turn passed over, not marked yet
-	going := false
+	var going store.RunStatus
 	for _, ut := range turns {
 		if !ut.Answered && !ut.Superseded && !ut.Status.Final() {
-			going = true
+			going = ut.Status
 			break
 		}
 		t, ok, err := turnOf(userID, conversationID, ut)
 		if err != nil {
-			return false, err
+			return "", err
 		}
 		if !ok {
 			passed = ut.Num
 			continue
 		}
 		if err := s.Learn(ctx, t); err != nil {
-			return false, err
+			return "", err
 		}
 		if err := s.cfg.Store.MarkLearned(ctx, userID, conversationID, ut.Num); err != nil {
-			return false, err
+			return "", err
 		}
 		passed = 0
 	}
 	if passed != 0 {
 		if err := s.cfg.Store.MarkLearned(ctx, userID, conversationID, passed); err != nil {
-			return false, err
+			return "", err
 		}
 	}
 	return going, nil

@@ -129,13 +129,17 @@ func (m *Service) createElicitation(ctx context.Context, rn *Run, id, source, me
 	return e, nil
 }
 
-// onAnswer is the agent's OnAnswer hook: it stores the assistant's
-// message in the run's record. A recovered run may say its answer twice
-// (the node ran again after the crash); the second is dropped. Only the
-// run's last answer can be said again (stream, which says it, starts
-// from a barrier's checkpoint, so it says the same words), and a run may
-// answer twice in its own right: a clarifying question whose deadline
-// let the run go on, then the answer it went on to.
+// onAnswer is the agent's OnAnswer hook: it keeps the assistant's
+// message for the response.done that follows, to be stored with it in
+// one transaction (see emitAs): whoever reads the event finds the
+// message, and a run that dies before they are stored says them again
+// when it is continued (nodes.Agent.Continue). A recovered run may say
+// its answer twice (the node ran again after the crash, or the graph
+// had ended); the second is dropped, and its response.done with it.
+// Only the run's last answer can be said again (stream, which says it,
+// starts from a barrier's checkpoint, so it says the same words), and a
+// run may answer twice in its own right: a clarifying question whose
+// deadline let the run go on, then the answer it went on to.
 func (m *Service) onAnswer(ctx context.Context, a nodes.Answer) error {
 	rn := runFrom(ctx)
 	if rn == nil {
@@ -159,6 +163,7 @@ func (m *Service) onAnswer(ctx context.Context, a nodes.Answer) error {
 		for _, msg := range slices.Backward(msgs) {
 			if msg.Role == store.RoleAssistant {
 				if msg.Content == nm.Content {
+					rn.said.Store(true)
 					return nil
 				}
 				break
@@ -173,9 +178,7 @@ func (m *Service) onAnswer(ctx context.Context, a nodes.Answer) error {
 		meta.Tools = append(meta.Tools, store.AnswerTool{Tool: r.Tool, Status: string(r.Status)})
 	}
 	nm.Meta, _ = json.Marshal(meta)
-	if _, err := m.st.AddMessage(ctx, nm); err != nil {
-		return fmt.Errorf("runs: store the answer of run %s: %w", rn.id, err)
-	}
+	rn.answer.Store(&nm)
 	return nil
 }
 

@@ -60,6 +60,13 @@ type Run struct {
 	// firstAnswer is set once the run has stored the conversation's
 	// first answer: its end asks for a title (Config.Title).
 	firstAnswer atomic.Bool
+	// answer is the assistant's message the agent said last (onAnswer),
+	// waiting for the response.done that shows it, to be stored with it
+	// (store.NewEvent.Message). said is set instead when a recovered
+	// run says again an answer stored already: its response.done, stored
+	// with it, is not stored twice.
+	answer atomic.Pointer[store.NewMessage]
+	said   atomic.Bool
 	// turnOver is set, on the driving goroutine, once the segment ended
 	// the run's turn (a final status, or a clarifying question): the
 	// conversation's queued message may start (see nextQueued).
@@ -693,7 +700,14 @@ func (m *Service) emitAs(rn *Run, p events.Payload, namespace string) bool {
 			return false
 		}
 	}
-	return rn.out.put(store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data, Owner: m.fence()}, p) == nil
+	e := store.NewEvent{RunID: rn.id, Type: p.EventType(), Data: data, Owner: m.fence()}
+	if _, done := p.(*events.ResponseDone); done && namespace == "" {
+		if rn.said.Swap(false) {
+			return true
+		}
+		e.Message = rn.answer.Swap(nil)
+	}
+	return rn.out.put(e, p) == nil
 }
 
 // fence is the owner that fences this process's writes of a run's

@@ -517,6 +517,131 @@ func TestCrashWhileASyncRunsEventsWait(t *testing.T) {
 	}
 }
 
+// A sync run stores its answer and response.done with its end, in one
+// transaction. A process killed after the run's last checkpoint (its
+// graph had ended) and before that transaction committed leaves
+// neither: the next process continues the run from its end, says the
+// answer again, and stores it once, with one response.done.
+func TestCrashBeforeASyncRunsEnd(t *testing.T) {
+	t.Parallel()
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			e := newCrashEnv(t, db)
+			first := e.start()
+			answered := make(chan struct{})
+			go func() {
+				defer close(answered)
+				// Killed under it: the request fails, and nobody was told the answer.
+				body := strings.NewReader(`{"message": "slow answer"}`)
+				if resp, err := http.Post(first.url+"/api/v1/chat/sync", "application/json", body); err == nil {
+					resp.Body.Close()
+				}
+			}()
+			var conv string
+			for deadline := time.Now().Add(30 * time.Second); conv == ""; {
+				var list struct{ Conversations []struct{ ID string } }
+				if json.NewDecoder(first.do("GET", "/api/v1/conversations", nil).Body).Decode(&list) == nil && len(list.Conversations) == 1 {
+					conv = list.Conversations[0].ID
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no turn started\n%s", first.logs.String())
+				}
+			}
+			// The supervisor's model answers after 1.5 s; the turn then
+			// ends, its checkpoints stored, and its end waits on the lock.
+			release := e.holdMessages()
+			defer release()
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				var state struct {
+					Values struct{ Messages []json.RawMessage } `json:"values"`
+					Next   []string                             `json:"next"`
+				}
+				if json.NewDecoder(first.do("GET", "/langgraph/threads/"+conv+"/state", nil).Body).Decode(&state) == nil &&
+					len(state.Next) == 0 && len(state.Values.Messages) == 2 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the turn's graph did not end\n%s", first.logs.String())
+				}
+			}
+			time.Sleep(300 * time.Millisecond) // the run's end is stored, and waits
+			first.stop(syscall.SIGKILL)
+			release()
+			<-answered
+
+			second := e.start()
+			runStatus(t, second, conv, "completed")
+			if answers := assistantAnswers(t, second, conv); !slices.Equal(answers, []string{"Done."}) {
+				t.Errorf("answers %q, want one", answers)
+			}
+			seen := sseEvents(t, second.do("GET", "/api/v1/conversations/"+conv+"/stream?after=0", nil), nil)
+			if n := len(of(seen, "response.done")); n != 1 || seen[len(seen)-1].typ != "run.completed" || of(seen, "response.done")[0].data["content"] != "Done." {
+				t.Errorf("the run's stored events: %v", types(seen))
+			}
+			second.stop(syscall.SIGTERM)
+		})
+	}
+}
+
+// A streamed run stores its answer with its response.done as soon as it
+// says it, if the batch before is written by then (else they go with
+// the run's end), and its end after its last checkpoint. A process
+// killed while the end waits (on the usage record's lock) leaves the
+// run running, and the answer stored or not: the next process
+// continues the run from its end and says the answer again, which it
+// stores if it is not, and drops with its response.done if it is, so
+// neither is stored twice. On SQLite one lock holds the whole record,
+// so the answer cannot be let through and the end held;
+// TestCrashBeforeASyncRunsEnd holds both there.
+func TestCrashBeforeAStreamedRunsEnd(t *testing.T) {
+	t.Parallel()
+	e := newCrashEnv(t, "postgres")
+	first := e.start()
+	release := e.holdWrites(`LOCK TABLE usage_days IN EXCLUSIVE MODE`, "")
+	defer release()
+	resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "slow answer"})
+	defer resp.Body.Close()
+	conv := resp.Header.Get("X-Conversation-ID")
+	waitForLockWait(t, e.dsn, "INSERT INTO usage_days")
+	first.stop(syscall.SIGKILL)
+	release()
+
+	second := e.start()
+	runStatus(t, second, conv, "completed")
+	if answers := assistantAnswers(t, second, conv); !slices.Equal(answers, []string{"Done."}) {
+		t.Errorf("answers %q, want one", answers)
+	}
+	stored := sseEvents(t, second.do("GET", "/api/v1/conversations/"+conv+"/stream?after=0", nil), nil)
+	if n := len(of(stored, "response.done")); n != 1 || stored[len(stored)-1].typ != "run.completed" {
+		t.Errorf("the run's stored events: %v", types(stored))
+	}
+	second.stop(syscall.SIGTERM)
+}
+
+// waitForLockWait waits, 30 s at most, until a statement that starts
+// with prefix waits for a lock in the database of dsn.
+func waitForLockWait(t *testing.T, dsn, prefix string) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var n int
+		if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock' AND starts_with(query, $1)`, prefix).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no statement %q waited for a lock", prefix)
+		}
+	}
+}
+
 // A process killed after storing a run and before the run's first
 // checkpoint (the checkpoint tables are locked, so none can be stored)
 // leaves nothing of the turn but the run and the user's message. The

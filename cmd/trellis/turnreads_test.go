@@ -67,14 +67,14 @@ func TestSyncTurnStatements(t *testing.T) {
 		// conversation's update at the run's start goes with the read
 		// of the run it follows, and the run's and its message's
 		// inserts with the COMMIT; at the run's end, the updates of the
-		// run, the usage and the conversation and the last events go
-		// with the COMMIT (20 trips when each was a trip of its own);
-		// the checkpoints' batch is one trip. So: the run's start 2,
-		// the thread's, profile's and memories' reads 3, three
-		// checkpoint writes in two trips, the answer 1, the learning
-		// job's state 1 (River's, not among the statements above), the
-		// run's end with its events 2.
-		if want := 11; trips != want {
+		// run, the usage and the conversation, the answer and the last
+		// events go with the COMMIT (20 trips when each was a trip of
+		// its own); the checkpoints' batch is one trip. So: the run's
+		// start 2, the thread's, profile's and memories' reads 3, three
+		// checkpoint writes in two trips, the learning job's state 1
+		// (River's, not among the statements above), the run's end with
+		// its answer and its events 2.
+		if want := 10; trips != want {
 			t.Errorf("turn %d: %d round trips, want %d:\n%s", i+2, trips, want, strings.Join(stmts, "\n"))
 		}
 	}
@@ -85,12 +85,23 @@ func TestSyncTurnStatements(t *testing.T) {
 // of each prepared statement bound. It also counts the round trips that
 // execute something: a simple query, or a Sync after an Execute (a
 // Sync that ends only the preparing of statements is not counted, as
-// which connection has a statement prepared already varies).
+// which connection has a statement prepared already varies). An append
+// of events that is not the run's end (how many there are, the
+// outbox's timing decides) is left out, its transaction and round
+// trips with it: a batch holding the answer is a transaction.
 type statementProxy struct {
-	addr  string
-	mu    sync.Mutex
-	seen  []string
-	trips int
+	addr     string
+	mu       sync.Mutex
+	seen     []noted
+	lastTrip int // the last round trip's number
+}
+
+// noted is a statement as one connection executed it, and the round
+// trip it went in (0 until its Sync).
+type noted struct {
+	conn int
+	q    string
+	trip int
 }
 
 func newStatementProxy(t *testing.T, upstream string) *statementProxy {
@@ -99,6 +110,7 @@ func newStatementProxy(t *testing.T, upstream string) *statementProxy {
 		t.Fatal(err)
 	}
 	p := &statementProxy{addr: l.Addr().String()}
+	conns := 0
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
 		l.Close()
@@ -119,8 +131,10 @@ func newStatementProxy(t *testing.T, upstream string) *statementProxy {
 				_, _ = io.Copy(c, up)
 				c.Close()
 			})
+			conns++
+			conn := conns
 			wg.Go(func() {
-				p.read(io.TeeReader(c, up))
+				p.read(conn, c, up)
 				up.Close()
 			})
 		}
@@ -128,15 +142,22 @@ func newStatementProxy(t *testing.T, upstream string) *statementProxy {
 	return p
 }
 
-// read reads one client's messages to their end: the startup message,
-// which has no type, then typed ones.
-func (p *statementProxy) read(r io.Reader) {
+// read reads one client's messages to their end, the startup message,
+// which has no type, then typed ones, and forwards each to w once it is
+// noted: what the server answers, the statement it answers was noted
+// first, so a turn's statements are all noted when its response comes.
+func (p *statementProxy) read(conn int, r io.Reader, w io.Writer) {
 	br := bufio.NewReader(r)
 	var n [4]byte
 	if _, err := io.ReadFull(br, n[:]); err != nil {
 		return
 	}
-	if _, err := io.CopyN(io.Discard, br, int64(binary.BigEndian.Uint32(n[:]))-4); err != nil {
+	startup := make([]byte, binary.BigEndian.Uint32(n[:]))
+	copy(startup, n[:])
+	if _, err := io.ReadFull(br, startup[4:]); err != nil {
+		return
+	}
+	if _, err := w.Write(startup); err != nil {
 		return
 	}
 	named := map[string]string{}
@@ -149,52 +170,107 @@ func (p *statementProxy) read(r io.Reader) {
 		if _, err := io.ReadFull(br, n[:]); err != nil {
 			return
 		}
-		msg := make([]byte, binary.BigEndian.Uint32(n[:])-4)
+		whole := make([]byte, 1+binary.BigEndian.Uint32(n[:]))
+		whole[0] = typ
+		copy(whole[1:], n[:])
+		msg := whole[5:]
 		if _, err := io.ReadFull(br, msg); err != nil {
 			return
 		}
 		f := bytes.Split(msg, []byte{0})
 		switch typ {
 		case 'Q':
-			p.trip()
-			p.note(string(f[0]))
+			p.note(conn, string(f[0]))
+			p.trip(conn)
 		case 'P':
 			named[string(f[0])] = string(f[1])
 		case 'B':
-			p.note(named[string(f[1])])
+			p.note(conn, named[string(f[1])])
 		case 'E':
 			executed = true
 		case 'S':
 			if executed {
-				p.trip()
+				p.trip(conn)
 			}
 			executed = false
+		}
+		if _, err := w.Write(whole); err != nil {
+			return
 		}
 	}
 }
 
-func (p *statementProxy) note(q string) {
-	q = strings.TrimSpace(q)
-	if strings.HasPrefix(q, "-- name:") || q == "-- ping" || strings.Contains(q, "INSERT INTO events") {
-		return
+func (p *statementProxy) note(conn int, q string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen = append(p.seen, noted{conn: conn, q: strings.Join(strings.Fields(q), " ")})
+}
+
+// trip numbers a round trip of conn's, and gives its number to the
+// statements it carried.
+func (p *statementProxy) trip(conn int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lastTrip++
+	for i := len(p.seen) - 1; i >= 0 && (p.seen[i].conn != conn || p.seen[i].trip == 0); i-- {
+		if p.seen[i].conn == conn {
+			p.seen[i].trip = p.lastTrip
+		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.seen = append(p.seen, strings.Join(strings.Fields(q), " "))
 }
 
-func (p *statementProxy) trip() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.trips++
-}
-
-// take returns the statements noted, and the round trips counted, since
-// the last call.
+// take returns the statements noted since the last call, but River's
+// (named "-- name: …"), pings and the appends of events, and the round
+// trips they went in, but those of the appends. The answer's insert
+// counts wherever it went: with the run's end, or with the append of
+// its response.done.
 func (p *statementProxy) take() ([]string, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s, n := p.seen, p.trips
-	p.seen, p.trips = nil, 0
-	return s, n
+	seen := p.seen
+	p.seen = nil
+	// Each connection's statements, in units: a transaction, or a
+	// statement outside one.
+	unit := make([]int, len(seen))
+	open := map[int]int{} // a connection's transaction, by its first statement
+	for i, st := range seen {
+		first, in := open[st.conn]
+		switch {
+		case st.q == "begin":
+			open[st.conn], unit[i] = i, i
+		case in:
+			unit[i] = first
+			if st.q == "commit" || st.q == "rollback" {
+				delete(open, st.conn)
+			}
+		default:
+			unit[i] = i
+		}
+	}
+	appends, ends := map[int]bool{}, map[int]bool{}
+	for i, st := range seen {
+		if strings.Contains(st.q, "INSERT INTO events") {
+			appends[unit[i]] = true
+		}
+		if strings.HasPrefix(st.q, "UPDATE runs SET status") {
+			ends[unit[i]] = true
+		}
+	}
+	var out []string
+	trips := map[int]bool{}
+	for i, st := range seen {
+		switch {
+		case !appends[unit[i]] || ends[unit[i]]:
+			if st.trip != 0 {
+				trips[st.trip] = true
+			}
+		case st.q == "begin" || st.q == "commit" || st.q == "rollback":
+			continue
+		}
+		if strings.HasPrefix(st.q, "-- name:") || st.q == "-- ping" || strings.Contains(st.q, "INSERT INTO events") {
+			continue
+		}
+		out = append(out, st.q)
+	}
+	return out, len(trips)
 }
