@@ -43,11 +43,10 @@ func insertMessageArgs(m *store.Message, at any) []any {
 // its conversation.
 func (s *Store) addMessage(ctx context.Context, q Querier, m *store.Message, at any) error {
 	err := q.QueryRow(ctx, insertMessage, insertMessageArgs(m, at)...).Scan(&m.ConversationID, &m.Superseded)
-	// A foreign key fails when the conversation is deleted meanwhile.
-	if noRows(err) || s.db.Violates(err, "messages_run_id_fkey") || s.db.Violates(err, "messages_conversation_id_fkey") {
+	if noRows(err) {
 		return store.ErrNotFound
 	}
-	return err
+	return s.messageGone(err)
 }
 
 // messagesOf returns the messages that events hold (NewEvent.Message),
