@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"io"
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestSyncTurnStatements pins the statements a plain sync turn (no
@@ -31,6 +35,7 @@ func TestSyncTurnStatements(t *testing.T) {
 	p := newStatementProxy(t, u.Host)
 	u.Host = p.addr
 	base := startBenchServe(t, "DATABASE_URL", u.String(), "TRELLIS_CLAIM_INTERVAL", "1h")
+	waitForStartJobs(t, dsn)
 	conv := ""
 	turn := func() ([]string, int) {
 		p.take() // what ran between turns
@@ -76,6 +81,29 @@ func TestSyncTurnStatements(t *testing.T) {
 		// its answer and its events 2.
 		if want := 10; trips != want {
 			t.Errorf("turn %d: %d round trips, want %d:\n%s", i+2, trips, want, strings.Join(stmts, "\n"))
+		}
+	}
+}
+
+// waitForStartJobs waits, 30 s at most, until the jobs the server's
+// queue enqueues once it elects its leader (the periodic ones that run
+// on start) are stored and worked, so that none runs during a turn.
+func waitForStartJobs(t *testing.T, dsn string) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var stored, waiting int
+		err := conn.QueryRow(t.Context(), `SELECT count(*), count(*) FILTER (WHERE state IN ('available', 'running', 'retryable'))
+FROM river_job`).Scan(&stored, &waiting)
+		if err == nil && stored > 0 && waiting == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue's start jobs: %d stored, %d waiting (%v)", stored, waiting, err)
 		}
 	}
 }
@@ -221,7 +249,8 @@ func (p *statementProxy) trip(conn int) {
 
 // take returns the statements noted since the last call, but River's
 // (named "-- name: …"), pings and the appends of events, and the round
-// trips they went in, but those of the appends. The answer's insert
+// trips they went in, but those of the appends, of River's own
+// transactions and of pings. The answer's insert
 // counts wherever it went: with the run's end, or with the append of
 // its response.done.
 func (p *statementProxy) take() ([]string, int) {
@@ -247,7 +276,10 @@ func (p *statementProxy) take() ([]string, int) {
 			unit[i] = i
 		}
 	}
-	appends, ends := map[int]bool{}, map[int]bool{}
+	// River's own transactions (its maintenance, which runs when it
+	// will) hold nothing but its named statements; one of its
+	// statements outside a transaction is the turn's learning job's.
+	appends, ends, ours := map[int]bool{}, map[int]bool{}, map[int]bool{}
 	for i, st := range seen {
 		if strings.Contains(st.q, "INSERT INTO events") {
 			appends[unit[i]] = true
@@ -255,11 +287,19 @@ func (p *statementProxy) take() ([]string, int) {
 		if strings.HasPrefix(st.q, "UPDATE runs SET status") {
 			ends[unit[i]] = true
 		}
+		control := st.q == "begin" || st.q == "commit" || st.q == "rollback"
+		if !control && (unit[i] == i || !strings.HasPrefix(st.q, "-- name:")) {
+			ours[unit[i]] = true
+		}
 	}
 	var out []string
 	trips := map[int]bool{}
 	for i, st := range seen {
 		switch {
+		case !ours[unit[i]] || st.q == "-- ping":
+			// pgxpool pings a connection idle for a second before it
+			// lends it: how many, the turn's pace decides.
+			continue
 		case !appends[unit[i]] || ends[unit[i]]:
 			if st.trip != 0 {
 				trips[st.trip] = true
