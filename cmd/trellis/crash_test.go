@@ -602,7 +602,8 @@ func TestCrashBeforeAStreamedRunsEnd(t *testing.T) {
 	resp := first.do("POST", "/api/v1/chat", map[string]any{"message": "slow answer"})
 	defer resp.Body.Close()
 	conv := resp.Header.Get("X-Conversation-ID")
-	waitForLockWait(t, e.dsn, "INSERT INTO usage_days")
+	waitForSQL(t, e.dsn, "the run's end waits on the lock", `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock' AND starts_with(query, 'INSERT INTO usage_days'))`)
 	first.stop(syscall.SIGKILL)
 	release()
 
@@ -618,9 +619,9 @@ func TestCrashBeforeAStreamedRunsEnd(t *testing.T) {
 	second.stop(syscall.SIGTERM)
 }
 
-// waitForLockWait waits, 30 s at most, until a statement that starts
-// with prefix waits for a lock in the database of dsn.
-func waitForLockWait(t *testing.T, dsn, prefix string) {
+// waitForSQL waits, 30 s at most, until query, which reads one
+// boolean, reads true in the database of dsn; what names the wait.
+func waitForSQL(t *testing.T, dsn, what, query string, args ...any) {
 	t.Helper()
 	conn, err := pgx.Connect(t.Context(), dsn)
 	if err != nil {
@@ -628,16 +629,13 @@ func waitForLockWait(t *testing.T, dsn, prefix string) {
 	}
 	defer conn.Close(context.Background())
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var n int
-		if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
-WHERE datname = current_database() AND wait_event_type = 'Lock' AND starts_with(query, $1)`, prefix).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
+		var ok bool
+		err := conn.QueryRow(t.Context(), query, args...).Scan(&ok)
+		if err == nil && ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no statement %q waited for a lock", prefix)
+			t.Fatalf("%s: not within 30 s (%v)", what, err)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"io"
@@ -13,9 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // TestSyncTurnStatements pins the statements a plain sync turn (no
@@ -35,7 +31,11 @@ func TestSyncTurnStatements(t *testing.T) {
 	p := newStatementProxy(t, u.Host)
 	u.Host = p.addr
 	base := startBenchServe(t, "DATABASE_URL", u.String(), "TRELLIS_CLAIM_INTERVAL", "1h")
-	waitForStartJobs(t, dsn)
+	// The jobs the queue enqueues once it elects its leader (the
+	// periodic ones that run on start) are stored and worked first, so
+	// that none runs during a turn.
+	waitForSQL(t, dsn, "the queue's start jobs", `SELECT count(*) > 0 AND count(*) FILTER (WHERE state IN ('available', 'running', 'retryable')) = 0
+FROM river_job`)
 	conv := ""
 	turn := func() ([]string, int) {
 		p.take() // what ran between turns
@@ -81,29 +81,6 @@ func TestSyncTurnStatements(t *testing.T) {
 		// its answer and its events 2.
 		if want := 10; trips != want {
 			t.Errorf("turn %d: %d round trips, want %d:\n%s", i+2, trips, want, strings.Join(stmts, "\n"))
-		}
-	}
-}
-
-// waitForStartJobs waits, 30 s at most, until the jobs the server's
-// queue enqueues once it elects its leader (the periodic ones that run
-// on start) are stored and worked, so that none runs during a turn.
-func waitForStartJobs(t *testing.T, dsn string) {
-	t.Helper()
-	conn, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var stored, waiting int
-		err := conn.QueryRow(t.Context(), `SELECT count(*), count(*) FILTER (WHERE state IN ('available', 'running', 'retryable'))
-FROM river_job`).Scan(&stored, &waiting)
-		if err == nil && stored > 0 && waiting == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the queue's start jobs: %d stored, %d waiting (%v)", stored, waiting, err)
 		}
 	}
 }
