@@ -254,8 +254,10 @@ func (p *statementProxy) take() ([]string, int) {
 		}
 	}
 	// River's own transactions (its maintenance, which runs when it
-	// will) hold nothing but its named statements; one of its
-	// statements outside a transaction is the turn's learning job's.
+	// will) hold nothing but its named statements. Of its statements
+	// outside a transaction, the turn's is the read of its learning
+	// job's state (JobGetByID); the others (the leader's re-election,
+	// the producer's polls for jobs) come on River's clock, not the turn's.
 	appends, ends, ours := map[int]bool{}, map[int]bool{}, map[int]bool{}
 	for i, st := range seen {
 		if strings.Contains(st.q, "INSERT INTO events") {
@@ -265,7 +267,8 @@ func (p *statementProxy) take() ([]string, int) {
 			ends[unit[i]] = true
 		}
 		control := st.q == "begin" || st.q == "commit" || st.q == "rollback"
-		if !control && (unit[i] == i || !strings.HasPrefix(st.q, "-- name:")) {
+		named := strings.HasPrefix(st.q, "-- name:")
+		if !control && (!named || unit[i] == i && strings.HasPrefix(st.q, "-- name: JobGetByID ")) {
 			ours[unit[i]] = true
 		}
 	}
