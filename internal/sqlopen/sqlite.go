@@ -57,11 +57,17 @@ var MaxIdleTime = time.Minute
 // secure_delete overwrites deleted content with zeros, so what a user
 // deletes, or an erasure takes, does not stay in the file's free pages
 // and free space (the WAL keeps it until TruncateWAL).
+// temp_store=MEMORY keeps temporary files in memory, among them the
+// statement journals of a group commit's savepoints (internal/groupcommit):
+// a journal past 64 KiB, which a commit of several turns' writes passes,
+// spilled to a file SQLite created, wrote and removed for the batch (a
+// quarter of a turn's write calls under load), and the pages it held, a
+// user's rows as they were, stayed in the disk's free space.
 // _txlock=immediate makes a writing transaction take the write lock at
 // BEGIN, where waiting for it is safe, instead of failing with
 // SQLITE_BUSY on its first write.
 var params = fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"+
-	"&_pragma=foreign_keys(1)&_pragma=secure_delete(1)&_txlock=immediate", BusyTimeout.Milliseconds())
+	"&_pragma=foreign_keys(1)&_pragma=secure_delete(1)&_pragma=temp_store(MEMORY)&_txlock=immediate", BusyTimeout.Milliseconds())
 
 // SQLite opens the database at path: a file name, a "file:" URI, or
 // ":memory:" for a private in-memory database that lives until the

@@ -32,6 +32,7 @@ func TestSQLite(t *testing.T) {
 			want := map[string]string{
 				"busy_timeout": strconv.FormatInt(sqlopen.BusyTimeout.Milliseconds(), 10),
 				"journal_mode": tc.journalMode, "synchronous": "1", "foreign_keys": "1", "secure_delete": "1",
+				"temp_store": "2", // MEMORY
 			}
 			for pragma, w := range want {
 				var got string
