@@ -65,7 +65,7 @@ FROM river_job`)
 	turn()
 	for i := range 2 {
 		stmts, trips := turn()
-		if want := 19; len(stmts) != want {
+		if want := 20; len(stmts) != want {
 			t.Errorf("turn %d: %d statements, want %d:\n%s", i+2, len(stmts), want, strings.Join(stmts, "\n"))
 		}
 		// Each transaction's BEGIN goes with its first statement; the
@@ -76,9 +76,8 @@ FROM river_job`)
 		// events go with the COMMIT (20 trips when each was a trip of
 		// its own); the checkpoints' batch is one trip. So: the run's
 		// start 2, the thread's, profile's and memories' reads 3, three
-		// checkpoint writes in two trips, the learning job's state 1
-		// (River's, not among the statements above), the run's end with
-		// its answer and its events 2.
+		// checkpoint writes in two trips, the learning job's state 1,
+		// the run's end with its answer and its events 2.
 		if want := 10; trips != want {
 			t.Errorf("turn %d: %d round trips, want %d:\n%s", i+2, trips, want, strings.Join(stmts, "\n"))
 		}
@@ -226,10 +225,9 @@ func (p *statementProxy) trip(conn int) {
 
 // take returns the statements noted since the last call, but River's
 // (named "-- name: …"), pings and the appends of events, and the round
-// trips they went in, but those of the appends, of River's own
-// transactions and of pings. The answer's insert
-// counts wherever it went: with the run's end, or with the append of
-// its response.done.
+// trips they went in, but those of the appends, of River's statements
+// and transactions and of pings. The answer's insert counts wherever it
+// went: with the run's end, or with the append of its response.done.
 func (p *statementProxy) take() ([]string, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -253,11 +251,10 @@ func (p *statementProxy) take() ([]string, int) {
 			unit[i] = i
 		}
 	}
-	// River's own transactions (its maintenance, which runs when it
-	// will) hold nothing but its named statements. Of its statements
-	// outside a transaction, the turn's is the read of its learning
-	// job's state (JobGetByID); the others (the leader's re-election,
-	// the producer's polls for jobs) come on River's clock, not the turn's.
+	// River's statements (named "-- name: …") come on its own clock
+	// (the leader's re-election, the producer's polls for jobs), as do
+	// its transactions, which hold nothing else; the turn's learning
+	// job is read by a statement of the queue's own.
 	appends, ends, ours := map[int]bool{}, map[int]bool{}, map[int]bool{}
 	for i, st := range seen {
 		if strings.Contains(st.q, "INSERT INTO events") {
@@ -267,8 +264,7 @@ func (p *statementProxy) take() ([]string, int) {
 			ends[unit[i]] = true
 		}
 		control := st.q == "begin" || st.q == "commit" || st.q == "rollback"
-		named := strings.HasPrefix(st.q, "-- name:")
-		if !control && (!named || unit[i] == i && strings.HasPrefix(st.q, "-- name: JobGetByID ")) {
+		if !control && !strings.HasPrefix(st.q, "-- name:") {
 			ours[unit[i]] = true
 		}
 	}

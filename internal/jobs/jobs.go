@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
@@ -173,7 +174,6 @@ type client interface {
 	Stop(ctx context.Context) error
 	StopAndCancel(ctx context.Context) error
 	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
-	JobGet(ctx context.Context, id int64) (*rivertype.JobRow, error)
 	JobRetry(ctx context.Context, id int64) (*rivertype.JobRow, error)
 	JobCancel(ctx context.Context, id int64) (*rivertype.JobRow, error)
 	JobList(ctx context.Context, params *river.JobListParams) (*river.JobListResult, error)
@@ -661,15 +661,29 @@ const (
 
 // JobState returns the job's state and its attempts so far. Returns an
 // error matching ErrNotFound for an unknown job.
+//
+// It reads the two columns from River's table itself, as SetProgress
+// writes it: Debounce reads a learning job's state at every turn, and
+// River's JobGet decodes the whole row (the arguments, metadata, errors
+// and five timestamps), which was two thirds of what the read cost.
 func (q *Queue) JobState(ctx context.Context, id int64) (State, int, error) {
-	j, err := q.c.JobGet(ctx, id)
-	if errors.Is(err, river.ErrNotFound) {
+	var (
+		st      string
+		attempt int
+		err     error
+	)
+	if q.db != nil {
+		err = q.db.QueryRowContext(ctx, `SELECT state, attempt FROM river_job WHERE id = ?`, id).Scan(&st, &attempt)
+	} else {
+		err = q.pool.QueryRow(ctx, `SELECT state, attempt FROM river_job WHERE id = $1`, id).Scan(&st, &attempt)
+	}
+	if errors.Is(err, sql.ErrNoRows) || errors.Is(err, pgx.ErrNoRows) {
 		return "", 0, fmt.Errorf("jobs: job %d: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return "", 0, fmt.Errorf("jobs: job %d: %w", id, err)
 	}
-	return State(j.State), j.Attempt, nil
+	return State(st), attempt, nil
 }
 
 // ErrNotFound: no such job.
