@@ -95,8 +95,11 @@ func (s *Service) Context(ctx context.Context, userID, query string) (CognitiveC
 		perr, merr error
 		ms         []store.Memory
 	)
-	wg.Go(func() { p, perr = s.cfg.Store.GetProfile(ctx, userID) })
+	// The recall runs beside the profile's read, which runs here: a
+	// goroutine of its own would grow its stack through the driver's
+	// calls on every turn.
 	wg.Go(func() { ms, merr = s.recall(ctx, userID, query, s.cfg.RecallLimit) })
+	p, perr = s.cfg.Store.GetProfile(ctx, userID)
 	notes := s.identity.notes(ctx, s.cfg.Store)
 	wg.Wait()
 	if err := errors.Join(perr, merr); err != nil {
