@@ -3,12 +3,14 @@ package nodes
 import (
 	"context"
 	"encoding/json"
+	"runtime/debug"
 	"strings"
 	"sync"
 
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/trellis-ai/trellis/events"
+	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -31,7 +33,7 @@ type Middleware interface {
 // returns what to set on the turn's state (applied after the per-turn
 // fields are reset, in chain order), or nil. The hooks of a chain run
 // concurrently; each bounds its own work. An error is logged and the turn
-// goes on without that middleware's part.
+// goes on without that middleware's part; so does a panic.
 type TurnStarter interface {
 	StartTurn(ctx context.Context, s *ChatState) (func(*ChatState), error)
 }
@@ -152,7 +154,16 @@ func newChain(ms []Middleware) chain {
 // startTurn runs every TurnStarter (concurrently when there are several)
 // and returns what they set, in chain order; nil when none sets anything.
 func (c *chain) startTurn(ctx context.Context, s *ChatState, logFail func(name string, err error)) []func(*ChatState) {
-	run := func(i int) func(*ChatState) {
+	run := func(i int) (set func(*ChatState)) {
+		// A hook runs on a goroutine of its own when there are several,
+		// where the engine's recovery does not reach: a panic would end
+		// the process. It is a failure of that middleware like any other.
+		defer func() {
+			if v := recover(); v != nil {
+				logFail(c.starts[i].(Middleware).Name(), &graph.PanicError{Value: v, Stack: debug.Stack()})
+				set = nil
+			}
+		}()
 		set, err := c.starts[i].StartTurn(ctx, s)
 		if err != nil {
 			logFail(c.starts[i].(Middleware).Name(), err)

@@ -52,6 +52,43 @@ func TestMiddlewareSandwich(t *testing.T) {
 	}
 }
 
+// starter is a TurnStarter that runs fail, if set, then sets Summary.
+type starter struct {
+	name string
+	fail func()
+}
+
+func (m starter) Name() string { return m.name }
+func (m starter) StartTurn(context.Context, *ChatState) (func(*ChatState), error) {
+	if m.fail != nil {
+		m.fail()
+	}
+	return func(s *ChatState) { s.Summary += m.name }, nil
+}
+
+// A TurnStarter that panics on its own goroutine fails like one that
+// returns an error: logged, and the others' parts still apply.
+func TestStartTurnPanicIsAFailure(t *testing.T) {
+	c := newChain([]Middleware{
+		starter{name: "a"},
+		starter{name: "boom", fail: func() { panic("bad index") }},
+		starter{name: "c"},
+	})
+	var failed []string
+	sets := c.startTurn(t.Context(), &ChatState{}, func(name string, err error) {
+		failed = append(failed, name+": "+strings.SplitN(err.Error(), "\n", 2)[0])
+	})
+	var s ChatState
+	for _, set := range sets {
+		if set != nil {
+			set(&s)
+		}
+	}
+	if s.Summary != "ac" || !slices.Equal(failed, []string{"boom: panic: bad index"}) {
+		t.Errorf("applied %q, failed %q", s.Summary, failed)
+	}
+}
+
 // The task tool is offered to agents shallower than MaxDepth.
 func TestSubagentDepth(t *testing.T) {
 	m, err := newSubagents(SubAgents{Agents: []SubAgent{{Name: "r"}}})

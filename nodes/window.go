@@ -192,7 +192,9 @@ func (w *Window) fold(msgs []Message, v summaryView) (summaryView, bool) {
 	if len(idx) <= w.messages() && tokens <= w.tokens()/2 {
 		return v, false
 	}
-	keep := w.messages() / 2
+	// Few messages over the token budget keep fewer than half the
+	// message cap: there are not that many to keep.
+	keep := min(w.messages()/2, len(idx))
 	for keep > 0 && tokensFrom(msgs, idx[len(idx)-keep:]) > w.tokens()/2 {
 		keep--
 	}

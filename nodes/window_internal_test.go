@@ -109,6 +109,24 @@ func TestFoldKeepsARollingSummary(t *testing.T) {
 	}
 }
 
+// Two long turns outgrow the token budget with fewer messages than half
+// the message cap: the older turn folds, the newest stays.
+func TestFoldFewLongMessages(t *testing.T) {
+	w := &Window{Messages: 20, Tokens: 1000}
+	s := conversation(2, 1200) // ~300 tokens a message, 4 earlier texts
+	s.Messages = s.Messages[:len(s.Messages)-1]
+	v, ok := w.fold(s.Messages, summaryView{})
+	if !ok {
+		t.Fatal("nothing folded")
+	}
+	if !strings.Contains(v.summary, "- User: question 1") || strings.Contains(v.summary, "question 2") {
+		t.Errorf("summary:\n%s", v.summary)
+	}
+	if s.Messages[v.upTo].Content != "question 2 "+strings.Repeat("x", 1200) {
+		t.Errorf("summary covers up to %d (%.20q)", v.upTo, s.Messages[v.upTo].Content)
+	}
+}
+
 func roles(msgs []Message) string {
 	var out []string
 	for _, m := range msgs {
