@@ -122,7 +122,7 @@ type ToolOutput struct {
 // chain is an agent's middleware, sorted by hook once.
 type chain struct {
 	all     []Middleware
-	starts  []TurnStarter
+	starts  []turnStarter
 	prompts []Prompter
 	tools   []ToolSource
 	before  []BeforeModel
@@ -133,7 +133,7 @@ func newChain(ms []Middleware) chain {
 	c := chain{all: ms}
 	for _, m := range ms {
 		if h, ok := m.(TurnStarter); ok {
-			c.starts = append(c.starts, h)
+			c.starts = append(c.starts, turnStarter{h})
 		}
 		if h, ok := m.(Prompter); ok {
 			c.prompts = append(c.prompts, h)
@@ -154,19 +154,10 @@ func newChain(ms []Middleware) chain {
 // startTurn runs every TurnStarter (concurrently when there are several)
 // and returns what they set, in chain order; nil when none sets anything.
 func (c *chain) startTurn(ctx context.Context, s *ChatState, logFail func(name string, err error)) []func(*ChatState) {
-	run := func(i int) (set func(*ChatState)) {
-		// A hook runs on a goroutine of its own when there are several,
-		// where the engine's recovery does not reach: a panic would end
-		// the process. It is a failure of that middleware like any other.
-		defer func() {
-			if v := recover(); v != nil {
-				logFail(c.starts[i].(Middleware).Name(), &graph.PanicError{Value: v, Stack: debug.Stack()})
-				set = nil
-			}
-		}()
-		set, err := c.starts[i].StartTurn(ctx, s)
+	run := func(i int) func(*ChatState) {
+		set, err := c.starts[i].startTurn(ctx, s)
 		if err != nil {
-			logFail(c.starts[i].(Middleware).Name(), err)
+			logFail(c.starts[i].TurnStarter.(Middleware).Name(), err)
 			return nil
 		}
 		return set
@@ -184,6 +175,24 @@ func (c *chain) startTurn(ctx context.Context, s *ChatState, logFail func(name s
 	}
 	wg.Wait()
 	return sets
+}
+
+// turnStarter is a chain's TurnStarter. Its hook may run on a goroutine
+// of its own, where the engine's recovery does not reach and a panic
+// would end the process: a panic is that middleware's failure.
+type turnStarter struct{ TurnStarter }
+
+func (t turnStarter) startTurn(ctx context.Context, s *ChatState) (_ func(*ChatState), err error) {
+	defer caught(&err)
+	return t.StartTurn(ctx, s)
+}
+
+// caught turns a panic on a goroutine a node starts into *err, as the
+// engine does for a node's own goroutine.
+func caught(err *error) {
+	if v := recover(); v != nil {
+		*err = &graph.PanicError{Value: v, Stack: debug.Stack()}
+	}
 }
 
 // prompt writes every Prompter's section.

@@ -208,8 +208,10 @@ func bounded[T any](nodeCtx context.Context, timeout time.Duration, load func(ct
 	}
 	ch := make(chan result, 1)
 	go func() {
-		v, err := load(ctx)
-		ch <- result{v, err}
+		var r result
+		defer func() { ch <- r }()
+		defer caught(&r.err)
+		r.v, r.err = load(ctx)
 	}()
 	select {
 	case r := <-ch:

@@ -2,9 +2,13 @@ package nodes
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/trellis-ai/trellis/graph"
 )
 
 // recorder is a middleware that logs its hooks into a shared trace.
@@ -102,5 +106,15 @@ func TestSubagentDepth(t *testing.T) {
 	}
 	if got := agentPath([]string{"execute_tool:x", "@r:c1", "execute_tool:y", "@q:c7"}); got != "r:c1/q:c7" {
 		t.Errorf("agentPath = %q", got)
+	}
+}
+
+// A load that panics on bounded's goroutine is an error, not the end of
+// the process.
+func TestBoundedPanicIsAnError(t *testing.T) {
+	_, err := bounded(t.Context(), time.Second, func(context.Context) (string, error) { panic("bad load") })
+	var p *graph.PanicError
+	if !errors.As(err, &p) || p.Value != "bad load" {
+		t.Errorf("err = %v, want a PanicError", err)
 	}
 }

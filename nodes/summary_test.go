@@ -196,10 +196,6 @@ func TestSummaryModelFailureFallsBack(t *testing.T) {
 	}
 }
 
-// TestLargeToolResultSummarised: a result over Window.ToolResultTokens
-// reaches the models as a summary of its facts (the offline model's),
-// or as a bounded extract when the summary model fails, while the state
-// keeps it whole.
 // TestSummaryAskedBeforeItIsStored: the job for an ask can start
 // before the turn that asked stores the step naming it (the ask is made
 // inside the stream node). Summarize then says the ask is unseen, for
@@ -251,6 +247,11 @@ func TestSummaryAskedBeforeItIsStored(t *testing.T) {
 	}
 }
 
+// TestLargeToolResultSummarised: a result over Window.ToolResultTokens
+// reaches the models as a summary of its facts (the offline model's),
+// or as a bounded extract when the summary model fails or panics
+// (on a goroutine of its own), while the state
+// keeps it whole.
 func TestLargeToolResultSummarised(t *testing.T) {
 	big := strings.Repeat("filler line without anything to keep\n", 2000) + "Invoice 7731 of ACME Corp is due on 2026-03-14.\n"
 	for _, tc := range []struct {
@@ -259,6 +260,7 @@ func TestLargeToolResultSummarised(t *testing.T) {
 	}{
 		{"summary", "", "- Invoice 7731 of ACME Corp is due on 2026-03-14."},
 		{"extract", "broken", "bytes left out"},
+		{"panic", "panics", "bytes left out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			broken, err := llm.ParseScript([]byte(`{"steps": [{"match": {"node": "no such node"}, "reply": {"text": "never"}}]}`))
@@ -266,7 +268,8 @@ func TestLargeToolResultSummarised(t *testing.T) {
 				t.Fatal(err)
 			}
 			reg, err := llm.NewRegistry(llm.Config{Models: []llm.ModelConfig{llm.OfflineConfig(),
-				{ID: "broken", Provider: llm.ProviderScripted, Instance: llm.NewScripted(broken)}},
+				{ID: "broken", Provider: llm.ProviderScripted, Instance: llm.NewScripted(broken)},
+				{ID: "panics", Provider: llm.ProviderScripted, Instance: &panickingModel{}}},
 				Resilience: llm.ResilienceConfig{Disabled: true}})
 			if err != nil {
 				t.Fatal(err)
@@ -301,6 +304,13 @@ func TestLargeToolResultSummarised(t *testing.T) {
 			}
 		})
 	}
+}
+
+// panickingModel panics on every call.
+type panickingModel struct{ llm.Offline }
+
+func (*panickingModel) GenerateContent(context.Context, []llms.MessageContent, ...llms.CallOption) (*llms.ContentResponse, error) {
+	panic("the model broke")
 }
 
 // deletingModel deletes the conversation while it writes the summary, as

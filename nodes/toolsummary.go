@@ -75,7 +75,8 @@ func (a *Agent) summarizeResult(ctx context.Context, query string, r *ToolResult
 
 // resultSummary asks the summary model for a summary of r of at most
 // about limit tokens.
-func (a *Agent) resultSummary(ctx context.Context, query string, r *ToolResult, limit int) (string, events.Usage, error) {
+func (a *Agent) resultSummary(ctx context.Context, query string, r *ToolResult, limit int) (_ string, _ events.Usage, err error) {
+	defer caught(&err) // on a goroutine of summarizeResults'
 	model, err := a.models.Model(ctx, a.opts.Window.summaryModel())
 	if err != nil {
 		return "", events.Usage{}, err
