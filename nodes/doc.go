@@ -134,7 +134,8 @@
 // Agent.State and Agent.History put them back. Older turns are summarised
 // twice over: extractively as they leave the window, and, when
 // Window.AskSummary is set, by a model off the answer path (the stream
-// node asks once they pass Window.SummarizeAt; the service runs
-// Agent.Summarize as a job; the summary is kept in the conversation's
-// thread, namespace "summary", and the next turn adopts it).
+// node asks once those older than the newest half window pass
+// Window.SummarizeAt; the service runs Agent.Summarize as a job; the
+// summary is kept in the conversation's thread, namespace "summary", and
+// the next turn adopts it).
 package nodes

@@ -18,15 +18,15 @@ import (
 )
 
 // Model summaries of older turns (see Window.AskSummary). A turn's end
-// asks for one once the turns not yet summarised by a model outgrow
-// Window.SummarizeAt; the service runs Agent.Summarize for the ask later,
-// off the answer path (a durable job), and Summarize stores the summary
-// in the conversation's own thread, in a namespace of its own. The next
-// turn to start adopts it into the state, where a resumed or recovered
-// turn finds it in its checkpoint without reading anything more, and
-// a cold turn reads it in the same checkpointer as the conversation.
-// Until then, and when the model fails, the extractive summary bounds
-// the window as before.
+// asks for one once the turns not yet summarised by a model, older than
+// the newest half window, outgrow Window.SummarizeAt; the service runs
+// Agent.Summarize for the ask later, off the answer path (a durable
+// job), and Summarize stores the summary in the conversation's own
+// thread, in a namespace of its own. The next turn to start adopts it
+// into the state, where a resumed or recovered turn finds it in its
+// checkpoint without reading anything more, and a cold turn reads it in
+// the same checkpointer as the conversation. Until then, and when the
+// model fails, the extractive summary bounds the window as before.
 
 // SummaryAsk is one request for a model's summary of a conversation's
 // turns up to Turn, on top of the model summary the state holds. ID
@@ -93,11 +93,11 @@ func saveSummary(ctx context.Context, saver graph.Checkpointer, conversationID s
 }
 
 // askSummary asks for a model summary at the end of a turn whose
-// earlier turns, beyond what a model summarised or was asked to, outgrew
-// Window.SummarizeAt; it returns the ask to record, or ok false. msg is
-// the turn's answer, not yet in s. A failed ask is logged: the
-// extractive summary goes on bounding the window, and a later turn asks
-// again.
+// earlier turns, beyond what a model summarised or was asked to and
+// older than the newest half window, outgrew Window.SummarizeAt; it
+// returns the ask to record, or ok false. msg is the turn's answer, not
+// yet in s. A failed ask is logged: the extractive summary goes on
+// bounding the window, and a later turn asks again.
 func (a *Agent) askSummary(ctx context.Context, s *ChatState, msg *Message) (SummaryAsk, bool) {
 	w := &a.opts.Window
 	if w.AskSummary == nil || s.Input.Namespace != "" {
@@ -135,7 +135,10 @@ func (a *Agent) askSummary(ctx context.Context, s *ChatState, msg *Message) (Sum
 		keep--
 		upTo = m.Turn - 1
 	}
-	if upTo <= covered {
+	// What the summary would fold in must itself reach SummarizeAt:
+	// when the kept half is about as large, counting it would ask again
+	// at every turn, each ask a model call that folds in a turn or two.
+	if upTo <= covered || summarized(s.Messages[from:], msg, upTo) < w.summarizeAt() {
 		return SummaryAsk{}, false
 	}
 	ask := SummaryAsk{ID: ids.New(), Turn: upTo}
@@ -145,6 +148,21 @@ func (a *Agent) askSummary(ctx context.Context, s *ChatState, msg *Message) (Sum
 		return SummaryAsk{}, false
 	}
 	return ask, true
+}
+
+// summarized is the estimated tokens of the earlier text among msgs and
+// the turn's answer msg that belongs to turns up to upTo.
+func summarized(msgs []Message, msg *Message, upTo int) int {
+	n := 0
+	for i := range msgs {
+		if msgs[i].Turn <= upTo && earlierText(&msgs[i]) {
+			n += messageTokens(&msgs[i])
+		}
+	}
+	if msg.Turn <= upTo && earlierText(msg) {
+		n += messageTokens(msg)
+	}
+	return n
 }
 
 // turnStart returns the index of the first message after turn, which is

@@ -139,6 +139,36 @@ func TestModelSummariesKeepTurnOneFactsAtTurn200(t *testing.T) {
 	}
 }
 
+// TestLongTurnsAskSeldom: when the newest half window alone is about
+// SummarizeAt, as with long messages, a summary is not asked for at
+// every turn: each ask folds in at least SummarizeAt tokens that no
+// summary or ask covers, so a conversation asks once per that many
+// tokens however long its messages.
+func TestLongTurnsAskSeldom(t *testing.T) {
+	reg, err := llm.NewRegistry(llm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := newSummaryAgent(t, reg, nodes.Window{Tokens: 2000, SummarizeAt: 1000}, true)
+	// A turn is a question of ~260 tokens and the offline model's
+	// answer, under 100: an ask covers three turns at least.
+	long := strings.Repeat("a long question about the weather ", 30)
+	var asks []nodes.SummaryAsk
+	const turns = 40
+	for range turns {
+		sa.turn(t, "c", long)
+		asks = append(asks, sa.taken()...)
+	}
+	if len(asks) < 3 || len(asks) > turns/3 {
+		t.Fatalf("%d asks in %d turns, want 3 to %d: %+v", len(asks), turns, turns/3, asks)
+	}
+	for i := 1; i < len(asks); i++ {
+		if d := asks[i].Turn - asks[i-1].Turn; d < 3 {
+			t.Errorf("ask %d covers %d turns, under SummarizeAt: %+v", i, d, asks)
+		}
+	}
+}
+
 // TestSummaryModelFailureFallsBack: while the summary model fails, the
 // extractive summary bounds the window; an attempt that is not the last
 // reports the failure (for the job to retry), and the last stores the

@@ -26,20 +26,21 @@ type Window struct {
 	// for at most about as much; 0 means 1000.
 	SummaryTokens int
 	// AskSummary, when set, has a model summarise older turns off the
-	// answer path. Once the earlier turns that no model summary covers
-	// pass SummarizeAt tokens, a turn's end asks (with the conversation's
-	// id) for a summary of all but the newest of them, and records the
-	// ask in the state; the service then runs Agent.Summarize for it, as
-	// a durable job. The first turn to start after the summary is stored
-	// puts it in its state and in every prompt, ahead of the extractive
-	// summary of what came after it. AskSummary must not block for long;
-	// an error is logged, and a later turn asks again. nil keeps the
-	// extractive summary alone, which also bounds the window while a
+	// answer path. Once the earlier turns that no model summary covers,
+	// older than the newest half window, pass SummarizeAt tokens, a turn's
+	// end asks (with the conversation's id) for a summary of them, and
+	// records the ask in the state; the service then runs Agent.Summarize
+	// for it, as a durable job. The first turn to start after the summary
+	// is stored puts it in its state and in every prompt, ahead of the
+	// extractive summary of what came after it. AskSummary must not block
+	// for long; an error is logged, and a later turn asks again. nil keeps
+	// the extractive summary alone, which also bounds the window while a
 	// summary is being written and when the model fails.
 	AskSummary func(ctx context.Context, conversationID string, ask SummaryAsk) error
 	// SummarizeAt is the estimated tokens of earlier turns, beyond what a
-	// model summarised or was asked to, at which AskSummary is called; 0
-	// means 4000.
+	// model summarised or was asked to and older than the newest half
+	// window, at which AskSummary is called: each summary folds in at
+	// least that much, however long the messages. 0 means 4000.
 	SummarizeAt int
 	// SummaryModel names the model (id or alias) that writes summaries:
 	// of older turns (Agent.Summarize) and of tool results over
