@@ -266,10 +266,14 @@ func (p *Provider) refresh(ctx context.Context, r *remote) error {
 		}
 		tools[s.Name] = remoteTool{spec: s, v: v}
 	}
+	// The source's tools and the index of names change together: a
+	// lookup between the two would find the source listed but not its
+	// tools, and take a gated tool for an unknown one needing no
+	// approval.
+	p.mu.Lock()
 	r.mu.Lock()
 	r.tools, r.listErr, r.listed = tools, nil, true
 	r.mu.Unlock()
-	p.mu.Lock()
 	p.reindexLocked()
 	p.mu.Unlock()
 	p.gen.Add(1)
@@ -322,14 +326,32 @@ func (t target) validator() *validator {
 }
 
 func (p *Provider) resolve(name string) (target, bool) {
+	t, ok, _ := p.resolveElse(name, nil)
+	return t, ok
+}
+
+// resolveElse resolves name and, when no source offers it, reports
+// unlisted(name) (nil reports false), in one look at the remote
+// sources: one that lists its tools meanwhile is seen either before
+// its listing or after it. unlisted is called with p.mu read-locked.
+func (p *Provider) resolveElse(name string, unlisted func(string) bool) (t target, ok, maybe bool) {
 	if lt, ok := p.cfg.Local.lookup(name); ok {
-		return target{kind: SourceLocal, local: lt, name: name}, true
+		return target{kind: SourceLocal, local: lt, name: name}, true, false
 	}
 	if op, ok := p.cfg.Operators.lookup(name); ok {
-		return target{kind: SourceOperator, op: op, name: name}, true
+		return target{kind: SourceOperator, op: op, name: name}, true, false
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	if t, ok := p.resolveRemoteLocked(name); ok {
+		return t, true, false
+	}
+	return target{}, false, unlisted != nil && unlisted(name)
+}
+
+// resolveRemoteLocked resolves name among the remote sources; p.mu must
+// be held.
+func (p *Provider) resolveRemoteLocked(name string) (target, bool) {
 	if server, tool, ok := strings.Cut(name, "."); ok {
 		if r := p.remotes[server]; r != nil {
 			if rt, ok := r.tool(tool); ok {
@@ -379,9 +401,9 @@ func (p *Provider) IsLocal(name string) bool {
 // none: the call runs, or fails, unasked. A name that cannot run needs
 // none.
 func (p *Provider) NeedsApproval(name string) bool {
-	t, ok := p.resolve(name)
+	t, ok, may := p.resolveElse(name, p.mayNeedApprovalLocked)
 	if !ok {
-		return slices.Contains(p.cfg.Approval.Tools, name) || p.mayNeedApproval(name)
+		return slices.Contains(p.cfg.Approval.Tools, name) || may
 	}
 	names := []string{name}
 	if t.kind == SourceMCP {

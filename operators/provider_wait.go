@@ -22,15 +22,14 @@ func (p *Provider) sourceWait() time.Duration {
 	}
 }
 
-// mayAppear reports whether name, which no source offers now, may be
-// offered once a remote source that has never listed its tools does: a
-// qualified name of such a source, or a plain name while any source is
-// such. A process that has just started (recovering runs) or a source
-// that has not connected yet is in that state; a source that listed its
-// tools once keeps them while it reconnects.
-func (p *Provider) mayAppear(name string) bool {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
+// mayAppearLocked reports whether name, which no source offers now,
+// may be offered once a remote source that has never listed its tools
+// does: a qualified name of such a source, or a plain name while any
+// source is such. A process that has just started (recovering runs) or
+// a source that has not connected yet is in that state; a source that
+// listed its tools once keeps them while it reconnects. p.mu must be
+// held.
+func (p *Provider) mayAppearLocked(name string) bool {
 	if server, _, ok := strings.Cut(name, "."); ok {
 		r := p.remotes[server]
 		return r != nil && !r.hasListed()
@@ -46,14 +45,13 @@ func (p *Provider) mayAppear(name string) bool {
 	return false
 }
 
-// mayNeedApproval reports whether name, which no source offers now,
-// could need approval once a remote source that has never listed its
-// tools offers it (see mayAppear): the policy asks for every destructive
-// tool (an unlisted tool may be one), or names the tool plainly or as
-// that source's, or the source's own configuration may ask for it.
-func (p *Provider) mayNeedApproval(name string) bool {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
+// mayNeedApprovalLocked reports whether name, which no source offers
+// now, could need approval once a remote source that has never listed
+// its tools offers it (see mayAppearLocked): the policy asks for every
+// destructive tool (an unlisted tool may be one), or names the tool
+// plainly or as that source's, or the source's own configuration may
+// ask for it. p.mu must be held.
+func (p *Provider) mayNeedApprovalLocked(name string) bool {
 	server, tool, qualified := strings.Cut(name, ".")
 	if !qualified && p.plain[name] > 1 {
 		return false // ambiguous: a further source cannot fix that
@@ -92,7 +90,8 @@ func (r *remote) hasListed() bool {
 // SourceWait at most. pending reports a name that still may appear when
 // the wait ended: the call fails as unavailable, not as unknown.
 func (p *Provider) resolveWaiting(ctx context.Context, name string) (t target, ok, pending bool) {
-	if t, ok = p.resolve(name); ok || !p.mayAppear(name) {
+	t, ok, may := p.resolveElse(name, p.mayAppearLocked)
+	if ok || !may {
 		return t, ok, false
 	}
 	wait := p.sourceWait()
@@ -103,10 +102,10 @@ func (p *Provider) resolveWaiting(ctx context.Context, name string) (t target, o
 	defer timer.Stop()
 	for {
 		ch := p.listings()
-		if t, ok = p.resolve(name); ok {
+		if t, ok, may = p.resolveElse(name, p.mayAppearLocked); ok {
 			return t, true, false
 		}
-		if !p.mayAppear(name) {
+		if !may {
 			return target{}, false, false
 		}
 		select {

@@ -80,3 +80,36 @@ func TestCallGivesUpWaitingForASource(t *testing.T) {
 		}
 	})
 }
+
+// While a source lists its tools for the first time, its gated tool
+// needs approval at every instant, and a call to it never fails as an
+// unknown tool: the sources are seen before the listing or after it,
+// never between. Between is a few instructions wide: the rounds are
+// many so that a build with that window open fails (it did, in every
+// run of this test, for both checks).
+func TestFirstListingIsSeenWhole(t *testing.T) {
+	for range 20000 {
+		src := &fakeSource{name: "mail", specs: []operators.Spec{{Name: "send", RequiresApproval: true}}, listErr: errors.New("connecting")}
+		p := operators.NewProvider(operators.ProviderConfig{})
+		_ = p.AddSource(t.Context(), src)
+		src.listErr = nil
+		done := make(chan error, 1)
+		go func() { done <- p.Refresh(t.Context()) }()
+		for listing := true; listing; {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+				listing = false
+			default:
+			}
+			if !p.NeedsApproval("send") {
+				t.Fatal("NeedsApproval(send) = false while its source listed its tools")
+			}
+			if r := p.Execute(t.Context(), "send", nil, operators.Call{}); r.IsError() {
+				t.Fatalf("a call while its source listed its tools: %s", r.Error)
+			}
+		}
+	}
+}
