@@ -105,16 +105,7 @@ func (a *Agent) askSummary(ctx context.Context, s *ChatState, msg *Message) (Sum
 	}
 	covered := max(s.ModelSummaryTurn, s.SummaryAsk.Turn)
 	from := turnStart(s.Messages, covered)
-	tokens := 0
-	if earlierText(msg) {
-		tokens += messageTokens(msg)
-	}
-	for i := from; i < len(s.Messages); i++ {
-		if earlierText(&s.Messages[i]) {
-			tokens += messageTokens(&s.Messages[i])
-		}
-	}
-	if tokens <= w.summarizeAt() {
+	if summarized(s.Messages[from:], msg, s.Turn) <= w.summarizeAt() {
 		return SummaryAsk{}, false
 	}
 	// Keep out about the newest half of the window, whole turns, as fold
