@@ -3,6 +3,7 @@ package sqlopen
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -104,16 +105,38 @@ func SQLite(path string) (*sql.DB, error) {
 // write-ahead log; try again.
 var ErrWALBusy = errors.New("sqlopen: the write-ahead log is in use")
 
+// WALWait is how long TruncateWAL waits for the connections using the
+// log. While it waits no other connection may write the database, so a
+// long read (another process's backup, a slow export) would stall every
+// writer for as long as BusyTimeout: it gives up soon instead, and its
+// caller tries again later.
+const WALWait = 100 * time.Millisecond
+
 // TruncateWAL copies every transaction of the database's write-ahead log
-// into the database file and truncates the log to zero bytes, waiting for
-// other connections as a writer would (BusyTimeout). With secure_delete,
-// deleted content is then gone from both files: the log no longer holds
-// the pages as they were before the delete. Returns an error matching
+// into the database file and truncates the log to zero bytes, waiting at
+// most WALWait for the connections using it. With secure_delete, deleted
+// content is then gone from both files: the log no longer holds the
+// pages as they were before the delete. Returns an error matching
 // ErrWALBusy when a connection kept the log in use. A database without a
 // log (in memory) has nothing to do.
 func TruncateWAL(ctx context.Context, db *sql.DB) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlopen: checkpoint the write-ahead log: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", WALWait.Milliseconds())); err != nil {
+		return fmt.Errorf("sqlopen: checkpoint the write-ahead log: %w", err)
+	}
+	defer func() {
+		// The connection goes back to the pool with the usual wait, or
+		// not at all: a writer on it would give up after WALWait.
+		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA busy_timeout = %d", BusyTimeout.Milliseconds())); rerr != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
 	var busy, frames, copied int
-	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &copied); err != nil {
+	if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &copied); err != nil {
 		return fmt.Errorf("sqlopen: checkpoint the write-ahead log: %w", err)
 	}
 	if busy != 0 {

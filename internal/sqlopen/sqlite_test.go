@@ -2,11 +2,13 @@ package sqlopen_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trellis-ai/trellis/internal/sqlopen"
 )
@@ -89,6 +91,66 @@ func TestDeletedTextLeavesTheFiles(t *testing.T) {
 	}
 	if inFiles(t, dir, canary) {
 		t.Error("deleted text is still in the files")
+	}
+}
+
+// A reader using the log keeps TruncateWAL from emptying it: it says so
+// after WALWait, not after BusyTimeout (while it waits nobody writes),
+// and leaves the connection it used with the usual busy timeout. Once
+// the reader is done, it empties the log.
+func TestTruncateWALGivesUpSoon(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	db, err := sqlopen.SQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // the connection TruncateWAL used is the one asked after
+	ctx := t.Context()
+	for _, q := range []string{"CREATE TABLE t (v TEXT)", "INSERT INTO t VALUES ('a')"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, err := sqlopen.SQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	reader, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	var n int
+	if _, err := reader.ExecContext(ctx, "BEGIN DEFERRED"); err != nil {
+		t.Fatal(err)
+	}
+	if err := reader.QueryRowContext(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	err = sqlopen.TruncateWAL(ctx, db)
+	if !errors.Is(err, sqlopen.ErrWALBusy) {
+		t.Fatalf("TruncateWAL under a reader: %v, want ErrWALBusy", err)
+	}
+	if d := time.Since(start); d > sqlopen.BusyTimeout/4 {
+		t.Errorf("TruncateWAL waited %v for the reader", d)
+	}
+	var ms int64
+	if err := db.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&ms); err != nil || ms != sqlopen.BusyTimeout.Milliseconds() {
+		t.Errorf("the connection's busy timeout after TruncateWAL: %d ms (%v), want %d", ms, err, sqlopen.BusyTimeout.Milliseconds())
+	}
+
+	if _, err := reader.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlopen.TruncateWAL(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() != 0 {
+		t.Errorf("the log after TruncateWAL: %v, %v", fi, err)
 	}
 }
 
