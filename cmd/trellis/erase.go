@@ -37,14 +37,14 @@ type walTruncater interface {
 // walTruncaters are every SQLite database of the data directory.
 type walTruncaters []walTruncater
 
-// TruncateWAL empties each one's write-ahead log.
+// TruncateWAL empties each one's write-ahead log: every one it can,
+// whichever another connection keeps in use.
 func (ws walTruncaters) TruncateWAL(ctx context.Context) error {
+	var errs []error
 	for _, w := range ws {
-		if err := w.TruncateWAL(ctx); err != nil {
-			return err
-		}
+		errs = append(errs, w.TruncateWAL(ctx))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // eraseRecord is what the erasure needs of the record.
@@ -199,7 +199,7 @@ func (e *eraser) erase(ctx context.Context, j jobs.Job[eraseArgs]) error {
 			_, err := e.st.EraseUser(ctx, user)
 			return err
 		},
-		"write_ahead_logs": func() error { return e.wals.TruncateWAL(ctx) },
+		"write_ahead_logs": func() error { return e.wals.truncateWithin(ctx, scrubWithin) },
 	}
 	for _, step := range me.ErasureSteps {
 		if err := p.at(ctx, step); err != nil {

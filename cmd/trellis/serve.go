@@ -647,7 +647,7 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if !ok {
 		return app{}, errors.New("erasure: the store cannot erase users")
 	}
-	erasure := newEraser(ws)
+	erasure, scrub := newEraser(ws), newScrubber(ws)
 	expiry := openExpirer(ws, log)
 	titles, titleDesc, err := openTitler(ctx, models, ws, log)
 	if err != nil {
@@ -749,7 +749,13 @@ func assemble(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 			wals = append(wals, w)
 		}
 	}
-	rcfg.Scrub = wals.TruncateWAL
+	scrub.wire(wals, queue, log)
+	rcfg.Scrub = scrub.scrub
+	// A process that died between a delete and its scrub left the
+	// deleted text in a log: the next one empties them as it starts.
+	if err := scrub.scrub(ctx); err != nil {
+		log.LogAttrs(ctx, slog.LevelWarn, "cannot empty the write-ahead logs", slog.String("error", err.Error()))
+	}
 	if titles != nil {
 		rcfg.Title = titles.enqueue
 	}

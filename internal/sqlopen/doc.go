@@ -1,7 +1,7 @@
 // Package sqlopen opens the databases of Trellis' stores the one way each
 // is opened, whoever opens it: an SQLite file with the same pragmas and
 // busy timeout for the chat store, the checkpoint saver and the job
-// queue (and TruncateWAL, which an erasure runs on each), and a PostgreSQL pool that a store owns. Migrating them is
+// queue (and TruncateWAL, which a delete and an erasure run on each), and a PostgreSQL pool that a store owns. Migrating them is
 // internal/sqlmigrate's.
 //
 // An SQLite connection keeps the prepared statement of each query run on
