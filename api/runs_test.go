@@ -2,10 +2,12 @@ package api_test
 
 import (
 	"bufio"
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -484,6 +486,50 @@ func TestDeleteConversation(t *testing.T) {
 	}
 	status, body = e.do("DELETE", "/api/v1/conversations/"+conv, nil)
 	wantError(t, status, body, http.StatusNotFound)
+}
+
+// A chat that comes while a conversation is being deleted, after its run
+// was stopped and before its record goes, starts nothing: it is answered
+// as for a deleted conversation, and no state of the conversation is
+// written again once the delete has removed it. Before, such a run
+// wrote checkpoints after the delete, which nothing ever removed.
+func TestNoRunStartsWhileDeleting(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			deleting, release := make(chan struct{}), make(chan struct{})
+			e := newEnv(t, envOptions{backend: b, configure: func(c *apitest.Config) {
+				c.Runs.DeleteFiles = func(context.Context, string, string) error {
+					close(deleting)
+					<-release
+					return nil
+				}
+			}})
+			status, body := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "what is 2+2?"})
+			conv := jsonOf[struct {
+				ConversationID string `json:"conversation_id"`
+			}](t, body).ConversationID
+			if status != http.StatusOK || conv == "" {
+				t.Fatalf("chat: %d %s", status, body)
+			}
+			deleted := make(chan int, 1)
+			go func() {
+				status, _ := e.do("DELETE", "/api/v1/conversations/"+conv, nil)
+				deleted <- status
+			}()
+			<-deleting
+			free := sync.OnceFunc(func() { close(release) })
+			defer free() // a failure below must not leave the delete waiting
+			status, body = e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "what is 2+2?", "conversation_id": conv})
+			wantError(t, status, body, http.StatusNotFound)
+			free()
+			if status := <-deleted; status != http.StatusNoContent {
+				t.Fatalf("delete: %d", status)
+			}
+			if _, err := e.srv.Runs().State(t.Context(), conv); err == nil {
+				t.Error("the conversation's state was written again after the delete")
+			}
+		})
+	}
 }
 
 func TestModelFailureFailsTheRun(t *testing.T) {

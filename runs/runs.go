@@ -1158,17 +1158,23 @@ func (m *Service) cancelRun(ctx context.Context, userID, conversationID, runID s
 	}
 }
 
-// DeleteConversation deletes a conversation of the user's: its queued
-// messages are dropped and its run is stopped first, here or in the process of the cluster that runs it, and
-// waited for (see stop); then its files (Config.DeleteFiles), the agent's
-// state and last the record go, and the databases are scrubbed
-// (Config.Scrub). The record goes last so that a failure
-// or a crash part-way leaves the conversation listed, to delete again,
-// and nothing of it that no record names any more.
+// DeleteConversation deletes a conversation of the user's. It is marked
+// first (store.Conversations.BeginDelete): no run starts or resumes on
+// it from then on, in any process, so nothing writes its state again
+// once that is gone; a start under way here is let launch its run
+// (startsBefore), for stop to find. Its queued messages are dropped and
+// its run is stopped, here or
+// in the process of the cluster that runs it, and waited for (see stop);
+// then its files (Config.DeleteFiles), the agent's state and last the
+// record go, and the databases are scrubbed (Config.Scrub). The record
+// goes last so that a failure or a crash part-way leaves the
+// conversation listed, to delete again, and nothing of it that no
+// record names any more.
 func (m *Service) DeleteConversation(ctx context.Context, userID, conversationID string) error {
-	if _, err := m.st.GetConversation(ctx, userID, conversationID); err != nil {
+	if err := m.st.BeginDelete(ctx, userID, conversationID); err != nil {
 		return err
 	}
+	m.startsBefore()
 	// Emptied first: the end of the run stopped next would start the
 	// queue's first message.
 	if err := m.st.DropQueuedRuns(ctx, userID, conversationID); err != nil {
@@ -1195,6 +1201,16 @@ func (m *Service) DeleteConversation(ctx context.Context, userID, conversationID
 		}
 	}
 	return nil
+}
+
+// startsBefore waits for the starts under way here to have launched
+// their runs. A start holds m.gate for reading from its checks to its
+// launch, and a run it stored before a conversation was marked deleted
+// is not live until then: stop, which looks for the live run, would miss
+// it, and the run would write the conversation's state after its delete.
+func (m *Service) startsBefore() {
+	m.gate.Lock()
+	defer m.gate.Unlock()
 }
 
 // ID is the run's id.

@@ -64,6 +64,15 @@ type Conversations interface {
 	// did. Returns ErrNotFound, ErrInvalid, or ErrErasing.
 	SetGeneratedTitle(ctx context.Context, userID, id, title string) (bool, error)
 
+	// BeginDelete marks the conversation as being deleted, the first
+	// step of deleting it: from then on StartRun and StartQueuedRun on
+	// it, ResumeRun of its runs, EnqueueRun on it and CreateDocument into it return
+	// ErrNotFound, as they will once it is gone, so that nothing is
+	// written for it after the caller has deleted its graph thread and
+	// files. It stays readable until DeleteConversation. Returns
+	// ErrNotFound when the conversation is unknown or another user's.
+	BeginDelete(ctx context.Context, userID, id string) error
+
 	// DeleteConversation removes the conversation with its runs, messages,
 	// events, human requests and documents' rows, all at once. The caller
 	// deletes the graph thread of the same id and the documents' files

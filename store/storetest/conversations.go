@@ -203,6 +203,50 @@ func testDeleteCascades(t *testing.T, s store.Store) {
 	}
 }
 
+// A conversation being deleted takes nothing new, from any caller: no
+// run starts on it (a new one, an edit's, a queued one) or resumes (one
+// waiting for an approval), no message queues on it. It reads as before until it is deleted; other
+// conversations are untouched.
+func testBeginDelete(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c, other := newConversation(t, s, alice), newConversation(t, s, alice)
+	r := startRun(t, s, c, "first")
+	must(s.EnqueueRun(ctx, store.NewQueuedRun{UserID: alice, ConversationID: c.ID, UserMessage: "queued"}))(t)
+	finish(t, s, r.ID, store.RunInterrupted, store.InterruptApproval)
+
+	wantErrs(t, " of another user or none", map[string]error{
+		"BeginDelete of bob's":  s.BeginDelete(ctx, bob, c.ID),
+		"BeginDelete of none":   s.BeginDelete(ctx, alice, "01a00000-0000-7000-8000-000000000000"),
+		"BeginDelete of bad id": s.BeginDelete(ctx, alice, "x"),
+	}, store.ErrNotFound)
+	if err := s.BeginDelete(ctx, alice, c.ID); err != nil {
+		t.Fatalf("BeginDelete: %v", err)
+	}
+	if err := s.BeginDelete(ctx, alice, c.ID); err != nil {
+		t.Errorf("BeginDelete again: %v", err)
+	}
+	wantErrs(t, " while deleting", map[string]error{
+		"StartRun":       second(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "late"})),
+		"StartRun edit":  second(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "edited", Supersedes: r.ID})),
+		"StartQueuedRun": second(s.StartQueuedRun(ctx, c.ID, "proc-1")),
+		"EnqueueRun":     second(s.EnqueueRun(ctx, store.NewQueuedRun{UserID: alice, ConversationID: c.ID, UserMessage: "late"})),
+		"ResumeRun":      second(s.ResumeRun(ctx, r.ID, "proc-1")),
+	}, store.ErrNotFound)
+	if got := must(s.GetConversation(ctx, alice, c.ID))(t); got.ID != c.ID {
+		t.Errorf("GetConversation while deleting = %+v", got)
+	}
+	if runs := must(s.ListRuns(ctx, alice, c.ID, store.RunQuery{}))(t); len(runs.Runs) != 1 {
+		t.Errorf("runs while deleting: %+v, want the one before", runs.Runs)
+	}
+	startRun(t, s, other, "elsewhere")
+	if err := s.DropQueuedRuns(ctx, alice, c.ID); err != nil {
+		t.Errorf("DropQueuedRuns while deleting: %v", err)
+	}
+	if err := s.DeleteConversation(ctx, alice, c.ID); err != nil {
+		t.Fatalf("DeleteConversation: %v", err)
+	}
+}
+
 // second returns the error of a two-result call.
 func second[T any](_ T, err error) error { return err }
 

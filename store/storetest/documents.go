@@ -33,6 +33,7 @@ func RunDocuments(t *testing.T, newStore func(t *testing.T) DocStore) {
 		{"SearchScope", testSearchScope},
 		{"PutChunksAgain", testPutChunksAgain},
 		{"DeleteCascades", testDocumentDeleteCascades},
+		{"RefusedWhileDeleting", testDocumentRefusedWhileDeleting},
 		{"InvalidChangesNothing", testDocumentInvalid},
 		{"BoundedByBytes", testDocumentsBoundedByBytes},
 		{"StrandedUploads", testStrandedUploads},
@@ -304,6 +305,22 @@ func testPutChunksAgain(t *testing.T, s DocStore) {
 	}
 	if got := must(s.GetDocument(ctx, alice, c.ID, d.ID))(t); got.Chunks != 1 {
 		t.Fatalf("chunk count %d", got.Chunks)
+	}
+}
+
+// No document joins a conversation being deleted: its files are gone
+// or going, and a row added now would name a file no delete removes.
+func testDocumentRefusedWhileDeleting(t *testing.T, s DocStore) {
+	ctx := t.Context()
+	c := newConversation(t, s, alice)
+	newDocument(t, s, c, "before.md")
+	if err := s.BeginDelete(ctx, alice, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "CreateDocument while deleting", second(s.CreateDocument(ctx, store.NewDocument{UserID: alice, ConversationID: c.ID,
+		Filename: "late.md", ContentType: "text/markdown", SizeBytes: 1})), store.ErrNotFound)
+	if got := must(s.ListDocuments(ctx, alice, c.ID, store.Page{}))(t); len(got.Documents) != 1 {
+		t.Errorf("documents while deleting: %d, want the one before", len(got.Documents))
 	}
 }
 

@@ -30,6 +30,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"IdleConversations", testIdleConversations},
 		{"PaginationStableUnderWrites", testPaginationStable},
 		{"DeleteCascades", testDeleteCascades},
+		{"BeginDelete", testBeginDelete},
 		{"Messages", testMessages},
 		{"RunLifecycle", testRunLifecycle},
 		{"ActiveUsers", testActiveUsers},

@@ -172,6 +172,24 @@ func (s *Store) IdleConversations(ctx context.Context, before time.Time, page st
 	return store.ConversationPage{Conversations: items, NextCursor: next}, nil
 }
 
+// BeginDelete implements store.Conversations.
+func (s *Store) BeginDelete(ctx context.Context, userID, id string) error {
+	if storeutil.CheckIDs(userID, id) != nil {
+		return s.errorf("begin deleting conversation %s: %w", id, store.ErrNotFound)
+	}
+	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
+		n, err := q.Exec(ctx, `UPDATE conversations SET deleting = TRUE WHERE id = ? AND user_id = ?`, id, userID)
+		if err == nil && n == 0 {
+			err = store.ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return s.errorf("begin deleting conversation %s: %w", id, err)
+	}
+	return nil
+}
+
 // DeleteConversation implements store.Conversations. The schema's foreign
 // keys cascade to everything below the conversation, in this statement.
 func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error {

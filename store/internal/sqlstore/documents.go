@@ -63,7 +63,7 @@ func (s *Store) CreateDocument(ctx context.Context, nd store.NewDocument) (store
 			if storeutil.CheckIDs(d.ConversationID) != nil {
 				return store.ErrNotFound
 			}
-			n, err := q.Exec(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ? AND user_id = ?`, at, d.ConversationID, nd.UserID)
+			n, err := q.Exec(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ? AND user_id = ? AND NOT deleting`, at, d.ConversationID, nd.UserID)
 			if err != nil {
 				return err
 			}

@@ -70,7 +70,7 @@ func (s *Store) startRun(ctx context.Context, q Querier, id string, nr store.New
 			// with it (on PostgreSQL); supersede, which writes, waits
 			// to know that the conversation is the user's.
 			const count = `UPDATE conversations SET run_count = run_count + 1, updated_at = ?
-WHERE id = ? AND user_id = ? RETURNING run_count, EXISTS (SELECT 1 FROM documents WHERE conversation_id = conversations.id)`
+WHERE id = ? AND user_id = ? AND NOT deleting RETURNING run_count, EXISTS (SELECT 1 FROM documents WHERE conversation_id = conversations.id)`
 			args := []any{at, nr.ConversationID, nr.UserID}
 			scan := func(row Row) error { return row.Scan(&num, &r.Documents) }
 			if nr.Supersedes == "" {
@@ -565,11 +565,17 @@ func (s *Store) ResumeRun(ctx context.Context, runID, owner string) (store.Run, 
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		var err error
 		r, err = ScanRun(q.QueryRow(ctx, `UPDATE runs SET status = 'running', interrupt_reason = '', completed_at = NULL, owner = ?
-WHERE id = ? AND status = 'interrupted' AND NOT superseded RETURNING `+RunCols, owner, runID))
+WHERE id = ? AND status = 'interrupted' AND NOT superseded
+  AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.id = runs.conversation_id AND c.deleting) RETURNING `+RunCols, owner, runID))
 		if s.db.Violates(err, "runs_one_active") {
 			return store.ErrRunActive
 		}
 		if noRows(err) {
+			// A run of a conversation being deleted is as good as gone.
+			if oneRow(q.QueryRow(ctx, `SELECT 1 FROM runs r JOIN conversations c ON c.id = r.conversation_id
+WHERE r.id = ? AND c.deleting`, runID)) == nil {
+				return store.ErrNotFound
+			}
 			return RunMissingOr(ctx, q, runID, "", fmt.Errorf("run is not interrupted, or was superseded: %w", store.ErrConflict))
 		}
 		if err != nil {

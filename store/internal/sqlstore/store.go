@@ -83,8 +83,19 @@ func RunMissingOr(ctx context.Context, q Querier, runID, owner string, err error
 // ownsConversation returns ErrNotFound unless the user has the
 // conversation.
 func ownsConversation(ctx context.Context, q Querier, userID, id string) error {
+	return oneRow(q.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = ? AND user_id = ?`, id, userID))
+}
+
+// takesWrites is ownsConversation for what a write adds to the
+// conversation: one being deleted (BeginDelete) is as good as gone.
+func takesWrites(ctx context.Context, q Querier, userID, id string) error {
+	return oneRow(q.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = ? AND user_id = ? AND NOT deleting`, id, userID))
+}
+
+// oneRow scans a row of the constant 1: ErrNotFound when there is none.
+func oneRow(row Row) error {
 	var one int
-	err := q.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = ? AND user_id = ?`, id, userID).Scan(&one)
+	err := row.Scan(&one)
 	if noRows(err) {
 		return store.ErrNotFound
 	}

@@ -1,0 +1,6 @@
+-- deleting marks a conversation whose delete has begun: from then on no
+-- run starts on it, no message queues on it and no document joins it,
+-- so that nothing is written for it after its checkpoints and files
+-- are gone (store.Conversations.BeginDelete). A column with a constant
+-- default rewrites nothing.
+ALTER TABLE conversations ADD COLUMN deleting boolean NOT NULL DEFAULT false;
