@@ -129,6 +129,11 @@ func testErasingRefusesWrites(t *testing.T, s EraseStore) {
 	if err := s.BeginErasure(ctx, alice); err != nil {
 		t.Errorf("BeginErasure again: %v", err)
 	}
+	// The erasure deletes the conversations one by one: one it is
+	// deleting refuses a write as the erasure's, not as a gone one.
+	if err := s.BeginDelete(ctx, alice, c[1].ID); err != nil {
+		t.Fatal(err)
+	}
 	wantErrs(t, " while erasing", map[string]error{
 		"CreateConversation": second(s.CreateConversation(ctx, store.NewConversation{UserID: alice, Title: "late"})),
 		"StartRun (new conversation)": second(s.StartRun(ctx, store.NewRun{UserID: alice, UserMessage: "late", RequestID: "req-late",
@@ -137,11 +142,16 @@ func testErasingRefusesWrites(t *testing.T, s EraseStore) {
 			RequestID: "req-late"})),
 		"CreateDocument (new conversation)": second(s.CreateDocument(ctx, store.NewDocument{UserID: alice, Filename: "late.md",
 			ContentType: "text/markdown", SizeBytes: 1})),
-		"CreateDocument": second(s.CreateDocument(ctx, store.NewDocument{UserID: alice, ConversationID: c[1].ID, Filename: "late.md",
+		"CreateDocument": second(s.CreateDocument(ctx, store.NewDocument{UserID: alice, ConversationID: c[0].ID, Filename: "late.md",
 			ContentType: "text/markdown", SizeBytes: 1})),
-		"RenameConversation": second(s.RenameConversation(ctx, alice, c[0].ID, "late")),
-		"SetGeneratedTitle":  second(s.SetGeneratedTitle(ctx, alice, c[1].ID, "late")),
-		"AddMemory":          second(s.AddMemory(ctx, store.NewMemory{UserID: alice, Summary: "late", Outcome: "success", Importance: 0.5})),
+		"CreateDocument (being deleted)": second(s.CreateDocument(ctx, store.NewDocument{UserID: alice, ConversationID: c[1].ID, Filename: "late.md",
+			ContentType: "text/markdown", SizeBytes: 1})),
+		"StartRun (being deleted)": second(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c[1].ID, UserMessage: "late",
+			RequestID: "req-late"})),
+		"EnqueueRun (being deleted)": second(s.EnqueueRun(ctx, store.NewQueuedRun{UserID: alice, ConversationID: c[1].ID, UserMessage: "late"})),
+		"RenameConversation":         second(s.RenameConversation(ctx, alice, c[0].ID, "late")),
+		"SetGeneratedTitle":          second(s.SetGeneratedTitle(ctx, alice, c[1].ID, "late")),
+		"AddMemory":                  second(s.AddMemory(ctx, store.NewMemory{UserID: alice, Summary: "late", Outcome: "success", Importance: 0.5})),
 		"UpdateProfile": second(s.UpdateProfile(ctx, alice, func(p *store.Profile) error {
 			p.Style = "late"
 			return nil

@@ -68,7 +68,7 @@ func (s *Store) CreateDocument(ctx context.Context, nd store.NewDocument) (store
 				return err
 			}
 			if n == 0 {
-				return store.ErrNotFound
+				return notTaking(ctx, q, nd.UserID)
 			}
 		}
 		if nd.MaxPerConversation > 0 {

@@ -76,7 +76,7 @@ WHERE id = ? AND user_id = ? AND NOT deleting RETURNING run_count, EXISTS (SELEC
 			if nr.Supersedes == "" {
 				counted = queryRowLater(ctx, q, count, args, scan)
 			} else if err := scan(q.QueryRow(ctx, count, args...)); noRows(err) {
-				return store.ErrNotFound
+				return notTaking(ctx, q, nr.UserID)
 			} else if err != nil {
 				return err
 			}
@@ -91,7 +91,7 @@ WHERE id = ? AND user_id = ? AND NOT deleting RETURNING run_count, EXISTS (SELEC
 			r.ParentID, asked, err = followed(ctx, q, nr.ConversationID)
 		}
 		if cerr := counted(); noRows(cerr) {
-			return store.ErrNotFound
+			return notTaking(ctx, q, nr.UserID)
 		} else if cerr != nil {
 			return cerr
 		}

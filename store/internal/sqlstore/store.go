@@ -89,7 +89,27 @@ func ownsConversation(ctx context.Context, q Querier, userID, id string) error {
 // takesWrites is ownsConversation for what a write adds to the
 // conversation: one being deleted (BeginDelete) is as good as gone.
 func takesWrites(ctx context.Context, q Querier, userID, id string) error {
-	return oneRow(q.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = ? AND user_id = ? AND NOT deleting`, id, userID))
+	err := oneRow(q.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = ? AND user_id = ? AND NOT deleting`, id, userID))
+	if errors.Is(err, store.ErrNotFound) {
+		return notTaking(ctx, q, userID)
+	}
+	return err
+}
+
+// notTaking is the error of a write to a conversation of the user that
+// is gone or being deleted: ErrErasing when the user is being erased,
+// whose erasure deletes their conversations one by one (and says why a
+// write is refused, as the schema's triggers do elsewhere), else
+// ErrNotFound.
+func notTaking(ctx context.Context, q Querier, userID string) error {
+	err := oneRow(q.QueryRow(ctx, `SELECT 1 FROM erasures WHERE user_id = ?`, userID))
+	switch {
+	case err == nil:
+		return store.ErrErasing
+	case errors.Is(err, store.ErrNotFound):
+		return store.ErrNotFound
+	}
+	return err
 }
 
 // oneRow scans a row of the constant 1: ErrNotFound when there is none.
