@@ -76,12 +76,8 @@ func (s *Store) SetConversationMetadata(ctx context.Context, userID, id string, 
 		return store.Conversation{}, s.errorf("set conversation metadata: %w", err)
 	}
 	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
-		n, err := q.Exec(ctx, `UPDATE conversations SET metadata = ? WHERE id = ? AND user_id = ?`,
+		return changesOne(ctx, q, `UPDATE conversations SET metadata = ? WHERE id = ? AND user_id = ?`,
 			string(metadataOf(metadata)), id, userID)
-		if err == nil && n == 0 {
-			err = store.ErrNotFound
-		}
-		return err
 	})
 	if err != nil {
 		return store.Conversation{}, s.errorf("set conversation metadata %s: %w", id, err)
@@ -95,11 +91,7 @@ func (s *Store) RenameConversation(ctx context.Context, userID, id, title string
 		return store.Conversation{}, s.errorf("rename conversation: %w", err)
 	}
 	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
-		n, err := q.Exec(ctx, `UPDATE conversations SET title = ?, title_by_user = TRUE WHERE id = ? AND user_id = ?`, title, id, userID)
-		if err == nil && n == 0 {
-			err = store.ErrNotFound
-		}
-		return err
+		return changesOne(ctx, q, `UPDATE conversations SET title = ?, title_by_user = TRUE WHERE id = ? AND user_id = ?`, title, id, userID)
 	})
 	if err != nil {
 		return store.Conversation{}, s.errorf("rename conversation %s: %w", id, s.refused(err))
@@ -178,11 +170,7 @@ func (s *Store) BeginDelete(ctx context.Context, userID, id string) error {
 		return s.errorf("begin deleting conversation %s: %w", id, store.ErrNotFound)
 	}
 	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
-		n, err := q.Exec(ctx, `UPDATE conversations SET deleting = TRUE WHERE id = ? AND user_id = ?`, id, userID)
-		if err == nil && n == 0 {
-			err = store.ErrNotFound
-		}
-		return err
+		return changesOne(ctx, q, `UPDATE conversations SET deleting = TRUE WHERE id = ? AND user_id = ?`, id, userID)
 	})
 	if err != nil {
 		return s.errorf("begin deleting conversation %s: %w", id, err)
@@ -204,11 +192,7 @@ func (s *Store) deleteOwned(ctx context.Context, table, what, userID, id string)
 		return s.errorf("delete %s: %w", what, err)
 	}
 	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
-		n, err := q.Exec(ctx, `DELETE FROM `+table+` WHERE id = ? AND user_id = ?`, id, userID)
-		if err == nil && n == 0 {
-			err = store.ErrNotFound
-		}
-		return err
+		return changesOne(ctx, q, `DELETE FROM `+table+` WHERE id = ? AND user_id = ?`, id, userID)
 	})
 	if err != nil {
 		return s.errorf("delete %s %s: %w", what, id, err)

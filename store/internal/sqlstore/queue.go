@@ -94,11 +94,7 @@ func (s *Store) CancelQueuedRun(ctx context.Context, userID, id string) error {
 		return s.errorf("cancel queued run: %w", err)
 	}
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
-		n, err := q.Exec(ctx, `DELETE FROM queued_runs WHERE id = ? AND user_id = ?`, id, userID)
-		if err == nil && n == 0 {
-			err = store.ErrNotFound
-		}
-		return err
+		return changesOne(ctx, q, `DELETE FROM queued_runs WHERE id = ? AND user_id = ?`, id, userID)
 	})
 	if err != nil {
 		return s.errorf("cancel queued run %s: %w", id, err)

@@ -112,6 +112,16 @@ func notTaking(ctx context.Context, q Querier, userID string) error {
 	return err
 }
 
+// changesOne runs a statement that writes a row named by its key:
+// ErrNotFound when there is none.
+func changesOne(ctx context.Context, q Querier, query string, args ...any) error {
+	n, err := q.Exec(ctx, query, args...)
+	if err == nil && n == 0 {
+		return store.ErrNotFound
+	}
+	return err
+}
+
 // oneRow scans a row of the constant 1: ErrNotFound when there is none.
 func oneRow(row Row) error {
 	var one int

@@ -142,11 +142,7 @@ func (s *Store) changeMembers(ctx context.Context, what, projectID, userID strin
 // DeleteProject implements store.Workspaces.
 func (s *Store) DeleteProject(ctx context.Context, id string) error {
 	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
-		n, err := q.Exec(ctx, `DELETE FROM projects WHERE id = ?`, id)
-		if err == nil && n == 0 {
-			err = store.ErrNotFound
-		}
-		return err
+		return changesOne(ctx, q, `DELETE FROM projects WHERE id = ?`, id)
 	})
 	if err != nil {
 		return s.errorf("delete project %s: %w", id, err)
@@ -174,11 +170,7 @@ func (s *Store) SetConversationProject(ctx context.Context, userID, conversation
 				return err
 			}
 		}
-		n, err := q.Exec(ctx, `UPDATE conversations SET project_id = ? WHERE id = ? AND user_id = ?`, project, conversationID, userID)
-		if err == nil && n == 0 {
-			err = store.ErrNotFound
-		}
-		return err
+		return changesOne(ctx, q, `UPDATE conversations SET project_id = ? WHERE id = ? AND user_id = ?`, project, conversationID, userID)
 	})
 	if err != nil {
 		return s.errorf("attach conversation %s: %w", conversationID, err)
