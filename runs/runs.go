@@ -1204,10 +1204,11 @@ func (m *Service) DeleteConversation(ctx context.Context, userID, conversationID
 }
 
 // startsBefore waits for the starts under way here to have launched
-// their runs. A start holds m.gate for reading from its checks to its
-// launch, and a run it stored before a conversation was marked deleted
-// is not live until then: stop, which looks for the live run, would miss
-// it, and the run would write the conversation's state after its delete.
+// their runs, and the task edits under way to have written. A start
+// holds m.gate for reading from its checks to its launch, and a run it
+// stored before a conversation was marked deleted is not live until
+// then: stop, which looks for the live run, would miss it, and the run
+// would write the conversation's state after its delete.
 func (m *Service) startsBefore() {
 	m.gate.Lock()
 	defer m.gate.Unlock()

@@ -225,7 +225,8 @@ type Service struct {
 
 	// gate orders starts before Shutdown: a start holds it for reading
 	// from its checks to its goroutine's launch; Shutdown takes it for
-	// writing to set draining.
+	// writing to set draining, and a delete takes it once to wait for
+	// the starts and task edits under way (startsBefore).
 	gate     sync.RWMutex
 	draining atomic.Bool
 	wg       sync.WaitGroup // one per driving goroutine

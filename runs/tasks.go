@@ -32,9 +32,17 @@ func (m *Service) Tasks(ctx context.Context, userID, conversationID string) (nod
 // nodes.ErrUnknownTask (no such task), store.ErrRunActive,
 // nodes.ErrInvalidInput.
 func (m *Service) EditTask(ctx context.Context, userID, conversationID, taskID string, e nodes.TaskEdit) (events.Task, error) {
+	// Held as a start holds it: a delete that marked the conversation
+	// waits for an edit under way (startsBefore), and the next finds
+	// the mark, so no edit writes the state after the delete took it.
+	m.gate.RLock()
+	defer m.gate.RUnlock()
 	c, err := m.st.GetConversation(ctx, userID, conversationID)
 	if err != nil {
 		return events.Task{}, err
+	}
+	if c.Deleting {
+		return events.Task{}, fmt.Errorf("runs: edit task of conversation %s: it is being deleted: %w", conversationID, store.ErrNotFound)
 	}
 	if c.Status == store.RunRunning || c.Status == store.RunInterrupted || m.live(conversationID) != nil {
 		return events.Task{}, fmt.Errorf("runs: edit task of conversation %s: %w", conversationID, store.ErrRunActive)

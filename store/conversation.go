@@ -29,6 +29,9 @@ type Conversation struct {
 	// (the LangGraph adapter's thread metadata); {} when none was set.
 	// The native API does not show it.
 	Metadata json.RawMessage `json:"-"`
+	// Deleting: a delete of the conversation has begun (BeginDelete);
+	// it takes nothing new.
+	Deleting bool `json:"-"`
 }
 
 // StatusIdle is the Status of a conversation without runs.

@@ -232,8 +232,11 @@ func testBeginDelete(t *testing.T, s store.Store) {
 		"EnqueueRun":     second(s.EnqueueRun(ctx, store.NewQueuedRun{UserID: alice, ConversationID: c.ID, UserMessage: "late"})),
 		"ResumeRun":      second(s.ResumeRun(ctx, r.ID, "proc-1")),
 	}, store.ErrNotFound)
-	if got := must(s.GetConversation(ctx, alice, c.ID))(t); got.ID != c.ID {
+	if got := must(s.GetConversation(ctx, alice, c.ID))(t); got.ID != c.ID || !got.Deleting {
 		t.Errorf("GetConversation while deleting = %+v", got)
+	}
+	if got := must(s.GetConversation(ctx, alice, other.ID))(t); got.Deleting {
+		t.Errorf("another conversation reads as being deleted: %+v", got)
 	}
 	if runs := must(s.ListRuns(ctx, alice, c.ID, store.RunQuery{}))(t); len(runs.Runs) != 1 {
 		t.Errorf("runs while deleting: %+v, want the one before", runs.Runs)

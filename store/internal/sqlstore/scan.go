@@ -11,7 +11,7 @@ import (
 
 // conversationCols are read by scanConversation; status is the active
 // branch's last run's (store.Runs.LatestRun).
-const conversationCols = `c.id, c.user_id, c.title, c.title_by_user, c.created_at, c.updated_at, c.metadata,
+const conversationCols = `c.id, c.user_id, c.title, c.title_by_user, c.deleting, c.created_at, c.updated_at, c.metadata,
     coalesce((SELECT r.status FROM runs r WHERE r.conversation_id = c.id ORDER BY r.superseded, r.num DESC LIMIT 1), 'idle')`
 
 func scanConversation(row Row) (store.Conversation, error) {
@@ -20,7 +20,7 @@ func scanConversation(row Row) (store.Conversation, error) {
 		created, updated dbTime
 		metadata         string
 	)
-	if err := row.Scan(&c.ID, &c.UserID, &c.Title, &c.TitleByUser, &created, &updated, &metadata, &c.Status); err != nil {
+	if err := row.Scan(&c.ID, &c.UserID, &c.Title, &c.TitleByUser, &c.Deleting, &created, &updated, &metadata, &c.Status); err != nil {
 		return c, err
 	}
 	c.CreatedAt, c.UpdatedAt, c.Metadata = created.t, updated.t, json.RawMessage(metadata)
