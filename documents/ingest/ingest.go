@@ -206,7 +206,16 @@ func (s *Service) Upload(ctx context.Context, u Upload) (store.Document, error) 
 	key := documents.Key{User: d.UserID, Conversation: d.ConversationID, Document: d.ID, Name: documents.Original}.String()
 	err = s.cfg.Files.Put(ctx, key, u.Data)
 	if err == nil {
+		// Told before the job is queued: the job's first change may be
+		// stored at once, and a stream passes over a status that comes
+		// after a later one, so told after it, uploading went unsaid.
+		s.published(d)
 		_, err = s.queue.Enqueue(ctx, processArgs{DocumentID: d.ID, ConversationID: d.ConversationID}, jobs.EnqueueOptions{Unique: true})
+		if err != nil {
+			failed := d
+			failed.Status, failed.Error = store.DocError, "the upload could not be queued for processing"
+			s.published(failed)
+		}
 	}
 	if err != nil {
 		// Undo, so a refused upload leaves nothing; past the request's
@@ -219,7 +228,6 @@ func (s *Service) Upload(ctx context.Context, u Upload) (store.Document, error) 
 		}
 		return store.Document{}, fmt.Errorf("ingest: store the upload: %w", err)
 	}
-	s.published(d)
 	return d, nil
 }
 
