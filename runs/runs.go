@@ -1163,13 +1163,12 @@ func (m *Service) cancelRun(ctx context.Context, userID, conversationID, runID s
 // it from then on, in any process, so nothing writes its state again
 // once that is gone; a start under way here is let launch its run
 // (startsBefore), for stop to find. Its queued messages are dropped and
-// its run is stopped, here or
-// in the process of the cluster that runs it, and waited for (see stop);
-// then its files (Config.DeleteFiles), the agent's state and last the
-// record go, and the databases are scrubbed (Config.Scrub). The record
-// goes last so that a failure or a crash part-way leaves the
-// conversation listed, to delete again, and nothing of it that no
-// record names any more.
+// its run is stopped, here or in the process of the cluster that runs
+// it, and waited for (see stop); then its files (Config.DeleteFiles),
+// the agent's state and last the record go, and the databases are
+// scrubbed (Config.Scrub). The record goes last so that a failure or a
+// crash part-way leaves the conversation listed, to delete again, and
+// nothing of it that no record names any more.
 func (m *Service) DeleteConversation(ctx context.Context, userID, conversationID string) error {
 	if err := m.st.BeginDelete(ctx, userID, conversationID); err != nil {
 		return err
