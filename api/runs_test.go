@@ -496,14 +496,8 @@ func TestDeleteConversation(t *testing.T) {
 func TestNoRunStartsWhileDeleting(t *testing.T) {
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
-			deleting, release := make(chan struct{}), make(chan struct{})
-			e := newEnv(t, envOptions{backend: b, configure: func(c *apitest.Config) {
-				c.Runs.DeleteFiles = func(context.Context, string, string) error {
-					close(deleting)
-					<-release
-					return nil
-				}
-			}})
+			held := &heldDelete{}
+			e := newEnv(t, envOptions{backend: b, configure: held.configure})
 			status, body := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "what is 2+2?"})
 			conv := jsonOf[struct {
 				ConversationID string `json:"conversation_id"`
@@ -511,24 +505,50 @@ func TestNoRunStartsWhileDeleting(t *testing.T) {
 			if status != http.StatusOK || conv == "" {
 				t.Fatalf("chat: %d %s", status, body)
 			}
-			deleted := make(chan int, 1)
-			go func() {
-				status, _ := e.do("DELETE", "/api/v1/conversations/"+conv, nil)
-				deleted <- status
-			}()
-			<-deleting
-			free := sync.OnceFunc(func() { close(release) })
-			defer free() // a failure below must not leave the delete waiting
-			status, body = e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "what is 2+2?", "conversation_id": conv})
-			wantError(t, status, body, http.StatusNotFound)
-			free()
-			if status := <-deleted; status != http.StatusNoContent {
-				t.Fatalf("delete: %d", status)
-			}
-			if _, err := e.srv.Runs().State(t.Context(), conv); err == nil {
-				t.Error("the conversation's state was written again after the delete")
-			}
+			held.during(t, e, conv, func() {
+				status, body := e.do("POST", "/api/v1/chat/sync", map[string]any{"message": "what is 2+2?", "conversation_id": conv})
+				wantError(t, status, body, http.StatusNotFound)
+			})
 		})
+	}
+}
+
+// heldDelete holds a conversation's delete in its files step (after the
+// run's stop, before the checkpoints and the record go), for a test to
+// send what a delete must refuse meanwhile.
+type heldDelete struct {
+	deleting, release chan struct{}
+}
+
+// configure makes the service's DeleteFiles wait for the test.
+func (h *heldDelete) configure(c *apitest.Config) {
+	h.deleting, h.release = make(chan struct{}), make(chan struct{})
+	c.Runs.DeleteFiles = func(context.Context, string, string) error {
+		close(h.deleting)
+		<-h.release
+		return nil
+	}
+}
+
+// during deletes conv and runs meanwhile while the delete is held; then
+// the delete must succeed and have left no state of the conversation.
+func (h *heldDelete) during(t *testing.T, e *env, conv string, meanwhile func()) {
+	t.Helper()
+	deleted := make(chan int, 1)
+	go func() {
+		status, _ := e.do("DELETE", "/api/v1/conversations/"+conv, nil)
+		deleted <- status
+	}()
+	<-h.deleting
+	free := sync.OnceFunc(func() { close(h.release) })
+	defer free() // a failure in meanwhile must not leave the delete waiting
+	meanwhile()
+	free()
+	if status := <-deleted; status != http.StatusNoContent {
+		t.Fatalf("delete: %d", status)
+	}
+	if _, err := e.srv.Runs().State(t.Context(), conv); err == nil {
+		t.Error("the conversation's state was written again after the delete")
 	}
 }
 

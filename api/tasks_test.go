@@ -1,12 +1,10 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/trellis-ai/trellis/api/apitest"
@@ -193,36 +191,19 @@ func TestTaskBoardAPI(t *testing.T) {
 // A task edited while its conversation is being deleted is refused as
 // in a deleted conversation, and writes no state after the delete.
 func TestTaskEditWhileDeleting(t *testing.T) {
-	deleting, release := make(chan struct{}), make(chan struct{})
+	held := &heldDelete{}
 	_, configure := scriptedWith(t, "tasks.json")
 	e := newEnv(t, envOptions{configure: func(c *apitest.Config) {
 		configure(c)
-		c.Runs.DeleteFiles = func(context.Context, string, string) error {
-			close(deleting)
-			<-release
-			return nil
-		}
+		held.configure(c)
 	}, approval: []string{"calculator"}})
 	s := e.chat(map[string]any{"message": "plan the launch"})
 	conv := s.header("X-Conversation-ID")
 	s.until("run.completed")
-	deleted := make(chan int, 1)
-	go func() {
-		status, _ := e.do("DELETE", "/api/v1/conversations/"+conv, nil)
-		deleted <- status
-	}()
-	<-deleting
-	free := sync.OnceFunc(func() { close(release) })
-	defer free() // a failure below must not leave the delete waiting
-	st, body := e.do("PATCH", "/api/v1/conversations/"+conv+"/tasks/t2", `{"status":"done"}`)
-	wantError(t, st, body, http.StatusNotFound)
-	free()
-	if status := <-deleted; status != http.StatusNoContent {
-		t.Fatalf("delete: %d", status)
-	}
-	if _, err := e.srv.Runs().State(t.Context(), conv); err == nil {
-		t.Error("the conversation's state was written again after the delete")
-	}
+	held.during(t, e, conv, func() {
+		st, body := e.do("PATCH", "/api/v1/conversations/"+conv+"/tasks/t2", `{"status":"done"}`)
+		wantError(t, st, body, http.StatusNotFound)
+	})
 }
 
 func TestAgentGraph(t *testing.T) {
