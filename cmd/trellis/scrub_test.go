@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"net/http"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,18 +34,7 @@ func TestDeleteScrubsABusyLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	conn, err := db.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var n int
-	if _, err := conn.ExecContext(t.Context(), "BEGIN DEFERRED"); err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.QueryRowContext(t.Context(), "SELECT count(*) FROM conversations").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	conn := holdSnapshot(t, db)
 
 	start := time.Now()
 	if code, b := as(t, c, "", http.MethodDelete, "/api/v1/conversations/"+conv, nil); code != http.StatusNoContent {
@@ -60,4 +52,84 @@ func TestDeleteScrubsABusyLog(t *testing.T) {
 	waitFor(t, "the deleted text gone from every file", func() bool {
 		return len(fileScan(t, dir, canary)[canary]) == 0
 	})
+}
+
+// A process killed between a delete and its scrub leaves the deleted text
+// in the logs; the next process started on the data directory scrubs
+// them as it starts, even without the job the dead one queued. The reader is opened read-only: a read-write connection that is
+// a file's last one empties its log as it closes, which would scrub the
+// text before the new process starts and prove nothing.
+func TestScrubAfterACrash(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := startServe(t, "TRELLIS_DATA_DIR="+dir)
+	canary := newCanary(t)
+	out := asJSON(t, c, "", http.MethodPost, "/api/v1/chat/sync", map[string]any{"message": "my code word is " + canary}, http.StatusOK)
+	conv, _ := out["conversation_id"].(string)
+	if out["status"] != "completed" || conv == "" {
+		t.Fatalf("chat: %v", out)
+	}
+
+	db, err := sqlopen.SQLite("file:" + filepath.Join(dir, "trellis.db") + "?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn := holdSnapshot(t, db)
+	if code, b := as(t, c, "", http.MethodDelete, "/api/v1/conversations/"+conv, nil); code != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", code, b)
+	}
+	c.stop(syscall.SIGKILL)
+	if _, err := conn.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if found := fileScan(t, dir, canary); len(found[canary]) == 0 {
+		t.Fatal("the logs were emptied before the crash or as the reader closed: this test proves nothing")
+	}
+
+	// The dead process queued the scrub job durably; take it away, as if
+	// the process had died before queueing it, so that the new process's
+	// scrub as it starts is what this test proves.
+	jobsDB, err := sqlopen.SQLite(filepath.Join(dir, "jobs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job int64
+	if err := jobsDB.QueryRowContext(t.Context(), "DELETE FROM river_job WHERE kind = ? RETURNING id", scrubArgs{}.Kind()).Scan(&job); err != nil {
+		t.Fatalf("the scrub job the dead process queued: %v", err)
+	}
+	if err := jobsDB.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	startServe(t, "TRELLIS_DATA_DIR="+dir)
+	waitFor(t, "the deleted text gone from every file after the restart", func() bool {
+		return len(fileScan(t, dir, canary)[canary]) == 0
+	})
+}
+
+// holdSnapshot opens a read transaction on db that keeps its write-ahead
+// log in use until the test rolls it back on the connection returned.
+func holdSnapshot(t *testing.T, db *sql.DB) *sql.Conn {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if _, err := conn.ExecContext(ctx, "BEGIN DEFERRED"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM conversations").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
