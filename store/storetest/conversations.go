@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -247,6 +248,61 @@ func testBeginDelete(t *testing.T, s store.Store) {
 	}
 	if err := s.DeleteConversation(ctx, alice, c.ID); err != nil {
 		t.Fatalf("DeleteConversation: %v", err)
+	}
+}
+
+// A resume or an enqueue racing a delete's mark either lands before it,
+// and the deleter then sees it (the run running, to stop; the message
+// queued, to drop), or is refused: neither slips past the mark unseen.
+// On PostgreSQL that holds only if each locks the conversation's row.
+func testBeginDeleteRaces(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	const rounds = 40
+	for i := range rounds {
+		c := newConversation(t, s, alice)
+		r := startRun(t, s, c, "first")
+		finish(t, s, r.ID, store.RunInterrupted, store.InterruptApproval)
+		var (
+			wg                    sync.WaitGroup
+			resumeErr, enqueueErr error
+			seen                  store.Run
+		)
+		begin := make(chan struct{})
+		wg.Go(func() {
+			<-begin
+			_, resumeErr = s.ResumeRun(ctx, r.ID, "proc-1")
+		})
+		wg.Go(func() {
+			<-begin
+			_, enqueueErr = s.EnqueueRun(ctx, store.NewQueuedRun{UserID: alice, ConversationID: c.ID, UserMessage: "late"})
+		})
+		wg.Go(func() {
+			<-begin
+			if err := s.BeginDelete(ctx, alice, c.ID); err != nil {
+				t.Errorf("round %d: BeginDelete: %v", i, err)
+				return
+			}
+			if err := s.DropQueuedRuns(ctx, alice, c.ID); err != nil {
+				t.Errorf("round %d: DropQueuedRuns: %v", i, err)
+			}
+			seen = must(s.LatestRun(ctx, alice, c.ID))(t)
+		})
+		close(begin)
+		wg.Wait()
+		if resumeErr != nil && !errors.Is(resumeErr, store.ErrNotFound) {
+			t.Fatalf("round %d: ResumeRun: %v, want success or ErrNotFound", i, resumeErr)
+		}
+		if enqueueErr != nil && !errors.Is(enqueueErr, store.ErrNotFound) {
+			t.Fatalf("round %d: EnqueueRun: %v, want success or ErrNotFound", i, enqueueErr)
+		}
+		if resumeErr == nil && seen.Status != store.RunRunning {
+			t.Fatalf("round %d: the run resumed, but the deleter read it %s after its mark", i, seen.Status)
+		}
+		if enqueueErr == nil {
+			if q := must(s.QueuedRuns(ctx, alice, c.ID))(t); len(q) != 0 {
+				t.Fatalf("round %d: a message queued after the deleter dropped the queue: %+v", i, q)
+			}
+		}
 	}
 }
 

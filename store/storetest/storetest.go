@@ -31,6 +31,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"PaginationStableUnderWrites", testPaginationStable},
 		{"DeleteCascades", testDeleteCascades},
 		{"BeginDelete", testBeginDelete},
+		{"BeginDeleteRaces", testBeginDeleteRaces},
 		{"Messages", testMessages},
 		{"RunLifecycle", testRunLifecycle},
 		{"ActiveUsers", testActiveUsers},

@@ -35,7 +35,7 @@ func (s *Store) EnqueueRun(ctx context.Context, nq store.NewQueuedRun) (store.Qu
 	id := ids.New()
 	var qr store.QueuedRun
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
-		if err := takesWrites(ctx, q, nq.UserID, nq.ConversationID); err != nil {
+		if err := s.takesWrites(ctx, q, nq.UserID, nq.ConversationID); err != nil {
 			return err
 		}
 		if _, err := q.Exec(ctx, `INSERT INTO queued_runs (id, conversation_id, user_id, user_message, request_id, input, created_at, model)

@@ -563,25 +563,29 @@ func (s *Store) ResumeRun(ctx context.Context, runID, owner string) (store.Run, 
 	now := s.db.Time(storeutil.Now())
 	var r store.Run
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
-		var err error
+		// The conversation's row is written, and so locked, first, as
+		// StartRun's is. On PostgreSQL a check of the mark alone, in a
+		// row this transaction does not write, let a delete's mark
+		// (BeginDelete) and the resume pass each other: each read before
+		// the other committed, the delete found the run parked and went
+		// on to delete its state, and the run resumed on nothing. A run
+		// of a conversation being deleted is as good as gone.
+		n, err := q.Exec(ctx, `UPDATE conversations SET updated_at = ?
+WHERE id = (SELECT conversation_id FROM runs WHERE id = ?) AND NOT deleting`, now, runID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return store.ErrNotFound
+		}
 		r, err = ScanRun(q.QueryRow(ctx, `UPDATE runs SET status = 'running', interrupt_reason = '', completed_at = NULL, owner = ?
-WHERE id = ? AND status = 'interrupted' AND NOT superseded
-  AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.id = runs.conversation_id AND c.deleting) RETURNING `+RunCols, owner, runID))
+WHERE id = ? AND status = 'interrupted' AND NOT superseded RETURNING `+RunCols, owner, runID))
 		if s.db.Violates(err, "runs_one_active") {
 			return store.ErrRunActive
 		}
 		if noRows(err) {
-			// A run of a conversation being deleted is as good as gone.
-			if oneRow(q.QueryRow(ctx, `SELECT 1 FROM runs r JOIN conversations c ON c.id = r.conversation_id
-WHERE r.id = ? AND c.deleting`, runID)) == nil {
-				return store.ErrNotFound
-			}
-			return RunMissingOr(ctx, q, runID, "", fmt.Errorf("run is not interrupted, or was superseded: %w", store.ErrConflict))
+			return fmt.Errorf("run is not interrupted, or was superseded: %w", store.ErrConflict)
 		}
-		if err != nil {
-			return err
-		}
-		_, err = q.Exec(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?`, now, r.ConversationID)
 		return err
 	})
 	if err != nil {

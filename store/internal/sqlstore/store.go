@@ -87,9 +87,12 @@ func ownsConversation(ctx context.Context, q Querier, userID, id string) error {
 }
 
 // takesWrites is ownsConversation for what a write adds to the
-// conversation: one being deleted (BeginDelete) is as good as gone.
-func takesWrites(ctx context.Context, q Querier, userID, id string) error {
-	err := oneRow(q.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = ? AND user_id = ? AND NOT deleting`, id, userID))
+// conversation: one being deleted (BeginDelete) is as good as gone. It
+// locks the conversation's row until the write commits, so that on
+// PostgreSQL the delete's mark waits for the write, or the write sees
+// the mark.
+func (s *Store) takesWrites(ctx context.Context, q Querier, userID, id string) error {
+	err := oneRow(q.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = ? AND user_id = ? AND NOT deleting`+s.db.ForUpdate(), id, userID))
 	if errors.Is(err, store.ErrNotFound) {
 		return notTaking(ctx, q, userID)
 	}
