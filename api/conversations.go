@@ -128,13 +128,15 @@ func (s *Server) handleDeleteConversation(w http.ResponseWriter, r *http.Request
 
 // handleStream is GET /api/v1/conversations/{id}/stream: the events of
 // the conversation's latest run (or of ?run_id=, an addition) after
-// Last-Event-ID (or ?after=), then live. It answers 204, which tells an
-// EventSource to stop reconnecting, when the run has ended and the
-// client has seen its every event.
+// Last-Event-ID (or ?after=), or, given neither, from its segment under
+// way or its last (runs.Service.SegmentStart), then live. It answers
+// 204, which tells an EventSource to stop reconnecting, when the run has
+// ended and the client has seen its every event.
 func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	user, id := userOf(r), r.PathValue("id")
-	after := int64(0)
+	after, given := int64(0), false
 	if v := strings.TrimSpace(r.Header.Get("Last-Event-ID")); v != "" || r.URL.Query().Get("after") != "" {
+		given = true
 		if v == "" {
 			v = r.URL.Query().Get("after")
 		}
@@ -156,6 +158,11 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		}
 	} else {
 		run, err = s.store.LatestRun(r.Context(), user, id)
+	}
+	if err == nil && !given {
+		// A client with no event of the run watches its segment under
+		// way, or its last, to that segment's one terminal event.
+		after, err = s.runs.SegmentStart(r.Context(), user, run)
 	}
 	if err != nil {
 		s.writeError(w, r, err)

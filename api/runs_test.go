@@ -250,6 +250,13 @@ func TestApprovalAfterTheClientLeft(t *testing.T) {
 			if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunInterrupted || r.InterruptReason != store.InterruptApproval {
 				t.Fatalf("parked run %+v %v", r, err)
 			}
+			// A watcher with no event of the run replays the parked
+			// segment from the run's first event to its run.interrupted.
+			parked := e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey)).all()
+			checkRun(t, parked, 1, runID, conv)
+			if last := parked[len(parked)-1]; last.ID != parkedAt.ID {
+				t.Errorf("the parked run's stream ended at %s, want its run.interrupted", last.Raw)
+			}
 			// A new message is refused while the approval waits.
 			status, body := e.do("POST", "/api/v1/chat", map[string]any{"message": "hello", "conversation_id": conv})
 			wantError(t, status, body, http.StatusConflict)
@@ -270,6 +277,14 @@ func TestApprovalAfterTheClientLeft(t *testing.T) {
 			}
 			if got := <-e.tools.deleted; got != "/tmp/b.txt" {
 				t.Errorf("deleted %q", got)
+			}
+			// Once the run has gone on, a watcher with no event of it sees
+			// the segment the answer resumed, not the parked one again,
+			// whose run.interrupted would end its stream.
+			fresh := e.open(e.request("GET", "/api/v1/conversations/"+conv+"/stream", nil, aliceKey)).all()
+			checkRun(t, fresh, parkedAt.ID+1, runID, conv)
+			if !slices.Equal(types(fresh), types(rest)) {
+				t.Errorf("a fresh watcher saw %v, want the resumed segment %v", types(fresh), types(rest))
 			}
 			r, _ := e.store.GetRun(t.Context(), "alice", runID)
 			if r.Status != store.RunCompleted || r.Owner == "" {

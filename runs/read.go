@@ -146,12 +146,34 @@ func StateBytes(snap Snapshot) int {
 // run.interrupted, 0 when it has none: a client that replays a run
 // across the approvals it stopped for replays through it.
 func (m *Service) LastInterrupt(ctx context.Context, user, runID string) (int64, error) {
-	var last int64
-	err := m.eachStored(ctx, user, runID, 0, func(e *Event) bool {
+	last, _, err := m.interrupts(ctx, user, runID)
+	return last, err
+}
+
+// SegmentStart returns the seq after which the run's segment under way,
+// or its last, begins: that of the run.interrupted that parked the run
+// before it, 0 for a run that never parked before. A run that parks and
+// is resumed goes on numbering its events after its run.interrupted; a
+// stream that replayed it from its first event would end at that
+// earlier terminal event, though the run has gone on since. A run
+// parked now (r.Status RunInterrupted) is in the segment its last
+// run.interrupted ended.
+func (m *Service) SegmentStart(ctx context.Context, user string, r RunRecord) (int64, error) {
+	last, before, err := m.interrupts(ctx, user, r.ID)
+	if r.Status == RunInterrupted {
+		return before, err
+	}
+	return last, err
+}
+
+// interrupts returns the seqs of the run's last stored run.interrupted
+// and of the one before it, 0 where there is none.
+func (m *Service) interrupts(ctx context.Context, user, runID string) (last, before int64, err error) {
+	err = m.eachStored(ctx, user, runID, 0, func(e *Event) bool {
 		if e.Type == events.TypeRunInterrupted {
-			last = e.Seq
+			last, before = e.Seq, last
 		}
 		return false
 	})
-	return last, err
+	return last, before, err
 }
