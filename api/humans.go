@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -70,11 +71,17 @@ func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
 
 // decided answers a person's decision on a human request of the kind
 // ("approval", "uncertain_call"): the error, logged as well when the
-// decision was recorded but its run could not take it; else processed.
+// decision was recorded but its run could not take it (a warning, but
+// for a run whose conversation is being deleted, which is as good as
+// gone: the 404 says it all); else processed.
 func (s *Server) decided(w http.ResponseWriter, r *http.Request, kind string, h store.HumanRequest, err error, decision string) {
 	if err != nil {
 		if h.ID != "" {
-			s.log.LogAttrs(r.Context(), slog.LevelWarn, "an answered "+kind+" could not resume its run",
+			level := slog.LevelWarn
+			if errors.Is(err, store.ErrNotFound) {
+				level = slog.LevelInfo
+			}
+			s.log.LogAttrs(r.Context(), level, "an answered "+kind+" could not resume its run",
 				slog.String(kind+"_id", h.ID), slog.String("run_id", h.RunID), slog.Any("error", err))
 		}
 		s.writeError(w, r, err)
