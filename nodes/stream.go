@@ -20,7 +20,17 @@ func (a *Agent) stream(ctx context.Context, s ChatState) (ChatState, error) {
 		return ChatState{}, err
 	}
 	msg := ans.Message
-	upd := ChatState{FinalResponse: content, Outcome: ans.Outcome}
+	// Each set only when it changes: a field an update sets is written to
+	// the turn's last checkpoint again, and write's answer and outcome
+	// are in the one before it already (the answer in the message below
+	// too).
+	var upd ChatState
+	if content != s.FinalResponse {
+		upd.FinalResponse = content
+	}
+	if ans.Outcome != s.Outcome {
+		upd.Outcome = ans.Outcome
+	}
 	if ask, ok := a.askSummary(ctx, &s, &msg); ok {
 		upd.SummaryAsk = ask
 	}
