@@ -21,13 +21,7 @@ import (
 func TestDeleteScrubsABusyLog(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	c := startServe(t, "TRELLIS_DATA_DIR="+dir)
-	canary := newCanary(t)
-	out := asJSON(t, c, "", http.MethodPost, "/api/v1/chat/sync", map[string]any{"message": "my code word is " + canary}, http.StatusOK)
-	conv, _ := out["conversation_id"].(string)
-	if out["status"] != "completed" || conv == "" {
-		t.Fatalf("chat: %v", out)
-	}
+	c, canary, conv := serveCanary(t, dir)
 
 	db, err := sqlopen.SQLite(filepath.Join(dir, "trellis.db"))
 	if err != nil {
@@ -62,13 +56,7 @@ func TestDeleteScrubsABusyLog(t *testing.T) {
 func TestScrubAfterACrash(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	c := startServe(t, "TRELLIS_DATA_DIR="+dir)
-	canary := newCanary(t)
-	out := asJSON(t, c, "", http.MethodPost, "/api/v1/chat/sync", map[string]any{"message": "my code word is " + canary}, http.StatusOK)
-	conv, _ := out["conversation_id"].(string)
-	if out["status"] != "completed" || conv == "" {
-		t.Fatalf("chat: %v", out)
-	}
+	c, canary, conv := serveCanary(t, dir)
 
 	db, err := sqlopen.SQLite("file:" + filepath.Join(dir, "trellis.db") + "?mode=ro")
 	if err != nil {
@@ -112,6 +100,20 @@ func TestScrubAfterACrash(t *testing.T) {
 	waitFor(t, "the deleted text gone from every file after the restart", func() bool {
 		return len(fileScan(t, dir, canary)[canary]) == 0
 	})
+}
+
+// serveCanary starts a server on the data directory dir and tells it,
+// in a new conversation, a canary to look for in the files.
+func serveCanary(t *testing.T, dir string) (c *child, canary, conv string) {
+	t.Helper()
+	c = startServe(t, "TRELLIS_DATA_DIR="+dir)
+	canary = newCanary(t)
+	out := asJSON(t, c, "", http.MethodPost, "/api/v1/chat/sync", map[string]any{"message": "my code word is " + canary}, http.StatusOK)
+	conv, _ = out["conversation_id"].(string)
+	if out["status"] != "completed" || conv == "" {
+		t.Fatalf("chat: %v", out)
+	}
+	return c, canary, conv
 }
 
 // holdSnapshot opens a read transaction on db that keeps its write-ahead
