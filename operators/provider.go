@@ -552,8 +552,15 @@ func (p *Provider) fail(ctx context.Context, name string, kind SourceKind, err e
 	return res
 }
 
+// logFailure logs a failed call: a warning, but for a call whose run
+// was cancelled (its client left, say), which failed because it was
+// stopped.
 func (p *Provider) logFailure(ctx context.Context, name string, kind SourceKind, res Result) {
-	p.log.LogAttrs(ctx, slog.LevelWarn, "tool call failed",
+	level := slog.LevelWarn
+	if ctx.Err() != nil {
+		level = slog.LevelInfo
+	}
+	p.log.LogAttrs(ctx, level, "tool call failed",
 		slog.String("tool", name), slog.String("source", string(kind)), slog.String("error", res.Error))
 }
 
