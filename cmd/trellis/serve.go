@@ -156,6 +156,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		webhooksFile                             string
 		monthlyQuota                             string
 		codeTime, codeMemory, codeOutput         string
+		codeConcurrent                           string
 		wsApprove, wsFileBytes, wsScopeBytes     string
 		wsScopeFiles                             string
 	)
@@ -206,6 +207,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&codeTime, "code-time", env("TRELLIS_CODE_TIME", sandbox.DefaultTime.String()), "wall time one run_code program may take (TRELLIS_CODE_TIME)")
 	fs.StringVar(&codeMemory, "code-memory-bytes", env("TRELLIS_CODE_MEMORY_BYTES", strconv.Itoa(sandbox.DefaultMemory)), "how far the heap may grow while one run_code program runs, in bytes (TRELLIS_CODE_MEMORY_BYTES)")
 	fs.StringVar(&codeOutput, "code-output-bytes", env("TRELLIS_CODE_OUTPUT_BYTES", strconv.Itoa(sandbox.DefaultOutput)), "console output, and separately final value, kept of one run_code program, in bytes; more output stops it (TRELLIS_CODE_OUTPUT_BYTES)")
+	fs.StringVar(&codeConcurrent, "code-concurrency", env("TRELLIS_CODE_CONCURRENCY", strconv.Itoa(sandbox.DefaultConcurrent())), "how many run_code programs run at once; a call waits for a slot at most --code-time (TRELLIS_CODE_CONCURRENCY)")
 	fs.StringVar(&keepCheckpoints, "keep-checkpoints", env("TRELLIS_KEEP_CHECKPOINTS", "0"), "an hourly job prunes checkpoints, keeping this many newest of each branch and all older ones they still need, and reports trellis_checkpoint_bytes; 0 keeps every checkpoint (TRELLIS_KEEP_CHECKPOINTS)")
 	fs.StringVar(&summaryTokens, "summary-tokens", env("TRELLIS_SUMMARY_TOKENS", "4000"), "estimated tokens of a conversation's earlier turns at which the fast model summarises them in the background, for the next turns' prompts; 0 keeps only the extractive summary (TRELLIS_SUMMARY_TOKENS)")
 	fs.StringVar(&retentionDays, "retention-days", env("TRELLIS_RETENTION_DAYS", "0"), "conversations no one wrote to for this many days are erased, with their documents and checkpoints, by an hourly job; 0 keeps them for ever (TRELLIS_RETENTION_DAYS)")
@@ -327,12 +329,14 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	num("code-memory-bytes", codeMemory, &codeMem)
 	c.code.Memory = int64(codeMem)
 	num("code-output-bytes", codeOutput, &c.code.Output)
+	num("code-concurrency", codeConcurrent, &c.code.Concurrent)
 	// 0 would mean run_code's default, not "nothing": say so rather than
 	// give the default silently.
 	for _, l := range []struct {
 		name string
 		v    int64
-	}{{"code-time", int64(c.code.Time)}, {"code-memory-bytes", c.code.Memory}, {"code-output-bytes", int64(c.code.Output)}} {
+	}{{"code-time", int64(c.code.Time)}, {"code-memory-bytes", c.code.Memory}, {"code-output-bytes", int64(c.code.Output)},
+		{"code-concurrency", int64(c.code.Concurrent)}} {
 		if l.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be positive", l.name))
 		}

@@ -110,15 +110,18 @@ func TestParseServe(t *testing.T) {
 		!slices.Equal(c.admins, []string{"bob"}) {
 		t.Errorf("admins: %v %v", c.admins, err)
 	}
-	if c.code != (sandbox.Limits{Time: sandbox.DefaultTime, Memory: sandbox.DefaultMemory, Output: sandbox.DefaultOutput}) {
+	if c.code != (sandbox.Limits{Time: sandbox.DefaultTime, Memory: sandbox.DefaultMemory, Output: sandbox.DefaultOutput,
+		Concurrent: sandbox.DefaultConcurrent()}) {
 		t.Errorf("run_code's limits: %+v", c.code)
 	}
-	if c, err = parseServe(nil, env("TRELLIS_CODE_TIME", "250ms", "TRELLIS_CODE_MEMORY_BYTES", "1048576", "TRELLIS_CODE_OUTPUT_BYTES", "100"), io.Discard); err != nil ||
-		c.code != (sandbox.Limits{Time: 250 * time.Millisecond, Memory: 1 << 20, Output: 100}) {
+	if c, err = parseServe(nil, env("TRELLIS_CODE_TIME", "250ms", "TRELLIS_CODE_MEMORY_BYTES", "1048576", "TRELLIS_CODE_OUTPUT_BYTES", "100",
+		"TRELLIS_CODE_CONCURRENCY", "3"), io.Discard); err != nil ||
+		c.code != (sandbox.Limits{Time: 250 * time.Millisecond, Memory: 1 << 20, Output: 100, Concurrent: 3}) {
 		t.Errorf("run_code's limits set: %+v %v", c.code, err)
 	}
-	if _, err := parseServe([]string{"--code-time", "0s", "--code-output-bytes", "-1"}, env(), io.Discard); err == nil ||
-		!strings.Contains(err.Error(), "code-time: must be positive") || !strings.Contains(err.Error(), "code-output-bytes: must be positive") {
+	if _, err := parseServe([]string{"--code-time", "0s", "--code-output-bytes", "-1", "--code-concurrency", "0"}, env(), io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "code-time: must be positive") || !strings.Contains(err.Error(), "code-output-bytes: must be positive") ||
+		!strings.Contains(err.Error(), "code-concurrency: must be positive") {
 		t.Errorf("run_code's limits at 0: %v", err)
 	}
 	if c, err = parseServe(nil, env("TRELLIS_DURABILITY", "exit"), io.Discard); err != nil || c.durability != graph.DurabilityExit {

@@ -58,5 +58,10 @@
 // [Run]: the watchdog is stopped before it returns.
 //
 // The run_code tool ([Tool]) gets its [Files] per call from a [FilesFor]:
-// package workspace gives the call's conversation's files.
+// package workspace gives the call's conversation's files. It runs at most
+// Limits.Concurrent programs at once (half the CPUs by default): a
+// program that loops to its time limit keeps a CPU busy that whole time,
+// and the memory watchdog reads the heap that programs running together
+// share. A call waits for a slot at most the time limit, then fails with
+// ErrBusy.
 package sandbox

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"runtime/metrics"
 	"strings"
 	"time"
@@ -56,6 +57,9 @@ var (
 	// ErrThrown is a program that ended by an uncaught exception or a
 	// syntax error; the error's text is the exception's.
 	ErrThrown = errors.New("sandbox: the program threw")
+	// ErrBusy is a Tool's call that found every slot (Limits.Concurrent)
+	// taken for as long as a program may run.
+	ErrBusy = errors.New("sandbox: every slot for programs is taken")
 )
 
 func init() {
@@ -76,7 +80,18 @@ type Limits struct {
 	// Output is the most bytes of console output kept, and separately of
 	// the final value shown.
 	Output int
+	// Concurrent is how many programs one [Tool] runs at once; a call
+	// waits at most Time for a slot, then fails with ErrBusy. A program
+	// that loops to its time limit keeps a CPU busy all that while, and
+	// the memory watchdog reads the one process heap that programs
+	// running together share: DefaultConcurrent leaves the rest of the
+	// CPUs to the service's requests. Run itself does not count.
+	Concurrent int
 }
+
+// DefaultConcurrent is half the CPUs the process may use
+// (GOMAXPROCS), at least one.
+func DefaultConcurrent() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 func (l Limits) withDefaults() Limits {
 	if l.Time <= 0 {
@@ -87,6 +102,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Output <= 0 {
 		l.Output = DefaultOutput
+	}
+	if l.Concurrent <= 0 {
+		l.Concurrent = DefaultConcurrent()
 	}
 	return l
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -29,6 +30,7 @@ type FilesFor func(ctx context.Context, call operators.Call) (Files, error)
 // files), such as operators.RequiresApproval.
 func Tool(limits Limits, files FilesFor, writeOpts ...operators.ToolOption) operators.Tool {
 	l := limits.withDefaults()
+	slots := make(chan struct{}, l.Concurrent)
 	filesDoc, opts := "no files", []operators.ToolOption{operators.ReadOnly()}
 	if files != nil {
 		filesDoc, opts = "files only through files.list(dir), files.read(path) and files.write(path, text) over this conversation's workspace", writeOpts
@@ -47,6 +49,10 @@ func Tool(limits Limits, files FilesFor, writeOpts ...operators.ToolOption) oper
 					return operators.Result{}, fmt.Errorf("run_code: %w", err)
 				}
 			}
+			if err := take(ctx, slots, l.Time); err != nil {
+				return operators.Result{}, fmt.Errorf("run_code: %w", err)
+			}
+			defer func() { <-slots }() // a panic too, which the provider recovers
 			res, err := Run(ctx, in.Code, l, fs)
 			if err != nil {
 				if res.Output != "" {
@@ -56,6 +62,25 @@ func Tool(limits Limits, files FilesFor, writeOpts ...operators.ToolOption) oper
 			}
 			return operators.TextResult(Text(res)), nil
 		}, opts...)
+}
+
+// take waits for one of slots, at most wait and while ctx lasts.
+func take(ctx context.Context, slots chan struct{}, wait time.Duration) error {
+	select {
+	case slots <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return fmt.Errorf("%w: %d ran for the %s a call waits", ErrBusy, cap(slots), wait)
+	}
 }
 
 // Text is a result as the tool shows it: the output, then the value after
