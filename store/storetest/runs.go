@@ -469,3 +469,46 @@ func testActiveUsers(t *testing.T, s store.Store) {
 		t.Fatalf("active users %v, want [alice bob dave erin]", users)
 	}
 }
+
+// A run ending while the next message starts a run on its conversation,
+// or while an earlier run parked there resumes: each either waits for
+// the end and goes ahead, or finds the run still active
+// (ErrRunActive); neither fails otherwise. On PostgreSQL, a start locks
+// the conversation's row and then waits on the ending run's row in the
+// one-active-run index, so an end that locked them the other way round
+// deadlocked with it.
+func testEndRunRacesStart(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	const rounds = 100
+	for i := range rounds {
+		c := newConversation(t, s, alice)
+		parked := startRun(t, s, c, "parked")
+		finish(t, s, parked.ID, store.RunInterrupted, store.InterruptClarification)
+		r := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "running"}))(t)
+		var wg sync.WaitGroup
+		begin := make(chan struct{})
+		errs := make([]error, 3)
+		wg.Go(func() {
+			<-begin
+			_, errs[0] = s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted})
+		})
+		wg.Go(func() {
+			<-begin
+			_, errs[1] = s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "next"})
+		})
+		wg.Go(func() {
+			<-begin
+			_, errs[2] = s.ResumeRun(ctx, parked.ID, "proc-1")
+		})
+		close(begin)
+		wg.Wait()
+		if errs[0] != nil {
+			t.Fatalf("round %d: FinishRun: %v", i, errs[0])
+		}
+		for j, name := range []string{"", "StartRun", "ResumeRun"} {
+			if j > 0 && errs[j] != nil && !errors.Is(errs[j], store.ErrRunActive) {
+				t.Fatalf("round %d: %s: %v, want success or ErrRunActive", i, name, errs[j])
+			}
+		}
+	}
+}

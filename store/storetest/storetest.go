@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"RunInput", testRunInput},
 		{"ActiveRunRule", testActiveRunRule},
 		{"OneActiveRunConcurrent", testOneActiveRunConcurrent},
+		{"EndRunRacesStart", testEndRunRacesStart},
 		{"ResumeRespectsActiveRun", testResumeRespectsActiveRun},
 		{"Supersede", testSupersede},
 		{"SupersedeRefused", testSupersedeRefused},

@@ -440,6 +440,15 @@ func (f *finished) read() error { return cmp.Or(f.updated(), f.touched()) }
 // the conversation's updates) need nothing from each other. On
 // PostgreSQL they are held, and go with the commit: the end of a run is
 // two round trips.
+//
+// The read locks the conversation's row too, before the run's row
+// changes. StartRun and ResumeRun lock that row first and then make a
+// run active, which waits on this run's row in the one-active-run index
+// while this transaction has changed it; had this transaction locked the
+// conversation only at its end, each would wait for the other, and
+// PostgreSQL refused one as a deadlock (a chat answered 500 under load).
+// A lock alone on the run's row makes no one wait: such a start fails at
+// once with ErrRunActive.
 func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end store.RunEnd, usage []byte, events int) (*finished, error) {
 	at := storeutil.Now()
 	now := s.db.Time(at)
@@ -460,8 +469,8 @@ func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end stor
 		pending            bool
 		f                  = &finished{}
 	)
-	err := q.QueryRow(ctx, `SELECT usage, model, status, owner, user_id, conversation_id, last_seq, `+pendingHuman+`,
-    EXISTS (SELECT 1 FROM webhook_routes) FROM runs WHERE id = ?`+s.db.ForUpdate(), runID).
+	err := q.QueryRow(ctx, `SELECT runs.usage, runs.model, runs.status, runs.owner, runs.user_id, runs.conversation_id, runs.last_seq, `+pendingHuman+`,
+    EXISTS (SELECT 1 FROM webhook_routes) FROM runs JOIN conversations c ON c.id = runs.conversation_id WHERE runs.id = ?`+s.db.ForUpdate(), runID).
 		Scan(&before, &model, &status, &owner, &user, &conversation, &f.lastSeq, &pending, &f.routed)
 	switch {
 	case noRows(err):
