@@ -27,6 +27,7 @@ func RunMemories(t *testing.T, newStore func(t *testing.T) MemStore) {
 		{"OtherUsers", testMemoryOtherUsers},
 		{"Search", testMemorySearch},
 		{"Touch", testMemoryTouch},
+		{"TouchConcurrent", testMemoryTouchConcurrent},
 		{"Prune", testMemoryPrune},
 		{"Profile", testProfile},
 		{"ProfileConcurrent", testProfileConcurrent},
@@ -412,5 +413,47 @@ func BenchmarkSearchMemories(b *testing.B, s MemStore) {
 		if _, err := s.SearchMemories(ctx, store.MemoryQuery{UserID: "bench-user", Query: "thanks, and what else about tea?", Limit: 15, Important: 5}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Batches of recalls touching the same memories in different orders, as
+// two processes' recorders send them, all commit and all count: on
+// PostgreSQL they took the rows' locks in their own orders and
+// deadlocked.
+func testMemoryTouchConcurrent(t *testing.T, s MemStore) {
+	ctx := t.Context()
+	ms := make([]store.Memory, 6)
+	for i := range ms {
+		ms[i] = addMemory(t, s, alice, fmt.Sprintf("memory %d", i), 0.5)
+	}
+	const rounds, batches = 20, 4
+	at := time.Now().UTC()
+	for range rounds {
+		var wg sync.WaitGroup
+		errs := make([]error, batches)
+		for b := range batches {
+			// Each batch recalls every memory, a pair at a time, in an
+			// order of its own.
+			order := slices.Clone(ms)
+			if b%2 == 1 {
+				slices.Reverse(order)
+			}
+			var batch []store.Recall
+			for i := 0; i < len(order); i += 2 {
+				batch = append(batch, store.Recall{UserID: alice, MemoryIDs: []string{order[i].ID, order[(i+b+1)%len(order)].ID}, At: at})
+			}
+			wg.Go(func() { errs[b] = s.TouchMemories(ctx, batch) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("concurrent TouchMemories: %v", err)
+		}
+	}
+	var total int
+	for _, m := range must(s.ListMemories(ctx, alice, store.Page{}))(t).Memories {
+		total += m.AccessCount
+	}
+	if want := rounds * batches * len(ms); total != want {
+		t.Errorf("%d recalls counted, want %d", total, want)
 	}
 }

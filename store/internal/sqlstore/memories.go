@@ -183,7 +183,10 @@ func (s *Store) searchMemories(ctx context.Context, mq store.MemoryQuery) ([]sto
 // TouchMemories implements store.Memories: an UPDATE a recall, one
 // commit for all.
 func (s *Store) TouchMemories(ctx context.Context, recalls []store.Recall) error {
-	var updates [][]any
+	var (
+		updates [][]any
+		ids     []any
+	)
 	for _, r := range recalls {
 		if storeutil.CheckIDs(r.UserID) != nil {
 			continue
@@ -196,12 +199,24 @@ func (s *Store) TouchMemories(ctx context.Context, recalls []store.Recall) error
 		}
 		if len(args) > 2 {
 			updates = append(updates, args)
+			ids = append(ids, args[2:]...)
 		}
 	}
 	if len(updates) == 0 {
 		return nil
 	}
+	slices.SortFunc(ids, func(a, b any) int { return strings.Compare(a.(string), b.(string)) })
+	ids = slices.Compact(ids)
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
+		// The rows are locked in one order first. Two batches (two
+		// processes' recorders) touching the same memories in different
+		// orders, a recall at a time, deadlocked on PostgreSQL. SQLite's
+		// one writer needs no lock (ForUpdate is empty there).
+		if lock := s.db.ForUpdate(); lock != "" {
+			if _, err := q.Exec(ctx, `SELECT id FROM memories WHERE id IN (`+placeholders(len(ids))+`) ORDER BY id`+lock, ids...); err != nil {
+				return err
+			}
+		}
 		for _, args := range updates {
 			_, err := q.Exec(ctx, `UPDATE memories SET access_count = access_count + 1, last_accessed = ?
                 WHERE user_id = ? AND id IN (`+placeholders(len(args)-2)+`)`, args...)
