@@ -392,7 +392,14 @@ func (s *Server) askReconnect(r *http.Request, sw *sse.Writer, req runs.FollowRe
 	case err == nil:
 		reason = events.ReconnectBehind
 	default:
-		s.log.LogAttrs(r.Context(), slog.LevelWarn, "a stream ended before its run's end; its client is asked to reconnect",
+		// A run whose conversation was deleted under the stream (by
+		// another process, whose run.cancelled went with the record) is
+		// no fault: the reconnect's 404 says it.
+		level := slog.LevelWarn
+		if errors.Is(err, store.ErrNotFound) {
+			level = slog.LevelInfo
+		}
+		s.log.LogAttrs(r.Context(), level, "a stream ended before its run's end; its client is asked to reconnect",
 			slog.String("run_id", req.RunID), slog.Any("error", err))
 	}
 	data, _ := json.Marshal(reconnectData{Type: events.TypeStreamReconnect, ConversationID: req.ConversationID,
