@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -259,25 +258,16 @@ func testBeginDeleteRaces(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	const rounds = 40
 	for i := range rounds {
-		c := newConversation(t, s, alice)
-		r := startRun(t, s, c, "first")
-		finish(t, s, r.ID, store.RunInterrupted, store.InterruptApproval)
+		c, r := parkedRun(t, s, store.InterruptApproval)
 		var (
-			wg                    sync.WaitGroup
 			resumeErr, enqueueErr error
 			seen                  store.Run
 		)
-		begin := make(chan struct{})
-		wg.Go(func() {
-			<-begin
+		together(func() {
 			_, resumeErr = s.ResumeRun(ctx, r.ID, "proc-1")
-		})
-		wg.Go(func() {
-			<-begin
+		}, func() {
 			_, enqueueErr = s.EnqueueRun(ctx, store.NewQueuedRun{UserID: alice, ConversationID: c.ID, UserMessage: "late"})
-		})
-		wg.Go(func() {
-			<-begin
+		}, func() {
 			if err := s.BeginDelete(ctx, alice, c.ID); err != nil {
 				t.Errorf("round %d: BeginDelete: %v", i, err)
 				return
@@ -287,8 +277,6 @@ func testBeginDeleteRaces(t *testing.T, s store.Store) {
 			}
 			seen = must(s.LatestRun(ctx, alice, c.ID))(t)
 		})
-		close(begin)
-		wg.Wait()
 		if resumeErr != nil && !errors.Is(resumeErr, store.ErrNotFound) {
 			t.Fatalf("round %d: ResumeRun: %v, want success or ErrNotFound", i, resumeErr)
 		}

@@ -481,27 +481,16 @@ func testEndRunRacesStart(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	const rounds = 100
 	for i := range rounds {
-		c := newConversation(t, s, alice)
-		parked := startRun(t, s, c, "parked")
-		finish(t, s, parked.ID, store.RunInterrupted, store.InterruptClarification)
+		c, parked := parkedRun(t, s, store.InterruptClarification)
 		r := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "running"}))(t)
-		var wg sync.WaitGroup
-		begin := make(chan struct{})
 		errs := make([]error, 3)
-		wg.Go(func() {
-			<-begin
+		together(func() {
 			_, errs[0] = s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted})
-		})
-		wg.Go(func() {
-			<-begin
+		}, func() {
 			_, errs[1] = s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "next"})
-		})
-		wg.Go(func() {
-			<-begin
+		}, func() {
 			_, errs[2] = s.ResumeRun(ctx, parked.ID, "proc-1")
 		})
-		close(begin)
-		wg.Wait()
 		if errs[0] != nil {
 			t.Fatalf("round %d: FinishRun: %v", i, errs[0])
 		}
@@ -511,4 +500,29 @@ func testEndRunRacesStart(t *testing.T, s store.Store) {
 			}
 		}
 	}
+}
+
+// parkedRun starts a run in a new conversation of alice's and parks it
+// for reason.
+func parkedRun(t *testing.T, s store.Store, reason store.InterruptReason) (store.Conversation, store.Run) {
+	t.Helper()
+	c := newConversation(t, s, alice)
+	r := startRun(t, s, c, "parked")
+	finish(t, s, r.ID, store.RunInterrupted, reason)
+	return c, r
+}
+
+// together runs fns on goroutines of their own, let go at one moment, and
+// returns when all have.
+func together(fns ...func()) {
+	var wg sync.WaitGroup
+	begin := make(chan struct{})
+	for _, fn := range fns {
+		wg.Go(func() {
+			<-begin
+			fn()
+		})
+	}
+	close(begin)
+	wg.Wait()
 }
