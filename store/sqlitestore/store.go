@@ -238,8 +238,8 @@ func (d *db) ChunkSearch() sqlstore.ChunkSearch { return chunkSearch }
 // when a binding crosses that line. So a search prepares it twice a word
 // while segment 1 is one of several (a quarter of a search's time in
 // BenchmarkSearchMemories). Only SQLITE_DBCONFIG_ENABLE_QPSG turns that
-// off, and the driver does not expose sqlite3_db_config; merging the
-// index into one segment on each write costs a write 4 to 30 times more.
+// off, and the driver does not expose sqlite3_db_config. So a small index
+// is kept in one segment (memoryUpkeep).
 //
 // The arguments are the words (?1) and the user id (?2); the query's own
 // ?s after Match are numbered on from them.
@@ -250,6 +250,30 @@ var memorySearch = sqlstore.MemorySearch{
 	Args: func(words []string, userID string) []any {
 		return []any{chunkSearch.Terms(words), userID}
 	},
+	Upkeep: memoryUpkeep,
+}
+
+// mergedUpTo is how many memories the index may hold and still be merged
+// into one segment on each write: five local users' worth at the default
+// MaxMemories. Merging rewrites the whole index: a rewrite of a memory
+// takes about 1.4 times as long at 100 memories and 1.9 times at 500
+// (BenchmarkMemoryRewrite). A write happens about once a conversation, a
+// search once a turn.
+const mergedUpTo = 512
+
+// memoryUpkeep merges the memories' index into one segment after a write
+// while the index is small, so that no search prepares FTS5's lookup
+// again (see memorySearch). Migration 0027's merging at three segments a
+// level still left two in one of two writes, segment 1 among them, under
+// the serve load test. A larger index merges as FTS5 does by itself: the
+// rewrite would cost a write more than the searches it saves. The count
+// reads at most mergedUpTo+1 rows, whatever the table holds. Deletes need
+// no upkeep: with secure-delete they take the rows out of the segments
+// that hold them and write none.
+func memoryUpkeep(ctx context.Context, q sqlstore.Querier) error {
+	_, err := q.Exec(ctx, `INSERT INTO memories_fts (memories_fts) SELECT 'optimize'
+        WHERE (SELECT count(*) FROM (SELECT 1 FROM memories LIMIT ?1)) < ?1`, mergedUpTo+1)
+	return err
 }
 
 // ownerMatch is the FTS5 query for the user's rows that hold any of the

@@ -73,6 +73,9 @@ type DB interface {
 type MemorySearch struct {
 	From, Match, Score string
 	Args               func(words []string, userID string) []any
+	// Upkeep, when set, runs in the transaction of a write that adds a
+	// memory's text to the index (AddMemory, UpdateMemory), after it.
+	Upkeep func(ctx context.Context, q Querier) error
 }
 
 // ChunkSearch is the SQL a backend's full-text index over chunks is asked
