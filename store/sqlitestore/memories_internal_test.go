@@ -93,7 +93,7 @@ func hitsString(hs []store.MemoryHit) string {
 
 // Learning rewrites a user's memory a transaction at a time, and FTS5
 // writes a segment for each; while the index is small each write merges
-// it into one (memoryUpkeep), so a search never binds segment 1 beside
+// it into one (optimizeWhileSmall), so a search never binds segment 1 beside
 // another and FTS5's lookup is not prepared again. Merging at three
 // segments a level alone left several in one write of two.
 func TestMemoryIndexStaysMerged(t *testing.T) {

@@ -211,10 +211,11 @@ var uniqueColumns = map[string]string{
 // lower for better, hence the minus). The words are quoted, so none is
 // read as FTS5 syntax, and any of them matches.
 var chunkSearch = sqlstore.ChunkSearch{
-	From:  "chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid",
-	Match: "chunks_fts MATCH ?",
-	Score: "-bm25(chunks_fts)",
-	Terms: func(words []string) string { return `"` + strings.Join(words, `" OR "`) + `"` },
+	From:   "chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid",
+	Match:  "chunks_fts MATCH ?",
+	Score:  "-bm25(chunks_fts)",
+	Terms:  func(words []string) string { return `"` + strings.Join(words, `" OR "`) + `"` },
+	Upkeep: optimizeWhileSmall("chunks_fts", "chunks"),
 }
 
 // ChunkSearch implements sqlstore.DB.
@@ -239,7 +240,7 @@ func (d *db) ChunkSearch() sqlstore.ChunkSearch { return chunkSearch }
 // while segment 1 is one of several (a quarter of a search's time in
 // BenchmarkSearchMemories). Only SQLITE_DBCONFIG_ENABLE_QPSG turns that
 // off, and the driver does not expose sqlite3_db_config. So a small index
-// is kept in one segment (memoryUpkeep).
+// is kept in one segment (optimizeWhileSmall).
 //
 // The arguments are the words (?1) and the user id (?2); the query's own
 // ?s after Match are numbered on from them.
@@ -250,30 +251,39 @@ var memorySearch = sqlstore.MemorySearch{
 	Args: func(words []string, userID string) []any {
 		return []any{chunkSearch.Terms(words), userID}
 	},
-	Upkeep: memoryUpkeep,
+	Upkeep: optimizeWhileSmall("memories_fts", "memories"),
 }
 
-// mergedUpTo is how many memories the index may hold and still be merged
-// into one segment on each write: five local users' worth at the default
-// MaxMemories. Merging rewrites the whole index: a rewrite of a memory
-// takes about 1.4 times as long at 100 memories and 1.9 times at 500
-// (BenchmarkMemoryRewrite). A write happens about once a conversation, a
-// search once a turn.
+// mergedUpTo is how many rows an FTS5 index's table may hold and the
+// index still be merged into one segment on each write: five local
+// users' worth of memories at the default MaxMemories, or a dozen
+// documents of forty chunks. Merging rewrites the whole index: a rewrite
+// of a memory takes about 1.4 times as long at 100 memories and 1.9 times
+// at 500 (BenchmarkMemoryRewrite), a document's put 3.6 to 15 times (1.2 to
+// 4.9 ms) beside 60 to 480 chunks, where a search takes a quarter to a
+// ninth of the time (BenchmarkFewDocuments). A write happens about once a
+// conversation or an upload, a search once a turn.
 const mergedUpTo = 512
 
-// memoryUpkeep merges the memories' index into one segment after a write
-// while the index is small, so that no search prepares FTS5's lookup
-// again (see memorySearch). Migration 0027's merging at three segments a
-// level still left two in one of two writes, segment 1 among them, under
-// the serve load test. A larger index merges as FTS5 does by itself: the
-// rewrite would cost a write more than the searches it saves. The count
-// reads at most mergedUpTo+1 rows, whatever the table holds. Deletes need
-// no upkeep: with secure-delete they take the rows out of the segments
-// that hold them and write none.
-func memoryUpkeep(ctx context.Context, q sqlstore.Querier) error {
-	_, err := q.Exec(ctx, `INSERT INTO memories_fts (memories_fts) SELECT 'optimize'
-        WHERE (SELECT count(*) FROM (SELECT 1 FROM memories LIMIT ?1)) < ?1`, mergedUpTo+1)
-	return err
+// optimizeWhileSmall is the upkeep of the FTS5 index over content: after
+// a write, while content holds at most mergedUpTo rows, FTS5's optimize
+// merges the index into one segment, so that no search prepares FTS5's
+// lookup again (see memorySearch). FTS5 writes a segment for each
+// transaction that changes the index: a memory rewritten by learning, a
+// document's chunks. Migration 0027's merging at three segments a level
+// still left the memories' index in two in one write of two, segment 1
+// among them, and the chunks' index keeps one a document. A larger index
+// merges as FTS5 does by itself: the rewrite would cost a write more than
+// the searches it saves. The count reads at most mergedUpTo+1 rows,
+// whatever the table holds. Deletes need no upkeep: with secure-delete
+// they take the rows out of the segments that hold them and write none.
+func optimizeWhileSmall(index, content string) sqlstore.Upkeep {
+	query := `INSERT INTO ` + index + ` (` + index + `) SELECT 'optimize'
+        WHERE (SELECT count(*) FROM (SELECT 1 FROM ` + content + ` LIMIT ?1)) < ?1`
+	return func(ctx context.Context, q sqlstore.Querier) error {
+		_, err := q.Exec(ctx, query, mergedUpTo+1)
+		return err
+	}
 }
 
 // ownerMatch is the FTS5 query for the user's rows that hold any of the

@@ -73,9 +73,21 @@ type DB interface {
 type MemorySearch struct {
 	From, Match, Score string
 	Args               func(words []string, userID string) []any
-	// Upkeep, when set, runs in the transaction of a write that adds a
-	// memory's text to the index (AddMemory, UpdateMemory), after it.
-	Upkeep func(ctx context.Context, q Querier) error
+	// Upkeep runs in the transaction of a write that adds a memory's
+	// text to the index (AddMemory, UpdateMemory), after it.
+	Upkeep Upkeep
+}
+
+// Upkeep is a backend's work on its full-text index in the transaction
+// of a write that adds to the index, after the write; nil is none.
+type Upkeep func(ctx context.Context, q Querier) error
+
+// run runs u, if there is one.
+func (u Upkeep) run(ctx context.Context, q Querier) error {
+	if u == nil {
+		return nil
+	}
+	return u(ctx, q)
 }
 
 // ChunkSearch is the SQL a backend's full-text index over chunks is asked
@@ -97,6 +109,9 @@ type ChunkSearch struct {
 	// Terms makes the query argument from the words searched for: one
 	// or more, lower case, letters and digits only.
 	Terms func(words []string) string
+	// Upkeep runs in the transaction of PutChunks, after the chunks
+	// are in.
+	Upkeep Upkeep
 	// Index, when set, computes the index's entry of a chunk in the
 	// client as PutChunks stores it; without it the database does.
 	Index *ChunkIndex

@@ -295,7 +295,7 @@ func (s *Store) PutChunks(ctx context.Context, id string, chunks []store.NewChun
 				return err
 			}
 		}
-		return nil
+		return s.db.ChunkSearch().Upkeep.run(ctx, q)
 	})
 	if err != nil {
 		return s.errorf("put chunks of %s: %w", id, err)

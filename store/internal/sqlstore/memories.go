@@ -66,7 +66,7 @@ func (s *Store) AddMemory(ctx context.Context, nm store.NewMemory) (store.Memory
 		if err != nil {
 			return err
 		}
-		return s.upkeepMemories(ctx, q)
+		return s.db.MemorySearch().Upkeep.run(ctx, q)
 	})
 	if err != nil {
 		return store.Memory{}, s.errorf("add memory: %w", s.refused(err))
@@ -94,7 +94,7 @@ func (s *Store) UpdateMemory(ctx context.Context, userID, id string, nm store.Ne
 		if n == 0 {
 			return store.ErrNotFound
 		}
-		if err := s.upkeepMemories(ctx, q); err != nil {
+		if err := s.db.MemorySearch().Upkeep.run(ctx, q); err != nil {
 			return err
 		}
 		m, err = scanMemory(q.QueryRow(ctx, `SELECT `+memoryCols+` FROM memories m WHERE m.id = ?`, id))
@@ -104,15 +104,6 @@ func (s *Store) UpdateMemory(ctx context.Context, userID, id string, nm store.Ne
 		return store.Memory{}, s.errorf("update memory %s: %w", id, err)
 	}
 	return m, nil
-}
-
-// upkeepMemories runs the backend's upkeep of the memories' index, if
-// it has one.
-func (s *Store) upkeepMemories(ctx context.Context, q Querier) error {
-	if u := s.db.MemorySearch().Upkeep; u != nil {
-		return u(ctx, q)
-	}
-	return nil
 }
 
 // ListMemories implements store.Memories, paged as ListConversations is.
