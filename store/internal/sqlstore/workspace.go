@@ -220,18 +220,20 @@ func scanVersion(r Row) (store.FileVersion, error) {
 
 // WorkspaceFile implements store.Workspaces.
 func (s *Store) WorkspaceFile(ctx context.Context, sc store.FileScope, path string) (store.WorkspaceFile, error) {
-	f, err := s.file(ctx, s.db, sc, path)
+	f, err := s.file(ctx, s.db, sc, path, "")
 	if err != nil {
 		return f, s.errorf("file %s: %w", path, err)
 	}
 	return f, nil
 }
 
-func (s *Store) file(ctx context.Context, q Querier, sc store.FileScope, path string) (store.WorkspaceFile, error) {
+// file reads the file at path in sc; lock is "" or ForUpdate, to lock
+// its row in a writing transaction.
+func (s *Store) file(ctx context.Context, q Querier, sc store.FileScope, path, lock string) (store.WorkspaceFile, error) {
 	if err := storeutil.CheckIDs(sc.ID, path); err != nil {
 		return store.WorkspaceFile{}, err
 	}
-	f, err := scanFile(q.QueryRow(ctx, `SELECT `+fileCols+` FROM workspace_files WHERE scope_kind = ? AND scope_id = ? AND path = ?`, sc.Kind, sc.ID, path))
+	f, err := scanFile(q.QueryRow(ctx, `SELECT `+fileCols+` FROM workspace_files WHERE scope_kind = ? AND scope_id = ? AND path = ?`+lock, sc.Kind, sc.ID, path))
 	if noRows(err) {
 		err = store.ErrNotFound
 	}
@@ -268,7 +270,7 @@ WHERE scope_kind = ? AND scope_id = ? AND path `+op+` ? AND path < ? ORDER BY pa
 func (s *Store) FileVersions(ctx context.Context, sc store.FileScope, path string) ([]store.FileVersion, error) {
 	var out []store.FileVersion
 	err := s.db.Read(ctx, func(q Querier) error {
-		f, err := s.file(ctx, q, sc, path)
+		f, err := s.file(ctx, q, sc, path, "")
 		if err != nil {
 			return err
 		}
@@ -285,7 +287,7 @@ func (s *Store) FileVersions(ctx context.Context, sc store.FileScope, path strin
 func (s *Store) FileVersion(ctx context.Context, sc store.FileScope, path string, version int) (store.FileVersion, error) {
 	var v store.FileVersion
 	err := s.db.Read(ctx, func(q Querier) error {
-		f, err := s.file(ctx, q, sc, path)
+		f, err := s.file(ctx, q, sc, path, "")
 		if err != nil {
 			return err
 		}
@@ -409,7 +411,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, f.ID, v.Scope.Kind, v.Scope.ID, us
 func (s *Store) DeleteFile(ctx context.Context, sc store.FileScope, path string) ([]string, error) {
 	var keys []string
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
-		f, err := s.file(ctx, q, sc, path)
+		// The file's row is locked first, as PutFile's write locks it,
+		// then the usage's. In the other order a delete and a write of
+		// the file deadlocked on PostgreSQL, and a version written after
+		// the sizes below were summed stayed counted in the usage.
+		f, err := s.file(ctx, q, sc, path, s.db.ForUpdate())
 		if err != nil {
 			return err
 		}
