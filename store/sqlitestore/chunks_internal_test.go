@@ -60,8 +60,8 @@ func TestChunkIndexStaysMerged(t *testing.T) {
 }
 
 // BenchmarkFewDocuments measures putting a document's chunk beside docs
-// documents of 20 chunks, and a search of them, with the chunks' index upkeep and, as the
-// baseline in the same run, without it.
+// documents of 20 chunks, and a search of them, with the chunks' index
+// upkeep and, as the baseline in the same run, without it.
 func BenchmarkFewDocuments(b *testing.B) {
 	upkeep := chunkSearch.Upkeep
 	b.Cleanup(func() { chunkSearch.Upkeep = upkeep })

@@ -271,12 +271,13 @@ const mergedUpTo = 512
 // lookup again (see memorySearch). FTS5 writes a segment for each
 // transaction that changes the index: a memory rewritten by learning, a
 // document's chunks. Migration 0027's merging at three segments a level
-// still left the memories' index in two in one write of two, segment 1
-// among them, and the chunks' index keeps one a document. A larger index
-// merges as FTS5 does by itself: the rewrite would cost a write more than
-// the searches it saves. The count reads at most mergedUpTo+1 rows,
-// whatever the table holds. Deletes need no upkeep: with secure-delete
-// they take the rows out of the segments that hold them and write none.
+// still left the memories' index in two segments after one write in two,
+// segment 1 among them, and the chunks' index kept one a document. A
+// larger index merges as FTS5 does by itself: the rewrite would cost a
+// write more than the searches it saves. The count reads at most
+// mergedUpTo+1 rows, whatever the table holds. Deletes need no upkeep:
+// with secure-delete they take the rows out of the segments that hold
+// them and write none.
 func optimizeWhileSmall(index, content string) sqlstore.Upkeep {
 	query := `INSERT INTO ` + index + ` (` + index + `) SELECT 'optimize'
         WHERE (SELECT count(*) FROM (SELECT 1 FROM ` + content + ` LIMIT ?1)) < ?1`
