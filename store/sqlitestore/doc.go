@@ -21,4 +21,9 @@
 // synchronous=NORMAL: a commit survives the process crashing but may be
 // lost, with the transactions after it, if the machine loses power, and
 // the file stays consistent either way. It saves an fsync per event.
+//
+// The full-text indexes over memories and chunks are FTS5 tables kept by
+// triggers; while small, each write that adds to one merges it into one
+// segment (optimizeWhileSmall), because SQLite re-prepares FTS5's segment
+// lookup on every search of an index with segment 1 among several.
 package sqlitestore
