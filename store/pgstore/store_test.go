@@ -28,7 +28,7 @@ func newStore(t testing.TB) *pgstore.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return newStore(t) })
+	storetest.Run(t, func(t *testing.T) storetest.Record { return newStore(t) })
 }
 
 // Two pools on one schema stand for two processes: the rules hold across
@@ -121,26 +121,6 @@ func BenchmarkReplay(b *testing.B) {
 	storetest.BenchmarkReplay(b, newStore(b))
 }
 
-func TestMemoriesConformance(t *testing.T) {
-	storetest.RunMemories(t, func(t *testing.T) storetest.MemStore { return newStore(t) })
-}
-
-func TestErasureConformance(t *testing.T) {
-	storetest.RunErasure(t, func(t *testing.T) storetest.EraseStore { return newStore(t) })
-}
-
-func TestKeysConformance(t *testing.T) {
-	storetest.RunKeys(t, func(t *testing.T) storetest.KeyStore { return newStore(t) })
-}
-
-func TestSessionsConformance(t *testing.T) {
-	storetest.RunSessions(t, func(t *testing.T) storetest.SessionStore { return newStore(t) })
-}
-
-func TestDocumentsConformance(t *testing.T) {
-	storetest.RunDocuments(t, func(t *testing.T) storetest.DocStore { return newStore(t) })
-}
-
 func BenchmarkSearchChunks(b *testing.B) {
 	pool := pgtest.New(b)
 	s, err := pgstore.New(b.Context(), pool)
@@ -155,10 +135,6 @@ func BenchmarkSearchChunks(b *testing.B) {
 }
 
 func BenchmarkSearchMemories(b *testing.B) { storetest.BenchmarkSearchMemories(b, newStore(b)) }
-
-func TestWebhooksConformance(t *testing.T) {
-	storetest.RunWebhooks(t, func(t *testing.T) storetest.WebhookStore { return newStore(t) })
-}
 
 // Runs stored before runs.parent_id existed get their parents from the
 // migration that added it.
@@ -176,10 +152,6 @@ func TestBranchesBackfilled(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-}
-
-func TestWorkspacesConformance(t *testing.T) {
-	storetest.RunWorkspaces(t, func(t *testing.T) storetest.WorkspaceStore { return newStore(t) })
 }
 
 // A record that the code before migration 0034 wrote, one row per event,

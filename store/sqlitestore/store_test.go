@@ -35,13 +35,13 @@ func open(t testing.TB, path string) *sqlitestore.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
+	storetest.Run(t, func(t *testing.T) storetest.Record {
 		return open(t, sqlitetest.Fresh(t, filepath.Join(t.TempDir(), "chat.db")))
 	})
 }
 
 func TestConformanceInMemory(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return open(t, ":memory:") })
+	storetest.Run(t, func(t *testing.T) storetest.Record { return open(t, ":memory:") })
 }
 
 // Two Stores on one file stand for two processes: the rules hold across
@@ -111,26 +111,6 @@ func BenchmarkReplay(b *testing.B) {
 	storetest.BenchmarkReplay(b, open(b, filepath.Join(b.TempDir(), "bench.db")))
 }
 
-func TestMemoriesConformance(t *testing.T) {
-	storetest.RunMemories(t, func(t *testing.T) storetest.MemStore { return newDocStore(t) })
-}
-
-func TestErasureConformance(t *testing.T) {
-	storetest.RunErasure(t, func(t *testing.T) storetest.EraseStore { return newDocStore(t) })
-}
-
-func TestKeysConformance(t *testing.T) {
-	storetest.RunKeys(t, func(t *testing.T) storetest.KeyStore { return newDocStore(t) })
-}
-
-func TestSessionsConformance(t *testing.T) {
-	storetest.RunSessions(t, func(t *testing.T) storetest.SessionStore { return newDocStore(t) })
-}
-
-func TestDocumentsConformance(t *testing.T) {
-	storetest.RunDocuments(t, func(t *testing.T) storetest.DocStore { return newDocStore(t) })
-}
-
 func newDocStore(t testing.TB) *sqlitestore.Store {
 	return open(t, sqlitetest.Fresh(t, filepath.Join(t.TempDir(), "docs.db")))
 }
@@ -183,12 +163,6 @@ func BenchmarkSearchChunks(b *testing.B) { storetest.BenchmarkSearchChunks(b, ne
 
 func BenchmarkSearchMemories(b *testing.B) { storetest.BenchmarkSearchMemories(b, newDocStore(b)) }
 
-func TestWebhooks(t *testing.T) {
-	storetest.RunWebhooks(t, func(t *testing.T) storetest.WebhookStore {
-		return open(t, sqlitetest.Fresh(t, filepath.Join(t.TempDir(), "chat.db")))
-	})
-}
-
 // Runs stored before runs.parent_id existed get their parents from the
 // migration that added it.
 func TestBranchesBackfilled(t *testing.T) {
@@ -207,10 +181,6 @@ func TestBranchesBackfilled(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-}
-
-func TestWorkspacesConformance(t *testing.T) {
-	storetest.RunWorkspaces(t, func(t *testing.T) storetest.WorkspaceStore { return newDocStore(t) })
 }
 
 // A record that the code before migration 0031 wrote, one row per event,

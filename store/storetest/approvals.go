@@ -10,7 +10,7 @@ import (
 	"github.com/trellis-ai/trellis/store"
 )
 
-func testApprovals(t *testing.T, s store.Store) {
+func testApprovals(t *testing.T, s Record) {
 	ctx := t.Context()
 	c1, c2 := newConversation(t, s, alice), newConversation(t, s, alice)
 	r1, r2 := startRun(t, s, c1, "one"), startRun(t, s, c2, "two")
@@ -121,7 +121,7 @@ func resolveRace(t *testing.T, n int, resolve func(i int) error) (winner int) {
 	return winners[0]
 }
 
-func testApprovalResolveConcurrent(t *testing.T, s store.Store) {
+func testApprovalResolveConcurrent(t *testing.T, s Record) {
 	a := newApproval(t, s, startRun(t, s, newConversation(t, s, alice), "go"), "deploy")
 	decisions := []store.ApprovalAnswer{
 		{Decision: store.DecisionApprove},
@@ -137,7 +137,7 @@ func testApprovalResolveConcurrent(t *testing.T, s store.Store) {
 	}
 }
 
-func testElicitations(t *testing.T, s store.Store) {
+func testElicitations(t *testing.T, s Record) {
 	ctx := t.Context()
 	c1, c2 := newConversation(t, s, alice), newConversation(t, s, alice)
 	r1, r2 := startRun(t, s, c1, "one"), startRun(t, s, c2, "two")
@@ -178,7 +178,7 @@ func testElicitations(t *testing.T, s store.Store) {
 	}
 }
 
-func testElicitationResolveConcurrent(t *testing.T, s store.Store) {
+func testElicitationResolveConcurrent(t *testing.T, s Record) {
 	e := newElicitation(t, s, startRun(t, s, newConversation(t, s, alice), "go"), "name?")
 	answers := []store.ElicitationAnswer{
 		{Action: store.ActionAccept, Content: json.RawMessage(`{"name":"a"}`)},
@@ -194,7 +194,7 @@ func testElicitationResolveConcurrent(t *testing.T, s store.Store) {
 	}
 }
 
-func testFinalRunExpiresPending(t *testing.T, s store.Store) {
+func testFinalRunExpiresPending(t *testing.T, s Record) {
 	ctx := t.Context()
 	for _, status := range []store.RunStatus{store.RunCompleted, store.RunCancelled, store.RunFailed} {
 		r := startRun(t, s, newConversation(t, s, alice), "x")
@@ -217,7 +217,7 @@ func testFinalRunExpiresPending(t *testing.T, s store.Store) {
 // A clarifying question waits while its run is parked on it; the message
 // that starts the conversation's next run answers it, in the same
 // transaction; a run that is cancelled or superseded instead expires it.
-func testClarifications(t *testing.T, s store.Store) {
+func testClarifications(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	r := startRun(t, s, c, "book a table")

@@ -71,7 +71,7 @@ func branchIDs(bs []store.Branch) (runs, heads []string, active []bool) {
 // Each run follows the active branch's last run, an edit the run its
 // edited run follows; Branches lists a turn's versions with their
 // branches' last runs; ListRuns reads any branch.
-func testBranches(t *testing.T, s store.Store) {
+func testBranches(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	r1 := finish(t, s, startRun(t, s, c, "one").ID, store.RunCompleted, "")
@@ -125,7 +125,7 @@ func testBranches(t *testing.T, s store.Store) {
 
 // SetBranch makes a branch active in one step, and the next run follows
 // it; an edit on it supersedes what follows on it only.
-func testSetBranch(t *testing.T, s store.Store) {
+func testSetBranch(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	r1 := finish(t, s, startRun(t, s, c, "one").ID, store.RunCompleted, "")
@@ -173,7 +173,7 @@ func testSetBranch(t *testing.T, s store.Store) {
 	}
 }
 
-func testSetBranchRefused(t *testing.T, s store.Store) {
+func testSetBranchRefused(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	r1 := finish(t, s, startRun(t, s, c, "one").ID, store.RunCompleted, "")

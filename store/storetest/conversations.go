@@ -13,7 +13,7 @@ import (
 	"github.com/trellis-ai/trellis/store"
 )
 
-func testConversationRoundTrip(t *testing.T, s store.Store) {
+func testConversationRoundTrip(t *testing.T, s Record) {
 	ctx := t.Context()
 	before := time.Now().Add(-time.Second)
 	c := must(s.CreateConversation(ctx, store.NewConversation{UserID: alice, Title: "Ünïcode ✓ 'quotes' \"and\" more"}))(t)
@@ -99,7 +99,7 @@ func listAll(t *testing.T, s store.Store, user string, limit int) (all []store.C
 	}
 }
 
-func testPagination(t *testing.T, s store.Store) {
+func testPagination(t *testing.T, s Record) {
 	ctx := t.Context()
 	var want []store.Conversation
 	for range 25 {
@@ -137,7 +137,7 @@ func testPagination(t *testing.T, s store.Store) {
 	}
 }
 
-func testPaginationStable(t *testing.T, s store.Store) {
+func testPaginationStable(t *testing.T, s Record) {
 	ctx := t.Context()
 	var want []store.Conversation
 	for range 12 {
@@ -163,7 +163,7 @@ func testPaginationStable(t *testing.T, s store.Store) {
 	}
 }
 
-func testDeleteCascades(t *testing.T, s store.Store) {
+func testDeleteCascades(t *testing.T, s Record) {
 	ctx := t.Context()
 	gone, run, ap, el := busy(t, s, alice)
 	kept, keptRun, keptAp, _ := busy(t, s, alice)
@@ -207,7 +207,7 @@ func testDeleteCascades(t *testing.T, s store.Store) {
 // run starts on it (a new one, an edit's, a queued one) or resumes (one
 // waiting for an approval), no message queues on it. It reads as before until it is deleted; other
 // conversations are untouched.
-func testBeginDelete(t *testing.T, s store.Store) {
+func testBeginDelete(t *testing.T, s Record) {
 	ctx := t.Context()
 	c, other := newConversation(t, s, alice), newConversation(t, s, alice)
 	r := startRun(t, s, c, "first")
@@ -254,7 +254,7 @@ func testBeginDelete(t *testing.T, s store.Store) {
 // and the deleter then sees it (the run running, to stop; the message
 // queued, to drop), or is refused: neither slips past the mark unseen.
 // On PostgreSQL that holds only if each locks the conversation's row.
-func testBeginDeleteRaces(t *testing.T, s store.Store) {
+func testBeginDeleteRaces(t *testing.T, s Record) {
 	ctx := t.Context()
 	const rounds = 40
 	for i := range rounds {
@@ -300,7 +300,7 @@ func testBeginDeleteRaces(t *testing.T, s store.Store) {
 // second returns the error of a two-result call.
 func second[T any](_ T, err error) error { return err }
 
-func testMessages(t *testing.T, s store.Store) {
+func testMessages(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	r1 := startRun(t, s, c, "question one")
@@ -345,7 +345,7 @@ func testMessages(t *testing.T, s store.Store) {
 // testConversationGivenID: a conversation may take the id its client
 // named it by; an id taken, by the same user or another, is a conflict
 // and changes nothing.
-func testConversationGivenID(t *testing.T, s store.Store) {
+func testConversationGivenID(t *testing.T, s Record) {
 	ctx := t.Context()
 	const id = "thread-0f1e2d"
 	c := must(s.CreateConversation(ctx, store.NewConversation{UserID: alice, Title: "named", ID: id}))(t)
@@ -385,7 +385,7 @@ func testConversationGivenID(t *testing.T, s store.Store) {
 // given at creation (also with its first run), replaced whole by
 // SetConversationMetadata, only by its user, and never anything but an
 // object.
-func testConversationMetadata(t *testing.T, s store.Store) {
+func testConversationMetadata(t *testing.T, s Record) {
 	ctx := t.Context()
 	plain := newConversation(t, s, alice)
 	if string(plain.Metadata) != "{}" {
@@ -430,7 +430,7 @@ func testConversationMetadata(t *testing.T, s store.Store) {
 // A conversation's title is replaced by a generated one until its user
 // renames it; then only the user changes it. Only its user renames it,
 // and only to a title CheckTitle takes.
-func testConversationTitles(t *testing.T, s store.Store) {
+func testConversationTitles(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	if c.TitleByUser || must(s.GetConversation(ctx, alice, c.ID))(t).TitleByUser {
@@ -481,7 +481,7 @@ func testConversationTitles(t *testing.T, s store.Store) {
 	}
 }
 
-func testIdleConversations(t *testing.T, s store.Store) {
+func testIdleConversations(t *testing.T, s Record) {
 	ctx := t.Context()
 	var old []store.Conversation
 	for _, user := range []string{alice, bob, alice} {

@@ -14,33 +14,7 @@ import (
 	"github.com/trellis-ai/trellis/store"
 )
 
-// DocStore is a store that keeps documents too.
-type DocStore interface {
-	store.Store
-	store.Documents
-}
-
-// RunDocuments checks that stores made by newStore behave as
-// store.Documents says, as Run does for store.Store.
-func RunDocuments(t *testing.T, newStore func(t *testing.T) DocStore) {
-	testcheck.RunCases(t, newStore, testcheck.Cases[DocStore]{
-		{"Lifecycle", testDocumentLifecycle},
-		{"InNewConversation", testDocumentInNewConversation},
-		{"LimitPerConversation", testDocumentLimit},
-		{"LimitConcurrent", testDocumentLimitConcurrent},
-		{"OtherUsersIDs", testDocumentOtherUsers},
-		{"Search", testSearchChunks},
-		{"SearchScope", testSearchScope},
-		{"PutChunksAgain", testPutChunksAgain},
-		{"DeleteCascades", testDocumentDeleteCascades},
-		{"RefusedWhileDeleting", testDocumentRefusedWhileDeleting},
-		{"InvalidChangesNothing", testDocumentInvalid},
-		{"BoundedByBytes", testDocumentsBoundedByBytes},
-		{"StrandedUploads", testStrandedUploads},
-	})
-}
-
-func newDocument(t *testing.T, s DocStore, c store.Conversation, name string) store.Document {
+func newDocument(t *testing.T, s Record, c store.Conversation, name string) store.Document {
 	t.Helper()
 	return must(s.CreateDocument(t.Context(), store.NewDocument{UserID: c.UserID, ConversationID: c.ID,
 		Filename: name, ContentType: "text/markdown", SizeBytes: 1234}))(t)
@@ -48,7 +22,7 @@ func newDocument(t *testing.T, s DocStore, c store.Conversation, name string) st
 
 // putText chunks a document's paragraphs, one chunk each, and makes it
 // ready.
-func putText(t *testing.T, s DocStore, d store.Document, paragraphs ...string) {
+func putText(t *testing.T, s Record, d store.Document, paragraphs ...string) {
 	t.Helper()
 	var cs []store.NewChunk
 	at := 0
@@ -63,7 +37,7 @@ func putText(t *testing.T, s DocStore, d store.Document, paragraphs ...string) {
 	must(s.FinishDocument(t.Context(), d.ID, "summary of "+d.Filename))(t)
 }
 
-func testDocumentLifecycle(t *testing.T, s DocStore) {
+func testDocumentLifecycle(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	d := newDocument(t, s, c, "notes.md")
@@ -133,7 +107,7 @@ func testDocumentLifecycle(t *testing.T, s DocStore) {
 	}, store.ErrNotFound)
 }
 
-func testDocumentInNewConversation(t *testing.T, s DocStore) {
+func testDocumentInNewConversation(t *testing.T, s Record) {
 	ctx := t.Context()
 	d := must(s.CreateDocument(ctx, store.NewDocument{UserID: alice, Filename: "report.pdf", ContentType: "application/pdf", SizeBytes: 9}))(t)
 	c := must(s.GetConversation(ctx, alice, d.ConversationID))(t)
@@ -145,7 +119,7 @@ func testDocumentInNewConversation(t *testing.T, s DocStore) {
 	}
 }
 
-func testDocumentLimit(t *testing.T, s DocStore) {
+func testDocumentLimit(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	nd := store.NewDocument{UserID: alice, ConversationID: c.ID, Filename: "a.txt", ContentType: "text/plain", MaxPerConversation: 2}
@@ -161,7 +135,7 @@ func testDocumentLimit(t *testing.T, s DocStore) {
 	must(s.CreateDocument(ctx, nd))(t)
 }
 
-func testDocumentLimitConcurrent(t *testing.T, s DocStore) {
+func testDocumentLimitConcurrent(t *testing.T, s Record) {
 	c := newConversation(t, s, alice)
 	ok := len(testcheck.Race(t, "create", 8, store.ErrTooMany, func(i int) error {
 		_, err := s.CreateDocument(t.Context(), store.NewDocument{UserID: alice, ConversationID: c.ID,
@@ -173,7 +147,7 @@ func testDocumentLimitConcurrent(t *testing.T, s DocStore) {
 	}
 }
 
-func testDocumentOtherUsers(t *testing.T, s DocStore) {
+func testDocumentOtherUsers(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	d := newDocument(t, s, c, "secret.md")
@@ -200,7 +174,7 @@ func testDocumentOtherUsers(t *testing.T, s DocStore) {
 	}
 }
 
-func testSearchChunks(t *testing.T, s DocStore) {
+func testSearchChunks(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	d := newDocument(t, s, c, "office.md")
@@ -253,7 +227,7 @@ func testSearchChunks(t *testing.T, s DocStore) {
 	wantErr(t, "no user", err, store.ErrInvalid)
 }
 
-func testSearchScope(t *testing.T, s DocStore) {
+func testSearchScope(t *testing.T, s Record) {
 	ctx := t.Context()
 	c1, c2 := newConversation(t, s, alice), newConversation(t, s, alice)
 	d1 := newDocument(t, s, c1, "one.md")
@@ -288,7 +262,7 @@ func testSearchScope(t *testing.T, s DocStore) {
 	}
 }
 
-func testPutChunksAgain(t *testing.T, s DocStore) {
+func testPutChunksAgain(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	d := newDocument(t, s, c, "twice.md")
@@ -310,7 +284,7 @@ func testPutChunksAgain(t *testing.T, s DocStore) {
 
 // No document joins a conversation being deleted: its files are gone
 // or going, and a row added now would name a file no delete removes.
-func testDocumentRefusedWhileDeleting(t *testing.T, s DocStore) {
+func testDocumentRefusedWhileDeleting(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	newDocument(t, s, c, "before.md")
@@ -324,7 +298,7 @@ func testDocumentRefusedWhileDeleting(t *testing.T, s DocStore) {
 	}
 }
 
-func testDocumentDeleteCascades(t *testing.T, s DocStore) {
+func testDocumentDeleteCascades(t *testing.T, s Record) {
 	ctx := t.Context()
 	c, kept := newConversation(t, s, alice), newConversation(t, s, alice)
 	d := newDocument(t, s, c, "gone.md")
@@ -358,7 +332,7 @@ func testDocumentDeleteCascades(t *testing.T, s DocStore) {
 	}
 }
 
-func testDocumentInvalid(t *testing.T, s DocStore) {
+func testDocumentInvalid(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	d := newDocument(t, s, c, "ok.md")
@@ -394,7 +368,7 @@ func testDocumentInvalid(t *testing.T, s DocStore) {
 // searches: PostgreSQL's ANALYZE, say, which autovacuum would run after
 // such a load (without statistics the planner walks the GIN index once
 // per document).
-func BenchmarkSearchChunks(b *testing.B, s DocStore, settle func()) {
+func BenchmarkSearchChunks(b *testing.B, s Record, settle func()) {
 	ctx := b.Context()
 	rng := rand.New(rand.NewPCG(1, 2))
 	vocab := make([]string, 5000)
@@ -466,7 +440,7 @@ func BenchmarkSearchChunks(b *testing.B, s DocStore, settle func()) {
 // testStrandedUploads: the uploads left in status uploading before a
 // time are listed oldest first, across users, up to the limit; a
 // document processing took on is not.
-func testStrandedUploads(t *testing.T, s DocStore) {
+func testStrandedUploads(t *testing.T, s Record) {
 	ctx := t.Context()
 	a, b := newConversation(t, s, alice), newConversation(t, s, bob)
 	d1 := newDocument(t, s, a, "one.md")

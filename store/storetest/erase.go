@@ -4,33 +4,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/trellis-ai/trellis/internal/testcheck"
 	"github.com/trellis-ai/trellis/store"
 )
-
-// EraseStore is a store that keeps documents and memories too, and
-// erases users.
-type EraseStore interface {
-	store.Store
-	store.Documents
-	store.Memories
-	store.Users
-}
-
-// RunErasure checks that stores made by newStore behave as store.Users
-// says, as Run does for store.Store.
-func RunErasure(t *testing.T, newStore func(t *testing.T) EraseStore) {
-	testcheck.RunCases(t, newStore, testcheck.Cases[EraseStore]{
-		{"EraseUser", testEraseUser},
-		{"EraseInvalid", testEraseInvalid},
-		{"ErasingRefusesWrites", testErasingRefusesWrites},
-	})
-}
 
 // everything gives the user two busy conversations, a document with a
 // chunk, a memory, a profile and a share of the tool stats, and returns
 // the conversations.
-func everything(t *testing.T, s EraseStore, user string) []store.Conversation {
+func everything(t *testing.T, s Record, user string) []store.Conversation {
 	t.Helper()
 	ctx := t.Context()
 	c1, _, _, _ := busy(t, s, user)
@@ -47,7 +27,7 @@ func everything(t *testing.T, s EraseStore, user string) []store.Conversation {
 	return []store.Conversation{c1, c2}
 }
 
-func testEraseUser(t *testing.T, s EraseStore) {
+func testEraseUser(t *testing.T, s Record) {
 	ctx := t.Context()
 	gone := everything(t, s, alice)
 	kept := everything(t, s, bob)
@@ -102,7 +82,7 @@ func testEraseUser(t *testing.T, s EraseStore) {
 	}
 }
 
-func testEraseInvalid(t *testing.T, s EraseStore) {
+func testEraseInvalid(t *testing.T, s Record) {
 	c := everything(t, s, alice)
 	before := take(t, s, alice, c[0].ID)
 	for _, user := range []string{"", "a\x00b", "\xff"} {
@@ -118,7 +98,7 @@ func testEraseInvalid(t *testing.T, s EraseStore) {
 // fails with ErrErasing and changes nothing. Reads go on; another user
 // writes as before. EraseUser lifts the mark: the user starts afresh,
 // with nothing of before.
-func testErasingRefusesWrites(t *testing.T, s EraseStore) {
+func testErasingRefusesWrites(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := everything(t, s, alice)
 	everything(t, s, bob)

@@ -14,7 +14,7 @@ import (
 	"github.com/trellis-ai/trellis/store"
 )
 
-func testEventsVerbatim(t *testing.T, s store.Store) {
+func testEventsVerbatim(t *testing.T, s Record) {
 	ctx := t.Context()
 	r := startRun(t, s, newConversation(t, s, alice), "hi")
 	for i, tc := range []struct{ in, want string }{
@@ -48,7 +48,7 @@ func testEventsVerbatim(t *testing.T, s store.Store) {
 	}
 }
 
-func testEventsAfter(t *testing.T, s store.Store) {
+func testEventsAfter(t *testing.T, s Record) {
 	ctx := t.Context()
 	r := startRun(t, s, newConversation(t, s, alice), "hi")
 	if got := must(s.EventsAfter(ctx, alice, r.ID, 0, 0))(t); got == nil || len(got) != 0 {
@@ -83,7 +83,7 @@ func testEventsAfter(t *testing.T, s store.Store) {
 // end with several, read back one by one from any number, a page of any
 // size at a time, and as a conversation's first events of any count, as
 // if each had been stored alone.
-func testEventsInBatches(t *testing.T, s store.Store) {
+func testEventsInBatches(t *testing.T, s Record) {
 	ctx := t.Context()
 	r := startRun(t, s, newConversation(t, s, alice), "hi")
 	var all []store.Event
@@ -124,7 +124,7 @@ func testEventsInBatches(t *testing.T, s store.Store) {
 
 // testEventsAfterLimits: a limit of 0 means the default, more than the
 // most allowed means the most, and a negative one is refused.
-func testEventsAfterLimits(t *testing.T, s store.Store) {
+func testEventsAfterLimits(t *testing.T, s Record) {
 	ctx := t.Context()
 	r := startRun(t, s, newConversation(t, s, alice), "long")
 	batch := make([]store.NewEvent, store.MaxEventLimit+1)
@@ -165,7 +165,7 @@ func seqs(es []store.Event) []int64 {
 
 // testEventSeqConcurrent: writers appending to one run at once get every
 // number from 1 once, and each event's data carries its own number.
-func testEventSeqConcurrent(t *testing.T, s store.Store) {
+func testEventSeqConcurrent(t *testing.T, s Record) {
 	ctx := t.Context()
 	const writers, each = 8, 50
 	r := startRun(t, s, newConversation(t, s, alice), "busy")
@@ -237,7 +237,7 @@ func seqRange(n int64) []int64 {
 // events, in its order, each data carrying its own; concurrent batches
 // and single appends never interleave inside a batch; a batch that cannot
 // be stored whole stores nothing.
-func testAppendEvents(t *testing.T, s store.Store) {
+func testAppendEvents(t *testing.T, s Record) {
 	ctx := t.Context()
 	r := startRun(t, s, newConversation(t, s, alice), "batch")
 	appendEvent(t, s, r, "run.started")
@@ -325,7 +325,7 @@ func testAppendEvents(t *testing.T, s store.Store) {
 
 // testFencing: appends and ends fenced with an owner succeed for the
 // run's owner only; another owner gets ErrNotOwner and changes nothing.
-func testFencing(t *testing.T, s store.Store) {
+func testFencing(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	r := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "go", Owner: "p1"}))(t)
@@ -359,7 +359,7 @@ func testFencing(t *testing.T, s store.Store) {
 
 // testEndRun: the end and the last events commit together; a refused
 // end stores neither.
-func testEndRun(t *testing.T, s store.Store) {
+func testEndRun(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	r := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "go", Owner: "p1"}))(t)
@@ -448,7 +448,7 @@ func eventTypes(t *testing.T, s store.Store, runID string) []string {
 // cut its start, its answer and its end, under their numbers; it leaves
 // runs going on, waiting, or ended after the cut alone, does each run
 // once, and a limit bounds each call.
-func testCompactEvents(t *testing.T, s store.Store) {
+func testCompactEvents(t *testing.T, s Record) {
 	ctx := t.Context()
 	done := compactableRun(t, s, true)
 	going := compactableRun(t, s, false)
@@ -505,7 +505,7 @@ func testCompactEvents(t *testing.T, s store.Store) {
 // testEventMessages: a message an event holds (NewEvent.Message, the
 // answer response.done shows) is stored with the event, by AppendEvents
 // and by EndRun, and nothing of a write that fails is stored.
-func testEventMessages(t *testing.T, s store.Store) {
+func testEventMessages(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	r := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "go", Owner: "p1"}))(t)

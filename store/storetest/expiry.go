@@ -15,7 +15,7 @@ import (
 // expired, for a cancel). Of the deadline and a person racing, exactly
 // one wins. A request with no deadline has none; a deadline on another
 // kind, or without a valid outcome, is refused.
-func testApprovalDeadlines(t *testing.T, s store.Store) {
+func testApprovalDeadlines(t *testing.T, s Record) {
 	ctx := t.Context()
 	r := startRun(t, s, newConversation(t, s, alice), "go")
 	at := time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("CET", 3600))
@@ -101,7 +101,7 @@ func testApprovalDeadlines(t *testing.T, s store.Store) {
 // pending list, and is decided by it once: a decline as declined, a
 // cancel as expired, both marked timed out. Of the deadline and the
 // user's answer racing, exactly one wins.
-func testElicitationDeadlines(t *testing.T, s store.Store) {
+func testElicitationDeadlines(t *testing.T, s Record) {
 	ctx := t.Context()
 	r := startRun(t, s, newConversation(t, s, alice), "go")
 	at := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
@@ -169,7 +169,7 @@ func testElicitationDeadlines(t *testing.T, s store.Store) {
 // (ErrRunActive) and its message does not answer the question; once
 // the run has moved on, runs start again. A message before the
 // deadline answers the question, and the deadline then loses.
-func testClarificationAndCallDeadlines(t *testing.T, s store.Store) {
+func testClarificationAndCallDeadlines(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	r := startRun(t, s, c, "book a table")

@@ -69,7 +69,7 @@ func userCalls(user string, id records) map[string]func(ctx context.Context, s s
 
 // testOtherUsersIDs: bob naming alice's records gets ErrNotFound from
 // every call, and alice's records stay as they were.
-func testOtherUsersIDs(t *testing.T, s store.Store) {
+func testOtherUsersIDs(t *testing.T, s Record) {
 	c, r, a, e := busy(t, s, alice)
 	newConversation(t, s, bob) // bob has data of his own
 	before := take(t, s, alice, c.ID)
@@ -91,7 +91,7 @@ func testOtherUsersIDs(t *testing.T, s store.Store) {
 	}
 }
 
-func testUnknownIDs(t *testing.T, s store.Store) {
+func testUnknownIDs(t *testing.T, s Record) {
 	c, _, _, _ := busy(t, s, alice)
 	before := take(t, s, alice, c.ID)
 	const nope = "0190e3a4-0000-7000-8000-000000000000"
@@ -127,7 +127,7 @@ func testUnknownIDs(t *testing.T, s store.Store) {
 
 // testInvalidInput: every call refused with ErrInvalid leaves the store as
 // it was, and a later event still gets the next number.
-func testInvalidInput(t *testing.T, s store.Store) {
+func testInvalidInput(t *testing.T, s Record) {
 	ctx := t.Context()
 	c, r, a, e := busy(t, s, alice)
 	if _, err := s.ResumeRun(ctx, r.ID, "p"); err != nil { // running, so events and finishes apply

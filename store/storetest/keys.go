@@ -7,31 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trellis-ai/trellis/internal/testcheck"
 	"github.com/trellis-ai/trellis/store"
 )
-
-// KeyStore is a store that keeps API keys too.
-type KeyStore interface {
-	store.Store
-	store.Keys
-}
-
-// RunKeys checks that stores made by newStore behave as store.Keys says,
-// as Run does for store.Store.
-func RunKeys(t *testing.T, newStore func(t *testing.T) KeyStore) {
-	testcheck.RunCases(t, newStore, testcheck.Cases[KeyStore]{
-		{"KeyLifecycle", testKeyLifecycle},
-		{"KeyList", testKeyList},
-		{"KeyInvalid", testKeyInvalid},
-	})
-}
 
 func newKey(user, secret string) store.NewKey {
 	return store.NewKey{UserID: user, Name: "laptop of " + user, Hash: sha256.Sum256([]byte(secret)), Prefix: secret[:8]}
 }
 
-func testKeyLifecycle(t *testing.T, s KeyStore) {
+func testKeyLifecycle(t *testing.T, s Record) {
 	ctx := t.Context()
 	if has := must(s.HasKeys(ctx))(t); has {
 		t.Fatal("HasKeys on an empty store")
@@ -74,7 +57,7 @@ func testKeyLifecycle(t *testing.T, s KeyStore) {
 	}
 }
 
-func testKeyList(t *testing.T, s KeyStore) {
+func testKeyList(t *testing.T, s Record) {
 	ctx := t.Context()
 	var made []store.Key
 	for i := range 5 {
@@ -111,7 +94,7 @@ func testKeyList(t *testing.T, s KeyStore) {
 	}
 }
 
-func testKeyInvalid(t *testing.T, s KeyStore) {
+func testKeyInvalid(t *testing.T, s Record) {
 	ctx := t.Context()
 	good := newKey(alice, "trk_valid-secret")
 	for name, k := range map[string]store.NewKey{

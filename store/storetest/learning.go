@@ -11,7 +11,7 @@ import (
 // their answers; MarkLearned only moves the mark on; another user's
 // conversation is not found; forgetting everything marks every turn so
 // far learned.
-func testUnlearnedTurns(t *testing.T, s MemStore) {
+func testUnlearnedTurns(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := must(s.CreateConversation(ctx, store.NewConversation{UserID: "alice"}))(t)
 	r1 := must(s.StartRun(ctx, store.NewRun{UserID: "alice", ConversationID: c.ID, UserMessage: "one", RequestID: "q1"}))(t)

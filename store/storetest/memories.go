@@ -8,36 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-ai/trellis/internal/testcheck"
 	"github.com/trellis-ai/trellis/store"
 )
 
-// MemStore is a store that keeps memories too.
-type MemStore interface {
-	store.Store
-	store.Memories
-}
-
-// RunMemories checks that stores made by newStore behave as
-// store.Memories says, as Run does for store.Store.
-func RunMemories(t *testing.T, newStore func(t *testing.T) MemStore) {
-	testcheck.RunCases(t, newStore, testcheck.Cases[MemStore]{
-		{"Lifecycle", testMemoryLifecycle},
-		{"Pages", testMemoryPages},
-		{"OtherUsers", testMemoryOtherUsers},
-		{"Search", testMemorySearch},
-		{"Touch", testMemoryTouch},
-		{"TouchConcurrent", testMemoryTouchConcurrent},
-		{"Prune", testMemoryPrune},
-		{"Profile", testProfile},
-		{"ProfileConcurrent", testProfileConcurrent},
-		{"ToolStats", testToolStats},
-		{"Invalid", testMemoryInvalid},
-		{"UnlearnedTurns", testUnlearnedTurns},
-	})
-}
-
-func addMemory(t *testing.T, s MemStore, user, summary string, importance float64, topics ...string) store.Memory {
+func addMemory(t *testing.T, s Record, user, summary string, importance float64, topics ...string) store.Memory {
 	t.Helper()
 	return must(s.AddMemory(t.Context(), store.NewMemory{UserID: user, ConversationID: "c-1", Summary: summary,
 		Outcome: "success", Topics: topics, Importance: importance}))(t)
@@ -59,7 +33,7 @@ func hitIDs(hs []store.MemoryHit) []string {
 	return out
 }
 
-func testMemoryLifecycle(t *testing.T, s MemStore) {
+func testMemoryLifecycle(t *testing.T, s Record) {
 	ctx := t.Context()
 	m := addMemory(t, s, alice, "prefers short answers", 0.8, "style", "answers")
 	if m.ID == "" || m.AccessCount != 0 || !m.CreatedAt.Equal(m.LastAccessed) {
@@ -109,7 +83,7 @@ func testMemoryLifecycle(t *testing.T, s MemStore) {
 	}
 }
 
-func testMemoryPages(t *testing.T, s MemStore) {
+func testMemoryPages(t *testing.T, s Record) {
 	ctx := t.Context()
 	var want []string
 	for i := range 7 {
@@ -140,7 +114,7 @@ func testMemoryPages(t *testing.T, s MemStore) {
 	wantErr(t, "negative limit", err, store.ErrInvalid)
 }
 
-func testMemoryOtherUsers(t *testing.T, s MemStore) {
+func testMemoryOtherUsers(t *testing.T, s Record) {
 	ctx := t.Context()
 	m := addMemory(t, s, alice, "alice likes rust", 0.7, "rust")
 	_, err := s.UpdateMemory(ctx, bob, m.ID, store.NewMemory{Summary: "bob was here", Importance: 0.1})
@@ -168,7 +142,7 @@ func testMemoryOtherUsers(t *testing.T, s MemStore) {
 	wantErr(t, "unstorable id", s.DeleteMemory(ctx, alice, "bad\x00id"), store.ErrNotFound)
 }
 
-func testMemorySearch(t *testing.T, s MemStore) {
+func testMemorySearch(t *testing.T, s Record) {
 	ctx := t.Context()
 	pg := addMemory(t, s, alice, "asked how to tune PostgreSQL indexes", 0.4, "postgresql", "indexes")
 	both := addMemory(t, s, alice, "compared PostgreSQL and SQLite full-text search", 0.6, "postgresql", "sqlite", "search")
@@ -238,7 +212,7 @@ func testMemorySearch(t *testing.T, s MemStore) {
 	wantErr(t, "no user", err, store.ErrInvalid)
 }
 
-func testMemoryTouch(t *testing.T, s MemStore) {
+func testMemoryTouch(t *testing.T, s Record) {
 	ctx := t.Context()
 	m := addMemory(t, s, alice, "a", 0.5)
 	other := addMemory(t, s, alice, "b", 0.5)
@@ -267,7 +241,7 @@ func testMemoryTouch(t *testing.T, s MemStore) {
 	}
 }
 
-func testMemoryPrune(t *testing.T, s MemStore) {
+func testMemoryPrune(t *testing.T, s Record) {
 	ctx := t.Context()
 	old := addMemory(t, s, alice, "old", 0.9)
 	// Importance ranks: with at most 2 each, alice keeps her two most
@@ -302,7 +276,7 @@ func testMemoryPrune(t *testing.T, s MemStore) {
 	wantErr(t, "negative limit", err, store.ErrInvalid)
 }
 
-func testProfile(t *testing.T, s MemStore) {
+func testProfile(t *testing.T, s Record) {
 	ctx := t.Context()
 	p := must(s.GetProfile(ctx, alice))(t)
 	if p.UserID != alice || p.Expertise != "" || p.Interests == nil || p.Patterns == nil || p.Preferences == nil {
@@ -335,7 +309,7 @@ func testProfile(t *testing.T, s MemStore) {
 	wantErr(t, "no user", err, store.ErrInvalid)
 }
 
-func testProfileConcurrent(t *testing.T, s MemStore) {
+func testProfileConcurrent(t *testing.T, s Record) {
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -357,7 +331,7 @@ func testProfileConcurrent(t *testing.T, s MemStore) {
 	}
 }
 
-func testToolStats(t *testing.T, s MemStore) {
+func testToolStats(t *testing.T, s Record) {
 	ctx := t.Context()
 	if err := s.AddToolStats(ctx, alice, []store.ToolStat{{Tool: "search", Calls: 2, Failures: 1}, {Tool: store.AgentTool, Calls: 1, ConfidenceSum: 0.5}}); err != nil {
 		t.Fatal(err)
@@ -373,7 +347,7 @@ func testToolStats(t *testing.T, s MemStore) {
 	wantErr(t, "no tool", s.AddToolStats(ctx, alice, []store.ToolStat{{Calls: 1}}), store.ErrInvalid)
 }
 
-func testMemoryInvalid(t *testing.T, s MemStore) {
+func testMemoryInvalid(t *testing.T, s Record) {
 	ctx := t.Context()
 	for name, m := range map[string]store.NewMemory{
 		"no user":        {Summary: "x", Importance: 0.5},
@@ -394,7 +368,7 @@ func testMemoryInvalid(t *testing.T, s MemStore) {
 // BenchmarkSearchMemories measures one recall (the cognition's search:
 // the words of a message, three times the limit, the limit of the most
 // important) in a store of memories of one user and of several.
-func BenchmarkSearchMemories(b *testing.B, s MemStore) {
+func BenchmarkSearchMemories(b *testing.B, s Record) {
 	ctx := b.Context()
 	topics := []string{"tea", "coffee", "harbor", "ember", "tundra", "violet", "cobalt", "meadow"}
 	for i := range 200 {
@@ -420,7 +394,7 @@ func BenchmarkSearchMemories(b *testing.B, s MemStore) {
 // two processes' recorders send them, all commit and all count: on
 // PostgreSQL they took the rows' locks in their own orders and
 // deadlocked.
-func testMemoryTouchConcurrent(t *testing.T, s MemStore) {
+func testMemoryTouchConcurrent(t *testing.T, s Record) {
 	ctx := t.Context()
 	ms := make([]store.Memory, 6)
 	for i := range ms {

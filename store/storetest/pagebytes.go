@@ -14,7 +14,7 @@ import (
 // what it holds reaches store.PageBytes, with the next cursor as usual,
 // and never holds less than one item; paging through still returns
 // everything, in order.
-func testPagesBoundedByBytes(t *testing.T, s store.Store) {
+func testPagesBoundedByBytes(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	const runs, eventsPerRun = 4, 3
@@ -149,7 +149,7 @@ func pagedThrough[T any](t *testing.T, what string, next func(cursor string) ([]
 // store.PageBytes, however many its limit allows, and the next cursor
 // goes on without losing or repeating one; a request larger than a
 // page comes alone.
-func testPendingBoundedByBytes(t *testing.T, s store.Store) {
+func testPendingBoundedByBytes(t *testing.T, s Record) {
 	ctx := t.Context()
 	c, other := newConversation(t, s, alice), newConversation(t, s, alice)
 	r, ro := startRun(t, s, c, "write it all"), startRun(t, s, other, "and more")
@@ -209,7 +209,7 @@ func testPendingBoundedByBytes(t *testing.T, s store.Store) {
 // testDocumentsBoundedByBytes: a page of documents stops at
 // store.PageBytes, and the next cursor goes on without losing or
 // repeating one.
-func testDocumentsBoundedByBytes(t *testing.T, s DocStore) {
+func testDocumentsBoundedByBytes(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	var want []string

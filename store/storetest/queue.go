@@ -12,7 +12,7 @@ import (
 // testQueue: messages queue behind an active run in order, start one at
 // a time once no run is active, keep their id and input as runs, and
 // can be cancelled or dropped until they start.
-func testQueue(t *testing.T, s store.Store) {
+func testQueue(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	first := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "first"}))(t)
@@ -100,7 +100,7 @@ func endRun(t *testing.T, s store.Store, runID string) store.RunEnded {
 // testQueueStartConcurrent: of processes racing to start a queue's
 // messages, each message starts exactly once and in order, one run at a
 // time.
-func testQueueStartConcurrent(t *testing.T, s store.Store) {
+func testQueueStartConcurrent(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	const n = 4

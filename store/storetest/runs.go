@@ -14,7 +14,7 @@ import (
 	"github.com/trellis-ai/trellis/store"
 )
 
-func testRunLifecycle(t *testing.T, s store.Store) {
+func testRunLifecycle(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	r := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "hello",
@@ -69,7 +69,7 @@ func testRunLifecycle(t *testing.T, s store.Store) {
 }
 
 // testActiveRunRule: which runs keep a second run from starting.
-func testActiveRunRule(t *testing.T, s store.Store) {
+func testActiveRunRule(t *testing.T, s Record) {
 	for _, tc := range []struct {
 		name   string
 		end    *store.RunEnd // nil: still running
@@ -106,7 +106,7 @@ func testActiveRunRule(t *testing.T, s store.Store) {
 	}
 }
 
-func testOneActiveRunConcurrent(t *testing.T, s store.Store) {
+func testOneActiveRunConcurrent(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	const n = 8
@@ -155,7 +155,7 @@ func testOneActiveRunConcurrent(t *testing.T, s store.Store) {
 
 // A run parked on a clarification does not block the next run, and once
 // that run is active the parked one cannot resume.
-func testResumeRespectsActiveRun(t *testing.T, s store.Store) {
+func testResumeRespectsActiveRun(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	asked := finish(t, s, startRun(t, s, c, "book a flight").ID, store.RunInterrupted, store.InterruptClarification)
@@ -173,7 +173,7 @@ func testResumeRespectsActiveRun(t *testing.T, s store.Store) {
 	}
 }
 
-func testSupersede(t *testing.T, s store.Store) {
+func testSupersede(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	r1 := finish(t, s, startRun(t, s, c, "one").ID, store.RunCompleted, "")
@@ -218,7 +218,7 @@ func testSupersede(t *testing.T, s store.Store) {
 	}
 }
 
-func testSupersedeRefused(t *testing.T, s store.Store) {
+func testSupersedeRefused(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	r1 := finish(t, s, startRun(t, s, c, "one").ID, store.RunCompleted, "")
@@ -245,7 +245,7 @@ func testSupersedeRefused(t *testing.T, s store.Store) {
 	sameSnapshot(t, "a refused edit", before, take(t, s, alice, c.ID))
 }
 
-func testListRuns(t *testing.T, s store.Store) {
+func testListRuns(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	if p := must(s.ListRuns(ctx, alice, c.ID, store.RunQuery{}))(t); p.Runs == nil || len(p.Runs) != 0 || p.Messages == nil || len(p.Messages) != 0 || p.NextCursor != "" {
@@ -281,7 +281,7 @@ func testListRuns(t *testing.T, s store.Store) {
 // each with its first events (a page's event limit falling in the middle
 // of a run's events says so) and with the messages of its runs only;
 // cursors stay good while runs are added.
-func testListRunsPages(t *testing.T, s store.Store) {
+func testListRunsPages(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	var (
@@ -374,7 +374,7 @@ func testListRunsPages(t *testing.T, s store.Store) {
 
 // testListRunsLimits: limits of 0 and above the most allowed mean the
 // defaults and the most.
-func testListRunsLimits(t *testing.T, s store.Store) {
+func testListRunsLimits(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	for i := range store.MaxRunLimit + 1 {
@@ -415,7 +415,7 @@ func testListRunsLimits(t *testing.T, s store.Store) {
 // new conversation or an older one, and is gone once its stream ends
 // (EndRun, or FinishRun even as interrupted); a run started without one
 // has none, and another user's is not found.
-func testRunInput(t *testing.T, s store.Store) {
+func testRunInput(t *testing.T, s Record) {
 	ctx := t.Context()
 	in := json.RawMessage(`{"input":{"message":"héllo \u2028","budget":{"max_tool_calls":2}},"edit_of":"req-0"}`)
 	fresh := must(s.StartRun(ctx, store.NewRun{UserID: alice, NewConversation: &store.NewConversation{UserID: alice, Title: "t"},
@@ -448,7 +448,7 @@ func testRunInput(t *testing.T, s store.Store) {
 	}
 }
 
-func testActiveUsers(t *testing.T, s store.Store) {
+func testActiveUsers(t *testing.T, s Record) {
 	ctx := t.Context()
 	if users := must(s.ActiveUsers(ctx))(t); len(users) != 0 {
 		t.Fatalf("active users of an empty store: %v", users)
@@ -477,7 +477,7 @@ func testActiveUsers(t *testing.T, s store.Store) {
 // the conversation's row and then waits on the ending run's row in the
 // one-active-run index, so an end that locked them the other way round
 // deadlocked with it.
-func testEndRunRacesStart(t *testing.T, s store.Store) {
+func testEndRunRacesStart(t *testing.T, s Record) {
 	ctx := t.Context()
 	const rounds = 100
 	for i := range rounds {

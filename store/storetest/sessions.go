@@ -7,30 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-ai/trellis/internal/testcheck"
 	"github.com/trellis-ai/trellis/store"
 )
 
-// SessionStore is a store that keeps sign-in sessions too, and erases
-// users.
-type SessionStore interface {
-	store.Store
-	store.Sessions
-	store.Users
-}
-
-// RunSessions checks that stores made by newStore behave as
-// store.Sessions says, as Run does for store.Store.
-func RunSessions(t *testing.T, newStore func(t *testing.T) SessionStore) {
-	testcheck.RunCases(t, newStore, testcheck.Cases[SessionStore]{
-		{"SessionLifecycle", testSessionLifecycle},
-		{"SessionExpiry", testSessionExpiry},
-		{"SessionInvalid", testSessionInvalid},
-		{"SessionErased", testSessionErased},
-	})
-}
-
-func testSessionLifecycle(t *testing.T, s SessionStore) {
+func testSessionLifecycle(t *testing.T, s Record) {
 	ctx := t.Context()
 	hash := sha256.Sum256([]byte("alice's cookie"))
 	expires := time.Now().Add(time.Hour)
@@ -58,7 +38,7 @@ func testSessionLifecycle(t *testing.T, s SessionStore) {
 	must(0, s.DeleteSession(ctx, hash))(t) // deleting again is no error
 }
 
-func testSessionExpiry(t *testing.T, s SessionStore) {
+func testSessionExpiry(t *testing.T, s Record) {
 	ctx := t.Context()
 	short, long := sha256.Sum256([]byte("short")), sha256.Sum256([]byte("long"))
 	must(s.CreateSession(ctx, store.NewSession{UserID: alice, Hash: short, ExpiresAt: time.Now().Add(50 * time.Millisecond)}))(t)
@@ -75,7 +55,7 @@ func testSessionExpiry(t *testing.T, s SessionStore) {
 	}
 }
 
-func testSessionInvalid(t *testing.T, s SessionStore) {
+func testSessionInvalid(t *testing.T, s Record) {
 	ctx := t.Context()
 	hash := sha256.Sum256([]byte("x"))
 	for name, ns := range map[string]store.NewSession{
@@ -96,7 +76,7 @@ func testSessionInvalid(t *testing.T, s SessionStore) {
 }
 
 // Erasing a user deletes their sessions, and no one else's.
-func testSessionErased(t *testing.T, s SessionStore) {
+func testSessionErased(t *testing.T, s Record) {
 	ctx := t.Context()
 	a, b := sha256.Sum256([]byte("alice")), sha256.Sum256([]byte("bob"))
 	must(s.CreateSession(ctx, store.NewSession{UserID: alice, Hash: a, ExpiresAt: time.Now().Add(time.Hour)}))(t)

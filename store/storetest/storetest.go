@@ -16,11 +16,26 @@ import (
 	"github.com/trellis-ai/trellis/store"
 )
 
-// Run checks that stores made by newStore behave as store.Store says.
-// newStore must return an empty store not shared with other calls, and
-// register its own cleanup with t.Cleanup. Subtests run in parallel.
-func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
-	testcheck.RunCases(t, newStore, testcheck.Cases[store.Store]{
+// Record is a store.Store with every capability of the store package,
+// as both backends keep it: one suite checks all of it, and a case may
+// use any part (erasure reaches documents and memories, sessions and
+// files go with their user).
+type Record interface {
+	store.Store
+	store.Documents
+	store.Memories
+	store.Users
+	store.Keys
+	store.Sessions
+	store.Webhooks
+	store.Workspaces
+}
+
+// Run checks that stores made by newStore behave as the store package
+// says. newStore must return an empty store not shared with other calls,
+// and register its own cleanup with t.Cleanup. Subtests run in parallel.
+func Run(t *testing.T, newStore func(t *testing.T) Record) {
+	testcheck.RunCases(t, newStore, testcheck.Cases[Record]{
 		{"Ping", testPing},
 		{"ConversationRoundTrip", testConversationRoundTrip},
 		{"ConversationGivenID", testConversationGivenID},
@@ -82,6 +97,68 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Queue", testQueue},
 		{"QueueStartConcurrent", testQueueStartConcurrent},
 		{"Usage", testUsage},
+
+		// Documents' and memories' cases are named under their part, as
+		// "Lifecycle" or "Search" alone would be either's.
+		{"Documents/Lifecycle", testDocumentLifecycle},
+		{"Documents/InNewConversation", testDocumentInNewConversation},
+		{"Documents/LimitPerConversation", testDocumentLimit},
+		{"Documents/LimitConcurrent", testDocumentLimitConcurrent},
+		{"Documents/OtherUsersIDs", testDocumentOtherUsers},
+		{"Documents/Search", testSearchChunks},
+		{"Documents/SearchScope", testSearchScope},
+		{"Documents/PutChunksAgain", testPutChunksAgain},
+		{"Documents/DeleteCascades", testDocumentDeleteCascades},
+		{"Documents/RefusedWhileDeleting", testDocumentRefusedWhileDeleting},
+		{"Documents/InvalidChangesNothing", testDocumentInvalid},
+		{"Documents/BoundedByBytes", testDocumentsBoundedByBytes},
+		{"Documents/StrandedUploads", testStrandedUploads},
+
+		{"Memories/Lifecycle", testMemoryLifecycle},
+		{"Memories/Pages", testMemoryPages},
+		{"Memories/OtherUsers", testMemoryOtherUsers},
+		{"Memories/Search", testMemorySearch},
+		{"Memories/Touch", testMemoryTouch},
+		{"Memories/TouchConcurrent", testMemoryTouchConcurrent},
+		{"Memories/Prune", testMemoryPrune},
+		{"Memories/Profile", testProfile},
+		{"Memories/ProfileConcurrent", testProfileConcurrent},
+		{"Memories/ToolStats", testToolStats},
+		{"Memories/Invalid", testMemoryInvalid},
+		{"Memories/UnlearnedTurns", testUnlearnedTurns},
+
+		{"EraseUser", testEraseUser},
+		{"EraseInvalid", testEraseInvalid},
+		{"ErasingRefusesWrites", testErasingRefusesWrites},
+
+		{"KeyLifecycle", testKeyLifecycle},
+		{"KeyList", testKeyList},
+		{"KeyInvalid", testKeyInvalid},
+
+		{"SessionLifecycle", testSessionLifecycle},
+		{"SessionExpiry", testSessionExpiry},
+		{"SessionInvalid", testSessionInvalid},
+		{"SessionErased", testSessionErased},
+
+		{"WebhookDeliveriesRecorded", testWebhookDeliveriesRecorded},
+		{"WebhookRoutesInvalid", testWebhookRoutesInvalid},
+		{"WebhookAttempts", testWebhookAttempts},
+		{"WebhookDeliveriesPages", testWebhookDeliveriesPages},
+		{"WebhookDeliveriesGoWithTheirEvents", testWebhookDeliveriesDeleted},
+		{"CompactionKeepsEventsToDeliver", testCompactionKeepsEventsToDeliver},
+		{"DeliveryInBatch", testDeliveryInBatch},
+
+		{"Projects", testProjects},
+		{"FileVersions", testFileVersions},
+		{"FileList", testFileList},
+		{"FileConflicts", testFileConflicts},
+		{"FileConcurrentWrites", testFileConcurrentWrites},
+		{"FileWriteDeleteRace", testFileWriteDeleteRace},
+		{"FileQuota", testFileQuota},
+		{"FileInvalid", testFileInvalid},
+		{"FilesGoWithConversation", testFilesGoWithConversation},
+		{"FileWriteConversationDeleteRace", testFileWriteConversationDeleteRace},
+		{"FilesErased", testFilesErased},
 	})
 }
 
@@ -250,7 +327,7 @@ func allPending(t *testing.T, s store.Store, kind store.HumanKind, user, convers
 }
 
 // allDocuments pages through the conversation's documents.
-func allDocuments(t *testing.T, s DocStore, user, conversationID string) []store.Document {
+func allDocuments(t *testing.T, s Record, user, conversationID string) []store.Document {
 	t.Helper()
 	all := []store.Document{}
 	for p := (store.Page{}); ; {
@@ -304,13 +381,13 @@ func utc(t *testing.T, what string, ts ...time.Time) {
 	}
 }
 
-func testPing(t *testing.T, s store.Store) {
+func testPing(t *testing.T, s Record) {
 	if err := s.Ping(t.Context()); err != nil {
 		t.Errorf("Ping = %v", err)
 	}
 }
 
-func testCanceledContext(t *testing.T, s store.Store) {
+func testCanceledContext(t *testing.T, s Record) {
 	c := newConversation(t, s, alice)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

@@ -23,7 +23,7 @@ var badText = map[string]string{
 // testUnstorableIDs: an id that is not valid text names nothing, on every
 // backend alike: every call naming one gets ErrNotFound and changes
 // nothing.
-func testUnstorableIDs(t *testing.T, s store.Store) {
+func testUnstorableIDs(t *testing.T, s Record) {
 	ctx := t.Context()
 	c, r, a, e := busy(t, s, alice)
 	before := take(t, s, alice, c.ID)
@@ -87,7 +87,7 @@ func runCalls(runID string) map[string]func(ctx context.Context, s store.Store) 
 
 // testUnstorableText: writing text that is not valid UTF-8 or holds a NUL
 // is ErrInvalid on every backend, and changes nothing.
-func testUnstorableText(t *testing.T, s store.Store) {
+func testUnstorableText(t *testing.T, s Record) {
 	ctx := t.Context()
 	c, r, a, e := busy(t, s, alice)
 	if _, err := s.ResumeRun(ctx, r.ID, "p"); err != nil { // running, so events and finishes apply
@@ -169,7 +169,7 @@ func testUnstorableText(t *testing.T, s store.Store) {
 // testJSONEscapesKept: JSON is kept byte for byte on every backend, also
 // with escapes of characters text cannot hold (\u0000) and of lone
 // surrogates.
-func testJSONEscapesKept(t *testing.T, s store.Store) {
+func testJSONEscapesKept(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	r := startRun(t, s, c, "escapes")
@@ -201,7 +201,7 @@ func testJSONEscapesKept(t *testing.T, s store.Store) {
 // testStartRunInNewConversation: a run started in a new conversation
 // stores both at once, and a start that fails leaves no conversation
 // behind.
-func testStartRunInNewConversation(t *testing.T, s store.Store) {
+func testStartRunInNewConversation(t *testing.T, s Record) {
 	ctx := t.Context()
 	r := must(s.StartRun(ctx, store.NewRun{UserID: alice, NewConversation: &store.NewConversation{UserID: alice, Title: "a new one"},
 		UserMessage: "hello", RequestID: "req-1", Owner: "proc-1"}))(t)

@@ -11,7 +11,7 @@ import (
 // A call's record: begun once, found again by a later attempt as it was
 // left (started: it may have run; ended: with its outcome), and taken
 // over by an attempt after a question or a person's "run it again".
-func testToolCalls(t *testing.T, s store.Store) {
+func testToolCalls(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	r := startRun(t, s, c, "write a note")
@@ -73,7 +73,7 @@ func testToolCalls(t *testing.T, s store.Store) {
 // An uncertain call is a human request like the others: pending while
 // its run is parked on it, answered once (retry, skip or fail), expired
 // with its run, named in JSON as tool.uncertain names it.
-func testUncertainCalls(t *testing.T, s store.Store) {
+func testUncertainCalls(t *testing.T, s Record) {
 	ctx := t.Context()
 	c1, c2 := newConversation(t, s, alice), newConversation(t, s, alice)
 	r1, r2 := startRun(t, s, c1, "one"), startRun(t, s, c2, "two")

@@ -12,7 +12,7 @@ import (
 // testUsage: the usage record counts what each stretch of a run added,
 // once, on the day the run's stream ended, under the run's model; the
 // run itself once it ends for good; and ends refused add nothing.
-func testUsage(t *testing.T, s store.Store) {
+func testUsage(t *testing.T, s Record) {
 	ctx := t.Context()
 	today := time.Now().UTC().Format(store.DayFormat)
 	c := newConversation(t, s, alice)

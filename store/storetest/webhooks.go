@@ -9,29 +9,8 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/events"
-	"github.com/trellis-ai/trellis/internal/testcheck"
 	"github.com/trellis-ai/trellis/store"
 )
-
-// WebhookStore is a store that keeps webhook deliveries too.
-type WebhookStore interface {
-	store.Store
-	store.Webhooks
-}
-
-// RunWebhooks checks that stores made by newStore behave as
-// store.Webhooks says, as Run does for store.Store.
-func RunWebhooks(t *testing.T, newStore func(t *testing.T) WebhookStore) {
-	testcheck.RunCases(t, newStore, testcheck.Cases[WebhookStore]{
-		{"WebhookDeliveriesRecorded", testWebhookDeliveriesRecorded},
-		{"WebhookRoutesInvalid", testWebhookRoutesInvalid},
-		{"WebhookAttempts", testWebhookAttempts},
-		{"WebhookDeliveriesPages", testWebhookDeliveriesPages},
-		{"WebhookDeliveriesGoWithTheirEvents", testWebhookDeliveriesDeleted},
-		{"CompactionKeepsEventsToDeliver", testCompactionKeepsEventsToDeliver},
-		{"DeliveryInBatch", testDeliveryInBatch},
-	})
-}
 
 var testRoutes = []store.WebhookRoute{
 	{Endpoint: "ops", Types: []string{events.TypeRunFailed, events.TypeApprovalRequired}},
@@ -39,7 +18,7 @@ var testRoutes = []store.WebhookRoute{
 }
 
 // deliveriesOf returns every delivery of the store, newest first.
-func deliveriesOf(t *testing.T, s WebhookStore) []store.WebhookDelivery {
+func deliveriesOf(t *testing.T, s Record) []store.WebhookDelivery {
 	t.Helper()
 	var all []store.WebhookDelivery
 	for page := (store.Page{}); ; {
@@ -52,7 +31,7 @@ func deliveriesOf(t *testing.T, s WebhookStore) []store.WebhookDelivery {
 	}
 }
 
-func setRoutes(t *testing.T, s WebhookStore, routes []store.WebhookRoute) {
+func setRoutes(t *testing.T, s Record, routes []store.WebhookRoute) {
 	t.Helper()
 	if err := s.SetWebhookRoutes(t.Context(), routes); err != nil {
 		t.Fatal(err)
@@ -61,7 +40,7 @@ func setRoutes(t *testing.T, s WebhookStore, routes []store.WebhookRoute) {
 
 // failRun ends the run failed, with its run.failed event, and returns
 // the events as stored.
-func failRun(t *testing.T, s WebhookStore, r store.Run) []store.Event {
+func failRun(t *testing.T, s Record, r store.Run) []store.Event {
 	t.Helper()
 	return must(s.EndRun(t.Context(), r.ID, store.RunEnd{Status: store.RunFailed}, []store.NewEvent{
 		{RunID: r.ID, Type: events.TypeRunFailed, Data: eventData(r, events.TypeRunFailed)},
@@ -74,7 +53,7 @@ func eventData(r store.Run, typ string) json.RawMessage {
 
 // Each event of a routed type is recorded for each of its endpoints, by
 // AppendEvent, AppendEvents and EndRun alike; other events for none.
-func testWebhookDeliveriesRecorded(t *testing.T, s WebhookStore) {
+func testWebhookDeliveriesRecorded(t *testing.T, s Record) {
 	ctx := t.Context()
 	setRoutes(t, s, testRoutes)
 	c := newConversation(t, s, alice)
@@ -124,7 +103,7 @@ func testWebhookDeliveriesRecorded(t *testing.T, s WebhookStore) {
 	}
 }
 
-func testWebhookRoutesInvalid(t *testing.T, s WebhookStore) {
+func testWebhookRoutesInvalid(t *testing.T, s Record) {
 	ctx := t.Context()
 	setRoutes(t, s, testRoutes)
 	for name, routes := range map[string][]store.WebhookRoute{
@@ -145,7 +124,7 @@ func testWebhookRoutesInvalid(t *testing.T, s WebhookStore) {
 
 // A delivery's attempts are counted until one ends it; it can then be
 // redelivered, keeping its id and its count.
-func testWebhookAttempts(t *testing.T, s WebhookStore) {
+func testWebhookAttempts(t *testing.T, s Record) {
 	ctx := t.Context()
 	setRoutes(t, s, testRoutes[1:])
 	c := newConversation(t, s, bob)
@@ -200,7 +179,7 @@ func testWebhookAttempts(t *testing.T, s WebhookStore) {
 	}
 }
 
-func testWebhookDeliveriesPages(t *testing.T, s WebhookStore) {
+func testWebhookDeliveriesPages(t *testing.T, s Record) {
 	ctx := t.Context()
 	setRoutes(t, s, testRoutes)
 	c := newConversation(t, s, alice)
@@ -231,7 +210,7 @@ func testWebhookDeliveriesPages(t *testing.T, s WebhookStore) {
 	wantErr(t, "a negative limit", err, store.ErrInvalid)
 }
 
-func testWebhookDeliveriesDeleted(t *testing.T, s WebhookStore) {
+func testWebhookDeliveriesDeleted(t *testing.T, s Record) {
 	ctx := t.Context()
 	setRoutes(t, s, testRoutes)
 	gone, kept := newConversation(t, s, alice), newConversation(t, s, alice)
@@ -249,7 +228,7 @@ func testWebhookDeliveriesDeleted(t *testing.T, s WebhookStore) {
 
 // testCompactionKeepsEventsToDeliver: compacting a run keeps an event a
 // delivery still has to send, and the delivery.
-func testCompactionKeepsEventsToDeliver(t *testing.T, s WebhookStore) {
+func testCompactionKeepsEventsToDeliver(t *testing.T, s Record) {
 	ctx := t.Context()
 	setRoutes(t, s, testRoutes)
 	r := startRun(t, s, newConversation(t, s, alice), "hi")
@@ -272,7 +251,7 @@ func testCompactionKeepsEventsToDeliver(t *testing.T, s WebhookStore) {
 // others, and the end stored with several, are each delivered as stored,
 // and compaction keeps the one still to send, and its delivery, with
 // the events it always keeps.
-func testDeliveryInBatch(t *testing.T, s WebhookStore) {
+func testDeliveryInBatch(t *testing.T, s Record) {
 	ctx := t.Context()
 	setRoutes(t, s, testRoutes)
 	r := startRun(t, s, newConversation(t, s, alice), "hi")

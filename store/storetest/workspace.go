@@ -12,31 +12,6 @@ import (
 	"github.com/trellis-ai/trellis/store"
 )
 
-// WorkspaceStore is a store that keeps workspaces too, and erases users.
-type WorkspaceStore interface {
-	store.Store
-	store.Workspaces
-	store.Users
-}
-
-// RunWorkspaces checks that stores made by newStore behave as
-// store.Workspaces says, as Run does for store.Store.
-func RunWorkspaces(t *testing.T, newStore func(t *testing.T) WorkspaceStore) {
-	testcheck.RunCases(t, newStore, testcheck.Cases[WorkspaceStore]{
-		{"Projects", testProjects},
-		{"FileVersions", testFileVersions},
-		{"FileList", testFileList},
-		{"FileConflicts", testFileConflicts},
-		{"FileConcurrentWrites", testFileConcurrentWrites},
-		{"FileWriteDeleteRace", testFileWriteDeleteRace},
-		{"FileQuota", testFileQuota},
-		{"FileInvalid", testFileInvalid},
-		{"FilesGoWithConversation", testFilesGoWithConversation},
-		{"FileWriteConversationDeleteRace", testFileWriteConversationDeleteRace},
-		{"FilesErased", testFilesErased},
-	})
-}
-
 // version makes the version of a write of data at path.
 func version(sc store.FileScope, path, data string) store.NewFileVersion {
 	sum := sha256.Sum256([]byte(data))
@@ -51,7 +26,7 @@ func userScope(user string) store.FileScope {
 	return store.FileScope{Kind: store.ScopeUser, ID: user, UserID: user}
 }
 
-func testProjects(t *testing.T, s WorkspaceStore) {
+func testProjects(t *testing.T, s Record) {
 	ctx := t.Context()
 	p := must(s.CreateProject(ctx, store.NewProject{Owner: alice, Name: "garden"}))(t)
 	if p.ID == "" || p.Owner != alice || !slices.Equal(p.Members, []string{alice}) || p.CreatedAt.IsZero() {
@@ -104,7 +79,7 @@ func testProjects(t *testing.T, s WorkspaceStore) {
 	wantErr(t, "a file of a deleted project", err, store.ErrNotFound)
 }
 
-func testFileVersions(t *testing.T, s WorkspaceStore) {
+func testFileVersions(t *testing.T, s Record) {
 	ctx := t.Context()
 	sc := userScope(alice)
 	f1 := must(s.PutFile(ctx, version(sc, "notes.md", "one")))(t)
@@ -152,7 +127,7 @@ func testFileVersions(t *testing.T, s WorkspaceStore) {
 	}
 }
 
-func testFileList(t *testing.T, s WorkspaceStore) {
+func testFileList(t *testing.T, s Record) {
 	ctx := t.Context()
 	sc := userScope(alice)
 	paths := []string{"a.md", "b/c.md", "b/d.md", "b/e/f.md", "bz.md", "é.md"}
@@ -189,7 +164,7 @@ func testFileList(t *testing.T, s WorkspaceStore) {
 	wantErr(t, "a zero limit", err, store.ErrInvalid)
 }
 
-func testFileConflicts(t *testing.T, s WorkspaceStore) {
+func testFileConflicts(t *testing.T, s Record) {
 	ctx := t.Context()
 	sc := userScope(alice)
 	v := version(sc, "x.md", "one")
@@ -212,7 +187,7 @@ func testFileConflicts(t *testing.T, s WorkspaceStore) {
 	}
 }
 
-func testFileConcurrentWrites(t *testing.T, s WorkspaceStore) {
+func testFileConcurrentWrites(t *testing.T, s Record) {
 	ctx := t.Context()
 	sc := userScope(alice)
 	// Two creators of one new file: one wins, the other has a conflict.
@@ -236,7 +211,7 @@ func testFileConcurrentWrites(t *testing.T, s WorkspaceStore) {
 // the delete took the usage's row before the file's, the write the other
 // way round, and they deadlocked; and a version written after the delete
 // summed the file's sizes was left counted.
-func testFileWriteDeleteRace(t *testing.T, s WorkspaceStore) {
+func testFileWriteDeleteRace(t *testing.T, s Record) {
 	ctx := t.Context()
 	sc := userScope(alice)
 	for round := range 40 {
@@ -269,7 +244,7 @@ func testFileWriteDeleteRace(t *testing.T, s WorkspaceStore) {
 	}
 }
 
-func testFileQuota(t *testing.T, s WorkspaceStore) {
+func testFileQuota(t *testing.T, s Record) {
 	ctx := t.Context()
 	sc := userScope(alice)
 	put := func(path, data string, maxBytes, maxFiles int64) error {
@@ -290,7 +265,7 @@ func testFileQuota(t *testing.T, s WorkspaceStore) {
 	}
 }
 
-func testFileInvalid(t *testing.T, s WorkspaceStore) {
+func testFileInvalid(t *testing.T, s Record) {
 	ctx := t.Context()
 	sc := userScope(alice)
 	bad := map[string]store.NewFileVersion{}
@@ -328,7 +303,7 @@ func testFileInvalid(t *testing.T, s WorkspaceStore) {
 	wantErr(t, "a file in another's conversation", err, store.ErrNotFound)
 }
 
-func testFilesGoWithConversation(t *testing.T, s WorkspaceStore) {
+func testFilesGoWithConversation(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	cs := store.FileScope{Kind: store.ScopeConversation, ID: c.ID, UserID: alice}
@@ -343,7 +318,7 @@ func testFilesGoWithConversation(t *testing.T, s WorkspaceStore) {
 // A write of a conversation's file as the conversation is deleted: the
 // write succeeds before the delete or finds the conversation gone, and
 // the delete takes the file with it.
-func testFileWriteConversationDeleteRace(t *testing.T, s WorkspaceStore) {
+func testFileWriteConversationDeleteRace(t *testing.T, s Record) {
 	ctx := t.Context()
 	for round := range 40 {
 		c := newConversation(t, s, alice)
@@ -370,7 +345,7 @@ func testFileWriteConversationDeleteRace(t *testing.T, s WorkspaceStore) {
 	}
 }
 
-func testFilesErased(t *testing.T, s WorkspaceStore) {
+func testFilesErased(t *testing.T, s Record) {
 	ctx := t.Context()
 	files := func(user string) (store.FileScope, store.FileScope, store.Project) {
 		c := newConversation(t, s, user)
