@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trellis-ai/trellis/internal/growstack"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -95,10 +96,13 @@ func (s *Service) Context(ctx context.Context, userID, query string) (CognitiveC
 		perr, merr error
 		ms         []store.Memory
 	)
-	// The recall runs beside the profile's read, which runs here: a
-	// goroutine of its own would grow its stack through the driver's
-	// calls on every turn.
-	wg.Go(func() { ms, merr = s.recall(ctx, userID, query, s.cfg.RecallLimit) })
+	// The recall runs beside the profile's read, which runs here on a
+	// stack the driver's calls have grown already; the recall's
+	// goroutine grows its own in one step before it reads.
+	wg.Go(func() {
+		growstack.Grow()
+		ms, merr = s.recall(ctx, userID, query, s.cfg.RecallLimit)
+	})
 	p, perr = s.cfg.Store.GetProfile(ctx, userID)
 	notes := s.identity.notes(ctx, s.cfg.Store)
 	wg.Wait()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/graph"
+	"github.com/trellis-ai/trellis/internal/growstack"
 	"github.com/trellis-ai/trellis/llm"
 )
 
@@ -208,6 +209,7 @@ func bounded[T any](nodeCtx context.Context, timeout time.Duration, load func(ct
 	}
 	ch := make(chan result, 1)
 	go func() {
+		growstack.Grow() // a load reads the database
 		var r result
 		defer func() { ch <- r }()
 		defer caught(&r.err)

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-ai/trellis/events"
+	"github.com/trellis-ai/trellis/internal/growstack"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -342,6 +343,7 @@ func (m *Service) launch(rn *Run, first func(context.Context) iter.Seq2[events.E
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		growstack.Grow() // the run reads and writes the record
 		m.drive(rn, first, announce)
 	}()
 	return sub
