@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"regexp"
@@ -230,16 +231,23 @@ func kindForStatus(status int) Kind {
 }
 
 // parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date.
+// Seconds too many for a time.Duration are the longest wait it holds (a
+// float converted out of an int64's range would be negative, which reads
+// as no wait at all); NaN is no wait.
 func parseRetryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0
 	}
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs <= 0 {
+		switch ns := secs * float64(time.Second); {
+		case math.IsNaN(secs) || secs <= 0:
 			return 0
+		case ns >= math.MaxInt64:
+			return math.MaxInt64
+		default:
+			return time.Duration(ns)
 		}
-		return time.Duration(secs * float64(time.Second))
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
