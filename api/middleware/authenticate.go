@@ -17,6 +17,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/httperr"
 	"github.com/trellis-ai/trellis/runs"
+	"github.com/trellis-ai/trellis/store"
 )
 
 // APIKey is a secret that authenticates a user. It never prints: its
@@ -30,7 +31,9 @@ func (k APIKey) String() string { return "[redacted]" }
 func (k APIKey) LogValue() slog.Value { return slog.StringValue("[redacted]") }
 
 // ParseKeys reads TRELLIS_API_KEYS' format: comma-separated key:user
-// pairs ("k1:alice,k2:bob"). An empty string is no keys (local mode).
+// pairs ("k1:alice,k2:bob"). An empty string is no keys (local mode). A
+// user is an id the record keeps, as for a key issued in the service: text
+// of 1 to store.MaxIDBytes bytes.
 func ParseKeys(s string) (map[APIKey]string, error) {
 	keys := map[APIKey]string{}
 	for pair := range strings.SplitSeq(s, ",") {
@@ -42,6 +45,9 @@ func ParseKeys(s string) (map[APIKey]string, error) {
 		k, u = strings.TrimSpace(k), strings.TrimSpace(u)
 		if !ok || k == "" || u == "" {
 			return nil, fmt.Errorf("api: API keys: each entry must be key:user (entry %d is not)", len(keys)+1)
+		}
+		if len(u) > store.MaxIDBytes || !store.ValidText(u) {
+			return nil, fmt.Errorf("api: API keys: entry %d's user is not text of at most %d bytes", len(keys)+1, store.MaxIDBytes)
 		}
 		if _, dup := keys[APIKey(k)]; dup {
 			return nil, fmt.Errorf("api: API keys: a key is listed twice (user %s)", u)
