@@ -101,7 +101,8 @@ func Prefix(redirectURL string) (string, error) {
 		return "", fmt.Errorf("signin: redirect URL: %w", err)
 	}
 	prefix, ok := strings.CutSuffix(u.EscapedPath(), CallbackPath)
-	if !ok || (prefix != "" && (prefix != path.Clean(prefix) || strings.HasSuffix(prefix, "/") || strings.ContainsRune(prefix, ';'))) {
+	if !ok || (prefix != "" && (!strings.HasPrefix(prefix, "/") || prefix != path.Clean(prefix) || strings.HasSuffix(prefix, "/") ||
+		strings.ContainsRune(prefix, ';'))) {
 		return "", ErrRedirectPath
 	}
 	return prefix, nil
