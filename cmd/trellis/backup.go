@@ -224,7 +224,9 @@ func readManifest(dir string) (manifest, error) {
 		return m, fmt.Errorf("%s: the backup holds no %s", manifestName, databases[0])
 	}
 	for _, name := range m.Databases {
-		if filepath.Base(name) != name {
+		// "." and ".." are their own base names but name directories:
+		// restoring one would copy over the data directory or its parent.
+		if filepath.Base(name) != name || name == "." || name == ".." {
 			return m, fmt.Errorf("%s: database %q is not a file name", manifestName, name)
 		}
 	}

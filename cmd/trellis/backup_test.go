@@ -167,6 +167,23 @@ func TestBackupAndRestoreRefuse(t *testing.T) {
 	if code, out := trellis(t, env, "backup", backup); code != 0 {
 		t.Fatalf("backup: exit %d: %s", code, out)
 	}
+	// A backup whose manifest names the directory above it as a database.
+	dotdot := filepath.Join(dir, "dotdot")
+	if _, _, err := copyTree(backup, dotdot); err != nil {
+		t.Fatal(err)
+	}
+	m, err := readManifest(dotdot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Databases = append(m.Databases, "..")
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dotdot, manifestName), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		env  map[string]string
@@ -180,6 +197,7 @@ func TestBackupAndRestoreRefuse(t *testing.T) {
 		{"postgres", map[string]string{"TRELLIS_DATA_DIR": data, "DATABASE_URL": "postgres://x"}, []string{"backup", filepath.Join(dir, "b3")}, 2, "pg_dump"},
 		{"not a backup", map[string]string{"TRELLIS_DATA_DIR": filepath.Join(dir, "r1")}, []string{"restore", data}, 1, "not a Trellis backup"},
 		{"over a database", env, []string{"restore", backup}, 1, "already holds trellis.db"},
+		{"a database named ..", map[string]string{"TRELLIS_DATA_DIR": filepath.Join(dir, "r2")}, []string{"restore", dotdot}, 1, `database ".." is not a file name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out := trellis(t, tc.env, tc.args...)
@@ -188,7 +206,7 @@ func TestBackupAndRestoreRefuse(t *testing.T) {
 			}
 		})
 	}
-	for _, p := range []string{filepath.Join(dir, "b2"), filepath.Join(dir, "b3"), filepath.Join(dir, "r1", "trellis.db")} {
+	for _, p := range []string{filepath.Join(dir, "b2"), filepath.Join(dir, "b3"), filepath.Join(dir, "r1", "trellis.db"), filepath.Join(dir, "r2", "trellis.db")} {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("a refused command left %s", p)
 		}
