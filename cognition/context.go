@@ -100,7 +100,7 @@ func (s *Service) Context(ctx context.Context, userID, query string) (CognitiveC
 	// stack the driver's calls have grown already; the recall's
 	// goroutine grows its own in one step before it reads.
 	wg.Go(func() {
-		growstack.Grow()
+		growstack.ForRead()
 		ms, merr = s.recall(ctx, userID, query, s.cfg.RecallLimit)
 	})
 	p, perr = s.cfg.Store.GetProfile(ctx, userID)

@@ -209,7 +209,7 @@ func bounded[T any](nodeCtx context.Context, timeout time.Duration, load func(ct
 	}
 	ch := make(chan result, 1)
 	go func() {
-		growstack.Grow() // a load reads the database
+		growstack.ForRead()
 		var r result
 		defer func() { ch <- r }()
 		defer caught(&r.err)

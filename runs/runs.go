@@ -343,7 +343,7 @@ func (m *Service) launch(rn *Run, first func(context.Context) iter.Seq2[events.E
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		growstack.Grow() // the run reads and writes the record
+		growstack.ForRun()
 		m.drive(rn, first, announce)
 	}()
 	return sub

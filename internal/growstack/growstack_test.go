@@ -6,7 +6,7 @@ import (
 	"github.com/trellis-ai/trellis/internal/growstack"
 )
 
-// deep uses about 48 KiB of stack in 48 frames, as a goroutine does
+// deep uses about n KiB of stack in n frames, as a goroutine does
 // inside the SQLite driver.
 //
 //go:noinline
@@ -19,22 +19,28 @@ func deep(n int) byte {
 	return deep(n-1) + frame[n%len(frame)]
 }
 
-// A goroutine that goes deep once, with its stack grown first and
-// without: the runtime's copies of a deep stack against one copy of a
-// shallow one.
+// A goroutine that goes as deep as a run's (48 KiB) or a read's
+// (24 KiB) once, with its stack grown first and without: the runtime's
+// copies of a deep stack against one copy of a shallow one.
 func BenchmarkDeepGoroutine(b *testing.B) {
 	for _, c := range []struct {
-		name string
-		grow bool
-	}{{"grown", true}, {"doubling", false}} {
+		name  string
+		depth int
+		grow  func()
+	}{
+		{"run/grown", 48, growstack.ForRun},
+		{"run/doubling", 48, nil},
+		{"read/grown", 24, growstack.ForRead},
+		{"read/doubling", 24, nil},
+	} {
 		b.Run(c.name, func(b *testing.B) {
 			done := make(chan byte)
 			for b.Loop() {
 				go func() {
-					if c.grow {
-						growstack.Grow()
+					if c.grow != nil {
+						c.grow()
 					}
-					done <- deep(48)
+					done <- deep(c.depth)
 				}()
 				<-done
 			}
