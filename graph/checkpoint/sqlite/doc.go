@@ -5,7 +5,10 @@
 // The layout is LangGraph's: one row per checkpoint, each field version
 // stored once per thread namespace and shared by every checkpoint naming
 // it, and pending writes keyed by checkpoint, task and index. Get reads a
-// field's delta chain in a single recursive query.
+// field's delta chain in a single recursive query. Blobs are keyed by
+// version before field, so the blobs one checkpoint introduces (they all
+// have its id as version) sit side by side in the key's index, and a
+// commit writes one page of it to the log, not one per changed field.
 //
 // The database runs in WAL mode, so readers do not wait for the writer.
 // A process's writes go through one group-commit writer

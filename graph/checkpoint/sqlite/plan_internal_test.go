@@ -37,7 +37,7 @@ func TestSelectBlobsLooksUpByKey(t *testing.T) {
 		if !strings.Contains(d, " b ") && !strings.HasSuffix(d, " b") {
 			continue
 		}
-		if !strings.Contains(d, "field=? AND version=?") {
+		if !strings.Contains(d, "version=? AND field=?") {
 			t.Errorf("checkpoint_blobs is read by %q, not by its whole key; plan:\n%s", d, strings.Join(plan, "\n"))
 		}
 		lookups++
