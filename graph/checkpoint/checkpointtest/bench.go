@@ -10,8 +10,8 @@ import (
 )
 
 // answerFields are the fields the agent's answer changes in one
-// checkpoint, in the agent's own order; the first is its messages'
-// delta, the rest are small.
+// checkpoint, in the agent's own order; the first holds the answer's
+// message, the rest are small.
 var answerFields = []string{"Messages", "Turn", "Decision", "Iteration", "Actions",
 	"Usage", "TurnUsage", "Brief", "FinalResponse", "Outcome"}
 

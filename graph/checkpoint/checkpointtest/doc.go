@@ -10,4 +10,7 @@
 //
 // Each case is a subtest of its own with its own saver, so a failure names
 // the behaviour that broke and a backend can skip a case with -skip.
+//
+// BenchmarkPutAnswer is the backends' one benchmark of storing a turn's
+// answer on long threads, so their figures compare.
 package checkpointtest

@@ -8,7 +8,7 @@
 // field's delta chain in a single recursive query. Blobs are keyed by
 // version before field, so the blobs one checkpoint introduces (they all
 // have its id as version) sit side by side in the key's index, and a
-// commit writes one page of it to the log, not one per changed field.
+// commit writes a page or two of it to the log, not one per changed field.
 //
 // The database runs in WAL mode, so readers do not wait for the writer.
 // A process's writes go through one group-commit writer
