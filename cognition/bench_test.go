@@ -154,3 +154,48 @@ func seed(b *testing.B, st cognition.Store, users, perUser int) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkLearnConversation measures a conversation's learning job as
+// the serve load test makes them: eight answered turns of one local user
+// ("hello, my name is Ada and I like tea", then "thanks, and what else?"),
+// learned at once, on each backend; each op is one conversation's job,
+// and turn-ms is its time a turn:
+//
+//	go test -run '^$' -bench LearnConversation -count 6 ./cognition/
+func BenchmarkLearnConversation(b *testing.B) {
+	queries := []string{"hello, my name is Ada and I like tea"}
+	for range 7 {
+		queries = append(queries, "thanks, and what else?")
+	}
+	for _, be := range backends() {
+		b.Run(be.name, func(b *testing.B) {
+			st, _ := be.open(b)
+			svc, err := cognition.New(cognition.Config{Store: st})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer svc.Close()
+			ss := st.(store.Store)
+			convs := make([]string, b.N)
+			for i := range convs {
+				c, err := ss.CreateConversation(b.Context(), store.NewConversation{UserID: "local"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for j, q := range queries {
+					meta := store.AnswerMeta{Outcome: "answered", RequestID: fmt.Sprintf("q%d-%d", i, j)}
+					addTurn(b, ss, "local", c.ID, recordedTurn{query: q, answer: "Here is what else.", meta: meta, status: store.RunCompleted})
+				}
+				convs[i] = c.ID
+			}
+			b.ResetTimer()
+			start := time.Now()
+			for i := range b.N {
+				if err := svc.LearnConversation(b.Context(), "local", convs[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N*len(queries)), "turn-ms")
+		})
+	}
+}

@@ -150,8 +150,11 @@ func TestJaccardAndMerge(t *testing.T) {
 		{[]string{"rust", "wasm", "simd"}, ""},          // 0.67: just under
 		{nil, ""},
 	} {
-		m, ok := cognition.Nearest(ms, tc.topics, 0.7)
-		if got := map[bool]string{true: m.ID, false: ""}[ok]; got != tc.want {
+		got := ""
+		if i, ok := cognition.Nearest(ms, tc.topics, 0.7); ok {
+			got = ms[i].ID
+		}
+		if got != tc.want {
 			t.Errorf("Nearest(%v) = %q, want %q", tc.topics, got, tc.want)
 		}
 	}

@@ -1,8 +1,12 @@
 package cognition_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,7 +38,7 @@ func record(t *testing.T, st store.Store, user string, turns []recordedTurn) str
 	return conv.ID
 }
 
-func addTurn(t *testing.T, st store.Store, user, conv string, tr recordedTurn) {
+func addTurn(t testing.TB, st store.Store, user, conv string, tr recordedTurn) {
 	t.Helper()
 	ctx := t.Context()
 	run, err := st.StartRun(ctx, store.NewRun{UserID: user, ConversationID: conv, UserMessage: tr.query, RequestID: tr.meta.RequestID})
@@ -80,10 +84,63 @@ func learnedOf(t *testing.T, svc *cognition.Service, user string) learned {
 	return learned{profile: p, memories: ms}
 }
 
+// writes counts a store's writes that learning makes.
+type writes struct {
+	cognition.Store
+	mu                                     sync.Mutex
+	profiles, memories, stats, markLearned int
+}
+
+func (w *writes) count(n *int) {
+	w.mu.Lock()
+	*n++
+	w.mu.Unlock()
+}
+
+func (w *writes) UpdateProfile(ctx context.Context, userID string, fn func(*store.Profile) error) (store.Profile, error) {
+	w.count(&w.profiles)
+	return w.Store.UpdateProfile(ctx, userID, fn)
+}
+
+func (w *writes) AddMemory(ctx context.Context, nm store.NewMemory) (store.Memory, error) {
+	w.count(&w.memories)
+	return w.Store.AddMemory(ctx, nm)
+}
+
+func (w *writes) UpdateMemory(ctx context.Context, userID, id string, nm store.NewMemory) (store.Memory, error) {
+	w.count(&w.memories)
+	return w.Store.UpdateMemory(ctx, userID, id, nm)
+}
+
+func (w *writes) AddToolStats(ctx context.Context, userID string, stats []store.ToolStat) error {
+	w.count(&w.stats)
+	return w.Store.AddToolStats(ctx, userID, stats)
+}
+
+func (w *writes) MarkLearned(ctx context.Context, userID, conversationID string, num int64) error {
+	w.count(&w.markLearned)
+	return w.Store.MarkLearned(ctx, userID, conversationID, num)
+}
+
+func toolStats(t *testing.T, st cognition.Store) map[string]store.ToolStat {
+	t.Helper()
+	stats, err := st.ToolStats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]store.ToolStat{}
+	for _, s := range stats {
+		by[s.Tool] = s
+	}
+	return by
+}
+
 // Learning a conversation's turns at once learns what learning each turn
-// as it was answered would: the same profile, memories and stats. Turns
-// with nothing to teach are passed over, a turn still going stops it, and
-// learning again learns nothing twice.
+// as it was answered would: the same profile, memories and stats, with
+// turns that say the same again merged into one memory. It writes each
+// thing once, however many turns: the profile, each memory, the stats,
+// and how far it learned. Turns with nothing to teach are passed over, a
+// turn still going stops it, and learning again learns nothing twice.
 func TestLearnConversationIsLearningEachTurn(t *testing.T) {
 	turns := []recordedTurn{
 		{query: "I prefer short answers. How do tides work?", answer: "The moon pulls the sea.",
@@ -98,6 +155,11 @@ func TestLearnConversationIsLearningEachTurn(t *testing.T) {
 		{query: "cancelled before any answer", status: store.RunCancelled, meta: store.AnswerMeta{RequestID: "q6"}},
 		{query: "deploy the service to production", answer: "Blocked by policy.",
 			meta: store.AnswerMeta{Outcome: "blocked", RequestID: "q7", Tools: []store.AnswerTool{{Tool: "deploy", Status: "rejected"}}}, status: store.RunCompleted},
+		// Said again: merged into the memories of q1 and q2.
+		{query: "I prefer short answers. How do tides work?", answer: "Still the moon.",
+			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q8", Tools: []store.AnswerTool{{Tool: "weather", Status: "success"}}}, status: store.RunCompleted},
+		{query: "remember that I live in Lisbon", answer: "Noted again.",
+			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q9"}, status: store.RunCompleted},
 	}
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
@@ -107,9 +169,16 @@ func TestLearnConversationIsLearningEachTurn(t *testing.T) {
 			conv := record(t, st, "alice", turns)
 			// The turn after is still going: learning stops before it.
 			addTurn(t, st, "alice", conv, recordedTurn{query: "and what about Porto?"})
-			if err := r.svc.LearnConversation(ctx, "alice", conv); err != nil {
+			w := &writes{Store: r.st}
+			together, err := cognition.New(cognition.Config{Store: w})
+			if err != nil {
 				t.Fatal(err)
 			}
+			defer together.Close()
+			if err := together.LearnConversation(ctx, "alice", conv); err != nil {
+				t.Fatal(err)
+			}
+			aliceStats := toolStats(t, r.st)
 			for _, tr := range turns {
 				if tr.answer == "" || tr.meta.NoMemory || tr.meta.Outcome == "clarify" {
 					continue
@@ -130,6 +199,22 @@ func TestLearnConversationIsLearningEachTurn(t *testing.T) {
 			if !reflect.DeepEqual(alice, bob) {
 				t.Errorf("learnt at once:\n%+v\nlearnt turn by turn:\n%+v", alice, bob)
 			}
+			if w.profiles != 1 || w.stats != 1 || w.markLearned != 1 || w.memories != len(alice.memories) {
+				t.Errorf("learning %d turns at once wrote the profile %d times, memories %d times (%d memories), stats %d times, how far it learned %d times; want each once",
+					len(turns), w.profiles, w.memories, len(alice.memories), w.stats, w.markLearned)
+			}
+			// The stats are everyone's: bob's are what his learning added.
+			for tool, all := range toolStats(t, r.st) {
+				a := aliceStats[tool]
+				bob := store.ToolStat{Tool: tool, Calls: all.Calls - a.Calls, Failures: all.Failures - a.Failures, Blocked: all.Blocked - a.Blocked,
+					Rejections: all.Rejections - a.Rejections, ConfidenceSum: all.ConfidenceSum - a.ConfidenceSum}
+				if math.Abs(bob.ConfidenceSum-a.ConfidenceSum) < 1e-9 {
+					bob.ConfidenceSum = a.ConfidenceSum
+				}
+				if bob != a {
+					t.Errorf("stats of %s learnt at once %+v, turn by turn %+v", tool, a, bob)
+				}
+			}
 			for _, m := range alice.memories {
 				if m.Summary == "Asked: my secret plans for the garden" {
 					t.Errorf("a turn kept out of memory was learned: %+v", m)
@@ -149,6 +234,38 @@ func TestLearnConversationIsLearningEachTurn(t *testing.T) {
 			// Another user's learning reads nothing of alice's.
 			if _, err := r.st.UnlearnedTurns(ctx, "bob", conv, 0); err == nil {
 				t.Error("bob read alice's turns")
+			}
+		})
+	}
+}
+
+// A long backlog is learned sixteen turns at a time, each part marked
+// learned once it is: a job that times out part-way (its Extractor asks a
+// model once a turn) keeps what it learned.
+func TestLearnConversationInParts(t *testing.T) {
+	var turns []recordedTurn
+	for i := range 33 {
+		turns = append(turns, recordedTurn{query: "thanks, and what else?", answer: "More.", status: store.RunCompleted,
+			meta: store.AnswerMeta{Outcome: "answered", RequestID: fmt.Sprintf("q%d", i)}})
+	}
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			r := newRig(t, b, cognition.Config{})
+			conv := record(t, r.st.(store.Store), "alice", turns)
+			w := &writes{Store: r.st}
+			svc, err := cognition.New(cognition.Config{Store: w})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer svc.Close()
+			if err := svc.LearnConversation(t.Context(), "alice", conv); err != nil {
+				t.Fatal(err)
+			}
+			if w.profiles != 3 || w.markLearned != 3 {
+				t.Errorf("33 turns wrote the profile %d times and how far they were learned %d times, want 3 and 3", w.profiles, w.markLearned)
+			}
+			if left, err := r.st.UnlearnedTurns(t.Context(), "alice", conv, 0); err != nil || len(left) != 0 {
+				t.Errorf("unlearned after learning = %d turns, %v", len(left), err)
 			}
 		})
 	}

@@ -23,7 +23,9 @@
 // on the durable queue (internal/jobs) and returns at once: one job, a
 // pause after the turn, learns every turn of the conversation not
 // learned yet, as the record holds them (store.Memories.UnlearnedTurns),
-// each as Learn learns one. The rows live in the record (store.Memories).
+// together: what Learn would learn of each, written once (the profile,
+// each memory the turns change, the stats). The rows live in the record
+// (store.Memories).
 //
 // The package knows nothing of the agent's graph: cmd/trellis adapts the
 // agent's hooks to LearnLater.

@@ -144,9 +144,9 @@ func (s *Service) learnConversation(ctx context.Context, j jobs.Job[Pending]) er
 }
 
 // LearnConversation learns from the turns of the user's conversation not
-// learned yet, in order, each as Learn does, and records each learned
-// once it is (store.Memories.MarkLearned): learning several turns at
-// once is learning each in turn. It stops before a turn still going (no
+// learned yet, in order, what Learn would learn of each, writing each
+// thing once, and then records them learned (store.Memories.MarkLearned).
+// It stops before a turn still going (no
 // answer yet): one waiting for a person asks for learning again when it
 // answers; the job waits for one running to end (its answer is stored
 // with its end, after it asked). Turns with no answer, a question back
@@ -179,11 +179,35 @@ func (s *Service) learnRecord(ctx context.Context, userID, conversationID string
 	}
 }
 
+// learnTogether is the most turns learned together: a job's attempt,
+// bounded by Config.LearnTimeout, asks the Extractor once a turn, and a
+// timeout loses the turns not marked learned yet.
+const learnTogether = 16
+
 // learnTurns learns from turns, as LearnConversation does, and returns
 // the status of the turn still going it stopped before, "" for none.
+// The turns before it are learned together (learn), learnTogether at a
+// time, each time marked learned after.
 func (s *Service) learnTurns(ctx context.Context, userID, conversationID string, turns []store.UnlearnedTurn) (store.RunStatus, error) {
-	var passed int64 // the last turn passed over, not marked yet
-	var going store.RunStatus
+	var (
+		mark  int64 // the last turn learned or passed over, not marked yet
+		ts    []Turn
+		going store.RunStatus
+	)
+	flush := func() error {
+		if len(ts) > 0 {
+			if err := s.learn(ctx, userID, ts); err != nil {
+				return err
+			}
+			ts = ts[:0]
+		}
+		if mark == 0 {
+			return nil
+		}
+		err := s.cfg.Store.MarkLearned(ctx, userID, conversationID, mark)
+		mark = 0
+		return err
+	}
 	for _, ut := range turns {
 		if !ut.Answered && !ut.Superseded && !ut.Status.Final() {
 			going = ut.Status
@@ -193,22 +217,18 @@ func (s *Service) learnTurns(ctx context.Context, userID, conversationID string,
 		if err != nil {
 			return "", err
 		}
-		if !ok {
-			passed = ut.Num
-			continue
+		if ok {
+			ts = append(ts, t)
 		}
-		if err := s.Learn(ctx, t); err != nil {
-			return "", err
+		mark = ut.Num
+		if len(ts) == learnTogether {
+			if err := flush(); err != nil {
+				return "", err
+			}
 		}
-		if err := s.cfg.Store.MarkLearned(ctx, userID, conversationID, ut.Num); err != nil {
-			return "", err
-		}
-		passed = 0
 	}
-	if passed != 0 {
-		if err := s.cfg.Store.MarkLearned(ctx, userID, conversationID, passed); err != nil {
-			return "", err
-		}
+	if err := flush(); err != nil {
+		return "", err
 	}
 	return going, nil
 }
@@ -243,10 +263,24 @@ func (s *Service) Learn(ctx context.Context, t Turn) error {
 	if t.UserID == "" {
 		return ErrNoUser
 	}
-	sig := Signals(t.Query)
-	var ext *Extraction
-	if s.cfg.Extractor != nil {
-		nearest, err := s.recall(ctx, t.UserID, t.Query, 5)
+	return s.learn(ctx, t.UserID, []Turn{t})
+}
+
+// learn learns from the user's turns, in order, what Learn learns from
+// each, and writes each thing once: the profile, each memory the turns
+// change, and each tool's stats. With an Extractor, each turn is read by
+// the model against the memories recalled before any of the turns'
+// changes are written. A retry after a failure part-way may count the
+// turns' signals twice, as Learn's may.
+func (s *Service) learn(ctx context.Context, userID string, ts []Turn) error {
+	sigs := make([]Signal, len(ts))
+	exts := make([]*Extraction, len(ts))
+	for i, t := range ts {
+		sigs[i] = Signals(t.Query)
+		if s.cfg.Extractor == nil {
+			continue
+		}
+		nearest, err := s.recall(ctx, userID, t.Query, 5)
 		if err != nil {
 			return err
 		}
@@ -255,34 +289,62 @@ func (s *Service) Learn(ctx context.Context, t Turn) error {
 			// The model failed past its own retries: the rules still
 			// learn what they can.
 			s.log.LogAttrs(ctx, slog.LevelWarn, "cognition: extraction failed; learning by the rules", slog.Any("error", err))
-		} else {
-			ext = &e
+			continue
 		}
+		exts[i] = &e
 	}
-	if _, err := s.cfg.Store.UpdateProfile(ctx, t.UserID, func(p *store.Profile) error {
-		Infer(p, sig, ext)
+	if _, err := s.cfg.Store.UpdateProfile(ctx, userID, func(p *store.Profile) error {
+		for i := range ts {
+			Infer(p, sigs[i], exts[i])
+		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	if ext != nil {
-		if err := s.apply(ctx, t, ext.Memories); err != nil {
-			return err
+	l := newLesson(s.cfg.Store, userID, s.cfg.MergeAt)
+	var stats []store.ToolStat
+	for i, t := range ts {
+		if exts[i] != nil {
+			if err := l.apply(ctx, t, exts[i].Memories); err != nil {
+				return err
+			}
+		} else {
+			for _, f := range sigs[i].Facts {
+				if err := l.remember(ctx, t.ConversationID, f, "", 0.9); err != nil {
+					return err
+				}
+			}
 		}
-	} else {
-		for _, f := range sig.Facts {
-			if err := s.remember(ctx, t.UserID, t.ConversationID, f, "", 0.9); err != nil {
+		// A turn that told a fact to remember is remembered as that fact.
+		if ep, ok := Episode(t, sigs[i]); ok && len(sigs[i].Facts) == 0 {
+			if err := l.remember(ctx, t.ConversationID, ep.Summary, ep.Outcome, ep.Importance); err != nil {
 				return err
 			}
 		}
+		stats = addStats(stats, Stats(t))
 	}
-	// A turn that told a fact to remember is remembered as that fact.
-	if ep, ok := Episode(t, sig); ok && len(sig.Facts) == 0 {
-		if err := s.remember(ctx, t.UserID, t.ConversationID, ep.Summary, ep.Outcome, ep.Importance); err != nil {
-			return err
+	if err := l.write(ctx); err != nil {
+		return err
+	}
+	return s.cfg.Store.AddToolStats(ctx, userID, stats)
+}
+
+// addStats adds more to sum, tool by tool, in the order the tools first
+// come.
+func addStats(sum, more []store.ToolStat) []store.ToolStat {
+	for _, m := range more {
+		i := slices.IndexFunc(sum, func(st store.ToolStat) bool { return st.Tool == m.Tool })
+		if i < 0 {
+			sum = append(sum, m)
+			continue
 		}
+		sum[i].Calls += m.Calls
+		sum[i].Failures += m.Failures
+		sum[i].Blocked += m.Blocked
+		sum[i].Rejections += m.Rejections
+		sum[i].ConfidenceSum += m.ConfidenceSum
 	}
-	return s.cfg.Store.AddToolStats(ctx, t.UserID, Stats(t))
+	return sum
 }
 
 // Remember stores a fact the user asked the agent to remember, merged
@@ -295,55 +357,11 @@ func (s *Service) Remember(ctx context.Context, userID, conversationID, fact str
 	if fact == "" {
 		return fmt.Errorf("%w: nothing to remember", store.ErrInvalid)
 	}
-	return s.remember(ctx, userID, conversationID, clip(fact, 500), "", 0.9)
-}
-
-// remember adds a memory, or merges it into the user's memory whose
-// topics are most similar, when they are at least MergeAt similar.
-func (s *Service) remember(ctx context.Context, userID, conversationID, summary, outcome string, importance float64) error {
-	topics := Topics(summary, 8)
-	page, err := s.cfg.Store.ListMemories(ctx, userID, store.Page{Limit: store.MaxLimit})
-	if err != nil {
+	l := newLesson(s.cfg.Store, userID, s.cfg.MergeAt)
+	if err := l.remember(ctx, conversationID, clip(fact, 500), "", 0.9); err != nil {
 		return err
 	}
-	nm := store.NewMemory{UserID: userID, ConversationID: conversationID, Summary: summary, Outcome: outcome,
-		Topics: topics, Importance: importance}
-	if old, ok := Nearest(page.Memories, topics, s.cfg.MergeAt); ok {
-		_, err := s.cfg.Store.UpdateMemory(ctx, userID, old.ID, Merge(old, nm))
-		return err
-	}
-	_, err = s.cfg.Store.AddMemory(ctx, nm)
-	return err
-}
-
-// apply carries out a model's memory decisions. An id the model made up
-// (not one of the user's) is skipped.
-func (s *Service) apply(ctx context.Context, t Turn, ds []Decision) error {
-	for _, d := range ds {
-		text := clip(strings.TrimSpace(d.Text), 500)
-		switch d.Event {
-		case EventAdd:
-			if text == "" {
-				continue
-			}
-			if err := s.remember(ctx, t.UserID, t.ConversationID, text, "", 0.8); err != nil {
-				return err
-			}
-		case EventUpdate:
-			if text == "" {
-				continue
-			}
-			_, err := s.cfg.Store.UpdateMemory(ctx, t.UserID, d.ID, store.NewMemory{Summary: text, Topics: Topics(text, 8), Importance: 0.8})
-			if err != nil && !isNotFound(err) {
-				return err
-			}
-		case EventDelete:
-			if err := s.cfg.Store.DeleteMemory(ctx, t.UserID, d.ID); err != nil && !isNotFound(err) {
-				return err
-			}
-		}
-	}
-	return nil
+	return l.write(ctx)
 }
 
 // prune is the periodic pruning job.
@@ -383,13 +401,14 @@ func Jaccard(a, b []string) float64 {
 	return float64(inter) / float64(union)
 }
 
-// Nearest returns the memory whose topics are most similar to topics,
-// when that similarity is at least at.
-func Nearest(ms []store.Memory, topics []string, at float64) (store.Memory, bool) {
-	best, bestSim := store.Memory{}, -1.0
-	for _, m := range ms {
+// Nearest returns the index in ms of the memory whose topics are most
+// similar to topics (the first of equals), when that similarity is at
+// least at.
+func Nearest(ms []store.Memory, topics []string, at float64) (int, bool) {
+	best, bestSim := -1, -1.0
+	for i, m := range ms {
 		if sim := Jaccard(m.Topics, topics); sim > bestSim {
-			best, bestSim = m, sim
+			best, bestSim = i, sim
 		}
 	}
 	return best, bestSim >= at && bestSim > 0
