@@ -49,7 +49,8 @@ type Config struct {
 	// memory merges into an old one. Default 0.7.
 	MergeAt float64
 	// Extractor, when set, reads facts, preferences and memory decisions
-	// from a turn with a model; nil keeps to the rules.
+	// from the turns learned together with a model, in one call; nil
+	// keeps to the rules.
 	Extractor Extractor
 	// OnContextFailure is told each Context that failed: "timeout" or
 	// "error" (a metric counts them); nil tells no one.

@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/tmc/langchaingo/llms/openai"
+
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/internal/jobs"
+	"github.com/trellis-ai/trellis/llm/llmtest"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -266,6 +271,55 @@ func TestLearnConversationInParts(t *testing.T) {
 			}
 			if left, err := r.st.UnlearnedTurns(t.Context(), "alice", conv, 0); err != nil || len(left) != 0 {
 				t.Errorf("unlearned after learning = %d turns, %v", len(left), err)
+			}
+		})
+	}
+}
+
+// With a model, a conversation's turns are read in one call, every
+// exchange in it, and what the model found is learned: its memory, and
+// the preference and expertise the user stated.
+func TestLearnConversationAsksTheModelOnce(t *testing.T) {
+	turns := []recordedTurn{
+		{query: "hello, my name is Ada and I like tea", answer: "Hello Ada.", status: store.RunCompleted,
+			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q1"}},
+		{query: "I moved to Lisbon last year", answer: "Welcome to Lisbon.", status: store.RunCompleted,
+			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q2"}},
+		{query: "thanks, and what else?", answer: "Green tea is popular there.", status: store.RunCompleted,
+			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q3"}},
+	}
+	srv := llmtest.NewOpenAIServerFunc(t, func(llmtest.Request, int) llmtest.Response {
+		return llmtest.Response{Text: `{"memories": [{"event": "ADD", "text": "Ada lives in Lisbon and likes tea"}],
+			"preferences": {"drink": "tea"}, "expertise": "expert"}`}
+	})
+	m, err := openai.New(openai.WithBaseURL(srv.BaseURL()), openai.WithToken("test"), openai.WithModel("extractor"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			before := len(srv.Requests())
+			r := newRig(t, b, cognition.Config{Extractor: cognition.ModelExtractor{Model: m}})
+			conv := record(t, r.st.(store.Store), "alice", turns)
+			if err := r.svc.LearnConversation(t.Context(), "alice", conv); err != nil {
+				t.Fatal(err)
+			}
+			reqs := srv.Requests()[before:]
+			if len(reqs) != 1 {
+				t.Fatalf("the model was asked %d times for %d turns, want once", len(reqs), len(turns))
+			}
+			asked := string(reqs[0].Raw)
+			for _, tr := range turns {
+				if !strings.Contains(asked, tr.query) || !strings.Contains(asked, tr.answer) {
+					t.Errorf("the model was not shown %q and its answer %q", tr.query, tr.answer)
+				}
+			}
+			got := learnedOf(t, r.svc, "alice")
+			if !slices.ContainsFunc(got.memories, func(m store.Memory) bool { return m.Summary == "Ada lives in Lisbon and likes tea" }) {
+				t.Errorf("memories %+v lack the model's", got.memories)
+			}
+			if got.profile.Preferences["drink"] != "tea" || got.profile.Expertise != "expert" || got.profile.Patterns["turns"] != 3 {
+				t.Errorf("profile %+v: want the stated preference and expertise over three turns", got.profile)
 			}
 		})
 	}

@@ -13,11 +13,11 @@ import (
 	"github.com/trellis-ai/trellis/store"
 )
 
-// Extractor reads a turn with a model: the facts worth remembering,
-// decided against the user's nearest memories as Mem0 does, and what the
-// user stated of themself.
+// Extractor reads turns of one conversation, in order, with a model: the
+// facts worth remembering, decided against the user's nearest memories as
+// Mem0 does, and what the user stated of themself.
 type Extractor interface {
-	Extract(ctx context.Context, t Turn, nearest []store.Memory) (Extraction, error)
+	Extract(ctx context.Context, ts []Turn, nearest []store.Memory) (Extraction, error)
 }
 
 // Extraction is what an Extractor found.
@@ -51,13 +51,23 @@ type ModelExtractor struct {
 	Model llms.Model
 }
 
-const extractPrompt = `You maintain a memory of one user for an assistant. From the user's latest message (and the assistant's answer), extract facts about the user worth remembering across conversations (preferences, circumstances, goals), and compare each with the existing memories below.
+const extractPrompt = `You maintain a memory of one user for an assistant. From the user's latest messages (and the assistant's answers), extract facts about the user worth remembering across conversations (preferences, circumstances, goals), and compare each with the existing memories below; where the user's messages disagree, the later one holds.
 For each fact decide one event: ADD (new), UPDATE (refines or changes memory id; give the new text), DELETE (contradicts memory id), NONE (already known).
 Also report preferences the user stated outright (name -> statement), and, only when the user stated them, their expertise (novice, intermediate, expert) and preferred style (concise, detailed, technical).
 Reply with only a JSON object: {"memories": [{"event": "ADD", "text": "..."}, {"event": "UPDATE", "id": "...", "text": "..."}], "preferences": {}, "expertise": "", "style": ""}.`
 
-// Extract implements Extractor.
-func (m ModelExtractor) Extract(ctx context.Context, t Turn, nearest []store.Memory) (Extraction, error) {
+// The most of the user's messages and of the answers one extraction
+// reads, shared by its turns; one turn's messages are clipped at
+// turnText and turnAnswer.
+const (
+	extractText   = 8000
+	extractAnswer = 2000
+	turnText      = 4000
+	turnAnswer    = 1000
+)
+
+// Extract implements Extractor: one call for the turns.
+func (m ModelExtractor) Extract(ctx context.Context, ts []Turn, nearest []store.Memory) (Extraction, error) {
 	var b strings.Builder
 	b.WriteString("Existing memories:\n")
 	if len(nearest) == 0 {
@@ -66,7 +76,11 @@ func (m ModelExtractor) Extract(ctx context.Context, t Turn, nearest []store.Mem
 	for _, mem := range nearest {
 		fmt.Fprintf(&b, "- id %s: %s\n", mem.ID, mem.Summary)
 	}
-	b.WriteString("\nUser: " + clip(t.Query, 4000) + "\nAssistant: " + clip(t.Answer, 1000))
+	n := max(len(ts), 1)
+	text, answer := min(turnText, extractText/n), min(turnAnswer, extractAnswer/n)
+	for _, t := range ts {
+		b.WriteString("\nUser: " + clip(t.Query, text) + "\nAssistant: " + clip(t.Answer, answer) + "\n")
+	}
 	resp, err := m.Model.GenerateContent(ctx, []llms.MessageContent{
 		llms.TextParts(llms.ChatMessageTypeSystem, extractPrompt),
 		llms.TextParts(llms.ChatMessageTypeHuman, b.String()),

@@ -179,9 +179,10 @@ func (s *Service) learnRecord(ctx context.Context, userID, conversationID string
 	}
 }
 
-// learnTogether is the most turns learned together: a job's attempt,
-// bounded by Config.LearnTimeout, asks the Extractor once a turn, and a
-// timeout loses the turns not marked learned yet.
+// learnTogether is the most turns learned together, and read by the
+// Extractor in one call: a job's attempt is bounded by
+// Config.LearnTimeout, and a timeout loses the turns not marked learned
+// yet.
 const learnTogether = 16
 
 // learnTurns learns from turns, as LearnConversation does, and returns
@@ -268,34 +269,27 @@ func (s *Service) Learn(ctx context.Context, t Turn) error {
 
 // learn learns from the user's turns, in order, what Learn learns from
 // each, and writes each thing once: the profile, each memory the turns
-// change, and each tool's stats. With an Extractor, each turn is read by
-// the model against the memories recalled before any of the turns'
-// changes are written. A retry after a failure part-way may count the
-// turns' signals twice, as Learn's may.
+// change, and each tool's stats. With an Extractor, the model reads the
+// turns in one call, against the memories nearest to all of them; what
+// it found is learned with the last turn. A retry after a failure
+// part-way may count the turns' signals twice, as Learn's may.
 func (s *Service) learn(ctx context.Context, userID string, ts []Turn) error {
 	sigs := make([]Signal, len(ts))
-	exts := make([]*Extraction, len(ts))
 	for i, t := range ts {
 		sigs[i] = Signals(t.Query)
-		if s.cfg.Extractor == nil {
-			continue
-		}
-		nearest, err := s.recall(ctx, userID, t.Query, 5)
-		if err != nil {
-			return err
-		}
-		e, err := s.cfg.Extractor.Extract(ctx, t, nearest)
-		if err != nil {
-			// The model failed past its own retries: the rules still
-			// learn what they can.
-			s.log.LogAttrs(ctx, slog.LevelWarn, "cognition: extraction failed; learning by the rules", slog.Any("error", err))
-			continue
-		}
-		exts[i] = &e
 	}
+	ext, err := s.extract(ctx, userID, ts)
+	if err != nil {
+		return err
+	}
+	last := len(ts) - 1
 	if _, err := s.cfg.Store.UpdateProfile(ctx, userID, func(p *store.Profile) error {
 		for i := range ts {
-			Infer(p, sigs[i], exts[i])
+			var e *Extraction
+			if i == last {
+				e = ext
+			}
+			Infer(p, sigs[i], e)
 		}
 		return nil
 	}); err != nil {
@@ -303,12 +297,13 @@ func (s *Service) learn(ctx context.Context, userID string, ts []Turn) error {
 	}
 	l := newLesson(s.cfg.Store, userID, s.cfg.MergeAt)
 	var stats []store.ToolStat
+	if ext != nil {
+		if err := l.apply(ctx, ts[last], ext.Memories); err != nil {
+			return err
+		}
+	}
 	for i, t := range ts {
-		if exts[i] != nil {
-			if err := l.apply(ctx, t, exts[i].Memories); err != nil {
-				return err
-			}
-		} else {
+		if ext == nil {
 			for _, f := range sigs[i].Facts {
 				if err := l.remember(ctx, t.ConversationID, f, "", 0.9); err != nil {
 					return err
@@ -327,6 +322,29 @@ func (s *Service) learn(ctx context.Context, userID string, ts []Turn) error {
 		return err
 	}
 	return s.cfg.Store.AddToolStats(ctx, userID, stats)
+}
+
+// extract asks the Extractor, when there is one, what the turns teach;
+// nil when there is none or the model failed past its own retries: the
+// rules still learn what they can.
+func (s *Service) extract(ctx context.Context, userID string, ts []Turn) (*Extraction, error) {
+	if s.cfg.Extractor == nil {
+		return nil, nil
+	}
+	queries := make([]string, len(ts))
+	for i, t := range ts {
+		queries[i] = t.Query
+	}
+	nearest, err := s.recall(ctx, userID, strings.Join(queries, "\n"), 5)
+	if err != nil {
+		return nil, err
+	}
+	e, err := s.cfg.Extractor.Extract(ctx, ts, nearest)
+	if err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "cognition: extraction failed; learning by the rules", slog.Any("error", err))
+		return nil, nil
+	}
+	return &e, nil
 }
 
 // addStats adds more to sum, tool by tool, in the order the tools first
