@@ -21,8 +21,8 @@ type lesson struct {
 	ms      []store.Memory // the list; an addition has no ID yet
 	added   []bool         // by index of ms: not in the record yet
 	changed []bool         // by index of ms: rewritten
-	// Updates and deletions of memories the list does not hold (past
-	// its first page), as a model decided them by id.
+	// A model's decisions by id: updates of memories the list does not
+	// hold (past its first page), and deletions.
 	updates map[string]store.NewMemory
 	deletes []string
 }
@@ -31,6 +31,8 @@ func newLesson(st Store, userID string, mergeAt float64) *lesson {
 	return &lesson{store: st, userID: userID, mergeAt: mergeAt}
 }
 
+// load reads the user's memories, once: when the lesson first remembers
+// or decides on one.
 func (l *lesson) load(ctx context.Context) error {
 	if l.loaded {
 		return nil
