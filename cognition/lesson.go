@@ -18,9 +18,8 @@ type lesson struct {
 	userID  string
 	mergeAt float64
 	loaded  bool
-	ms      []store.Memory // the list; an addition has no ID yet
-	added   []bool         // by index of ms: not in the record yet
-	changed []bool         // by index of ms: rewritten
+	ms      []store.Memory // the list; an addition, not in the record yet, has no ID
+	changed []bool         // by index of ms: rewritten or added
 	// A model's decisions by id: updates of memories the list does not
 	// hold (past its first page), and deletions.
 	updates map[string]store.NewMemory
@@ -42,7 +41,7 @@ func (l *lesson) load(ctx context.Context) error {
 		return err
 	}
 	l.ms, l.loaded = page.Memories, true
-	l.added, l.changed = make([]bool, len(l.ms)), make([]bool, len(l.ms))
+	l.changed = make([]bool, len(l.ms))
 	return nil
 }
 
@@ -62,7 +61,6 @@ func (l *lesson) remember(ctx context.Context, conversationID, summary, outcome 
 	m := store.Memory{UserID: l.userID, ConversationID: conversationID, Summary: nm.Summary, Outcome: nm.Outcome,
 		Topics: nm.Topics, Importance: nm.Importance}
 	l.ms = slices.Insert(l.ms, 0, m)
-	l.added = slices.Insert(l.added, 0, true)
 	l.changed = slices.Insert(l.changed, 0, true)
 	return nil
 }
@@ -109,7 +107,7 @@ func (l *lesson) apply(ctx context.Context, t Turn, ds []Decision) error {
 				return err
 			}
 			if i := l.index(d.ID); i >= 0 {
-				l.ms, l.added, l.changed = slices.Delete(l.ms, i, i+1), slices.Delete(l.added, i, i+1), slices.Delete(l.changed, i, i+1)
+				l.ms, l.changed = slices.Delete(l.ms, i, i+1), slices.Delete(l.changed, i, i+1)
 			}
 			delete(l.updates, d.ID)
 			l.deletes = append(l.deletes, d.ID)
@@ -147,9 +145,10 @@ func (l *lesson) write(ctx context.Context) error {
 			Topics: m.Topics, Importance: m.Importance}
 		var err error
 		switch {
-		case l.added[i]:
+		case !l.changed[i]:
+		case m.ID == "":
 			_, err = l.store.AddMemory(ctx, nm)
-		case l.changed[i]:
+		default:
 			_, err = l.store.UpdateMemory(ctx, l.userID, m.ID, nm)
 		}
 		if err != nil && !isNotFound(err) {
