@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -178,9 +179,10 @@ func newPlace(t *testing.T, backend string) place {
 }
 
 // learnedOnce waits until the learning job is completed, then asserts it
-// took attempts attempts and left exactly one memory, holding want, and
-// one answer in the agent's stats: a job run twice would leave two.
-func learnedOnce(t *testing.T, q *jobs.Queue, rec cognition.Store, id int64, attempts int, want string) {
+// took attempts attempts, left one memory holding each of want and no
+// other, and answers answers in the agent's stats: a job run twice would
+// leave twice as many.
+func learnedOnce(t *testing.T, q *jobs.Queue, rec cognition.Store, id int64, attempts int, want []string, answers int64) {
 	t.Helper()
 	ctx := t.Context()
 	deadline := time.Now().Add(2 * time.Minute)
@@ -204,8 +206,13 @@ func learnedOnce(t *testing.T, q *jobs.Queue, rec cognition.Store, id int64, att
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Memories) != 1 || !strings.Contains(page.Memories[0].Summary, want) {
-		t.Fatalf("memories after the restart: %+v, want one holding %q", page.Memories, want)
+	ms := page.Memories
+	found := len(ms) == len(want)
+	for _, w := range want {
+		found = found && slices.ContainsFunc(ms, func(m store.Memory) bool { return strings.Contains(m.Summary, w) })
+	}
+	if !found {
+		t.Fatalf("memories after the restart: %+v, want one holding each of %q", ms, want)
 	}
 	stats, err := rec.ToolStats(ctx)
 	if err != nil {
@@ -217,8 +224,8 @@ func learnedOnce(t *testing.T, q *jobs.Queue, rec cognition.Store, id int64, att
 			calls = s.Calls
 		}
 	}
-	if calls != 1 {
-		t.Fatalf("the agent's stats count %d answers, want 1: %+v", calls, stats)
+	if calls != answers {
+		t.Fatalf("the agent's stats count %d answers, want %d: %+v", calls, answers, stats)
 	}
 }
 
@@ -287,7 +294,7 @@ func TestCrashWhileLearningResumes(t *testing.T) {
 
 			start(t, child{place: p, Mode: "learn", ModelURL: srv.BaseURL(),
 				LearnTimeout: 10 * time.Second, RescueAfter: 11 * time.Second})
-			learnedOnce(t, q, rec, ids[0], 2, "The user lives in Lisbon")
+			learnedOnce(t, q, rec, ids[0], 2, []string{"The user lives in Lisbon"}, 1)
 			if n := len(srv.Requests()); n != 2 {
 				t.Fatalf("the model was asked %d times, want 2 (one before the kill, one after)", n)
 			}
@@ -333,7 +340,101 @@ func TestCrashAfterEnqueueLearns(t *testing.T) {
 			noMemories(t, rec)
 
 			start(t, child{place: p, Mode: "learn"})
-			learnedOnce(t, q, rec, ids[0], 1, "Lisbon")
+			learnedOnce(t, q, rec, ids[0], 1, []string{"Lisbon"}, 1)
+		})
+	}
+}
+
+// A process killed (SIGKILL) while a conversation's learning job waits on
+// the model's one extraction for several turns leaves the job running and
+// none of the turns learned; the next process rescues it, asks the model
+// again with every turn, and learns each turn exactly once: the model's
+// memory, one answer each in the agent's stats, the turns counted once in
+// the profile, and nothing left to learn.
+func TestCrashWhileLearningAConversationResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the dead process's lease to run out")
+	}
+	turns := []recordedTurn{
+		{query: "hello, my name is Ada", answer: "Hello Ada.", status: store.RunCompleted,
+			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q1"}},
+		{query: "I moved to Lisbon last year", answer: "Welcome to Lisbon.", status: store.RunCompleted,
+			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q2"}},
+		{query: "and I drink green tea every morning", answer: "A fine habit.", status: store.RunCompleted,
+			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q3"}},
+	}
+	const lesson = "Ada lives in Lisbon and drinks green tea"
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			p := newPlace(t, backend)
+			ctx := t.Context()
+			reached, release := make(chan struct{}), make(chan struct{})
+			var releaseOnce sync.Once
+			srv := llmtest.NewOpenAIServerFunc(t, func(req llmtest.Request, n int) llmtest.Response {
+				if n == 1 {
+					close(reached)
+					<-release
+					return llmtest.Response{Status: 500, ErrorMessage: "too late"}
+				}
+				return llmtest.Response{Text: `{"memories": [{"event": "ADD", "text": "` + lesson + `"}], "preferences": {}}`}
+			})
+			t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+
+			svc, q, rec, closeAll, err := p.open(ctx, cognition.Config{LearnAfter: -1}, jobs.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeAll()
+			conv := record(t, rec.(store.Store), crashTurn.UserID, turns)
+			if err := svc.LearnLater(ctx, crashTurn.UserID, conv, len(turns)); err != nil {
+				t.Fatal(err)
+			}
+			ids, err := q.Unfinished(ctx, cognition.Pending{}.Kind(), "conversation_id", conv)
+			if err != nil || len(ids) != 1 {
+				t.Fatalf("learning jobs: %v, %v", ids, err)
+			}
+
+			first := start(t, child{place: p, Mode: "learn", ModelURL: srv.BaseURL()})
+			select {
+			case <-reached:
+			case <-time.After(60 * time.Second):
+				t.Fatal("the child never asked the model")
+			}
+			sigkill(first)
+			releaseOnce.Do(func() { close(release) })
+			if state, n, err := q.JobState(ctx, ids[0]); err != nil || state != jobs.StateRunning || n != 1 {
+				t.Fatalf("after the kill the job is %s at attempt %d (%v), want running at 1", state, n, err)
+			}
+			noMemories(t, rec)
+			if left, err := rec.UnlearnedTurns(ctx, crashTurn.UserID, conv, store.MaxLimit); err != nil || len(left) != len(turns) {
+				t.Fatalf("turns left to learn after the kill: %d (%v), want %d", len(left), err, len(turns))
+			}
+
+			start(t, child{place: p, Mode: "learn", ModelURL: srv.BaseURL(),
+				LearnTimeout: 10 * time.Second, RescueAfter: 11 * time.Second})
+			// The model's memory, and each turn's episode.
+			want := []string{lesson}
+			for _, tr := range turns {
+				want = append(want, "Asked: "+tr.query)
+			}
+			learnedOnce(t, q, rec, ids[0], 2, want, int64(len(turns)))
+			reqs := srv.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("the model was asked %d times, want 2 (one before the kill, one after)", len(reqs))
+			}
+			for _, tr := range turns {
+				if !strings.Contains(string(reqs[1].Raw), tr.query) {
+					t.Errorf("the rescued extraction was not shown %q", tr.query)
+				}
+			}
+			prof, err := rec.GetProfile(ctx, crashTurn.UserID)
+			if err != nil || prof.Patterns["turns"] != len(turns) {
+				t.Errorf("profile after the restart: %+v (%v), want %d turns counted once", prof, err, len(turns))
+			}
+			if left, err := rec.UnlearnedTurns(ctx, crashTurn.UserID, conv, store.MaxLimit); err != nil || len(left) != 0 {
+				t.Errorf("turns left to learn after the restart: %d (%v), want none", len(left), err)
+			}
 		})
 	}
 }
