@@ -95,6 +95,42 @@ type Memories interface {
 	// one recorded changes nothing. Returns ErrNotFound when the
 	// conversation is unknown or another user's.
 	MarkLearned(ctx context.Context, userID, conversationID string, num int64) error
+
+	// Learn writes l in one transaction: all of it, or, when it fails
+	// (or the process dies), none. Returns ErrInvalid as the methods it
+	// stands for do, ErrErasing when the user is being erased, and
+	// ErrNotFound when l.ConversationID is unknown or another user's.
+	Learn(ctx context.Context, l Lesson) error
+}
+
+// Lesson is what memory learns at once (Memories.Learn): from turns of
+// a conversation, or a fact the user asked it to remember. Written whole
+// or not at all, so a learning job that dies part-way and runs again
+// counts nothing twice.
+type Lesson struct {
+	UserID string // required
+	// Profile, when set, changes the user's profile as UpdateProfile's
+	// fn does.
+	Profile func(p *Profile) error
+	// Deletes are the user's memories to delete, Updates the ones to
+	// rewrite as UpdateMemory does; one that is gone is passed over.
+	Deletes []string
+	Updates []MemoryUpdate
+	// Adds are new memories of the user (their UserID is UserID), stored
+	// in order: the last is the newest.
+	Adds []NewMemory
+	// Stats are added to the tools' totals as AddToolStats adds them.
+	Stats []ToolStat
+	// ConversationID, when set, is the conversation whose runs up to
+	// Learned the lesson was learned from, recorded as MarkLearned does.
+	ConversationID string
+	Learned        int64
+}
+
+// MemoryUpdate rewrites the memory ID with Memory (Lesson.Updates).
+type MemoryUpdate struct {
+	ID     string
+	Memory NewMemory
 }
 
 // UnlearnedTurn is a run of a conversation as learning reads it (see

@@ -136,6 +136,7 @@ func testErasingRefusesWrites(t *testing.T, s Record) {
 			p.Style = "late"
 			return nil
 		})),
+		"Learn": s.Learn(ctx, store.Lesson{UserID: alice, Adds: []store.NewMemory{{Summary: "late", Importance: 0.5}}}),
 	}, store.ErrErasing)
 	sameSnapshot(t, "a refused write", before, take(t, s, alice, c[0].ID))
 	if l := must(s.ListConversations(ctx, alice, store.Page{}))(t); len(l.Conversations) != len(c) {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/trellis-ai/trellis/store"
@@ -51,5 +52,93 @@ func testUnlearnedTurns(t *testing.T, s Record) {
 	}
 	if got := must(s.UnlearnedTurns(ctx, "alice", c.ID, 0))(t); len(got) != 0 {
 		t.Errorf("after forgetting everything = %+v", got)
+	}
+}
+
+// testLearn: a lesson writes the profile, its memory deletions, rewrites
+// and additions (newest last), the tools' stats and the learned mark
+// together; one that fails anywhere (a conversation of another user, an
+// addition that cannot be stored, the profile's fn) writes nothing; and
+// a memory gone meanwhile is passed over.
+func testLearn(t *testing.T, s Record) {
+	ctx := t.Context()
+	c := must(s.CreateConversation(ctx, store.NewConversation{UserID: alice}))(t)
+	for _, q := range []string{"one", "two"} {
+		r := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: q, RequestID: "q-" + q}))(t)
+		must(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted}))(t)
+	}
+	old := addMemory(t, s, alice, "lives in Porto", 0.5, "porto")
+	gone := addMemory(t, s, alice, "likes coffee", 0.5, "coffee")
+	kept := addMemory(t, s, alice, "works in Go", 0.5, "go")
+
+	// Failing lessons first: each would change everything.
+	failing := func(l store.Lesson) store.Lesson {
+		l.Profile = func(p *store.Profile) error { p.Patterns["turns"] += 2; return nil }
+		l.Deletes = []string{gone.ID}
+		l.Updates = []store.MemoryUpdate{{ID: old.ID, Memory: store.NewMemory{Summary: "lives in Lisbon", Importance: 0.8}}}
+		l.Stats = []store.ToolStat{{Tool: store.AgentTool, Calls: 2}}
+		if l.Adds == nil {
+			l.Adds = []store.NewMemory{{Summary: "drinks tea", Importance: 0.8}}
+		}
+		return l
+	}
+	boom := errors.New("boom")
+	bobs := must(s.CreateConversation(ctx, store.NewConversation{UserID: bob}))(t)
+	wantErr(t, "another user's conversation", s.Learn(ctx, failing(store.Lesson{UserID: alice, ConversationID: bobs.ID, Learned: 2})), store.ErrNotFound)
+	wantErr(t, "an addition with no summary", s.Learn(ctx, failing(store.Lesson{UserID: alice, ConversationID: c.ID, Learned: 2,
+		Adds: []store.NewMemory{{Summary: "fine", Importance: 0.5}, {Importance: 0.5}}})), store.ErrInvalid)
+	wantErr(t, "no user", s.Learn(ctx, failing(store.Lesson{})), store.ErrInvalid)
+	l := failing(store.Lesson{UserID: alice, ConversationID: c.ID, Learned: 2})
+	l.Profile = func(*store.Profile) error { return boom }
+	wantErr(t, "the profile's fn", s.Learn(ctx, l), boom)
+	if ms := must(s.ListMemories(ctx, alice, store.Page{}))(t).Memories; !slices.Equal(memoryIDs(ms), []string{kept.ID, gone.ID, old.ID}) ||
+		ms[2].Summary != "lives in Porto" {
+		t.Errorf("a failed lesson changed the memories: %+v", ms)
+	}
+	if p := must(s.GetProfile(ctx, alice))(t); p.Patterns["turns"] != 0 {
+		t.Errorf("a failed lesson changed the profile: %+v", p)
+	}
+	if st := must(s.ToolStats(ctx))(t); len(st) != 0 {
+		t.Errorf("a failed lesson added stats: %+v", st)
+	}
+	if got := must(s.UnlearnedTurns(ctx, alice, c.ID, 0))(t); len(got) != 2 {
+		t.Errorf("a failed lesson marked turns learned: %+v", got)
+	}
+
+	l = failing(store.Lesson{UserID: alice, ConversationID: c.ID, Learned: 2,
+		Adds: []store.NewMemory{{Summary: "drinks tea", Importance: 0.8}, {Summary: "reads Pessoa", Importance: 0.6}}})
+	l.Updates = append(l.Updates, store.MemoryUpdate{ID: "01a00000-0000-7000-8000-000000000000", Memory: store.NewMemory{Summary: "gone", Importance: 0.1}})
+	l.Deletes = append(l.Deletes, "01a00000-0000-7000-8000-000000000001")
+	if err := s.Learn(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	ms := must(s.ListMemories(ctx, alice, store.Page{}))(t).Memories
+	var summaries []string
+	for _, m := range ms {
+		summaries = append(summaries, m.Summary)
+	}
+	if want := []string{"reads Pessoa", "drinks tea", "works in Go", "lives in Lisbon"}; !slices.Equal(summaries, want) {
+		t.Errorf("memories after the lesson: %q, want %q", summaries, want)
+	}
+	if hits := must(s.SearchMemories(ctx, store.MemoryQuery{UserID: alice, Query: "Pessoa", Limit: 5}))(t); len(hits) != 1 || hits[0].Summary != "reads Pessoa" {
+		t.Errorf("an added memory is not searchable: %+v", hits)
+	}
+	if p := must(s.GetProfile(ctx, alice))(t); p.Patterns["turns"] != 2 {
+		t.Errorf("profile after the lesson: %+v", p)
+	}
+	if st := must(s.ToolStats(ctx))(t); len(st) != 1 || st[0].Calls != 2 {
+		t.Errorf("stats after the lesson: %+v", st)
+	}
+	if got := must(s.UnlearnedTurns(ctx, alice, c.ID, 0))(t); len(got) != 0 {
+		t.Errorf("turns left after the lesson: %+v", got)
+	}
+	// A lesson of memories alone (a fact to remember) needs no
+	// conversation.
+	if err := s.Learn(ctx, store.Lesson{UserID: alice, Adds: []store.NewMemory{{Summary: "has a cat", Importance: 0.9}}}); err != nil {
+		t.Fatal(err)
+	}
+	if ms := must(s.ListMemories(ctx, alice, store.Page{Limit: 1}))(t).Memories; len(ms) != 1 || ms[0].Summary != "has a cat" ||
+		ms[0].UserID != alice {
+		t.Errorf("newest memory: %+v", ms)
 	}
 }

@@ -126,6 +126,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Record) {
 		{"Memories/ToolStats", testToolStats},
 		{"Memories/Invalid", testMemoryInvalid},
 		{"Memories/UnlearnedTurns", testUnlearnedTurns},
+		{"Memories/Learn", testLearn},
 
 		{"EraseUser", testEraseUser},
 		{"EraseInvalid", testEraseInvalid},

@@ -51,19 +51,10 @@ func (s *Store) AddMemory(ctx context.Context, nm store.NewMemory) (store.Memory
 	if err := nm.Validate(); err != nil {
 		return store.Memory{}, s.errorf("add memory: %w", err)
 	}
-	now := storeutil.Now()
-	m := store.Memory{ID: ids.New(), UserID: nm.UserID, ConversationID: nm.ConversationID, Summary: nm.Summary,
-		Outcome: nm.Outcome, Topics: slices.Clone(nm.Topics), Importance: nm.Importance, CreatedAt: now, LastAccessed: now}
-	if m.Topics == nil {
-		m.Topics = []string{}
-	}
+	var m store.Memory
 	err := s.db.Auto(ctx, func(ctx context.Context, q Querier) error {
-		at := s.db.Time(now)
-		_, err := q.Exec(ctx, `INSERT INTO memories (id, user_id, conversation_id, summary, outcome, topics, topic_text, importance,
-            created_at, last_accessed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			m.ID, m.UserID, m.ConversationID, m.Summary, m.Outcome, topicsJSON(m.Topics), strings.Join(m.Topics, " "),
-			m.Importance, at, at)
-		if err != nil {
+		var err error
+		if m, err = s.addMemory(ctx, q, nm); err != nil {
 			return err
 		}
 		return s.db.MemorySearch().Upkeep.run(ctx, q)
@@ -74,6 +65,23 @@ func (s *Store) AddMemory(ctx context.Context, nm store.NewMemory) (store.Memory
 	return m, nil
 }
 
+// addMemory inserts a valid memory; the full-text upkeep is the
+// caller's.
+func (s *Store) addMemory(ctx context.Context, q Querier, nm store.NewMemory) (store.Memory, error) {
+	now := storeutil.Now()
+	m := store.Memory{ID: ids.New(), UserID: nm.UserID, ConversationID: nm.ConversationID, Summary: nm.Summary,
+		Outcome: nm.Outcome, Topics: slices.Clone(nm.Topics), Importance: nm.Importance, CreatedAt: now, LastAccessed: now}
+	if m.Topics == nil {
+		m.Topics = []string{}
+	}
+	at := s.db.Time(now)
+	_, err := q.Exec(ctx, `INSERT INTO memories (id, user_id, conversation_id, summary, outcome, topics, topic_text, importance,
+            created_at, last_accessed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.ID, m.UserID, m.ConversationID, m.Summary, m.Outcome, topicsJSON(m.Topics), strings.Join(m.Topics, " "),
+		m.Importance, at, at)
+	return m, err
+}
+
 // UpdateMemory implements store.Memories.
 func (s *Store) UpdateMemory(ctx context.Context, userID, id string, nm store.NewMemory) (store.Memory, error) {
 	nm.UserID, nm.ConversationID = userID, ""
@@ -82,16 +90,11 @@ func (s *Store) UpdateMemory(ctx context.Context, userID, id string, nm store.Ne
 	}
 	var m store.Memory
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
-		if storeutil.CheckIDs(id) != nil {
-			return store.ErrNotFound
-		}
-		n, err := q.Exec(ctx, `UPDATE memories SET summary = ?, outcome = ?, topics = ?, topic_text = ?, importance = ?
-            WHERE id = ? AND user_id = ?`,
-			nm.Summary, nm.Outcome, topicsJSON(nm.Topics), strings.Join(nm.Topics, " "), nm.Importance, id, userID)
+		found, err := rewriteMemory(ctx, q, userID, id, nm)
 		if err != nil {
 			return err
 		}
-		if n == 0 {
+		if !found {
 			return store.ErrNotFound
 		}
 		if err := s.db.MemorySearch().Upkeep.run(ctx, q); err != nil {
@@ -104,6 +107,18 @@ func (s *Store) UpdateMemory(ctx context.Context, userID, id string, nm store.Ne
 		return store.Memory{}, s.errorf("update memory %s: %w", id, err)
 	}
 	return m, nil
+}
+
+// rewriteMemory rewrites the user's memory id with a valid nm, and
+// reports whether there was one; the full-text upkeep is the caller's.
+func rewriteMemory(ctx context.Context, q Querier, userID, id string, nm store.NewMemory) (bool, error) {
+	if storeutil.CheckIDs(id) != nil {
+		return false, nil
+	}
+	n, err := q.Exec(ctx, `UPDATE memories SET summary = ?, outcome = ?, topics = ?, topic_text = ?, importance = ?
+            WHERE id = ? AND user_id = ?`,
+		nm.Summary, nm.Outcome, topicsJSON(nm.Topics), strings.Join(nm.Topics, " "), nm.Importance, id, userID)
+	return n > 0, err
 }
 
 // ListMemories implements store.Memories, paged as ListConversations is.
@@ -367,36 +382,43 @@ func (s *Store) UpdateProfile(ctx context.Context, userID string, fn func(p *sto
 	}
 	var p store.Profile
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
-		at := s.db.Time(storeutil.Now())
-		if _, err := q.Exec(ctx, `INSERT INTO profiles (user_id, updated_at) VALUES (?, ?)
-            ON CONFLICT (user_id) DO UPDATE SET updated_at = excluded.updated_at`, userID, at); err != nil {
-			return err
-		}
 		var err error
-		if p, err = scanProfile(q.QueryRow(ctx, `SELECT `+profileCols+` FROM profiles WHERE user_id = ?`, userID)); err != nil {
-			return err
-		}
-		fill(&p)
-		if err := fn(&p); err != nil {
-			return err
-		}
-		p.UserID = userID
-		fill(&p)
-		if err := checkProfile(p); err != nil {
-			return err
-		}
-		p.UpdatedAt = storeutil.Now()
-		interests, _ := json.Marshal(p.Interests)
-		patterns, _ := json.Marshal(p.Patterns)
-		prefs, _ := json.Marshal(p.Preferences)
-		_, err = q.Exec(ctx, `UPDATE profiles SET expertise = ?, style = ?, interests = ?, patterns = ?, preferences = ?, updated_at = ?
-            WHERE user_id = ?`, p.Expertise, p.Style, string(interests), string(patterns), string(prefs), s.db.Time(p.UpdatedAt), userID)
+		p, err = s.updateProfile(ctx, q, userID, fn)
 		return err
 	})
 	if err != nil {
 		return store.Profile{}, s.errorf("update profile: %w", s.refused(err))
 	}
 	return p, nil
+}
+
+// updateProfile is UpdateProfile's work, in the caller's transaction.
+func (s *Store) updateProfile(ctx context.Context, q Querier, userID string, fn func(p *store.Profile) error) (store.Profile, error) {
+	at := s.db.Time(storeutil.Now())
+	if _, err := q.Exec(ctx, `INSERT INTO profiles (user_id, updated_at) VALUES (?, ?)
+            ON CONFLICT (user_id) DO UPDATE SET updated_at = excluded.updated_at`, userID, at); err != nil {
+		return store.Profile{}, err
+	}
+	p, err := scanProfile(q.QueryRow(ctx, `SELECT `+profileCols+` FROM profiles WHERE user_id = ?`, userID))
+	if err != nil {
+		return store.Profile{}, err
+	}
+	fill(&p)
+	if err := fn(&p); err != nil {
+		return store.Profile{}, err
+	}
+	p.UserID = userID
+	fill(&p)
+	if err := checkProfile(p); err != nil {
+		return store.Profile{}, err
+	}
+	p.UpdatedAt = storeutil.Now()
+	interests, _ := json.Marshal(p.Interests)
+	patterns, _ := json.Marshal(p.Patterns)
+	prefs, _ := json.Marshal(p.Preferences)
+	_, err = q.Exec(ctx, `UPDATE profiles SET expertise = ?, style = ?, interests = ?, patterns = ?, preferences = ?, updated_at = ?
+            WHERE user_id = ?`, p.Expertise, p.Style, string(interests), string(patterns), string(prefs), s.db.Time(p.UpdatedAt), userID)
+	return p, err
 }
 
 // checkProfile refuses text no backend keeps as it is.
@@ -419,28 +441,42 @@ func checkProfile(p store.Profile) error {
 // AddToolStats implements store.Memories: one upsert a tool, in the
 // user's row of it.
 func (s *Store) AddToolStats(ctx context.Context, userID string, stats []store.ToolStat) error {
-	for _, st := range stats {
-		if st.Tool == "" || !store.ValidText(st.Tool) || !store.ValidText(userID) {
-			return s.errorf("add tool stats: %w: tool name", store.ErrInvalid)
-		}
+	if err := checkStats(userID, stats); err != nil {
+		return s.errorf("add tool stats: %w", err)
 	}
 	err := s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
-		for _, st := range stats {
-			_, err := q.Exec(ctx, `INSERT INTO tool_stats (user_id, tool, calls, failures, blocked, rejections, confidence_sum)
+		return addToolStats(ctx, q, userID, stats)
+	})
+	if err != nil {
+		return s.errorf("add tool stats: %w", err)
+	}
+	return nil
+}
+
+// checkStats refuses a stat without a tool, and text no backend keeps.
+func checkStats(userID string, stats []store.ToolStat) error {
+	for _, st := range stats {
+		if st.Tool == "" || !store.ValidText(st.Tool) || !store.ValidText(userID) {
+			return fmt.Errorf("%w: tool name", store.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// addToolStats is AddToolStats' work on checked stats, in the caller's
+// transaction.
+func addToolStats(ctx context.Context, q Querier, userID string, stats []store.ToolStat) error {
+	for _, st := range stats {
+		_, err := q.Exec(ctx, `INSERT INTO tool_stats (user_id, tool, calls, failures, blocked, rejections, confidence_sum)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (user_id, tool) DO UPDATE SET calls = tool_stats.calls + excluded.calls,
                     failures = tool_stats.failures + excluded.failures, blocked = tool_stats.blocked + excluded.blocked,
                     rejections = tool_stats.rejections + excluded.rejections,
                     confidence_sum = tool_stats.confidence_sum + excluded.confidence_sum`,
-				userID, st.Tool, st.Calls, st.Failures, st.Blocked, st.Rejections, st.ConfidenceSum)
-			if err != nil {
-				return err
-			}
+			userID, st.Tool, st.Calls, st.Failures, st.Blocked, st.Rejections, st.ConfidenceSum)
+		if err != nil {
+			return err
 		}
-		return nil
-	})
-	if err != nil {
-		return s.errorf("add tool stats: %w", err)
 	}
 	return nil
 }
