@@ -89,41 +89,65 @@ func learnedOf(t *testing.T, svc *cognition.Service, user string) learned {
 	return learned{profile: p, memories: ms}
 }
 
-// writes counts a store's writes that learning makes.
+// writes counts a store's writes that learning makes: its lessons
+// (Learn) and what each holds, and any write outside one.
 type writes struct {
 	cognition.Store
-	mu                                     sync.Mutex
-	profiles, memories, stats, markLearned int
+	mu                                              sync.Mutex
+	lessons, profiles, memories, stats, markLearned int
+	outside                                         int
 }
 
-func (w *writes) count(n *int) {
+func (w *writes) Learn(ctx context.Context, l store.Lesson) error {
 	w.mu.Lock()
-	*n++
+	w.lessons++
+	if l.Profile != nil {
+		w.profiles++
+	}
+	w.memories += len(l.Adds) + len(l.Updates)
+	if len(l.Stats) > 0 {
+		w.stats++
+	}
+	if l.ConversationID != "" {
+		w.markLearned++
+	}
+	w.mu.Unlock()
+	return w.Store.Learn(ctx, l)
+}
+
+func (w *writes) wrote() {
+	w.mu.Lock()
+	w.outside++
 	w.mu.Unlock()
 }
 
 func (w *writes) UpdateProfile(ctx context.Context, userID string, fn func(*store.Profile) error) (store.Profile, error) {
-	w.count(&w.profiles)
+	w.wrote()
 	return w.Store.UpdateProfile(ctx, userID, fn)
 }
 
 func (w *writes) AddMemory(ctx context.Context, nm store.NewMemory) (store.Memory, error) {
-	w.count(&w.memories)
+	w.wrote()
 	return w.Store.AddMemory(ctx, nm)
 }
 
 func (w *writes) UpdateMemory(ctx context.Context, userID, id string, nm store.NewMemory) (store.Memory, error) {
-	w.count(&w.memories)
+	w.wrote()
 	return w.Store.UpdateMemory(ctx, userID, id, nm)
 }
 
+func (w *writes) DeleteMemory(ctx context.Context, userID, id string) error {
+	w.wrote()
+	return w.Store.DeleteMemory(ctx, userID, id)
+}
+
 func (w *writes) AddToolStats(ctx context.Context, userID string, stats []store.ToolStat) error {
-	w.count(&w.stats)
+	w.wrote()
 	return w.Store.AddToolStats(ctx, userID, stats)
 }
 
 func (w *writes) MarkLearned(ctx context.Context, userID, conversationID string, num int64) error {
-	w.count(&w.markLearned)
+	w.wrote()
 	return w.Store.MarkLearned(ctx, userID, conversationID, num)
 }
 
@@ -143,8 +167,8 @@ func toolStats(t *testing.T, st cognition.Store) map[string]store.ToolStat {
 // Learning a conversation's turns at once learns what learning each turn
 // as it was answered would: the same profile, memories and stats, with
 // turns that say the same again merged into one memory. It writes each
-// thing once, however many turns: the profile, each memory, the stats,
-// and how far it learned. Turns with nothing to teach are passed over, a
+// thing once, however many turns, in one lesson (store.Memories.Learn):
+// the profile, each memory, the stats, and how far it learned. Turns with nothing to teach are passed over, a
 // turn still going stops it, and learning again learns nothing twice.
 func TestLearnConversationIsLearningEachTurn(t *testing.T) {
 	turns := []recordedTurn{
@@ -204,9 +228,9 @@ func TestLearnConversationIsLearningEachTurn(t *testing.T) {
 			if !reflect.DeepEqual(alice, bob) {
 				t.Errorf("learnt at once:\n%+v\nlearnt turn by turn:\n%+v", alice, bob)
 			}
-			if w.profiles != 1 || w.stats != 1 || w.markLearned != 1 || w.memories != len(alice.memories) {
-				t.Errorf("learning %d turns at once wrote the profile %d times, memories %d times (%d memories), stats %d times, how far it learned %d times; want each once",
-					len(turns), w.profiles, w.memories, len(alice.memories), w.stats, w.markLearned)
+			if w.lessons != 1 || w.outside != 0 || w.profiles != 1 || w.stats != 1 || w.markLearned != 1 || w.memories != len(alice.memories) {
+				t.Errorf("learning %d turns at once wrote %d lessons (and %d writes outside one), holding the profile %d times, memories %d times (%d memories), stats %d times, how far it learned %d times; want one lesson holding each once",
+					len(turns), w.lessons, w.outside, w.profiles, w.memories, len(alice.memories), w.stats, w.markLearned)
 			}
 			// The stats are everyone's: bob's are what his learning added.
 			for tool, all := range toolStats(t, r.st) {
@@ -244,8 +268,8 @@ func TestLearnConversationIsLearningEachTurn(t *testing.T) {
 	}
 }
 
-// A long backlog is learned sixteen turns at a time, each part marked
-// learned once it is: a job that times out part-way (its Extractor asks a
+// A long backlog is learned sixteen turns at a time, each part one
+// lesson that marks it learned: a job that times out part-way (its Extractor asks a
 // model once a turn) keeps what it learned.
 func TestLearnConversationInParts(t *testing.T) {
 	var turns []recordedTurn
@@ -266,8 +290,9 @@ func TestLearnConversationInParts(t *testing.T) {
 			if err := svc.LearnConversation(t.Context(), "alice", conv); err != nil {
 				t.Fatal(err)
 			}
-			if w.profiles != 3 || w.markLearned != 3 {
-				t.Errorf("33 turns wrote the profile %d times and how far they were learned %d times, want 3 and 3", w.profiles, w.markLearned)
+			if w.lessons != 3 || w.outside != 0 || w.profiles != 3 || w.markLearned != 3 {
+				t.Errorf("33 turns wrote %d lessons (and %d writes outside one), holding the profile %d times and how far they were learned %d times, want 3 lessons holding each",
+					w.lessons, w.outside, w.profiles, w.markLearned)
 			}
 			if left, err := r.st.UnlearnedTurns(t.Context(), "alice", conv, 0); err != nil || len(left) != 0 {
 				t.Errorf("unlearned after learning = %d turns, %v", len(left), err)

@@ -24,7 +24,9 @@
 // pause after the turn, learns every turn of the conversation not
 // learned yet, as the record holds them (store.Memories.UnlearnedTurns),
 // together: what Learn would learn of each, written once (the profile,
-// each memory the turns change, the stats). The rows live in the record
+// each memory the turns change, the stats, how far it learned), in one
+// transaction (store.Memories.Learn), so a job that dies part-way and
+// runs again counts nothing twice. The rows live in the record
 // (store.Memories).
 //
 // The package knows nothing of the agent's graph: cmd/trellis adapts the

@@ -113,5 +113,3 @@ func ParseExtraction(reply string) (Extraction, error) {
 	e.Memories = kept
 	return e, nil
 }
-
-func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

@@ -188,7 +188,7 @@ const learnTogether = 16
 // learnTurns learns from turns, as LearnConversation does, and returns
 // the status of the turn still going it stopped before, "" for none.
 // The turns before it are learned together (learn), learnTogether at a
-// time, each time marked learned after.
+// time, each time marked learned in the same transaction.
 func (s *Service) learnTurns(ctx context.Context, userID, conversationID string, turns []store.UnlearnedTurn) (store.RunStatus, error) {
 	var (
 		mark  int64 // the last turn learned or passed over, not marked yet
@@ -196,17 +196,11 @@ func (s *Service) learnTurns(ctx context.Context, userID, conversationID string,
 		going store.RunStatus
 	)
 	flush := func() error {
-		if len(ts) > 0 {
-			if err := s.learn(ctx, userID, ts); err != nil {
-				return err
-			}
-			ts = ts[:0]
-		}
 		if mark == 0 {
 			return nil
 		}
-		err := s.cfg.Store.MarkLearned(ctx, userID, conversationID, mark)
-		mark = 0
+		err := s.learn(ctx, userID, conversationID, ts, mark)
+		ts, mark = ts[:0], 0
 		return err
 	}
 	for _, ut := range turns {
@@ -257,23 +251,33 @@ func turnOf(userID, conversationID string, ut store.UnlearnedTurn) (Turn, bool, 
 }
 
 // Learn learns from the turn now: the profile, the episodic memory, the
-// facts the user stated, and the agent's stats. The learning job calls
-// it; a retry after a failure part-way may count the turn's signals
-// twice, which only nudges an inference.
+// facts the user stated, and the agent's stats, in one transaction
+// (store.Memories.Learn). The learning job calls it; its retry after a
+// failure learns the turn again only if the first attempt wrote
+// nothing.
 func (s *Service) Learn(ctx context.Context, t Turn) error {
 	if t.UserID == "" {
 		return ErrNoUser
 	}
-	return s.learn(ctx, t.UserID, []Turn{t})
+	return s.learn(ctx, t.UserID, "", []Turn{t}, 0)
 }
 
 // learn learns from the user's turns, in order, what Learn learns from
 // each, and writes each thing once: the profile, each memory the turns
-// change, and each tool's stats. With an Extractor, the model reads the
-// turns in one call, against the memories nearest to all of them; what
-// it found is learned with the last turn. A retry after a failure
-// part-way may count the turns' signals twice, as Learn's may.
-func (s *Service) learn(ctx context.Context, userID string, ts []Turn) error {
+// change, and each tool's stats, and, when learned is set, the
+// conversation's runs up to learned recorded learned, all in one
+// transaction: a failure or a crash leaves none of it, so a retry counts
+// nothing twice. With an Extractor, the model reads the turns in one
+// call, against the memories nearest to all of them; what it found is
+// learned with the last turn.
+func (s *Service) learn(ctx context.Context, userID, conversationID string, ts []Turn, learned int64) error {
+	sl := store.Lesson{UserID: userID}
+	if learned > 0 {
+		sl.ConversationID, sl.Learned = conversationID, learned
+	}
+	if len(ts) == 0 {
+		return s.cfg.Store.Learn(ctx, sl)
+	}
 	sigs := make([]Signal, len(ts))
 	for i, t := range ts {
 		sigs[i] = Signals(t.Query)
@@ -283,7 +287,7 @@ func (s *Service) learn(ctx context.Context, userID string, ts []Turn) error {
 		return err
 	}
 	last := len(ts) - 1
-	if _, err := s.cfg.Store.UpdateProfile(ctx, userID, func(p *store.Profile) error {
+	sl.Profile = func(p *store.Profile) error {
 		for i := range ts {
 			var e *Extraction
 			if i == last {
@@ -292,8 +296,6 @@ func (s *Service) learn(ctx context.Context, userID string, ts []Turn) error {
 			Infer(p, sigs[i], e)
 		}
 		return nil
-	}); err != nil {
-		return err
 	}
 	l := newLesson(s.cfg.Store, userID, s.cfg.MergeAt)
 	var stats []store.ToolStat
@@ -318,10 +320,9 @@ func (s *Service) learn(ctx context.Context, userID string, ts []Turn) error {
 		}
 		stats = addStats(stats, Stats(t))
 	}
-	if err := l.write(ctx); err != nil {
-		return err
-	}
-	return s.cfg.Store.AddToolStats(ctx, userID, stats)
+	l.into(&sl)
+	sl.Stats = stats
+	return s.cfg.Store.Learn(ctx, sl)
 }
 
 // extract asks the Extractor, when there is one, what the turns teach;
@@ -379,7 +380,9 @@ func (s *Service) Remember(ctx context.Context, userID, conversationID, fact str
 	if err := l.remember(ctx, conversationID, clip(fact, 500), "", 0.9); err != nil {
 		return err
 	}
-	return l.write(ctx)
+	sl := store.Lesson{UserID: userID}
+	l.into(&sl)
+	return s.cfg.Store.Learn(ctx, sl)
 }
 
 // prune is the periodic pruning job.

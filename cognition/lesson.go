@@ -2,6 +2,7 @@ package cognition
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -9,8 +10,9 @@ import (
 )
 
 // lesson is a user's memories as learning changes them, held here and
-// written once (write): several turns' facts and episodes that merge
-// into one memory rewrite it once, not once a turn. It decides as
+// written once, with the rest of what is learned (into, store.Lesson):
+// several turns' facts and episodes that merge into one memory rewrite
+// it once, not once a turn. It decides as
 // remembering each alone against the record would: its list is the one
 // ListMemories returns, newest first, with its own additions in front.
 type lesson struct {
@@ -125,35 +127,26 @@ func (l *lesson) index(id string) int {
 	return slices.IndexFunc(l.ms, func(m store.Memory) bool { return m.ID == id })
 }
 
-// write stores what the lesson changed: deletions, rewrites, and
-// additions oldest first, so that the record lists them as the lesson
-// does. A memory the model named that is gone is passed over.
-func (l *lesson) write(ctx context.Context) error {
-	for _, id := range l.deletes {
-		if err := l.store.DeleteMemory(ctx, l.userID, id); err != nil && !isNotFound(err) {
-			return err
-		}
-	}
-	for id, nm := range l.updates {
-		if _, err := l.store.UpdateMemory(ctx, l.userID, id, nm); err != nil && !isNotFound(err) {
-			return err
-		}
+// into puts what the lesson changed into sl, for the store to write in
+// one transaction: deletions, rewrites, and additions oldest first, so
+// that the record lists them as the lesson does. A memory the model
+// named that is gone by then is passed over.
+func (l *lesson) into(sl *store.Lesson) {
+	sl.Deletes = l.deletes
+	for _, id := range slices.Sorted(maps.Keys(l.updates)) {
+		sl.Updates = append(sl.Updates, store.MemoryUpdate{ID: id, Memory: l.updates[id]})
 	}
 	for i := len(l.ms) - 1; i >= 0; i-- {
+		if !l.changed[i] {
+			continue
+		}
 		m := l.ms[i]
 		nm := store.NewMemory{UserID: l.userID, ConversationID: m.ConversationID, Summary: m.Summary, Outcome: m.Outcome,
 			Topics: m.Topics, Importance: m.Importance}
-		var err error
-		switch {
-		case !l.changed[i]:
-		case m.ID == "":
-			_, err = l.store.AddMemory(ctx, nm)
-		default:
-			_, err = l.store.UpdateMemory(ctx, l.userID, m.ID, nm)
-		}
-		if err != nil && !isNotFound(err) {
-			return err
+		if m.ID == "" {
+			sl.Adds = append(sl.Adds, nm)
+		} else {
+			sl.Updates = append(sl.Updates, store.MemoryUpdate{ID: m.ID, Memory: nm})
 		}
 	}
-	return nil
 }
