@@ -301,18 +301,22 @@ func TestLearnConversationInParts(t *testing.T) {
 	}
 }
 
+// adaTurns are three answered turns that tell a model something to
+// remember.
+var adaTurns = []recordedTurn{
+	{query: "hello, my name is Ada and I like tea", answer: "Hello Ada.", status: store.RunCompleted,
+		meta: store.AnswerMeta{Outcome: "answered", RequestID: "q1"}},
+	{query: "I moved to Lisbon last year", answer: "Welcome to Lisbon.", status: store.RunCompleted,
+		meta: store.AnswerMeta{Outcome: "answered", RequestID: "q2"}},
+	{query: "thanks, and what else?", answer: "Green tea is popular there.", status: store.RunCompleted,
+		meta: store.AnswerMeta{Outcome: "answered", RequestID: "q3"}},
+}
+
 // With a model, a conversation's turns are read in one call, every
 // exchange in it, and what the model found is learned: its memory, and
 // the preference and expertise the user stated.
 func TestLearnConversationAsksTheModelOnce(t *testing.T) {
-	turns := []recordedTurn{
-		{query: "hello, my name is Ada and I like tea", answer: "Hello Ada.", status: store.RunCompleted,
-			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q1"}},
-		{query: "I moved to Lisbon last year", answer: "Welcome to Lisbon.", status: store.RunCompleted,
-			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q2"}},
-		{query: "thanks, and what else?", answer: "Green tea is popular there.", status: store.RunCompleted,
-			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q3"}},
-	}
+	turns := adaTurns
 	srv := llmtest.NewOpenAIServerFunc(t, func(llmtest.Request, int) llmtest.Response {
 		return llmtest.Response{Text: `{"memories": [{"event": "ADD", "text": "Ada lives in Lisbon and likes tea"}],
 			"preferences": {"drink": "tea"}, "expertise": "expert"}`}

@@ -238,6 +238,57 @@ func noMemories(t *testing.T, rec cognition.Store) {
 	}
 }
 
+// heldModel is the extraction model of a crash test: it holds its first
+// request until the process that sent it is dead, then refuses it, and
+// answers the later ones with one answer.
+type heldModel struct {
+	srv              *llmtest.OpenAIServer
+	reached, release chan struct{}
+	releaseOnce      sync.Once
+}
+
+func holdFirst(t *testing.T, answer string) *heldModel {
+	m := &heldModel{reached: make(chan struct{}), release: make(chan struct{})}
+	m.srv = llmtest.NewOpenAIServerFunc(t, func(req llmtest.Request, n int) llmtest.Response {
+		if n == 1 {
+			close(m.reached)
+			<-m.release
+			return llmtest.Response{Status: 500, ErrorMessage: "too late"}
+		}
+		return llmtest.Response{Text: answer}
+	})
+	t.Cleanup(m.free)
+	return m
+}
+
+func (m *heldModel) free() { m.releaseOnce.Do(func() { close(m.release) }) }
+
+// killWhileExtracting starts a child that works the queue, kills it
+// (SIGKILL) while the model holds its extraction, and checks that job id
+// is left running at its first attempt with nothing learned.
+func (m *heldModel) killWhileExtracting(t *testing.T, p place, q *jobs.Queue, rec cognition.Store, id int64) {
+	t.Helper()
+	first := start(t, child{place: p, Mode: "learn", ModelURL: m.srv.BaseURL()})
+	select {
+	case <-m.reached:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the child never asked the model")
+	}
+	sigkill(first)
+	m.free()
+	if state, n, err := q.JobState(t.Context(), id); err != nil || state != jobs.StateRunning || n != 1 {
+		t.Fatalf("after the kill the job is %s at attempt %d (%v), want running at 1", state, n, err)
+	}
+	noMemories(t, rec)
+}
+
+// rescue starts the child that takes over the dead child's job once its
+// lease runs out.
+func (m *heldModel) rescue(t *testing.T, p place) {
+	start(t, child{place: p, Mode: "learn", ModelURL: m.srv.BaseURL(),
+		LearnTimeout: 10 * time.Second, RescueAfter: 11 * time.Second})
+}
+
 // A process killed (SIGKILL) while a learning job waits on the model's
 // extraction leaves the job running; the next process rescues it, asks
 // the model again, and the user has the one memory the model extracted.
@@ -250,19 +301,7 @@ func TestCrashWhileLearningResumes(t *testing.T) {
 			t.Parallel()
 			p := newPlace(t, backend)
 			ctx := t.Context()
-			reached, release := make(chan struct{}), make(chan struct{})
-			var releaseOnce sync.Once
-			srv := llmtest.NewOpenAIServerFunc(t, func(req llmtest.Request, n int) llmtest.Response {
-				if n == 1 {
-					// The first process's extraction: hold it until that
-					// process is dead.
-					close(reached)
-					<-release
-					return llmtest.Response{Status: 500, ErrorMessage: "too late"}
-				}
-				return llmtest.Response{Text: `{"memories": [{"event": "ADD", "text": "The user lives in Lisbon"}], "preferences": {}}`}
-			})
-			t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+			m := holdFirst(t, `{"memories": [{"event": "ADD", "text": "The user lives in Lisbon"}], "preferences": {}}`)
 
 			// Enqueue through a queue that is not started: the child takes
 			// the job.
@@ -279,23 +318,10 @@ func TestCrashWhileLearningResumes(t *testing.T) {
 				t.Fatalf("learning jobs: %v, %v", ids, err)
 			}
 
-			first := start(t, child{place: p, Mode: "learn", ModelURL: srv.BaseURL()})
-			select {
-			case <-reached:
-			case <-time.After(60 * time.Second):
-				t.Fatal("the child never asked the model")
-			}
-			sigkill(first)
-			releaseOnce.Do(func() { close(release) })
-			if state, n, err := q.JobState(ctx, ids[0]); err != nil || state != jobs.StateRunning || n != 1 {
-				t.Fatalf("after the kill the job is %s at attempt %d (%v), want running at 1", state, n, err)
-			}
-			noMemories(t, rec)
-
-			start(t, child{place: p, Mode: "learn", ModelURL: srv.BaseURL(),
-				LearnTimeout: 10 * time.Second, RescueAfter: 11 * time.Second})
+			m.killWhileExtracting(t, p, q, rec, ids[0])
+			m.rescue(t, p)
 			learnedOnce(t, q, rec, ids[0], 2, []string{"The user lives in Lisbon"}, 1)
-			if n := len(srv.Requests()); n != 2 {
+			if n := len(m.srv.Requests()); n != 2 {
 				t.Fatalf("the model was asked %d times, want 2 (one before the kill, one after)", n)
 			}
 		})
@@ -355,31 +381,14 @@ func TestCrashWhileLearningAConversationResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for the dead process's lease to run out")
 	}
-	turns := []recordedTurn{
-		{query: "hello, my name is Ada", answer: "Hello Ada.", status: store.RunCompleted,
-			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q1"}},
-		{query: "I moved to Lisbon last year", answer: "Welcome to Lisbon.", status: store.RunCompleted,
-			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q2"}},
-		{query: "and I drink green tea every morning", answer: "A fine habit.", status: store.RunCompleted,
-			meta: store.AnswerMeta{Outcome: "answered", RequestID: "q3"}},
-	}
-	const lesson = "Ada lives in Lisbon and drinks green tea"
+	turns := adaTurns
+	const lesson = "Ada lives in Lisbon and likes tea"
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
 			p := newPlace(t, backend)
 			ctx := t.Context()
-			reached, release := make(chan struct{}), make(chan struct{})
-			var releaseOnce sync.Once
-			srv := llmtest.NewOpenAIServerFunc(t, func(req llmtest.Request, n int) llmtest.Response {
-				if n == 1 {
-					close(reached)
-					<-release
-					return llmtest.Response{Status: 500, ErrorMessage: "too late"}
-				}
-				return llmtest.Response{Text: `{"memories": [{"event": "ADD", "text": "` + lesson + `"}], "preferences": {}}`}
-			})
-			t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+			m := holdFirst(t, `{"memories": [{"event": "ADD", "text": "`+lesson+`"}], "preferences": {}}`)
 
 			svc, q, rec, closeAll, err := p.open(ctx, cognition.Config{LearnAfter: -1}, jobs.Config{})
 			if err != nil {
@@ -395,31 +404,18 @@ func TestCrashWhileLearningAConversationResumes(t *testing.T) {
 				t.Fatalf("learning jobs: %v, %v", ids, err)
 			}
 
-			first := start(t, child{place: p, Mode: "learn", ModelURL: srv.BaseURL()})
-			select {
-			case <-reached:
-			case <-time.After(60 * time.Second):
-				t.Fatal("the child never asked the model")
-			}
-			sigkill(first)
-			releaseOnce.Do(func() { close(release) })
-			if state, n, err := q.JobState(ctx, ids[0]); err != nil || state != jobs.StateRunning || n != 1 {
-				t.Fatalf("after the kill the job is %s at attempt %d (%v), want running at 1", state, n, err)
-			}
-			noMemories(t, rec)
+			m.killWhileExtracting(t, p, q, rec, ids[0])
 			if left, err := rec.UnlearnedTurns(ctx, crashTurn.UserID, conv, store.MaxLimit); err != nil || len(left) != len(turns) {
 				t.Fatalf("turns left to learn after the kill: %d (%v), want %d", len(left), err, len(turns))
 			}
-
-			start(t, child{place: p, Mode: "learn", ModelURL: srv.BaseURL(),
-				LearnTimeout: 10 * time.Second, RescueAfter: 11 * time.Second})
+			m.rescue(t, p)
 			// The model's memory, and each turn's episode.
 			want := []string{lesson}
 			for _, tr := range turns {
 				want = append(want, "Asked: "+tr.query)
 			}
 			learnedOnce(t, q, rec, ids[0], 2, want, int64(len(turns)))
-			reqs := srv.Requests()
+			reqs := m.srv.Requests()
 			if len(reqs) != 2 {
 				t.Fatalf("the model was asked %d times, want 2 (one before the kill, one after)", len(reqs))
 			}
