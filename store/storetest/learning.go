@@ -3,7 +3,9 @@ package storetest
 import (
 	"errors"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/trellis-ai/trellis/store"
 )
@@ -140,5 +142,51 @@ func testLearn(t *testing.T, s Record) {
 	if ms := must(s.ListMemories(ctx, alice, store.Page{Limit: 1}))(t).Memories; len(ms) != 1 || ms[0].Summary != "has a cat" ||
 		ms[0].UserID != alice {
 		t.Errorf("newest memory: %+v", ms)
+	}
+}
+
+// testLearnConcurrent: lessons that rewrite the same memories in
+// opposite orders, and recalls that touch them, run at once; each is
+// written (none deadlocks with another), and the profile and stats add
+// up.
+func testLearnConcurrent(t *testing.T, s Record) {
+	ctx := t.Context()
+	a := addMemory(t, s, alice, "lives in Porto", 0.5, "porto")
+	b := addMemory(t, s, alice, "likes coffee", 0.5, "coffee")
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for i := range n {
+		first, second := a, b
+		if i%2 == 1 {
+			first, second = b, a
+		}
+		wg.Go(func() {
+			errs <- s.Learn(ctx, store.Lesson{UserID: alice,
+				Profile: func(p *store.Profile) error { p.Patterns["turns"]++; return nil },
+				Updates: []store.MemoryUpdate{
+					{ID: first.ID, Memory: store.NewMemory{Summary: first.Summary, Importance: 0.6}},
+					{ID: second.ID, Memory: store.NewMemory{Summary: second.Summary, Importance: 0.6}},
+				},
+				Stats: []store.ToolStat{{Tool: "search", Calls: 1}, {Tool: store.AgentTool, Calls: 1}}})
+		})
+		wg.Go(func() {
+			errs <- s.TouchMemories(ctx, []store.Recall{{UserID: alice, MemoryIDs: []string{second.ID, first.ID}, At: time.Now()}})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := must(s.GetProfile(ctx, alice))(t).Patterns["turns"]; got != n {
+		t.Errorf("turns = %d after %d concurrent lessons", got, n)
+	}
+	for _, st := range must(s.ToolStats(ctx))(t) {
+		if st.Calls != n {
+			t.Errorf("stats of %s count %d calls after %d concurrent lessons", st.Tool, st.Calls, n)
+		}
 	}
 }

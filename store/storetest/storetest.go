@@ -127,6 +127,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Record) {
 		{"Memories/Invalid", testMemoryInvalid},
 		{"Memories/UnlearnedTurns", testUnlearnedTurns},
 		{"Memories/Learn", testLearn},
+		{"Memories/LearnConcurrent", testLearnConcurrent},
 
 		{"EraseUser", testEraseUser},
 		{"EraseInvalid", testEraseInvalid},

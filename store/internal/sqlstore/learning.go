@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/internal/storeutil"
@@ -85,28 +86,26 @@ WHERE id = ? AND user_id = ? RETURNING 1`, num, num, conversationID, userID).Sca
 
 // Learn implements store.Memories: the statements of the methods the
 // lesson stands for, in one transaction, and the full-text upkeep once
-// for all the memories it writes.
+// for all the memories it writes. It takes its rows' locks in one order,
+// the order TouchMemories and DeleteMemories take theirs in (on
+// PostgreSQL; SQLite has one writer): the memories it deletes or
+// rewrites by id, then the profile, the tools' stats by tool, and the
+// conversation, so that two of these transactions never wait on each
+// other in a circle.
 func (s *Store) Learn(ctx context.Context, l store.Lesson) error {
-	adds, updates, err := checkLesson(l)
+	adds, changes, stats, err := checkLesson(l)
 	if err != nil {
 		return s.errorf("learn: %w", err)
 	}
 	err = s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
-		if l.Profile != nil {
-			if _, err := s.updateProfile(ctx, q, l.UserID, l.Profile); err != nil {
-				return err
+		for _, c := range changes {
+			var err error
+			if c.delete {
+				_, err = q.Exec(ctx, `DELETE FROM memories WHERE id = ? AND user_id = ?`, c.id, l.UserID)
+			} else {
+				_, err = rewriteMemory(ctx, q, l.UserID, c.id, c.memory)
 			}
-		}
-		for _, id := range l.Deletes {
-			if storeutil.CheckIDs(id) != nil {
-				continue
-			}
-			if _, err := q.Exec(ctx, `DELETE FROM memories WHERE id = ? AND user_id = ?`, id, l.UserID); err != nil {
-				return err
-			}
-		}
-		for _, u := range updates {
-			if _, err := rewriteMemory(ctx, q, l.UserID, u.ID, u.Memory); err != nil {
+			if err != nil {
 				return err
 			}
 		}
@@ -115,12 +114,17 @@ func (s *Store) Learn(ctx context.Context, l store.Lesson) error {
 				return err
 			}
 		}
-		if len(updates)+len(adds) > 0 {
+		if len(adds) > 0 || slices.ContainsFunc(changes, func(c memoryChange) bool { return !c.delete }) {
 			if err := s.db.MemorySearch().Upkeep.run(ctx, q); err != nil {
 				return err
 			}
 		}
-		if err := addToolStats(ctx, q, l.UserID, l.Stats); err != nil {
+		if l.Profile != nil {
+			if _, err := s.updateProfile(ctx, q, l.UserID, l.Profile); err != nil {
+				return err
+			}
+		}
+		if err := addToolStats(ctx, q, l.UserID, stats); err != nil {
 			return err
 		}
 		if l.ConversationID == "" {
@@ -134,31 +138,55 @@ func (s *Store) Learn(ctx context.Context, l store.Lesson) error {
 	return nil
 }
 
+// memoryChange is a deletion or a rewrite of a stored memory in a
+// lesson.
+type memoryChange struct {
+	id     string
+	delete bool
+	memory store.NewMemory
+}
+
 // checkLesson refuses what the methods l stands for refuse, and returns
-// its memories as they are written: the user's, an update's
-// conversation left alone.
-func checkLesson(l store.Lesson) ([]store.NewMemory, []store.MemoryUpdate, error) {
+// what Learn writes: the additions (the user's), the deletions and
+// rewrites (an update's conversation left alone) by id, leaving out ids
+// no memory can have, and the stats by tool.
+func checkLesson(l store.Lesson) ([]store.NewMemory, []memoryChange, []store.ToolStat, error) {
 	if l.UserID == "" || !store.ValidText(l.UserID) {
-		return nil, nil, fmt.Errorf("%w: a user id is required", store.ErrInvalid)
+		return nil, nil, nil, fmt.Errorf("%w: a user id is required", store.ErrInvalid)
 	}
 	if l.ConversationID != "" {
 		if err := storeutil.CheckIDs(l.ConversationID); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	adds := slices.Clone(l.Adds)
 	for i := range adds {
 		adds[i].UserID = l.UserID
 		if err := adds[i].Validate(); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	updates := slices.Clone(l.Updates)
-	for i := range updates {
-		updates[i].Memory.UserID, updates[i].Memory.ConversationID = l.UserID, ""
-		if err := updates[i].Memory.Validate(); err != nil {
-			return nil, nil, err
+	changes := make([]memoryChange, 0, len(l.Deletes)+len(l.Updates))
+	for _, id := range l.Deletes {
+		if storeutil.CheckIDs(id) == nil {
+			changes = append(changes, memoryChange{id: id, delete: true})
 		}
 	}
-	return adds, updates, checkStats(l.UserID, l.Stats)
+	for _, u := range l.Updates {
+		nm := u.Memory
+		nm.UserID, nm.ConversationID = l.UserID, ""
+		if err := nm.Validate(); err != nil {
+			return nil, nil, nil, err
+		}
+		if storeutil.CheckIDs(u.ID) == nil {
+			changes = append(changes, memoryChange{id: u.ID, memory: nm})
+		}
+	}
+	slices.SortStableFunc(changes, func(a, b memoryChange) int { return strings.Compare(a.id, b.id) })
+	if err := checkStats(l.UserID, l.Stats); err != nil {
+		return nil, nil, nil, err
+	}
+	stats := slices.Clone(l.Stats)
+	slices.SortStableFunc(stats, func(a, b store.ToolStat) int { return strings.Compare(a.Tool, b.Tool) })
+	return adds, changes, stats, nil
 }
