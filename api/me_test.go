@@ -308,7 +308,7 @@ func BenchmarkSyncChatMemory(b *testing.B) {
 				e := newEnv(b, envOptions{backend: be, local: true, configure: func(c *apitest.Config) {
 					benchConfig(c)
 					st = c.API.Store.(cognition.Store)
-					svc, err := cognition.New(cognition.Config{Store: c.API.Store.(cognition.Store), Budget: time.Second,
+					svc, err := cognition.New(cognition.Config{Store: st, Budget: time.Second,
 						LearnAfter: 100 * time.Millisecond})
 					if err != nil {
 						b.Fatal(err)
