@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/trellis-ai/trellis/cognition"
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/internal/sqlopen"
+	"github.com/trellis-ai/trellis/internal/turnbench"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -298,9 +298,9 @@ func BenchmarkSyncChatMemory(b *testing.B) {
 			name := "backend=" + string(be) + "/turns=" + strconv.Itoa(turns)
 			b.Run(name+"/memory=off", func(b *testing.B) {
 				e := newEnv(b, envOptions{backend: be, local: true, configure: benchConfig})
-				cpu := processCPU(b)
+				cpu := turnbench.CPU(b)
 				benchSyncTurns(b, e.ts.URL, e.ts.Client(), turns)
-				b.ReportMetric(float64(processCPU(b)-cpu)/1e6/float64(b.N), "cpu-ms/turn")
+				turnbench.ReportCPU(b, cpu)
 			})
 			b.Run(name+"/memory=on", func(b *testing.B) {
 				jobsDB := filepath.Join(b.TempDir(), "jobs.db")
@@ -341,12 +341,12 @@ func BenchmarkSyncChatMemory(b *testing.B) {
 						}
 					}
 				}})
-				cpu := processCPU(b)
+				cpu := turnbench.CPU(b)
 				benchSyncTurns(b, e.ts.URL, e.ts.Client(), turns)
 				b.StopTimer()
 				b.ReportMetric(float64(countJobs(b, jobsDB))/float64(b.N), "jobs/turn")
 				b.ReportMetric(float64(learnedAnswers(b, jobsDB, st))/float64(b.N), "learned/turn")
-				b.ReportMetric(float64(processCPU(b)-cpu)/1e6/float64(b.N), "cpu-ms/turn")
+				turnbench.ReportCPU(b, cpu)
 			})
 		}
 	}
@@ -384,16 +384,6 @@ func learnedAnswers(b *testing.B, path string, st cognition.Store) int64 {
 		}
 	}
 	return 0
-}
-
-// processCPU is the CPU time this process has used, user and system, in
-// nanoseconds.
-func processCPU(b *testing.B) int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // countJobs counts the jobs stored in the SQLite queue at path.

@@ -4,5 +4,6 @@
 // nodes' BenchmarkAgentTurn (the agent) build their template thread and
 // time their turns through it, so that the two measure alike. Its
 // Savers, the three checkpoint backends fresh, also serve nodes' history
-// tests.
+// tests. CPU and ReportCPU give benchmarks of turns their CPU time a
+// turn (cpu-ms/turn), the figure the README's scale section reports.
 package turnbench
