@@ -3,9 +3,11 @@ package storetest
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -121,5 +123,103 @@ func AppendConcurrently(t *testing.T, stores []store.Store, r store.Run) {
 	}
 	if len(events) != len(stores)*each {
 		t.Errorf("%d events, want %d", len(events), len(stores)*each)
+	}
+}
+
+// Turn is what one sync chat turn leaves in the record: the run with
+// the user's message and the input that would start it again, then its
+// end with the events the client was sent, response.done carrying the
+// answer's message.
+type Turn struct {
+	UserMessage, Answer string
+	Input               json.RawMessage
+	Usage               events.Usage
+	Types               []string
+	Events              []json.RawMessage
+}
+
+// LoadTurn is a turn of the README's load test as the offline model
+// answers it, with the fourteen events it stores (about 4 KiB): the
+// run's start, the start and end of its four nodes, the supervisor's
+// thinking and decision, the answer's chunk, the answer, and the run's
+// end.
+func LoadTurn() Turn {
+	t := Turn{
+		UserMessage: "thanks, and what else?",
+		Answer: strings.Repeat("Here is what else I know about tea, Ada: it keeps best in a dry, dark tin, "+
+			"away from spices, and a cup wants water just off the boil. ", 5),
+		Input: json.RawMessage(`{"message":"thanks, and what else?","model":"default"}`),
+		Usage: events.Usage{InputTokens: 1044, OutputTokens: 130, TotalTokens: 1174},
+	}
+	add := func(typ, fields string) {
+		t.Types = append(t.Types, typ)
+		t.Events = append(t.Events, json.RawMessage(`{"run_id":"0190e3a4-5c1e-7a3b-9f00-1234567890ab",`+
+			`"conversation_id":"0190e3a4-5c1e-7a3b-9f00-ba0987654321","ts":"2026-11-03T14:05:06.123Z","type":"`+typ+`"`+fields+`}`))
+	}
+	node := func(name string, between func()) {
+		add(events.TypeNodeStart, `,"node":"`+name+`"`)
+		if between != nil {
+			between()
+		}
+		add(events.TypeNodeEnd, `,"node":"`+name+`","duration_ms":0`)
+	}
+	add(events.TypeRunStarted, `,"request_id":"req_f79eb0a40747af26"`)
+	node("initialize", nil)
+	node("supervisor", func() {
+		add(events.TypeSupervisorThinking, `,"message":"Deciding how to handle your request…"`)
+		add(events.TypeSupervisorDecided, `,"action":"answer","tools":[],"reasoning":""`)
+	})
+	node("write", func() { add(events.TypeResponseChunk, `,"content":"`+t.Answer+`"`) })
+	node("stream", func() { add(events.TypeResponseDone, `,"content":"`+t.Answer+`","tool_calls":[],"citations":[]`) })
+	add(events.TypeRunCompleted, `,"status":"completed","usage":{"input_tokens":1044,"output_tokens":130,"total_tokens":1174}`)
+	return t
+}
+
+// Batch is the turn's events as one text, a line each: how a floor
+// stores them in one row.
+func (t Turn) Batch() string {
+	var b strings.Builder
+	for i, e := range t.Events {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.Write(e)
+	}
+	return b.String()
+}
+
+// BenchmarkTurnRecord measures the record of one sync chat turn through
+// the store: StartRun, then EndRun with LoadTurn's events, eight
+// turns a conversation as in the README's load test. Each backend's
+// BenchmarkTurnRecordFloor stores the same facts with the fewest
+// statements its database takes, in tables of its own: the ratio of the
+// two, in one run, is what the record's shape costs over that floor.
+func BenchmarkTurnRecord(b *testing.B, s store.Store) {
+	ctx := b.Context()
+	turn := LoadTurn()
+	conversation := ""
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		nr := store.NewRun{UserID: "bench", ConversationID: conversation, UserMessage: turn.UserMessage,
+			Input: turn.Input, Owner: "bench-process"}
+		if i%8 == 0 {
+			nr.ConversationID, nr.NewConversation = "", &store.NewConversation{UserID: "bench"}
+		}
+		r, err := s.StartRun(ctx, nr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		conversation = r.ConversationID
+		nes := make([]store.NewEvent, len(turn.Events))
+		for j, data := range turn.Events {
+			nes[j] = store.NewEvent{RunID: r.ID, Type: turn.Types[j], Data: data, Owner: nr.Owner}
+			if nes[j].Type == events.TypeResponseDone {
+				nes[j].Message = &store.NewMessage{RunID: r.ID, Role: store.RoleAssistant, Content: turn.Answer}
+			}
+		}
+		end := store.RunEnd{Status: store.RunCompleted, Owner: nr.Owner, Usage: turn.Usage}
+		if _, err := s.EndRun(ctx, r.ID, end, nes); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
