@@ -398,7 +398,7 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 	var f *finished
 	err = s.db.Tx(ctx, func(ctx context.Context, q Querier) error {
 		var err error
-		f, err = s.finishRun(ctx, q, runID, end, usage, 0)
+		f, err = s.finishRun(ctx, q, runID, end, usage, 0, true)
 		return err
 	})
 	if err == nil {
@@ -415,6 +415,7 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 // statement or its commit: they are there once read returns nil, after
 // the transaction.
 type finished struct {
+	// run is the run as it ended, when finishRun was asked for it whole.
 	run store.Run
 	// lastSeq is the last of the sequence numbers finishRun took.
 	lastSeq int64
@@ -432,7 +433,8 @@ func (f *finished) read() error { return cmp.Or(f.updated(), f.touched()) }
 
 // finishRun is FinishRun's transaction, on q; usage is end.Usage
 // encoded. It takes the run's next events sequence numbers, for EndRun
-// to store its events under.
+// to store its events under. whole reads the ended run back (FinishRun
+// returns it; EndRun, which does not, spares the read).
 //
 // One locking read decides everything the transaction does: the run's
 // row, locked until the commit, cannot change meanwhile, so its update
@@ -449,7 +451,7 @@ func (f *finished) read() error { return cmp.Or(f.updated(), f.touched()) }
 // PostgreSQL refused one as a deadlock (a chat answered 500 under load).
 // A lock alone on the run's row makes no one wait: such a start fails at
 // once with ErrRunActive.
-func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end store.RunEnd, usage []byte, events int) (*finished, error) {
+func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end store.RunEnd, usage []byte, events int, whole bool) (*finished, error) {
 	at := storeutil.Now()
 	now := s.db.Time(at)
 	// The usage the run had when its stream last ended, and whether a
@@ -486,12 +488,19 @@ func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end stor
 		end.ToolCalls = 0 // an end of a parked run, which made no call since it was parked
 	}
 	f.lastSeq += int64(events)
-	f.updated = queryRowLater(ctx, q, `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?, input = '', last_seq = ?
-WHERE id = ? RETURNING `+RunCols, []any{end.Status, end.Reason, string(usage), now, f.lastSeq, runID},
-		func(row Row) (err error) {
+	const update = `UPDATE runs SET status = ?, interrupt_reason = ?, usage = ?, completed_at = ?, input = '', last_seq = ?
+WHERE id = ?`
+	args := []any{end.Status, end.Reason, string(usage), now, f.lastSeq, runID}
+	if whole {
+		f.updated = queryRowLater(ctx, q, update+` RETURNING `+RunCols, args, func(row Row) (err error) {
 			f.run, err = ScanRun(row)
 			return err
 		})
+	} else if err := execLater(ctx, q, update, args...); err != nil {
+		return nil, err
+	} else {
+		f.updated = func() error { return nil }
+	}
 	if err := addUsage(ctx, q, user, model, at, before, end); err != nil {
 		return nil, err
 	}
@@ -537,7 +546,7 @@ func (s *Store) EndRun(ctx context.Context, runID string, end store.RunEnd, nes 
 		// first is done, and the rows, which nothing reads back, can
 		// go with the commit.
 		var err error
-		if f, err = s.finishRun(ctx, q, runID, end, usage, len(nes)); err != nil {
+		if f, err = s.finishRun(ctx, q, runID, end, usage, len(nes), false); err != nil {
 			return err
 		}
 		Number(out.Events, f.lastSeq, tails)
