@@ -558,4 +558,14 @@ func testEventMessages(t *testing.T, s Record) {
 	if got := answers(); !slices.Equal(got, []string{"first", "second"}) {
 		t.Errorf("answers %q, want first and second", got)
 	}
+	// StartRun and EndRun store their messages by the run they hold,
+	// AppendEvents by the run it looks up: each in the run's
+	// conversation, as it was given.
+	msgs = must(s.RunMessages(ctx, alice, r.ID))(t)
+	if first := msgs[0]; first.Role != store.RoleUser || first.Content != "go" || first.ConversationID != c.ID {
+		t.Errorf("the run's message stored by StartRun: %+v", first)
+	}
+	if last := msgs[len(msgs)-1]; last.Content != "second" || last.ConversationID != c.ID || string(last.Citations) != `[{"n":1}]` {
+		t.Errorf("the message stored by EndRun: %+v", last)
+	}
 }

@@ -38,7 +38,7 @@ func (s *Store) AppendEvents(ctx context.Context, nes []store.NewEvent) ([]store
 		// The messages go first: the run is checked with the events,
 		// whose append fails, and rolls them back, when it is gone or
 		// another owner's.
-		if err := s.addMessagesLater(ctx, q, msgs); err != nil {
+		if err := s.addMessagesLater(ctx, q, msgs, ""); err != nil {
 			return err
 		}
 		found, err := s.db.AppendEvents(ctx, q, owner, out, tails)

@@ -10,12 +10,19 @@ import (
 	"github.com/trellis-ai/trellis/store/internal/storeutil"
 )
 
-// insertMessage adds a message to its run's conversation; no row comes
-// back when the run is unknown.
+// insertMessage adds a message to its run's conversation, and none when
+// the run is unknown.
 const insertMessage = `
 INSERT INTO messages (id, conversation_id, run_id, role, content, citations, meta, created_at)
-SELECT ?, conversation_id, id, ?, ?, ?, ?, ? FROM runs WHERE id = ?
-RETURNING conversation_id, (SELECT superseded FROM runs WHERE id = run_id)`
+SELECT ?, conversation_id, id, ?, ?, ?, ?, ? FROM runs WHERE id = ?`
+
+// insertRunMessage adds a message to a run whose row the transaction
+// holds (inserted, or locked), so its conversation is known and the run
+// cannot go: it spares insertMessage's lookup of the run, at the start
+// and the end of every turn.
+const insertRunMessage = `
+INSERT INTO messages (id, conversation_id, run_id, role, content, citations, meta, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
 // AddMessage implements store.Conversations.
 func (s *Store) AddMessage(ctx context.Context, nm store.NewMessage) (store.Message, error) {
@@ -39,10 +46,17 @@ func insertMessageArgs(m *store.Message, at any) []any {
 	return []any{m.ID, m.Role, m.Content, nullJSON(m.Citations), nullJSON(m.Meta), at, m.RunID}
 }
 
+// insertRunMessageArgs are insertRunMessage's arguments for m, of its
+// conversation m.ConversationID, stored at at (DB.Time).
+func insertRunMessageArgs(m *store.Message, at any) []any {
+	return []any{m.ID, m.ConversationID, m.RunID, m.Role, m.Content, nullJSON(m.Citations), nullJSON(m.Meta), at}
+}
+
 // addMessage stores m, created at (DB.Time of m.CreatedAt), and fills in
 // its conversation.
 func (s *Store) addMessage(ctx context.Context, q Querier, m *store.Message, at any) error {
-	err := q.QueryRow(ctx, insertMessage, insertMessageArgs(m, at)...).Scan(&m.ConversationID, &m.Superseded)
+	err := q.QueryRow(ctx, insertMessage+`
+RETURNING conversation_id, (SELECT superseded FROM runs WHERE id = run_id)`, insertMessageArgs(m, at)...).Scan(&m.ConversationID, &m.Superseded)
 	if noRows(err) {
 		return store.ErrNotFound
 	}
@@ -64,10 +78,20 @@ func messagesOf(nes []store.NewEvent) []store.Message {
 
 // addMessagesLater stores ms with q, each held (see execLater) to go with
 // q's next statement, which must fail when their run is gone, as the
-// events' append does: a message whose run is gone inserts nothing.
-func (s *Store) addMessagesLater(ctx context.Context, q Querier, ms []store.Message) error {
+// events' append does: a message whose run is gone inserts nothing. When
+// the transaction holds their run's row, conversation is its
+// conversation, and the run is not looked up.
+func (s *Store) addMessagesLater(ctx context.Context, q Querier, ms []store.Message, conversation string) error {
 	for i := range ms {
-		if err := execLater(ctx, q, insertMessage, insertMessageArgs(&ms[i], s.db.Time(ms[i].CreatedAt))...); err != nil {
+		m, at := &ms[i], s.db.Time(ms[i].CreatedAt)
+		var err error
+		if conversation == "" {
+			err = execLater(ctx, q, insertMessage, insertMessageArgs(m, at)...)
+		} else {
+			m.ConversationID = conversation
+			err = execLater(ctx, q, insertRunMessage, insertRunMessageArgs(m, at)...)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -118,8 +118,8 @@ WHERE id = ? AND user_id = ? AND NOT deleting RETURNING run_count, EXISTS (SELEC
 		if err != nil {
 			return err
 		}
-		m := store.Message{ID: ids.New(), RunID: r.ID, Role: store.RoleUser, Content: r.UserMessage}
-		return execLater(ctx, q, insertMessage, insertMessageArgs(&m, at)...)
+		m := store.Message{ID: ids.New(), ConversationID: r.ConversationID, RunID: r.ID, Role: store.RoleUser, Content: r.UserMessage}
+		return execLater(ctx, q, insertRunMessage, insertRunMessageArgs(&m, at)...)
 	}()
 	return r, err
 }
@@ -417,6 +417,8 @@ func (s *Store) FinishRun(ctx context.Context, runID string, end store.RunEnd) (
 type finished struct {
 	// run is the run as it ended, when finishRun was asked for it whole.
 	run store.Run
+	// conversation is the run's.
+	conversation string
 	// lastSeq is the last of the sequence numbers finishRun took.
 	lastSeq int64
 	// routed: a webhook route exists.
@@ -467,13 +469,12 @@ func (s *Store) finishRun(ctx context.Context, q Querier, runID string, end stor
 		before             []byte
 		model, owner, user string
 		status             store.RunStatus
-		conversation       string
 		pending            bool
 		f                  = &finished{}
 	)
 	err := q.QueryRow(ctx, `SELECT runs.usage, runs.model, runs.status, runs.owner, runs.user_id, runs.conversation_id, runs.last_seq, `+pendingHuman+`,
     EXISTS (SELECT 1 FROM webhook_routes) FROM runs JOIN conversations c ON c.id = runs.conversation_id WHERE runs.id = ?`+s.db.ForUpdate(), runID).
-		Scan(&before, &model, &status, &owner, &user, &conversation, &f.lastSeq, &pending, &f.routed)
+		Scan(&before, &model, &status, &owner, &user, &f.conversation, &f.lastSeq, &pending, &f.routed)
 	switch {
 	case noRows(err):
 		return nil, store.ErrNotFound
@@ -518,7 +519,7 @@ WHERE run_id = ? AND status = 'pending'`, now, runID); err != nil {
 	// transaction, then finds no active run and goes ahead (see runs'
 	// startOrEnqueue).
 	f.touched = queryRowLater(ctx, q, `UPDATE conversations SET updated_at = ? WHERE id = ?
-RETURNING EXISTS (SELECT 1 FROM queued_runs WHERE conversation_id = conversations.id)`, []any{now, conversation},
+RETURNING EXISTS (SELECT 1 FROM queued_runs WHERE conversation_id = conversations.id)`, []any{now, f.conversation},
 		func(row Row) error { return row.Scan(&f.queued) })
 	return f, nil
 }
@@ -551,7 +552,7 @@ func (s *Store) EndRun(ctx context.Context, runID string, end store.RunEnd, nes 
 		}
 		Number(out.Events, f.lastSeq, tails)
 		// The run's row is locked: its messages' run cannot go.
-		if err := s.addMessagesLater(ctx, q, messagesOf(nes)); err != nil {
+		if err := s.addMessagesLater(ctx, q, messagesOf(nes), f.conversation); err != nil {
 			return err
 		}
 		err = InsertEventRows(ctx, q, out.Events, tails, s.db.Time(out.Events[0].CreatedAt))
