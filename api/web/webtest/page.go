@@ -3,11 +3,13 @@ package webtest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
@@ -117,10 +119,31 @@ func (p *Page) Enter(modifiers ...chromedp.Modifier) {
 }
 
 // Click clicks the first element matching css with the mouse, once it is
-// visible.
+// visible. A live page may render the element anew between the query
+// that finds it and the click (the Files panel's tree does, as a run's
+// events come): the node the query found is gone then, and the click is
+// tried again on the element that took its place.
 func (p *Page) Click(css string) {
 	p.t.Helper()
-	p.Do("click "+css, chromedp.Click(chromedp.CSS(css)))
+	ctx, cancel := context.WithTimeout(p.ctx, StepTimeout)
+	defer cancel()
+	for {
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(css)))
+		if err == nil {
+			return
+		}
+		if !nodeGone(err) || ctx.Err() != nil {
+			p.t.Fatalf("webtest: click %s: %v", css, err)
+		}
+	}
+}
+
+// nodeGone reports whether err is the browser's answer about a node
+// that is no longer in the page ("Could not find node with given id",
+// "Node is detached from document").
+func nodeGone(err error) bool {
+	e, ok := errors.AsType[*cdproto.Error](err)
+	return ok && e.Code == -32000 && strings.Contains(strings.ToLower(e.Message), "node")
 }
 
 // Fill sets the value of the input, textarea or select matching css and
