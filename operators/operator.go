@@ -4,10 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tmc/langchaingo/llms"
@@ -71,12 +67,7 @@ type OperatorInfo struct {
 // global; safe for concurrent use.
 type OperatorRegistry struct {
 	model llms.Model
-
-	mu  sync.RWMutex
-	ops map[string]operatorEntry
-	// gen counts changes, so a Provider's cached Catalog knows when it is
-	// stale.
-	gen atomic.Uint64
+	ops   named[operatorEntry]
 }
 
 type operatorEntry struct {
@@ -88,7 +79,7 @@ type operatorEntry struct {
 // NewOperatorRegistry returns an empty registry whose operators use model
 // when the call brings none. model may be nil.
 func NewOperatorRegistry(model llms.Model) *OperatorRegistry {
-	return &OperatorRegistry{model: model, ops: make(map[string]operatorEntry)}
+	return &OperatorRegistry{model: model}
 }
 
 // Register adds a factory under name. The factory is called once now to
@@ -107,14 +98,8 @@ func (r *OperatorRegistry) Register(name string, f OperatorFactory) error {
 	if err != nil {
 		return fmt.Errorf("operators: register operator %s: %w", name, err)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.ops[name]; ok {
-		return fmt.Errorf("%w: operator %s", ErrDuplicateTool, name)
-	}
-	r.ops[name] = operatorEntry{factory: f, info: OperatorInfo{Spec: spec, Kind: op.Kind()}, v: v}
-	r.gen.Add(1)
-	return nil
+	e := operatorEntry{factory: f, info: OperatorInfo{Spec: spec, Kind: op.Kind()}, v: v}
+	return r.ops.add("operator ", func(e operatorEntry) string { return e.info.Spec.Name }, e)
 }
 
 // MustRegister is Register that panics on error, for wiring at start-up.
@@ -129,17 +114,14 @@ func (r *OperatorRegistry) generation() uint64 {
 	if r == nil {
 		return 0
 	}
-	return r.gen.Load()
+	return r.ops.gen.Load()
 }
 
 func (r *OperatorRegistry) lookup(name string) (operatorEntry, bool) {
 	if r == nil {
 		return operatorEntry{}, false
 	}
-	r.mu.RLock()
-	e, ok := r.ops[name]
-	r.mu.RUnlock()
-	return e, ok
+	return r.ops.get(name)
 }
 
 // List returns every operator, sorted by name.
@@ -147,13 +129,7 @@ func (r *OperatorRegistry) List() []OperatorInfo {
 	if r == nil {
 		return nil
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := make([]OperatorInfo, 0, len(r.ops))
-	for _, n := range slices.Sorted(maps.Keys(r.ops)) {
-		out = append(out, r.ops[n].info)
-	}
-	return out
+	return sorted(&r.ops, func(e operatorEntry) OperatorInfo { return e.info })
 }
 
 // Run makes the operator registered under name and runs it with already

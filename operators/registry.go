@@ -1,22 +1,12 @@
 package operators
 
-import (
-	"fmt"
-	"maps"
-	"slices"
-	"sync"
-	"sync/atomic"
-)
+import "fmt"
 
 // Registry holds local tools: in-process, zero-latency, no resilience
 // wrapping. It is a value, not a global; the zero Registry is empty and
 // ready. Safe for concurrent use.
 type Registry struct {
-	mu    sync.RWMutex
-	tools map[string]localTool
-	// gen counts changes, so a Provider's cached Catalog knows when it is
-	// stale.
-	gen atomic.Uint64
+	tools named[localTool]
 }
 
 type localTool struct {
@@ -44,23 +34,7 @@ func (r *Registry) Add(tools ...Tool) error {
 		}
 		entries = append(entries, localTool{tool: t, spec: spec, v: v})
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.tools == nil {
-		r.tools = make(map[string]localTool)
-	}
-	seen := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		if _, ok := r.tools[e.spec.Name]; ok || seen[e.spec.Name] {
-			return fmt.Errorf("%w: %s", ErrDuplicateTool, e.spec.Name)
-		}
-		seen[e.spec.Name] = true
-	}
-	for _, e := range entries {
-		r.tools[e.spec.Name] = e
-	}
-	r.gen.Add(1)
-	return nil
+	return r.tools.add("", func(e localTool) string { return e.spec.Name }, entries...)
 }
 
 // MustAdd is Add that panics on error, for wiring at start-up.
@@ -81,17 +55,14 @@ func (r *Registry) generation() uint64 {
 	if r == nil {
 		return 0
 	}
-	return r.gen.Load()
+	return r.tools.gen.Load()
 }
 
 func (r *Registry) lookup(name string) (localTool, bool) {
 	if r == nil {
 		return localTool{}, false
 	}
-	r.mu.RLock()
-	e, ok := r.tools[name]
-	r.mu.RUnlock()
-	return e, ok
+	return r.tools.get(name)
 }
 
 // Specs returns every tool's spec, sorted by name.
@@ -99,13 +70,7 @@ func (r *Registry) Specs() []Spec {
 	if r == nil {
 		return nil
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := make([]Spec, 0, len(r.tools))
-	for _, n := range slices.Sorted(maps.Keys(r.tools)) {
-		out = append(out, r.tools[n].spec)
-	}
-	return out
+	return sorted(&r.tools, func(e localTool) Spec { return e.spec })
 }
 
 // checkName accepts 1–64 letters, digits, '_' and '-'. Dots are reserved
