@@ -182,12 +182,11 @@ func (a *Agent) RunAfter(ctx context.Context, conversationID, runID string, in I
 // run is Run, after Branch(after) when after is not "".
 func (a *Agent) run(ctx context.Context, conversationID, after string, in Input) iter.Seq2[events.Event, error] {
 	return func(yield func(events.Event, error) bool) {
-		in.Message = strings.TrimSpace(in.Message)
-		if conversationID == "" || in.Message == "" {
-			fail(yield, fmt.Errorf("nodes: run: %w: conversation id and message are required", ErrInvalidInput))
+		in, err := turnInput("run", conversationID, in)
+		if err != nil {
+			fail(yield, err)
 			return
 		}
-		in.ConversationID = conversationID
 		newest, err := a.newest(ctx, conversationID)
 		if err == nil && after != "" {
 			newest, err = a.branch(ctx, conversationID, after, newest)
@@ -229,14 +228,24 @@ func (a *Agent) run(ctx context.Context, conversationID, after string, in Input)
 // over from this message, beside what was there.
 func (a *Agent) Start(ctx context.Context, conversationID string, in Input) iter.Seq2[events.Event, error] {
 	return func(yield func(events.Event, error) bool) {
-		in.Message = strings.TrimSpace(in.Message)
-		if conversationID == "" || in.Message == "" {
-			fail(yield, fmt.Errorf("nodes: start: %w: conversation id and message are required", ErrInvalidInput))
+		in, err := turnInput("start", conversationID, in)
+		if err != nil {
+			fail(yield, err)
 			return
 		}
-		in.ConversationID = conversationID
 		a.runGraph(ctx, yield, &ChatState{Input: in}, graph.RunConfig{ThreadID: conversationID, NewThread: true})
 	}
+}
+
+// turnInput is in for a turn of conversationID, its message trimmed; a
+// turn needs both.
+func turnInput(verb, conversationID string, in Input) (Input, error) {
+	in.Message = strings.TrimSpace(in.Message)
+	if conversationID == "" || in.Message == "" {
+		return in, fmt.Errorf("nodes: %s: %w: conversation id and message are required", verb, ErrInvalidInput)
+	}
+	in.ConversationID = conversationID
+	return in, nil
 }
 
 // Resume answers the approval a parked run waits for and continues the
