@@ -424,17 +424,14 @@ func (a ApprovalAnswer) Validate() error {
 	return fmt.Errorf("%w: decision %q is not approve, edit or reject", ErrInvalid, a.Decision)
 }
 
-// Status is the status an approval answered so takes.
-func (a ApprovalAnswer) Status() HumanStatus {
-	switch a.Decision {
-	case DecisionApprove:
-		return HumanApproved
-	case DecisionEdit:
-		return HumanEdited
-	case DecisionReject:
-		return HumanRejected
-	}
-	return ""
+// Status is the status an approval answered so takes; "" for an unknown
+// decision.
+func (a ApprovalAnswer) Status() HumanStatus { return approvalStatuses[a.Decision] }
+
+var approvalStatuses = map[Decision]HumanStatus{
+	DecisionApprove: HumanApproved,
+	DecisionEdit:    HumanEdited,
+	DecisionReject:  HumanRejected,
 }
 
 // ElicitationAction is the user's answer to an elicitation.
@@ -472,17 +469,14 @@ func (a ElicitationAnswer) Validate() error {
 	return fmt.Errorf("%w: action %q is not accept, decline or cancel", ErrInvalid, a.Action)
 }
 
-// Status is the status an elicitation answered so takes.
-func (a ElicitationAnswer) Status() HumanStatus {
-	switch a.Action {
-	case ActionAccept:
-		return HumanAccepted
-	case ActionDecline:
-		return HumanDeclined
-	case ActionCancel:
-		return HumanCancelled
-	}
-	return ""
+// Status is the status an elicitation answered so takes; "" for an
+// unknown action.
+func (a ElicitationAnswer) Status() HumanStatus { return elicitationStatuses[a.Action] }
+
+var elicitationStatuses = map[ElicitationAction]HumanStatus{
+	ActionAccept:  HumanAccepted,
+	ActionDecline: HumanDeclined,
+	ActionCancel:  HumanCancelled,
 }
 
 // CallDecision is a human's answer to an uncertain call.
