@@ -112,12 +112,7 @@ func (s *Store) SetGeneratedTitle(ctx context.Context, userID, id, title string)
 			return err
 		}
 		// Renamed by the user, or gone.
-		var one int
-		err = q.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = ? AND user_id = ?`, id, userID).Scan(&one)
-		if noRows(err) {
-			return store.ErrNotFound
-		}
-		return err
+		return owned(ctx, q, "conversations", userID, id)
 	})
 	if err != nil {
 		return false, s.errorf("set generated title of %s: %w", id, s.refused(err))

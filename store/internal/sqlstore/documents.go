@@ -347,12 +347,7 @@ func (s *Store) DocumentChunks(ctx context.Context, userID, id string, indexes [
 		if storeutil.CheckIDs(userID, id) != nil {
 			return store.ErrNotFound
 		}
-		var one int
-		err := q.QueryRow(ctx, `SELECT 1 FROM documents WHERE id = ? AND user_id = ?`, id, userID).Scan(&one)
-		if noRows(err) {
-			return store.ErrNotFound
-		}
-		if err != nil {
+		if err := owned(ctx, q, "documents", userID, id); err != nil {
 			return err
 		}
 		query := `SELECT ` + chunkCols + ` FROM chunks c` + chunkSummary + ` WHERE c.document_id = ?`
@@ -363,6 +358,7 @@ func (s *Store) DocumentChunks(ctx context.Context, userID, id string, indexes [
 				args = append(args, i)
 			}
 		}
+		var err error
 		cs, err = queryAll(ctx, q, scanChunk, query+` ORDER BY c.idx`, args...)
 		return err
 	})

@@ -86,11 +86,7 @@ WHERE id = ? AND user_id = ? AND status = 'pending' RETURNING `+h.cols, args...)
 // existsOr tells why a conditional update of a pending record found
 // nothing: ErrAlreadyResolved when the record exists, else ErrNotFound.
 func (h human) existsOr(ctx context.Context, q Querier, userID, id string) error {
-	var one int
-	switch err := q.QueryRow(ctx, `SELECT 1 FROM `+h.table+` WHERE id = ? AND user_id = ?`, id, userID).Scan(&one); {
-	case noRows(err):
-		return store.ErrNotFound
-	case err != nil:
+	if err := owned(ctx, q, h.table, userID, id); err != nil {
 		return err
 	}
 	return store.ErrAlreadyResolved

@@ -23,11 +23,7 @@ func (s *Store) UnlearnedTurns(ctx context.Context, userID, conversationID strin
 	}
 	var out []store.UnlearnedTurn
 	err := s.db.Read(ctx, func(q Querier) error {
-		var one int
-		err := q.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = ? AND user_id = ?`, conversationID, userID).Scan(&one)
-		if noRows(err) {
-			return store.ErrNotFound
-		}
+		err := owned(ctx, q, "conversations", userID, conversationID)
 		if err != nil {
 			return err
 		}

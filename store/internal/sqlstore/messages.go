@@ -114,11 +114,7 @@ func (s *Store) RunMessages(ctx context.Context, userID, runID string) ([]store.
 	}
 	var out []store.Message
 	err := s.db.Read(ctx, func(q Querier) error {
-		var one int
-		err := q.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = ? AND user_id = ?`, runID, userID).Scan(&one)
-		if noRows(err) {
-			return store.ErrNotFound
-		}
+		err := owned(ctx, q, "runs", userID, runID)
 		if err != nil {
 			return err
 		}

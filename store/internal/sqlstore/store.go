@@ -64,6 +64,17 @@ func (s *Store) errorf(format string, args ...any) error {
 // noRows reports whether err says a query found no row.
 func noRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 
+// owned returns ErrNotFound unless row id of table is the user's. table
+// is one of this package's table names, never outside text.
+func owned(ctx context.Context, q Querier, table, userID, id string) error {
+	var one int
+	err := q.QueryRow(ctx, `SELECT 1 FROM `+table+` WHERE id = ? AND user_id = ?`, id, userID).Scan(&one)
+	if noRows(err) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
 // RunMissingOr returns ErrNotFound when the run does not exist,
 // ErrNotOwner when owner is set and the run is another's, and otherwise
 // err: why a conditional update of it changed nothing.
