@@ -23,6 +23,7 @@ import (
 	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/middleware"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/graph/checkpoint/postgres"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
@@ -184,7 +185,7 @@ func newProvider(metrics *metrics.Collector, questions operators.Expiry, approva
 				return operators.Result{}, err
 			}
 			switch resp.Action {
-			case operators.ElicitAccept:
+			case events.ElicitAccept:
 				var v struct{ Name string }
 				_ = json.Unmarshal(resp.Content, &v)
 				return operators.TextResult("hello " + v.Name), nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/api/paging"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
@@ -40,9 +41,9 @@ func (s *Server) handlePending(kind store.HumanKind, key string) http.HandlerFun
 
 // approvalRequest is the body of POST /api/v1/approvals/{approval_id}.
 type approvalRequest struct {
-	Decision store.Decision  `json:"decision"`
-	Args     json.RawMessage `json:"args"`
-	Reason   string          `json:"reason"`
+	Decision events.DecisionKind `json:"decision"`
+	Args     json.RawMessage     `json:"args"`
+	Reason   string              `json:"reason"`
 }
 
 // handleApproval is POST /api/v1/approvals/{approval_id}: the answer is
@@ -61,7 +62,7 @@ func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
 			`"decision" must be approve, edit (with "args", a JSON object) or reject (with an optional "reason")`))
 		return
 	}
-	if body.Decision != store.DecisionEdit {
+	if body.Decision != events.DecisionEdit {
 		ans.Args = nil
 	}
 	user, id := userOf(r), r.PathValue("approval_id")
@@ -118,9 +119,9 @@ func (s *Server) handleUncertainCall(w http.ResponseWriter, r *http.Request) {
 
 // elicitationRequest is the body of POST /api/v1/elicitation/respond.
 type elicitationRequest struct {
-	ElicitationID string                  `json:"elicitation_id"`
-	Action        store.ElicitationAction `json:"action"`
-	Content       json.RawMessage         `json:"content"`
+	ElicitationID string              `json:"elicitation_id"`
+	Action        events.ElicitAction `json:"action"`
+	Content       json.RawMessage     `json:"content"`
 }
 
 // handleElicitationRespond is POST /api/v1/elicitation/respond.
@@ -135,7 +136,7 @@ func (s *Server) handleElicitationRespond(w http.ResponseWriter, r *http.Request
 		return
 	}
 	ans := store.ElicitationAnswer{Action: body.Action, Content: body.Content}
-	if body.Action != store.ActionAccept {
+	if body.Action != events.ElicitAccept {
 		ans.Content = nil
 	}
 	if err := ans.Validate(); err != nil {
@@ -240,7 +241,7 @@ func decodeAnswers(r *http.Request) ([]string, []store.ApprovalAnswer, error) {
 			return nil, nil, errorf(http.StatusBadRequest, "invalid_decision", fmt.Sprintf(
 				`answer %d: "decision" must be approve, edit (with "args", a JSON object) or reject (with an optional "reason")`, i))
 		}
-		if a.Decision != store.DecisionEdit {
+		if a.Decision != events.DecisionEdit {
 			ans.Args = nil
 		}
 		ids[i], answers[i] = id, ans
@@ -256,6 +257,6 @@ type answersResponse struct {
 }
 
 type answered struct {
-	ApprovalID string         `json:"approval_id"`
-	Decision   store.Decision `json:"decision"`
+	ApprovalID string              `json:"approval_id"`
+	Decision   events.DecisionKind `json:"decision"`
 }

@@ -18,6 +18,16 @@ const (
 	DecisionReject  DecisionKind = "reject"
 )
 
+// ElicitAction is how a person answered a tool's question (an MCP
+// elicitation): accept, with the content asked for, decline or cancel.
+type ElicitAction string
+
+const (
+	ElicitAccept  ElicitAction = "accept"
+	ElicitDecline ElicitAction = "decline"
+	ElicitCancel  ElicitAction = "cancel"
+)
+
 // ExpiryOutcome is what happens to a human request nobody answered by
 // its deadline: the operator's choice, per rule or for the server. Each
 // kind takes its own outcomes (see ParseExpiryOutcome).

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/mcp"
 	"github.com/trellis-ai/trellis/operators"
@@ -187,9 +188,9 @@ func TestCallTimeout(t *testing.T) {
 	call := operators.Call{Messenger: user{answer: func(ctx context.Context, _ operators.ElicitRequest) operators.ElicitResponse {
 		select {
 		case <-time.After(time.Second): // longer than the call timeout
-			return operators.ElicitResponse{Action: operators.ElicitAccept, Content: json.RawMessage(`{"name":"Slow Sam"}`)}
+			return operators.ElicitResponse{Action: events.ElicitAccept, Content: json.RawMessage(`{"name":"Slow Sam"}`)}
 		case <-ctx.Done():
-			return operators.ElicitResponse{Action: operators.ElicitCancel}
+			return operators.ElicitResponse{Action: events.ElicitCancel}
 		}
 	}}}
 	if r := h.exec("ask", nil, call); textOf(r) != "action=accept name=Slow Sam" {

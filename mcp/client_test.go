@@ -136,19 +136,19 @@ func checkFakeServer(t *testing.T, h *harness, server string) {
 	})
 	t.Run("elicitation", func(t *testing.T) {
 		for _, tc := range []struct {
-			action operators.ElicitAction
+			action events.ElicitAction
 			want   string
 		}{
-			{operators.ElicitAccept, "action=accept name=Ada"},
-			{operators.ElicitDecline, "action=decline name="},
-			{operators.ElicitCancel, "action=cancel name="},
+			{events.ElicitAccept, "action=accept name=Ada"},
+			{events.ElicitDecline, "action=decline name="},
+			{events.ElicitCancel, "action=cancel name="},
 		} {
 			errc := make(chan error, 1)
 			call := operators.Call{ToolCallID: "tc-1", ConversationID: "c1", UserID: "u1",
 				Messenger: user{answer: func(_ context.Context, p operators.ElicitRequest) operators.ElicitResponse {
 					if p.Message != "Who are you?" || p.Schema == nil || p.Schema.Properties["name"] == nil || p.Source != "ask" {
 						errc <- errors.New("unexpected request: " + jsonText(p))
-						return operators.ElicitResponse{Action: operators.ElicitCancel}
+						return operators.ElicitResponse{Action: events.ElicitCancel}
 					}
 					errc <- nil
 					return operators.ElicitResponse{Action: tc.action, Content: json.RawMessage(`{"name":"Ada"}`)}

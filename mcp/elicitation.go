@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -32,7 +33,7 @@ func (c *conn) Elicit(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo
 		if f = c.calls.latest(); f == nil {
 			c.srv.log.LogAttrs(ctx, slog.LevelWarn, "elicitation with no tool call under way; declined",
 				slog.String("message", req.Params.Message))
-			return elicitResult(operators.ElicitDecline, nil), nil
+			return elicitResult(events.ElicitDecline, nil), nil
 		}
 		var stop func() bool
 		ctx, stop = mergeCancel(f.ctx, ctx)
@@ -41,7 +42,7 @@ func (c *conn) Elicit(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo
 	if req.Params.Mode == mcpgo.ElicitationModeURL {
 		c.srv.log.LogAttrs(ctx, slog.LevelWarn, "URL-mode elicitation is not supported; declined",
 			slog.String("tool", f.tool), slog.String("url", req.Params.URL))
-		return elicitResult(operators.ElicitDecline, nil), nil
+		return elicitResult(events.ElicitDecline, nil), nil
 	}
 	source := f.call.Tool
 	if source == "" {
@@ -63,7 +64,7 @@ func (c *conn) Elicit(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo
 	resp, err := messenger.Elicit(ctx, operators.ElicitRequest{Source: source, Message: req.Params.Message, Schema: schema, Replayable: modern})
 	switch {
 	case errors.Is(err, operators.ErrNoUser):
-		return elicitResult(operators.ElicitDecline, nil), nil
+		return elicitResult(events.ElicitDecline, nil), nil
 	case errors.Is(err, operators.ErrAskLater) && modern:
 		// The run parks on the question; abandoning the call leaves the
 		// server nothing to clean up.
@@ -71,18 +72,18 @@ func (c *conn) Elicit(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo
 	case err != nil:
 		c.srv.log.LogAttrs(ctx, slog.LevelInfo, "elicitation ended without an answer; sending cancel",
 			slog.String("tool", f.tool), slog.Any("error", err))
-		return elicitResult(operators.ElicitCancel, nil), nil
+		return elicitResult(events.ElicitCancel, nil), nil
 	}
 	var content map[string]any
-	if resp.Action == operators.ElicitAccept {
+	if resp.Action == events.ElicitAccept {
 		if err := json.Unmarshal(resp.Content, &content); err != nil {
-			return elicitResult(operators.ElicitCancel, nil), nil
+			return elicitResult(events.ElicitCancel, nil), nil
 		}
 	}
 	return elicitResult(resp.Action, content), nil
 }
 
-func elicitResult(action operators.ElicitAction, content map[string]any) *mcpgo.ElicitationResult {
+func elicitResult(action events.ElicitAction, content map[string]any) *mcpgo.ElicitationResult {
 	r := &mcpgo.ElicitationResult{}
 	r.Action = mcpgo.ElicitationResponseAction(action)
 	if content != nil {

@@ -148,12 +148,12 @@ func checkEverything(t *testing.T, h *harness) {
 			"untitledSingleSelectEnum": "Joey", "untitledMultipleSelectEnum": ["Piano"], "titledSingleSelectEnum": "hero-2"}`)
 		for _, tc := range []struct {
 			name   string
-			action operators.ElicitAction
+			action events.ElicitAction
 			want   []string
 		}{
-			{"accept", operators.ElicitAccept, []string{"User provided the requested information", "- Name: Ada Lovelace", "- Email: ada@example.com", "- Favorite Integer: 42"}},
-			{"decline", operators.ElicitDecline, []string{"User declined"}},
-			{"cancel", operators.ElicitCancel, []string{"User cancelled"}},
+			{"accept", events.ElicitAccept, []string{"User provided the requested information", "- Name: Ada Lovelace", "- Email: ada@example.com", "- Favorite Integer: 42"}},
+			{"decline", events.ElicitDecline, []string{"User declined"}},
+			{"cancel", events.ElicitCancel, []string{"User cancelled"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				asked := make(chan error, 1)

@@ -13,6 +13,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -177,10 +178,10 @@ func (r *exportRun) resume(ctx context.Context, req mcpgo.CallToolRequest, ask *
 
 // answer hands the client's answer (nil: none) to the waiting question.
 func (r *exportRun) answer(ask *pendingAsk, res *mcpgo.ElicitationResult) {
-	resp := operators.ElicitResponse{Action: operators.ElicitCancel}
+	resp := operators.ElicitResponse{Action: events.ElicitCancel}
 	if res != nil {
-		resp.Action = operators.ElicitAction(res.Action)
-		if resp.Action == operators.ElicitAccept {
+		resp.Action = events.ElicitAction(res.Action)
+		if resp.Action == events.ElicitAccept {
 			b, err := json.Marshal(res.Content)
 			if err != nil || res.Content == nil {
 				b = []byte(`{}`)
@@ -293,7 +294,7 @@ func (r *exportRun) Elicit(ctx context.Context, q operators.ElicitRequest) (oper
 	can := r.canElicit
 	r.mu.Unlock()
 	if !can {
-		return operators.ElicitResponse{Action: operators.ElicitDecline}, fmt.Errorf("%w: the MCP client cannot answer elicitations (%s asked %q)", operators.ErrNoUser, q.Source, q.Message)
+		return operators.ElicitResponse{Action: events.ElicitDecline}, fmt.Errorf("%w: the MCP client cannot answer elicitations (%s asked %q)", operators.ErrNoUser, q.Source, q.Message)
 	}
 	params := mcpgo.ElicitationParams{Mode: mcpgo.ElicitationModeForm, Message: q.Message}
 	params.RequestedSchema = map[string]any{"type": "object", "properties": map[string]any{}}
@@ -310,12 +311,12 @@ func (r *exportRun) Elicit(ctx context.Context, q operators.ElicitRequest) (oper
 	select {
 	case r.asks <- ask:
 	case <-ctx.Done():
-		return operators.ElicitResponse{Action: operators.ElicitCancel}, fmt.Errorf("mcp: elicit: %w", context.Cause(ctx))
+		return operators.ElicitResponse{Action: events.ElicitCancel}, fmt.Errorf("mcp: elicit: %w", context.Cause(ctx))
 	}
 	select {
 	case resp := <-ask.reply:
 		return resp, nil
 	case <-ctx.Done():
-		return operators.ElicitResponse{Action: operators.ElicitCancel}, fmt.Errorf("mcp: elicit: %w", context.Cause(ctx))
+		return operators.ElicitResponse{Action: events.ElicitCancel}, fmt.Errorf("mcp: elicit: %w", context.Cause(ctx))
 	}
 }

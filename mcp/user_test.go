@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -18,7 +19,7 @@ type user struct {
 func (u user) Elicit(ctx context.Context, r operators.ElicitRequest) (operators.ElicitResponse, error) {
 	resp := u.answer(ctx, r)
 	resp.ElicitationID = r.ElicitationID
-	if resp.Action != operators.ElicitAccept {
+	if resp.Action != events.ElicitAccept {
 		resp.Content = nil
 	}
 	return resp, nil

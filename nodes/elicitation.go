@@ -28,8 +28,8 @@ import (
 
 // ElicitationAnswer answers a tool's question a parked run waits for.
 type ElicitationAnswer struct {
-	ElicitationID string                 `json:"elicitation_id"`
-	Action        operators.ElicitAction `json:"action"`
+	ElicitationID string              `json:"elicitation_id"`
+	Action        events.ElicitAction `json:"action"`
 	// Content is the accepted object.
 	Content json.RawMessage `json:"content,omitempty"`
 	// Expired, when set, says that nobody answered before the
@@ -93,7 +93,7 @@ type questionAnswered struct {
 func (a *Agent) AnswerElicitation(ctx context.Context, conversationID string, ans ElicitationAnswer) iter.Seq2[events.Event, error] {
 	return func(yield func(events.Event, error) bool) {
 		switch ans.Action {
-		case operators.ElicitAccept, operators.ElicitDecline, operators.ElicitCancel:
+		case events.ElicitAccept, events.ElicitDecline, events.ElicitCancel:
 		default:
 			fail(yield, fmt.Errorf("nodes: answer elicitation: %w: action %q is not accept, decline or cancel", ErrInvalidInput, ans.Action))
 			return
@@ -104,7 +104,7 @@ func (a *Agent) AnswerElicitation(ctx context.Context, conversationID string, an
 			return
 		}
 		if in, q, ok := parkedOn(ins, events.PendingElicitation, ans.ElicitationID); ok {
-			if ans.Action != operators.ElicitAccept {
+			if ans.Action != events.ElicitAccept {
 				ans.Content = nil
 			}
 			if x := ans.Expired; x != nil && !yield(events.New(x), nil) {

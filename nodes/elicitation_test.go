@@ -123,12 +123,12 @@ func TestAQuestionParksTheRunAndTheAnswerResumesIt(t *testing.T) {
 	if r := collect(a.Run(t.Context(), "c1", nodes.Input{Message: "hello"})); !errors.Is(r.err, nodes.ErrApprovalPending) {
 		t.Errorf("a new message while the question waits: %v", r.err)
 	}
-	if r := collect(a.AnswerElicitation(t.Context(), "c1", nodes.ElicitationAnswer{ElicitationID: "nope", Action: operators.ElicitAccept})); !errors.Is(r.err, nodes.ErrNoPendingElicitation) {
+	if r := collect(a.AnswerElicitation(t.Context(), "c1", nodes.ElicitationAnswer{ElicitationID: "nope", Action: events.ElicitAccept})); !errors.Is(r.err, nodes.ErrNoPendingElicitation) {
 		t.Errorf("unknown id: %v", r.err)
 	}
 
 	r = collect(a.AnswerElicitation(t.Context(), "c1", nodes.ElicitationAnswer{ElicitationID: p.ElicitationID,
-		Action: operators.ElicitAccept, Content: json.RawMessage(`{"confirm": true}`)}))
+		Action: events.ElicitAccept, Content: json.RawMessage(`{"confirm": true}`)}))
 	if r.err != nil || last[*events.RunCompleted](r) == nil {
 		t.Fatalf("answered: %s (%v)", r.trace(), r.err)
 	}
@@ -169,7 +169,7 @@ func TestALateAnswerToAQuestionThatCannotTakeItExpires(t *testing.T) {
 		t.Fatalf("run: %s (%v)", r.trace(), r.err)
 	}
 	r = collect(a.AnswerElicitation(t.Context(), "c1", nodes.ElicitationAnswer{ElicitationID: ri.ElicitationIDs[0],
-		Action: operators.ElicitAccept, Content: json.RawMessage(`{"color": "red"}`)}))
+		Action: events.ElicitAccept, Content: json.RawMessage(`{"color": "red"}`)}))
 	if r.err != nil || last[*events.RunCompleted](r) == nil {
 		t.Fatalf("answered: %s (%v)", r.trace(), r.err)
 	}
@@ -195,7 +195,7 @@ func TestAnExpiredQuestionAnnouncesItsDeadline(t *testing.T) {
 	id := ri.ElicitationIDs[0]
 	x := &events.ElicitationExpired{ElicitationID: id, Kind: events.PendingElicitation, Outcome: events.ExpiryDecline,
 		ExpiresAt: time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)}
-	r = collect(a.AnswerElicitation(t.Context(), "c1", nodes.ElicitationAnswer{ElicitationID: id, Action: operators.ElicitDecline, Expired: x}))
+	r = collect(a.AnswerElicitation(t.Context(), "c1", nodes.ElicitationAnswer{ElicitationID: id, Action: events.ElicitDecline, Expired: x}))
 	if r.err != nil || last[*events.RunCompleted](r) == nil {
 		t.Fatalf("declined at the deadline: %s (%v)", r.trace(), r.err)
 	}

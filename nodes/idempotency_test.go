@@ -62,7 +62,7 @@ func TestEveryCallReadsItsIdempotencyKey(t *testing.T) {
 		t.Fatalf("run: %s (%v); want it parked on peek's question", r.trace(), r.err)
 	}
 	r = collect(a.AnswerElicitation(t.Context(), "c1", nodes.ElicitationAnswer{ElicitationID: ri.ElicitationIDs[0],
-		Action: operators.ElicitAccept, Content: json.RawMessage(`{"confirm": true}`)}))
+		Action: events.ElicitAccept, Content: json.RawMessage(`{"confirm": true}`)}))
 	if r.err != nil || last[*events.RunCompleted](r) == nil {
 		t.Fatalf("answered: %s (%v)", r.trace(), r.err)
 	}

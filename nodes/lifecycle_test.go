@@ -225,7 +225,7 @@ func TestElicitation(t *testing.T) {
 		want     string
 		trace    string
 	}{
-		{"answered", elicitor{operators.ElicitResponse{Action: operators.ElicitAccept, Content: []byte(`{"confirm": true}`)}}, "confirmed",
+		{"answered", elicitor{operators.ElicitResponse{Action: events.ElicitAccept, Content: []byte(`{"confirm": true}`)}}, "confirmed",
 			"tool.start:ask elicitation.request elicitation.response tool.complete:ask"},
 		{"no elicitor", nil, "no way to ask the user", "tool.start:ask tool.error:ask"},
 	} {

@@ -78,7 +78,7 @@ func (m *messenger) Stream(_ context.Context, c operators.StreamChunk) error {
 // operators.ErrNoUser.
 func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (operators.ElicitResponse, error) {
 	if m.elicitor == nil {
-		return operators.ElicitResponse{Action: operators.ElicitDecline},
+		return operators.ElicitResponse{Action: events.ElicitDecline},
 			fmt.Errorf("%w: %s asked %q, but this agent has no way to ask the user (no Elicitor configured)", operators.ErrNoUser, r.Source, r.Message)
 	}
 	m.mu.Lock()
@@ -102,7 +102,7 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 		// run". Recorded before the question is shown, as a client told
 		// of it may see the process die at once.
 		if err := m.calls.Asking(ctx, m.call.key); err != nil {
-			return operators.ElicitResponse{ElicitationID: r.ElicitationID, Action: operators.ElicitCancel},
+			return operators.ElicitResponse{ElicitationID: r.ElicitationID, Action: events.ElicitCancel},
 				fmt.Errorf("nodes: elicitation %s: recording that the call asks: %w", r.ElicitationID, err)
 		}
 	}
@@ -111,7 +111,7 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 	if asking && !errors.Is(err, operators.ErrAskLater) {
 		// Answered: the call goes on, started again.
 		if _, berr := m.calls.Begin(ctx, m.call.key, m.tool, ""); berr != nil {
-			return operators.ElicitResponse{ElicitationID: r.ElicitationID, Action: operators.ElicitCancel},
+			return operators.ElicitResponse{ElicitationID: r.ElicitationID, Action: events.ElicitCancel},
 				fmt.Errorf("nodes: elicitation %s: recording that the call goes on: %w", r.ElicitationID, berr)
 		}
 	}
@@ -126,11 +126,11 @@ func (m *messenger) Elicit(ctx context.Context, r operators.ElicitRequest) (oper
 		m.mu.Unlock()
 		// The tool returns on this error (operators.ErrAskLater says so),
 		// which ends the call.
-		return operators.ElicitResponse{ElicitationID: r.ElicitationID, Action: operators.ElicitCancel}, fmt.Errorf("nodes: elicitation %s: %w", r.ElicitationID, err)
+		return operators.ElicitResponse{ElicitationID: r.ElicitationID, Action: events.ElicitCancel}, fmt.Errorf("nodes: elicitation %s: %w", r.ElicitationID, err)
 	}
 	action := string(resp.Action)
 	if err != nil && action == "" {
-		action = string(operators.ElicitCancel)
+		action = string(events.ElicitCancel)
 	}
 	if resp.Expired != nil {
 		_ = emit(m.call.Context, resp.Expired)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
-	"github.com/trellis-ai/trellis/operators"
 )
 
 var testSubAgents = nodes.SubAgents{Agents: []nodes.SubAgent{
@@ -285,7 +284,7 @@ func TestSubagentQuestionParksTheRun(t *testing.T) {
 		t.Fatalf("%v: %s %+v", r.err, r.trace(), ri)
 	}
 	r = collect(a.AnswerElicitation(t.Context(), "c1", nodes.ElicitationAnswer{ElicitationID: ri.ElicitationIDs[0],
-		Action: operators.ElicitAccept, Content: json.RawMessage(`{"confirm": true}`)}))
+		Action: events.ElicitAccept, Content: json.RawMessage(`{"confirm": true}`)}))
 	if d := last[*events.ResponseDone](r); r.err != nil || d == nil || d.Content != "Clean." {
 		t.Fatalf("%v: %s", r.err, r.trace())
 	}

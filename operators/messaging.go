@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tmc/langchaingo/llms"
+
 	"github.com/trellis-ai/trellis/events"
 )
 
@@ -72,21 +73,12 @@ type ElicitRequest struct {
 	Replayable bool `json:"-"`
 }
 
-// ElicitAction is how the user answered.
-type ElicitAction string
-
-const (
-	ElicitAccept  ElicitAction = "accept"
-	ElicitDecline ElicitAction = "decline"
-	ElicitCancel  ElicitAction = "cancel"
-)
-
 // ElicitResponse is the user's answer; Content is set when Action is
 // accept and satisfies the request's schema.
 type ElicitResponse struct {
-	ElicitationID string          `json:"elicitation_id,omitempty"`
-	Action        ElicitAction    `json:"action"`
-	Content       json.RawMessage `json:"content,omitempty"`
+	ElicitationID string              `json:"elicitation_id,omitempty"`
+	Action        events.ElicitAction `json:"action"`
+	Content       json.RawMessage     `json:"content,omitempty"`
 	// Expired, when set, says that nobody answered before the
 	// question's deadline, which decided Action; the agent announces it
 	// (elicitation.expired) before the response. Tools need not look.
@@ -215,12 +207,12 @@ func (c Call) elicitInto(ctx context.Context, message string, schema *jsonschema
 		return false, err
 	}
 	switch resp.Action {
-	case ElicitAccept:
+	case events.ElicitAccept:
 		if err := json.Unmarshal(resp.Content, dst); err != nil {
 			return false, fmt.Errorf("operators: elicitation answer for %q: %w", message, err)
 		}
 		return true, nil
-	case ElicitDecline:
+	case events.ElicitDecline:
 		return false, nil
 	default:
 		return false, ErrElicitationCanceled
@@ -235,7 +227,7 @@ func (NopMessenger) Progress(context.Context, ProgressEvent) error { return nil 
 func (NopMessenger) Direct(context.Context, DirectEvent) error     { return nil }
 func (NopMessenger) Stream(context.Context, StreamChunk) error     { return nil }
 func (NopMessenger) Elicit(_ context.Context, r ElicitRequest) (ElicitResponse, error) {
-	return ElicitResponse{Action: ElicitDecline}, fmt.Errorf("%w: %s asked %q", ErrNoUser, r.Source, r.Message)
+	return ElicitResponse{Action: events.ElicitDecline}, fmt.Errorf("%w: %s asked %q", ErrNoUser, r.Source, r.Message)
 }
 
 var _ Messenger = NopMessenger{}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -39,9 +40,9 @@ func TestMessagingEventsInOrder(t *testing.T) {
 	p := operators.NewProvider(operators.ProviderConfig{Local: local})
 	rec := &operators.Recorder{Answer: func(r operators.ElicitRequest) operators.ElicitResponse {
 		if strings.Contains(r.Message, "Proceed") {
-			return operators.ElicitResponse{Action: operators.ElicitAccept, Content: json.RawMessage(`{"confirm":true}`)}
+			return operators.ElicitResponse{Action: events.ElicitAccept, Content: json.RawMessage(`{"confirm":true}`)}
 		}
-		return operators.ElicitResponse{Action: operators.ElicitAccept, Content: json.RawMessage(`{"choice":"CSV"}`)}
+		return operators.ElicitResponse{Action: events.ElicitAccept, Content: json.RawMessage(`{"choice":"CSV"}`)}
 	}}
 	res := p.Execute(t.Context(), "chatty", nil, operators.Call{ToolCallID: "tc1", Messenger: rec})
 	if res.Text() != "sent CSV" || !res.DirectResponse {
@@ -88,14 +89,14 @@ func TestDeclineAndNoUser(t *testing.T) {
 
 func TestChooseRejectsAnswerOutsideOptions(t *testing.T) {
 	rec := &operators.Recorder{Answer: func(operators.ElicitRequest) operators.ElicitResponse {
-		return operators.ElicitResponse{Action: operators.ElicitAccept, Content: json.RawMessage(`{"choice":"XML"}`)}
+		return operators.ElicitResponse{Action: events.ElicitAccept, Content: json.RawMessage(`{"choice":"XML"}`)}
 	}}
 	call := operators.Call{Messenger: rec}
 	if _, err := call.Choose(t.Context(), "Format?", []string{"JSON"}); err == nil {
 		t.Error("Choose accepted an answer that is not an option")
 	}
 	rec.Answer = func(operators.ElicitRequest) operators.ElicitResponse {
-		return operators.ElicitResponse{Action: operators.ElicitCancel}
+		return operators.ElicitResponse{Action: events.ElicitCancel}
 	}
 	if _, err := call.Confirm(t.Context(), "Sure?"); !errors.Is(err, operators.ErrElicitationCanceled) {
 		t.Errorf("cancel → %v", err)

@@ -82,16 +82,16 @@ func (r *Recorder) Elicit(ctx context.Context, req ElicitRequest) (ElicitRespons
 	}
 	r.record(events.TypeElicitationRequest, req)
 	if err := ctx.Err(); err != nil {
-		return ElicitResponse{ElicitationID: req.ElicitationID, Action: ElicitCancel}, err
+		return ElicitResponse{ElicitationID: req.ElicitationID, Action: events.ElicitCancel}, err
 	}
-	resp := ElicitResponse{Action: ElicitDecline}
+	resp := ElicitResponse{Action: events.ElicitDecline}
 	if r.Answer != nil {
 		resp = r.Answer(req)
 	}
 	resp.ElicitationID = req.ElicitationID
 	r.record(events.TypeElicitationResponse, struct {
-		ElicitationID string       `json:"elicitation_id"`
-		Action        ElicitAction `json:"action"`
+		ElicitationID string              `json:"elicitation_id"`
+		Action        events.ElicitAction `json:"action"`
 	}{req.ElicitationID, resp.Action})
 	return resp, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
 )
@@ -373,7 +374,7 @@ func TestTimeoutPausesWhileTheUserAnswers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &operators.Recorder{Answer: func(operators.ElicitRequest) operators.ElicitResponse {
 			time.Sleep(time.Minute) // the user thinks
-			return operators.ElicitResponse{Action: operators.ElicitAccept, Content: json.RawMessage(`{"confirm":true}`)}
+			return operators.ElicitResponse{Action: events.ElicitAccept, Content: json.RawMessage(`{"confirm":true}`)}
 		}}
 		src := &fakeSource{name: "asker", specs: []operators.Spec{querySpec("ask")},
 			withCall: func(ctx context.Context, call operators.Call) (operators.Result, error) {

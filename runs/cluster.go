@@ -423,7 +423,7 @@ func (m *Service) elicitationElsewhere(ctx context.Context, user string, e store
 
 // validAnswer checks accepted content against the question's schema.
 func validAnswer(e store.HumanRequest, ans store.ElicitationAnswer) error {
-	if ans.Action != store.ActionAccept {
+	if ans.Action != events.ElicitAccept {
 		return nil
 	}
 	var schema *jsonschema.Schema
@@ -435,7 +435,7 @@ func validAnswer(e store.HumanRequest, ans store.ElicitationAnswer) error {
 
 // decisionOf is the agent's form of an answered approval.
 func decisionOf(a store.HumanRequest) nodes.ApprovalDecision {
-	d := nodes.ApprovalDecision{ApprovalID: a.ID, Decision: events.DecisionKind(a.Approval.Decision), Args: a.Approval.EditedArgs,
+	d := nodes.ApprovalDecision{ApprovalID: a.ID, Decision: a.Approval.Decision, Args: a.Approval.EditedArgs,
 		Reason: a.Approval.Reason, Expired: expiredOf(a)}
 	if d.Expired != nil && d.Reason == "" {
 		d.Reason = "expired: nobody answered before the deadline"
@@ -452,12 +452,12 @@ func responseOf(e store.HumanRequest) operators.ElicitResponse {
 }
 
 // actionOf is the action a resolved elicitation's status records.
-func actionOf(s store.HumanStatus) operators.ElicitAction {
+func actionOf(s store.HumanStatus) events.ElicitAction {
 	switch s {
 	case store.HumanAccepted:
-		return operators.ElicitAccept
+		return events.ElicitAccept
 	case store.HumanDeclined:
-		return operators.ElicitDecline
+		return events.ElicitDecline
 	}
-	return operators.ElicitCancel
+	return events.ElicitCancel
 }

@@ -211,7 +211,7 @@ func (m *Service) expireWaiting(ctx context.Context, e store.HumanRequest) (bool
 		return m.cancelWaiting(ctx, e)
 	}
 	x := &events.ElicitationExpired{ElicitationID: e.ID, Kind: events.PendingElicitation, Outcome: e.OnExpiry, ExpiresAt: *e.ExpiresAt}
-	err := m.asks.respond(e.UserID, operators.ElicitResponse{ElicitationID: e.ID, Action: operators.ElicitDecline, Expired: x})
+	err := m.asks.respond(e.UserID, operators.ElicitResponse{ElicitationID: e.ID, Action: events.ElicitDecline, Expired: x})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return false, nil

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/events"
-	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -19,7 +18,7 @@ func TestExpiredEvents(t *testing.T) {
 		OnExpiry: events.ExpiryDecline, TimedOut: true}
 	resp := responseOf(declined)
 	want := events.ElicitationExpired{ElicitationID: "e1", Kind: events.PendingElicitation, Outcome: events.ExpiryDecline, ExpiresAt: at}
-	if resp.Action != operators.ElicitDecline || resp.Expired == nil || *resp.Expired != want {
+	if resp.Action != events.ElicitDecline || resp.Expired == nil || *resp.Expired != want {
 		t.Errorf("responseOf a declined-at-the-deadline question = %+v", resp)
 	}
 	if x, ok := expiredEvent(declined).(*events.ElicitationExpired); !ok || *x != want {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/store"
@@ -41,7 +42,7 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 		rn = m.live(conversationID)
 	}
 	if rn == nil {
-		return operators.ElicitResponse{Action: operators.ElicitDecline},
+		return operators.ElicitResponse{Action: events.ElicitDecline},
 			fmt.Errorf("runs: elicitation on conversation %s: %w: no run of it is live here", conversationID, operators.ErrNoUser)
 	}
 	id := req.ElicitationID
@@ -57,7 +58,7 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 		// a crash): an answer stored meanwhile is the answer.
 		return responseOf(st), nil
 	} else if err != nil {
-		return operators.ElicitResponse{Action: operators.ElicitCancel}, fmt.Errorf("runs: store elicitation %s: %w", id, err)
+		return operators.ElicitResponse{Action: events.ElicitCancel}, fmt.Errorf("runs: store elicitation %s: %w", id, err)
 	}
 	flag := m.readyFor(id)
 	defer m.forgetReady(id, flag)
@@ -96,12 +97,12 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 	// Record the outcome before the tool goes on, so the record is final
 	// before the run can end. AnswerElicitation records it too;
 	// whichever comes second finds it resolved.
-	var ans store.HumanAnswer = store.ElicitationAnswer{Action: store.ElicitationAction(resp.Action), Content: resp.Content}
+	var ans store.HumanAnswer = store.ElicitationAnswer{Action: resp.Action, Content: resp.Content}
 	switch {
 	case resp.Expired != nil: // the deadline's outcome, not the user's
 		ans = store.DeadlineAnswer{Of: store.KindElicitation, Outcome: resp.Expired.Outcome}
-	case resp.Action != operators.ElicitAccept:
-		ans = store.ElicitationAnswer{Action: store.ElicitationAction(resp.Action)}
+	case resp.Action != events.ElicitAccept:
+		ans = store.ElicitationAnswer{Action: resp.Action}
 	}
 	if _, rerr := m.st.ResolveHumanRequest(bg, rn.userID, id, ans); rerr != nil && !errors.Is(rerr, store.ErrAlreadyResolved) {
 		rn.log.LogAttrs(bg, slog.LevelError, "recording an elicitation's outcome failed", slog.String("elicitation_id", id), slog.Any("error", rerr))
@@ -243,7 +244,7 @@ func (m *Service) awaitElicitation(ctx context.Context, e store.HumanRequest) {
 // not fit the schema), ErrInvalid (an action that is not one).
 func (m *Service) AnswerElicitation(ctx context.Context, user, id string, ans store.ElicitationAnswer) error {
 	return m.settleElicitation(ctx, user, id, ans, store.NoticeElicitation, "answer", func(e store.HumanRequest) error {
-		return m.asks.respond(user, operators.ElicitResponse{ElicitationID: e.ID, Action: operators.ElicitAction(ans.Action), Content: ans.Content})
+		return m.asks.respond(user, operators.ElicitResponse{ElicitationID: e.ID, Action: ans.Action, Content: ans.Content})
 	})
 }
 
@@ -251,7 +252,7 @@ func (m *Service) AnswerElicitation(ctx context.Context, user, id string, ans st
 // a cancel, wherever it waits, as for AnswerElicitation. Errors:
 // store.ErrNotFound, store.ErrAlreadyResolved.
 func (m *Service) CancelElicitation(ctx context.Context, user, id string) error {
-	cancel := store.ElicitationAnswer{Action: store.ActionCancel}
+	cancel := store.ElicitationAnswer{Action: events.ElicitCancel}
 	return m.settleElicitation(ctx, user, id, cancel, store.NoticeElicitationCancel, "cancel", func(e store.HumanRequest) error {
 		return m.asks.cancel(user, e.ID)
 	})

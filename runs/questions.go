@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/store"
@@ -82,7 +83,7 @@ const (
 // resolution is how a question ended.
 type resolution struct {
 	ElicitationID string
-	Action        operators.ElicitAction
+	Action        events.ElicitAction
 	Reason        reason
 }
 
@@ -177,7 +178,7 @@ func (m *questions) ask(ctx context.Context, r question, h questionHooks) (opera
 	m.mu.Lock()
 	if _, dup := m.pending[id]; dup {
 		m.mu.Unlock()
-		return operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, fmt.Errorf("runs: ask: elicitation %s is already pending", id)
+		return operators.ElicitResponse{ElicitationID: id, Action: events.ElicitCancel}, fmt.Errorf("runs: ask: elicitation %s is already pending", id)
 	}
 	m.pending[id] = e
 	m.mu.Unlock()
@@ -195,7 +196,7 @@ func (m *questions) ask(ctx context.Context, r question, h questionHooks) (opera
 			if !m.withdraw(id) {
 				return resolve(<-e.answer), nil // answered before the announcement failed
 			}
-			return operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, fmt.Errorf("runs: announce elicitation %s: %w", id, err)
+			return operators.ElicitResponse{ElicitationID: id, Action: events.ElicitCancel}, fmt.Errorf("runs: announce elicitation %s: %w", id, err)
 		}
 	}
 
@@ -210,12 +211,12 @@ func (m *questions) ask(ctx context.Context, r question, h questionHooks) (opera
 		}
 		m.log.LogAttrs(ctx, slog.LevelInfo, "elicitation timed out", slog.String("elicitation_id", id),
 			slog.String("source", r.Source), slog.Duration("timeout", timeout))
-		return resolve(answer{operators.ElicitResponse{Action: operators.ElicitCancel}, reasonTimeout}), nil
+		return resolve(answer{operators.ElicitResponse{Action: events.ElicitCancel}, reasonTimeout}), nil
 	case <-ctx.Done():
 		if !m.withdraw(id) {
 			return m.settled(ctx, e, resolve)
 		}
-		resp := resolve(answer{operators.ElicitResponse{Action: operators.ElicitCancel}, reasonAbandoned})
+		resp := resolve(answer{operators.ElicitResponse{Action: events.ElicitCancel}, reasonAbandoned})
 		return resp, fmt.Errorf("runs: elicitation %s: %w", id, context.Cause(ctx))
 	}
 }
@@ -231,7 +232,7 @@ func (m *questions) settled(ctx context.Context, e *entry, resolve func(answer) 
 	case <-e.taken:
 	}
 	<-ctx.Done()
-	resp := resolve(answer{operators.ElicitResponse{Action: operators.ElicitCancel}, reasonAbandoned})
+	resp := resolve(answer{operators.ElicitResponse{Action: events.ElicitCancel}, reasonAbandoned})
 	return resp, fmt.Errorf("runs: elicitation %s: %w", e.p.ElicitationID, context.Cause(ctx))
 }
 
@@ -292,8 +293,8 @@ func (m *questions) lookupLocked(user, id string) (*entry, error) {
 func (m *questions) respond(user string, resp operators.ElicitResponse) error {
 	id := resp.ElicitationID
 	switch resp.Action {
-	case operators.ElicitAccept:
-	case operators.ElicitDecline, operators.ElicitCancel:
+	case events.ElicitAccept:
+	case events.ElicitDecline, events.ElicitCancel:
 		resp.Content = nil
 	default:
 		return fmt.Errorf("%w, got %q", errInvalidAction, resp.Action)
@@ -304,7 +305,7 @@ func (m *questions) respond(user string, resp operators.ElicitResponse) error {
 	if err != nil {
 		return err
 	}
-	if resp.Action == operators.ElicitAccept {
+	if resp.Action == events.ElicitAccept {
 		if err := validate(e, resp.Content); err != nil {
 			return err
 		}
@@ -323,7 +324,7 @@ func (m *questions) cancel(user, id string) error {
 	if err != nil {
 		return err
 	}
-	e.answer <- answer{operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel}, reasonCancelled}
+	e.answer <- answer{operators.ElicitResponse{ElicitationID: id, Action: events.ElicitCancel}, reasonCancelled}
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"go.uber.org/goleak"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/operators"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -110,7 +111,7 @@ func TestAcceptValidatesContent(t *testing.T) {
 		t.Fatalf("waiting = %v", got)
 	}
 	for _, bad := range []string{`{"age": 3}`, `{"name": "Ada", "age": -1}`, `{"name": "Ada", "email": "nope"}`, `[1]`, `nope`} {
-		err := m.respond("u1", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitAccept, Content: json.RawMessage(bad)})
+		err := m.respond("u1", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: events.ElicitAccept, Content: json.RawMessage(bad)})
 		var ve *ValidationError
 		if !errors.Is(err, ErrInvalidContent) || !errors.As(err, &ve) {
 			t.Fatalf("Respond(%s) = %v, want a ValidationError", bad, err)
@@ -120,17 +121,17 @@ func TestAcceptValidatesContent(t *testing.T) {
 		t.Fatal("a refused answer must leave the elicitation pending")
 	}
 	good := json.RawMessage(`{"name": "Ada", "email": "ada@example.com", "age": 36}`)
-	if err := m.respond("u1", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitAccept, Content: good}); err != nil {
+	if err := m.respond("u1", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: events.ElicitAccept, Content: good}); err != nil {
 		t.Fatal(err)
 	}
 	r := <-done
-	if r.err != nil || r.resp.Action != operators.ElicitAccept || string(r.resp.Content) != string(good) || r.resp.ElicitationID != p.ElicitationID {
+	if r.err != nil || r.resp.Action != events.ElicitAccept || string(r.resp.Content) != string(good) || r.resp.ElicitationID != p.ElicitationID {
 		t.Fatalf("Ask = %+v, %v", r.resp, r.err)
 	}
-	if res := rec.resolutions(); len(res) != 1 || res[0].Reason != reasonAnswered || res[0].Action != operators.ElicitAccept {
+	if res := rec.resolutions(); len(res) != 1 || res[0].Reason != reasonAnswered || res[0].Action != events.ElicitAccept {
 		t.Fatalf("resolutions = %+v", res)
 	}
-	if err := m.respond("u1", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitDecline}); !errors.Is(err, store.ErrAlreadyResolved) {
+	if err := m.respond("u1", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: events.ElicitDecline}); !errors.Is(err, store.ErrAlreadyResolved) {
 		t.Fatalf("second answer: %v, want ErrResolved", err)
 	}
 	if len(waiting(m)) != 0 {
@@ -143,22 +144,22 @@ func TestDeclineCancelAndOwnership(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		answer func(id string) error
-		action operators.ElicitAction
+		action events.ElicitAction
 		reason reason
 	}{
 		{"decline", func(id string) error {
-			return m.respond("u1", operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitDecline, Content: json.RawMessage(`{"x":1}`)})
-		}, operators.ElicitDecline, reasonAnswered},
+			return m.respond("u1", operators.ElicitResponse{ElicitationID: id, Action: events.ElicitDecline, Content: json.RawMessage(`{"x":1}`)})
+		}, events.ElicitDecline, reasonAnswered},
 		{"cancel by user", func(id string) error {
-			return m.respond("u1", operators.ElicitResponse{ElicitationID: id, Action: operators.ElicitCancel})
-		}, operators.ElicitCancel, reasonAnswered},
-		{"cancel by DELETE", func(id string) error { return m.cancel("u1", id) }, operators.ElicitCancel, reasonCancelled},
+			return m.respond("u1", operators.ElicitResponse{ElicitationID: id, Action: events.ElicitCancel})
+		}, events.ElicitCancel, reasonAnswered},
+		{"cancel by DELETE", func(id string) error { return m.cancel("u1", id) }, events.ElicitCancel, reasonCancelled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecorder()
 			done := ask(t.Context(), m, request("u1"), rec.hooks())
 			p := <-rec.asked
-			if err := m.respond("u2", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitDecline}); !errors.Is(err, store.ErrNotFound) {
+			if err := m.respond("u2", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: events.ElicitDecline}); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("other user's answer: %v, want ErrNotFound", err)
 			}
 			if err := m.cancel("u2", p.ElicitationID); !errors.Is(err, store.ErrNotFound) {
@@ -176,7 +177,7 @@ func TestDeclineCancelAndOwnership(t *testing.T) {
 			}
 		})
 	}
-	if err := m.respond("", operators.ElicitResponse{ElicitationID: "nope", Action: operators.ElicitDecline}); !errors.Is(err, store.ErrNotFound) {
+	if err := m.respond("", operators.ElicitResponse{ElicitationID: "nope", Action: events.ElicitDecline}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown id: %v", err)
 	}
 	if err := m.respond("", operators.ElicitResponse{ElicitationID: "nope", Action: "maybe"}); !errors.Is(err, store.ErrInvalid) {
@@ -192,7 +193,7 @@ func TestTimeoutCancels(t *testing.T) {
 		done := ask(t.Context(), m, request(""), rec.hooks())
 		p := <-rec.asked
 		r := <-done
-		if r.err != nil || r.resp.Action != operators.ElicitCancel {
+		if r.err != nil || r.resp.Action != events.ElicitCancel {
 			t.Fatalf("Ask = %+v, %v", r.resp, r.err)
 		}
 		if waited := time.Since(start); waited != time.Minute {
@@ -201,7 +202,7 @@ func TestTimeoutCancels(t *testing.T) {
 		if res := rec.resolutions(); len(res) != 1 || res[0].Reason != reasonTimeout {
 			t.Fatalf("resolutions = %+v", res)
 		}
-		if err := m.respond("", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: operators.ElicitDecline}); !errors.Is(err, store.ErrAlreadyResolved) {
+		if err := m.respond("", operators.ElicitResponse{ElicitationID: p.ElicitationID, Action: events.ElicitDecline}); !errors.Is(err, store.ErrAlreadyResolved) {
 			t.Fatalf("late answer: %v, want ErrResolved", err)
 		}
 	})
@@ -215,7 +216,7 @@ func TestContextEndAbandons(t *testing.T) {
 	<-rec.asked
 	cancel()
 	r := <-done
-	if !errors.Is(r.err, context.Canceled) || r.resp.Action != operators.ElicitCancel {
+	if !errors.Is(r.err, context.Canceled) || r.resp.Action != events.ElicitCancel {
 		t.Fatalf("Ask = %+v, %v", r.resp, r.err)
 	}
 	if res := rec.resolutions(); len(res) != 1 || res[0].Reason != reasonAbandoned {

@@ -3,6 +3,7 @@ package runs
 import (
 	"encoding/json"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -55,9 +56,9 @@ type (
 	HumanRequest      = store.HumanRequest
 	HumanKind         = store.HumanKind
 	ApprovalAnswer    = store.ApprovalAnswer
-	Decision          = store.Decision
+	Decision          = events.DecisionKind
 	ElicitationAnswer = store.ElicitationAnswer
-	ElicitationAction = store.ElicitationAction
+	ElicitationAction = events.ElicitAction
 	CallAnswer        = store.CallAnswer
 	CallDecision      = store.CallDecision
 )
@@ -70,13 +71,13 @@ const (
 	KindClarification = store.KindClarification
 	KindUncertainCall = store.KindUncertainCall
 
-	DecisionApprove = store.DecisionApprove
-	DecisionEdit    = store.DecisionEdit
-	DecisionReject  = store.DecisionReject
+	DecisionApprove = events.DecisionApprove
+	DecisionEdit    = events.DecisionEdit
+	DecisionReject  = events.DecisionReject
 
-	ActionAccept  = store.ActionAccept
-	ActionDecline = store.ActionDecline
-	ActionCancel  = store.ActionCancel
+	ActionAccept  = events.ElicitAccept
+	ActionDecline = events.ElicitDecline
+	ActionCancel  = events.ElicitCancel
 
 	CallRetry = store.CallRetry
 	CallSkip  = store.CallSkip

@@ -105,7 +105,7 @@ type Approval struct {
 	Tool       string
 	Args       json.RawMessage // as proposed
 	Revision   int
-	Decision   Decision
+	Decision   events.DecisionKind
 	// EditedArgs are the arguments an edit decided on.
 	EditedArgs json.RawMessage
 	Reason     string
@@ -143,19 +143,19 @@ type UncertainCall struct {
 // them).
 type (
 	approvalJSON struct {
-		ID             string          `json:"approval_id"`
-		ConversationID string          `json:"conversation_id"`
-		RunID          string          `json:"run_id"`
-		ToolCallID     string          `json:"tool_call_id"`
-		Tool           string          `json:"tool"`
-		Args           json.RawMessage `json:"args"`
-		Revision       int             `json:"revision"`
-		Status         HumanStatus     `json:"status"`
-		Decision       Decision        `json:"decision,omitempty"`
-		EditedArgs     json.RawMessage `json:"edited_args,omitempty"`
-		Reason         string          `json:"reason,omitempty"`
-		CreatedAt      time.Time       `json:"created_at"`
-		ResolvedAt     *time.Time      `json:"resolved_at,omitempty"`
+		ID             string              `json:"approval_id"`
+		ConversationID string              `json:"conversation_id"`
+		RunID          string              `json:"run_id"`
+		ToolCallID     string              `json:"tool_call_id"`
+		Tool           string              `json:"tool"`
+		Args           json.RawMessage     `json:"args"`
+		Revision       int                 `json:"revision"`
+		Status         HumanStatus         `json:"status"`
+		Decision       events.DecisionKind `json:"decision,omitempty"`
+		EditedArgs     json.RawMessage     `json:"edited_args,omitempty"`
+		Reason         string              `json:"reason,omitempty"`
+		CreatedAt      time.Time           `json:"created_at"`
+		ResolvedAt     *time.Time          `json:"resolved_at,omitempty"`
 		// expiry is the approval's deadline, when it has one.
 		expiryJSON
 	}
@@ -377,29 +377,19 @@ func (a DeadlineAnswer) Status() HumanStatus {
 
 // Decision is the decision an approval decided by its deadline records;
 // "" for a cancel, and for other kinds.
-func (a DeadlineAnswer) Decision() Decision {
+func (a DeadlineAnswer) Decision() events.DecisionKind {
 	switch a.Outcome {
 	case events.ExpiryApprove:
-		return DecisionApprove
+		return events.DecisionApprove
 	case events.ExpiryReject:
-		return DecisionReject
+		return events.DecisionReject
 	}
 	return ""
 }
 
-// Decision is a human's answer to an approval.
-type Decision string
-
-// Decisions, as POST /approvals/{id} takes them.
-const (
-	DecisionApprove Decision = "approve"
-	DecisionEdit    Decision = "edit"
-	DecisionReject  Decision = "reject"
-)
-
 // ApprovalAnswer is a human's decision on an approval.
 type ApprovalAnswer struct {
-	Decision Decision
+	Decision events.DecisionKind
 	// Args are the edited arguments, a JSON object; required with edit
 	// and ignored otherwise.
 	Args   json.RawMessage
@@ -413,9 +403,9 @@ func (ApprovalAnswer) Kind() HumanKind { return KindApproval }
 // recorded.
 func (a ApprovalAnswer) Validate() error {
 	switch a.Decision {
-	case DecisionApprove, DecisionReject:
+	case events.DecisionApprove, events.DecisionReject:
 		return checkText("reason", a.Reason)
-	case DecisionEdit:
+	case events.DecisionEdit:
 		if !isObject(a.Args) {
 			return fmt.Errorf("%w: an edit needs its args as a JSON object", ErrInvalid)
 		}
@@ -428,25 +418,15 @@ func (a ApprovalAnswer) Validate() error {
 // decision.
 func (a ApprovalAnswer) Status() HumanStatus { return approvalStatuses[a.Decision] }
 
-var approvalStatuses = map[Decision]HumanStatus{
-	DecisionApprove: HumanApproved,
-	DecisionEdit:    HumanEdited,
-	DecisionReject:  HumanRejected,
+var approvalStatuses = map[events.DecisionKind]HumanStatus{
+	events.DecisionApprove: HumanApproved,
+	events.DecisionEdit:    HumanEdited,
+	events.DecisionReject:  HumanRejected,
 }
-
-// ElicitationAction is the user's answer to an elicitation.
-type ElicitationAction string
-
-// Actions, as POST /elicitation/respond takes them.
-const (
-	ActionAccept  ElicitationAction = "accept"
-	ActionDecline ElicitationAction = "decline"
-	ActionCancel  ElicitationAction = "cancel"
-)
 
 // ElicitationAnswer is the user's answer to an elicitation.
 type ElicitationAnswer struct {
-	Action ElicitationAction
+	Action events.ElicitAction
 	// Content is the requested object, with accept; ignored otherwise.
 	Content json.RawMessage
 }
@@ -458,12 +438,12 @@ func (ElicitationAnswer) Kind() HumanKind { return KindElicitation }
 // recorded.
 func (a ElicitationAnswer) Validate() error {
 	switch a.Action {
-	case ActionAccept:
+	case events.ElicitAccept:
 		if a.Content != nil && !isObject(a.Content) {
 			return fmt.Errorf("%w: content is not a JSON object", ErrInvalid)
 		}
 		return nil
-	case ActionDecline, ActionCancel:
+	case events.ElicitDecline, events.ElicitCancel:
 		return nil
 	}
 	return fmt.Errorf("%w: action %q is not accept, decline or cancel", ErrInvalid, a.Action)
@@ -473,10 +453,10 @@ func (a ElicitationAnswer) Validate() error {
 // unknown action.
 func (a ElicitationAnswer) Status() HumanStatus { return elicitationStatuses[a.Action] }
 
-var elicitationStatuses = map[ElicitationAction]HumanStatus{
-	ActionAccept:  HumanAccepted,
-	ActionDecline: HumanDeclined,
-	ActionCancel:  HumanCancelled,
+var elicitationStatuses = map[events.ElicitAction]HumanStatus{
+	events.ElicitAccept:  HumanAccepted,
+	events.ElicitDecline: HumanDeclined,
+	events.ElicitCancel:  HumanCancelled,
 }
 
 // CallDecision is a human's answer to an uncertain call.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -27,7 +28,7 @@ func TestHumanRequestJSON(t *testing.T) {
 				`"revision":2,"status":"pending","created_at":"2026-01-02T03:04:05Z"}`},
 		{"edited approval", store.HumanRequest{ID: "a1", Kind: store.KindApproval, ConversationID: "c", RunID: "r",
 			Status: store.HumanEdited, CreatedAt: created, ResolvedAt: &resolved,
-			Approval: store.Approval{Tool: "t", Args: json.RawMessage(`{}`), Decision: store.DecisionEdit,
+			Approval: store.Approval{Tool: "t", Args: json.RawMessage(`{}`), Decision: events.DecisionEdit,
 				EditedArgs: json.RawMessage(`{"p":2}`), Reason: "safer"}},
 			`{"approval_id":"a1","conversation_id":"c","run_id":"r","tool_call_id":"","tool":"t","args":{},"revision":0,` +
 				`"status":"edited","decision":"edit","edited_args":{"p":2},"reason":"safer","created_at":"2026-01-02T03:04:05Z",` +

@@ -21,6 +21,7 @@ import (
 	"github.com/trellis-ai/trellis/api/metrics"
 	"github.com/trellis-ai/trellis/api/web"
 	"github.com/trellis-ai/trellis/api/web/webtest"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph/checkpoint/sqlite"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/operators"
@@ -175,7 +176,7 @@ func (s *server) bookTable(ctx context.Context, c operators.Call, _ emptyIn) (op
 	if err != nil {
 		return operators.Result{}, err
 	}
-	if resp.Action != operators.ElicitAccept {
+	if resp.Action != events.ElicitAccept {
 		b.Declined = true
 		s.booked <- b
 		return operators.TextResult("the user did not give the details (" + string(resp.Action) + ")"), nil

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/testcheck"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -17,7 +18,7 @@ func testApprovals(t *testing.T, s Record) {
 	args := json.RawMessage(`{"path": "/etc/hosts", "mode": 420}`)
 	a := newPending(t, s, c1, r2, store.NewHumanRequest{ID: "interrupt-7", RunID: r1.ID, Kind: store.KindApproval,
 		Approval: store.Approval{ToolCallID: "call-1", Tool: "write_file", Args: args, Revision: 2}},
-		store.KindElicitation, store.ElicitationAnswer{Action: store.ActionCancel})
+		store.KindElicitation, store.ElicitationAnswer{Action: events.ElicitCancel})
 	noArgs := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r1.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "list"}}))(t)
 	if noArgs.ID == "" || string(noArgs.Approval.Args) != "{}" {
 		t.Errorf("approval without id and args: %+v, want a fresh id and args {}", noArgs)
@@ -32,8 +33,8 @@ func testApprovals(t *testing.T, s Record) {
 	}
 
 	edited := json.RawMessage(`{"path":"/tmp/hosts"}`)
-	res := must(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: edited, Reason: "safer"}))(t)
-	if res.Status != store.HumanEdited || res.Approval.Decision != store.DecisionEdit || string(res.Approval.EditedArgs) != string(edited) ||
+	res := must(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: events.DecisionEdit, Args: edited, Reason: "safer"}))(t)
+	if res.Status != store.HumanEdited || res.Approval.Decision != events.DecisionEdit || string(res.Approval.EditedArgs) != string(edited) ||
 		string(res.Approval.Args) != string(args) || res.Approval.Reason != "safer" || res.ResolvedAt == nil {
 		t.Errorf("ResolveApproval(edit) = %+v", res)
 	} else {
@@ -42,15 +43,15 @@ func testApprovals(t *testing.T, s Record) {
 	if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); !reflect.DeepEqual(got, res) {
 		t.Errorf("GetApproval = %+v\nwant %+v as resolved", got, res)
 	}
-	wantErr(t, "a second answer", second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})), store.ErrAlreadyResolved)
+	wantErr(t, "a second answer", second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: events.DecisionApprove})), store.ErrAlreadyResolved)
 	if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); !reflect.DeepEqual(got, res) {
 		t.Errorf("a refused answer changed the approval: %+v", got)
 	}
-	rej := must(s.ResolveHumanRequest(ctx, alice, noArgs.ID, store.ApprovalAnswer{Decision: store.DecisionReject, Reason: "no", Args: edited}))(t)
+	rej := must(s.ResolveHumanRequest(ctx, alice, noArgs.ID, store.ApprovalAnswer{Decision: events.DecisionReject, Reason: "no", Args: edited}))(t)
 	if rej.Status != store.HumanRejected || rej.Approval.Reason != "no" || rej.Approval.EditedArgs != nil {
 		t.Errorf("ResolveApproval(reject) = %+v: want rejected, reason kept, args ignored", rej)
 	}
-	if ok := must(s.ResolveHumanRequest(ctx, alice, third.ID, store.ApprovalAnswer{Decision: store.DecisionApprove}))(t); ok.Status != store.HumanApproved {
+	if ok := must(s.ResolveHumanRequest(ctx, alice, third.ID, store.ApprovalAnswer{Decision: events.DecisionApprove}))(t); ok.Status != store.HumanApproved {
 		t.Errorf("ResolveApproval(approve) = %+v", ok)
 	}
 	if got := pendingIDs(t, s, store.KindApproval, ""); len(got) != 0 {
@@ -124,9 +125,9 @@ func resolveRace(t *testing.T, n int, resolve func(i int) error) (winner int) {
 func testApprovalResolveConcurrent(t *testing.T, s Record) {
 	a := newApproval(t, s, startRun(t, s, newConversation(t, s, alice), "go"), "deploy")
 	decisions := []store.ApprovalAnswer{
-		{Decision: store.DecisionApprove},
-		{Decision: store.DecisionReject, Reason: "not now"},
-		{Decision: store.DecisionEdit, Args: json.RawMessage(`{"env":"staging"}`)},
+		{Decision: events.DecisionApprove},
+		{Decision: events.DecisionReject, Reason: "not now"},
+		{Decision: events.DecisionEdit, Args: json.RawMessage(`{"env":"staging"}`)},
 	}
 	w := resolveRace(t, 8, func(i int) error {
 		_, err := s.ResolveHumanRequest(t.Context(), alice, a.ID, decisions[i%3])
@@ -144,7 +145,7 @@ func testElicitations(t *testing.T, s Record) {
 	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
 	e := newPending(t, s, c1, r2, store.NewHumanRequest{ID: "elicit_1", RunID: r1.ID, Kind: store.KindElicitation,
 		Elicitation: store.Elicitation{Source: "mcp:calc", Message: "how many?", Schema: schema}},
-		store.KindApproval, store.ApprovalAnswer{Decision: store.DecisionApprove})
+		store.KindApproval, store.ApprovalAnswer{Decision: events.DecisionApprove})
 	e2 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r2.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Message: "name?"}}))(t)
 	if e2.ID == "" || string(e2.Elicitation.Schema) != "{}" {
 		t.Errorf("elicitation without id and schema: %+v", e2)
@@ -158,19 +159,19 @@ func testElicitations(t *testing.T, s Record) {
 	}
 
 	content := json.RawMessage(`{"n": 3}`)
-	acc := must(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: content}))(t)
+	acc := must(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: events.ElicitAccept, Content: content}))(t)
 	if acc.Status != store.HumanAccepted || string(acc.Elicitation.Content) != string(content) || acc.ResolvedAt == nil {
 		t.Errorf("accept = %+v", acc)
 	}
 	if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e.ID))(t); !reflect.DeepEqual(got, acc) {
 		t.Errorf("GetElicitation = %+v\nwant %+v as resolved", got, acc)
 	}
-	wantErr(t, "a second answer", second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionCancel})), store.ErrAlreadyResolved)
-	dec := must(s.ResolveHumanRequest(ctx, alice, e2.ID, store.ElicitationAnswer{Action: store.ActionDecline, Content: content}))(t)
+	wantErr(t, "a second answer", second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: events.ElicitCancel})), store.ErrAlreadyResolved)
+	dec := must(s.ResolveHumanRequest(ctx, alice, e2.ID, store.ElicitationAnswer{Action: events.ElicitDecline, Content: content}))(t)
 	if dec.Status != store.HumanDeclined || dec.Elicitation.Content != nil {
 		t.Errorf("decline = %+v: want declined, content ignored", dec)
 	}
-	if can := must(s.ResolveHumanRequest(ctx, alice, e3.ID, store.ElicitationAnswer{Action: store.ActionCancel}))(t); can.Status != store.HumanCancelled {
+	if can := must(s.ResolveHumanRequest(ctx, alice, e3.ID, store.ElicitationAnswer{Action: events.ElicitCancel}))(t); can.Status != store.HumanCancelled {
 		t.Errorf("cancel = %+v", can)
 	}
 	if all := allPending(t, s, store.KindElicitation, alice, ""); len(all) != 0 {
@@ -181,9 +182,9 @@ func testElicitations(t *testing.T, s Record) {
 func testElicitationResolveConcurrent(t *testing.T, s Record) {
 	e := newElicitation(t, s, startRun(t, s, newConversation(t, s, alice), "go"), "name?")
 	answers := []store.ElicitationAnswer{
-		{Action: store.ActionAccept, Content: json.RawMessage(`{"name":"a"}`)},
-		{Action: store.ActionDecline},
-		{Action: store.ActionCancel},
+		{Action: events.ElicitAccept, Content: json.RawMessage(`{"name":"a"}`)},
+		{Action: events.ElicitDecline},
+		{Action: events.ElicitCancel},
 	}
 	w := resolveRace(t, 8, func(i int) error {
 		_, err := s.ResolveHumanRequest(t.Context(), alice, e.ID, answers[i%3])
@@ -210,7 +211,7 @@ func testFinalRunExpiresPending(t *testing.T, s Record) {
 		if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e.ID))(t); got.Status != store.HumanExpired || got.ResolvedAt == nil {
 			t.Errorf("elicitation after the run %s: %+v, want expired", status, got)
 		}
-		wantErr(t, "answering after the run ended", second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionCancel})), store.ErrAlreadyResolved)
+		wantErr(t, "answering after the run ended", second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: events.ElicitCancel})), store.ErrAlreadyResolved)
 	}
 }
 

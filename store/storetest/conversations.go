@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -185,7 +186,7 @@ func testDeleteCascades(t *testing.T, s Record) {
 		"AppendEvent":         second(s.AppendEvent(ctx, store.NewEvent{RunID: run.ID, Type: "x", Data: json.RawMessage(`{}`)})),
 		"ResumeRun":           second(s.ResumeRun(ctx, run.ID, "p")),
 		"AddMessage":          second(s.AddMessage(ctx, store.NewMessage{RunID: run.ID, Role: store.RoleAssistant})),
-		"ResolveApproval":     second(s.ResolveHumanRequest(ctx, alice, ap.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})),
+		"ResolveApproval":     second(s.ResolveHumanRequest(ctx, alice, ap.ID, store.ApprovalAnswer{Decision: events.DecisionApprove})),
 		"PendingApprovals":    second(s.PendingHumanRequests(ctx, store.KindApproval, alice, gone.ID, store.Page{})),
 		"PendingElicitations": second(s.PendingHumanRequests(ctx, store.KindElicitation, alice, gone.ID, store.Page{})),
 	}, store.ErrNotFound)

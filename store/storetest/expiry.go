@@ -63,18 +63,18 @@ func testApprovalDeadlines(t *testing.T, s Record) {
 		if got.Status != d.Status() || got.Approval.Decision != d.Decision() || !got.TimedOut || got.ResolvedAt == nil {
 			t.Errorf("decided by its deadline (%s): %+v", o, got)
 		}
-		wantErr(t, "a person after the deadline", second(s.ResolveHumanRequest(ctx, alice, ids[i], store.ApprovalAnswer{Decision: store.DecisionApprove})),
+		wantErr(t, "a person after the deadline", second(s.ResolveHumanRequest(ctx, alice, ids[i], store.ApprovalAnswer{Decision: events.DecisionApprove})),
 			store.ErrAlreadyResolved)
 		wantErr(t, "the deadline twice", second(s.ResolveHumanRequest(ctx, alice, ids[i], d)), store.ErrAlreadyResolved)
 	}
-	if got := must(s.ResolveHumanRequest(ctx, alice, plain.ID, store.ApprovalAnswer{Decision: store.DecisionReject}))(t); got.TimedOut {
+	if got := must(s.ResolveHumanRequest(ctx, alice, plain.ID, store.ApprovalAnswer{Decision: events.DecisionReject}))(t); got.TimedOut {
 		t.Errorf("a person's answer is marked timed out: %+v", got)
 	}
 
 	raced := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval,
 		Approval: store.Approval{Tool: "deploy"}, ExpiresAt: &at, OnExpiry: events.ExpiryCancel}))(t)
 	w := resolveRace(t, 8, func(i int) error {
-		var ans store.HumanAnswer = store.ApprovalAnswer{Decision: store.DecisionApprove}
+		var ans store.HumanAnswer = store.ApprovalAnswer{Decision: events.DecisionApprove}
 		if i%2 == 0 {
 			ans = store.DeadlineAnswer{Outcome: events.ExpiryCancel}
 		}
@@ -135,17 +135,17 @@ func testElicitationDeadlines(t *testing.T, s Record) {
 		if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, c.e.ID))(t); got.Status != c.want || !got.TimedOut {
 			t.Errorf("read back after its deadline (%s): %+v", c.e.OnExpiry, got)
 		}
-		wantErr(t, "the user after the deadline", second(s.ResolveHumanRequest(ctx, alice, c.e.ID, store.ElicitationAnswer{Action: store.ActionDecline})),
+		wantErr(t, "the user after the deadline", second(s.ResolveHumanRequest(ctx, alice, c.e.ID, store.ElicitationAnswer{Action: events.ElicitDecline})),
 			store.ErrAlreadyResolved)
 		wantErr(t, "the deadline twice", second(s.ResolveHumanRequest(ctx, alice, c.e.ID, d)), store.ErrAlreadyResolved)
 	}
-	if got := must(s.ResolveHumanRequest(ctx, alice, plain.ID, store.ElicitationAnswer{Action: store.ActionDecline}))(t); got.TimedOut {
+	if got := must(s.ResolveHumanRequest(ctx, alice, plain.ID, store.ElicitationAnswer{Action: events.ElicitDecline}))(t); got.TimedOut {
 		t.Errorf("the user's decline is marked timed out: %+v", got)
 	}
 
 	raced := ask(events.ExpiryDecline)
 	w := resolveRace(t, 8, func(i int) error {
-		var ans store.HumanAnswer = store.ElicitationAnswer{Action: store.ActionAccept, Content: json.RawMessage(`{"n":1}`)}
+		var ans store.HumanAnswer = store.ElicitationAnswer{Action: events.ElicitAccept, Content: json.RawMessage(`{"n":1}`)}
 		if i%2 == 0 {
 			ans = store.DeadlineAnswer{Of: store.KindElicitation, Outcome: events.ExpiryDecline}
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -53,7 +54,7 @@ func userCalls(user string, id records) map[string]func(ctx context.Context, s s
 			return second(s.PendingHumanRequests(ctx, store.KindApproval, user, id.conversation, store.Page{}))
 		},
 		"ResolveApproval": func(ctx context.Context, s store.Store) error {
-			return second(s.ResolveHumanRequest(ctx, user, id.approval, store.ApprovalAnswer{Decision: store.DecisionApprove}))
+			return second(s.ResolveHumanRequest(ctx, user, id.approval, store.ApprovalAnswer{Decision: events.DecisionApprove}))
 		},
 		"GetElicitation": func(ctx context.Context, s store.Store) error {
 			return second(s.GetHumanRequest(ctx, store.KindElicitation, user, id.elicitation))
@@ -62,7 +63,7 @@ func userCalls(user string, id records) map[string]func(ctx context.Context, s s
 			return second(s.PendingHumanRequests(ctx, store.KindElicitation, user, id.conversation, store.Page{}))
 		},
 		"ResolveElicitation": func(ctx context.Context, s store.Store) error {
-			return second(s.ResolveHumanRequest(ctx, user, id.elicitation, store.ElicitationAnswer{Action: store.ActionCancel}))
+			return second(s.ResolveHumanRequest(ctx, user, id.elicitation, store.ElicitationAnswer{Action: events.ElicitCancel}))
 		},
 	}
 }
@@ -161,10 +162,10 @@ func testInvalidInput(t *testing.T, s Record) {
 		"CreateApproval without tool":       second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval})),
 		"CreateElicitation, schema array":   second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Schema: json.RawMessage(`[]`)}})),
 		"ResolveApproval, bad decision":     second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: "maybe"})),
-		"ResolveApproval, edit no args":     second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit})),
-		"ResolveApproval, edit bad args":    second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: json.RawMessage(`"x"`)})),
+		"ResolveApproval, edit no args":     second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: events.DecisionEdit})),
+		"ResolveApproval, edit bad args":    second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: events.DecisionEdit, Args: json.RawMessage(`"x"`)})),
 		"ResolveElicitation, bad action":    second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: "ignore"})),
-		"ResolveElicitation, bad content":   second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: json.RawMessage(`[1]`)})),
+		"ResolveElicitation, bad content":   second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: events.ElicitAccept, Content: json.RawMessage(`[1]`)})),
 		"CreateHumanRequest without kind":   second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Approval: store.Approval{Tool: "x"}})),
 		"CreateHumanRequest, unknown kind":  second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: "question"})),
 		"GetHumanRequest, unknown kind":     second(s.GetHumanRequest(ctx, "question", alice, a.ID)),

@@ -202,7 +202,7 @@ func testSupersede(t *testing.T, s Record) {
 	if e := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e3.ID))(t); e.Status != store.HumanExpired {
 		t.Errorf("elicitation of a superseded run: %+v, want expired", e)
 	}
-	wantErr(t, "answering an expired approval", second(s.ResolveHumanRequest(ctx, alice, a3.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})), store.ErrAlreadyResolved)
+	wantErr(t, "answering an expired approval", second(s.ResolveHumanRequest(ctx, alice, a3.ID, store.ApprovalAnswer{Decision: events.DecisionApprove})), store.ErrAlreadyResolved)
 	wantErr(t, "resuming a superseded run", second(s.ResumeRun(ctx, r3.ID, "p")), store.ErrConflict)
 	for _, m := range allMessages(t, s, alice, c.ID) {
 		if m.Superseded != (m.RunID == r2.ID || m.RunID == r3.ID) {

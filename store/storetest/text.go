@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -146,14 +147,14 @@ func testUnstorableText(t *testing.T, s Record) {
 				"CreateApproval, tool":           second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: bad}})),
 				"CreateApproval, tool call id":   second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x", ToolCallID: bad}})),
 				"CreateApproval, args":           second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x", Args: badJSON}})),
-				"ResolveApproval, reason":        second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionReject, Reason: bad})),
-				"ResolveApproval, edit reason":   second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: json.RawMessage(`{}`), Reason: bad})),
-				"ResolveApproval, edited args":   second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: badJSON})),
+				"ResolveApproval, reason":        second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: events.DecisionReject, Reason: bad})),
+				"ResolveApproval, edit reason":   second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: events.DecisionEdit, Args: json.RawMessage(`{}`), Reason: bad})),
+				"ResolveApproval, edited args":   second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: events.DecisionEdit, Args: badJSON})),
 				"CreateElicitation, id":          second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: bad, RunID: r.ID, Kind: store.KindElicitation})),
 				"CreateElicitation, source":      second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Source: bad}})),
 				"CreateElicitation, message":     second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Message: bad}})),
 				"CreateElicitation, schema":      second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Schema: badJSON}})),
-				"ResolveElicitation, content":    second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: badJSON})),
+				"ResolveElicitation, content":    second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: events.ElicitAccept, Content: badJSON})),
 			}, store.ErrInvalid)
 		})
 	}
@@ -180,8 +181,8 @@ func testJSONEscapesKept(t *testing.T, s Record) {
 	e := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Schema: json.RawMessage(obj)}}))(t)
 	m := must(s.AddMessage(ctx, store.NewMessage{RunID: r.ID, Role: store.RoleAssistant, Content: "x",
 		Citations: json.RawMessage(`[` + obj + `]`), Meta: json.RawMessage(obj)}))(t)
-	a = must(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: store.DecisionEdit, Args: json.RawMessage(obj)}))(t)
-	must(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: store.ActionAccept, Content: json.RawMessage(obj)}))(t)
+	a = must(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: events.DecisionEdit, Args: json.RawMessage(obj)}))(t)
+	must(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: events.ElicitAccept, Content: json.RawMessage(obj)}))(t)
 
 	if got := must(s.EventsAfter(ctx, alice, r.ID, 0, 0))(t); len(got) != 1 || string(got[0].Data) != string(ev.Data) {
 		t.Errorf("events = %+v, want %s", got, ev.Data)

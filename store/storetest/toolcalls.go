@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -88,7 +89,7 @@ func testUncertainCalls(t *testing.T, s Record) {
 	wantErr(t, "no id", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r1.ID, Kind: store.KindUncertainCall,
 		UncertainCall: store.UncertainCall{Tool: "write"}})), store.ErrInvalid)
 	wantErr(t, "asked for as an approval", second(s.GetHumanRequest(ctx, store.KindApproval, alice, h.ID)), store.ErrNotFound)
-	wantErr(t, "answered as an approval", second(s.ResolveHumanRequest(ctx, alice, h.ID, store.ApprovalAnswer{Decision: store.DecisionApprove})), store.ErrNotFound)
+	wantErr(t, "answered as an approval", second(s.ResolveHumanRequest(ctx, alice, h.ID, store.ApprovalAnswer{Decision: events.DecisionApprove})), store.ErrNotFound)
 	wantErr(t, "another user's", second(s.GetHumanRequest(ctx, store.KindUncertainCall, bob, h.ID)), store.ErrNotFound)
 
 	other := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "idem-2", RunID: r2.ID, Kind: store.KindUncertainCall,

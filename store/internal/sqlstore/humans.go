@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/internal/storeutil"
@@ -229,7 +230,7 @@ func (s *Store) ResolveHumanRequest(ctx context.Context, userID, id string, ans 
 	switch ans := ans.(type) {
 	case store.ApprovalAnswer:
 		var edited any
-		if ans.Decision == store.DecisionEdit {
+		if ans.Decision == events.DecisionEdit {
 			edited = string(ans.Args)
 		}
 		r, err = approvals.resolve(ctx, s, userID, id, `status = ?, decision = ?, edited_args = ?, reason = ?`,
@@ -245,7 +246,7 @@ func (s *Store) ResolveHumanRequest(ctx context.Context, userID, id string, ans 
 		}
 	case store.ElicitationAnswer:
 		var content any
-		if ans.Action == store.ActionAccept {
+		if ans.Action == events.ElicitAccept {
 			content = nullJSON(ans.Content)
 		}
 		r, err = elicitations.resolve(ctx, s, userID, id, `status = ?, content = ?`, ans.Status(), content)
