@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trellis-ai/trellis/api/apitest"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -54,7 +55,7 @@ func TestBatchAnswers(t *testing.T) {
 			var ids []string
 			paths := map[string]string{}
 			waitFor(t, "two pending approvals", func() bool {
-				p, err := e.store.PendingHumanRequests(t.Context(), store.KindApproval, "alice", conv, store.Page{})
+				p, err := e.store.PendingHumanRequests(t.Context(), events.PendingApproval, "alice", conv, store.Page{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -271,10 +271,10 @@ func (s *Server) handleChatSync(w http.ResponseWriter, r *http.Request) {
 		// as in run.interrupted's pending.
 		res.Pending = newSyncPending()
 		for _, l := range []struct {
-			kind store.HumanKind
+			kind events.PendingKind
 			into *[]store.HumanRequest
-		}{{store.KindApproval, &res.Pending.Approvals}, {store.KindElicitation, &res.Pending.Elicitations},
-			{store.KindUncertainCall, &res.Pending.UncertainCalls}} {
+		}{{events.PendingApproval, &res.Pending.Approvals}, {events.PendingElicitation, &res.Pending.Elicitations},
+			{events.PendingUncertainCall, &res.Pending.UncertainCalls}} {
 			if *l.into, err = s.runs.Waiting(r.Context(), l.kind, user, rn.ConversationID(), rn.ID()); err != nil {
 				s.writeError(w, r, err)
 				return

@@ -31,7 +31,7 @@ func clarifyDeadlineEnv(t *testing.T, b backend, timeout time.Duration, outcome 
 func clarifyDeadlineOptions(o envOptions, timeout time.Duration, outcome events.ExpiryOutcome, jobs chan<- scheduled) envOptions {
 	o.configure = func(c *apitest.Config) {
 		c.Runs.ClarificationExpiry = operators.Expiry{Timeout: timeout, Outcome: outcome}
-		c.Runs.ScheduleExpiry = func(_ context.Context, kind store.HumanKind, user, id string, at time.Time) error {
+		c.Runs.ScheduleExpiry = func(_ context.Context, kind events.PendingKind, user, id string, at time.Time) error {
 			jobs <- scheduled{kind, user, id, at}
 			return nil
 		}
@@ -82,7 +82,7 @@ func TestClarificationDeadlineContinues(t *testing.T) {
 			p, _ := last.Data["pending"].([]any)
 			item, _ := p[0].(map[string]any)
 			at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(item["expires_at"]))
-			if err != nil || item["on_expiry"] != "continue" || job.kind != store.KindClarification || job.id != id || !job.at.Equal(at) {
+			if err != nil || item["on_expiry"] != "continue" || job.kind != events.PendingClarification || job.id != id || !job.at.Equal(at) {
 				t.Fatalf("run.interrupted %s; scheduled %+v", last.Raw, job)
 			}
 			status, body := e.do("GET", "/api/v1/clarifications/pending?conversation_id="+conv, nil)
@@ -96,11 +96,11 @@ func TestClarificationDeadlineContinues(t *testing.T) {
 				t.Fatalf("pending: %d %s", status, body)
 			}
 			svc := e.srv.Runs()
-			if err := svc.Expire(t.Context(), store.KindClarification, "alice", id); time.Now().Before(at) && !errors.Is(err, runs.ErrNotDue) {
+			if err := svc.Expire(t.Context(), events.PendingClarification, "alice", id); time.Now().Before(at) && !errors.Is(err, runs.ErrNotDue) {
 				t.Errorf("Expire before the deadline: %v, want ErrNotDue", err)
 			}
 			time.Sleep(time.Until(at))
-			if err := svc.Expire(t.Context(), store.KindClarification, "alice", id); err != nil {
+			if err := svc.Expire(t.Context(), events.PendingClarification, "alice", id); err != nil {
 				t.Fatalf("Expire: %v", err)
 			}
 			evs := followFrom(e, conv, last.ID)
@@ -113,7 +113,7 @@ func TestClarificationDeadlineContinues(t *testing.T) {
 					t.Errorf("the deadline started a new run: %v", types(evs))
 				}
 			}
-			if c, err := e.store.GetHumanRequest(t.Context(), store.KindClarification, "alice", id); err != nil ||
+			if c, err := e.store.GetHumanRequest(t.Context(), events.PendingClarification, "alice", id); err != nil ||
 				c.Status != store.HumanAnswered || !c.TimedOut || c.Clarification.Answer != "" {
 				t.Errorf("stored %+v %v", c, err)
 			}
@@ -125,7 +125,7 @@ func TestClarificationDeadlineContinues(t *testing.T) {
 					t.Errorf("a message joined the conversation: %+v", m)
 				}
 			}
-			if err := svc.Expire(t.Context(), store.KindClarification, "alice", id); err != nil {
+			if err := svc.Expire(t.Context(), events.PendingClarification, "alice", id); err != nil {
 				t.Errorf("Expire again: %v", err)
 			}
 		})
@@ -150,7 +150,7 @@ func TestClarificationDeadlineContinuedAcrossARestartKeepsItsAnswer(t *testing.T
 			e1 := newEnv(t, o)
 			last, conv, runID, job := askedClarification(t, e1, jobs)
 			time.Sleep(time.Until(job.at))
-			if err := e1.srv.Runs().Expire(t.Context(), store.KindClarification, "alice", last.str("clarification_id")); err != nil {
+			if err := e1.srv.Runs().Expire(t.Context(), events.PendingClarification, "alice", last.str("clarification_id")); err != nil {
 				t.Fatalf("Expire: %v", err)
 			}
 			// The server shuts down while the answer is written: the run
@@ -198,14 +198,14 @@ func TestClarificationDeadlineCancels(t *testing.T) {
 			last, conv, runID, job := askedClarification(t, e, jobs)
 			id := last.str("clarification_id")
 			time.Sleep(time.Until(job.at))
-			if err := e.srv.Runs().Expire(t.Context(), store.KindClarification, "alice", id); err != nil {
+			if err := e.srv.Runs().Expire(t.Context(), events.PendingClarification, "alice", id); err != nil {
 				t.Fatalf("Expire: %v", err)
 			}
 			evs := followFrom(e, conv, last.ID)
 			if len(evs) != 2 || evs[0].Type != "clarification.expired" || evs[0].str("outcome") != "cancel" || evs[1].Type != "run.cancelled" {
 				t.Fatalf("after the deadline: %v", types(evs))
 			}
-			if c, err := e.store.GetHumanRequest(t.Context(), store.KindClarification, "alice", id); err != nil || c.Status != store.HumanExpired || !c.TimedOut {
+			if c, err := e.store.GetHumanRequest(t.Context(), events.PendingClarification, "alice", id); err != nil || c.Status != store.HumanExpired || !c.TimedOut {
 				t.Errorf("stored %+v %v", c, err)
 			}
 			if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunCancelled {
@@ -244,7 +244,7 @@ func TestClarificationDeadlineRacesAMessage(t *testing.T) {
 				})
 				wg.Go(func() {
 					for range 50 { // tried again on an error, as the job queue does
-						if expired = e.srv.Runs().Expire(context.Background(), store.KindClarification, "alice", id); expired == nil {
+						if expired = e.srv.Runs().Expire(context.Background(), events.PendingClarification, "alice", id); expired == nil {
 							return
 						}
 						time.Sleep(20 * time.Millisecond)
@@ -254,7 +254,7 @@ func TestClarificationDeadlineRacesAMessage(t *testing.T) {
 				if expired != nil {
 					t.Fatalf("Expire: %v", expired)
 				}
-				c, err := e.store.GetHumanRequest(t.Context(), store.KindClarification, "alice", id)
+				c, err := e.store.GetHumanRequest(t.Context(), events.PendingClarification, "alice", id)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -301,7 +301,7 @@ func TestClarificationDecidedBeforeItsRunParks(t *testing.T) {
 			expired := make(chan error, 1)
 			e := newEnv(t, envOptions{backend: b, configure: func(c *apitest.Config) {
 				c.Runs.ClarificationExpiry = operators.Expiry{Timeout: time.Millisecond, Outcome: events.ExpiryContinue}
-				c.Runs.ScheduleExpiry = func(ctx context.Context, kind store.HumanKind, user, id string, at time.Time) error {
+				c.Runs.ScheduleExpiry = func(ctx context.Context, kind events.PendingKind, user, id string, at time.Time) error {
 					time.Sleep(time.Until(at))
 					expired <- svc.Load().Expire(ctx, kind, user, id)
 					return nil

@@ -116,7 +116,7 @@ func TestClusterDeadlineCancelsAQuestionWaitingInAnotherProcess(t *testing.T) {
 		questionExpiry: operators.Expiry{Timeout: 300 * time.Millisecond, Outcome: events.ExpiryCancel},
 		configure: func(c *apitest.Config) {
 			c.Runs.InterruptAfter = time.Minute
-			c.Runs.ScheduleExpiry = func(_ context.Context, kind store.HumanKind, user, id string, at time.Time) error {
+			c.Runs.ScheduleExpiry = func(_ context.Context, kind events.PendingKind, user, id string, at time.Time) error {
 				jobs <- scheduled{kind, user, id, at}
 				return nil
 			}
@@ -128,7 +128,7 @@ func TestClusterDeadlineCancelsAQuestionWaitingInAnotherProcess(t *testing.T) {
 	id := s.until("elicitation.request").str("elicitation_id")
 	job := <-jobs
 	time.Sleep(time.Until(job.at))
-	if err := b.srv.Runs().Expire(t.Context(), store.KindElicitation, "alice", id); err != nil {
+	if err := b.srv.Runs().Expire(t.Context(), events.PendingElicitation, "alice", id); err != nil {
 		t.Fatalf("Expire on the second process: %v", err)
 	}
 	evs := s.all()
@@ -146,7 +146,7 @@ func TestClusterDeadlineCancelsAQuestionWaitingInAnotherProcess(t *testing.T) {
 	if n != 1 {
 		t.Errorf("elicitation.expired %d times: %v", n, ts)
 	}
-	if el, err := b.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id); err != nil || el.Status != store.HumanExpired || !el.TimedOut {
+	if el, err := b.store.GetHumanRequest(t.Context(), events.PendingElicitation, "alice", id); err != nil || el.Status != store.HumanExpired || !el.TimedOut {
 		t.Errorf("the elicitation's record: %+v %v", el, err)
 	}
 	a.close()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trellis-ai/trellis/api/apitest"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -71,7 +72,7 @@ func TestElicitationAnswered(t *testing.T) {
 			if resp := s.events[indexOf(evs, "elicitation.response")]; resp.str("action") != "accept" || resp.str("elicitation_id") != id {
 				t.Errorf("elicitation.response %s", resp.Raw)
 			}
-			el, err := e.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id)
+			el, err := e.store.GetHumanRequest(t.Context(), events.PendingElicitation, "alice", id)
 			if err != nil || el.Status != store.HumanAccepted || !strings.Contains(string(el.Elicitation.Content), "Ada") {
 				t.Errorf("stored %+v %v", el, err)
 			}
@@ -100,7 +101,7 @@ func TestElicitationDeclined(t *testing.T) {
 	if got := toolResult(t, evs); got != "the user would not say (decline)" {
 		t.Errorf("tool result %q", got)
 	}
-	if el, _ := e.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id); el.Status != store.HumanDeclined {
+	if el, _ := e.store.GetHumanRequest(t.Context(), events.PendingElicitation, "alice", id); el.Status != store.HumanDeclined {
 		t.Errorf("stored status %s", el.Status)
 	}
 }
@@ -121,10 +122,10 @@ func TestElicitationNotAnsweredInTimeParks(t *testing.T) {
 			if last.Type != "run.interrupted" || last.str("reason") != "elicitation" || indexOf(evs, "elicitation.response") >= 0 {
 				t.Fatalf("stream: %v %s", types(evs), last.Raw)
 			}
-			if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunInterrupted || r.InterruptReason != store.InterruptElicitation {
+			if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunInterrupted || r.InterruptReason != events.PendingElicitation {
 				t.Fatalf("run %+v %v", r, err)
 			}
-			if el, _ := e.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id); el.Status != store.HumanPending {
+			if el, _ := e.store.GetHumanRequest(t.Context(), events.PendingElicitation, "alice", id); el.Status != store.HumanPending {
 				t.Fatalf("stored status %s, want pending", el.Status)
 			}
 			// A new message waits for the answer.
@@ -149,7 +150,7 @@ func TestElicitationNotAnsweredInTimeParks(t *testing.T) {
 			if got := toolResult(t, rest); got != "hello Late" {
 				t.Errorf("tool result %q", got)
 			}
-			if el, _ := e.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id); el.Status != store.HumanAccepted {
+			if el, _ := e.store.GetHumanRequest(t.Context(), events.PendingElicitation, "alice", id); el.Status != store.HumanAccepted {
 				t.Errorf("stored status %s", el.Status)
 			}
 			e.close()
@@ -171,7 +172,7 @@ func TestElicitationCancelled(t *testing.T) {
 	if resp := evs[indexOf(evs, "elicitation.response")]; resp.str("action") != "cancel" {
 		t.Errorf("elicitation.response %s", resp.Raw)
 	}
-	if el, _ := e.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id); el.Status != store.HumanCancelled {
+	if el, _ := e.store.GetHumanRequest(t.Context(), events.PendingElicitation, "alice", id); el.Status != store.HumanCancelled {
 		t.Errorf("stored status %s", el.Status)
 	}
 	status, body = e.do("DELETE", "/api/v1/elicitation/"+id, nil)
@@ -191,7 +192,7 @@ func TestCancelWhileAToolAsks(t *testing.T) {
 	if evs[len(evs)-1].Type != "run.cancelled" {
 		t.Errorf("run: %v", types(evs))
 	}
-	if el, _ := e.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id); el.Status == store.HumanPending {
+	if el, _ := e.store.GetHumanRequest(t.Context(), events.PendingElicitation, "alice", id); el.Status == store.HumanPending {
 		t.Errorf("the elicitation of a cancelled run is still pending")
 	}
 	e.close()

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trellis-ai/trellis/api/apitest"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -34,8 +35,8 @@ func (e *env) snapshot() string {
 			msgs := runs.Messages
 			fmt.Fprintf(&b, "  %d messages\n", len(msgs))
 		}
-		as, _ := e.store.PendingHumanRequests(ctx, store.KindApproval, user, "", store.Page{Limit: store.MaxLimit})
-		es, _ := e.store.PendingHumanRequests(ctx, store.KindElicitation, user, "", store.Page{Limit: store.MaxLimit})
+		as, _ := e.store.PendingHumanRequests(ctx, events.PendingApproval, user, "", store.Page{Limit: store.MaxLimit})
+		es, _ := e.store.PendingHumanRequests(ctx, events.PendingElicitation, user, "", store.Page{Limit: store.MaxLimit})
 		fmt.Fprintf(&b, "%s: %d approvals, %d elicitations pending\n", user, len(as.Requests), len(es.Requests))
 	}
 	return b.String()

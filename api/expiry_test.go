@@ -17,7 +17,7 @@ import (
 
 // scheduled is a deadline the run service asked to keep.
 type scheduled struct {
-	kind     store.HumanKind
+	kind     events.PendingKind
 	user, id string
 	at       time.Time
 }
@@ -29,7 +29,7 @@ func deadlineEnv(t *testing.T, b backend, timeout time.Duration, outcome events.
 	jobs := make(chan scheduled, 8)
 	e := newEnv(t, envOptions{backend: b, questionExpiry: operators.Expiry{Timeout: timeout, Outcome: outcome},
 		configure: func(c *apitest.Config) {
-			c.Runs.ScheduleExpiry = func(_ context.Context, kind store.HumanKind, user, id string, at time.Time) error {
+			c.Runs.ScheduleExpiry = func(_ context.Context, kind events.PendingKind, user, id string, at time.Time) error {
 				jobs <- scheduled{kind, user, id, at}
 				return nil
 			}
@@ -56,7 +56,7 @@ func TestElicitationDeadlineDeclines(t *testing.T) {
 				t.Fatalf("elicitation.request %s, want a deadline", req.Raw)
 			}
 			job := <-jobs
-			if job.kind != store.KindElicitation || job.id != id || job.user != "alice" || !job.at.Equal(at) {
+			if job.kind != events.PendingElicitation || job.id != id || job.user != "alice" || !job.at.Equal(at) {
 				t.Fatalf("scheduled %+v, want the question's deadline %s", job, at)
 			}
 			status, body := e.do("GET", "/api/v1/elicitation/pending?conversation_id="+conv, nil)
@@ -71,11 +71,11 @@ func TestElicitationDeadlineDeclines(t *testing.T) {
 			}
 
 			svc := e.srv.Runs()
-			if err := svc.Expire(t.Context(), store.KindElicitation, "alice", id); time.Now().Before(at) && !errors.Is(err, runs.ErrNotDue) {
+			if err := svc.Expire(t.Context(), events.PendingElicitation, "alice", id); time.Now().Before(at) && !errors.Is(err, runs.ErrNotDue) {
 				t.Errorf("Expire before the deadline: %v, want ErrNotDue", err)
 			}
 			time.Sleep(time.Until(at)) // the job queue's wait, which this test plays
-			if err := svc.Expire(t.Context(), store.KindElicitation, "alice", id); err != nil {
+			if err := svc.Expire(t.Context(), events.PendingElicitation, "alice", id); err != nil {
 				t.Fatalf("Expire: %v", err)
 			}
 			evs := s.all()
@@ -86,12 +86,12 @@ func TestElicitationDeadlineDeclines(t *testing.T) {
 			if got := toolResult(t, evs); got != "the user would not say (decline)" {
 				t.Errorf("tool result %q", got)
 			}
-			if el, err := e.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id); err != nil || el.Status != store.HumanDeclined || !el.TimedOut {
+			if el, err := e.store.GetHumanRequest(t.Context(), events.PendingElicitation, "alice", id); err != nil || el.Status != store.HumanDeclined || !el.TimedOut {
 				t.Errorf("stored %+v %v", el, err)
 			}
 			status, body = e.do("POST", "/api/v1/elicitation/respond", map[string]any{"elicitation_id": id, "action": "accept", "content": map[string]any{"name": "Ada"}})
 			wantError(t, status, body, http.StatusConflict)
-			if err := svc.Expire(t.Context(), store.KindElicitation, "alice", id); err != nil {
+			if err := svc.Expire(t.Context(), events.PendingElicitation, "alice", id); err != nil {
 				t.Errorf("Expire again: %v", err)
 			}
 		})
@@ -119,7 +119,7 @@ func TestElicitationDeadlineRacesAnAnswer(t *testing.T) {
 				// Tried again on an error, as the job queue does.
 				var err error
 				for range 50 {
-					if err = e.srv.Runs().Expire(context.Background(), store.KindElicitation, "alice", id); err == nil {
+					if err = e.srv.Runs().Expire(context.Background(), events.PendingElicitation, "alice", id); err == nil {
 						return
 					}
 					time.Sleep(20 * time.Millisecond)
@@ -128,7 +128,7 @@ func TestElicitationDeadlineRacesAnAnswer(t *testing.T) {
 			})
 			wg.Wait()
 			evs := s.all()
-			el, err := e.store.GetHumanRequest(t.Context(), store.KindElicitation, "alice", id)
+			el, err := e.store.GetHumanRequest(t.Context(), events.PendingElicitation, "alice", id)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,7 +22,7 @@ import (
 // a page of the user's pending human requests of the kind, as a list
 // named key: the body API.md gives, with the next page's cursor in a
 // header (see paging.NextCursor).
-func (s *Server) handlePending(kind store.HumanKind, key string) http.HandlerFunc {
+func (s *Server) handlePending(kind events.PendingKind, key string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		page, err := paging.Page(r)
 		if err != nil {
@@ -94,7 +94,7 @@ func (s *Server) decided(w http.ResponseWriter, r *http.Request, kind string, h 
 // uncertainCallRequest is the body of POST
 // /api/v1/uncertain-calls/{uncertain_call_id}.
 type uncertainCallRequest struct {
-	Decision store.CallDecision `json:"decision"`
+	Decision events.CallDecision `json:"decision"`
 }
 
 // handleUncertainCall is POST /api/v1/uncertain-calls/{uncertain_call_id}:
@@ -198,7 +198,7 @@ func (s *Server) handleAnswers(w http.ResponseWriter, r *http.Request) {
 	runID := r.PathValue("run_id")
 	res, err := s.runs.Answer(r.Context(), runs.AnswerRequest{User: userOf(r), ConversationID: r.PathValue("id"), IDs: ids,
 		Decide: func(i int, hr runs.HumanRequest) (runs.Answer, error) {
-			if hr.Kind != store.KindApproval || hr.RunID != runID {
+			if hr.Kind != events.PendingApproval || hr.RunID != runID {
 				return runs.Answer{}, store.ErrNotFound
 			}
 			return runs.Answer{Approval: answers[i]}, nil

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/nodes"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -96,7 +97,7 @@ func TestMultitaskInterruptAndRollback(t *testing.T) {
 					if err != nil || r.Status != store.RunCancelled || r.Superseded != (strategy == "rollback") {
 						t.Errorf("the busy run: %+v %v", r, err)
 					}
-					p, err := e.store.PendingHumanRequests(t.Context(), store.KindApproval, "alice", conv, store.Page{})
+					p, err := e.store.PendingHumanRequests(t.Context(), events.PendingApproval, "alice", conv, store.Page{})
 					if err != nil || len(p.Requests) != 0 {
 						t.Errorf("pending approvals after the %s: %+v %v", strategy, p.Requests, err)
 					}

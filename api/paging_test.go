@@ -12,6 +12,7 @@ import (
 
 	"github.com/trellis-ai/trellis/api/apitest"
 	"github.com/trellis-ai/trellis/documents/ingest"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -191,7 +192,7 @@ func TestListPagesBoundedByBytes(t *testing.T) {
 			large := strings.Repeat("x", store.PageBytes*2/5)
 			var approvals, documents []string
 			for i := range 4 {
-				a, err := e.store.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval,
+				a, err := e.store.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingApproval,
 					Approval: store.Approval{Tool: "write", Args: json.RawMessage(fmt.Sprintf(`{"content":%q}`, large))}})
 				if err != nil {
 					t.Fatal(err)

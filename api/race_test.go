@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -48,7 +49,7 @@ func TestCancelRacingApprove(t *testing.T) {
 						<-e.tools.deleted
 					}
 					t.Logf("round %d: cancel %d, approve %d, stream ended %s, run %s, tool ran %d", i, cancelSt, approveSt, end, r.Status, ran)
-					a, err := e.store.GetHumanRequest(t.Context(), store.KindApproval, "alice", id)
+					a, err := e.store.GetHumanRequest(t.Context(), events.PendingApproval, "alice", id)
 					if err != nil {
 						t.Fatal(err)
 					}

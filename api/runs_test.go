@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trellis-ai/trellis/api/apitest"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/graph"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -220,7 +221,7 @@ func TestApprovalAnsweredOnTheOpenStream(t *testing.T) {
 			if got := <-e.tools.deleted; got != "/tmp/a.txt" {
 				t.Errorf("deleted %q", got)
 			}
-			a, err := e.store.GetHumanRequest(t.Context(), store.KindApproval, "alice", id)
+			a, err := e.store.GetHumanRequest(t.Context(), events.PendingApproval, "alice", id)
 			if err != nil || a.Status != store.HumanApproved {
 				t.Errorf("stored approval %+v %v", a, err)
 			}
@@ -247,7 +248,7 @@ func TestApprovalAfterTheClientLeft(t *testing.T) {
 			if parkedAt.Type != "run.interrupted" || parkedAt.str("reason") != "approval" || !strings.Contains(parkedAt.Raw, id) {
 				t.Fatalf("parked with %s", parkedAt.Raw)
 			}
-			if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunInterrupted || r.InterruptReason != store.InterruptApproval {
+			if r, err := e.store.GetRun(t.Context(), "alice", runID); err != nil || r.Status != store.RunInterrupted || r.InterruptReason != events.PendingApproval {
 				t.Fatalf("parked run %+v %v", r, err)
 			}
 			// A watcher with no event of the run replays the parked
@@ -368,7 +369,7 @@ func TestClarificationThenAnswer(t *testing.T) {
 				t.Fatalf("last %s", last.Raw)
 			}
 			r, _ := e.store.GetRun(t.Context(), "alice", runID)
-			if r.Status != store.RunInterrupted || r.InterruptReason != store.InterruptClarification {
+			if r.Status != store.RunInterrupted || r.InterruptReason != events.PendingClarification {
 				t.Errorf("run %+v", r)
 			}
 			type clarification struct {
@@ -407,7 +408,7 @@ func TestClarificationThenAnswer(t *testing.T) {
 			if got := pending(); len(got) != 0 {
 				t.Errorf("pending after the answer: %+v", got)
 			}
-			if h, err := e.store.GetHumanRequest(t.Context(), store.KindClarification, "alice", want.ID); err != nil ||
+			if h, err := e.store.GetHumanRequest(t.Context(), events.PendingClarification, "alice", want.ID); err != nil ||
 				h.Status != store.HumanAnswered || h.Clarification.Answer != "Paris" {
 				t.Errorf("the answered clarification: %+v, %v", h, err)
 			}
@@ -424,7 +425,7 @@ func TestClarificationThenAnswer(t *testing.T) {
 				t.Fatalf("cancel: %d %s", status, body)
 			}
 			waitFor(t, "the cancelled question expires", func() bool {
-				h, err := e.store.GetHumanRequest(t.Context(), store.KindClarification, "alice", again[0].ID)
+				h, err := e.store.GetHumanRequest(t.Context(), events.PendingClarification, "alice", again[0].ID)
 				return err == nil && h.Status == store.HumanExpired
 			})
 			if got := pending(); len(got) != 0 {
@@ -700,7 +701,7 @@ func TestCancelARunWaitingForAnApproval(t *testing.T) {
 				if err != nil || r.Status != store.RunCancelled {
 					t.Fatalf("run %+v %v", r, err)
 				}
-				a, err := e.store.GetHumanRequest(t.Context(), store.KindApproval, "alice", id)
+				a, err := e.store.GetHumanRequest(t.Context(), events.PendingApproval, "alice", id)
 				if err != nil || a.Status != store.HumanExpired {
 					t.Errorf("approval %+v %v", a, err)
 				}

@@ -19,6 +19,7 @@ import (
 	"github.com/trellis-ai/trellis/api/middleware"
 	"github.com/trellis-ai/trellis/api/signin"
 	"github.com/trellis-ai/trellis/documents/ingest"
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/runs"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -199,13 +200,13 @@ func (s *Server) routes() http.Handler {
 		r.Get("/conversations/{id}/branches", s.handleBranches)
 		r.Get("/conversations/{id}/branches/{run_id}", s.handleBranch)
 		r.Post("/conversations/{id}/branches/{run_id}/activate", s.handleActivateBranch)
-		r.Get("/approvals/pending", s.handlePending(store.KindApproval, "approvals"))
+		r.Get("/approvals/pending", s.handlePending(events.PendingApproval, "approvals"))
 		r.Post("/approvals/{approval_id}", s.handleApproval)
 		r.Post("/elicitation/respond", s.handleElicitationRespond)
-		r.Get("/elicitation/pending", s.handlePending(store.KindElicitation, "elicitations"))
-		r.Get("/clarifications/pending", s.handlePending(store.KindClarification, "clarifications"))
+		r.Get("/elicitation/pending", s.handlePending(events.PendingElicitation, "elicitations"))
+		r.Get("/clarifications/pending", s.handlePending(events.PendingClarification, "clarifications"))
 		r.Delete("/elicitation/{id}", s.handleElicitationCancel)
-		r.Get("/uncertain-calls/pending", s.handlePending(store.KindUncertainCall, "uncertain_calls"))
+		r.Get("/uncertain-calls/pending", s.handlePending(events.PendingUncertainCall, "uncertain_calls"))
 		r.Post("/uncertain-calls/{uncertain_call_id}", s.handleUncertainCall)
 		r.Get("/tools", s.handleTools)
 		r.Get("/conversations/{id}/tasks", s.handleTasks)

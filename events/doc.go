@@ -10,10 +10,11 @@
 // payloads instead of re-parsing JSON. The values those payloads carry
 // live here too: token usage (the usage object of response.done and
 // run.completed, and of every model call in package llm), what a parked
-// run waits for ([Pending]), a person's answers (an approval's decision,
-// [DecisionKind], and a tool question's action, [ElicitAction], which the
-// record, the tools and the surfaces all use), citations, a run's budget,
-// the task board, and run.failed's error codes.
+// run waits for ([Pending]), the kind of a human request ([PendingKind])
+// and a person's answers (an approval's [DecisionKind], a tool question's
+// [ElicitAction], an uncertain call's [CallDecision]), which the record,
+// the tools and the surfaces all use; citations, a run's budget, the task
+// board, and run.failed's error codes.
 //
 // It imports nothing but the standard library, so that every package of
 // the module may import it.

@@ -28,6 +28,19 @@ const (
 	ElicitCancel  ElicitAction = "cancel"
 )
 
+// CallDecision is a person's answer to an uncertain call: a call that
+// was started and not seen to end, so may have run.
+type CallDecision string
+
+const (
+	// CallRetry runs the call again, with the same idempotency key.
+	CallRetry CallDecision = "retry"
+	// CallSkip does not run it; the model is told it was skipped.
+	CallSkip CallDecision = "skip"
+	// CallFail does not run it; the model is told it failed.
+	CallFail CallDecision = "fail"
+)
+
 // ExpiryOutcome is what happens to a human request nobody answered by
 // its deadline: the operator's choice, per rule or for the server. Each
 // kind takes its own outcomes (see ParseExpiryOutcome).
@@ -105,19 +118,36 @@ func ParseExpiryOutcome(kind PendingKind, s string) (ExpiryOutcome, error) {
 	return "", fmt.Errorf("%w: a %s's is %s, not %q", ErrExpiryOutcome, kind, strings.Join(words, ", "), s)
 }
 
-// PendingKind says what a parked run waits for.
+// PendingKind says what a person is asked, and so what a parked run
+// waits for: the kind of a human request in the record, and an
+// interrupted run's reason.
 type PendingKind string
 
 const (
-	PendingApproval      PendingKind = "approval"
+	// PendingApproval: may a tool call run (approve, edit or reject)?
+	PendingApproval PendingKind = "approval"
+	// PendingClarification: the agent asks the user a clarifying
+	// question. The user's next message on the conversation answers it.
 	PendingClarification PendingKind = "clarification"
-	// PendingElicitation: a tool's question nobody answered while the run
-	// could wait; the call ended and the run parked (see AnswerElicitation).
+	// PendingElicitation: a tool asks the user for input (an MCP
+	// elicitation). One nobody answered while the run could wait parks
+	// the run, its call ended.
 	PendingElicitation PendingKind = "elicitation"
 	// PendingUncertainCall: a run recovered after a crash found a call
-	// that may have run; a person decides (see ToolUncertain).
+	// of a tool that is neither read-only nor idempotent started and not
+	// ended; it may have run. A person decides (see ToolUncertain); the
+	// request's id is the call's idempotency key.
 	PendingUncertainCall PendingKind = "uncertain_call"
 )
+
+// Valid reports whether k is one of the four kinds.
+func (k PendingKind) Valid() bool {
+	switch k {
+	case PendingApproval, PendingClarification, PendingElicitation, PendingUncertainCall:
+		return true
+	}
+	return false
+}
 
 // Pending is one thing a parked conversation waits for: a tool call's
 // approval, or the answer to a clarifying question. It is also the payload

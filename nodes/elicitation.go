@@ -78,7 +78,7 @@ type doneCall struct {
 // AnswerUncertainCall read back from the thread.
 type questionAnswered struct {
 	ElicitationAnswer
-	Decision CallDecision `json:"decision,omitempty"`
+	Decision events.CallDecision `json:"decision,omitempty"`
 	// TimedOut: the deadline of the uncertain call, not a person, made
 	// Decision.
 	TimedOut bool           `json:"timed_out,omitempty"`

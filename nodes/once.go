@@ -53,17 +53,6 @@ type CallRecord struct {
 	Again   string
 }
 
-// CallDecision is a person's answer to an uncertain call; the values are
-// the API's.
-type CallDecision string
-
-// Decisions on an uncertain call.
-const (
-	CallRetry CallDecision = "retry"
-	CallSkip  CallDecision = "skip"
-	CallFail  CallDecision = "fail"
-)
-
 // callKey is the idempotency key of the call toolCallID of the
 // execution's turn, derived as elicitation ids are; the agent's
 // namespace and the supervisor's iteration keep apart the calls of a
@@ -120,7 +109,7 @@ func (x *execution) recorded(tool string) bool {
 func (x *execution) begin(ctx context.Context, i int, key string, args json.RawMessage) bool {
 	st := x.steps[i]
 	again := ""
-	if d, ok := x.decided[key]; ok && d.Decision == CallRetry {
+	if d, ok := x.decided[key]; ok && d.Decision == events.CallRetry {
 		again = d.ID
 	}
 	prior, err := x.a.opts.Calls.Begin(ctx, key, st.Tool, again)
@@ -171,7 +160,7 @@ func (x *execution) end(ctx context.Context, i int, key string) {
 // decidedCall is a person's answer to an uncertain call, by its id.
 type decidedCall struct {
 	ID       string
-	Decision CallDecision
+	Decision events.CallDecision
 	TimedOut bool
 }
 
@@ -183,14 +172,14 @@ func (x *execution) undo(ctx context.Context, i int) (ToolResult, bool) {
 	}
 	st := x.steps[i]
 	d, ok := x.decided[x.callKey(st.ToolCallID)]
-	if !ok || d.Decision == CallRetry {
+	if !ok || d.Decision == events.CallRetry {
 		return ToolResult{}, false
 	}
 	chose := "the user chose to"
 	if d.TimedOut {
 		chose = "nobody decided in time, so as the operator set it was decided to"
 	}
-	if d.Decision == CallSkip {
+	if d.Decision == events.CallSkip {
 		return x.skip(ctx, i, "it was running when the service stopped, so it may or may not have taken effect, "+
 			"and "+chose+" skip it rather than run it again"), true
 	}
@@ -204,10 +193,10 @@ func (x *execution) undo(ctx context.Context, i int) (ToolResult, bool) {
 // run found started and not ended, and continues the run; it yields the
 // run's events with the contract of Run. Errors: ErrInvalidInput for an
 // unknown decision, ErrNoPendingElicitation when no such call waits.
-func (a *Agent) AnswerUncertainCall(ctx context.Context, conversationID, id string, d CallDecision, timedOut bool) iter.Seq2[events.Event, error] {
+func (a *Agent) AnswerUncertainCall(ctx context.Context, conversationID, id string, d events.CallDecision, timedOut bool) iter.Seq2[events.Event, error] {
 	return func(yield func(events.Event, error) bool) {
 		switch d {
-		case CallRetry, CallSkip, CallFail:
+		case events.CallRetry, events.CallSkip, events.CallFail:
 		default:
 			fail(yield, fmt.Errorf("nodes: answer uncertain call: %w: decision %q is not retry, skip or fail", ErrInvalidInput, d))
 			return

@@ -30,7 +30,7 @@ const billScript = `{"steps": [
 // the sub-agent reads that it was skipped. Either way the sub-agent and
 // the run finish, and nothing before the call runs again.
 func TestSubagentUncertainCall(t *testing.T) {
-	for _, decision := range []nodes.CallDecision{nodes.CallRetry, nodes.CallSkip} {
+	for _, decision := range []events.CallDecision{events.CallRetry, events.CallSkip} {
 		t.Run(string(decision), func(t *testing.T) {
 			log := &callLog{crashed: map[string]bool{"flaky": true}}
 			reg, model := scriptedModels(t, billScript)
@@ -78,7 +78,7 @@ func TestSubagentUncertainCall(t *testing.T) {
 						flaky = append(flaky, d.Tool)
 					}
 				case *events.ToolError:
-					if decision == nodes.CallSkip && (e.Namespace != "biller:call_b" || !strings.Contains(d.Error, "skip")) {
+					if decision == events.CallSkip && (e.Namespace != "biller:call_b" || !strings.Contains(d.Error, "skip")) {
 						t.Errorf("the skip reads %q under %q", d.Error, e.Namespace)
 					}
 				}
@@ -87,12 +87,12 @@ func TestSubagentUncertainCall(t *testing.T) {
 				t.Errorf("subagent.end %+v", end)
 			}
 			switch decision {
-			case nodes.CallRetry:
+			case events.CallRetry:
 				key := strings.Split(log.begun[0], ":")[1]
 				if !slices.Equal(flaky, []string{"flaky"}) || len(log.begun) != 2 || log.begun[1] != "flaky:"+key+":"+p.UncertainCallID {
 					t.Errorf("retried: started %v, begun %q; want flaky once more, under its key, let run by the decision", flaky, log.begun)
 				}
-			case nodes.CallSkip:
+			case events.CallSkip:
 				if len(flaky) != 0 || len(log.begun) != 1 {
 					t.Errorf("skipped: started %v, begun %q; want nothing run", flaky, log.begun)
 				}

@@ -80,12 +80,12 @@ func TestCallLogRecordsOnlyWhatMustRunOnce(t *testing.T) {
 // tell the model, retry runs it with the same key, once.
 func TestUncertainCallDecisions(t *testing.T) {
 	for _, tc := range []struct {
-		decision nodes.CallDecision
+		decision events.CallDecision
 		want     string // the trace of the call after the decision
 	}{
-		{nodes.CallSkip, "tool.error:flaky"},
-		{nodes.CallFail, "tool.error:flaky"},
-		{nodes.CallRetry, "tool.start:flaky tool.complete:flaky"},
+		{events.CallSkip, "tool.error:flaky"},
+		{events.CallFail, "tool.error:flaky"},
+		{events.CallRetry, "tool.start:flaky tool.complete:flaky"},
 	} {
 		t.Run(string(tc.decision), func(t *testing.T) {
 			log := &callLog{crashed: map[string]bool{"flaky": true}}
@@ -120,15 +120,15 @@ func TestUncertainCallDecisions(t *testing.T) {
 				}
 			}
 			switch tc.decision {
-			case nodes.CallSkip:
+			case events.CallSkip:
 				if got.Status != nodes.ToolSkipped || !strings.Contains(got.Content, "skip") {
 					t.Errorf("the model reads %+v, want it skipped", got)
 				}
-			case nodes.CallFail:
+			case events.CallFail:
 				if got.Status != nodes.ToolError || !strings.HasPrefix(got.Content, "Failed:") {
 					t.Errorf("the model reads %+v, want it failed", got)
 				}
-			case nodes.CallRetry:
+			case events.CallRetry:
 				if len(log.begun) != 2 || log.begun[1] != "flaky:"+key+":"+key {
 					t.Errorf("begun %q, want the retry under the same key, let run by its decision", log.begun)
 				}
@@ -136,7 +136,7 @@ func TestUncertainCallDecisions(t *testing.T) {
 					t.Errorf("the model reads %+v, want the call's result", got)
 				}
 			}
-			if tc.decision != nodes.CallRetry && len(log.begun) != 1 {
+			if tc.decision != events.CallRetry && len(log.begun) != 1 {
 				t.Errorf("begun %q: a call the person did not let run again was begun", log.begun)
 			}
 			if r := collect(h.agent.AnswerUncertainCall(t.Context(), "c1", tu.UncertainCallID, "maybe", false)); !errors.Is(r.err, nodes.ErrInvalidInput) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -98,9 +99,9 @@ func (m *Service) Answer(ctx context.Context, req AnswerRequest) (Answered, erro
 			break
 		}
 		switch hr.Kind {
-		case store.KindApproval:
+		case events.PendingApproval:
 			_, err = m.AnswerApproval(ctx, req.User, hr.ID, answers[i].Approval)
-		case store.KindUncertainCall:
+		case events.PendingUncertainCall:
 			_, err = m.AnswerUncertainCall(ctx, req.User, hr.ID, answers[i].Call)
 		default:
 			err = m.AnswerElicitation(ctx, req.User, hr.ID, answers[i].Elicitation)
@@ -117,7 +118,7 @@ func (m *Service) Answer(ctx context.Context, req AnswerRequest) (Answered, erro
 
 // answerable are the kinds of human request Answer answers; a
 // clarification is answered by the next message instead.
-var answerable = [...]store.HumanKind{store.KindApproval, store.KindElicitation, store.KindUncertainCall}
+var answerable = [...]events.PendingKind{events.PendingApproval, events.PendingElicitation, events.PendingUncertainCall}
 
 // pendingRequest finds the user's request id among the kinds Answer
 // answers. Errors: store.ErrNotFound, the store's.

@@ -129,7 +129,7 @@ func (m *Service) notice(n store.Notice) {
 	switch n.Kind {
 	case store.NoticeApproval:
 		var a store.HumanRequest
-		if a, err = m.st.GetHumanRequest(ctx, store.KindApproval, n.UserID, n.ID); err == nil && a.Status.Answered() {
+		if a, err = m.st.GetHumanRequest(ctx, events.PendingApproval, n.UserID, n.ID); err == nil && a.Status.Answered() {
 			err = m.approvalAnswered(ctx, a, false)
 		}
 	case store.NoticeCancel:
@@ -139,7 +139,7 @@ func (m *Service) notice(n store.Notice) {
 		_, err = m.cancel(ctx, n.UserID, n.ConversationID, "", false)
 	case store.NoticeElicitation:
 		var e store.HumanRequest
-		if e, err = m.st.GetHumanRequest(ctx, store.KindElicitation, n.UserID, n.ID); err == nil && e.Status != store.HumanPending {
+		if e, err = m.st.GetHumanRequest(ctx, events.PendingElicitation, n.UserID, n.ID); err == nil && e.Status != store.HumanPending {
 			err = m.asks.respond(n.UserID, responseOf(e))
 		}
 	case store.NoticeElicitationCancel:

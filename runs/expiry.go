@@ -73,7 +73,7 @@ func (m *Service) showDeadlines(rn *Run, t *events.RunInterrupted) {
 	ctx := context.WithoutCancel(rn.ctx)
 	for i := range t.Pending {
 		p := &t.Pending[i]
-		if a, err := m.st.GetHumanRequest(ctx, store.HumanKind(p.Kind), rn.userID, expiringID(*p)); err == nil {
+		if a, err := m.st.GetHumanRequest(ctx, p.Kind, rn.userID, expiringID(*p)); err == nil {
 			p.ExpiresAt, p.OnExpiry = a.ExpiresAt, a.OnExpiry
 		}
 	}
@@ -110,8 +110,8 @@ func expiringID(p events.Pending) string {
 // began, and does nothing more.
 // Errors: ErrNotDue before the deadline; the store's and the resuming
 // run's (ErrShuttingDown, ErrUnavailable…): call it again.
-func (m *Service) Expire(ctx context.Context, kind store.HumanKind, user, id string) error {
-	if kind == store.KindUncertainCall {
+func (m *Service) Expire(ctx context.Context, kind events.PendingKind, user, id string) error {
+	if kind == events.PendingUncertainCall {
 		// As for a person's decision, the run that asks has parked
 		// before the deadline's is taken up; waited for before resumeMu,
 		// which parking takes.
@@ -144,7 +144,7 @@ func (m *Service) Expire(ctx context.Context, kind store.HumanKind, user, id str
 		if cancelling {
 			return nil // the user's cancel came first: it ends the run and expires the request
 		}
-		if kind == store.KindElicitation {
+		if kind == events.PendingElicitation {
 			if handled, err := m.expireWaiting(ctx, a); handled {
 				return err
 			}
@@ -171,11 +171,11 @@ func (m *Service) Expire(ctx context.Context, kind store.HumanKind, user, id str
 		if errors.Is(err, ErrNothingToRun) || errors.Is(err, store.ErrNotFound) {
 			return nil // ended already
 		}
-	case kind == store.KindElicitation:
+	case kind == events.PendingElicitation:
 		err = m.elicitationExpiredLocked(ctx, a)
-	case kind == store.KindClarification:
+	case kind == events.PendingClarification:
 		err = m.clarificationExpiredLocked(ctx, a)
-	case kind == store.KindUncertainCall:
+	case kind == events.PendingUncertainCall:
 		err = m.resumeWith(ctx, a)
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrRunActive) || errors.Is(err, store.ErrNotFound) {
 			return nil // resumed already, or its run moved on
@@ -221,7 +221,7 @@ func (m *Service) expireWaiting(ctx context.Context, e store.HumanRequest) (bool
 		// record to decide. An answer is recorded right after it reached
 		// the tool (its run may have ended meanwhile); until the record
 		// shows it, the job tries again, and the deadline never wins.
-		if h, err := m.st.GetHumanRequest(ctx, store.KindElicitation, e.UserID, e.ID); err == nil && h.Status != store.HumanPending {
+		if h, err := m.st.GetHumanRequest(ctx, events.PendingElicitation, e.UserID, e.ID); err == nil && h.Status != store.HumanPending {
 			return true, nil
 		}
 		if !m.asks.answered(e.ID) {
@@ -232,7 +232,7 @@ func (m *Service) expireWaiting(ctx context.Context, e store.HumanRequest) (bool
 		return true, fmt.Errorf("runs: expire elicitation %s: %w", e.ID, err)
 	}
 	// The tool records it too; whichever comes second finds it resolved.
-	if _, err := m.st.ResolveHumanRequest(ctx, e.UserID, e.ID, store.DeadlineAnswer{Of: store.KindElicitation, Outcome: e.OnExpiry}); err != nil &&
+	if _, err := m.st.ResolveHumanRequest(ctx, e.UserID, e.ID, store.DeadlineAnswer{Of: events.PendingElicitation, Outcome: e.OnExpiry}); err != nil &&
 		!errors.Is(err, store.ErrAlreadyResolved) {
 		m.log.LogAttrs(ctx, slog.LevelError, "recording an elicitation's expiry failed", slog.String("elicitation_id", e.ID), slog.Any("error", err))
 	}
@@ -257,7 +257,7 @@ func (m *Service) cancelWaiting(ctx context.Context, e store.HumanRequest) (bool
 		}
 		return false, nil
 	}
-	h, err := m.st.ResolveHumanRequest(ctx, e.UserID, e.ID, store.DeadlineAnswer{Of: store.KindElicitation, Outcome: e.OnExpiry})
+	h, err := m.st.ResolveHumanRequest(ctx, e.UserID, e.ID, store.DeadlineAnswer{Of: events.PendingElicitation, Outcome: e.OnExpiry})
 	if errors.Is(err, store.ErrAlreadyResolved) {
 		return false, nil // answered elsewhere: the answer reaches the tool by its notice
 	}
@@ -311,7 +311,7 @@ func (m *Service) elicitationExpiredLocked(ctx context.Context, e store.HumanReq
 // expiredElsewhere). It reports false when no other process owns the
 // run.
 func (m *Service) cancelElsewhere(ctx context.Context, e store.HumanRequest) (bool, error) {
-	if e.Kind != store.KindElicitation {
+	if e.Kind != events.PendingElicitation {
 		return false, nil
 	}
 	r, err := m.st.GetRun(ctx, e.UserID, e.RunID)
@@ -334,7 +334,7 @@ func (m *Service) cancelElsewhere(ctx context.Context, e store.HumanRequest) (bo
 // elicitation.expired sent before the cancel, once however often the
 // notice comes.
 func (m *Service) expiredElsewhere(ctx context.Context, n store.Notice) {
-	h, err := m.st.GetHumanRequest(ctx, store.KindElicitation, n.UserID, n.ID)
+	h, err := m.st.GetHumanRequest(ctx, events.PendingElicitation, n.UserID, n.ID)
 	if err != nil || h.RunID != n.RunID || h.OnExpiry != events.ExpiryCancel || elicitationExpiredOf(h) == nil {
 		return
 	}
@@ -354,7 +354,7 @@ func (m *Service) announceExpiry(ctx context.Context, h store.HumanRequest) {
 	m.mu.Lock()
 	rn := m.byConv[h.ConversationID]
 	m.mu.Unlock()
-	if rn != nil && rn.id == h.RunID && rn.state != stateParking && h.Kind == store.KindElicitation {
+	if rn != nil && rn.id == h.RunID && rn.state != stateParking && h.Kind == events.PendingElicitation {
 		m.emit(rn, x)
 	}
 }
@@ -367,11 +367,11 @@ func expiredEvent(h store.HumanRequest) events.Payload {
 		return nil
 	}
 	switch h.Kind {
-	case store.KindElicitation:
+	case events.PendingElicitation:
 		return elicitationExpiredOf(h)
-	case store.KindClarification:
+	case events.PendingClarification:
 		return &events.ClarificationExpired{ClarificationID: h.ID, Kind: events.PendingClarification, Outcome: h.OnExpiry, ExpiresAt: *h.ExpiresAt}
-	case store.KindUncertainCall:
+	case events.PendingUncertainCall:
 		return &events.UncertainCallExpired{UncertainCallID: h.ID, Kind: events.PendingUncertainCall, Outcome: h.OnExpiry, ExpiresAt: *h.ExpiresAt}
 	}
 	return expiredOf(h)
@@ -408,7 +408,7 @@ func (m *Service) cancelledByDeadline(ctx context.Context, conversationID string
 		return nil
 	}
 	for _, p := range pending {
-		h, err := m.st.GetHumanRequest(ctx, store.HumanKind(p.Kind), rn.userID, expiringID(p))
+		h, err := m.st.GetHumanRequest(ctx, p.Kind, rn.userID, expiringID(p))
 		if err == nil && h.RunID == rn.id && h.OnExpiry == events.ExpiryCancel && h.Status == store.HumanExpired {
 			return expiredEvent(h)
 		}
@@ -442,7 +442,7 @@ func (m *Service) clarificationExpiredLocked(ctx context.Context, c store.HumanR
 	if err != nil {
 		return err
 	}
-	if r.Superseded || r.Status != store.RunInterrupted || r.InterruptReason != store.InterruptClarification {
+	if r.Superseded || r.Status != store.RunInterrupted || r.InterruptReason != events.PendingClarification {
 		return nil
 	}
 	err = m.resume(ctx, c.UserID, c.RunID, false, func(ctx context.Context, conversationID string) iter.Seq2[events.Event, error] {

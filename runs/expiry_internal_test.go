@@ -14,7 +14,7 @@ import (
 // elicitation's elicitation.expired.
 func TestExpiredEvents(t *testing.T) {
 	at := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
-	declined := store.HumanRequest{ID: "e1", Kind: store.KindElicitation, Status: store.HumanDeclined, ExpiresAt: &at,
+	declined := store.HumanRequest{ID: "e1", Kind: events.PendingElicitation, Status: store.HumanDeclined, ExpiresAt: &at,
 		OnExpiry: events.ExpiryDecline, TimedOut: true}
 	resp := responseOf(declined)
 	want := events.ElicitationExpired{ElicitationID: "e1", Kind: events.PendingElicitation, Outcome: events.ExpiryDecline, ExpiresAt: at}
@@ -31,7 +31,7 @@ func TestExpiredEvents(t *testing.T) {
 		t.Errorf("a question the user declined carries an expiry: %+v", resp)
 	}
 
-	approval := store.HumanRequest{ID: "a1", Kind: store.KindApproval, Status: store.HumanExpired, ExpiresAt: &at,
+	approval := store.HumanRequest{ID: "a1", Kind: events.PendingApproval, Status: store.HumanExpired, ExpiresAt: &at,
 		OnExpiry: events.ExpiryCancel, TimedOut: true}
 	if x, ok := expiredEvent(approval).(*events.ApprovalExpired); !ok || x.ApprovalID != "a1" || x.Outcome != events.ExpiryCancel {
 		t.Errorf("expiredEvent of the approval = %#v", expiredEvent(approval))

@@ -79,7 +79,7 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 				// An answer that reached the store before the question was
 				// registered here (through another process, or while this
 				// run was on its way to asking again) is the answer.
-				if st, err := m.st.GetHumanRequest(bg, store.KindElicitation, rn.userID, id); err == nil && st.Status.Answered() {
+				if st, err := m.st.GetHumanRequest(bg, events.PendingElicitation, rn.userID, id); err == nil && st.Status.Answered() {
 					_ = m.asks.respond(rn.userID, responseOf(st))
 				}
 				return nil
@@ -100,7 +100,7 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 	var ans store.HumanAnswer = store.ElicitationAnswer{Action: resp.Action, Content: resp.Content}
 	switch {
 	case resp.Expired != nil: // the deadline's outcome, not the user's
-		ans = store.DeadlineAnswer{Of: store.KindElicitation, Outcome: resp.Expired.Outcome}
+		ans = store.DeadlineAnswer{Of: events.PendingElicitation, Outcome: resp.Expired.Outcome}
 	case resp.Action != events.ElicitAccept:
 		ans = store.ElicitationAnswer{Action: resp.Action}
 	}
@@ -117,11 +117,11 @@ func (e elicitor) Elicit(ctx context.Context, conversationID string, req operato
 // schedule allows.
 func (m *Service) createElicitation(ctx context.Context, rn *Run, id, source, message string, schema json.RawMessage) (store.HumanRequest, error) {
 	at, onExpiry := m.questionDeadline(source)
-	e, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: id, Kind: store.KindElicitation, RunID: rn.id,
+	e, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: id, Kind: events.PendingElicitation, RunID: rn.id,
 		Elicitation: store.Elicitation{Source: store.ToValidText(source), Message: store.ToValidText(message), Schema: schema},
 		ExpiresAt:   at, OnExpiry: onExpiry})
 	if errors.Is(err, store.ErrConflict) {
-		e, err = m.st.GetHumanRequest(ctx, store.KindElicitation, rn.userID, id)
+		e, err = m.st.GetHumanRequest(ctx, events.PendingElicitation, rn.userID, id)
 	}
 	if err != nil {
 		return e, err
@@ -310,7 +310,7 @@ func (m *Service) answerElicitation(ctx context.Context, user string, e store.Hu
 // pendingElicitation returns the user's pending elicitation, once the
 // tool waiting for it can take an answer.
 func (m *Service) pendingElicitation(ctx context.Context, user, id string) (store.HumanRequest, error) {
-	e, err := m.pending(ctx, store.KindElicitation, user, id)
+	e, err := m.pending(ctx, events.PendingElicitation, user, id)
 	if err != nil {
 		return e, err
 	}
@@ -320,7 +320,7 @@ func (m *Service) pendingElicitation(ctx context.Context, user, id string) (stor
 
 // pending returns the user's human request of the kind, with
 // store.ErrAlreadyResolved once it is no longer pending.
-func (m *Service) pending(ctx context.Context, kind store.HumanKind, user, id string) (store.HumanRequest, error) {
+func (m *Service) pending(ctx context.Context, kind events.PendingKind, user, id string) (store.HumanRequest, error) {
 	h, err := m.st.GetHumanRequest(ctx, kind, user, id)
 	if err == nil && h.Status != store.HumanPending {
 		err = store.ErrAlreadyResolved

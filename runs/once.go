@@ -55,7 +55,7 @@ func (m *Service) AnswerUncertainCall(ctx context.Context, user, id string, ans 
 	}
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
-	h, err := m.pending(ctx, store.KindUncertainCall, user, id)
+	h, err := m.pending(ctx, events.PendingUncertainCall, user, id)
 	if err != nil {
 		return store.HumanRequest{}, err
 	}
@@ -79,7 +79,7 @@ func (m *Service) AnswerUncertainCall(ctx context.Context, user, id string, ans 
 // fails without it.
 func (m *Service) uncertainCallAnswered(ctx context.Context, conversationID string, h store.HumanRequest) iter.Seq2[events.Event, error] {
 	decision := store.DecisionOf(h.Status)
-	seq := m.agent.AnswerUncertainCall(ctx, conversationID, h.ID, nodes.CallDecision(decision), h.TimedOut)
+	seq := m.agent.AnswerUncertainCall(ctx, conversationID, h.ID, decision, h.TimedOut)
 	return func(yield func(events.Event, error) bool) {
 		told := false
 		for ev, err := range seq {
@@ -107,10 +107,10 @@ func (m *Service) uncertainCallAnswered(ctx context.Context, conversationID stri
 // its deadline again.
 func (m *Service) askUncertainCall(ctx context.Context, rn *Run, d *events.ToolUncertain) {
 	at, onExpiry := m.deadlineOf(m.cfg.UncertainCallExpiry)
-	h, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.UncertainCallID, Kind: store.KindUncertainCall, RunID: rn.id,
+	h, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.UncertainCallID, Kind: events.PendingUncertainCall, RunID: rn.id,
 		UncertainCall: store.UncertainCall{ToolCallID: d.ToolCallID, Tool: d.Tool, Args: d.Args}, ExpiresAt: at, OnExpiry: onExpiry})
 	if errors.Is(err, store.ErrConflict) {
-		h, err = m.st.GetHumanRequest(ctx, store.KindUncertainCall, rn.userID, d.UncertainCallID)
+		h, err = m.st.GetHumanRequest(ctx, events.PendingUncertainCall, rn.userID, d.UncertainCallID)
 	}
 	if err != nil {
 		rn.log.LogAttrs(ctx, slog.LevelError, "storing an uncertain call failed", slog.String("uncertain_call_id", d.UncertainCallID),

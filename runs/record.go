@@ -38,38 +38,32 @@ const (
 	RunCompleted   = store.RunCompleted
 	RunCancelled   = store.RunCancelled
 	RunFailed      = store.RunFailed
-	// InterruptUncertainCall is the reason of a run parked on a call
-	// that may have run (RunRecord.InterruptReason).
-	InterruptUncertainCall = store.InterruptUncertainCall
-	// InterruptClarification is the reason of a run parked on a
-	// clarifying question, which the next message answers.
-	InterruptClarification = store.InterruptClarification
 
 	MaxConversations = store.MaxLimit
 	MaxRuns          = store.MaxRunLimit
 )
 
 // A human request (an approval, an elicitation, a clarification, an
-// uncertain call) and
-// the answers to it.
+// uncertain call) and the answers to it. Its kind is also an interrupted
+// run's reason (RunRecord.InterruptReason).
 type (
 	HumanRequest      = store.HumanRequest
-	HumanKind         = store.HumanKind
+	HumanKind         = events.PendingKind
 	ApprovalAnswer    = store.ApprovalAnswer
 	Decision          = events.DecisionKind
 	ElicitationAnswer = store.ElicitationAnswer
 	ElicitationAction = events.ElicitAction
 	CallAnswer        = store.CallAnswer
-	CallDecision      = store.CallDecision
+	CallDecision      = events.CallDecision
 )
 
 // Kinds of human request, decisions on an approval, actions on an
 // elicitation.
 const (
-	KindApproval      = store.KindApproval
-	KindElicitation   = store.KindElicitation
-	KindClarification = store.KindClarification
-	KindUncertainCall = store.KindUncertainCall
+	KindApproval      = events.PendingApproval
+	KindElicitation   = events.PendingElicitation
+	KindClarification = events.PendingClarification
+	KindUncertainCall = events.PendingUncertainCall
 
 	DecisionApprove = events.DecisionApprove
 	DecisionEdit    = events.DecisionEdit
@@ -79,9 +73,9 @@ const (
 	ActionDecline = events.ElicitDecline
 	ActionCancel  = events.ElicitCancel
 
-	CallRetry = store.CallRetry
-	CallSkip  = store.CallSkip
-	CallFail  = store.CallFail
+	CallRetry = events.CallRetry
+	CallSkip  = events.CallSkip
+	CallFail  = events.CallFail
 )
 
 // The agent's input and state, as a run takes and reads them.

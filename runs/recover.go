@@ -82,7 +82,7 @@ func (m *Service) recoverConversation(ctx context.Context, user, conversationID 
 	switch {
 	case r.Status == store.RunRunning && r.Owner != m.cfg.Owner && m.cfg.Cluster == nil:
 		return true, m.continueRun(ctx, r)
-	case r.Status == store.RunInterrupted && r.InterruptReason != store.InterruptClarification:
+	case r.Status == store.RunInterrupted && r.InterruptReason != events.PendingClarification:
 		return m.resumeAnswered(ctx, r)
 	}
 	return false, nil
@@ -157,13 +157,13 @@ func (m *Service) resumeAnswered(ctx context.Context, r store.Run) (bool, error)
 		return false, err
 	}
 	for _, p := range pending {
-		kind, id := store.KindApproval, p.ID
+		kind, id := events.PendingApproval, p.ID
 		switch p.Kind {
 		case events.PendingApproval:
 		case events.PendingElicitation:
-			kind, id = store.KindElicitation, p.ElicitationID
+			kind, id = events.PendingElicitation, p.ElicitationID
 		case events.PendingUncertainCall:
-			kind, id = store.KindUncertainCall, p.UncertainCallID
+			kind, id = events.PendingUncertainCall, p.UncertainCallID
 		default:
 			continue // a clarification is answered by the next message, which starts a run of its own
 		}

@@ -471,7 +471,7 @@ func (m *Service) drive(rn *Run, first func(context.Context) iter.Seq2[events.Ev
 			return
 		}
 		if !resume {
-			m.finish(rn, held, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptApproval})
+			m.finish(rn, held, store.RunEnd{Status: store.RunInterrupted, Reason: events.PendingApproval})
 			return
 		}
 		m.fold(rn)
@@ -518,14 +518,14 @@ func (m *Service) consume(rn *Run, seq iter.Seq2[events.Event, error]) (*events.
 			return t, true
 		case string(events.PendingElicitation):
 			m.showDeadlines(rn, t)
-			m.park(rn, t, store.InterruptElicitation, store.KindElicitation, t.ElicitationIDs)
+			m.park(rn, t, events.PendingElicitation, events.PendingElicitation, t.ElicitationIDs)
 		case string(events.PendingUncertainCall):
 			m.showDeadlines(rn, t)
-			m.park(rn, t, store.InterruptUncertainCall, store.KindUncertainCall, t.UncertainCallIDs)
+			m.park(rn, t, events.PendingUncertainCall, events.PendingUncertainCall, t.UncertainCallIDs)
 		default:
 			c := m.askClarification(rn, t)
 			m.showDeadlines(rn, t)
-			m.finish(rn, t, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptClarification})
+			m.finish(rn, t, store.RunEnd{Status: store.RunInterrupted, Reason: events.PendingClarification})
 			if c.ExpiresAt != nil {
 				m.expiredAsItParked(rn, c)
 			}
@@ -576,10 +576,10 @@ func (m *Service) askClarification(rn *Run, t *events.RunInterrupted) store.Huma
 	}
 	ctx := context.WithoutCancel(rn.ctx)
 	at, onExpiry := m.deadlineOf(m.cfg.ClarificationExpiry)
-	c, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: t.ClarificationID, Kind: store.KindClarification, RunID: rn.id,
+	c, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: t.ClarificationID, Kind: events.PendingClarification, RunID: rn.id,
 		Clarification: store.Clarification{Question: store.ToValidText(t.Question)}, ExpiresAt: at, OnExpiry: onExpiry})
 	if errors.Is(err, store.ErrConflict) {
-		c, err = m.st.GetHumanRequest(ctx, store.KindClarification, rn.userID, t.ClarificationID)
+		c, err = m.st.GetHumanRequest(ctx, events.PendingClarification, rn.userID, t.ClarificationID)
 	}
 	if err != nil {
 		rn.log.LogAttrs(ctx, slog.LevelError, "storing a clarifying question failed", slog.String("clarification_id", t.ClarificationID),
@@ -603,7 +603,7 @@ func (m *Service) expiredAsItParked(rn *Run, c store.HumanRequest) {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
 	ctx := context.WithoutCancel(rn.ctx)
-	c, err := m.st.GetHumanRequest(ctx, store.KindClarification, rn.userID, c.ID)
+	c, err := m.st.GetHumanRequest(ctx, events.PendingClarification, rn.userID, c.ID)
 	if err != nil || !c.TimedOut {
 		return // pending still (its deadline's job resumes the parked run), answered, or gone
 	}
@@ -639,7 +639,7 @@ func (m *Service) record(rn *Run, ev events.Event) bool {
 	case *events.ApprovalRequired:
 		ctx := context.WithoutCancel(rn.ctx)
 		at, onExpiry := m.deadline(d.Tool)
-		a, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.ApprovalID, Kind: store.KindApproval, RunID: rn.id,
+		a, err := m.st.CreateHumanRequest(ctx, store.NewHumanRequest{ID: d.ApprovalID, Kind: events.PendingApproval, RunID: rn.id,
 			Approval:  store.Approval{ToolCallID: d.ToolCallID, Tool: d.Tool, Args: d.Args, Revision: d.Revision},
 			ExpiresAt: at, OnExpiry: onExpiry})
 		if errors.Is(err, store.ErrConflict) {
@@ -647,7 +647,7 @@ func (m *Service) record(rn *Run, ev events.Event) bool {
 			// run asks again what its process died waiting for; an answer
 			// stored meanwhile (it may have gone to that process) is
 			// applied now, and a deadline is kept.
-			a, gerr := m.st.GetHumanRequest(ctx, store.KindApproval, rn.userID, d.ApprovalID)
+			a, gerr := m.st.GetHumanRequest(ctx, events.PendingApproval, rn.userID, d.ApprovalID)
 			if rn.recovered && gerr == nil && a.Status.Answered() {
 				select {
 				case rn.answers <- decisionOf(a):
@@ -733,7 +733,7 @@ func (m *Service) fence() string {
 // may read the event before it is sent: whoever sees a terminal event
 // must find the run ended, and may start the next run at once.
 func (m *Service) finish(rn *Run, p events.Payload, end store.RunEnd) {
-	rn.turnOver = end.Status.Final() || end.Reason == store.InterruptClarification
+	rn.turnOver = end.Status.Final() || end.Reason == events.PendingClarification
 	rest, typed, herr := rn.out.hold()
 	if herr != nil {
 		m.abandon(rn)
@@ -895,7 +895,7 @@ func (m *Service) setState(rn *Run, s runState) {
 func (m *Service) AnswerApproval(ctx context.Context, user, id string, ans store.ApprovalAnswer) (store.HumanRequest, error) {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
-	a, err := m.pending(ctx, store.KindApproval, user, id)
+	a, err := m.pending(ctx, events.PendingApproval, user, id)
 	if err != nil {
 		return store.HumanRequest{}, err
 	}
@@ -987,7 +987,7 @@ func (m *Service) resume(ctx context.Context, userID, runID string, cancelling b
 // the answer was stored while it was parking (the answer's handler,
 // serialised with this, resumes a run it finds parked; see
 // elicitationAnswered, AnswerUncertainCall).
-func (m *Service) park(rn *Run, ri *events.RunInterrupted, reason store.InterruptReason, kind store.HumanKind, ids []string) {
+func (m *Service) park(rn *Run, ri *events.RunInterrupted, reason events.PendingKind, kind events.PendingKind, ids []string) {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
 	m.finish(rn, ri, store.RunEnd{Status: store.RunInterrupted, Reason: reason})
@@ -1023,7 +1023,7 @@ func (m *Service) elicitationAnsweredLocked(ctx context.Context, e store.HumanRe
 	if err != nil {
 		return err
 	}
-	if r.Superseded || r.Status != store.RunInterrupted || r.InterruptReason != store.InterruptElicitation {
+	if r.Superseded || r.Status != store.RunInterrupted || r.InterruptReason != events.PendingElicitation {
 		return nil
 	}
 	err = m.resumeWith(ctx, e)
@@ -1039,9 +1039,9 @@ func (m *Service) elicitationAnsweredLocked(ctx context.Context, e store.HumanRe
 func (m *Service) resumeWith(ctx context.Context, h store.HumanRequest) error {
 	return m.resume(ctx, h.UserID, h.RunID, false, func(ctx context.Context, conversationID string) iter.Seq2[events.Event, error] {
 		switch h.Kind {
-		case store.KindApproval:
+		case events.PendingApproval:
 			return m.agent.Resume(ctx, conversationID, decisionOf(h))
-		case store.KindUncertainCall:
+		case events.PendingUncertainCall:
 			return m.uncertainCallAnswered(ctx, conversationID, h)
 		}
 		r := responseOf(h)

@@ -177,7 +177,7 @@ type Config struct {
 	// same request it keeps one. It must not block for long. Nil:
 	// requests get no deadline, whatever the tools' rules say, since
 	// nothing would keep it.
-	ScheduleExpiry func(ctx context.Context, kind store.HumanKind, userID, id string, at time.Time) error
+	ScheduleExpiry func(ctx context.Context, kind events.PendingKind, userID, id string, at time.Time) error
 	// ClarificationExpiry is the deadline of the agent's clarifying
 	// questions, and what happens then (continue or cancel);
 	// UncertainCallExpiry that of the decision on a call that may have

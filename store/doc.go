@@ -1,8 +1,8 @@
 // Package store is the chat service's persistent record: conversations,
 // runs, the messages and events of each run, and the human requests a run
 // waits on: approvals, elicitations, clarifications and uncertain calls,
-// one HumanRequest with a HumanKind, a shared HumanStatus and a typed part
-// per kind; and, through Documents, the records of uploaded documents,
+// one HumanRequest with a kind (events.PendingKind), a shared HumanStatus
+// and a typed part per kind; and, through Documents, the records of uploaded documents,
 // their chunks and the full-text index over them; through Memories, what
 // the agent remembers of each user; through ToolCalls, the record of the
 // calls that must not run twice on their own; through Keys, the API keys

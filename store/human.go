@@ -10,27 +10,6 @@ import (
 	"github.com/trellis-ai/trellis/events"
 )
 
-// HumanKind says what a human is asked: a run waits on a human request of
-// one kind.
-type HumanKind string
-
-// Human request kinds.
-const (
-	// KindApproval: may a tool call run (approve, edit or reject)?
-	KindApproval HumanKind = "approval"
-	// KindElicitation: a tool asks the user for input (MCP elicitation).
-	KindElicitation HumanKind = "elicitation"
-	// KindClarification: the agent asks the user a clarifying question.
-	// The user's next message on the conversation is the answer: it is
-	// recorded by the StartRun that starts the run carrying it.
-	KindClarification HumanKind = "clarification"
-	// KindUncertainCall: a run recovered after a crash found a call of a
-	// tool that is neither read-only nor idempotent started and not
-	// ended; it may have run. Run it again, skip it, or treat it as
-	// failed? The request's id is the call's idempotency key.
-	KindUncertainCall HumanKind = "uncertain_call"
-)
-
 // HumanStatus is where a human request is in its life: pending, answered
 // (in a kind's own words) or expired. All but pending are final.
 type HumanStatus string
@@ -70,7 +49,7 @@ func (s HumanStatus) Answered() bool { return s != HumanPending && s != HumanExp
 // of its Kind; the other part is zero.
 type HumanRequest struct {
 	ID             string
-	Kind           HumanKind
+	Kind           events.PendingKind
 	ConversationID string
 	RunID          string
 	UserID         string
@@ -85,10 +64,10 @@ type HumanRequest struct {
 	// not a person.
 	TimedOut bool
 
-	Approval      Approval      // with KindApproval
-	Elicitation   Elicitation   // with KindElicitation
-	Clarification Clarification // with KindClarification
-	UncertainCall UncertainCall // with KindUncertainCall
+	Approval      Approval      // with events.PendingApproval
+	Elicitation   Elicitation   // with events.PendingElicitation
+	Clarification Clarification // with events.PendingClarification
+	UncertainCall UncertainCall // with events.PendingUncertainCall
 }
 
 // HumanRequestPage is one page of PendingHumanRequests.
@@ -98,8 +77,8 @@ type HumanRequestPage struct {
 	NextCursor string
 }
 
-// Approval is the part of a human request of KindApproval: a tool call
-// waiting for a human's yes, and the decision on it.
+// Approval is the part of a human request of events.PendingApproval: a
+// tool call waiting for a human's yes, and the decision on it.
 type Approval struct {
 	ToolCallID string
 	Tool       string
@@ -111,8 +90,9 @@ type Approval struct {
 	Reason     string
 }
 
-// Elicitation is the part of a human request of KindElicitation: a tool's
-// request for input from the user, and what the user accepted with.
+// Elicitation is the part of a human request of
+// events.PendingElicitation: a tool's request for input from the user,
+// and what the user accepted with.
 type Elicitation struct {
 	Source  string
 	Message string
@@ -120,15 +100,17 @@ type Elicitation struct {
 	Content json.RawMessage
 }
 
-// Clarification is the part of a human request of KindClarification: the
-// agent's question, and the message that answered it.
+// Clarification is the part of a human request of
+// events.PendingClarification: the agent's question, and the message
+// that answered it, which the StartRun of the run carrying it records.
 type Clarification struct {
 	Question string
 	Answer   string
 }
 
-// UncertainCall is the part of a human request of KindUncertainCall: the
-// call that may have run, and what was decided (see CallDecision).
+// UncertainCall is the part of a human request of
+// events.PendingUncertainCall: the call that may have run, and what was
+// decided (see events.CallDecision).
 type UncertainCall struct {
 	ToolCallID string
 	Tool       string
@@ -193,16 +175,16 @@ type (
 	// uncertainCallJSON is an item of GET /uncertain-calls/pending,
 	// named as tool.uncertain names it.
 	uncertainCallJSON struct {
-		ID             string          `json:"uncertain_call_id"`
-		ConversationID string          `json:"conversation_id"`
-		RunID          string          `json:"run_id"`
-		ToolCallID     string          `json:"tool_call_id"`
-		Tool           string          `json:"tool"`
-		Args           json.RawMessage `json:"args"`
-		Status         HumanStatus     `json:"status"`
-		Decision       CallDecision    `json:"decision,omitempty"`
-		CreatedAt      time.Time       `json:"created_at"`
-		ResolvedAt     *time.Time      `json:"resolved_at,omitempty"`
+		ID             string              `json:"uncertain_call_id"`
+		ConversationID string              `json:"conversation_id"`
+		RunID          string              `json:"run_id"`
+		ToolCallID     string              `json:"tool_call_id"`
+		Tool           string              `json:"tool"`
+		Args           json.RawMessage     `json:"args"`
+		Status         HumanStatus         `json:"status"`
+		Decision       events.CallDecision `json:"decision,omitempty"`
+		CreatedAt      time.Time           `json:"created_at"`
+		ResolvedAt     *time.Time          `json:"resolved_at,omitempty"`
 		expiryJSON
 	}
 )
@@ -210,24 +192,24 @@ type (
 // MarshalJSON writes the request as the API shows one of its kind.
 func (r HumanRequest) MarshalJSON() ([]byte, error) {
 	switch r.Kind {
-	case KindApproval:
+	case events.PendingApproval:
 		a := r.Approval
 		return json.Marshal(approvalJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
 			ToolCallID: a.ToolCallID, Tool: a.Tool, Args: a.Args, Revision: a.Revision, Status: r.Status,
 			Decision: a.Decision, EditedArgs: a.EditedArgs, Reason: a.Reason, CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt,
 			expiryJSON: expiryJSON{ExpiresAt: r.ExpiresAt, OnExpiry: r.OnExpiry, TimedOut: r.TimedOut}})
-	case KindElicitation:
+	case events.PendingElicitation:
 		e := r.Elicitation
 		return json.Marshal(elicitationJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
 			Source: e.Source, Message: e.Message, Schema: e.Schema, Status: r.Status, Content: e.Content,
 			CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt,
 			expiryJSON: expiryJSON{ExpiresAt: r.ExpiresAt, OnExpiry: r.OnExpiry, TimedOut: r.TimedOut}})
-	case KindClarification:
+	case events.PendingClarification:
 		c := r.Clarification
 		return json.Marshal(clarificationJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
 			Question: c.Question, Status: r.Status, Answer: c.Answer, CreatedAt: r.CreatedAt, ResolvedAt: r.ResolvedAt,
 			expiryJSON: expiryJSON{ExpiresAt: r.ExpiresAt, OnExpiry: r.OnExpiry, TimedOut: r.TimedOut}})
-	case KindUncertainCall:
+	case events.PendingUncertainCall:
 		u := r.UncertainCall
 		return json.Marshal(uncertainCallJSON{ID: r.ID, ConversationID: r.ConversationID, RunID: r.RunID,
 			ToolCallID: u.ToolCallID, Tool: u.Tool, Args: u.Args, Status: r.Status, Decision: DecisionOf(r.Status),
@@ -241,7 +223,7 @@ func (r HumanRequest) MarshalJSON() ([]byte, error) {
 // part of its Kind (answer fields there are ignored).
 type NewHumanRequest struct {
 	ID            string // "" for a fresh one
-	Kind          HumanKind
+	Kind          events.PendingKind
 	RunID         string        // required
 	Approval      Approval      // Tool required; Args a JSON object, nil means {}
 	Elicitation   Elicitation   // Schema a JSON object, nil means {}
@@ -264,13 +246,13 @@ func (n NewHumanRequest) Validate() error {
 	case n.ExpiresAt == nil && n.OnExpiry != "":
 		return fmt.Errorf("%w: an outcome at expiry needs a deadline", ErrInvalid)
 	case n.ExpiresAt != nil:
-		if !slices.Contains(events.ExpiryOutcomes(events.PendingKind(n.Kind)), n.OnExpiry) {
-			_, err := events.ParseExpiryOutcome(events.PendingKind(n.Kind), string(n.OnExpiry))
+		if !slices.Contains(events.ExpiryOutcomes(n.Kind), n.OnExpiry) {
+			_, err := events.ParseExpiryOutcome(n.Kind, string(n.OnExpiry))
 			return fmt.Errorf("%w: %w", ErrInvalid, cmp.Or(err, fmt.Errorf("an outcome at expiry is required")))
 		}
 	}
 	switch n.Kind {
-	case KindApproval:
+	case events.PendingApproval:
 		a := n.Approval
 		switch {
 		case a.Tool == "":
@@ -281,18 +263,18 @@ func (n NewHumanRequest) Validate() error {
 			return fmt.Errorf("%w: revision %d is negative", ErrInvalid, a.Revision)
 		}
 		return checkText("approval id", n.ID, "tool call id", a.ToolCallID, "tool", a.Tool)
-	case KindElicitation:
+	case events.PendingElicitation:
 		e := n.Elicitation
 		if e.Schema != nil && !isObject(e.Schema) {
 			return fmt.Errorf("%w: schema is not a JSON object", ErrInvalid)
 		}
 		return checkText("elicitation id", n.ID, "source", e.Source, "message", e.Message)
-	case KindClarification:
+	case events.PendingClarification:
 		if n.Clarification.Question == "" {
 			return fmt.Errorf("%w: question is required", ErrInvalid)
 		}
 		return checkText("clarification id", n.ID, "question", n.Clarification.Question)
-	case KindUncertainCall:
+	case events.PendingUncertainCall:
 		u := n.UncertainCall
 		switch {
 		case n.ID == "":
@@ -311,7 +293,7 @@ func (n NewHumanRequest) Validate() error {
 // ApprovalAnswer, an ElicitationAnswer or a CallAnswer.
 type HumanAnswer interface {
 	// Kind is the kind of request the answer is for.
-	Kind() HumanKind
+	Kind() events.PendingKind
 	// Validate reports an ErrInvalid error for an answer that cannot be
 	// recorded.
 	Validate() error
@@ -335,14 +317,14 @@ var (
 // answer), an uncertain call's skip or fail as skipped or failed, and
 // cancel, of any, as expired.
 type DeadlineAnswer struct {
-	// Of is the kind of the request; "" is KindApproval, the first kind
-	// with deadlines.
-	Of      HumanKind
+	// Of is the kind of the request; "" is events.PendingApproval, the
+	// first kind with deadlines.
+	Of      events.PendingKind
 	Outcome events.ExpiryOutcome
 }
 
 // Kind is the kind of the request the deadline decides.
-func (a DeadlineAnswer) Kind() HumanKind { return cmp.Or(a.Of, KindApproval) }
+func (a DeadlineAnswer) Kind() events.PendingKind { return cmp.Or(a.Of, events.PendingApproval) }
 
 // Validate reports an ErrInvalid error for an outcome that is none of
 // the kind's.
@@ -355,7 +337,7 @@ func (a DeadlineAnswer) Validate() error {
 
 // Status is the status a request decided by its deadline takes.
 func (a DeadlineAnswer) Status() HumanStatus {
-	if !slices.Contains(events.ExpiryOutcomes(events.PendingKind(a.Kind())), a.Outcome) {
+	if !slices.Contains(events.ExpiryOutcomes(a.Kind()), a.Outcome) {
 		return ""
 	}
 	switch a.Outcome {
@@ -396,8 +378,8 @@ type ApprovalAnswer struct {
 	Reason string
 }
 
-// Kind is KindApproval.
-func (ApprovalAnswer) Kind() HumanKind { return KindApproval }
+// Kind is events.PendingApproval.
+func (ApprovalAnswer) Kind() events.PendingKind { return events.PendingApproval }
 
 // Validate reports an ErrInvalid error for an answer that cannot be
 // recorded.
@@ -431,8 +413,8 @@ type ElicitationAnswer struct {
 	Content json.RawMessage
 }
 
-// Kind is KindElicitation.
-func (ElicitationAnswer) Kind() HumanKind { return KindElicitation }
+// Kind is events.PendingElicitation.
+func (ElicitationAnswer) Kind() events.PendingKind { return events.PendingElicitation }
 
 // Validate reports an ErrInvalid error for an answer that cannot be
 // recorded.
@@ -459,26 +441,13 @@ var elicitationStatuses = map[events.ElicitAction]HumanStatus{
 	events.ElicitCancel:  HumanCancelled,
 }
 
-// CallDecision is a human's answer to an uncertain call.
-type CallDecision string
-
-// Decisions, as POST /uncertain-calls/{id} takes them.
-const (
-	// CallRetry runs the call again, with the same idempotency key.
-	CallRetry CallDecision = "retry"
-	// CallSkip does not run it; the model is told it was skipped.
-	CallSkip CallDecision = "skip"
-	// CallFail does not run it; the model is told it failed.
-	CallFail CallDecision = "fail"
-)
-
 // CallAnswer is a human's decision on an uncertain call.
 type CallAnswer struct {
-	Decision CallDecision
+	Decision events.CallDecision
 }
 
-// Kind is KindUncertainCall.
-func (CallAnswer) Kind() HumanKind { return KindUncertainCall }
+// Kind is events.PendingUncertainCall.
+func (CallAnswer) Kind() events.PendingKind { return events.PendingUncertainCall }
 
 // Validate reports an ErrInvalid error for an answer that cannot be
 // recorded.
@@ -495,7 +464,7 @@ func (a CallAnswer) Status() HumanStatus { return callStatuses[a.Decision] }
 
 // DecisionOf is the decision an uncertain call's status records; "" while
 // it is pending or expired.
-func DecisionOf(s HumanStatus) CallDecision {
+func DecisionOf(s HumanStatus) events.CallDecision {
 	for d, st := range callStatuses {
 		if st == s {
 			return d
@@ -506,8 +475,8 @@ func DecisionOf(s HumanStatus) CallDecision {
 
 // callStatuses are the statuses uncertain calls' decisions record, one
 // each: read both ways, by Status and DecisionOf.
-var callStatuses = map[CallDecision]HumanStatus{
-	CallRetry: HumanRetried,
-	CallSkip:  HumanSkipped,
-	CallFail:  HumanFailed,
+var callStatuses = map[events.CallDecision]HumanStatus{
+	events.CallRetry: HumanRetried,
+	events.CallSkip:  HumanSkipped,
+	events.CallFail:  HumanFailed,
 }

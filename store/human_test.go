@@ -21,29 +21,29 @@ func TestHumanRequestJSON(t *testing.T) {
 		r    store.HumanRequest
 		want string
 	}{
-		{"pending approval", store.HumanRequest{ID: "a1", Kind: store.KindApproval, ConversationID: "c", RunID: "r", UserID: "alice",
+		{"pending approval", store.HumanRequest{ID: "a1", Kind: events.PendingApproval, ConversationID: "c", RunID: "r", UserID: "alice",
 			Status: store.HumanPending, CreatedAt: created,
 			Approval: store.Approval{ToolCallID: "call-1", Tool: "write_file", Args: json.RawMessage(`{"p":1}`), Revision: 2}},
 			`{"approval_id":"a1","conversation_id":"c","run_id":"r","tool_call_id":"call-1","tool":"write_file","args":{"p":1},` +
 				`"revision":2,"status":"pending","created_at":"2026-01-02T03:04:05Z"}`},
-		{"edited approval", store.HumanRequest{ID: "a1", Kind: store.KindApproval, ConversationID: "c", RunID: "r",
+		{"edited approval", store.HumanRequest{ID: "a1", Kind: events.PendingApproval, ConversationID: "c", RunID: "r",
 			Status: store.HumanEdited, CreatedAt: created, ResolvedAt: &resolved,
 			Approval: store.Approval{Tool: "t", Args: json.RawMessage(`{}`), Decision: events.DecisionEdit,
 				EditedArgs: json.RawMessage(`{"p":2}`), Reason: "safer"}},
 			`{"approval_id":"a1","conversation_id":"c","run_id":"r","tool_call_id":"","tool":"t","args":{},"revision":0,` +
 				`"status":"edited","decision":"edit","edited_args":{"p":2},"reason":"safer","created_at":"2026-01-02T03:04:05Z",` +
 				`"resolved_at":"2026-01-02T03:05:05Z"}`},
-		{"accepted elicitation", store.HumanRequest{ID: "e1", Kind: store.KindElicitation, ConversationID: "c", RunID: "r", UserID: "alice",
+		{"accepted elicitation", store.HumanRequest{ID: "e1", Kind: events.PendingElicitation, ConversationID: "c", RunID: "r", UserID: "alice",
 			Status: store.HumanAccepted, CreatedAt: created, ResolvedAt: &resolved,
 			Elicitation: store.Elicitation{Source: "mcp:x", Message: "n?", Schema: json.RawMessage(`{"type":"object"}`),
 				Content: json.RawMessage(`{"n":3}`)}},
 			`{"elicitation_id":"e1","conversation_id":"c","run_id":"r","source":"mcp:x","message":"n?","schema":{"type":"object"},` +
 				`"status":"accepted","content":{"n":3},"created_at":"2026-01-02T03:04:05Z","resolved_at":"2026-01-02T03:05:05Z"}`},
-		{"pending clarification", store.HumanRequest{ID: "q1", Kind: store.KindClarification, ConversationID: "c", RunID: "r",
+		{"pending clarification", store.HumanRequest{ID: "q1", Kind: events.PendingClarification, ConversationID: "c", RunID: "r",
 			Status: store.HumanPending, CreatedAt: created, Clarification: store.Clarification{Question: "Which city?"}},
 			`{"clarification_id":"q1","conversation_id":"c","run_id":"r","question":"Which city?","status":"pending",` +
 				`"created_at":"2026-01-02T03:04:05Z"}`},
-		{"answered clarification", store.HumanRequest{ID: "q1", Kind: store.KindClarification, ConversationID: "c", RunID: "r",
+		{"answered clarification", store.HumanRequest{ID: "q1", Kind: events.PendingClarification, ConversationID: "c", RunID: "r",
 			Status: store.HumanAnswered, CreatedAt: created, ResolvedAt: &resolved,
 			Clarification: store.Clarification{Question: "Which city?", Answer: "Oslo"}},
 			`{"clarification_id":"q1","conversation_id":"c","run_id":"r","question":"Which city?","status":"answered",` +
@@ -76,12 +76,12 @@ func TestHumanStatusAnswered(t *testing.T) {
 // from it; a status that records none (pending, expired) reads as "".
 func TestCallDecisionStatus(t *testing.T) {
 	for _, tc := range []struct {
-		d    store.CallDecision
+		d    events.CallDecision
 		want store.HumanStatus
 	}{
-		{store.CallRetry, store.HumanRetried},
-		{store.CallSkip, store.HumanSkipped},
-		{store.CallFail, store.HumanFailed},
+		{events.CallRetry, store.HumanRetried},
+		{events.CallSkip, store.HumanSkipped},
+		{events.CallFail, store.HumanFailed},
 	} {
 		a := store.CallAnswer{Decision: tc.d}
 		if got := a.Status(); got != tc.want {

@@ -29,24 +29,6 @@ func (s RunStatus) valid() bool {
 	return s == RunRunning || s == RunInterrupted || s.Final()
 }
 
-// InterruptReason says what an interrupted run waits for; it is
-// run.interrupted's reason.
-type InterruptReason string
-
-// Interrupt reasons.
-const (
-	InterruptApproval      InterruptReason = "approval"
-	InterruptElicitation   InterruptReason = "elicitation"
-	InterruptClarification InterruptReason = "clarification"
-	// InterruptUncertainCall: a recovered run found a call that may have
-	// run (see KindUncertainCall).
-	InterruptUncertainCall InterruptReason = "uncertain_call"
-)
-
-func (r InterruptReason) valid() bool {
-	return r == InterruptApproval || r == InterruptElicitation || r == InterruptClarification || r == InterruptUncertainCall
-}
-
 // Run is one turn of a conversation: the user's message and everything the
 // agent did about it. Its JSON is a run of GET /conversations/{id}.
 type Run struct {
@@ -55,8 +37,8 @@ type Run struct {
 	UserID         string    `json:"-"`
 	Status         RunStatus `json:"status"`
 	// InterruptReason is set while Status is interrupted, else "".
-	InterruptReason InterruptReason `json:"interrupt_reason,omitempty"`
-	UserMessage     string          `json:"user_message"`
+	InterruptReason events.PendingKind `json:"interrupt_reason,omitempty"`
+	UserMessage     string             `json:"user_message"`
 	// Usage is the run's token usage, as last given to FinishRun.
 	Usage     events.Usage `json:"usage"`
 	CreatedAt time.Time    `json:"created_at"`
@@ -123,7 +105,7 @@ func (r Run) Active() bool {
 	if r.Superseded {
 		return false
 	}
-	return r.Status == RunRunning || (r.Status == RunInterrupted && r.InterruptReason != InterruptClarification)
+	return r.Status == RunRunning || (r.Status == RunInterrupted && r.InterruptReason != events.PendingClarification)
 }
 
 // NewRun is what StartRun needs.
@@ -181,7 +163,7 @@ func (r NewRun) Validate() error {
 type RunEnd struct {
 	Status RunStatus // interrupted, completed, cancelled or failed
 	// Reason is required with interrupted and must be empty otherwise.
-	Reason InterruptReason
+	Reason events.PendingKind
 	// Usage is the run's total so far; the usage record (UsageLog) adds
 	// what it grew by since the run's stream last ended.
 	Usage events.Usage
@@ -208,7 +190,7 @@ func (e RunEnd) Validate() error {
 	switch {
 	case !e.Status.valid() || e.Status == RunRunning:
 		return fmt.Errorf("%w: a run cannot end with status %q", ErrInvalid, e.Status)
-	case e.Status == RunInterrupted && !e.Reason.valid():
+	case e.Status == RunInterrupted && !e.Reason.Valid():
 		return fmt.Errorf("%w: interrupt reason %q is not approval, elicitation or clarification", ErrInvalid, e.Reason)
 	case e.Status != RunInterrupted && e.Reason != "":
 		return fmt.Errorf("%w: a %s run has no interrupt reason", ErrInvalid, e.Status)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/trellis-ai/trellis/events"
 )
 
 // Store is everything the chat service keeps. Implementations are safe for
@@ -250,7 +252,7 @@ type Events interface {
 
 // HumanRequests keeps the questions runs wait on until a human answers:
 // approvals, elicitations, clarifications and uncertain calls, one kind
-// each (see HumanKind).
+// each (see events.PendingKind).
 type HumanRequests interface {
 	// CreateHumanRequest stores a pending request of the run, in the run's
 	// conversation and owned by the run's user. An empty r.ID gets a fresh
@@ -261,14 +263,14 @@ type HumanRequests interface {
 
 	// GetHumanRequest returns the user's request of the kind. Returns
 	// ErrNotFound when it is unknown, of another kind or another user's.
-	GetHumanRequest(ctx context.Context, kind HumanKind, userID, id string) (HumanRequest, error)
+	GetHumanRequest(ctx context.Context, kind events.PendingKind, userID, id string) (HumanRequest, error)
 
 	// PendingHumanRequests returns a page of the user's pending requests
 	// of the kind, oldest first, of one conversation, or of all when
 	// conversationID is "". Returns ErrNotFound when a conversation is
 	// named that is unknown or another user's, and ErrInvalid for a
 	// negative limit or a cursor that PendingHumanRequests did not make.
-	PendingHumanRequests(ctx context.Context, kind HumanKind, userID, conversationID string, page Page) (HumanRequestPage, error)
+	PendingHumanRequests(ctx context.Context, kind events.PendingKind, userID, conversationID string, page Page) (HumanRequestPage, error)
 
 	// ResolveHumanRequest records the answer if the request (of the
 	// answer's kind) is still pending: of several concurrent answers

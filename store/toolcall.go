@@ -11,7 +11,7 @@ import (
 // starts, the run records it started under its idempotency key; when it
 // ends, its outcome. A run recovered after a crash that finds a call
 // started and not ended does not start it again on its own: it asks
-// (KindUncertainCall).
+// (events.PendingUncertainCall).
 //
 // Why here and not in the agent's checkpoint: a checkpoint is written by
 // the graph engine after a whole step, and under the async and exit

@@ -51,7 +51,7 @@ func (h *Handler) begin(ctx context.Context, r *http.Request, t turn) (begun, er
 				stateOf(rec, latest))
 		case rec.Status == runs.RunRunning:
 			return begun{}, unsupported("task %s is working: wait for it, or cancel it", rec.ID)
-		case rec.InterruptReason == runs.InterruptClarification:
+		case rec.InterruptReason == runs.KindClarification:
 			t.contextID = rec.ConversationID
 		case rec.InterruptReason == "":
 			return begun{}, unsupported("task %s waits for the server to take it up again", rec.ID)
@@ -256,7 +256,7 @@ func (h *Handler) taskOf(ctx context.Context, rec runs.RunRecord, history int, a
 	if err != nil {
 		return task{}, err
 	}
-	if rec.InterruptReason == runs.InterruptClarification {
+	if rec.InterruptReason == runs.KindClarification {
 		latest, err := h.latest(ctx, rec.ConversationID)
 		if err != nil {
 			return task{}, err
@@ -292,7 +292,7 @@ func stateOf(rec runs.RunRecord, latest string) string {
 // clarified reports whether rec is a run parked on a clarifying
 // question that the context's next run, not rec but latest, answered.
 func clarified(rec runs.RunRecord, latest string) bool {
-	return rec.Status == runs.RunInterrupted && rec.InterruptReason == runs.InterruptClarification && latest != rec.ID
+	return rec.Status == runs.RunInterrupted && rec.InterruptReason == runs.KindClarification && latest != rec.ID
 }
 
 // latest is the id of the latest run of the user's context.

@@ -126,7 +126,7 @@ func (h *Handler) Resume(w http.ResponseWriter, r *http.Request) {
 	user := runs.UserFrom(ctx)
 	svc := h.cfg.Runs
 	last, err := svc.LatestRun(ctx, user, r.PathValue("id"))
-	uncertain := err == nil && !last.Superseded && last.Status == runs.RunInterrupted && last.InterruptReason == runs.InterruptUncertainCall
+	uncertain := err == nil && !last.Superseded && last.Status == runs.RunInterrupted && last.InterruptReason == runs.KindUncertainCall
 	if errors.Is(err, runs.ErrNotFound) || err == nil && last.Status != runs.RunRunning && !uncertain {
 		w.WriteHeader(http.StatusNoContent)
 		return

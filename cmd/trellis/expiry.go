@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/jobs"
 	"github.com/trellis-ai/trellis/runs"
-	"github.com/trellis-ai/trellis/store"
 )
 
 // expiryJob is a human request whose deadline is due at the job's
@@ -21,25 +21,25 @@ type expiryJob struct {
 	UserID string `json:"user_id"`
 	// ApprovalID is an approval's id; RequestKind and RequestID name a
 	// request of another kind.
-	ApprovalID  string          `json:"approval_id,omitempty"`
-	RequestKind store.HumanKind `json:"request_kind,omitempty"`
-	RequestID   string          `json:"request_id,omitempty"`
+	ApprovalID  string             `json:"approval_id,omitempty"`
+	RequestKind events.PendingKind `json:"request_kind,omitempty"`
+	RequestID   string             `json:"request_id,omitempty"`
 }
 
 func (expiryJob) Kind() string { return "approval_expiry" }
 
 // newExpiryJob is the job of the user's request id of kind.
-func newExpiryJob(kind store.HumanKind, userID, id string) expiryJob {
-	if kind == store.KindApproval {
+func newExpiryJob(kind events.PendingKind, userID, id string) expiryJob {
+	if kind == events.PendingApproval {
 		return expiryJob{UserID: userID, ApprovalID: id}
 	}
 	return expiryJob{UserID: userID, RequestKind: kind, RequestID: id}
 }
 
 // request is the kind and id of the job's request.
-func (j expiryJob) request() (store.HumanKind, string) {
+func (j expiryJob) request() (events.PendingKind, string) {
 	if j.ApprovalID != "" {
-		return store.KindApproval, j.ApprovalID
+		return events.PendingApproval, j.ApprovalID
 	}
 	return j.RequestKind, j.RequestID
 }
@@ -78,7 +78,7 @@ func (e *expirer) wire(queue *jobs.Queue, svc *runs.Service) {
 
 // schedule is runs.Config.ScheduleExpiry: one job per request, however
 // often it is asked for, bounded in time as the run that asks goes on.
-func (e *expirer) schedule(ctx context.Context, kind store.HumanKind, userID, id string, at time.Time) error {
+func (e *expirer) schedule(ctx context.Context, kind events.PendingKind, userID, id string, at time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_, err := e.queue.Enqueue(ctx, newExpiryJob(kind, userID, id),

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/trellis-ai/trellis/store"
+	"github.com/trellis-ai/trellis/events"
 )
 
 // A deadline job reads as it was written, and a job enqueued before
@@ -14,12 +14,12 @@ func TestExpiryJobArgs(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		args string
-		kind store.HumanKind
+		kind events.PendingKind
 		id   string
 	}{
-		{`{"user_id":"alice","approval_id":"ap_1"}`, store.KindApproval, "ap_1"},
-		{mustJSON(t, newExpiryJob(store.KindApproval, "alice", "ap_2")), store.KindApproval, "ap_2"},
-		{mustJSON(t, newExpiryJob(store.KindElicitation, "alice", "el_1")), store.KindElicitation, "el_1"},
+		{`{"user_id":"alice","approval_id":"ap_1"}`, events.PendingApproval, "ap_1"},
+		{mustJSON(t, newExpiryJob(events.PendingApproval, "alice", "ap_2")), events.PendingApproval, "ap_2"},
+		{mustJSON(t, newExpiryJob(events.PendingElicitation, "alice", "el_1")), events.PendingElicitation, "el_1"},
 	} {
 		var j expiryJob
 		if err := json.Unmarshal([]byte(c.args), &j); err != nil {

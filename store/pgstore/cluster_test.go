@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/pgtest"
 	"github.com/trellis-ai/trellis/store"
 )
@@ -381,8 +382,8 @@ func TestClaimOrphansLeavesOtherRunsAlone(t *testing.T) {
 	ctx := t.Context()
 	runs := startRuns(t, a, dead, 6)
 	ends := []store.RunEnd{
-		{Status: store.RunInterrupted, Reason: store.InterruptApproval},
-		{Status: store.RunInterrupted, Reason: store.InterruptClarification},
+		{Status: store.RunInterrupted, Reason: events.PendingApproval},
+		{Status: store.RunInterrupted, Reason: events.PendingClarification},
 		{Status: store.RunCompleted},
 		{Status: store.RunCancelled},
 		{Status: store.RunFailed},

@@ -16,19 +16,19 @@ func testApprovals(t *testing.T, s Record) {
 	c1, c2 := newConversation(t, s, alice), newConversation(t, s, alice)
 	r1, r2 := startRun(t, s, c1, "one"), startRun(t, s, c2, "two")
 	args := json.RawMessage(`{"path": "/etc/hosts", "mode": 420}`)
-	a := newPending(t, s, c1, r2, store.NewHumanRequest{ID: "interrupt-7", RunID: r1.ID, Kind: store.KindApproval,
+	a := newPending(t, s, c1, r2, store.NewHumanRequest{ID: "interrupt-7", RunID: r1.ID, Kind: events.PendingApproval,
 		Approval: store.Approval{ToolCallID: "call-1", Tool: "write_file", Args: args, Revision: 2}},
-		store.KindElicitation, store.ElicitationAnswer{Action: events.ElicitCancel})
-	noArgs := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r1.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "list"}}))(t)
+		events.PendingElicitation, store.ElicitationAnswer{Action: events.ElicitCancel})
+	noArgs := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r1.ID, Kind: events.PendingApproval, Approval: store.Approval{Tool: "list"}}))(t)
 	if noArgs.ID == "" || string(noArgs.Approval.Args) != "{}" {
 		t.Errorf("approval without id and args: %+v, want a fresh id and args {}", noArgs)
 	}
 	third := newApproval(t, s, r2, "delete")
 
-	if got, want := pendingIDs(t, s, store.KindApproval, ""), []string{a.ID, noArgs.ID, third.ID}; !reflect.DeepEqual(got, want) {
+	if got, want := pendingIDs(t, s, events.PendingApproval, ""), []string{a.ID, noArgs.ID, third.ID}; !reflect.DeepEqual(got, want) {
 		t.Errorf("pending = %v, want %v, oldest first", got, want)
 	}
-	if got, want := pendingIDs(t, s, store.KindApproval, c2.ID), []string{third.ID}; !reflect.DeepEqual(got, want) {
+	if got, want := pendingIDs(t, s, events.PendingApproval, c2.ID), []string{third.ID}; !reflect.DeepEqual(got, want) {
 		t.Errorf("pending of %s = %v, want %v", c2.ID, got, want)
 	}
 
@@ -40,11 +40,11 @@ func testApprovals(t *testing.T, s Record) {
 	} else {
 		utc(t, "resolved", *res.ResolvedAt)
 	}
-	if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); !reflect.DeepEqual(got, res) {
+	if got := must(s.GetHumanRequest(ctx, events.PendingApproval, alice, a.ID))(t); !reflect.DeepEqual(got, res) {
 		t.Errorf("GetApproval = %+v\nwant %+v as resolved", got, res)
 	}
 	wantErr(t, "a second answer", second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: events.DecisionApprove})), store.ErrAlreadyResolved)
-	if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); !reflect.DeepEqual(got, res) {
+	if got := must(s.GetHumanRequest(ctx, events.PendingApproval, alice, a.ID))(t); !reflect.DeepEqual(got, res) {
 		t.Errorf("a refused answer changed the approval: %+v", got)
 	}
 	rej := must(s.ResolveHumanRequest(ctx, alice, noArgs.ID, store.ApprovalAnswer{Decision: events.DecisionReject, Reason: "no", Args: edited}))(t)
@@ -54,7 +54,7 @@ func testApprovals(t *testing.T, s Record) {
 	if ok := must(s.ResolveHumanRequest(ctx, alice, third.ID, store.ApprovalAnswer{Decision: events.DecisionApprove}))(t); ok.Status != store.HumanApproved {
 		t.Errorf("ResolveApproval(approve) = %+v", ok)
 	}
-	if got := pendingIDs(t, s, store.KindApproval, ""); len(got) != 0 {
+	if got := pendingIDs(t, s, events.PendingApproval, ""); len(got) != 0 {
 		t.Errorf("pending after answering all = %v", got)
 	}
 
@@ -79,7 +79,7 @@ func testApprovals(t *testing.T, s Record) {
 // answered (with wrong); and that its id cannot be taken again by a
 // request in run other.
 func newPending(t *testing.T, s store.Store, c store.Conversation, other store.Run, in store.NewHumanRequest,
-	otherKind store.HumanKind, wrong store.HumanAnswer) store.HumanRequest {
+	otherKind events.PendingKind, wrong store.HumanAnswer) store.HumanRequest {
 	t.Helper()
 	ctx := t.Context()
 	h := must(s.CreateHumanRequest(ctx, in))(t)
@@ -102,7 +102,7 @@ func newPending(t *testing.T, s store.Store, c store.Conversation, other store.R
 
 // pendingIDs lists the ids of alice's pending requests of kind in a
 // conversation ("" for all of hers), as the store orders them.
-func pendingIDs(t *testing.T, s store.Store, kind store.HumanKind, conversationID string) []string {
+func pendingIDs(t *testing.T, s store.Store, kind events.PendingKind, conversationID string) []string {
 	t.Helper()
 	var out []string
 	for _, p := range allPending(t, s, kind, alice, conversationID) {
@@ -133,7 +133,7 @@ func testApprovalResolveConcurrent(t *testing.T, s Record) {
 		_, err := s.ResolveHumanRequest(t.Context(), alice, a.ID, decisions[i%3])
 		return err
 	})
-	if got := must(s.GetHumanRequest(t.Context(), store.KindApproval, alice, a.ID))(t); got.Approval.Decision != decisions[w%3].Decision || got.Approval.Reason != decisions[w%3].Reason {
+	if got := must(s.GetHumanRequest(t.Context(), events.PendingApproval, alice, a.ID))(t); got.Approval.Decision != decisions[w%3].Decision || got.Approval.Reason != decisions[w%3].Reason {
 		t.Errorf("stored %+v, want the winner's answer %+v", got, decisions[w%3])
 	}
 }
@@ -143,18 +143,18 @@ func testElicitations(t *testing.T, s Record) {
 	c1, c2 := newConversation(t, s, alice), newConversation(t, s, alice)
 	r1, r2 := startRun(t, s, c1, "one"), startRun(t, s, c2, "two")
 	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
-	e := newPending(t, s, c1, r2, store.NewHumanRequest{ID: "elicit_1", RunID: r1.ID, Kind: store.KindElicitation,
+	e := newPending(t, s, c1, r2, store.NewHumanRequest{ID: "elicit_1", RunID: r1.ID, Kind: events.PendingElicitation,
 		Elicitation: store.Elicitation{Source: "mcp:calc", Message: "how many?", Schema: schema}},
-		store.KindApproval, store.ApprovalAnswer{Decision: events.DecisionApprove})
-	e2 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r2.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Message: "name?"}}))(t)
+		events.PendingApproval, store.ApprovalAnswer{Decision: events.DecisionApprove})
+	e2 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r2.ID, Kind: events.PendingElicitation, Elicitation: store.Elicitation{Message: "name?"}}))(t)
 	if e2.ID == "" || string(e2.Elicitation.Schema) != "{}" {
 		t.Errorf("elicitation without id and schema: %+v", e2)
 	}
 	e3 := newElicitation(t, s, r2, "colour?")
-	if got, want := pendingIDs(t, s, store.KindElicitation, c2.ID), []string{e2.ID, e3.ID}; !reflect.DeepEqual(got, want) {
+	if got, want := pendingIDs(t, s, events.PendingElicitation, c2.ID), []string{e2.ID, e3.ID}; !reflect.DeepEqual(got, want) {
 		t.Errorf("pending of %s = %v, want %v", c2.ID, got, want)
 	}
-	if all := allPending(t, s, store.KindElicitation, alice, ""); len(all) != 3 {
+	if all := allPending(t, s, events.PendingElicitation, alice, ""); len(all) != 3 {
 		t.Errorf("%d pending in all, want 3", len(all))
 	}
 
@@ -163,7 +163,7 @@ func testElicitations(t *testing.T, s Record) {
 	if acc.Status != store.HumanAccepted || string(acc.Elicitation.Content) != string(content) || acc.ResolvedAt == nil {
 		t.Errorf("accept = %+v", acc)
 	}
-	if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e.ID))(t); !reflect.DeepEqual(got, acc) {
+	if got := must(s.GetHumanRequest(ctx, events.PendingElicitation, alice, e.ID))(t); !reflect.DeepEqual(got, acc) {
 		t.Errorf("GetElicitation = %+v\nwant %+v as resolved", got, acc)
 	}
 	wantErr(t, "a second answer", second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: events.ElicitCancel})), store.ErrAlreadyResolved)
@@ -174,7 +174,7 @@ func testElicitations(t *testing.T, s Record) {
 	if can := must(s.ResolveHumanRequest(ctx, alice, e3.ID, store.ElicitationAnswer{Action: events.ElicitCancel}))(t); can.Status != store.HumanCancelled {
 		t.Errorf("cancel = %+v", can)
 	}
-	if all := allPending(t, s, store.KindElicitation, alice, ""); len(all) != 0 {
+	if all := allPending(t, s, events.PendingElicitation, alice, ""); len(all) != 0 {
 		t.Errorf("pending after answering all: %+v", all)
 	}
 }
@@ -190,7 +190,7 @@ func testElicitationResolveConcurrent(t *testing.T, s Record) {
 		_, err := s.ResolveHumanRequest(t.Context(), alice, e.ID, answers[i%3])
 		return err
 	})
-	if got := must(s.GetHumanRequest(t.Context(), store.KindElicitation, alice, e.ID))(t); got.Status != answers[w%3].Status() {
+	if got := must(s.GetHumanRequest(t.Context(), events.PendingElicitation, alice, e.ID))(t); got.Status != answers[w%3].Status() {
 		t.Errorf("stored %+v, want the winner's answer %+v", got, answers[w%3])
 	}
 }
@@ -200,15 +200,15 @@ func testFinalRunExpiresPending(t *testing.T, s Record) {
 	for _, status := range []store.RunStatus{store.RunCompleted, store.RunCancelled, store.RunFailed} {
 		r := startRun(t, s, newConversation(t, s, alice), "x")
 		a, e := newApproval(t, s, r, "t"), newElicitation(t, s, r, "q")
-		finish(t, s, r.ID, store.RunInterrupted, store.InterruptApproval)
-		if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); got.Status != store.HumanPending {
+		finish(t, s, r.ID, store.RunInterrupted, events.PendingApproval)
+		if got := must(s.GetHumanRequest(ctx, events.PendingApproval, alice, a.ID))(t); got.Status != store.HumanPending {
 			t.Errorf("an interrupted run's approval is %s, want pending: it is what the run waits for", got.Status)
 		}
 		finish(t, s, r.ID, status, "")
-		if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); got.Status != store.HumanExpired || got.ResolvedAt == nil {
+		if got := must(s.GetHumanRequest(ctx, events.PendingApproval, alice, a.ID))(t); got.Status != store.HumanExpired || got.ResolvedAt == nil {
 			t.Errorf("approval after the run %s: %+v, want expired", status, got)
 		}
-		if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e.ID))(t); got.Status != store.HumanExpired || got.ResolvedAt == nil {
+		if got := must(s.GetHumanRequest(ctx, events.PendingElicitation, alice, e.ID))(t); got.Status != store.HumanExpired || got.ResolvedAt == nil {
 			t.Errorf("elicitation after the run %s: %+v, want expired", status, got)
 		}
 		wantErr(t, "answering after the run ended", second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: events.ElicitCancel})), store.ErrAlreadyResolved)
@@ -222,50 +222,50 @@ func testClarifications(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
 	r := startRun(t, s, c, "book a table")
-	q := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "clar-1", RunID: r.ID, Kind: store.KindClarification,
+	q := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "clar-1", RunID: r.ID, Kind: events.PendingClarification,
 		Clarification: store.Clarification{Question: "Which city?"}}))(t)
 	if q.Status != store.HumanPending || q.ConversationID != c.ID || q.UserID != alice || q.Clarification.Question != "Which city?" {
 		t.Fatalf("created %+v", q)
 	}
 	wantErr(t, "the same id again", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "clar-1", RunID: r.ID,
-		Kind: store.KindClarification, Clarification: store.Clarification{Question: "Which city?"}})), store.ErrConflict)
-	wantErr(t, "no question", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindClarification})), store.ErrInvalid)
-	finish(t, s, r.ID, store.RunInterrupted, store.InterruptClarification)
+		Kind: events.PendingClarification, Clarification: store.Clarification{Question: "Which city?"}})), store.ErrConflict)
+	wantErr(t, "no question", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingClarification})), store.ErrInvalid)
+	finish(t, s, r.ID, store.RunInterrupted, events.PendingClarification)
 
-	pending := allPending(t, s, store.KindClarification, alice, c.ID)
+	pending := allPending(t, s, events.PendingClarification, alice, c.ID)
 	if len(pending) != 1 || pending[0].ID != q.ID {
 		t.Fatalf("pending clarifications %+v, want %s", pending, q.ID)
 	}
-	if got := allPending(t, s, store.KindClarification, bob, ""); len(got) != 0 {
+	if got := allPending(t, s, events.PendingClarification, bob, ""); len(got) != 0 {
 		t.Errorf("bob sees alice's clarifications: %+v", got)
 	}
-	if got := allPending(t, s, store.KindApproval, alice, c.ID); len(got) != 0 {
+	if got := allPending(t, s, events.PendingApproval, alice, c.ID); len(got) != 0 {
 		t.Errorf("a clarification is listed as an approval: %+v", got)
 	}
-	wantErr(t, "as another kind", second(s.GetHumanRequest(ctx, store.KindApproval, alice, q.ID)), store.ErrNotFound)
-	wantErr(t, "another user's", second(s.GetHumanRequest(ctx, store.KindClarification, bob, q.ID)), store.ErrNotFound)
+	wantErr(t, "as another kind", second(s.GetHumanRequest(ctx, events.PendingApproval, alice, q.ID)), store.ErrNotFound)
+	wantErr(t, "another user's", second(s.GetHumanRequest(ctx, events.PendingClarification, bob, q.ID)), store.ErrNotFound)
 
 	answer := startRun(t, s, c, "Oslo, tonight")
-	got := must(s.GetHumanRequest(ctx, store.KindClarification, alice, q.ID))(t)
+	got := must(s.GetHumanRequest(ctx, events.PendingClarification, alice, q.ID))(t)
 	if got.Status != store.HumanAnswered || got.Clarification.Answer != "Oslo, tonight" || got.ResolvedAt == nil {
 		t.Errorf("after the next message: %+v, want answered with it", got)
 	}
-	if got := allPending(t, s, store.KindClarification, alice, ""); len(got) != 0 {
+	if got := allPending(t, s, events.PendingClarification, alice, ""); len(got) != 0 {
 		t.Errorf("still pending after the answer: %+v", got)
 	}
 	finish(t, s, answer.ID, store.RunCompleted, "")
-	if got := must(s.GetHumanRequest(ctx, store.KindClarification, alice, q.ID))(t); got.Status != store.HumanAnswered {
+	if got := must(s.GetHumanRequest(ctx, events.PendingClarification, alice, q.ID))(t); got.Status != store.HumanAnswered {
 		t.Errorf("the answered question after the answering run ended: %+v", got)
 	}
 
 	// Cancelled while it waits: expired, and the next message answers nothing.
 	r2 := startRun(t, s, c, "and a taxi")
-	q2 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r2.ID, Kind: store.KindClarification,
+	q2 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r2.ID, Kind: events.PendingClarification,
 		Clarification: store.Clarification{Question: "When?"}}))(t)
-	finish(t, s, r2.ID, store.RunInterrupted, store.InterruptClarification)
+	finish(t, s, r2.ID, store.RunInterrupted, events.PendingClarification)
 	finish(t, s, r2.ID, store.RunCancelled, "")
 	startRun(t, s, c, "never mind")
-	if got := must(s.GetHumanRequest(ctx, store.KindClarification, alice, q2.ID))(t); got.Status != store.HumanExpired || got.Clarification.Answer != "" {
+	if got := must(s.GetHumanRequest(ctx, events.PendingClarification, alice, q2.ID))(t); got.Status != store.HumanExpired || got.Clarification.Answer != "" {
 		t.Errorf("a cancelled run's question: %+v, want expired and unanswered", got)
 	}
 
@@ -274,11 +274,11 @@ func testClarifications(t *testing.T, s Record) {
 	r3 := startRun(t, s, c3, "plan a trip")
 	finish(t, s, r3.ID, store.RunCompleted, "")
 	r4 := startRun(t, s, c3, "somewhere warm")
-	q4 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r4.ID, Kind: store.KindClarification,
+	q4 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r4.ID, Kind: events.PendingClarification,
 		Clarification: store.Clarification{Question: "Which month?"}}))(t)
-	finish(t, s, r4.ID, store.RunInterrupted, store.InterruptClarification)
+	finish(t, s, r4.ID, store.RunInterrupted, events.PendingClarification)
 	must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c3.ID, UserMessage: "somewhere cold", Supersedes: r4.ID}))(t)
-	if got := must(s.GetHumanRequest(ctx, store.KindClarification, alice, q4.ID))(t); got.Status != store.HumanExpired {
+	if got := must(s.GetHumanRequest(ctx, events.PendingClarification, alice, q4.ID))(t); got.Status != store.HumanExpired {
 		t.Errorf("a superseded run's question: %+v, want expired", got)
 	}
 }

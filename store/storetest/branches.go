@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -130,11 +131,11 @@ func testSetBranch(t *testing.T, s Record) {
 	c := newConversation(t, s, alice)
 	r1 := finish(t, s, startRun(t, s, c, "one").ID, store.RunCompleted, "")
 	r2 := finish(t, s, startRun(t, s, c, "two").ID, store.RunCompleted, "")
-	r3 := finish(t, s, startRun(t, s, c, "three").ID, store.RunInterrupted, store.InterruptClarification)
-	q3 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "q-3", Kind: store.KindClarification, RunID: r3.ID,
+	r3 := finish(t, s, startRun(t, s, c, "three").ID, store.RunInterrupted, events.PendingClarification)
+	q3 := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "q-3", Kind: events.PendingClarification, RunID: r3.ID,
 		Clarification: store.Clarification{Question: "which?"}}))(t)
 	r4 := finish(t, s, edit(t, s, c, r2, "two, again").ID, store.RunCompleted, "")
-	if got := must(s.GetHumanRequest(ctx, store.KindClarification, alice, q3.ID))(t); got.Status != store.HumanExpired {
+	if got := must(s.GetHumanRequest(ctx, events.PendingClarification, alice, q3.ID))(t); got.Status != store.HumanExpired {
 		t.Errorf("question of an edited-away run: %s, want expired", got.Status)
 	}
 
@@ -179,7 +180,7 @@ func testSetBranchRefused(t *testing.T, s Record) {
 	r1 := finish(t, s, startRun(t, s, c, "one").ID, store.RunCompleted, "")
 	r2 := startRun(t, s, c, "two")
 	newApproval(t, s, r2, "delete_everything")
-	finish(t, s, r2.ID, store.RunInterrupted, store.InterruptApproval)
+	finish(t, s, r2.ID, store.RunInterrupted, events.PendingApproval)
 	r3 := edit(t, s, c, r1, "one, again")
 
 	wantErr(t, "SetBranch beside a running run", second(s.SetBranch(ctx, alice, r1.ID)), store.ErrRunActive)
@@ -192,7 +193,7 @@ func testSetBranchRefused(t *testing.T, s Record) {
 
 	// Parked on an approval, the active run holds the branch too.
 	r4 := startRun(t, s, c, "two, again")
-	finish(t, s, r4.ID, store.RunInterrupted, store.InterruptApproval)
+	finish(t, s, r4.ID, store.RunInterrupted, events.PendingApproval)
 	wantErr(t, "SetBranch beside a run waiting for approval", second(s.SetBranch(ctx, alice, r3.ID)), store.ErrRunActive)
 }
 

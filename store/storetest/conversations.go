@@ -181,16 +181,16 @@ func testDeleteCascades(t *testing.T, s Record) {
 		"ListRuns":            second(s.ListRuns(ctx, alice, gone.ID, store.RunQuery{})),
 		"RunMessages":         second(s.RunMessages(ctx, alice, run.ID)),
 		"EventsAfter":         second(s.EventsAfter(ctx, alice, run.ID, 0, 0)),
-		"GetApproval":         second(s.GetHumanRequest(ctx, store.KindApproval, alice, ap.ID)),
-		"GetElicitation":      second(s.GetHumanRequest(ctx, store.KindElicitation, alice, el.ID)),
+		"GetApproval":         second(s.GetHumanRequest(ctx, events.PendingApproval, alice, ap.ID)),
+		"GetElicitation":      second(s.GetHumanRequest(ctx, events.PendingElicitation, alice, el.ID)),
 		"AppendEvent":         second(s.AppendEvent(ctx, store.NewEvent{RunID: run.ID, Type: "x", Data: json.RawMessage(`{}`)})),
 		"ResumeRun":           second(s.ResumeRun(ctx, run.ID, "p")),
 		"AddMessage":          second(s.AddMessage(ctx, store.NewMessage{RunID: run.ID, Role: store.RoleAssistant})),
 		"ResolveApproval":     second(s.ResolveHumanRequest(ctx, alice, ap.ID, store.ApprovalAnswer{Decision: events.DecisionApprove})),
-		"PendingApprovals":    second(s.PendingHumanRequests(ctx, store.KindApproval, alice, gone.ID, store.Page{})),
-		"PendingElicitations": second(s.PendingHumanRequests(ctx, store.KindElicitation, alice, gone.ID, store.Page{})),
+		"PendingApprovals":    second(s.PendingHumanRequests(ctx, events.PendingApproval, alice, gone.ID, store.Page{})),
+		"PendingElicitations": second(s.PendingHumanRequests(ctx, events.PendingElicitation, alice, gone.ID, store.Page{})),
 	}, store.ErrNotFound)
-	pending := allPending(t, s, store.KindApproval, alice, "")
+	pending := allPending(t, s, events.PendingApproval, alice, "")
 	if len(pending) != 1 || pending[0].ID != keptAp.ID {
 		t.Errorf("pending approvals after delete = %+v, want only %s", pending, keptAp.ID)
 	}
@@ -213,7 +213,7 @@ func testBeginDelete(t *testing.T, s Record) {
 	c, other := newConversation(t, s, alice), newConversation(t, s, alice)
 	r := startRun(t, s, c, "first")
 	must(s.EnqueueRun(ctx, store.NewQueuedRun{UserID: alice, ConversationID: c.ID, UserMessage: "queued"}))(t)
-	finish(t, s, r.ID, store.RunInterrupted, store.InterruptApproval)
+	finish(t, s, r.ID, store.RunInterrupted, events.PendingApproval)
 
 	wantErrs(t, " of another user or none", map[string]error{
 		"BeginDelete of bob's":  s.BeginDelete(ctx, bob, c.ID),
@@ -259,7 +259,7 @@ func testBeginDeleteRaces(t *testing.T, s Record) {
 	ctx := t.Context()
 	const rounds = 40
 	for i := range rounds {
-		c, r := parkedRun(t, s, store.InterruptApproval)
+		c, r := parkedRun(t, s, events.PendingApproval)
 		var (
 			resumeErr, enqueueErr error
 			seen                  store.Run

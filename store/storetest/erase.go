@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -44,7 +45,7 @@ func testEraseUser(t *testing.T, s Record) {
 	if l := must(s.ListConversations(ctx, alice, store.Page{}))(t); len(l.Conversations) != 0 {
 		t.Errorf("conversations after EraseUser: %v", ids(l.Conversations))
 	}
-	if p := allPending(t, s, store.KindApproval, alice, ""); len(p) != 0 {
+	if p := allPending(t, s, events.PendingApproval, alice, ""); len(p) != 0 {
 		t.Errorf("pending approvals after EraseUser: %+v", p)
 	}
 	if h := must(s.SearchChunks(ctx, store.ChunkQuery{UserID: alice, Query: "marmalade"}))(t); len(h) != 0 {

@@ -403,7 +403,7 @@ func testEndRun(t *testing.T, s Record) {
 	if run.Status != store.RunCompleted || run.Usage.TotalTokens != 7 || run.CompletedAt == nil {
 		t.Errorf("run %+v", run)
 	}
-	if h := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); h.Status != store.HumanExpired {
+	if h := must(s.GetHumanRequest(ctx, events.PendingApproval, alice, a.ID))(t); h.Status != store.HumanExpired {
 		t.Errorf("approval %s after a final end", h.Status)
 	}
 	_, err = s.EndRun(ctx, r.ID, store.RunEnd{Status: store.RunFailed, Owner: "p1"}, []store.NewEvent{ev("run.failed", "p1")})
@@ -453,7 +453,7 @@ func testCompactEvents(t *testing.T, s Record) {
 	done := compactableRun(t, s, true)
 	going := compactableRun(t, s, false)
 	waiting := compactableRun(t, s, false)
-	must(s.FinishRun(ctx, waiting.ID, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptApproval}))(t)
+	must(s.FinishRun(ctx, waiting.ID, store.RunEnd{Status: store.RunInterrupted, Reason: events.PendingApproval}))(t)
 	whole := eventTypes(t, s, going.ID)
 	compact := func(before time.Time, limit int) (int, int) {
 		t.Helper()

@@ -23,12 +23,12 @@ func testApprovalDeadlines(t *testing.T, s Record) {
 	outcomes := []events.ExpiryOutcome{events.ExpiryReject, events.ExpiryApprove, events.ExpiryCancel}
 	var ids []string
 	for _, o := range outcomes {
-		a := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval,
+		a := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingApproval,
 			Approval: store.Approval{Tool: "deploy"}, ExpiresAt: &at, OnExpiry: o}))(t)
 		if a.ExpiresAt == nil || !a.ExpiresAt.Equal(want) || a.OnExpiry != o || a.TimedOut {
 			t.Errorf("created with a deadline (%s): %+v", o, a)
 		}
-		got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t)
+		got := must(s.GetHumanRequest(ctx, events.PendingApproval, alice, a.ID))(t)
 		if got.ExpiresAt == nil || !got.ExpiresAt.Equal(want) || got.OnExpiry != o || got.TimedOut {
 			t.Errorf("read back with a deadline (%s): %+v, want expires %s", o, got, want)
 		} else {
@@ -40,7 +40,7 @@ func testApprovalDeadlines(t *testing.T, s Record) {
 	if plain.ExpiresAt != nil || plain.OnExpiry != "" {
 		t.Errorf("an approval without a deadline: %+v", plain)
 	}
-	pending := allPending(t, s, store.KindApproval, alice, "")
+	pending := allPending(t, s, events.PendingApproval, alice, "")
 	if len(pending) != 4 || pending[0].ExpiresAt == nil || !pending[0].ExpiresAt.Equal(want) || pending[3].ExpiresAt != nil {
 		t.Fatalf("pending = %+v, want the deadlines of the first three", pending)
 	}
@@ -71,7 +71,7 @@ func testApprovalDeadlines(t *testing.T, s Record) {
 		t.Errorf("a person's answer is marked timed out: %+v", got)
 	}
 
-	raced := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval,
+	raced := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingApproval,
 		Approval: store.Approval{Tool: "deploy"}, ExpiresAt: &at, OnExpiry: events.ExpiryCancel}))(t)
 	w := resolveRace(t, 8, func(i int) error {
 		var ans store.HumanAnswer = store.ApprovalAnswer{Decision: events.DecisionApprove}
@@ -81,16 +81,16 @@ func testApprovalDeadlines(t *testing.T, s Record) {
 		_, err := s.ResolveHumanRequest(ctx, alice, raced.ID, ans)
 		return err
 	})
-	if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, raced.ID))(t); got.TimedOut != (w%2 == 0) {
+	if got := must(s.GetHumanRequest(ctx, events.PendingApproval, alice, raced.ID))(t); got.TimedOut != (w%2 == 0) {
 		t.Errorf("stored %+v, want the winner's (%d) answer", got, w)
 	}
 
 	for name, n := range map[string]store.NewHumanRequest{
-		"outcome without a deadline":  {RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}, OnExpiry: events.ExpiryReject},
-		"deadline without an outcome": {RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}, ExpiresAt: &at},
-		"unknown outcome":             {RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}, ExpiresAt: &at, OnExpiry: "ignore"},
-		"deadline on a question":      {RunID: r.ID, Kind: store.KindClarification, Clarification: store.Clarification{Question: "?"}, ExpiresAt: &at, OnExpiry: events.ExpiryReject},
-		"an elicitation approved":     {RunID: r.ID, Kind: store.KindElicitation, ExpiresAt: &at, OnExpiry: events.ExpiryApprove},
+		"outcome without a deadline":  {RunID: r.ID, Kind: events.PendingApproval, Approval: store.Approval{Tool: "x"}, OnExpiry: events.ExpiryReject},
+		"deadline without an outcome": {RunID: r.ID, Kind: events.PendingApproval, Approval: store.Approval{Tool: "x"}, ExpiresAt: &at},
+		"unknown outcome":             {RunID: r.ID, Kind: events.PendingApproval, Approval: store.Approval{Tool: "x"}, ExpiresAt: &at, OnExpiry: "ignore"},
+		"deadline on a question":      {RunID: r.ID, Kind: events.PendingClarification, Clarification: store.Clarification{Question: "?"}, ExpiresAt: &at, OnExpiry: events.ExpiryReject},
+		"an elicitation approved":     {RunID: r.ID, Kind: events.PendingElicitation, ExpiresAt: &at, OnExpiry: events.ExpiryApprove},
 	} {
 		wantErr(t, name, second(s.CreateHumanRequest(ctx, n)), store.ErrInvalid)
 	}
@@ -107,12 +107,12 @@ func testElicitationDeadlines(t *testing.T, s Record) {
 	at := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 	ask := func(o events.ExpiryOutcome) store.HumanRequest {
 		t.Helper()
-		return must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation,
+		return must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingElicitation,
 			Elicitation: store.Elicitation{Source: "calc", Message: "how many?"}, ExpiresAt: &at, OnExpiry: o}))(t)
 	}
 	decline, cancel := ask(events.ExpiryDecline), ask(events.ExpiryCancel)
 	plain := newElicitation(t, s, r, "colour?")
-	pending := allPending(t, s, store.KindElicitation, alice, "")
+	pending := allPending(t, s, events.PendingElicitation, alice, "")
 	if len(pending) != 3 || pending[0].ExpiresAt == nil || !pending[0].ExpiresAt.Equal(at) || pending[0].OnExpiry != events.ExpiryDecline ||
 		pending[2].ExpiresAt != nil || pending[2].OnExpiry != "" {
 		t.Fatalf("pending = %+v, want the deadlines of the first two", pending)
@@ -127,12 +127,12 @@ func testElicitationDeadlines(t *testing.T, s Record) {
 		e    store.HumanRequest
 		want store.HumanStatus
 	}{{decline, store.HumanDeclined}, {cancel, store.HumanExpired}} {
-		d := store.DeadlineAnswer{Of: store.KindElicitation, Outcome: c.e.OnExpiry}
+		d := store.DeadlineAnswer{Of: events.PendingElicitation, Outcome: c.e.OnExpiry}
 		got := must(s.ResolveHumanRequest(ctx, alice, c.e.ID, d))(t)
 		if got.Status != c.want || !got.TimedOut || got.ResolvedAt == nil || got.Elicitation.Content != nil {
 			t.Errorf("decided by its deadline (%s): %+v", c.e.OnExpiry, got)
 		}
-		if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, c.e.ID))(t); got.Status != c.want || !got.TimedOut {
+		if got := must(s.GetHumanRequest(ctx, events.PendingElicitation, alice, c.e.ID))(t); got.Status != c.want || !got.TimedOut {
 			t.Errorf("read back after its deadline (%s): %+v", c.e.OnExpiry, got)
 		}
 		wantErr(t, "the user after the deadline", second(s.ResolveHumanRequest(ctx, alice, c.e.ID, store.ElicitationAnswer{Action: events.ElicitDecline})),
@@ -147,16 +147,16 @@ func testElicitationDeadlines(t *testing.T, s Record) {
 	w := resolveRace(t, 8, func(i int) error {
 		var ans store.HumanAnswer = store.ElicitationAnswer{Action: events.ElicitAccept, Content: json.RawMessage(`{"n":1}`)}
 		if i%2 == 0 {
-			ans = store.DeadlineAnswer{Of: store.KindElicitation, Outcome: events.ExpiryDecline}
+			ans = store.DeadlineAnswer{Of: events.PendingElicitation, Outcome: events.ExpiryDecline}
 		}
 		_, err := s.ResolveHumanRequest(ctx, alice, raced.ID, ans)
 		return err
 	})
-	if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, raced.ID))(t); got.TimedOut != (w%2 == 0) {
+	if got := must(s.GetHumanRequest(ctx, events.PendingElicitation, alice, raced.ID))(t); got.TimedOut != (w%2 == 0) {
 		t.Errorf("stored %+v, want the winner's (%d) answer", got, w)
 	}
 	wantErr(t, "an approval's outcome for an elicitation",
-		second(s.ResolveHumanRequest(ctx, alice, raced.ID, store.DeadlineAnswer{Of: store.KindElicitation, Outcome: events.ExpiryApprove})), store.ErrInvalid)
+		second(s.ResolveHumanRequest(ctx, alice, raced.ID, store.DeadlineAnswer{Of: events.PendingElicitation, Outcome: events.ExpiryApprove})), store.ErrInvalid)
 }
 
 // A clarifying question and an uncertain call keep their deadlines as an
@@ -176,17 +176,17 @@ func testClarificationAndCallDeadlines(t *testing.T, s Record) {
 	at := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 	ask := func(o events.ExpiryOutcome) store.HumanRequest {
 		t.Helper()
-		return must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindClarification,
+		return must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingClarification,
 			Clarification: store.Clarification{Question: "Which city?"}, ExpiresAt: &at, OnExpiry: o}))(t)
 	}
 	call := func(o events.ExpiryOutcome) store.HumanRequest {
 		t.Helper()
-		return must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "key-" + string(o), RunID: r.ID, Kind: store.KindUncertainCall,
+		return must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "key-" + string(o), RunID: r.ID, Kind: events.PendingUncertainCall,
 			UncertainCall: store.UncertainCall{Tool: "charge"}, ExpiresAt: &at, OnExpiry: o}))(t)
 	}
 	goOn, cancel := ask(events.ExpiryContinue), ask(events.ExpiryCancel)
 	skip, fail := call(events.ExpirySkip), call(events.ExpiryFail)
-	for kind, n := range map[store.HumanKind]int{store.KindClarification: 2, store.KindUncertainCall: 2} {
+	for kind, n := range map[events.PendingKind]int{events.PendingClarification: 2, events.PendingUncertainCall: 2} {
 		pending := allPending(t, s, kind, alice, c.ID)
 		var fields map[string]any
 		if data, _ := json.Marshal(pending[0]); len(pending) != n || json.Unmarshal(data, &fields) != nil ||
@@ -205,24 +205,24 @@ func testClarificationAndCallDeadlines(t *testing.T, s Record) {
 		}
 		wantErr(t, "the deadline twice", second(s.ResolveHumanRequest(ctx, alice, tc.h.ID, d)), store.ErrAlreadyResolved)
 	}
-	wantErr(t, "a person after the deadline", second(s.ResolveHumanRequest(ctx, alice, skip.ID, store.CallAnswer{Decision: store.CallRetry})),
+	wantErr(t, "a person after the deadline", second(s.ResolveHumanRequest(ctx, alice, skip.ID, store.CallAnswer{Decision: events.CallRetry})),
 		store.ErrAlreadyResolved)
 	for name, n := range map[string]store.NewHumanRequest{
-		"a call retried at its deadline": {ID: "key-r", RunID: r.ID, Kind: store.KindUncertainCall, UncertainCall: store.UncertainCall{Tool: "charge"},
+		"a call retried at its deadline": {ID: "key-r", RunID: r.ID, Kind: events.PendingUncertainCall, UncertainCall: store.UncertainCall{Tool: "charge"},
 			ExpiresAt: &at, OnExpiry: "retry"},
-		"a question declined": {RunID: r.ID, Kind: store.KindClarification, Clarification: store.Clarification{Question: "?"}, ExpiresAt: &at,
+		"a question declined": {RunID: r.ID, Kind: events.PendingClarification, Clarification: store.Clarification{Question: "?"}, ExpiresAt: &at,
 			OnExpiry: events.ExpiryDecline},
-		"a call cancelling": {ID: "key-c", RunID: r.ID, Kind: store.KindUncertainCall, UncertainCall: store.UncertainCall{Tool: "charge"},
+		"a call cancelling": {ID: "key-c", RunID: r.ID, Kind: events.PendingUncertainCall, UncertainCall: store.UncertainCall{Tool: "charge"},
 			ExpiresAt: &at, OnExpiry: events.ExpiryCancel},
 	} {
 		wantErr(t, name, second(s.CreateHumanRequest(ctx, n)), store.ErrInvalid)
 	}
 	wantErr(t, "retry as a deadline's", second(s.ResolveHumanRequest(ctx, alice, fail.ID,
-		store.DeadlineAnswer{Of: store.KindUncertainCall, Outcome: "retry"})), store.ErrInvalid)
+		store.DeadlineAnswer{Of: events.PendingUncertainCall, Outcome: "retry"})), store.ErrInvalid)
 
 	// The run parks on the question its deadline decided: a message is
 	// refused until the run has taken the outcome up.
-	finish(t, s, r.ID, store.RunInterrupted, store.InterruptClarification)
+	finish(t, s, r.ID, store.RunInterrupted, events.PendingClarification)
 	wantErr(t, "a message while the deadline's outcome is pending",
 		second(s.StartRun(ctx, store.NewRun{ConversationID: c.ID, UserID: alice, UserMessage: "Paris"})), store.ErrRunActive)
 	must(s.ResumeRun(ctx, r.ID, "here"))(t)
@@ -231,13 +231,13 @@ func testClarificationAndCallDeadlines(t *testing.T, s Record) {
 
 	// A message before the deadline answers the question; the deadline
 	// then finds it answered.
-	later := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r2.ID, Kind: store.KindClarification,
+	later := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r2.ID, Kind: events.PendingClarification,
 		Clarification: store.Clarification{Question: "Which city?"}, ExpiresAt: &at, OnExpiry: events.ExpiryContinue}))(t)
-	finish(t, s, r2.ID, store.RunInterrupted, store.InterruptClarification)
+	finish(t, s, r2.ID, store.RunInterrupted, events.PendingClarification)
 	must(s.StartRun(ctx, store.NewRun{ConversationID: c.ID, UserID: alice, UserMessage: "Paris"}))(t)
 	wantErr(t, "the deadline after the message", second(s.ResolveHumanRequest(ctx, alice, later.ID,
-		store.DeadlineAnswer{Of: store.KindClarification, Outcome: events.ExpiryContinue})), store.ErrAlreadyResolved)
-	if got := must(s.GetHumanRequest(ctx, store.KindClarification, alice, later.ID))(t); got.Status != store.HumanAnswered || got.TimedOut ||
+		store.DeadlineAnswer{Of: events.PendingClarification, Outcome: events.ExpiryContinue})), store.ErrAlreadyResolved)
+	if got := must(s.GetHumanRequest(ctx, events.PendingClarification, alice, later.ID))(t); got.Status != store.HumanAnswered || got.TimedOut ||
 		got.Clarification.Answer != "Paris" {
 		t.Errorf("the question the message answered: %+v", got)
 	}

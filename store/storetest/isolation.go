@@ -48,19 +48,19 @@ func userCalls(user string, id records) map[string]func(ctx context.Context, s s
 			return second(s.EventsAfter(ctx, user, id.run, 0, 0))
 		},
 		"GetApproval": func(ctx context.Context, s store.Store) error {
-			return second(s.GetHumanRequest(ctx, store.KindApproval, user, id.approval))
+			return second(s.GetHumanRequest(ctx, events.PendingApproval, user, id.approval))
 		},
 		"PendingApprovals": func(ctx context.Context, s store.Store) error {
-			return second(s.PendingHumanRequests(ctx, store.KindApproval, user, id.conversation, store.Page{}))
+			return second(s.PendingHumanRequests(ctx, events.PendingApproval, user, id.conversation, store.Page{}))
 		},
 		"ResolveApproval": func(ctx context.Context, s store.Store) error {
 			return second(s.ResolveHumanRequest(ctx, user, id.approval, store.ApprovalAnswer{Decision: events.DecisionApprove}))
 		},
 		"GetElicitation": func(ctx context.Context, s store.Store) error {
-			return second(s.GetHumanRequest(ctx, store.KindElicitation, user, id.elicitation))
+			return second(s.GetHumanRequest(ctx, events.PendingElicitation, user, id.elicitation))
 		},
 		"PendingElicitations": func(ctx context.Context, s store.Store) error {
-			return second(s.PendingHumanRequests(ctx, store.KindElicitation, user, id.conversation, store.Page{}))
+			return second(s.PendingHumanRequests(ctx, events.PendingElicitation, user, id.conversation, store.Page{}))
 		},
 		"ResolveElicitation": func(ctx context.Context, s store.Store) error {
 			return second(s.ResolveHumanRequest(ctx, user, id.elicitation, store.ElicitationAnswer{Action: events.ElicitCancel}))
@@ -84,10 +84,10 @@ func testOtherUsersIDs(t *testing.T, s Record) {
 	if p := must(s.ListConversations(ctx, bob, store.Page{}))(t); len(p.Conversations) != 1 || p.Conversations[0].UserID != bob {
 		t.Errorf("bob lists %+v, want his one conversation", p.Conversations)
 	}
-	if p := allPending(t, s, store.KindApproval, bob, ""); len(p) != 0 {
+	if p := allPending(t, s, events.PendingApproval, bob, ""); len(p) != 0 {
 		t.Errorf("bob's pending approvals = %+v, want none", p)
 	}
-	if p := allPending(t, s, store.KindElicitation, bob, ""); len(p) != 0 {
+	if p := allPending(t, s, events.PendingElicitation, bob, ""); len(p) != 0 {
 		t.Errorf("bob's pending elicitations = %+v, want none", p)
 	}
 }
@@ -115,10 +115,10 @@ func testUnknownIDs(t *testing.T, s Record) {
 			return second(s.AddMessage(ctx, store.NewMessage{RunID: nope, Role: store.RoleUser}))
 		},
 		"CreateApproval": func(ctx context.Context) error {
-			return second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: nope, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}}))
+			return second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: nope, Kind: events.PendingApproval, Approval: store.Approval{Tool: "x"}}))
 		},
 		"CreateElicitation": func(ctx context.Context) error {
-			return second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: nope, Kind: store.KindElicitation}))
+			return second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: nope, Kind: events.PendingElicitation}))
 		},
 	} {
 		wantErr(t, name+" with an unknown run", call(t.Context()), store.ErrNotFound)
@@ -147,7 +147,7 @@ func testInvalidInput(t *testing.T, s Record) {
 		"FinishRun as nonsense":             second(s.FinishRun(ctx, r.ID, store.RunEnd{Status: "paused"})),
 		"FinishRun interrupted, no reason":  second(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunInterrupted})),
 		"FinishRun interrupted, bad reason": second(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunInterrupted, Reason: "boredom"})),
-		"FinishRun completed with reason":   second(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted, Reason: store.InterruptApproval})),
+		"FinishRun completed with reason":   second(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted, Reason: events.PendingApproval})),
 		"AppendEvent without type":          event("", `{}`),
 		"AppendEvent of an array":           event("x", `[1]`),
 		"AppendEvent of a string":           event("x", `"s"`),
@@ -158,9 +158,9 @@ func testInvalidInput(t *testing.T, s Record) {
 		"AppendEvent with a CR":             event("x", "{\"a\":1}\r"),
 		"AddMessage with bad role":          second(s.AddMessage(ctx, store.NewMessage{RunID: r.ID, Role: "tool"})),
 		"AddMessage with bad citations":     second(s.AddMessage(ctx, store.NewMessage{RunID: r.ID, Role: store.RoleAssistant, Citations: json.RawMessage(`[`)})),
-		"CreateApproval with array args":    second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x", Args: json.RawMessage(`[]`)}})),
-		"CreateApproval without tool":       second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval})),
-		"CreateElicitation, schema array":   second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Schema: json.RawMessage(`[]`)}})),
+		"CreateApproval with array args":    second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingApproval, Approval: store.Approval{Tool: "x", Args: json.RawMessage(`[]`)}})),
+		"CreateApproval without tool":       second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingApproval})),
+		"CreateElicitation, schema array":   second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingElicitation, Elicitation: store.Elicitation{Schema: json.RawMessage(`[]`)}})),
 		"ResolveApproval, bad decision":     second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: "maybe"})),
 		"ResolveApproval, edit no args":     second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: events.DecisionEdit})),
 		"ResolveApproval, edit bad args":    second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: events.DecisionEdit, Args: json.RawMessage(`"x"`)})),

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 )
 
@@ -160,9 +161,9 @@ func testPendingBoundedByBytes(t *testing.T, s Record) {
 		if i%2 == 1 {
 			run = ro
 		}
-		a := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: run.ID, Kind: store.KindApproval, Approval: store.Approval{
+		a := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: run.ID, Kind: events.PendingApproval, Approval: store.Approval{
 			Tool: "write", Args: json.RawMessage(fmt.Sprintf(`{"content":%q}`, large(store.PageBytes*2/5)))}}))(t)
-		e := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: run.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{
+		e := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: run.ID, Kind: events.PendingElicitation, Elicitation: store.Elicitation{
 			Message: large(store.PageBytes / 5), Schema: json.RawMessage(fmt.Sprintf(`{"description":%q}`, large(store.PageBytes/5)))}}))(t)
 		approvals, elicitations = append(approvals, a.ID), append(elicitations, e.ID)
 		if run.ID == r.ID {
@@ -173,36 +174,36 @@ func testPendingBoundedByBytes(t *testing.T, s Record) {
 	size := func(h store.HumanRequest) int {
 		return len(h.Approval.Args) + len(h.Elicitation.Message) + len(h.Elicitation.Schema)
 	}
-	pages := func(kind store.HumanKind, conversationID string) func(string) ([]store.HumanRequest, string) {
+	pages := func(kind events.PendingKind, conversationID string) func(string) ([]store.HumanRequest, string) {
 		return func(cursor string) ([]store.HumanRequest, string) {
 			p := must(s.PendingHumanRequests(ctx, kind, alice, conversationID, store.Page{Limit: store.MaxLimit, Cursor: cursor}))(t)
 			return p.Requests, p.NextCursor
 		}
 	}
-	pagedThrough(t, "pending approvals", pages(store.KindApproval, ""), id, size, approvals)
-	pagedThrough(t, "pending elicitations", pages(store.KindElicitation, ""), id, size, elicitations)
-	pagedThrough(t, "pending approvals of a conversation", pages(store.KindApproval, c.ID), id, size, ofC)
+	pagedThrough(t, "pending approvals", pages(events.PendingApproval, ""), id, size, approvals)
+	pagedThrough(t, "pending elicitations", pages(events.PendingElicitation, ""), id, size, elicitations)
+	pagedThrough(t, "pending approvals of a conversation", pages(events.PendingApproval, c.ID), id, size, ofC)
 
 	// The count still bounds a page of small ones.
-	if p := must(s.PendingHumanRequests(ctx, store.KindApproval, alice, "", store.Page{Limit: 1}))(t); len(p.Requests) != 1 || p.NextCursor == "" {
+	if p := must(s.PendingHumanRequests(ctx, events.PendingApproval, alice, "", store.Page{Limit: 1}))(t); len(p.Requests) != 1 || p.NextCursor == "" {
 		t.Errorf("a page of limit 1: %d requests, next %q; want one and a cursor", len(p.Requests), p.NextCursor)
 	}
 	// One larger than a page comes alone, and then the rest.
 	r3 := startRun(t, s, newConversation(t, s, alice), "huge")
-	huge := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "key-huge", RunID: r3.ID, Kind: store.KindUncertainCall, UncertainCall: store.UncertainCall{Tool: "write", Args: json.RawMessage(fmt.Sprintf(`{"content":%q}`, large(store.PageBytes+10)))}}))(t)
-	small := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "key-small", RunID: r3.ID, Kind: store.KindUncertainCall, UncertainCall: store.UncertainCall{Tool: "write"}}))(t)
-	first := must(s.PendingHumanRequests(ctx, store.KindUncertainCall, alice, "", store.Page{}))(t)
+	huge := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "key-huge", RunID: r3.ID, Kind: events.PendingUncertainCall, UncertainCall: store.UncertainCall{Tool: "write", Args: json.RawMessage(fmt.Sprintf(`{"content":%q}`, large(store.PageBytes+10)))}}))(t)
+	small := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "key-small", RunID: r3.ID, Kind: events.PendingUncertainCall, UncertainCall: store.UncertainCall{Tool: "write"}}))(t)
+	first := must(s.PendingHumanRequests(ctx, events.PendingUncertainCall, alice, "", store.Page{}))(t)
 	if len(first.Requests) != 1 || first.Requests[0].ID != huge.ID || first.NextCursor == "" {
 		t.Fatalf("a request larger than a page: %d requests, next %q; want it alone and a cursor", len(first.Requests), first.NextCursor)
 	}
-	rest := must(s.PendingHumanRequests(ctx, store.KindUncertainCall, alice, "", store.Page{Cursor: first.NextCursor}))(t)
+	rest := must(s.PendingHumanRequests(ctx, events.PendingUncertainCall, alice, "", store.Page{Cursor: first.NextCursor}))(t)
 	if len(rest.Requests) != 1 || rest.Requests[0].ID != small.ID || rest.NextCursor != "" {
 		t.Errorf("after it: %+v; want %s, the last", rest, small.ID)
 	}
 
 	wantErrs(t, "", map[string]error{
-		"PendingHumanRequests with a negative limit": second(s.PendingHumanRequests(ctx, store.KindApproval, alice, "", store.Page{Limit: -1})),
-		"PendingHumanRequests with a bad cursor":     second(s.PendingHumanRequests(ctx, store.KindApproval, alice, "", store.Page{Cursor: "nonsense"})),
+		"PendingHumanRequests with a negative limit": second(s.PendingHumanRequests(ctx, events.PendingApproval, alice, "", store.Page{Limit: -1})),
+		"PendingHumanRequests with a bad cursor":     second(s.PendingHumanRequests(ctx, events.PendingApproval, alice, "", store.Page{Cursor: "nonsense"})),
 	}, store.ErrInvalid)
 }
 

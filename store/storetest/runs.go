@@ -29,8 +29,8 @@ func testRunLifecycle(t *testing.T, s Record) {
 	}
 
 	usage := events.Usage{InputTokens: 10, OutputTokens: 5, ThinkingTokens: 1, CacheReadTokens: 2, CacheWriteTokens: 3, TotalTokens: 15}
-	parked := must(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptApproval, Usage: usage}))(t)
-	if parked.Status != store.RunInterrupted || parked.InterruptReason != store.InterruptApproval || parked.Usage != usage || parked.CompletedAt == nil {
+	parked := must(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunInterrupted, Reason: events.PendingApproval, Usage: usage}))(t)
+	if parked.Status != store.RunInterrupted || parked.InterruptReason != events.PendingApproval || parked.Usage != usage || parked.CompletedAt == nil {
 		t.Errorf("FinishRun(interrupted) = %+v", parked)
 	} else {
 		utc(t, "completed", *parked.CompletedAt)
@@ -76,9 +76,9 @@ func testActiveRunRule(t *testing.T, s Record) {
 		blocks bool
 	}{
 		{"running", nil, true},
-		{"interrupted for approval", &store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptApproval}, true},
-		{"interrupted for elicitation", &store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptElicitation}, true},
-		{"interrupted for clarification", &store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptClarification}, false},
+		{"interrupted for approval", &store.RunEnd{Status: store.RunInterrupted, Reason: events.PendingApproval}, true},
+		{"interrupted for elicitation", &store.RunEnd{Status: store.RunInterrupted, Reason: events.PendingElicitation}, true},
+		{"interrupted for clarification", &store.RunEnd{Status: store.RunInterrupted, Reason: events.PendingClarification}, false},
 		{"completed", &store.RunEnd{Status: store.RunCompleted}, false},
 		{"cancelled", &store.RunEnd{Status: store.RunCancelled}, false},
 		{"failed", &store.RunEnd{Status: store.RunFailed}, false},
@@ -158,7 +158,7 @@ func testOneActiveRunConcurrent(t *testing.T, s Record) {
 func testResumeRespectsActiveRun(t *testing.T, s Record) {
 	ctx := t.Context()
 	c := newConversation(t, s, alice)
-	asked := finish(t, s, startRun(t, s, c, "book a flight").ID, store.RunInterrupted, store.InterruptClarification)
+	asked := finish(t, s, startRun(t, s, c, "book a flight").ID, store.RunInterrupted, events.PendingClarification)
 	next := startRun(t, s, c, "to Paris")
 	wantErr(t, "ResumeRun beside an active run", second(s.ResumeRun(ctx, asked.ID, "p")), store.ErrRunActive)
 	if got := must(s.GetRun(ctx, alice, asked.ID))(t); !reflect.DeepEqual(got, asked) {
@@ -181,7 +181,7 @@ func testSupersede(t *testing.T, s Record) {
 	r3 := startRun(t, s, c, "three")
 	a3 := newApproval(t, s, r3, "delete_everything")
 	e3 := newElicitation(t, s, r3, "sure?")
-	finish(t, s, r3.ID, store.RunInterrupted, store.InterruptApproval)
+	finish(t, s, r3.ID, store.RunInterrupted, events.PendingApproval)
 	wantErr(t, "StartRun beside a run waiting for approval", second(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "x"})), store.ErrRunActive)
 
 	r4 := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "two, edited", Supersedes: r2.ID}))(t)
@@ -196,10 +196,10 @@ func testSupersede(t *testing.T, s Record) {
 	if want := []bool{false, true, true, false}; !reflect.DeepEqual(got, want) || runs[0].ID != r1.ID || runs[3].ID != r4.ID {
 		t.Errorf("superseded flags %v, want %v for %s, %s, %s, %s", got, want, r1.ID, r2.ID, r3.ID, r4.ID)
 	}
-	if a := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a3.ID))(t); a.Status != store.HumanExpired || a.ResolvedAt == nil {
+	if a := must(s.GetHumanRequest(ctx, events.PendingApproval, alice, a3.ID))(t); a.Status != store.HumanExpired || a.ResolvedAt == nil {
 		t.Errorf("approval of a superseded run: %+v, want expired", a)
 	}
-	if e := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e3.ID))(t); e.Status != store.HumanExpired {
+	if e := must(s.GetHumanRequest(ctx, events.PendingElicitation, alice, e3.ID))(t); e.Status != store.HumanExpired {
 		t.Errorf("elicitation of a superseded run: %+v, want expired", e)
 	}
 	wantErr(t, "answering an expired approval", second(s.ResolveHumanRequest(ctx, alice, a3.ID, store.ApprovalAnswer{Decision: events.DecisionApprove})), store.ErrAlreadyResolved)
@@ -442,7 +442,7 @@ func testRunInput(t *testing.T, s Record) {
 	if got := must(s.RunInput(ctx, alice, r.ID))(t); string(got) != string(in) {
 		t.Errorf("RunInput of a later run = %s, want %s", got, in)
 	}
-	must(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptApproval}))(t)
+	must(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunInterrupted, Reason: events.PendingApproval}))(t)
 	if got := must(s.RunInput(ctx, alice, r.ID))(t); got != nil {
 		t.Errorf("RunInput after the run was parked = %s, want none", got)
 	}
@@ -455,11 +455,11 @@ func testActiveUsers(t *testing.T, s Record) {
 	}
 	carol, dave, erin := "carol", "dave", "erin"
 	startRun(t, s, newConversation(t, s, bob), "running")
-	finish(t, s, startRun(t, s, newConversation(t, s, alice), "parked").ID, store.RunInterrupted, store.InterruptApproval)
+	finish(t, s, startRun(t, s, newConversation(t, s, alice), "parked").ID, store.RunInterrupted, events.PendingApproval)
 	finish(t, s, startRun(t, s, newConversation(t, s, carol), "done").ID, store.RunCompleted, "")
-	finish(t, s, startRun(t, s, newConversation(t, s, dave), "asked").ID, store.RunInterrupted, store.InterruptClarification)
+	finish(t, s, startRun(t, s, newConversation(t, s, dave), "asked").ID, store.RunInterrupted, events.PendingClarification)
 	edited := startRun(t, s, newConversation(t, s, erin), "edited")
-	finish(t, s, edited.ID, store.RunInterrupted, store.InterruptApproval)
+	finish(t, s, edited.ID, store.RunInterrupted, events.PendingApproval)
 	must(s.StartRun(ctx, store.NewRun{UserID: erin, ConversationID: edited.ConversationID, UserMessage: "again", Supersedes: edited.ID,
 		RequestID: "req-again", Owner: "proc-1"}))(t)
 	// Dave's question waits for his next message, which recovery does
@@ -481,7 +481,7 @@ func testEndRunRacesStart(t *testing.T, s Record) {
 	ctx := t.Context()
 	const rounds = 100
 	for i := range rounds {
-		c, parked := parkedRun(t, s, store.InterruptClarification)
+		c, parked := parkedRun(t, s, events.PendingClarification)
 		r := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "running"}))(t)
 		errs := make([]error, 3)
 		together(func() {
@@ -504,7 +504,7 @@ func testEndRunRacesStart(t *testing.T, s Record) {
 
 // parkedRun starts a run in a new conversation of alice's and parks it
 // for reason.
-func parkedRun(t *testing.T, s store.Store, reason store.InterruptReason) (store.Conversation, store.Run) {
+func parkedRun(t *testing.T, s store.Store, reason events.PendingKind) (store.Conversation, store.Run) {
 	t.Helper()
 	c := newConversation(t, s, alice)
 	r := startRun(t, s, c, "parked")

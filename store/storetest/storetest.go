@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/testcheck"
 
 	"github.com/trellis-ai/trellis/store"
@@ -196,7 +197,7 @@ func startRun(t *testing.T, s store.Store, c store.Conversation, msg string) sto
 		RequestID: "req-" + msg, Owner: "proc-1", CheckpointID: "cp-before-" + msg}))(t)
 }
 
-func finish(t *testing.T, s store.Store, runID string, status store.RunStatus, reason store.InterruptReason) store.Run {
+func finish(t *testing.T, s store.Store, runID string, status store.RunStatus, reason events.PendingKind) store.Run {
 	t.Helper()
 	return must(s.FinishRun(t.Context(), runID, store.RunEnd{Status: status, Reason: reason}))(t)
 }
@@ -210,12 +211,12 @@ func appendEvent(t *testing.T, s store.Store, r store.Run, typ string) store.Eve
 
 func newApproval(t *testing.T, s store.Store, r store.Run, tool string) store.HumanRequest {
 	t.Helper()
-	return must(s.CreateHumanRequest(t.Context(), store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{ToolCallID: "call-" + tool, Tool: tool, Args: json.RawMessage(`{"path":"/tmp/x","n":1}`), Revision: 0}}))(t)
+	return must(s.CreateHumanRequest(t.Context(), store.NewHumanRequest{RunID: r.ID, Kind: events.PendingApproval, Approval: store.Approval{ToolCallID: "call-" + tool, Tool: tool, Args: json.RawMessage(`{"path":"/tmp/x","n":1}`), Revision: 0}}))(t)
 }
 
 func newElicitation(t *testing.T, s store.Store, r store.Run, msg string) store.HumanRequest {
 	t.Helper()
-	return must(s.CreateHumanRequest(t.Context(), store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Source: "mcp:files", Message: msg, Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)}}))(t)
+	return must(s.CreateHumanRequest(t.Context(), store.NewHumanRequest{RunID: r.ID, Kind: events.PendingElicitation, Elicitation: store.Elicitation{Source: "mcp:files", Message: msg, Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)}}))(t)
 }
 
 // snapshot is everything a user can read about one conversation, so a
@@ -246,10 +247,10 @@ func take(t *testing.T, s store.Store, user, conversationID string) snapshot {
 				t.Fatalf("event %s/%d data: %v", e.RunID, e.Seq, err)
 			}
 			if ids.Approval != "" {
-				snap.Approvals = append(snap.Approvals, must(s.GetHumanRequest(ctx, store.KindApproval, user, ids.Approval))(t))
+				snap.Approvals = append(snap.Approvals, must(s.GetHumanRequest(ctx, events.PendingApproval, user, ids.Approval))(t))
 			}
 			if ids.Elicitation != "" {
-				snap.Elicitations = append(snap.Elicitations, must(s.GetHumanRequest(ctx, store.KindElicitation, user, ids.Elicitation))(t))
+				snap.Elicitations = append(snap.Elicitations, must(s.GetHumanRequest(ctx, events.PendingElicitation, user, ids.Elicitation))(t))
 			}
 		}
 	}
@@ -315,7 +316,7 @@ func allMessages(t *testing.T, s store.Store, user, conversationID string) []sto
 }
 
 // allPending pages through the user's pending requests of the kind.
-func allPending(t *testing.T, s store.Store, kind store.HumanKind, user, conversationID string) []store.HumanRequest {
+func allPending(t *testing.T, s store.Store, kind events.PendingKind, user, conversationID string) []store.HumanRequest {
 	t.Helper()
 	all := []store.HumanRequest{}
 	for p := (store.Page{}); ; {
@@ -369,7 +370,7 @@ func busy(t *testing.T, s store.Store, user string) (store.Conversation, store.R
 	e := newElicitation(t, s, r2, "your name?")
 	must(s.AppendEvent(ctx, store.NewEvent{RunID: r2.ID, Type: "elicitation.request",
 		Data: json.RawMessage(fmt.Sprintf(`{"type":"elicitation.request","elicitation_id":%q}`, e.ID))}))(t)
-	r2 = finish(t, s, r2.ID, store.RunInterrupted, store.InterruptApproval)
+	r2 = finish(t, s, r2.ID, store.RunInterrupted, events.PendingApproval)
 	return c, r2, a, e
 }
 

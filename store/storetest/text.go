@@ -49,10 +49,10 @@ func testUnstorableIDs(t *testing.T, s Record) {
 			if p, err := s.ListConversations(ctx, bad, store.Page{}); err != nil || len(p.Conversations) != 0 {
 				t.Errorf("ListConversations of a user %q = %+v, %v; want none", bad, p, err)
 			}
-			if as, err := s.PendingHumanRequests(ctx, store.KindApproval, bad, "", store.Page{}); err != nil || len(as.Requests) != 0 {
+			if as, err := s.PendingHumanRequests(ctx, events.PendingApproval, bad, "", store.Page{}); err != nil || len(as.Requests) != 0 {
 				t.Errorf("PendingApprovals of a user %q = %+v, %v; want none", bad, as, err)
 			}
-			if es, err := s.PendingHumanRequests(ctx, store.KindElicitation, bad, "", store.Page{}); err != nil || len(es.Requests) != 0 {
+			if es, err := s.PendingHumanRequests(ctx, events.PendingElicitation, bad, "", store.Page{}); err != nil || len(es.Requests) != 0 {
 				t.Errorf("PendingElicitations of a user %q = %+v, %v; want none", bad, es, err)
 			}
 		})
@@ -78,10 +78,10 @@ func runCalls(runID string) map[string]func(ctx context.Context, s store.Store) 
 			return second(s.AddMessage(ctx, store.NewMessage{RunID: runID, Role: store.RoleAssistant, Content: "x"}))
 		},
 		"CreateApproval": func(ctx context.Context, s store.Store) error {
-			return second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: runID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}}))
+			return second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: runID, Kind: events.PendingApproval, Approval: store.Approval{Tool: "x"}}))
 		},
 		"CreateElicitation": func(ctx context.Context, s store.Store) error {
-			return second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: runID, Kind: store.KindElicitation}))
+			return second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: runID, Kind: events.PendingElicitation}))
 		},
 	}
 }
@@ -143,17 +143,17 @@ func testUnstorableText(t *testing.T, s Record) {
 				"AppendEvent, owner":             event(store.NewEvent{Owner: bad}),
 				"FinishRun, owner":               second(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted, Owner: bad})),
 				"ResumeRun, owner":               second(s.ResumeRun(ctx, r.ID, bad)),
-				"CreateApproval, id":             second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: bad, RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x"}})),
-				"CreateApproval, tool":           second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: bad}})),
-				"CreateApproval, tool call id":   second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x", ToolCallID: bad}})),
-				"CreateApproval, args":           second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x", Args: badJSON}})),
+				"CreateApproval, id":             second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: bad, RunID: r.ID, Kind: events.PendingApproval, Approval: store.Approval{Tool: "x"}})),
+				"CreateApproval, tool":           second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingApproval, Approval: store.Approval{Tool: bad}})),
+				"CreateApproval, tool call id":   second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingApproval, Approval: store.Approval{Tool: "x", ToolCallID: bad}})),
+				"CreateApproval, args":           second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingApproval, Approval: store.Approval{Tool: "x", Args: badJSON}})),
 				"ResolveApproval, reason":        second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: events.DecisionReject, Reason: bad})),
 				"ResolveApproval, edit reason":   second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: events.DecisionEdit, Args: json.RawMessage(`{}`), Reason: bad})),
 				"ResolveApproval, edited args":   second(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: events.DecisionEdit, Args: badJSON})),
-				"CreateElicitation, id":          second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: bad, RunID: r.ID, Kind: store.KindElicitation})),
-				"CreateElicitation, source":      second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Source: bad}})),
-				"CreateElicitation, message":     second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Message: bad}})),
-				"CreateElicitation, schema":      second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Schema: badJSON}})),
+				"CreateElicitation, id":          second(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: bad, RunID: r.ID, Kind: events.PendingElicitation})),
+				"CreateElicitation, source":      second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingElicitation, Elicitation: store.Elicitation{Source: bad}})),
+				"CreateElicitation, message":     second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingElicitation, Elicitation: store.Elicitation{Message: bad}})),
+				"CreateElicitation, schema":      second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingElicitation, Elicitation: store.Elicitation{Schema: badJSON}})),
 				"ResolveElicitation, content":    second(s.ResolveHumanRequest(ctx, alice, e.ID, store.ElicitationAnswer{Action: events.ElicitAccept, Content: badJSON})),
 			}, store.ErrInvalid)
 		})
@@ -177,8 +177,8 @@ func testJSONEscapesKept(t *testing.T, s Record) {
 	const obj = `{"nul":"a\u0000b","lone":"\ud800","fine":"caf\u00e9 ✓"}`
 	data := `{"type":"tool.complete","result":"\u0000"}`
 	ev := must(s.AppendEvent(ctx, store.NewEvent{RunID: r.ID, Type: "tool.complete", Data: json.RawMessage(data)}))(t)
-	a := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindApproval, Approval: store.Approval{Tool: "x", Args: json.RawMessage(obj)}}))(t)
-	e := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: store.KindElicitation, Elicitation: store.Elicitation{Schema: json.RawMessage(obj)}}))(t)
+	a := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingApproval, Approval: store.Approval{Tool: "x", Args: json.RawMessage(obj)}}))(t)
+	e := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r.ID, Kind: events.PendingElicitation, Elicitation: store.Elicitation{Schema: json.RawMessage(obj)}}))(t)
 	m := must(s.AddMessage(ctx, store.NewMessage{RunID: r.ID, Role: store.RoleAssistant, Content: "x",
 		Citations: json.RawMessage(`[` + obj + `]`), Meta: json.RawMessage(obj)}))(t)
 	a = must(s.ResolveHumanRequest(ctx, alice, a.ID, store.ApprovalAnswer{Decision: events.DecisionEdit, Args: json.RawMessage(obj)}))(t)
@@ -187,10 +187,10 @@ func testJSONEscapesKept(t *testing.T, s Record) {
 	if got := must(s.EventsAfter(ctx, alice, r.ID, 0, 0))(t); len(got) != 1 || string(got[0].Data) != string(ev.Data) {
 		t.Errorf("events = %+v, want %s", got, ev.Data)
 	}
-	if got := must(s.GetHumanRequest(ctx, store.KindApproval, alice, a.ID))(t); string(got.Approval.Args) != obj || string(got.Approval.EditedArgs) != obj {
+	if got := must(s.GetHumanRequest(ctx, events.PendingApproval, alice, a.ID))(t); string(got.Approval.Args) != obj || string(got.Approval.EditedArgs) != obj {
 		t.Errorf("approval args %s, edited %s; want %s", got.Approval.Args, got.Approval.EditedArgs, obj)
 	}
-	if got := must(s.GetHumanRequest(ctx, store.KindElicitation, alice, e.ID))(t); string(got.Elicitation.Schema) != obj || string(got.Elicitation.Content) != obj {
+	if got := must(s.GetHumanRequest(ctx, events.PendingElicitation, alice, e.ID))(t); string(got.Elicitation.Schema) != obj || string(got.Elicitation.Content) != obj {
 		t.Errorf("elicitation schema %s, content %s; want %s", got.Elicitation.Schema, got.Elicitation.Content, obj)
 	}
 	msgs := allMessages(t, s, alice, c.ID)

@@ -78,7 +78,7 @@ func testUncertainCalls(t *testing.T, s Record) {
 	ctx := t.Context()
 	c1, c2 := newConversation(t, s, alice), newConversation(t, s, alice)
 	r1, r2 := startRun(t, s, c1, "one"), startRun(t, s, c2, "two")
-	in := store.NewHumanRequest{ID: "idem-1", RunID: r1.ID, Kind: store.KindUncertainCall,
+	in := store.NewHumanRequest{ID: "idem-1", RunID: r1.ID, Kind: events.PendingUncertainCall,
 		UncertainCall: store.UncertainCall{ToolCallID: "call-1", Tool: "write", Args: json.RawMessage(`{"note":"n1"}`)}}
 	h := must(s.CreateHumanRequest(ctx, in))(t)
 	if h.Status != store.HumanPending || h.ConversationID != c1.ID || h.UserID != alice || h.UncertainCall.Tool != "write" ||
@@ -86,23 +86,23 @@ func testUncertainCalls(t *testing.T, s Record) {
 		t.Fatalf("created %+v", h)
 	}
 	wantErr(t, "the same id again", second(s.CreateHumanRequest(ctx, in)), store.ErrConflict)
-	wantErr(t, "no id", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r1.ID, Kind: store.KindUncertainCall,
+	wantErr(t, "no id", second(s.CreateHumanRequest(ctx, store.NewHumanRequest{RunID: r1.ID, Kind: events.PendingUncertainCall,
 		UncertainCall: store.UncertainCall{Tool: "write"}})), store.ErrInvalid)
-	wantErr(t, "asked for as an approval", second(s.GetHumanRequest(ctx, store.KindApproval, alice, h.ID)), store.ErrNotFound)
+	wantErr(t, "asked for as an approval", second(s.GetHumanRequest(ctx, events.PendingApproval, alice, h.ID)), store.ErrNotFound)
 	wantErr(t, "answered as an approval", second(s.ResolveHumanRequest(ctx, alice, h.ID, store.ApprovalAnswer{Decision: events.DecisionApprove})), store.ErrNotFound)
-	wantErr(t, "another user's", second(s.GetHumanRequest(ctx, store.KindUncertainCall, bob, h.ID)), store.ErrNotFound)
+	wantErr(t, "another user's", second(s.GetHumanRequest(ctx, events.PendingUncertainCall, bob, h.ID)), store.ErrNotFound)
 
-	other := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "idem-2", RunID: r2.ID, Kind: store.KindUncertainCall,
+	other := must(s.CreateHumanRequest(ctx, store.NewHumanRequest{ID: "idem-2", RunID: r2.ID, Kind: events.PendingUncertainCall,
 		UncertainCall: store.UncertainCall{Tool: "charge"}}))(t)
-	if got := pendingIDs(t, s, store.KindUncertainCall, c1.ID); len(got) != 1 || got[0] != h.ID {
+	if got := pendingIDs(t, s, events.PendingUncertainCall, c1.ID); len(got) != 1 || got[0] != h.ID {
 		t.Errorf("pending of %s = %v, want [%s]", c1.ID, got, h.ID)
 	}
 	wantErr(t, "an unknown decision", second(s.ResolveHumanRequest(ctx, alice, h.ID, store.CallAnswer{Decision: "maybe"})), store.ErrInvalid)
-	res := must(s.ResolveHumanRequest(ctx, alice, h.ID, store.CallAnswer{Decision: store.CallSkip}))(t)
+	res := must(s.ResolveHumanRequest(ctx, alice, h.ID, store.CallAnswer{Decision: events.CallSkip}))(t)
 	if res.Status != store.HumanSkipped || res.ResolvedAt == nil {
 		t.Errorf("resolved %+v, want skipped", res)
 	}
-	wantErr(t, "a second answer", second(s.ResolveHumanRequest(ctx, alice, h.ID, store.CallAnswer{Decision: store.CallRetry})), store.ErrAlreadyResolved)
+	wantErr(t, "a second answer", second(s.ResolveHumanRequest(ctx, alice, h.ID, store.CallAnswer{Decision: events.CallRetry})), store.ErrAlreadyResolved)
 
 	data := must(json.Marshal(res))(t)
 	var fields map[string]any
@@ -116,12 +116,12 @@ func testUncertainCalls(t *testing.T, s Record) {
 		}
 	}
 
-	finish(t, s, r2.ID, store.RunInterrupted, store.InterruptUncertainCall)
-	if got := must(s.GetRun(ctx, alice, r2.ID))(t); !got.Active() || got.InterruptReason != store.InterruptUncertainCall {
+	finish(t, s, r2.ID, store.RunInterrupted, events.PendingUncertainCall)
+	if got := must(s.GetRun(ctx, alice, r2.ID))(t); !got.Active() || got.InterruptReason != events.PendingUncertainCall {
 		t.Errorf("a run parked on an uncertain call: %+v, want active, interrupted for it", got)
 	}
 	finish(t, s, r2.ID, store.RunCancelled, "")
-	if got := must(s.GetHumanRequest(ctx, store.KindUncertainCall, alice, other.ID))(t); got.Status != store.HumanExpired {
+	if got := must(s.GetHumanRequest(ctx, events.PendingUncertainCall, alice, other.ID))(t); got.Status != store.HumanExpired {
 		t.Errorf("after its run was cancelled: %+v, want expired", got)
 	}
 }

@@ -19,10 +19,10 @@ func testUsage(t *testing.T, s Record) {
 	r := must(s.StartRun(ctx, store.NewRun{UserID: alice, ConversationID: c.ID, UserMessage: "hello", Model: "smart-1"}))(t)
 
 	u := events.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15}
-	must(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptApproval, Usage: u, ToolCalls: 2}))(t)
+	must(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunInterrupted, Reason: events.PendingApproval, Usage: u, ToolCalls: 2}))(t)
 	// Ended again without a resume (a recovered process ending it a
 	// second time): its stretch counted already.
-	must(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunInterrupted, Reason: store.InterruptApproval, Usage: u, ToolCalls: 2}))(t)
+	must(s.FinishRun(ctx, r.ID, store.RunEnd{Status: store.RunInterrupted, Reason: events.PendingApproval, Usage: u, ToolCalls: 2}))(t)
 	must(s.ResumeRun(ctx, r.ID, "proc-b"))(t)
 	u = events.Usage{InputTokens: 30, OutputTokens: 9, TotalTokens: 40} // the run's total
 	must(s.EndRun(ctx, r.ID, store.RunEnd{Status: store.RunCompleted, Usage: u, ToolCalls: 1},

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/internal/storeutil"
 )
@@ -153,7 +154,7 @@ WHERE id = (SELECT conversation_id FROM runs WHERE id = ? AND user_id = ?) RETUR
 		if head, err = ScanRun(q.QueryRow(ctx, branchPath+`SELECT `+RunCols+` FROM runs WHERE id = (SELECT id FROM head)`, args...)); err != nil {
 			return err
 		}
-		if head.Status == store.RunInterrupted && head.InterruptReason != store.InterruptClarification {
+		if head.Status == store.RunInterrupted && head.InterruptReason != events.PendingClarification {
 			return fmt.Errorf("the branch's last run %s waited on a %s that expired when the branch was left; edit its message instead: %w",
 				head.ID, head.InterruptReason, store.ErrConflict)
 		}

@@ -30,15 +30,15 @@ var (
 )
 
 // humanOf returns the table of a kind.
-func humanOf(kind store.HumanKind) (human, error) {
+func humanOf(kind events.PendingKind) (human, error) {
 	switch kind {
-	case store.KindApproval:
+	case events.PendingApproval:
 		return approvals, nil
-	case store.KindElicitation:
+	case events.PendingElicitation:
 		return elicitations, nil
-	case store.KindClarification:
+	case events.PendingClarification:
 		return clarifications, nil
-	case store.KindUncertainCall:
+	case events.PendingUncertainCall:
 		return uncertainCalls, nil
 	}
 	return human{}, fmt.Errorf("%w: kind %q is not approval, elicitation, clarification or uncertain_call", store.ErrInvalid, kind)
@@ -172,20 +172,20 @@ func (s *Store) CreateHumanRequest(ctx context.Context, n store.NewHumanRequest)
 		vals []any
 	)
 	switch n.Kind {
-	case store.KindApproval:
+	case events.PendingApproval:
 		a := n.Approval
 		r.Approval = store.Approval{ToolCallID: a.ToolCallID, Tool: a.Tool, Args: []byte(objectOr(a.Args)), Revision: a.Revision}
 		h, cols = approvals, "tool_call_id, tool, args, revision, expires_at, on_expiry"
 		vals = []any{a.ToolCallID, a.Tool, string(r.Approval.Args), a.Revision, expires, string(n.OnExpiry)}
-	case store.KindElicitation:
+	case events.PendingElicitation:
 		e := n.Elicitation
 		r.Elicitation = store.Elicitation{Source: e.Source, Message: e.Message, Schema: []byte(objectOr(e.Schema))}
 		h, cols = elicitations, "source, message, schema, expires_at, on_expiry"
 		vals = []any{e.Source, e.Message, string(r.Elicitation.Schema), expires, string(n.OnExpiry)}
-	case store.KindClarification:
+	case events.PendingClarification:
 		r.Clarification = store.Clarification{Question: n.Clarification.Question}
 		h, cols, vals = clarifications, "question, expires_at, on_expiry", []any{n.Clarification.Question, expires, string(n.OnExpiry)}
-	case store.KindUncertainCall:
+	case events.PendingUncertainCall:
 		u := n.UncertainCall
 		r.UncertainCall = store.UncertainCall{ToolCallID: u.ToolCallID, Tool: u.Tool, Args: []byte(objectOr(u.Args))}
 		h, cols = uncertainCalls, "tool_call_id, tool, args, expires_at, on_expiry"
@@ -198,7 +198,7 @@ func (s *Store) CreateHumanRequest(ctx context.Context, n store.NewHumanRequest)
 }
 
 // GetHumanRequest implements store.HumanRequests.
-func (s *Store) GetHumanRequest(ctx context.Context, kind store.HumanKind, userID, id string) (store.HumanRequest, error) {
+func (s *Store) GetHumanRequest(ctx context.Context, kind events.PendingKind, userID, id string) (store.HumanRequest, error) {
 	h, err := humanOf(kind)
 	if err != nil {
 		return store.HumanRequest{}, s.errorf("get human request %s: %w", id, err)
@@ -207,7 +207,7 @@ func (s *Store) GetHumanRequest(ctx context.Context, kind store.HumanKind, userI
 }
 
 // PendingHumanRequests implements store.HumanRequests.
-func (s *Store) PendingHumanRequests(ctx context.Context, kind store.HumanKind, userID, conversationID string, page store.Page) (store.HumanRequestPage, error) {
+func (s *Store) PendingHumanRequests(ctx context.Context, kind events.PendingKind, userID, conversationID string, page store.Page) (store.HumanRequestPage, error) {
 	h, err := humanOf(kind)
 	if err != nil {
 		return store.HumanRequestPage{}, s.errorf("pending human requests: %w", err)
@@ -236,7 +236,7 @@ func (s *Store) ResolveHumanRequest(ctx context.Context, userID, id string, ans 
 		r, err = approvals.resolve(ctx, s, userID, id, `status = ?, decision = ?, edited_args = ?, reason = ?`,
 			ans.Status(), ans.Decision, edited, ans.Reason)
 	case store.DeadlineAnswer:
-		if ans.Kind() == store.KindApproval {
+		if ans.Kind() == events.PendingApproval {
 			r, err = approvals.resolve(ctx, s, userID, id, `status = ?, decision = ?, timed_out = TRUE`, ans.Status(), ans.Decision())
 			break
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/store"
 	"github.com/trellis-ai/trellis/store/internal/storeutil"
 )
@@ -109,7 +110,7 @@ const approvalCols = humanCols + `, tool_call_id, tool, args, revision, decision
 
 func scanApproval(row Row) (store.HumanRequest, error) {
 	var (
-		r            = store.HumanRequest{Kind: store.KindApproval}
+		r            = store.HumanRequest{Kind: events.PendingApproval}
 		a            = &r.Approval
 		args, edited []byte
 	)
@@ -125,7 +126,7 @@ const elicitationCols = humanCols + `, source, message, schema, content, ` + dea
 
 func scanElicitation(row Row) (store.HumanRequest, error) {
 	var (
-		r               = store.HumanRequest{Kind: store.KindElicitation}
+		r               = store.HumanRequest{Kind: events.PendingElicitation}
 		e               = &r.Elicitation
 		schema, content []byte
 	)
@@ -140,7 +141,7 @@ func scanElicitation(row Row) (store.HumanRequest, error) {
 const clarificationCols = humanCols + `, question, answer, ` + deadlineCols
 
 func scanClarification(row Row) (store.HumanRequest, error) {
-	r := store.HumanRequest{Kind: store.KindClarification}
+	r := store.HumanRequest{Kind: events.PendingClarification}
 	c := &r.Clarification
 	return r, scanHuman(row, &r, &c.Question, &c.Answer)
 }
@@ -150,7 +151,7 @@ const uncertainCallCols = humanCols + `, tool_call_id, tool, args, ` + deadlineC
 
 func scanUncertainCall(row Row) (store.HumanRequest, error) {
 	var (
-		r    = store.HumanRequest{Kind: store.KindUncertainCall}
+		r    = store.HumanRequest{Kind: events.PendingUncertainCall}
 		u    = &r.UncertainCall
 		args []byte
 	)
