@@ -10,6 +10,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/trellis-ai/trellis/events"
+	"github.com/trellis-ai/trellis/internal/textcut"
 	"github.com/trellis-ai/trellis/llm"
 )
 
@@ -117,9 +118,6 @@ func extract(s string, n int) string {
 		return s
 	}
 	head := clip(s, 3*n/4)
-	tail := s[len(s)-n/4:]
-	for len(tail) > 0 && !utf8Start(tail[0]) {
-		tail = tail[1:]
-	}
+	tail := textcut.Tail(s, n/4)
 	return head + "\n[… " + strconv.Itoa(len(s)-len(head)-len(tail)) + " bytes left out …]\n" + tail
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/trellis-ai/trellis/internal/textcut"
 )
 
 // Window bounds what a model sees of the conversation: the system prompt,
@@ -256,14 +258,8 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return textcut.Head(s, n) + "…"
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // toLLM converts messages to langchaingo's form, after a system message.
 func toLLM(system string, msgs []Message) []llms.MessageContent {

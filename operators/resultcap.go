@@ -3,7 +3,8 @@ package operators
 import (
 	"encoding/base64"
 	"fmt"
-	"unicode/utf8"
+
+	"github.com/trellis-ai/trellis/internal/textcut"
 )
 
 // DefaultMaxResultBytes is the size a tool result is cut to when
@@ -25,7 +26,7 @@ func capResult(res Result, limit int) Result {
 		return res
 	}
 	if len(res.Error) > limit {
-		res.Error = cutUTF8(res.Error, limit) + "\n" + truncationNote(len(res.Error), limit)
+		res.Error = textcut.Head(res.Error, limit) + "\n" + truncationNote(len(res.Error), limit)
 		res.Truncated = true
 	}
 	total := sizeOf(res.Contents, res.Chunks)
@@ -49,9 +50,9 @@ func capResult(res Result, limit int) Result {
 			// A part of an image (or of audio) is none: drop it.
 		case c.Type == OutputJSON, c.Type == OutputWidget && c.Text == "":
 			// Cut JSON no longer parses: keep it as text.
-			contents = append(contents, TextContent(cutUTF8(string(c.JSON), left)))
+			contents = append(contents, TextContent(textcut.Head(string(c.JSON), left)))
 		default:
-			c.Text, c.JSON = cutUTF8(c.Text, left), nil
+			c.Text, c.JSON = textcut.Head(c.Text, left), nil
 			contents = append(contents, c)
 		}
 		kept = limit
@@ -62,7 +63,7 @@ func capResult(res Result, limit int) Result {
 		if left <= 0 {
 			break
 		}
-		ch.Text = cutUTF8(ch.Text, left)
+		ch.Text = textcut.Head(ch.Text, left)
 		chunks = append(chunks, ch)
 		kept += len(ch.Text)
 	}
@@ -95,15 +96,4 @@ func contentSize(c Content) int {
 		n += base64.StdEncoding.EncodedLen(len(c.Data))
 	}
 	return n
-}
-
-// cutUTF8 is at most n bytes of s, not splitting a character.
-func cutUTF8(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/parser"
+
+	"github.com/trellis-ai/trellis/internal/textcut"
 )
 
 // Defaults of [Limits].
@@ -168,7 +170,7 @@ func Run(ctx context.Context, code string, limits Limits, files Files) (Result, 
 	reason := w.stop()
 	res.Output, res.Truncated = out.b.String(), out.cut
 	if len(res.Value) > limits.Output {
-		res.Value, res.Truncated = cutUTF8(res.Value, limits.Output), true
+		res.Value, res.Truncated = textcut.Head(res.Value, limits.Output), true
 	}
 	if runErr == nil {
 		return res, nil
@@ -407,23 +409,12 @@ func (o *output) write(s string) {
 		return
 	}
 	if room := o.limit - o.b.Len(); len(s) > room {
-		o.b.WriteString(cutUTF8(s, room))
+		o.b.WriteString(textcut.Head(s, room))
 		o.cut = true
 		o.rt.Interrupt(fmt.Errorf("%w of %d bytes", ErrOutputLimit, o.limit))
 		return
 	}
 	o.b.WriteString(s)
-}
-
-// cutUTF8 is s cut to at most n bytes, at a character boundary.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }
 
 // jsonDepth is the deepest nesting of brackets in a JSON text, outside
