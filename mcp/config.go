@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -252,14 +253,14 @@ func parseServer(key string, raw json.RawMessage) (ServerConfig, []string, error
 	if sc.Name != key {
 		warnings = append(warnings, fmt.Sprintf("server %q is known as %q (names may hold only letters, digits, '_' and '-')", key, sc.Name))
 	}
-	sc.Dir = firstNonEmpty(fs.Cwd, fs.WorkingDir)
-	sc.URL = firstNonEmpty(fs.URL, fs.ServerURL, fs.HTTPURL)
+	sc.Dir = cmp.Or(fs.Cwd, fs.WorkingDir)
+	sc.URL = cmp.Or(fs.URL, fs.ServerURL, fs.HTTPURL)
 	sc.AllowedTools = fs.AllowedTools
 	if sc.AllowedTools == nil {
 		sc.AllowedTools = fs.IncludeTools
 	}
 
-	typ := strings.ToLower(firstNonEmpty(fs.Type, fs.Transport))
+	typ := strings.ToLower(cmp.Or(fs.Type, fs.Transport))
 	switch typ {
 	case "stdio":
 		sc.Transport = TransportStdio
@@ -385,15 +386,6 @@ func parseToolList(raw json.RawMessage) (all bool, tools []string, err error) {
 		return false, nil, fmt.Errorf("want true, false or a list of tool names, got %s", raw)
 	}
 	return false, tools, nil
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // safeName maps s onto the names a tool source may have: 1-64 letters,

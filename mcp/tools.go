@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -75,7 +76,7 @@ func toSpec(cfg ServerConfig, t mcpgo.Tool, name string) (operators.Spec, *jsons
 
 	spec := operators.Spec{Name: name, Description: t.Description, Messaging: operators.Capabilities{Progress: true}}
 	if spec.Description == "" {
-		spec.Description = firstNonEmpty(t.Title, t.Annotations.Title)
+		spec.Description = cmp.Or(t.Title, t.Annotations.Title)
 	}
 	if in, err := readSchema(wire.InputSchema); err != nil {
 		warning = fmt.Sprintf("tool %q: input schema cannot be read, arguments are not checked: %v", t.Name, err)

@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,7 +46,7 @@ func (a *Agent) reflect(ctx context.Context, s ChatState) (ChatState, error) {
 	if why := budgetFrom(ctx).exceeded(); why != "" {
 		return ChatState{Reflection: Reflection{Assessment: AssessBlocked, Reasoning: "the run's budget is used up: " + why}, BudgetExceeded: why}, nil
 	}
-	modelName := firstNonEmpty(a.opts.ReflectModel, s.Input.Model)
+	modelName := cmp.Or(a.opts.ReflectModel, s.Input.Model)
 	model, err := a.models.Model(ctx, modelName)
 	if err != nil {
 		return ChatState{}, fmt.Errorf("nodes: reflect: %w", err)

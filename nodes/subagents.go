@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -164,7 +165,7 @@ func (m *subagentMiddleware) run(ctx context.Context, c ToolRun) (ToolOutput, er
 	_ = emit(ctx, &events.SubagentStart{Subagent: args.Agent, Task: args.Task, Namespace: path})
 	in := c.Input
 	in = Input{Message: strings.TrimSpace(args.Task), ConversationID: in.ConversationID, RequestID: in.RequestID, UserID: in.UserID,
-		Model: firstNonEmpty(child.def.Model, in.Model), DocumentIDs: in.DocumentIDs, Context: in.Context, NoMemory: in.NoMemory,
+		Model: cmp.Or(child.def.Model, in.Model), DocumentIDs: in.DocumentIDs, Context: in.Context, NoMemory: in.NoMemory,
 		Namespace: path}
 	final, err := child.graph.Invoke(graph.Child(ctx, agentSegment+seg), &ChatState{Input: in}, graph.RunConfig{})
 	switch {
@@ -217,9 +218,9 @@ func (a *Agent) buildSubagents() (*subagentMiddleware, error) {
 	}
 	for _, d := range m.defs {
 		opts := a.opts
-		opts.SystemPrompt = firstNonEmpty(d.SystemPrompt, a.opts.SystemPrompt)
-		opts.SupervisorModel = firstNonEmpty(d.Model, a.opts.SupervisorModel)
-		opts.ReflectModel = firstNonEmpty(d.Model, a.opts.ReflectModel)
+		opts.SystemPrompt = cmp.Or(d.SystemPrompt, a.opts.SystemPrompt)
+		opts.SupervisorModel = cmp.Or(d.Model, a.opts.SupervisorModel)
+		opts.ReflectModel = cmp.Or(d.Model, a.opts.ReflectModel)
 		// What a sub-agent says is the task call's result, not a message
 		// of the conversation, and nothing to learn from.
 		opts.Hooks = Hooks{}

@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,7 +33,7 @@ func (a *Agent) supervisor(ctx context.Context, s ChatState) (ChatState, error) 
 		return upd, nil
 	}
 	_ = emit(ctx, &events.SupervisorThinking{Message: "Deciding how to handle your request…"})
-	modelName := firstNonEmpty(a.opts.SupervisorModel, s.Input.Model)
+	modelName := cmp.Or(a.opts.SupervisorModel, s.Input.Model)
 	model, err := a.models.Model(ctx, modelName)
 	if err != nil {
 		return ChatState{}, fmt.Errorf("nodes: supervisor: %w", err)
@@ -209,13 +210,4 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-func firstNonEmpty(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
