@@ -5,5 +5,6 @@
 // unknown_field, invalid_field, invalid_text) that says what to fix;
 // and writes answers as JSON (Write). Package api and its endpoint
 // packages decode every body they read, and write every JSON answer,
-// through it.
+// through it; the protocol adapters, whose bodies their protocols shape,
+// write their JSON answers through Write (A2A's, JSON-RPC's own, aside).
 package jsonbody

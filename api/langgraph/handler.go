@@ -2,17 +2,16 @@ package langgraph
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/api/httperr"
+	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/runs"
 )
 
@@ -93,18 +92,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		p = httperr.Internal("")
 	}
 	p.Header(w.Header())
-	writeJSON(w, p.Status, map[string]any{"error": map[string]string{"code": p.Code, "message": p.Message}, "detail": p.Message})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b, status = []byte(`{"error":{"code":"internal_error","message":"the response could not be encoded"}}`), http.StatusInternalServerError
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	jsonbody.Write(w, p.Status, map[string]any{"error": map[string]string{"code": p.Code, "message": p.Message}, "detail": p.Message})
 }
 
 // body reads a request body; an empty one reads as {}.
@@ -146,7 +134,7 @@ func user(r *http.Request) string { return runs.UserFrom(r.Context()) }
 
 // info is GET /info: agent-chat-ui's connection probe.
 func (h *handler) info(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"version": h.cfg.Version, "langgraph_py_version": "", "context": "trellis",
+	jsonbody.Write(w, http.StatusOK, map[string]any{"version": h.cfg.Version, "langgraph_py_version": "", "context": "trellis",
 		"flags": map[string]bool{"assistants": true, "crons": false, "langsmith": false}})
 }
 
@@ -192,7 +180,7 @@ func (h *handler) searchAssistants(w http.ResponseWriter, r *http.Request) {
 	if (q.GraphID == "" || q.GraphID == graphID) && offset == 0 && limit > 0 {
 		out = append(out, theAssistant())
 	}
-	writeJSON(w, http.StatusOK, out)
+	jsonbody.Write(w, http.StatusOK, out)
 }
 
 func (h *handler) getAssistant(w http.ResponseWriter, r *http.Request) {
@@ -200,7 +188,7 @@ func (h *handler) getAssistant(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, theAssistant())
+	jsonbody.Write(w, http.StatusOK, theAssistant())
 }
 
 // assistantGraph is GET /assistants/{id}/graph: the agent's nodes.
@@ -209,5 +197,5 @@ func (h *handler) assistantGraph(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"mermaid": h.runs.Mermaid()})
+	jsonbody.Write(w, http.StatusOK, map[string]any{"mermaid": h.runs.Mermaid()})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/api/httperr"
+	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/ids"
 	"github.com/trellis-ai/trellis/runs"
@@ -274,10 +275,10 @@ func (h *handler) awaitFinal(w http.ResponseWriter, r *http.Request, req runs.Fo
 		return
 	}
 	if tr.failed != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"__error__": map[string]string{"error": tr.failed.Code, "message": tr.failed.Message}})
+		jsonbody.Write(w, http.StatusOK, map[string]any{"__error__": map[string]string{"error": tr.failed.Code, "message": tr.failed.Message}})
 		return
 	}
-	writeJSON(w, http.StatusOK, tr.final)
+	jsonbody.Write(w, http.StatusOK, tr.final)
 }
 
 // backgroundRun is POST /threads/{id}/runs: the run starts and is
@@ -289,7 +290,7 @@ func (h *handler) backgroundRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if b.queued != nil {
-		writeJSON(w, http.StatusOK, pendingRunOf(*b.queued))
+		jsonbody.Write(w, http.StatusOK, pendingRunOf(*b.queued))
 		return
 	}
 	b.sub.Close()
@@ -298,7 +299,7 @@ func (h *handler) backgroundRun(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, runOf(rn))
+	jsonbody.Write(w, http.StatusOK, runOf(rn))
 }
 
 // threadRun returns the run the path names, of the thread it names: 404
@@ -339,7 +340,7 @@ func (h *handler) getRun(w http.ResponseWriter, r *http.Request) {
 	rn, err := h.threadRun(r)
 	if errors.Is(err, runs.ErrNotFound) {
 		if q, qerr := h.queuedRun(r); qerr == nil {
-			writeJSON(w, http.StatusOK, pendingRunOf(q))
+			jsonbody.Write(w, http.StatusOK, pendingRunOf(q))
 			return
 		}
 	}
@@ -347,7 +348,7 @@ func (h *handler) getRun(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, runOf(rn))
+	jsonbody.Write(w, http.StatusOK, runOf(rn))
 }
 
 // listRuns is GET /threads/{id}/runs: newest first, ?limit (10) and
@@ -403,7 +404,7 @@ func (h *handler) listRuns(w http.ResponseWriter, r *http.Request) {
 	slices.Reverse(all)
 	all = all[min(offset, len(all)):]
 	out := append([]run{}, all[:min(n, len(all))]...)
-	writeJSON(w, http.StatusOK, out)
+	jsonbody.Write(w, http.StatusOK, out)
 }
 
 // joinRun is GET /threads/{id}/runs/{run_id}/join: the final values once

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-ai/trellis/api/httperr"
+	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/runs"
 )
 
@@ -113,7 +114,7 @@ func (h *handler) writeThread(w http.ResponseWriter, r *http.Request, c runs.Con
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, status, t)
+	jsonbody.Write(w, status, t)
 }
 
 func (h *handler) getThread(w http.ResponseWriter, r *http.Request) {
@@ -259,7 +260,7 @@ func (h *handler) searchThreads(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, t)
 	}
-	writeJSON(w, http.StatusOK, out)
+	jsonbody.Write(w, http.StatusOK, out)
 }
 
 // getState is GET /threads/{id}/state: the newest checkpoint.
@@ -271,7 +272,7 @@ func (h *handler) getState(w http.ResponseWriter, r *http.Request) {
 	}
 	snap, err := h.runs.State(r.Context(), c.ID)
 	if errors.Is(err, runs.ErrNoConversation) {
-		writeJSON(w, http.StatusOK, threadState{Values: values{Messages: []message{}}, Next: []string{}, Tasks: []task{},
+		jsonbody.Write(w, http.StatusOK, threadState{Values: values{Messages: []message{}}, Next: []string{}, Tasks: []task{},
 			Metadata: map[string]any{}, CreatedAt: timestamp(c.CreatedAt), Checkpoint: checkpointRef{ThreadID: c.ID}})
 		return
 	}
@@ -279,7 +280,7 @@ func (h *handler) getState(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, stateOf(c.ID, snap))
+	jsonbody.Write(w, http.StatusOK, stateOf(c.ID, snap))
 }
 
 // historyMost bounds how many checkpoints a history page holds.
@@ -336,5 +337,5 @@ func (h *handler) history(w http.ResponseWriter, r *http.Request, limitIn *int, 
 	for _, s := range snaps {
 		out = append(out, stateOf(c.ID, s))
 	}
-	writeJSON(w, http.StatusOK, out)
+	jsonbody.Write(w, http.StatusOK, out)
 }

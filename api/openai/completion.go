@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/internal/sse"
 	"github.com/trellis-ai/trellis/runs"
@@ -195,7 +196,7 @@ func (a *collector) end(finish string, u events.Usage) error {
 	msg.ToolCalls = a.calls
 	msg.ReasoningContent = a.thought.String()
 	_ = http.NewResponseController(a.w).SetWriteDeadline(time.Now().Add(a.timeout))
-	writeJSON(a.w, http.StatusOK, map[string]any{
+	jsonbody.Write(a.w, http.StatusOK, map[string]any{
 		"id": a.c.id, "object": "chat.completion", "created": a.c.created, "model": a.c.model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
 		"usage":   usageOf(u),

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/llm"
 	"github.com/trellis-ai/trellis/runs"
 )
@@ -83,14 +83,14 @@ func (h *handler) models() []model {
 }
 
 func (h *handler) listModels(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": h.models()})
+	jsonbody.Write(w, http.StatusOK, map[string]any{"object": "list", "data": h.models()})
 }
 
 func (h *handler) getModel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	for _, m := range h.models() {
 		if strings.EqualFold(m.ID, id) {
-			writeJSON(w, http.StatusOK, m)
+			jsonbody.Write(w, http.StatusOK, m)
 			return
 		}
 	}
@@ -175,10 +175,4 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 		h.log.LogAttrs(ctx, slog.LevelError, "openai: following the run failed", slog.String("run_id", rn.ID()), slog.Any("error", err))
 	}
 	out.fail(err)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trellis-ai/trellis/api/jsonbody"
 	"github.com/trellis-ai/trellis/internal/sse"
 	"github.com/trellis-ai/trellis/runs"
 )
@@ -67,7 +68,7 @@ func (h *handler) responses(w http.ResponseWriter, r *http.Request) {
 	if done && b.failure == nil {
 		if b.sw == nil {
 			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout))
-			writeJSON(w, http.StatusOK, b.object())
+			jsonbody.Write(w, http.StatusOK, b.object())
 		}
 		return
 	}
@@ -191,7 +192,7 @@ func (h *handler) getResponse(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, b.object())
+	jsonbody.Write(w, http.StatusOK, b.object())
 }
 
 // cancelResponse serves POST /v1/responses/{id}/cancel: the response's
@@ -222,7 +223,7 @@ func (h *handler) cancelResponse(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, b.object())
+	jsonbody.Write(w, http.StatusOK, b.object())
 }
 
 // responseRun reads the user's run the path's response id names.
