@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	msqlite "modernc.org/sqlite"
@@ -43,24 +45,22 @@ func SQLite(ctx context.Context, db *sql.DB, table string, fsys fs.FS) (int, err
 const beginTries = 200
 
 // begin begins the migration's transaction, trying again while the file
-// is busy. A connection
-// of a process opening a new file switches it to WAL as it opens, and
-// SQLite answers another connection doing the same at that moment
-// SQLITE_BUSY at once, without waiting (its busy handler does not cover
-// the switch): two processes starting on one new data directory hit it.
+// is busy. A connection of a process opening a new file switches it to
+// WAL as it opens, and SQLite answers another connection doing the same
+// at that moment SQLITE_BUSY at once, without waiting (its busy handler
+// does not cover the switch): two processes starting on one new data
+// directory hit it.
 func begin(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
-	for try := 1; ; try++ {
-		tx, err := db.BeginTx(ctx, nil)
-		var se *msqlite.Error
-		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || try == beginTries {
-			return tx, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	busy := retrypolicy.NewBuilder[*sql.Tx]().
+		HandleIf(func(_ *sql.Tx, err error) bool {
+			var se *msqlite.Error
+			return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+		}).
+		WithMaxAttempts(beginTries).
+		WithDelay(10 * time.Millisecond).
+		ReturnLastFailure().
+		Build()
+	return failsafe.With(busy).WithContext(ctx).Get(func() (*sql.Tx, error) { return db.BeginTx(ctx, nil) })
 }
 
 // Postgres applies the migrations in fsys's folder "migrations" to the schema on pool's
