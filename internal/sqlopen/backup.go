@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	msqlite "modernc.org/sqlite"
 )
 
@@ -78,17 +80,17 @@ func Backup(ctx context.Context, cs []Copy) error {
 // snapshot opens a read transaction on each of dbs as of one instant:
 // one at which it holds every file's write lock.
 func snapshot(ctx context.Context, dbs []*sql.DB) ([]*sql.Conn, error) {
-	for {
-		reads, err := trySnapshot(ctx, dbs)
-		if err == nil || !errors.Is(err, errBusy) {
-			return reads, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("sqlopen: back up: %w", context.Cause(ctx))
-		case <-time.After(freezeWait):
-		}
+	busy := retrypolicy.NewBuilder[[]*sql.Conn]().
+		HandleErrors(errBusy).
+		WithMaxRetries(-1).
+		WithDelay(freezeWait).
+		ReturnLastFailure().
+		Build()
+	reads, err := failsafe.With(busy).WithContext(ctx).Get(func() ([]*sql.Conn, error) { return trySnapshot(ctx, dbs) })
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("sqlopen: back up: %w", context.Cause(ctx))
 	}
+	return reads, err
 }
 
 var errBusy = errors.New("a database's write lock is taken")
