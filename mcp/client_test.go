@@ -121,7 +121,7 @@ func checkFakeServer(t *testing.T, h *harness, server string) {
 		}
 		var got []string
 		for _, e := range rec.Events() {
-			var p operators.ProgressEvent
+			var p events.ToolProgress
 			if e.Type != events.TypeToolProgress || json.Unmarshal(e.Data, &p) != nil || p.ToolCallID != "tc-7" || p.Total != 4 {
 				t.Fatalf("event %s %s", e.Type, e.Data)
 			}

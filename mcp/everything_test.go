@@ -133,7 +133,7 @@ func checkEverything(t *testing.T, h *harness) {
 		}
 		var got []float64
 		for _, e := range rec.Events() {
-			var p operators.ProgressEvent
+			var p events.ToolProgress
 			if err := json.Unmarshal(e.Data, &p); err != nil || e.Type != events.TypeToolProgress || p.Total != 4 || p.ToolCallID != "tc-9" {
 				t.Fatalf("event %s %s", e.Type, e.Data)
 			}
@@ -307,7 +307,7 @@ type notifyRecorder struct {
 	progress chan struct{}
 }
 
-func (r *notifyRecorder) Progress(ctx context.Context, p operators.ProgressEvent) error {
+func (r *notifyRecorder) Progress(ctx context.Context, p events.ToolProgress) error {
 	select {
 	case r.progress <- struct{}{}:
 	default:

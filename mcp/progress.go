@@ -7,6 +7,7 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/trellis-ai/trellis/events"
 	"github.com/trellis-ai/trellis/operators"
 )
 
@@ -87,7 +88,7 @@ func (t *callTable) latest() *inflight {
 }
 
 // progressFromNotification reads a notifications/progress.
-func progressFromNotification(n mcpgo.JSONRPCNotification) (token string, ev operators.ProgressEvent, ok bool) {
+func progressFromNotification(n mcpgo.JSONRPCNotification) (token string, ev events.ToolProgress, ok bool) {
 	f := n.Params.AdditionalFields
 	switch tok := f["progressToken"].(type) {
 	case string:
@@ -115,7 +116,7 @@ type progressPump struct {
 	call operators.Call
 
 	mu     sync.Mutex
-	queue  []operators.ProgressEvent
+	queue  []events.ToolProgress
 	last   float64 // the progress of the newest update taken
 	closed bool
 	wake   chan struct{}
@@ -135,7 +136,7 @@ func startProgress(ctx context.Context, call operators.Call) *progressPump {
 	return p
 }
 
-func (p *progressPump) push(ev operators.ProgressEvent) {
+func (p *progressPump) push(ev events.ToolProgress) {
 	p.mu.Lock()
 	// A server's progress only increases (the spec says it must), but
 	// an update can overtake another: mcp-go's HTTP server sends a

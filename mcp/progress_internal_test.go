@@ -15,12 +15,12 @@ func TestProgressNeverGoesBack(t *testing.T) {
 	var rec operators.Recorder
 	p := startProgress(t.Context(), operators.Call{ToolCallID: "tc", Messenger: &rec})
 	for _, v := range []float64{1, 3, 2, 3, 4} {
-		p.push(operators.ProgressEvent{Progress: v, Total: 4})
+		p.push(events.ToolProgress{Progress: v, Total: 4})
 	}
 	p.finish()
 	var got []float64
 	for _, e := range rec.Events() {
-		var ev operators.ProgressEvent
+		var ev events.ToolProgress
 		if e.Type != events.TypeToolProgress || json.Unmarshal(e.Data, &ev) != nil {
 			t.Fatalf("event %s %s", e.Type, e.Data)
 		}

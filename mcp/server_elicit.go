@@ -239,7 +239,7 @@ var _ operators.Messenger = (*exportRun)(nil)
 
 // Progress becomes notifications/progress on the request the run is
 // attached to, when the client asked for progress.
-func (r *exportRun) Progress(_ context.Context, p operators.ProgressEvent) error {
+func (r *exportRun) Progress(_ context.Context, p events.ToolProgress) error {
 	r.mu.Lock()
 	req, token := r.req, r.token
 	r.mu.Unlock()
@@ -268,10 +268,10 @@ func (r *exportRun) Progress(_ context.Context, p operators.ProgressEvent) error
 }
 
 // Direct keeps content for the result.
-func (r *exportRun) Direct(_ context.Context, d operators.DirectEvent) error {
+func (r *exportRun) Direct(_ context.Context, d events.DirectResponse) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.direct = append(r.direct, operators.Content{Type: d.ContentType, Text: d.Content, WidgetType: d.WidgetType})
+	r.direct = append(r.direct, operators.Content{Type: operators.OutputType(d.ContentType), Text: d.Content, WidgetType: d.WidgetType})
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,8 +44,9 @@ type messenger struct {
 
 var _ operators.Messenger = (*messenger)(nil)
 
-func (m *messenger) Progress(_ context.Context, p operators.ProgressEvent) error {
-	return emit(m.call.Context, &events.ToolProgress{ToolCallID: m.call.toolCallID, Progress: p.Progress, Total: p.Total, Message: p.Message})
+func (m *messenger) Progress(_ context.Context, p events.ToolProgress) error {
+	p.ToolCallID = m.call.toolCallID
+	return emit(m.call.Context, &p)
 }
 
 // Emit puts an event of the tool's on the run's stream (operators.Emitter).
@@ -52,15 +54,13 @@ func (m *messenger) Emit(_ context.Context, p events.Payload) error {
 	return emit(m.call.Context, p)
 }
 
-func (m *messenger) Direct(_ context.Context, d operators.DirectEvent) error {
-	dr := DirectResponse{ToolCallID: m.call.toolCallID, Content: d.Content, ContentType: string(d.ContentType), WidgetType: d.WidgetType}
-	if dr.ContentType == "" {
-		dr.ContentType = string(operators.OutputText)
-	}
+func (m *messenger) Direct(_ context.Context, d events.DirectResponse) error {
+	d.ToolCallID = m.call.toolCallID
+	d.ContentType = cmp.Or(d.ContentType, string(operators.OutputText))
 	m.mu.Lock()
-	m.direct = append(m.direct, dr)
+	m.direct = append(m.direct, DirectResponse{ToolCallID: d.ToolCallID, Content: d.Content, ContentType: d.ContentType, WidgetType: d.WidgetType})
 	m.mu.Unlock()
-	return emit(m.call.Context, &events.DirectResponse{Content: dr.Content, ContentType: dr.ContentType, WidgetType: dr.WidgetType, ToolCallID: dr.ToolCallID})
+	return emit(m.call.Context, &d)
 }
 
 func (m *messenger) Stream(_ context.Context, c operators.StreamChunk) error {

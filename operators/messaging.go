@@ -12,16 +12,16 @@ import (
 )
 
 // Messenger is how a running tool talks to the user. The service implements
-// it: it turns each call into the API.md event of the same shape, and
-// answers Elicit through its elicitation manager. Methods must be safe for
+// it: it puts each call's payload (events' own, where the event has one) on
+// the run's stream, and answers Elicit through its waiting room. Methods must be safe for
 // concurrent use (parallel tool calls share a run). A tool reaches the
 // Messenger through its [Call], never through a global.
 type Messenger interface {
 	// Progress emits tool.progress.
-	Progress(ctx context.Context, p ProgressEvent) error
+	Progress(ctx context.Context, p events.ToolProgress) error
 	// Direct emits direct.response: content shown to the user without
 	// passing through the writer.
-	Direct(ctx context.Context, d DirectEvent) error
+	Direct(ctx context.Context, d events.DirectResponse) error
 	// Stream emits one piece of content streamed to the user
 	// (response.chunk).
 	Stream(ctx context.Context, c StreamChunk) error
@@ -30,22 +30,6 @@ type Messenger interface {
 	// ElicitationID when it is empty. When the run cannot wait any longer
 	// it fails with [ErrAskLater]: the tool must return at once.
 	Elicit(ctx context.Context, r ElicitRequest) (ElicitResponse, error)
-}
-
-// ProgressEvent is the payload of tool.progress.
-type ProgressEvent struct {
-	ToolCallID string  `json:"tool_call_id"`
-	Progress   float64 `json:"progress"`
-	Total      float64 `json:"total,omitempty"`
-	Message    string  `json:"message,omitempty"`
-}
-
-// DirectEvent is the payload of direct.response.
-type DirectEvent struct {
-	ToolCallID  string     `json:"tool_call_id,omitempty"`
-	Content     string     `json:"content"`
-	ContentType OutputType `json:"content_type"`
-	WidgetType  string     `json:"widget_type,omitempty"`
 }
 
 // StreamChunk is one piece of content a tool streams to the user; Done
@@ -117,15 +101,15 @@ func (c Call) messenger() Messenger {
 
 // Progress reports n of total (total 0 when unknown) with a message.
 func (c Call) Progress(ctx context.Context, n, total float64, message string) error {
-	return c.messenger().Progress(ctx, ProgressEvent{ToolCallID: c.ToolCallID, Progress: n, Total: total, Message: message})
+	return c.messenger().Progress(ctx, events.ToolProgress{ToolCallID: c.ToolCallID, Progress: n, Total: total, Message: message})
 }
 
 // Send shows content directly to the user, bypassing the writer.
 func (c Call) Send(ctx context.Context, content Content) error {
-	return c.messenger().Direct(ctx, DirectEvent{
+	return c.messenger().Direct(ctx, events.DirectResponse{
 		ToolCallID:  c.ToolCallID,
 		Content:     content.String(),
-		ContentType: content.Type,
+		ContentType: string(content.Type),
 		WidgetType:  content.WidgetType,
 	})
 }
@@ -223,9 +207,9 @@ func (c Call) elicitInto(ctx context.Context, message string, schema *jsonschema
 // and chunks are dropped, and Elicit declines with [ErrNoUser].
 type NopMessenger struct{}
 
-func (NopMessenger) Progress(context.Context, ProgressEvent) error { return nil }
-func (NopMessenger) Direct(context.Context, DirectEvent) error     { return nil }
-func (NopMessenger) Stream(context.Context, StreamChunk) error     { return nil }
+func (NopMessenger) Progress(context.Context, events.ToolProgress) error { return nil }
+func (NopMessenger) Direct(context.Context, events.DirectResponse) error { return nil }
+func (NopMessenger) Stream(context.Context, StreamChunk) error           { return nil }
 func (NopMessenger) Elicit(_ context.Context, r ElicitRequest) (ElicitResponse, error) {
 	return ElicitResponse{Action: events.ElicitDecline}, fmt.Errorf("%w: %s asked %q", ErrNoUser, r.Source, r.Message)
 }

@@ -55,7 +55,7 @@ func TestMessagingEventsInOrder(t *testing.T) {
 		`elicitation.request {"elicitation_id":"elicit-2","source":"chatty","message":"Format?","schema":{"type":"object","properties":{"choice":{"type":"string","description":"Format?","enum":["JSON","CSV"]}},"required":["choice"]}}`,
 		`elicitation.response {"elicitation_id":"elicit-2","action":"accept"}`,
 		`tool.progress {"tool_call_id":"tc1","progress":2,"total":3,"message":"rendering CSV"}`,
-		`direct.response {"tool_call_id":"tc1","content":"\u003cdiv\u003echart\u003c/div\u003e","content_type":"widget","widget_type":"chart"}`,
+		`direct.response {"content":"\u003cdiv\u003echart\u003c/div\u003e","content_type":"widget","widget_type":"chart","tool_call_id":"tc1"}`,
 		`response.chunk {"tool_call_id":"tc1","content":"par","content_type":"text"}`,
 		`response.chunk {"tool_call_id":"tc1","content":"tial","content_type":"text","done":true}`,
 		`tool.progress {"tool_call_id":"tc1","progress":3,"total":3,"message":"done"}`,

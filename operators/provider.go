@@ -590,7 +590,7 @@ func (d *directTracker) Elicit(ctx context.Context, r ElicitRequest) (ElicitResp
 	return d.Messenger.Elicit(ctx, r)
 }
 
-func (d *directTracker) Direct(ctx context.Context, e DirectEvent) error {
+func (d *directTracker) Direct(ctx context.Context, e events.DirectResponse) error {
 	d.sent.Store(true)
 	return d.Messenger.Direct(ctx, e)
 }

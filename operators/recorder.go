@@ -58,12 +58,12 @@ func (r *Recorder) Types() []string {
 	return out
 }
 
-func (r *Recorder) Progress(_ context.Context, p ProgressEvent) error {
+func (r *Recorder) Progress(_ context.Context, p events.ToolProgress) error {
 	r.record(events.TypeToolProgress, p)
 	return nil
 }
 
-func (r *Recorder) Direct(_ context.Context, d DirectEvent) error {
+func (r *Recorder) Direct(_ context.Context, d events.DirectResponse) error {
 	r.record(events.TypeDirectResponse, d)
 	return nil
 }
