@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -447,17 +448,6 @@ func decisionOf(a store.HumanRequest) nodes.ApprovalDecision {
 // is a cancel; one its deadline declined carries its
 // elicitation.expired.
 func responseOf(e store.HumanRequest) operators.ElicitResponse {
-	return operators.ElicitResponse{ElicitationID: e.ID, Action: actionOf(e.Status), Content: e.Elicitation.Content,
+	return operators.ElicitResponse{ElicitationID: e.ID, Action: cmp.Or(store.ActionOf(e.Status), events.ElicitCancel), Content: e.Elicitation.Content,
 		Expired: elicitationExpiredOf(e)}
-}
-
-// actionOf is the action a resolved elicitation's status records.
-func actionOf(s store.HumanStatus) events.ElicitAction {
-	switch s {
-	case store.HumanAccepted:
-		return events.ElicitAccept
-	case store.HumanDeclined:
-		return events.ElicitDecline
-	}
-	return events.ElicitCancel
 }

@@ -464,17 +464,26 @@ func (a CallAnswer) Status() HumanStatus { return callStatuses[a.Decision] }
 
 // DecisionOf is the decision an uncertain call's status records; "" while
 // it is pending or expired.
-func DecisionOf(s HumanStatus) events.CallDecision {
-	for d, st := range callStatuses {
+func DecisionOf(s HumanStatus) events.CallDecision { return answerOf(callStatuses, s) }
+
+// ActionOf is the action an elicitation's status records; "" while it is
+// pending or expired.
+func ActionOf(s HumanStatus) events.ElicitAction { return answerOf(elicitationStatuses, s) }
+
+// answerOf reads a table of answers' statuses backwards: the answer that
+// records s, or "".
+func answerOf[A ~string](statuses map[A]HumanStatus, s HumanStatus) A {
+	for a, st := range statuses {
 		if st == s {
-			return d
+			return a
 		}
 	}
 	return ""
 }
 
 // callStatuses are the statuses uncertain calls' decisions record, one
-// each: read both ways, by Status and DecisionOf.
+// each: read both ways, by Status and DecisionOf. approvalStatuses and
+// elicitationStatuses are the same for the other kinds.
 var callStatuses = map[events.CallDecision]HumanStatus{
 	events.CallRetry: HumanRetried,
 	events.CallSkip:  HumanSkipped,

@@ -72,6 +72,31 @@ func TestHumanStatusAnswered(t *testing.T) {
 	}
 }
 
+// An elicitation's action is recorded as its status and read back from
+// it; a status that records none (pending, expired) reads as "".
+func TestElicitationActionStatus(t *testing.T) {
+	for _, tc := range []struct {
+		a    events.ElicitAction
+		want store.HumanStatus
+	}{
+		{events.ElicitAccept, store.HumanAccepted},
+		{events.ElicitDecline, store.HumanDeclined},
+		{events.ElicitCancel, store.HumanCancelled},
+	} {
+		if got := (store.ElicitationAnswer{Action: tc.a}).Status(); got != tc.want {
+			t.Errorf("%s: status %q, want %q", tc.a, got, tc.want)
+		}
+		if got := store.ActionOf(tc.want); got != tc.a {
+			t.Errorf("ActionOf(%q) = %q, want %q", tc.want, got, tc.a)
+		}
+	}
+	for _, s := range []store.HumanStatus{store.HumanPending, store.HumanExpired, store.HumanApproved} {
+		if got := store.ActionOf(s); got != "" {
+			t.Errorf("ActionOf(%q) = %q, want none", s, got)
+		}
+	}
+}
+
 // An uncertain call's decision is recorded as its status and read back
 // from it; a status that records none (pending, expired) reads as "".
 func TestCallDecisionStatus(t *testing.T) {
