@@ -237,8 +237,8 @@ func (a *Agent) Start(ctx context.Context, conversationID string, in Input) iter
 	}
 }
 
-// turnInput is in for a turn of conversationID, its message trimmed; a
-// turn needs both.
+// turnInput is in for a turn of conversationID, its message trimmed, or
+// ErrInvalidInput when the conversation or the message is missing.
 func turnInput(verb, conversationID string, in Input) (Input, error) {
 	in.Message = strings.TrimSpace(in.Message)
 	if conversationID == "" || in.Message == "" {

@@ -98,8 +98,8 @@ func (r *OperatorRegistry) Register(name string, f OperatorFactory) error {
 	if err != nil {
 		return fmt.Errorf("operators: register operator %s: %w", name, err)
 	}
-	e := operatorEntry{factory: f, info: OperatorInfo{Spec: spec, Kind: op.Kind()}, v: v}
-	return r.ops.add("operator ", func(e operatorEntry) string { return e.info.Spec.Name }, e)
+	entry := operatorEntry{factory: f, info: OperatorInfo{Spec: spec, Kind: op.Kind()}, v: v}
+	return r.ops.add("operator ", func(e operatorEntry) string { return e.info.Spec.Name }, entry)
 }
 
 // MustRegister is Register that panics on error, for wiring at start-up.
